@@ -1,0 +1,83 @@
+"""The one error hierarchy of kairos, with stable codes.
+
+Every error a user can see is a :class:`KairosError`. Its ``code`` is stable
+(scripts and the API match on it); its message is one line that says what is
+wrong and, where possible, what to do. The server maps codes to responses and
+the CLI maps them to exit codes; nothing else should invent error strings.
+
+    KairosError
+    ├── UsageError            bad input from a person or a client   (exit 2)
+    │   ├── CronSyntaxError   a cron expression is malformed or never fires
+    │   └── InvalidTimeError  a time, zone, duration or interval is unusable
+    ├── NotFoundError         no such task/run/item                  (exit 1)
+    ├── StoreError            the durable store cannot be used       (exit 1)
+    │   ├── StoreCorruptError     unreadable or invalid; left untouched
+    │   └── StoreVersionError     written by a newer kairos
+    └── LockHeldError         another kairosd owns the store         (exit 1)
+
+Must not import anything from kairos or kairosd: it is the leaf every module uses.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_NO_DAEMON = 3
+
+
+class KairosError(Exception):
+    """Base class: a failure with a stable ``code`` and a one-line message."""
+
+    code = "internal"
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(KairosError, ValueError):
+    code = "usage"
+    exit_code = EXIT_USAGE
+
+
+class CronSyntaxError(UsageError):
+    """A cron expression is malformed, out of range, or can never fire.
+
+    ``field`` names the cron field at fault ("hour", "day-of-month", ...) or is
+    ``None`` when the fault is the expression as a whole.
+    """
+
+    code = "cron_syntax"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+class InvalidTimeError(UsageError):
+    code = "invalid_time"
+
+
+class NotFoundError(KairosError, LookupError):
+    code = "not_found"
+
+
+class StoreError(KairosError):
+    code = "store"
+
+
+class StoreCorruptError(StoreError):
+    code = "store_corrupt"
+
+
+class StoreVersionError(StoreError):
+    code = "store_version"
+
+
+class LockHeldError(KairosError):
+    code = "lock_held"

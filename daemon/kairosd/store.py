@@ -1,0 +1,196 @@
+"""The durable task store: one JSON file, ``scheduled_tasks.json``, written atomically.
+
+Crash-recovery rules (what a user finds after a crash or a bad edit):
+
+- **A temp file is left behind** (``scheduled_tasks.json.tmp-<pid>-<random>``,
+  a crash in the middle of a write): removed at the next load, with a warning.
+  The store itself is intact, because a write only becomes the store by an
+  atomic rename after it is fully on disk.
+- **The store is corrupt** (unreadable, not JSON, or fails validation): kairos
+  refuses to start and never overwrites it. It copies the file aside as
+  ``scheduled_tasks.json.corrupt-<UTC time>``, leaves the original in place and
+  says what is wrong; fix or remove the file, then start kairosd again.
+- **The store was written by a newer kairos** (``schema_version`` above this
+  one's): kairos refuses to start and leaves the file alone; upgrade kairos.
+- **Unknown fields** (top-level or per task, written by a newer kairos): kept
+  as they are through load and save.
+- **An older store** (Claude Code's own ``scheduled_tasks.json``, copied in) is
+  upgraded in memory on load; the next save writes the current schema.
+
+The store has a single writer: the process holding ``scheduled_tasks.lock``
+(:mod:`kairosd.locking`); only that process may load with temp-file cleanup.
+
+Must not import the server, the scheduler or the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from kairosd import migrations
+from kairosd.atomic import stale_temp_files, write_atomic
+from kairosd.clock import Clock, local_zone_name
+from kairosd.errors import StoreCorruptError, StoreVersionError
+from kairosd.migrations import SCHEMA_VERSION
+from kairosd.models import Task
+
+__all__ = ["SCHEMA_VERSION", "JsonStore", "Store", "StoreState"]
+
+log = logging.getLogger(__name__)
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+class StoreState(BaseModel):
+    """Everything in the store. Unknown top-level fields are kept (``extra="allow"``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int
+    tasks: list[Task]
+
+    @classmethod
+    def empty(cls) -> StoreState:
+        return cls(schema_version=SCHEMA_VERSION, tasks=[])
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> StoreState:
+        seen: set[str] = set()
+        for task in self.tasks:
+            if task.id in seen:
+                raise ValueError(f"duplicate task id {task.id!r}")
+            seen.add(task.id)
+        return self
+
+
+class Store(Protocol):
+    def load(self) -> StoreState: ...
+
+    def save(self, state: StoreState) -> None: ...
+
+
+def _describe(exc: ValidationError) -> str:
+    errors = exc.errors()
+    first = errors[0]
+    loc = ".".join(str(part) for part in first["loc"])
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"invalid {loc}: {msg}{more}" if loc else f"invalid: {msg}{more}"
+
+
+class JsonStore:
+    """The store as a JSON file at ``path``. ``clock`` stamps the names of corrupt copies.
+
+    ``local_zone`` is the zone assumed for an imported Claude store's crons;
+    by default the user's zone, looked up only if such a store is found.
+    """
+
+    def __init__(self, path: Path, clock: Clock, *, local_zone: str | None = None) -> None:
+        self._path = path
+        self._clock = clock
+        self._local_zone = local_zone
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def load(self) -> StoreState:
+        """Read, upgrade and validate the store; an absent file is an empty store.
+
+        Raises :class:`StoreCorruptError` or :class:`StoreVersionError`; in
+        neither case is the file changed.
+        """
+        self._remove_stale_temp_files()
+        try:
+            data = self._path.read_bytes()
+        except FileNotFoundError:
+            return StoreState.empty()
+        except OSError as exc:
+            raise self._corrupt(f"cannot be read ({exc.strerror or exc})", None) from exc
+        try:
+            raw = json.loads(data)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            raise self._corrupt(f"is not valid JSON ({exc})", data) from exc
+        if not isinstance(raw, dict):
+            raise self._corrupt(f"is not a JSON object (found {type(raw).__name__})", data)
+        try:
+            version = migrations.schema_version_of(raw)
+        except ValueError as exc:
+            raise self._corrupt(str(exc), data) from exc
+        if version > SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{self._path} was written by a newer kairos (schema {version}, this one reads up to "
+                f"{SCHEMA_VERSION}); upgrade kairos. The file was left untouched."
+            )
+        try:
+            upgraded = migrations.migrate(raw, self._zone()) if version < SCHEMA_VERSION else raw
+        except ValueError as exc:
+            raise self._corrupt(f"cannot be upgraded from schema {version}: {exc}", data) from exc
+        try:
+            state = StoreState.model_validate(upgraded)
+        except ValidationError as exc:
+            raise self._corrupt(_describe(exc), data) from exc
+        if version < SCHEMA_VERSION:
+            log.info("upgraded %s from schema %d to %d in memory", self._path, version, SCHEMA_VERSION)
+        return state
+
+    def save(self, state: StoreState) -> None:
+        """Write the whole store atomically (0600), creating its folder (0700) if needed."""
+        doc: dict[str, Any] = state.model_dump(mode="json")
+        # What this code writes is, by definition, the schema this code reads.
+        doc["schema_version"] = SCHEMA_VERSION
+        # ASCII escapes, not raw UTF-8: a lone surrogate kept from an unknown field must still encode.
+        data = (json.dumps(doc, indent=2) + "\n").encode("ascii")
+        self._path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        write_atomic(self._path, data, mode=FILE_MODE)
+
+    def _zone(self) -> str:
+        if self._local_zone is None:
+            self._local_zone = local_zone_name()
+        return self._local_zone
+
+    def _remove_stale_temp_files(self) -> None:
+        for tmp in stale_temp_files(self._path):
+            # The rename is the commit point, so a temp file is an unfinished write; the store is intact.
+            log.warning("removing %s, left by an interrupted write; %s is intact", tmp, self._path.name)
+            try:
+                tmp.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log.warning("could not remove %s: %s", tmp, exc)
+
+    def _corrupt(self, what: str, data: bytes | None) -> StoreCorruptError:
+        copy, copy_error = self._copy_aside(data)
+        where = (
+            f"the copy is at {copy}"
+            if copy is not None
+            else f"it could not be copied aside ({copy_error}); back it up first"
+        )
+        message = (
+            f"{self._path} {what}. kairos will not overwrite it; fix or remove it, "
+            f"then start kairosd again ({where})."
+        )
+        log.error("%s", message)
+        return StoreCorruptError(message)
+
+    def _copy_aside(self, data: bytes | None) -> tuple[Path | None, str]:
+        stamp = self._clock.now().strftime("%Y%m%dT%H%M%SZ")
+        base = f"{self._path.name}.corrupt-{stamp}"
+        target = self._path.with_name(base)
+        n = 1
+        while target.exists():  # two failures in one second must not overwrite the first copy
+            target = self._path.with_name(f"{base}-{n}")
+            n += 1
+        try:
+            payload = self._path.read_bytes() if data is None else data
+            write_atomic(target, payload, mode=FILE_MODE)
+        except OSError as exc:
+            return None, exc.strerror or str(exc)
+        return target, ""
