@@ -17,7 +17,12 @@ ZONE = "America/New_York"
 
 
 def _item(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"id": "3f9a1c2e", "cron": "*/5 * * * *", "prompt": "p", "createdAt": 1763766900000}
+    base: dict[str, Any] = {
+        "id": "3f9a1c2e",
+        "cron": "*/5 * * * *",
+        "prompt": "p",
+        "createdAt": 1763766900000,
+    }
     return base | fields
 
 
@@ -43,7 +48,8 @@ def test_recurring_permanent_conversion_with_last_fire() -> None:
     task = Task.model_validate(
         claude_task_to_v2(_item(recurring=True, permanent=True, lastFiredAt=1763767200500), ZONE)
     )
-    assert task.recurring and task.permanent
+    assert task.recurring
+    assert task.permanent
     assert task.catch_up == CatchUp.ONCE
     assert task.created_by == CreatedBy.IMPORT
     assert task.last_fired_at == datetime(2025, 11, 21, 23, 20, 0, 500000, tzinfo=UTC)
@@ -108,7 +114,7 @@ def test_read_accepts_str_and_empty_list() -> None:
 @pytest.mark.parametrize("data", ["{", "[]", '{"tasks": {}}', b"\xff"])
 def test_read_rejects_documents_that_are_not_claude_files(data: str | bytes) -> None:
     """A document that is not JSON or has no 'tasks' list is a usage error for the whole file."""
-    with pytest.raises(UsageError, match="not a Claude scheduled_tasks.json"):
+    with pytest.raises(UsageError, match=r"not a Claude scheduled_tasks\.json"):
         read_claude_tasks(data, ZONE)
 
 

@@ -7,6 +7,7 @@ import logging
 import os
 import selectors
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -63,7 +64,10 @@ def _read_line(proc: subprocess.Popen[str], timeout: float = WAIT_S) -> str:
 @contextmanager
 def _child_holding(lock_path: Path) -> Iterator[subprocess.Popen[str]]:
     """A real process that holds the lock until its stdin is closed."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(DAEMON_DIR), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(DAEMON_DIR), os.environ.get("PYTHONPATH")])),
+    }
     with subprocess.Popen(
         [sys.executable, "-c", CHILD, str(lock_path)],
         stdin=subprocess.PIPE,
@@ -82,9 +86,6 @@ def _child_holding(lock_path: Path) -> Iterator[subprocess.Popen[str]]:
 
 def _exited_pid() -> int:
     """The pid of a process that has exited and been reaped."""
-    proc = subprocess.run([sys.executable, "-c", "pass"], check=True)
-    pid = proc.args and subprocess.Popen  # placeholder to keep types simple; replaced below
-    del pid
     with subprocess.Popen([sys.executable, "-c", "pass"]) as child:
         child.wait(timeout=WAIT_S)
     assert not psutil.pid_exists(child.pid)
@@ -93,12 +94,14 @@ def _exited_pid() -> int:
 
 def _write_record(lock_path: Path, pid: int, proc_start: float) -> None:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    record = LockRecord(owner="kairosd", pid=pid, proc_start=proc_start, acquired_at=T0, host=os.uname().nodename)
+    record = LockRecord(
+        owner="kairosd", pid=pid, proc_start=proc_start, acquired_at=T0, host=socket.gethostname()
+    )
     lock_path.write_bytes(record.to_bytes())
 
 
 def test_contention_between_two_processes(lock_path: Path, clock: FakeClock) -> None:
-    """While a child holds the lock, acquire fails at once naming the child's pid; after it exits, it succeeds."""
+    """While a child holds the lock, acquire fails at once naming its pid; once it exits, acquire works."""
     with _child_holding(lock_path) as child:
         lock = StoreLock(lock_path, clock)
         started = time.monotonic()
@@ -119,7 +122,7 @@ def test_contention_between_two_processes(lock_path: Path, clock: FakeClock) -> 
 
 
 def test_failed_attempt_leaves_owner_record_intact(lock_path: Path, clock: FakeClock) -> None:
-    """A losing acquire (from another process or another instance) does not change the owner's record bytes."""
+    """A losing acquire, from any process or instance, leaves the owner's record bytes as they were."""
     with _child_holding(lock_path) as child:
         before = lock_path.read_bytes()
         assert json.loads(before)["pid"] == child.pid
@@ -175,13 +178,14 @@ def test_acquire_twice_on_one_instance_is_a_bug(lock_path: Path, clock: FakeCloc
         lock.acquire()
 
 
-def test_stale_lock_from_dead_pid(lock_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+def test_stale_lock_from_dead_pid(
+    lock_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
     """A record naming an exited process is taken over with reason 'dead' and a warning."""
     pid = _exited_pid()
     _write_record(lock_path, pid, proc_start=1.0)
-    with caplog.at_level(logging.WARNING, logger="kairosd.locking"), StoreLock(lock_path, clock) as lock:
+    with caplog.at_level(logging.WARNING, logger="kairosd.locking"), StoreLock(lock_path, clock):
         pass
-    del lock
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert f"taking over stale lock from pid {pid}: dead" in warnings
 
@@ -200,7 +204,7 @@ def test_takeover_info_for_dead_pid(lock_path: Path, clock: FakeClock) -> None:
 
 
 def test_stale_lock_from_killed_owner(lock_path: Path, clock: FakeClock) -> None:
-    """An owner killed with SIGKILL never releases; the kernel drops its lock and the next owner takes over."""
+    """An owner killed by SIGKILL never releases; the kernel drops its lock; the next owner takes over."""
     with _child_holding(lock_path) as child:
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=WAIT_S)
@@ -235,20 +239,20 @@ def test_stale_lock_released_by_live_process(lock_path: Path, clock: FakeClock) 
 
 
 def test_unreadable_record_is_stale(lock_path: Path, clock: FakeClock) -> None:
-    """Garbage in the lock file is treated as a stale record and replaced."""
-    lock_path.parent.mkdir(parents=True)
-    lock_path.write_bytes(b"\x00garbage{")
-    assert read_owner(lock_path) is None
-    with StoreLock(lock_path, clock) as lock:
-        assert read_owner(lock_path) is not None
-    info_lock = StoreLock(lock_path, clock)
-    lock_path.write_bytes(b'{"pid": "x"}')
-    info = info_lock.acquire()
-    info_lock.release()
-    assert info is not None
-    assert info.reason == "unreadable"
-    assert info.previous is None
-    del lock
+    """Garbage or an invalid record in the lock file is stale ('unreadable') and replaced by ours."""
+    for garbage in (b"\x00garbage{", b'{"pid": "x"}'):
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path.write_bytes(garbage)
+        assert read_owner(lock_path) is None
+        lock = StoreLock(lock_path, clock)
+        info = lock.acquire()
+        assert info is not None
+        assert info.reason == "unreadable"
+        assert info.previous is None
+        record = read_owner(lock_path)
+        assert record is not None
+        assert record.pid == os.getpid()
+        lock.release()
 
 
 def test_record_from_other_host(lock_path: Path, clock: FakeClock) -> None:

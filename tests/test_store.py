@@ -26,7 +26,12 @@ T0 = datetime(2026, 11, 21, 23, 15, 0, tzinfo=UTC)
 
 
 def _task(task_id: str = "0123abcd", **fields: Any) -> Task:
-    defaults: dict[str, Any] = {"prompt": "check the build", "created_at": T0, "tz": "UTC", "cron": "*/5 * * * *"}
+    defaults: dict[str, Any] = {
+        "prompt": "check the build",
+        "created_at": T0,
+        "tz": "UTC",
+        "cron": "*/5 * * * *",
+    }
     return new_task(task_id=task_id, **(defaults | fields))
 
 
@@ -220,7 +225,8 @@ def test_migrates_claude_v1_fixture(store: JsonStore, store_path: Path) -> None:
         assert task.created_by == CreatedBy.IMPORT
         assert task.expires_after_days is None
         assert task.at is None
-    assert recurring.recurring and not recurring.permanent
+    assert recurring.recurring
+    assert not recurring.permanent
     assert recurring.catch_up == CatchUp.ONCE
     assert recurring.created_at == datetime(2025, 11, 21, 23, 15, tzinfo=UTC)
     assert recurring.last_fired_at == datetime(2025, 11, 21, 23, 20, tzinfo=UTC)
@@ -228,7 +234,8 @@ def test_migrates_claude_v1_fixture(store: JsonStore, store_path: Path) -> None:
     assert one_shot.catch_up == CatchUp.SURFACE
     assert one_shot.last_fired_at is None
     assert one_shot.created_at == datetime(2025, 11, 21, 23, 16, 52, 345000, tzinfo=UTC)
-    assert permanent.recurring and permanent.permanent
+    assert permanent.recurring
+    assert permanent.permanent
     assert permanent.cron == "0 9 * * 1-5"
     assert permanent.model_extra == {"originSessionId": "sess-7d1e"}
 
