@@ -93,6 +93,9 @@ class Task(BaseModel):
     created_at: datetime
     created_by: CreatedBy = CreatedBy.CLI
     last_fired_at: datetime | None = None
+    # The last scheduled slot kairos handled (fired, skipped or recorded missed).
+    # Nominal, never jittered: the next fire is computed after it.
+    last_scheduled_for: datetime | None = None
     paused: bool = False
     expires_after_days: int | None = Field(default=None, ge=1)
     permanent: bool = False
@@ -108,7 +111,7 @@ class Task(BaseModel):
             raise ValueError("id must be 8 lowercase hex characters")
         return value
 
-    @field_validator("created_at", "last_fired_at", "at")
+    @field_validator("created_at", "last_fired_at", "last_scheduled_for", "at")
     @classmethod
     def _check_aware(cls, value: datetime | None) -> datetime | None:
         return None if value is None else _aware_utc(value)
@@ -171,7 +174,7 @@ def new_task(
     created_by: CreatedBy = CreatedBy.CLI,
     task_id: str | None = None,
     catch_up: CatchUp | None = None,
-    expires_after_days: int | None | Literal["default"] = "default",
+    expires_after_days: int | Literal["default"] | None = "default",
     **fields: Any,
 ) -> Task:
     """Build a task with the defaults that depend on how it was created.

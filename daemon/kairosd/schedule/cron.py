@@ -95,9 +95,7 @@ def _number(text: str, idx: int, term: str) -> int:
         return DAY_NAMES.index(upper)
     if not text.isascii() or not text.isdigit():
         if any(ch in text.upper() for ch in "LW#?"):
-            raise CronSyntaxError(
-                f"{term!r}: the L, W, # and ? extensions are not supported", name
-            )
+            raise CronSyntaxError(f"{term!r}: the L, W, # and ? extensions are not supported", name)
         hint = ""
         if idx == _MONTH:
             hint = " or a month name (JAN-DEC)"

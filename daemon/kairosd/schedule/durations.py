@@ -11,15 +11,21 @@ Pure: must not import anything that does I/O.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 from kairosd.errors import InvalidTimeError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_PART_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?|d|days?|w|weeks?)")
+_PART_RE = re.compile(
+    r"(\d+(?:\.\d+)?)(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w)"
+)
 _MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
 _HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12)
+# Every interval under a day that cron repeats evenly, in minutes (a day included, so
+# 59m or 23h round up to it instead of down to 30m or 12h).
+_CLEAN_MINUTES = (*_MINUTE_STEPS, *(60 * h for h in _HOUR_STEPS), 24 * 60)
 
 
 def parse_duration(text: str) -> float:
@@ -72,18 +78,20 @@ def _nearest(value: int, choices: tuple[int, ...]) -> int:
 def every_to_cron(text: str) -> Interval:
     """Turn a `/loop`-style interval into a cron expression (see module docstring)."""
     requested = parse_duration(text)
-    minutes = max(1, -(-int(requested) // 60))  # seconds round up to whole minutes, like /loop
+    # Seconds round up to whole minutes, like /loop (rounded to the millisecond first so
+    # float noise such as 0.1h = 360.00000000000006 s does not add a minute).
+    minutes = max(1, math.ceil(round(requested, 3) / 60))
     notes: list[str] = []
-    if requested % 60:
+    if round(requested, 3) % 60:
         notes.append(f"cron fires on whole minutes, so {format_duration(requested)} became {minutes}m")
-    if minutes < 60:
-        step = _nearest(minutes, _MINUTE_STEPS)
+    step = _nearest(minutes, _CLEAN_MINUTES) if minutes < 24 * 60 else 24 * 60
+    if step < 60:
         effective, cron = step * 60, "* * * * *" if step == 1 else f"*/{step} * * * *"
-    elif minutes < 24 * 60:
-        step = _nearest(round(minutes / 60), _HOUR_STEPS)
-        effective, cron = step * 3600, "0 * * * *" if step == 1 else f"0 */{step} * * *"
+    elif step < 24 * 60:
+        hours = step // 60
+        effective, cron = step * 60, "0 * * * *" if hours == 1 else f"0 */{hours} * * *"
     else:
-        days = max(1, round(minutes / 1440))
+        days = max(1, math.floor(minutes / 1440 + 0.5))  # half up: ties go to the longer interval
         if days == 7:
             effective, cron = 7 * 86400, "0 0 * * 0"
         elif days > 15:

@@ -53,9 +53,7 @@ def resolve_at(text: str, now: datetime, zone: ZoneInfo) -> datetime:
             raise InvalidTimeError(
                 f"{text!r} is not a time; use ISO 8601 (2026-12-01T09:00, 2026-12-01T09:00+01:00) or HH:MM"
             ) from None
-    instant = (
-        resolve_wall(parsed, zone) if parsed.tzinfo is None else parsed.astimezone(UTC)
-    )
+    instant = resolve_wall(parsed, zone) if parsed.tzinfo is None else parsed.astimezone(UTC)
     if instant <= now:
         raise InvalidTimeError(
             f"{text} is in the past (now is {now.astimezone(zone).isoformat(timespec='seconds')}); "

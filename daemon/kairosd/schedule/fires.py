@@ -105,7 +105,8 @@ def resolve_wall(wall: datetime, zone: ZoneInfo) -> datetime:
     a skipped time resolves to the jump, a repeated time to its first pass."""
     first = wall.replace(tzinfo=zone, fold=0).utcoffset()
     second = wall.replace(tzinfo=zone, fold=1).utcoffset()
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     if first >= second:
         # Normal, or repeated (fall back): the first pass has the larger offset.
         return (wall - first).replace(tzinfo=UTC)

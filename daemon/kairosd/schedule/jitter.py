@@ -19,6 +19,7 @@ Pure: must not import anything that does I/O.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -31,6 +32,7 @@ CLAUDE_RECURRING_CAP = timedelta(minutes=15)
 CLAUDE_ONESHOT_LEAD = timedelta(seconds=90)
 CLAUDE_ONESHOT_MINUTE_MOD = 30
 MAX_JITTER = timedelta(days=1)
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,12 @@ def parse_jitter(text: str) -> JitterPolicy:
 
 def jitter_fraction(task_id: str) -> float:
     """A stable value in [0, 1) from the task id; 0 for ids that are not hex."""
-    try:
-        return int(task_id[:8], 16) / 2**32
-    except ValueError:
+    # int() alone would also take "-1234567", "+1234567" or "1_234567" (a negative
+    # fraction would move fires early), so require plain hex digits.
+    head = task_id[:8]
+    if not head or any(c not in _HEX_DIGITS for c in head):
         return 0.0
+    return int(head, 16) / 2**32
 
 
 def planned_time(
@@ -95,17 +99,20 @@ def planned_time(
             return scheduled
         period = following - scheduled
         if policy.kind == "claude":
-            delay = min(period * (frac * CLAUDE_RECURRING_FRACTION), CLAUDE_RECURRING_CAP)
+            delay = min(_scaled_ms(period, frac * CLAUDE_RECURRING_FRACTION), CLAUDE_RECURRING_CAP)
         else:
-            delay = min(policy.cap, period / 2) * frac
-        return scheduled + _whole_ms(delay)
+            delay = _scaled_ms(min(policy.cap, period / 2), frac)
+        return scheduled + delay
     if policy.kind == "claude":
         local = scheduled.astimezone(zone)
         if local.minute % CLAUDE_ONESHOT_MINUTE_MOD == 0 and local.second == 0:
-            return max(scheduled - _whole_ms(CLAUDE_ONESHOT_LEAD * frac), created_at)
+            return max(scheduled - _scaled_ms(CLAUDE_ONESHOT_LEAD, frac), created_at)
         return scheduled
-    return scheduled + _whole_ms(policy.cap * frac)
+    return scheduled + _scaled_ms(policy.cap, frac)
 
 
-def _whole_ms(delta: timedelta) -> timedelta:
-    return timedelta(milliseconds=int(delta / timedelta(milliseconds=1)))
+def _scaled_ms(delta: timedelta, factor: float) -> timedelta:
+    """``delta * factor`` truncated to whole milliseconds. Computed in float milliseconds:
+    ``timedelta * float`` rounds to the microsecond, which can round a fraction just
+    under 1 up to the full bound (every minute * 0.09999... gave exactly 6 s)."""
+    return timedelta(milliseconds=math.floor(delta / timedelta(milliseconds=1) * factor))
