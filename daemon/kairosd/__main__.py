@@ -1,4 +1,4 @@
-"""Entry point of the ``kairosd`` console script."""
+"""Entry point of the ``kairosd`` console script: run the daemon in the foreground."""
 
 from __future__ import annotations
 
@@ -9,11 +9,28 @@ from kairosd import __version__
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="kairosd", description="The kairos scheduler daemon.")
+    parser = argparse.ArgumentParser(
+        prog="kairosd",
+        description="The kairos scheduler daemon. Runs in the foreground until SIGTERM or SIGINT; "
+        "logs go to stderr. Usually started by 'kairos daemon start' or systemd.",
+        epilog="environment: KAIROS_HOME (all paths in one folder), KAIROS_DISABLE_CRON=1 "
+        "(fire nothing), KAIROS_MAX_CONCURRENT (deliveries at once, default 4), "
+        "KAIROS_RUNS_PER_TASK (run history kept per task, default 50), TZ (default zone)",
+    )
     parser.add_argument("--version", action="version", version=f"kairosd {__version__}")
-    parser.parse_args(argv)
-    sys.stderr.write("kairosd: the daemon loop arrives with the daemon issue; nothing to run yet\n")
-    sys.exit(1)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    args = parser.parse_args(argv)
+
+    from kairosd.daemon import configure_logging, serve_forever
+    from kairosd.errors import KairosError
+
+    configure_logging(args.verbose)
+    try:
+        code = serve_forever()
+    except KairosError as exc:
+        sys.stderr.write(f"kairosd: {exc.message}\n")
+        code = exc.exit_code
+    sys.exit(code)
 
 
 if __name__ == "__main__":

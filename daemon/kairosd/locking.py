@@ -237,9 +237,7 @@ class StoreLock:
         try:
             previous = _parse(self._previous)
         except ValueError:
-            log.warning(
-                "taking over stale lock %s: unreadable owner record %r", self._path, self._previous[:200]
-            )
+            log.warning("taking over stale lock %s: unreadable owner record %r", self._path, self._previous[:200])
             return TakeoverInfo(previous=None, reason="unreadable")
         if previous is None:
             return None

@@ -184,9 +184,7 @@ def new_task(
     """
     is_recurring = (at is None) if recurring is None else recurring
     if at is not None and _aware_utc(at) <= created_at:
-        raise InvalidTimeError(
-            f"{_aware_utc(at).isoformat()} is in the past (now is {created_at.isoformat()})"
-        )
+        raise InvalidTimeError(f"{_aware_utc(at).isoformat()} is in the past (now is {created_at.isoformat()})")
     return Task(
         id=task_id or new_task_id(),
         prompt=prompt,
@@ -197,8 +195,6 @@ def new_task(
         created_at=created_at,
         created_by=created_by,
         catch_up=catch_up or default_catch_up(is_recurring),
-        expires_after_days=(
-            default_expiry_days(created_by) if expires_after_days == "default" else expires_after_days
-        ),
+        expires_after_days=(default_expiry_days(created_by) if expires_after_days == "default" else expires_after_days),
         **fields,
     )

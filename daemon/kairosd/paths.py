@@ -17,6 +17,7 @@ need them.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +66,7 @@ class Paths:
         )
 
 
-def _from_mapping(env: dict[str, str]) -> Paths:
+def _from_mapping(env: Mapping[str, str]) -> Paths:
     user_home = Path(env.get("HOME", str(Path.home())))
 
     def xdg(var: str, default: Path) -> Path:

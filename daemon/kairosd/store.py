@@ -174,8 +174,7 @@ class JsonStore:
             else f"it could not be copied aside ({copy_error}); back it up first"
         )
         message = (
-            f"{self._path} {what}. kairos will not overwrite it; fix or remove it, "
-            f"then start kairosd again ({where})."
+            f"{self._path} {what}. kairos will not overwrite it; fix or remove it, then start kairosd again ({where})."
         )
         log.error("%s", message)
         return StoreCorruptError(message)

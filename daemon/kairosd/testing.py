@@ -6,8 +6,12 @@ users embedding kairos, can swap the real adapters for these.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
+from kairosd.clock import Clock
+from kairosd.delivery.base import Job, Result
 from kairosd.store import StoreState
 
 
@@ -53,3 +57,79 @@ class InMemoryStore:
     def save(self, state: StoreState) -> None:
         self._state = state.model_copy(deep=True)
         self.saves += 1
+
+
+class FakeDelivery:
+    """A :class:`kairosd.delivery.base.Delivery` that records jobs instead of delivering them.
+
+    ``calls`` holds every job handed over; ``jobs`` only the first of each run id
+    (what a real target would have shown). ``outcome`` and ``reason`` set what the
+    next deliveries return, and ``error`` makes them raise instead; change them
+    between calls. With ``gate`` set, a delivery waits for that event before it
+    answers, so tests can hold runs in flight (``in_flight`` names them) and
+    exercise overlap. A repeat of a run id returns the first delivery's result,
+    waiting for it if it is still in flight, as the protocol's idempotency asks;
+    a delivery that raised or was cancelled is forgotten, so a retry tries again.
+    ``clock`` (optional) stamps ``started_at`` and ``finished_at``.
+    """
+
+    def __init__(
+        self,
+        kind: str = "inbox",
+        outcome: Literal["delivered", "failed"] = "delivered",
+        *,
+        reason: str | None = None,
+        error: Exception | None = None,
+        gate: asyncio.Event | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.kind = kind
+        self.outcome: Literal["delivered", "failed"] = outcome
+        self.reason = reason
+        self.error = error
+        self.gate = gate
+        self.clock = clock
+        self.calls: list[Job] = []
+        self.jobs: list[Job] = []
+        self.in_flight: set[str] = set()
+        self.closed = False
+        self._results: dict[str, asyncio.Future[Result]] = {}
+
+    async def deliver(self, job: Job) -> Result:
+        self.calls.append(job)
+        earlier = self._results.get(job.run_id)
+        if earlier is not None:
+            # shield: a cancelled retry must not cancel the first delivery it is waiting on.
+            return await asyncio.shield(earlier)
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self._results[job.run_id] = future
+        self.jobs.append(job)
+        self.in_flight.add(job.run_id)
+        started = self.clock.now() if self.clock is not None else None
+        try:
+            if self.gate is not None:
+                await self.gate.wait()
+            if self.error is not None:
+                raise self.error
+            failed = self.outcome == "failed"
+            result = Result(
+                self.outcome,
+                started_at=started,
+                finished_at=self.clock.now() if self.clock is not None else None,
+                reason=(self.reason or "failed by FakeDelivery") if failed else self.reason,
+            )
+        except BaseException as exc:
+            del self._results[job.run_id]
+            if isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc)
+                future.exception()  # marks it retrieved: no "never retrieved" noise without waiters
+            raise
+        finally:
+            self.in_flight.discard(job.run_id)
+        future.set_result(result)
+        return result
+
+    async def close(self) -> None:
+        self.closed = True

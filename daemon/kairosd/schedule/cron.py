@@ -73,13 +73,9 @@ class CronExpr:
         first_dow = (first_weekday + 1) % 7  # calendar: Monday=0; cron: Sunday=0
         dom_set, dow_set = self._dom_set, self._dow_set
         if self.day_and:
-            days = tuple(
-                d for d in range(1, length + 1) if d in dom_set and (first_dow + d - 1) % 7 in dow_set
-            )
+            days = tuple(d for d in range(1, length + 1) if d in dom_set and (first_dow + d - 1) % 7 in dow_set)
         else:
-            days = tuple(
-                d for d in range(1, length + 1) if d in dom_set or (first_dow + d - 1) % 7 in dow_set
-            )
+            days = tuple(d for d in range(1, length + 1) if d in dom_set or (first_dow + d - 1) % 7 in dow_set)
         if len(self._month_days) > 512:  # bounded: long-running daemons walk many months
             self._month_days.clear()
         self._month_days[key] = days

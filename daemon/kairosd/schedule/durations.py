@@ -18,9 +18,7 @@ from dataclasses import dataclass
 from kairosd.errors import InvalidTimeError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_PART_RE = re.compile(
-    r"(\d+(?:\.\d+)?)(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w)"
-)
+_PART_RE = re.compile(r"(\d+(?:\.\d+)?)(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w)")
 _MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
 _HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12)
 # Every interval under a day that cron repeats evenly, in minutes (a day included, so

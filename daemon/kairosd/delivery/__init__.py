@@ -1,0 +1,1 @@
+"""Delivery targets: where a fired prompt goes (inbox, shell; later agent, hook, webhook, MCP)."""

@@ -1,0 +1,64 @@
+"""The narrow interface between the scheduler and delivery targets.
+
+The scheduler hands a :class:`Job` to the :class:`Delivery` registered for the
+task's target kind and records whatever :class:`Result` comes back. A target
+reports ``delivered`` only once it has confirmed the prompt arrived (the inbox
+after its fsync, a shell command after exit 0): that is what keeps the run
+ledger truthful. A target must not raise for an ordinary failure; it returns a
+failed result with a reason. Anything it does raise is recorded as a failure.
+
+New targets (agent sessions, hooks, webhooks, MCP) implement this protocol and
+are registered in the composition root; the scheduler does not change.
+
+Must not import the scheduler, the store or the server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a target needs to deliver one fire of one task."""
+
+    run_id: str
+    task_id: str
+    task_name: str | None
+    prompt: str
+    target: dict[str, Any]  # the task's target, as JSON ({"kind": ..., ...})
+    scheduled_for: datetime
+    planned_for: datetime
+    late_by_s: float = 0.0
+    catch_up: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Result:
+    outcome: Literal["delivered", "failed"]
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    reason: str | None = None
+    output_path: str | None = None
+    exit_code: int | None = None
+
+
+class Delivery(Protocol):
+    """A delivery target. ``kind`` matches ``target["kind"]`` of the tasks it serves."""
+
+    kind: str
+
+    async def deliver(self, job: Job) -> Result:
+        """Deliver ``job``; return only when the target confirmed it or failed.
+
+        Must be idempotent per ``job.run_id``: a retried delivery of the same run
+        never shows the prompt twice.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Stop in-flight work (called at shutdown, after the grace period)."""
+        ...

@@ -1,0 +1,400 @@
+"""The shell target: run the user's command with the prompt on stdin and in the environment.
+
+``target["argv"]`` is executed directly (no shell unless the user wrote
+``sh -c``) in its own session, so the command and everything it spawns share
+one process group that a timeout, a cancellation or :meth:`ShellDelivery.close`
+can signal as a whole. stdout and stderr go straight from the child into
+``<runs_dir>/<task_id>/<run_id>.log``; nothing is pumped through the daemon.
+
+A run is ``delivered`` only when the command exits 0. Every ordinary failure
+(command not found, bad cwd, non-zero exit, signal, timeout) comes back as a
+failed :class:`~kairosd.delivery.base.Result` with a reason, never as an
+exception.
+
+Idempotence per ``run_id`` (the Delivery contract): a repeated ``deliver`` of
+the same run returns the first result (or waits for it, if still running), and
+after a daemon restart the existing run log tells us the command was already
+started, so it is not started again.
+
+Must not import the scheduler, the store or the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import signal
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from kairosd.clock import Clock
+from kairosd.delivery.base import Job, Result
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 300.0
+# How often a terminating group is checked for stragglers during the kill grace.
+_POLL_S = 0.05
+# Results kept in memory for repeated deliveries of a run; older runs are still
+# protected by their log file, which is what a restarted daemon sees anyway.
+_REMEMBERED_RESULTS = 1024
+
+
+@dataclass(frozen=True)
+class _Spec:
+    argv: list[str]
+    cwd: str | None
+    timeout_s: float
+
+
+@dataclass
+class _Running:
+    proc: asyncio.subprocess.Process
+    pgid: int
+    stopping: bool = False  # set by close(): the run ends because the daemon shuts down
+
+
+class ShellDelivery:
+    """Runs shell targets; see the module docstring for the contract."""
+
+    kind = "shell"
+
+    def __init__(
+        self,
+        runs_dir: Path,
+        clock: Clock,
+        kill_grace_s: float = 5.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._runs_dir = runs_dir
+        self._clock = clock
+        self._kill_grace_s = kill_grace_s
+        self._env = None if env is None else dict(env)
+        self._running: dict[str, _Running] = {}
+        self._pending: dict[str, asyncio.Future[Result]] = {}
+        self._results: OrderedDict[str, Result] = OrderedDict()
+        self._closed = False
+
+    # ---- the Delivery protocol -------------------------------------------
+
+    async def deliver(self, job: Job) -> Result:
+        """Run the command for ``job``; return once it exited (or could not start)."""
+        known = self._results.get(job.run_id)
+        if known is not None:
+            log.info("shell run %s already ran (%s); not running it again", job.run_id, known.outcome)
+            return known
+        pending = self._pending.get(job.run_id)
+        if pending is not None:
+            # Shielded: a second caller giving up must not cancel the first caller's run.
+            return await asyncio.shield(pending)
+        if self._closed:
+            now = self._clock.now()
+            return Result("failed", now, now, reason="shell delivery is closed (kairosd is shutting down)")
+
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self._pending[job.run_id] = future
+        started_at = self._clock.now()
+        try:
+            result = await self._run(job, started_at)
+        except asyncio.CancelledError:
+            # The command may have seen the prompt already, so a retry must not start it again.
+            cancelled = Result("failed", started_at, self._clock.now(), reason="cancelled (process group killed)")
+            self._remember(job.run_id, cancelled)
+            future.set_result(cancelled)
+            raise
+        except Exception as exc:
+            # A bug here: the caller gets the exception; concurrent waiters get a failed result.
+            future.set_result(Result("failed", started_at, self._clock.now(), reason=f"target error: {exc}"))
+            raise
+        finally:
+            del self._pending[job.run_id]
+        self._remember(job.run_id, result)
+        future.set_result(result)
+        return result
+
+    async def close(self) -> None:
+        """Terminate every in-flight command's process group (TERM, grace, KILL).
+
+        Idempotent. Deliveries still running report a failed "stopped at shutdown"
+        result; later deliveries are refused.
+        """
+        self._closed = True
+        running = list(self._running.values())
+        if running:
+            log.info("stopping %d running shell command(s)", len(running))
+        for entry in running:
+            entry.stopping = True
+        await asyncio.gather(*(self._stop_group(entry) for entry in running))
+
+    # ---- one run -----------------------------------------------------------
+
+    async def _run(self, job: Job, started_at: datetime) -> Result:
+        spec = _parse_target(job.target)
+        if isinstance(spec, str):
+            return self._failed(started_at, spec)
+        problem = _cwd_problem(spec.cwd) or _bad_name(job.task_id, "task id") or _bad_name(job.run_id, "run id")
+        if problem:
+            return self._failed(started_at, problem)
+
+        log_path = self._runs_dir / job.task_id / f"{job.run_id}.log"
+        try:
+            log_fd = self._open_log(log_path)
+        except FileExistsError:
+            # Left by an earlier daemon that started this run: running it again could repeat its effects.
+            return self._failed(
+                started_at,
+                f"run {job.run_id} was already started (its log exists); not running it again",
+                output_path=str(log_path),
+            )
+        except OSError as exc:
+            return self._failed(started_at, f"cannot create run log {log_path}: {exc.strerror or exc}")
+
+        stdin_read, stdin_write = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *spec.argv,
+                stdin=stdin_read,
+                stdout=log_fd,
+                stderr=log_fd,
+                cwd=spec.cwd,
+                env=self._child_env(job),
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            os.close(stdin_write)
+            reason = _spawn_failure(exc, spec)
+            with contextlib.suppress(OSError):
+                os.write(log_fd, f"kairos: {reason}\n".encode())
+            log.warning("shell run %s of task %s could not start: %s", job.run_id, job.task_id, reason)
+            return self._failed(started_at, reason, output_path=str(log_path))
+        finally:
+            # The child has its own copies now (or never started).
+            os.close(stdin_read)
+            os.close(log_fd)
+
+        running = _Running(proc, proc.pid)  # a new session's leader leads its own group: pgid == pid
+        self._running[job.run_id] = running
+        log.info("shell run %s of task %s started: pid %d, %s", job.run_id, job.task_id, proc.pid, spec.argv)
+        feeder = asyncio.create_task(_feed_stdin(stdin_write, job.prompt.encode("utf-8")))
+        timed_out = False
+        try:
+            if self._closed:
+                # close() ran while the process was being spawned and could not see it.
+                running.stopping = True
+                await self._stop_group(running)
+            try:
+                async with asyncio.timeout(spec.timeout_s):
+                    await proc.wait()
+            except TimeoutError:
+                timed_out = True
+                log.warning(
+                    "shell run %s of task %s timed out after %gs; stopping its process group",
+                    job.run_id,
+                    job.task_id,
+                    spec.timeout_s,
+                )
+                await self._stop_group(running)
+            except asyncio.CancelledError:
+                # Cancellation means "stop now": no grace period, the whole group is killed at once.
+                _signal_group(running.pgid, signal.SIGKILL)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await proc.wait()  # reap it, so no zombie or open transport outlives the run
+                raise
+        finally:
+            feeder.cancel()  # its finally closes our end of the stdin pipe
+            del self._running[job.run_id]
+
+        finished_at = self._clock.now()
+        code = proc.returncode
+        assert code is not None  # wait() returned
+        output_path = str(log_path)
+        if timed_out:
+            reason = f"timed out after {spec.timeout_s:g}s (process group killed)"
+        elif running.stopping:
+            reason = f"stopped at daemon shutdown ({_describe_exit(code)})"
+        elif code == 0:
+            log.info("shell run %s of task %s exited 0", job.run_id, job.task_id)
+            return Result("delivered", started_at, finished_at, output_path=output_path, exit_code=0)
+        else:
+            reason = _describe_exit(code)
+        log.warning("shell run %s of task %s failed: %s", job.run_id, job.task_id, reason)
+        return Result("failed", started_at, finished_at, reason=reason, output_path=output_path, exit_code=code)
+
+    async def _stop_group(self, running: _Running) -> None:
+        """SIGTERM the group, give it ``kill_grace_s`` to go, SIGKILL what is left, reap the leader."""
+        pgid = running.pgid
+        _signal_group(pgid, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._kill_grace_s
+        try:
+            # Poll the group, not just the leader: a grandchild may ignore SIGTERM after the leader died.
+            # No event exists for "the group is empty": polling killpg(pgid, 0) is the only way to know.
+            while _group_alive(pgid) and loop.time() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(_POLL_S)
+        finally:
+            # Also on cancellation: nothing of the group may outlive this.
+            if _group_alive(pgid):
+                log.warning("process group %d outlived SIGTERM; sending SIGKILL", pgid)
+                _signal_group(pgid, signal.SIGKILL)
+        await running.proc.wait()
+
+    # ---- helpers -------------------------------------------------------------
+
+    def _open_log(self, path: Path) -> int:
+        """Create the run's log (folder 0700, file 0600); FileExistsError if the run was started before."""
+        self._runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        # Exact modes: mkdir's and open's are filtered by the umask, and an old folder may be wider.
+        os.chmod(path.parent, 0o700)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
+    def _child_env(self, job: Job) -> dict[str, str]:
+        # Read at each run, so the child sees the daemon's environment as it is now.
+        env = dict(os.environ if self._env is None else self._env)
+        env.update(
+            {
+                "KAIROS_PROMPT": job.prompt,
+                "KAIROS_TASK_ID": job.task_id,
+                "KAIROS_RUN_ID": job.run_id,
+                "KAIROS_SESSION": str(job.target.get("session") or "default"),
+                "KAIROS_SCHEDULED_FOR": job.scheduled_for.isoformat(),
+                "KAIROS_CATCH_UP": "1" if job.catch_up else "0",
+                "KAIROS_LATE_BY_S": str(round(job.late_by_s, 3)),
+                # Lets kairos hooks in the command tell a process started by kairos from a user's own.
+                "KAIROS_SPAWNED": "1",
+            }
+        )
+        return env
+
+    def _failed(self, started_at: datetime, reason: str, output_path: str | None = None) -> Result:
+        return Result("failed", started_at, self._clock.now(), reason=reason, output_path=output_path)
+
+    def _remember(self, run_id: str, result: Result) -> None:
+        self._results[run_id] = result
+        while len(self._results) > _REMEMBERED_RESULTS:
+            self._results.popitem(last=False)
+
+
+def _parse_target(target: Mapping[str, Any]) -> _Spec | str:
+    """The runnable parts of a shell target, or the reason it cannot run."""
+    argv = target.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(arg, str) for arg in argv):
+        return "invalid shell target: 'argv' must be a non-empty list of strings"
+    if not argv[0]:
+        return "invalid shell target: the command (argv[0]) is empty"
+    cwd = target.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        return "invalid shell target: 'cwd' must be a string"
+    timeout = target.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT_S
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        return "invalid shell target: 'timeout_s' must be a positive number"
+    return _Spec(list(argv), os.path.expanduser(cwd) if cwd else None, float(timeout))
+
+
+def _cwd_problem(cwd: str | None) -> str | None:
+    if cwd is None or os.path.isdir(cwd):
+        return None
+    what = "is not a directory" if os.path.exists(cwd) else "does not exist"
+    return f"working directory {what}: {cwd}"
+
+
+def _bad_name(value: str, what: str) -> str | None:
+    """Why ``value`` cannot name a file in the runs folder (it must not climb out of it), if it cannot."""
+    if not value or value in (".", "..") or "/" in value or "\0" in value:
+        return f"invalid {what} for a run log: {value!r}"
+    return None
+
+
+def _spawn_failure(exc: OSError | ValueError, spec: _Spec) -> str:
+    """A reason for a command that could not be started."""
+    command = spec.argv[0]
+    if isinstance(exc, ValueError):  # e.g. a NUL byte in an argument or in the prompt
+        return f"cannot start {command}: {exc}"
+    if spec.cwd is not None and exc.filename == spec.cwd:  # the folder went away after our check
+        return f"working directory unusable: {spec.cwd} ({exc.strerror})"
+    if exc.errno == errno.ENOENT:
+        if "/" in command and os.path.exists(os.path.join(spec.cwd or ".", command)):
+            # The file is there, so what is missing is the interpreter on its #! line.
+            return f"command not found: {command} (its #! interpreter is missing)"
+        return f"command not found: {command}"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"command not executable: {command}"
+    if exc.errno == errno.ENOEXEC:
+        return f"command not executable: {command} (not a program; does a script lack its #! line?)"
+    if exc.errno == errno.E2BIG:
+        return f"cannot start {command}: arguments or environment too large (the prompt is in KAIROS_PROMPT)"
+    return f"cannot start {command}: {exc.strerror or exc}"
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by signal {name}"
+    return f"exit code {code}"
+
+
+async def _feed_stdin(fd: int, data: bytes) -> None:
+    """Write the prompt into the stdin pipe, then close it; never blocks the loop.
+
+    A command that does not read its stdin must not break delivery (the prompt is
+    also in KAIROS_PROMPT): a full or broken pipe is left alone. The caller
+    cancels this once the command exited.
+    """
+    loop = asyncio.get_running_loop()
+    view = memoryview(data)
+    try:
+        os.set_blocking(fd, False)
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                writable: asyncio.Future[None] = loop.create_future()
+                loop.add_writer(fd, _resolve, writable)
+                try:
+                    await writable
+                finally:
+                    loop.remove_writer(fd)
+    except (BrokenPipeError, ConnectionResetError):
+        log.debug("command closed its stdin before reading the whole prompt")
+    finally:
+        os.close(fd)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    # The writer callback can fire again before the waiting coroutine resumes.
+    if not future.done():
+        future.set_result(None)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # the id now belongs to someone else's processes: ours are gone
+        return False
+    return True

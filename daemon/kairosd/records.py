@@ -1,0 +1,106 @@
+"""Records kairosd keeps besides tasks: runs, missed fires and inbox items.
+
+Pure pydantic models (no I/O). Unknown fields are kept so older daemons do not
+drop what newer ones wrote.
+
+Must not import the store, the server or anything with I/O.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Outcome(StrEnum):
+    DELIVERED = "delivered"  # the target confirmed it
+    QUEUED = "queued"  # waiting behind a previous run of the same task (overlap=queue)
+    FAILED = "failed"  # the target refused, errored, timed out, or the daemon died first
+    SKIPPED = "skipped"  # deliberately not run (overlap=skip, paused, ...); reason says why
+    MISSED = "missed"  # its time passed while kairos could not fire it
+
+
+def new_run_id() -> str:
+    return "r" + secrets.token_hex(6)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("timestamps must carry a UTC offset")
+    return value.astimezone(UTC)
+
+
+class Run(BaseModel):
+    """One fire of a task. ``outcome`` is None while the target has not answered yet."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str = Field(default_factory=new_run_id)
+    task_id: str
+    task_name: str | None = None
+    scheduled_for: datetime
+    planned_for: datetime
+    dispatched_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    outcome: Outcome | None = None
+    reason: str | None = None
+    target: dict[str, Any] = Field(default_factory=dict)
+    output_path: str | None = None
+    exit_code: int | None = None
+    late_by_s: float = 0.0
+    catch_up: bool = False
+    manual: bool = False  # fired by `kairos run`, not by the schedule
+
+    _check = field_validator("scheduled_for", "planned_for", "dispatched_at", "started_at", "finished_at")(
+        classmethod(lambda cls, v: _utc(v))
+    )
+
+
+class MissedRecord(BaseModel):
+    """Fires that did not happen on time, as the user is told about them.
+
+    ``count`` > 1 summarises a run of misses of one task (a minutely task after a
+    week away is one record, not ten thousand).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(default_factory=lambda: "m" + secrets.token_hex(6))
+    task_id: str
+    task_name: str | None = None
+    prompt: str
+    schedule: str  # the cron expression or the exact time
+    scheduled_for: datetime  # the most recent missed slot
+    first_scheduled_for: datetime | None = None  # the oldest, when count > 1
+    count: int = 1
+    detected_at: datetime
+    reason: str  # "daemon was not running", "clock jumped (suspend?)", ...
+    action: str  # "surfaced", "recorded", "caught up", ...
+
+    _check = field_validator("scheduled_for", "first_scheduled_for", "detected_at")(classmethod(lambda cls, v: _utc(v)))
+
+
+class InboxItem(BaseModel):
+    """A prompt delivered to a session's inbox. ``id`` is the run id (idempotency key)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    session: str
+    task_id: str
+    task_name: str | None = None
+    prompt: str
+    scheduled_for: datetime
+    delivered_at: datetime
+    late_by_s: float = 0.0
+    catch_up: bool = False
+    acked_at: datetime | None = None
+
+    _check = field_validator("scheduled_for", "delivered_at", "acked_at")(classmethod(lambda cls, v: _utc(v)))

@@ -1,0 +1,569 @@
+"""The scheduler: decides what fires when, records every run, hands fires to targets.
+
+How it keeps time:
+
+* Each task has one planned fire in a heap. The loop sleeps until the earliest
+  one, or at most ``max_sleep_s`` (30 s), or until woken by a change. So with
+  nothing due it wakes twice a minute whatever the number of tasks.
+* Every wake compares wall-clock progress with monotonic progress. A forward
+  difference beyond ``jump_threshold_s`` means the machine slept or the clock
+  was stepped: fires that fell in between are *missed* and follow their task's
+  catch-up policy, exactly as at start-up. A backward jump needs nothing: fires
+  are anchored on the last handled slot, so none repeats.
+* A fire is recorded (run ledger, and the task's anchor in the store) before it
+  is handed to its target, so a crash can lose a delivery but never repeat one;
+  the run then shows as failed ("interrupted"), never as delivered.
+
+Everything that reads time goes through the injected clock, so tests drive
+:meth:`Scheduler.tick` on a fake clock without sleeping.
+
+Must not import the server, the CLI, or concrete delivery targets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from kairosd.clock import Clock
+from kairosd.delivery.base import Delivery, Job, Result
+from kairosd.errors import UsageError
+from kairosd.events import EventBus
+from kairosd.ledger import MissedLedger, RunLedger
+from kairosd.models import CatchUp, Overlap, Task
+from kairosd.plan import Fire, fire_for, scheduled_after
+from kairosd.records import MissedRecord, Outcome, Run
+from kairosd.schedule.jitter import CLAUDE_ONESHOT_LEAD, parse_jitter
+from kairosd.taskbook import TaskBook
+
+log = logging.getLogger(__name__)
+
+# Enumerating missed slots stops here; older ones are summarised, not listed.
+MAX_SLOTS = 20_000
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_sleep_s: float = 30.0
+    jump_threshold_s: float = 5.0
+    catch_up_grace: timedelta = timedelta(days=7)
+    catch_up_max: int = 10
+    queue_limit: int = 10
+    max_concurrent: int = 8
+    disabled_reason: str | None = None
+
+
+@dataclass
+class _Decision:
+    """What one pass decided; written in one go, then deliveries start."""
+
+    runs: list[Run]
+    missed: list[MissedRecord]
+    start: list[tuple[Task, Run]]
+    queue: list[tuple[Task, Run]]
+
+
+class Scheduler:
+    def __init__(
+        self,
+        book: TaskBook,
+        ledger: RunLedger,
+        missed: MissedLedger,
+        deliveries: Mapping[str, Delivery],
+        clock: Clock,
+        events: EventBus,
+        config: SchedulerConfig | None = None,
+    ) -> None:
+        self.book = book
+        self.ledger = ledger
+        self.missed = missed
+        self.deliveries = dict(deliveries)
+        self.clock = clock
+        self.events = events
+        self.config = config or SchedulerConfig()
+        self._heap: list[tuple[datetime, int, str]] = []
+        self._next: dict[str, Fire] = {}
+        self._seq = itertools.count()
+        self._running: dict[str, str] = {}  # task id -> run id in flight
+        self._queues: dict[str, deque[Run]] = {}
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._sem = asyncio.Semaphore(self.config.max_concurrent)
+        self._wake = asyncio.Event()
+        self._last: tuple[datetime, float] | None = None
+        self._started = False
+        self.last_jump: dict[str, Any] | None = None
+        self.wakeups = 0
+
+    # ---- planning -------------------------------------------------------
+
+    def _anchor(self, task: Task) -> datetime:
+        return task.last_scheduled_for or task.created_at
+
+    def _lookahead(self, task: Task) -> timedelta:
+        # Claude-style one-shots may fire up to 90 s before their slot.
+        return CLAUDE_ONESHOT_LEAD if task.jitter == "claude" and not task.recurring else timedelta(0)
+
+    def next_fire(self, task: Task) -> Fire | None:
+        """The next planned fire of ``task`` after its anchor (None when paused or done)."""
+        if task.paused:
+            return None
+        for scheduled in scheduled_after(task, self._anchor(task)):
+            return fire_for(task, scheduled)
+        return None
+
+    def schedule(self, task: Task) -> None:
+        """(Re)plan ``task`` and wake the loop; call after any change to it."""
+        fire = self.next_fire(task)
+        if fire is None:
+            self._next.pop(task.id, None)
+        else:
+            self._next[task.id] = fire
+            heapq.heappush(self._heap, (fire.planned_for, next(self._seq), task.id))
+        self._wake.set()
+
+    def unschedule(self, task_id: str) -> None:
+        self._next.pop(task_id, None)
+        self._wake.set()
+
+    def planned(self, task_id: str) -> Fire | None:
+        return self._next.get(task_id)
+
+    def _due_slots(self, task: Task, now: datetime) -> tuple[list[Fire], bool]:
+        """Fires of ``task`` planned at or before ``now`` (oldest first), and whether
+        older ones were left out of the enumeration."""
+        anchor = self._anchor(task)
+        horizon = now - self.config.catch_up_grace
+        truncated = anchor < horizon and task.recurring
+        start = horizon if truncated else anchor
+        slots: list[Fire] = []
+        edge = now - parse_jitter(task.jitter).max_delay - timedelta(seconds=1)
+        for scheduled in scheduled_after(task, start):
+            if scheduled > now + self._lookahead(task):
+                break
+            fire = fire_for(task, scheduled) if scheduled >= edge else Fire(scheduled, scheduled)
+            if fire.planned_for > now:
+                break
+            slots.append(fire)
+            if len(slots) > MAX_SLOTS:
+                slots.pop(0)
+                truncated = True
+        return slots, truncated
+
+    # ---- the loop -------------------------------------------------------
+
+    @property
+    def disabled_reason(self) -> str | None:
+        return self.config.disabled_reason
+
+    async def start(self) -> None:
+        """Plan every task and handle what was missed while kairosd was not running."""
+        self._last = (self.clock.now(), self.clock.monotonic())
+        if self.disabled_reason is None:
+            await self._pass(self.clock.now(), missed_reason="kairosd was not running", all_tasks=True)
+        for task in self.book:
+            self.schedule(task)
+        self._started = True
+
+    def _detect_jump(self, now: datetime) -> float:
+        mono = self.clock.monotonic()
+        drift = 0.0
+        if self._last is not None:
+            last_wall, last_mono = self._last
+            drift = ((now - last_wall).total_seconds()) - (mono - last_mono)
+        self._last = (now, mono)
+        return drift
+
+    async def tick(self) -> float:
+        """Handle everything due now; return the seconds to sleep before the next tick."""
+        self.wakeups += 1
+        self._wake.clear()
+        now = self.clock.now()
+        drift = self._detect_jump(now)
+        missed_reason = None
+        if abs(drift) > self.config.jump_threshold_s:
+            direction = "forward" if drift > 0 else "back"
+            self.last_jump = {"at": now.isoformat(), "drift_s": round(drift, 3)}
+            log.warning("wall clock jumped %s by %.1fs (suspend or clock change)", direction, abs(drift))
+            self.events.publish("clock_jump", drift_s=round(drift, 3))
+            if drift > 0:
+                missed_reason = f"the clock jumped forward {drift:.0f}s (machine asleep or clock changed)"
+        if self.disabled_reason is None:
+            await self._pass(now, missed_reason=missed_reason)
+        return self._sleep_for(self.clock.now())
+
+    def _sleep_for(self, now: datetime) -> float:
+        cap = self.config.max_sleep_s
+        if self.disabled_reason is not None:
+            return cap
+        while self._heap:
+            planned, _, task_id = self._heap[0]
+            current = self._next.get(task_id)
+            if current is None or current.planned_for != planned:
+                heapq.heappop(self._heap)  # stale entry: the task changed or went
+                continue
+            return max(0.0, min(cap, (planned - now).total_seconds()))
+        return cap
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick until ``stop`` is set."""
+        while not stop.is_set():
+            delay = await self.tick()
+            if delay > 0 and not self._wake.is_set():
+                waiter = asyncio.ensure_future(self._wake.wait())
+                stopper = asyncio.ensure_future(stop.wait())
+                await asyncio.wait({waiter, stopper}, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stopper.cancel()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # ---- deciding -------------------------------------------------------
+
+    def _pop_due(self, now: datetime) -> list[Task]:
+        due: list[Task] = []
+        seen: set[str] = set()
+        while self._heap and self._heap[0][0] <= now:
+            planned, _, task_id = heapq.heappop(self._heap)
+            current = self._next.get(task_id)
+            if current is None or current.planned_for != planned or task_id in seen:
+                continue
+            task = self.book.find(task_id)
+            if task is not None:
+                seen.add(task_id)
+                due.append(task)
+        return due
+
+    async def _pass(self, now: datetime, missed_reason: str | None, all_tasks: bool = False) -> None:
+        tasks = list(self.book) if all_tasks else self._pop_due(now)
+        decision = _Decision([], [], [], [])
+        touched: list[Task] = []
+        for task in tasks:
+            if task.paused:
+                continue
+            slots, truncated = self._due_slots(task, now)
+            if not slots:
+                continue
+            if missed_reason is not None:
+                self._catch_up(task, slots, truncated, now, missed_reason, decision)
+            else:
+                if len(slots) > 1:
+                    self._record_missed(
+                        task,
+                        slots[:-1],
+                        truncated,
+                        now,
+                        "kairosd was too busy to fire on time",
+                        "recorded",
+                        decision,
+                    )
+                self._fire(task, slots[-1], now, decision, catch_up=False)
+            touched.append(task)
+        await self._commit(decision)
+        for task in touched:
+            current = self.book.find(task.id)
+            if current is None:
+                self.unschedule(task.id)
+            else:
+                self.schedule(current)
+
+    def _catch_up(
+        self,
+        task: Task,
+        slots: list[Fire],
+        truncated: bool,
+        now: datetime,
+        reason: str,
+        decision: _Decision,
+    ) -> None:
+        grace_start = now - self.config.catch_up_grace
+        policy = task.catch_up
+        if not task.recurring:
+            if policy in (CatchUp.SURFACE, CatchUp.SKIP) or slots[-1].planned_for < grace_start:
+                action = "surfaced" if policy is CatchUp.SURFACE else "recorded"
+                self._record_missed(task, slots, truncated, now, reason, action, decision)
+                self._advance(task, slots[-1], now, fired=False, decision=decision)
+            else:
+                self._fire(task, slots[-1], now, decision, catch_up=True)
+            return
+        to_fire: list[Fire] = []
+        if policy is CatchUp.ONCE:
+            to_fire = [f for f in slots[-1:] if f.planned_for >= grace_start]
+        elif policy is CatchUp.ALL:
+            to_fire = [f for f in slots[-self.config.catch_up_max :] if f.planned_for >= grace_start]
+        missed = slots[: len(slots) - len(to_fire)]
+        if missed:
+            action = {CatchUp.SURFACE: "surfaced", CatchUp.SKIP: "recorded"}.get(policy, "recorded")
+            self._record_missed(task, missed, truncated, now, reason, action, decision)
+        if not to_fire:
+            self._advance(task, slots[-1], now, fired=False, decision=decision)
+            return
+        for index, fire in enumerate(to_fire):
+            # Catch-up fires of one task go one after another, never as a burst.
+            self._fire(task, fire, now, decision, catch_up=True, serial=index > 0)
+
+    def _record_missed(
+        self,
+        task: Task,
+        slots: list[Fire],
+        truncated: bool,
+        now: datetime,
+        reason: str,
+        action: str,
+        decision: _Decision,
+    ) -> None:
+        latest = slots[-1]
+        note = f"; misses before {slots[0].scheduled_for.isoformat()} are not counted" if truncated else ""
+        record = MissedRecord(
+            task_id=task.id,
+            task_name=task.name,
+            prompt=task.prompt,
+            schedule=task.cron or (task.at.isoformat() if task.at else ""),
+            scheduled_for=latest.scheduled_for,
+            first_scheduled_for=slots[0].scheduled_for if len(slots) > 1 else None,
+            count=len(slots),
+            detected_at=now,
+            reason=reason + note,
+            action=action,
+        )
+        decision.missed.append(record)
+        decision.runs.append(
+            Run(
+                task_id=task.id,
+                task_name=task.name,
+                scheduled_for=latest.scheduled_for,
+                planned_for=latest.planned_for,
+                finished_at=now,
+                outcome=Outcome.MISSED,
+                reason=f"{reason} ({len(slots)} fire{'s' if len(slots) != 1 else ''} {action})",
+                target=task.target.model_dump(mode="json"),
+                late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
+            )
+        )
+        self.events.publish("missed", **record.model_dump(mode="json"))
+        self._advance(task, latest, now, fired=False, decision=decision)
+
+    def _advance(self, task: Task, fire: Fire, now: datetime, *, fired: bool, decision: _Decision) -> None:
+        """Move the task's anchor past ``fire``; remove one-shots and expired tasks."""
+        current = self.book.find(task.id)
+        if current is None:
+            return
+        updates: dict[str, Any] = {"last_scheduled_for": fire.scheduled_for}
+        if fired:
+            updates["last_fired_at"] = now
+        updated = current.model_copy(update=updates)
+        expired = (
+            fired and updated.expires and now >= updated.created_at + timedelta(days=updated.expires_after_days or 0)
+        )
+        if not updated.recurring or expired:
+            self.book.remove(task.id)
+            self.events.publish("task_removed", task_id=task.id, reason="expired" if expired else "one-shot done")
+            if expired:
+                self.events.publish("expired", task_id=task.id, task_name=task.name)
+        else:
+            self.book.put(updated)
+
+    def _fire(
+        self,
+        task: Task,
+        fire: Fire,
+        now: datetime,
+        decision: _Decision,
+        *,
+        catch_up: bool,
+        serial: bool = False,
+        manual: bool = False,
+    ) -> Run:
+        run = Run(
+            task_id=task.id,
+            task_name=task.name,
+            scheduled_for=fire.scheduled_for,
+            planned_for=fire.planned_for,
+            dispatched_at=now,
+            target=task.target.model_dump(mode="json"),
+            late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
+            catch_up=catch_up,
+            manual=manual,
+        )
+        if not manual:
+            self._advance(task, fire, now, fired=True, decision=decision)
+        busy = task.id in self._running or serial or any(t.id == task.id for t, _ in decision.start)
+        if busy and not serial and task.overlap is Overlap.SKIP:
+            run.outcome = Outcome.SKIPPED
+            run.finished_at = now
+            run.reason = f"the previous run ({self._running.get(task.id, 'starting')}) was still going (overlap=skip)"
+            decision.runs.append(run)
+            return run
+        if busy:
+            queue = self._queues.setdefault(task.id, deque())
+            pending = len(queue) + sum(1 for t, _ in decision.queue if t.id == task.id)
+            if pending >= self.config.queue_limit:
+                run.outcome = Outcome.SKIPPED
+                run.finished_at = now
+                run.reason = f"{pending} runs already queued behind the running one"
+                decision.runs.append(run)
+                return run
+            run.outcome = Outcome.QUEUED
+            run.reason = "waiting for the previous run of this task"
+            decision.runs.append(run)
+            decision.queue.append((task, run))
+            return run
+        decision.runs.append(run)
+        decision.start.append((task, run))
+        return run
+
+    # ---- recording and delivering --------------------------------------
+
+    async def _commit(self, decision: _Decision) -> None:
+        if decision.runs:
+            await asyncio.to_thread(self.ledger.record_many, decision.runs)
+        if decision.missed:
+            await asyncio.to_thread(self.missed.add, decision.missed)
+        await self.book.commit()
+        for task, run in decision.queue:
+            self._queues.setdefault(task.id, deque()).append(run)
+        for task, run in decision.start:
+            self._start(task, run)
+
+    def _start(self, task: Task, run: Run) -> None:
+        self._running[task.id] = run.run_id
+        self.events.publish(
+            "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
+        )
+        job = Job(
+            run_id=run.run_id,
+            task_id=task.id,
+            task_name=task.name,
+            prompt=task.prompt,
+            target=task.target.model_dump(mode="json"),
+            scheduled_for=run.scheduled_for,
+            planned_for=run.planned_for,
+            late_by_s=run.late_by_s,
+            catch_up=run.catch_up,
+            meta=dict(task.meta),
+        )
+        handle = asyncio.ensure_future(self._deliver(task, run, job))
+        self._inflight.add(handle)
+        handle.add_done_callback(self._inflight.discard)
+
+    async def _deliver(self, task: Task, run: Run, job: Job) -> None:
+        delivery = self.deliveries.get(str(job.target.get("kind")))
+        try:
+            if delivery is None:
+                result = Result("failed", reason=f"no delivery target of kind {job.target.get('kind')!r}")
+            else:
+                async with self._sem:
+                    result = await delivery.deliver(job)
+        except asyncio.CancelledError:
+            result = Result("failed", reason="kairosd stopped before the target confirmed delivery")
+            await self._finish(task, run, result)
+            raise
+        except Exception as exc:  # a target bug must not stop the scheduler
+            log.exception("delivery of run %s failed", run.run_id)
+            result = Result("failed", reason=f"target error: {exc}")
+        await self._finish(task, run, result)
+
+    async def _finish(self, task: Task, run: Run, result: Result) -> None:
+        now = self.clock.now()
+        done = run.model_copy(
+            update={
+                "started_at": result.started_at or run.dispatched_at,
+                "finished_at": result.finished_at or now,
+                "outcome": Outcome(result.outcome),
+                "reason": result.reason,
+                "output_path": result.output_path,
+                "exit_code": result.exit_code,
+            }
+        )
+        try:
+            await asyncio.to_thread(self.ledger.record, done)
+        finally:
+            if self._running.get(task.id) == run.run_id:
+                del self._running[task.id]
+            self.events.publish(
+                "run_finished",
+                run_id=run.run_id,
+                task_id=task.id,
+                outcome=done.outcome,
+                reason=done.reason,
+                exit_code=done.exit_code,
+            )
+        queue = self._queues.get(task.id)
+        if queue and task.id not in self._running:
+            queued = queue.popleft()
+            latest = self.book.find(task.id) or task
+            started = queued.model_copy(update={"dispatched_at": self.clock.now(), "outcome": None, "reason": None})
+            await asyncio.to_thread(self.ledger.record, started)
+            self._start(latest, started)
+
+    # ---- commands -------------------------------------------------------
+
+    async def run_now(self, task_id: str) -> Run:
+        """Fire ``task_id`` now, outside its schedule (the schedule is unchanged)."""
+        task = self.book.get(task_id)
+        now = self.clock.now()
+        decision = _Decision([], [], [], [])
+        run = self._fire(task, Fire(now, now), now, decision, catch_up=False, manual=True)
+        await self._commit(decision)
+        return run
+
+    async def drain(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - a bound, not a cancel scope
+        """Wait for in-flight deliveries (and what is queued behind them)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self._inflight:
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return False
+            await asyncio.wait(set(self._inflight), timeout=remaining)
+        return True
+
+    async def shutdown(self, grace_s: float) -> None:
+        """Let in-flight deliveries finish for ``grace_s``, then stop them and record why."""
+        if not await self.drain(grace_s):
+            for delivery in self.deliveries.values():
+                await delivery.close()
+            if not await self.drain(2.0):
+                for handle in list(self._inflight):
+                    handle.cancel()
+                await asyncio.gather(*self._inflight, return_exceptions=True)
+        # Queued runs will not run now; say so rather than leave them "queued".
+        now = self.clock.now()
+        dropped = [
+            run.model_copy(update={"outcome": Outcome.SKIPPED, "finished_at": now, "reason": "kairosd stopped"})
+            for queue in self._queues.values()
+            for run in queue
+        ]
+        self._queues.clear()
+        if dropped:
+            await asyncio.to_thread(self.ledger.record_many, dropped)
+        for delivery in self.deliveries.values():
+            await delivery.close()
+
+    def status(self) -> dict[str, Any]:
+        upcoming = min(self._next.items(), key=lambda item: item[1].planned_for, default=None)
+        return {
+            "enabled": self.disabled_reason is None,
+            "disabled_reason": self.disabled_reason,
+            "tasks": len(self.book),
+            "paused": sum(1 for t in self.book if t.paused),
+            "running": len(self._running),
+            "queued": sum(len(q) for q in self._queues.values()),
+            "next_fire": None
+            if upcoming is None
+            else {"task_id": upcoming[0], "planned_for": upcoming[1].planned_for.isoformat()},
+            "last_clock_jump": self.last_jump,
+            "wakeups": self.wakeups,
+        }
+
+    def check_target(self, target: Mapping[str, Any]) -> None:
+        kind = str(target.get("kind"))
+        if kind not in self.deliveries:
+            raise UsageError(f"unknown target kind {kind!r} (available: {', '.join(sorted(self.deliveries))})")

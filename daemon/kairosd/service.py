@@ -1,0 +1,254 @@
+"""The daemon's use-cases: add, list, show, remove, pause, resume, run, history,
+missed, inbox, import, status. The HTTP API and the tests call these methods.
+
+Every change is durable before a method returns (``TaskBook.commit``), and
+every method takes and returns plain JSON-able data or raises a KairosError.
+
+Must not import the server or the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import ValidationError
+
+from kairosd import __version__
+from kairosd.claude_compat import read_claude_tasks
+from kairosd.clock import Clock
+from kairosd.errors import InvalidTimeError, UsageError
+from kairosd.events import EventBus
+from kairosd.inbox import InboxStore
+from kairosd.models import CatchUp, CreatedBy, Overlap, Task, new_task
+from kairosd.plan import upcoming
+from kairosd.schedule.durations import every_to_cron, parse_duration
+from kairosd.schedule.exact import resolve_at, resolve_in
+from kairosd.schedule.explain import explain
+from kairosd.scheduler import Scheduler
+
+MAX_TASKS = 100_000
+MAX_PROMPT_CHARS = 100_000
+ADD_FIELDS = frozenset(
+    {
+        "prompt", "cron", "every", "in", "at", "once", "tz", "name", "target", "jitter",
+        "expires_after_days", "permanent", "catch_up", "overlap", "created_by", "meta",
+    }
+)  # fmt: skip
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "task"
+    return f"{where}: {first.get('msg', 'invalid')}".replace("Value error, ", "")
+
+
+class Service:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        inbox: InboxStore,
+        clock: Clock,
+        events: EventBus,
+        default_tz: str,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.book = scheduler.book
+        self.inbox = inbox
+        self.clock = clock
+        self.events = events
+        self.default_tz = default_tz
+        self.info = info or {}
+        self.started_at = clock.now()
+        self.stop_requested = False
+
+    # ---- views ----------------------------------------------------------
+
+    def view(self, task: Task, count: int = 3) -> dict[str, Any]:
+        now = self.clock.now()
+        fires = [] if task.paused else upcoming(task, now, count, after=task.last_scheduled_for)
+        doc = task.model_dump(mode="json")
+        doc["status"] = "paused" if task.paused else ("scheduled" if fires else "done")
+        doc["schedule"] = task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None)
+        doc["explanation"] = explain(task.cron) if task.cron else "once, at the exact time"
+        doc["next_fires"] = [
+            {"scheduled_for": f.scheduled_for.isoformat(), "planned_for": f.planned_for.isoformat()} for f in fires
+        ]
+        doc["planned_for"] = doc["next_fires"][0]["planned_for"] if fires else None
+        doc["running"] = task.id in self.scheduler._running
+        return doc
+
+    # ---- tasks ----------------------------------------------------------
+
+    def _zone(self, name: Any) -> str:
+        zone = str(name) if name else self.default_tz
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise InvalidTimeError(f"unknown time zone {zone!r} (use an IANA name such as Europe/Berlin)") from None
+        return zone
+
+    async def add(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise UsageError("the request body must be a JSON object")
+        unknown = set(body) - ADD_FIELDS
+        if unknown:
+            raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise UsageError("a task needs a non-empty prompt")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise UsageError(f"the prompt is longer than {MAX_PROMPT_CHARS} characters")
+        if len(self.book) >= MAX_TASKS:
+            raise UsageError(f"too many tasks (the limit is {MAX_TASKS}); remove some first")
+        kinds = [k for k in ("cron", "every", "in", "at") if body.get(k) is not None]
+        if len(kinds) != 1:
+            raise UsageError("give exactly one schedule: a cron expression, --every, --in or --at")
+        tz = self._zone(body.get("tz"))
+        now = self.clock.now()
+        fields: dict[str, Any] = {}
+        note = None
+        cron: str | None = None
+        at: datetime | None = None
+        recurring = not body.get("once", False)
+        kind = kinds[0]
+        for key in ("cron", "every", "in", "at", "jitter", "catch_up", "overlap", "name"):
+            if body.get(key) is not None and not isinstance(body[key], str):
+                raise UsageError(f"{key} must be a string")
+        if kind == "cron":
+            cron = body["cron"]
+        elif kind == "every":
+            interval = every_to_cron(body["every"])
+            cron, note = interval.cron, interval.note
+        elif kind == "in":
+            parse_duration(body["in"])
+            at, recurring = resolve_in(body["in"], now), False
+        else:
+            at, recurring = resolve_at(body["at"], now, ZoneInfo(tz)), False
+        for key in ("name", "jitter", "permanent", "target", "meta", "overlap"):
+            if body.get(key) is not None:
+                fields[key] = body[key]
+        if "target" in fields:
+            if not isinstance(fields["target"], dict):
+                raise UsageError('target must be an object such as {"kind": "inbox"}')
+            self.scheduler.check_target(fields["target"])
+        created_by = body.get("created_by", "cli")
+        catch_up = body.get("catch_up")
+        expires: Any = body.get("expires_after_days", "default")
+        try:
+            task = new_task(
+                prompt=prompt,
+                created_at=now,
+                tz=tz,
+                cron=cron,
+                at=at,
+                recurring=recurring,
+                created_by=CreatedBy(created_by),
+                catch_up=CatchUp(catch_up) if catch_up else None,
+                expires_after_days=expires,
+                **fields,
+            )
+        except ValidationError as exc:
+            raise UsageError(_validation_message(exc)) from None
+        except ValueError as exc:
+            if isinstance(exc, UsageError):
+                raise
+            raise UsageError(str(exc)) from None
+        if task.cron is not None and not task.recurring and self.scheduler.next_fire(task) is None:
+            raise UsageError(f"{task.cron!r} has no fire time left")
+        self.book.put(task)
+        await self.book.commit()
+        self.scheduler.schedule(task)
+        doc = self.view(task)
+        doc["note"] = note
+        self.events.publish("task_added", task_id=task.id, task=doc)
+        return doc
+
+    def list_tasks(self) -> list[dict[str, Any]]:
+        views = [self.view(t, 1) for t in self.book]
+        return sorted(views, key=lambda v: (v["planned_for"] is None, v["planned_for"] or "", v["id"]))
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        return self.view(self.book.get(task_id), 5)
+
+    async def remove(self, task_ids: list[str]) -> list[str]:
+        for task_id in task_ids:
+            self.book.get(task_id)  # all or nothing: fail before removing any
+        for task_id in task_ids:
+            self.book.remove(task_id)
+            self.scheduler.unschedule(task_id)
+        await self.book.commit()
+        for task_id in task_ids:
+            self.events.publish("task_removed", task_id=task_id, reason="removed")
+        return task_ids
+
+    async def set_paused(self, task_id: str, paused: bool) -> dict[str, Any]:
+        task = self.book.get(task_id)
+        if task.paused != paused:
+            update: dict[str, Any] = {"paused": paused}
+            if not paused:
+                # Slots that passed while paused are not missed: the user paused them.
+                update["last_scheduled_for"] = max(self.clock.now(), task.last_scheduled_for or task.created_at)
+            task = task.model_copy(update=update)
+            self.book.put(task)
+            await self.book.commit()
+            self.scheduler.schedule(task)
+            self.events.publish("task_changed", task_id=task_id, paused=paused)
+        return self.view(task)
+
+    async def run_now(self, task_id: str) -> dict[str, Any]:
+        run = await self.scheduler.run_now(task_id)
+        return run.model_dump(mode="json")
+
+    # ---- ledgers --------------------------------------------------------
+
+    def history(self, task_id: str | None, limit: int) -> list[dict[str, Any]]:
+        return [r.model_dump(mode="json") for r in self.scheduler.ledger.list(task_id, limit)]
+
+    def missed(self) -> list[dict[str, Any]]:
+        return [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
+
+    def clear_missed(self) -> int:
+        return self.scheduler.missed.clear()
+
+    def inbox_items(self, session: str | None, include_acked: bool) -> list[dict[str, Any]]:
+        return [i.model_dump(mode="json") for i in self.inbox.list(session, include_acked)]
+
+    def ack(self, session: str | None, ids: list[str] | None) -> list[str]:
+        return self.inbox.ack(session, ids)
+
+    async def import_claude(self, data: str, tz: str | None) -> dict[str, Any]:
+        zone = self._zone(tz)
+        result = read_claude_tasks(data, zone)
+        added, skipped = [], []
+        for task in result.tasks:
+            if task.id in self.book:
+                skipped.append({"id": task.id, "reason": "a task with this id already exists"})
+                continue
+            self.book.put(task)
+            added.append(task)
+        await self.book.commit()
+        for task in added:
+            self.scheduler.schedule(task)
+            self.events.publish("task_added", task_id=task.id)
+        return {
+            "imported": [self.view(t) for t in added],
+            "skipped": skipped,
+            "rejected": [{"index": i, "reason": r} for i, r in result.rejected],
+        }
+
+    def status(self) -> dict[str, Any]:
+        now = self.clock.now()
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "started_at": self.started_at.isoformat(),
+            "uptime_s": round((now - self.started_at).total_seconds(), 3),
+            "default_tz": self.default_tz,
+            **self.info,
+            **self.scheduler.status(),
+            "overlap_default": Overlap.SKIP.value,
+        }

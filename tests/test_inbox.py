@@ -1,0 +1,350 @@
+"""Per-session inboxes and the inbox delivery target: idempotency, acks, names, compaction."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairosd.delivery.base import Job
+from kairosd.delivery.inbox import InboxDelivery
+from kairosd.errors import NotFoundError, UsageError
+from kairosd.inbox import ACKED_RETENTION, InboxStore, session_file_name
+from kairosd.jsonlog import JsonLog
+from kairosd.records import InboxItem
+from kairosd.testing import FakeClock, FakeDelivery
+
+T0 = datetime(2026, 5, 4, 9, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> InboxStore:
+    return InboxStore(tmp_path / "inbox", clock)
+
+
+def _item(item_id: str, session: str = "default", minute: int = 0) -> InboxItem:
+    when = T0 + timedelta(minutes=minute)
+    return InboxItem(
+        id=item_id, session=session, task_id="t1", prompt="check the build", scheduled_for=when, delivered_at=when
+    )
+
+
+def _ids(items: list[InboxItem]) -> list[str]:
+    return [item.id for item in items]
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+def test_put_is_durable(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """A put item is read back by a fresh store on the same folder."""
+    assert store.put(_item("r1", "main"))
+    assert _ids(InboxStore(tmp_path / "inbox", clock).list("main")) == ["r1"]
+
+
+def test_put_is_idempotent_by_id(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """A second put of the same id is a no-op returning False, before and after a restart."""
+    assert store.put(_item("r1"))
+    assert not store.put(_item("r1"))
+    assert not InboxStore(tmp_path / "inbox", clock).put(_item("r1"))
+    assert _ids(InboxStore(tmp_path / "inbox", clock).list()) == ["r1"]
+    assert len((tmp_path / "inbox" / "default.jsonl").read_bytes().splitlines()) == 1
+
+
+def test_list_is_oldest_first_across_sessions(store: InboxStore) -> None:
+    """list(None) merges every session by delivery time; list(s) is one session."""
+    store.put(_item("b", "s2", minute=2))
+    store.put(_item("a", "s1", minute=1))
+    store.put(_item("c", "s1", minute=3))
+    assert _ids(store.list()) == ["a", "b", "c"]
+    assert _ids(store.list("s1")) == ["a", "c"]
+    assert store.list("nobody") == []
+    assert store.sessions() == ["s1", "s2"]
+
+
+def test_ack_ids(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """Acked ids leave the default listing, stay with include_acked, and survive a restart."""
+    for i in range(3):
+        store.put(_item(f"r{i}", minute=i))
+    clock.advance(60)
+    assert store.ack("default", ["r0", "r2"]) == ["r0", "r2"]
+    assert _ids(store.list("default")) == ["r1"]
+    again = InboxStore(tmp_path / "inbox", clock)
+    assert _ids(again.list("default")) == ["r1"]
+    acked = {item.id: item.acked_at for item in again.list("default", include_acked=True)}
+    assert acked == {"r0": clock.now(), "r1": None, "r2": clock.now()}
+
+
+def test_ack_is_idempotent(store: InboxStore) -> None:
+    """Acking an already-acked id is not an error and reports nothing new."""
+    store.put(_item("r1"))
+    assert store.ack("default", ["r1"]) == ["r1"]
+    assert store.ack("default", ["r1", "r1"]) == []
+
+
+def test_ack_all_in_a_session(store: InboxStore) -> None:
+    """ids None acks every unacked item of that session only."""
+    store.put(_item("a", "s1"))
+    store.put(_item("b", "s1", minute=1))
+    store.put(_item("c", "s2"))
+    assert store.ack("s1", None) == ["a", "b"]
+    assert _ids(store.list()) == ["c"]
+
+
+def test_ack_all_everywhere(store: InboxStore) -> None:
+    """session None and ids None acks everything unacked in every session."""
+    store.put(_item("a", "s1"))
+    store.put(_item("c", "s2"))
+    assert sorted(store.ack(None, None)) == ["a", "c"]
+    assert store.list() == []
+
+
+def test_ack_ids_without_session_finds_their_sessions(store: InboxStore) -> None:
+    """With session None, each id is looked up in whichever session holds it."""
+    store.put(_item("a", "s1"))
+    store.put(_item("c", "s2"))
+    assert store.ack(None, ["c"]) == ["c"]
+    assert _ids(store.list()) == ["a"]
+
+
+def test_ack_unknown_id_raises_and_acks_nothing(store: InboxStore) -> None:
+    """Unknown ids raise NotFoundError naming them; the known ids in the same call stay unacked."""
+    store.put(_item("r1"))
+    with pytest.raises(NotFoundError, match=r"'nope'.*'gone'"):
+        store.ack("default", ["r1", "nope", "gone"])
+    assert _ids(store.list()) == ["r1"]
+    store.put(_item("x", "other"))
+    with pytest.raises(NotFoundError, match="'x'"):
+        store.ack("default", ["x"])  # it exists, but in another session
+
+
+@pytest.mark.parametrize(
+    ("session", "file_name"),
+    [
+        ("default", "default.jsonl"),
+        ("a/b", "a%2Fb.jsonl"),
+        ("../escape", "..%2Fescape.jsonl"),
+        ("..", "...jsonl"),
+        ("café ☕", "caf%C3%A9%20%E2%98%95.jsonl"),
+        ("50%+1", "50%25%2B1.jsonl"),
+    ],
+)
+def test_session_names_are_encoded_into_the_folder(
+    tmp_path: Path, clock: FakeClock, session: str, file_name: str
+) -> None:
+    """Any session name maps to one file inside the folder and is recovered from it."""
+    folder = tmp_path / "inbox"
+    InboxStore(folder, clock).put(_item("r1", session))
+    assert [p.name for p in folder.iterdir()] == [file_name]
+    again = InboxStore(folder, clock)
+    assert again.sessions() == [session]
+    assert _ids(again.list(session)) == ["r1"]
+
+
+def test_long_unicode_session_gets_a_hashed_file_name(tmp_path: Path, clock: FakeClock) -> None:
+    """A 200-character non-ASCII name fits a file name (hash suffix) and is recovered from its items."""
+    session = "会話" * 100
+    name = session_file_name(session)
+    assert len(name.encode()) <= 255
+    assert "+" in name
+    folder = tmp_path / "inbox"
+    InboxStore(folder, clock).put(_item("r1", session))
+    again = InboxStore(folder, clock)
+    assert again.sessions() == [session]
+    assert _ids(again.list()) == ["r1"]
+    assert session_file_name(session[:-1] + "x") != name
+
+
+@pytest.mark.parametrize("session", ["", "x" * 201, "bad\ud800"])
+def test_unusable_session_names_are_refused(store: InboxStore, session: str) -> None:
+    """Empty, over-200-character and non-Unicode session names raise UsageError."""
+    with pytest.raises(UsageError):
+        store.list(session)
+
+
+def test_two_hundred_characters_is_allowed(store: InboxStore) -> None:
+    """The limit is inclusive."""
+    assert store.put(_item("r1", "x" * 200))
+
+
+def test_torn_last_line_after_crash(tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    """A put torn by a crash is ignored with a warning, and later puts still land."""
+    folder = tmp_path / "inbox"
+    InboxStore(folder, clock).put(_item("r1"))
+    with (folder / "default.jsonl").open("ab") as f:
+        f.write(b'{"id": "r2", "sess')
+    again = InboxStore(folder, clock)
+    with caplog.at_level(logging.WARNING):
+        assert _ids(again.list()) == ["r1"]
+    assert "last line" in caplog.text
+    assert again.put(_item("r2", minute=1))  # the torn one never counted
+    assert _ids(InboxStore(folder, clock).list()) == ["r1", "r2"]
+
+
+def test_old_acked_items_are_compacted_away(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """Once the log grows, items acked over 7 days ago are dropped; unacked and recent ones stay."""
+    path = tmp_path / "inbox" / "default.jsonl"
+    for i in range(60):
+        store.put(_item(f"old{i}", minute=i))
+    store.put(_item("unread", minute=61))
+    store.put(_item("recent"))
+    store.ack("default", [f"old{i}" for i in range(60)])
+    assert len(path.read_bytes().splitlines()) == 122  # items plus acks: nothing to drop yet
+    clock.advance(ACKED_RETENTION.total_seconds() + 1)
+    store.ack("default", ["recent"])  # the growing log is compacted on this append
+    records: list[dict[str, Any]] = JsonLog(path).read()
+    assert [r["id"] for r in records] == ["unread", "recent"]
+    assert records[1]["acked_at"] == clock.now().isoformat().replace("+00:00", "Z")  # ack folded in
+    again = InboxStore(tmp_path / "inbox", clock)
+    assert _ids(again.list(include_acked=True)) == ["recent", "unread"]  # by delivery time
+    assert _ids(again.list()) == ["unread"]
+
+
+def test_sessions_ignores_foreign_files(tmp_path: Path, clock: FakeClock) -> None:
+    """Temp files and files not written by the store are not sessions."""
+    folder = tmp_path / "inbox"
+    store = InboxStore(folder, clock)
+    store.put(_item("r1", "main"))
+    (folder / "main.jsonl.tmp-1-ab").write_text("")
+    (folder / "notes.txt").write_text("")
+    (folder / "a%2fb.jsonl").write_text("")  # lowercase escape: not a name this store writes
+    assert InboxStore(folder, clock).sessions() == ["main"]
+
+
+def test_reads_create_nothing(tmp_path: Path, clock: FakeClock) -> None:
+    """Listing an empty inbox does not create its folder."""
+    store = InboxStore(tmp_path / "inbox", clock)
+    assert store.list("main") == []
+    assert store.sessions() == []
+    assert not (tmp_path / "inbox").exists()
+
+
+# --- the delivery target ---------------------------------------------------------------------
+
+
+def _job(run_id: str = "r1", target: dict[str, Any] | None = None) -> Job:
+    return Job(
+        run_id=run_id,
+        task_id="t1",
+        task_name="build",
+        prompt="check the build",
+        target=target if target is not None else {"kind": "inbox", "session": "main"},
+        scheduled_for=T0,
+        planned_for=T0,
+        late_by_s=1.5,
+    )
+
+
+def test_delivery_puts_an_item_and_notifies_once(store: InboxStore, clock: FakeClock) -> None:
+    """A delivery becomes one item (id = run id); a repeat is delivered again without a second item."""
+    seen: list[InboxItem] = []
+    delivery = InboxDelivery(store, clock, on_item=seen.append)
+    assert delivery.kind == "inbox"
+
+    async def main() -> None:
+        first = await delivery.deliver(_job())
+        second = await delivery.deliver(_job())
+        assert first.outcome == "delivered"
+        assert first.started_at == clock.now()
+        assert second.outcome == "delivered"
+        await delivery.close()
+
+    asyncio.run(main())
+    items = store.list("main")
+    assert _ids(items) == ["r1"]
+    assert items[0].task_name == "build"
+    assert items[0].late_by_s == 1.5
+    assert _ids(seen) == ["r1"]
+
+
+def test_delivery_defaults_to_the_default_session(store: InboxStore, clock: FakeClock) -> None:
+    """A target without a session (or an empty one) goes to "default"."""
+    delivery = InboxDelivery(store, clock)
+    asyncio.run(delivery.deliver(_job("r1", {"kind": "inbox"})))
+    asyncio.run(delivery.deliver(_job("r2", {"kind": "inbox", "session": ""})))
+    assert _ids(store.list("default")) == ["r1", "r2"]
+
+
+def test_delivery_reports_io_errors_as_failed(tmp_path: Path, clock: FakeClock) -> None:
+    """An OSError (here: the inbox folder is a file) is a failed result with a reason, not a raise."""
+    blocker = tmp_path / "inbox"
+    blocker.write_text("not a folder")
+    seen: list[InboxItem] = []
+    delivery = InboxDelivery(InboxStore(blocker, clock), clock, on_item=seen.append)
+    result = asyncio.run(delivery.deliver(_job()))
+    assert result.outcome == "failed"
+    assert result.reason is not None
+    assert "main" in result.reason
+    assert seen == []
+
+
+def test_delivery_reports_bad_session_names_as_failed(store: InboxStore, clock: FakeClock) -> None:
+    """An unusable session name fails the run with the name's problem as the reason."""
+    result = asyncio.run(InboxDelivery(store, clock).deliver(_job(target={"kind": "inbox", "session": "x" * 201})))
+    assert result.outcome == "failed"
+    assert result.reason is not None
+    assert "200" in result.reason
+
+
+def test_failing_listener_does_not_fail_the_delivery(store: InboxStore, clock: FakeClock) -> None:
+    """The item is durable before on_item runs, so a listener error still reports delivered."""
+
+    def broken(item: InboxItem) -> None:
+        raise RuntimeError("listener bug")
+
+    result = asyncio.run(InboxDelivery(store, clock, on_item=broken).deliver(_job()))
+    assert result.outcome == "delivered"
+    assert _ids(store.list("main")) == ["r1"]
+
+
+# --- the fake target -------------------------------------------------------------------------
+
+
+def test_fake_delivery_holds_runs_in_flight_and_is_idempotent(clock: FakeClock) -> None:
+    """With a gate, deliveries wait in flight; a repeat of a run id shares the first result."""
+    gate = asyncio.Event()
+    fake = FakeDelivery("shell", gate=gate, clock=clock)
+
+    async def main() -> None:
+        first = asyncio.create_task(fake.deliver(_job("r1")))
+        repeat = asyncio.create_task(fake.deliver(_job("r1")))
+        other = asyncio.create_task(fake.deliver(_job("r2")))
+        await asyncio.sleep(0)
+        assert fake.in_flight == {"r1", "r2"}
+        assert not first.done()
+        gate.set()
+        results = await asyncio.gather(first, repeat, other)
+        assert [r.outcome for r in results] == ["delivered"] * 3
+        assert results[0] is results[1]
+        assert fake.in_flight == set()
+        fake.outcome = "failed"
+        assert (await fake.deliver(_job("r3"))).reason == "failed by FakeDelivery"
+        await fake.close()
+
+    asyncio.run(main())
+    assert [job.run_id for job in fake.jobs] == ["r1", "r2", "r3"]
+    assert len(fake.calls) == 4
+    assert fake.closed
+
+
+def test_fake_delivery_error_is_raised_and_forgotten() -> None:
+    """A configured error is raised; the run is not remembered, so a retry tries again."""
+    fake = FakeDelivery(error=OSError("disk full"))
+
+    async def main() -> None:
+        with pytest.raises(OSError, match="disk full"):
+            await fake.deliver(_job("r1"))
+        fake.error = None
+        assert (await fake.deliver(_job("r1"))).outcome == "delivered"
+
+    asyncio.run(main())
+    assert [job.run_id for job in fake.jobs] == ["r1", "r1"]

@@ -1,0 +1,266 @@
+"""The run ledger and the missed ledger: durability, last-record-wins, interrupted runs, bounds."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairosd.errors import NotFoundError, UsageError
+from kairosd.jsonlog import JsonLog
+from kairosd.ledger import INTERRUPTED_REASON, MissedLedger, RunLedger
+from kairosd.records import MissedRecord, Outcome, Run
+from kairosd.testing import FakeClock
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+def _run(run_id: str, task_id: str = "t1", minute: int = 0, **fields: Any) -> Run:
+    when = T0 + timedelta(minutes=minute)
+    base: dict[str, Any] = {"run_id": run_id, "task_id": task_id, "scheduled_for": when, "planned_for": when}
+    return Run(**(base | fields))
+
+
+def _done(run_id: str, task_id: str = "t1", minute: int = 0) -> Run:
+    when = T0 + timedelta(minutes=minute)
+    return _run(run_id, task_id, minute, dispatched_at=when, finished_at=when, outcome=Outcome.DELIVERED)
+
+
+def _ledger(tmp_path: Path, clock: FakeClock, keep: int = 50) -> RunLedger:
+    ledger = RunLedger(tmp_path / "runs.jsonl", clock, keep_per_task=keep)
+    ledger.load()
+    return ledger
+
+
+def test_record_survives_a_restart(tmp_path: Path, clock: FakeClock) -> None:
+    """A recorded run is read back by the next ledger on the same file."""
+    _ledger(tmp_path, clock).record(_done("r1"))
+    again = RunLedger(tmp_path / "runs.jsonl", clock)
+    assert again.load() == []
+    assert again.get("r1").outcome is Outcome.DELIVERED
+
+
+def test_last_record_of_a_run_wins(tmp_path: Path, clock: FakeClock) -> None:
+    """A run recorded dispatched then finished is one run in its finished state, in memory and on disk."""
+    ledger = _ledger(tmp_path, clock)
+    ledger.record(_run("r1", dispatched_at=T0))
+    assert [r.run_id for r in ledger.running()] == ["r1"]
+    ledger.record(_run("r1", dispatched_at=T0, outcome=Outcome.FAILED, reason="exit 1"))
+    assert ledger.running() == []
+    assert len(ledger.list()) == 1
+    reloaded = _ledger(tmp_path, clock)
+    assert reloaded.get("r1").reason == "exit 1"
+
+
+def test_interrupted_runs_are_finalised_on_load(tmp_path: Path, clock: FakeClock) -> None:
+    """A run without an outcome at load is failed as interrupted at now, returned, and written back."""
+    ledger = _ledger(tmp_path, clock)
+    ledger.record(_run("r1", dispatched_at=T0))
+    ledger.record(_done("r2", minute=1))
+    clock.advance(3600)
+    after_crash = RunLedger(tmp_path / "runs.jsonl", clock)
+    interrupted = after_crash.load()
+    assert [r.run_id for r in interrupted] == ["r1"]
+    run = after_crash.get("r1")
+    assert run.outcome is Outcome.FAILED
+    assert run.reason == INTERRUPTED_REASON
+    assert run.finished_at == T0 + timedelta(hours=1)
+    assert after_crash.get("r2").outcome is Outcome.DELIVERED
+    # Written back: the next start has nothing to report.
+    assert RunLedger(tmp_path / "runs.jsonl", clock).load() == []
+
+
+def test_get_unknown_run_raises_not_found(tmp_path: Path, clock: FakeClock) -> None:
+    """get names the missing run id."""
+    with pytest.raises(NotFoundError, match="rnope"):
+        _ledger(tmp_path, clock).get("rnope")
+
+
+def test_list_is_newest_first_by_dispatch_else_planned(tmp_path: Path, clock: FakeClock) -> None:
+    """list orders by dispatched_at, falling back to planned_for, newest first; filters and limits."""
+    ledger = _ledger(tmp_path, clock)
+    ledger.record_many(
+        [
+            _run("old", minute=0, dispatched_at=T0 + timedelta(minutes=1)),
+            _run("queued", minute=5),  # never dispatched: planned_for counts
+            _run("new", minute=2, dispatched_at=T0 + timedelta(minutes=9)),
+            _done("other", task_id="t2", minute=3),
+        ]
+    )
+    assert [r.run_id for r in ledger.list()] == ["new", "queued", "other", "old"]
+    assert [r.run_id for r in ledger.list("t1", limit=2)] == ["new", "queued"]
+    assert ledger.list("unknown-task") == []
+    assert ledger.list(limit=0) == []
+    with pytest.raises(UsageError):
+        ledger.list(limit=-1)
+
+
+def test_returned_runs_are_copies(tmp_path: Path, clock: FakeClock) -> None:
+    """Mutating a recorded or returned run does not change the ledger."""
+    ledger = _ledger(tmp_path, clock)
+    run = _done("r1")
+    ledger.record(run)
+    run.reason = "changed after recording"
+    ledger.get("r1").reason = "changed after reading"
+    assert ledger.get("r1").reason is None
+
+
+def test_runs_are_bounded_per_task(tmp_path: Path, clock: FakeClock) -> None:
+    """Only the newest keep_per_task runs of each task are kept, each task separately."""
+    ledger = _ledger(tmp_path, clock, keep=3)
+    ledger.record_many([_done(f"a{i}", "ta", minute=i) for i in range(6)])
+    ledger.record(_done("b0", "tb", minute=0))
+    assert [r.run_id for r in ledger.list("ta")] == ["a5", "a4", "a3"]
+    assert [r.run_id for r in ledger.list("tb")] == ["b0"]
+    with pytest.raises(NotFoundError):
+        ledger.get("a0")
+    assert [r.run_id for r in _ledger(tmp_path, clock, keep=3).list("ta")] == ["a5", "a4", "a3"]
+
+
+def test_runs_in_flight_are_never_evicted(tmp_path: Path, clock: FakeClock) -> None:
+    """A run still waiting for its target is never evicted (finished ones make room for it)."""
+    ledger = _ledger(tmp_path, clock, keep=2)
+    ledger.record(_run("slow", minute=0, dispatched_at=T0))
+    ledger.record_many([_done(f"r{i}", minute=i) for i in range(1, 5)])
+    assert {r.run_id for r in ledger.list()} == {"slow", "r4"}
+    assert [r.run_id for r in ledger.running()] == ["slow"]
+
+
+def test_history_of_deleted_tasks_is_kept(tmp_path: Path, clock: FakeClock) -> None:
+    """The ledger knows nothing of the task list: runs of any task id survive restarts."""
+    ledger = _ledger(tmp_path, clock)
+    ledger.record(_done("r1", task_id="gone"))
+    assert [r.run_id for r in _ledger(tmp_path, clock).list("gone")] == ["r1"]
+
+
+def test_file_is_compacted_when_it_outgrows_the_kept_runs(tmp_path: Path, clock: FakeClock) -> None:
+    """Past 2×kept+1000 lines the file is rewritten with only the kept runs, and reads back the same."""
+    path = tmp_path / "runs.jsonl"
+    ledger = _ledger(tmp_path, clock, keep=5)
+    ledger.record_many([_done(f"r{i}", minute=i) for i in range(500)])
+    assert len(path.read_bytes().splitlines()) == 500  # under the threshold: left alone
+    ledger.record_many([_done(f"s{i}", minute=500 + i) for i in range(600)])
+    assert len(path.read_bytes().splitlines()) == 5
+    assert [r.run_id for r in _ledger(tmp_path, clock, keep=5).list()] == [f"s{i}" for i in range(599, 594, -1)]
+
+
+def test_compaction_keeps_the_latest_state_of_each_run(tmp_path: Path, clock: FakeClock) -> None:
+    """A compacted file holds each kept run once, in its last recorded state."""
+    path = tmp_path / "runs.jsonl"
+    ledger = _ledger(tmp_path, clock, keep=2)
+    ledger.record_many([_run(f"r{i}", minute=i, dispatched_at=T0) for i in range(520)])
+    ledger.record_many([_done(f"r{i}", minute=i) for i in range(520)])
+    records = JsonLog(path).read()
+    assert [r["run_id"] for r in records] == ["r518", "r519"]
+    assert all(r["outcome"] == "delivered" for r in records)
+
+
+def test_invalid_records_are_skipped(tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    """Records that are not runs (no run_id, bad fields) are skipped with a warning, not fatal."""
+    path = tmp_path / "runs.jsonl"
+    JsonLog(path).append([{"task_id": "t1"}, {"run_id": "bad", "task_id": "t1"}, _done("ok").model_dump(mode="json")])
+    ledger = RunLedger(path, clock)
+    with caplog.at_level(logging.WARNING):
+        ledger.load()
+    assert [r.run_id for r in ledger.list()] == ["ok"]
+    assert "without a run_id" in caplog.text
+    assert "invalid run bad" in caplog.text
+
+
+def test_torn_last_record_after_crash(tmp_path: Path, clock: FakeClock) -> None:
+    """A run record torn by a crash is ignored; the earlier state of that run stands."""
+    path = tmp_path / "runs.jsonl"
+    _ledger(tmp_path, clock).record(_run("r1", dispatched_at=T0))
+    with path.open("ab") as f:
+        f.write(b'{"run_id": "r1", "outcome": "deliv')
+    interrupted = RunLedger(path, clock).load()
+    assert [r.run_id for r in interrupted] == ["r1"]
+
+
+def test_unknown_fields_are_kept(tmp_path: Path, clock: FakeClock) -> None:
+    """Fields written by a newer kairosd survive a reload and a compaction."""
+    path = tmp_path / "runs.jsonl"
+    JsonLog(path).append([_done("r1").model_dump(mode="json") | {"future": {"x": 1}}])
+    ledger = RunLedger(path, clock)
+    ledger.load()
+    assert ledger.get("r1").model_extra == {"future": {"x": 1}}
+
+
+def test_using_before_load_is_a_bug(tmp_path: Path, clock: FakeClock) -> None:
+    """record before load would hide interrupted runs, so it is refused."""
+    with pytest.raises(RuntimeError, match="load"):
+        RunLedger(tmp_path / "runs.jsonl", clock).record(_done("r1"))
+
+
+# --- missed ledger ---------------------------------------------------------------------------
+
+
+def _missed(n: int, minute: int = 0) -> MissedRecord:
+    when = T0 + timedelta(minutes=minute)
+    return MissedRecord(
+        id=f"m{n}",
+        task_id="t1",
+        prompt="check the build",
+        schedule="*/5 * * * *",
+        scheduled_for=when,
+        detected_at=when,
+        reason="daemon was not running",
+        action="recorded",
+    )
+
+
+def _missed_ledger(tmp_path: Path, clock: FakeClock, keep: int = 1000) -> MissedLedger:
+    ledger = MissedLedger(tmp_path / "missed.jsonl", clock, keep=keep)
+    ledger.load()
+    return ledger
+
+
+def test_missed_records_persist_newest_first(tmp_path: Path, clock: FakeClock) -> None:
+    """Added records survive a restart and list newest first by detection time."""
+    ledger = _missed_ledger(tmp_path, clock)
+    ledger.add([_missed(1, minute=5), _missed(2, minute=1)])
+    ledger.add([_missed(3, minute=9)])
+    assert [m.id for m in ledger.list()] == ["m3", "m1", "m2"]
+    assert [m.id for m in _missed_ledger(tmp_path, clock).list()] == ["m3", "m1", "m2"]
+
+
+def test_missed_record_with_same_id_replaces(tmp_path: Path, clock: FakeClock) -> None:
+    """Re-adding an id (a summary whose count grew) keeps one record, the latest."""
+    ledger = _missed_ledger(tmp_path, clock)
+    ledger.add([_missed(1)])
+    ledger.add([_missed(1).model_copy(update={"count": 7})])
+    assert [(m.id, m.count) for m in _missed_ledger(tmp_path, clock).list()] == [("m1", 7)]
+
+
+def test_missed_ledger_is_bounded(tmp_path: Path, clock: FakeClock) -> None:
+    """Only the last `keep` records added are kept, across restarts too."""
+    ledger = _missed_ledger(tmp_path, clock, keep=3)
+    ledger.add([_missed(i, minute=i) for i in range(5)])
+    assert [m.id for m in ledger.list()] == ["m4", "m3", "m2"]
+    assert [m.id for m in _missed_ledger(tmp_path, clock, keep=3).list()] == ["m4", "m3", "m2"]
+
+
+def test_missed_file_is_compacted(tmp_path: Path, clock: FakeClock) -> None:
+    """Past 2×keep+1000 lines the missed file is rewritten with only the kept records."""
+    path = tmp_path / "missed.jsonl"
+    ledger = _missed_ledger(tmp_path, clock, keep=10)
+    ledger.add([_missed(i, minute=i) for i in range(1100)])
+    assert len(path.read_bytes().splitlines()) == 10
+
+
+def test_clear_empties_the_missed_ledger(tmp_path: Path, clock: FakeClock) -> None:
+    """clear returns how many records it removed and leaves an empty file."""
+    ledger = _missed_ledger(tmp_path, clock)
+    ledger.add([_missed(1), _missed(2)])
+    assert ledger.clear() == 2
+    assert ledger.list() == []
+    assert _missed_ledger(tmp_path, clock).list() == []
+    assert ledger.clear() == 0

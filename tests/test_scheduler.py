@@ -1,0 +1,443 @@
+"""Scheduler behaviour on a fake clock: no real sleeping anywhere.
+
+Each test builds a scheduler over an in-memory store, real ledgers in tmp_path
+and a FakeDelivery, moves the FakeClock and calls ``tick()`` directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairosd.events import EventBus
+from kairosd.ledger import MissedLedger, RunLedger
+from kairosd.models import CatchUp, CreatedBy, Overlap, Task, new_task
+from kairosd.records import Outcome
+from kairosd.scheduler import Scheduler, SchedulerConfig
+from kairosd.store import StoreState
+from kairosd.taskbook import TaskBook
+from kairosd.testing import FakeClock, FakeDelivery, InMemoryStore
+
+T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)  # a Monday
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, tasks: list[Task], clock: FakeClock, **config: Any) -> None:
+        self.clock = clock
+        self.store = InMemoryStore(StoreState(schema_version=2, tasks=tasks))
+        self.book = TaskBook(self.store, self.store.load())
+        self.ledger = RunLedger(tmp_path / "runs.jsonl", clock)
+        self.ledger.load()
+        self.missed = MissedLedger(tmp_path / "missed.jsonl", clock)
+        self.missed.load()
+        self.events = EventBus(clock.now)
+        self.delivery = FakeDelivery("inbox", clock=clock, gate=config.pop("gate", None))
+        self.sched = Scheduler(
+            self.book, self.ledger, self.missed, {"inbox": self.delivery}, clock, self.events,
+            SchedulerConfig(**config),
+        )  # fmt: skip
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+        publish = self.events.publish
+
+        def capture(kind: str, **data: Any) -> None:
+            self.seen.append((kind, data))
+            publish(kind, **data)
+
+        self.events.publish = capture  # type: ignore[method-assign]
+
+    async def start(self) -> None:
+        await self.sched.start()
+        await self.sched.drain(5)
+
+    async def at(self, when: datetime) -> float:
+        """Move both clocks to ``when`` (no suspend) and tick."""
+        self.clock.advance((when - self.clock.now()).total_seconds())
+        delay = await self.sched.tick()
+        await self.sched.drain(5)
+        return delay
+
+    def runs(self, task_id: str | None = None) -> list[Any]:
+        return list(reversed(self.ledger.list(task_id, 1000)))
+
+
+def task(cron: str | None = None, **kw: Any) -> Task:
+    kw.setdefault("created_at", T0)
+    kw.setdefault("tz", "UTC")
+    kw.setdefault("prompt", "check the PRs")
+    return new_task(cron=cron, **kw)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_recurring_task_fires_at_each_slot_and_records_delivered(tmp_path):
+    """A */5 task fires at :05 and :10, each run delivered with its scheduled time."""
+
+    async def main():
+        t = task("*/5 * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        assert await h.at(T0.replace(minute=4)) > 0
+        assert h.delivery.jobs == []
+        await h.at(T0.replace(minute=5, second=0))
+        await h.at(T0.replace(minute=10, second=0, microsecond=1000))
+        runs = h.runs(t.id)
+        assert [r.scheduled_for.minute for r in runs] == [5, 10]
+        assert all(r.outcome is Outcome.DELIVERED for r in runs)
+        assert [j.prompt for j in h.delivery.jobs] == ["check the PRs"] * 2
+        assert h.book.get(t.id).last_scheduled_for == T0.replace(minute=10, second=0)
+
+    run(main())
+
+
+def test_sleep_is_until_the_next_fire_capped_at_30s(tmp_path):
+    """tick() asks to sleep until the next planned fire, never longer than 30 s."""
+
+    async def main():
+        h = Harness(tmp_path, [task("0 12 * * *")], FakeClock(T0))
+        await h.start()
+        assert await h.at(T0) == 30.0
+        delay = await h.at(datetime(2026, 3, 2, 11, 59, 50, tzinfo=UTC))
+        assert delay == pytest.approx(10.0)
+
+    run(main())
+
+
+def test_idle_with_ten_thousand_tasks_wakes_at_most_twice_a_minute(tmp_path):
+    """With 10,000 tasks and nothing due, a simulated minute costs at most 2 ticks."""
+
+    async def main():
+        tasks = [task("0 3 * * *", task_id=f"{i:08x}") for i in range(10_000)]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        await h.start()
+        ticks, elapsed = 0, 0.0
+        while elapsed < 60:
+            delay = await h.sched.tick()
+            ticks += 1
+            h.clock.advance(delay)
+            elapsed += delay
+        assert ticks <= 2
+
+    run(main())
+
+
+def test_jitter_moves_the_planned_time_but_not_the_schedule(tmp_path):
+    """With claude jitter an hourly task fires late by frac*6min, and the next slot is still on the hour."""
+
+    async def main():
+        t = task("0 * * * *", task_id="80000000", jitter="claude")  # frac 0.5 -> 3 min late
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        await h.at(datetime(2026, 3, 2, 11, 2, 59, tzinfo=UTC))
+        assert h.delivery.jobs == []
+        await h.at(datetime(2026, 3, 2, 11, 3, tzinfo=UTC))
+        (r,) = h.runs()
+        assert r.scheduled_for == datetime(2026, 3, 2, 11, tzinfo=UTC)
+        assert r.planned_for == datetime(2026, 3, 2, 11, 3, tzinfo=UTC)
+        assert h.sched.planned(t.id).scheduled_for == datetime(2026, 3, 2, 12, tzinfo=UTC)
+
+    run(main())
+
+
+def test_exact_one_shot_fires_once_and_is_removed(tmp_path):
+    """A task pinned with 'at' fires at that second, then leaves the schedule."""
+
+    async def main():
+        t = task(at=T0 + timedelta(seconds=90))
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        await h.at(T0 + timedelta(seconds=89))
+        assert h.delivery.jobs == []
+        await h.at(T0 + timedelta(seconds=90))
+        assert len(h.delivery.jobs) == 1
+        assert t.id not in h.book
+        assert h.store.load().tasks == []
+        await h.at(T0 + timedelta(days=1))
+        assert len(h.delivery.jobs) == 1
+
+    run(main())
+
+
+def test_expiring_task_fires_one_final_time_then_is_deleted(tmp_path):
+    """An agent-created daily task (7-day expiry) fires a last time after 7 days and is removed."""
+
+    async def main():
+        t = task("0 11 * * *", created_by=CreatedBy.MCP)
+        assert t.expires_after_days == 7
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        for day in range(8):
+            await h.at(datetime(2026, 3, 2, 11, tzinfo=UTC) + timedelta(days=day))
+        assert len(h.delivery.jobs) == 8
+        assert t.id not in h.book
+        assert ("expired", {"task_id": t.id, "task_name": None}) in h.seen
+
+    run(main())
+
+
+def test_permanent_task_never_expires(tmp_path):
+    """permanent exempts a task from its expiry."""
+
+    async def main():
+        t = task("0 11 * * *", created_by=CreatedBy.MCP, permanent=True)
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        for day in range(10):
+            await h.at(datetime(2026, 3, 2, 11, tzinfo=UTC) + timedelta(days=day))
+        assert t.id in h.book
+
+    run(main())
+
+
+def _down_for_three_days(catch_up: CatchUp | None) -> tuple[Task, FakeClock]:
+    t = task("0 * * * *", catch_up=catch_up)
+    t = t.model_copy(update={"last_scheduled_for": datetime(2026, 3, 2, 10, tzinfo=UTC)})
+    return t, FakeClock(datetime(2026, 3, 5, 10, 30, tzinfo=UTC))
+
+
+def test_catch_up_once_fires_the_most_recent_miss_and_records_the_rest(tmp_path):
+    """Down for 3 days, an hourly task with catch_up=once fires once, late, marked catch-up."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.ONCE)
+        h = Harness(tmp_path, [t], clock)
+        await h.start()
+        (job,) = h.delivery.jobs
+        assert job.catch_up is True
+        assert job.scheduled_for == datetime(2026, 3, 5, 10, tzinfo=UTC)
+        assert job.late_by_s == 1800
+        (missed,) = h.missed.list()
+        assert missed.count == 71
+        assert missed.reason.startswith("kairosd was not running")
+        assert h.sched.planned(t.id).scheduled_for == datetime(2026, 3, 5, 11, tzinfo=UTC)
+
+    run(main())
+
+
+def test_catch_up_skip_fires_nothing_and_records_every_miss(tmp_path):
+    """catch_up=skip records the misses and waits for the next slot."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.SKIP)
+        h = Harness(tmp_path, [t], clock)
+        await h.start()
+        assert h.delivery.jobs == []
+        (missed,) = h.missed.list()
+        assert missed.count == 72
+        assert [r.outcome for r in h.runs()] == [Outcome.MISSED]
+
+    run(main())
+
+
+def test_catch_up_all_fires_at_most_ten_one_after_another(tmp_path):
+    """catch_up=all fires the 10 most recent misses in order, never two at once."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.ALL)
+        gate = asyncio.Event()
+        h = Harness(tmp_path, [t], clock, gate=gate)
+        await h.sched.start()
+        await asyncio.sleep(0)
+        assert len(h.delivery.in_flight) == 1
+        gate.set()
+        await h.sched.drain(5)
+        scheduled = [j.scheduled_for.hour for j in h.delivery.jobs]
+        assert scheduled == list(range(1, 11))
+        assert all(j.catch_up for j in h.delivery.jobs)
+        assert h.missed.list()[0].count == 62
+
+    run(main())
+
+
+def test_missed_one_shot_is_surfaced_not_fired(tmp_path):
+    """A one-shot whose time passed while kairosd was down is recorded as missed and removed."""
+
+    async def main():
+        t = task(at=T0 + timedelta(hours=1))
+        h = Harness(tmp_path, [t], FakeClock(T0 + timedelta(hours=5)))
+        await h.start()
+        assert h.delivery.jobs == []
+        (missed,) = h.missed.list()
+        assert missed.action == "surfaced"
+        assert missed.task_id == t.id
+        assert t.id not in h.book
+
+    run(main())
+
+
+def test_forward_clock_jump_is_a_miss_and_follows_catch_up(tmp_path):
+    """A suspend (wall clock jumps, monotonic does not) turns passed fires into misses."""
+
+    async def main():
+        t = task("*/10 * * * *", catch_up=CatchUp.ONCE)
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        h.clock.jump(3600)
+        await h.sched.tick()
+        await h.sched.drain(5)
+        (job,) = h.delivery.jobs
+        assert job.catch_up is True
+        assert h.sched.last_jump is not None
+        assert h.missed.list()[0].reason.startswith("the clock jumped forward")
+
+    run(main())
+
+
+def test_backward_clock_jump_never_fires_a_slot_twice(tmp_path):
+    """After the clock is stepped back an hour, slots already fired do not fire again."""
+
+    async def main():
+        t = task("*/10 * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        await h.at(T0.replace(minute=10, second=0))
+        h.clock.jump(-3600)
+        await h.sched.tick()
+        for minute in (10, 20, 30):  # an hour earlier than the fire, then forward again
+            await h.at(T0.replace(minute=minute, second=0) + timedelta(hours=0))
+        h.clock.jump(0)
+        assert [j.scheduled_for for j in h.delivery.jobs].count(T0.replace(minute=10, second=0)) == 1
+
+    run(main())
+
+
+def test_pause_and_resume(tmp_path):
+    """A paused task does not fire; on resume it does not catch up the paused slots."""
+
+    async def main():
+        t = task("*/5 * * * *").model_copy(update={"paused": True})
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        await h.at(T0.replace(minute=30))
+        assert h.delivery.jobs == []
+        resumed = h.book.get(t.id).model_copy(update={"paused": False, "last_scheduled_for": h.clock.now()})
+        h.book.put(resumed)
+        h.sched.schedule(resumed)
+        await h.at(T0.replace(minute=35, second=0))
+        assert [j.scheduled_for.minute for j in h.delivery.jobs] == [35]
+        assert h.missed.list() == []
+
+    run(main())
+
+
+def test_overlap_skip_records_a_skipped_run(tmp_path):
+    """A fire that comes while the previous run still goes is skipped with a reason."""
+
+    async def main():
+        gate = asyncio.Event()
+        t = task("* * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0), gate=gate)
+        await h.start()
+        h.clock.advance(30)
+        await h.sched.tick()
+        h.clock.advance(60)
+        await h.sched.tick()
+        gate.set()
+        await h.sched.drain(5)
+        outcomes = [r.outcome for r in h.runs()]
+        assert outcomes == [Outcome.DELIVERED, Outcome.SKIPPED]
+        assert "still going" in h.runs()[1].reason
+
+    run(main())
+
+
+def test_overlap_queue_runs_the_fire_after_the_previous_one(tmp_path):
+    """With overlap=queue the second fire waits, then is delivered."""
+
+    async def main():
+        gate = asyncio.Event()
+        t = task("* * * * *", overlap=Overlap.QUEUE)
+        h = Harness(tmp_path, [t], FakeClock(T0), gate=gate)
+        await h.start()
+        h.clock.advance(30)
+        await h.sched.tick()
+        h.clock.advance(60)
+        await h.sched.tick()
+        assert [r.outcome for r in h.runs()] == [None, Outcome.QUEUED]
+        gate.set()
+        await h.sched.drain(5)
+        assert [r.outcome for r in h.runs()] == [Outcome.DELIVERED, Outcome.DELIVERED]
+        assert len(h.delivery.jobs) == 2
+
+    run(main())
+
+
+def test_kill_switch_fires_nothing_and_says_why(tmp_path):
+    """With a disabled reason set, due tasks do not fire and status reports the reason."""
+
+    async def main():
+        t = task("* * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0), disabled_reason="KAIROS_DISABLE_CRON=1")
+        await h.start()
+        await h.at(T0 + timedelta(minutes=5))
+        assert h.delivery.jobs == []
+        status = h.sched.status()
+        assert status["enabled"] is False
+        assert "KAIROS_DISABLE_CRON" in status["disabled_reason"]
+
+    run(main())
+
+
+def test_failed_delivery_is_recorded_as_failed_not_delivered(tmp_path):
+    """A target that fails or raises leaves a failed run with its reason."""
+
+    async def main():
+        t = task("* * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        h.delivery.outcome = "failed"
+        h.delivery.reason = "exit code 3"
+        await h.start()
+        await h.at(T0 + timedelta(seconds=30))
+        h.delivery.error = RuntimeError("boom")
+        await h.at(T0 + timedelta(seconds=90))
+        first, second = h.runs()
+        assert (first.outcome, first.reason) == (Outcome.FAILED, "exit code 3")
+        assert second.outcome is Outcome.FAILED
+        assert "boom" in second.reason
+
+    run(main())
+
+
+def test_run_now_fires_outside_the_schedule(tmp_path):
+    """run_now delivers at once and leaves the schedule as it was."""
+
+    async def main():
+        t = task("0 12 * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        before = h.sched.planned(t.id)
+        r = await h.sched.run_now(t.id)
+        await h.sched.drain(5)
+        assert r.manual is True
+        assert len(h.delivery.jobs) == 1
+        assert h.sched.planned(t.id) == before
+
+    run(main())
+
+
+def test_a_run_is_recorded_before_the_target_answers(tmp_path):
+    """While a delivery is in flight the ledger holds it with no outcome (never 'delivered')."""
+
+    async def main():
+        gate = asyncio.Event()
+        t = task("* * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0), gate=gate)
+        await h.start()
+        h.clock.advance(30)
+        await h.sched.tick()
+        (r,) = h.runs()
+        assert r.outcome is None
+        assert r.dispatched_at is not None
+        reloaded = RunLedger(tmp_path / "runs.jsonl", h.clock)
+        (interrupted,) = reloaded.load()
+        assert interrupted.outcome is Outcome.FAILED
+        assert "interrupted" in interrupted.reason
+        gate.set()
+        await h.sched.drain(5)
+
+    run(main())
