@@ -105,12 +105,12 @@ def _number(text: str, idx: int, term: str) -> int:
     return value
 
 
-def _parse_term(term: str, idx: int) -> tuple[set[int], str]:
+def _parse_term(term: str, idx: int, full: str) -> tuple[set[int], str]:
     """The values ``term`` stands for, and the term in canonical numeric form."""
     name = FIELD_NAMES[idx]
     lo, hi = _BOUNDS[idx]
     if term == "":
-        raise CronSyntaxError("empty list item", name)
+        raise CronSyntaxError(f"empty list item in {full!r}", name)
     base, slash, step_text = term.partition("/")
     step = 1
     if slash:
@@ -145,7 +145,7 @@ def _parse_field(text: str, idx: int) -> tuple[set[int], str]:
     values: set[int] = set()
     canonical: list[str] = []
     for term in text.split(","):
-        term_values, term_text = _parse_term(term, idx)
+        term_values, term_text = _parse_term(term, idx, text)
         values |= term_values
         canonical.append(term_text)
     return values, ",".join(canonical)

@@ -31,6 +31,11 @@ from kairosd.schedule.cron import CronExpr
 # (2096-02-29 -> 2104-02-29); day-of-week AND Feb 29 can take ~40 years.
 HORIZON_YEARS = 100
 _MINUTE = timedelta(minutes=1)
+_SECOND = timedelta(seconds=1)
+# No zone shifts its clock by more than this at once (Debian cron treats larger
+# steps as clock corrections); a start this far from any change cannot see
+# repeated wall times from before it.
+_MAX_SHIFT = timedelta(hours=6)
 # Zone transitions are assumed to be at least this far apart (true of every
 # zone in tzdata since 1970); we look for one with a probe per step.
 _PROBE_STEP = timedelta(days=7)
@@ -84,18 +89,21 @@ def _first_change(zone: ZoneInfo, start: datetime, end: datetime, offset: timede
     while lo < end:
         hi = min(lo + _PROBE_STEP, end)
         if _offset_at(zone, hi) != offset:
-            # Transitions fall on whole seconds; bisect on seconds.
+            # Transitions fall on whole seconds: narrow (a, b] to under a second,
+            # then the change is the first whole second after a.
             a, b = lo, hi  # offset(a) == offset, offset(b) != offset
-            while b - a > timedelta(seconds=1):
-                mid = a + (b - a) // 2
-                mid = mid.replace(microsecond=0) if mid.microsecond else mid
+            while b - a > _SECOND:
+                mid = (a + (b - a) // 2).replace(microsecond=0)
                 if mid <= a:
+                    mid += _SECOND
+                if mid >= b:
                     break
                 if _offset_at(zone, mid) == offset:
                     a = mid
                 else:
                     b = mid
-            return b
+            change = a.replace(microsecond=0) + _SECOND
+            return change if change <= b else b
         lo = hi
     return None
 
@@ -159,12 +167,36 @@ def _next_wildcard(expr: CronExpr, after: datetime, zone: ZoneInfo) -> datetime 
         if candidate is None:
             return None
         instant = (candidate - offset).replace(tzinfo=UTC)
+        if instant - start > _PROBE_STEP:
+            far = _far_instant(zone, start, offset, candidate)
+            if far is not None:
+                return far.astimezone(zone)
         change = _first_change(zone, start, instant, offset)
         if change is None:
             return instant.astimezone(zone)
         # The wall clock jumped before the candidate: search again from the jump,
         # in the new offset; the jump instant itself may match.
         start, inclusive = change, True
+
+
+def _far_instant(zone: ZoneInfo, start: datetime, offset: timedelta, candidate: datetime) -> datetime | None:
+    """The instant of a far-away wildcard candidate without probing every week up to it.
+
+    Between ``start`` and the candidate the wall clock shows only times that do
+    not match (the candidate is the first match after the start's wall time),
+    except wall times repeated by a backward change: those are below the
+    start's wall time only if the change comes within ``_MAX_SHIFT`` of the start.
+    So if the candidate's wall time exists exactly once, and the offset does not
+    change soon after the start, the candidate's own instant is the answer.
+    None means: take the careful path.
+    """
+    first = candidate.replace(tzinfo=zone, fold=0).utcoffset()
+    second = candidate.replace(tzinfo=zone, fold=1).utcoffset()
+    if first is None or first != second:
+        return None
+    if _offset_at(zone, start + _MAX_SHIFT) != offset:
+        return None
+    return (candidate - first).replace(tzinfo=UTC)
 
 
 def iter_fires(expr: CronExpr, after: datetime, zone: ZoneInfo) -> Iterator[datetime]:
