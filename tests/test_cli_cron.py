@@ -61,9 +61,7 @@ def test_next_json(capsys):
 )
 def test_next_after_without_offset_is_wall_time_in_tz(capsys, tz, after, first):
     """--after without an offset is read as wall time in --tz."""
-    code, out, _ = _run(
-        capsys, "cron", "next", "30 2 * * *", "--tz", tz, "--after", "2026-10-24T12:00", "--json"
-    )
+    code, out, _ = _run(capsys, "cron", "next", "30 2 * * *", "--tz", tz, "--after", "2026-10-24T12:00", "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["after"] == after
@@ -135,9 +133,7 @@ def test_next_every_json_carries_note(capsys):
 
 def test_next_every_exact_has_no_note(capsys):
     """An interval cron can repeat exactly prints no note."""
-    code, _out, err = _run(
-        capsys, "cron", "next", "--every", "5m", "--tz", "UTC", "--after", "2026-01-01T00:00"
-    )
+    code, _out, err = _run(capsys, "cron", "next", "--every", "5m", "--tz", "UTC", "--after", "2026-01-01T00:00")
     assert code == 0
     assert err == ""
 
@@ -300,9 +296,7 @@ def test_console_script_end_to_end():
     )
     assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "kairos: hour: 24 is out of range 0-23\n")
 
-    version = subprocess.run(
-        [*_kairos(), "--version"], capture_output=True, text=True, timeout=60, check=False
-    )
+    version = subprocess.run([*_kairos(), "--version"], capture_output=True, text=True, timeout=60, check=False)
     assert (version.returncode, version.stdout) == (0, f"kairos {__version__}\n")
 
     module = subprocess.run(

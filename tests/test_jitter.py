@@ -40,9 +40,7 @@ def _oneshot(
     created_at: datetime = CREATED,
     zone: ZoneInfo = UTCZ,
 ) -> datetime:
-    return planned_time(
-        policy, task_id, scheduled, recurring=False, following=None, created_at=created_at, zone=zone
-    )
+    return planned_time(policy, task_id, scheduled, recurring=False, following=None, created_at=created_at, zone=zone)
 
 
 # --- parse_jitter ------------------------------------------------------------------------------

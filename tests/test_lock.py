@@ -94,9 +94,7 @@ def _exited_pid() -> int:
 
 def _write_record(lock_path: Path, pid: int, proc_start: float) -> None:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    record = LockRecord(
-        owner="kairosd", pid=pid, proc_start=proc_start, acquired_at=T0, host=socket.gethostname()
-    )
+    record = LockRecord(owner="kairosd", pid=pid, proc_start=proc_start, acquired_at=T0, host=socket.gethostname())
     lock_path.write_bytes(record.to_bytes())
 
 
@@ -178,9 +176,7 @@ def test_acquire_twice_on_one_instance_is_a_bug(lock_path: Path, clock: FakeCloc
         lock.acquire()
 
 
-def test_stale_lock_from_dead_pid(
-    lock_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_stale_lock_from_dead_pid(lock_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
     """A record naming an exited process is taken over with reason 'dead' and a warning."""
     pid = _exited_pid()
     _write_record(lock_path, pid, proc_start=1.0)

@@ -119,9 +119,7 @@ def test_save_does_not_require_ascii_input(store: JsonStore) -> None:
     assert store.load() == state
 
 
-def test_temp_file_from_crash_is_removed(
-    store: JsonStore, store_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_temp_file_from_crash_is_removed(store: JsonStore, store_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A partial temp file left by a crash mid-write is removed at load; the store is intact."""
     good = StoreState(schema_version=SCHEMA_VERSION, tasks=[_task()])
     store.save(good)
@@ -295,9 +293,7 @@ _TASKS = st.builds(
     task_id=st.text(alphabet="0123456789abcdef", min_size=8, max_size=8),
     prompt=st.text(max_size=50),
     cron=_CRONS,
-    created_at=st.datetimes(
-        min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
-    ),
+    created_at=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)),
     recurring=st.booleans(),
     paused=st.booleans(),
     permanent=st.booleans(),

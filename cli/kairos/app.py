@@ -9,25 +9,44 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sys
 from collections.abc import Callable, Sequence
 
+from kairos.output import error
 from kairosd import __version__
 from kairosd.errors import EXIT_USAGE, KairosError
 
-from kairos.output import error
-
 # verb -> module under kairos.commands that provides register(subparsers)
-VERBS = {"cron": "cron"}
+VERBS = {
+    "cron": "cron",
+    "add": "tasks",
+    "list": "tasks",
+    "ls": "tasks",
+    "show": "tasks",
+    "rm": "tasks",
+    "pause": "tasks",
+    "resume": "tasks",
+    "run": "tasks",
+    "history": "ledger",
+    "missed": "ledger",
+    "inbox": "ledger",
+    "watch": "ledger",
+    "status": "ledger",
+    "import": "ledger",
+    "daemon": "daemon",
+}
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage()
+        self.print_usage(sys.stderr)
         error(message)
         raise SystemExit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``verb`` only that verb's module is imported (the fast path)."""
     parser = _Parser(
         prog="kairos",
         description="kairos: durable scheduled prompts for AI coding agents. "
@@ -35,15 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kairos {__version__}")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
-    for module_name in VERBS.values():
+    names = [VERBS[verb]] if verb in VERBS else sorted(set(VERBS.values()), key=list(VERBS.values()).index)
+    for module_name in names:
         module = importlib.import_module(f"kairos.commands.{module_name}")
         module.register(subparsers)
     return parser
 
 
 def run(argv: Sequence[str]) -> int:
-    parser = build_parser()
-    args = parser.parse_args(list(argv))
+    argv = list(argv)
+    parser = build_parser(argv[0] if argv else None)
+    args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -55,3 +76,8 @@ def run(argv: Sequence[str]) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`kairos list | head`): not an error worth a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

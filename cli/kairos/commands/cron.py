@@ -8,10 +8,9 @@ from itertools import islice
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from kairos.output import print_json
 from kairosd.clock import SystemClock, local_zone_name
 from kairosd.errors import InvalidTimeError, UsageError
-
-from kairos.output import print_json
 
 MAX_COUNT = 1000
 
@@ -38,7 +37,9 @@ def register(subparsers: Any) -> None:
     nxt.add_argument("--every", metavar="INTERVAL", help="a /loop-style interval (5m, 2h, 1d) instead of EXPR")
     nxt.add_argument("--tz", metavar="ZONE", help="IANA time zone (default: TZ or the system zone)")
     nxt.add_argument(
-        "--after", metavar="ISO8601", help="start after this time (default: now; no offset = wall time in --tz)"
+        "--after",
+        metavar="ISO8601",
+        help="start after this time (default: now; no offset = wall time in --tz)",
     )
     nxt.add_argument("-n", type=int, default=5, metavar="N", help="how many fire times (default 5)")
     nxt.add_argument("--json", action="store_true", help="print one JSON document")

@@ -1,0 +1,296 @@
+"""``kairos daemon start|stop|status|run``: manage the kairosd process.
+
+``start`` spawns ``python -m kairosd`` detached (its output appended to
+``<state_dir>/kairosd.log``) and waits until it answers on its socket; ``stop``
+asks it to shut down over the API and waits until it is gone; ``run`` execs it
+in the foreground. All waits are bounded.
+
+Only argparse and typing are imported at the top (``kairos.app`` imports every
+verb module on every call). Must not import pydantic, asyncio or the daemon's
+own modules (it is started as a separate process, never imported).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from kairos.commands.tasks import make_parser
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kairos.client import Client
+
+LOG_NAME = "kairosd.log"
+START_WAIT_S = 10.0
+STOP_WAIT_S = 15.0
+POLL_S = 0.05
+PING_TIMEOUT_S = 1.0  # per probe while waiting; the overall wait is bounded separately
+LOG_TAIL_LINES = 20
+
+
+def register(subparsers: Any) -> None:
+    daemon = subparsers.add_parser(
+        "daemon",
+        help="start, stop or inspect kairosd",
+        description="Start, stop or inspect the kairosd daemon that fires the tasks.",
+        epilog="examples:\n  kairos daemon start\n  kairos daemon status\n  kairos daemon stop",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verbs = daemon.add_subparsers(dest="daemon_verb", metavar="COMMAND")
+
+    start = make_parser(
+        verbs,
+        "start",
+        "start kairosd in the background",
+        f"Start kairosd detached, logging to <state dir>/{LOG_NAME}, and wait (up to "
+        f"{START_WAIT_S:g}s) until it answers. Does nothing if it already runs.",
+        "kairos daemon start\n  KAIROS_HOME=/tmp/k kairos daemon start -v",
+    )
+    start.add_argument("-v", "--verbose", action="store_true", help="debug logging in the log file")
+    start.set_defaults(handler=cmd_start)
+
+    stop = make_parser(
+        verbs,
+        "stop",
+        "stop kairosd",
+        f"Ask kairosd to shut down (in-flight deliveries get a grace period) and wait up to "
+        f"{STOP_WAIT_S:g}s until it is gone. Succeeds if it was not running.",
+        "kairos daemon stop",
+    )
+    stop.set_defaults(handler=cmd_stop)
+
+    status = make_parser(
+        verbs,
+        "status",
+        "is kairosd running? (exit 3 if not)",
+        "Like 'kairos status'; exits 3 when kairosd is not running (with --json, prints "
+        '{"running": false, ...} first).',
+        "kairos daemon status || kairos daemon start",
+    )
+    status.set_defaults(handler=cmd_status)
+
+    run = make_parser(
+        verbs,
+        "run",
+        "run kairosd in the foreground",
+        "Replace this process with kairosd in the foreground, logging to stderr; "
+        "stop it with Ctrl-C or SIGTERM. For debugging and service managers.",
+        "kairos daemon run -v",
+    )
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    run.set_defaults(handler=cmd_run)
+
+    daemon.set_defaults(handler=lambda _args: _help(daemon))
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def daemon_argv(verbose: bool) -> list[str]:
+    """The command that runs the daemon (tests replace it with a stand-in)."""
+    import sys
+
+    return [sys.executable, "-m", "kairosd", *(["-v"] if verbose else [])]
+
+
+def _client(timeout: float = 10.0) -> Client:
+    from kairos.client import Client
+
+    return Client(timeout=timeout)
+
+
+def _status_or_none(client: Client) -> dict[str, Any] | None:
+    """The daemon's status, ``{}`` if it answers but not with a status, None if not running."""
+    from kairos.client import ApiError, DaemonNotRunning
+
+    try:
+        doc = client.call("GET", "/status")
+    except DaemonNotRunning:
+        return None
+    except ApiError as exc:
+        if exc.status == 0:
+            raise  # something holds the socket but does not answer: not safe to start another
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _log_tail(log_path: Path, offset: int) -> str:
+    """The last lines the child wrote (from ``offset``: older runs' lines are not this failure)."""
+    try:
+        with log_path.open("rb") as log:
+            log.seek(offset)
+            data = log.read()
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", "replace").splitlines()
+    return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+def _child_env() -> dict[str, str]:
+    import os
+    from pathlib import Path
+
+    env = dict(os.environ)
+    home = env.get("KAIROS_HOME")
+    if home:
+        # The child runs in "/", so a relative KAIROS_HOME must be resolved here.
+        env["KAIROS_HOME"] = str(Path(home).expanduser().absolute())
+    return env
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from kairos.output import print_json
+    from kairosd.errors import KairosError
+    from kairosd.paths import Paths
+
+    paths = Paths.from_env()
+    client = _client(PING_TIMEOUT_S)
+    status = _status_or_none(client)
+    if status is not None:
+        if args.json:
+            print_json({"started": False, "running": True, "pid": status.get("pid"), "socket": str(paths.socket)})
+        else:
+            print(f"kairosd is already running (pid {status.get('pid', '?')}), socket {paths.socket}")
+        return 0
+    # When kairos gains systemd integration, start should prefer `systemctl --user start kairosd`
+    # if the unit is installed, and only fall back to spawning the process itself.
+    paths.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_path = paths.state_dir / LOG_NAME
+    # 0600: the log may quote prompts and commands.
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        offset = os.fstat(log_fd).st_size
+        proc = subprocess.Popen(
+            daemon_argv(args.verbose),
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # no SIGHUP/SIGINT from this terminal
+            cwd="/",  # do not pin the user's directory (unmounts, rm -r)
+            env=_child_env(),
+        )
+    finally:
+        os.close(log_fd)
+    deadline = time.monotonic() + START_WAIT_S
+    while not client.ping():
+        code = proc.poll()
+        if code is not None:
+            tail = _log_tail(log_path, offset)
+            if tail:
+                sys.stderr.write(tail + "\n")
+            raise KairosError(f"kairosd exited with code {code} before it was ready (log: {log_path})")
+        if time.monotonic() >= deadline:
+            raise KairosError(
+                f"kairosd (pid {proc.pid}) did not answer on {paths.socket} within {START_WAIT_S:g}s (log: {log_path})"
+            )
+        time.sleep(POLL_S)
+    if args.json:
+        print_json(
+            {"started": True, "running": True, "pid": proc.pid, "socket": str(paths.socket), "log": str(log_path)}
+        )
+    else:
+        print(f"kairosd started (pid {proc.pid}), socket {paths.socket}, log {log_path}")
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        # If the daemon is our own child, an exited one stays a zombie (and looks alive) until reaped.
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child: the usual case
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # An exited child of some other process (a test, a supervisor) is a zombie
+    # until its parent reaps it: it has stopped all the same.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    import contextlib
+    import time
+
+    from kairos.client import DaemonNotRunning
+    from kairos.output import print_json
+    from kairosd.errors import KairosError
+
+    client = _client(PING_TIMEOUT_S * 5)
+    status = _status_or_none(client)
+    if status is None:
+        if args.json:
+            print_json({"stopped": False, "running": False, "socket": str(client.socket_path)})
+        else:
+            print("kairosd is not running")
+        return 0
+    pid = status.get("pid")
+    # It may go away between the two calls: that is what we wanted.
+    with contextlib.suppress(DaemonNotRunning):
+        client.call("POST", "/shutdown")
+    deadline = time.monotonic() + STOP_WAIT_S
+    # The socket closes first; the process then drains deliveries and writes the store.
+    # Wait for both, so `stop && start` never meets the old daemon's store lock.
+    while client.ping() or (isinstance(pid, int) and _alive(pid)):
+        if time.monotonic() >= deadline:
+            raise KairosError(f"kairosd (pid {pid if pid else '?'}) did not stop within {STOP_WAIT_S:g}s")
+        time.sleep(POLL_S)
+    if args.json:
+        print_json({"stopped": True, "running": False, "pid": pid})
+    else:
+        print(f"kairosd stopped (pid {pid if pid else '?'})")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from kairos.client import DaemonNotRunning
+    from kairos.commands.ledger import print_status
+    from kairos.output import error, print_json
+    from kairosd.errors import EXIT_NO_DAEMON
+
+    client = _client()
+    try:
+        doc = client.call("GET", "/status")
+    except DaemonNotRunning as exc:
+        if args.json:
+            print_json({"running": False, "socket": str(client.socket_path)})
+        error(exc.message)
+        return EXIT_NO_DAEMON
+    if args.json:
+        print_json({"running": True, **doc})
+    else:
+        print_status(doc)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
+    from kairosd.errors import KairosError
+
+    if _status_or_none(_client(PING_TIMEOUT_S)) is not None:
+        raise KairosError("kairosd is already running (stop it first: kairos daemon stop)")
+    argv = daemon_argv(args.verbose)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvp(argv[0], argv)  # noqa: S606 - an argv list on purpose; no shell involved
+    return 1  # pragma: no cover - execvp does not return

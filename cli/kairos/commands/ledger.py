@@ -1,0 +1,366 @@
+"""``kairos history|missed|inbox|watch|status|import``: what kairosd did, delivered and missed.
+
+Reads the daemon's ledgers and inbox, follows its event stream, shows its
+status, and imports Claude Code's ``.claude/scheduled_tasks.json``.
+
+Only argparse and typing are imported at the top (``kairos.app`` imports every
+verb module on every call); the client and helpers load inside the handlers.
+Must not import pydantic, asyncio or any kairosd module that does I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from typing import Any
+
+from kairos.commands.tasks import make_parser
+
+MAX_HISTORY = 10_000
+CLAUDE_FILE = (".claude", "scheduled_tasks.json")
+
+
+def register(subparsers: Any) -> None:
+    # app.VERBS maps each of our verbs to this module, so we may be called once per verb.
+    if "history" in subparsers.choices:
+        return
+    history = make_parser(
+        subparsers,
+        "history",
+        "runs, newest first",
+        "Show the run ledger, newest first: when each run was scheduled, its outcome, "
+        "how late it was, and why it failed or was skipped (or the exit code of a shell target).",
+        "kairos history\n  kairos history 3f2a9c1d -n 5",
+    )
+    history.add_argument("id", nargs="?", metavar="ID", help="only this task's runs")
+    history.add_argument("-n", type=int, default=20, metavar="N", help="how many runs (default 20)")
+    history.set_defaults(handler=cmd_history)
+
+    missed = make_parser(
+        subparsers,
+        "missed",
+        "fires that did not happen on time",
+        "Show fires kairos could not make on time (daemon down, suspend, clock jumps) "
+        "and what it did about them. --clear forgets them.",
+        "kairos missed\n  kairos missed --clear",
+    )
+    missed.add_argument("--clear", action="store_true", help="forget every missed record")
+    missed.set_defaults(handler=cmd_missed)
+
+    inbox = make_parser(
+        subparsers,
+        "inbox",
+        "prompts delivered to inbox sessions",
+        "List unacknowledged inbox items (of every session unless --session), follow new "
+        "ones as they arrive, or acknowledge them.",
+        """
+        kairos inbox
+        kairos inbox --session work --follow
+        kairos inbox --ack r1a2b3c4d5e6
+        kairos inbox --session work --ack-all
+        """,
+    )
+    inbox.add_argument("--session", metavar="S", help="only this session (default: all)")
+    inbox.add_argument("--all", action="store_true", help="include acknowledged items")
+    mode = inbox.add_mutually_exclusive_group()
+    mode.add_argument("--follow", action="store_true", help="keep printing items as they arrive (Ctrl-C stops)")
+    mode.add_argument("--ack", nargs="+", metavar="ID", help="acknowledge these items")
+    mode.add_argument("--ack-all", action="store_true", help="acknowledge every item (of --session)")
+    inbox.set_defaults(handler=cmd_inbox)
+
+    watch = make_parser(
+        subparsers,
+        "watch",
+        "stream daemon events as JSON lines",
+        "Print kairosd's events (task_added, run_started, run_finished, missed, inbox_item, ...) "
+        "as JSON lines until Ctrl-C. Output is always JSON lines.",
+        "kairos watch\n  kairos watch --type run_finished --type missed | jq .",
+    )
+    watch.add_argument("--type", action="append", metavar="T", help="only this event type (repeatable)")
+    watch.add_argument("--session", metavar="S", help="only events of this inbox session")
+    watch.set_defaults(handler=cmd_watch)
+
+    status = make_parser(
+        subparsers,
+        "status",
+        "daemon status",
+        "Show whether kairosd fires (and why not), its tasks, the next fire and where it lives.",
+        "kairos status\n  kairos status --json | jq .next_fire",
+    )
+    status.set_defaults(handler=cmd_status)
+
+    imp = make_parser(
+        subparsers,
+        "import",
+        "import Claude Code's scheduled tasks",
+        "Import the tasks of Claude Code's .claude/scheduled_tasks.json (PATH may be the file "
+        "or a project folder). Crons are read in --tz; ids already known are skipped.",
+        "kairos import .\n  kairos import ~/proj/.claude/scheduled_tasks.json --tz Europe/Berlin",
+    )
+    imp.add_argument("path", metavar="PATH", help="the JSON file, or a folder containing .claude/")
+    imp.add_argument("--tz", metavar="ZONE", help="zone the crons were written in (default: your local zone)")
+    imp.set_defaults(handler=cmd_import)
+
+
+# ---- history / missed -----------------------------------------------------
+
+
+def _outcome(run: dict[str, Any]) -> str:
+    text = str(run.get("outcome") or ("running" if run.get("started_at") else "dispatched"))
+    flags = [f for f, on in (("manual", run.get("manual")), ("catch-up", run.get("catch_up"))) if on]
+    return text + (f" ({', '.join(flags)})" if flags else "")
+
+
+def _reason(run: dict[str, Any]) -> str:
+    parts = []
+    if run.get("exit_code") is not None:
+        parts.append(f"exit {run['exit_code']}")
+    if run.get("reason"):
+        parts.append(str(run["reason"]))
+    return "; ".join(parts) or "-"
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from kairos.commands.tasks import client, fmt_seconds, fmt_time, local_zone, print_table
+    from kairos.output import print_json
+    from kairosd.errors import UsageError
+
+    if not 1 <= args.n <= MAX_HISTORY:
+        raise UsageError(f"-n must be between 1 and {MAX_HISTORY}")
+    query = {"limit": str(args.n)}
+    if args.id:
+        query["task"] = args.id
+    doc = client().call("GET", "/runs", query=query)
+    if args.json:
+        print_json(doc)
+        return 0
+    runs = doc.get("runs") or []
+    if not runs:
+        print("no runs yet" + (f" of task {args.id}" if args.id else ""))
+        return 0
+    zone = local_zone()
+    rows = [
+        [
+            str(r.get("run_id", "?")),
+            str(r.get("task_id", "?")),
+            fmt_time(r.get("scheduled_for"), zone),
+            _outcome(r),
+            fmt_seconds(r.get("late_by_s")),
+            _reason(r),
+        ]
+        for r in runs
+    ]
+    print_table(["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"], rows)
+    return 0
+
+
+def cmd_missed(args: argparse.Namespace) -> int:
+    from kairos.commands.tasks import client, fmt_time, local_zone, print_table
+    from kairos.output import print_json
+
+    api = client()
+    if args.clear:
+        doc = api.call("DELETE", "/missed")
+        if args.json:
+            print_json(doc)
+        else:
+            print(f"cleared {doc.get('cleared', 0)} missed record(s)")
+        return 0
+    doc = api.call("GET", "/missed")
+    if args.json:
+        print_json(doc)
+        return 0
+    records = doc.get("missed") or []
+    if not records:
+        print("nothing missed")
+        return 0
+    zone = local_zone()
+    rows = [
+        [
+            str(m.get("task_id", "?")),
+            fmt_time(m.get("scheduled_for"), zone),
+            str(m.get("count", 1)),
+            str(m.get("reason", "-")),
+            str(m.get("action", "-")),
+            m.get("task_name") or m.get("prompt") or "",
+        ]
+        for m in records
+    ]
+    print_table(["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"], rows)
+    return 0
+
+
+# ---- inbox / watch --------------------------------------------------------
+
+
+def _print_item(item: dict[str, Any], zone: str) -> None:
+    import textwrap
+
+    from kairos.commands.tasks import fmt_seconds, fmt_time
+
+    task = str(item.get("task_id", "?")) + (f" ({item['task_name']})" if item.get("task_name") else "")
+    extras = []
+    late = fmt_seconds(item.get("late_by_s"))
+    if late != "-":
+        extras.append(f"late {late}")
+    if item.get("catch_up"):
+        extras.append("catch-up")
+    if item.get("acked_at"):
+        extras.append("acked")
+    when = fmt_time(item.get("scheduled_for"), zone) + (f" ({', '.join(extras)})" if extras else "")
+    print(f"{item.get('id', '?')}  [{item.get('session', '?')}]  task {task}  {when}")
+    print(textwrap.indent(str(item.get("prompt", "")), "  "))
+
+
+def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str) -> int:
+    """Print a stream until it ends (exit 1: the daemon closed it) or Ctrl-C (exit 0)."""
+    import json
+    import sys
+
+    from kairos.output import error
+
+    try:
+        for item in lines:
+            if as_json:
+                sys.stdout.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
+            else:
+                _print_item(item, zone)
+            sys.stdout.flush()  # a reader at the other end of a pipe wants each line now
+    except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:
+        import os
+
+        # The reader went away (e.g. `| head -1`); point stdout at /dev/null so the exit flush is quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    error("kairosd closed the stream (did it stop?)")
+    return 1
+
+
+def cmd_inbox(args: argparse.Namespace) -> int:
+    from kairos.commands.tasks import client, local_zone
+    from kairos.output import print_json
+    from kairosd.errors import UsageError
+
+    api = client()
+    if args.ack or args.ack_all:
+        if args.all:
+            raise UsageError("--all lists acknowledged items too; it does not go with --ack/--ack-all")
+        body: dict[str, Any] = {"all": True} if args.ack_all else {"ids": list(args.ack)}
+        if args.session:
+            body["session"] = args.session
+        doc = api.call("POST", "/inbox/ack", body)
+        if args.json:
+            print_json(doc)
+        else:
+            acked = doc.get("acked") or []
+            print(f"acked {len(acked)} item(s)" if acked else "nothing left to ack")
+        return 0
+    query = {"session": args.session} if args.session else {}
+    if args.all:
+        query["all"] = "1"
+    if args.follow:
+        return _emit_lines(api.stream("/inbox", {**query, "follow": "1"}), args.json, local_zone())
+    doc = api.call("GET", "/inbox", query=query)
+    if args.json:
+        print_json(doc)
+        return 0
+    items = doc.get("items") or []
+    if not items:
+        where = f" in session {args.session!r}" if args.session else ""
+        print(f"inbox is empty{where}")
+        return 0
+    zone = local_zone()
+    for item in items:
+        _print_item(item, zone)
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from kairos.commands.tasks import client
+
+    query: dict[str, str] = {}
+    if args.type:
+        # --type a,b and --type a --type b both work.
+        types = [t for value in args.type for t in value.split(",") if t]
+        query["types"] = ",".join(dict.fromkeys(types))
+    if args.session:
+        query["session"] = args.session
+    return _emit_lines(client().stream("/events", query), True, "UTC")
+
+
+# ---- status ---------------------------------------------------------------
+
+
+def print_status(doc: dict[str, Any]) -> None:
+    """The readable form of GET /v1/status (also used by `kairos daemon status`)."""
+    from kairos.commands.tasks import fmt_seconds, fmt_time, local_zone
+
+    if doc.get("disabled_reason"):
+        print(f"NOT FIRING: {doc['disabled_reason']}")
+    state = "running" if doc.get("enabled", True) else "running, firing disabled"
+    uptime = fmt_seconds(doc.get("uptime_s"))
+    uptime = "<1s" if uptime == "-" else uptime
+    print(f"kairosd {doc.get('version', '?')} {state} (pid {doc.get('pid', '?')}, up {uptime})")
+    nxt = doc.get("next_fire")
+    next_text = f"{fmt_time(nxt.get('planned_for'), local_zone())} (task {nxt.get('task_id')})" if nxt else "-"
+    lines = [
+        ("tasks", f"{doc.get('tasks', 0)} ({doc.get('paused', 0)} paused)"),
+        ("running", f"{doc.get('running', 0)} ({doc.get('queued', 0)} queued)"),
+        ("next fire", next_text),
+        ("zone", doc.get("default_tz", "-")),
+        ("socket", doc.get("socket", "-")),
+        ("store", doc.get("store", "-")),
+    ]
+    if doc.get("last_clock_jump"):
+        lines.append(("clock jump", str(doc["last_clock_jump"])))
+    for label, value in lines:
+        print(f"{label + ':':<11} {value}")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from kairos.commands.tasks import client
+    from kairos.output import print_json
+
+    doc = client().call("GET", "/status")
+    if args.json:
+        print_json(doc)
+    else:
+        print_status(doc)
+    return 0
+
+
+# ---- import ---------------------------------------------------------------
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from kairos.commands.tasks import client, describe, local_zone
+    from kairos.output import print_json
+    from kairosd.errors import KairosError
+
+    path = Path(args.path).expanduser()
+    if path.is_dir():
+        # Accept the project folder or its .claude folder as well as the file.
+        nested = path.joinpath(*CLAUDE_FILE)
+        path = nested if nested.exists() else path / CLAUDE_FILE[-1]
+    try:
+        data = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KairosError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    doc = client().call("POST", "/import", {"data": data, "tz": args.tz or local_zone()})
+    if args.json:
+        print_json(doc)
+        return 0
+    imported, skipped, rejected = doc.get("imported") or [], doc.get("skipped") or [], doc.get("rejected") or []
+    print(f"imported {len(imported)}, skipped {len(skipped)}, rejected {len(rejected)} from {path}")
+    for task in imported:
+        print(f"  + {task.get('id')}: {describe(task)}")
+    for item in skipped:
+        print(f"  = {item.get('id')}: {item.get('reason')}")
+    for item in rejected:
+        print(f"  ! #{item.get('index')}: {item.get('reason')}")
+    return 0

@@ -1,0 +1,839 @@
+"""The daemon-facing CLI verbs, run in-process through kairos.app.run against a fake kairosd.
+
+The fake is a tiny threaded HTTP server on a Unix socket under a short temp dir
+($KAIROS_HOME/run/kairosd.sock): it answers canned JSON per route and records
+every request, so each test checks both what the CLI sent and what it printed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socketserver
+import stat
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from kairos.app import run
+from kairos.commands import daemon as daemon_cmd
+
+ZONE = "Europe/Berlin"
+
+
+@dataclass
+class Stream:
+    """A JSON-lines answer: the lines, then the server closes the connection."""
+
+    lines: list[Any]
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+
+
+Answer = tuple[int, Any] | Stream
+Route = Answer | Callable[[Recorded], Answer]
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    fake: FakeDaemon
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # AF_UNIX has no client address to log
+        pass
+
+    def _handle(self) -> None:
+        url = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        req = Recorded(self.command, url.path, dict(parse_qsl(url.query)), json.loads(raw) if raw else None)
+        fake = self.server.fake
+        fake.requests.append(req)
+        route = fake.routes.get((req.method, req.path))
+        if route is None:
+            answer: Answer = (404, {"error": {"code": "not_found", "message": f"no such endpoint: {req.path}"}})
+        else:
+            answer = route(req) if callable(route) else route
+        if isinstance(answer, Stream):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.end_headers()
+            for line in answer.lines:
+                self.wfile.write(json.dumps(line).encode() + b"\n")
+            return  # HTTP/1.0 without a length: the body ends when the connection closes
+        status, body = answer
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_DELETE = _handle
+
+
+@dataclass
+class FakeDaemon:
+    home: Path
+    routes: dict[tuple[str, str], Route] = field(default_factory=dict)
+    requests: list[Recorded] = field(default_factory=list)
+
+    @property
+    def socket(self) -> Path:
+        return self.home / "run" / "kairosd.sock"
+
+    def start(self) -> None:
+        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        self.server = _Server(str(self.socket), _Handler)
+        self.server.fake = self
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            # Unlink first, so a client never sees the file of a closed socket (as kairosd does).
+            self.socket.unlink(missing_ok=True)
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(timeout=5)
+
+    def sent(self, method: str, path: str) -> list[Recorded]:
+        return [r for r in self.requests if r.method == method and r.path == path]
+
+
+@pytest.fixture
+def home(monkeypatch) -> Iterator[Path]:
+    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
+    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="k"))
+    monkeypatch.setenv("KAIROS_HOME", str(root))
+    monkeypatch.setenv("TZ", ZONE)
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("NO_COLOR", "1")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def fake(home) -> Iterator[FakeDaemon]:
+    daemon = FakeDaemon(home)
+    daemon.start()
+    yield daemon
+    daemon.stop()
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = run(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _fire(planned: str, scheduled: str | None = None) -> dict[str, str]:
+    return {"scheduled_for": scheduled or planned, "planned_for": planned}
+
+
+def _task(**over: Any) -> dict[str, Any]:
+    """A task view as GET /v1/tasks/{id} returns it."""
+    task: dict[str, Any] = {
+        "id": "3f2a9c1d",
+        "prompt": "summarise open PRs",
+        "cron": "0 9 * * 1-5",
+        "at": None,
+        "recurring": True,
+        "tz": ZONE,
+        "target": {"kind": "inbox", "session": "default"},
+        "name": None,
+        "created_at": "2026-11-20T08:00:00Z",
+        "created_by": "cli",
+        "last_fired_at": None,
+        "last_scheduled_for": None,
+        "paused": False,
+        "expires_after_days": None,
+        "permanent": False,
+        "catch_up": "once",
+        "jitter": "none",
+        "overlap": "skip",
+        "meta": {},
+        "status": "scheduled",
+        "schedule": "0 9 * * 1-5",
+        "explanation": "At 09:00 on Monday to Friday",
+        "next_fires": [
+            _fire("2026-11-23T09:00:00+01:00"),
+            _fire("2026-11-24T09:00:00+01:00"),
+            _fire("2026-11-25T09:00:00+01:00"),
+        ],
+        "planned_for": "2026-11-23T09:00:00+01:00",
+        "running": False,
+    }
+    task.update(over)
+    return task
+
+
+def _added(fake: FakeDaemon, **over: Any) -> None:
+    fake.routes[("POST", "/v1/tasks")] = (201, {"task": {**_task(**over), "note": over.get("note")}})
+
+
+def _add_body(fake: FakeDaemon, capsys, *argv: str) -> dict[str, Any]:
+    _added(fake)
+    code, _out, err = _run(capsys, "add", *argv)
+    assert (code, err) == (0, "")
+    (req,) = fake.sent("POST", "/v1/tasks")
+    return dict(req.body)
+
+
+INBOX = {"kind": "inbox", "session": "default"}
+
+
+# ---- add --------------------------------------------------------------------
+
+
+def test_add_cron_sends_body_and_prints_three_fires(fake, capsys):
+    """`add CRON PROMPT...` sends cron, joined prompt, local zone and inbox target; prints id and 3 fires."""
+    _added(fake)
+    code, out, err = _run(capsys, "add", "0 9 * * 1-5", "summarise", "open", "PRs")
+    assert (code, err) == (0, "")
+    (req,) = fake.sent("POST", "/v1/tasks")
+    assert req.body == {"cron": "0 9 * * 1-5", "prompt": "summarise open PRs", "tz": ZONE, "target": INBOX}
+    assert out.splitlines() == [
+        "added 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
+        "  next: 2026-11-23 09:00:00+01:00",
+        "        2026-11-24 09:00:00+01:00",
+        "        2026-11-25 09:00:00+01:00",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--every", "5m", "check", "CI"], {"every": "5m", "prompt": "check CI"}),
+        (["--in", "90s", "push"], {"in": "90s", "prompt": "push"}),
+        (["--at", "2026-12-01T09:00", "demo"], {"at": "2026-12-01T09:00", "prompt": "demo"}),
+        (["@daily", "digest"], {"cron": "@daily", "prompt": "digest"}),
+        (["0 3 * * *", "--once", "dry", "run"], {"cron": "0 3 * * *", "once": True, "prompt": "dry run"}),
+    ],
+)
+def test_add_schedule_kinds(fake, capsys, argv, expected):
+    """--every/--in/--at make every positional the prompt; --once may sit between cron and prompt."""
+    body = _add_body(fake, capsys, *argv)
+    assert body == {**expected, "tz": ZONE, "target": INBOX}
+
+
+def test_add_behaviour_options(fake, capsys):
+    """--tz, --session, --jitter, --expires never, --permanent, --catch-up, --overlap and --name are sent."""
+    body = _add_body(
+        fake, capsys, "--every", "1h", "--tz", "UTC", "--session", "work", "--jitter", "max:90s",
+        "--expires", "never", "--permanent", "--catch-up", "all", "--overlap", "queue", "--name", "tick", "tick",
+    )  # fmt: skip
+    assert body == {
+        "every": "1h",
+        "prompt": "tick",
+        "tz": "UTC",
+        "target": {"kind": "inbox", "session": "work"},
+        "jitter": "max:1m30s",
+        "expires_after_days": None,
+        "permanent": True,
+        "catch_up": "all",
+        "overlap": "queue",
+        "name": "tick",
+    }
+
+
+def test_add_expires_days(fake, capsys):
+    """--expires DAYS is sent as a whole number of days."""
+    assert _add_body(fake, capsys, "--every", "1h", "--expires", "7", "x")["expires_after_days"] == 7
+
+
+def test_add_shell_target(fake, capsys, home, monkeypatch):
+    """--target shell --cmd is split with shlex (no shell); --cwd is made absolute; --timeout is sent."""
+    monkeypatch.chdir(home)
+    body = _add_body(
+        fake, capsys, "--in", "1h", "--target", "shell", "--cmd", "notify-send 'kairos tick'",
+        "--cwd", "sub", "--timeout", "30", "tick",
+    )  # fmt: skip
+    assert body["target"] == {
+        "kind": "shell",
+        "argv": ["notify-send", "kairos tick"],
+        "cwd": str(home / "sub"),
+        "timeout_s": 30.0,
+    }
+
+
+def test_add_cmd_implies_shell(fake, capsys):
+    """--cmd alone picks the shell target."""
+    body = _add_body(fake, capsys, "--every", "1h", "--cmd", "true", "x")
+    assert body["target"] == {"kind": "shell", "argv": ["true"]}
+
+
+def test_add_prompt_from_stdin(fake, capsys, monkeypatch):
+    """A prompt of '-' is read from stdin."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO("line one\nline two\n"))
+    assert _add_body(fake, capsys, "--in", "1h", "-")["prompt"] == "line one\nline two"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["0 25 * * *", "x"], "hour: 25 is out of range"),
+        (["check", "the", "build"], "is not a cron expression"),
+        (["0", "9", "*", "*", "*", "x"], "quote the cron expression as one argument: kairos add '0 9 * * *'"),
+        (["--every", "5m", "--in", "1h", "x"], "give only one schedule"),
+        (["--every", "5m", "--once", "x"], "--once goes with a cron expression"),
+        (["--every", "5m"], "non-empty prompt"),
+        (["--every", "5m", "--target", "shell", "x"], "needs --cmd"),
+        (["--every", "5m", "--target", "inbox", "--cmd", "true", "x"], "--target shell"),
+        (["--every", "5m", "--expires", "soon", "x"], "--expires takes"),
+        (["--every", "5m", "--jitter", "lots", "x"], "unknown jitter"),
+        (["--every", "0m", "x"], "must be longer than zero"),
+    ],
+)
+def test_add_usage_errors_are_local(fake, capsys, argv, message):
+    """Bad schedules and options fail with exit 2 and a clear message before anything is sent."""
+    code, out, err = _run(capsys, "add", *argv)
+    assert code == 2
+    assert out == ""
+    assert message in err
+    assert fake.requests == []
+
+
+def test_add_shows_jitter_and_note(fake, capsys):
+    """When jitter moves a fire the scheduled time is shown too; the interval note is printed."""
+    _added(
+        fake,
+        name="tick",
+        cron="*/6 * * * *",
+        explanation="Every sixth minute of every hour",
+        next_fires=[_fire("2026-11-22T00:42:27+01:00", "2026-11-22T00:42:00+01:00")],
+        note="cron cannot repeat every 7m evenly; using every 6m (*/6 * * * *)",
+    )
+    code, out, _ = _run(capsys, "add", "--every", "7m", "check")
+    assert code == 0
+    assert out.splitlines() == [
+        "added 3f2a9c1d (tick): Every sixth minute of every hour (Europe/Berlin)",
+        "  next: 2026-11-22 00:42:27+01:00 (scheduled 00:42:00)",
+        "  note: cron cannot repeat every 7m evenly; using every 6m (*/6 * * * *)",
+    ]
+
+
+def test_add_json(fake, capsys):
+    """`add --json` prints the daemon's answer as one JSON document."""
+    _added(fake)
+    code, out, _ = _run(capsys, "add", "@hourly", "x", "--json")
+    assert code == 0
+    assert json.loads(out)["task"]["id"] == "3f2a9c1d"
+
+
+# ---- list / show / rm / pause / resume / run --------------------------------
+
+
+def test_list_table(fake, capsys):
+    """`list` prints a table with next fire (or paused/done), schedule, target and name or prompt."""
+    fake.routes[("GET", "/v1/tasks")] = (
+        200,
+        {
+            "tasks": [
+                _task(),
+                _task(id="0b1c2d3e", name="tick", cron="*/5 * * * *", tz="UTC", planned_for="2026-11-23T08:05:00Z"),
+                _task(id="aaaabbbb", status="paused", planned_for=None, prompt="a\nvery long prompt " * 20),
+                _task(
+                    id="ccccdddd",
+                    cron=None,
+                    at="2026-11-22T22:59:00Z",
+                    recurring=False,
+                    target={"kind": "shell", "argv": ["/usr/bin/notify-send", "hi"]},
+                    status="done",
+                    planned_for=None,
+                ),
+            ]
+        },
+    )
+    code, out, err = _run(capsys, "ls")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "NEXT", "SCHEDULE", "TARGET", "NAME/PROMPT"]
+    assert lines[1].split() == ["3f2a9c1d", "2026-11-23", "09:00:00+01:00", "0", "9", "*", "*", "1-5",
+                                "inbox:default", "summarise", "open", "PRs"]  # fmt: skip
+    assert "0b1c2d3e  2026-11-23 09:05:00+01:00  */5 * * * * UTC" in lines[2]
+    assert lines[2].split()[-2:] == ["inbox:default", "tick"]
+    assert lines[3].startswith("aaaabbbb  paused ")
+    assert lines[3].endswith("…")
+    assert len(lines[3]) <= 100
+    assert "\n" not in lines[3]
+    assert lines[4].startswith("ccccdddd  done ")
+    assert "once" in lines[4]
+    assert "shell:notify-send" in lines[4]
+
+
+def test_list_json_and_empty(fake, capsys):
+    """`list --json` prints the daemon's document; an empty list says so."""
+    fake.routes[("GET", "/v1/tasks")] = (200, {"tasks": []})
+    code, out, _ = _run(capsys, "list", "--json")
+    assert (code, json.loads(out)) == (0, {"tasks": []})
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    assert out.startswith("no tasks")
+
+
+def test_show(fake, capsys):
+    """`show ID` prints every field, the next fires and the prompt."""
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (
+        200,
+        {"task": _task(target={"kind": "shell", "argv": ["echo", "a b"], "cwd": "/tmp", "timeout_s": 300})},
+    )
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert code == 0
+    assert "id:          3f2a9c1d\n" in out
+    assert "schedule:    0 9 * * 1-5\n" in out
+    assert "meaning:     At 09:00 on Monday to Friday (Europe/Berlin)\n" in out
+    assert "target:      shell: echo 'a b', in /tmp, timeout 5m\n" in out
+    assert "next:        2026-11-23 09:00:00+01:00\n             2026-11-24 09:00:00+01:00\n" in out
+    assert out.endswith("prompt:\n  summarise open PRs\n")
+
+
+def test_show_quotes_the_id(fake, capsys):
+    """An id with a slash cannot reach another route: it is percent-encoded."""
+    code, _, err = _run(capsys, "show", "../status")
+    assert code == 1
+    assert fake.requests[0].path == "/v1/tasks/..%2Fstatus"
+    assert "no such endpoint" in err
+
+
+def test_rm_several_stops_at_first_error(fake, capsys):
+    """`rm A B C` sends one DELETE per id in order and stops at the first error (exit 1)."""
+    fake.routes[("DELETE", "/v1/tasks/aaaaaaaa")] = (200, {"removed": ["aaaaaaaa"]})
+    fake.routes[("DELETE", "/v1/tasks/bbbbbbbb")] = (200, {"removed": ["bbbbbbbb"]})
+    code, out, _ = _run(capsys, "rm", "aaaaaaaa", "bbbbbbbb")
+    assert (code, out) == (0, "removed aaaaaaaa\nremoved bbbbbbbb\n")
+    fake.requests.clear()
+    code, out, err = _run(capsys, "rm", "aaaaaaaa", "deadbeef", "bbbbbbbb")
+    assert code == 1
+    assert out == "removed aaaaaaaa\n"
+    assert "deadbeef" in fake.requests[1].path
+    assert len(fake.requests) == 2
+    assert err.startswith("kairos: ")
+
+
+def test_rm_json(fake, capsys):
+    """`rm --json` prints one document listing every removed id."""
+    for tid in ("aaaaaaaa", "bbbbbbbb"):
+        fake.routes[("DELETE", f"/v1/tasks/{tid}")] = (200, {"removed": [tid]})
+    code, out, _ = _run(capsys, "rm", "aaaaaaaa", "bbbbbbbb", "--json")
+    assert (code, json.loads(out)) == (0, {"removed": ["aaaaaaaa", "bbbbbbbb"]})
+
+
+def test_pause_resume_run(fake, capsys):
+    """pause/resume/run POST to the task's action and print what happened."""
+    fake.routes[("POST", "/v1/tasks/3f2a9c1d/pause")] = (200, {"task": _task(paused=True, status="paused")})
+    fake.routes[("POST", "/v1/tasks/3f2a9c1d/resume")] = (200, {"task": _task()})
+    fake.routes[("POST", "/v1/tasks/3f2a9c1d/run")] = (
+        202,
+        {"run": {"run_id": "r0123456789ab", "task_id": "3f2a9c1d", "outcome": None}},
+    )
+    assert _run(capsys, "pause", "3f2a9c1d")[:2] == (0, "paused 3f2a9c1d\n")
+    assert _run(capsys, "resume", "3f2a9c1d")[:2] == (0, "resumed 3f2a9c1d, next: 2026-11-23 09:00:00+01:00\n")
+    assert _run(capsys, "run", "3f2a9c1d")[:2] == (0, "dispatched run r0123456789ab of task 3f2a9c1d\n")
+    assert [r.path for r in fake.requests] == [
+        "/v1/tasks/3f2a9c1d/pause",
+        "/v1/tasks/3f2a9c1d/resume",
+        "/v1/tasks/3f2a9c1d/run",
+    ]
+
+
+# ---- ledgers ------------------------------------------------------------------
+
+
+def _run_record(**over: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "run_id": "r0123456789ab",
+        "task_id": "3f2a9c1d",
+        "scheduled_for": "2026-11-23T08:00:00Z",
+        "planned_for": "2026-11-23T08:00:00Z",
+        "started_at": "2026-11-23T08:00:01Z",
+        "outcome": "delivered",
+        "reason": None,
+        "exit_code": None,
+        "late_by_s": 0.0,
+        "catch_up": False,
+        "manual": False,
+    }
+    record.update(over)
+    return record
+
+
+def test_history(fake, capsys):
+    """`history ID -n N` queries task and limit and prints a runs table."""
+    fake.routes[("GET", "/v1/runs")] = (
+        200,
+        {
+            "runs": [
+                _run_record(outcome="failed", exit_code=2, reason="exited 2", late_by_s=125.0),
+                _run_record(run_id="rbbbbbbbbbbbb", manual=True),
+            ]
+        },
+    )
+    code, out, _ = _run(capsys, "history", "3f2a9c1d", "-n", "5")
+    assert code == 0
+    assert fake.requests[0].query == {"task": "3f2a9c1d", "limit": "5"}
+    lines = out.splitlines()
+    assert lines[0].split() == ["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"]
+    assert lines[1].split() == ["r0123456789ab", "3f2a9c1d", "2026-11-23", "09:00:00+01:00", "failed", "2m5s",
+                                "exit", "2;", "exited", "2"]  # fmt: skip
+    assert "delivered (manual)" in lines[2]
+
+
+def test_history_empty_and_bad_n(fake, capsys):
+    """No runs says so; -n out of range is a usage error."""
+    fake.routes[("GET", "/v1/runs")] = (200, {"runs": []})
+    assert _run(capsys, "history")[:2] == (0, "no runs yet\n")
+    assert fake.requests[0].query == {"limit": "20"}
+    assert _run(capsys, "history", "-n", "0")[0] == 2
+
+
+def test_missed_and_clear(fake, capsys):
+    """`missed` prints a table; `missed --clear` sends DELETE and prints the count."""
+    fake.routes[("GET", "/v1/missed")] = (
+        200,
+        {
+            "missed": [
+                {
+                    "id": "m1",
+                    "task_id": "3f2a9c1d",
+                    "task_name": None,
+                    "prompt": "summarise open PRs",
+                    "schedule": "0 9 * * 1-5",
+                    "scheduled_for": "2026-11-23T08:00:00Z",
+                    "count": 3,
+                    "detected_at": "2026-11-23T10:00:00Z",
+                    "reason": "daemon was not running",
+                    "action": "surfaced",
+                }
+            ]
+        },
+    )
+    fake.routes[("DELETE", "/v1/missed")] = (200, {"cleared": 3})
+    code, out, _ = _run(capsys, "missed")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["TASK", "LAST", "MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"]
+    assert "3f2a9c1d  2026-11-23 09:00:00+01:00  3      daemon was not running  surfaced" in lines[1]
+    assert _run(capsys, "missed", "--clear")[:2] == (0, "cleared 3 missed record(s)\n")
+    assert _run(capsys, "missed", "--clear", "--json")[:2] == (0, '{\n  "cleared": 3\n}\n')
+    fake.routes[("GET", "/v1/missed")] = (200, {"missed": []})
+    assert _run(capsys, "missed")[:2] == (0, "nothing missed\n")
+
+
+def _item(**over: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": "r0123456789ab",
+        "session": "work",
+        "task_id": "3f2a9c1d",
+        "task_name": "prs",
+        "prompt": "summarise open PRs\nand CI",
+        "scheduled_for": "2026-11-23T08:00:00Z",
+        "delivered_at": "2026-11-23T08:00:01Z",
+        "late_by_s": 0.0,
+        "catch_up": False,
+        "acked_at": None,
+    }
+    item.update(over)
+    return item
+
+
+def test_inbox_list(fake, capsys):
+    """`inbox --session S --all` passes the query and prints each item with its full prompt."""
+    fake.routes[("GET", "/v1/inbox")] = (200, {"items": [_item(catch_up=True, late_by_s=65)]})
+    code, out, _ = _run(capsys, "inbox", "--session", "work", "--all")
+    assert code == 0
+    assert fake.requests[0].query == {"session": "work", "all": "1"}
+    assert out == (
+        "r0123456789ab  [work]  task 3f2a9c1d (prs)  2026-11-23 09:00:00+01:00 (late 1m5s, catch-up)\n"
+        "  summarise open PRs\n  and CI\n"
+    )
+    fake.routes[("GET", "/v1/inbox")] = (200, {"items": []})
+    assert _run(capsys, "inbox")[:2] == (0, "inbox is empty\n")
+
+
+def test_inbox_ack(fake, capsys):
+    """--ack sends ids (and the session), --ack-all sends all: true; the count is printed."""
+    fake.routes[("POST", "/v1/inbox/ack")] = (200, {"acked": ["r1", "r2"]})
+    assert _run(capsys, "inbox", "--ack", "r1", "r2")[:2] == (0, "acked 2 item(s)\n")
+    assert _run(capsys, "inbox", "--session", "work", "--ack-all")[:2] == (0, "acked 2 item(s)\n")
+    assert [r.body for r in fake.requests] == [{"ids": ["r1", "r2"]}, {"all": True, "session": "work"}]
+    assert _run(capsys, "inbox", "--ack", "r1", "--all")[0] == 2
+    with pytest.raises(SystemExit) as exc:  # argparse's own usage errors exit from the parser
+        run(["inbox", "--ack", "r1", "--follow"])
+    assert exc.value.code == 2
+    assert len(fake.requests) == 2
+
+
+def test_inbox_follow_json_lines(fake, capsys):
+    """`inbox --follow --json` streams follow=1 and prints one JSON line per item."""
+    fake.routes[("GET", "/v1/inbox")] = Stream([_item(), _item(id="r2")])
+    code, out, err = _run(capsys, "inbox", "--follow", "--session", "work", "--json")
+    assert fake.requests[0].query == {"session": "work", "follow": "1"}
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["r0123456789ab", "r2"]
+    # The fake ends the stream; a real one only ends when kairosd stops, which is worth an exit 1.
+    assert code == 1
+    assert "closed the stream" in err
+
+
+def test_inbox_follow_ctrl_c_exits_0(fake, capsys, monkeypatch):
+    """Ctrl-C while following ends with exit 0."""
+
+    def interrupted(self, path, query=None):
+        yield _item()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("kairos.client.Client.stream", interrupted)
+    code, out, _ = _run(capsys, "inbox", "--follow")
+    assert code == 0
+    assert out.startswith("r0123456789ab  [work]")
+
+
+def test_watch(fake, capsys):
+    """`watch --type a,b --type c --session S` passes types and session and prints JSON lines."""
+    events = [{"type": "run_started", "run_id": "r1"}, {"type": "missed", "task_id": "3f2a9c1d"}]
+    fake.routes[("GET", "/v1/events")] = Stream(events)
+    _code, out, _ = _run(capsys, "watch", "--type", "run_started,missed", "--type", "missed", "--session", "s")
+    assert fake.requests[0].query == {"types": "run_started,missed", "session": "s"}
+    assert [json.loads(line) for line in out.splitlines()] == events
+
+
+STATUS = {
+    "api_version": 1,
+    "version": "0.1.0",
+    "pid": 4242,
+    "started_at": "2026-11-23T07:00:00Z",
+    "uptime_s": 3725.0,
+    "default_tz": ZONE,
+    "socket": "/run/user/1000/kairos/kairosd.sock",
+    "store": "/home/u/.local/state/kairos/scheduled_tasks.json",
+    "enabled": True,
+    "disabled_reason": None,
+    "tasks": 3,
+    "paused": 1,
+    "running": 0,
+    "queued": 0,
+    "next_fire": {"task_id": "3f2a9c1d", "planned_for": "2026-11-23T08:00:00Z"},
+}
+
+
+def test_status(fake, capsys):
+    """`status` prints version, pid, uptime, tasks, next fire (local time) and the socket."""
+    fake.routes[("GET", "/v1/status")] = (200, STATUS)
+    code, out, _ = _run(capsys, "status")
+    assert code == 0
+    assert out.splitlines() == [
+        "kairosd 0.1.0 running (pid 4242, up 1h2m5s)",
+        "tasks:      3 (1 paused)",
+        "running:    0 (0 queued)",
+        "next fire:  2026-11-23 09:00:00+01:00 (task 3f2a9c1d)",
+        "zone:       Europe/Berlin",
+        "socket:     /run/user/1000/kairos/kairosd.sock",
+        "store:      /home/u/.local/state/kairos/scheduled_tasks.json",
+    ]
+    assert json.loads(_run(capsys, "status", "--json")[1]) == STATUS
+
+
+def test_status_disabled_reason_first(fake, capsys):
+    """A disabled daemon says so on the first line."""
+    reason = "KAIROS_DISABLE_CRON=1 is set in kairosd's environment: nothing fires (the API still answers)"
+    fake.routes[("GET", "/v1/status")] = (200, {**STATUS, "enabled": False, "disabled_reason": reason})
+    out = _run(capsys, "status")[1]
+    assert out.splitlines()[0] == f"NOT FIRING: {reason}"
+
+
+def test_import(fake, capsys, home):
+    """`import DIR` finds .claude/scheduled_tasks.json, posts its text and zone, prints the outcome."""
+    text = '{"tasks": []}'
+    (home / "proj" / ".claude").mkdir(parents=True)
+    (home / "proj" / ".claude" / "scheduled_tasks.json").write_text(text)
+    fake.routes[("POST", "/v1/import")] = (
+        200,
+        {
+            "imported": [_task()],
+            "skipped": [{"id": "aaaabbbb", "reason": "a task with this id already exists"}],
+            "rejected": [{"index": 2, "reason": "missing 'cron'"}],
+        },
+    )
+    code, out, _ = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
+    assert code == 0
+    assert fake.requests[0].body == {"data": text, "tz": "UTC"}
+    assert out.splitlines() == [
+        f"imported 1, skipped 1, rejected 1 from {home}/proj/.claude/scheduled_tasks.json",
+        "  + 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
+        "  = aaaabbbb: a task with this id already exists",
+        "  ! #2: missing 'cron'",
+    ]
+
+
+def test_import_missing_file(fake, capsys, home):
+    """An unreadable file is exit 1 with its path, and nothing is sent."""
+    code, _, err = _run(capsys, "import", str(home / "nope.json"))
+    assert code == 1
+    assert "cannot read" in err
+    assert "nope.json" in err
+    assert fake.requests == []
+
+
+# ---- errors -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv", [["list"], ["status"], ["add", "--in", "1m", "x"], ["history"], ["inbox", "--follow"], ["watch"]]
+)
+def test_no_daemon_exit_3(home, capsys, argv):
+    """Without a daemon every verb exits 3 with one line that says how to start it."""
+    code, out, err = _run(capsys, *argv)
+    assert code == 3
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert "kairos daemon start" in err
+
+
+def test_api_errors_map_to_exit_codes(fake, capsys):
+    """A 400 error answer exits 2, a 404 exits 1; the daemon's message is printed once."""
+    fake.routes[("POST", "/v1/tasks")] = (400, {"error": {"code": "invalid_time", "message": "14:00 is past"}})
+    assert _run(capsys, "add", "--at", "14:00", "x") == (2, "", "kairos: 14:00 is past\n")
+    fake.routes[("GET", "/v1/tasks/deadbeef")] = (
+        404,
+        {"error": {"code": "not_found", "message": "no task with id 'deadbeef'"}},
+    )
+    assert _run(capsys, "show", "deadbeef") == (1, "", "kairos: no task with id 'deadbeef'\n")
+
+
+@pytest.mark.parametrize(
+    "verb",
+    ["add", "list", "show", "rm", "pause", "resume", "run", "history", "missed", "inbox", "watch", "status",
+     "import", "daemon start", "daemon stop", "daemon status", "daemon run"],
+)  # fmt: skip
+def test_help_has_examples_and_json(capsys, verb):
+    """Every subcommand's --help has a description, examples and --json."""
+    with pytest.raises(SystemExit) as exc:
+        run([*verb.split(), "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out
+    assert "--json" in out
+
+
+# ---- daemon -------------------------------------------------------------------
+
+
+def test_daemon_stop_not_running(home, capsys):
+    """`daemon stop` without a daemon says so and exits 0."""
+    assert _run(capsys, "daemon", "stop") == (0, "kairosd is not running\n", "")
+
+
+def test_daemon_stop_running(fake, capsys):
+    """`daemon stop` posts /shutdown and waits until the socket stops answering."""
+    fake.routes[("GET", "/v1/status")] = (200, {"version": "0.1.0"})
+
+    def shutdown(req: Recorded) -> Answer:
+        threading.Thread(target=fake.stop).start()  # answer first, like kairosd
+        return (202, {"stopping": True})
+
+    fake.routes[("POST", "/v1/shutdown")] = shutdown
+    code, out, _ = _run(capsys, "daemon", "stop")
+    assert (code, out) == (0, "kairosd stopped (pid ?)\n")
+    assert fake.sent("POST", "/v1/shutdown")
+    assert not fake.socket.exists()
+
+
+def test_daemon_status(fake, capsys, home):
+    """`daemon status` prints the status, and exits 3 (with running: false in JSON) when there is none."""
+    fake.routes[("GET", "/v1/status")] = (200, STATUS)
+    code, out, _ = _run(capsys, "daemon", "status")
+    assert code == 0
+    assert out.startswith("kairosd 0.1.0 running (pid 4242")
+    fake.stop()
+    code, out, err = _run(capsys, "daemon", "status", "--json")
+    assert code == 3
+    assert json.loads(out) == {"running": False, "socket": str(home / "run" / "kairosd.sock")}
+    assert "kairos daemon start" in err
+
+
+def test_daemon_start_already_running(fake, capsys):
+    """`daemon start` with a daemon answering says so and exits 0 without spawning."""
+    fake.routes[("GET", "/v1/status")] = (200, STATUS)
+    code, out, _ = _run(capsys, "daemon", "start")
+    assert code == 0
+    assert out.startswith("kairosd is already running (pid 4242)")
+
+
+def test_daemon_start_child_exits_early(home, capsys, monkeypatch):
+    """If the spawned daemon dies before answering, its log tail is shown and start exits 1."""
+    script = "import sys; print('kairosd: the store is corrupt'); sys.exit(4)"
+    monkeypatch.setattr(daemon_cmd, "daemon_argv", lambda verbose: [sys.executable, "-c", script])
+    code, out, err = _run(capsys, "daemon", "start")
+    assert code == 1
+    assert out == ""
+    assert "kairosd: the store is corrupt" in err
+    assert "exited with code 4" in err
+    log = home / "state" / "kairosd.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
+
+
+# A stand-in daemon process: answers every GET with a status, exits on POST /v1/shutdown.
+STUB_DAEMON = """
+import json, os, socketserver, threading
+from http.server import BaseHTTPRequestHandler
+path = os.path.join(os.environ["KAIROS_HOME"], "run", "kairosd.sock")
+os.makedirs(os.path.dirname(path), exist_ok=True)
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *args): pass
+    def do_GET(self): self.send({"pid": os.getpid(), "version": "stub"})
+    def do_POST(self):
+        self.send({"stopping": True})
+        threading.Thread(target=server.shutdown).start()
+    def send(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+server = socketserver.UnixStreamServer(path, H)
+print("stub serving", flush=True)
+server.serve_forever(0.05)
+server.server_close()
+os.unlink(path)
+"""
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # start leaves its child running on purpose
+def test_daemon_start_then_stop(home, capsys, monkeypatch):
+    """`daemon start` spawns the daemon detached and waits for it; `daemon stop` waits until it is gone."""
+    monkeypatch.setattr(daemon_cmd, "daemon_argv", lambda verbose: [sys.executable, "-c", STUB_DAEMON])
+    code, out, err = _run(capsys, "daemon", "start", "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert doc["started"] is True
+    assert doc["socket"] == str(home / "run" / "kairosd.sock")
+    pid = doc["pid"]
+    try:
+        assert "stub serving" in (home / "state" / "kairosd.log").read_text()
+        assert os.getsid(pid) == pid  # a session of its own: no SIGHUP from this terminal
+        code, out, _ = _run(capsys, "daemon", "stop")
+        assert (code, out) == (0, f"kairosd stopped (pid {pid})\n")
+        assert not (home / "run" / "kairosd.sock").exists()
+    finally:
+        if daemon_cmd._alive(pid):
+            os.kill(pid, 9)

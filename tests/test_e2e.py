@@ -1,0 +1,178 @@
+"""End to end through real processes: the kairosd daemon and the kairos CLI.
+
+Each test gets its own short KAIROS_HOME (AF_UNIX paths are limited to ~107
+bytes). Waits are bounded polls on a condition, never blind sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Env:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.env = {**os.environ, "KAIROS_HOME": str(home), "TZ": "UTC"}
+        self.env.pop("KAIROS_DISABLE_CRON", None)
+        self.env.pop("CLAUDE_CODE_DISABLE_CRON", None)
+        self.daemons: list[subprocess.Popen[str]] = []
+
+    @property
+    def socket(self) -> Path:
+        return self.home / "run" / "kairosd.sock"
+
+    def kairos(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kairos", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            input=stdin,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kairos {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+        return proc
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.kairos(*args, "--json").stdout)
+
+    def log(self, proc: subprocess.Popen[str]) -> str:
+        return (self.home / f"kairosd-{proc.pid}.log").read_text()
+
+    def start_daemon(self, wait: bool = True) -> subprocess.Popen[str]:
+        # A file, not a pipe: a chatty daemon must never block on a full pipe.
+        log_path = self.home / f"kairosd-{len(self.daemons)}.tmp"
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kairosd"], env=self.env, stdout=subprocess.DEVNULL, stderr=log, text=True
+            )
+        log_path.rename(self.home / f"kairosd-{proc.pid}.log")
+        self.daemons.append(proc)
+        if wait:
+            wait_for(lambda: self.kairos("status", check=False).returncode == 0 or proc.poll() is not None,
+                     what="kairosd to answer")  # fmt: skip
+            assert proc.poll() is None, self.log(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.daemons:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
+
+
+@pytest.fixture
+def env() -> Iterator[Env]:
+    home = Path(tempfile.mkdtemp(dir="/tmp", prefix="ke"))
+    e = Env(home)
+    try:
+        yield e
+    finally:
+        e.stop_all()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_one_shot_reaches_the_inbox_and_history_says_delivered(env):
+    """add --in 2s lands in the inbox; the one-shot leaves the list; history shows it delivered."""
+    env.start_daemon()
+    added = env.json("add", "--in", "2s", "look at the deploy")
+    task_id = added["task"]["id"] if "task" in added else added["id"]
+    assert env.json("list")["tasks"][0]["id"] == task_id
+
+    items = wait_for(lambda: env.json("inbox")["items"], what="the inbox item")
+    assert items[0]["prompt"] == "look at the deploy"
+    assert items[0]["task_id"] == task_id
+    wait_for(lambda: env.json("list")["tasks"] == [], what="the one-shot to leave the list")
+    runs = wait_for(lambda: env.json("history")["runs"], what="a run")
+    assert runs[0]["outcome"] == "delivered"
+    assert runs[0]["task_id"] == task_id
+
+
+def test_fire_missed_while_the_daemon_was_down_is_listed_by_missed(env):
+    """A one-shot whose time passes while kairosd is stopped shows in 'missed' after restart."""
+    daemon = env.start_daemon()
+    added = env.json("add", "--in", "2s", "--name", "while-away", "this one will be missed")
+    task = added.get("task", added)
+    env.kairos("daemon", "stop")
+    daemon.wait(15)
+    due = time.time() + 2.5
+    wait_for(lambda: time.time() > due, what="the task's time to pass")
+    env.start_daemon()
+    missed = env.json("missed")["missed"]
+    assert [m["task_id"] for m in missed] == [task["id"]]
+    assert missed[0]["action"] == "surfaced"
+    assert env.json("inbox")["items"] == []
+
+
+def test_second_daemon_refuses_and_kill_9_is_taken_over(env):
+    """A second kairosd exits naming the owner; after kill -9 of the first a new one starts."""
+    first = env.start_daemon()
+    second = env.start_daemon(wait=False)
+    assert second.wait(15) != 0
+    assert str(first.pid) in env.log(second)
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    third = env.start_daemon()
+    assert env.json("status")["pid"] == third.pid
+
+
+def test_failing_shell_target_is_recorded_as_failed_with_its_exit_code(env, tmp_path):
+    """A shell target that exits 3 shows in history as failed with exit code 3."""
+    env.start_daemon()
+    added = env.json("add", "--in", "1s", "--target", "shell", "--cmd", "sh -c 'exit 3'", "run a failing command")
+    task = added.get("task", added)
+    run = wait_for(
+        lambda: [r for r in env.json("history")["runs"] if r["outcome"] is not None and r["task_id"] == task["id"]],
+        what="the shell run to finish",
+    )[0]
+    assert run["outcome"] == "failed"
+    assert run["exit_code"] == 3
+    assert "exit code 3" in run["reason"]
+
+
+def test_no_daemon_gives_exit_code_3_and_a_hint(env):
+    """Without a daemon, verbs exit 3 and say how to start one."""
+    proc = env.kairos("list", check=False)
+    assert proc.returncode == 3
+    assert "kairos daemon start" in proc.stderr
+
+
+def test_kill_switch_fires_nothing_and_status_says_why(env):
+    """With KAIROS_DISABLE_CRON=1 nothing fires, the API answers, and status names the switch."""
+    env.env["KAIROS_DISABLE_CRON"] = "1"
+    env.start_daemon()
+    env.json("add", "--in", "1s", "should not fire")
+    status = env.json("status")
+    assert "KAIROS_DISABLE_CRON" in (status.get("disabled_reason") or "")
+    due = time.time() + 2
+    wait_for(lambda: time.time() > due, what="the task's time to pass")
+    assert env.json("inbox")["items"] == []
