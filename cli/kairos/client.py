@@ -1,7 +1,7 @@
 """Blocking client of the kairosd API over its Unix socket (HTTP/1.1, JSON, one request per connection).
 
-Runs on the hot path of agent hooks, so it is stdlib only (``http.client`` on
-an AF_UNIX socket). Paths are given without the API prefix: ``call("GET",
+Runs on the hot path of agent hooks, so it is stdlib only: a minimal HTTP/1.1
+exchange on an AF_UNIX socket. Paths are given without the API prefix: ``call("GET",
 "/tasks")`` requests ``/v1/tasks``; a path that already starts with
 ``protocol.PREFIX`` is sent as is.
 
@@ -16,22 +16,22 @@ than ``protocol``, ``errors`` and ``paths``.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import socket
 from collections.abc import Generator, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from kairosd import protocol
 from kairosd.errors import EXIT_NO_DAEMON, KairosError
-from kairosd.paths import Paths
+from kairosd.paths import socket_path as default_socket_path
 
 # Bytes of a non-JSON error answer quoted in the message.
 _SNIPPET = 200
+_MAX_LINE = 1 << 16
 
 
 class DaemonNotRunning(KairosError):
@@ -56,39 +56,106 @@ class ApiError(KairosError):
         self.exit_code = protocol.exit_code_for(code)
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTPConnection whose transport is a Unix socket; the Host header stays "localhost"."""
+class _ProtocolError(Exception):
+    """The daemon's answer is not the HTTP we expect."""
 
-    def __init__(self, socket_path: Path, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._socket_path = socket_path
 
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.timeout)
-            sock.connect(os.fspath(self._socket_path))
-        except BaseException:
-            sock.close()
-            raise
+class _Response:
+    """A minimal HTTP/1.1 response reader over one connection.
+
+    We speak HTTP ourselves rather than use http.client, which pulls in the
+    email package (~25 ms per CLI call, and hooks call the CLI on every turn).
+    The daemon always answers with Content-Length or chunked encoding and closes.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        self.file = sock.makefile("rb")
+        try:
+            self._read_head()
+        except BaseException:
+            self.file.close()
+            raise
+
+    def _read_head(self) -> None:
+        status_line = self.file.readline(_MAX_LINE)
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+            raise _ProtocolError(f"bad status line {status_line[:_SNIPPET]!r}")
+        self.status = int(parts[1])
+        self.headers: dict[str, str] = {}
+        while True:
+            line = self.file.readline(_MAX_LINE)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            self.headers[name.strip().lower()] = value.strip()
+        self.chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
+        length = self.headers.get("content-length")
+        self.remaining = int(length) if length and length.isdigit() else None
+        self._chunk_left = 0
+        self._done = False
+
+    def read(self) -> bytes:
+        if not self.chunked:
+            return self.file.read() if self.remaining is None else self.file.read(self.remaining)
+        return b"".join(iter(self._chunk, b""))
+
+    def _chunk(self) -> bytes:
+        """The next piece of a chunked body; b"" at its end."""
+        if self._done:
+            return b""
+        if self._chunk_left == 0:
+            size_line = self.file.readline(_MAX_LINE)
+            if not size_line:
+                raise _ProtocolError("connection closed inside a chunked body")
+            size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                self._done = True
+                return b""
+            self._chunk_left = size
+        data = self.file.read(self._chunk_left)
+        if not data:
+            raise _ProtocolError("connection closed inside a chunk")
+        self._chunk_left -= len(data)
+        if self._chunk_left == 0:
+            self.file.readline(_MAX_LINE)  # the CRLF after each chunk
+        return data
+
+    def lines(self) -> Iterator[bytes]:
+        """The body split into lines as it arrives (for JSON-lines streams)."""
+        if not self.chunked:
+            yield from iter(self.file.readline, b"")
+            return
+        pending = b""
+        for data in iter(self._chunk, b""):
+            pending += data
+            *complete, pending = pending.split(b"\n")
+            for line in complete:
+                yield line + b"\n"
+        if pending:
+            yield pending
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
 
 
 class Client:
     """One short connection per call; safe to reuse, not shared between threads."""
 
     def __init__(self, socket_path: Path | None = None, timeout: float = 10.0) -> None:
-        self.socket_path = Paths.from_env().socket if socket_path is None else socket_path
+        self.socket_path = default_socket_path() if socket_path is None else socket_path
         self.timeout = timeout
 
     def call(self, method: str, path: str, body: Any = None, query: Mapping[str, str] | None = None) -> Any:
         """Send one request; return the parsed JSON of a 2xx answer (None if empty)."""
         with self._errors():
-            conn, response = self._open(method, path, body, query)
+            response = self._open(method, path, body, query)
             try:
                 data = response.read()
             finally:
-                conn.close()
+                response.close()
         if not 200 <= response.status < 300:
             raise _api_error(response.status, data)
         return _parse(response.status, data)
@@ -101,23 +168,23 @@ class Client:
         tells the server to release its subscription.
         """
         with self._errors():
-            conn, response = self._open("GET", path, None, query)
+            response = self._open("GET", path, None, query)
         try:
             if not 200 <= response.status < 300:
                 with self._errors():
                     data = response.read()
                 raise _api_error(response.status, data)
-            if conn.sock is not None:
-                conn.sock.settimeout(None)  # events may be minutes apart; the timeout was for the answer
+            response.sock.settimeout(None)  # events may be minutes apart; the timeout was for the answer
+            lines = response.lines()
             while True:
                 with self._errors():
-                    line = response.readline()
+                    line = next(lines, b"")
                 if not line:
                     return
                 if line.strip():
                     yield _parse(response.status, line)
         finally:
-            conn.close()
+            response.close()
 
     def ping(self) -> bool:
         """True if a daemon answers HTTP on the socket (any status)."""
@@ -129,25 +196,24 @@ class Client:
             return exc.status != 0
         return True
 
-    def _open(
-        self, method: str, path: str, body: Any, query: Mapping[str, str] | None
-    ) -> tuple[_UnixHTTPConnection, http.client.HTTPResponse]:
-        conn = _UnixHTTPConnection(self.socket_path, self.timeout)
+    def _open(self, method: str, path: str, body: Any, query: Mapping[str, str] | None) -> _Response:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            headers = {"Accept": "application/json"}
-            payload = None
+            sock.settimeout(self.timeout)
+            sock.connect(os.fspath(self.socket_path))
+            payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
+            head = (
+                f"{method} {_target(path, query)} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n"
+                f"Connection: close\r\nContent-Length: {len(payload)}\r\n"
+            )
             if body is not None:
-                payload = json.dumps(body, separators=(",", ":")).encode()
-                headers["Content-Type"] = "application/json"
-            try:
-                conn.request(method, _target(path, query), body=payload, headers=headers)
-            except (BrokenPipeError, ConnectionResetError):
-                if conn.sock is None:
-                    raise
-                # The daemon may answer (413, 403) before reading all we send; its answer is still there.
-            return conn, conn.getresponse()
+                head += "Content-Type: application/json\r\n"
+            # The daemon may answer (413, 403) before reading all we send; its answer is still there.
+            with suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(head.encode("latin-1") + b"\r\n" + payload)
+            return _Response(sock)
         except BaseException:
-            conn.close()
+            sock.close()
             raise
 
     @contextmanager
@@ -163,7 +229,7 @@ class Client:
             raise ApiError(
                 0, "unavailable", f"kairosd did not answer within {self.timeout:g}s (socket {self.socket_path})"
             ) from None
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ValueError, _ProtocolError) as exc:
             raise ApiError(0, "unavailable", f"lost the connection to kairosd at {self.socket_path}: {exc!r}") from None
 
 

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
 
 APP = "kairos"
 STORE_NAME = "scheduled_tasks.json"
@@ -29,12 +26,28 @@ LOCK_NAME = "scheduled_tasks.lock"
 SOCKET_NAME = "kairosd.sock"
 
 
-@dataclass(frozen=True)
 class Paths:
-    state_dir: Path
-    runtime_dir: Path
-    data_dir: Path
-    config_dir: Path
+    # A plain class, not a dataclass: this module is imported on the CLI's hot
+    # path, and dataclasses pulls in inspect (~9 ms).
+    __slots__ = ("config_dir", "data_dir", "runtime_dir", "state_dir")
+
+    def __init__(self, state_dir: Path, runtime_dir: Path, data_dir: Path, config_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.runtime_dir = runtime_dir
+        self.data_dir = data_dir
+        self.config_dir = config_dir
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Paths) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Paths(state_dir={self.state_dir!r}, runtime_dir={self.runtime_dir!r}, data_dir={self.data_dir!r})"
+
+    def _key(self) -> tuple[Path, Path, Path, Path]:
+        return (self.state_dir, self.runtime_dir, self.data_dir, self.config_dir)
 
     @property
     def store(self) -> Path:
@@ -58,6 +71,8 @@ class Paths:
         if environ is not None:
             # platformdirs reads os.environ itself; honour an explicit mapping too.
             return _from_mapping(env)
+        import platformdirs  # lazily: the CLI's socket lookup below does not need it
+
         return cls(
             Path(platformdirs.user_state_dir(APP)),
             Path(platformdirs.user_runtime_dir(APP)),
@@ -80,3 +95,15 @@ def _from_mapping(env: Mapping[str, str]) -> Paths:
         xdg("XDG_DATA_HOME", user_home / ".local" / "share") / APP,
         xdg("XDG_CONFIG_HOME", user_home / ".config") / APP,
     )
+
+
+def socket_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The daemon's socket, found without importing platformdirs (the CLI's hot path)."""
+    env = os.environ if environ is None else environ
+    home = env.get("KAIROS_HOME")
+    if home:
+        return Path(home).expanduser().absolute() / "run" / SOCKET_NAME
+    runtime = env.get("XDG_RUNTIME_DIR", "").strip()
+    if runtime:
+        return Path(runtime) / APP / SOCKET_NAME
+    return Paths.from_env(dict(env) if environ is not None else None).socket

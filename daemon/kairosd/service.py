@@ -64,13 +64,20 @@ class Service:
         self.info = info or {}
         self.started_at = clock.now()
         self.stop_requested = False
+        self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
 
     # ---- views ----------------------------------------------------------
 
     def view(self, task: Task, count: int = 3) -> dict[str, Any]:
         now = self.clock.now()
-        fires = [] if task.paused else upcoming(task, now, count, after=task.last_scheduled_for)
-        doc = task.model_dump(mode="json")
+        planned = self.scheduler.planned(task.id)
+        if task.paused:
+            fires = []
+        elif count == 1 and planned is not None and planned.planned_for > now:
+            fires = [planned]  # the scheduler already knows it: listing 10,000 tasks stays cheap
+        else:
+            fires = upcoming(task, now, count, after=task.last_scheduled_for)
+        doc = dict(self._dump(task))
         doc["status"] = "paused" if task.paused else ("scheduled" if fires else "done")
         doc["schedule"] = task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None)
         doc["explanation"] = explain(task.cron) if task.cron else "once, at the exact time"
@@ -80,6 +87,17 @@ class Service:
         doc["planned_for"] = doc["next_fires"][0]["planned_for"] if fires else None
         doc["running"] = task.id in self.scheduler._running
         return doc
+
+    def _dump(self, task: Task) -> dict[str, Any]:
+        # Tasks are replaced, never changed in place, so a dump stays good for as
+        # long as the same object is in the book (serialising is most of a list).
+        cached = self._dumps.get(task.id)
+        if cached is None or cached[0] is not task:
+            cached = (task, task.model_dump(mode="json"))
+            self._dumps[task.id] = cached
+            if len(self._dumps) > 2 * len(self.book) + 1000:
+                self._dumps = {k: v for k, v in self._dumps.items() if k in self.book}
+        return cached[1]
 
     # ---- tasks ----------------------------------------------------------
 

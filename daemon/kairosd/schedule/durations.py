@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kairosd.errors import InvalidTimeError
 
@@ -57,8 +57,7 @@ def format_duration(seconds: float) -> str:
     return "".join(parts)
 
 
-@dataclass(frozen=True)
-class Interval:
+class Interval(NamedTuple):
     """An interval as cron: ``cron`` fires every ``effective_s`` seconds; ``note`` says
     why it differs from what was asked, or is None when it is exact."""
 

@@ -7,11 +7,14 @@ fires them). Pure: must not import anything that does I/O.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from cronsim.explain import Expression
 
 from kairosd.schedule.cron import parse_cron
 
 
+@lru_cache(maxsize=4096)
 def explain(expr: str) -> str:
     canonical = parse_cron(expr).normalized
     text = str(Expression(canonical.split()).explain())
