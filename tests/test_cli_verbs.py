@@ -534,7 +534,7 @@ def test_missed_and_clear(fake, capsys):
     assert lines[0].split() == ["TASK", "LAST", "MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"]
     assert "3f2a9c1d  2026-11-23 09:00:00+01:00  3      daemon was not running  surfaced" in lines[1]
     assert _run(capsys, "missed", "--clear")[:2] == (0, "cleared 3 missed record(s)\n")
-    assert _run(capsys, "missed", "--clear", "--json")[:2] == (0, '{\n  "cleared": 3\n}\n')
+    assert _run(capsys, "missed", "--clear", "--json")[:2] == (0, '{"cleared":3}\n')
     fake.routes[("GET", "/v1/missed")] = (200, {"missed": []})
     assert _run(capsys, "missed")[:2] == (0, "nothing missed\n")
 

@@ -21,9 +21,7 @@ import os
 import socket
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from kairosd import protocol
 from kairosd.errors import EXIT_NO_DAEMON, KairosError
@@ -40,7 +38,7 @@ class DaemonNotRunning(KairosError):
     code = "no_daemon"
     exit_code = EXIT_NO_DAEMON
 
-    def __init__(self, socket_path: Path, *, stale: bool = False) -> None:
+    def __init__(self, socket_path: str | os.PathLike[str], *, stale: bool = False) -> None:
         where = f"nothing listens on {socket_path}" if stale else f"no socket at {socket_path}"
         super().__init__(f"kairosd is not running ({where}); start it with: kairos daemon start")
         self.socket_path = socket_path
@@ -144,7 +142,7 @@ class _Response:
 class Client:
     """One short connection per call; safe to reuse, not shared between threads."""
 
-    def __init__(self, socket_path: Path | None = None, timeout: float = 10.0) -> None:
+    def __init__(self, socket_path: str | os.PathLike[str] | None = None, timeout: float = 10.0) -> None:
         self.socket_path = default_socket_path() if socket_path is None else socket_path
         self.timeout = timeout
 
@@ -239,7 +237,7 @@ def _target(path: str, query: Mapping[str, str] | None) -> str:
     if not (path == protocol.PREFIX or path.startswith(protocol.PREFIX + "/")):
         path = protocol.PREFIX + path
     if query:
-        path += "?" + urlencode(dict(query))
+        path += "?" + protocol.encode_query(query)
     return path
 
 

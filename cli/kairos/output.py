@@ -17,7 +17,12 @@ def use_color() -> bool:
 
 
 def print_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, default=str)
+    """One JSON document: indented for a person at a terminal, compact for a pipe
+    (a script reading 10,000 tasks should not pay for indentation)."""
+    if sys.stdout.isatty():
+        json.dump(document, sys.stdout, indent=2, default=str)
+    else:
+        json.dump(document, sys.stdout, separators=(",", ":"), default=str)
     sys.stdout.write("\n")
 
 

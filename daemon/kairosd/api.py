@@ -81,7 +81,7 @@ class Api:
         return Response(200, {"api_version": API_VERSION, **self.service.status()})
 
     async def list_tasks(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"tasks": self.service.list_tasks()})
+        return Response(200, {"tasks": self.service.list_tasks(summary=req.query.get("view") == "summary")})
 
     async def add(self, req: Request, m: re.Match[str]) -> Response:
         return Response(201, {"task": await self.service.add(_object(req.body))})

@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # Imported where used: the CLI reaches socket_path() without paying for pathlib.
+    from pathlib import Path
 
 APP = "kairos"
 STORE_NAME = "scheduled_tasks.json"
@@ -63,6 +67,8 @@ class Paths:
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Paths:
+        from pathlib import Path
+
         env = os.environ if environ is None else environ
         home = env.get("KAIROS_HOME")
         if home:
@@ -71,17 +77,26 @@ class Paths:
         if environ is not None:
             # platformdirs reads os.environ itself; honour an explicit mapping too.
             return _from_mapping(env)
+        import warnings
+
         import platformdirs  # lazily: the CLI's socket lookup below does not need it
 
+        with warnings.catch_warnings():
+            # Without XDG_RUNTIME_DIR platformdirs warns and falls back to a private
+            # folder in /tmp; that fallback is fine for us, the warning is noise.
+            warnings.simplefilter("ignore")
+            runtime = platformdirs.user_runtime_dir(APP)
         return cls(
             Path(platformdirs.user_state_dir(APP)),
-            Path(platformdirs.user_runtime_dir(APP)),
+            Path(runtime),
             Path(platformdirs.user_data_dir(APP)),
             Path(platformdirs.user_config_dir(APP)),
         )
 
 
 def _from_mapping(env: Mapping[str, str]) -> Paths:
+    from pathlib import Path
+
     user_home = Path(env.get("HOME", str(Path.home())))
 
     def xdg(var: str, default: Path) -> Path:
@@ -97,13 +112,13 @@ def _from_mapping(env: Mapping[str, str]) -> Paths:
     )
 
 
-def socket_path(environ: Mapping[str, str] | None = None) -> Path:
-    """The daemon's socket, found without importing platformdirs (the CLI's hot path)."""
+def socket_path(environ: Mapping[str, str] | None = None) -> str:
+    """The daemon's socket, found without platformdirs (the CLI's hot path)."""
     env = os.environ if environ is None else environ
     home = env.get("KAIROS_HOME")
     if home:
-        return Path(home).expanduser().absolute() / "run" / SOCKET_NAME
+        return os.path.join(os.path.abspath(os.path.expanduser(home)), "run", SOCKET_NAME)
     runtime = env.get("XDG_RUNTIME_DIR", "").strip()
     if runtime:
-        return Path(runtime) / APP / SOCKET_NAME
-    return Paths.from_env(dict(env) if environ is not None else None).socket
+        return os.path.join(runtime, APP, SOCKET_NAME)
+    return str(Paths.from_env(dict(env) if environ is not None else None).socket)

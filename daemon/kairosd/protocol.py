@@ -8,7 +8,7 @@ it cheaply on the hook hot path.
 Routes (all under ``/v1``):
 
     GET    /v1/status                      daemon state, why nothing fires (if so)
-    GET    /v1/tasks                       list tasks
+    GET    /v1/tasks?view=summary          list tasks (summary: only what a table shows)
     POST   /v1/tasks                       add a task (body: AddRequest)
     GET    /v1/tasks/{id}                  one task, with its next planned fires
     DELETE /v1/tasks/{id}                  remove
@@ -30,6 +30,7 @@ Must not import pydantic, asyncio or any kairosd module with I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, TypedDict
 
 from kairosd.errors import EXIT_FAILURE, EXIT_USAGE
@@ -92,6 +93,19 @@ class AddRequest(TypedDict, total=False):
     overlap: str
     created_by: str
     meta: dict[str, Any]
+
+
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def quote(text: str) -> str:
+    """Percent-encode everything but RFC 3986 unreserved characters (for a path
+    segment or a query value). Here, not urllib.parse: the CLI saves ~4 ms."""
+    return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode("utf-8"))
+
+
+def encode_query(query: Mapping[str, str]) -> str:
+    return "&".join(f"{quote(k)}={quote(v)}" for k, v in query.items())
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:

@@ -22,8 +22,8 @@ from kairosd.clock import Clock
 from kairosd.errors import InvalidTimeError, UsageError
 from kairosd.events import EventBus
 from kairosd.inbox import InboxStore
-from kairosd.models import CatchUp, CreatedBy, Overlap, Task, new_task
-from kairosd.plan import upcoming
+from kairosd.models import CatchUp, CreatedBy, Overlap, ShellTarget, Task, new_task
+from kairosd.plan import Fire, upcoming
 from kairosd.schedule.durations import every_to_cron, parse_duration
 from kairosd.schedule.exact import resolve_at, resolve_in
 from kairosd.schedule.explain import explain
@@ -65,6 +65,7 @@ class Service:
         self.started_at = clock.now()
         self.stop_requested = False
         self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
+        self._summaries: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
 
     # ---- views ----------------------------------------------------------
 
@@ -185,8 +186,40 @@ class Service:
         self.events.publish("task_added", task_id=task.id, task=doc)
         return doc
 
-    def list_tasks(self) -> list[dict[str, Any]]:
-        views = [self.view(t, 1) for t in self.book]
+    def summary(self, task: Task) -> dict[str, Any]:
+        """The few fields a table shows; cheap enough to list 10,000 tasks on every call."""
+        planned = None if task.paused else self.scheduler.planned(task.id)
+        running = task.id in self.scheduler._running
+        cached = self._summaries.get(task.id)
+        if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
+            return cached[2]
+        doc = self._summary(task, planned, running)
+        self._summaries[task.id] = (task, planned, doc)
+        if len(self._summaries) > 2 * len(self.book) + 1000:
+            self._summaries = {k: v for k, v in self._summaries.items() if k in self.book}
+        return doc
+
+    def _summary(self, task: Task, planned: Fire | None, running: bool) -> dict[str, Any]:
+        return {
+            "id": task.id,
+            "name": task.name,
+            "prompt": task.prompt[:200],
+            "cron": task.cron,
+            "at": task.at.isoformat() if task.at else None,
+            "recurring": task.recurring,
+            "tz": task.tz,
+            "target": (
+                {"kind": "shell", "argv": task.target.argv[:1]}
+                if isinstance(task.target, ShellTarget)
+                else {"kind": task.target.kind, "session": getattr(task.target, "session", None)}
+            ),
+            "status": "paused" if task.paused else ("scheduled" if planned else "done"),
+            "planned_for": planned.planned_for.isoformat() if planned else None,
+            "running": running,
+        }
+
+    def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
+        views = [self.summary(t) for t in self.book] if summary else [self.view(t, 1) for t in self.book]
         return sorted(views, key=lambda v: (v["planned_for"] is None, v["planned_for"] or "", v["id"]))
 
     def get(self, task_id: str) -> dict[str, Any]:

@@ -62,20 +62,30 @@ def local_zone() -> str:
     return local_zone_name()
 
 
+_datetime: Any = None
+_ZoneInfo: Any = None
+
+
 def fmt_time(text: Any, zone: str | None = None) -> str:
     """An ISO time as ``2026-11-23 09:00:00+01:00``, converted to ``zone`` if given."""
     if not text:
         return "-"
-    from datetime import datetime
-    from zoneinfo import ZoneInfo
+    # Imported here (not at the top: most verbs never print a time), but bound
+    # once: a table calls this for every row.
+    global _datetime, _ZoneInfo
+    if _datetime is None:
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
 
+        _datetime, _ZoneInfo = datetime, ZoneInfo
+    assert _ZoneInfo is not None
     try:
-        when = datetime.fromisoformat(str(text))
+        when = _datetime.fromisoformat(str(text))
         if zone is not None and when.tzinfo is not None:
-            when = when.astimezone(ZoneInfo(zone))
+            when = when.astimezone(_ZoneInfo(zone))
     except (ValueError, KeyError):
         return str(text)  # show what the daemon sent rather than fail on display
-    return when.isoformat(sep=" ", timespec="seconds")
+    return str(when.isoformat(sep=" ", timespec="seconds"))
 
 
 def fmt_seconds(seconds: Any) -> str:
@@ -107,10 +117,10 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 
 def task_path(task_id: str, action: str = "") -> str:
-    from urllib.parse import quote
+    from kairosd.protocol import quote
 
     # Quote: an id typed by a person must not be able to reach another route.
-    return f"/tasks/{quote(task_id, safe='')}" + (f"/{action}" if action else "")
+    return f"/tasks/{quote(task_id)}" + (f"/{action}" if action else "")
 
 
 # ---- registration ---------------------------------------------------------
@@ -458,7 +468,7 @@ def _schedule_text(task: dict[str, Any], zone: str) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from kairos.output import print_json
 
-    doc = client().call("GET", "/tasks")
+    doc = client().call("GET", "/tasks", query=None if args.json else {"view": "summary"})
     if args.json:
         print_json(doc)
         return 0
