@@ -67,6 +67,15 @@ class Api:
             (re.compile(rf"{PREFIX}/shutdown"), {"POST": self.shutdown}),
         ]
 
+    def add_routes(self, routes: list[tuple[str, dict[str, Handler]]]) -> None:
+        """Register more routes: (regex for the path after the prefix, {method: handler}).
+
+        Features outside the scheduler (the background task registry, hooks, ...)
+        bring their own handlers this way; the composition root wires them.
+        """
+        for pattern, methods in routes:
+            self.routes.append((re.compile(rf"{PREFIX}{pattern}"), methods))
+
     async def handle(self, req: Request) -> Response | StreamResponse:
         for pattern, methods in self.routes:
             match = pattern.fullmatch(req.path)
