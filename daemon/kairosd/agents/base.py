@@ -1,0 +1,106 @@
+"""The narrow interface between the background task registry and agent CLIs.
+
+An :class:`AgentAdapter` knows one CLI's flags and output format. It never
+starts a process: the registry runs the :class:`Command` it builds (in its own
+process group, with kairos' environment markers), feeds each stdout line to
+:meth:`AgentAdapter.progress`, and hands the whole output to
+:meth:`AgentAdapter.result` when the process exits.
+
+Permissions only narrow: the registry computes a child task's effective
+permissions (:func:`narrow`) before it asks the adapter for a command.
+
+Must not import the registry, the scheduler, the store or the server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# From most to least restrictive; a child never gets a mode later in this list
+# than its parent's.
+PERMISSION_MODES = ("plan", "default", "acceptEdits", "bypassPermissions")
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """``allowed_tools`` None means "whatever the agent allows"; denies always win."""
+
+    mode: str = "default"
+    allowed_tools: frozenset[str] | None = None
+    denied_tools: frozenset[str] = frozenset()
+
+
+def narrow(parent: Permissions, child: Permissions) -> Permissions:
+    """The intersection of a parent's and a child's permissions: a deny in the parent
+    can never become an allow in the child."""
+    mode = min(parent.mode, child.mode, key=PERMISSION_MODES.index)
+    if parent.allowed_tools is None:
+        allowed = child.allowed_tools
+    elif child.allowed_tools is None:
+        allowed = parent.allowed_tools
+    else:
+        allowed = parent.allowed_tools & child.allowed_tools
+    denied = parent.denied_tools | child.denied_tools
+    if allowed is not None:
+        allowed = allowed - denied
+    return Permissions(mode, allowed, denied)
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One turn of an agent: a first prompt, or a follow-up resuming ``resume_session``."""
+
+    prompt: str
+    cwd: str | None = None
+    model: str | None = None
+    resume_session: str | None = None  # the agent's own session id to continue
+    permissions: Permissions = field(default_factory=Permissions)
+    agent_definition: str | None = None  # the body of a named agent definition (system prompt), if any
+    extra_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # added to kairos' environment
+    stdin: str | None = None  # text for the process' stdin (None: an empty stdin)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What one output line says, all optional: a tool call, an intent, a line of text."""
+
+    tool_call: str | None = None
+    intent: str | None = None
+    text: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    ok: bool
+    final_text: str | None = None
+    session_id: str | None = None  # the agent's session id, for a follow-up turn
+    error: str | None = None
+    tool_calls: int = 0
+
+
+class AgentAdapter(Protocol):
+    """One agent CLI (claude, copilot, codex, gemini, opencode, or a custom template)."""
+
+    name: str
+    binary: str  # the executable looked up on PATH (or an absolute path from config)
+    supports_resume: bool
+
+    def command(self, request: TurnRequest) -> Command:
+        """The command line for one headless turn."""
+        ...
+
+    def progress(self, line: str) -> Progress | None:
+        """Parse one stdout line (stream/JSONL output); None if it says nothing useful."""
+        ...
+
+    def result(self, stdout: str, stderr: str, exit_code: int) -> TurnOutcome:
+        """The turn's outcome from everything the process printed and its exit code."""
+        ...
