@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 
 from kairosd.models import Task
 from kairosd.schedule.cron import parse_cron
-from kairosd.schedule.fires import next_fire
+from kairosd.schedule.fires import iter_fires, next_fire
 from kairosd.schedule.jitter import parse_jitter, planned_time
 
 
@@ -33,16 +34,8 @@ def scheduled_after(task: Task, after: datetime) -> Iterator[datetime]:
             yield task.at.astimezone(zone)
         return
     assert task.cron is not None
-    expr = parse_cron(task.cron)
-    current = after
-    while True:
-        nxt = next_fire(expr, current, zone)
-        if nxt is None:
-            return
-        yield nxt
-        if not task.recurring:
-            return
-        current = nxt
+    fires = iter_fires(parse_cron(task.cron), after, zone)
+    yield from (fires if task.recurring else islice(fires, 1))
 
 
 def fire_for(task: Task, scheduled: datetime) -> Fire:
