@@ -1,0 +1,647 @@
+"""``kairos systemd install|uninstall|status``: run kairosd as a systemd user service.
+
+``install`` renders the units shipped in ``systemd/`` (inside the wheel as ``kairosd/_data/systemd``)
+with an absolute ``ExecStart=``: the ``kairosd`` script installed next to this ``kairos``, which is
+right for a venv, ``pipx install`` and ``uv tool install`` alike. A ``KAIROS_HOME`` set while
+installing is written into the units, so the service and the CLI agree on the store and the socket.
+It then runs ``systemctl --user daemon-reload`` (``enable``/``restart`` when asked) and gives the
+``loginctl enable-linger`` advice.
+
+``systemctl`` and ``journalctl`` are found on ``PATH`` (tests put recording fakes there); the unit
+folder is ``--unit-dir``, else ``$XDG_CONFIG_HOME/systemd/user``. ``kairos daemon start`` asks
+:func:`service_for_start` whether to go through systemd.
+
+``kairos.app`` imports this module to build the full parser, so only argparse and typing are
+imported at the top. Must not import pydantic, asyncio, platformdirs or the daemon's modules:
+it works in an install whose dependencies are broken, to repair or remove the service.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from kairos.commands.tasks import make_parser
+
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
+SERVICE = "kairosd.service"
+SOCKET = "kairosd.socket"
+UNITS = (SERVICE, SOCKET)
+# Readiness needs the store loaded (systemd waits for READY=1); stopping gets TimeoutStopSec=30.
+SYSTEMCTL_TIMEOUT_S = 60.0
+JOURNAL_LINES = 10
+LINGER_DIR = "/var/lib/systemd/linger"
+MAX_SOCKET_PATH_BYTES = 107  # sun_path, as kairosd.server checks it
+
+
+def register(subparsers: Any) -> None:
+    systemd = subparsers.add_parser(
+        "systemd",
+        help="run kairosd as a systemd user service",
+        description="Install, remove or inspect kairosd as a systemd user service (started at login, "
+        "restarted on failure, logging to the journal).",
+        epilog="examples:\n  kairos systemd install --enable --now\n  kairos systemd install --socket --enable --now\n"
+        "  kairos systemd status\n  kairos systemd uninstall",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verbs = systemd.add_subparsers(dest="systemd_verb", metavar="COMMAND")
+
+    install = make_parser(
+        verbs,
+        "install",
+        "write the user units and reload systemd",
+        "Write kairosd.service (and with --socket kairosd.socket) into the user unit folder with "
+        "ExecStart= set to the kairosd installed next to this kairos, then run 'systemctl --user "
+        "daemon-reload'. A KAIROS_HOME set now is written into the units. Run it again after moving "
+        "or reinstalling kairos.",
+        """
+        kairos systemd install --enable --now          # start now and at every login
+        kairos systemd install --socket --enable --now # also let the first kairos call start it
+        kairos systemd install --dry-run               # print the units, change nothing
+        """,
+    )
+    install.add_argument("--socket", action="store_true", help="also install kairosd.socket (socket activation)")
+    install.add_argument("--enable", action="store_true", help="start the units at login (systemctl --user enable)")
+    install.add_argument("--now", action="store_true", help="(re)start kairosd now")
+    install.add_argument("--dry-run", action="store_true", help="print what would be written and run; change nothing")
+    _add_unit_dir(install)
+    install.add_argument(
+        "--kairosd",
+        metavar="PATH",
+        help="the kairosd executable for ExecStart= (default: the one next to this kairos)",
+    )
+    install.set_defaults(handler=cmd_install)
+
+    uninstall = make_parser(
+        verbs,
+        "uninstall",
+        "stop, disable and remove the user units",
+        "Stop and disable kairosd.service and kairosd.socket, remove them from the user unit folder "
+        "and reload systemd. Tasks, history and inboxes are kept.",
+        "kairos systemd uninstall\n  kairos systemd uninstall --dry-run",
+    )
+    uninstall.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
+    _add_unit_dir(uninstall)
+    uninstall.set_defaults(handler=cmd_uninstall)
+
+    status = make_parser(
+        verbs,
+        "status",
+        "the service's state and its last log lines",
+        "Show whether kairosd.service and kairosd.socket are installed, enabled and running, and the "
+        "last lines of the journal. Exits 3 when neither the service runs nor the socket listens.",
+        "kairos systemd status\n  kairos systemd status -n 50",
+    )
+    status.add_argument("-n", "--lines", type=int, default=JOURNAL_LINES, metavar="N", help="journal lines to show")
+    status.set_defaults(handler=cmd_status)
+
+    systemd.set_defaults(handler=lambda _args: _help(systemd))
+
+
+def _add_unit_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--unit-dir",
+        metavar="DIR",
+        help="the user unit folder (default: $XDG_CONFIG_HOME/systemd/user, i.e. ~/.config/systemd/user)",
+    )
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+# ---- where things are ---------------------------------------------------------------------------------
+
+
+def default_unit_dir(environ: Mapping[str, str]) -> Path:
+    from pathlib import Path
+
+    config = environ.get("XDG_CONFIG_HOME", "").strip()
+    # The XDG spec: a relative value is invalid and must be ignored.
+    base = Path(config) if config.startswith("/") else Path(environ.get("HOME") or Path.home()) / ".config"
+    return base / "systemd" / "user"
+
+
+def _unit_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
+    from pathlib import Path
+
+    if args.unit_dir:
+        return Path(args.unit_dir).expanduser().absolute()
+    return default_unit_dir(environ)
+
+
+def installed_unit(name: str, environ: Mapping[str, str]) -> Path | None:
+    """The unit file a user manager would load for ``name``, if any (its search order, systemd.unit(5))."""
+    from pathlib import Path
+
+    data = environ.get("XDG_DATA_HOME", "").strip()
+    data_dir = Path(data) if data.startswith("/") else Path(environ.get("HOME") or Path.home()) / ".local" / "share"
+    folders = (
+        default_unit_dir(environ),
+        Path("/etc/systemd/user"),
+        data_dir / "systemd" / "user",
+        Path("/usr/local/lib/systemd/user"),
+        Path("/usr/lib/systemd/user"),
+    )
+    return next((folder / name for folder in folders if (folder / name).is_file()), None)
+
+
+def find_kairosd() -> str:
+    """The ``kairosd`` script of this installation, as an absolute path (symlinks kept, so upgrades keep working)."""
+    import os
+    import sys
+    import sysconfig
+
+    from kairosd.errors import KairosError
+
+    folders: list[str] = []
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "kairos" and os.path.dirname(argv0):
+        # The console script we run as: pipx and uv put both scripts in one bin folder (~/.local/bin).
+        folders.append(os.path.dirname(os.path.abspath(argv0)))
+    folders.append(sysconfig.get_path("scripts"))  # the venv's bin, or the interpreter's scripts folder
+    folders.append(sysconfig.get_path("scripts", sysconfig.get_preferred_scheme("user")))  # pip install --user
+    folders.append(os.path.dirname(os.path.abspath(sys.executable)))
+    for folder in folders:
+        candidate = os.path.join(folder, "kairosd")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise KairosError(
+        f"cannot find the kairosd script next to this kairos (looked in {', '.join(dict.fromkeys(folders))}); "
+        "pass --kairosd PATH"
+    )
+
+
+def template(name: str) -> str:
+    """A shipped unit: from the wheel's data, else (an editable checkout) from the repository's systemd/."""
+    from importlib import resources
+    from pathlib import Path
+
+    import kairosd
+    from kairosd.errors import KairosError
+
+    packaged = resources.files("kairosd").joinpath("_data", "systemd", name)
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    checkout = Path(kairosd.__file__).resolve().parents[2] / "systemd" / name
+    if checkout.is_file():
+        return checkout.read_text(encoding="utf-8")
+    raise KairosError(f"the shipped unit {name} is missing from this installation; reinstall kairos")
+
+
+# ---- rendering ----------------------------------------------------------------------------------------
+
+
+def _check_printable(what: str, value: str) -> None:
+    from kairosd.errors import UsageError
+
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise UsageError(f"{what} contains a control character: {value!r}")
+
+
+def exec_quote(arg: str) -> str:
+    """``arg`` as one word of ``ExecStart=``: specifiers and variables escaped, quoted if needed."""
+    _check_printable("ExecStart", arg)
+    word = arg.replace("%", "%%").replace("$", "$$")
+    if any(ch.isspace() or ch in "\"'\\;" for ch in word):
+        word = '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return word
+
+
+def environment_line(name: str, value: str) -> str:
+    _check_printable(name, value)
+    escaped = f"{name}={value}".replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"')
+    return f'Environment="{escaped}"'
+
+
+def unit_environment(text: str, name: str) -> str | None:
+    """The value ``environment_line`` wrote for ``name`` in a unit's text, or None."""
+    import re
+
+    for match in re.finditer(r'^Environment="((?:[^"\\]|\\.)*)"\s*$', text, re.MULTILINE):
+        assignment = re.sub(r"\\(.)", r"\1", match.group(1)).replace("%%", "%")
+        key, sep, value = assignment.partition("=")
+        if sep and key == name:
+            return value
+    return None
+
+
+def _kairos_home(environ: Mapping[str, str]) -> str | None:
+    import os
+
+    home = environ.get("KAIROS_HOME", "")
+    # As kairosd.paths reads it, made absolute: the service does not run in this folder.
+    return os.path.abspath(os.path.expanduser(home)) if home else None
+
+
+def _replace_line(text: str, key: str, line: str, name: str) -> str:
+    import re
+
+    from kairosd.errors import KairosError
+
+    pattern = re.compile(rf"^{key}=.*$", re.MULTILINE)
+    if len(pattern.findall(text)) != 1:
+        raise KairosError(f"the shipped {name} must have exactly one {key}= line")
+    return pattern.sub(lambda _m: line, text, count=1)
+
+
+def _body(text: str) -> str:
+    """A shipped unit without its opening comment, which tells how to install it (done by now)."""
+    lines = text.splitlines(keepends=True)
+    start = 0
+    while start < len(lines) and (lines[start].startswith("#") or not lines[start].strip()):
+        start += 1
+    return "\n" + "".join(lines[start:])
+
+
+def render_units(exec_start: str, kairos_home: str | None, with_socket: bool) -> dict[str, str]:
+    """The unit files to write, by name."""
+    import os
+
+    from kairosd import __version__
+    from kairosd.errors import UsageError
+
+    header = (
+        f"# Written by `kairos systemd install` (kairos {__version__}) from the unit shipped with kairos.\n"
+        "# Run it again after moving or reinstalling kairos; `kairos systemd uninstall` removes it.\n"
+        "# Logs: journalctl --user -u kairosd\n"
+    )
+    exec_line = f"ExecStart={exec_quote(exec_start)}"
+    if kairos_home is not None:
+        exec_line += "\n" + environment_line("KAIROS_HOME", kairos_home)
+    service = _replace_line(_body(template(SERVICE)), "ExecStart", exec_line, SERVICE)
+    units = {SERVICE: header + service}
+    if with_socket:
+        socket_unit = _body(template(SOCKET))
+        if kairos_home is not None:
+            path = os.path.join(kairos_home, "run", "kairosd.sock")
+            _check_printable("KAIROS_HOME", path)
+            if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+                limit = MAX_SOCKET_PATH_BYTES
+                raise UsageError(f"socket path {path} is longer than {limit} bytes; use a shorter KAIROS_HOME")
+            socket_unit = _replace_line(socket_unit, "ListenStream", f"ListenStream={path.replace('%', '%%')}", SOCKET)
+        units[SOCKET] = header + socket_unit
+    return units
+
+
+# ---- running systemctl ----------------------------------------------------------------------------------
+
+
+def systemctl(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``systemctl --user ARGS`` (found on PATH) and return the finished process; never raises for its exit code."""
+    import shutil
+    import subprocess
+
+    from kairosd.errors import KairosError
+
+    exe = shutil.which("systemctl")
+    if exe is None:
+        raise KairosError("systemctl is not installed here; kairosd can still run with: kairos daemon start")
+    try:
+        return subprocess.run(
+            [exe, "--user", *args], capture_output=True, text=True, timeout=SYSTEMCTL_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise KairosError(f"systemctl --user {' '.join(args)} did not finish within {SYSTEMCTL_TIMEOUT_S:g}s") from exc
+
+
+def _run_or_fail(argv: Sequence[str], after: str = "") -> None:
+    from kairosd.errors import KairosError
+
+    proc = systemctl(*argv)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        reason = detail[-1] if detail else f"exit code {proc.returncode}"
+        raise KairosError(f"systemctl --user {' '.join(argv)} failed: {reason}{after}")
+
+
+def user_manager_running(environ: Mapping[str, str]) -> bool:
+    """Whether a systemd user manager runs for us: it listens on $XDG_RUNTIME_DIR/systemd/private."""
+    import os
+
+    runtime = environ.get("XDG_RUNTIME_DIR", "").strip()
+    return bool(runtime) and os.path.exists(os.path.join(runtime, "systemd", "private"))
+
+
+def service_for_start(environ: Mapping[str, str]) -> str | None:
+    """The unit ``kairos daemon start`` should start through systemd, or None to spawn kairosd itself.
+
+    Only when the unit is installed, a user manager runs, and the unit serves the same
+    ``KAIROS_HOME`` as this shell (a test's or a second store must not start the user's service).
+    """
+    import shutil
+
+    if shutil.which("systemctl") is None or not user_manager_running(environ):
+        return None
+    path = installed_unit(SERVICE, environ)
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return SERVICE if unit_environment(text, "KAIROS_HOME") == _kairos_home(environ) else None
+
+
+def linger_enabled(user: str, linger_dir: str = LINGER_DIR) -> bool:
+    import os
+
+    return os.path.exists(os.path.join(linger_dir, user))
+
+
+def _user_name() -> str:
+    import os
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return os.environ.get("USER", str(os.getuid()))
+
+
+def _linger_advice(user: str) -> str:
+    if linger_enabled(user):
+        return f"linger is on for {user}: kairosd runs from boot, without a login session"
+    return (
+        f"tasks fire only while {user} is logged in; to run kairosd from boot without a login session:\n"
+        f"  loginctl enable-linger {user}"
+    )
+
+
+def _display(argv: Sequence[str]) -> str:
+    import shlex
+
+    return "systemctl --user " + " ".join(shlex.quote(a) for a in argv)
+
+
+# ---- install --------------------------------------------------------------------------------------------
+
+
+def _write_unit(path: Path, text: str) -> None:
+    """Atomically: a half-written unit must never be loaded."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _stray_daemon() -> int | None:
+    """The pid of a kairosd that answers on the socket but is not kairosd.service's main process."""
+    from kairos.client import Client
+    from kairosd.errors import KairosError
+
+    try:
+        doc = Client(timeout=2.0).call("GET", "/status")
+    except KairosError:  # not running, or not answering sensibly: nothing to get in the way
+        return None
+    pid = doc.get("pid") if isinstance(doc, dict) else None
+    if not isinstance(pid, int):
+        return None
+    main_pid = systemctl("show", "--property=MainPID", "--value", SERVICE).stdout.strip()
+    return None if main_pid == str(pid) else pid
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    import os
+
+    from kairos.output import print_json
+    from kairosd.errors import KairosError, UsageError
+
+    environ = os.environ
+    unit_dir = _unit_dir(args, environ)
+    exec_start = os.path.abspath(os.path.expanduser(args.kairosd)) if args.kairosd else find_kairosd()
+    if not (os.path.isfile(exec_start) and os.access(exec_start, os.X_OK)):
+        raise UsageError(f"{exec_start} is not an executable file")
+    with_socket = args.socket or (unit_dir / SOCKET).is_file()  # keep an earlier --socket install current
+    units = render_units(exec_start, _kairos_home(environ), with_socket)
+
+    commands: list[list[str]] = [["daemon-reload"]]
+    enabled = [SOCKET, SERVICE] if with_socket else [SERVICE]
+    if args.enable:
+        commands.append(["enable", *enabled])
+    if args.now:
+        if with_socket:
+            commands.append(["start", SOCKET])
+        # restart, not start: a running service picks up the new unit (and the socket) now.
+        commands.append(["restart", SERVICE])
+
+    changes: list[dict[str, Any]] = []
+    for name, text in units.items():
+        path = unit_dir / name
+        try:
+            old = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            old = None
+        changes.append({"unit": name, "path": str(path), "changed": old != text, "new": old is None})
+
+    user = _user_name()
+    doc: dict[str, Any] = {
+        "dry_run": bool(args.dry_run),
+        "unit_dir": str(unit_dir),
+        "exec_start": exec_start,
+        "units": changes,
+        "commands": [["systemctl", "--user", *argv] for argv in commands],
+        "linger": linger_enabled(user),
+    }
+    if args.dry_run:
+        doc["contents"] = units
+        if args.json:
+            print_json(doc)
+            return 0
+        for change in changes:
+            print(f"# would write {change['path']}")
+            print(units[change["unit"]], end="")
+            print()
+        for argv in commands:
+            print(f"# would run: {_display(argv)}")
+        print(_linger_advice(user))
+        return 0
+
+    if args.now and (stray := _stray_daemon()) is not None:
+        raise KairosError(
+            f"a kairosd started outside systemd is running (pid {stray}); stop it first "
+            "(kairos daemon stop), then run this again"
+        )
+    unit_dir.mkdir(parents=True, exist_ok=True)
+    for change in changes:
+        if change["changed"]:
+            _write_unit(unit_dir / change["unit"], units[change["unit"]])
+    for argv in commands:
+        _run_or_fail(argv, after=f" (the units are in {unit_dir})")
+    if args.json:
+        print_json(doc)
+        return 0
+    for change in changes:
+        verb = "wrote" if change["new"] else "updated" if change["changed"] else "unchanged:"
+        print(f"{verb} {change['path']}")
+    print(f"ExecStart={exec_start}")
+    for argv in commands:
+        print(f"ran: {_display(argv)}")
+    if not args.enable and not args.now:
+        print(f"to start it now and at every login: {_display(['enable', '--now', *enabled])}")
+    print("logs: journalctl --user -u kairosd")
+    print(_linger_advice(user))
+    return 0
+
+
+# ---- uninstall ------------------------------------------------------------------------------------------
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    import os
+
+    from kairos.output import error, print_json
+
+    unit_dir = _unit_dir(args, os.environ)
+    present = [name for name in (SOCKET, SERVICE) if (unit_dir / name).is_file()]
+    # Both in one call: stopping only the service would let the next kairos call start it again.
+    steps: list[list[str]] = [["stop", *present], ["disable", *present]] if present else []
+    doc: dict[str, Any] = {
+        "dry_run": bool(args.dry_run),
+        "unit_dir": str(unit_dir),
+        "removed": [str(unit_dir / name) for name in present],
+        "commands": [["systemctl", "--user", *argv] for argv in steps + [["daemon-reload"]] * bool(present)],
+    }
+    if args.dry_run:
+        if args.json:
+            print_json(doc)
+        else:
+            for command in doc["commands"]:
+                print(f"# would run: {_display(command[2:])}")
+            for path in doc["removed"]:
+                print(f"# would remove {path}")
+            if not present:
+                print(f"no kairosd units in {unit_dir}")
+        return 0
+    warnings: list[str] = []
+    if present:
+        for argv in steps:
+            proc = systemctl(*argv)
+            if proc.returncode != 0:
+                # Not loaded or already gone: removing the files is still what was asked.
+                warnings.append(f"{_display(argv)}: {(proc.stderr or proc.stdout).strip() or proc.returncode}")
+        for name in present:
+            (unit_dir / name).unlink(missing_ok=True)
+        _run_or_fail(["daemon-reload"], after=f" (the units were removed from {unit_dir})")
+    doc["warnings"] = warnings
+    if args.json:
+        print_json(doc)
+        return 0
+    for warning in warnings:
+        error(f"warning: {warning}")
+    if not present:
+        print(f"no kairosd units in {unit_dir}; nothing to do")
+        return 0
+    for path in doc["removed"]:
+        print(f"removed {path}")
+    print("tasks, history and inboxes are kept; 'kairos daemon start' still runs kairosd without systemd")
+    return 0
+
+
+# ---- status ---------------------------------------------------------------------------------------------
+
+STATUS_PROPERTIES = (
+    "LoadState",
+    "ActiveState",
+    "SubState",
+    "UnitFileState",
+    "MainPID",
+    "NRestarts",
+    "Result",
+    "ActiveEnterTimestamp",
+    "FragmentPath",
+)
+
+
+def parse_show(text: str, units: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``systemctl show`` output for several units (blocks separated by blank lines), by unit."""
+    blocks: list[dict[str, str]] = [{}]
+    for line in text.splitlines():
+        if not line.strip():
+            if blocks[-1]:
+                blocks.append({})
+            continue
+        key, _, value = line.partition("=")
+        blocks[-1][key] = value
+    return {unit: (blocks[i] if i < len(blocks) else {}) for i, unit in enumerate(units)}
+
+
+def _describe(unit: str, props: Mapping[str, str]) -> str:
+    if props.get("LoadState") in (None, "", "not-found"):
+        return f"{unit}: not installed"
+    parts = [f"{props.get('ActiveState', '?')} ({props.get('SubState', '?')})"]
+    if props.get("UnitFileState"):
+        parts.append(props["UnitFileState"])
+    if props.get("MainPID", "0") not in ("", "0"):
+        parts.append(f"pid {props['MainPID']}")
+    if props.get("NRestarts", "0") not in ("", "0"):
+        parts.append(f"restarted {props['NRestarts']}x")
+    if props.get("Result") not in (None, "", "success"):
+        parts.append(f"last result: {props['Result']}")
+    if props.get("ActiveEnterTimestamp"):
+        parts.append(f"since {props['ActiveEnterTimestamp']}")
+    return f"{unit}: " + ", ".join(parts)
+
+
+def _journal(lines: int) -> list[str]:
+    import shutil
+    import subprocess
+
+    exe = shutil.which("journalctl")
+    if exe is None or lines <= 0:
+        return []
+    try:
+        proc = subprocess.run(
+            [exe, "--user", "--unit", SERVICE, "--lines", str(lines), "--no-pager", "--output", "short-iso"],
+            capture_output=True,
+            text=True,
+            timeout=SYSTEMCTL_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return ["(journalctl did not answer)"]
+    return proc.stdout.splitlines()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+    from kairosd.errors import EXIT_NO_DAEMON, KairosError
+
+    proc = systemctl("show", f"--property={','.join(STATUS_PROPERTIES)}", SERVICE, SOCKET)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise KairosError(
+            f"cannot ask the systemd user manager: {detail[-1] if detail else proc.returncode} "
+            "(is this a systemd login session?)"
+        )
+    units = parse_show(proc.stdout, UNITS)
+    service, sock = units[SERVICE], units[SOCKET]
+    up = service.get("ActiveState") in ("active", "activating", "reloading") or sock.get("ActiveState") == "active"
+    journal = _journal(args.lines)
+    if args.json:
+        print_json({"running": up, "units": units, "journal": journal})
+    else:
+        for unit in UNITS:
+            print(_describe(unit, units[unit]))
+        if journal:
+            print(f"last {len(journal)} journal lines (journalctl --user -u kairosd):")
+            for line in journal:
+                print(f"  {line}")
+        if not up and service.get("LoadState") in (None, "", "not-found"):
+            print("install it with: kairos systemd install --enable --now")
+    return 0 if up else EXIT_NO_DAEMON
