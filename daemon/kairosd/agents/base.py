@@ -9,6 +9,11 @@ process group, with kairos' environment markers), feeds each stdout line to
 Permissions only narrow: the registry computes a child task's effective
 permissions (:func:`narrow`) before it asks the adapter for a command.
 
+:meth:`AgentAdapter.command` raises :class:`~kairosd.errors.UsageError` when a
+request asks for something its CLI cannot do, or cannot do without widening
+permissions (a fork, a fixed session id, a tool list it cannot enforce): a
+refusal the registry reports, never a silently weaker run.
+
 Must not import the registry, the scheduler, the store or the server.
 """
 
@@ -58,6 +63,9 @@ class TurnRequest:
     permissions: Permissions = field(default_factory=Permissions)
     agent_definition: str | None = None  # the body of a named agent definition (system prompt), if any
     extra_args: tuple[str, ...] = ()
+    # Added after the first cut (defaults keep every existing caller valid):
+    fork: bool = False  # continue resume_session under a new session id, leaving the original alone
+    new_session_id: str | None = None  # a fixed id for the new (or forked) session, where the CLI allows it
 
 
 @dataclass(frozen=True)

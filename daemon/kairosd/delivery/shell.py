@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import signal
@@ -36,12 +35,11 @@ from typing import Any
 
 from kairosd.clock import Clock
 from kairosd.delivery.base import Job, Result
+from kairosd.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 300.0
-# How often a terminating group is checked for stragglers during the kill grace.
-_POLL_S = 0.05
 # Results kept in memory for repeated deliveries of a run; older runs are still
 # protected by their log file, which is what a restarted daemon sees anyway.
 _REMEMBERED_RESULTS = 1024
@@ -169,7 +167,7 @@ class ShellDelivery:
             )
         except (OSError, ValueError) as exc:
             os.close(stdin_write)
-            reason = _spawn_failure(exc, spec)
+            reason = spawn_failure(exc, spec.argv[0], spec.cwd, big=" (the prompt is in KAIROS_PROMPT)")
             with contextlib.suppress(OSError):
                 os.write(log_fd, f"kairos: {reason}\n".encode())
             log.warning("shell run %s of task %s could not start: %s", job.run_id, job.task_id, reason)
@@ -182,7 +180,7 @@ class ShellDelivery:
         running = _Running(proc, proc.pid)  # a new session's leader leads its own group: pgid == pid
         self._running[job.run_id] = running
         log.info("shell run %s of task %s started: pid %d, %s", job.run_id, job.task_id, proc.pid, spec.argv)
-        feeder = asyncio.create_task(_feed_stdin(stdin_write, job.prompt.encode("utf-8")))
+        feeder = asyncio.create_task(feed_stdin(stdin_write, job.prompt.encode("utf-8")))
         timed_out = False
         try:
             if self._closed:
@@ -203,7 +201,7 @@ class ShellDelivery:
                 await self._stop_group(running)
             except asyncio.CancelledError:
                 # Cancellation means "stop now": no grace period, the whole group is killed at once.
-                _signal_group(running.pgid, signal.SIGKILL)
+                signal_group(running.pgid, signal.SIGKILL)
                 with contextlib.suppress(asyncio.CancelledError):
                     await proc.wait()  # reap it, so no zombie or open transport outlives the run
                 raise
@@ -218,32 +216,18 @@ class ShellDelivery:
         if timed_out:
             reason = f"timed out after {spec.timeout_s:g}s (process group killed)"
         elif running.stopping:
-            reason = f"stopped at daemon shutdown ({_describe_exit(code)})"
+            reason = f"stopped at daemon shutdown ({describe_exit(code)})"
         elif code == 0:
             log.info("shell run %s of task %s exited 0", job.run_id, job.task_id)
             return Result("delivered", started_at, finished_at, output_path=output_path, exit_code=0)
         else:
-            reason = _describe_exit(code)
+            reason = describe_exit(code)
         log.warning("shell run %s of task %s failed: %s", job.run_id, job.task_id, reason)
         return Result("failed", started_at, finished_at, reason=reason, output_path=output_path, exit_code=code)
 
     async def _stop_group(self, running: _Running) -> None:
         """SIGTERM the group, give it ``kill_grace_s`` to go, SIGKILL what is left, reap the leader."""
-        pgid = running.pgid
-        _signal_group(pgid, signal.SIGTERM)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._kill_grace_s
-        try:
-            # Poll the group, not just the leader: a grandchild may ignore SIGTERM after the leader died.
-            # No event exists for "the group is empty": polling killpg(pgid, 0) is the only way to know.
-            while _group_alive(pgid) and loop.time() < deadline:  # noqa: ASYNC110
-                await asyncio.sleep(_POLL_S)
-        finally:
-            # Also on cancellation: nothing of the group may outlive this.
-            if _group_alive(pgid):
-                log.warning("process group %d outlived SIGTERM; sending SIGKILL", pgid)
-                _signal_group(pgid, signal.SIGKILL)
-        await running.proc.wait()
+        await terminate_group(running.pgid, self._kill_grace_s, running.proc.wait)
 
     # ---- helpers -------------------------------------------------------------
 
@@ -319,82 +303,3 @@ def _bad_name(value: str, what: str) -> str | None:
     if not value or value in (".", "..") or "/" in value or "\0" in value:
         return f"invalid {what} for a run log: {value!r}"
     return None
-
-
-def _spawn_failure(exc: OSError | ValueError, spec: _Spec) -> str:
-    """A reason for a command that could not be started."""
-    command = spec.argv[0]
-    if isinstance(exc, ValueError):  # e.g. a NUL byte in an argument or in the prompt
-        return f"cannot start {command}: {exc}"
-    if spec.cwd is not None and exc.filename == spec.cwd:  # the folder went away after our check
-        return f"working directory unusable: {spec.cwd} ({exc.strerror})"
-    if exc.errno == errno.ENOENT:
-        if "/" in command and os.path.exists(os.path.join(spec.cwd or ".", command)):
-            # The file is there, so what is missing is the interpreter on its #! line.
-            return f"command not found: {command} (its #! interpreter is missing)"
-        return f"command not found: {command}"
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return f"command not executable: {command}"
-    if exc.errno == errno.ENOEXEC:
-        return f"command not executable: {command} (not a program; does a script lack its #! line?)"
-    if exc.errno == errno.E2BIG:
-        return f"cannot start {command}: arguments or environment too large (the prompt is in KAIROS_PROMPT)"
-    return f"cannot start {command}: {exc.strerror or exc}"
-
-
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"killed by signal {name}"
-    return f"exit code {code}"
-
-
-async def _feed_stdin(fd: int, data: bytes) -> None:
-    """Write the prompt into the stdin pipe, then close it; never blocks the loop.
-
-    A command that does not read its stdin must not break delivery (the prompt is
-    also in KAIROS_PROMPT): a full or broken pipe is left alone. The caller
-    cancels this once the command exited.
-    """
-    loop = asyncio.get_running_loop()
-    view = memoryview(data)
-    try:
-        os.set_blocking(fd, False)
-        while view:
-            try:
-                view = view[os.write(fd, view) :]
-            except BlockingIOError:
-                writable: asyncio.Future[None] = loop.create_future()
-                loop.add_writer(fd, _resolve, writable)
-                try:
-                    await writable
-                finally:
-                    loop.remove_writer(fd)
-    except (BrokenPipeError, ConnectionResetError):
-        log.debug("command closed its stdin before reading the whole prompt")
-    finally:
-        os.close(fd)
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    # The writer callback can fire again before the waiting coroutine resumes.
-    if not future.done():
-        future.set_result(None)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-        os.killpg(pgid, sig)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # the id now belongs to someone else's processes: ours are gone
-        return False
-    return True

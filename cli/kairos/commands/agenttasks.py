@@ -1,0 +1,506 @@
+"""``kairos task start|list|show|wait|logs|cancel|send|close``: the background task registry.
+
+A task started from inside a kairos task (``KAIROS_TASK_ID`` and
+``KAIROS_TASK_DEPTH`` in the environment) is that task's child: the start
+sends them as the parent, and the daemon narrows the child's permissions and
+enforces the depth limit. Waits are long-polls of at most
+``protocol.REGISTRY_MAX_WAIT_S`` each, repeated until the task settles or
+``--timeout`` passes.
+
+Only argparse and typing are imported at the top (``kairos.app`` imports every
+verb module on every call); the client and helpers load inside the handlers.
+Must not import pydantic, asyncio or any kairosd module that does I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from kairos.commands.tasks import make_parser
+
+if TYPE_CHECKING:
+    from kairos.client import Client
+
+STATUSES = ("running", "idle", "completed", "failed", "cancelled", "interrupted")
+PERMISSION_MODES = ("plan", "default", "acceptEdits", "bypassPermissions")
+OK_STATUSES = ("idle", "completed")
+# The socket timeout of a long-poll: the server answers within its wait bound plus this margin.
+POLL_MARGIN_S = 15.0
+
+
+def register(subparsers: Any) -> None:
+    task = subparsers.add_parser(
+        "task",
+        help="background tasks: headless agent and shell runs",
+        description="Start, follow and stop background tasks that kairosd runs: headless agent turns "
+        "(claude, copilot, codex, gemini, opencode, custom) and shell commands. Records survive daemon "
+        "restarts; work that was running when kairosd died shows as interrupted and is never re-run.",
+        epilog="examples:\n  kairos task start --agent claude 'fix the flaky test' --cwd .\n"
+        "  kairos task list --status running\n  kairos task wait t0a1b2c3d4e --timeout 600",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verbs = task.add_subparsers(dest="task_verb", metavar="COMMAND")
+    _register_start(verbs)
+
+    lst = make_parser(
+        verbs,
+        "list",
+        "list background tasks",
+        "List background tasks, newest first: id, status, kind, agent or command, turns, prompt.",
+        "kairos task list\n  kairos task list --status idle --json",
+        aliases=["ls"],
+    )
+    lst.add_argument("--status", choices=STATUSES, help="only tasks with this status")
+    lst.set_defaults(handler=cmd_list)
+
+    show = make_parser(
+        verbs, "show", "show one task", "Show a task's fields, progress and turns.", "kairos task show t0a1b2c3d4e"
+    )
+    show.add_argument("id", metavar="ID")
+    show.set_defaults(handler=cmd_show)
+
+    wait = make_parser(
+        verbs,
+        "wait",
+        "wait for a task's turn or end",
+        "Block until the task stops running (its turn ended: idle, completed, failed, cancelled or "
+        "interrupted), or with --since-turn N until a turn after N has finished. Prints the latest "
+        "response. Exit 0 if it ended idle or completed, 1 otherwise (also on --timeout).",
+        "kairos task wait t0a1b2c3d4e\n  kairos task wait t0a1b2c3d4e --timeout 60 --since-turn 1",
+    )
+    wait.add_argument("id", metavar="ID")
+    wait.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long (default: never)")
+    wait.add_argument("--since-turn", type=int, metavar="N", help="wait for a turn numbered above N")
+    wait.set_defaults(handler=cmd_wait)
+
+    logs = make_parser(
+        verbs,
+        "logs",
+        "print a task's output",
+        "Print a task's log: every output line of every turn, with kairos' turn markers. -f keeps "
+        "printing new lines until the task stops running.",
+        "kairos task logs t0a1b2c3d4e\n  kairos task logs -f t0a1b2c3d4e",
+    )
+    logs.add_argument("id", metavar="ID")
+    logs.add_argument("-f", "--follow", action="store_true", help="follow new output until the task stops running")
+    logs.set_defaults(handler=cmd_logs)
+
+    cancel = make_parser(
+        verbs,
+        "cancel",
+        "cancel a task and its descendants",
+        "Cancel a task and every task it started (recursively): running process groups get SIGTERM, "
+        "then SIGKILL after a grace period. A completed, failed or cancelled task cannot be cancelled.",
+        "kairos task cancel t0a1b2c3d4e",
+    )
+    cancel.add_argument("id", metavar="ID")
+    cancel.set_defaults(handler=cmd_cancel)
+
+    send = make_parser(
+        verbs,
+        "send",
+        "send a follow-up to an idle agent task",
+        "Resume an idle multi-turn agent task's session with a follow-up prompt ('-' reads stdin).",
+        "kairos task send t0a1b2c3d4e 'now add a test'\n  kairos task send --wait t0a1b2c3d4e 'and commit'",
+    )
+    send.add_argument("id", metavar="ID")
+    send.add_argument("message", nargs="+", metavar="MESSAGE")
+    send.add_argument("--wait", action="store_true", help="wait for the turn and print its response")
+    send.set_defaults(handler=cmd_send)
+
+    close = make_parser(
+        verbs,
+        "close",
+        "end an idle multi-turn task",
+        "Mark an idle agent task completed: it takes no more follow-ups.",
+        "kairos task close t0a1b2c3d4e",
+    )
+    close.add_argument("id", metavar="ID")
+    close.set_defaults(handler=cmd_close)
+
+    task.set_defaults(handler=lambda _args: _help(task))
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    from kairosd.errors import EXIT_USAGE
+
+    parser.print_help()
+    return EXIT_USAGE
+
+
+def _register_start(verbs: Any) -> None:
+    start = make_parser(
+        verbs,
+        "start",
+        "start an agent or shell task",
+        "Start a background task: a headless agent turn (--agent NAME, the prompt is required) or a "
+        "command (--shell -- ARGV..., the prompt, if any, goes to its stdin). A prompt of '-' is read "
+        "from stdin. Started from inside a kairos task, it becomes that task's child.",
+        """
+        kairos task start --agent claude 'summarise the open PRs'
+        kairos task start --agent codex --cwd ~/src/app --model o3 --wait 'fix the build'
+        kairos task start --shell -- make test
+        kairos task start --shell 'some input' -- wc -c
+        """,
+        usage="kairos task start (--agent NAME | --shell) [options] [PROMPT...] [-- ARGV...]",
+    )
+    what = start.add_mutually_exclusive_group(required=True)
+    what.add_argument("--agent", metavar="NAME", help="the agent to run (claude, copilot, codex, ...)")
+    what.add_argument("--shell", action="store_true", help="run the command after -- (no shell involved)")
+    start.add_argument("words", nargs="*", metavar="PROMPT", help="the prompt")
+    start.add_argument("--cwd", metavar="DIR", help="working directory (default: this one)")
+    start.add_argument("--session", metavar="NAME", help="the session the work is for")
+    start.add_argument("--model", metavar="MODEL", help="the agent's model")
+    start.add_argument("--timeout", type=float, metavar="SECONDS", help="kill a turn after this long")
+    start.add_argument("--permission-mode", choices=PERMISSION_MODES, help="narrow the permission mode")
+    start.add_argument("--allow-tool", action="append", metavar="TOOL", help="allow only these tools (repeatable)")
+    start.add_argument("--deny-tool", action="append", metavar="TOOL", help="deny this tool (repeatable)")
+    start.add_argument("--wait", action="store_true", help="wait for the first turn and print its response")
+    start.set_defaults(handler=cmd_start, argv=None)
+    _split_at_dashes(start)
+
+
+def _split_at_dashes(parser: argparse.ArgumentParser) -> None:
+    """Keep everything after the first ``--`` as ``args.argv``, untouched by argparse, and let
+    options sit between prompt words.
+
+    argparse would merge the command into the prompt words (and read ``-c`` in
+    ``wc -c`` as an option of ours), so the split happens before it parses. The
+    parent parser calls ``parse_known_args`` on this subparser; the intermixed
+    parser's own inner calls must reach the plain method again.
+    """
+    plain = parser.parse_known_args
+
+    def parse_known_args(args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        items = list(args or [])
+        tail = None
+        if "--" in items:
+            cut = items.index("--")
+            items, tail = items[:cut], items[cut + 1 :]
+        setattr(parser, "parse_known_args", plain)  # noqa: B010 - shadowing a method on one instance
+        try:
+            parsed, extra = parser.parse_known_intermixed_args(items, namespace)
+        finally:
+            setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
+        parsed.argv = tail
+        return parsed, extra
+
+    setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
+
+
+# ---- helpers ----------------------------------------------------------------
+
+
+def _client(long_poll: bool = False) -> Client:
+    from kairos.client import Client
+    from kairosd.protocol import REGISTRY_MAX_WAIT_S
+
+    return Client(timeout=REGISTRY_MAX_WAIT_S + POLL_MARGIN_S) if long_poll else Client()
+
+
+def _path(task_id: str, action: str = "") -> str:
+    from kairosd.protocol import quote
+
+    # Quote: an id typed by a person must not be able to reach another route.
+    return f"/registry/{quote(task_id)}" + (f"/{action}" if action else "")
+
+
+def _text(words: list[str], what: str, required: bool) -> str:
+    import sys
+
+    from kairosd.errors import UsageError
+
+    text = sys.stdin.read() if words == ["-"] else " ".join(words)
+    if required and not text.strip():
+        raise UsageError(f"give {what} (or '-' to read it from stdin)")
+    return text
+
+
+def build_start_request(args: argparse.Namespace, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The POST /v1/registry body for ``args``; raises UsageError for what we can check here."""
+    import os
+
+    from kairosd.errors import UsageError
+
+    env = os.environ if environ is None else environ
+    body: dict[str, Any] = {}
+    if args.shell:
+        if not args.argv:
+            raise UsageError("--shell needs the command after --: kairos task start --shell -- make test")
+        body.update(kind="shell", argv=list(args.argv))
+        prompt = _text(args.words, "input", required=False)
+        if prompt:
+            body["prompt"] = prompt
+    else:
+        if args.argv:
+            raise UsageError("a command after -- goes with --shell, not --agent")
+        body.update(kind="agent", agent=args.agent, prompt=_text(args.words, "a prompt", required=True))
+    # The daemon's working directory is not the user's: resolve it here.
+    body["cwd"] = os.path.abspath(os.path.expanduser(args.cwd or "."))
+    for key in ("session", "model"):
+        if getattr(args, key):
+            body[key] = getattr(args, key)
+    if args.timeout is not None:
+        if not args.timeout > 0:
+            raise UsageError("--timeout must be more than 0 seconds")
+        body["timeout_s"] = args.timeout
+    permissions: dict[str, Any] = {}
+    if args.permission_mode:
+        permissions["mode"] = args.permission_mode
+    if args.allow_tool:
+        permissions["allowed_tools"] = sorted(set(args.allow_tool))
+    if args.deny_tool:
+        permissions["denied_tools"] = sorted(set(args.deny_tool))
+    if permissions:
+        body["permissions"] = permissions
+    body["mode"] = "sync" if args.wait else "background"
+    parent = env.get("KAIROS_TASK_ID", "").strip()
+    if parent:
+        body["parent_id"] = parent
+    depth = env.get("KAIROS_TASK_DEPTH", "").strip()
+    if depth.isdigit():
+        body["parent_depth"] = int(depth)
+    return body
+
+
+def wait_for(task_id: str, timeout: float | None, since_turn: int | None) -> dict[str, Any]:
+    """Long-poll until the task settles or ``timeout`` passes; the last answer ({"task", "timed_out"})."""
+    import time
+
+    from kairosd.errors import UsageError
+    from kairosd.protocol import REGISTRY_MAX_WAIT_S
+
+    if timeout is not None and timeout < 0:
+        raise UsageError("--timeout must be 0 or more seconds")
+    if since_turn is not None and since_turn < 0:
+        raise UsageError("--since-turn must be 0 or more")
+    api = _client(long_poll=True)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = REGISTRY_MAX_WAIT_S if deadline is None else max(0.0, deadline - time.monotonic())
+        query = {"timeout": f"{min(left, REGISTRY_MAX_WAIT_S):.3f}"}
+        if since_turn is not None:
+            query["since_turn"] = str(since_turn)
+        doc: dict[str, Any] = api.call("GET", _path(task_id, "wait"), query=query)
+        if not doc.get("timed_out") or (deadline is not None and time.monotonic() >= deadline):
+            return doc
+
+
+def _settled_code(doc: dict[str, Any]) -> int:
+    task = doc.get("task") or {}
+    return 0 if not doc.get("timed_out") and task.get("status") in OK_STATUSES else 1
+
+
+def _print_settled(doc: dict[str, Any]) -> None:
+    from kairos.output import error
+
+    task = doc.get("task") or {}
+    status = task.get("status", "?")
+    if doc.get("timed_out"):
+        error(f"task {task.get('id', '?')} is still {status} (timed out waiting)")
+        return
+    line = f"{task.get('id', '?')} {status} after turn {task.get('turns_done', 0)}"
+    if task.get("error"):
+        line += f": {task['error']}"
+    print(line)
+    if task.get("response"):
+        print(str(task["response"]).rstrip("\n"))
+
+
+def _what(task: dict[str, Any]) -> str:
+    if task.get("kind") == "shell":
+        import shlex
+
+        return "shell: " + shlex.join(str(a) for a in task.get("argv") or [])
+    return f"{task.get('kind', '?')}: {task.get('agent') or '?'}"
+
+
+# ---- handlers -----------------------------------------------------------------
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+
+    body = build_start_request(args)
+    task = _client().call("POST", "/registry", body)["task"]
+    if not args.wait:
+        if args.json:
+            print_json({"task": task})
+        else:
+            print(f"started {task['id']} ({_what(task)}, depth {task.get('depth', 0)})")
+        return 0
+    doc = wait_for(task["id"], None, None)
+    if args.json:
+        print_json(doc)
+    else:
+        _print_settled(doc)
+    return _settled_code(doc)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from kairos.commands.tasks import fmt_time, local_zone, print_table
+    from kairos.output import print_json
+
+    doc = _client().call("GET", "/registry", query={"status": args.status} if args.status else None)
+    if args.json:
+        print_json(doc)
+        return 0
+    tasks = doc.get("tasks") or []
+    if not tasks:
+        print("no background tasks" + (f" with status {args.status}" if args.status else ""))
+        return 0
+    zone = local_zone()
+    rows = [
+        [
+            str(t["id"]),
+            str(t.get("status", "?")) + (" (queued)" if t.get("queued") else ""),
+            _what(t),
+            str(t.get("turns_done", 0)),
+            fmt_time(t.get("created_at"), zone),
+            t.get("prompt") or "",
+        ]
+        for t in tasks
+    ]
+    print_table(["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], rows)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    import textwrap
+
+    from kairos.commands.tasks import fmt_time, local_zone, one_line
+    from kairos.output import print_json
+
+    doc = _client().call("GET", _path(args.id))
+    if args.json:
+        print_json(doc)
+        return 0
+    task = doc["task"]
+    zone = local_zone()
+    perms = task.get("permissions") or {}
+    progress = task.get("progress") or {}
+    status = str(task.get("status", "?")) + (" (queued for a slot)" if task.get("queued") else "")
+    fields = [
+        ("id", task["id"]),
+        ("status", status),
+        ("what", _what(task)),
+        ("parent", f"{task.get('parent_id') or '-'} (depth {task.get('depth', 0)})"),
+        ("cwd", task.get("cwd") or "-"),
+        ("session", task.get("session") or "-"),
+        ("model", task.get("model") or "-"),
+        ("mode", f"{task.get('mode', '-')}" + (", multi-turn" if task.get("multi_turn") else "")),
+        ("permissions", _permissions_text(perms)),
+        ("progress", f"{progress.get('tool_calls', 0)} tool call(s); {progress.get('intent') or '-'}"),
+        ("last line", one_line(progress.get("last_line") or "-", 100)),
+        ("created", fmt_time(task.get("created_at"), zone)),
+        ("finished", fmt_time(task.get("finished_at"), zone)),
+        ("exit code", "-" if task.get("exit_code") is None else str(task["exit_code"])),
+        ("log", task.get("log_path") or "-"),
+    ]
+    if task.get("error"):
+        fields.append(("error", task["error"]))
+    if task.get("scheduled_task_id"):
+        fields.append(("fired by", f"scheduled task {task['scheduled_task_id']}, run {task.get('run_id')}"))
+    for label, value in fields:
+        print(f"{label + ':':<13}{value}")
+    for turn in task.get("turns") or []:
+        state = "running" if not turn.get("finished_at") else ("ok" if turn.get("ok") else "failed")
+        extra = f": {turn['error']}" if turn.get("error") else ""
+        print(f"turn {turn.get('number')} ({state}{extra}): {one_line(turn.get('prompt'), 80)}")
+    if task.get("response"):
+        print("response:")
+        print(textwrap.indent(str(task["response"]).rstrip("\n"), "  "))
+    return 0
+
+
+def _permissions_text(perms: dict[str, Any]) -> str:
+    text = str(perms.get("mode", "default"))
+    if perms.get("allowed_tools") is not None:
+        text += f"; allowed: {', '.join(perms['allowed_tools']) or 'none'}"
+    if perms.get("denied_tools"):
+        text += f"; denied: {', '.join(perms['denied_tools'])}"
+    return text
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+
+    doc = wait_for(args.id, args.timeout, args.since_turn)
+    if args.json:
+        print_json(doc)
+    else:
+        _print_settled(doc)
+    return _settled_code(doc)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    import sys
+
+    from kairos.output import print_json
+
+    if args.follow:
+        for item in _client().stream(_path(args.id, "logs"), query={"follow": "1"}):
+            if args.json:
+                print_json(item)
+            elif "line" in item:
+                print(item["line"])
+            elif item.get("lost"):
+                print("kairos: some lines were skipped (the follower fell behind)", file=sys.stderr)
+            sys.stdout.flush()
+        return 0
+    api = _client()
+    offset, chunks = 0, []
+    while True:
+        doc = api.call("GET", _path(args.id, "logs"), query={"offset": str(offset)})
+        chunks.append(doc.get("text") or "")
+        if not args.json:
+            sys.stdout.write(doc.get("text") or "")
+        if doc.get("next_offset", offset) <= offset or doc.get("next_offset", 0) >= doc.get("size", 0):
+            break
+        offset = int(doc["next_offset"])
+    if args.json:
+        print_json({"text": "".join(chunks), "status": doc.get("status")})
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+
+    doc = _client().call("POST", _path(args.id, "cancel"))
+    if args.json:
+        print_json(doc)
+        return 0
+    others = [t for t in doc.get("cancelled") or [] if t != args.id]
+    print(f"cancelled {args.id}" + (f" and {len(others)} descendant(s): {', '.join(others)}" if others else ""))
+    return 0
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+
+    message = _text(args.message, "a message", required=True)
+    task = _client().call("POST", _path(args.id, "send"), {"message": message})["task"]
+    if not args.wait:
+        if args.json:
+            print_json({"task": task})
+        else:
+            print(f"sent turn {(task.get('turns') or [{}])[-1].get('number', '?')} to {task['id']}")
+        return 0
+    doc = wait_for(task["id"], None, None)
+    if args.json:
+        print_json(doc)
+    else:
+        _print_settled(doc)
+    return _settled_code(doc)
+
+
+def cmd_close(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+
+    doc = _client().call("POST", _path(args.id, "close"))
+    if args.json:
+        print_json(doc)
+    else:
+        print(f"closed {args.id} ({doc['task'].get('status', '?')})")
+    return 0

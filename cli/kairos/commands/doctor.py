@@ -1,0 +1,117 @@
+"""``kairos doctor``: which agent CLIs are installed and usable, and whether the config is sound.
+
+Asks the running daemon (``GET /v1/doctor``): headless agent runs use kairosd's
+PATH and config, not this shell's. When kairosd is not running (or is too old
+to answer), the report is computed here instead, with a note saying so.
+
+Exit code: 0 when the config is sound and at least one agent CLI is usable, 1
+otherwise.
+
+Only argparse and typing are imported at the top (``kairos.app`` imports every
+verb module on every call); the local fallback imports the daemon's doctor
+module (and pydantic) inside the handler, off the hot path.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kairos.commands.tasks import make_parser
+
+# The daemon probes every agent's --version in parallel (each bounded by a few seconds).
+DOCTOR_TIMEOUT_S = 30.0
+
+
+def register(subparsers: Any) -> None:
+    parser = make_parser(
+        subparsers,
+        "doctor",
+        "check agent CLIs, the config file and kairos' paths",
+        "Report which agent CLIs (claude, copilot, codex, gemini, opencode and custom agents) are "
+        "installed and answer --version, whether the config file is valid, where the socket and store "
+        "are, and whether systemd keeps your user services running after logout. Asks kairosd (its PATH "
+        "is what headless runs use); without a daemon, checks from this shell. Exits 1 if the config is "
+        "broken or no agent CLI is usable.",
+        "kairos doctor\nkairos doctor --json | jq '.usable_agents'",
+    )
+    parser.set_defaults(handler=cmd_doctor)
+
+
+def fetch_report() -> tuple[dict[str, Any], str | None]:
+    """The daemon's report, or a local one and the reason it is local."""
+    from kairos.client import ApiError, Client, DaemonNotRunning
+
+    try:
+        doc = Client(timeout=DOCTOR_TIMEOUT_S).call("GET", "/doctor")
+    except DaemonNotRunning:
+        note = "kairosd is not running: checked from this shell (its PATH and environment)"
+    except ApiError as exc:
+        if exc.code != "not_found":
+            raise
+        note = "this kairosd has no doctor endpoint (restart it after upgrading): checked from this shell"
+    else:
+        report = doc.get("doctor") if isinstance(doc, dict) else None
+        if isinstance(report, dict):
+            return report, None
+        note = "kairosd answered without a report: checked from this shell"
+    from kairosd.doctor import local_report
+
+    return local_report(), note
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+
+    report, note = fetch_report()
+    if note:
+        report["note"] = note
+    if args.json:
+        print_json(report)
+    else:
+        print_report(report)
+    return 0 if report.get("ok") else 1
+
+
+def print_report(report: dict[str, Any]) -> None:
+    who = "kairosd" if report.get("checked_by") == "kairosd" else "this shell"
+    print(f"kairos {report.get('kairos_version', '?')} doctor (checked by {who}, pid {report.get('pid', '?')})")
+    if report.get("note"):
+        print(f"note: {report['note']}")
+    config = report.get("config") or {}
+    if not config.get("ok", True):
+        state = f"BROKEN: {config.get('error')}"
+    elif config.get("exists"):
+        state = "ok"
+    else:
+        state = "not present (defaults)"
+    print(f"config:  {config.get('path')}  {state}")
+    print("agents:")
+    agents = report.get("agents") or []
+    width = max((len(str(a.get("name", ""))) for a in agents), default=6)
+    for agent in agents:
+        if agent.get("usable"):
+            status, detail = "ok", f"{agent.get('path')}  {agent.get('version') or ''}".rstrip()
+        elif not agent.get("enabled", True):
+            status, detail = "off", str(agent.get("reason") or "")
+        elif agent.get("found"):
+            status, detail = "broken", str(agent.get("reason") or "")
+        else:
+            status, detail = "missing", str(agent.get("reason") or "")
+        print(f"  {agent.get('name', '?'):<{width}}  {status:<7}  {detail}")
+    paths = report.get("paths") or {}
+    print(f"socket:  {paths.get('socket')}")
+    print(f"store:   {paths.get('store')}")
+    limits = report.get("limits") or {}
+    if limits:
+        print(
+            f"limits:  max_concurrent {limits.get('max_concurrent')}, max_depth {limits.get('max_depth')}, "
+            f"kill_grace {limits.get('kill_grace')}s"
+        )
+    systemd = report.get("systemd") or {}
+    if systemd.get("loginctl"):
+        value = systemd.get("linger")
+        linger = "yes" if value is True else "no" if value is False else "unknown"
+        print(f"linger:  {linger} ({systemd.get('detail')})")
+    for problem in report.get("problems") or []:
+        print(f"problem: {problem}")

@@ -1,0 +1,141 @@
+"""Gemini CLI (``gemini -p``): the headless command line and its stream-json output.
+
+One turn is ``gemini --output-format stream-json --approval-mode MODE ...
+--prompt=TEXT``. Events are JSON lines with a ``type``: ``init``
+(``session_id``, ``model``), ``message`` (``role``, ``content``, ``delta``: the
+assistant's text arrives in chunks), ``tool_use`` (``tool_name``,
+``parameters``), ``tool_result`` (``status``), ``error`` (non-fatal warnings)
+and ``result`` (``status`` ``success`` or ``error`` with ``error.message``).
+The final text is the assistant text after the last tool call. The single
+``--output-format json`` object (``response``, ``error``) is understood too.
+Exit codes: 0 success, 1 error, 42 bad input, 53 turn limit.
+
+Sessions: ``--resume ID``. Gemini has no fork and no chosen session id headless;
+both are refused.
+
+Permissions: ``--approval-mode`` takes ``plan``, ``default``, ``auto_edit`` and
+``yolo``, the four kairos modes in order. Gemini has no flag that denies a
+tool or limits the agent to a list (its excludeTools live in settings files),
+so a request with tool lists is refused.
+
+Must not import the registry, the config module or the server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
+from kairosd.agents.common import (
+    AdapterSettings,
+    check_argv,
+    check_mode,
+    failure,
+    json_object,
+    json_objects,
+    last_line,
+    prompt_with_definition,
+    refuse_session_control,
+    refuse_tool_lists,
+    text_of,
+)
+
+NAME = "gemini"
+APPROVAL = {"plan": "plan", "default": "default", "acceptEdits": "auto_edit", "bypassPermissions": "yolo"}
+_EXIT_MEANING = {42: "bad input (prompt or arguments)", 53: "turn limit exceeded"}
+
+
+class GeminiAdapter:
+    name = NAME
+    supports_resume = True
+    features = frozenset({"resume"})
+
+    def __init__(self, settings: AdapterSettings | None = None) -> None:
+        self.settings = settings or AdapterSettings()
+        self.binary = self.settings.binary or NAME
+
+    def command(self, request: TurnRequest) -> Command:
+        refuse_session_control(NAME, request, fork=False, fixed_id=False)
+        refuse_tool_lists(NAME, request.permissions)
+        mode = APPROVAL[check_mode(NAME, request.permissions)]
+        argv = [self.binary, "--output-format", "stream-json", f"--approval-mode={mode}"]
+        model = request.model or self.settings.model
+        if model:
+            argv.append(f"--model={model}")
+        if request.resume_session:
+            argv.append(f"--resume={request.resume_session}")
+        argv += [*self.settings.extra_args, *request.extra_args]
+        argv.append(f"--prompt={prompt_with_definition(request)}")
+        return Command(check_argv(NAME, argv), env=dict(self.settings.env))
+
+    def progress(self, line: str) -> Progress | None:
+        event = json_object(line)
+        if event is None:
+            text = last_line(line)
+            return Progress(text=text) if text else None
+        kind = event.get("type")
+        if kind == "init":
+            return Progress(session_id=_session(event))
+        if kind == "tool_use":
+            params = event.get("parameters")
+            intent = last_line(text_of(params.get("description"))) if isinstance(params, dict) else None
+            return Progress(tool_call=text_of(event.get("tool_name")) or "tool", intent=intent)
+        if kind == "message" and event.get("role") == "assistant":
+            text = last_line(text_of(event.get("content")))
+            return Progress(text=text) if text else None
+        if kind in ("error", "result"):
+            text = last_line(_error_text(event))
+            return Progress(text=text) if text else None
+        return None
+
+    def result(self, stdout: str, stderr: str, exit_code: int) -> TurnOutcome:
+        session: str | None = None
+        chunks: list[str] = []  # assistant text since the last tool call
+        tool_calls = 0
+        final: dict[str, Any] | None = None
+        for event in json_objects(stdout):
+            kind = event.get("type")
+            if kind is None and ("response" in event or "error" in event):
+                final = event  # the single object of --output-format json
+            elif kind == "init":
+                session = _session(event) or session
+            elif kind == "message" and event.get("role") == "assistant":
+                chunks.append(text_of(event.get("content")) or "")
+            elif kind == "tool_use":
+                tool_calls += 1
+                chunks = []
+            elif kind == "result":
+                final = event
+        text = "".join(chunks).strip() or None
+        failed = False
+        if final is not None and final.get("type") is None:
+            text = text_of(final.get("response")) or text
+            failed = final.get("error") is not None
+        elif final is not None:
+            failed = final.get("status") == "error"
+        if exit_code != 0 or failed:
+            message = (_error_text(final) if final else None) or _EXIT_MEANING.get(exit_code) or "the run failed"
+            return failure(
+                NAME,
+                message,
+                exit_code=exit_code,
+                stderr=stderr,
+                output="" if final is not None else stdout,
+                session_id=session,
+                tool_calls=tool_calls,
+                final_text=text,
+            )
+        if final is None:
+            return failure(NAME, "no result in its output", stderr=stderr, output=stdout, session_id=session)
+        return TurnOutcome(ok=True, final_text=text, session_id=session, tool_calls=tool_calls)
+
+
+def _session(event: dict[str, Any]) -> str | None:
+    return text_of(event.get("session_id")) or text_of(event.get("sessionId"))
+
+
+def _error_text(event: dict[str, Any]) -> str | None:
+    error = event.get("error")
+    if isinstance(error, dict):
+        return text_of(error.get("message")) or text_of(error.get("type"))
+    return text_of(error) or text_of(event.get("message"))

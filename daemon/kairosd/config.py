@@ -1,0 +1,471 @@
+"""The user config file: ``<config dir>/config.toml`` (TOML, every section optional).
+
+The config dir is ``Paths.config_dir``: ``$KAIROS_HOME/config`` or
+``$XDG_CONFIG_HOME/kairos`` (``~/.config/kairos``). No file means the defaults
+below. Every key is checked: an unknown key, a wrong type or a value out of
+range is an error that names the file and the key (``limits.max_concurent``:
+a typo must not silently fall back to a default), and kairosd refuses to start
+on it. kairos never writes this file.
+
+Because the file names commands kairos runs (agent binaries, hooks, custom
+agents), it is refused when a group or other users can write it or its folder,
+or when another user (other than root) owns it.
+
+    [agents.claude]                 # also copilot, codex, gemini, opencode
+    enabled = true
+    binary = "/opt/claude/bin/claude"   # default: the name, looked up on kairosd's PATH
+    model = "sonnet"                # when a task names none
+    extra_args = ["--max-turns", "40"]
+    permission_mode = "default"     # the ceiling for tasks run by this CLI: plan, default,
+                                    # acceptEdits or bypassPermissions; a task only narrows it
+    allowed_tools = ["Read", "Grep"]    # optional ceiling on tools (the CLI's own names)
+    denied_tools = ["WebFetch"]
+    timeout = "30m"                 # per turn (default 1h); seconds or a duration (90s, 5m, 2h)
+    env = { CLAUDE_CONFIG_DIR = "/home/me/.claude-work" }
+
+    [custom.my-agent]               # a command template (see kairosd.agents.custom)
+    argv = ["my-agent", "--prompt", "{prompt}"]
+    resume_argv = ["my-agent", "--resume", "{session}", "--prompt", "{prompt}"]
+    output = "json"                 # text, json or jsonl
+    text_field = "result"
+    session_field = "session_id"
+
+    [limits]
+    max_concurrent = 4              # running work at once, 1..256   (env KAIROS_MAX_CONCURRENT)
+    max_depth = 5                   # task nesting, 0..64            (env KAIROS_MAX_DEPTH)
+    kill_grace = "10s"              # SIGTERM, then SIGKILL after this
+    keep_finished = 1000            # finished background tasks kept (the oldest are pruned)
+
+    [[hooks.task_completed]]        # task_created, task_completed, scheduled_task_fired,
+    argv = ["notify-send", "kairos"]    # scheduled_task_missed, scheduled_task_expired
+    timeout = "10s"                 # the event arrives as JSON on stdin
+    # (a single [hooks.NAME] table, or `NAME = ["argv", ...]`, work too)
+
+    [consolidation]                 # memory consolidation at session end (see kairosd.consolidation)
+    enabled = true                  # KAIROS_CONSOLIDATE=0 (kairosd's or the caller's) turns it off too
+    min_interval_minutes = 10       # at most one run per project this often (0: no limit)
+    min_user_turns = 3              # sessions with fewer human turns are not consolidated
+    mode = "offline"                # offline (no LLM, the default) or agent (the rem-agent definition)
+    agent_timeout = "5m"            # agent mode: the rem-agent turn's bound; offline is the fallback
+
+    [webhook]                       # webhook:URL targets (see kairosd.delivery.webhook)
+    secret_file = "~/.config/kairos/webhook.secret"  # the HMAC-SHA256 key (owner-only file), or:
+    # secret = "..."                # inline; then the config itself must be owner-only (chmod 600)
+    allow_non_loopback = false      # true: URLs may resolve to addresses other than loopback
+    timeout = "30s"                 # per delivery, all attempts together
+    attempt_timeout = "10s"         # per HTTP attempt
+    max_attempts = 5                # 5xx, 408, 429 and network errors are retried with backoff
+
+The environment overrides the file where the issue says so: ``KAIROS_MAX_CONCURRENT``
+and ``KAIROS_MAX_DEPTH`` (a bad value is an error naming the variable).
+
+Must not import the registry, the scheduler, the store or the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from kairosd.agents.base import Permissions
+from kairosd.agents.custom import OUTPUTS, template_errors
+from kairosd.errors import ConfigError, InvalidTimeError
+from kairosd.paths import Paths
+from kairosd.schedule.durations import parse_duration
+
+log = logging.getLogger(__name__)
+
+CONFIG_NAME = "config.toml"
+BUILTIN_AGENTS = ("claude", "copilot", "codex", "gemini", "opencode")
+HOOK_EVENTS = (
+    "task_created",
+    "task_completed",
+    "scheduled_task_fired",
+    "scheduled_task_missed",
+    "scheduled_task_expired",
+)
+MAX_CONCURRENT_LIMIT = 256
+MAX_DEPTH_LIMIT = 64
+ENV_OVERRIDES = {"KAIROS_MAX_CONCURRENT": "max_concurrent", "KAIROS_MAX_DEPTH": "max_depth"}
+AGENT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+MIN_SECRET_CHARS = 16
+MAX_SECRET_BYTES = 4096
+
+PermissionMode = Literal["plan", "default", "acceptEdits", "bypassPermissions"]
+
+
+def _seconds(value: Any) -> Any:
+    """A number of seconds, or a duration such as ``90s``, ``5m`` or ``1h30m``."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number of seconds or a duration such as 90s or 5m")
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except InvalidTimeError as exc:
+            raise ValueError(str(exc)) from None
+    return value
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class AgentConfig(_Section):
+    """One built-in agent CLI."""
+
+    enabled: bool = True
+    binary: NonEmpty | None = None
+    model: NonEmpty | None = None
+    extra_args: list[str] = Field(default_factory=list)
+    permission_mode: PermissionMode = "default"
+    allowed_tools: list[NonEmpty] | None = None
+    denied_tools: list[NonEmpty] = Field(default_factory=list)
+    timeout: Seconds = Field(default=3600.0, gt=0, le=7 * 86400)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    def ceiling(self) -> Permissions:
+        """The widest permissions a task run by this agent may have (a task only narrows them)."""
+        denied = frozenset(self.denied_tools)
+        allowed = None if self.allowed_tools is None else frozenset(self.allowed_tools) - denied
+        return Permissions(self.permission_mode, allowed, denied)
+
+
+class CustomAgentConfig(AgentConfig):
+    """A custom agent: a command template. ``binary`` is argv[0]; ``extra_args`` do not apply."""
+
+    argv: list[str] = Field(min_length=1)
+    resume_argv: list[str] | None = Field(default=None, min_length=1)
+    prompt_stdin: bool = False
+    output: Literal["text", "json", "jsonl"] = "text"
+    text_field: NonEmpty | None = None
+    session_field: NonEmpty | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> CustomAgentConfig:
+        problems = template_errors(self.argv) + template_errors(self.resume_argv or ())
+        if self.binary is not None or self.extra_args:
+            problems.append("binary and extra_args do not apply to a custom agent (write them into argv)")
+        if self.output != "text" and not self.text_field:
+            problems.append(f"output = {self.output!r} needs text_field (where the final text is)")
+        if self.output == "text" and (self.text_field or self.session_field):
+            problems.append(f"text_field and session_field need output = one of {', '.join(OUTPUTS[1:])}")
+        if not self.prompt_stdin and not any("{prompt}" in arg for arg in self.argv):
+            problems.append("argv has no {prompt}; add it or set prompt_stdin = true")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+class Agents(_Section):
+    claude: AgentConfig = AgentConfig()
+    copilot: AgentConfig = AgentConfig()
+    codex: AgentConfig = AgentConfig()
+    gemini: AgentConfig = AgentConfig()
+    opencode: AgentConfig = AgentConfig()
+
+
+class Limits(_Section):
+    max_concurrent: int = Field(default=4, ge=1, le=MAX_CONCURRENT_LIMIT)
+    max_depth: int = Field(default=5, ge=0, le=MAX_DEPTH_LIMIT)
+    kill_grace: Seconds = Field(default=10.0, gt=0, le=600)
+    keep_finished: int = Field(default=1000, ge=1, le=1_000_000)
+
+
+class HookCommand(_Section):
+    argv: list[NonEmpty] = Field(min_length=1)
+    timeout: Seconds = Field(default=10.0, gt=0, le=600)
+
+
+def _hook_list(value: Any) -> Any:
+    """Accept ``[[hooks.X]]`` (a list), ``[hooks.X]`` (one table) and ``X = ["argv", ...]``."""
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return [{"argv": value}]
+    return value
+
+
+HookList = Annotated[list[HookCommand], BeforeValidator(_hook_list)]
+
+
+class Hooks(_Section):
+    task_created: HookList = Field(default_factory=list)
+    task_completed: HookList = Field(default_factory=list)
+    scheduled_task_fired: HookList = Field(default_factory=list)
+    scheduled_task_missed: HookList = Field(default_factory=list)
+    scheduled_task_expired: HookList = Field(default_factory=list)
+
+    def for_event(self, event: str) -> list[HookCommand]:
+        if event not in HOOK_EVENTS:
+            raise ValueError(f"no such hook event: {event}")
+        commands: list[HookCommand] = getattr(self, event)
+        return commands
+
+    def as_specs(self) -> dict[str, list[tuple[list[str], float]]]:
+        """``{event: [(argv, timeout_s), ...]}`` for every event with a command (for the hook runner)."""
+        return {
+            event: [(list(c.argv), c.timeout) for c in self.for_event(event)]
+            for event in HOOK_EVENTS
+            if self.for_event(event)
+        }
+
+
+class ConsolidationConfig(_Section):
+    """``[consolidation]``: when a session's end distils it into the project's context board."""
+
+    enabled: bool = True
+    min_interval_minutes: float = Field(default=10.0, ge=0, le=7 * 24 * 60)
+    min_user_turns: int = Field(default=3, ge=0, le=1000)
+    mode: Literal["offline", "agent"] = "offline"
+    agent_timeout: Seconds = Field(default=300.0, gt=0, le=3600)
+
+
+class WebhookConfig(_Section):
+    """``[webhook]``: the signing key of webhook targets and where they may post.
+
+    kairos never sends an unsigned webhook: without a secret every webhook run
+    fails with a reason saying so. ``secret_file`` is read once, when the config
+    is loaded (a changed key needs a daemon restart).
+    """
+
+    secret: SecretStr | None = None
+    secret_file: NonEmpty | None = None
+    allow_non_loopback: bool = False
+    timeout: Seconds = Field(default=30.0, gt=0, le=3600)
+    attempt_timeout: Seconds = Field(default=10.0, gt=0, le=600)
+    max_attempts: int = Field(default=5, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _check(self) -> WebhookConfig:
+        if self.secret is not None and self.secret_file is not None:
+            raise ValueError("give secret or secret_file, not both")
+        if self.secret is not None:
+            _check_secret(self.secret.get_secret_value(), "secret")
+        return self
+
+    def secret_bytes(self) -> bytes | None:
+        """The signing key (after ``secret_file`` was read by :func:`load_config`), or None."""
+        return None if self.secret is None else self.secret.get_secret_value().encode("utf-8")
+
+
+def _check_secret(text: str, where: str) -> None:
+    if len(text) < MIN_SECRET_CHARS:
+        raise ValueError(
+            f"{where} must be at least {MIN_SECRET_CHARS} characters (make one with: openssl rand -hex 32)"
+        )
+
+
+class Config(_Section):
+    agents: Agents = Agents()
+    custom: dict[Annotated[str, Field(pattern=AGENT_NAME_PATTERN)], CustomAgentConfig] = Field(default_factory=dict)
+    limits: Limits = Limits()
+    hooks: Hooks = Hooks()
+    webhook: WebhookConfig = WebhookConfig()
+    consolidation: ConsolidationConfig = ConsolidationConfig()
+    _path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def path(self) -> Path | None:
+        """The file it was read from; None for the defaults (no file)."""
+        return self._path
+
+    @field_validator("custom")
+    @classmethod
+    def _no_shadowing(cls, value: dict[str, CustomAgentConfig]) -> dict[str, CustomAgentConfig]:
+        for name in value:
+            if name in BUILTIN_AGENTS:
+                raise ValueError(f"{name!r} is a built-in agent; give the custom agent another name")
+        return value
+
+    def agent(self, name: str) -> AgentConfig:
+        """The settings of a built-in or custom agent (KeyError if there is none)."""
+        if name in BUILTIN_AGENTS:
+            config: AgentConfig = getattr(self.agents, name)
+            return config
+        return self.custom[name]
+
+    def agent_names(self, *, enabled_only: bool = True) -> list[str]:
+        names = [*BUILTIN_AGENTS, *sorted(self.custom)]
+        return [n for n in names if self.agent(n).enabled or not enabled_only]
+
+    def timeout_s(self, name: str) -> float:
+        return self.agent(name).timeout
+
+    def ceiling(self, name: str) -> Permissions:
+        return self.agent(name).ceiling()
+
+
+def config_path(paths: Paths) -> Path:
+    return paths.config_dir / CONFIG_NAME
+
+
+def load_config(paths: Paths, environ: Mapping[str, str] | None = None) -> Config:
+    """The user's config (defaults when there is no file), with the environment's overrides.
+
+    Raises ConfigError, naming the file and the key, for anything it cannot use.
+    """
+    env = os.environ if environ is None else environ
+    path = config_path(paths)
+    data = _read(path)
+    if data is None:
+        config = Config()
+    else:
+        config = _validate(data, str(path))
+        config._path = path
+        config = _with_webhook_secret(config, path)
+    return _with_env(config, env)
+
+
+def _with_webhook_secret(config: Config, path: Path) -> Config:
+    """Check where the webhook key lives, and read ``secret_file`` into ``webhook.secret``.
+
+    A key is only as secret as the file it sits in: an inline ``secret`` needs a
+    config that only its owner can read, and ``secret_file`` an owner-only file.
+    """
+    hook = config.webhook
+    if hook.secret is not None:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if mode & 0o077:
+            raise ConfigError(
+                f"{path}: webhook.secret is in a file others can read (mode {mode:o}); chmod 600 {path}, "
+                "or move the key to a file named by webhook.secret_file"
+            )
+        return config
+    if hook.secret_file is None:
+        return config
+    secret_path = Path(os.path.expanduser(hook.secret_file))
+    if not secret_path.is_absolute():
+        secret_path = path.parent / secret_path
+    try:
+        with secret_path.open("rb") as file:
+            st = os.fstat(file.fileno())
+            raw = file.read(MAX_SECRET_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: webhook.secret_file {secret_path}: {exc.strerror or exc}") from None
+    if st.st_uid != os.getuid():
+        raise ConfigError(f"{path}: webhook.secret_file {secret_path} belongs to another user (uid {st.st_uid})")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise ConfigError(
+            f"{path}: webhook.secret_file {secret_path} can be read or written by others (mode {mode:o}); "
+            f"chmod 600 {secret_path}"
+        )
+    try:
+        text = raw.decode("utf-8").strip()  # a trailing newline from `echo` or an editor is not part of the key
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: webhook.secret_file {secret_path} is not UTF-8 text") from None
+    if len(raw) > MAX_SECRET_BYTES:
+        raise ConfigError(f"{path}: webhook.secret_file {secret_path} is larger than {MAX_SECRET_BYTES} bytes")
+    try:
+        _check_secret(text, f"webhook.secret_file {secret_path}")
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    webhook = hook.model_copy(update={"secret": SecretStr(text)})
+    return config.model_copy(update={"webhook": webhook})
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        file = path.open("rb")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with file:
+        # fstat: the file actually opened (a symlink's target), so it cannot be swapped in between.
+        _check_safe(path, os.fstat(file.fileno()))
+        folders = {path.parent, path.resolve().parent}
+        for folder in sorted(folders):
+            _check_safe(folder, os.stat(folder), folder=True)
+        raw = file.read()
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+
+
+def _check_safe(path: Path, st: os.stat_result, *, folder: bool = False) -> None:
+    """Refuse a file (or its folder) that someone other than the user could change."""
+    what = "folder" if folder else "file"
+    if st.st_uid not in (os.getuid(), 0):
+        raise ConfigError(
+            f"{path}: this {what} belongs to another user (uid {st.st_uid}); the config names commands kairos "
+            "runs, so it must be yours"
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if folder and mode & stat.S_ISVTX:
+        return  # a sticky folder (like /tmp): others cannot replace our file in it
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = "others" if mode & stat.S_IWOTH else "its group"
+        raise ConfigError(
+            f"{path}: this {what} is writable by {who} (mode {mode:o}); the config names commands kairos runs, "
+            f"so kairos refuses it. Fix it with: chmod go-w {path}"
+        )
+
+
+def _validate(data: dict[str, Any], source: str) -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc)}") from None
+
+
+def _describe(exc: ValidationError) -> str:
+    """Every problem, each as ``key.path: what is wrong`` (pydantic's own words, shortened)."""
+    problems = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"] if not str(part).startswith("function-")]
+        message = error["msg"]
+        if loc and loc[-1] == "[key]":
+            loc = loc[:-1]
+            message = "not a valid agent name (letters, digits, '.', '_' and '-'; at most 64)"
+        key = ".".join(loc)
+        if error["type"] == "extra_forbidden":
+            message = "unknown key (check the spelling)"
+        message = message.removeprefix("Value error, ")
+        problems.append(f"{key}: {message}" if key else message)
+    # One line per problem would be unreadable in a log; the first few say enough.
+    shown = problems[:5]
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return "; ".join(shown) + more
+
+
+def _with_env(config: Config, environ: Mapping[str, str]) -> Config:
+    updates: dict[str, int] = {}
+    for var, key in ENV_OVERRIDES.items():
+        raw = environ.get(var, "").strip()
+        if not raw:
+            continue
+        field = Limits.model_fields[key]
+        low = next(m.ge for m in field.metadata if hasattr(m, "ge"))
+        high = next(m.le for m in field.metadata if hasattr(m, "le"))
+        if not raw.isdigit() or not low <= int(raw) <= high:
+            raise ConfigError(f"{var} must be a whole number from {low} to {high}, not {raw!r}")
+        updates[key] = int(raw)
+    if not updates:
+        return config
+    limits = config.limits.model_copy(update=updates)
+    return config.model_copy(update={"limits": limits})

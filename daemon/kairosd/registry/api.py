@@ -1,0 +1,183 @@
+"""HTTP routes of the background task registry, registered through :meth:`kairosd.api.Api.add_routes`.
+
+    GET    /v1/registry?status=S&parent=ID       list (newest first, without turn history)
+    POST   /v1/registry                          start (body: see :func:`parse_start`)
+    GET    /v1/registry/{id}                     one task with its turns
+    GET    /v1/registry/{id}/wait?timeout=S&since_turn=N   long-poll (at most REGISTRY_MAX_WAIT_S)
+    GET    /v1/registry/{id}/logs?offset=N       a chunk of the log; &follow=1 streams JSON lines
+    POST   /v1/registry/{id}/cancel              cancel it and its descendants
+    POST   /v1/registry/{id}/send                body {"message": TEXT}: a follow-up turn
+    POST   /v1/registry/{id}/close               end an idle multi-turn task (completed)
+
+Request parsing lives here; every decision is the registry's.
+
+Must not import the scheduler, the store or the CLI.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from kairosd.api import Handler
+from kairosd.errors import UsageError
+from kairosd.protocol import REGISTRY_MAX_WAIT_S
+from kairosd.registry.model import ExecutionMode, PermissionSet, TaskKind, TaskStatus, view
+from kairosd.registry.registry import Registry, StartSpec
+from kairosd.registry.tasklog import read_chunk
+from kairosd.server import Request, Response, StreamResponse
+
+START_FIELDS = frozenset(
+    {
+        "kind", "agent", "argv", "prompt", "cwd", "session", "model", "mode", "parent_id", "parent_depth",
+        "permissions", "timeout_s",
+    }
+)  # fmt: skip
+STARTABLE_KINDS = (TaskKind.AGENT, TaskKind.SHELL)  # fire and consolidation are started by kairosd itself
+DEFAULT_WAIT_S = 30.0
+_E = TypeVar("_E", TaskKind, TaskStatus, ExecutionMode)
+
+
+def registry_routes(registry: Registry) -> list[tuple[str, dict[str, Handler]]]:
+    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.Api.add_routes`."""
+    routes = _Routes(registry)
+    task = r"/registry/(?P<id>[^/]+)"
+    return [
+        ("/registry", {"GET": routes.index, "POST": routes.start}),
+        (task, {"GET": routes.show}),
+        (task + "/wait", {"GET": routes.wait}),
+        (task + "/logs", {"GET": routes.logs}),
+        (task + "/cancel", {"POST": routes.cancel}),
+        (task + "/send", {"POST": routes.send}),
+        (task + "/close", {"POST": routes.close}),
+    ]
+
+
+class _Routes:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    async def index(self, req: Request, m: re.Match[str]) -> Response:
+        status = _enum(TaskStatus, req.query.get("status"), "status")
+        parent = req.query.get("parent") or None
+        records = self.registry.list_tasks(status)
+        if parent is not None:
+            records = [r for r in records if r.parent_id == parent]
+        return Response(200, {"tasks": [view(r, turns=False) for r in records], "registry": self.registry.status()})
+
+    async def start(self, req: Request, m: re.Match[str]) -> Response:
+        record = await self.registry.start(parse_start(req.body))
+        return Response(201, {"task": view(record)})
+
+    async def show(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": view(self.registry.get(m["id"]))})
+
+    async def wait(self, req: Request, m: re.Match[str]) -> Response:
+        timeout = _number(req.query.get("timeout"), "timeout", DEFAULT_WAIT_S, 0, REGISTRY_MAX_WAIT_S)
+        since = req.query.get("since_turn")
+        since_turn = int(_number(since, "since_turn", 0, 0, 1_000_000)) if since not in (None, "") else None
+        record, timed_out = await self.registry.wait(m["id"], timeout, since_turn)
+        return Response(200, {"task": view(record), "timed_out": timed_out})
+
+    async def logs(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
+        record = self.registry.get(m["id"])  # a 404 before any stream starts
+        if req.query.get("follow", "").lower() in ("1", "true", "yes"):
+            return StreamResponse(self.registry.follow(record.id))
+        offset = int(_number(req.query.get("offset"), "offset", 0, 0, 1 << 50))
+        text, next_offset, size = read_chunk(self.registry.log_path(record.id), offset)
+        body = {"text": text, "offset": offset, "next_offset": next_offset, "size": size, "status": record.status.value}
+        return Response(200, body)
+
+    async def cancel(self, req: Request, m: re.Match[str]) -> Response:
+        cancelled = await self.registry.cancel(m["id"])
+        return Response(200, {"task": view(cancelled[0]), "cancelled": [r.id for r in cancelled]})
+
+    async def send(self, req: Request, m: re.Match[str]) -> Response:
+        body = _object(req.body)
+        message = body.get("message")
+        if not isinstance(message, str):
+            raise UsageError('give {"message": "<the follow-up prompt>"}')
+        return Response(202, {"task": view(await self.registry.send(m["id"], message))})
+
+    async def close(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": view(await self.registry.close(m["id"]))})
+
+
+def parse_start(body: Any) -> StartSpec:
+    """The start request as a :class:`StartSpec`; UsageError for anything malformed."""
+    body = _object(body)
+    unknown = set(body) - START_FIELDS
+    if unknown:
+        raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
+    kind = _enum(TaskKind, body.get("kind"), "kind") or TaskKind.AGENT
+    if kind not in STARTABLE_KINDS:
+        raise UsageError(f"kind must be one of {', '.join(k.value for k in STARTABLE_KINDS)}")
+    for key in ("agent", "prompt", "cwd", "session", "model", "parent_id"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            raise UsageError(f"{key} must be a string")
+    argv = body.get("argv")
+    if argv is not None and (not isinstance(argv, list) or not all(isinstance(a, str) for a in argv)):
+        raise UsageError("argv must be a list of strings")
+    depth = body.get("parent_depth")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
+        raise UsageError("parent_depth must be a whole number, 0 or more")
+    timeout = body.get("timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+        raise UsageError("timeout_s must be a number of seconds")
+    permissions = None
+    if body.get("permissions") is not None:
+        if not isinstance(body["permissions"], dict):
+            raise UsageError('permissions must be an object such as {"mode": "plan", "denied_tools": ["Bash"]}')
+        try:
+            permissions = PermissionSet.model_validate(body["permissions"]).to_permissions()
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise UsageError(
+                f"permissions.{where}: {first.get('msg', 'invalid')}".replace("Value error, ", "")
+            ) from None
+    return StartSpec(
+        kind=kind,
+        prompt=body.get("prompt") or "",
+        agent=body.get("agent"),
+        argv=argv,
+        cwd=body.get("cwd"),
+        session=body.get("session"),
+        model=body.get("model"),
+        mode=_enum(ExecutionMode, body.get("mode"), "mode") or ExecutionMode.BACKGROUND,
+        parent_id=body.get("parent_id") or None,
+        parent_depth=depth,
+        permissions=permissions,
+        timeout_s=float(timeout) if timeout is not None else None,
+    )
+
+
+def _object(body: Any) -> dict[str, Any]:
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise UsageError("the request body must be a JSON object")
+    return body
+
+
+def _enum(kind: type[_E], raw: Any, name: str) -> _E | None:
+    if raw in (None, ""):
+        return None
+    try:
+        return kind(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be one of {', '.join(v.value for v in kind)}, not {raw!r}") from None
+
+
+def _number(raw: str | None, name: str, default: float, low: float, high: float) -> float:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be a number, not {raw!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be from {low:g} to {high:g}")
+    return value

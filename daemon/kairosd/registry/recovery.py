@@ -1,0 +1,70 @@
+"""Start-up recovery of the registry: what a record left ``running`` by a dead daemon becomes, its
+leftover process group, and which finished records are old enough to prune.
+
+Must not import the registry's state, the scheduler or the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from datetime import datetime
+from typing import Any
+
+import psutil
+
+from kairosd.procgroup import group_alive, terminate_group
+from kairosd.registry.model import TaskRecord, TaskStatus
+from kairosd.registry.persist import RecordStore
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_ERROR = "kairosd stopped while it was running; it was not re-run"
+
+
+def interrupted_changes(record: TaskRecord, now: datetime) -> dict[str, Any]:
+    """A ``running`` record of a dead daemon becomes ``interrupted``; its open turn ends failed."""
+    turns = list(record.turns)
+    if turns and turns[-1].finished_at is None:
+        error = "kairosd stopped while this turn " + ("waited for a slot" if record.queued else "ran")
+        turns[-1] = turns[-1].model_copy(update={"finished_at": now, "ok": False, "error": error})
+    return {
+        "status": TaskStatus.INTERRUPTED,
+        "queued": False,
+        "turns": turns,
+        "pid": None,
+        "pid_started": None,
+        "error": INTERRUPTED_ERROR,
+    }
+
+
+async def stop_leftover(record: TaskRecord, grace_s: float) -> None:
+    """Stop the process group a dead daemon's turn left, if that very process still runs.
+
+    The pid must still lead its own group and have the recorded start time, so a reused pid
+    (someone else's process) is never signalled.
+    """
+    pid = record.pid
+    if pid is None or record.pid_started is None:
+        return
+    try:
+        same = abs(psutil.Process(pid).create_time() - record.pid_started) < 0.01 and os.getpgid(pid) == pid
+    except (psutil.Error, ProcessLookupError, PermissionError):
+        return  # gone, or not ours
+    if same and group_alive(pid):
+        log.warning("task %s: stopping process group %d left by the previous kairosd", record.id, pid)
+        await terminate_group(pid, grace_s)
+
+
+def excess_finished(records: list[TaskRecord], keep: int) -> list[TaskRecord]:
+    """The oldest terminal records beyond the newest ``keep``."""
+    finished = sorted((r for r in records if r.terminal), key=lambda r: (r.finished_at or r.updated_at, r.id))
+    return finished[: max(0, len(finished) - keep)]
+
+
+def remove_record(store: RecordStore, record: TaskRecord) -> None:
+    """Delete a record's file and its log (blocking I/O)."""
+    store.delete(record.id)
+    with contextlib.suppress(OSError):
+        os.unlink(record.log_path)

@@ -1,0 +1,105 @@
+"""What the composition root calls to add the background task registry to kairosd.
+
+    parts = build_registry(paths, clock, events, config.limits.model_dump(), adapter_for, hooks, ...)
+    deliveries.update(parts.deliveries)     # before the Scheduler is built: the "agent" target
+    await parts.start()                     # before the scheduler starts: recover, then hooks listen
+    api.add_routes(parts.routes)
+    ...
+    await parts.stop()                      # at shutdown, after the server closed, before scheduler.shutdown
+
+Files: records in ``<state dir>/registry/<id>.json``, logs in ``<data dir>/tasks/<id>.log``.
+
+Must not import the scheduler, the store, the server's internals or the daemon module.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NamedTuple
+
+from kairosd.api import Handler
+from kairosd.clock import Clock
+from kairosd.delivery.agent import AgentDelivery
+from kairosd.delivery.base import Delivery
+from kairosd.events import EventBus
+from kairosd.lifecycle import HookConfig, LifecycleHooks
+from kairosd.paths import Paths
+from kairosd.registry.api import registry_routes
+from kairosd.registry.limits import resolve_limits
+from kairosd.registry.model import view
+from kairosd.registry.persist import RecordStore
+from kairosd.registry.registry import AdapterFor, PolicyFor, Registry
+
+log = logging.getLogger(__name__)
+
+
+class RegistryParts(NamedTuple):
+    registry: Registry
+    routes: list[tuple[str, dict[str, Handler]]]
+    deliveries: dict[str, Delivery]
+    start: Callable[[], Awaitable[None]]
+    stop: Callable[[], Awaitable[None]]
+    hooks: LifecycleHooks
+
+
+def build_registry(
+    paths: Paths,
+    clock: Clock,
+    events: EventBus,
+    config_limits: Mapping[str, Any] | None,
+    adapter_for: AdapterFor,
+    hooks: HookConfig,
+    *,
+    policy_for: PolicyFor | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> RegistryParts:
+    """Build the registry, its routes, the ``agent`` delivery target and the lifecycle hooks.
+
+    ``config_limits`` is the ``[limits]`` table as a mapping (``max_concurrent``,
+    ``max_depth``, ``kill_grace``, ...); ``KAIROS_MAX_CONCURRENT`` and
+    ``KAIROS_MAX_DEPTH`` in ``environ`` win over it. ``hooks`` maps an event name to
+    ``(argv, timeout_s)`` or a list of them. ``policy_for`` gives an agent's
+    configured permission ceiling and default turn timeout. Raises UsageError for a
+    bad limit and ValueError for a bad hook, before anything runs.
+    """
+    limits = resolve_limits(config_limits, os.environ if environ is None else environ)
+    registry = Registry(
+        RecordStore(paths.state_dir / "registry"),
+        paths.data_dir / "tasks",
+        clock,
+        events,
+        adapter_for,
+        limits,
+        environ=environ,
+        policy_for=policy_for,
+    )
+
+    def lookup(task_id: str) -> dict[str, Any] | None:
+        try:
+            return view(registry.get(task_id), turns=False)
+        except LookupError:
+            return None
+
+    lifecycle = LifecycleHooks(events, hooks, environ=environ, lookup=lookup, kill_grace_s=limits.kill_grace_s)
+
+    async def start() -> None:
+        lifecycle.start()  # first: hooks hear everything the registry publishes from here on
+        interrupted = await registry.recover()
+        if interrupted:
+            log.warning("%d background task(s) were interrupted by the previous stop", len(interrupted))
+        log.info(
+            "background task registry: %d record(s), at most %d running, depth limit %d, hooks for %s",
+            len(registry.list_tasks()),
+            limits.max_concurrent,
+            limits.max_depth,
+            ", ".join(lifecycle.configured) or "no events",
+        )
+
+    async def stop() -> None:
+        await registry.stop()
+        await lifecycle.stop()
+
+    deliveries: dict[str, Delivery] = {"agent": AgentDelivery(registry, clock)}
+    return RegistryParts(registry, registry_routes(registry), deliveries, start, stop, lifecycle)

@@ -1,0 +1,360 @@
+"""`kairos task ...` and `kairos add --agent` against a fake kairosd (the stub server of test_cli_verbs):
+what each verb sends, what it prints, and its exit code."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cli_verbs import FakeDaemon, Recorded, Stream
+
+from kairos.app import run
+
+TASK_ID = "t0a1b2c3d4e"
+
+
+@pytest.fixture
+def home(monkeypatch) -> Iterator[Path]:
+    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
+    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="k"))
+    monkeypatch.setenv("KAIROS_HOME", str(root))
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("KAIROS_TASK_ID", raising=False)
+    monkeypatch.delenv("KAIROS_TASK_DEPTH", raising=False)
+    monkeypatch.chdir(root)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def fake(home) -> Iterator[FakeDaemon]:
+    daemon = FakeDaemon(home)
+    daemon.start()
+    yield daemon
+    daemon.stop()
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = run(["task", *argv])
+    except SystemExit as exc:  # argparse's own usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _task(**over: Any) -> dict[str, Any]:
+    task: dict[str, Any] = {
+        "id": TASK_ID,
+        "kind": "agent",
+        "agent": "claude",
+        "argv": None,
+        "prompt": "fix the build",
+        "status": "running",
+        "queued": False,
+        "depth": 0,
+        "parent_id": None,
+        "cwd": "/src/app",
+        "session": None,
+        "model": None,
+        "mode": "background",
+        "multi_turn": True,
+        "permissions": {"mode": "default", "allowed_tools": None, "denied_tools": []},
+        "progress": {"tool_calls": 2, "intent": "reading the logs", "last_line": "looking at CI"},
+        "turns": [{"number": 1, "prompt": "fix the build", "finished_at": None, "ok": None, "error": None}],
+        "turns_done": 0,
+        "response": None,
+        "error": None,
+        "exit_code": None,
+        "log_path": "/data/tasks/t0a1b2c3d4e.log",
+        "created_at": "2026-11-20T08:00:00+00:00",
+        "finished_at": None,
+    }
+    task.update(over)
+    return task
+
+
+def _settled(**over: Any) -> tuple[int, dict[str, Any]]:
+    return 200, {"task": _task(status="idle", turns_done=1, response="fixed it", **over), "timed_out": False}
+
+
+# ---- start ---------------------------------------------------------------------
+
+
+def test_start_agent_sends_prompt_cwd_and_options(fake, capsys, home):
+    """--agent NAME PROMPT... sends kind agent, the joined prompt, an absolute cwd and every option."""
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task()})
+    code, out, err = _run(
+        capsys, "start", "fix", "--agent", "claude", "the", "build", "--cwd", "sub", "--model", "opus",
+        "--session", "work", "--timeout", "600", "--permission-mode", "plan", "--deny-tool", "Bash",
+        "--allow-tool", "Read", "--allow-tool", "Grep",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out == f"started {TASK_ID} (agent: claude, depth 0)\n"
+    (req,) = fake.sent("POST", "/v1/registry")
+    assert req.body == {
+        "kind": "agent",
+        "agent": "claude",
+        "prompt": "fix the build",
+        "cwd": str(home / "sub"),
+        "model": "opus",
+        "session": "work",
+        "timeout_s": 600.0,
+        "permissions": {"mode": "plan", "allowed_tools": ["Grep", "Read"], "denied_tools": ["Bash"]},
+        "mode": "background",
+    }
+
+
+def test_start_shell_takes_the_command_after_dashes(fake, capsys, home):
+    """--shell: everything after -- is the argv (its options untouched); words before it are stdin."""
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task(kind="shell", agent=None, argv=["wc", "-c"])})
+    code, out, _ = _run(capsys, "start", "--shell", "some", "input", "--", "wc", "-c", "--json-x")
+    assert code == 0
+    assert out == f"started {TASK_ID} (shell: wc -c, depth 0)\n"
+    (req,) = fake.sent("POST", "/v1/registry")
+    assert req.body == {
+        "kind": "shell",
+        "argv": ["wc", "-c", "--json-x"],
+        "prompt": "some input",
+        "cwd": str(home),
+        "mode": "background",
+    }
+
+
+def test_start_inside_a_task_sends_its_parent(fake, capsys, monkeypatch):
+    """KAIROS_TASK_ID and KAIROS_TASK_DEPTH in the environment make the new task a child."""
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task(parent_id="t9999999999", depth=3)})
+    monkeypatch.setenv("KAIROS_TASK_ID", "t9999999999")
+    monkeypatch.setenv("KAIROS_TASK_DEPTH", "2")
+    code, out, _ = _run(capsys, "start", "--agent", "codex", "sub-task")
+    assert (code, out) == (0, f"started {TASK_ID} (agent: claude, depth 3)\n")
+    (req,) = fake.sent("POST", "/v1/registry")
+    assert (req.body["parent_id"], req.body["parent_depth"]) == ("t9999999999", 2)
+
+
+def test_start_wait_long_polls_until_the_turn_ends(fake, capsys):
+    """--wait sends mode sync, then long-polls /wait until it is not timed out; prints the response."""
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task()})
+    answers = iter([(200, {"task": _task(), "timed_out": True}), _settled()])
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = lambda req: next(answers)
+    code, out, err = _run(capsys, "start", "--agent", "claude", "--wait", "go")
+    assert (code, err) == (0, "")
+    assert out == f"{TASK_ID} idle after turn 1\nfixed it\n"
+    assert fake.sent("POST", "/v1/registry")[0].body["mode"] == "sync"
+    polls = fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")
+    assert [p.query for p in polls] == [{"timeout": "60.000"}] * 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["start", "hi"], "one of the arguments --agent --shell is required"),
+        (["start", "--agent", "claude"], "give a prompt"),
+        (["start", "--shell", "input"], "--shell needs the command after --"),
+        (["start", "--agent", "claude", "hi", "--", "ls"], "a command after -- goes with --shell"),
+        (["start", "--agent", "claude", "hi", "--timeout", "0"], "--timeout must be more than 0"),
+        (["wait", TASK_ID, "--timeout", "-1"], "--timeout must be 0 or more"),
+        (["list", "--status", "sleeping"], "invalid choice: 'sleeping'"),
+    ],
+)
+def test_usage_errors_exit_2(fake, capsys, argv, message):
+    """Bad arguments exit 2 with the reason on stderr and send nothing."""
+    code, _, err = _run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert fake.requests == []
+
+
+def test_no_daemon_exits_3(home, capsys):
+    """Without kairosd every task verb exits 3 with the start hint."""
+    code, _, err = _run(capsys, "list")
+    assert code == 3
+    assert "kairos daemon start" in err
+
+
+def test_bare_task_prints_help_and_exits_2(home, capsys):
+    """`kairos task` alone lists its commands."""
+    code, out, _ = _run(capsys)
+    assert code == 2
+    assert "start" in out
+    assert "cancel" in out
+
+
+# ---- list / show -------------------------------------------------------------------
+
+
+def test_list_table_and_status_filter(fake, capsys):
+    """list prints a table newest first and passes --status; --json prints the document."""
+    tasks = [
+        _task(status="running", queued=True),
+        _task(id="t1111111111", kind="shell", agent=None, argv=["make", "test"], status="failed", turns_done=1),
+    ]
+    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": tasks, "registry": {}})
+    code, out, _ = _run(capsys, "list", "--status", "running")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"]
+    assert lines[1].startswith(f"{TASK_ID}  running (queued)  agent: claude")
+    assert "shell: make test" in lines[2]
+    assert fake.requests[0].query == {"status": "running"}
+    code, out, _ = _run(capsys, "ls", "--json")
+    assert json.loads(out)["tasks"][1]["id"] == "t1111111111"
+
+
+def test_list_empty(fake, capsys):
+    """No tasks: a friendly line."""
+    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": [], "registry": {}})
+    assert _run(capsys, "list") == (0, "no background tasks\n", "")
+
+
+def test_show_prints_fields_turns_and_response(fake, capsys):
+    """show: status, what, parent and depth, permissions, progress, each turn, the response."""
+    task = _task(
+        status="idle",
+        parent_id="t9999999999",
+        depth=1,
+        permissions={"mode": "plan", "allowed_tools": ["Read"], "denied_tools": ["Bash"]},
+        turns=[{"number": 1, "prompt": "fix the build", "finished_at": "x", "ok": True, "error": None}],
+        response="fixed it\nin two places",
+    )
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}")] = (200, {"task": task})
+    code, out, _ = _run(capsys, "show", TASK_ID)
+    assert code == 0
+    assert f"id:          {TASK_ID}" in out
+    assert "parent:      t9999999999 (depth 1)" in out
+    assert "permissions: plan; allowed: Read; denied: Bash" in out
+    assert "progress:    2 tool call(s); reading the logs" in out
+    assert "turn 1 (ok): fix the build" in out
+    assert out.endswith("response:\n  fixed it\n  in two places\n")
+
+
+# ---- wait / logs / cancel / send / close ------------------------------------------------
+
+
+def test_wait_exit_codes(fake, capsys):
+    """wait exits 0 when the task ended idle or completed, 1 when it failed; --since-turn is passed on."""
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = _settled()
+    code, out, _ = _run(capsys, "wait", TASK_ID, "--since-turn", "0", "--timeout", "5")
+    assert (code, out) == (0, f"{TASK_ID} idle after turn 1\nfixed it\n")
+    (req,) = fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")
+    assert req.query["since_turn"] == "0"
+    assert 4 < float(req.query["timeout"]) <= 5
+    failed = {"task": _task(status="failed", turns_done=1, error="exit code 2"), "timed_out": False}
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = (200, failed)
+    assert _run(capsys, "wait", TASK_ID) == (1, f"{TASK_ID} failed after turn 1: exit code 2\n", "")
+
+
+def test_wait_timeout_is_one_poll_and_exit_1(fake, capsys):
+    """--timeout 0 polls once with timeout 0 and reports the task still running."""
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = (200, {"task": _task(), "timed_out": True})
+    code, out, err = _run(capsys, "wait", TASK_ID, "--timeout", "0")
+    assert (code, out) == (1, "")
+    assert err == f"kairos: task {TASK_ID} is still running (timed out waiting)\n"
+    assert [r.query["timeout"] for r in fake.requests] == ["0.000"]
+
+
+def test_logs_reads_every_chunk(fake, capsys):
+    """logs follows next_offset until the end of the file."""
+
+    def chunk(req: Recorded) -> tuple[int, Any]:
+        offset = int(req.query.get("offset", "0"))
+        text = "first line\n" if offset == 0 else "second line\n"
+        return 200, {"text": text, "offset": offset, "next_offset": offset + len(text), "size": 23, "status": "idle"}
+
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/logs")] = chunk
+    assert _run(capsys, "logs", TASK_ID) == (0, "first line\nsecond line\n", "")
+    assert [r.query["offset"] for r in fake.requests] == ["0", "11"]
+
+
+def test_logs_follow_prints_lines_until_the_end_marker(fake, capsys):
+    """-f streams the lines; the end marker prints nothing; --json prints each item."""
+    items = [{"seq": 0, "line": "a"}, {"seq": 1, "line": "b"}, {"end": True, "status": "completed"}]
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/logs")] = Stream(items)
+    assert _run(capsys, "logs", "-f", TASK_ID) == (0, "a\nb\n", "")
+    assert fake.requests[0].query == {"follow": "1"}
+    _, out, _ = _run(capsys, "logs", "-f", "--json", TASK_ID)
+    assert [json.loads(line) for line in out.splitlines()] == items
+
+
+def test_cancel_names_descendants_and_refusal_exits_1(fake, capsys):
+    """cancel prints what it cancelled; a terminal task's conflict is exit 1 with the daemon's message."""
+    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = (
+        200, {"task": _task(status="cancelled"), "cancelled": [TASK_ID, "t2222222222"]},
+    )  # fmt: skip
+    assert _run(capsys, "cancel", TASK_ID) == (0, f"cancelled {TASK_ID} and 1 descendant(s): t2222222222\n", "")
+    conflict = {"error": {"code": "conflict", "message": f"task {TASK_ID} is already completed; nothing to cancel"}}
+    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = (409, conflict)
+    code, _, err = _run(capsys, "cancel", TASK_ID)
+    assert (code, err) == (1, f"kairos: task {TASK_ID} is already completed; nothing to cancel\n")
+
+
+def test_send_and_close(fake, capsys, monkeypatch):
+    """send posts the message (or stdin for '-'); --wait waits for the turn; close prints the new status."""
+    turns = [{"number": 1}, {"number": 2}]
+    fake.routes[("POST", f"/v1/registry/{TASK_ID}/send")] = (202, {"task": _task(turns=turns)})
+    assert _run(capsys, "send", TASK_ID, "add", "a", "test") == (0, f"sent turn 2 to {TASK_ID}\n", "")
+    assert fake.sent("POST", f"/v1/registry/{TASK_ID}/send")[0].body == {"message": "add a test"}
+    monkeypatch.setattr(sys, "stdin", io.StringIO("from stdin\n"))
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = _settled()
+    code, out, _ = _run(capsys, "send", "--wait", TASK_ID, "-")
+    assert (code, out) == (0, f"{TASK_ID} idle after turn 1\nfixed it\n")
+    assert fake.sent("POST", f"/v1/registry/{TASK_ID}/send")[1].body == {"message": "from stdin\n"}
+    fake.routes[("POST", f"/v1/registry/{TASK_ID}/close")] = (200, {"task": _task(status="completed")})
+    assert _run(capsys, "close", TASK_ID) == (0, f"closed {TASK_ID} (completed)\n", "")
+
+
+# ---- kairos add --agent ----------------------------------------------------------------------
+
+
+def _add(fake: FakeDaemon, capsys, *argv: str) -> tuple[int, str, dict[str, Any] | None]:
+    task = {"id": "3f2a9c1d", "cron": None, "tz": "UTC", "explanation": "once", "next_fires": [], "target": {}}
+    fake.routes[("POST", "/v1/tasks")] = (201, {"task": task})
+    try:
+        code = run(["add", *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    _, err = capsys.readouterr()
+    sent = fake.sent("POST", "/v1/tasks")
+    return code, err, sent[-1].body if sent else None
+
+
+def test_add_agent_target(fake, capsys, home):
+    """--agent NAME implies the agent target; --model, --cwd (absolute) and --timeout go with it."""
+    code, err, body = _add(fake, capsys, "--every", "1d", "--agent", "claude", "--model", "opus", "--cwd", "app",
+                           "--timeout", "900", "triage the issues")  # fmt: skip
+    assert (code, err) == (0, "")
+    assert body is not None
+    assert body["target"] == {
+        "kind": "agent",
+        "agent": "claude",
+        "model": "opus",
+        "cwd": str(home / "app"),
+        "timeout_s": 900.0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--target", "agent"], "--target agent needs --agent NAME"),
+        (["--agent", "claude", "--cmd", "ls"], "give --cmd (a shell target) or --agent (an agent target), not both"),
+        (["--target", "agent", "--cmd", "ls"], "--cmd is for the shell target"),
+        (["--agent", "claude", "--session", "s"], "--session is for the inbox target; the agent target has none"),
+        (["--target", "inbox", "--model", "m"], "--model only go(es) with --target shell or agent"),
+        (["--cmd", "ls", "--model", "m"], "--model only go(es) with --target agent"),
+    ],
+)
+def test_add_agent_target_usage_errors(fake, capsys, argv, message):
+    """Mixed-up target options are usage errors (exit 2) and nothing is sent."""
+    code, err, body = _add(fake, capsys, "--in", "1h", *argv, "x")
+    assert (code, body) == (2, None)
+    assert message in err

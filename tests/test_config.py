@@ -1,0 +1,271 @@
+"""The user config file: defaults, every section, and every way it can be wrong."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kairosd.agents.base import Permissions
+from kairosd.config import BUILTIN_AGENTS, HOOK_EVENTS, Config, config_path, load_config
+from kairosd.errors import ConfigError
+from kairosd.paths import Paths
+
+
+@pytest.fixture
+def paths(tmp_path) -> Paths:
+    paths = Paths.from_env({"KAIROS_HOME": str(tmp_path / "home")})
+    paths.config_dir.mkdir(parents=True, mode=0o700)
+    return paths
+
+
+def write(paths: Paths, text: str, mode: int = 0o600) -> Path:
+    path = config_path(paths)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    path.chmod(mode)
+    return path
+
+
+def test_no_file_means_the_defaults(paths):
+    config = load_config(paths, {})
+    assert config.path is None
+    assert config == Config()
+    assert (config.limits.max_concurrent, config.limits.max_depth, config.limits.kill_grace) == (4, 5, 10.0)
+    assert config.agent_names() == list(BUILTIN_AGENTS)
+    for name in BUILTIN_AGENTS:
+        agent = config.agent(name)
+        assert (agent.enabled, agent.binary, agent.model, agent.permission_mode) == (True, None, None, "default")
+        assert config.timeout_s(name) == 3600.0
+        assert config.ceiling(name) == Permissions("default")
+    assert all(config.hooks.for_event(event) == [] for event in HOOK_EVENTS)
+
+
+def test_every_section(paths):
+    path = write(
+        paths,
+        """
+        [agents.claude]
+        binary = "/opt/claude/bin/claude"
+        model = "sonnet"
+        extra_args = ["--max-turns", "40"]
+        permission_mode = "acceptEdits"
+        allowed_tools = ["Read", "Edit", "Bash"]
+        denied_tools = ["Bash"]
+        timeout = "45m"
+        env = { CLAUDE_CONFIG_DIR = "/home/me/.claude-work" }
+
+        [agents.codex]
+        enabled = false
+        timeout = 90
+
+        [custom.my-agent]
+        argv = ["my-agent", "--prompt", "{prompt}"]
+        resume_argv = ["my-agent", "--resume", "{session}", "--prompt", "{prompt}"]
+        output = "json"
+        text_field = "result"
+        session_field = "session_id"
+        permission_mode = "plan"
+
+        [limits]
+        max_concurrent = 8
+        max_depth = 2
+        kill_grace = "3s"
+
+        [[hooks.task_completed]]
+        argv = ["notify-send", "kairos"]
+        timeout = "5s"
+
+        [[hooks.task_completed]]
+        argv = ["logger", "-t", "kairos"]
+
+        [hooks.task_created]
+        argv = ["true"]
+
+        [hooks]
+        scheduled_task_missed = ["mail", "-s", "missed", "me"]
+        """,
+    )
+    config = load_config(paths, {})
+    assert config.path == path
+    claude = config.agent("claude")
+    assert (claude.binary, claude.model, claude.extra_args) == (
+        "/opt/claude/bin/claude",
+        "sonnet",
+        ["--max-turns", "40"],
+    )
+    assert claude.env == {"CLAUDE_CONFIG_DIR": "/home/me/.claude-work"}
+    assert config.timeout_s("claude") == 2700.0
+    assert config.ceiling("claude") == Permissions("acceptEdits", frozenset({"Read", "Edit"}), frozenset({"Bash"}))
+    assert config.agent("codex").timeout == 90.0
+    assert config.agent_names() == ["claude", "copilot", "gemini", "opencode", "my-agent"]
+    assert "codex" in config.agent_names(enabled_only=False)
+    custom = config.custom["my-agent"]
+    assert (custom.output, custom.text_field, custom.session_field) == ("json", "result", "session_id")
+    assert config.ceiling("my-agent").mode == "plan"
+    assert (config.limits.max_concurrent, config.limits.max_depth, config.limits.kill_grace) == (8, 2, 3.0)
+    assert [(h.argv, h.timeout) for h in config.hooks.for_event("task_completed")] == [
+        (["notify-send", "kairos"], 5.0),
+        (["logger", "-t", "kairos"], 10.0),
+    ]
+    assert [h.argv for h in config.hooks.task_created] == [["true"]]
+    assert [h.argv for h in config.hooks.scheduled_task_missed] == [["mail", "-s", "missed", "me"]]
+    assert config.hooks.scheduled_task_fired == []
+    assert config.hooks.as_specs() == {
+        "task_created": [(["true"], 10.0)],
+        "task_completed": [(["notify-send", "kairos"], 5.0), (["logger", "-t", "kairos"], 10.0)],
+        "scheduled_task_missed": [(["mail", "-s", "missed", "me"], 10.0)],
+    }
+    with pytest.raises(ValueError, match="no such hook event"):
+        config.hooks.for_event("task_exploded")
+
+
+def test_bad_toml_names_the_file_and_the_line(paths):
+    path = write(paths, "[limits]\nmax_concurrent = = 3\n")
+    with pytest.raises(ConfigError, match=rf"^{path} is not valid TOML: .*line 2") as info:
+        load_config(paths, {})
+    assert info.value.code == "config"
+    assert path.read_text() == "[limits]\nmax_concurrent = = 3\n"  # never rewritten
+
+
+def test_a_file_that_is_not_utf8_is_refused(paths):
+    config_path(paths).write_bytes(b"[limits]\nmax_depth = 3 # \xff\n")
+    config_path(paths).chmod(0o600)
+    with pytest.raises(ConfigError, match="is not UTF-8"):
+        load_config(paths, {})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[limits]\nmax_concurent = 3", "limits.max_concurent: unknown key (check the spelling)"),
+        ("[agents.claud]\nmodel = 'x'", "agents.claud: unknown key"),
+        ("[consolidation]\nenable = true", "consolidation.enable: unknown key"),
+        ("[hooks]\ntask_exploded = ['x']", "hooks.task_exploded: unknown key"),
+        ("[agents.claude]\nmodle = 'x'", "agents.claude.modle: unknown key"),
+        ("path = '/etc/passwd'", "path: unknown key"),
+    ],
+)
+def test_unknown_keys_are_errors_naming_the_key(paths, text, message):
+    path = write(paths, text)
+    with pytest.raises(ConfigError, match=f"^{path}: ") as info:
+        load_config(paths, {})
+    assert message in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[limits]\nmax_concurrent = 0", "limits.max_concurrent: Input should be greater than or equal to 1"),
+        ("[limits]\nmax_concurrent = 257", "limits.max_concurrent: Input should be less than or equal to 256"),
+        ("[limits]\nmax_concurrent = '4'", "limits.max_concurrent: Input should be a valid integer"),
+        ("[limits]\nmax_depth = -1", "limits.max_depth"),
+        ("[limits]\nkill_grace = 'soon'", "limits.kill_grace: 'soon' is not a duration"),
+        ("[limits]\nkill_grace = true", "limits.kill_grace"),
+        ("[agents.claude]\npermission_mode = 'yolo'", "agents.claude.permission_mode: Input should be 'plan'"),
+        ("[agents.claude]\nmodel = 3", "agents.claude.model: Input should be a valid string"),
+        ("[agents.claude]\nbinary = ''", "agents.claude.binary"),
+        ("[agents.claude]\nextra_args = '--verbose'", "agents.claude.extra_args: Input should be a valid list"),
+        ("[agents.claude]\ntimeout = 0", "agents.claude.timeout: Input should be greater than 0"),
+        ("[hooks.task_created]\nargv = []", "hooks.task_created.0.argv"),
+        ("[hooks.task_created]\nargv = ['x']\ntimeout = '1h'", "hooks.task_created.0.timeout"),
+        ("[custom.mine]\nargv = ['x', '{prompt}', '{bogus}']", "custom.mine: unknown placeholder {bogus}"),
+        ("[custom.mine]\nargv = ['x', '{prompt']", "unmatched brace"),
+        ("[custom.mine]\nargv = ['x']", "argv has no {prompt}"),
+        ("[custom.mine]\nargv = ['x', '{prompt}']\noutput = 'json'", "needs text_field"),
+        ("[custom.mine]\nargv = ['x', '{prompt}']\nbinary = 'y'", "do not apply to a custom agent"),
+        ("[custom.claude]\nargv = ['x', '{prompt}']", "'claude' is a built-in agent"),
+        ("[custom.'-bad']\nargv = ['x', '{prompt}']", "custom.-bad: not a valid agent name"),
+    ],
+)
+def test_bad_values_are_errors_naming_the_key(paths, text, message):
+    write(paths, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(paths, {})
+    assert message in info.value.message
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602, 0o666])
+def test_a_file_others_can_write_is_refused(paths, mode):
+    path = write(paths, "[limits]\nmax_depth = 3\n", mode=mode)
+    who = "others" if mode & 0o002 else "its group"
+    with pytest.raises(ConfigError, match=f"writable by {who}.*chmod go-w {path}"):
+        load_config(paths, {})
+
+
+def test_a_folder_others_can_write_is_refused(paths):
+    write(paths, "[limits]\nmax_depth = 3\n")
+    paths.config_dir.chmod(0o770)
+    with pytest.raises(ConfigError, match=f"^{paths.config_dir}: this folder is writable by its group"):
+        load_config(paths, {})
+    paths.config_dir.chmod(0o1777)  # sticky, like /tmp: nobody else can replace the file
+    assert load_config(paths, {}).limits.max_depth == 3
+
+
+def test_a_symlinked_config_is_checked_where_it_points(paths, tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir(mode=0o700)
+    target = dotfiles / "kairos.toml"
+    target.write_text("[limits]\nmax_depth = 1\n")
+    target.chmod(0o600)
+    config_path(paths).symlink_to(target)
+    assert load_config(paths, {}).limits.max_depth == 1
+    target.chmod(0o666)
+    with pytest.raises(ConfigError, match="writable by others"):
+        load_config(paths, {})
+
+
+def test_an_unreadable_file_is_an_error(paths):
+    if os.getuid() == 0:
+        pytest.skip("root reads every file")
+    write(paths, "", mode=0o000)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(paths, {})
+
+
+def test_the_environment_overrides_the_limits(paths):
+    write(paths, "[limits]\nmax_concurrent = 8\nmax_depth = 2\n")
+    config = load_config(paths, {"KAIROS_MAX_CONCURRENT": "16", "KAIROS_MAX_DEPTH": "0"})
+    assert (config.limits.max_concurrent, config.limits.max_depth) == (16, 0)
+    assert config.path == config_path(paths)  # kept through the override
+    assert load_config(paths, {"KAIROS_MAX_CONCURRENT": " "}).limits.max_concurrent == 8
+    assert load_config(Paths.from_env({"KAIROS_HOME": "/nonexistent"}), {"KAIROS_MAX_DEPTH": "7"}).limits.max_depth == 7
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "message"),
+    [
+        ("KAIROS_MAX_CONCURRENT", "0", "KAIROS_MAX_CONCURRENT must be a whole number from 1 to 256, not '0'"),
+        ("KAIROS_MAX_CONCURRENT", "257", "from 1 to 256"),
+        ("KAIROS_MAX_CONCURRENT", "four", "not 'four'"),
+        ("KAIROS_MAX_DEPTH", "-1", "KAIROS_MAX_DEPTH must be a whole number from 0 to 64"),
+    ],
+)
+def test_a_bad_environment_override_names_the_variable(paths, var, value, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(paths, {var: value})
+
+
+def test_xdg_config_home_is_honoured(tmp_path):
+    xdg = tmp_path / "xdg"
+    (xdg / "kairos").mkdir(parents=True, mode=0o700)
+    xdg.chmod(0o700)
+    (xdg / "kairos" / "config.toml").write_text("[limits]\nmax_depth = 9\n")
+    (xdg / "kairos" / "config.toml").chmod(0o600)
+    paths = Paths.from_env({"XDG_CONFIG_HOME": str(xdg), "HOME": str(tmp_path)})
+    assert load_config(paths, {}).limits.max_depth == 9
+
+
+def test_many_problems_are_summarised(paths):
+    write(paths, "\n".join(f"bogus{i} = 1" for i in range(8)))
+    with pytest.raises(ConfigError, match=r"\(and 3 more\)$"):
+        load_config(paths, {})
+
+
+def test_the_example_config_is_valid(paths):
+    example = Path(__file__).parent.parent / "examples" / "config.toml"
+    write(paths, example.read_text())
+    config = load_config(paths, {})
+    assert config.agent_names() == ["claude", "copilot", "codex", "opencode", "aider"]
+    assert config.ceiling("claude") == Permissions("acceptEdits", None, frozenset({"WebFetch"}))

@@ -1,0 +1,202 @@
+"""``kairos doctor``: agent CLIs found and probed on a PATH of fakes, the config state, the API route."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_agents import write_fake_agents
+
+from kairos.app import run
+from kairosd.config import Config
+from kairosd.doctor import doctor_report, doctor_routes, local_report
+from kairosd.server import Request
+
+
+@pytest.fixture
+def home(monkeypatch) -> Iterator[Path]:
+    # Short and under /tmp, like the other CLI tests: no daemon socket is ever there.
+    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="kd"))
+    monkeypatch.setenv("KAIROS_HOME", str(root))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def bin_dir(tmp_path) -> Path:
+    folder = tmp_path / "bin"
+    write_fake_agents(folder, ("claude", "copilot", "codex"))
+    broken = folder / "opencode"
+    broken.write_text("#!/bin/sh\necho 'opencode: cannot load its runtime' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    return folder
+
+
+def env_with(bin_dir: Path, home: Path) -> dict[str, str]:
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "KAIROS_HOME": str(home), "HOME": str(home)}
+
+
+def by_name(report) -> dict[str, dict]:
+    return {agent["name"]: agent for agent in report["agents"]}
+
+
+@pytest.mark.slow
+def test_agents_on_the_path_are_found_and_probed(bin_dir, home):
+    report = doctor_report(Config(), env_with(bin_dir, home))
+    agents = by_name(report)
+    assert list(agents) == ["claude", "copilot", "codex", "gemini", "opencode"]
+    assert agents["claude"]["usable"]
+    assert agents["claude"]["version"] == "2.1.45 (Claude Code)"
+    assert agents["claude"]["path"] == str(bin_dir / "claude")
+    assert "fork" in agents["claude"]["features"]
+    assert agents["copilot"]["version"] == "GitHub Copilot CLI 1.0.61."
+    assert agents["codex"]["version"] == "codex-cli 0.160.0"
+    assert agents["gemini"] == {
+        **agents["gemini"],
+        "found": False,
+        "usable": False,
+        "reason": "gemini not found on PATH",
+    }
+    opencode = agents["opencode"]
+    assert (opencode["found"], opencode["usable"]) == (True, False)
+    assert opencode["reason"] == f"{bin_dir / 'opencode'} --version exited with 1: opencode: cannot load its runtime"
+    assert report["usable_agents"] == ["claude", "copilot", "codex"]
+    assert report["ok"] is True
+    assert report["problems"] == []
+    assert report["search_path"] == f"{bin_dir}:/usr/bin:/bin"
+    assert report["paths"]["socket"] == str(home / "run" / "kairosd.sock")
+    assert report["paths"]["store"] == str(home / "state" / "scheduled_tasks.json")
+    assert report["config"] == {
+        "path": str(home / "config" / "config.toml"),
+        "exists": False,
+        "ok": True,
+        "error": None,
+    }
+    assert report["limits"] == {"max_concurrent": 4, "max_depth": 5, "kill_grace": 10.0, "keep_finished": 1000}
+    json.dumps(report)  # all plain data
+
+
+@pytest.mark.slow
+def test_a_hanging_version_probe_times_out(tmp_path, home):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "claude").write_text("#!/bin/sh\nexec sleep 30\n")
+    (folder / "claude").chmod(0o755)
+    agents = by_name(doctor_report(Config(), env_with(folder, home), version_timeout=0.3))
+    assert agents["claude"]["found"]
+    assert not agents["claude"]["usable"]
+    assert agents["claude"]["reason"].endswith("--version did not answer within 0.3s")
+
+
+@pytest.mark.slow
+def test_configured_binaries_custom_and_disabled_agents(bin_dir, home, tmp_path):
+    config = Config.model_validate(
+        {
+            "agents": {
+                "claude": {"binary": str(bin_dir / "claude"), "model": "opus"},
+                "copilot": {"binary": str(tmp_path / "nowhere" / "copilot")},
+                "codex": {"enabled": False},
+            },
+            "custom": {"mine": {"argv": ["claude", "{prompt}"]}, "gone": {"argv": ["no-such-agent", "{prompt}"]}},
+        }
+    )
+    agents = by_name(doctor_report(config, {"PATH": str(bin_dir), "KAIROS_HOME": str(home)}))
+    assert agents["claude"]["usable"]
+    assert agents["claude"]["model"] == "opus"
+    assert agents["copilot"]["reason"] == f"{tmp_path / 'nowhere' / 'copilot'} not found at that path"
+    assert agents["codex"] == {**agents["codex"], "enabled": False, "usable": False}
+    assert agents["codex"]["reason"] == "disabled in the config (enabled = false)"
+    assert agents["mine"]["usable"]
+    assert agents["mine"]["kind"] == "custom"
+    assert agents["gone"]["reason"] == "no-such-agent not found on PATH"
+
+
+def test_nothing_usable_and_a_broken_config_are_problems(home, tmp_path):
+    (home / "config").mkdir(mode=0o700)
+    (home / "config" / "config.toml").write_text("[limits]\nmax_concurent = 3\n")
+    (home / "config" / "config.toml").chmod(0o600)
+    report = local_report({"PATH": str(tmp_path), "KAIROS_HOME": str(home)})
+    assert report["checked_by"] == "cli"
+    assert report["ok"] is False
+    assert report["config"]["ok"] is False
+    assert "limits.max_concurent: unknown key" in report["config"]["error"]
+    assert report["problems"][0].startswith("config: ")
+    assert report["problems"][1].startswith("no agent CLI is usable")
+
+
+@pytest.mark.slow
+def test_the_api_route_reports_from_the_daemon(bin_dir, home, monkeypatch):
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    ((pattern, methods),) = doctor_routes(Config())
+    assert pattern == "/doctor"
+    request = Request(method="GET", path="/v1/doctor", query={}, body=None, peer_uid=os.getuid())
+    response = asyncio.run(methods["GET"](request, re.fullmatch("x", "x")))  # type: ignore[arg-type]
+    assert response.status == 200
+    report = response.body["doctor"]
+    assert report["checked_by"] == "kairosd"
+    assert by_name(report)["claude"]["usable"]
+
+
+@pytest.mark.slow
+def test_the_cli_falls_back_to_a_local_check(bin_dir, home, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert run(["doctor", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["note"].startswith("kairosd is not running")
+    assert report["usable_agents"] == ["claude", "copilot", "codex"]
+    assert run(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "checked by this shell" in out
+    assert re.search(r"claude\s+ok\s+\S+/claude\s+2\.1\.45 \(Claude Code\)", out)
+    assert re.search(r"gemini\s+missing\s+gemini not found on PATH", out)
+    assert re.search(r"opencode\s+broken\s+", out)
+
+
+def test_the_cli_shows_the_daemons_report(home, monkeypatch, capsys):
+    from kairos import client
+
+    canned = {
+        "ok": False,
+        "problems": ["no agent CLI is usable: ..."],
+        "checked_by": "kairosd",
+        "pid": 4242,
+        "kairos_version": "0.1.0",
+        "config": {"path": "/c/config.toml", "exists": True, "ok": True, "error": None},
+        "agents": [{"name": "claude", "enabled": True, "found": False, "usable": False, "reason": "not on PATH"}],
+        "paths": {"socket": "/r/kairosd.sock", "store": "/s/scheduled_tasks.json"},
+        "systemd": {"loginctl": True, "linger": False, "detail": "enable with: loginctl enable-linger me"},
+    }
+    calls = []
+
+    def fake_call(self, method, path, body=None, query=None):
+        calls.append((method, path))
+        return {"doctor": canned}
+
+    monkeypatch.setattr(client.Client, "call", fake_call)
+    assert run(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert calls == [("GET", "/doctor")]
+    assert "checked by kairosd, pid 4242" in out
+    assert "note:" not in out
+    assert "config:  /c/config.toml  ok" in out
+    assert "linger:  no (enable with: loginctl enable-linger me)" in out
+    assert "problem: no agent CLI is usable" in out
+
+
+def test_an_old_daemon_without_the_route_falls_back(home, monkeypatch, capsys, tmp_path):
+    from kairos import client
+
+    def not_found(self, method, path, body=None, query=None):
+        raise client.ApiError(404, "not_found", "no such endpoint: /v1/doctor")
+
+    monkeypatch.setattr(client.Client, "call", not_found)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert run(["doctor", "--json"]) == 1
+    assert "no doctor endpoint" in json.loads(capsys.readouterr().out)["note"]

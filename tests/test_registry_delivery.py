@@ -1,0 +1,152 @@
+"""The agent:NAME delivery target: a fire starts a registry task (kind fire) and is delivered only when the
+agent turn completed; idempotent per run id; recorded in both the run ledger and the registry."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from registry_support import FakeAdapter, fake_agent, make_registry, run, until
+
+from kairosd.delivery.agent import AgentDelivery
+from kairosd.delivery.base import Job
+from kairosd.events import EventBus
+from kairosd.ledger import MissedLedger, RunLedger
+from kairosd.models import AgentTarget, new_task
+from kairosd.records import Outcome
+from kairosd.registry.model import TaskKind, TaskStatus
+from kairosd.scheduler import Scheduler
+from kairosd.store import StoreState
+from kairosd.taskbook import TaskBook
+from kairosd.testing import FakeClock, InMemoryStore
+
+T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)
+
+
+def _job(run_id: str = "r000000000001", prompt: str = "triage", **target: object) -> Job:
+    return Job(
+        run_id=run_id,
+        task_id="3f2a9c1d",
+        task_name=None,
+        prompt=prompt,
+        target={"kind": "agent", "agent": "fake", **target},
+        scheduled_for=T0,
+        planned_for=T0,
+    )
+
+
+@pytest.fixture
+def adapter(tmp_path: Path) -> FakeAdapter:
+    return FakeAdapter(fake_agent(tmp_path))
+
+
+def test_a_completed_turn_is_delivered_and_both_records_point_at_each_other(tmp_path, adapter):
+    """deliver() waits for the turn: delivered, reason names the registry task, output_path is its log."""
+
+    async def main() -> None:
+        reg = make_registry(tmp_path, adapter)
+        delivery = AgentDelivery(reg, reg._clock)
+        result = await delivery.deliver(_job(cwd=str(tmp_path), model="m1"))
+        (record,) = reg.list_tasks()
+        assert result.outcome == "delivered"
+        assert result.reason == f"agent task {record.id} completed"
+        assert (result.output_path, result.exit_code) == (record.log_path, 0)
+        assert (record.kind, record.status, record.multi_turn) == (TaskKind.FIRE, TaskStatus.COMPLETED, False)
+        assert (record.scheduled_task_id, record.run_id) == ("3f2a9c1d", "r000000000001")
+        assert (record.cwd, record.model, record.response) == (str(tmp_path), "m1", "echo: triage")
+        await reg.stop()
+
+    run(main())
+
+
+def test_a_repeated_delivery_of_a_run_does_not_start_the_agent_again(tmp_path, adapter):
+    """The same run id twice: one registry task, one agent process, the same outcome."""
+
+    async def main() -> None:
+        reg = make_registry(tmp_path, adapter)
+        delivery = AgentDelivery(reg, reg._clock)
+        first = await delivery.deliver(_job())
+        again = await delivery.deliver(_job())
+        assert len(reg.list_tasks()) == 1
+        assert len(adapter.requests) == 1
+        assert (again.outcome, again.reason) == (first.outcome, first.reason)
+        await reg.stop()
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    ("job", "reason"),
+    [
+        (_job(prompt="fail"), "failed: the agent failed"),
+        (_job(agent="nope"), "agent target: unknown agent 'nope' (available: fake)"),
+        (_job(timeout_s=1, prompt="hang:/dev/null"), "failed: timed out after 1s (process group killed)"),
+    ],
+)
+def test_failures_come_back_as_failed_results(tmp_path, adapter, job, reason):
+    """A failed turn, an unknown agent and a timeout are failed results with a reason, never exceptions."""
+
+    async def main() -> None:
+        reg = make_registry(tmp_path, adapter, kill_grace_s=0.2)
+        result = await AgentDelivery(reg, reg._clock).deliver(job)
+        assert result.outcome == "failed"
+        assert result.reason is not None
+        assert result.reason.endswith(reason)
+        await reg.stop()
+
+    run(main())
+
+
+def test_a_run_interrupted_by_shutdown_is_failed_and_close_refuses_new_runs(tmp_path, adapter):
+    """Stopping the registry mid-turn fails the delivery truthfully; after close() nothing new starts."""
+
+    async def main() -> None:
+        reg = make_registry(tmp_path, adapter, kill_grace_s=0.2)
+        delivery = AgentDelivery(reg, reg._clock)
+        pending = asyncio.create_task(delivery.deliver(_job(prompt=f"hang:{tmp_path / 'pid'}")))
+        await until(lambda: bool(reg.list_tasks()) and reg.list_tasks()[0].pid is not None, "the agent to run")
+        await delivery.close()
+        await reg.stop()
+        result = await pending
+        assert result.outcome == "failed"
+        assert result.reason is not None
+        assert result.reason.endswith("interrupted: kairosd stopped while it ran; it was not re-run")
+        refused = await delivery.deliver(_job(run_id="r000000000002"))
+        assert (refused.outcome, refused.reason) == ("failed", "agent delivery is closed (shutdown)")
+
+    run(main())
+
+
+def test_scheduler_fires_an_agent_target_into_the_registry(tmp_path, adapter):
+    """kairos run of an agent:fake task: the run ledger says delivered with the registry task; the registry
+    has the fire with the run id."""
+
+    async def main() -> None:
+        clock = FakeClock(T0)
+        events = EventBus(clock.now)
+        reg = make_registry(tmp_path, adapter, events=events, clock=clock)
+        store = InMemoryStore(StoreState.empty())
+        book = TaskBook(store, store.load())
+        task = new_task(
+            prompt="nightly triage", created_at=T0, tz="UTC", cron="0 3 * * *", target=AgentTarget(agent="fake")
+        )
+        book.put(task)
+        ledger = RunLedger(tmp_path / "runs.jsonl", clock)
+        ledger.load()
+        missed = MissedLedger(tmp_path / "missed.jsonl", clock)
+        missed.load()
+        sched = Scheduler(book, ledger, missed, {"agent": AgentDelivery(reg, clock)}, clock, events)
+        sched.check_target({"kind": "agent", "agent": "fake"})
+        run_ = await sched.run_now(task.id)
+        assert await sched.drain(20)
+        (done,) = ledger.list(task.id, 10)
+        (record,) = reg.list_tasks()
+        assert done.outcome is Outcome.DELIVERED
+        assert done.reason == f"agent task {record.id} completed"
+        assert done.output_path == record.log_path
+        assert (record.run_id, record.scheduled_task_id, record.prompt) == (run_.run_id, task.id, "nightly triage")
+        await reg.stop()
+
+    run(main())
