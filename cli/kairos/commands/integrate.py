@@ -1,0 +1,152 @@
+"""``kairos integrate AGENT [--uninstall] [--dry-run] [--with-rewake]``: hooks and MCP for an agent CLI.
+
+Installs, into the agent's user-level configuration only, the hooks that call ``kairos hook AGENT
+EVENT`` and the MCP server ``kairos mcp``, both with the absolute path of this kairos (see
+:mod:`kairos.integrations.agents` for what goes where). Every other entry in those files is kept;
+``--uninstall`` removes exactly kairos' entries. Files are backed up before they change;
+``--dry-run`` prints the diff and writes nothing; a file that cannot be parsed stops the run with
+nothing written. The home folder is ``$HOME`` (``COPILOT_HOME`` and ``CODEX_HOME`` are honoured).
+
+Only argparse and typing are imported at the top (``kairos.app`` imports every verb module).
+Must not import pydantic or asyncio.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kairos.commands.tasks import make_parser
+
+AGENTS = ("claude", "copilot", "codex", "gemini")
+
+
+def register(subparsers: Any) -> None:
+    parser = make_parser(
+        subparsers,
+        "integrate",
+        "install kairos' hooks and MCP server into an agent CLI",
+        "Install (or with --uninstall remove) kairos' hooks and its MCP server in the USER-level configuration "
+        "of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
+        "(~/.copilot/hooks/kairos.json, ~/.copilot/mcp-config.json), Codex (~/.codex/hooks.json, "
+        "~/.codex/config.toml) or Gemini CLI (~/.gemini/settings.json). Other entries are kept; kairos' own "
+        "are recognised by what they run ('kairos hook ...', 'kairos mcp'), so running it again replaces "
+        "them. Each changed file is first copied to FILE.kairos-backup-<UTC time>. Project folders are never "
+        "touched.",
+        """
+        kairos integrate claude --dry-run         # show the diff, write nothing
+        kairos integrate claude --with-rewake     # also the asyncRewake waiter that wakes idle sessions
+        kairos integrate codex
+        kairos integrate gemini --uninstall
+        """,
+    )
+    parser.add_argument("agent", choices=AGENTS, metavar="AGENT", help=f"one of {', '.join(AGENTS)}")
+    parser.add_argument("--uninstall", action="store_true", help="remove kairos' hooks and MCP server")
+    parser.add_argument("--dry-run", action="store_true", help="print the unified diff; write nothing")
+    parser.add_argument(
+        "--with-rewake",
+        action="store_true",
+        help="claude: also install 'kairos hook claude wait' as an asyncRewake hook, so a due prompt wakes "
+        "an idle session (running without it removes the waiter)",
+    )
+    parser.add_argument("--kairos", metavar="PATH", help="the kairos executable the entries run (default: this one)")
+    parser.set_defaults(handler=cmd_integrate)
+
+
+def find_kairos() -> str:
+    """The ``kairos`` script of this installation, as an absolute path (symlinks kept, so upgrades keep working)."""
+    import os
+    import sys
+    import sysconfig
+
+    from kairosd.errors import KairosError
+
+    folders: list[str] = []
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "kairos" and os.path.dirname(argv0):
+        folders.append(os.path.dirname(os.path.abspath(argv0)))  # the script we run as (pipx, uv: ~/.local/bin)
+    folders.append(sysconfig.get_path("scripts"))  # the venv's bin
+    folders.append(sysconfig.get_path("scripts", sysconfig.get_preferred_scheme("user")))  # pip install --user
+    folders.append(os.path.dirname(os.path.abspath(sys.executable)))
+    for folder in folders:
+        candidate = os.path.join(folder, "kairos")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise KairosError(
+        f"cannot find the kairos script of this installation (looked in {', '.join(dict.fromkeys(folders))}); "
+        "pass --kairos PATH"
+    )
+
+
+def cmd_integrate(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from kairos.integrations import agents, files
+    from kairos.output import print_json
+    from kairosd.errors import UsageError
+
+    if args.with_rewake and args.agent != "claude":
+        raise UsageError("--with-rewake is for claude only (asyncRewake is a Claude Code hook feature)")
+    if args.with_rewake and args.uninstall:
+        raise UsageError("--uninstall removes every kairos hook, the waiter too; leave out --with-rewake")
+    kairos = args.kairos or find_kairos()
+    if not os.path.isabs(kairos):
+        raise UsageError(f"--kairos must be an absolute path (agent CLIs run hooks from other folders), not {kairos!r}")
+    home = os.path.expanduser("~")
+    if home == "~" or not os.path.isabs(home):
+        raise UsageError("cannot tell your home folder: set HOME")
+    ctx = agents.Context(
+        home=Path(home), kairos=kairos, environ=dict(os.environ), install=not args.uninstall,
+        with_rewake=args.with_rewake,
+    )  # fmt: skip
+    plans, notes = agents.plan(args.agent, ctx)
+    changes = files.plan_changes(plans)  # Refused (exit 1, nothing written) for a file it cannot use
+    notes = [n for c in changes for n in c.notes] + notes
+    if not args.dry_run:
+        from kairosd.clock import SystemClock
+
+        files.apply(changes, SystemClock().now())
+    if args.json:
+        print_json(
+            {
+                "agent": args.agent,
+                "uninstall": args.uninstall,
+                "dry_run": args.dry_run,
+                "changes": [
+                    {
+                        "path": str(c.path),
+                        "what": c.what,
+                        "action": c.action,
+                        "backup": str(c.backup) if c.backup else None,
+                        "after": c.after,
+                        "diff": c.diff(),
+                    }
+                    for c in changes
+                ],
+                "notes": notes,
+            }
+        )
+        return 0
+    _print(args, changes, notes)
+    return 0
+
+
+def _print(args: argparse.Namespace, changes: list[Any], notes: list[str]) -> None:
+    import sys
+
+    if args.dry_run:
+        for change in changes:
+            sys.stdout.write(change.diff())
+        if all(c.action == "unchanged" for c in changes):
+            print(f"{args.agent}: nothing to change")
+        print("dry run: nothing was written")
+        return
+    verb = {"create": "created", "update": "updated", "delete": "removed", "unchanged": "unchanged"}
+    for change in changes:
+        line = f"{verb[change.action]} {change.path} ({change.what})"
+        if change.backup:
+            line += f"; backup: {change.backup}"
+        print(line)
+    for note in notes:
+        print(f"note: {note}")

@@ -1,0 +1,86 @@
+"""``kairos sessions``: live agent sessions; and the help entry of ``kairos hook``.
+
+``kairos hook`` itself never comes through here: ``kairos.__main__`` hands it to
+:mod:`kairos.hook` before argparse is imported. It is registered so that
+``kairos --help`` and the shell completions list it.
+
+Only argparse and typing are imported at the top (``kairos.app`` imports every
+verb module on every call); the client and helpers load inside the handlers.
+Must not import pydantic, asyncio or any kairosd module that does I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kairos.commands.tasks import make_parser
+
+
+def register(subparsers: Any) -> None:
+    # app.VERBS maps each of our verbs to this module, so we may be called once per verb.
+    if "sessions" in subparsers.choices:
+        return
+    sessions = make_parser(
+        subparsers,
+        "sessions",
+        "live agent sessions",
+        "List the agent sessions kairosd knows are live (registered by their SessionStart hook, "
+        "or seen by any hook within KAIROS_SESSION_TTL, default 24h), most recently active first, "
+        "with the prompts waiting for their next turn. Tasks reach them with --session-target, "
+        "--project or --user-session (see kairos add --help).",
+        "kairos sessions\n  kairos sessions --json | jq -r '.sessions[].session_id'",
+    )
+    sessions.set_defaults(handler=cmd_sessions)
+
+    hook = subparsers.add_parser(
+        "hook",
+        help="entry point for agent CLIs' hooks (JSON on stdin)",
+        description="Called by agent CLIs' hooks with the hook's JSON on stdin; see README, 'Hooks'. "
+        "AGENT: claude, copilot, codex, gemini. EVENT: the agent's own event name (SessionStart, "
+        "UserPromptSubmit, Stop, SessionEnd; Copilot's sessionStart, userPromptSubmitted, agentStop, "
+        "sessionEnd; Gemini's BeforeAgent, AfterAgent), or 'wait' for Claude Code's asyncRewake "
+        "waiter. It exits 0 without output whenever anything goes wrong.",
+        epilog="examples:\n  kairos hook claude Stop\n  kairos hook gemini AfterAgent\n"
+        "  kairos hook claude wait --max-wait 540",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    hook.add_argument("agent", metavar="AGENT", choices=("claude", "copilot", "codex", "gemini"))
+    hook.add_argument("event", metavar="EVENT")
+    hook.add_argument("--max-wait", type=float, metavar="SECONDS", help="wait only: the waiter's lifetime")
+    hook.set_defaults(handler=cmd_hook)
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    # Only reached when app.run is called directly (tests, completion); the console script goes straight
+    # to kairos.hook.
+    from kairos.hook import main
+
+    extra = ["--max-wait", str(args.max_wait)] if args.max_wait is not None else []
+    return main([args.agent, args.event, *extra])
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from kairos.commands.tasks import client, fmt_time, print_table
+    from kairos.output import print_json
+
+    doc = client().call("GET", "/sessions")
+    if args.json:
+        print_json(doc)
+        return 0
+    sessions = doc.get("sessions") or []
+    if not sessions:
+        print("no live sessions (agents register through kairos' hooks: see kairos integrate)")
+        return 0
+    rows = [
+        [
+            str(s.get("agent", "?")),
+            str(s.get("session_id", "?")),
+            fmt_time(s.get("last_active")),
+            str(s.get("pending", 0)),
+            str(s.get("cwd") or "-"),
+        ]
+        for s in sessions
+    ]
+    print_table(["AGENT", "SESSION", "LAST ACTIVE", "PENDING", "CWD"], rows)
+    return 0

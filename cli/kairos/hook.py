@@ -1,0 +1,270 @@
+"""``kairos hook AGENT EVENT``: the entry point agent CLIs call from their hooks, JSON on stdin.
+
+AGENT is ``claude``, ``copilot``, ``codex`` or ``gemini``; EVENT is the agent's
+own event name (any case):
+
+=====================  ==============================  =========================================
+what                   events                          output when an item is due
+=====================  ==============================  =========================================
+session start          SessionStart, sessionStart      additional context (pending items and,
+                                                       later, the project's context board)
+user prompt            UserPromptSubmit,               additional context (Copilot drops this
+                       userPromptSubmitted,            hook's output, so there it only marks the
+                       BeforeAgent (Gemini)            session active and claims nothing)
+turn boundary          Stop, agentStop,                "block" (Gemini: "deny") with the item as
+                       AfterAgent (Gemini)             ``reason``: it becomes the next prompt
+session end            SessionEnd, sessionEnd          none; deregisters and hands the session
+                                                       over for consolidation, in well under 1.5 s
+idle wake-up (Claude)  wait                            the item on stderr and exit 2, for a hook
+                                                       with ``asyncRewake: true``
+=====================  ==============================  =========================================
+
+At a turn boundary at most one item goes out, none when ``stop_hook_active``
+says the turn already continues because of a Stop hook, and the daemon stops a
+chain of blocks well under each agent's cap. An item is acknowledged only after
+its output was written and flushed; an item whose acknowledgement never arrives
+is handed out again once its claim lapses (at least once, not at most once).
+
+An agent that kairos started itself (``KAIROS_SPAWNED=1``: a background task or
+a headless fallback) is not a session the user works in: its hooks neither
+register it nor hand it prompts; its SessionEnd only tells consolidation.
+
+**A hook must never break the agent**: on any failure (daemon down, bad JSON on
+stdin, unknown event, a broken pipe) this exits 0 with no output. The only
+non-zero exit is the waiter's deliberate 2.
+
+The hot path: ``kairos.__main__`` dispatches here before argparse or any verb
+module is imported. Must import only the standard library's json/os/sys and
+``kairos.client`` (with what it brings: kairosd.protocol, errors, paths).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from kairos.client import Client
+from kairosd.protocol import SESSION_MAX_WAIT_S, quote
+
+AGENTS = ("claude", "copilot", "codex", "gemini")
+# The agents' event names, lower case without separators, to the daemon's four (and the waiter).
+EVENTS = {
+    "sessionstart": "start",
+    "userpromptsubmit": "prompt",
+    "userpromptsubmitted": "prompt",
+    "beforeagent": "prompt",
+    "stop": "stop",
+    "agentstop": "stop",
+    "afteragent": "stop",
+    "sessionend": "end",
+    "wait": "wait",
+}
+CALL_TIMEOUT_S = 3.0  # a stuck daemon may delay a turn this long at most, then the hook gives up quietly
+END_BUDGET_S = 1.0  # Claude gives SessionEnd hooks 1.5 s in all (Python's start-up comes out of it)
+DEFAULT_WAIT_S = 540.0  # the waiter's lifetime: under Claude's default 600 s hook timeout
+MAX_STDIN_BYTES = 32 << 20
+USAGE = """\
+usage: kairos hook AGENT EVENT [--max-wait SECONDS] < hook-input.json
+
+Called by agent CLIs' hooks (see README, "Hooks"). AGENT: claude, copilot, codex, gemini.
+EVENT: the agent's event (SessionStart, UserPromptSubmit, Stop, SessionEnd; Copilot's
+sessionStart, userPromptSubmitted, agentStop, sessionEnd; Gemini's BeforeAgent, AfterAgent),
+or 'wait' for Claude Code's asyncRewake waiter (--max-wait: its lifetime, default 540 s).
+It always exits 0 without output when anything goes wrong, so it never breaks the agent.
+"""
+
+
+def main(argv: list[str]) -> int:
+    """Run one hook call; the exit code (0, or 2 when the waiter wakes a session)."""
+    try:
+        return _run(argv)
+    except BaseException:  # whatever happens, the agent must not see a failing hook
+        return 0
+
+
+def _run(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help") or len(argv) < 2:
+        if sys.stdout.isatty() or (argv and argv[0] in ("-h", "--help")):
+            sys.stdout.write(USAGE)
+        return 0
+    agent, native = argv[0].lower(), argv[1]
+    event = EVENTS.get("".join(ch for ch in native.lower() if ch.isalnum()))
+    if agent not in AGENTS or event is None:
+        return 0
+    payload = _read_payload()
+    if payload is None:
+        return 0
+    session_id = _field(payload, "session_id", "sessionId")
+    if session_id is None:
+        return 0
+    if os.environ.get("KAIROS_SPAWNED") == "1" and event != "end":
+        # An agent kairos itself started (a background task, a headless fallback) runs the user's hooks
+        # too; it is not a session the user works in, so it neither registers nor takes prompts.
+        return 0
+    if event == "wait":
+        return _wait(agent, session_id, payload, _max_wait(argv[2:]))
+    if event == "end":
+        return _end(agent, session_id, payload)
+    return _deliver(agent, event, native, session_id, payload)
+
+
+def _read_payload() -> dict[str, Any] | None:
+    raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(raw) > MAX_STDIN_BYTES:
+        return None
+    try:
+        payload = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _field(payload: dict[str, Any], *names: str) -> str | None:
+    """The first of ``names`` that holds a non-empty string (camelCase or snake_case payloads)."""
+    for name in names:
+        value = payload.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _session_body(agent: str, payload: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"agent": agent}
+    cwd = _field(payload, "cwd")
+    transcript = _field(payload, "transcript_path", "transcriptPath")
+    if cwd:
+        body["cwd"] = cwd
+    if transcript:
+        body["transcript_path"] = transcript
+    return body
+
+
+def _block_cap(agent: str) -> int | None:
+    """Claude Code's cap on consecutive Stop blocks when the user changed it (the default is 8)."""
+    raw = os.environ.get("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "") if agent == "claude" else ""
+    return int(raw) if raw.strip().isdigit() else None
+
+
+def _deliver(agent: str, event: str, native: str, session_id: str, payload: dict[str, Any]) -> int:
+    body = _session_body(agent, payload)
+    body["event"] = event
+    # Copilot drops what a userPromptSubmitted command hook prints: claim nothing that would be lost.
+    body["deliver"] = not (agent == "copilot" and event == "prompt")
+    if event == "stop":
+        body["stop_hook_active"] = payload.get("stop_hook_active", payload.get("stopHookActive")) is True
+        cap = _block_cap(agent)
+        if cap is not None:
+            body["block_cap"] = cap
+    source = _field(payload, "source")
+    if source:
+        body["source"] = source
+    client = Client(timeout=CALL_TIMEOUT_S)
+    path = f"/sessions/{quote(session_id)}"
+    answer = client.call("POST", path + "/hook", body)
+    if not isinstance(answer, dict):
+        return 0
+    parts = [answer.get("context"), answer.get("text")] if event == "start" else [answer.get("text")]
+    text = "\n\n".join(p for p in parts if isinstance(p, str) and p)
+    if not text:
+        return 0
+    output = render(agent, event, text)
+    if output is None:
+        return 0
+    sys.stdout.write(json.dumps(output))
+    sys.stdout.flush()  # the agent has it once this returns; only then is the item acknowledged
+    _ack(client, path, agent, answer, native)
+    return 0
+
+
+def render(agent: str, event: str, text: str) -> dict[str, Any] | None:
+    """The hook output that hands ``text`` to ``agent`` at ``event`` (start, prompt or stop)."""
+    if event == "stop":
+        # The "block" decision with a reason: the agent takes the reason as its next prompt. Gemini's
+        # AfterAgent calls the same thing "deny" (reject the answer, retry with the reason).
+        return {"decision": "deny" if agent == "gemini" else "block", "reason": text}
+    if agent == "copilot":
+        return {"additionalContext": text} if event == "start" else None
+    hook_event = {"start": "SessionStart", "prompt": "BeforeAgent" if agent == "gemini" else "UserPromptSubmit"}[event]
+    return {"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}}
+
+
+def _ack(client: Client, path: str, agent: str, answer: dict[str, Any], via: str) -> None:
+    items = answer.get("items")
+    claim = answer.get("claim")
+    if not claim or not isinstance(items, list) or not items:
+        return
+    run_ids = [item["run_id"] for item in items if isinstance(item, dict) and isinstance(item.get("run_id"), str)]
+    client.call("POST", path + "/ack", {"agent": agent, "claim": claim, "run_ids": run_ids, "via": f"{via} hook"})
+
+
+def _end(agent: str, session_id: str, payload: dict[str, Any]) -> int:
+    """Deregister and hand over for consolidation, both bounded by END_BUDGET_S in all."""
+    deadline = time.monotonic() + END_BUDGET_S
+    body = _session_body(agent, payload)
+    reason = _field(payload, "reason")
+    if reason:
+        body["reason"] = reason
+    spawned = os.environ.get("KAIROS_SPAWNED") == "1"
+    known: Any = None
+    with contextlib.suppress(Exception):  # the consolidation hand-over is still worth a try
+        if not spawned:  # a session kairos started never registered
+            known = Client(timeout=END_BUDGET_S / 2).call("POST", f"/sessions/{quote(session_id)}/end", body)
+    if not isinstance(known, dict):
+        known = {}
+    remaining = deadline - time.monotonic()
+    if remaining > 0.05:
+        handover: dict[str, Any] = {
+            "agent": agent,
+            "session_id": session_id,
+            # The payload's, else what the session's earlier hooks said (Copilot's sessionEnd has no transcript).
+            "transcript_path": body.get("transcript_path") or known.get("transcript_path"),
+            "cwd": body.get("cwd") or known.get("cwd"),
+            "reason": reason,
+        }
+        if spawned:
+            handover["spawned"] = True  # consolidation's gates skip a session kairos started itself
+        if os.environ.get("KAIROS_CONSOLIDATE"):
+            handover["consolidate"] = os.environ["KAIROS_CONSOLIDATE"]
+        Client(timeout=remaining).call("POST", "/consolidate", handover)
+    return 0
+
+
+def _max_wait(options: list[str]) -> float:
+    if len(options) >= 2 and options[0] == "--max-wait":
+        try:
+            value = float(options[1])
+        except ValueError:
+            return DEFAULT_WAIT_S
+        if value == value and value >= 0:  # not NaN
+            return value
+    return DEFAULT_WAIT_S
+
+
+def _wait(agent: str, session_id: str, payload: dict[str, Any], lifetime: float) -> int:
+    """Claude Code's asyncRewake waiter: block until an item is due for this session, then put it on
+    stderr and exit 2, which wakes the session. Exit 0 quietly on timeout, supersession or any error."""
+    deadline = time.monotonic() + lifetime
+    path = f"/sessions/{quote(session_id)}"
+    query = {"agent": agent, **{k: v for k, v in _session_body(agent, payload).items() if k != "agent"}}
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return 0
+        poll = min(remaining, SESSION_MAX_WAIT_S)
+        client = Client(timeout=poll + CALL_TIMEOUT_S)
+        answer = client.call("GET", path + "/next", query={**query, "timeout": f"{poll:.3f}"})
+        if not isinstance(answer, dict):
+            return 0
+        text = answer.get("text")
+        if isinstance(text, str) and text and answer.get("item"):
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+            items = {"items": [answer["item"]], "claim": answer.get("claim")}
+            _ack(client, path, agent, items, "asyncRewake waiter")
+            return 2
+        if answer.get("why") != "timeout":
+            return 0  # superseded by a newer waiter, the session ended, or kairosd is stopping

@@ -1,0 +1,263 @@
+"""What ``kairos integrate AGENT`` puts where: each agent CLI's user-level files and entries.
+
+Every hook runs ``<kairos> hook AGENT EVENT`` with EVENT the CLI's own event name (what
+:mod:`kairos.hook` expects), or ``wait`` for Claude Code's asyncRewake waiter:
+
+==============  =====================  ===================  =================  ====================
+what            Claude Code            Copilot CLI          Codex              Gemini CLI
+==============  =====================  ===================  =================  ====================
+session start   SessionStart           sessionStart         SessionStart       SessionStart
+user prompt     UserPromptSubmit       userPromptSubmitted  UserPromptSubmit   BeforeAgent
+turn boundary   Stop                   agentStop            Stop               AfterAgent
+session end     SessionEnd             sessionEnd           (not installed)    SessionEnd
+waiter          wait, at SessionStart  -                    -                  -
+                and Stop
+==============  =====================  ===================  =================  ====================
+
+Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' folders):
+
+- Claude Code: hooks in ``~/.claude/settings.json``; MCP server (user scope) in ``~/.claude.json``.
+- Copilot CLI: hooks in ``~/.copilot/hooks/kairos.json`` (a file of its own); MCP in ``~/.copilot/mcp-config.json``.
+- Codex: hooks in ``~/.codex/hooks.json``; MCP as ``[mcp_servers.kairos]`` in ``~/.codex/config.toml``.
+- Gemini CLI: hooks and MCP in ``~/.gemini/settings.json``.
+
+Timeouts are in each CLI's unit (seconds; Gemini milliseconds). Claude's SessionEnd hook has no
+timeout of its own: Claude gives SessionEnd hooks 1.5 s in all and kairos answers well within it.
+Codex's SessionEnd is left out: only newer Codex versions have it, and an older one reading an
+event it does not know could reject the whole file.
+
+Pure: paths are computed, nothing is read or written. Must not import kairosd beyond ``errors``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kairos.integrations import merge
+
+AGENTS = ("claude", "copilot", "codex", "gemini")
+HOOK_TIMEOUT_S = 10
+REWAKE_TIMEOUT_S = 600  # Claude's default; the waiter's own lifetime (hook --max-wait, 540 s) is shorter
+Transform = Callable[[str | None], tuple[str | None, list[str]]]
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a plan depends on: where home is, which kairos to run, and what to do."""
+
+    home: Path
+    kairos: str  # absolute path of the kairos executable
+    environ: Mapping[str, str] = field(default_factory=dict)
+    install: bool = True
+    with_rewake: bool = False
+
+    @property
+    def kairos_home(self) -> str | None:
+        # A KAIROS_HOME set while integrating must reach the hooks and the MCP server too,
+        # or they would talk to another daemon than this shell's.
+        value = self.environ.get("KAIROS_HOME", "").strip()
+        # Absolute, as kairos itself reads it: hooks run in other folders than this shell.
+        return os.path.abspath(os.path.expanduser(value)) if value else None
+
+    def dot_dir(self, name: str, env_var: str | None = None) -> Path:
+        override = self.environ.get(env_var, "").strip() if env_var else ""
+        return Path(override).expanduser() if override else self.home / name
+
+    def hook_command(self, agent: str, event: str) -> str:
+        prefix = f"KAIROS_HOME={shlex.quote(self.kairos_home)} " if self.kairos_home else ""
+        return f"{prefix}{shlex.quote(self.kairos)} hook {agent} {event}"
+
+    def mcp_env(self) -> dict[str, str]:
+        return {"KAIROS_HOME": self.kairos_home} if self.kairos_home else {}
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """One file to change: ``transform`` maps its text (None: no file) to the new text (None: no file)."""
+
+    path: Path
+    what: str  # "hooks" or "MCP server", for messages
+    transform: Transform
+
+
+def plan(agent: str, ctx: Context) -> tuple[list[FilePlan], list[str]]:
+    """The files ``kairos integrate AGENT`` changes, and what to tell the user afterwards."""
+    builders = {"claude": _claude, "copilot": _copilot, "codex": _codex, "gemini": _gemini}
+    return builders[agent](ctx)
+
+
+def _json_plan(path: Path, what: str, change: Callable[[dict[str, Any], str], dict[str, Any]]) -> FilePlan:
+    def transform(text: str | None) -> tuple[str | None, list[str]]:
+        data = merge.parse_json_object(text, str(path))
+        new = change(data, str(path))
+        if text is not None and new == data:
+            return text, []  # nothing to do: the file stays byte for byte
+        if text is None and not new:
+            return None, []
+        return merge.dump_json(new, text), []
+
+    return FilePlan(path, what, transform)
+
+
+# ---- Claude Code -----------------------------------------------------------------------------------
+
+
+def claude_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
+    def handler(event: str, **extra: Any) -> dict[str, Any]:
+        return {"type": "command", "command": ctx.hook_command("claude", event), **extra}
+
+    hooks = {
+        "SessionStart": [handler("SessionStart", timeout=HOOK_TIMEOUT_S)],
+        "UserPromptSubmit": [handler("UserPromptSubmit", timeout=HOOK_TIMEOUT_S)],
+        "Stop": [handler("Stop", timeout=HOOK_TIMEOUT_S)],
+        "SessionEnd": [handler("SessionEnd")],
+    }
+    if ctx.with_rewake:
+        # Armed at start and re-armed after every turn; it exits 2 with a due prompt, which wakes the session.
+        for event in ("SessionStart", "Stop"):
+            hooks[event].append(handler("wait", asyncRewake=True, timeout=REWAKE_TIMEOUT_S))
+    return hooks
+
+
+def _claude(ctx: Context) -> tuple[list[FilePlan], list[str]]:
+    claude_dir = ctx.dot_dir(".claude")
+    entry = {"type": "stdio", "command": ctx.kairos, "args": ["mcp"], **_env_field(ctx)}
+    plans = [
+        _json_plan(
+            claude_dir / "settings.json",
+            "hooks",
+            lambda data, where: merge.merge_grouped_hooks(data, claude_hooks(ctx), where, install=ctx.install),
+        ),
+        _json_plan(
+            ctx.home / ".claude.json",
+            "MCP server",
+            lambda data, where: merge.merge_mcp_server(data, entry, where, install=ctx.install),
+        ),
+    ]
+    notes = (
+        [
+            "Claude Code reads hooks when a session starts: restart open sessions.",
+            "Claude Code rewrites ~/.claude.json while it runs; if /mcp does not list kairos, run this again "
+            "with no Claude Code session open.",
+        ]
+        if ctx.install
+        else []
+    )
+    return plans, notes
+
+
+# ---- Copilot CLI -----------------------------------------------------------------------------------
+
+
+def copilot_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
+    def entry(event: str) -> dict[str, Any]:
+        return {"type": "command", "bash": ctx.hook_command("copilot", event), "timeoutSec": HOOK_TIMEOUT_S}
+
+    # Copilot drops the output of command hooks on userPromptSubmitted: there it only marks the session active.
+    events = ("sessionStart", "userPromptSubmitted", "agentStop", "sessionEnd")
+    return {event: [entry(event)] for event in events}
+
+
+def _copilot(ctx: Context) -> tuple[list[FilePlan], list[str]]:
+    copilot_dir = ctx.dot_dir(".copilot", "COPILOT_HOME")
+    hooks_path = copilot_dir / "hooks" / "kairos.json"
+
+    def hooks_transform(text: str | None) -> tuple[str | None, list[str]]:
+        data = merge.parse_json_object(text, str(hooks_path))
+        new = merge.merge_flat_hooks(data, copilot_hooks(ctx), str(hooks_path), install=ctx.install)
+        if text is not None and new == data:
+            return text, []
+        if not ctx.install and merge.is_only_kairos_file(new):
+            return None, []  # the file was kairos' own
+        return merge.dump_json(new, text), []
+
+    entry = {"type": "local", "command": ctx.kairos, "args": ["mcp"], **_env_field(ctx), "tools": ["*"]}
+    plans = [
+        FilePlan(hooks_path, "hooks", hooks_transform),
+        _json_plan(
+            copilot_dir / "mcp-config.json",
+            "MCP server",
+            lambda data, where: merge.merge_mcp_server(data, entry, where, install=ctx.install),
+        ),
+    ]
+    notes = ["Copilot CLI loads hooks and MCP servers when it starts: restart open sessions."] if ctx.install else []
+    return plans, notes
+
+
+# ---- Codex -------------------------------------------------------------------------------------------
+
+
+def codex_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
+    def handler(event: str) -> dict[str, Any]:
+        return {"type": "command", "command": ctx.hook_command("codex", event), "timeout": HOOK_TIMEOUT_S}
+
+    return {event: [handler(event)] for event in ("SessionStart", "UserPromptSubmit", "Stop")}
+
+
+def _codex(ctx: Context) -> tuple[list[FilePlan], list[str]]:
+    codex_dir = ctx.dot_dir(".codex", "CODEX_HOME")
+    config_path = codex_dir / "config.toml"
+    block = merge.codex_mcp_block(ctx.kairos, ctx.mcp_env())
+
+    def config_transform(text: str | None) -> tuple[str | None, list[str]]:
+        new, notes = merge.merge_toml_mcp(text, block, str(config_path), install=ctx.install)
+        hooks = merge.parse_toml(text, str(config_path)).get("hooks")
+        if ctx.install and isinstance(hooks, dict) and set(hooks) - {"state"}:
+            notes.append(f"{config_path} also defines [hooks]; Codex merges them with hooks.json and warns at start-up")
+        return new, notes
+
+    plans = [
+        _json_plan(
+            codex_dir / "hooks.json",
+            "hooks",
+            lambda data, where: merge.merge_grouped_hooks(data, codex_hooks(ctx), where, install=ctx.install),
+        ),
+        FilePlan(config_path, "MCP server", config_transform),
+    ]
+    notes = (
+        ["Codex runs a new or changed hook only after you review and trust it: open /hooks in Codex."]
+        if ctx.install
+        else []
+    )
+    return plans, notes
+
+
+# ---- Gemini CLI ------------------------------------------------------------------------------------
+
+
+def gemini_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
+    def handler(event: str) -> dict[str, Any]:
+        return {
+            "name": f"kairos-{event}",  # what /hooks enable|disable take
+            "type": "command",
+            "command": ctx.hook_command("gemini", event),
+            "timeout": HOOK_TIMEOUT_S * 1000,  # milliseconds
+        }
+
+    return {event: [handler(event)] for event in ("SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd")}
+
+
+def _gemini(ctx: Context) -> tuple[list[FilePlan], list[str]]:
+    settings = ctx.dot_dir(".gemini") / "settings.json"
+    entry = {"command": ctx.kairos, "args": ["mcp"], **_env_field(ctx)}
+
+    def change(data: dict[str, Any], where: str) -> dict[str, Any]:
+        data = merge.merge_grouped_hooks(data, gemini_hooks(ctx), where, install=ctx.install)
+        return merge.merge_mcp_server(data, entry, where, install=ctx.install)
+
+    notes = (
+        ["Gemini CLI runs hooks only while its hooks system is enabled: check /hooks panel, then restart it."]
+        if ctx.install
+        else []
+    )
+    return [_json_plan(settings, "hooks and MCP server", change)], notes
+
+
+def _env_field(ctx: Context) -> dict[str, Any]:
+    env = ctx.mcp_env()
+    return {"env": env} if env else {}

@@ -1,0 +1,109 @@
+"""HTTP routes of live sessions and hooks, registered through :meth:`kairosd.api.Api.add_routes`.
+
+    GET    /v1/sessions                     live sessions, most recently active first
+    POST   /v1/sessions                     register {agent, session_id, cwd?, transcript_path?}
+    POST   /v1/sessions/{id}/hook           a hook call (protocol.SessionHookRequest): claims what it may deliver
+    POST   /v1/sessions/{id}/ack            {agent, claim, run_ids, via?}: the hook wrote these out
+    POST   /v1/sessions/{id}/end            {agent, reason?}: deregister (SessionEnd)
+    GET    /v1/sessions/{id}/next?agent=A&timeout=S   the asyncRewake waiter's long-poll
+    POST   /v1/consolidate                  {agent, session_id, transcript_path, cwd, reason}: 202
+
+Request parsing lives here; every decision is the hub's.
+
+Must not import the scheduler, the store or the CLI.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+from urllib.parse import unquote
+
+from kairosd.api import Handler
+from kairosd.errors import UsageError
+from kairosd.protocol import SESSION_MAX_WAIT_S
+from kairosd.server import Request, Response
+from kairosd.session_hub import SessionHub, check_session_id
+from kairosd.sessions import MAX_AGENT_CHARS
+
+DEFAULT_WAIT_S = 60.0
+
+
+def session_routes(hub: SessionHub) -> list[tuple[str, dict[str, Handler]]]:
+    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.Api.add_routes`."""
+    routes = _Routes(hub)
+    one = r"/sessions/(?P<id>[^/]+)"
+    return [
+        ("/sessions", {"GET": routes.index, "POST": routes.register}),
+        (one + "/hook", {"POST": routes.hook}),
+        (one + "/ack", {"POST": routes.ack}),
+        (one + "/end", {"POST": routes.end}),
+        (one + "/next", {"GET": routes.next_item}),
+        ("/consolidate", {"POST": routes.consolidate}),
+    ]
+
+
+def _body(req: Request) -> dict[str, Any]:
+    if req.body is None:
+        return {}
+    if not isinstance(req.body, dict):
+        raise UsageError("the request body must be a JSON object")
+    return req.body
+
+
+def _session_id(m: re.Match[str]) -> str:
+    # The path arrives as sent: clients percent-encode ids (kairosd.protocol.quote).
+    try:
+        return check_session_id(unquote(m["id"], errors="strict"))
+    except UnicodeDecodeError:
+        raise UsageError("the session id in the path is not valid percent-encoded UTF-8") from None
+
+
+def _timeout(req: Request) -> float:
+    raw = req.query.get("timeout")
+    if raw is None or raw == "":
+        return DEFAULT_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"timeout must be a number of seconds, not {raw[:40]!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise UsageError("timeout must be 0 or more seconds")
+    return min(value, SESSION_MAX_WAIT_S)
+
+
+class _Routes:
+    def __init__(self, hub: SessionHub) -> None:
+        self.hub = hub
+
+    async def index(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"sessions": self.hub.sessions()})
+
+    async def register(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(201, {"session": await self.hub.register(_body(req))})
+
+    async def hook(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, await self.hub.hook(_session_id(m), _body(req)))
+
+    async def ack(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, await self.hub.ack(_session_id(m), _body(req)))
+
+    async def end(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, await self.hub.end(_session_id(m), _body(req)))
+
+    async def next_item(self, req: Request, m: re.Match[str]) -> Response:
+        agent = req.query.get("agent") or None
+        if agent is not None and len(agent) > MAX_AGENT_CHARS:
+            raise UsageError(f"agent is longer than {MAX_AGENT_CHARS} characters")
+        answer = await self.hub.next_item(
+            _session_id(m),
+            agent,
+            _timeout(req),
+            cwd=req.query.get("cwd") or None,
+            transcript_path=req.query.get("transcript_path") or None,
+        )
+        return Response(200, answer)
+
+    async def consolidate(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(202, await self.hub.consolidate(_body(req)))

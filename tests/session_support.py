@@ -1,0 +1,234 @@
+"""A kairosd-like harness for the session and hook tests, and helpers to run ``kairos hook``.
+
+:class:`Kairosd` wires the real pieces the way ``kairosd/daemon.py`` does (a real
+``UnixHttpServer`` on a socket under a short ``KAIROS_HOME``, ``Api``, ``Service``,
+``Scheduler``, run ledger, inbox, and the parts from
+:func:`kairosd.sessions_wiring.build_sessions`), on an event loop in a background
+thread, so a blocking client (``kairos hook`` called in-process, or a real
+``kairos`` process) can talk to it from the test's thread. The clock is a
+``FakeClock``: fires are made with ``kairos run`` (``Scheduler.run_now``), and
+expiry and claim leases move by hand.
+
+:func:`call_hook` runs ``kairos.hook.main`` in-process with a payload on stdin and
+captures what it writes, fast enough to run many per test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kairosd.api import Api
+from kairosd.delivery.base import Delivery
+from kairosd.delivery.inbox import InboxDelivery
+from kairosd.events import EventBus
+from kairosd.inbox import InboxStore
+from kairosd.ledger import MissedLedger, RunLedger
+from kairosd.paths import Paths
+from kairosd.records import Run
+from kairosd.scheduler import Scheduler, SchedulerConfig
+from kairosd.server import UnixHttpServer
+from kairosd.service import Service
+from kairosd.sessions_wiring import SessionParts, build_sessions
+from kairosd.store import StoreState
+from kairosd.taskbook import TaskBook
+from kairosd.testing import FakeClock, InMemoryStore
+
+WAIT_S = 10.0  # the bound of every wait; passing runs take far less
+T0 = datetime(2026, 10, 31, 9, 0, 0, tzinfo=UTC)
+FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
+T = TypeVar("T")
+
+
+def fixture(agent: str, event: str, **changes: Any) -> dict[str, Any]:
+    """A recorded hook input of ``agent`` for ``event`` (tests/fixtures/hooks), with ``changes`` applied."""
+    payload: dict[str, Any] = json.loads((FIXTURES / agent / f"{event}.json").read_text())
+    payload.update(changes)
+    return payload
+
+
+def session_of(payload: dict[str, Any]) -> str:
+    return str(payload.get("session_id") or payload.get("sessionId"))
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    """Poll ``condition`` (bounded) until it is truthy; returns its value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Kairosd:
+    """kairosd's parts, wired as the composition root wires them, serving on ``home``'s socket."""
+
+    def __init__(self, home: Path, clock: FakeClock | None = None, **config: Any) -> None:
+        self.home = home
+        self.paths = Paths(home / "state", home / "run", home / "data", home / "config")
+        self.clock = clock or FakeClock(T0)
+        self.config = config
+        self.published: list[tuple[str, dict[str, Any]]] = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="kairosd-loop", daemon=True)
+        self.thread.start()
+        self.extra_deliveries: dict[str, Delivery] = {}
+
+    # -- running things on the daemon's loop ------------------------------------------------------
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = WAIT_S) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        async def wrapper() -> T:
+            return fn()
+
+        return self.run(wrapper())
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self, *, registry: Callable[[Kairosd], Delivery] | None = None) -> Kairosd:
+        async def build() -> None:
+            paths, clock = self.paths, self.clock
+            for folder in (paths.state_dir, paths.runtime_dir, paths.data_dir):
+                folder.mkdir(parents=True, exist_ok=True)
+            store = InMemoryStore(StoreState.empty())
+            self.book = TaskBook(store, store.load())
+            self.ledger = RunLedger(paths.state_dir / "runs.jsonl", clock)
+            self.ledger.load()
+            missed = MissedLedger(paths.state_dir / "missed.jsonl", clock)
+            missed.load()
+            self.events = events = EventBus(clock.now)
+            publish = events.publish
+
+            def capture(kind: str, **data: Any) -> None:
+                self.published.append((kind, data))
+                publish(kind, **data)
+
+            events.publish = capture  # type: ignore[method-assign]
+            self.inbox = InboxStore(paths.data_dir / "inbox", clock)
+            self.deliveries: dict[str, Delivery] = {"inbox": InboxDelivery(self.inbox, clock)}
+            if registry is not None:
+                self.deliveries["agent"] = registry(self)
+            self.stop_event = asyncio.Event()
+            self.sessions: SessionParts = build_sessions(
+                paths, clock, events, self.ledger, self.deliveries, default_tz="UTC", closing=self.stop_event,
+                environ=self.config.get("environ", {}),
+            )  # fmt: skip
+            self.deliveries.update(self.sessions.deliveries)
+            scheduler_config = SchedulerConfig(max_concurrent=self.config.get("max_concurrent", 4))
+            self.scheduler = Scheduler(self.book, self.ledger, missed, self.deliveries, clock, events, scheduler_config)
+            await self.sessions.start()
+            await self.scheduler.start()
+            self.service = Service(self.scheduler, self.inbox, clock, events, "UTC")
+            api = Api(self.service, self.stop_event.set)
+            api.add_routes(self.sessions.routes)
+            self.server = UnixHttpServer(paths.socket, api.handle)
+            await self.server.start()
+
+        self.run(build())
+        return self
+
+    def stop(self) -> None:
+        async def teardown() -> None:
+            self.stop_event.set()  # as daemon.py does first: waiters let go, so closing the server is quick
+            await self.server.close(grace_s=2.0)
+            await self.scheduler.shutdown(2.0)
+            await self.sessions.stop()
+
+        try:
+            self.run(teardown(), timeout=WAIT_S * 2)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(WAIT_S)
+            self.loop.close()
+
+    # -- conveniences ---------------------------------------------------------------------------
+
+    @property
+    def hub(self) -> Any:
+        return self.sessions.hub
+
+    def add(self, prompt: str, target: dict[str, Any], **fields: Any) -> str:
+        """Add a task (a daily cron: it only fires when told to) and return its id."""
+        body = {"prompt": prompt, "cron": "0 4 * * *", "tz": "UTC", "target": target, **fields}
+        task: dict[str, Any] = self.run(self.service.add(body))
+        return str(task["id"])
+
+    def fire(self, task_id: str) -> str:
+        """``kairos run``: fire now and wait until the target answered; returns the run id."""
+        run: dict[str, Any] = self.run(self.service.run_now(task_id))
+        self.run(self.scheduler.drain(WAIT_S))
+        return str(run["run_id"])
+
+    def run_record(self, run_id: str) -> Run:
+        return self.call(lambda: self.ledger.get(run_id))
+
+    def sessions_view(self) -> list[dict[str, Any]]:
+        return self.call(self.hub.sessions)
+
+    def pending(self) -> list[str]:
+        return self.call(lambda: [i.run_id for s in self.hub.store for i in s.items])
+
+    def events_of(self, kind: str) -> list[dict[str, Any]]:
+        return [data for k, data in list(self.published) if k == kind]
+
+
+def short_home(prefix: str = "ks") -> Path:
+    """A fresh folder short enough for an AF_UNIX socket path under it (about 107 bytes at most)."""
+    return Path(tempfile.mkdtemp(dir="/tmp", prefix=prefix))
+
+
+def remove_home(home: Path) -> None:
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@dataclass
+class HookRun:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> Any:
+        return json.loads(self.stdout) if self.stdout else None
+
+
+class _BrokenStdout(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError("the agent closed the hook's stdout")
+
+
+def call_hook(
+    monkeypatch: Any,
+    agent: str,
+    event: str,
+    payload: Any,
+    *extra: str,
+    broken_stdout: bool = False,
+) -> HookRun:
+    """Run ``kairos hook AGENT EVENT`` in this process with ``payload`` (JSON-encoded unless bytes) on stdin."""
+    from kairos.hook import main
+
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    stdout = _BrokenStdout() if broken_stdout else io.StringIO()
+    stderr = io.StringIO()
+    with monkeypatch.context() as m:
+        m.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
+        m.setattr(sys, "stdout", stdout)
+        m.setattr(sys, "stderr", stderr)
+        code = main([agent, event, *extra])
+    return HookRun(code, "" if broken_stdout else stdout.getvalue(), stderr.getvalue())

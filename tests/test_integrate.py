@@ -1,0 +1,405 @@
+"""``kairos integrate``: merging into existing agent settings, uninstall, dry-run, backups, refusals, examples."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairos.integrations import agents, merge
+from kairos.integrations.merge import Refused
+
+KAIROS = "/opt/kairos/bin/kairos"
+EXAMPLES = Path(__file__).parent.parent / "examples" / "integrations"
+
+
+def ctx(home: Path, **kw: Any) -> agents.Context:
+    kw.setdefault("kairos", KAIROS)
+    return agents.Context(home=home, **kw)
+
+
+def transform(agent: str, context: agents.Context, path: Path, text: str | None) -> tuple[str | None, list[str]]:
+    plans, _ = agents.plan(agent, context)
+    [item] = [p for p in plans if p.path == path]
+    return item.transform(text)
+
+
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(git status)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}],
+        "Stop": [
+            {"matcher": "", "hooks": [{"type": "command", "command": "notify-send done", "timeout": 5}]},
+        ],
+    },
+}
+
+
+# ---- recognising kairos' entries ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "ours"),
+    [("/opt/kairos/bin/kairos hook claude stop", True), ("kairos hook codex prompt", True),
+     ("KAIROS_HOME=/tmp/k '/my dir/kairos' hook gemini stop", True), ("/opt/kairos/bin/kairos mcp", False),
+     ("/usr/bin/notkairos hook claude stop", False), ("echo kairos hook", False), ("kairos", False),
+     ("'unbalanced", False), (None, False)],
+)  # fmt: skip
+def test_kairos_hook_commands_are_recognised_by_what_they_run(command, ours):
+    """A hook is kairos' when its program is a file named kairos and its first argument is 'hook'."""
+    assert merge.is_kairos_hook_command(command) is ours
+
+
+# ---- Claude Code ---------------------------------------------------------------------------------------
+
+
+def test_claude_install_keeps_every_other_entry_and_appends_ours(tmp_path):
+    """The user's keys and hooks survive; kairos adds one group per event, after the user's."""
+    path = tmp_path / ".claude" / "settings.json"
+    text = json.dumps(USER_SETTINGS, indent=2)
+    new, _ = transform("claude", ctx(tmp_path), path, text)
+    data = json.loads(new)
+    assert data["model"] == "opus"
+    assert data["permissions"] == USER_SETTINGS["permissions"]
+    assert data["hooks"]["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
+    assert data["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
+    assert data["hooks"]["Stop"][1] == {
+        "hooks": [{"type": "command", "command": f"{KAIROS} hook claude Stop", "timeout": 10}]
+    }
+    assert set(data["hooks"]) == {"PreToolUse", "Stop", "SessionStart", "UserPromptSubmit", "SessionEnd"}
+    assert list(data["hooks"])[:2] == ["PreToolUse", "Stop"]  # the user's order is kept
+
+
+def test_claude_install_twice_changes_nothing_the_second_time(tmp_path):
+    """Installing again converges: the second run leaves the text byte for byte."""
+    path = tmp_path / ".claude" / "settings.json"
+    once, _ = transform("claude", ctx(tmp_path), path, json.dumps(USER_SETTINGS, indent=4))
+    twice, _ = transform("claude", ctx(tmp_path), path, once)
+    assert twice == once
+    assert once.splitlines()[1].startswith("    ")  # the file's 4-space indent is kept
+
+
+def test_claude_uninstall_removes_exactly_kairos_entries(tmp_path):
+    """Install then uninstall gives back the user's settings; a mixed group keeps the user's handler."""
+    path = tmp_path / ".claude" / "settings.json"
+    settings = json.loads(json.dumps(USER_SETTINGS))
+    # A kairos handler the user put into their own group by hand.
+    settings["hooks"]["Stop"][0]["hooks"].append({"type": "command", "command": "kairos hook claude Stop"})
+    installed, _ = transform("claude", ctx(tmp_path), path, json.dumps(settings))
+    removed, _ = transform("claude", ctx(tmp_path, install=False), path, installed)
+    assert json.loads(removed) == USER_SETTINGS
+
+
+def test_claude_uninstall_of_a_kairos_only_file_leaves_no_hooks_key(tmp_path):
+    """Hooks kairos alone put there are removed with their now-empty containers."""
+    path = tmp_path / ".claude" / "settings.json"
+    installed, _ = transform("claude", ctx(tmp_path), path, '{"theme": "dark"}')
+    removed, _ = transform("claude", ctx(tmp_path, install=False), path, installed)
+    assert json.loads(removed) == {"theme": "dark"}
+
+
+def test_claude_with_rewake_adds_the_waiter_and_a_plain_install_removes_it(tmp_path):
+    """--with-rewake adds 'kairos hook claude wait' (asyncRewake) at SessionStart and Stop; without it, it goes."""
+    path = tmp_path / ".claude" / "settings.json"
+    with_waiter, _ = transform("claude", ctx(tmp_path, with_rewake=True), path, None)
+    hooks = json.loads(with_waiter)["hooks"]
+    for event in ("SessionStart", "Stop"):
+        [waiter] = [h for h in hooks[event][0]["hooks"] if h["command"].endswith(" wait")]
+        assert waiter["asyncRewake"] is True
+        assert waiter["timeout"] == agents.REWAKE_TIMEOUT_S
+    without, _ = transform("claude", ctx(tmp_path), path, with_waiter)
+    assert " wait" not in without
+
+
+def test_kairos_home_reaches_the_hooks_and_the_mcp_server(tmp_path):
+    """A KAIROS_HOME set while integrating is passed on, and the entries stay recognisable as kairos'."""
+    context = ctx(tmp_path, environ={"KAIROS_HOME": "/tmp/my kairos"})
+    settings, _ = transform("claude", context, tmp_path / ".claude" / "settings.json", None)
+    command = json.loads(settings)["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert command == f"KAIROS_HOME='/tmp/my kairos' {KAIROS} hook claude Stop"
+    assert merge.is_kairos_hook_command(command)
+    mcp, _ = transform("claude", context, tmp_path / ".claude.json", None)
+    assert json.loads(mcp)["mcpServers"]["kairos"]["env"] == {"KAIROS_HOME": "/tmp/my kairos"}
+
+
+def test_claude_mcp_registration_keeps_other_servers_and_state(tmp_path):
+    """~/.claude.json keeps its other keys and servers; uninstall removes only kairos."""
+    path = tmp_path / ".claude.json"
+    state = {"numStartups": 7, "mcpServers": {"other": {"command": "npx", "args": ["x"]}}, "projects": {"/p": {}}}
+    installed, _ = transform("claude", ctx(tmp_path), path, json.dumps(state))
+    assert json.loads(installed)["mcpServers"] == {
+        "other": {"command": "npx", "args": ["x"]},
+        "kairos": {"type": "stdio", "command": KAIROS, "args": ["mcp"]},
+    }
+    removed, _ = transform("claude", ctx(tmp_path, install=False), path, installed)
+    assert json.loads(removed) == state
+
+
+def test_an_mcp_server_named_kairos_that_is_not_ours_is_refused(tmp_path):
+    """A foreign 'kairos' server is not overwritten on install, and not removed on uninstall."""
+    path = tmp_path / ".claude.json"
+    text = json.dumps({"mcpServers": {"kairos": {"command": "python", "args": ["other.py"]}}})
+    with pytest.raises(Refused, match="does not run 'kairos mcp'"):
+        transform("claude", ctx(tmp_path), path, text)
+    assert transform("claude", ctx(tmp_path, install=False), path, text)[0] == text
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [("{not json", "not valid JSON"), ("[1, 2]", "JSON object at the top"), ('{"hooks": []}', "'hooks' is not"),
+     ('{"hooks": {"Stop": {"hooks": []}}}', "hooks.Stop is not a list")],
+)  # fmt: skip
+def test_settings_kairos_cannot_parse_are_refused(tmp_path, text, match):
+    """Invalid JSON or an unexpected shape is refused with the reason, never rewritten."""
+    with pytest.raises(Refused, match=match):
+        transform("claude", ctx(tmp_path), tmp_path / ".claude" / "settings.json", text)
+
+
+# ---- Copilot CLI, Codex, Gemini CLI ------------------------------------------------------------------
+
+
+def test_copilot_hook_file_is_kairos_own_and_goes_on_uninstall(tmp_path):
+    """~/.copilot/hooks/kairos.json is created, and removed again when nothing else is in it."""
+    path = tmp_path / ".copilot" / "hooks" / "kairos.json"
+    installed, _ = transform("copilot", ctx(tmp_path), path, None)
+    data = json.loads(installed)
+    assert data["version"] == 1
+    assert data["hooks"]["agentStop"] == [
+        {"type": "command", "bash": f"{KAIROS} hook copilot agentStop", "timeoutSec": 10}
+    ]
+    assert transform("copilot", ctx(tmp_path, install=False), path, installed)[0] is None
+
+
+def test_copilot_hook_file_with_foreign_entries_keeps_them(tmp_path):
+    """Entries someone else added to kairos.json stay, and so does the file."""
+    path = tmp_path / ".copilot" / "hooks" / "kairos.json"
+    mine = {"type": "command", "bash": "./audit.sh"}
+    installed, _ = transform("copilot", ctx(tmp_path), path, json.dumps({"version": 1, "hooks": {"agentStop": [mine]}}))
+    assert json.loads(installed)["hooks"]["agentStop"][0] == mine
+    removed, _ = transform("copilot", ctx(tmp_path, install=False), path, installed)
+    assert json.loads(removed) == {"version": 1, "hooks": {"agentStop": [mine]}}
+
+
+def test_copilot_honours_copilot_home(tmp_path):
+    """COPILOT_HOME moves Copilot's folder, and kairos' files with it."""
+    plans, _ = agents.plan("copilot", ctx(tmp_path, environ={"COPILOT_HOME": str(tmp_path / "cp")}))
+    assert {p.path for p in plans} == {tmp_path / "cp" / "hooks" / "kairos.json", tmp_path / "cp" / "mcp-config.json"}
+
+
+CODEX_CONFIG = """\
+# my codex settings
+model = "o3"  # the default
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "docs-mcp"]
+"""
+
+
+def test_codex_config_keeps_the_rest_byte_for_byte(tmp_path):
+    """kairos' block is appended; comments and layout stay; uninstall gives back the exact text."""
+    path = tmp_path / ".codex" / "config.toml"
+    installed, _ = transform("codex", ctx(tmp_path), path, CODEX_CONFIG)
+    assert installed.startswith(CODEX_CONFIG)
+    parsed = tomllib.loads(installed)
+    assert parsed["mcp_servers"]["kairos"] == {"command": KAIROS, "args": ["mcp"]}
+    assert parsed["mcp_servers"]["docs"]["command"] == "npx"
+    assert transform("codex", ctx(tmp_path), path, installed)[0] == installed
+    assert transform("codex", ctx(tmp_path, install=False), path, installed)[0] == CODEX_CONFIG
+
+
+def test_codex_config_registration_by_hand_is_left_alone(tmp_path):
+    """A [mcp_servers.kairos] the user wrote that runs kairos mcp is kept, with a note."""
+    path = tmp_path / ".codex" / "config.toml"
+    text = f'[mcp_servers.kairos]\ncommand = "{KAIROS}"\nargs = ["mcp"]\n'
+    new, notes = transform("codex", ctx(tmp_path), path, text)
+    assert new == text
+    assert "added by hand" in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [("model = ", "not valid TOML"), ('mcp_servers = { docs = { command = "x" } }\n', "with kairos' block"),
+     ("# >>> kairos >>>\n[mcp_servers.kairos]\n", "block .* is broken"),
+     ('[mcp_servers.kairos]\ncommand = "python"\n', "does not run 'kairos mcp'")],
+)  # fmt: skip
+def test_codex_configs_kairos_cannot_extend_are_refused(tmp_path, text, match):
+    """Invalid TOML, an inline mcp_servers table, a broken block or a foreign 'kairos' server: refused."""
+    with pytest.raises(Refused, match=match):
+        transform("codex", ctx(tmp_path), tmp_path / ".codex" / "config.toml", text)
+
+
+def test_gemini_settings_keep_the_hooks_switches_and_other_servers(tmp_path):
+    """Gemini's non-event keys under hooks (disabled) and other MCP servers survive install and uninstall."""
+    path = tmp_path / ".gemini" / "settings.json"
+    settings = {"hooks": {"disabled": ["old-hook"]}, "mcpServers": {"x": {"command": "x"}}, "ui": {"theme": "GitHub"}}
+    installed, _ = transform("gemini", ctx(tmp_path), path, json.dumps(settings))
+    data = json.loads(installed)
+    assert data["hooks"]["disabled"] == ["old-hook"]
+    assert data["hooks"]["AfterAgent"][0]["hooks"][0]["name"] == "kairos-AfterAgent"
+    assert data["hooks"]["AfterAgent"][0]["hooks"][0]["timeout"] == 10_000  # milliseconds
+    assert set(data["mcpServers"]) == {"x", "kairos"}
+    removed, _ = transform("gemini", ctx(tmp_path, install=False), path, installed)
+    assert json.loads(removed) == settings
+
+
+# ---- the command, on real files ----------------------------------------------------------------------
+
+
+def kairos(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("KAIROS_HOME", "COPILOT_HOME", "CODEX_HOME")}
+    environ.update(HOME=str(home), **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "kairos", "integrate", *args], env=environ, capture_output=True, text=True, timeout=60
+    )
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_dry_run_prints_a_unified_diff_and_writes_nothing(tmp_path):
+    """--dry-run shows the change as a diff against the existing file and leaves the folder as it was."""
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    before = tree(tmp_path)
+    proc = kairos(tmp_path, "claude", "--dry-run", "--kairos", KAIROS)
+    assert proc.returncode == 0, proc.stderr
+    assert f"--- {tmp_path}/.claude/settings.json" in proc.stdout
+    assert f"+++ {tmp_path}/.claude/settings.json" in proc.stdout
+    assert f'+            "command": "{KAIROS} hook claude Stop",' in proc.stdout
+    assert "--- /dev/null" in proc.stdout  # ~/.claude.json would be created
+    assert "dry run: nothing was written" in proc.stdout
+    assert tree(tmp_path) == before
+
+
+def test_install_backs_up_and_uninstall_restores(tmp_path):
+    """Install writes both files and backs up the one that existed; uninstall brings back the user's settings."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = json.dumps(USER_SETTINGS, indent=2) + "\n"
+    settings.write_text(original)
+    settings.chmod(0o644)
+    proc = kairos(tmp_path, "claude", "--kairos", KAIROS)
+    assert proc.returncode == 0, proc.stderr
+    [backup] = list(settings.parent.glob("settings.json.kairos-backup-*"))
+    assert backup.read_text() == original
+    assert "backup: " + str(backup) in proc.stdout
+    assert oct(settings.stat().st_mode & 0o777) == "0o644"  # the file keeps its mode
+    assert json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]["kairos"]["command"] == KAIROS
+    assert kairos(tmp_path, "claude", "--kairos", KAIROS).stdout.count("unchanged") == 2  # converged
+    proc = kairos(tmp_path, "claude", "--uninstall")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(settings.read_text()) == USER_SETTINGS
+
+
+def test_a_file_that_cannot_be_parsed_stops_the_run_with_nothing_written(tmp_path):
+    """One unparseable file: exit 1, the reason names it, and the other file is not written either."""
+    (tmp_path / ".claude.json").write_text("{broken")
+    before = tree(tmp_path)
+    proc = kairos(tmp_path, "claude", "--kairos", KAIROS)
+    assert proc.returncode == 1
+    assert f"{tmp_path}/.claude.json is not valid JSON" in proc.stderr
+    assert tree(tmp_path) == before
+
+
+def test_a_symlinked_settings_file_stays_a_symlink(tmp_path):
+    """A dotfiles symlink is written through; the link itself stays."""
+    dotfiles = tmp_path / "dotfiles" / "gemini.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"ui": {"theme": "GitHub"}}\n')
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").symlink_to(dotfiles)
+    proc = kairos(tmp_path, "gemini", "--kairos", KAIROS)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / ".gemini" / "settings.json").is_symlink()
+    assert "kairos-AfterAgent" in dotfiles.read_text()
+
+
+def test_the_default_kairos_is_the_absolute_path_of_this_installation(tmp_path):
+    """Without --kairos, the entries run the kairos script next to this interpreter."""
+    doc = json.loads(kairos(tmp_path, "codex", "--dry-run", "--json").stdout)
+    config = tomllib.loads(next(c["after"] for c in doc["changes"] if c["path"].endswith("config.toml")))
+    command = config["mcp_servers"]["kairos"]["command"]
+    assert os.path.isabs(command)
+    assert os.path.basename(command) == "kairos"
+    assert os.access(command, os.X_OK)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["codex", "--with-rewake"], "for claude only"), (["claude", "--kairos", "kairos"], "absolute path"),
+     (["claude", "--uninstall", "--with-rewake"], "leave out --with-rewake")],
+)  # fmt: skip
+def test_bad_option_combinations_are_usage_errors(tmp_path, args, message):
+    """Options that make no sense together exit 2 with the reason."""
+    proc = kairos(tmp_path, *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+# ---- examples/ -----------------------------------------------------------------------------------------
+
+EXAMPLE_FILES = {
+    ("claude", False): {".claude/settings.json": "claude/settings.json", ".claude.json": "claude/claude.json"},
+    ("claude", True): {
+        ".claude/settings.json": "claude/settings.with-rewake.json",
+        ".claude.json": "claude/claude.json",
+    },
+    ("copilot", False): {
+        ".copilot/hooks/kairos.json": "copilot/hooks/kairos.json",
+        ".copilot/mcp-config.json": "copilot/mcp-config.json",
+    },
+    ("codex", False): {".codex/hooks.json": "codex/hooks.json", ".codex/config.toml": "codex/config.toml"},
+    ("gemini", False): {".gemini/settings.json": "gemini/settings.json"},
+}
+
+
+@pytest.mark.parametrize(("agent", "rewake"), list(EXAMPLE_FILES))
+def test_examples_parse_and_match_what_integrate_writes_into_an_empty_home(tmp_path, agent, rewake):
+    """Each example is valid JSON/TOML and equals `kairos integrate --dry-run` for an empty HOME (path as 'kairos')."""
+    args = [agent, "--dry-run", "--json", "--kairos", KAIROS] + (["--with-rewake"] if rewake else [])
+    proc = kairos(tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr
+    written = {
+        str(Path(c["path"]).relative_to(tmp_path)): c["after"].replace(KAIROS, "kairos")
+        for c in json.loads(proc.stdout)["changes"]
+    }
+    assert set(written) == set(EXAMPLE_FILES[(agent, rewake)])
+    for target, example in EXAMPLE_FILES[(agent, rewake)].items():
+        text = (EXAMPLES / example).read_text()
+        parsed = tomllib.loads(text) if example.endswith(".toml") else json.loads(text)
+        assert parsed, example
+        assert written[target] == text, f"examples/integrations/{example} differs from what integrate writes"
+    assert tree(tmp_path) == {}
+
+
+@pytest.mark.parametrize("agent", agents.AGENTS)
+def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
+    """Each installed command is `kairos hook AGENT EVENT` with an AGENT and EVENT that `kairos hook` handles."""
+    from kairos import hook
+
+    plans, _ = agents.plan(agent, ctx(tmp_path, with_rewake=agent == "claude"))
+    commands = []
+    for item in plans:
+        text, _ = item.transform(None)
+        if text is None or item.path.suffix != ".json":
+            continue
+        for groups in json.loads(text).get("hooks", {}).values():
+            for entry in groups:
+                for handler in entry.get("hooks", [entry]):
+                    commands.append(handler.get("command") or handler.get("bash"))
+    assert commands
+    for command in commands:
+        program, verb, hook_agent, event = command.split()
+        assert (program, verb, hook_agent) == (KAIROS, "hook", agent)
+        assert hook_agent in hook.AGENTS
+        # kairos hook matches events case- and separator-insensitively.
+        assert "".join(ch for ch in event.lower() if ch.isalnum()) in hook.EVENTS, event

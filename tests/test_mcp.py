@@ -1,0 +1,270 @@
+"""``kairos mcp`` driven by the mcp package's own stdio client, against a real kairosd.
+
+Each test gets a short KAIROS_HOME under /tmp (AF_UNIX paths are limited to ~107 bytes). Waits are
+bounded polls on a condition, never blind sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+pytestmark = pytest.mark.slow
+
+WAIT_S = 30.0
+T = TypeVar("T")
+TOOLS = {
+    "cron_create", "cron_list", "cron_delete", "schedule_wakeup", "inbox_list", "inbox_ack", "task_start",
+    "task_status", "task_result", "task_cancel",
+}  # fmt: skip
+
+
+class Home:
+    """A KAIROS_HOME with (optionally) a real kairosd in it."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(dir="/tmp", prefix="km"))
+        self.env = {**os.environ, "KAIROS_HOME": str(self.path), "TZ": "Europe/Berlin"}
+        for var in ("KAIROS_DISABLE_CRON", "CLAUDE_CODE_DISABLE_CRON", "KAIROS_TASK_ID", "KAIROS_TASK_DEPTH"):
+            self.env.pop(var, None)
+        self.daemon: subprocess.Popen[bytes] | None = None
+
+    def kairos(self, *args: str) -> Any:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kairos", *args, "--json"], env=self.env, capture_output=True, text=True, timeout=30
+        )
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    def start_daemon(self) -> None:
+        with open(self.path / "kairosd.log", "wb") as log:
+            self.daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=self.env, stderr=log)
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            probe = subprocess.run([sys.executable, "-m", "kairos", "status"], env=self.env, capture_output=True)
+            if probe.returncode == 0:
+                return
+            assert self.daemon.poll() is None, (self.path / "kairosd.log").read_text()
+            time.sleep(0.05)
+        raise AssertionError("kairosd did not answer in time")
+
+    def close(self) -> None:
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.send_signal(signal.SIGTERM)
+            try:
+                self.daemon.wait(10)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait(5)
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+@pytest.fixture
+def home() -> Iterator[Home]:
+    h = Home()
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def with_session(home: Home, body: Callable[[ClientSession], Awaitable[T]]) -> T:
+    """Start `kairos mcp` as an agent CLI would (stdio), initialise a session, run ``body`` in it."""
+
+    async def main() -> T:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "kairos", "mcp"], env=home.env)
+        with anyio.fail_after(WAIT_S * 2):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+    return anyio.run(main)
+
+
+async def call(session: ClientSession, tool: str, **args: Any) -> tuple[bool, str]:
+    result = await session.call_tool(tool, args)
+    text = "\n".join(getattr(c, "text", "") for c in result.content)
+    return bool(result.is_error), text
+
+
+def test_tools_are_listed_and_cron_create_shows_up_in_kairos_list(home):
+    """The client lists every tool; cron_create persists a created_by=mcp task that `kairos list` shows."""
+    home.start_daemon()
+
+    async def body(session: ClientSession) -> tuple[set[str], tuple[bool, str]]:
+        tools = await session.list_tools()
+        return {t.name for t in tools.tools}, await call(session, "cron_create", cron="57 8 * * 1-5", prompt="stand-up")
+
+    names, (error, text) = with_session(home, body)
+    assert names == TOOLS
+    assert not error, text
+    [task] = home.kairos("list")["tasks"]
+    assert task["prompt"] == "stand-up"
+    assert task["cron"] == "57 8 * * 1-5"
+    assert task["tz"] == "Europe/Berlin"  # the agent's local zone
+    assert task["created_by"] == "mcp"
+    assert task["expires_after_days"] == 7
+    assert f"Scheduled recurring job {task['id']}" in text
+    assert "Persisted by kairosd" in text
+    # durable defaulted to false: kairos says it persisted anyway, instead of downgrading in silence.
+    assert "durable: false" in text
+    assert "durable too" in text
+    assert "Auto-expires after 7 days" in text
+
+
+def test_one_shots_permanent_jobs_and_deleting(home):
+    """recurring=false is a one-shot; permanent=true never expires; cron_list shows both; cron_delete removes."""
+    home.start_daemon()
+
+    async def body(session: ClientSession) -> list[tuple[bool, str]]:
+        return [
+            await call(session, "cron_create", cron="0 9 1 1 *", prompt="new year", recurring=False, durable=True),
+            await call(session, "cron_create", cron="@daily", prompt="digest", permanent=True),
+            await call(session, "cron_list"),
+        ]
+
+    (e1, once), (e2, daily), (e3, listing) = with_session(home, body)
+    assert not e1
+    assert not e2
+    assert not e3
+    assert "one-shot" in once
+    assert "fire once" in once
+    assert "durable: false" not in once
+    assert "never expires (permanent)" in daily
+    tasks = {t["prompt"]: t for t in home.kairos("list")["tasks"]}
+    assert tasks["new year"]["recurring"] is False
+    assert tasks["digest"]["permanent"] is True
+    assert tasks["new year"]["id"] in listing
+    assert tasks["digest"]["id"] in listing
+
+    async def delete(session: ClientSession) -> tuple[bool, str]:
+        return await call(session, "cron_delete", id=tasks["digest"]["id"])
+
+    error, text = with_session(home, delete)
+    assert not error
+    assert "Deleted job" in text
+    assert [t["prompt"] for t in home.kairos("list")["tasks"]] == ["new year"]
+
+
+def test_schedule_wakeup_is_clamped_and_says_so(home):
+    """A 5 s wake-up becomes 60 s and the result says it was clamped; 90 s is kept as asked."""
+    home.start_daemon()
+
+    async def body(session: ClientSession) -> list[tuple[bool, str]]:
+        return [
+            await call(session, "schedule_wakeup", delay_seconds=5, prompt="poll", reason="deploy check"),
+            await call(session, "schedule_wakeup", delay_seconds=90, prompt="poll again"),
+            await call(session, "schedule_wakeup", delay_seconds=86400, prompt="tomorrow"),
+        ]
+
+    (_, short), (_, exact), (_, long) = with_session(home, body)
+    assert "clamped to 60" in short
+    assert "clamped" not in exact
+    assert "(in 90s)" in exact
+    assert "clamped to 3600" in long
+    tasks = {t["prompt"]: t for t in home.kairos("list")["tasks"]}
+    assert tasks["poll"]["name"] == "deploy check"
+    assert tasks["poll"]["created_by"] == "mcp"
+    assert tasks["poll"]["recurring"] is False
+
+
+def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(home):
+    """Wrong types, a bad cron, an unknown id and a missing choice are tool errors; the next call still works."""
+    home.start_daemon()
+
+    async def body(session: ClientSession) -> list[tuple[bool, str]]:
+        return [
+            await call(session, "cron_create", cron=5),
+            await call(session, "cron_create", cron="61 * * * *", prompt="x"),
+            await call(session, "cron_delete", id="../../shutdown"),
+            await call(session, "inbox_ack"),
+            await call(session, "task_start", prompt="x"),
+            await call(session, "schedule_wakeup", delay_seconds="soon", prompt="x"),
+            await call(session, "no_such_tool"),
+            await call(session, "cron_list"),
+        ]
+
+    *errors, (last_error, last) = with_session(home, body)
+    assert all(error for error, _ in errors), errors
+    texts = [text for _, text in errors]
+    assert "minute: 61 is out of range" in texts[1]
+    assert "no task with id" in texts[2]
+    assert "give ids" in texts[3]
+    assert "give agent" in texts[4]
+    assert not last_error
+    assert last == "No scheduled jobs."
+    assert home.daemon is not None
+    assert home.daemon.poll() is None
+
+
+def test_background_task_tools_use_the_registry(home):
+    """task_start runs a command in the registry; task_result waits for its answer; task_status describes it."""
+    home.start_daemon()
+
+    async def body(session: ClientSession) -> list[tuple[bool, str]]:
+        started = await call(session, "task_start", prompt="hello from mcp", argv=["cat"])
+        task_id = started[1].split()[3]
+        return [
+            started,
+            await call(session, "task_result", id=task_id, wait_seconds=WAIT_S),
+            await call(session, "task_status", id=task_id),
+            await call(session, "task_cancel", id=task_id),
+        ]
+
+    (e1, started), (e2, result), (e3, status), (cancel_error, _cancelled) = with_session(home, body)
+    assert [e1, e2, e3] == [False, False, False], (started, result, status)
+    assert "Started background task t" in started
+    assert "is completed" in result
+    assert "completed" in status
+    assert "command cat" in status
+    assert cancel_error  # a completed task cannot be cancelled: said as a tool error
+    [task] = home.kairos("task", "list")["tasks"]
+    assert task["status"] == "completed"
+
+
+def test_inbox_tools_list_and_acknowledge(home):
+    """A delivered prompt shows in inbox_list; inbox_ack acknowledges it and it leaves the list."""
+    home.start_daemon()
+    task = home.kairos("add", "--in", "1s", "inbox me")["task"]
+    deadline = time.monotonic() + WAIT_S
+    while not home.kairos("inbox")["items"]:
+        assert time.monotonic() < deadline, "the one-shot was not delivered in time"
+        time.sleep(0.05)
+
+    async def body(session: ClientSession) -> list[tuple[bool, str]]:
+        listed = await call(session, "inbox_list")
+        item_id = listed[1].split()[0]
+        return [listed, await call(session, "inbox_ack", ids=[item_id]), await call(session, "inbox_list")]
+
+    (_, listed), (ack_error, acked), (_, empty) = with_session(home, body)
+    assert "inbox me" in listed
+    assert task["id"] in listed
+    assert not ack_error
+    assert "Acknowledged 1 item(s)" in acked
+    assert empty == "The inbox is empty."
+
+
+def test_without_a_daemon_every_tool_says_to_start_it(home):
+    """With no kairosd, a tool call is an error telling the user to run `kairos daemon start`."""
+
+    async def body(session: ClientSession) -> list[tuple[bool, str]]:
+        return [await call(session, "cron_list"), await call(session, "task_status", id="t0123456789")]
+
+    for error, text in with_session(home, body):
+        assert error
+        assert "kairosd is not running" in text
+        assert "kairos daemon start" in text

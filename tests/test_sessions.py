@@ -1,0 +1,234 @@
+"""Live sessions without HTTP: the session target model, the store (scopes, persistence, expiry, claims),
+the reminder wording, the block-chain limit, and the run ledger keeping runs a session holds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from kairosd.errors import UsageError
+from kairosd.events import EventBus
+from kairosd.ledger import RunLedger
+from kairosd.models import SessionTarget, Task, new_task
+from kairosd.records import Outcome, Run
+from kairosd.reminder import fence_for, reminder_text
+from kairosd.session_hub import SessionHub, chain_limit
+from kairosd.sessions import CLAIM_LEASE, PendingItem, SessionStore, is_inside
+from kairosd.sessions_wiring import session_ttl
+from kairosd.testing import FakeClock
+
+T0 = datetime(2026, 10, 31, 9, 0, tzinfo=UTC)
+
+
+def _item(run_id: str = "r000000000001", task_id: str = "3f2a9c1d", **target: object) -> PendingItem:
+    return PendingItem(
+        run_id=run_id,
+        task_id=task_id,
+        prompt="check the deploy",
+        scheduled_for=T0,
+        planned_for=T0,
+        queued_at=T0,
+        target={"kind": "session", "user": True, **target},
+    )
+
+
+# ---- the target model ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{}, {"session_id": "a", "user": True}, {"project": "/x", "session_id": "a"}, {"project": "relative/path"}],
+)
+def test_a_session_target_needs_exactly_one_scope_and_an_absolute_project(fields):
+    """No scope, two scopes or a relative project path are refused."""
+    with pytest.raises(ValidationError):
+        SessionTarget.model_validate({"kind": "session", **fields})
+
+
+def test_a_task_round_trips_a_session_target_with_its_defaults():
+    """A task keeps its session target through JSON; the fallback defaults to inbox; the path is normalised."""
+    task = new_task(
+        prompt="p", created_at=T0, tz="UTC", cron="0 9 * * *", target={"kind": "session", "project": "/src/app/../app"}
+    )
+    again = Task.model_validate(json.loads(task.model_dump_json()))
+    assert isinstance(again.target, SessionTarget)
+    assert (again.target.project, again.target.fallback, again.target.scope) == (
+        "/src/app",
+        "inbox",
+        "project:/src/app",
+    )
+
+
+# ---- the store -------------------------------------------------------------------------------
+
+
+def test_scopes_pick_the_most_recent_matching_live_session(tmp_path):
+    """session_id is exact, project means inside the path (not a sibling with the same prefix), user means
+    the most recently active one; the agent filter narrows each; expired sessions never match."""
+    clock = FakeClock(T0)
+    store = SessionStore(tmp_path / "s.json", clock, ttl=timedelta(hours=1))
+    store.touch("claude", "old", T0 - timedelta(hours=2), cwd="/src/app")  # expired
+    store.touch("claude", "a", T0 - timedelta(minutes=5), cwd="/src/app/sub")
+    store.touch("codex", "b", T0 - timedelta(minutes=1), cwd="/src/application")
+    store.touch("gemini", "c", T0, cwd="/home/dev")
+
+    def pick(**target: object) -> str | None:
+        found = store.resolve(SessionTarget.model_validate({"kind": "session", **target}), T0)
+        return None if found is None else found.session_id
+
+    assert pick(session_id="a") == "a"
+    assert pick(session_id="old") is None
+    assert pick(project="/src/app") == "a"
+    assert pick(project="/src") == "b"
+    assert pick(user=True) == "c"
+    assert pick(user=True, agent="claude") == "a"
+    assert pick(project="/src/app", agent="codex") is None
+    assert is_inside("/src/app", "/src/app")
+    assert is_inside("/x/y", "/")
+    assert not is_inside("/src/apple", "/src/app")
+
+
+def test_sessions_and_items_survive_a_reload_but_claims_do_not(tmp_path):
+    """save() then a new store's load() gives the same sessions and items; a claim (a lease) is not kept."""
+    clock = FakeClock(T0)
+    store = SessionStore(tmp_path / "sessions.json", clock)
+    session, created = store.touch("claude", "s1", T0, cwd="/src/app", transcript_path="/t.jsonl")
+    store.add(session, _item())
+    token, claimed = store.claim(session, T0, 1)
+    assert created
+    assert token
+    assert claimed
+    store.save()
+    again = SessionStore(tmp_path / "sessions.json", clock)
+    again.load()
+    (loaded,) = list(again)
+    assert (loaded.agent, loaded.session_id, loaded.cwd, loaded.transcript_path) == (
+        "claude", "s1", "/src/app", "/t.jsonl",
+    )  # fmt: skip
+    (item,) = loaded.items
+    assert (item.run_id, item.claim) == ("r000000000001", None)
+    assert oct((tmp_path / "sessions.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_an_unreadable_sessions_file_is_copied_aside_and_ignored(tmp_path):
+    """A corrupt sessions.json never stops kairosd: it is kept as .corrupt-<time> and the store starts empty."""
+    path = tmp_path / "sessions.json"
+    path.write_text("{not json")
+    store = SessionStore(path, FakeClock(T0))
+    store.load()
+    assert len(store) == 0
+    assert [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name] == ["sessions.json.corrupt-20261031T090000Z"]
+
+
+def test_a_claim_is_exclusive_until_its_lease_lapses(tmp_path):
+    """A claimed item is not handed out again until CLAIM_LEASE passed; take() needs the holding claim."""
+    clock = FakeClock(T0)
+    store = SessionStore(tmp_path / "s.json", clock)
+    session, _ = store.touch("claude", "s1", T0)
+    store.add(session, _item())
+    first, items = store.claim(session, T0, 5)
+    assert len(items) == 1
+    assert store.claim(session, T0 + CLAIM_LEASE - timedelta(seconds=1), 5) == (None, [])
+    second, again = store.claim(session, T0 + CLAIM_LEASE, 5)
+    assert second is not None
+    assert again
+    assert store.take(session, first or "", {"r000000000001"}) == []  # the first claim lost it
+    assert [i.run_id for i in store.take(session, second, {"r000000000001"})] == ["r000000000001"]
+
+
+def test_session_ttl_comes_from_the_environment():
+    """KAIROS_SESSION_TTL takes a duration (default 24h); nonsense or less than a minute is an error."""
+    assert session_ttl({}) == timedelta(hours=24)
+    assert session_ttl({"KAIROS_SESSION_TTL": "90m"}) == timedelta(minutes=90)
+    for bad in ("soon", "30s"):
+        with pytest.raises(UsageError):
+            session_ttl({"KAIROS_SESSION_TTL": bad})
+
+
+def test_expired_sessions_are_dropped_and_their_items_fall_back(tmp_path):
+    """sweep() removes a session not seen for the ttl, announces it, and (no inbox here) fails its item
+    with a reason rather than keeping it forever."""
+
+    async def main() -> None:
+        clock = FakeClock(T0)
+        ledger = RunLedger(tmp_path / "runs.jsonl", clock)
+        ledger.load()
+        run = Run(run_id="r000000000001", task_id="3f2a9c1d", scheduled_for=T0, planned_for=T0,
+                  outcome=Outcome.QUEUED, awaiting="session")  # fmt: skip
+        ledger.record(run)
+        events = EventBus(clock.now)
+        store = SessionStore(tmp_path / "s.json", clock, ttl=timedelta(hours=1))
+        session, _ = store.touch("claude", "s1", T0)
+        store.add(session, _item())
+        hub = SessionHub(store, ledger, events, clock, {})
+        assert await hub.sweep() == []
+        clock.advance(3600)
+        assert await hub.sweep() == ["s1"]
+        assert len(store) == 0
+        done = ledger.get("r000000000001")
+        assert done.outcome is Outcome.FAILED
+        assert done.reason == (
+            "claude session s1 expired (not seen for 1 h) before its next turn; no inbox to fall back to"
+        )
+
+    asyncio.run(main())
+
+
+# ---- wording and limits ----------------------------------------------------------------------
+
+
+def test_the_reminder_fences_the_prompt_longer_than_any_backtick_run_in_it():
+    """A prompt holding ``` gets a four-backtick fence; the text names the task and time, is worded as a
+    reminder the user scheduled, and says it approves nothing."""
+    prompt = "run this:\n```sh\nmake test\n```\nthen ``report``"
+    text = reminder_text(task_id="3f2a9c1d", task_name="ci", prompt=prompt, scheduled_for=T0, zone="Europe/Berlin")
+    assert fence_for(prompt) == "````"
+    assert text.startswith('Scheduled reminder from kairos (task 3f2a9c1d "ci", scheduled for 2026-10-31 10:00 CET):')
+    assert f"\n\n````\n{prompt}\n````\n\n" in text
+    assert "approves nothing" in text
+    assert "system" not in text.lower()
+    assert fence_for("no backticks") == "```"
+
+
+def test_late_and_catch_up_fires_say_so():
+    """A run fired late or as a catch-up says that in its header."""
+    late = reminder_text(task_id="t", task_name=None, prompt="p", scheduled_for=T0, zone="UTC", late_by_s=5400)
+    caught = reminder_text(task_id="t", task_name=None, prompt="p", scheduled_for=T0, zone="UTC", catch_up=True)
+    assert "(fired 1h30m late)" in late
+    assert "(a catch-up for a fire missed while kairosd could not run it)" in caught
+
+
+def test_the_block_chain_stays_under_each_agents_cap():
+    """Claude and Copilot cap consecutive blocks at 8, Codex and Gemini have no cap: we block at most 3 in a
+    row, fewer when a user lowered Claude's cap, and 3 when they turned it off (0)."""
+    assert [chain_limit(a) for a in ("claude", "copilot", "codex", "gemini", "other")] == [3, 3, 3, 3, 3]
+    assert [chain_limit("claude", cap) for cap in (1, 2, 3, 0)] == [1, 1, 2, 3]
+
+
+# ---- the run ledger --------------------------------------------------------------------------
+
+
+def test_the_ledger_keeps_runs_a_session_holds_across_a_restart_and_its_trimming(tmp_path: Path):
+    """A queued run with awaiting=session stays queued when the ledger is loaded again (a plain queued run
+    is marked never started), and trimming to keep_per_task never drops it."""
+    clock = FakeClock(T0)
+    ledger = RunLedger(tmp_path / "runs.jsonl", clock, keep_per_task=2)
+    ledger.load()
+    held = Run(run_id="rheld", task_id="t1", scheduled_for=T0, planned_for=T0, dispatched_at=T0,
+               outcome=Outcome.QUEUED, awaiting="session")  # fmt: skip
+    plain = Run(run_id="rplain", task_id="t2", scheduled_for=T0, planned_for=T0, outcome=Outcome.QUEUED)
+    ledger.record_many([held, plain])
+    for n in range(3):
+        when = T0 + timedelta(minutes=n + 1)
+        ledger.record(Run(run_id=f"rdone{n}", task_id="t1", scheduled_for=when, planned_for=when,
+                          dispatched_at=when, outcome=Outcome.SKIPPED))  # fmt: skip
+    again = RunLedger(tmp_path / "runs.jsonl", clock, keep_per_task=2)
+    again.load()
+    assert again.get("rheld").outcome is Outcome.QUEUED
+    assert again.get("rplain").outcome is Outcome.SKIPPED
+    assert [r.run_id for r in again.awaiting("session")] == ["rheld"]
