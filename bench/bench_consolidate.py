@@ -1,0 +1,326 @@
+"""Offline consolidation of a 10 MB transcript: time and peak memory, against a plain json line scan.
+
+Two transcripts of about ``--mb`` MB each are made here:
+
+- **claude**: a Claude Code session with what real ones carry: typed prompts (some stating rules,
+  corrections, decisions, to-dos), assistant text, tool calls (Bash, Edit, Read, TodoWrite), large
+  tool results (file contents), meta and command lines, a few malformed lines;
+- **copilot, line-heavy**: a Copilot CLI ``events.jsonl`` of small events (~50,000 lines, about
+  10,000 typed prompts, each different, half of them stating something to remember, streaming
+  deltas, tool starts and completions): far more prompts than a real session has, the worst case.
+
+Measured, each in a fresh process (so imports and peak RSS are the run's own), best of
+``--repeats``:
+
+- **baseline**: ``for line in file: json.loads(line)``, the least any reader must do;
+- **consolidation**: ``python -m kairosd.consolidation.worker`` on the transcript, the real
+  thing: read, extract, normalise, merge into a board (atomic write and history), write the result.
+
+Time is wall time of the whole process (interpreter start-up included, for both); memory is the
+process' peak RSS (``ru_maxrss`` from ``wait4``).
+
+Goal (issue 6): <= 2 s and <= 100 MB for 10 MB.
+
+    python bench/bench_consolidate.py [--mb 10] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from _common import Row, precompile
+
+SCAN = """
+import json, sys
+n = 0
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        try:
+            json.loads(line)
+        except ValueError:
+            pass
+        n += 1
+print(n)
+"""
+
+PROMPTS = [
+    "Please always run `make check` before you commit.",
+    "No, use pnpm here, not npm.",
+    "Let's go with Postgres for the job queue.",
+    "Don't forget to update the migration guide tomorrow.",
+    "Can you look at the flaky test in tests/test_runner.py?",
+    "Refactor the retry loop so it backs off exponentially.",
+    "Never push directly to main.",
+    "I prefer small commits with clear messages.",
+    "What does this function return when the queue is empty?",
+    "Add a docstring and make the error message say what to do.",
+]
+
+
+def make_transcript(path: Path, megabytes: float, seed: int = 6) -> int:
+    """A Claude Code transcript of about ``megabytes`` MB; the number of lines."""
+    rng = random.Random(seed)
+    start = datetime(2026, 11, 20, 9, tzinfo=UTC)
+    cwd = "/home/me/src/app"
+    common = {
+        "sessionId": "6c073d8e-2bb1-45cb-90bc-a28ce44da090",
+        "cwd": cwd,
+        "version": "2.1.40",
+        "gitBranch": "main",
+        "isSidechain": False,
+        "userType": "external",
+    }
+    target = int(megabytes * 1_000_000)
+    size = lines = 0
+    minute = 0.0
+    with open(path, "wb") as f:
+
+        def write(obj: object) -> None:
+            nonlocal size, lines
+            data = json.dumps(obj).encode() + b"\n"
+            f.write(data)
+            size += len(data)
+            lines += 1
+
+        while size < target:
+            minute += rng.uniform(0.2, 3)
+            at = (start + timedelta(minutes=minute)).isoformat().replace("+00:00", "Z")
+            write(
+                {
+                    "type": "user",
+                    "timestamp": at,
+                    "uuid": f"u{lines}",
+                    "message": {"role": "user", "content": rng.choice(PROMPTS)},
+                    **common,
+                }
+            )
+            for _ in range(rng.randint(1, 4)):
+                tool = rng.choice(["Bash", "Edit", "Read", "Read", "TodoWrite"])
+                arg: dict[str, object] = {
+                    "Bash": {"command": rng.choice(["make check", "pytest -q", "git status", "ls -la src"])},
+                    "Edit": {
+                        "file_path": f"{cwd}/src/mod{rng.randint(1, 30)}.py",
+                        "old_string": "a",
+                        "new_string": "b",
+                    },
+                    "Read": {"file_path": f"{cwd}/src/mod{rng.randint(1, 30)}.py"},
+                    "TodoWrite": {
+                        "todos": [
+                            {"content": f"step {i}", "status": rng.choice(["pending", "completed"])} for i in range(4)
+                        ]
+                    },
+                }[tool]
+                write(
+                    {
+                        "type": "assistant",
+                        "timestamp": at,
+                        "uuid": f"a{lines}",
+                        "message": {
+                            "role": "assistant",
+                            "content": [
+                                {"type": "text", "text": "Let me look at that. " * rng.randint(1, 20)},
+                                {"type": "tool_use", "id": f"t{lines}", "name": tool, "input": arg},
+                            ],
+                        },
+                        **common,
+                    }
+                )
+                body = "\n".join(
+                    f"{n:6}\u2192    value = compute(value, {n})  # line {n}" for n in range(rng.randint(5, 400))
+                )
+                write(
+                    {
+                        "type": "user",
+                        "timestamp": at,
+                        "uuid": f"r{lines}",
+                        "message": {
+                            "role": "user",
+                            "content": [{"tool_use_id": f"t{lines}", "type": "tool_result", "content": body}],
+                        },
+                        "toolUseResult": {"type": "text"},
+                        **common,
+                    }
+                )
+            if rng.random() < 0.05:
+                write(
+                    {
+                        "type": "user",
+                        "isMeta": True,
+                        "timestamp": at,
+                        "message": {
+                            "role": "user",
+                            "content": "Caveat: The messages below were generated by the user while running "
+                            "local commands.",
+                        },
+                        **common,
+                    }
+                )
+            if rng.random() < 0.01:
+                f.write(b"{not json at all\n")
+                lines += 1
+    return lines
+
+
+def make_events(path: Path, megabytes: float, seed: int = 6) -> int:
+    """A line-heavy Copilot CLI events.jsonl of about ``megabytes`` MB; the number of lines."""
+    rng = random.Random(seed)
+    start = datetime(2026, 11, 20, 9, tzinfo=UTC)
+    target = int(megabytes * 1_000_000)
+    lines = 0
+    with open(path, "w") as f:
+        f.write(
+            json.dumps(
+                {
+                    "type": "session.start",
+                    "data": {"sessionId": "s", "context": {"cwd": "/home/me/src/app"}},
+                    "id": "e0",
+                    "timestamp": start.isoformat(),
+                    "parentId": None,
+                }
+            )
+            + "\n"
+        )
+        while f.tell() < target:
+            lines += 1
+            kind = rng.choice(
+                [
+                    "user.message",
+                    "assistant.message",
+                    "assistant.message_delta",
+                    "tool.execution_start",
+                    "tool.execution_complete",
+                ]
+            )
+            data = {
+                # Unique texts (no two prompts alike), so no cache can flatter the figure.
+                "user.message": {"content": f"{rng.choice(PROMPTS)} Then look at module {lines} of the parser."},
+                "assistant.message": {"messageId": f"m{lines}", "content": "Sure, doing that now. " * 5},
+                "assistant.message_delta": {"messageId": f"m{lines}", "deltaContent": "tok"},
+                "tool.execution_start": {
+                    "toolCallId": f"c{lines}",
+                    "toolName": "bash",
+                    "arguments": {"command": rng.choice(["make check", "pytest -q", "ls"])},
+                },
+                "tool.execution_complete": {
+                    "toolCallId": f"c{lines}",
+                    "success": True,
+                    "result": {"content": "ok " * 20},
+                },
+            }[kind]
+            at = (start + timedelta(seconds=lines)).isoformat().replace("+00:00", "Z")
+            f.write(
+                json.dumps({"type": kind, "data": data, "id": f"e{lines}", "timestamp": at, "parentId": None}) + "\n"
+            )
+    return lines
+
+
+def _timed(argv: list[str]) -> tuple[float, float]:
+    """Run ``argv``; (wall seconds, peak RSS in MB)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0,):
+        raise SystemExit(f"{argv[:4]} failed with exit code {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+    proc.stderr.close()  # type: ignore[union-attr]
+    return elapsed, usage.ru_maxrss / 1024  # Linux reports KiB
+
+
+def _request(folder: Path, transcript: Path, n: int) -> Path:
+    project = folder / "app"
+    project.mkdir(exist_ok=True)  # each run merges into the same board, as sessions of one project do
+    request = {
+        "version": 1,
+        "run": f"t{n:010x}",
+        "project": str(project),
+        "transcript": str(transcript),
+        "agent": "claude",
+        "session_id": "bench",
+        "mode": "offline",
+        "agent_timeout_s": 60,
+        "zone": "UTC",
+        "requested_at": datetime(2026, 11, 20, 18, tzinfo=UTC).isoformat(),
+        "boards_dir": str(folder / "boards"),
+        "result_path": str(folder / f"result-{n}.json"),
+        "pid_path": str(folder / f"pid-{n}"),
+        "config_dir": str(folder / "config"),
+        "state_dir": str(folder / "state"),
+        "data_dir": str(folder / "data"),
+        "runtime_dir": str(folder / "run"),
+    }
+    path = folder / f"request-{n}.json"
+    path.write_text(json.dumps(request))
+    return path
+
+
+def _measure(folder: Path, name: str, transcript: Path, args: argparse.Namespace) -> list[Row]:
+    mb = transcript.stat().st_size / 1e6
+    scans = [_timed([sys.executable, "-c", SCAN, str(transcript)]) for _ in range(args.repeats)]
+    runs = []
+    for n in range(args.repeats):
+        request = _request(folder / name, transcript, n)
+        runs.append(_timed([sys.executable, "-m", "kairosd.consolidation.worker", str(request)]))
+    result = json.loads((folder / name / "result-0.json").read_text())
+    assert result["ok"], result
+    if args.verbose:
+        print(name, json.dumps({k: result[k] for k in ("transcript", "extracted", "board_size")}), file=sys.stderr)
+    seconds, base_s = min(r[0] for r in runs), min(s[0] for s in scans)
+    rss, base_rss = max(r[1] for r in runs), max(s[1] for s in scans)
+    bench = f"offline consolidation, {mb:.0f} MB {name}"
+    return [
+        Row(
+            bench,
+            "wall time (process)",
+            seconds * 1e3,
+            "ms",
+            "json line scan",
+            base_s * 1e3,
+            "<= 2000 ms",
+            seconds <= 2,
+        ),
+        Row(bench, "peak RSS", rss, "MB", "json line scan", base_rss, "<= 100 MB", rss <= 100),
+    ]
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    precompile()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="kbc") as tmp:
+        folder = Path(tmp)
+        for name, make in (("claude", make_transcript), ("copilot, line-heavy", make_events)):
+            (folder / name).mkdir()
+            transcript = folder / name / "transcript.jsonl"
+            lines = make(transcript, args.mb)
+            if args.verbose:
+                print(f"{name}: {transcript.stat().st_size / 1e6:.1f} MB, {lines:,} lines", file=sys.stderr)
+            rows += _measure(folder, name, transcript, args)
+    return rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mb", type=float, default=10.0, help="transcript size in MB (default 10)")
+    parser.add_argument("--repeats", type=int, default=5)
+
+
+def main() -> int:
+    from run_all import print_table
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    print_table(run(parser.parse_args()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

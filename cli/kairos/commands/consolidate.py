@@ -1,0 +1,328 @@
+"""``kairos consolidate`` and ``kairos board show|add|rm|prune|history``: memory consolidation.
+
+Both go through kairosd: it applies the consolidation gates, runs the detached worker, and is
+the one writer of the boards besides that worker (a board is per user, and two writers must
+take the same lock). ``--wait`` long-polls the run like ``kairos task wait`` (it is a task of
+kind ``consolidation``), bounded by ``--timeout``.
+
+Only argparse and typing are imported at the top (``kairos.app`` imports every verb module on
+every call); the client and helpers load inside the handlers. Must not import pydantic, asyncio
+or any kairosd module that does I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kairos.commands.tasks import make_parser
+
+AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "generic")
+KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
+DEFAULT_WAIT_S = 300.0
+POLL_MARGIN_S = 15.0
+
+
+def register(subparsers: Any) -> None:
+    # app.VERBS maps both our verbs to this module, so we may be called once per verb.
+    if "consolidate" in subparsers.choices:
+        return
+    _register_consolidate(subparsers)
+    _register_board(subparsers)
+
+
+def _register_consolidate(subparsers: Any) -> None:
+    parser = make_parser(
+        subparsers,
+        "consolidate",
+        "distil a session into the project's context board",
+        "Ask kairosd to consolidate an agent session: what the user said to always or never do, their "
+        "corrections, decisions, open to-dos and the commands and files that mattered go into the project's "
+        "context board (kairos board show). The gates apply (consolidation enabled, not a session kairos "
+        "started, at least 3 human turns, the minimum interval per project, one run per project); the run "
+        "is detached and survives this command, the agent and kairosd. Exit 0 if it started (or was "
+        "coalesced into a running one), 1 if a gate stopped it; with --wait, 0 if the run completed.",
+        """
+        kairos consolidate --session 6c07 --transcript ~/.claude/projects/-home-me-app/6c07.jsonl --cwd ~/app
+        kairos consolidate --agent codex --session 019a --transcript ROLLOUT.jsonl --cwd . --wait
+        """,
+    )
+    parser.add_argument("--session", required=True, metavar="ID", help="the agent's session id")
+    parser.add_argument("--transcript", required=True, metavar="PATH", help="the session's transcript file")
+    parser.add_argument("--cwd", default=".", metavar="DIR", help="the project folder (default: this one)")
+    parser.add_argument("--agent", choices=AGENTS, default="auto", help="whose transcript (default: detect)")
+    parser.add_argument("--reason", default="manual", metavar="TEXT", help="why (recorded with the decision)")
+    parser.add_argument("--wait", action="store_true", help="wait for the run and print what it changed")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_WAIT_S, metavar="SECONDS", help="give up waiting after this long"
+    )
+    parser.set_defaults(handler=cmd_consolidate)
+
+
+def _register_board(subparsers: Any) -> None:
+    board = subparsers.add_parser(
+        "board",
+        help="the project's context board: what kairos remembers between sessions",
+        description="The context board of a project (the Git work tree around --cwd, default: this folder): "
+        "at most 25 notes kept from earlier sessions, which reach new sessions through the SessionStart hook. "
+        "kairos prunes its own entries to 18 when the board is full; yours stay until you remove them.",
+        epilog="examples:\n  kairos board show\n  kairos board add 'Use pnpm, not npm' --kind rule\n"
+        "  kairos board rm b3f2a1\n  kairos board history -n 20",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verbs = board.add_subparsers(dest="board_verb", metavar="COMMAND")
+
+    show = make_parser(
+        verbs, "show", "list the entries", "List the board's entries, most worth keeping first.", "kairos board show"
+    )
+    _cwd(show)
+    show.set_defaults(handler=cmd_show)
+
+    add = make_parser(
+        verbs,
+        "add",
+        "add an entry of your own",
+        "Add an entry of your own. kairos never prunes it; only 'kairos board rm' removes it.",
+        "kairos board add 'Never push to main directly'\n  kairos board add --kind todo 'Migrate the CI to v2'",
+    )
+    add.add_argument("text", nargs="+", metavar="TEXT")
+    add.add_argument("--kind", choices=KINDS, default="rule", help="what it is (default: rule)")
+    _cwd(add)
+    add.set_defaults(handler=cmd_add)
+
+    rm = make_parser(verbs, "rm", "remove an entry", "Remove an entry by its id.", "kairos board rm b3f2a1")
+    rm.add_argument("id", metavar="ID")
+    _cwd(rm)
+    rm.set_defaults(handler=cmd_rm)
+
+    prune = make_parser(
+        verbs,
+        "prune",
+        "prune kairos' entries now",
+        "Drop kairos' lowest-priority entries (facts before to-dos before rules; stale before frequent or "
+        "recent) until at most 18 remain. Your own entries stay.",
+        "kairos board prune",
+    )
+    _cwd(prune)
+    prune.set_defaults(handler=cmd_prune)
+
+    history = make_parser(
+        verbs,
+        "history",
+        "what was learned and when",
+        "Every change to the board, newest last: additions, entries seen again, removals, prunes.",
+        "kairos board history\n  kairos board history -n 0 --json",
+    )
+    history.add_argument("-n", type=int, default=50, metavar="N", help="the last N changes (0: all; default 50)")
+    _cwd(history)
+    history.set_defaults(handler=cmd_history)
+
+    board.set_defaults(handler=lambda _args: _help(board))
+
+
+def _cwd(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cwd", default=".", metavar="DIR", help="a folder of the project (default: this one)")
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    from kairosd.errors import EXIT_USAGE
+
+    parser.print_help()
+    return EXIT_USAGE
+
+
+def _abs(path: str) -> str:
+    import os
+
+    # kairosd's working directory is not the user's: resolve paths here.
+    return os.path.abspath(os.path.expanduser(path))
+
+
+# ---- consolidate ------------------------------------------------------------------------------
+
+
+def build_consolidate_request(args: argparse.Namespace, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The POST /v1/consolidate body: the caller's markers decide gates 1 and 2 as the hook's would."""
+    import os
+
+    env = os.environ if environ is None else environ
+    body: dict[str, Any] = {
+        "agent": args.agent,
+        "session_id": args.session,
+        "transcript_path": _abs(args.transcript),
+        "cwd": _abs(args.cwd),
+        "reason": args.reason,
+        "spawned": env.get("KAIROS_SPAWNED", "").strip() == "1",
+    }
+    if env.get("KAIROS_CONSOLIDATE") is not None:
+        body["consolidate"] = env["KAIROS_CONSOLIDATE"]
+    return body
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    from kairos.client import Client
+    from kairos.output import error, print_json
+    from kairosd.errors import UsageError
+
+    if args.timeout is not None and args.timeout < 0:
+        raise UsageError("--timeout must be 0 or more seconds")
+    decision = Client().call("POST", "/consolidate", build_consolidate_request(args))
+    status = decision.get("status")
+    run = decision.get("run") or {}
+    if not args.wait or status not in ("started", "coalesced"):
+        if args.json:
+            print_json(decision)
+        elif status in ("started", "coalesced"):
+            verb = "started" if status == "started" else "coalesced into the running"
+            print(f"{verb} consolidation {run.get('id', '?')} of {decision.get('project')}")
+        else:
+            error(f"not consolidated ({decision.get('gate') or status}): {decision.get('reason')}")
+        return 0 if status in ("started", "coalesced") else 1
+    from kairos.commands.agenttasks import wait_for
+
+    doc = wait_for(str(run["id"]), args.timeout, None)
+    task = doc.get("task") or {}
+    info = Client().call("GET", f"/consolidation/runs/{_quote(str(run['id']))}")
+    info["decision"] = decision
+    info["timed_out"] = bool(doc.get("timed_out"))
+    if args.json:
+        print_json(info)
+    else:
+        _print_run(info)
+    return 0 if not doc.get("timed_out") and task.get("status") == "completed" else 1
+
+
+def _print_run(info: dict[str, Any]) -> None:
+    from kairos.output import error
+
+    task = info.get("task") or {}
+    result = info.get("result") or {}
+    if info.get("timed_out"):
+        error(f"consolidation {task.get('id', '?')} is still {task.get('status', '?')} (timed out waiting)")
+        return
+    if task.get("status") != "completed":
+        error(f"consolidation {task.get('id', '?')} {task.get('status', '?')}: {task.get('error') or '-'}")
+        return
+    merge = result.get("merge") or {}
+    print(f"{task.get('id')} completed: {task.get('response')}; the board has {result.get('board_size', '?')} entries")
+    for entry in merge.get("added", []):
+        print(f"  + {entry.get('id')} [{entry.get('kind')}] {entry.get('text')}")
+    for entry in merge.get("pruned", []):
+        print(f"  - {entry.get('id')} [{entry.get('kind')}] {entry.get('text')}")
+    stats = result.get("transcript") or {}
+    if stats.get("malformed"):
+        print(f"  ({stats['malformed']} malformed transcript line(s) skipped)")
+
+
+def _quote(text: str) -> str:
+    from kairosd.protocol import quote
+
+    # Quote: an id typed by a person must not be able to reach another route.
+    return quote(text)
+
+
+# ---- board ---------------------------------------------------------------------------------------
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from kairos.client import Client
+    from kairos.commands.tasks import print_table
+    from kairos.output import print_json
+
+    doc = Client().call("GET", "/board", query={"cwd": _abs(args.cwd)})
+    if args.json:
+        print_json(doc)
+        return 0
+    entries = doc.get("entries") or []
+    print(f"context board of {doc.get('project')}: {len(entries)} of {doc.get('limit', 25)} entries")
+    if not entries:
+        print("(empty: entries come from consolidated sessions, or kairos board add)")
+        return 0
+    rows = [
+        [
+            str(e.get("id")),
+            str(e.get("kind")),
+            str(e.get("hits", 1)),
+            str(e.get("last_seen_at", ""))[:10],
+            "you" if e.get("author") == "user" else "kairos",
+            str(e.get("text", "")),
+        ]
+        for e in entries
+    ]
+    print_table(["ID", "KIND", "HITS", "LAST SEEN", "BY", "TEXT"], rows)
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from kairos.client import Client
+    from kairos.output import print_json
+
+    body = {"cwd": _abs(args.cwd), "text": " ".join(args.text), "kind": args.kind}
+    doc = Client().call("POST", "/board", body)
+    if args.json:
+        print_json(doc)
+        return 0
+    entry = doc["entry"]
+    print(f"added {entry['id']} [{entry['kind']}] {entry['text']}")
+    for pruned in doc.get("pruned") or []:
+        print(f"pruned {pruned['id']} [{pruned['kind']}] {pruned['text']} (to make room)")
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    from kairos.client import Client
+    from kairos.output import print_json
+
+    doc = Client().call("DELETE", f"/board/entries/{_quote(args.id)}", query={"cwd": _abs(args.cwd)})
+    if args.json:
+        print_json(doc)
+    else:
+        print(f"removed {doc['removed']['id']} [{doc['removed']['kind']}] {doc['removed']['text']}")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from kairos.client import Client
+    from kairos.output import print_json
+
+    doc = Client().call("POST", "/board/prune", {"cwd": _abs(args.cwd)})
+    if args.json:
+        print_json(doc)
+        return 0
+    pruned = doc.get("pruned") or []
+    if not pruned:
+        print(f"nothing to prune (at most {doc.get('prune_to', 18)} of kairos' entries are kept)")
+    for entry in pruned:
+        print(f"pruned {entry['id']} [{entry['kind']}] {entry['text']}")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from kairos.client import Client
+    from kairos.commands.tasks import fmt_time, local_zone, print_table
+    from kairos.output import print_json
+    from kairosd.errors import UsageError
+
+    if args.n < 0:
+        raise UsageError("-n must be 0 or more")
+    doc = Client().call("GET", "/board/history", query={"cwd": _abs(args.cwd), "limit": str(args.n)})
+    if args.json:
+        print_json(doc)
+        return 0
+    records = doc.get("history") or []
+    if not records:
+        print(f"no changes yet to the board of {doc.get('project')}")
+        return 0
+    zone = local_zone()
+    rows = [
+        [
+            fmt_time(r.get("at"), zone),
+            str(r.get("action", "?")),
+            "you" if r.get("by") == "user" else "kairos",
+            str(r.get("id") or "-"),
+            f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", "")),
+        ]
+        for r in records
+    ]
+    print_table(["WHEN", "ACTION", "BY", "ID", "ENTRY"], rows)
+    return 0

@@ -1,0 +1,14 @@
+"""Memory consolidation: when an agent session ends, distil what should be remembered into the
+project's context board (see :mod:`kairosd.consolidation.wiring` for how kairosd uses it).
+
+    transcripts   read Claude Code, Copilot CLI, Codex, Gemini and generic transcripts (pure)
+    dates         relative dates to absolute ones (pure)
+    extract       the offline consolidator: durable signals out of a transcript (pure)
+    board         the context board: entries, caps, pruning, history, rendering
+    gates         why a request is not run (pure)
+    agent_mode    the opt-in rem-agent run, with offline mode as its fallback
+    worker        the detached process: ``python -m kairosd.consolidation.worker REQUEST``
+    spawn         start that process detached; notice when it ends
+    service       the daemon side: requests, gates, runs, board operations
+    api, wiring   the HTTP routes and what the composition root calls
+"""

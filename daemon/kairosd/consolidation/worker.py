@@ -1,0 +1,224 @@
+"""The detached consolidation run: ``python -m kairosd.consolidation.worker REQUEST.json``.
+
+kairosd starts it in a new session (its own process group, stdio to the task log, with
+``KAIROS_SPAWNED=1``), so it outlives the agent, the hook and kairosd itself. It:
+
+1. takes the project's run lock (``<board>.run.lock``, held until it exits: one run per project
+   even across kairosd restarts);
+2. reads the transcript and extracts candidates offline (always: it is also agent mode's fallback);
+3. in agent mode, asks ``rem-agent`` (bounded) and uses its entries, or falls back to offline;
+4. merges the candidates into the board (under the board's lock; the history records it);
+5. writes its result atomically to the request's ``result_path`` and exits 0 (ok) or 1.
+
+kairosd notices the exit (a pidfd, or after a restart the recorded pid and start time) and reads
+the result file; a worker that died without one is recorded as failed.
+
+The request (JSON, written by :mod:`.service`): ``run, project, transcript, agent, session_id,
+mode, agent_timeout_s, zone, requested_at, boards_dir, result_path, pid_path, config_dir,
+state_dir, data_dir, runtime_dir``. With ``--detach`` (how kairosd starts it) it forks first: the
+parent writes the worker's pid to ``pid_path`` and exits, the worker leads a new session.
+
+Must not import the daemon, the server or the registry's state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from kairosd.atomic import write_atomic
+from kairosd.clock import Clock, SystemClock
+from kairosd.consolidation.board import BoardStore
+from kairosd.consolidation.extract import Extraction, extract
+from kairosd.consolidation.transcripts import ReadStats, read_file
+from kairosd.paths import Paths
+
+if TYPE_CHECKING:
+    from kairosd.consolidation.agent_mode import AgentAnswer
+
+REQUEST_VERSION = 1
+
+
+def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) -> dict[str, Any]:
+    """Do the run the request describes; the result document (never raises for an ordinary failure)."""
+    started = clock.now()
+    result: dict[str, Any] = {"run": request.get("run"), "ok": False, "started_at": started.isoformat()}
+    project = str(request["project"])
+    boards = BoardStore(Path(request["boards_dir"]), clock.now)
+    with _run_lock(boards.run_lock_path(project)) as held:
+        if not held:
+            result["error"] = "another consolidation of this project is running (its run lock is held)"
+            return _done(result, clock, started)
+        stats = ReadStats()
+        try:
+            extraction = _offline(request, stats)
+        except OSError as exc:
+            result["error"] = f"cannot read the transcript {request.get('transcript')}: {exc.strerror or exc}"
+            result["transcript"] = stats.as_dict()
+            return _done(result, clock, started)
+        result["transcript"] = stats.as_dict()
+        result["extracted"] = extraction.counts()
+        result["dropped"] = {"secrets": extraction.dropped_secrets, "injections": extraction.dropped_injections}
+        _say(
+            f"read {stats.lines} line(s) of {stats.format or 'unknown'} transcript ({stats.malformed} malformed "
+            f"skipped), {stats.human_turns} human turn(s); offline found {len(extraction.candidates)} candidate(s)",
+        )
+        candidates = extraction.candidates
+        mode = request.get("mode", "offline")
+        result["mode"] = "offline"
+        if mode == "agent":
+            answer = _agent(request, boards, project, stats, clock, environ)
+            if answer.error is None:
+                candidates = answer.candidates
+                result["mode"] = "agent"
+                _say(f"rem-agent ({answer.agent}) answered {len(candidates)} entr(y/ies)")
+            else:
+                result["fallback"] = answer.error
+                _say(f"agent mode failed ({answer.error}); using offline mode")
+        merged = boards.merge(
+            project, candidates, session=request.get("session_id"), agent=request.get("agent"), run=request.get("run")
+        )
+        result["merge"] = merged.as_dict()
+        result["board_size"] = len(boards.load(project).entries)
+        result["ok"] = True
+        _say(
+            f"board of {project}: {len(merged.added)} added, {len(merged.seen)} seen again, "
+            f"{len(merged.pruned)} pruned; {result['board_size']} entr(y/ies) now",
+        )
+    return _done(result, clock, started)
+
+
+def _offline(request: dict[str, Any], stats: ReadStats) -> Extraction:
+    zone = _zone(request.get("zone"))
+    anchor = datetime.fromisoformat(request["requested_at"])
+    messages = read_file(request["transcript"], request.get("agent"), stats)
+    return extract(messages, project=str(request["project"]), anchor=anchor, zone=zone)
+
+
+def _agent(
+    request: dict[str, Any], boards: BoardStore, project: str, stats: ReadStats, clock: Clock, environ: dict[str, str]
+) -> AgentAnswer:
+    # Imported here: offline runs (the default) never load the agent adapters.
+    from kairosd.config import load_config
+    from kairosd.consolidation.agent_mode import AgentAnswer, prompt_for, run_rem_agent
+    from kairosd.errors import KairosError
+
+    paths = Paths(
+        Path(request["state_dir"]), Path(request["runtime_dir"]), Path(request["data_dir"]), Path(request["config_dir"])
+    )
+    try:
+        config = load_config(paths, environ)
+    except KairosError as exc:
+        return AgentAnswer(error=f"the config cannot be used: {exc}")
+    board = boards.load(project)
+    prompt = prompt_for(project, str(request["transcript"]), board, stats.last_at, clock.now())
+    return run_rem_agent(
+        config=config, project=project, prompt=prompt, timeout_s=float(request["agent_timeout_s"]), environ=environ
+    )
+
+
+def _say(text: str) -> None:
+    """A line for the run's log (the task log: ``kairos task logs ID``)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _zone(name: Any) -> ZoneInfo:
+    try:
+        return ZoneInfo(name) if isinstance(name, str) and name else ZoneInfo("UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def _done(result: dict[str, Any], clock: Clock, started: datetime) -> dict[str, Any]:
+    finished = clock.now()
+    result["finished_at"] = finished.isoformat()
+    result["duration_s"] = round((finished - started).total_seconds(), 3)
+    return result
+
+
+@contextlib.contextmanager
+def _run_lock(path: Path) -> Iterator[bool]:
+    """The project's run lock, held for the whole run; False if another process holds it."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _detach(pid_path: Path) -> None:
+    """Fork; the parent records the child's pid and exits, the child goes on in a session of its own.
+
+    kairosd reaps the parent at once, so the worker is nobody's child to wait for (no zombie, no
+    subprocess object to keep) and leads its own process group, which a cancel signals.
+    """
+    child = os.fork()
+    if child:
+        write_atomic(pid_path, f"{child}\n".encode(), mode=0o600)
+        os._exit(0)
+    os.setsid()
+
+
+def _on_term(signum: int, frame: object) -> None:
+    # Cancelled (kairos task cancel, or kairosd's bound): unwind, so a running rem-agent's
+    # group is killed on the way out (see agent_mode.run_rem_agent).
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    detach = args[:1] == ["--detach"]
+    args = args[1:] if detach else args
+    if len(args) != 1:
+        sys.stderr.write("usage: python -m kairosd.consolidation.worker [--detach] REQUEST.json\n")
+        return 2
+    request_path = Path(args[0])
+    t0 = time.monotonic()
+    try:
+        request = json.loads(request_path.read_text(encoding="utf-8"))
+        if not isinstance(request, dict) or request.get("version") != REQUEST_VERSION:
+            raise ValueError(f"not a version {REQUEST_VERSION} consolidation request")
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"kairos consolidation: cannot read the request {request_path}: {exc}\n")
+        return 2
+    if detach:
+        _detach(Path(request["pid_path"]))
+    signal.signal(signal.SIGTERM, _on_term)
+    clock = SystemClock()
+    _say(f"kairos consolidation {request.get('run')} of {request.get('project')} started (pid {os.getpid()})")
+    try:
+        result = consolidate(request, clock, dict(os.environ))
+    except Exception as exc:  # the result file must say what happened, whatever happened
+        result = {"run": request.get("run"), "ok": False, "error": f"internal error: {exc!r}"}
+        _done(result, clock, clock.now())
+        import traceback
+
+        traceback.print_exc()
+    data = json.dumps(result, ensure_ascii=False, indent=1).encode("utf-8")
+    write_atomic(Path(request["result_path"]), data + b"\n", mode=0o600)
+    status = "ok" if result.get("ok") else f"failed: {result.get('error')}"
+    _say(f"kairos consolidation {request.get('run')} {status} ({time.monotonic() - t0:.2f}s)")
+    return 0 if result.get("ok") else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,284 @@
+"""Consolidation and board routes through kairosd.api.Api, and the CLI (kairos consolidate, kairos board)
+against the real socket server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from consolidation_support import short_transcript, write_transcript
+from registry_support import run
+from test_consolidation_service import Harness
+
+from kairos.app import run as kairos
+from kairosd.api import Api
+from kairosd.consolidation.api import consolidation_routes
+from kairosd.errors import NotFoundError, UsageError
+from kairosd.registry.api import registry_routes
+from kairosd.registry.model import TaskKind
+from kairosd.registry.registry import StartSpec
+from kairosd.server import Request, Response, UnixHttpServer
+
+
+def _api(h: Harness) -> Api:
+    api = Api(None, lambda: None)  # type: ignore[arg-type]  # these routes never touch the service
+    api.add_routes(registry_routes(h.registry))
+    api.add_routes(consolidation_routes(h.service))
+    return api
+
+
+async def _call(api: Api, method: str, path: str, body: Any = None, **query: str) -> tuple[int, Any]:
+    result = await api.handle(Request(method, f"/v1{path}", query, body, 0))
+    assert isinstance(result, Response)
+    return result.status, result.body
+
+
+def test_consolidate_route_answers_the_decision(tmp_path):
+    """202 with the run when started, 200 with the gate when skipped; status and run info follow."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        api = _api(h)
+        transcript = write_transcript(tmp_path / "t", "claude", str(h.project))
+        body = {"agent": "claude", "session_id": "s1", "transcript_path": str(transcript), "cwd": str(h.project)}
+        status, doc = await _call(api, "POST", "/consolidate", body)
+        assert (status, doc["status"], doc["run"]["kind"]) == (202, "started", "consolidation")
+        run_id = doc["run"]["id"]
+        await h.settled(run_id)
+        status, doc = await _call(api, "POST", "/consolidate", {**body, "session_id": "s2"})
+        assert (status, doc["status"], doc["gate"]) == (200, "skipped", "interval")
+        status, doc = await _call(api, "GET", f"/consolidation/runs/{run_id}")
+        assert (status, doc["task"]["status"], doc["result"]["ok"]) == (200, "completed", True)
+        status, doc = await _call(api, "GET", "/consolidation")
+        assert [d["outcome"] for d in doc["recent"]] == ["started", "skipped"]
+        assert (doc["mode"], doc["enabled"], doc["running"]) == ("offline", True, {})
+        await h.stop()
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([1], "must be a JSON object"),
+        ({"agent": "claude"}, "session_id is required"),
+        ({"agent": "claude", "session_id": "s", "bogus": 1}, "unknown field(s): bogus"),
+        ({"agent": "claude", "session_id": "s", "cwd": "relative/dir"}, "cwd must be an absolute path"),
+        ({"agent": "claude", "session_id": "s", "spawned": "yes"}, "spawned must be true or false"),
+        ({"agent": 3, "session_id": "s"}, "agent must be a string"),
+    ],
+)
+def test_bad_consolidate_bodies_are_usage_errors(tmp_path, body, message):
+    """Malformed requests are clean 400s that never reach the gates."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            await _call(_api(h), "POST", "/consolidate", body)
+        assert h.service.decisions.read() == []
+        await h.stop()
+
+    run(main())
+
+
+def test_run_info_is_only_for_consolidation_runs(tmp_path):
+    """An unknown id and a task of another kind are 404s."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        api = _api(h)
+        with pytest.raises(NotFoundError):
+            await _call(api, "GET", "/consolidation/runs/t0000000000")
+        shell = await h.registry.start(StartSpec(kind=TaskKind.SHELL, argv=["true"]))
+        with pytest.raises(NotFoundError, match="not a consolidation run"):
+            await _call(api, "GET", f"/consolidation/runs/{shell.id}")
+        await h.registry.wait(shell.id, 10)
+        await h.stop()
+
+    run(main())
+
+
+def test_board_routes(tmp_path):
+    """Show, add (201), remove, prune and history through the routes; the project is the work tree."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        api = _api(h)
+        cwd = str(h.project / "src")
+        status, doc = await _call(api, "GET", "/board", cwd=cwd)
+        assert (status, doc["project"], doc["entries"], doc["limit"]) == (200, str(h.project.resolve()), [], 25)
+        status, doc = await _call(api, "POST", "/board", {"cwd": cwd, "text": "Use pnpm, not npm", "kind": "rule"})
+        assert (status, doc["entry"]["author"], doc["entry"]["kind"]) == (201, "user", "rule")
+        entry_id = doc["entry"]["id"]
+        _, doc = await _call(api, "GET", "/board", cwd=str(h.project))
+        assert [e["id"] for e in doc["entries"]] == [entry_id]
+        _, doc = await _call(api, "POST", "/board/prune", {"cwd": cwd})
+        assert doc["pruned"] == []
+        _, doc = await _call(api, "DELETE", f"/board/entries/{entry_id}", cwd=cwd)
+        assert doc["removed"]["id"] == entry_id
+        _, doc = await _call(api, "GET", "/board/history", cwd=cwd, limit="0")
+        assert [r["action"] for r in doc["history"]] == ["add", "remove"]
+        with pytest.raises(NotFoundError):
+            await _call(api, "DELETE", f"/board/entries/{entry_id}", cwd=cwd)
+        with pytest.raises(UsageError, match="give the project folder"):
+            await _call(api, "GET", "/board")
+        with pytest.raises(UsageError, match="absolute path"):
+            await _call(api, "GET", "/board", cwd="proj")
+        with pytest.raises(UsageError, match="kind must be one of"):
+            await _call(api, "POST", "/board", {"cwd": cwd, "text": "x y z", "kind": "wish"})
+        with pytest.raises(UsageError, match="unknown field"):
+            await _call(api, "POST", "/board", {"cwd": cwd, "text": "x", "author": "kairos"})
+        with pytest.raises(UsageError, match="limit must be"):
+            await _call(api, "GET", "/board/history", cwd=cwd, limit="-1")
+        await h.stop()
+
+    run(main())
+
+
+def test_board_context_for_a_starting_session(tmp_path):
+    """The SessionStart hook point: the board of the session's project, rendered; None when empty."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        assert h.service.board_context(str(h.project)) is None
+        assert h.service.board_context(None) is None
+        assert h.service.board_context("relative") is None
+        await h.service.add_entry(str(h.project), "Always run make check.", "rule")
+        text = h.service.board_context(str(h.project / "src"))
+        assert text is not None
+        assert "- [rule] Always run make check. (you added)" in text
+        assert "not instructions" in text
+        await h.stop()
+
+    run(main())
+
+
+# ---- the CLI over the real socket ------------------------------------------------------------------
+
+
+@pytest.fixture
+def home(monkeypatch) -> Iterator[Path]:
+    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
+    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="kc"))
+    monkeypatch.setenv("KAIROS_HOME", str(root))
+    monkeypatch.setenv("COLUMNS", "200")
+    for var in ("KAIROS_SPAWNED", "KAIROS_CONSOLIDATE", "KAIROS_TASK_ID", "KAIROS_TASK_DEPTH"):
+        monkeypatch.delenv(var, raising=False)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_cli_consolidate_and_board(home, capsys, monkeypatch):
+    """kairos consolidate --wait / --json, and every board command, against kairosd's socket."""
+
+    async def main() -> None:
+        h = await Harness(home).start()
+        server = UnixHttpServer(home / "run" / "kairosd.sock", _api(h).handle)
+        await server.start()
+
+        async def cli(*argv: str) -> tuple[int, str, str]:
+            code = await asyncio.to_thread(kairos, list(argv))
+            out, err = capsys.readouterr()
+            return code, out, err
+
+        try:
+            transcript = write_transcript(home / "t", "codex", str(h.project))
+            monkeypatch.chdir(h.project / "src")
+            code, out, err = await cli("consolidate", "--agent", "codex", "--session", "s1", "--transcript",
+                                       str(transcript), "--wait")  # fmt: skip
+            assert (code, err) == (0, "")
+            lines = out.splitlines()
+            assert lines[0].endswith(
+                "completed: 8 added, 0 seen again, 0 pruned (offline mode); the board has 8 entries"
+            )
+            assert "  + " in lines[1]
+            assert lines[-1] == "  (4 malformed transcript line(s) skipped)"
+
+            code, out, err = await cli("consolidate", "--session", "s2", "--transcript", str(transcript))
+            assert (code, out) == (1, "")
+            assert err.startswith("kairos: not consolidated (interval): this project was consolidated")
+
+            monkeypatch.setenv("KAIROS_SPAWNED", "1")
+            code, out, _ = await cli("consolidate", "--session", "s3", "--transcript", str(transcript), "--json")
+            assert (code, json.loads(out)["gate"]) == (1, "not_spawned")
+            monkeypatch.delenv("KAIROS_SPAWNED")
+            short = short_transcript(home, 1)
+            code, out, _ = await cli("consolidate", "--session", "s4", "--transcript", str(short), "--json")
+            assert json.loads(out)["gate"] == "user_turns"
+
+            code, out, _ = await cli("board", "show")
+            assert code == 0
+            assert out.splitlines()[0] == f"context board of {h.project.resolve()}: 8 of 25 entries"
+            assert out.splitlines()[1].split() == ["ID", "KIND", "HITS", "LAST", "SEEN", "BY", "TEXT"]
+            code, out, _ = await cli("board", "add", "Use", "pnpm,", "not", "npm", "--kind", "preference")
+            assert code == 0
+            entry_id = out.split()[1]
+            assert out == f"added {entry_id} [preference] Use pnpm, not npm\n"
+            code, out, _ = await cli("board", "show", "--json", "--cwd", str(h.project))
+            doc = json.loads(out)
+            assert len(doc["entries"]) == 9
+            kinds = [e["kind"] for e in doc["entries"]]
+            mine = next(i for i, e in enumerate(doc["entries"]) if e["text"] == "Use pnpm, not npm")
+            assert mine < kinds.index("todo") < kinds.index("fact")  # rules and preferences lead
+            code, out, _ = await cli("board", "rm", entry_id)
+            assert out == f"removed {entry_id} [preference] Use pnpm, not npm\n"
+            code, out, err = await cli("board", "rm", entry_id)
+            assert code == 1
+            assert "no entry" in err
+            code, out, _ = await cli("board", "prune")
+            assert out == "nothing to prune (at most 18 of kairos' entries are kept)\n"
+            code, out, _ = await cli("board", "history", "-n", "3")
+            rows = out.splitlines()
+            assert rows[0].split() == ["WHEN", "ACTION", "BY", "ID", "ENTRY"]
+            assert [r.split()[2] for r in rows[1:]] == ["add", "add", "remove"]
+            code, out, _ = await cli("board", "history", "--json")
+            assert len(json.loads(out)["history"]) == 10
+        finally:
+            await server.close(grace_s=1.0)
+            await h.stop()
+
+    run(main())
+
+
+def test_cli_without_kairosd_exits_3(home, capsys):
+    """Every verb needs kairosd; without it: exit 3 and the hint."""
+    assert kairos(["board", "show"]) == 3
+    assert "kairos daemon start" in capsys.readouterr().err
+    assert kairos(["consolidate", "--session", "s", "--transcript", "/tmp/x.jsonl"]) == 3
+
+
+@pytest.mark.parametrize("verb", ["consolidate", "board show", "board add", "board rm", "board prune", "board history"])
+def test_help_has_examples_and_json(capsys, verb):
+    """Every new subcommand's --help has a description, examples and --json."""
+    with pytest.raises(SystemExit) as exc:
+        kairos([*verb.split(), "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out
+    assert "--json" in out
+
+
+def test_the_consolidate_request_carries_the_callers_markers(monkeypatch, tmp_path):
+    """The CLI sends what gates 1 and 2 need: KAIROS_SPAWNED and KAIROS_CONSOLIDATE, and absolute paths."""
+    from kairos.app import build_parser
+    from kairos.commands.consolidate import build_consolidate_request
+
+    monkeypatch.chdir(tmp_path)
+    args = build_parser("consolidate").parse_args(["consolidate", "--session", "s", "--transcript", "t.jsonl"])
+    body = build_consolidate_request(args, {"KAIROS_SPAWNED": "1", "KAIROS_CONSOLIDATE": "0"})
+    assert body == {
+        "agent": "auto",
+        "session_id": "s",
+        "transcript_path": str(tmp_path / "t.jsonl"),
+        "cwd": str(tmp_path),
+        "reason": "manual",
+        "spawned": True,
+        "consolidate": "0",
+    }
+    assert build_consolidate_request(args, {})["spawned"] is False
