@@ -35,6 +35,16 @@ VERBS = {
     "status": "ledger",
     "import": "ledger",
     "daemon": "daemon",
+    "sessions": "sessions",
+    "hook": "sessions",
+    "task": "agenttasks",
+    "consolidate": "consolidate",
+    "board": "consolidate",
+    "doctor": "doctor",
+    "systemd": "systemd",
+    "completion": "completion",
+    "integrate": "integrate",
+    "mcp": "mcpserver",
 }
 
 

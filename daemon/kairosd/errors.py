@@ -10,10 +10,14 @@ the CLI maps them to exit codes; nothing else should invent error strings.
     │   ├── CronSyntaxError   a cron expression is malformed or never fires
     │   └── InvalidTimeError  a time, zone, duration or interval is unusable
     ├── NotFoundError         no such task/run/item                  (exit 1)
+    ├── ConflictError         not now: the task's state forbids it   (exit 1)
+    ├── LimitError            a configured limit refuses it (depth)  (exit 1)
+    ├── UnavailableError      kairosd is shutting down               (exit 1)
     ├── StoreError            the durable store cannot be used       (exit 1)
     │   ├── StoreCorruptError     unreadable or invalid; left untouched
     │   └── StoreVersionError     written by a newer kairos
-    └── LockHeldError         another kairosd owns the store         (exit 1)
+    ├── LockHeldError         another kairosd owns the store         (exit 1)
+    └── ConfigError           config.toml is unreadable, invalid or unsafe (exit 1)
 
 Must not import anything from kairos or kairosd: it is the leaf every module uses.
 """
@@ -67,6 +71,22 @@ class NotFoundError(KairosError, LookupError):
     code = "not_found"
 
 
+class ConflictError(KairosError):
+    """The request does not fit the current state (cancel a finished task, send to a running one)."""
+
+    code = "conflict"
+
+
+class LimitError(KairosError):
+    """A configured limit refuses the request, e.g. a task started past KAIROS_MAX_DEPTH."""
+
+    code = "limit"
+
+
+class UnavailableError(KairosError):
+    code = "unavailable"
+
+
 class StoreError(KairosError):
     code = "store"
 
@@ -81,3 +101,12 @@ class StoreVersionError(StoreError):
 
 class LockHeldError(KairosError):
     code = "lock_held"
+
+
+class ConfigError(KairosError):
+    """The user config file cannot be used; the message names the file and the key.
+
+    kairosd refuses to start on it and never rewrites the file.
+    """
+
+    code = "config"

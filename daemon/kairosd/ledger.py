@@ -49,6 +49,11 @@ def _needs_compaction(lines: int, kept: int) -> bool:
     return lines > 2 * kept + COMPACT_SLACK
 
 
+def _in_flight(run: Run) -> bool:
+    """No outcome yet, or queued and held by a target that will settle it (``awaiting``)."""
+    return run.outcome is None or (run.outcome is Outcome.QUEUED and bool(run.awaiting))
+
+
 def _problem(exc: ValidationError) -> str:
     first = exc.errors()[0]
     loc = ".".join(str(part) for part in first["loc"])
@@ -58,8 +63,9 @@ def _problem(exc: ValidationError) -> str:
 class RunLedger:
     """Runs by id, the newest ``keep_per_task`` per task.
 
-    A run still in flight is never evicted, however old (finished runs make room
-    for it), so its outcome always has a run to land on.
+    A run still in flight (no outcome, or queued and held by a target) is never
+    evicted, however old (finished runs make room for it), so its outcome always
+    has a run to land on.
 
     Runs of deleted tasks are kept under the same bound: history outlives tasks.
     """
@@ -106,11 +112,12 @@ class RunLedger:
                 for run in self._runs.values()
                 if run.outcome is None
             ]
-            # Runs waiting behind another when the daemon died never started; say so.
+            # Runs waiting behind another when the daemon died never started; say so. Runs a target
+            # holds (``awaiting``, e.g. a pending session item) are still held: the target settles them.
             interrupted += [
                 run.model_copy(update={"outcome": Outcome.SKIPPED, "reason": NEVER_STARTED_REASON, "finished_at": now})
                 for run in self._runs.values()
-                if run.outcome is Outcome.QUEUED
+                if run.outcome is Outcome.QUEUED and not run.awaiting
             ]
             if interrupted:
                 self._append(interrupted)
@@ -153,11 +160,38 @@ class RunLedger:
             newest_first = sorted(ids, key=self._age, reverse=True)[:limit]
             return [self._runs[run_id].model_copy(deep=True) for run_id in newest_first]
 
+    def latest_scheduled(self) -> dict[str, Run]:
+        """Per task, the scheduled (not manual) run with the latest slot: where its schedule stands.
+
+        The scheduler records a fire here before the store has the task's new
+        anchor, so after a crash this is how far each task had got.
+        """
+        with self._lock:
+            self._require_loaded()
+            latest: dict[str, Run] = {}
+            for run in self._runs.values():
+                if run.manual:
+                    continue
+                best = latest.get(run.task_id)
+                if best is None or run.scheduled_for > best.scheduled_for:
+                    latest[run.task_id] = run
+            return latest  # not copies (10,000 tasks at start-up): read them, do not change them
+
     def running(self) -> builtins.list[Run]:
         """Runs whose target has not answered yet, oldest first."""
         with self._lock:
             self._require_loaded()
             ids = sorted((rid for rid, run in self._runs.items() if run.outcome is None), key=self._age)
+            return [self._runs[run_id].model_copy(deep=True) for run_id in ids]
+
+    def awaiting(self, kind: str) -> builtins.list[Run]:
+        """Queued runs held by the ``kind`` target (``Run.awaiting``), oldest first."""
+        with self._lock:
+            self._require_loaded()
+            ids = sorted(
+                (rid for rid, run in self._runs.items() if run.outcome is Outcome.QUEUED and run.awaiting == kind),
+                key=self._age,
+            )
             return [self._runs[run_id].model_copy(deep=True) for run_id in ids]
 
     def _append(self, runs: builtins.list[Run]) -> None:
@@ -199,7 +233,7 @@ class RunLedger:
                 for run_id in sorted(ids, key=self._age):
                     if excess == 0:
                         break
-                    if self._runs[run_id].outcome is None:
+                    if _in_flight(self._runs[run_id]):
                         continue  # never forget a run in flight: its outcome is still to be recorded
                     ids.discard(run_id)
                     del self._runs[run_id]

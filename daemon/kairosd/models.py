@@ -9,11 +9,13 @@ Must not import the store, the server, the clock module or anything with I/O.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import secrets
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -63,7 +65,112 @@ class ShellTarget(BaseModel):
     timeout_s: float = Field(default=300.0, gt=0)
 
 
-Target = Annotated[InboxTarget | ShellTarget, Field(discriminator="kind")]
+class AgentTarget(BaseModel):
+    """``agent:NAME``: each fire starts a headless run of that agent in the background task registry."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: Literal["agent"] = "agent"
+    agent: str = Field(min_length=1)
+    cwd: str | None = None
+    model: str | None = None
+    timeout_s: float | None = Field(default=None, gt=0)  # None: the registry's default turn timeout
+
+
+class WebhookTarget(BaseModel):
+    """``webhook:URL``: each fire is POSTed to the URL as signed JSON (see :mod:`kairosd.delivery.webhook`).
+
+    Only the URL's shape is checked here; whether its host may be reached (loopback
+    only, unless the config allows others) is decided at delivery time, after the
+    name is resolved.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: Literal["webhook"] = "webhook"
+    url: str = Field(min_length=1, max_length=2048)
+    timeout_s: float | None = Field(default=None, gt=0)  # None: the [webhook] timeout of the config
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        problem = webhook_url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+def webhook_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a webhook target, or None. Pure: no name resolution."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return f"a webhook URL must start with http:// or https://, not {url[:40]!r}"
+    if not parts.hostname:
+        return "a webhook URL needs a host"
+    if parts.username is not None or parts.password is not None:
+        # Credentials in a URL end up in task listings and logs; the config's secret signs requests instead.
+        return "a webhook URL must not carry a user name or password"
+    if parts.fragment:
+        return "a webhook URL must not have a #fragment"
+    if port == 0:
+        return "a webhook URL needs a port from 1 to 65535"
+    if any(ch.isspace() or ord(ch) < 32 for ch in url):
+        return "a webhook URL must not contain spaces or control characters"
+    return None
+
+
+SESSION_FALLBACKS = ("inbox", "headless", "drop")
+
+
+class SessionTarget(BaseModel):
+    """A live agent session: the prompt becomes a pending item that the session's hook hands to the agent.
+
+    Exactly one scope: ``session_id`` (that session), ``project`` (an absolute path:
+    any live session whose cwd is inside it, the most recently active first) or
+    ``user: true`` (the most recently active session). ``agent`` narrows any scope to
+    one agent CLI. ``fallback`` decides what happens when no such session is live at
+    fire time, or when the session ends or expires with the item still pending:
+    ``inbox`` (the default), ``headless`` (a background agent run) or ``drop``
+    (recorded as skipped).
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: Literal["session"] = "session"
+    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    project: str | None = Field(default=None, min_length=1, max_length=4096)
+    user: bool = False
+    agent: str | None = Field(default=None, min_length=1, max_length=100)
+    fallback: Literal["inbox", "headless", "drop"] = "inbox"
+
+    @field_validator("project")
+    @classmethod
+    def _check_project(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith("/"):
+            raise ValueError(f"project must be an absolute path, not {value[:80]!r}")
+        return posixpath.normpath(value)
+
+    @model_validator(mode="after")
+    def _check_scope(self) -> SessionTarget:
+        given = [self.session_id is not None, self.project is not None, self.user]
+        if sum(given) != 1:
+            raise ValueError("a session target needs exactly one of session_id, project or user")
+        return self
+
+    @property
+    def scope(self) -> str:
+        """``session:ID``, ``project:PATH`` or ``user``, for listings and reasons."""
+        if self.session_id is not None:
+            return f"session:{self.session_id}"
+        if self.project is not None:
+            return f"project:{self.project}"
+        return "user"
+
+
+Target = Annotated[InboxTarget | ShellTarget | AgentTarget | WebhookTarget | SessionTarget, Field(discriminator="kind")]
 
 
 def new_task_id() -> str:

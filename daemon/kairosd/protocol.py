@@ -20,6 +20,44 @@ Routes (all under ``/v1``):
     GET    /v1/events?types=a,b&session=S  JSON lines stream of events
     POST   /v1/import                      body {"data": "<claude json>", "tz": ZONE}
     POST   /v1/shutdown                    graceful stop (answered before exit)
+    GET    /v1/doctor                      agent CLIs found and usable on kairosd's PATH, config state
+
+Background task registry (``kairos task``; see :mod:`kairosd.registry.api`):
+
+    GET    /v1/registry?status=S&parent=ID list background tasks, newest first
+    POST   /v1/registry                    start one (body: StartRequest)
+    GET    /v1/registry/{id}               one task with its turn history
+    GET    /v1/registry/{id}/wait?timeout=S&since_turn=N
+                                           long-poll until it settles (timeout at most REGISTRY_MAX_WAIT_S)
+    GET    /v1/registry/{id}/logs?offset=N a chunk of its log; &follow=1 streams JSON lines
+    POST   /v1/registry/{id}/cancel        cancel it and every descendant
+    POST   /v1/registry/{id}/send          body {"message": TEXT}: a follow-up turn of an idle agent task
+    POST   /v1/registry/{id}/close         end an idle multi-turn task
+
+Live agent sessions (``kairos hook``, ``kairos sessions``; see :mod:`kairosd.session_api`):
+
+    GET    /v1/sessions                    live sessions, most recently active first
+    POST   /v1/sessions                    register one: {agent, session_id, cwd, transcript_path}
+    POST   /v1/sessions/{id}/hook          a hook call (body: SessionHookRequest): touch or register the
+                                           session and claim the items this event may deliver
+    POST   /v1/sessions/{id}/ack           body {agent, claim, run_ids}: the hook wrote these items out
+    POST   /v1/sessions/{id}/end           body {agent, reason}: deregister; pending items take their fallback
+    GET    /v1/sessions/{id}/next?agent=A&timeout=S
+                                           long-poll for the next item (the asyncRewake waiter); at most
+                                           SESSION_MAX_WAIT_S, answers {"item": null} when nothing came
+    POST   /v1/consolidate                 body {agent, session_id, transcript_path, cwd, reason}: 202
+
+Memory consolidation and the context board (``kairos consolidate``, ``kairos board``; see
+:mod:`kairosd.consolidation.api`, which serves ``POST /v1/consolidate`` when wired):
+
+    POST   /v1/consolidate                 also {spawned, consolidate}: the gates decide; 202 started or
+                                           coalesced (with the run), 200 skipped (with the gate and why)
+    GET    /v1/consolidation               running and pending runs, the latest decisions
+    GET    /v1/consolidation/runs/{id}     a run's task record and the worker's result
+    GET    /v1/board?cwd=DIR               the project's context board; POST {cwd, text, kind} adds
+    DELETE /v1/board/entries/{id}?cwd=DIR  remove an entry
+    POST   /v1/board/prune                 body {cwd}: prune kairos' entries to 18
+    GET    /v1/board/history?cwd=DIR&limit=N  the board's changes
 
 Errors are ``{"error": {"code": CODE, "message": TEXT}}`` with the HTTP status
 from :data:`ERROR_STATUS`; the CLI maps codes to exit codes with
@@ -40,6 +78,10 @@ PREFIX: Final = "/v1"
 MAX_BODY_BYTES: Final = 1 << 20  # a prompt is text; a megabyte is plenty and bounds memory
 MAX_HEADER_BYTES: Final = 16 << 10
 REQUEST_TIMEOUT_S: Final = 10.0
+# A registry wait long-polls at most this long; clients loop for longer waits.
+REGISTRY_MAX_WAIT_S: Final = 60.0
+# A session waiter (GET /v1/sessions/{id}/next) long-polls at most this long per request.
+SESSION_MAX_WAIT_S: Final = 300.0
 
 ERROR_STATUS: Final[dict[str, int]] = {
     "usage": 400,
@@ -50,11 +92,13 @@ ERROR_STATUS: Final[dict[str, int]] = {
     "not_found": 404,
     "method_not_allowed": 405,
     "conflict": 409,
+    "limit": 409,
     "lock_held": 409,
     "too_large": 413,
     "store": 500,
     "store_corrupt": 500,
     "store_version": 500,
+    "config": 500,
     "internal": 500,
     "unavailable": 503,
 }
@@ -71,7 +115,59 @@ EVENT_TYPES: Final = (
     "missed",
     "expired",
     "inbox_item",
+    # background task registry: the whole record, then patches (changed fields only)
+    "task_started",
+    "task_updated",
+    "task_progress",
+    "task_notification",
+    # live sessions: a run held for a session's next turn (settled later by run_finished)
+    "run_pending",
+    "session_started",
+    "session_ended",
+    "consolidation_requested",
+    # memory consolidation: each request's decision (the gate that stopped it), a run's end, board changes
+    "consolidation_started",
+    "consolidation_coalesced",
+    "consolidation_skipped",
+    "consolidation_failed",
+    "consolidation_finished",
+    "board_changed",
 )
+
+
+class StartRequest(TypedDict, total=False):
+    """Body of ``POST /v1/registry``: an agent (``agent``) or a shell (``argv``) task."""
+
+    kind: str  # "agent" (default) or "shell"
+    agent: str
+    argv: list[str]
+    prompt: str  # an agent's first prompt; a shell command's stdin
+    cwd: str  # absolute
+    session: str
+    model: str
+    mode: str  # "background" (default) or "sync" (the starter waits)
+    parent_id: str  # the starter's KAIROS_TASK_ID: the new task is its child
+    parent_depth: int  # the starter's KAIROS_TASK_DEPTH
+    permissions: dict[str, Any]  # {"mode", "allowed_tools", "denied_tools"}; only ever narrowed
+    timeout_s: float
+
+
+class SessionHookRequest(TypedDict, total=False):
+    """Body of ``POST /v1/sessions/{id}/hook``, sent by ``kairos hook AGENT EVENT``.
+
+    ``event`` is ``start``, ``prompt``, ``stop`` or ``end`` (the agent's own event,
+    normalised by the hook). ``deliver`` false: only touch the session (the agent
+    drops this hook's output, so items must not be claimed for it).
+    """
+
+    agent: str
+    event: str
+    cwd: str
+    transcript_path: str
+    stop_hook_active: bool
+    deliver: bool
+    source: str  # SessionStart's startup|resume|clear|compact
+    reason: str  # SessionEnd's
 
 
 class AddRequest(TypedDict, total=False):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 class Outcome(StrEnum):
     DELIVERED = "delivered"  # the target confirmed it
-    QUEUED = "queued"  # waiting behind a previous run of the same task (overlap=queue)
+    QUEUED = "queued"  # waiting behind a previous run (overlap=queue), or held by a target (see Run.awaiting)
     FAILED = "failed"  # the target refused, errored, timed out, or the daemon died first
     SKIPPED = "skipped"  # deliberately not run (overlap=skip, paused, ...); reason says why
     MISSED = "missed"  # its time passed while kairos could not fire it
@@ -57,6 +57,10 @@ class Run(BaseModel):
     late_by_s: float = 0.0
     catch_up: bool = False
     manual: bool = False  # fired by `kairos run`, not by the schedule
+    # Set on a queued run that a target holds durably and settles later (the target's kind, e.g.
+    # "session": a pending item waiting for a live session's next turn). Such a run survives a
+    # restart as queued; its target records the outcome.
+    awaiting: str | None = None
 
     _check = field_validator("scheduled_for", "planned_for", "dispatched_at", "started_at", "finished_at")(
         classmethod(lambda cls, v: _utc(v))

@@ -10,9 +10,19 @@ How it keeps time:
   was stepped: fires that fell in between are *missed* and follow their task's
   catch-up policy, exactly as at start-up. A backward jump needs nothing: fires
   are anchored on the last handled slot, so none repeats.
-* A fire is recorded (run ledger, and the task's anchor in the store) before it
-  is handed to its target, so a crash can lose a delivery but never repeat one;
-  the run then shows as failed ("interrupted"), never as delivered.
+* A fire is recorded in the run ledger (one small fsynced append) before it is
+  handed to its target, so a crash can lose a delivery but never repeat one;
+  the run then shows as failed ("interrupted"), never as delivered. The task's
+  new anchor goes to the store right after, in the background (group commit),
+  so a fire never waits for a rewrite of a store of 10,000 tasks. Until that
+  write is durable the ledger is the record: the loop plans from the later of
+  the two anchors, and :meth:`Scheduler.start` moves any anchor the store lost
+  in a crash up to the ledger's (write-ahead log style).
+* When the run ledger cannot be written nothing fires (a fire that cannot be
+  recorded could repeat); each tick, at least every ``store_retry_s``, tries
+  again. When only the store cannot be written, fires still go out (the ledger
+  records them) while changes through the API are refused; the store is
+  retried at the same pace. ``status()`` names the problem meanwhile.
 
 Everything that reads time goes through the injected clock, so tests drive
 :meth:`Scheduler.tick` on a fake clock without sleeping.
@@ -23,18 +33,19 @@ Must not import the server, the CLI, or concrete delivery targets.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import logging
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from kairosd.clock import Clock
 from kairosd.delivery.base import Delivery, Job, Result
-from kairosd.errors import UsageError
+from kairosd.errors import StoreError, UsageError
 from kairosd.events import EventBus
 from kairosd.ledger import MissedLedger, RunLedger
 from kairosd.models import CatchUp, Overlap, Task
@@ -47,6 +58,8 @@ log = logging.getLogger(__name__)
 
 # Enumerating missed slots stops here; older ones are summarised, not listed.
 MAX_SLOTS = 20_000
+# Remembered first-fire-after answers (see Scheduler.next_fire); cleared when full.
+_FIRST_AFTER_CACHE = 4096
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,9 @@ class SchedulerConfig:
     queue_limit: int = 10
     max_concurrent: int = 8
     disabled_reason: str | None = None
+    store_retry_s: float = 5.0
+    # Anchors reach the store this long after a fire at most, so a burst of fires shares one write.
+    persist_delay_s: float = 0.5
 
 
 @dataclass
@@ -68,6 +84,8 @@ class _Decision:
     missed: list[MissedRecord]
     start: list[tuple[Task, Run]]
     queue: list[tuple[Task, Run]]
+    # Anchor moves (task, fire, now, fired), applied to the book only once the runs are recorded.
+    advances: list[tuple[Task, Fire, datetime, bool]] = field(default_factory=list)
 
 
 class Scheduler:
@@ -100,11 +118,23 @@ class Scheduler:
         self._started = False
         self.last_jump: dict[str, Any] | None = None
         self.wakeups = 0
+        # Why the last append to the run ledger failed; None when it works.
+        self.write_error: str | None = None
+        # Anchors recorded in the run ledger that the store may not hold yet:
+        # task id -> (the fire handled, when, whether it fired). See _apply_advance.
+        self._handled: dict[str, tuple[Fire, datetime, bool]] = {}
+        self._persisting: set[asyncio.Task[None]] = set()
+        self._flush = asyncio.Event()  # set: write the book now rather than after persist_delay_s
+        self._first_after: dict[tuple[str | None, datetime | None, str, datetime], datetime | None] = {}
+        self._persist_wanted = False
+        book.on_rollback.append(self._replan)
 
     # ---- planning -------------------------------------------------------
 
     def _anchor(self, task: Task) -> datetime:
-        return task.last_scheduled_for or task.created_at
+        anchor = task.last_scheduled_for or task.created_at
+        handled = self._handled.get(task.id)
+        return anchor if handled is None or handled[0].scheduled_for <= anchor else handled[0].scheduled_for
 
     def _lookahead(self, task: Task) -> timedelta:
         # Claude-style one-shots may fire up to 90 s before their slot.
@@ -114,19 +144,53 @@ class Scheduler:
         """The next planned fire of ``task`` after its anchor (None when paused or done)."""
         if task.paused:
             return None
-        for scheduled in scheduled_after(task, self._anchor(task)):
-            return fire_for(task, scheduled)
-        return None
+        anchor = self._anchor(task)
+        key = (task.cron, task.at, task.tz, anchor)
+        try:
+            scheduled = self._first_after[key]
+        except KeyError:
+            # Tasks with the same schedule and the same last slot (or creation time) share the answer:
+            # 10,000 tasks are planned at start-up with one calendar walk per distinct schedule.
+            scheduled = next(iter(scheduled_after(task, anchor)), None)
+            if len(self._first_after) >= _FIRST_AFTER_CACHE:
+                self._first_after.clear()
+            self._first_after[key] = scheduled
+        if scheduled is None:
+            return None
+        if task.jitter == "none":
+            return Fire(scheduled, scheduled)  # what fire_for gives without jitter, minus its work
+        return fire_for(task, scheduled)
 
     def schedule(self, task: Task) -> None:
         """(Re)plan ``task`` and wake the loop; call after any change to it."""
-        fire = self.next_fire(task)
+        self._plan(task, self.next_fire(task))
+
+    def _plan(self, task: Task, fire: Fire | None) -> None:
         if fire is None:
             self._next.pop(task.id, None)
         else:
             self._next[task.id] = fire
             heapq.heappush(self._heap, (fire.planned_for, next(self._seq), task.id))
         self._wake.set()
+
+    def _replan(self, task_ids: set[str]) -> None:
+        """The book undid unsaved changes to these tasks (a failed write): plan them as they are now.
+
+        Anchors the run ledger already holds are applied again (they are durable
+        there and must never be fired twice); the next write takes them along.
+        """
+        for task_id in task_ids:
+            handled = self._handled.get(task_id)
+            task = self.book.find(task_id)
+            if handled is not None and task is not None:
+                fire, when, fired = handled
+                if fire.scheduled_for > (task.last_scheduled_for or task.created_at):
+                    self._apply_advance(task, fire, when, fired)
+                    task = self.book.find(task_id)
+            if task is None:
+                self.unschedule(task_id)
+            else:
+                self.schedule(task)
 
     def unschedule(self, task_id: str) -> None:
         self._next.pop(task_id, None)
@@ -163,13 +227,44 @@ class Scheduler:
         return self.config.disabled_reason
 
     async def start(self) -> None:
-        """Plan every task and handle what was missed while kairosd was not running."""
+        """Catch the store up with the run ledger, plan every task, and handle what was
+        missed while kairosd was not running. Call after the ledger is loaded."""
         self._last = (self.clock.now(), self.clock.monotonic())
-        if self.disabled_reason is None:
-            await self._pass(self.clock.now(), missed_reason="kairosd was not running", all_tasks=True)
+        self._recover_anchors()
+        now = self.clock.now()
+        due: list[Task] = []
         for task in self.book:
-            self.schedule(task)
+            # One next-fire computation per task: 10,000 tasks are planned in a fraction of a second.
+            fire = self.next_fire(task)
+            if fire is not None and fire.planned_for <= now and self.disabled_reason is None:
+                due.append(task)  # missed while kairosd was not running; the pass below plans it
+            else:
+                self._plan(task, fire)
+        if due:
+            await self._pass(now, missed_reason="kairosd was not running", tasks=due)
+            for task in due:
+                current = self.book.find(task.id)
+                if current is not None:
+                    self.schedule(current)
+        await self._persist_now()
         self._started = True
+
+    def _recover_anchors(self) -> None:
+        """Apply anchors the run ledger has and the store lost (kairosd died before writing it)."""
+        latest = self.ledger.latest_scheduled()
+        recovered = 0
+        for task in self.book:
+            run = latest.get(task.id)
+            if run is None or run.scheduled_for <= (task.last_scheduled_for or task.created_at):
+                continue
+            fire = Fire(run.scheduled_for, run.planned_for)
+            when = run.dispatched_at or run.finished_at or run.planned_for
+            fired = run.outcome is not Outcome.MISSED
+            self._handled[task.id] = (fire, when, fired)
+            self._apply_advance(task, fire, when, fired)
+            recovered += 1
+        if recovered:
+            log.warning("%d task(s) had fires recorded in the run ledger but not in the store; caught up", recovered)
 
     def _detect_jump(self, now: datetime) -> float:
         mono = self.clock.monotonic()
@@ -196,12 +291,24 @@ class Scheduler:
                 missed_reason = f"the clock jumped forward {drift:.0f}s (machine asleep or clock changed)"
         if self.disabled_reason is None:
             await self._pass(now, missed_reason=missed_reason)
+        if self.book.error is not None:
+            self._persist()  # try the store again (at most every store_retry_s, see _sleep_for)
         return self._sleep_for(self.clock.now())
+
+    @property
+    def degraded(self) -> bool:
+        """The last write of the store or of the run ledger failed."""
+        return self.write_error is not None or self.book.error is not None
 
     def _sleep_for(self, now: datetime) -> float:
         cap = self.config.max_sleep_s
         if self.disabled_reason is not None:
             return cap
+        if self.write_error is not None:
+            # Due fires wait for the ledger; retry it at this pace rather than spin on them.
+            return min(cap, self.config.store_retry_s)
+        if self.book.error is not None:
+            cap = min(cap, self.config.store_retry_s)
         while self._heap:
             planned, _, task_id = self._heap[0]
             current = self._next.get(task_id)
@@ -215,6 +322,8 @@ class Scheduler:
         """Tick until ``stop`` is set."""
         while not stop.is_set():
             delay = await self.tick()
+            if self.write_error is not None:
+                self._wake.clear()  # replanning after a failed write must not turn into a busy loop
             if delay > 0 and not self._wake.is_set():
                 waiter = asyncio.ensure_future(self._wake.wait())
                 stopper = asyncio.ensure_future(stop.wait())
@@ -241,8 +350,9 @@ class Scheduler:
                 due.append(task)
         return due
 
-    async def _pass(self, now: datetime, missed_reason: str | None, all_tasks: bool = False) -> None:
-        tasks = list(self.book) if all_tasks else self._pop_due(now)
+    async def _pass(self, now: datetime, missed_reason: str | None, tasks: list[Task] | None = None) -> None:
+        if tasks is None:
+            tasks = self._pop_due(now)
         decision = _Decision([], [], [], [])
         touched: list[Task] = []
         for task in tasks:
@@ -351,6 +461,10 @@ class Scheduler:
         self._advance(task, latest, now, fired=False, decision=decision)
 
     def _advance(self, task: Task, fire: Fire, now: datetime, *, fired: bool, decision: _Decision) -> None:
+        """Move the task's anchor past ``fire`` once the decision's runs are recorded."""
+        decision.advances.append((task, fire, now, fired))
+
+    def _apply_advance(self, task: Task, fire: Fire, now: datetime, fired: bool) -> None:
         """Move the task's anchor past ``fire``; remove one-shots and expired tasks."""
         current = self.book.find(task.id)
         if current is None:
@@ -421,16 +535,75 @@ class Scheduler:
 
     # ---- recording and delivering --------------------------------------
 
-    async def _commit(self, decision: _Decision) -> None:
+    async def _commit(self, decision: _Decision) -> bool:
+        """Record the decision's runs (the commit point), apply its anchors, start its deliveries.
+
+        False when the run ledger could not be written: then nothing was
+        delivered and no anchor moved, so the same fires are due again at the
+        next tick. The store is written in the background (:meth:`_persist`).
+        """
         if decision.runs:
-            await asyncio.to_thread(self.ledger.record_many, decision.runs)
+            try:
+                await asyncio.to_thread(self.ledger.record_many, decision.runs)
+            except OSError as exc:
+                self.write_error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
+                log.error("%s; %d fire(s) not delivered, retried later", self.write_error, len(decision.start))
+                return False
+            if self.write_error is not None:
+                log.warning("the run ledger is writable again; firing resumes")
+                self.write_error = None
         if decision.missed:
-            await asyncio.to_thread(self.missed.add, decision.missed)
-        await self.book.commit()
+            try:
+                await asyncio.to_thread(self.missed.add, decision.missed)
+            except OSError as exc:
+                # The run ledger has the misses too (as missed runs); this ledger is the summary.
+                log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
+        for task, fire, now, fired in decision.advances:
+            known = self._handled.get(task.id)
+            if known is None or known[0].scheduled_for < fire.scheduled_for:
+                self._handled[task.id] = (fire, now, fired)
+            self._apply_advance(task, fire, now, fired)
+        if decision.advances:
+            self._persist()
         for task, run in decision.queue:
             self._queues.setdefault(task.id, deque()).append(run)
         for task, run in decision.start:
             self._start(task, run)
+        return True
+
+    def _persist(self) -> None:
+        """Write the book in the background, within ``persist_delay_s``; failures are the book's to report.
+
+        The run ledger already holds the fires, so the store may lag a little:
+        fires close together then share one write of the store.
+        """
+        self._persist_wanted = True
+        if self._persisting:
+            return  # the writer below loops until nothing more is wanted
+        handle = asyncio.ensure_future(self._persist_later())
+        self._persisting.add(handle)
+        handle.add_done_callback(self._persisting.discard)
+
+    async def _persist_later(self) -> None:
+        while self._persist_wanted:
+            if not self._flush.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._flush.wait(), self.config.persist_delay_s)
+            self._flush.clear()
+            self._persist_wanted = False
+            await self._persist_now()
+
+    async def _persist_now(self) -> None:
+        try:
+            if self.book.error is not None:
+                await self.book.retry()
+            else:
+                await self.book.commit()
+        except StoreError:
+            return  # logged by the book; the ledger holds the fires, and the next tick retries
+        if not self.book.dirty:
+            # Everything is in the store now: the ledger's copy of these anchors is no longer needed.
+            self._handled.clear()
 
     def _start(self, task: Task, run: Run) -> None:
         self._running[task.id] = run.run_id
@@ -448,6 +621,7 @@ class Scheduler:
             late_by_s=run.late_by_s,
             catch_up=run.catch_up,
             meta=dict(task.meta),
+            overlap=task.overlap.value,
         )
         handle = asyncio.ensure_future(self._deliver(task, run, job))
         self._inflight.add(handle)
@@ -472,23 +646,34 @@ class Scheduler:
 
     async def _finish(self, task: Task, run: Run, result: Result) -> None:
         now = self.clock.now()
+        # "pending": the target holds the prompt durably and settles the run itself later (a live
+        # session's hook confirms it). The run is recorded queued and, like a finished one, frees
+        # its concurrency slot and the task's overlap mark: a session may take hours to reach its
+        # next turn, and holding either that long would stall other tasks and this task's own fires.
+        # The target applies the task's overlap policy to the runs it holds (Job.overlap).
+        pending = result.outcome == "pending"
         done = run.model_copy(
             update={
                 "started_at": result.started_at or run.dispatched_at,
-                "finished_at": result.finished_at or now,
-                "outcome": Outcome(result.outcome),
+                "finished_at": None if pending else (result.finished_at or now),
+                "outcome": Outcome.QUEUED if pending else Outcome(result.outcome),
                 "reason": result.reason,
                 "output_path": result.output_path,
                 "exit_code": result.exit_code,
+                "awaiting": str(run.target.get("kind")) if pending else None,
             }
         )
         try:
             await asyncio.to_thread(self.ledger.record, done)
+        except OSError as exc:
+            # The run stays in flight in the ledger; after a restart it reads as interrupted, never delivered.
+            self.write_error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
+            log.error("%s; the outcome of run %s (%s) is not recorded", self.write_error, run.run_id, done.outcome)
         finally:
             if self._running.get(task.id) == run.run_id:
                 del self._running[task.id]
             self.events.publish(
-                "run_finished",
+                "run_pending" if pending else "run_finished",
                 run_id=run.run_id,
                 task_id=task.id,
                 outcome=done.outcome,
@@ -500,7 +685,12 @@ class Scheduler:
             queued = queue.popleft()
             latest = self.book.find(task.id) or task
             started = queued.model_copy(update={"dispatched_at": self.clock.now(), "outcome": None, "reason": None})
-            await asyncio.to_thread(self.ledger.record, started)
+            try:
+                await asyncio.to_thread(self.ledger.record, started)
+            except OSError as exc:
+                self.write_error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
+                log.error("%s; queued run %s of task %s not started", self.write_error, started.run_id, task.id)
+                return
             self._start(latest, started)
 
     # ---- commands -------------------------------------------------------
@@ -511,18 +701,21 @@ class Scheduler:
         now = self.clock.now()
         decision = _Decision([], [], [], [])
         run = self._fire(task, Fire(now, now), now, decision, catch_up=False, manual=True)
-        await self._commit(decision)
+        if not await self._commit(decision):
+            raise StoreError(self.write_error or "the run could not be recorded")
         return run
 
     async def drain(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - a bound, not a cancel scope
-        """Wait for in-flight deliveries (and what is queued behind them)."""
+        """Wait for in-flight deliveries (and what is queued behind them) and background writes."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        while self._inflight:
+        if self._persisting:
+            self._flush.set()
+        while self._inflight or self._persisting:
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 return False
-            await asyncio.wait(set(self._inflight), timeout=remaining)
+            await asyncio.wait(self._inflight | self._persisting, timeout=remaining)
         return True
 
     async def shutdown(self, grace_s: float) -> None:
@@ -561,7 +754,17 @@ class Scheduler:
             else {"task_id": upcoming[0], "planned_for": upcoming[1].planned_for.isoformat()},
             "last_clock_jump": self.last_jump,
             "wakeups": self.wakeups,
+            "store_error": self.store_problem(),
         }
+
+    def store_problem(self) -> str | None:
+        """Why writes fail, and what that stops; None when they work."""
+        problems = []
+        if self.write_error is not None:
+            problems.append(f"{self.write_error} (nothing fires until it can be written; retrying)")
+        if self.book.error is not None:
+            problems.append(f"{self.book.error.message} (changes are refused until it can be written; retrying)")
+        return "; ".join(problems) or None
 
     def check_target(self, target: Mapping[str, Any]) -> None:
         kind = str(target.get("kind"))

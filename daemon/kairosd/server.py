@@ -100,6 +100,13 @@ class _HttpError(Exception):
         self.message = message
 
 
+class _Connection(h11.Connection):
+    """h11's connection, remembering whether the request was HEAD (h11 keeps that to itself):
+    a response to HEAD must not carry the body its Content-Length announces."""
+
+    head_only = False
+
+
 class UnixHttpServer:
     """Serves ``handler`` on a Unix socket, for one uid only.
 
@@ -257,7 +264,7 @@ class UnixHttpServer:
             await _close_writer(writer)
 
     async def _serve(self, task: asyncio.Task[Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=protocol.MAX_HEADER_BYTES)
+        conn = _Connection(h11.SERVER, max_incomplete_event_size=protocol.MAX_HEADER_BYTES)
         creds = _peer_credentials(writer)
         if creds is None or creds[1] != self._uid:
             pid, uid = (creds[0], creds[1]) if creds else (-1, -1)
@@ -322,6 +329,8 @@ class UnixHttpServer:
                 return None
             elif isinstance(event, h11.Request):
                 head = event
+                if isinstance(conn, _Connection):
+                    conn.head_only = event.method == b"HEAD"
                 _check_head(event)
                 if conn.they_are_waiting_for_100_continue:
                     writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
@@ -365,7 +374,8 @@ class UnixHttpServer:
             ("Connection", "close"),
         ]
         out = conn.send(h11.Response(status_code=status, headers=headers, reason=_reason(status))) or b""
-        out += conn.send(h11.Data(data=payload)) or b""
+        if not getattr(conn, "head_only", False):  # the answer to HEAD is the head alone (RFC 9110)
+            out += conn.send(h11.Data(data=payload)) or b""
         out += conn.send(h11.EndOfMessage()) or b""
         writer.write(out)
         await _drain(writer)

@@ -10,6 +10,7 @@ Must not import the server or the CLI.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -19,10 +20,20 @@ from pydantic import ValidationError
 from kairosd import __version__
 from kairosd.claude_compat import read_claude_tasks
 from kairosd.clock import Clock
-from kairosd.errors import InvalidTimeError, UsageError
+from kairosd.errors import InvalidTimeError, StoreError, UsageError
 from kairosd.events import EventBus
 from kairosd.inbox import InboxStore
-from kairosd.models import CatchUp, CreatedBy, Overlap, ShellTarget, Task, new_task
+from kairosd.models import (
+    AgentTarget,
+    CatchUp,
+    CreatedBy,
+    Overlap,
+    SessionTarget,
+    ShellTarget,
+    Task,
+    WebhookTarget,
+    new_task,
+)
 from kairosd.plan import Fire, upcoming
 from kairosd.schedule.durations import every_to_cron, parse_duration
 from kairosd.schedule.exact import resolve_at, resolve_in
@@ -37,6 +48,12 @@ ADD_FIELDS = frozenset(
         "expires_after_days", "permanent", "catch_up", "overlap", "created_by", "meta",
     }
 )  # fmt: skip
+
+
+def _store_error(path: object, exc: OSError) -> StoreError:
+    """A state file that cannot be read or written, as the API reports it (code ``store``)."""
+    where = exc.filename or path
+    return StoreError(f"cannot use {where}: {exc.strerror or exc}; nothing was changed")
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -54,6 +71,7 @@ class Service:
         events: EventBus,
         default_tz: str,
         info: dict[str, Any] | None = None,
+        extra_status: dict[str, Callable[[], Any]] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.book = scheduler.book
@@ -62,6 +80,7 @@ class Service:
         self.events = events
         self.default_tz = default_tz
         self.info = info or {}
+        self.extra_status = extra_status or {}  # e.g. {"background": registry.status}
         self.started_at = clock.now()
         self.stop_requested = False
         self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
@@ -103,11 +122,15 @@ class Service:
     # ---- tasks ----------------------------------------------------------
 
     def _zone(self, name: Any) -> str:
-        zone = str(name) if name else self.default_tz
+        if name is not None and not isinstance(name, str):
+            raise UsageError("tz must be a string (an IANA zone name such as Europe/Berlin)")
+        zone = name or self.default_tz
         try:
             ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise InvalidTimeError(f"unknown time zone {zone!r} (use an IANA name such as Europe/Berlin)") from None
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            # OSError: ZoneInfo opens a file named after the zone (a 300-character name is ENAMETOOLONG).
+            shown = zone if len(zone) <= 80 else zone[:80] + "..."
+            raise InvalidTimeError(f"unknown time zone {shown!r} (use an IANA name such as Europe/Berlin)") from None
         return zone
 
     async def add(self, body: Any) -> dict[str, Any]:
@@ -208,11 +231,7 @@ class Service:
             "at": task.at.isoformat() if task.at else None,
             "recurring": task.recurring,
             "tz": task.tz,
-            "target": (
-                {"kind": "shell", "argv": task.target.argv[:1]}
-                if isinstance(task.target, ShellTarget)
-                else {"kind": task.target.kind, "session": getattr(task.target, "session", None)}
-            ),
+            "target": _summary_target(task),
             "status": "paused" if task.paused else ("scheduled" if planned else "done"),
             "planned_for": planned.planned_for.isoformat() if planned else None,
             "running": running,
@@ -263,13 +282,22 @@ class Service:
         return [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
 
     def clear_missed(self) -> int:
-        return self.scheduler.missed.clear()
+        try:
+            return self.scheduler.missed.clear()
+        except OSError as exc:
+            raise _store_error(self.scheduler.missed.path, exc) from exc
 
     def inbox_items(self, session: str | None, include_acked: bool) -> list[dict[str, Any]]:
-        return [i.model_dump(mode="json") for i in self.inbox.list(session, include_acked)]
+        try:
+            return [i.model_dump(mode="json") for i in self.inbox.list(session, include_acked)]
+        except OSError as exc:
+            raise _store_error(self.inbox.folder, exc) from exc
 
     def ack(self, session: str | None, ids: list[str] | None) -> list[str]:
-        return self.inbox.ack(session, ids)
+        try:
+            return self.inbox.ack(session, ids)
+        except OSError as exc:
+            raise _store_error(self.inbox.folder, exc) from exc
 
     async def import_claude(self, data: str, tz: str | None) -> dict[str, Any]:
         zone = self._zone(tz)
@@ -302,4 +330,18 @@ class Service:
             **self.info,
             **self.scheduler.status(),
             "overlap_default": Overlap.SKIP.value,
+            **{name: get() for name, get in self.extra_status.items()},
         }
+
+
+def _summary_target(task: Task) -> dict[str, Any]:
+    target = task.target
+    if isinstance(target, ShellTarget):
+        return {"kind": "shell", "argv": target.argv[:1]}
+    if isinstance(target, AgentTarget):
+        return {"kind": "agent", "agent": target.agent}
+    if isinstance(target, WebhookTarget):
+        return {"kind": "webhook", "url": target.url}
+    if isinstance(target, SessionTarget):
+        return target.model_dump(mode="json", include={"kind", "session_id", "project", "user", "agent"})
+    return {"kind": target.kind, "session": getattr(target, "session", None)}

@@ -1,7 +1,9 @@
 """``kairos daemon start|stop|status|run``: manage the kairosd process.
 
-``start`` spawns ``python -m kairosd`` detached (its output appended to
-``<state_dir>/kairosd.log``) and waits until it answers on its socket; ``stop``
+``start`` goes through ``systemctl --user start kairosd.service`` when that
+unit is installed for this store (see ``kairos systemd``); otherwise it spawns
+``python -m kairosd`` detached (its output appended to
+``<state_dir>/kairosd.log``). Either way it waits until kairosd answers on its socket; ``stop``
 asks it to shut down over the API and waits until it is gone; ``run`` execs it
 in the foreground. All waits are bounded.
 
@@ -44,11 +46,16 @@ def register(subparsers: Any) -> None:
         verbs,
         "start",
         "start kairosd in the background",
-        f"Start kairosd detached, logging to <state dir>/{LOG_NAME}, and wait (up to "
-        f"{START_WAIT_S:g}s) until it answers. Does nothing if it already runs.",
+        f"Start kairosd and wait (up to {START_WAIT_S:g}s) until it answers. With the systemd user unit "
+        "installed (kairos systemd install) this is 'systemctl --user start kairosd.service', logging to the "
+        f"journal; otherwise kairosd runs detached, logging to <state dir>/{LOG_NAME}. Does nothing if it "
+        "already runs.",
         "kairos daemon start\n  KAIROS_HOME=/tmp/k kairos daemon start -v",
     )
-    start.add_argument("-v", "--verbose", action="store_true", help="debug logging in the log file")
+    start.add_argument("-v", "--verbose", action="store_true", help="debug logging in the log file (not with systemd)")
+    start.add_argument(
+        "--no-systemd", action="store_true", help="spawn kairosd directly even when the systemd unit is installed"
+    )
     start.set_defaults(handler=cmd_start)
 
     stop = make_parser(
@@ -130,11 +137,25 @@ def _log_tail(log_path: Path, offset: int) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:])
 
 
+# A detached kairosd is not the service this shell may run under: it must not answer a notify socket,
+# take passed sockets, or log in the journal's format into its log file.
+SERVICE_VARS = (
+    "NOTIFY_SOCKET",
+    "LISTEN_PID",
+    "LISTEN_FDS",
+    "LISTEN_FDNAMES",
+    "WATCHDOG_PID",
+    "WATCHDOG_USEC",
+    "JOURNAL_STREAM",
+    "INVOCATION_ID",
+)
+
+
 def _child_env() -> dict[str, str]:
     import os
     from pathlib import Path
 
-    env = dict(os.environ)
+    env = {name: value for name, value in os.environ.items() if name not in SERVICE_VARS}
     home = env.get("KAIROS_HOME")
     if home:
         # The child runs in "/", so a relative KAIROS_HOME must be resolved here.
@@ -161,8 +182,12 @@ def cmd_start(args: argparse.Namespace) -> int:
         else:
             print(f"kairosd is already running (pid {status.get('pid', '?')}), socket {paths.socket}")
         return 0
-    # When kairos gains systemd integration, start should prefer `systemctl --user start kairosd`
-    # if the unit is installed, and only fall back to spawning the process itself.
+    if not args.no_systemd:
+        from kairos.commands.systemd import service_for_start
+
+        unit = service_for_start(os.environ)
+        if unit is not None:
+            return _start_with_systemd(args, unit, client, str(paths.socket))
     paths.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = paths.state_dir / LOG_NAME
     # 0600: the log may quote prompts and commands.
@@ -199,6 +224,36 @@ def cmd_start(args: argparse.Namespace) -> int:
         )
     else:
         print(f"kairosd started (pid {proc.pid}), socket {paths.socket}, log {log_path}")
+    return 0
+
+
+def _start_with_systemd(args: argparse.Namespace, unit: str, client: Client, socket_path: str) -> int:
+    """``systemctl --user start UNIT`` (it returns once kairosd sent READY=1), then wait until it answers."""
+    import time
+
+    from kairos.commands.systemd import systemctl
+    from kairos.output import print_json
+    from kairosd.errors import KairosError
+
+    hint = "see: kairos systemd status (or run without systemd: kairos daemon start --no-systemd)"
+    proc = systemctl("start", unit)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise KairosError(f"systemctl --user start {unit} failed: {detail[-1] if detail else proc.returncode}; {hint}")
+    deadline = time.monotonic() + START_WAIT_S
+    status = _status_or_none(client)
+    while status is None:
+        if time.monotonic() >= deadline:
+            wait = f"{START_WAIT_S:g}s"
+            raise KairosError(f"{unit} started but kairosd did not answer on {socket_path} within {wait}; {hint}")
+        time.sleep(POLL_S)
+        status = _status_or_none(client)
+    pid = status.get("pid")
+    if args.json:
+        print_json({"started": True, "running": True, "pid": pid, "socket": socket_path, "systemd_unit": unit})
+    else:
+        print(f"kairosd started by systemd ({unit}, pid {pid if pid else '?'}), socket {socket_path}")
+        print("logs: journalctl --user -u kairosd")
     return 0
 
 

@@ -300,6 +300,8 @@ def print_status(doc: dict[str, Any]) -> None:
 
     if doc.get("disabled_reason"):
         print(f"NOT FIRING: {doc['disabled_reason']}")
+    if doc.get("store_error"):
+        print(f"STORE PROBLEM: {doc['store_error']}")
     state = "running" if doc.get("enabled", True) else "running, firing disabled"
     uptime = fmt_seconds(doc.get("uptime_s"))
     uptime = "<1s" if uptime == "-" else uptime
@@ -314,6 +316,14 @@ def print_status(doc: dict[str, Any]) -> None:
         ("socket", doc.get("socket", "-")),
         ("store", doc.get("store", "-")),
     ]
+    background = doc.get("background")
+    if isinstance(background, dict):
+        counts = background.get("tasks") or {}
+        slots = background.get("slots") or {}
+        busy = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s in ("running", "idle", "interrupted"))
+        lines.append(
+            ("background", f"{busy or 'nothing running'}; slots {slots.get('in_use', 0)}/{slots.get('limit', '?')}")
+        )
     if doc.get("last_clock_jump"):
         lines.append(("clock jump", str(doc["last_clock_jump"])))
     for label, value in lines:

@@ -14,7 +14,7 @@ kairosd.protocol, errors, paths, clock and the pure kairosd.schedule.*).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,6 +25,18 @@ SCHEDULE_KINDS = ("every", "in_", "at")
 CATCH_UP = ("skip", "once", "all", "surface")
 OVERLAP = ("skip", "queue")
 MIN_LAST_COLUMN = 20
+TARGET_KINDS = ("inbox", "shell", "agent", "session")
+FALLBACKS = ("inbox", "headless", "drop")
+
+
+class TargetChoices:
+    """``--target``'s choices: the plain kinds and ``webhook:URL`` (shell completion offers ``webhook:``)."""
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and (value in TARGET_KINDS or value == "webhook" or value.startswith("webhook:"))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*TARGET_KINDS, "webhook:"))
 
 
 # ---- shared helpers (used by ledger.py and daemon.py too) -----------------
@@ -213,6 +225,10 @@ def _register_add(subparsers: Any) -> None:
         kairos add --at 17:30 --session work 'stand-up notes'
         kairos add '0 3 * * *' --once 'run the migration dry-run'
         kairos add --every 1h --target shell --cmd 'notify-send kairos tick' tick
+        kairos add '0 7 * * *' --agent claude --cwd ~/src/app 'triage the new issues'
+        kairos add --in 30m --project . 'check whether the build is green'
+        kairos add --every 2h --user-session --fallback drop 'stretch and drink water'
+        kairos add --at 16:00 --session-target 6f1c2d3e-... --fallback headless 'write the summary'
         git log -1 | kairos add --in 1h -
         """,
         usage="kairos add [options] [CRON] PROMPT...",
@@ -225,16 +241,50 @@ def _register_add(subparsers: Any) -> None:
     when.add_argument("--once", action="store_true", help="fire the cron expression once, then remove the task")
     when.add_argument("--tz", metavar="ZONE", help="IANA zone of the schedule (default: your local zone)")
     where = add.add_argument_group("target")
-    where.add_argument("--target", choices=("inbox", "shell"), help="where the prompt goes (default: inbox)")
-    where.add_argument("--session", metavar="NAME", help="inbox session (default: 'default')")
+    where.add_argument(
+        "--target",
+        metavar="KIND",
+        choices=TargetChoices(),
+        help="where the prompt goes: inbox (default), shell, agent, session (a live agent session, see "
+        "below), or webhook:URL (a signed POST; the key is [webhook] in config.toml)",
+    )
+    where.add_argument(
+        "--session",
+        metavar="NAME",
+        help="inbox session (default: 'default'); for a live agent session see --session-target",
+    )
     where.add_argument(
         "--cmd",
         metavar="COMMAND",
         help="shell target: command split like a shell would (shlex) but run WITHOUT a shell; "
         "write sh -c '...' for pipes or variables. Implies --target shell",
     )
-    where.add_argument("--cwd", metavar="DIR", help="shell target: working directory (made absolute here)")
-    where.add_argument("--timeout", type=float, metavar="SECONDS", help="shell target: kill after this long")
+    where.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="agent target: run this agent headlessly on each fire (claude, codex, ...). Implies --target agent",
+    )
+    where.add_argument("--model", metavar="MODEL", help="agent target: the agent's model")
+    where.add_argument("--cwd", metavar="DIR", help="shell or agent target: working directory (made absolute here)")
+    where.add_argument("--timeout", type=float, metavar="SECONDS", help="shell or agent target: kill after this long")
+    live = add.add_argument_group(
+        "live session target (--session-target, --project or --user-session; each implies --target session)",
+        "The prompt goes into a live agent session at its next turn, through kairos' hooks "
+        "(see kairos sessions). --session above names an inbox, not an agent session.",
+    )
+    scope = live.add_mutually_exclusive_group()
+    scope.add_argument("--session-target", metavar="ID", help="the live agent session with this session id")
+    scope.add_argument(
+        "--project", metavar="PATH", help="any live session whose working directory is inside PATH (made absolute)"
+    )
+    scope.add_argument("--user-session", action="store_true", help="the most recently active live session")
+    live.add_argument("--session-agent", metavar="NAME", help="only sessions of this agent CLI (claude, codex, ...)")
+    live.add_argument(
+        "--fallback",
+        choices=FALLBACKS,
+        help="when no such session is live, or it ends first: inbox (default), headless (run the agent "
+        "in the background) or drop (recorded as skipped)",
+    )
     how = add.add_argument_group("behaviour")
     how.add_argument("--jitter", metavar="none|claude|max:DUR", help="spread fires out (default: none)")
     how.add_argument("--expires", metavar="DAYS|never", help="remove a recurring task after DAYS days")
@@ -309,25 +359,105 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
     from kairosd.errors import UsageError
 
     shell_opts = [o for o, v in (("--cmd", args.cmd), ("--cwd", args.cwd), ("--timeout", args.timeout)) if v]
-    kind = args.target or ("shell" if args.cmd else "inbox")
+    agent_opts = [o for o, v in (("--agent", args.agent), ("--model", args.model)) if v]
+    if args.cmd and args.agent:
+        raise UsageError("give --cmd (a shell target) or --agent (an agent target), not both")
+    live_opts = [
+        o
+        for o, v in (
+            ("--session-target", args.session_target),
+            ("--project", args.project),
+            ("--user-session", args.user_session),
+            ("--session-agent", args.session_agent),
+            ("--fallback", args.fallback),
+        )
+        if v
+    ]
+    if args.target == "session" or (args.target is None and live_opts):
+        return _session_target(args, shell_opts + agent_opts)
+    if live_opts:
+        raise UsageError(f"{', '.join(live_opts)} only go(es) with a live session target, not --target {args.target}")
+    if args.target is not None and (args.target == "webhook" or args.target.startswith("webhook:")):
+        return _webhook_target(args, shell_opts + agent_opts)
+    if args.target is not None and args.target not in TARGET_KINDS:
+        raise UsageError(f"--target must be one of {', '.join(TARGET_KINDS)} or webhook:URL, not {args.target!r}")
+    kind = args.target or ("shell" if args.cmd else "agent" if args.agent else "inbox")
     if kind == "inbox":
-        if shell_opts:
-            raise UsageError(f"{', '.join(shell_opts)} only go(es) with --target shell")
+        if shell_opts or agent_opts:
+            raise UsageError(f"{', '.join(shell_opts + agent_opts)} only go(es) with --target shell or agent")
         return {"kind": "inbox", "session": args.session or "default"}
     if args.session:
-        raise UsageError("--session is for the inbox target; a shell target has none")
-    if not args.cmd:
-        raise UsageError("--target shell needs --cmd 'PROGRAM ARGS...'")
-    try:
-        argv = shlex.split(args.cmd)
-    except ValueError as exc:
-        raise UsageError(f"--cmd: {exc}") from None
-    if not argv:
-        raise UsageError("--cmd is empty")
-    target: dict[str, Any] = {"kind": "shell", "argv": argv}
+        raise UsageError(f"--session is for the inbox target; the {kind} target has none")
+    if kind == "agent":
+        if args.cmd:
+            raise UsageError("--cmd is for the shell target; an agent target takes --agent NAME")
+        if not args.agent:
+            raise UsageError("--target agent needs --agent NAME (claude, copilot, codex, gemini, opencode, ...)")
+        target: dict[str, Any] = {"kind": "agent", "agent": args.agent}
+        if args.model:
+            target["model"] = args.model
+    else:
+        if agent_opts:
+            raise UsageError(f"{', '.join(agent_opts)} only go(es) with --target agent")
+        if not args.cmd:
+            raise UsageError("--target shell needs --cmd 'PROGRAM ARGS...'")
+        try:
+            argv = shlex.split(args.cmd)
+        except ValueError as exc:
+            raise UsageError(f"--cmd: {exc}") from None
+        if not argv:
+            raise UsageError("--cmd is empty")
+        target = {"kind": "shell", "argv": argv}
     if args.cwd:
         # The daemon's working directory is not the user's: resolve it here.
         target["cwd"] = os.path.abspath(os.path.expanduser(args.cwd))
+    if args.timeout is not None:
+        if not args.timeout > 0:
+            raise UsageError("--timeout must be more than 0 seconds")
+        target["timeout_s"] = args.timeout
+    return target
+
+
+def _session_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str, Any]:
+    """``--session-target ID | --project PATH | --user-session`` (with ``--session-agent``, ``--fallback``)."""
+    import os
+
+    from kairosd.errors import UsageError
+
+    if args.session:
+        raise UsageError("--session names an inbox; for a live agent session use --session-target ID")
+    if other_opts:
+        raise UsageError(f"{', '.join(other_opts)} do(es) not go with a live session target")
+    target: dict[str, Any] = {"kind": "session"}
+    if args.session_target:
+        target["session_id"] = args.session_target
+    elif args.project:
+        # The daemon's working directory is not the user's: resolve it here.
+        target["project"] = os.path.abspath(os.path.expanduser(args.project))
+    elif args.user_session:
+        target["user"] = True
+    else:
+        raise UsageError("--target session needs --session-target ID, --project PATH or --user-session")
+    if args.session_agent:
+        target["agent"] = args.session_agent
+    if args.fallback:
+        target["fallback"] = args.fallback
+    return target
+
+
+def _webhook_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str, Any]:
+    """``--target webhook:URL``: its shape is checked here; kairosd checks the rest (the address when it posts)."""
+    from kairosd.errors import UsageError
+
+    url = args.target.partition(":")[2].strip()
+    if not url:
+        raise UsageError("--target webhook needs the URL: --target webhook:http://127.0.0.1:8080/hook")
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"a webhook URL must start with http:// or https://, not {url[:40]!r}")
+    extra = [o for o in other_opts if o != "--timeout"] + (["--session"] if args.session else [])
+    if extra:
+        raise UsageError(f"{', '.join(extra)} do(es) not go with a webhook target")
+    target: dict[str, Any] = {"kind": "webhook", "url": url}
     if args.timeout is not None:
         if not args.timeout > 0:
             raise UsageError("--timeout must be more than 0 seconds")
@@ -446,7 +576,31 @@ def target_text(target: Any) -> str:
     if target.get("kind") == "shell":
         argv = target.get("argv") or ["?"]
         return f"shell:{str(argv[0]).rsplit('/', 1)[-1]}"
+    if target.get("kind") == "agent":
+        return f"agent:{target.get('agent', '?')}"
+    if target.get("kind") == "webhook":
+        return f"webhook:{_url_host(target.get('url'))}"
+    if target.get("kind") == "session":
+        return session_scope_text(target)
     return str(target.get("kind", "?"))
+
+
+def session_scope_text(target: dict[str, Any]) -> str:
+    """``session:ID``, ``project:PATH`` or ``user-session``, with ``/AGENT`` when one is named."""
+    if target.get("session_id"):
+        text = f"session:{target['session_id']}"
+    elif target.get("project"):
+        text = f"project:{target['project']}"
+    else:
+        text = "user-session"
+    return text + (f"/{target['agent']}" if target.get("agent") else "")
+
+
+def _url_host(url: Any) -> str:
+    """The host[:port] of a URL, without its path (webhook paths often carry tokens)."""
+    text = str(url or "?")
+    rest = text.partition("://")[2] or text
+    return rest.split("/", 1)[0].split("?", 1)[0] or "?"
 
 
 def _next_text(task: dict[str, Any], zone: str) -> str:
@@ -505,9 +659,16 @@ def _expiry_text(task: dict[str, Any]) -> str:
 def _target_detail(target: Any) -> str:
     import shlex
 
-    if not isinstance(target, dict) or target.get("kind") != "shell":
+    if isinstance(target, dict) and target.get("kind") == "session":
+        return f"live session: {session_scope_text(target)}, fallback {target.get('fallback', 'inbox')}"
+    if not isinstance(target, dict) or target.get("kind") not in ("shell", "agent", "webhook"):
         return target_text(target)
-    parts = [f"shell: {shlex.join(str(a) for a in target.get('argv') or [])}"]
+    if target["kind"] == "webhook":
+        parts = [f"webhook: POST {target.get('url', '?')}"]
+    elif target["kind"] == "agent":
+        parts = [f"agent: {target.get('agent', '?')}" + (f" (model {target['model']})" if target.get("model") else "")]
+    else:
+        parts = [f"shell: {shlex.join(str(a) for a in target.get('argv') or [])}"]
     if target.get("cwd"):
         parts.append(f"in {target['cwd']}")
     if target.get("timeout_s") is not None:

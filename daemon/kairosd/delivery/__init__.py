@@ -1,1 +1,1 @@
-"""Delivery targets: where a fired prompt goes (inbox, shell; later agent, hook, webhook, MCP)."""
+"""Delivery targets: where a fired prompt goes (inbox, shell, agent, session, webhook)."""

@@ -34,11 +34,29 @@ class Job:
     late_by_s: float = 0.0
     catch_up: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+    # The task's overlap policy ("skip" or "queue"): a target that holds runs across fires
+    # (pending session items) applies it to them, since those runs no longer block the task.
+    overlap: str = "skip"
 
 
 @dataclass(frozen=True)
 class Result:
-    outcome: Literal["delivered", "failed"]
+    """What a target reports for one job.
+
+    ``delivered`` and ``failed`` are final. Two more are optional for targets
+    that need them:
+
+    * ``pending``: the target holds the prompt durably and confirms it later on
+      its own (a live agent session takes it at its next turn). The scheduler
+      records the run ``queued`` with ``awaiting`` set to the target's kind and
+      frees the run's concurrency slot and the task's overlap mark; the target
+      settles the run in the ledger (``delivered``, ``failed`` or ``skipped``,
+      with a ``run_finished`` event) when it knows.
+    * ``skipped``: deliberately not delivered (a session target whose fallback
+      is ``drop``); ``reason`` says why.
+    """
+
+    outcome: Literal["delivered", "failed", "pending", "skipped"]
     started_at: datetime | None = None
     finished_at: datetime | None = None
     reason: str | None = None
