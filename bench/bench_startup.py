@@ -1,0 +1,112 @@
+"""Start-up: time from spawning kairosd to its first answer, and its RSS then, with 0 and 10,000 tasks.
+
+The store is written before each start; "ready" is the first successful
+``GET /v1/status`` (polled every 10 ms). RSS is read with psutil right after.
+Median of ``--repeats`` starts each.
+
+Baselines, same run: a bare ``python -c pass`` (time) and a bare interpreter's
+RSS, and the time to ``import kairosd.daemon`` alone (what any start pays).
+
+Goal (issue 8): with 10,000 tasks, <= 1 s and <= 60 MB.
+
+    python bench/bench_startup.py [--sizes 0,10000] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+import psutil
+from _common import Row, daemon, precompile, python_start_s, wait_for, write_store
+
+
+def bare_rss_mb() -> float:
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        ps = psutil.Process(proc.pid)
+        wait_for(lambda: ps.memory_info().rss > 0, 10, "the interpreter to start")
+        time.sleep(0.2)
+        return ps.memory_info().rss / 2**20
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait()
+
+
+def import_s(repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import kairosd.daemon"], check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def start_once(n_tasks: int) -> tuple[float, float]:
+    with daemon("kbs") as d:
+        write_store(d.home, n_tasks)
+        seconds = d.start()
+        assert d.proc is not None
+        rss = psutil.Process(d.proc.pid).memory_info().rss / 2**20
+    return seconds, rss
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    precompile()
+    base_s = python_start_s()
+    base_rss = bare_rss_mb()
+    imports = import_s(args.repeats)
+    rows: list[Row] = []
+    for size in args.sizes:
+        results = [start_once(size) for _ in range(args.repeats)]
+        seconds = statistics.median(r[0] for r in results)
+        rss = statistics.median(r[1] for r in results)
+        bench = f"start-up, {size:,} tasks"
+        goal = size >= 10_000
+        rows += [
+            Row(
+                bench,
+                "spawn to first answer",
+                seconds * 1e3,
+                "ms",
+                "python -c pass",
+                base_s * 1e3,
+                "<= 1000 ms" if goal else "",
+                seconds <= 1.0 if goal else None,
+            ),
+            Row(
+                bench,
+                "RSS when ready",
+                rss,
+                "MB",
+                "bare interpreter RSS",
+                base_rss,
+                "<= 60 MB" if goal else "",
+                rss <= 60 if goal else None,
+            ),
+        ]
+    rows.append(Row("start-up, 0 tasks", "import kairosd.daemon", imports * 1e3, "ms", "python -c pass", base_s * 1e3))
+    return rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[0, 10_000])
+    parser.add_argument("--repeats", type=int, default=5)
+
+
+def main() -> int:
+    from run_all import print_table
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    print_table(run(parser.parse_args()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
