@@ -596,7 +596,8 @@ class Scheduler:
     async def _persist_now(self) -> None:
         try:
             if self.book.error is not None:
-                await self.book.retry()
+                if not await self.book.retry():
+                    return  # still failing: the ledger holds the fires, and the next tick retries
             else:
                 await self.book.commit()
         except StoreError:
