@@ -8,8 +8,14 @@ a typo must not silently fall back to a default), and kairosd refuses to start
 on it. kairos never writes this file.
 
 Because the file names commands kairos runs (agent binaries, hooks, custom
-agents), it is refused when a group or other users can write it or its folder,
-or when another user (other than root) owns it.
+agents), it is refused when a group or other users can write it or its folder
+(a sticky folder like /tmp is fine), or when another user (other than root)
+owns it. A hook command gets the same check each time before it runs (see
+:mod:`kairosd.filesafety`): its program (``argv[0]``: a path, ``~`` expanded, or
+a name found on kairosd's PATH), an interpreter's script (``["sh",
+"/path/hook.sh"]``, ``["python3", "hook.py"]``) and the command behind ``env``,
+each with its folder. An unsafe one is not run: a warning names the file and
+the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
 
     [agents.claude]                 # also copilot, codex, gemini, opencode
     enabled = true
@@ -39,6 +45,7 @@ or when another user (other than root) owns it.
     [[hooks.task_completed]]        # task_created, task_completed, scheduled_task_fired,
     argv = ["notify-send", "kairos"]    # scheduled_task_missed, scheduled_task_expired
     timeout = "10s"                 # the event arrives as JSON on stdin
+    # the program and script must be yours (or root's) and not group/world-writable
     # (a single [hooks.NAME] table, or `NAME = ["argv", ...]`, work too)
 
     [consolidation]                 # memory consolidation at session end (see kairosd.consolidation)
@@ -84,6 +91,7 @@ from pydantic import (
     model_validator,
 )
 
+from kairosd import filesafety
 from kairosd.agents.base import Permissions
 from kairosd.agents.custom import OUTPUTS, template_errors
 from kairosd.errors import ConfigError, InvalidTimeError
@@ -408,22 +416,22 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def _check_safe(path: Path, st: os.stat_result, *, folder: bool = False) -> None:
-    """Refuse a file (or its folder) that someone other than the user could change."""
+    """Refuse a file (or its folder) that someone other than the user could change (the rule: kairosd.filesafety)."""
+    found = filesafety.problem(st, folder=folder)
+    if found is None:
+        return
     what = "folder" if folder else "file"
-    if st.st_uid not in (os.getuid(), 0):
+    if found.kind == "owner":
         raise ConfigError(
-            f"{path}: this {what} belongs to another user (uid {st.st_uid}); the config names commands kairos "
+            f"{path}: this {what} belongs to another user (uid {found.uid}); the config names commands kairos "
             "runs, so it must be yours"
         )
-    mode = stat.S_IMODE(st.st_mode)
-    if folder and mode & stat.S_ISVTX:
-        return  # a sticky folder (like /tmp): others cannot replace our file in it
-    if mode & (stat.S_IWGRP | stat.S_IWOTH):
-        who = "others" if mode & stat.S_IWOTH else "its group"
+    if found.kind == "writable":
         raise ConfigError(
-            f"{path}: this {what} is writable by {who} (mode {mode:o}); the config names commands kairos runs, "
-            f"so kairos refuses it. Fix it with: chmod go-w {path}"
+            f"{path}: this {what} is writable by {found.who} (mode {found.mode:o}); the config names commands "
+            f"kairos runs, so kairos refuses it. Fix it with: chmod go-w {path}"
         )
+    raise ConfigError(f"{path}: this {what} is {found}")
 
 
 def _validate(data: dict[str, Any], source: str) -> Config:

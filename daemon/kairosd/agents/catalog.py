@@ -23,8 +23,9 @@ Discovery, first definition of a name wins (names are case-sensitive):
 Only ``*.md`` files directly in those folders count. A broken file (no or bad
 frontmatter, no name or description, a bad value) is skipped with a warning
 and never stops discovery. A file or folder another user could change (owned by
-someone else, or writable by group or others without the sticky bit) is skipped
-too: a definition decides what an agent is told and allowed to do.
+someone else, or writable by group or others without the sticky bit; the rule
+in :mod:`kairosd.filesafety`) is skipped too: a definition decides what an agent
+is told and allowed to do.
 
 The frontmatter parser is deliberately small and strict rather than a YAML
 dependency: ``key: value`` lines, comments, quoted strings, lists written as
@@ -45,12 +46,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kairosd import filesafety
 from kairosd.agents.base import PERMISSION_MODES, Permissions, TurnRequest, narrow
 from kairosd.errors import UsageError
 
@@ -428,16 +429,9 @@ def _load(path: Path, catalog: Catalog) -> None:
 
 
 def _unsafe(st: os.stat_result, *, folder: bool = False) -> str | None:
-    if st.st_uid not in (os.getuid(), 0):
-        return f"owned by another user (uid {st.st_uid})"
-    mode = stat.S_IMODE(st.st_mode)
-    if folder and mode & stat.S_ISVTX:
-        return None
-    if mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"writable by {'others' if mode & stat.S_IWOTH else 'its group'} (mode {mode:o})"
-    if not folder and not stat.S_ISREG(st.st_mode):
-        return "not a regular file"
-    return None
+    """Why a definition file or folder cannot be trusted (the shared rule: kairosd.filesafety), if it cannot."""
+    found = filesafety.problem(st, folder=folder)
+    return None if found is None else str(found)
 
 
 def _real(folder: Path) -> Path:
