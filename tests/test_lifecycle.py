@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -166,3 +167,138 @@ def test_bad_hook_config_is_refused_up_front(config, message):
     """An unknown event or a malformed command is a ValueError at construction, before anything runs."""
     with pytest.raises(ValueError, match=message):
         LifecycleHooks(EventBus(FakeClock().now), config)
+
+
+# ---- hook files another user could change are refused -------------------------------------------
+
+# Leaves a marker file (its first argument): the proof that a hook ran.
+MARKER = '#!/bin/sh\ntouch "$1"\n'
+
+
+def _hook_folder(tmp_path: Path, mode: int = 0o700) -> Path:
+    folder = tmp_path / "hooks"
+    folder.mkdir(exist_ok=True)
+    folder.chmod(mode)
+    return folder
+
+
+def _run_hook(argv: list[str]) -> LifecycleHooks:
+    """Publish one task_started event to a task_created hook running ``argv``; wait until it ran or was refused."""
+
+    async def main() -> LifecycleHooks:
+        bus = EventBus(FakeClock().now)
+        hooks = LifecycleHooks(bus, {"task_created": (argv, 5.0)})
+        hooks.start()
+        bus.publish("task_started", task_id="t0000000001")
+        await until(lambda: hooks.runs + hooks.refused >= 1 and not hooks._running, "the hook to settle")
+        await hooks.stop()
+        return hooks
+
+    return run(main())
+
+
+@pytest.mark.parametrize("mode", [0o775, 0o757, 0o777])
+def test_a_hook_others_can_write_is_refused_and_not_run(tmp_path: Path, caplog, mode):
+    """A group- or world-writable hook script is not run; the warning names the file, why and the fix."""
+    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    script = write_script(_hook_folder(tmp_path), "notify", MARKER)
+    script.chmod(mode)
+    marker = tmp_path / "ran"
+
+    hooks = _run_hook([str(script), str(marker)])
+
+    assert not marker.exists()
+    assert (hooks.runs, hooks.refused, hooks.failures) == (0, 1, 1)
+    who = "others" if mode & 0o002 else "its group"
+    assert f"the task_created hook {script} was not run: {script}: this file is writable by {who}" in caplog.text
+    assert f"Fix it with: chmod go-w {script}" in caplog.text
+
+
+def test_a_safe_hook_runs_and_a_fixed_one_runs_again(tmp_path: Path):
+    """0755 runs; after `chmod go-w` a refused hook runs at the next event (the check is made at each run)."""
+    script = write_script(_hook_folder(tmp_path), "notify", MARKER)
+    marker = tmp_path / "ran"
+    hooks = _run_hook([str(script), str(marker)])
+    assert marker.exists()
+    assert (hooks.runs, hooks.refused, hooks.failures) == (1, 0, 0)
+
+    marker.unlink()
+    script.chmod(0o775)
+
+    async def main() -> LifecycleHooks:
+        bus = EventBus(FakeClock().now)
+        hooks = LifecycleHooks(bus, {"task_created": ([str(script), str(marker)], 5.0)})
+        hooks.start()
+        bus.publish("task_started", task_id="t0000000001")
+        await until(lambda: hooks.refused == 1 and not hooks._running, "the refusal")
+        assert not marker.exists()
+        script.chmod(0o755)
+        bus.publish("task_started", task_id="t0000000001")
+        await until(lambda: hooks.runs == 1 and not hooks._running, "the run")
+        await hooks.stop()
+        return hooks
+
+    run(main())
+    assert marker.exists()
+
+
+def test_a_hook_in_a_folder_its_group_can_write_is_refused_unless_sticky(tmp_path: Path, caplog):
+    """Others could replace a safe file in a group-writable folder; a sticky folder (like /tmp) stops that."""
+    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    folder = _hook_folder(tmp_path)
+    script = write_script(folder, "notify", MARKER)
+    folder.chmod(0o770)
+    marker = tmp_path / "ran"
+
+    hooks = _run_hook([str(script), str(marker)])
+    assert not marker.exists()
+    assert hooks.refused == 1
+    assert f"{folder}: this folder is writable by its group (mode 770)" in caplog.text
+    assert f"chmod go-w {folder}" in caplog.text
+
+    folder.chmod(0o1770)
+    hooks = _run_hook([str(script), str(marker)])
+    assert marker.exists()
+    assert (hooks.runs, hooks.refused) == (1, 0)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
+def test_a_hook_owned_by_another_user_is_refused(tmp_path: Path, caplog):
+    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    script = write_script(_hook_folder(tmp_path), "notify", MARKER)
+    os.chown(script, 65534, -1)
+    marker = tmp_path / "ran"
+
+    hooks = _run_hook([str(script), str(marker)])
+
+    assert not marker.exists()
+    assert hooks.refused == 1
+    assert f"{script}: this file is owned by another user (uid 65534)" in caplog.text
+
+
+def test_the_script_of_an_interpreter_hook_is_checked(tmp_path: Path, caplog):
+    """["sh", SCRIPT]: sh itself is safe, but a group-writable script is refused all the same."""
+    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    script = _hook_folder(tmp_path) / "notify.sh"
+    script.write_text(MARKER)
+    script.chmod(0o664)  # not executable: sh reads it
+    marker = tmp_path / "ran"
+
+    hooks = _run_hook(["sh", str(script), str(marker)])
+    assert not marker.exists()
+    assert hooks.refused == 1
+    assert f"the task_created hook sh was not run: {script}: this file is writable by its group" in caplog.text
+
+    script.chmod(0o644)
+    hooks = _run_hook(["sh", str(script), str(marker)])
+    assert marker.exists()
+
+
+def test_a_hook_program_under_home_is_expanded_and_checked(tmp_path: Path, monkeypatch):
+    """`~/...` in argv[0] is the file under $HOME, for the check and for the run."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write_script(_hook_folder(tmp_path), "notify", MARKER)
+    marker = tmp_path / "ran"
+    hooks = _run_hook(["~/hooks/notify", str(marker)])
+    assert marker.exists()
+    assert hooks.runs == 1

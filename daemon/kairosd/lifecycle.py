@@ -17,6 +17,15 @@ never stops the daemon or delays an event: hooks run in the background, at
 most ``max_parallel`` at once, and a burst beyond ``MAX_PENDING`` is dropped
 with a warning.
 
+A hook is only run when nobody else could have changed what it runs: before
+each run its program (``argv[0]``: a path, ``~`` expanded, or a name on the
+hook's PATH), an interpreter's script (``["sh", "/path/hook.sh"]``) and the
+command behind ``env`` are checked with :mod:`kairosd.filesafety` (owned by
+this user or root, not writable by group or others, in a folder others cannot
+write unless it is sticky). An unsafe hook is not run: a warning names the
+file, the reason and the fix (``chmod go-w FILE``), and it counts in
+``refused`` and ``failures``.
+
 Takes a plain mapping ``event -> (argv, timeout_s)`` (or a list of such pairs),
 so it does not depend on the config module's classes.
 
@@ -34,6 +43,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+from kairosd import filesafety
 from kairosd.events import EventBus
 from kairosd.procgroup import describe_exit
 from kairosd.registry.runner import ProcessRun, ProcessSpec
@@ -76,7 +86,8 @@ def normalise(hooks: HookConfig) -> dict[str, list[HookSpec]]:
             if not timeout > 0:
                 raise ValueError(f"hook for {event}: the timeout must be positive")
         if specs:
-            table[event] = [(list(argv), float(timeout)) for argv, timeout in specs]
+            # `~` in the program is expanded, as the safety check reads it (exec itself would not).
+            table[event] = [([os.path.expanduser(argv[0]), *argv[1:]], float(timeout)) for argv, timeout in specs]
     return table
 
 
@@ -111,7 +122,8 @@ class LifecycleHooks:
         self._loop_task: asyncio.Task[None] | None = None
         self._running: set[asyncio.Task[None]] = set()
         self.runs = 0
-        self.failures = 0
+        self.failures = 0  # failed, hung, could not start, or refused
+        self.refused = 0  # not run: a file it runs could be changed by another user
 
     @property
     def configured(self) -> list[str]:
@@ -178,6 +190,8 @@ class LifecycleHooks:
         async with self._sem:
             env = dict(os.environ if self._environ is None else self._environ)
             env.update({"KAIROS_HOOK_EVENT": name, "KAIROS_SPAWNED": "1"})
+            if self._refuse(name, argv, env):
+                return
             lines: deque[str] = deque(maxlen=MAX_LOGGED_LINES)
             spec = ProcessSpec(argv, env, None, json.dumps(payload, default=str) + "\n", timeout_s)
             process = ProcessRun(spec, lambda _stream, line: lines.append(line[:300]), kill_grace_s=self._grace)
@@ -200,3 +214,19 @@ class LifecycleHooks:
         self.failures += 1
         output = "; ".join(list(lines)[-3:])
         log.warning("the %s hook %s failed: %s%s", name, argv[0], problem, f" (output: {output})" if output else "")
+
+    def _refuse(self, name: str, argv: list[str], env: Mapping[str, str]) -> bool:
+        """Whether the hook must not run because another user could change a file it runs (logged)."""
+        unsafe = filesafety.check_command(argv, env)
+        for problem in unsafe:
+            log.warning(
+                "the %s hook %s was not run: %s, so another user could run code as you through it. Fix it with: %s",
+                name,
+                argv[0],
+                problem,
+                problem.fix,
+            )
+        if unsafe:
+            self.refused += 1
+            self.failures += 1
+        return bool(unsafe)
