@@ -200,3 +200,44 @@ def test_an_old_daemon_without_the_route_falls_back(home, monkeypatch, capsys, t
     monkeypatch.setenv("PATH", str(tmp_path))
     assert run(["doctor", "--json"]) == 1
     assert "no doctor endpoint" in json.loads(capsys.readouterr().out)["note"]
+
+
+def test_hook_files_others_can_write_are_problems(home, tmp_path):
+    """Each configured hook is checked as kairosd checks it before a run; an unsafe file is a problem with its fix."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir(mode=0o700)
+    safe, loose, script = hooks / "safe", hooks / "loose", hooks / "loose.sh"
+    for path, mode in ((safe, 0o755), (loose, 0o775), (script, 0o646)):
+        path.write_text("#!/bin/sh\nexit 0\n")
+        path.chmod(mode)
+    (home / "config").mkdir(mode=0o700)
+    (home / "config" / "config.toml").write_text(
+        f'[hooks]\ntask_created = ["{safe}"]\ntask_completed = ["{loose}", "x"]\n'
+        f'scheduled_task_fired = ["/bin/sh", "{script}"]\n'
+    )
+    (home / "config" / "config.toml").chmod(0o600)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+
+    report = local_report({"PATH": str(empty), "KAIROS_HOME": str(home)})
+
+    assert report["config"]["ok"] is True
+    by_event = {hook["event"]: hook for hook in report["hooks"]}
+    assert by_event["task_created"] == {"event": "task_created", "argv": [str(safe)], "ok": True, "unsafe": []}
+    assert by_event["task_completed"]["ok"] is False
+    assert by_event["task_completed"]["unsafe"] == [
+        {
+            "path": str(loose),
+            "problem": f"{loose}: this file is writable by its group (mode 775)",
+            "fix": f"chmod go-w {loose}",
+        }
+    ]
+    assert by_event["scheduled_task_fired"]["unsafe"][0]["path"] == str(script)
+    hook_problems = [p for p in report["problems"] if p.startswith("hook ")]
+    assert hook_problems == [
+        f"hook task_completed ({loose}): {loose}: this file is writable by its group (mode 775), "
+        f"so kairosd will not run it. Fix it with: chmod go-w {loose}",
+        f"hook scheduled_task_fired (/bin/sh): {script}: this file is writable by others (mode 646), "
+        f"so kairosd will not run it. Fix it with: chmod go-w {script}",
+    ]
+    assert report["ok"] is False

@@ -6,7 +6,9 @@ binary is found (on the given PATH, or at the configured path), and whether
 up: kairos does not know how to ask them for a version). It re-reads the config
 file to report its state now, lists the socket and store paths, and asks
 ``loginctl`` whether the user lingers (so a systemd user service keeps running
-after logout), when ``loginctl`` exists.
+after logout), when ``loginctl`` exists. Each configured hook command is
+checked as kairosd checks it before a run (:mod:`kairosd.filesafety`): a file
+it runs that another user could change is listed as a problem, with the fix.
 
 The daemon serves the same report at ``GET /v1/doctor`` (:func:`doctor_routes`):
 its PATH, not the shell's, is the one headless runs use.
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from kairosd import __version__
+from kairosd import __version__, filesafety
 from kairosd.agents.adapters import adapter_for
 from kairosd.config import Config, config_path, load_config
 from kairosd.errors import KairosError
@@ -61,9 +63,16 @@ def doctor_report(
     agents = _check_agents(config, env, version_timeout)
     config_state = _config_state(paths, env, config_error)
     usable = [a["name"] for a in agents if a["usable"]]
+    hooks = _check_hooks(config, env)
     problems = []
     if not config_state["ok"]:
         problems.append(f"config: {config_state['error']}")
+    for hook in hooks:
+        problems.extend(
+            f"hook {hook['event']} ({hook['argv'][0]}): {unsafe['problem']}, so kairosd will not run it. "
+            f"Fix it with: {unsafe['fix']}"
+            for unsafe in hook["unsafe"]
+        )
     if not usable:
         problems.append("no agent CLI is usable: install claude, copilot, codex, gemini or opencode, or fix its binary")
     return {
@@ -76,6 +85,7 @@ def doctor_report(
         "config": config_state,
         "agents": agents,
         "usable_agents": usable,
+        "hooks": hooks,
         "limits": config.limits.model_dump(),
         "paths": {
             "config": str(config_path(paths)),
@@ -149,6 +159,19 @@ def _check_agent(name: str, config: Config, env: Mapping[str, str], timeout: flo
     entry["usable"] = ok
     entry["reason"] = None if ok else output
     return entry
+
+
+def _check_hooks(config: Config, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every configured hook command, with the files it runs that must not be trusted (none: it may run)."""
+    hooks = []
+    for event, specs in config.hooks.as_specs().items():
+        for argv, _timeout in specs:
+            argv = [os.path.expanduser(argv[0]), *argv[1:]]  # as kairosd.lifecycle runs it
+            unsafe = [
+                {"path": str(u.path), "problem": str(u), "fix": u.fix} for u in filesafety.check_command(argv, env)
+            ]
+            hooks.append({"event": event, "argv": argv, "ok": not unsafe, "unsafe": unsafe})
+    return hooks
 
 
 def _which(binary: str, env: Mapping[str, str]) -> str | None:
