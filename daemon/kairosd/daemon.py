@@ -15,6 +15,7 @@ This is the only module that knows every concrete class.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -23,10 +24,9 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kairosd import __version__
-from kairosd.agents import catalog
-from kairosd.agents.adapters import adapter_for as configured_adapter
 from kairosd.api import Api
 from kairosd.clock import Clock, SystemClock, local_zone_name
 from kairosd.config import Config, load_config
@@ -59,6 +59,9 @@ from kairosd.sessions_wiring import build_sessions
 from kairosd.store import JsonStore
 from kairosd.taskbook import TaskBook
 
+if TYPE_CHECKING:
+    from kairosd.agents.base import AgentAdapter
+
 log = logging.getLogger("kairosd")
 
 DISABLE_VARS = ("KAIROS_DISABLE_CRON", "CLAUDE_CODE_DISABLE_CRON")
@@ -78,6 +81,8 @@ def disabled_reason(environ: Mapping[str, str]) -> str | None:
 
 def agent_policy(config: Config, name: str, cwd: str | None) -> AgentPolicy:
     """What an agent run may do: its CLI's configured ceiling, narrowed by a named definition."""
+    from kairosd.agents import catalog  # on first use: the agent modules are not needed to start
+
     resolved = catalog.resolve(name, config, cwd)  # UsageError for an unknown name
     ceiling = config.ceiling(resolved.cli)
     definition = resolved.definition
@@ -89,6 +94,13 @@ def agent_policy(config: Config, name: str, cwd: str | None) -> AgentPolicy:
         model=definition.model if definition else None,
         restrictions=definition.permissions(ceiling) if definition else None,
     )
+
+
+def _adapter(cli: str, config: Config) -> AgentAdapter:
+    """The adapter for an agent CLI, as configured; its modules are imported on first use, not at start."""
+    from kairosd.agents.adapters import adapter_for
+
+    return adapter_for(cli, config)
 
 
 def _int_env(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -201,7 +213,7 @@ class Daemon:
             clock,
             events,
             user_config.limits.model_dump(),
-            lambda cli: configured_adapter(cli, user_config),
+            lambda cli: _adapter(cli, user_config),
             user_config.hooks.as_specs(),
             policy_for=lambda name, cwd: agent_policy(user_config, name, cwd),
             environ=environ,
@@ -364,12 +376,32 @@ def serve_forever(paths: Paths | None = None) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, daemon.request_stop)
-        return await daemon.run()
+        ready = asyncio.Event()
+        settle = asyncio.ensure_future(_settle_memory_when(ready))
+        try:
+            return await daemon.run(ready)
+        finally:
+            settle.cancel()
 
     try:
         return asyncio.run(main())
     finally:
         notifier.close()
+        if not gc.isenabled():
+            gc.enable()
+
+
+async def _settle_memory_when(ready: asyncio.Event) -> None:
+    """Once kairosd answers: turn the cycle collector back on (``__main__`` turned it off for the start).
+
+    What survived the start (modules, the loaded tasks) lives as long as the
+    daemon, so it is frozen: later collections skip it, and an idle daemon with
+    10,000 tasks does not walk them all now and then.
+    """
+    await ready.wait()
+    gc.collect()
+    gc.freeze()
+    gc.enable()
 
 
 def ensure_dirs(paths: Paths) -> None:

@@ -14,6 +14,7 @@ import re
 import secrets
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -178,6 +179,12 @@ def new_task_id() -> str:
     return secrets.token_hex(4)
 
 
+@lru_cache(maxsize=256)
+def _jitter_spec(value: str) -> str:
+    """The canonical spelling of a jitter policy; cached, since a store holds a few policies many times."""
+    return parse_jitter(value).spec
+
+
 def _aware_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("timestamps must carry a UTC offset")
@@ -228,7 +235,8 @@ class Task(BaseModel):
     def _check_tz(cls, value: str) -> str:
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
+        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+            # OSError: a zone name is looked up as a file, and a 300-character one fails with ENAMETOOLONG.
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
 
@@ -242,7 +250,7 @@ class Task(BaseModel):
     @field_validator("jitter")
     @classmethod
     def _check_jitter(cls, value: str) -> str:
-        return parse_jitter(value).spec
+        return _jitter_spec(value)
 
     @model_validator(mode="after")
     def _check_schedule(self) -> Task:

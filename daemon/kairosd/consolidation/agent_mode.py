@@ -30,7 +30,7 @@ from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import Permissions, TurnRequest, narrow
 from kairosd.config import Config
 from kairosd.consolidation.board import Board, by_priority
-from kairosd.consolidation.extract import KINDS, Candidate, clean, unsafe
+from kairosd.consolidation.entries import KINDS, Candidate, clean, unsafe
 from kairosd.errors import KairosError
 
 AGENT_NAME = catalog.BUILTIN_NAME  # "rem-agent"

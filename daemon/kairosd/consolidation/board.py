@@ -7,7 +7,7 @@ Next to it: ``.history.jsonl`` (every change, appended) and ``.lock`` (one write
 
 An entry is ``{id, text, kind, author, source_session, source_agent, created_at, last_seen_at,
 hits}``. ``author`` is ``kairos`` (consolidation wrote it) or ``user`` (``kairos board add``).
-Seeing the same text again (compared by :func:`~kairosd.consolidation.extract.normal_key`) counts
+Seeing the same text again (compared by :func:`~kairosd.consolidation.entries.normal_key`) counts
 a hit and moves ``last_seen_at`` instead of adding a duplicate.
 
 Bounds: at most :data:`LIMIT` (25) entries. When a merge goes past that, entries are dropped
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from kairosd.atomic import write_atomic
-from kairosd.consolidation.extract import KINDS, Candidate, clean, normal_key, unsafe
+from kairosd.consolidation.entries import KINDS, Candidate, clean, normal_key, unsafe
 from kairosd.errors import ConflictError, KairosError, NotFoundError, UsageError
 from kairosd.jsonlog import JsonLog
 

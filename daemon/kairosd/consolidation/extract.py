@@ -39,10 +39,11 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from kairosd.consolidation.dates import absolutize
+from kairosd.consolidation.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
 from kairosd.consolidation.transcripts import Message
 
-KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
-MAX_TEXT = 300
+__all__ = ["KINDS", "MAX_TEXT", "Candidate", "Extraction", "clean", "extract", "normal_key", "unsafe"]
+
 MIN_TEXT = 8
 MAX_SENTENCE_SOURCE = 600  # longer "sentences" are pasted text, not something a person said
 # How many candidates of each group one session may add: the latest statements win (a later
@@ -96,20 +97,6 @@ _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(\[])")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LOGGY = re.compile(r"Traceback \(most recent call last\)|^\s+File \"|^\s*at \S+\(|^\$ |^[\w.-]+@[\w.-]+:.*\$ ")
 
-# Never stored: a secret in a board would be shown to every future session.
-_SECRETS = re.compile(
-    r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bAKIA[0-9A-Z]{16}\b|\bxox[abposr]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.|\bAIza[0-9A-Za-z_-]{30,}"
-    r"|(?i:\b(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)\b\s*(?:is\s+|[:=]\s*)\S{6,})",
-)
-# Text aimed at a future agent's instructions rather than at the project: dropped.
-_INJECTION = re.compile(
-    r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:previous|prior|above|earlier|all|system|your)\b"
-    r".{0,20}\b(?:instructions?|prompts?|rules|guidelines)\b|\bsystem\s+prompt\b|\byou\s+are\s+now\b"
-    r"|</?(?:system|assistant|instructions?)>",
-)
-
 _TRIVIAL_COMMANDS = frozenset(
     {"ls", "cat", "cd", "echo", "pwd", "head", "tail", "grep", "rg", "find", "wc", "sed", "awk", "less", "more",
      "which", "true", "false", "sleep", "clear", "tree", "file", "stat", "diff", "sort", "uniq", "env", "printf",
@@ -125,15 +112,6 @@ _IMPORTANT_COMMAND = re.compile(
 _CD_PREFIX = re.compile(r"^\s*cd\s+\S+\s*(?:&&|;)\s*")
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """Something worth remembering: a board entry to add (or to count as seen again)."""
-
-    kind: str
-    text: str
-    at: datetime | None = None
-
-
 @dataclass
 class Extraction:
     candidates: list[Candidate] = field(default_factory=list)
@@ -143,31 +121,6 @@ class Extraction:
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(c.kind for c in self.candidates))
-
-
-@functools.lru_cache(maxsize=4096)
-def normal_key(text: str) -> str:
-    """What two entries must share to be the same: lower-case letters and digits, single spaces."""
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
-
-
-def clean(text: str) -> str:
-    """One line of plain text: no control characters, single spaces, at most :data:`MAX_TEXT`."""
-    if not text.isprintable():  # the common case needs no character-by-character pass
-        text = "".join(ch if ch.isprintable() else " " for ch in text)
-    text = " ".join(text.split())
-    if len(text) > MAX_TEXT:
-        text = text[: MAX_TEXT - 1].rstrip() + "…"
-    return text
-
-
-def unsafe(text: str) -> str | None:
-    """Why ``text`` must not be stored ("secret" or "injection"), or None."""
-    if _SECRETS.search(text):
-        return "secret"
-    if _INJECTION.search(text):
-        return "injection"
-    return None
 
 
 def sentences(text: str) -> Iterable[str]:

@@ -49,7 +49,6 @@ from kairosd.config import ConsolidationConfig
 from kairosd.consolidation import gates, spawn
 from kairosd.consolidation.board import LIMIT, PRUNE_TO, BoardStore, project_root, render_context
 from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
-from kairosd.consolidation.worker import REQUEST_VERSION
 from kairosd.errors import NotFoundError, UnavailableError, UsageError
 from kairosd.events import EventBus
 from kairosd.jsonlog import JsonLog
@@ -414,6 +413,9 @@ class Consolidation:
         return self.runs_dir / f"{task_id}.pid"
 
     def _write_request(self, record: TaskRecord, req: ConsolidationRequest, project: str) -> Path:
+        # Imported here: the worker module brings the extractor's patterns, which kairosd itself never runs.
+        from kairosd.consolidation.worker import REQUEST_VERSION
+
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         paths = self.paths
         doc = {

@@ -60,14 +60,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
-import httpx
-
 from kairosd import __version__
 from kairosd.clock import Clock
 from kairosd.delivery.base import Job, Result
 from kairosd.models import webhook_url_problem
 
 if TYPE_CHECKING:
+    import httpx
+
     from kairosd.config import WebhookConfig
 
 log = logging.getLogger(__name__)
@@ -293,6 +293,8 @@ class WebhookDelivery:
                     f"refused: {host} resolves to {', '.join(outside)}, not a loopback address; set "
                     "[webhook] allow_non_loopback = true in config.toml to post to other hosts"
                 )
+        import httpx  # here, not at the top: it costs ~0.1 s of every daemon start, and most never post
+
         timestamp = str(int(self._clock.now().timestamp()))
         assert self._secret is not None  # checked by _run
         headers = {
@@ -338,6 +340,8 @@ class WebhookDelivery:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            import httpx
+
             # trust_env=False: an HTTP(S)_PROXY from the environment would send loopback posts elsewhere.
             self._client = httpx.AsyncClient(trust_env=False, follow_redirects=False)
         return self._client
@@ -400,6 +404,8 @@ def _pinned(url: SplitResult, address: str, port: int) -> str:
 
 async def _read_snippet(response: httpx.Response) -> str:
     """The start of the answer's body, one line, for a reason text (never the whole of a huge body)."""
+    import httpx
+
     data = b""
     with contextlib.suppress(httpx.HTTPError):
         async for chunk in response.aiter_raw():

@@ -141,14 +141,17 @@ def _parse_term(term: str, idx: int, full: str) -> tuple[set[int], str]:
     return set(range(start, end + 1, step)), canonical + suffix
 
 
-def _parse_field(text: str, idx: int) -> tuple[set[int], str]:
+@lru_cache(maxsize=1024)
+def _parse_field(text: str, idx: int) -> tuple[frozenset[int], str]:
+    # Cached on its own: many distinct expressions share their fields ("0", "*", "1-5"), so a big
+    # store parses each field text once.
     values: set[int] = set()
     canonical: list[str] = []
     for term in text.split(","):
         term_values, term_text = _parse_term(term, idx, text)
         values |= term_values
         canonical.append(term_text)
-    return values, ",".join(canonical)
+    return frozenset(values), ",".join(canonical)
 
 
 @lru_cache(maxsize=4096)
