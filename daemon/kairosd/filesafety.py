@@ -29,6 +29,8 @@ Which files a command line runs (:func:`command_files`):
   ``NAME=value`` words), by the same rules (``env -S`` is not followed).
 
 Other arguments (data files, a program a script starts) are not checked.
+Checking and then running leaves a gap, which is harmless for the files
+checked: one that passes can only be changed by this user or root.
 
 :func:`problem` is the pure rule on a stat result; the rest only stats files.
 Must not import anything else from kairosd: the config loader depends on it.
