@@ -61,7 +61,7 @@ def test_start_show_wait_send_close_through_the_routes(tmp_path, adapter):
         _, doc = await _call(api, "GET", "/registry", status="idle")
         assert [t["id"] for t in doc["tasks"]] == [task_id]
         assert "turns" not in doc["tasks"][0]
-        assert doc["registry"]["slots"] == {"limit": 4, "in_use": 0, "waiting": 0}
+        assert doc["registry"]["slots"] == {"limit": 4, "in_use": 0, "waiting": 0, "lent": 0}
         _, doc = await _call(api, "POST", f"/registry/{task_id}/close")
         assert doc["task"]["status"] == "completed"
         _, doc = await _call(api, "GET", "/registry", status="idle")

@@ -49,24 +49,96 @@ def test_slots_are_fifo_and_a_cancelled_waiter_passes_its_slot_on():
 
     async def main() -> None:
         slots = Slots(1)
-        await slots.acquire()
+        await slots.acquire("holder")
         order: list[str] = []
 
         async def take(name: str) -> None:
-            await slots.acquire()
+            await slots.acquire(name)
             order.append(name)
 
         first = asyncio.create_task(take("first"))
         second = asyncio.create_task(take("second"))
         await asyncio.sleep(0)
         assert slots.waiting == 2
-        slots.release()  # handed to "first"...
+        slots.release("holder")  # handed to "first"...
         first.cancel()  # ...which gives up before it runs: the slot must reach "second"
         await asyncio.gather(first, return_exceptions=True)
         await second
         assert order == ["second"]
         assert (slots.in_use, slots.waiting, slots.peak) == (1, 0, 1)
-        slots.release()
+        slots.release("second")
+        assert slots.in_use == 0
+
+    asyncio.run(main())
+
+
+def test_a_blocked_holder_lends_its_slot_to_the_task_it_waits_on_and_gets_it_back():
+    """Cap 1, held by a parent: its child starts on the loan ahead of the queue; the slot returns with
+    the child's turn (not to the queue), and a withdrawn offer lends nothing more."""
+
+    async def main() -> None:
+        slots = Slots(1)
+        await slots.acquire("parent")
+        child = asyncio.create_task(slots.acquire("child"))
+        other = asyncio.create_task(slots.acquire("other"))
+        await asyncio.sleep(0)
+        assert (slots.waiting, slots.lent) == (2, 0)
+        assert slots.offer("parent", "child")
+        await asyncio.wait_for(child, 1)  # ahead of "other", and at the cap
+        assert (slots.in_use, slots.waiting, slots.lent, slots.peak) == (1, 1, 1, 1)
+        slots.release("child")
+        assert (slots.in_use, slots.waiting, slots.lent) == (1, 1, 0)  # back to the parent
+        assert not other.done()
+        slots.withdraw("parent", "child")
+        slots.release("parent")
+        await asyncio.wait_for(other, 1)
+        assert (slots.in_use, slots.lent, slots.peak) == (1, 0, 1)
+        assert not slots.offer("nobody", "other")  # only a holder has a slot to lend
+
+    asyncio.run(main())
+
+
+def test_a_loan_passes_down_a_chain_of_waits_and_an_early_end_counts_the_borrower():
+    """parent -> child -> grandchild, each waiting on the next, share one slot; when the parent's wait
+    ends first the child keeps running above the cap and nothing else starts until it is under."""
+
+    async def main() -> None:
+        slots = Slots(1)
+        await slots.acquire("parent")
+        slots.offer("parent", "child")
+        await asyncio.wait_for(slots.acquire("child"), 1)
+        slots.offer("child", "grandchild")
+        await asyncio.wait_for(slots.acquire("grandchild"), 1)
+        assert (slots.in_use, slots.lent) == (1, 2)
+        queued = asyncio.create_task(slots.acquire("queued"))
+        await asyncio.sleep(0)
+        slots.withdraw("parent", "child")  # a timeout: the parent works again, the child still runs
+        assert (slots.in_use, slots.lent, slots.peak) == (2, 1, 2)
+        slots.release("grandchild")  # back to the child, which now holds a slot of its own
+        slots.withdraw("child", "grandchild")
+        slots.release("child")
+        assert (slots.in_use, slots.waiting) == (1, 1)  # still at the cap: "queued" waits
+        slots.release("parent")
+        await asyncio.wait_for(queued, 1)
+        assert (slots.in_use, slots.lent) == (1, 0)
+
+    asyncio.run(main())
+
+
+def test_a_lender_that_ends_leaves_the_slot_to_its_borrower_and_its_offers_lapse():
+    """The lender's turn ends while it lends: the borrower keeps the slot (no count change); the
+    lender's pending offers are gone, so a late withdraw is harmless."""
+
+    async def main() -> None:
+        slots = Slots(1)
+        await slots.acquire("parent")
+        slots.offer("parent", "child")
+        await asyncio.wait_for(slots.acquire("child"), 1)
+        slots.release("parent")
+        assert (slots.in_use, slots.lent, slots.holds("child"), slots.holds("parent")) == (1, 0, True, False)
+        slots.withdraw("parent", "child")
+        assert slots.in_use == 1
+        slots.release("child")
         assert slots.in_use == 0
 
     asyncio.run(main())

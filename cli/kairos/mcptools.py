@@ -306,6 +306,9 @@ class _Tools:
         while True:
             left = max(0.0, deadline - anyio.current_time())
             query = {"timeout": f"{min(left, REGISTRY_MAX_WAIT_S):.3f}"}
+            if self.env.get("KAIROS_TASK_ID", "").strip():
+                # A task waiting on its own child lends it its slot meanwhile (see kairosd.registry).
+                query["waiter"] = self.env["KAIROS_TASK_ID"].strip()
             doc = await self._call(
                 "GET", _registry(task_id, "wait"), query=query, wait_s=REGISTRY_MAX_WAIT_S + POLL_MARGIN_S
             )

@@ -265,7 +265,12 @@ def build_start_request(args: argparse.Namespace, environ: dict[str, str] | None
 
 
 def wait_for(task_id: str, timeout: float | None, since_turn: int | None) -> dict[str, Any]:
-    """Long-poll until the task settles or ``timeout`` passes; the last answer ({"task", "timed_out"})."""
+    """Long-poll until the task settles or ``timeout`` passes; the last answer ({"task", "timed_out"}).
+
+    From inside a task, the wait names that task as the waiter: the daemon lends a waiting
+    parent's concurrency slot to the descendant it waits on (or both could wait forever).
+    """
+    import os
     import time
 
     from kairosd.errors import UsageError
@@ -282,6 +287,8 @@ def wait_for(task_id: str, timeout: float | None, since_turn: int | None) -> dic
         query = {"timeout": f"{min(left, REGISTRY_MAX_WAIT_S):.3f}"}
         if since_turn is not None:
             query["since_turn"] = str(since_turn)
+        if os.environ.get("KAIROS_TASK_ID", "").strip():
+            query["waiter"] = os.environ["KAIROS_TASK_ID"].strip()
         doc: dict[str, Any] = api.call("GET", _path(task_id, "wait"), query=query)
         if not doc.get("timed_out") or (deadline is not None and time.monotonic() >= deadline):
             return doc

@@ -3,13 +3,15 @@
     GET    /v1/registry?status=S&parent=ID       list (newest first, without turn history)
     POST   /v1/registry                          start (body: see :func:`parse_start`)
     GET    /v1/registry/{id}                     one task with its turns
-    GET    /v1/registry/{id}/wait?timeout=S&since_turn=N   long-poll (at most REGISTRY_MAX_WAIT_S)
+    GET    /v1/registry/{id}/wait?timeout=S&since_turn=N&waiter=ID   long-poll (at most REGISTRY_MAX_WAIT_S)
     GET    /v1/registry/{id}/logs?offset=N       a chunk of the log; &follow=1 streams JSON lines
     POST   /v1/registry/{id}/cancel              cancel it and its descendants
     POST   /v1/registry/{id}/send                body {"message": TEXT}: a follow-up turn
     POST   /v1/registry/{id}/close               end an idle multi-turn task (completed)
 
-Request parsing lives here; every decision is the registry's.
+Request parsing lives here; every decision is the registry's. ``waiter`` on a wait is
+the asking task's ``KAIROS_TASK_ID``: a task waiting on its own descendant lends it
+its slot meanwhile (see :mod:`kairosd.registry.registry`).
 
 Must not import the scheduler, the store or the CLI.
 """
@@ -78,7 +80,8 @@ class _Routes:
         timeout = _number(req.query.get("timeout"), "timeout", DEFAULT_WAIT_S, 0, REGISTRY_MAX_WAIT_S)
         since = req.query.get("since_turn")
         since_turn = int(_number(since, "since_turn", 0, 0, 1_000_000)) if since not in (None, "") else None
-        record, timed_out = await self.registry.wait(m["id"], timeout, since_turn)
+        waiter = req.query.get("waiter") or None
+        record, timed_out = await self.registry.wait(m["id"], timeout, since_turn, waiter=waiter)
         return Response(200, {"task": view(record), "timed_out": timed_out})
 
     async def logs(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:

@@ -14,6 +14,16 @@ How a task runs:
   (``task_progress``). The outcome ends the turn: ``idle`` for an agent that can
   resume (a ``send`` resumes the same agent session and takes a slot again),
   else ``completed`` or ``failed``.
+* Waiting on a descendant lends the slot (the starvation rule): while a task
+  whose turn holds a slot waits (:meth:`Registry.wait` with ``waiter``, the
+  caller's ``KAIROS_TASK_ID``) on one of its own descendants, it is idle, so
+  that descendant may run on its slot even when the cap is reached; the turns
+  actually working never outnumber ``max_concurrent``, and parents waiting on
+  children can never hold every slot while the children queue. The loan ends
+  with the descendant's turn (the slot goes back) or with the wait (a timeout:
+  the descendant keeps running and counts on its own, above the cap if need be,
+  and nothing new starts until the count is under it). ``status`` reports the
+  slots lent out. See :mod:`~kairosd.registry.slots`.
 * ``cancel`` reaches every descendant: each running group gets SIGTERM, then
   SIGKILL after the grace; queued and idle ones just end ``cancelled``.
 * At start-up (:meth:`Registry.recover`) a record still ``running`` belonged to
@@ -151,7 +161,12 @@ class Registry:
             counts[record.status.value] += 1
         return {
             "tasks": counts,
-            "slots": {"limit": self.slots.limit, "in_use": self.slots.in_use, "waiting": self.slots.waiting},
+            "slots": {
+                "limit": self.slots.limit,
+                "in_use": self.slots.in_use,
+                "waiting": self.slots.waiting,
+                "lent": self.slots.lent,  # held by tasks waiting on a descendant that runs on them
+            },
             "max_depth": self.limits.max_depth,
         }
 
@@ -448,13 +463,41 @@ class Registry:
         task_id: str,
         timeout: float | None,  # noqa: ASYNC109 - a bound on a long-poll, returned as "timed out"
         since_turn: int | None = None,
+        waiter: str | None = None,
     ) -> tuple[TaskRecord, bool]:
         """Block until the task settles; (record, timed_out).
 
         Settled: terminal or interrupted; without ``since_turn``, no longer running; with it, a turn
-        numbered above ``since_turn`` has finished.
+        numbered above ``since_turn`` has finished. ``waiter`` is the task asking (its
+        ``KAIROS_TASK_ID``), if any: when ``task_id`` is its descendant, its slot is lent to
+        ``task_id`` for as long as this wait lasts. Any other waiter is ignored.
         """
         record = self.get(task_id)
+        lending = waiter is not None and self._is_ancestor(waiter, task_id) and self.slots.offer(waiter, task_id)
+        try:
+            return await self._wait(task_id, record, timeout, since_turn)
+        finally:
+            if lending:
+                assert waiter is not None
+                self.slots.withdraw(waiter, task_id)
+
+    def _is_ancestor(self, ancestor: str, task_id: str) -> bool:
+        record = self._records.get(task_id)
+        for _ in range(self.limits.max_depth + 1):  # a parent chain is never longer than that
+            if record is None or record.parent_id is None:
+                return False
+            if record.parent_id == ancestor:
+                return True
+            record = self._records.get(record.parent_id)
+        return False
+
+    async def _wait(
+        self,
+        task_id: str,
+        record: TaskRecord,
+        timeout: float | None,  # noqa: ASYNC109 - see wait()
+        since_turn: int | None,
+    ) -> tuple[TaskRecord, bool]:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while not rules.settled(record, since_turn):
@@ -507,7 +550,7 @@ class Registry:
 
     async def _turn(self, task_id: str, live: _Live) -> None:
         try:
-            await self.slots.acquire()
+            await self.slots.acquire(task_id)
         except asyncio.CancelledError:
             # Only the registry cancels a turn, and only while it waits for a slot (cancel or stop).
             outcome = rules.cut_short(cancelled=live.cancel_requested, when="while it waited for a slot")
@@ -657,7 +700,7 @@ class Registry:
             os.close(live.log_fd)
             live.log_fd = None
         if holding_slot:
-            self.slots.release()
+            self.slots.release(task_id)
         if self._live.get(task_id) is live:
             del self._live[task_id]
         self._followers.tell(task_id, None)
