@@ -150,4 +150,4 @@ def test_stale_temp_files_are_removed(tmp_path: Path, caplog: pytest.LogCaptureF
         JsonLog(path).remove_stale_temp_files()
     assert not stale.exists()
     assert JsonLog(path).read() == [{"n": 1}]
-    assert "interrupted rewrite" in caplog.text
+    assert "interrupted write" in caplog.text

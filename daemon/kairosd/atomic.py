@@ -2,8 +2,8 @@
 
 A reader (or the next start after a crash) sees either the old file or the new
 one, never a mix. A crash can leave a ``<name>.tmp-<pid>-<random>`` file next
-to the target; :func:`stale_temp_files` finds those so recovery can remove
-them. Generic on purpose: the store, ledgers and inboxes all write this way.
+to the target; :func:`remove_stale_temp_files` removes those at recovery.
+Generic on purpose: the store, ledgers and inboxes all write this way.
 
 Must not import anything from kairos or kairosd: it knows bytes and paths only.
 """
@@ -11,10 +11,13 @@ Must not import anything from kairos or kairosd: it knows bytes and paths only.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import secrets
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _TEMP_MARK = ".tmp-"
 
@@ -72,3 +75,18 @@ def stale_temp_files(path: Path) -> list[Path]:
     except FileNotFoundError:
         return []
     return sorted(p for p in entries if pattern.fullmatch(p.name))
+
+
+def remove_stale_temp_files(path: Path) -> None:
+    """Remove what :func:`stale_temp_files` finds, with a warning each. Only for the file's single writer.
+
+    The rename is the commit point, so a temp file is an unfinished write and ``path`` itself is intact.
+    """
+    for tmp in stale_temp_files(path):
+        log.warning("removing %s, left by an interrupted write; %s is intact", tmp, path.name)
+        try:
+            tmp.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("could not remove %s: %s", tmp, exc)

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kairosd.atomic import fsync_dir, stale_temp_files, write_atomic
+from kairosd.atomic import fsync_dir, remove_stale_temp_files, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -130,15 +130,7 @@ class JsonLog:
 
     def remove_stale_temp_files(self) -> None:
         """Remove temp files an interrupted :meth:`rewrite` left. Only for the single writer."""
-        for tmp in stale_temp_files(self._path):
-            # The rename is the commit point, so a temp file is an unfinished rewrite; the log is intact.
-            log.warning("removing %s, left by an interrupted rewrite; %s is intact", tmp, self._path.name)
-            try:
-                tmp.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.warning("could not remove %s: %s", tmp, exc)
+        remove_stale_temp_files(self._path)
 
     def _open_for_append(self) -> tuple[int, bool]:
         """An fd open for reading and appending, and whether the file was created now."""

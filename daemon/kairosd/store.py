@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticSerializationError
 
 from kairosd import migrations
-from kairosd.atomic import stale_temp_files, write_atomic
+from kairosd.atomic import remove_stale_temp_files, write_atomic
 from kairosd.clock import Clock, local_zone_name
 from kairosd.errors import StoreCorruptError, StoreError, StoreVersionError
 from kairosd.migrations import SCHEMA_VERSION
@@ -155,7 +155,7 @@ class JsonStore:
         Raises :class:`StoreCorruptError` or :class:`StoreVersionError`; in
         neither case is the file changed.
         """
-        self._remove_stale_temp_files()
+        remove_stale_temp_files(self._path)
         try:
             data = self._path.read_bytes()
         except FileNotFoundError:
@@ -281,17 +281,6 @@ class JsonStore:
         if self._local_zone is None:
             self._local_zone = local_zone_name()
         return self._local_zone
-
-    def _remove_stale_temp_files(self) -> None:
-        for tmp in stale_temp_files(self._path):
-            # The rename is the commit point, so a temp file is an unfinished write; the store is intact.
-            log.warning("removing %s, left by an interrupted write; %s is intact", tmp, self._path.name)
-            try:
-                tmp.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.warning("could not remove %s: %s", tmp, exc)
 
     def _corrupt(self, what: str, data: bytes | None) -> StoreCorruptError:
         copy, copy_error = self._copy_aside(data)
