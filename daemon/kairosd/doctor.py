@@ -29,7 +29,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from kairosd import __version__, filesafety
-from kairosd.agents.adapters import adapter_for
 from kairosd.config import Config, config_path, load_config
 from kairosd.errors import KairosError
 from kairosd.paths import Paths
@@ -138,6 +137,8 @@ def _check_agent(name: str, config: Config, env: Mapping[str, str], timeout: flo
     if not settings.enabled:
         entry["reason"] = "disabled in the config (enabled = false)"
         return entry
+    from kairosd.agents.adapters import adapter_for  # here: kairosd starts without the agent modules
+
     try:
         adapter = adapter_for(name, config)
     except KairosError as exc:  # pragma: no cover - a validated config always yields an adapter

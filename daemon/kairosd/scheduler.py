@@ -233,13 +233,20 @@ class Scheduler:
         self._recover_anchors()
         now = self.clock.now()
         due: list[Task] = []
+        planned = self._heap
+        seq, firing = self._seq, self.disabled_reason is None
         for task in self.book:
             # One next-fire computation per task: 10,000 tasks are planned in a fraction of a second.
             fire = self.next_fire(task)
-            if fire is not None and fire.planned_for <= now and self.disabled_reason is None:
+            if fire is None:
+                continue
+            if fire.planned_for <= now and firing:
                 due.append(task)  # missed while kairosd was not running; the pass below plans it
             else:
-                self._plan(task, fire)
+                self._next[task.id] = fire
+                planned.append((fire.planned_for, next(seq), task.id))
+        heapq.heapify(planned)  # one O(n) heapify rather than a push per task
+        self._wake.set()
         if due:
             await self._pass(now, missed_reason="kairosd was not running", tasks=due)
             for task in due:
