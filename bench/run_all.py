@@ -28,6 +28,7 @@ BENCHES = {
     "cli": "bench_cli",
     "hook": "bench_hook",
     "next_fire": "bench_next_fire",
+    "consolidate": "bench_consolidate",
 }
 # Arguments that make a benchmark short (--quick); each module's own defaults otherwise.
 QUICK = {
@@ -38,6 +39,7 @@ QUICK = {
     "cli": ["--repeats", "7"],
     "hook": ["--repeats", "11"],
     "next_fire": ["--starts", "10", "--repeats", "3"],
+    "consolidate": ["--repeats", "2"],
 }
 
 
