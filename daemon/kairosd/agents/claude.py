@@ -29,14 +29,14 @@ from typing import Any
 
 from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.agents.common import (
-    AdapterSettings,
+    CliAdapter,
     bare_tool,
-    check_argv,
     check_mode,
     failure,
     json_object,
     json_objects,
     last_line,
+    plain_line,
     text_of,
 )
 from kairosd.errors import UsageError
@@ -44,18 +44,13 @@ from kairosd.errors import UsageError
 NAME = "claude"
 
 
-class ClaudeAdapter:
+class ClaudeAdapter(CliAdapter):
     name = NAME
-    supports_resume = True
     features = frozenset({"resume", "fork", "session_id", "tool_lists", "system_prompt"})
-
-    def __init__(self, settings: AdapterSettings | None = None) -> None:
-        self.settings = settings or AdapterSettings()
-        self.binary = self.settings.binary or NAME
 
     def command(self, request: TurnRequest) -> Command:
         argv = [self.binary, "-p", "--output-format", "stream-json", "--verbose"]
-        model = request.model or self.settings.model
+        model = self.model(request)
         if model:
             argv += ["--model", model]
         if request.resume_session:
@@ -78,7 +73,7 @@ class ClaudeAdapter:
             # Appended to Claude's own system prompt, and passed on every turn: a
             # resumed process starts from the default system prompt again.
             argv.append(f"--append-system-prompt={request.agent_definition}")
-        argv += [*self.settings.extra_args, *request.extra_args]
+        argv += self.extra_args(request)
         # The variadic tool options go last: each takes every following word
         # up to the next option, and nothing follows them (the prompt is on stdin).
         if perms.allowed_tools is not None:
@@ -89,13 +84,12 @@ class ClaudeAdapter:
                 argv += ["--allowedTools", *approved]
         if perms.denied_tools:
             argv += ["--disallowedTools", *sorted(perms.denied_tools)]
-        return Command(check_argv(NAME, argv), env=dict(self.settings.env), stdin=request.prompt)
+        return self.finish(argv, stdin=request.prompt)
 
     def progress(self, line: str) -> Progress | None:
         event = json_object(line)
         if event is None:
-            text = last_line(line)
-            return Progress(text=text) if text else None
+            return plain_line(line)
         kind = event.get("type")
         session = text_of(event.get("session_id"))
         if kind == "system" and event.get("subtype") == "init":

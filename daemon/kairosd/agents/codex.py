@@ -32,16 +32,14 @@ from typing import Any
 
 from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.agents.common import (
-    AdapterSettings,
-    check_argv,
-    check_mode,
+    CliAdapter,
     failure,
     json_object,
     json_objects,
     last_line,
+    mode_only,
+    plain_line,
     prompt_with_definition,
-    refuse_session_control,
-    refuse_tool_lists,
     text_of,
 )
 
@@ -62,34 +60,25 @@ _TOOL_ITEMS = {
 }
 
 
-class CodexAdapter:
+class CodexAdapter(CliAdapter):
     name = NAME
-    supports_resume = True
-    features = frozenset({"resume"})
-
-    def __init__(self, settings: AdapterSettings | None = None) -> None:
-        self.settings = settings or AdapterSettings()
-        self.binary = self.settings.binary or NAME
 
     def command(self, request: TurnRequest) -> Command:
-        refuse_session_control(NAME, request, fork=False, fixed_id=False)
-        refuse_tool_lists(NAME, request.permissions)
-        argv = [self.binary, "exec", "--json", "--sandbox", SANDBOX[check_mode(NAME, request.permissions)]]
-        model = request.model or self.settings.model
+        argv = [self.binary, "exec", "--json", "--sandbox", SANDBOX[mode_only(NAME, request)]]
+        model = self.model(request)
         if model:
             argv += ["--model", model]
-        argv += [*self.settings.extra_args, *request.extra_args]
+        argv += self.extra_args(request)
         if request.resume_session:
             argv += ["resume", request.resume_session]
         argv.append("-")  # the prompt is on stdin
-        return Command(check_argv(NAME, argv), env=dict(self.settings.env), stdin=prompt_with_definition(request))
+        return self.finish(argv, stdin=prompt_with_definition(request))
 
     def progress(self, line: str) -> Progress | None:
         event = json_object(line)
         if event is None:
             # codex prints progress on stderr; a stray stdout line is still worth showing.
-            text = last_line(line)
-            return Progress(text=text) if text else None
+            return plain_line(line)
         kind = event.get("type")
         if kind == "thread.started":
             return Progress(session_id=text_of(event.get("thread_id")))

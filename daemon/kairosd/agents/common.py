@@ -1,4 +1,4 @@
-"""Helpers every agent adapter shares: settings, JSON lines, prompts, failure messages.
+"""Helpers every agent adapter shares: settings, command lines, JSON lines, prompts, failure messages.
 
 The adapters are pure translators (a request into an argv, output into an
 outcome), so everything here is pure too: no processes, no files, no clock.
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kairosd.agents.base import PERMISSION_MODES, Permissions, TurnOutcome, TurnRequest
+from kairosd.agents.base import PERMISSION_MODES, Command, Permissions, Progress, TurnOutcome, TurnRequest
 from kairosd.errors import UsageError
 
 # Linux refuses a single argv string longer than MAX_ARG_STRLEN (32 pages, 128 KiB)
@@ -34,6 +34,37 @@ class AdapterSettings:
     model: str | None = None  # used when the request names none
     extra_args: tuple[str, ...] = ()  # added to every command line, before the request's own
     env: dict[str, str] = field(default_factory=dict)  # added to every command's environment
+
+
+class CliAdapter:
+    """What the built-in adapters share: settings, the binary, and the parts of a command line
+    that do not depend on the CLI's flag syntax. Each adapter still spells its own flags."""
+
+    name: str
+    supports_resume = True
+    features: frozenset[str] = frozenset({"resume"})
+
+    def __init__(self, settings: AdapterSettings | None = None) -> None:
+        self.settings = settings or AdapterSettings()
+        self.binary = self.settings.binary or self.name
+
+    def model(self, request: TurnRequest) -> str | None:
+        """The request's model, else the configured one."""
+        return request.model or self.settings.model
+
+    def extra_args(self, request: TurnRequest) -> list[str]:
+        """The configured extra arguments, then the request's own."""
+        return [*self.settings.extra_args, *request.extra_args]
+
+    def finish(self, argv: list[str], *, env: dict[str, str] | None = None, stdin: str | None = None) -> Command:
+        """The command, once its argv passes :func:`check_argv`; ``env`` defaults to the configured one."""
+        return Command(check_argv(self.name, argv), env=dict(self.settings.env) if env is None else env, stdin=stdin)
+
+
+def plain_line(line: str) -> Progress | None:
+    """Progress from an output line that is not a JSON event: its text, if it has any."""
+    text = last_line(line)
+    return Progress(text=text) if text else None
 
 
 def json_object(line: str) -> dict[str, Any] | None:
@@ -177,6 +208,14 @@ def refuse_tool_lists(agent: str, permissions: Permissions) -> None:
         raise UsageError(f"{agent} cannot deny single tools (denied here: {names}); use claude, copilot or opencode")
     if permissions.allowed_tools is not None:
         raise UsageError(f"{agent} cannot limit the agent to a list of tools; use claude, copilot or opencode")
+
+
+def mode_only(agent: str, request: TurnRequest) -> str:
+    """For CLIs with a permission mode but no tool lists, forks or chosen session ids: the
+    request's mode, after refusing everything else it asks for."""
+    refuse_session_control(agent, request, fork=False, fixed_id=False)
+    refuse_tool_lists(agent, request.permissions)
+    return check_mode(agent, request.permissions)
 
 
 def check_mode(agent: str, permissions: Permissions) -> str:

@@ -36,14 +36,14 @@ from typing import Any
 
 from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.agents.common import (
-    AdapterSettings,
+    CliAdapter,
     bare_tool,
-    check_argv,
     check_mode,
     failure,
     json_object,
     json_objects,
     last_line,
+    plain_line,
     prompt_with_definition,
     refuse_session_control,
     text_of,
@@ -53,19 +53,14 @@ NAME = "copilot"
 _PLAN_DENIED = ("shell", "write")
 
 
-class CopilotAdapter:
+class CopilotAdapter(CliAdapter):
     name = NAME
-    supports_resume = True
     features = frozenset({"resume", "session_id", "tool_lists"})
-
-    def __init__(self, settings: AdapterSettings | None = None) -> None:
-        self.settings = settings or AdapterSettings()
-        self.binary = self.settings.binary or NAME
 
     def command(self, request: TurnRequest) -> Command:
         refuse_session_control(NAME, request, fork=False, fixed_id=True)
         argv = [self.binary, "--output-format=json", "--no-ask-user"]
-        model = request.model or self.settings.model
+        model = self.model(request)
         if model:
             argv.append(f"--model={model}")
         if request.resume_session:
@@ -73,15 +68,14 @@ class CopilotAdapter:
         if request.new_session_id:
             argv.append(f"--session-id={request.new_session_id}")
         argv += _permission_args(request)
-        argv += [*self.settings.extra_args, *request.extra_args]
+        argv += self.extra_args(request)
         argv.append(f"--prompt={prompt_with_definition(request)}")
-        return Command(check_argv(NAME, argv), env=dict(self.settings.env))
+        return self.finish(argv)
 
     def progress(self, line: str) -> Progress | None:
         event = json_object(line)
         if event is None:
-            text = last_line(line)
-            return Progress(text=text) if text else None
+            return plain_line(line)
         kind, data = event.get("type"), _data(event)
         if kind == "session.start":
             return Progress(session_id=text_of(data.get("sessionId")))

@@ -27,16 +27,14 @@ from typing import Any
 
 from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.agents.common import (
-    AdapterSettings,
-    check_argv,
-    check_mode,
+    CliAdapter,
     failure,
     json_object,
     json_objects,
     last_line,
+    mode_only,
+    plain_line,
     prompt_with_definition,
-    refuse_session_control,
-    refuse_tool_lists,
     text_of,
 )
 
@@ -45,34 +43,24 @@ APPROVAL = {"plan": "plan", "default": "default", "acceptEdits": "auto_edit", "b
 _EXIT_MEANING = {42: "bad input (prompt or arguments)", 53: "turn limit exceeded"}
 
 
-class GeminiAdapter:
+class GeminiAdapter(CliAdapter):
     name = NAME
-    supports_resume = True
-    features = frozenset({"resume"})
-
-    def __init__(self, settings: AdapterSettings | None = None) -> None:
-        self.settings = settings or AdapterSettings()
-        self.binary = self.settings.binary or NAME
 
     def command(self, request: TurnRequest) -> Command:
-        refuse_session_control(NAME, request, fork=False, fixed_id=False)
-        refuse_tool_lists(NAME, request.permissions)
-        mode = APPROVAL[check_mode(NAME, request.permissions)]
-        argv = [self.binary, "--output-format", "stream-json", f"--approval-mode={mode}"]
-        model = request.model or self.settings.model
+        argv = [self.binary, "--output-format", "stream-json", f"--approval-mode={APPROVAL[mode_only(NAME, request)]}"]
+        model = self.model(request)
         if model:
             argv.append(f"--model={model}")
         if request.resume_session:
             argv.append(f"--resume={request.resume_session}")
-        argv += [*self.settings.extra_args, *request.extra_args]
+        argv += self.extra_args(request)
         argv.append(f"--prompt={prompt_with_definition(request)}")
-        return Command(check_argv(NAME, argv), env=dict(self.settings.env))
+        return self.finish(argv)
 
     def progress(self, line: str) -> Progress | None:
         event = json_object(line)
         if event is None:
-            text = last_line(line)
-            return Progress(text=text) if text else None
+            return plain_line(line)
         kind = event.get("type")
         if kind == "init":
             return Progress(session_id=_session(event))

@@ -33,13 +33,13 @@ from typing import Any
 
 from kairosd.agents.base import Command, Permissions, Progress, TurnOutcome, TurnRequest
 from kairosd.agents.common import (
-    AdapterSettings,
-    check_argv,
+    CliAdapter,
     check_mode,
     failure,
     json_object,
     json_objects,
     last_line,
+    plain_line,
     prompt_with_definition,
     refuse_session_control,
     text_of,
@@ -69,34 +69,28 @@ def permission_config(permissions: Permissions) -> dict[str, str]:
     return config
 
 
-class OpencodeAdapter:
+class OpencodeAdapter(CliAdapter):
     name = NAME
-    supports_resume = True
     features = frozenset({"resume", "tool_lists"})
-
-    def __init__(self, settings: AdapterSettings | None = None) -> None:
-        self.settings = settings or AdapterSettings()
-        self.binary = self.settings.binary or NAME
 
     def command(self, request: TurnRequest) -> Command:
         refuse_session_control(NAME, request, fork=False, fixed_id=False)
         env = dict(self.settings.env)
         env["OPENCODE_PERMISSION"] = json.dumps(permission_config(request.permissions), sort_keys=True)
         argv = [self.binary, "run", "--format", "json"]
-        model = request.model or self.settings.model
+        model = self.model(request)
         if model:
             argv += ["--model", model]
         if request.resume_session:
             argv += ["--session", request.resume_session]
-        argv += [*self.settings.extra_args, *request.extra_args]
+        argv += self.extra_args(request)
         argv += ["--", prompt_with_definition(request)]
-        return Command(check_argv(NAME, argv), env=env)
+        return self.finish(argv, env=env)
 
     def progress(self, line: str) -> Progress | None:
         event = json_object(line)
         if event is None:
-            text = last_line(line)
-            return Progress(text=text) if text else None
+            return plain_line(line)
         kind, part = event.get("type"), _part(event)
         session = text_of(event.get("sessionID"))
         if kind == "step_start":
