@@ -112,6 +112,20 @@ def _text(body: Mapping[str, Any], key: str, limit: int, *, required: bool = Fal
     return value
 
 
+def _fire_fields(fire: Job | PendingItem) -> dict[str, Any]:
+    """What a job, its pending item and its run all say about the fire: carried from one to the next."""
+    return {
+        "run_id": fire.run_id,
+        "task_id": fire.task_id,
+        "task_name": fire.task_name,
+        "scheduled_for": fire.scheduled_for,
+        "planned_for": fire.planned_for,
+        "late_by_s": fire.late_by_s,
+        "catch_up": fire.catch_up,
+        "target": dict(fire.target),
+    }
+
+
 def check_session_id(session_id: str) -> str:
     if not session_id or len(session_id) > MAX_ID_CHARS:
         raise UsageError(f"a session id must be 1 to {MAX_ID_CHARS} characters")
@@ -267,19 +281,7 @@ class SessionHub:
                 agent=target.agent,
                 cwd=target.project,
             )
-        item = PendingItem(
-            run_id=job.run_id,
-            task_id=job.task_id,
-            task_name=job.task_name,
-            prompt=job.prompt,
-            scheduled_for=job.scheduled_for,
-            planned_for=job.planned_for,
-            dispatched_at=started,
-            queued_at=started,
-            late_by_s=job.late_by_s,
-            catch_up=job.catch_up,
-            target=dict(job.target),
-        )
+        item = PendingItem(**_fire_fields(job), prompt=job.prompt, dispatched_at=started, queued_at=started)
         self.store.add(live, item)
         try:
             await self._save_now()  # pending means durable, like the inbox's fsync
@@ -332,18 +334,7 @@ class SessionHub:
             run = self.ledger.get(item.run_id)
         except NotFoundError:
             # Evicted or never recorded (it should not be: held runs are kept); rebuild it from the item.
-            run = Run(
-                run_id=item.run_id,
-                task_id=item.task_id,
-                task_name=item.task_name,
-                scheduled_for=item.scheduled_for,
-                planned_for=item.planned_for,
-                dispatched_at=item.dispatched_at,
-                target=dict(item.target),
-                late_by_s=item.late_by_s,
-                catch_up=item.catch_up,
-                manual=item.manual,
-            )
+            run = Run(**_fire_fields(item), dispatched_at=item.dispatched_at, manual=item.manual)
         await self._record(run, result)
 
     async def _record(self, run: Run, result: Result) -> None:
@@ -595,17 +586,7 @@ class SessionHub:
 
     @staticmethod
     def _job(item: PendingItem) -> Job:
-        return Job(
-            run_id=item.run_id,
-            task_id=item.task_id,
-            task_name=item.task_name,
-            prompt=item.prompt,
-            target=dict(item.target),
-            scheduled_for=item.scheduled_for,
-            planned_for=item.planned_for,
-            late_by_s=item.late_by_s,
-            catch_up=item.catch_up,
-        )
+        return Job(**_fire_fields(item), prompt=item.prompt)
 
     async def sweep_forever(self) -> None:
         """Expire stale sessions every so often (a tenth of the ttl, at most a minute); runs until cancelled."""
