@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from reliability_support import Home, InProcessDaemon, parse_response, raw_exchange
+from reliability_support import Home, InProcessDaemon, parse_response, raw_exchange, wait_for
 
 from kairosd.server import _peer_credentials
 from kairosd.testing import FakeClock
@@ -127,3 +127,49 @@ def test_every_route_refuses_a_foreign_uid_before_its_handler(foreign_daemon: In
     assert foreign_daemon.shutdowns == 0
     assert len(foreign_daemon.book) == 0
     assert foreign_daemon.files_digest() == before
+
+
+HOOK = "#!/bin/sh\ncat > /dev/null\necho ran >> {marker}\n"
+
+
+def _hook_config(home: Home, scripts: dict[str, Path]) -> None:
+    folder = home.path / "config"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    lines = [f'[[hooks.scheduled_task_fired]]\nargv = ["{script}"]\n' for script in scripts.values()]
+    (folder / "config.toml").write_text("\n".join(lines))
+    (folder / "config.toml").chmod(0o600)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [0o775, 0o757])
+def test_group_or_world_writable_hook_file_is_not_run(home: Home, mode: int) -> None:
+    """A real kairosd: a hook script others can change is refused at each event (and named by the
+    doctor); the same event runs the safe hook; once the mode is fixed, the next event runs it."""
+    hooks = home.path / "hooks"
+    hooks.mkdir(mode=0o700)
+    scripts, markers = {}, {}
+    for name in ("safe", "loose"):
+        markers[name] = home.path / f"{name}.ran"
+        scripts[name] = hooks / f"{name}.sh"
+        scripts[name].write_text(HOOK.format(marker=markers[name]))
+        scripts[name].chmod(0o755)
+    scripts["loose"].chmod(mode)
+    _hook_config(home, scripts)
+    proc = home.start()
+    client = home.client()
+    task_id = client.call("POST", "/tasks", {"prompt": "hook check", "cron": "0 9 1 1 *"})["task"]["id"]
+
+    client.call("POST", f"/tasks/{task_id}/run")
+    wait_for(lambda: markers["safe"].exists(), what="the safe hook to run")
+    wait_for(lambda: "was not run" in home.log(proc), what="the refusal in the log")
+    assert not markers["loose"].exists()
+    refusal = next(line for line in home.log(proc).splitlines() if "was not run" in line)
+    assert str(scripts["loose"]) in refusal
+    assert f"chmod go-w {scripts['loose']}" in refusal
+    doctor = client.call("GET", "/doctor")["doctor"]
+    assert any(str(scripts["loose"]) in problem for problem in doctor["problems"]), doctor["problems"]
+
+    scripts["loose"].chmod(0o755)
+    client.call("POST", f"/tasks/{task_id}/run")
+    wait_for(lambda: markers["loose"].exists(), what="the fixed hook to run")
+    assert home.stop(proc) == 0
