@@ -23,11 +23,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 from kairosd.api import Api
 from kairosd.delivery.base import Delivery
@@ -194,6 +196,34 @@ def short_home(prefix: str = "ks") -> Path:
 
 def remove_home(home: Path) -> None:
     shutil.rmtree(home, ignore_errors=True)
+
+
+# Fixtures of the hook tests: a test module imports them (``from session_support import hook_home,
+# hook_kd``) and its tests ask for ``home`` and ``kd``.
+
+
+@pytest.fixture(name="home")
+def hook_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh short ``KAIROS_HOME``, without the variables that would change what a hook does: the
+    suite may itself run inside a kairos task or under an agent that sets them."""
+    path = short_home()
+    monkeypatch.setenv("KAIROS_HOME", str(path))
+    for name in ("KAIROS_SPAWNED", "KAIROS_CONSOLIDATE", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        yield path
+    finally:
+        remove_home(path)
+
+
+@pytest.fixture(name="kd")
+def hook_kd(home: Path) -> Iterator[Kairosd]:
+    """The harness daemon, running on ``home`` for one test."""
+    daemon = Kairosd(home).start()
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
 
 
 @dataclass

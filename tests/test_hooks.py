@@ -13,12 +13,19 @@ import sys
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry
-from session_support import Kairosd, call_hook, fixture, remove_home, session_of, short_home, wait_for
+from session_support import (
+    Kairosd,
+    call_hook,
+    fixture,
+    hook_home,
+    hook_kd,
+    session_of,
+    wait_for,
+)
 
 from kairosd.delivery.agent import AgentDelivery
 from kairosd.records import Outcome
@@ -31,28 +38,8 @@ PROMPT = {"claude": "UserPromptSubmit", "copilot": "userPromptSubmitted", "codex
           "gemini": "BeforeAgent"}  # fmt: skip
 END = {"claude": "SessionEnd", "copilot": "sessionEnd", "codex": "SessionEnd", "gemini": "SessionEnd"}
 AGENTS = tuple(STOP)
-
-
-@pytest.fixture
-def home(monkeypatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("KAIROS_HOME", str(path))
-    monkeypatch.delenv("KAIROS_SPAWNED", raising=False)  # the suite may itself run inside a kairos task
-    monkeypatch.delenv("KAIROS_CONSOLIDATE", raising=False)
-    monkeypatch.delenv("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", raising=False)
-    try:
-        yield path
-    finally:
-        remove_home(path)
-
-
-@pytest.fixture
-def kd(home) -> Iterator[Kairosd]:
-    daemon = Kairosd(home).start()
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
+# Shared with the other hook tests; pytest knows them as the fixtures ``home`` and ``kd``.
+FIXTURES = (hook_home, hook_kd)
 
 
 def _start(monkeypatch, agent: str, **changes: Any) -> dict[str, Any]:

@@ -9,12 +9,11 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from session_support import Kairosd, fixture, remove_home, session_of, short_home, wait_for
+from session_support import fixture, hook_home, hook_kd, session_of, wait_for
 
 from kairos.app import build_parser, run
 from kairos.commands.tasks import build_add_request
@@ -22,27 +21,8 @@ from kairosd.errors import UsageError
 from kairosd.records import Outcome
 
 KAIROS = shutil.which("kairos", path=str(Path(sys.executable).parent)) or "kairos"
-
-
-@pytest.fixture
-def home(monkeypatch) -> Iterator[Path]:
-    path = short_home()
-    monkeypatch.setenv("KAIROS_HOME", str(path))
-    monkeypatch.delenv("KAIROS_SPAWNED", raising=False)  # the suite may itself run inside a kairos task
-    monkeypatch.delenv("KAIROS_CONSOLIDATE", raising=False)
-    try:
-        yield path
-    finally:
-        remove_home(path)
-
-
-@pytest.fixture
-def kd(home) -> Iterator[Kairosd]:
-    daemon = Kairosd(home).start()
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
+# Shared with the other hook tests; pytest knows them as the fixtures ``home`` and ``kd``.
+FIXTURES = (hook_home, hook_kd)
 
 
 def _add_body(*argv: str) -> dict[str, Any]:
