@@ -240,16 +240,20 @@ class Registry:
             created_at=now,
             updated_at=now,
         )
-        self._records[record_id] = record
-        try:
-            await self._save(record_id)
-        except OSError as exc:
-            del self._records[record_id]
-            raise KairosError(f"cannot record the task: {exc.strerror or exc}") from exc
-        self._events.publish("task_started", task_id=record_id, session=record.session, task=view(record))
+        await self._create(record)
         log.info("task %s started: %s %s, depth %d", record_id, kind.value, spec.agent or argv, depth)
         self._launch(record_id, command, adapter)
         return self._records[record_id]
+
+    async def _create(self, record: TaskRecord) -> None:
+        """Write a new record durably and announce it; a record that cannot be written never existed."""
+        self._records[record.id] = record
+        try:
+            await self._save(record.id)
+        except OSError as exc:
+            del self._records[record.id]
+            raise KairosError(f"cannot record the task: {exc.strerror or exc}") from exc
+        self._events.publish("task_started", task_id=record.id, session=record.session, task=view(record))
 
     async def _policy(self, name: str, cwd: str | None) -> AgentPolicy:
         if self._policy_for is None:
@@ -307,13 +311,7 @@ class Registry:
             created_at=now,
             updated_at=now,
         )
-        self._records[record_id] = record
-        try:
-            await self._save(record_id)
-        except OSError as exc:
-            del self._records[record_id]
-            raise KairosError(f"cannot record the task: {exc.strerror or exc}") from exc
-        self._events.publish("task_started", task_id=record_id, session=record.session, task=view(record))
+        await self._create(record)
         log.info("task %s recorded: %s, detached", record_id, spec.kind.value)
         return record
 
