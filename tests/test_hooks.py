@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -495,15 +496,21 @@ def test_a_pending_item_holds_no_slot_and_overlap_skip_applies_to_it(home, monke
         kd.stop()
 
 
-def test_a_pending_item_survives_a_daemon_restart(home, monkeypatch):
-    """Stop kairosd with an item pending and start it again: the run is still queued (not 'never started'),
-    the session and its item are back, and the next Stop delivers it."""
+def _queued_then_stopped(home: Path, monkeypatch) -> tuple[Kairosd, str]:
+    """A kairosd that queued a run for a claude session and then stopped; it (for its clock) and the run id."""
     first = Kairosd(home).start()
     try:
         _start(monkeypatch, "claude")
         run_id = _queue(first)
     finally:
         first.stop()
+    return first, run_id
+
+
+def test_a_pending_item_survives_a_daemon_restart(home, monkeypatch):
+    """Stop kairosd with an item pending and start it again: the run is still queued (not 'never started'),
+    the session and its item are back, and the next Stop delivers it."""
+    first, run_id = _queued_then_stopped(home, monkeypatch)
     second = Kairosd(home, clock=first.clock).start()
     try:
         assert second.run_record(run_id).outcome is Outcome.QUEUED
@@ -517,12 +524,7 @@ def test_a_pending_item_survives_a_daemon_restart(home, monkeypatch):
 
 def test_a_run_whose_item_was_lost_is_failed_at_start(home, monkeypatch):
     """sessions.json removed while kairosd was down: the run it held is failed with the reason, not left queued."""
-    first = Kairosd(home).start()
-    try:
-        _start(monkeypatch, "claude")
-        run_id = _queue(first)
-    finally:
-        first.stop()
+    first, run_id = _queued_then_stopped(home, monkeypatch)
     (home / "state" / "sessions.json").unlink()
     second = Kairosd(home, clock=first.clock).start()
     try:
