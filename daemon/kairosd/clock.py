@@ -15,9 +15,18 @@ from __future__ import annotations
 import os
 import time
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Protocol
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+# The CLI imports this module for local_zone_name(); typing would cost it ~8 ms.
+# Clock is a Protocol for mypy; at run time it is a plain class nobody instantiates.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from os import PathLike
+    from typing import Protocol
+
+    StrPath = str | PathLike[str]
+else:
+    Protocol = object
 
 
 class Clock(Protocol):
@@ -44,7 +53,7 @@ def _zone_from_path(path: str) -> str | None:
     return path[idx + len(marker) :] if idx >= 0 else None
 
 
-def local_zone_name(environ: dict[str, str] | None = None, localtime: Path | None = None) -> str:
+def local_zone_name(environ: Mapping[str, str] | None = None, localtime: StrPath | None = None) -> str:
     """The IANA name of the user's zone: ``TZ`` wins, then /etc/localtime, else UTC.
 
     ``TZ`` may be ``Europe/Berlin``, ``:Europe/Berlin`` or a path into a zoneinfo
@@ -59,23 +68,29 @@ def local_zone_name(environ: dict[str, str] | None = None, localtime: Path | Non
             name = _zone_from_path(name) or ""
         if name and _is_zone(name):
             return name
-    link = localtime or Path("/etc/localtime")
     try:
-        target = os.path.realpath(link)
+        target = os.path.realpath(localtime or "/etc/localtime")
     except OSError:
         target = ""
     name = _zone_from_path(target) or ""
     if name and _is_zone(name):
         return name
-    timezone_file = Path("/etc/timezone")
-    if localtime is None and timezone_file.is_file():
-        name = timezone_file.read_text(encoding="utf-8").strip()
+    timezone_file = "/etc/timezone"
+    if localtime is None and os.path.isfile(timezone_file):
+        with open(timezone_file, encoding="utf-8") as file:
+            name = file.read().strip()
         if name and _is_zone(name):
             return name
     return "UTC"
 
 
 def _is_zone(name: str) -> bool:
+    if name == "UTC":
+        # local_zone_name falls back to UTC anyway, so its answer is the same
+        # without loading zoneinfo (~6 ms of every CLI call in a UTC shell).
+        return True
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
