@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.tasks import make_parser
+from kairos.commands.common import make_parser
 
 if TYPE_CHECKING:
     from kairos.client import Client
@@ -346,8 +346,8 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from kairos.commands.tasks import fmt_time, local_zone, print_table
-    from kairos.output import print_json
+    from kairos.commands.common import local_zone
+    from kairos.output import fmt_time, print_json, print_table
 
     doc = _client().call("GET", "/registry", query={"status": args.status} if args.status else None)
     if args.json:
@@ -376,8 +376,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     import textwrap
 
-    from kairos.commands.tasks import fmt_time, local_zone, one_line
-    from kairos.output import print_json
+    from kairos.commands.common import local_zone
+    from kairos.output import fmt_time, one_line, print_json
 
     doc = _client().call("GET", _path(args.id))
     if args.json:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kairos.commands.tasks import make_parser
+from kairos.commands.common import make_parser
 
 AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "generic")
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
@@ -226,8 +226,7 @@ def _quote(text: str) -> str:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from kairos.client import Client
-    from kairos.commands.tasks import print_table
-    from kairos.output import print_json
+    from kairos.output import print_json, print_table
 
     doc = Client().call("GET", "/board", query={"cwd": _abs(args.cwd)})
     if args.json:
@@ -299,8 +298,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from kairos.client import Client
-    from kairos.commands.tasks import fmt_time, local_zone, print_table
-    from kairos.output import print_json
+    from kairos.commands.common import local_zone
+    from kairos.output import fmt_time, print_json, print_table
     from kairosd.errors import UsageError
 
     if args.n < 0:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kairos.commands.tasks import make_parser
+from kairos.commands.common import make_parser
 
 # The daemon probes every agent's --version in parallel (each bounded by a few seconds).
 DOCTOR_TIMEOUT_S = 30.0

@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from kairos.commands.tasks import make_parser
+from kairos.commands.common import make_parser
 
 MAX_HISTORY = 10_000
 CLAUDE_FILE = (".claude", "scheduled_tasks.json")
@@ -121,8 +121,8 @@ def _reason(run: dict[str, Any]) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from kairos.commands.tasks import client, fmt_seconds, fmt_time, local_zone, print_table
-    from kairos.output import print_json
+    from kairos.commands.common import client, local_zone
+    from kairos.output import fmt_seconds, fmt_time, print_json, print_table
     from kairosd.errors import UsageError
 
     if not 1 <= args.n <= MAX_HISTORY:
@@ -155,8 +155,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_missed(args: argparse.Namespace) -> int:
-    from kairos.commands.tasks import client, fmt_time, local_zone, print_table
-    from kairos.output import print_json
+    from kairos.commands.common import client, local_zone
+    from kairos.output import fmt_time, print_json, print_table
 
     api = client()
     if args.clear:
@@ -196,7 +196,7 @@ def cmd_missed(args: argparse.Namespace) -> int:
 def _print_item(item: dict[str, Any], zone: str) -> None:
     import textwrap
 
-    from kairos.commands.tasks import fmt_seconds, fmt_time
+    from kairos.output import fmt_seconds, fmt_time
 
     task = str(item.get("task_id", "?")) + (f" ({item['task_name']})" if item.get("task_name") else "")
     extras = []
@@ -240,7 +240,7 @@ def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str) -> int:
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
-    from kairos.commands.tasks import client, local_zone
+    from kairos.commands.common import client, local_zone
     from kairos.output import print_json
     from kairosd.errors import UsageError
 
@@ -279,7 +279,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from kairos.commands.tasks import client
+    from kairos.commands.common import client
 
     query: dict[str, str] = {}
     if args.type:
@@ -296,7 +296,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def print_status(doc: dict[str, Any]) -> None:
     """The readable form of GET /v1/status (also used by `kairos daemon status`)."""
-    from kairos.commands.tasks import fmt_seconds, fmt_time, local_zone
+    from kairos.commands.common import local_zone
+    from kairos.output import fmt_seconds, fmt_time
 
     if doc.get("disabled_reason"):
         print(f"NOT FIRING: {doc['disabled_reason']}")
@@ -331,7 +332,7 @@ def print_status(doc: dict[str, Any]) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from kairos.commands.tasks import client
+    from kairos.commands.common import client
     from kairos.output import print_json
 
     doc = client().call("GET", "/status")
@@ -348,7 +349,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from kairos.commands.tasks import client, describe, local_zone
+    from kairos.commands.common import client, local_zone
+    from kairos.commands.tasks import describe
     from kairos.output import print_json
     from kairosd.errors import KairosError
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kairos.commands.tasks import make_parser
+from kairos.commands.common import make_parser
 
 
 def register(subparsers: Any) -> None:

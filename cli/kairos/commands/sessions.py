@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kairos.commands.tasks import make_parser
+from kairos.commands.common import make_parser
 
 
 def register(subparsers: Any) -> None:
@@ -61,8 +61,8 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from kairos.commands.tasks import client, fmt_time, print_table
-    from kairos.output import print_json
+    from kairos.commands.common import client
+    from kairos.output import fmt_time, print_json, print_table
 
     doc = client().call("GET", "/sessions")
     if args.json:

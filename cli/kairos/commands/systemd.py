@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.tasks import make_parser
+from kairos.commands.common import make_parser
 
 if TYPE_CHECKING:
     import subprocess

@@ -1,30 +1,28 @@
 """``kairos add|list|show|rm|pause|resume|run``: manage scheduled tasks through kairosd.
 
-Also holds the few formatting helpers (tables, times, truncation) that the
-ledger and daemon verbs share, so there is one place that decides how a time
-or a row looks.
-
-``kairos.app`` imports every verb module to build the parser on every call, so
-this module imports only argparse and typing at the top; the client, the
-schedule math and everything else are imported inside the handlers.
-Must not import pydantic, asyncio or any kairosd module that does I/O (allowed:
-kairosd.protocol, errors, paths, clock and the pure kairosd.schedule.*).
+``kairos.app`` imports the verb module on every call, so this module imports
+only argparse and the CLI's own cheap helpers at the top (not even typing);
+the client, the schedule math and everything else are imported inside the
+handlers. Must not import pydantic, asyncio or any kairosd module that does I/O
+(allowed: kairosd.protocol, errors, paths, clock and the pure kairosd.schedule.*).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
 
+from kairos.commands.common import client, local_zone, make_parser
+from kairos.output import fmt_seconds, fmt_time, print_fields, print_table
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kairos.client import Client
+    from collections.abc import Iterator
+    from typing import Any
 
 NEXT_SHOWN = 3  # fire times printed after `add`
 SCHEDULE_KINDS = ("every", "in_", "at")
 CATCH_UP = ("skip", "once", "all", "surface")
 OVERLAP = ("skip", "queue")
-MIN_LAST_COLUMN = 20
 TARGET_KINDS = ("inbox", "shell", "agent", "session")
 FALLBACKS = ("inbox", "headless", "drop")
 
@@ -39,93 +37,7 @@ class TargetChoices:
         return iter((*TARGET_KINDS, "webhook:"))
 
 
-# ---- shared helpers (used by ledger.py and daemon.py too) -----------------
-
-
-def add_json_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON document (streams: JSON lines)")
-
-
-def make_parser(subparsers: Any, name: str, help_text: str, description: str, examples: str, **kw: Any) -> Any:
-    """A subcommand parser with a description, an examples epilog and ``--json``."""
-    import textwrap
-
-    parser = subparsers.add_parser(
-        name,
-        help=help_text,
-        description=description,
-        epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip("\n"), "  "),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        **kw,
-    )
-    add_json_flag(parser)
-    return parser
-
-
-def client() -> Client:
-    from kairos.client import Client
-
-    return Client()
-
-
-def local_zone() -> str:
-    from kairosd.clock import local_zone_name
-
-    return local_zone_name()
-
-
-_datetime: Any = None
-_ZoneInfo: Any = None
-
-
-def fmt_time(text: Any, zone: str | None = None) -> str:
-    """An ISO time as ``2026-11-23 09:00:00+01:00``, converted to ``zone`` if given."""
-    if not text:
-        return "-"
-    # Imported here (not at the top: most verbs never print a time), but bound
-    # once: a table calls this for every row.
-    global _datetime, _ZoneInfo
-    if _datetime is None:
-        from datetime import datetime
-        from zoneinfo import ZoneInfo
-
-        _datetime, _ZoneInfo = datetime, ZoneInfo
-    assert _ZoneInfo is not None
-    try:
-        when = _datetime.fromisoformat(str(text))
-        if zone is not None and when.tzinfo is not None:
-            when = when.astimezone(_ZoneInfo(zone))
-    except (ValueError, KeyError):
-        return str(text)  # show what the daemon sent rather than fail on display
-    return str(when.isoformat(sep=" ", timespec="seconds"))
-
-
-def fmt_seconds(seconds: Any) -> str:
-    from kairosd.schedule.durations import format_duration
-
-    try:
-        value = float(seconds)
-    except (TypeError, ValueError):
-        return "-"
-    return format_duration(value) if value >= 0.5 else "-"
-
-
-def one_line(text: Any, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join(str(text or "").split())
-    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
-
-
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Left-aligned columns, no colour; the last column is cut to fit the terminal."""
-    import shutil
-
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    fixed = sum(widths[:-1]) + 2 * (len(headers) - 1)
-    room = max(shutil.get_terminal_size((100, 24)).columns - fixed, MIN_LAST_COLUMN)
-    for row in [list(headers), *rows]:
-        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
-        print("  ".join([*cells, one_line(row[-1], room)]).rstrip())
+# ---- helpers ----------------------------------------------------------------
 
 
 def task_path(task_id: str, action: str = "") -> str:
@@ -705,8 +617,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     ]
     if task.get("meta"):
         fields.append(("meta", json.dumps(task["meta"], sort_keys=True)))
-    for label, value in fields:
-        print(f"{label + ':':<12} {value}")
+    print_fields(fields, 13)
     fires = fire_lines(task) or ["-"]
     print(f"{'next:':<12} " + ("\n" + " " * 13).join(fires))
     print("prompt:")

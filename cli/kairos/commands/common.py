@@ -1,0 +1,57 @@
+"""What the verb modules share: a subcommand parser with examples and ``--json``, the client, the user's zone.
+
+Imported by every verb module at the top, so it imports only argparse (which
+the caller has loaded already); textwrap, typing and the client load when used.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kairos.client import Client
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document (streams: JSON lines)")
+
+
+def make_parser(subparsers: Any, name: str, help_text: str, description: str, examples: str, **kw: Any) -> Any:
+    """A subcommand parser with a description, an examples epilog and ``--json``."""
+    parser = subparsers.add_parser(
+        name,
+        help=help_text,
+        description=description,
+        epilog="examples:\n" + _indent(_dedent(examples).strip("\n"), "  "),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **kw,
+    )
+    add_json_flag(parser)
+    return parser
+
+
+def _dedent(text: str) -> str:
+    """``textwrap.dedent`` for the examples of a verb (spaces only), without importing textwrap (re-based)."""
+    lines = text.split("\n")
+    margin = min((len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0)
+    return "\n".join(line[margin:] if line.strip() else "" for line in lines)
+
+
+def _indent(text: str, prefix: str) -> str:
+    """``textwrap.indent``: ``prefix`` before every line that is not blank."""
+    return "".join(prefix + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def client() -> Client:
+    from kairos.client import Client
+
+    return Client()
+
+
+def local_zone() -> str:
+    from kairosd.clock import local_zone_name
+
+    return local_zone_name()
