@@ -294,25 +294,40 @@ def wait_for(task_id: str, timeout: float | None, since_turn: int | None) -> dic
             return doc
 
 
-def _settled_code(doc: dict[str, Any]) -> int:
-    task = doc.get("task") or {}
-    return 0 if not doc.get("timed_out") and task.get("status") in OK_STATUSES else 1
-
-
-def _print_settled(doc: dict[str, Any]) -> None:
-    from kairos.output import error
+def _print_settled(doc: dict[str, Any], as_json: bool) -> int:
+    """Print a wait's last answer (JSON, or the status line and the response); the exit code:
+    0 if the task settled idle or completed, 1 otherwise (also when the wait timed out)."""
+    from kairos.output import error, print_json
 
     task = doc.get("task") or {}
+    code = 0 if not doc.get("timed_out") and task.get("status") in OK_STATUSES else 1
+    if as_json:
+        print_json(doc)
+        return code
     status = task.get("status", "?")
     if doc.get("timed_out"):
         error(f"task {task.get('id', '?')} is still {status} (timed out waiting)")
-        return
+        return code
     line = f"{task.get('id', '?')} {status} after turn {task.get('turns_done', 0)}"
     if task.get("error"):
         line += f": {task['error']}"
     print(line)
     if task.get("response"):
         print(str(task["response"]).rstrip("\n"))
+    return code
+
+
+def _started(args: argparse.Namespace, task: dict[str, Any], line: str) -> int:
+    """What start and send print: the task (or ``line``), or with --wait the turn once it settles."""
+    from kairos.output import print_json
+
+    if args.wait:
+        return _print_settled(wait_for(task["id"], None, None), args.json)
+    if args.json:
+        print_json({"task": task})
+    else:
+        print(line)
+    return 0
 
 
 def _what(task: dict[str, Any]) -> str:
@@ -327,22 +342,8 @@ def _what(task: dict[str, Any]) -> str:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
-    body = build_start_request(args)
-    task = _client().call("POST", "/registry", body)["task"]
-    if not args.wait:
-        if args.json:
-            print_json({"task": task})
-        else:
-            print(f"started {task['id']} ({_what(task)}, depth {task.get('depth', 0)})")
-        return 0
-    doc = wait_for(task["id"], None, None)
-    if args.json:
-        print_json(doc)
-    else:
-        _print_settled(doc)
-    return _settled_code(doc)
+    task = _client().call("POST", "/registry", build_start_request(args))["task"]
+    return _started(args, task, f"started {task['id']} ({_what(task)}, depth {task.get('depth', 0)})")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -377,7 +378,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     import textwrap
 
     from kairos.commands.common import local_zone
-    from kairos.output import fmt_time, one_line, print_json
+    from kairos.output import fmt_time, one_line, print_fields, print_json
 
     doc = _client().call("GET", _path(args.id))
     if args.json:
@@ -409,8 +410,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         fields.append(("error", task["error"]))
     if task.get("scheduled_task_id"):
         fields.append(("fired by", f"scheduled task {task['scheduled_task_id']}, run {task.get('run_id')}"))
-    for label, value in fields:
-        print(f"{label + ':':<13}{value}")
+    print_fields(fields, 13)
     for turn in task.get("turns") or []:
         state = "running" if not turn.get("finished_at") else ("ok" if turn.get("ok") else "failed")
         extra = f": {turn['error']}" if turn.get("error") else ""
@@ -431,14 +431,7 @@ def _permissions_text(perms: dict[str, Any]) -> str:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
-    doc = wait_for(args.id, args.timeout, args.since_turn)
-    if args.json:
-        print_json(doc)
-    else:
-        _print_settled(doc)
-    return _settled_code(doc)
+    return _print_settled(wait_for(args.id, args.timeout, args.since_turn), args.json)
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
@@ -484,22 +477,9 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
     message = _text(args.message, "a message", required=True)
     task = _client().call("POST", _path(args.id, "send"), {"message": message})["task"]
-    if not args.wait:
-        if args.json:
-            print_json({"task": task})
-        else:
-            print(f"sent turn {(task.get('turns') or [{}])[-1].get('number', '?')} to {task['id']}")
-        return 0
-    doc = wait_for(task["id"], None, None)
-    if args.json:
-        print_json(doc)
-    else:
-        _print_settled(doc)
-    return _settled_code(doc)
+    return _started(args, task, f"sent turn {(task.get('turns') or [{}])[-1].get('number', '?')} to {task['id']}")
 
 
 def cmd_close(args: argparse.Namespace) -> int:
