@@ -1,4 +1,8 @@
-"""The scheduler: decides what fires when, records every run, hands fires to targets.
+"""The scheduler: the loop that fires tasks on time, records every run, hands fires to targets.
+
+What to do with due and missed fires (catch-up, grace window, overlap) is
+decided in :mod:`kairosd.firing`, which is pure; this module keeps the plan,
+sleeps and wakes, records decisions and runs the deliveries.
 
 How it keeps time:
 
@@ -39,7 +43,7 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -47,17 +51,25 @@ from kairosd.clock import Clock
 from kairosd.delivery.base import Delivery, Job, Result
 from kairosd.errors import StoreError, UsageError
 from kairosd.events import EventBus
+from kairosd.firing import (
+    NOT_RUNNING,
+    Decision,
+    InFlight,
+    Limits,
+    advanced,
+    clock_jump_reason,
+    decide,
+    due_slots,
+    fire_now,
+)
 from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.models import CatchUp, Overlap, Task
+from kairosd.models import Task
 from kairosd.plan import Fire, fire_for, scheduled_after
-from kairosd.records import MissedRecord, Outcome, Run
-from kairosd.schedule.jitter import CLAUDE_ONESHOT_LEAD, parse_jitter
+from kairosd.records import Outcome, Run
 from kairosd.taskbook import TaskBook
 
 log = logging.getLogger(__name__)
 
-# Enumerating missed slots stops here; older ones are summarised, not listed.
-MAX_SLOTS = 20_000
 # Remembered first-fire-after answers (see Scheduler.next_fire); cleared when full.
 _FIRST_AFTER_CACHE = 4096
 
@@ -74,18 +86,6 @@ class SchedulerConfig:
     store_retry_s: float = 5.0
     # Anchors reach the store this long after a fire at most, so a burst of fires shares one write.
     persist_delay_s: float = 0.5
-
-
-@dataclass
-class _Decision:
-    """What one pass decided; written in one go, then deliveries start."""
-
-    runs: list[Run]
-    missed: list[MissedRecord]
-    start: list[tuple[Task, Run]]
-    queue: list[tuple[Task, Run]]
-    # Anchor moves (task, fire, now, fired), applied to the book only once the runs are recorded.
-    advances: list[tuple[Task, Fire, datetime, bool]] = field(default_factory=list)
 
 
 class Scheduler:
@@ -106,6 +106,7 @@ class Scheduler:
         self.clock = clock
         self.events = events
         self.config = config or SchedulerConfig()
+        self._limits = Limits(self.config.catch_up_grace, self.config.catch_up_max, self.config.queue_limit)
         self._heap: list[tuple[datetime, int, str]] = []
         self._next: dict[str, Fire] = {}
         self._seq = itertools.count()
@@ -135,10 +136,6 @@ class Scheduler:
         anchor = task.last_scheduled_for or task.created_at
         handled = self._handled.get(task.id)
         return anchor if handled is None or handled[0].scheduled_for <= anchor else handled[0].scheduled_for
-
-    def _lookahead(self, task: Task) -> timedelta:
-        # Claude-style one-shots may fire up to 90 s before their slot.
-        return CLAUDE_ONESHOT_LEAD if task.jitter == "claude" and not task.recurring else timedelta(0)
 
     def next_fire(self, task: Task) -> Fire | None:
         """The next planned fire of ``task`` after its anchor (None when paused or done)."""
@@ -199,27 +196,6 @@ class Scheduler:
     def planned(self, task_id: str) -> Fire | None:
         return self._next.get(task_id)
 
-    def _due_slots(self, task: Task, now: datetime) -> tuple[list[Fire], bool]:
-        """Fires of ``task`` planned at or before ``now`` (oldest first), and whether
-        older ones were left out of the enumeration."""
-        anchor = self._anchor(task)
-        horizon = now - self.config.catch_up_grace
-        truncated = anchor < horizon and task.recurring
-        start = horizon if truncated else anchor
-        slots: list[Fire] = []
-        edge = now - parse_jitter(task.jitter).max_delay - timedelta(seconds=1)
-        for scheduled in scheduled_after(task, start):
-            if scheduled > now + self._lookahead(task):
-                break
-            fire = fire_for(task, scheduled) if scheduled >= edge else Fire(scheduled, scheduled)
-            if fire.planned_for > now:
-                break
-            slots.append(fire)
-            if len(slots) > MAX_SLOTS:
-                slots.pop(0)
-                truncated = True
-        return slots, truncated
-
     # ---- the loop -------------------------------------------------------
 
     @property
@@ -248,7 +224,7 @@ class Scheduler:
         heapq.heapify(planned)  # one O(n) heapify rather than a push per task
         self._wake.set()
         if due:
-            await self._pass(now, missed_reason="kairosd was not running", tasks=due)
+            await self._pass(now, missed_reason=NOT_RUNNING, tasks=due)
             for task in due:
                 current = self.book.find(task.id)
                 if current is not None:
@@ -295,7 +271,7 @@ class Scheduler:
             log.warning("wall clock jumped %s by %.1fs (suspend or clock change)", direction, abs(drift))
             self.events.publish("clock_jump", drift_s=round(drift, 3))
             if drift > 0:
-                missed_reason = f"the clock jumped forward {drift:.0f}s (machine asleep or clock changed)"
+                missed_reason = clock_jump_reason(drift)
         if self.disabled_reason is None:
             await self._pass(now, missed_reason=missed_reason)
         if self.book.error is not None:
@@ -360,189 +336,41 @@ class Scheduler:
     async def _pass(self, now: datetime, missed_reason: str | None, tasks: list[Task] | None = None) -> None:
         if tasks is None:
             tasks = self._pop_due(now)
-        decision = _Decision([], [], [], [])
-        touched: list[Task] = []
-        for task in tasks:
-            if task.paused:
-                continue
-            slots, truncated = self._due_slots(task, now)
-            if not slots:
-                continue
-            if missed_reason is not None:
-                self._catch_up(task, slots, truncated, now, missed_reason, decision)
-            else:
-                if len(slots) > 1:
-                    self._record_missed(
-                        task,
-                        slots[:-1],
-                        truncated,
-                        now,
-                        "kairosd was too busy to fire on time",
-                        "recorded",
-                        decision,
-                    )
-                self._fire(task, slots[-1], now, decision, catch_up=False)
-            touched.append(task)
+        grace = self.config.catch_up_grace
+        due = [due_slots(task, self._anchor(task), now, grace) for task in tasks if not task.paused]
+        due = [item for item in due if item.slots]
+        decision = decide(due, now, missed_reason, self._limits, self._in_flight())
+        for record in decision.missed:
+            # Told before recording: a pass the run ledger refuses is decided, and told, again next tick.
+            self.events.publish("missed", **record.model_dump(mode="json"))
         await self._commit(decision)
-        for task in touched:
-            current = self.book.find(task.id)
+        for item in due:
+            current = self.book.find(item.task.id)
             if current is None:
-                self.unschedule(task.id)
+                self.unschedule(item.task.id)
             else:
                 self.schedule(current)
 
-    def _catch_up(
-        self,
-        task: Task,
-        slots: list[Fire],
-        truncated: bool,
-        now: datetime,
-        reason: str,
-        decision: _Decision,
-    ) -> None:
-        grace_start = now - self.config.catch_up_grace
-        policy = task.catch_up
-        if not task.recurring:
-            if policy in (CatchUp.SURFACE, CatchUp.SKIP) or slots[-1].planned_for < grace_start:
-                action = "surfaced" if policy is CatchUp.SURFACE else "recorded"
-                self._record_missed(task, slots, truncated, now, reason, action, decision)
-                self._advance(task, slots[-1], now, fired=False, decision=decision)
-            else:
-                self._fire(task, slots[-1], now, decision, catch_up=True)
-            return
-        to_fire: list[Fire] = []
-        if policy is CatchUp.ONCE:
-            to_fire = [f for f in slots[-1:] if f.planned_for >= grace_start]
-        elif policy is CatchUp.ALL:
-            to_fire = [f for f in slots[-self.config.catch_up_max :] if f.planned_for >= grace_start]
-        missed = slots[: len(slots) - len(to_fire)]
-        if missed:
-            action = {CatchUp.SURFACE: "surfaced", CatchUp.SKIP: "recorded"}.get(policy, "recorded")
-            self._record_missed(task, missed, truncated, now, reason, action, decision)
-        if not to_fire:
-            self._advance(task, slots[-1], now, fired=False, decision=decision)
-            return
-        for index, fire in enumerate(to_fire):
-            # Catch-up fires of one task go one after another, never as a burst.
-            self._fire(task, fire, now, decision, catch_up=True, serial=index > 0)
-
-    def _record_missed(
-        self,
-        task: Task,
-        slots: list[Fire],
-        truncated: bool,
-        now: datetime,
-        reason: str,
-        action: str,
-        decision: _Decision,
-    ) -> None:
-        latest = slots[-1]
-        note = f"; misses before {slots[0].scheduled_for.isoformat()} are not counted" if truncated else ""
-        record = MissedRecord(
-            task_id=task.id,
-            task_name=task.name,
-            prompt=task.prompt,
-            schedule=task.cron or (task.at.isoformat() if task.at else ""),
-            scheduled_for=latest.scheduled_for,
-            first_scheduled_for=slots[0].scheduled_for if len(slots) > 1 else None,
-            count=len(slots),
-            detected_at=now,
-            reason=reason + note,
-            action=action,
-        )
-        decision.missed.append(record)
-        decision.runs.append(
-            Run(
-                task_id=task.id,
-                task_name=task.name,
-                scheduled_for=latest.scheduled_for,
-                planned_for=latest.planned_for,
-                finished_at=now,
-                outcome=Outcome.MISSED,
-                reason=f"{reason} ({len(slots)} fire{'s' if len(slots) != 1 else ''} {action})",
-                target=task.target.model_dump(mode="json"),
-                late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
-            )
-        )
-        self.events.publish("missed", **record.model_dump(mode="json"))
-        self._advance(task, latest, now, fired=False, decision=decision)
-
-    def _advance(self, task: Task, fire: Fire, now: datetime, *, fired: bool, decision: _Decision) -> None:
-        """Move the task's anchor past ``fire`` once the decision's runs are recorded."""
-        decision.advances.append((task, fire, now, fired))
+    def _in_flight(self) -> InFlight:
+        return InFlight(self._running, {task_id: len(queue) for task_id, queue in self._queues.items() if queue})
 
     def _apply_advance(self, task: Task, fire: Fire, now: datetime, fired: bool) -> None:
         """Move the task's anchor past ``fire``; remove one-shots and expired tasks."""
         current = self.book.find(task.id)
         if current is None:
             return
-        updates: dict[str, Any] = {"last_scheduled_for": fire.scheduled_for}
-        if fired:
-            updates["last_fired_at"] = now
-        updated = current.model_copy(update=updates)
-        expired = (
-            fired and updated.expires and now >= updated.created_at + timedelta(days=updated.expires_after_days or 0)
-        )
-        if not updated.recurring or expired:
-            self.book.remove(task.id)
-            self.events.publish("task_removed", task_id=task.id, reason="expired" if expired else "one-shot done")
-            if expired:
-                self.events.publish("expired", task_id=task.id, task_name=task.name)
-        else:
+        updated, removal = advanced(current, fire, now, fired)
+        if removal is None:
             self.book.put(updated)
-
-    def _fire(
-        self,
-        task: Task,
-        fire: Fire,
-        now: datetime,
-        decision: _Decision,
-        *,
-        catch_up: bool,
-        serial: bool = False,
-        manual: bool = False,
-    ) -> Run:
-        run = Run(
-            task_id=task.id,
-            task_name=task.name,
-            scheduled_for=fire.scheduled_for,
-            planned_for=fire.planned_for,
-            dispatched_at=now,
-            target=task.target.model_dump(mode="json"),
-            late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
-            catch_up=catch_up,
-            manual=manual,
-        )
-        if not manual:
-            self._advance(task, fire, now, fired=True, decision=decision)
-        busy = task.id in self._running or serial or any(t.id == task.id for t, _ in decision.start)
-        if busy and not serial and task.overlap is Overlap.SKIP:
-            run.outcome = Outcome.SKIPPED
-            run.finished_at = now
-            run.reason = f"the previous run ({self._running.get(task.id, 'starting')}) was still going (overlap=skip)"
-            decision.runs.append(run)
-            return run
-        if busy:
-            queue = self._queues.setdefault(task.id, deque())
-            pending = len(queue) + sum(1 for t, _ in decision.queue if t.id == task.id)
-            if pending >= self.config.queue_limit:
-                run.outcome = Outcome.SKIPPED
-                run.finished_at = now
-                run.reason = f"{pending} runs already queued behind the running one"
-                decision.runs.append(run)
-                return run
-            run.outcome = Outcome.QUEUED
-            run.reason = "waiting for the previous run of this task"
-            decision.runs.append(run)
-            decision.queue.append((task, run))
-            return run
-        decision.runs.append(run)
-        decision.start.append((task, run))
-        return run
+            return
+        self.book.remove(task.id)
+        self.events.publish("task_removed", task_id=task.id, reason=removal)
+        if removal == "expired":
+            self.events.publish("expired", task_id=task.id, task_name=task.name)
 
     # ---- recording and delivering --------------------------------------
 
-    async def _commit(self, decision: _Decision) -> bool:
+    async def _commit(self, decision: Decision) -> bool:
         """Record the decision's runs (the commit point), apply its anchors, start its deliveries.
 
         False when the run ledger could not be written: then nothing was
@@ -707,8 +535,7 @@ class Scheduler:
         """Fire ``task_id`` now, outside its schedule (the schedule is unchanged)."""
         task = self.book.get(task_id)
         now = self.clock.now()
-        decision = _Decision([], [], [], [])
-        run = self._fire(task, Fire(now, now), now, decision, catch_up=False, manual=True)
+        decision, run = fire_now(task, now, self._limits, self._in_flight())
         if not await self._commit(decision):
             raise StoreError(self.write_error or "the run could not be recorded")
         return run
