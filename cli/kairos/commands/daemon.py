@@ -4,8 +4,9 @@
 unit is installed for this store (see ``kairos systemd``); otherwise it spawns
 ``python -m kairosd`` detached (its output appended to
 ``<state_dir>/kairosd.log``). Either way it waits until kairosd answers on its socket; ``stop``
-asks it to shut down over the API and waits until it is gone; ``run`` execs it
-in the foreground. All waits are bounded.
+asks it to shut down over the API and waits until it is gone, or, when kairosd runs under systemd
+for this store, runs ``systemctl --user stop`` on its units (kairosd.socket would start it again
+at the next connection); ``run`` execs it in the foreground. All waits are bounded.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call). Must not import pydantic, asyncio or the daemon's
@@ -63,7 +64,10 @@ def register(subparsers: Any) -> None:
         "stop",
         "stop kairosd",
         f"Ask kairosd to shut down (in-flight deliveries get a grace period) and wait up to "
-        f"{STOP_WAIT_S:g}s until it is gone. Succeeds if it was not running.",
+        f"{STOP_WAIT_S:g}s until it is gone. Succeeds if it was not running. When kairosd runs under "
+        "systemd for this KAIROS_HOME (kairos systemd install), this is 'systemctl --user stop "
+        "kairosd.socket kairosd.service' instead, so socket activation does not start it again; "
+        "enabled units start again at the next login.",
         "kairos daemon stop",
     )
     stop.set_defaults(handler=cmd_stop)
@@ -282,21 +286,61 @@ def _alive(pid: int) -> bool:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
+    import os
+
+    from kairos.commands.systemd import units_for_stop
+    from kairos.output import print_json
+
+    units = units_for_stop(os.environ)
+    command = _stop_units(units) if units else ""
+    # What still answers is not systemd's to stop (or systemd is not involved): ask it over the API.
+    client = _client(PING_TIMEOUT_S * 5)
+    stopped, pid = _stop_over_api(client)
+    if args.json:
+        doc: dict[str, Any] = {"stopped": stopped or bool(units), "running": False}
+        if units:
+            doc["systemd_units"] = units
+        if stopped:
+            doc["pid"] = pid
+        elif not units:
+            doc["socket"] = str(client.socket_path)
+        print_json(doc)
+        return 0
+    if units:
+        print(f"stopped {' and '.join(units)} through systemd (ran: {command})")
+        print("(enabled units start again at your next login; kairos systemd uninstall removes them)")
+    if stopped:
+        print(f"kairosd stopped (pid {pid if pid else '?'})")
+    elif not units:
+        print("kairosd is not running")
+    return 0
+
+
+def _stop_units(units: list[str]) -> str:
+    """``systemctl --user stop UNITS`` (it returns once they stopped); the command, for the user to see."""
+    from kairos.commands.systemd import display, systemctl
+    from kairosd.errors import KairosError
+
+    command = display(["stop", *units])
+    proc = systemctl("stop", *units)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        reason = detail[-1] if detail else f"exit code {proc.returncode}"
+        raise KairosError(f"could not stop kairosd through systemd ({reason}); run: {command}")
+    return command
+
+
+def _stop_over_api(client: Client) -> tuple[bool, Any]:
+    """Shut down the kairosd answering on the socket and wait until it is gone: (whether one ran, its pid)."""
     import contextlib
     import time
 
     from kairos.client import DaemonNotRunning
-    from kairos.output import print_json
     from kairosd.errors import KairosError
 
-    client = _client(PING_TIMEOUT_S * 5)
     status = _status_or_none(client)
     if status is None:
-        if args.json:
-            print_json({"stopped": False, "running": False, "socket": str(client.socket_path)})
-        else:
-            print("kairosd is not running")
-        return 0
+        return False, None
     pid = status.get("pid")
     # It may go away between the two calls: that is what we wanted.
     with contextlib.suppress(DaemonNotRunning):
@@ -308,11 +352,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
         if time.monotonic() >= deadline:
             raise KairosError(f"kairosd (pid {pid if pid else '?'}) did not stop within {STOP_WAIT_S:g}s")
         time.sleep(POLL_S)
-    if args.json:
-        print_json({"stopped": True, "running": False, "pid": pid})
-    else:
-        print(f"kairosd stopped (pid {pid if pid else '?'})")
-    return 0
+    return True, pid
 
 
 def cmd_status(args: argparse.Namespace) -> int:

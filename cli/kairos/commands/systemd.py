@@ -9,7 +9,7 @@ It then runs ``systemctl --user daemon-reload`` (``enable``/``restart`` when ask
 
 ``systemctl`` and ``journalctl`` are found on ``PATH`` (tests put recording fakes there); the unit
 folder is ``--unit-dir``, else ``$XDG_CONFIG_HOME/systemd/user``. ``kairos daemon start`` asks
-:func:`service_for_start` whether to go through systemd.
+:func:`service_for_start` whether to go through systemd, ``kairos daemon stop`` asks :func:`units_for_stop`.
 
 ``kairos.app`` imports this module to build the full parser, so only argparse and typing are
 imported at the top. Must not import pydantic, asyncio, platformdirs or the daemon's modules:
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 SERVICE = "kairosd.service"
 SOCKET = "kairosd.socket"
 UNITS = (SERVICE, SOCKET)
+STOP_ORDER = (SOCKET, SERVICE)  # the socket first, so nothing starts the service again meanwhile
+RUNNING_STATES = frozenset({"active", "activating", "deactivating", "reloading", "refreshing"})
 # Readiness needs the store loaded (systemd waits for READY=1); stopping gets TimeoutStopSec=30.
 SYSTEMCTL_TIMEOUT_S = 60.0
 JOURNAL_LINES = 10
@@ -328,24 +330,44 @@ def user_manager_running(environ: Mapping[str, str]) -> bool:
     return bool(runtime) and os.path.exists(os.path.join(runtime, "systemd", "private"))
 
 
+def _installed_for_store(environ: Mapping[str, str]) -> bool:
+    """Whether kairosd may be under systemd here: systemctl and a user manager exist, and kairosd.service
+    is installed for this shell's ``KAIROS_HOME`` (a test's or a second store must not start or stop the
+    user's service)."""
+    import shutil
+
+    if shutil.which("systemctl") is None or not user_manager_running(environ):
+        return False
+    path = installed_unit(SERVICE, environ)
+    if path is None:
+        return False
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return unit_environment(text, "KAIROS_HOME") == _kairos_home(environ)
+
+
 def service_for_start(environ: Mapping[str, str]) -> str | None:
     """The unit ``kairos daemon start`` should start through systemd, or None to spawn kairosd itself.
 
     Only when the unit is installed, a user manager runs, and the unit serves the same
-    ``KAIROS_HOME`` as this shell (a test's or a second store must not start the user's service).
+    ``KAIROS_HOME`` as this shell.
     """
-    import shutil
+    return SERVICE if _installed_for_store(environ) else None
 
-    if shutil.which("systemctl") is None or not user_manager_running(environ):
-        return None
-    path = installed_unit(SERVICE, environ)
-    if path is None:
-        return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return None
-    return SERVICE if unit_environment(text, "KAIROS_HOME") == _kairos_home(environ) else None
+
+def units_for_stop(environ: Mapping[str, str]) -> list[str]:
+    """The kairosd units that run for this store, socket first; ``[]`` when kairosd is not under systemd.
+
+    ``kairos daemon stop`` stops these with systemctl: a shutdown over the API would end kairosd,
+    but kairosd.socket would start it again at the next connection.
+    """
+    if not _installed_for_store(environ):
+        return []
+    # One line per unit, in order; "inactive" for a unit that is not loaded.
+    states = systemctl("is-active", *STOP_ORDER).stdout.split()
+    return [unit for unit, state in zip(STOP_ORDER, states, strict=False) if state in RUNNING_STATES]
 
 
 def linger_enabled(user: str, linger_dir: str = LINGER_DIR) -> bool:
@@ -373,7 +395,7 @@ def _linger_advice(user: str) -> str:
     )
 
 
-def _display(argv: Sequence[str]) -> str:
+def display(argv: Sequence[str]) -> str:
     import shlex
 
     return "systemctl --user " + " ".join(shlex.quote(a) for a in argv)
@@ -468,7 +490,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             print(units[change["unit"]], end="")
             print()
         for argv in commands:
-            print(f"# would run: {_display(argv)}")
+            print(f"# would run: {display(argv)}")
         print(_linger_advice(user))
         return 0
 
@@ -491,9 +513,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         print(f"{verb} {change['path']}")
     print(f"ExecStart={exec_start}")
     for argv in commands:
-        print(f"ran: {_display(argv)}")
+        print(f"ran: {display(argv)}")
     if not args.enable and not args.now:
-        print(f"to start it now and at every login: {_display(['enable', '--now', *enabled])}")
+        print(f"to start it now and at every login: {display(['enable', '--now', *enabled])}")
     print("logs: journalctl --user -u kairosd")
     print(_linger_advice(user))
     return 0
@@ -522,7 +544,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
             print_json(doc)
         else:
             for command in doc["commands"]:
-                print(f"# would run: {_display(command[2:])}")
+                print(f"# would run: {display(command[2:])}")
             for path in doc["removed"]:
                 print(f"# would remove {path}")
             if not present:
@@ -534,7 +556,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
             proc = systemctl(*argv)
             if proc.returncode != 0:
                 # Not loaded or already gone: removing the files is still what was asked.
-                warnings.append(f"{_display(argv)}: {(proc.stderr or proc.stdout).strip() or proc.returncode}")
+                warnings.append(f"{display(argv)}: {(proc.stderr or proc.stdout).strip() or proc.returncode}")
         for name in present:
             (unit_dir / name).unlink(missing_ok=True)
         _run_or_fail(["daemon-reload"], after=f" (the units were removed from {unit_dir})")
