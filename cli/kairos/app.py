@@ -57,8 +57,11 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``verb`` only that verb's module is imported (the fast path)."""
+    from kairos.commands.common import HelpFormatter
+
     parser = _Parser(
         prog="kairos",
+        formatter_class=HelpFormatter,
         description="kairos: durable scheduled prompts for AI coding agents. "
         "Talks to the kairosd daemon; 'kairos cron' works without it.",
     )

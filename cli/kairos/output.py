@@ -49,10 +49,10 @@ def write_lines(lines: Iterable[str]) -> None:
     sys.stdout.write("".join(line + "\n" for line in lines))
 
 
-def terminal_columns() -> int:
-    """The width to fit: ``COLUMNS``, else the terminal's, else 100.
+def terminal_columns(fallback: int = DEFAULT_COLUMNS) -> int:
+    """The width to fit: ``COLUMNS``, else the terminal's, else ``fallback``.
 
-    What ``shutil.get_terminal_size((100, 24)).columns`` answers, without
+    What ``shutil.get_terminal_size((fallback, 24)).columns`` answers, without
     importing shutil (it pulls in the compression modules: ~5 ms per call).
     """
     try:
@@ -64,7 +64,7 @@ def terminal_columns() -> int:
             columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
         except (AttributeError, ValueError, OSError):
             columns = 0
-    return columns or DEFAULT_COLUMNS
+    return columns or fallback
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
