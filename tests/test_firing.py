@@ -1,0 +1,373 @@
+"""The scheduler's decisions (kairosd.firing) as plain function calls on a fixed ``now``.
+
+No loop, no ledgers, no clock: each test builds tasks, lists their due slots
+and checks the Decision value: which runs start, queue or are skipped, which
+fires are recorded as missed and why, where each anchor moves.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kairosd import firing
+from kairosd.firing import (
+    NOT_RUNNING,
+    TOO_BUSY,
+    Decision,
+    Due,
+    InFlight,
+    Limits,
+    advanced,
+    clock_jump_reason,
+    decide,
+    due_slots,
+    fire_now,
+)
+from kairosd.models import CatchUp, CreatedBy, Overlap, Task, new_task
+from kairosd.plan import Fire
+from kairosd.records import Outcome
+
+NOW = datetime(2026, 3, 5, 10, 30, tzinfo=UTC)
+THREE_DAYS_AGO = datetime(2026, 3, 2, 10, tzinfo=UTC)  # last handled slot of the hourly tasks below
+LIMITS = Limits(grace=timedelta(days=7), catch_up_max=10, queue_limit=10)
+
+
+def task(cron: str | None = None, **kw: Any) -> Task:
+    kw.setdefault("created_at", datetime(2026, 2, 1, tzinfo=UTC))
+    kw.setdefault("tz", "UTC")
+    kw.setdefault("prompt", "check the PRs")
+    return new_task(cron=cron, **kw)
+
+
+def hourly(catch_up: CatchUp, **kw: Any) -> Task:
+    return task("0 * * * *", catch_up=catch_up, **kw).model_copy(update={"last_scheduled_for": THREE_DAYS_AGO})
+
+
+def one_pass(
+    t: Task,
+    reason: str | None = NOT_RUNNING,
+    *,
+    now: datetime = NOW,
+    limits: Limits = LIMITS,
+    in_flight: InFlight | None = None,
+) -> Decision:
+    anchor = t.last_scheduled_for or t.created_at
+    return decide([due_slots(t, anchor, now, limits.grace)], now, reason, limits, in_flight or InFlight())
+
+
+def hours(fires: list[Any]) -> list[tuple[int, int]]:
+    return [(f.scheduled_for.day, f.scheduled_for.hour) for f in fires]
+
+
+# ---- due slots ------------------------------------------------------------
+
+
+def test_due_slots_are_the_fires_after_the_anchor_up_to_now_oldest_first():
+    due = due_slots(hourly(CatchUp.ONCE), THREE_DAYS_AGO, NOW, LIMITS.grace)
+    assert len(due.slots) == 72
+    assert due.slots[0].scheduled_for == datetime(2026, 3, 2, 11, tzinfo=UTC)
+    assert due.slots[-1].scheduled_for == datetime(2026, 3, 5, 10, tzinfo=UTC)
+    assert due.truncated is False
+
+
+def test_due_slots_start_at_the_grace_window_and_say_older_ones_were_left_out():
+    due = due_slots(hourly(CatchUp.ALL), THREE_DAYS_AGO, NOW, timedelta(days=1))
+    assert due.truncated is True
+    assert due.slots[0].scheduled_for == datetime(2026, 3, 4, 11, tzinfo=UTC)
+    assert len(due.slots) == 24
+
+
+def test_due_slots_keep_only_the_newest_max_slots(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(firing, "MAX_SLOTS", 5)
+    due = due_slots(hourly(CatchUp.ALL), THREE_DAYS_AGO, NOW, LIMITS.grace)
+    assert due.truncated is True
+    assert hours(due.slots) == [(5, h) for h in range(6, 11)]
+
+
+def test_a_future_slot_is_not_due():
+    t = task(at=NOW + timedelta(seconds=1))
+    assert due_slots(t, t.created_at, NOW, LIMITS.grace).slots == []
+
+
+def test_a_claude_one_shot_is_due_up_to_its_lead_before_the_slot():
+    # Task id ffffffff: nearly the full 90 s lead, so 11:00 is planned just before 10:58:31.
+    t = task("0 11 5 3 *", recurring=False, jitter="claude", task_id="ffffffff")
+    slot = datetime(2026, 3, 5, 11, tzinfo=UTC)
+    assert due_slots(t, t.created_at, slot - timedelta(seconds=91), LIMITS.grace).slots == []
+    due = due_slots(t, t.created_at, slot - timedelta(seconds=89), LIMITS.grace)
+    assert [f.scheduled_for for f in due.slots] == [slot]
+
+
+# ---- catch-up of recurring tasks ------------------------------------------
+
+
+def test_catch_up_skip_records_every_miss_and_fires_nothing():
+    d = one_pass(hourly(CatchUp.SKIP))
+    assert d.start == []
+    assert d.queue == []
+    (missed,) = d.missed
+    assert (missed.count, missed.action, missed.reason) == (72, "recorded", NOT_RUNNING)
+    assert missed.first_scheduled_for == datetime(2026, 3, 2, 11, tzinfo=UTC)
+    assert missed.scheduled_for == datetime(2026, 3, 5, 10, tzinfo=UTC)
+    (run,) = d.runs
+    assert run.outcome is Outcome.MISSED
+    assert run.reason == "kairosd was not running (72 fires recorded)"
+    assert run.late_by_s == 1800
+    assert {(a.fire.scheduled_for, a.fired) for a in d.advances} == {(datetime(2026, 3, 5, 10, tzinfo=UTC), False)}
+
+
+def test_catch_up_once_fires_the_latest_miss_and_records_the_rest():
+    d = one_pass(hourly(CatchUp.ONCE))
+    ((_, run),) = d.start
+    assert run.scheduled_for == datetime(2026, 3, 5, 10, tzinfo=UTC)
+    assert (run.catch_up, run.outcome, run.late_by_s, run.dispatched_at) == (True, None, 1800, NOW)
+    (missed,) = d.missed
+    assert (missed.count, missed.scheduled_for) == (71, datetime(2026, 3, 5, 9, tzinfo=UTC))
+    assert [r.outcome for r in d.runs] == [Outcome.MISSED, None]
+    assert [(a.fire.scheduled_for.hour, a.fired) for a in d.advances] == [(9, False), (10, True)]
+
+
+def test_catch_up_once_counts_only_the_misses_within_the_grace_window():
+    limits = Limits(grace=timedelta(hours=2, minutes=40), catch_up_max=10, queue_limit=10)
+    d = one_pass(hourly(CatchUp.ONCE), limits=limits)
+    assert hours([r for _, r in d.start]) == [(5, 10)]
+    (missed,) = d.missed
+    assert (missed.count, missed.first_scheduled_for) == (2, datetime(2026, 3, 5, 8, tzinfo=UTC))
+    assert missed.reason == NOT_RUNNING + "; misses before 2026-03-05T08:00:00+00:00 are not counted"
+
+
+def test_catch_up_all_fires_at_most_catch_up_max_one_after_another():
+    d = one_pass(hourly(CatchUp.ALL), limits=Limits(grace=timedelta(days=7), catch_up_max=4, queue_limit=10))
+    # The oldest of the four starts; the others wait behind it (never a burst).
+    assert hours([r for _, r in d.start]) == [(5, 7)]
+    assert hours([r for _, r in d.queue]) == [(5, 8), (5, 9), (5, 10)]
+    assert all(r.catch_up and r.outcome is Outcome.QUEUED for _, r in d.queue)
+    (missed,) = d.missed
+    assert missed.count == 68
+    assert missed.scheduled_for == datetime(2026, 3, 5, 6, tzinfo=UTC)
+
+
+def test_catch_up_all_fires_only_the_misses_within_the_grace_window():
+    limits = Limits(grace=timedelta(hours=2, minutes=40), catch_up_max=10, queue_limit=10)
+    d = one_pass(hourly(CatchUp.ALL), limits=limits)
+    assert hours([r for _, r in d.start] + [r for _, r in d.queue]) == [(5, 8), (5, 9), (5, 10)]
+
+
+def test_catch_up_all_records_the_misses_beyond_catch_up_max():
+    limits = Limits(grace=timedelta(days=7), catch_up_max=3, queue_limit=10)
+    d = one_pass(hourly(CatchUp.ALL), now=datetime(2026, 3, 2, 15, 30, tzinfo=UTC), limits=limits)
+    assert hours([r for _, r in d.start] + [r for _, r in d.queue]) == [(2, 13), (2, 14), (2, 15)]
+    (missed,) = d.missed
+    assert (missed.count, missed.scheduled_for.hour, missed.first_scheduled_for) == (
+        2,
+        12,
+        datetime(2026, 3, 2, 11, tzinfo=UTC),
+    )
+
+
+def test_catch_up_never_fires_a_slot_planned_before_the_grace_window():
+    # due_slots does not list such slots for a recurring task; decide holds the rule on its own too.
+    t = hourly(CatchUp.ALL)
+    slots = [Fire(NOW - timedelta(hours=h), NOW - timedelta(hours=h)) for h in (5, 4, 3, 2, 1)]
+    limits = Limits(grace=timedelta(hours=2), catch_up_max=10, queue_limit=10)
+    d = decide([Due(t, slots, False)], NOW, NOT_RUNNING, limits, InFlight())
+    assert [r.scheduled_for for _, r in d.start + d.queue] == [NOW - timedelta(hours=2), NOW - timedelta(hours=1)]
+    assert d.missed[0].count == 3
+    once = hourly(CatchUp.ONCE)
+    d = decide([Due(once, slots[:3], False)], NOW, NOT_RUNNING, limits, InFlight())
+    assert d.start == []
+    assert d.missed[0].count == 3
+    d = decide([Due(once, slots[:4], False)], NOW, NOT_RUNNING, limits, InFlight())  # latest: on the edge
+    assert [r.scheduled_for for _, r in d.start] == [NOW - timedelta(hours=2)]
+
+
+def test_catch_up_surface_on_a_recurring_task_surfaces_every_miss():
+    d = one_pass(hourly(CatchUp.SURFACE))
+    assert d.start == []
+    (missed,) = d.missed
+    assert (missed.count, missed.action) == (72, "surfaced")
+    assert d.runs[0].reason == "kairosd was not running (72 fires surfaced)"
+
+
+def test_a_clock_jump_reason_is_carried_into_the_records():
+    reason = clock_jump_reason(3599.6)
+    assert reason == "the clock jumped forward 3600s (machine asleep or clock changed)"
+    d = one_pass(hourly(CatchUp.SKIP), reason)
+    assert d.missed[0].reason == reason
+    assert d.runs[0].reason == reason + " (72 fires recorded)"
+
+
+# ---- one-shots --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("catch_up", "action"), [(CatchUp.SURFACE, "surfaced"), (CatchUp.SKIP, "recorded")], ids=["surface", "skip"]
+)
+def test_a_missed_one_shot_is_recorded_not_fired(catch_up: CatchUp, action: str):
+    t = task(at=NOW - timedelta(hours=1), catch_up=catch_up)
+    d = one_pass(t)
+    assert d.start == []
+    (missed,) = d.missed
+    assert (missed.count, missed.action, missed.schedule) == (1, action, t.at.isoformat())  # type: ignore[union-attr]
+    assert d.runs[0].reason == f"kairosd was not running (1 fire {action})"
+    # The anchor moves past it, so the task is done (advanced() then removes it).
+    assert [(a.fire.scheduled_for, a.fired) for a in d.advances] == [(NOW - timedelta(hours=1), False)] * 2
+
+
+def test_a_missed_one_shot_with_catch_up_once_fires_within_the_grace_window():
+    d = one_pass(task(at=NOW - timedelta(hours=1), catch_up=CatchUp.ONCE))
+    ((_, run),) = d.start
+    assert (run.catch_up, run.late_by_s) == (True, 3600)
+    assert d.missed == []
+
+
+def test_a_missed_one_shot_older_than_the_grace_window_is_recorded():
+    d = one_pass(task(at=NOW - timedelta(days=8), catch_up=CatchUp.ONCE))
+    assert d.start == []
+    (missed,) = d.missed
+    assert (missed.action, missed.reason) == ("recorded", NOT_RUNNING)  # one-shots are never "truncated"
+
+
+# ---- a late loop ------------------------------------------------------------
+
+
+def test_a_late_loop_fires_the_latest_slot_and_records_the_others_as_too_busy():
+    t = task("*/5 * * * *").model_copy(update={"last_scheduled_for": datetime(2026, 3, 5, 10, 10, tzinfo=UTC)})
+    d = one_pass(t, None)
+    ((_, run),) = d.start
+    assert (run.scheduled_for.minute, run.catch_up) == (30, False)
+    (missed,) = d.missed
+    assert (missed.count, missed.reason, missed.action) == (3, TOO_BUSY, "recorded")
+    assert d.runs[0].reason == "kairosd was too busy to fire on time (3 fires recorded)"
+
+
+def test_a_late_loop_ignores_catch_up_policy():
+    d = one_pass(hourly(CatchUp.SKIP), None)
+    assert len(d.start) == 1
+    assert d.missed[0].count == 71
+
+
+def test_paused_tasks_and_tasks_with_nothing_due_are_left_alone():
+    paused = hourly(CatchUp.ALL).model_copy(update={"paused": True})
+    idle = task("0 12 * * *").model_copy(update={"last_scheduled_for": datetime(2026, 3, 4, 12, tzinfo=UTC)})
+    due = [due_slots(t, t.last_scheduled_for or t.created_at, NOW, LIMITS.grace) for t in (paused, idle)]
+    assert decide(due, NOW, NOT_RUNNING, LIMITS, InFlight()) == Decision()
+
+
+# ---- overlap ----------------------------------------------------------------
+
+
+def minutely(overlap: Overlap) -> Task:
+    return task("* * * * *", overlap=overlap).model_copy(update={"last_scheduled_for": NOW - timedelta(minutes=1)})
+
+
+def test_overlap_skip_skips_a_fire_while_the_previous_run_goes():
+    t = minutely(Overlap.SKIP)
+    d = one_pass(t, None, in_flight=InFlight(running={t.id: "r123"}))
+    assert d.start == []
+    assert d.queue == []
+    (run,) = d.runs
+    assert (run.outcome, run.finished_at) == (Outcome.SKIPPED, NOW)
+    assert run.reason == "the previous run (r123) was still going (overlap=skip)"
+    # The slot is handled all the same: it is not tried again.
+    assert [(a.fire.scheduled_for, a.fired) for a in d.advances] == [(NOW, True)]
+
+
+def test_overlap_skip_does_not_apply_to_other_tasks():
+    t = minutely(Overlap.SKIP)
+    d = one_pass(t, None, in_flight=InFlight(running={"another": "r123"}))
+    assert len(d.start) == 1
+
+
+def test_a_task_started_earlier_in_the_same_pass_counts_as_running():
+    t = minutely(Overlap.SKIP)
+    due = due_slots(t, NOW - timedelta(minutes=1), NOW, LIMITS.grace)
+    d = decide([due, due], NOW, None, LIMITS, InFlight())
+    assert len(d.start) == 1
+    assert d.runs[1].reason == "the previous run (starting) was still going (overlap=skip)"
+
+
+def test_overlap_queue_queues_a_fire_behind_the_running_one():
+    t = minutely(Overlap.QUEUE)
+    d = one_pass(t, None, in_flight=InFlight(running={t.id: "r123"}, queued={t.id: 9}))
+    ((_, run),) = d.queue
+    assert (run.outcome, run.reason) == (Outcome.QUEUED, "waiting for the previous run of this task")
+    assert d.start == []
+
+
+def test_overlap_queue_skips_a_fire_once_the_queue_is_full():
+    t = minutely(Overlap.QUEUE)
+    d = one_pass(t, None, in_flight=InFlight(running={t.id: "r123"}, queued={t.id: 10}))
+    assert d.queue == []
+    (run,) = d.runs
+    assert (run.outcome, run.reason) == (Outcome.SKIPPED, "10 runs already queued behind the running one")
+
+
+def test_catch_up_fires_count_against_the_queue_limit():
+    d = one_pass(hourly(CatchUp.ALL), limits=Limits(grace=timedelta(days=7), catch_up_max=5, queue_limit=2))
+    assert len(d.start) == 1
+    assert len(d.queue) == 2
+    skipped = [r for r in d.runs if r.outcome is Outcome.SKIPPED]
+    assert [r.reason for r in skipped] == ["2 runs already queued behind the running one"] * 2
+
+
+def test_catch_up_fires_of_an_overlap_skip_task_queue_rather_than_skip_each_other():
+    d = one_pass(hourly(CatchUp.ALL, overlap=Overlap.SKIP), limits=Limits(timedelta(days=7), 3, 10))
+    assert len(d.start) == 1
+    assert len(d.queue) == 2
+
+
+def test_a_catch_up_fire_of_a_busy_overlap_skip_task_is_skipped():
+    t = hourly(CatchUp.ONCE, overlap=Overlap.SKIP)
+    d = one_pass(t, in_flight=InFlight(running={t.id: "r9"}))
+    assert [r.outcome for r in d.runs] == [Outcome.MISSED, Outcome.SKIPPED]
+
+
+# ---- manual fires -----------------------------------------------------------
+
+
+def test_fire_now_starts_a_manual_run_and_leaves_the_anchor():
+    t = task("0 12 * * *")
+    d, run = fire_now(t, NOW, LIMITS, InFlight())
+    assert d.start == [(t, run)]
+    assert (run.manual, run.catch_up, run.scheduled_for, run.planned_for, run.late_by_s) == (True, False, NOW, NOW, 0)
+    assert d.advances == []
+
+
+def test_fire_now_follows_the_overlap_rule():
+    t = task("0 12 * * *")
+    d, run = fire_now(t, NOW, LIMITS, InFlight(running={t.id: "r1"}))
+    assert run.outcome is Outcome.SKIPPED
+    assert d.runs == [run]
+
+
+# ---- after a fire -----------------------------------------------------------
+
+
+def test_advanced_moves_the_anchor_and_stamps_only_real_fires():
+    t = hourly(CatchUp.ONCE)
+    fire = Fire(datetime(2026, 3, 5, 10, tzinfo=UTC), datetime(2026, 3, 5, 10, tzinfo=UTC))
+    kept, removal = advanced(t, fire, NOW, fired=True)
+    assert (kept.last_scheduled_for, kept.last_fired_at, removal) == (fire.scheduled_for, NOW, None)
+    missed, removal = advanced(t, fire, NOW, fired=False)
+    assert (missed.last_fired_at, removal) == (None, None)
+
+
+def test_advanced_removes_a_handled_one_shot_fired_or_not():
+    t = task(at=NOW)
+    assert advanced(t, Fire(NOW, NOW), NOW, fired=True)[1] == "one-shot done"
+    assert advanced(t, Fire(NOW, NOW), NOW, fired=False)[1] == "one-shot done"
+
+
+def test_advanced_expires_a_task_at_its_first_fire_past_the_expiry():
+    t = task("0 11 * * *", created_by=CreatedBy.MCP, created_at=datetime(2026, 3, 1, 12, tzinfo=UTC))
+    assert t.expires_after_days == 7
+    before = datetime(2026, 3, 8, 11, tzinfo=UTC)
+    after = datetime(2026, 3, 9, 11, tzinfo=UTC)
+    assert advanced(t, Fire(before, before), before, fired=True)[1] is None
+    assert advanced(t, Fire(after, after), after, fired=False)[1] is None  # a miss does not expire it
+    assert advanced(t, Fire(after, after), after, fired=True)[1] == "expired"
+    assert advanced(t.model_copy(update={"permanent": True}), Fire(after, after), after, fired=True)[1] is None
