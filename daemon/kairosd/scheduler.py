@@ -1,8 +1,9 @@
 """The scheduler: the loop that fires tasks on time, records every run, hands fires to targets.
 
 What to do with due and missed fires (catch-up, grace window, overlap) is
-decided in :mod:`kairosd.firing`, which is pure; this module keeps the plan,
-sleeps and wakes, records decisions and runs the deliveries.
+decided in :mod:`kairosd.firing`, which is pure; deliveries run in
+:mod:`kairosd.dispatch`. This module keeps the plan, sleeps and wakes, records
+each decision and keeps the store's anchors in step with the run ledger.
 
 How it keeps time:
 
@@ -41,20 +42,19 @@ import contextlib
 import heapq
 import itertools
 import logging
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from kairosd.clock import Clock
-from kairosd.delivery.base import Delivery, Job, Result
+from kairosd.delivery.base import Delivery
+from kairosd.dispatch import Dispatcher
 from kairosd.errors import StoreError, UsageError
 from kairosd.events import EventBus
 from kairosd.firing import (
     NOT_RUNNING,
     Decision,
-    InFlight,
     Limits,
     advanced,
     clock_jump_reason,
@@ -110,10 +110,10 @@ class Scheduler:
         self._heap: list[tuple[datetime, int, str]] = []
         self._next: dict[str, Fire] = {}
         self._seq = itertools.count()
-        self._running: dict[str, str] = {}  # task id -> run id in flight
-        self._queues: dict[str, deque[Run]] = {}
-        self._inflight: set[asyncio.Task[None]] = set()
-        self._sem = asyncio.Semaphore(self.config.max_concurrent)
+        self._dispatch = Dispatcher(
+            book, ledger, self.deliveries, clock, events, self.config.max_concurrent, self._write_failed
+        )
+        self._running = self._dispatch.running  # task id -> run id in flight (the service reads it)
         self._wake = asyncio.Event()
         self._last: tuple[datetime, float] | None = None
         self._started = False
@@ -339,7 +339,7 @@ class Scheduler:
         grace = self.config.catch_up_grace
         due = [due_slots(task, self._anchor(task), now, grace) for task in tasks if not task.paused]
         due = [item for item in due if item.slots]
-        decision = decide(due, now, missed_reason, self._limits, self._in_flight())
+        decision = decide(due, now, missed_reason, self._limits, self._dispatch.in_flight())
         for record in decision.missed:
             # Told before recording: a pass the run ledger refuses is decided, and told, again next tick.
             self.events.publish("missed", **record.model_dump(mode="json"))
@@ -350,9 +350,6 @@ class Scheduler:
                 self.unschedule(item.task.id)
             else:
                 self.schedule(current)
-
-    def _in_flight(self) -> InFlight:
-        return InFlight(self._running, {task_id: len(queue) for task_id, queue in self._queues.items() if queue})
 
     def _apply_advance(self, task: Task, fire: Fire, now: datetime, fired: bool) -> None:
         """Move the task's anchor past ``fire``; remove one-shots and expired tasks."""
@@ -401,10 +398,13 @@ class Scheduler:
         if decision.advances:
             self._persist()
         for task, run in decision.queue:
-            self._queues.setdefault(task.id, deque()).append(run)
+            self._dispatch.enqueue(task, run)
         for task, run in decision.start:
-            self._start(task, run)
+            self._dispatch.start(task, run)
         return True
+
+    def _write_failed(self, error: str) -> None:
+        self.write_error = error
 
     def _persist(self) -> None:
         """Write the book in the background, within ``persist_delay_s``; failures are the book's to report.
@@ -441,101 +441,13 @@ class Scheduler:
             # Everything is in the store now: the ledger's copy of these anchors is no longer needed.
             self._handled.clear()
 
-    def _start(self, task: Task, run: Run) -> None:
-        self._running[task.id] = run.run_id
-        self.events.publish(
-            "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
-        )
-        job = Job(
-            run_id=run.run_id,
-            task_id=task.id,
-            task_name=task.name,
-            prompt=task.prompt,
-            target=task.target.model_dump(mode="json"),
-            scheduled_for=run.scheduled_for,
-            planned_for=run.planned_for,
-            late_by_s=run.late_by_s,
-            catch_up=run.catch_up,
-            meta=dict(task.meta),
-            overlap=task.overlap.value,
-        )
-        handle = asyncio.ensure_future(self._deliver(task, run, job))
-        self._inflight.add(handle)
-        handle.add_done_callback(self._inflight.discard)
-
-    async def _deliver(self, task: Task, run: Run, job: Job) -> None:
-        delivery = self.deliveries.get(str(job.target.get("kind")))
-        try:
-            if delivery is None:
-                result = Result("failed", reason=f"no delivery target of kind {job.target.get('kind')!r}")
-            else:
-                async with self._sem:
-                    result = await delivery.deliver(job)
-        except asyncio.CancelledError:
-            result = Result("failed", reason="kairosd stopped before the target confirmed delivery")
-            await self._finish(task, run, result)
-            raise
-        except Exception as exc:  # a target bug must not stop the scheduler
-            log.exception("delivery of run %s failed", run.run_id)
-            result = Result("failed", reason=f"target error: {exc}")
-        await self._finish(task, run, result)
-
-    async def _finish(self, task: Task, run: Run, result: Result) -> None:
-        now = self.clock.now()
-        # "pending": the target holds the prompt durably and settles the run itself later (a live
-        # session's hook confirms it). The run is recorded queued and, like a finished one, frees
-        # its concurrency slot and the task's overlap mark: a session may take hours to reach its
-        # next turn, and holding either that long would stall other tasks and this task's own fires.
-        # The target applies the task's overlap policy to the runs it holds (Job.overlap).
-        pending = result.outcome == "pending"
-        done = run.model_copy(
-            update={
-                "started_at": result.started_at or run.dispatched_at,
-                "finished_at": None if pending else (result.finished_at or now),
-                "outcome": Outcome.QUEUED if pending else Outcome(result.outcome),
-                "reason": result.reason,
-                "output_path": result.output_path,
-                "exit_code": result.exit_code,
-                "awaiting": str(run.target.get("kind")) if pending else None,
-            }
-        )
-        try:
-            await asyncio.to_thread(self.ledger.record, done)
-        except OSError as exc:
-            # The run stays in flight in the ledger; after a restart it reads as interrupted, never delivered.
-            self.write_error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
-            log.error("%s; the outcome of run %s (%s) is not recorded", self.write_error, run.run_id, done.outcome)
-        finally:
-            if self._running.get(task.id) == run.run_id:
-                del self._running[task.id]
-            self.events.publish(
-                "run_pending" if pending else "run_finished",
-                run_id=run.run_id,
-                task_id=task.id,
-                outcome=done.outcome,
-                reason=done.reason,
-                exit_code=done.exit_code,
-            )
-        queue = self._queues.get(task.id)
-        if queue and task.id not in self._running:
-            queued = queue.popleft()
-            latest = self.book.find(task.id) or task
-            started = queued.model_copy(update={"dispatched_at": self.clock.now(), "outcome": None, "reason": None})
-            try:
-                await asyncio.to_thread(self.ledger.record, started)
-            except OSError as exc:
-                self.write_error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
-                log.error("%s; queued run %s of task %s not started", self.write_error, started.run_id, task.id)
-                return
-            self._start(latest, started)
-
     # ---- commands -------------------------------------------------------
 
     async def run_now(self, task_id: str) -> Run:
         """Fire ``task_id`` now, outside its schedule (the schedule is unchanged)."""
         task = self.book.get(task_id)
         now = self.clock.now()
-        decision, run = fire_now(task, now, self._limits, self._in_flight())
+        decision, run = fire_now(task, now, self._limits, self._dispatch.in_flight())
         if not await self._commit(decision):
             raise StoreError(self.write_error or "the run could not be recorded")
         return run
@@ -546,11 +458,12 @@ class Scheduler:
         deadline = None if timeout is None else loop.time() + timeout
         if self._persisting:
             self._flush.set()
-        while self._inflight or self._persisting:
+        inflight = self._dispatch.inflight
+        while inflight or self._persisting:
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 return False
-            await asyncio.wait(self._inflight | self._persisting, timeout=remaining)
+            await asyncio.wait(inflight | self._persisting, timeout=remaining)
         return True
 
     async def shutdown(self, grace_s: float) -> None:
@@ -559,17 +472,9 @@ class Scheduler:
             for delivery in self.deliveries.values():
                 await delivery.close()
             if not await self.drain(2.0):
-                for handle in list(self._inflight):
-                    handle.cancel()
-                await asyncio.gather(*self._inflight, return_exceptions=True)
+                await self._dispatch.cancel()
         # Queued runs will not run now; say so rather than leave them "queued".
-        now = self.clock.now()
-        dropped = [
-            run.model_copy(update={"outcome": Outcome.SKIPPED, "finished_at": now, "reason": "kairosd stopped"})
-            for queue in self._queues.values()
-            for run in queue
-        ]
-        self._queues.clear()
+        dropped = self._dispatch.drop_queued(self.clock.now())
         if dropped:
             await asyncio.to_thread(self.ledger.record_many, dropped)
         for delivery in self.deliveries.values():
@@ -583,7 +488,7 @@ class Scheduler:
             "tasks": len(self.book),
             "paused": sum(1 for t in self.book if t.paused),
             "running": len(self._running),
-            "queued": sum(len(q) for q in self._queues.values()),
+            "queued": self._dispatch.queued(),
             "next_fire": None
             if upcoming is None
             else {"task_id": upcoming[0], "planned_for": upcoming[1].planned_for.isoformat()},
