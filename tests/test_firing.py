@@ -76,8 +76,65 @@ def test_due_slots_are_the_fires_after_the_anchor_up_to_now_oldest_first():
 def test_due_slots_start_at_the_grace_window_and_say_older_ones_were_left_out():
     due = due_slots(hourly(CatchUp.ALL), THREE_DAYS_AGO, NOW, timedelta(days=1))
     assert due.truncated is True
-    assert due.slots[0].scheduled_for == datetime(2026, 3, 4, 11, tzinfo=UTC)
-    assert len(due.slots) == 24
+    # The newest slot before the window stands for the ones left out; then the window's own.
+    assert due.slots[0].scheduled_for == datetime(2026, 3, 4, 10, tzinfo=UTC)
+    assert due.slots[1].scheduled_for == datetime(2026, 3, 4, 11, tzinfo=UTC)
+    assert len(due.slots) == 25
+
+
+def monthly(catch_up: CatchUp, anchor: datetime) -> Task:
+    return task("0 9 1 * *", catch_up=catch_up).model_copy(update={"last_scheduled_for": anchor})
+
+
+@pytest.mark.parametrize("catch_up", list(CatchUp))
+def test_a_task_with_no_slot_inside_the_window_records_the_older_miss_and_moves_on(catch_up: CatchUp):
+    """Monthly, last handled Jan 1, now Feb 20 (window 7 days): Feb 1 was missed and is not in the
+    window. Before, nothing was due inside it, so the anchor never moved and the task never fired again."""
+    now = datetime(2026, 2, 20, 12, tzinfo=UTC)
+    t = monthly(catch_up, datetime(2026, 1, 1, 9, tzinfo=UTC))
+    due = due_slots(t, datetime(2026, 1, 1, 9, tzinfo=UTC), now, LIMITS.grace)
+    assert [f.scheduled_for for f in due.slots] == [datetime(2026, 2, 1, 9, tzinfo=UTC)]
+    assert due.truncated is True
+    decision = one_pass(t, now=now)
+    assert decision.start == []
+    (missed,) = decision.missed
+    assert missed.scheduled_for == datetime(2026, 2, 1, 9, tzinfo=UTC)
+    assert "misses before 2026-02-01T09:00:00+00:00 are not counted" in missed.reason
+    assert {a.fire.scheduled_for for a in decision.advances} == {datetime(2026, 2, 1, 9, tzinfo=UTC)}
+    moved, removed = advanced(t, decision.advances[-1].fire, now, fired=False)
+    assert removed is None
+    assert due_slots(moved, datetime(2026, 2, 1, 9, tzinfo=UTC), now, LIMITS.grace).slots == []  # next: Mar 1
+
+
+def test_the_older_miss_of_a_task_with_a_slot_inside_the_window_is_recorded_and_the_slot_fires():
+    t = monthly(CatchUp.ONCE, datetime(2026, 1, 1, 9, tzinfo=UTC))
+    decision = one_pass(t)  # now Mar 5: Feb 1 before the window, Mar 1 inside it
+    assert [run.scheduled_for for _, run in decision.start] == [datetime(2026, 3, 1, 9, tzinfo=UTC)]
+    (missed,) = decision.missed
+    assert missed.scheduled_for == datetime(2026, 2, 1, 9, tzinfo=UTC)
+
+
+def test_catch_up_all_records_the_misses_older_than_the_window_even_when_it_fires_every_one_inside():
+    """Daily, down 30 days, catch_up=all with room for 10: the 7 fires inside the window go out, and the
+    older misses are recorded (before, they vanished without a trace)."""
+    t = task("0 9 * * *", catch_up=CatchUp.ALL).model_copy(
+        update={"last_scheduled_for": datetime(2026, 2, 3, 9, tzinfo=UTC)}
+    )
+    decision = one_pass(t)
+    assert len(decision.start) + len(decision.queue) == 7
+    (missed,) = decision.missed
+    assert missed.scheduled_for == datetime(2026, 2, 26, 9, tzinfo=UTC)  # the newest before the window
+    assert "are not counted" in missed.reason
+
+
+def test_a_task_far_behind_without_a_reason_follows_catch_up_rather_than_firing_weeks_late():
+    """An imported task (anchor: its creation weeks ago) seen by a pass with no missed reason:
+    its old fire is recorded as missed, not sent as if the loop were merely late."""
+    t = monthly(CatchUp.ONCE, datetime(2026, 1, 1, 9, tzinfo=UTC))
+    decision = one_pass(t, reason=None, now=datetime(2026, 2, 20, 12, tzinfo=UTC))
+    assert decision.start == []
+    (missed,) = decision.missed
+    assert missed.reason.startswith(firing.BEHIND)
 
 
 def test_due_slots_keep_only_the_newest_max_slots(monkeypatch: pytest.MonkeyPatch):
@@ -130,13 +187,14 @@ def test_catch_up_once_fires_the_latest_miss_and_records_the_rest():
     assert [(a.fire.scheduled_for.hour, a.fired) for a in d.advances] == [(9, False), (10, True)]
 
 
-def test_catch_up_once_counts_only_the_misses_within_the_grace_window():
+def test_catch_up_once_counts_the_misses_within_the_grace_window_and_the_newest_before_it():
     limits = Limits(grace=timedelta(hours=2, minutes=40), catch_up_max=10, queue_limit=10)
     d = one_pass(hourly(CatchUp.ONCE), limits=limits)
     assert hours([r for _, r in d.start]) == [(5, 10)]
     (missed,) = d.missed
-    assert (missed.count, missed.first_scheduled_for) == (2, datetime(2026, 3, 5, 8, tzinfo=UTC))
-    assert missed.reason == NOT_RUNNING + "; misses before 2026-03-05T08:00:00+00:00 are not counted"
+    # 07:00 (before the window, standing for the older ones), 08:00 and 09:00.
+    assert (missed.count, missed.first_scheduled_for) == (3, datetime(2026, 3, 5, 7, tzinfo=UTC))
+    assert missed.reason == NOT_RUNNING + "; misses before 2026-03-05T07:00:00+00:00 are not counted"
 
 
 def test_catch_up_all_fires_at_most_catch_up_max_one_after_another():

@@ -441,3 +441,28 @@ def test_a_run_is_recorded_before_the_target_answers(tmp_path):
         await h.sched.drain(5)
 
     run(main())
+
+
+def test_a_task_rarer_than_the_catch_up_window_is_planned_again_after_a_long_stop(tmp_path):
+    """Monthly, last handled Jan 1, kairosd back on Feb 20 (7-day window): the Feb 1 miss is recorded
+    and the task is planned for Mar 1, where it fires. Before, it dropped out of the plan for good."""
+
+    async def main():
+        t = task("0 9 1 * *", created_at=datetime(2025, 12, 1, tzinfo=UTC)).model_copy(
+            update={"last_scheduled_for": datetime(2026, 1, 1, 9, tzinfo=UTC)}
+        )
+        back = datetime(2026, 2, 20, 12, tzinfo=UTC)
+        h = Harness(tmp_path, [t], FakeClock(back))
+        await h.start()
+        (missed,) = h.missed.list()
+        assert missed.scheduled_for == datetime(2026, 2, 1, 9, tzinfo=UTC)
+        planned = h.sched.planned(t.id)
+        assert planned is not None
+        assert planned.scheduled_for == datetime(2026, 3, 1, 9, tzinfo=UTC)
+        await h.at(datetime(2026, 3, 1, 9, 0, 1, tzinfo=UTC))
+        assert [(r.scheduled_for.month, r.outcome) for r in h.runs(t.id)] == [
+            (2, Outcome.MISSED),
+            (3, Outcome.DELIVERED),
+        ]
+
+    run(main())

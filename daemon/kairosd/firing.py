@@ -17,7 +17,11 @@ The rules decided here:
   cases only if planned within the grace window; a one-shot fires if its
   policy allows and it is within the window, else it is recorded (``surface``:
   surfaced to the user). Misses older than the window are summarised, not
-  listed.
+  listed: the newest of them stands for all (so a task whose fires are rarer
+  than the window still moves past them and is planned again).
+* A recurring task whose last handled fire is older than the window (an
+  imported task, say) follows the same catch-up rules even when the loop was
+  not late: a fire weeks old is never sent as if it were merely late.
 * Fires missed because the loop was late (too busy) are recorded; only the
   latest fires.
 * A fire that comes while the task's previous run is still going is skipped
@@ -46,6 +50,9 @@ MAX_SLOTS = 20_000
 # Why fires were missed (the start of MissedRecord.reason and of the missed run's reason).
 NOT_RUNNING = "kairosd was not running"
 TOO_BUSY = "kairosd was too busy to fire on time"
+BEHIND = "the fires were older than the catch-up window"
+# How far before the catch-up window due_slots walks looking for the newest missed fire there.
+OLDER_SCAN = 1_000
 
 
 def clock_jump_reason(drift_s: float) -> str:
@@ -110,11 +117,18 @@ def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta) -> 
 
     A recurring task's slots older than the grace window are not enumerated,
     nor any beyond the newest :data:`MAX_SLOTS`; ``truncated`` then says so.
+    The newest slot before the window comes first and stands for those left
+    out: without it, a task with no slot inside the window would never move
+    its anchor past them (and would never be planned again).
     """
     horizon = now - grace
     truncated = anchor < horizon and task.recurring
     start = horizon if truncated else anchor
     slots: list[Fire] = []
+    if truncated:
+        older = _newest_up_to(task, anchor, horizon)
+        if older is not None:
+            slots.append(Fire(older, older))
     # Slots older than any jitter are due whatever it is: skip computing it (planned = scheduled).
     edge = now - parse_jitter(task.jitter).max_delay - timedelta(seconds=1)
     for scheduled in scheduled_after(task, start):
@@ -128,6 +142,19 @@ def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta) -> 
             slots.pop(0)
             truncated = True
     return Due(task, slots, truncated)
+
+
+def _newest_up_to(task: Task, anchor: datetime, horizon: datetime) -> datetime | None:
+    """The newest slot in (anchor, horizon], or the :data:`OLDER_SCAN`-th when there are more (the next
+    pass walks on from there)."""
+    newest = None
+    for count, scheduled in enumerate(scheduled_after(task, anchor), start=1):
+        if scheduled > horizon:
+            break
+        newest = scheduled
+        if count >= OLDER_SCAN:
+            break
+    return newest
 
 
 def decide(
@@ -149,8 +176,8 @@ def decide(
         task, slots = item.task, item.slots
         if task.paused or not slots:
             continue
-        if missed_reason is not None:
-            _catch_up(item, now, missed_reason, limits, in_flight, decision)
+        if missed_reason is not None or item.truncated:
+            _catch_up(item, now, missed_reason or BEHIND, limits, in_flight, decision)
         else:
             if len(slots) > 1:
                 _record_missed(task, slots[:-1], item.truncated, now, TOO_BUSY, "recorded", decision)
