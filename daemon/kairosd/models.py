@@ -191,6 +191,16 @@ def _aware_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def utc_or_none(value: datetime | None) -> datetime | None:
+    """A stored time in UTC (None stays None); ValueError for a naive one. Every record's times use this."""
+    return None if value is None else _aware_utc(value)
+
+
+def utc_fields(*names: str) -> Any:
+    """A pydantic field validator keeping the named time fields in UTC (naive times refused)."""
+    return field_validator(*names)(classmethod(lambda cls, value: utc_or_none(value)))
+
+
 class Task(BaseModel):
     """One scheduled prompt: a cron expression (recurring or one-shot) or an exact time."""
 
@@ -228,7 +238,7 @@ class Task(BaseModel):
     @field_validator("created_at", "last_fired_at", "last_scheduled_for", "at")
     @classmethod
     def _check_aware(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else _aware_utc(value)
+        return utc_or_none(value)
 
     @field_validator("tz")
     @classmethod

@@ -9,11 +9,13 @@ Must not import the store, the server or anything with I/O.
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
+
+from kairosd.models import utc_fields
 
 
 class Outcome(StrEnum):
@@ -26,14 +28,6 @@ class Outcome(StrEnum):
 
 def new_run_id() -> str:
     return "r" + secrets.token_hex(6)
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ValueError("timestamps must carry a UTC offset")
-    return value.astimezone(UTC)
 
 
 class Run(BaseModel):
@@ -62,9 +56,7 @@ class Run(BaseModel):
     # restart as queued; its target records the outcome.
     awaiting: str | None = None
 
-    _check = field_validator("scheduled_for", "planned_for", "dispatched_at", "started_at", "finished_at")(
-        classmethod(lambda cls, v: _utc(v))
-    )
+    _check = utc_fields("scheduled_for", "planned_for", "dispatched_at", "started_at", "finished_at")
 
 
 class MissedRecord(BaseModel):
@@ -88,7 +80,7 @@ class MissedRecord(BaseModel):
     reason: str  # "daemon was not running", "clock jumped (suspend?)", ...
     action: str  # "surfaced", "recorded", "caught up", ...
 
-    _check = field_validator("scheduled_for", "first_scheduled_for", "detected_at")(classmethod(lambda cls, v: _utc(v)))
+    _check = utc_fields("scheduled_for", "first_scheduled_for", "detected_at")
 
 
 class InboxItem(BaseModel):
@@ -107,4 +99,4 @@ class InboxItem(BaseModel):
     catch_up: bool = False
     acked_at: datetime | None = None
 
-    _check = field_validator("scheduled_for", "delivered_at", "acked_at")(classmethod(lambda cls, v: _utc(v)))
+    _check = utc_fields("scheduled_for", "delivered_at", "acked_at")

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import re
 import secrets
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kairosd.agents.base import PERMISSION_MODES, Permissions
+from kairosd.models import utc_fields
 
 RECORD_ID_RE = re.compile(r"^t[0-9a-f]{10}$")
 # Bounds on what one record keeps, so a chatty agent cannot grow the state without limit.
@@ -57,14 +58,6 @@ class ExecutionMode(StrEnum):
 def new_record_id() -> str:
     """``t`` and 10 hex digits: never confused with a scheduled task's 8-hex id."""
     return "t" + secrets.token_hex(5)
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ValueError("timestamps must carry a UTC offset")
-    return value.astimezone(UTC)
 
 
 class PermissionSet(BaseModel):
@@ -110,7 +103,7 @@ class Turn(BaseModel):
     session_id: str | None = None
     tool_calls: int = 0
 
-    _check = field_validator("queued_at", "started_at", "finished_at")(classmethod(lambda cls, v: _utc(v)))
+    _check = utc_fields("queued_at", "started_at", "finished_at")
 
 
 class ProgressInfo(BaseModel):
@@ -159,7 +152,7 @@ class TaskRecord(BaseModel):
     updated_at: datetime
     finished_at: datetime | None = None
 
-    _check = field_validator("created_at", "updated_at", "finished_at")(classmethod(lambda cls, v: _utc(v)))
+    _check = utc_fields("created_at", "updated_at", "finished_at")
 
     @field_validator("id")
     @classmethod
