@@ -57,7 +57,7 @@ def corrupt_copies(home: Home) -> list[Path]:
         ("a JSON list", lambda ok: b"[1, 2, 3]\n", "is not a JSON object"),
         ("a task of the wrong shape", lambda ok: b'{"schema_version": 2, "tasks": [{"id": 1}]}', "invalid tasks.0"),
         ("duplicate ids", lambda ok: _duplicate(ok), "duplicate task id"),
-        ("an impossible zone", lambda ok: ok.replace(b'"tz":"UTC"', b'"tz":"' + b"a" * 300 + b'"', 1), "cannot use"),
+        ("an impossible zone", lambda ok: ok.replace(b'"tz":"UTC"', b'"tz":"' + b"a" * 300 + b'"', 1), "unknown time"),
         ("a bad schema_version", lambda ok: b'{"schema_version": "two", "tasks": []}', "scheduled_tasks.json"),
     ],
 )

@@ -70,5 +70,5 @@ def test_store_with_an_unusable_zone_is_corrupt_not_a_crash(tmp_path: Path):
     path = tmp_path / "scheduled_tasks.json"
     task = {"id": "0000abcd", "prompt": "x", "cron": "0 9 * * *", "created_at": "2026-01-01T00:00:00Z"}
     path.write_text(json.dumps({"schema_version": 2, "tasks": [{**task, "tz": "a" * 300}]}))
-    with pytest.raises(StoreCorruptError, match="cannot use"):
+    with pytest.raises(StoreCorruptError, match="unknown time zone"):
         JsonStore(path, SystemClock()).load()
