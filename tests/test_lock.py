@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -261,3 +262,20 @@ def test_record_from_other_host(lock_path: Path, clock: FakeClock) -> None:
     lock.release()
     assert info is not None
     assert info.reason == "other_host"
+
+
+def test_held_lock_with_the_last_owners_record_does_not_name_the_dead_owner(lock_path: Path, clock: FakeClock) -> None:
+    """The holder took the kernel lock but has not replaced the record a dead owner left: the refusal
+    says the holder is starting, not that the dead pid is running (a race the racing-starts suite hit)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    _write_record(lock_path, dead.pid, time.time() - 60)
+    fd = os.open(lock_path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another open file description: StoreLock contends
+        with pytest.raises(LockHeldError) as info:
+            StoreLock(lock_path, clock).acquire()
+        assert "has not written its owner record yet" in str(info.value)
+        assert f"pid {dead.pid}" not in str(info.value)
+    finally:
+        os.close(fd)

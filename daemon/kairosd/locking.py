@@ -247,6 +247,9 @@ class StoreLock:
 
     def _held_error(self) -> LockHeldError:
         record = read_owner(self._path)
+        if record is not None and classify(record, socket.gethostname()) in ("dead", "reused_pid"):
+            # The record is the last owner's: the live holder took the lock and has not replaced it yet.
+            record = None
         if record is None:
             return LockHeldError(
                 f"another process holds {self._path} (it has not written its owner record yet); "
