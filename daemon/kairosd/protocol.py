@@ -27,8 +27,10 @@ Background task registry (``kairos task``; see :mod:`kairosd.registry.api`):
     GET    /v1/registry?status=S&parent=ID list background tasks, newest first
     POST   /v1/registry                    start one (body: StartRequest)
     GET    /v1/registry/{id}               one task with its turn history
-    GET    /v1/registry/{id}/wait?timeout=S&since_turn=N
-                                           long-poll until it settles (timeout at most REGISTRY_MAX_WAIT_S)
+    GET    /v1/registry/{id}/wait?timeout=S&since_turn=N&waiter=ID
+                                           long-poll until it settles (timeout at most REGISTRY_MAX_WAIT_S);
+                                           waiter: the asking task's KAIROS_TASK_ID, so a task waiting on
+                                           its own descendant lends it its concurrency slot meanwhile
     GET    /v1/registry/{id}/logs?offset=N a chunk of its log; &follow=1 streams JSON lines
     POST   /v1/registry/{id}/cancel        cancel it and every descendant
     POST   /v1/registry/{id}/send          body {"message": TEXT}: a follow-up turn of an idle agent task
