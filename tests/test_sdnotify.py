@@ -8,6 +8,7 @@ that order. Every wait is bounded; none is a blind sleep.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import shutil
@@ -24,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from kairosd.daemon import JournalFormatter, watchdog_pings
+from kairosd.daemon import JournalFormatter, _settle_memory_when, watchdog_pings
 from kairosd.sdnotify import (
     SYSTEMD_VARS,
     Notifier,
@@ -379,3 +380,26 @@ def _wait_for_log(path: Path, text: str, proc: subprocess.Popen[Any]) -> None:
         assert proc.poll() is None, path.read_text()
         assert time.monotonic() < deadline, f"no {text!r} in the log within {WAIT_S}s"
         time.sleep(0.05)
+
+
+def test_the_cycle_collector_comes_back_frozen_once_kairosd_answers() -> None:
+    """kairosd starts with the collector off; once ready it is on again and the start's survivors are
+    frozen (later collections skip the loaded tasks). Before ready, it stays off."""
+
+    async def main() -> None:
+        ready = asyncio.Event()
+        settle = asyncio.ensure_future(_settle_memory_when(ready))
+        await asyncio.sleep(0)
+        assert not gc.isenabled()
+        ready.set()
+        await asyncio.wait_for(settle, 5)
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        asyncio.run(main())
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        (gc.enable if was_enabled else gc.disable)()

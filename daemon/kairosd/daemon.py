@@ -396,10 +396,11 @@ async def _settle_memory_when(ready: asyncio.Event) -> None:
 
     What survived the start (modules, the loaded tasks) lives as long as the
     daemon, so it is frozen: later collections skip it, and an idle daemon with
-    10,000 tasks does not walk them all now and then.
+    10,000 tasks does not walk them all now and then. No collection first: it
+    would walk everything (~50 ms with 10,000 tasks) just as the first clients
+    are waiting, to free about a thousand start-up objects.
     """
     await ready.wait()
-    gc.collect()
     gc.freeze()
     gc.enable()
 
