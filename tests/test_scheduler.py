@@ -466,3 +466,32 @@ def test_a_task_rarer_than_the_catch_up_window_is_planned_again_after_a_long_sto
         ]
 
     run(main())
+
+
+def test_a_miss_is_told_once_after_it_is_recorded_even_when_the_ledger_refuses_at_first(tmp_path, monkeypatch):
+    """While the run ledger cannot be written no 'missed' event goes out (the pass is retried each
+    tick); once it is written, each recorded miss is told exactly once. Told before recording, the
+    same misses went out again at every refused tick (and each ran the scheduled_task_missed hooks)."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.SKIP)
+        h = Harness(tmp_path, [t], clock, store_retry_s=5.0)
+        real = h.ledger.record_many
+
+        def refuse(runs: Any) -> None:
+            raise OSError(30, "Read-only file system")
+
+        monkeypatch.setattr(h.ledger, "record_many", refuse)
+        await h.start()
+        for _ in range(3):
+            await h.at(h.clock.now() + timedelta(seconds=5))
+        assert h.sched.write_error is not None
+        assert [kind for kind, _ in h.seen if kind == "missed"] == []
+        monkeypatch.setattr(h.ledger, "record_many", real)
+        for _ in range(3):
+            await h.at(h.clock.now() + timedelta(seconds=5))
+        told = [data["id"] for kind, data in h.seen if kind == "missed"]
+        assert told
+        assert sorted(told) == sorted(m.id for m in h.missed.list())
+
+    run(main())

@@ -340,9 +340,6 @@ class Scheduler:
         due = [due_slots(task, self._anchor(task), now, grace) for task in tasks if not task.paused]
         due = [item for item in due if item.slots]
         decision = decide(due, now, missed_reason, self._limits, self._dispatch.in_flight())
-        for record in decision.missed:
-            # Told before recording: a pass the run ledger refuses is decided, and told, again next tick.
-            self.events.publish("missed", **record.model_dump(mode="json"))
         await self._commit(decision)
         for item in due:
             current = self.book.find(item.task.id)
@@ -390,6 +387,10 @@ class Scheduler:
             except OSError as exc:
                 # The run ledger has the misses too (as missed runs); this ledger is the summary.
                 log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
+        for record in decision.missed:
+            # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
+            # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
+            self.events.publish("missed", **record.model_dump(mode="json"))
         for task, fire, now, fired in decision.advances:
             known = self._handled.get(task.id)
             if known is None or known[0].scheduled_for < fire.scheduled_for:
