@@ -272,7 +272,7 @@ def test_a_missed_one_shot_is_recorded_not_fired(catch_up: CatchUp, action: str)
     assert (missed.count, missed.action, missed.schedule) == (1, action, t.at.isoformat())  # type: ignore[union-attr]
     assert d.runs[0].reason == f"kairosd was not running (1 fire {action})"
     # The anchor moves past it, so the task is done (advanced() then removes it).
-    assert [(a.fire.scheduled_for, a.fired) for a in d.advances] == [(NOW - timedelta(hours=1), False)] * 2
+    assert [(a.fire.scheduled_for, a.fired) for a in d.advances] == [(NOW - timedelta(hours=1), False)]
 
 
 def test_a_missed_one_shot_with_catch_up_once_fires_within_the_grace_window():
@@ -287,6 +287,34 @@ def test_a_missed_one_shot_older_than_the_grace_window_is_recorded():
     assert d.start == []
     (missed,) = d.missed
     assert (missed.action, missed.reason) == ("recorded", NOT_RUNNING)  # one-shots are never "truncated"
+
+
+def _cases() -> list[tuple[str, Task, str | None, datetime]]:
+    cases = []
+    for policy in CatchUp:
+        name = policy.value
+        cases += [
+            (f"one-shot-{name}", task(at=NOW - timedelta(hours=1), catch_up=policy), NOT_RUNNING, NOW),
+            (f"old-one-shot-{name}", task(at=NOW - timedelta(days=9), catch_up=policy), NOT_RUNNING, NOW),
+            (f"hourly-{name}", hourly(policy), NOT_RUNNING, NOW),
+            (f"hourly-jump-{name}", hourly(policy), clock_jump_reason(3600), NOW),
+            (f"hourly-late-{name}", hourly(policy), None, NOW),
+            (f"monthly-{name}", monthly(policy, datetime(2026, 1, 1, 9, tzinfo=UTC)), None, NOW),
+        ]
+    return cases
+
+
+@pytest.mark.parametrize(("t", "reason", "now"), [c[1:] for c in _cases()], ids=[c[0] for c in _cases()])
+def test_each_handled_slot_moves_the_anchor_once_and_the_last_move_is_the_newest_slot(
+    t: Task, reason: str | None, now: datetime
+):
+    """No slot is advanced past twice (a missed one used to be, by _catch_up and _record_missed both)."""
+    d = one_pass(t, reason, now=now)
+    moves = [(a.task.id, a.fire.scheduled_for) for a in d.advances]
+    assert moves
+    assert len(moves) == len(set(moves))
+    newest = max(r.scheduled_for for r in d.runs)
+    assert d.advances[-1].fire.scheduled_for == newest
 
 
 # ---- a late loop ------------------------------------------------------------

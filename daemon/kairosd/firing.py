@@ -217,8 +217,7 @@ def _catch_up(item: Due, now: datetime, reason: str, limits: Limits, in_flight: 
     if not task.recurring:
         if policy in (CatchUp.SURFACE, CatchUp.SKIP) or slots[-1].planned_for < grace_start:
             action = "surfaced" if policy is CatchUp.SURFACE else "recorded"
-            _record_missed(task, slots, truncated, now, reason, action, decision)
-            decision.advances.append(Advance(task, slots[-1], now, False))
+            _record_missed(task, slots, truncated, now, reason, action, decision)  # moves the anchor too
         else:
             _fire(task, slots[-1], now, limits, in_flight, decision, catch_up=True)
         return
@@ -227,13 +226,12 @@ def _catch_up(item: Due, now: datetime, reason: str, limits: Limits, in_flight: 
         to_fire = [f for f in slots[-1:] if f.planned_for >= grace_start]
     elif policy is CatchUp.ALL:
         to_fire = [f for f in slots[-limits.catch_up_max :] if f.planned_for >= grace_start]
-    missed = slots[: len(slots) - len(to_fire)]
+    missed = slots[: len(slots) - len(to_fire)]  # all of them when nothing fires
     if missed:
         action = {CatchUp.SURFACE: "surfaced", CatchUp.SKIP: "recorded"}.get(policy, "recorded")
         _record_missed(task, missed, truncated, now, reason, action, decision)
     if not to_fire:
-        decision.advances.append(Advance(task, slots[-1], now, False))
-        return
+        return  # every slot was missed: _record_missed moved the anchor past the last one
     for index, fire in enumerate(to_fire):
         # Catch-up fires of one task go one after another, never as a burst.
         _fire(task, fire, now, limits, in_flight, decision, catch_up=True, serial=index > 0)
