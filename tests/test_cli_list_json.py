@@ -1,0 +1,101 @@
+"""``kairos list --json`` end to end, byte for byte, on a fixed store.
+
+The daemon caches full task views and the CLI prints the document in one write;
+neither may change a byte of what a script reads. The expected documents in
+``tests/fixtures/list_json`` were written by the code before those changes
+(``KAIROS_WRITE_GOLDEN=1`` writes them again). Each is checked twice in a row,
+so the second answer comes from the daemon's caches, and again after changes
+that must invalidate them: a pause, a resume, a removal, and the clock passing
+planned fires that the (stopped) scheduler loop has not fired.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from session_support import Kairosd, hook_home
+
+from kairos.app import run
+
+GOLDEN = Path(__file__).parent / "fixtures" / "list_json"
+WRITE = os.environ.get("KAIROS_WRITE_GOLDEN") == "1"
+
+__all__ = ["hook_home"]  # the fixture `home`, used below
+
+TASKS: list[dict[str, Any]] = [
+    {"prompt": "summarise open PRs", "cron": "0 9 * * mon-fri", "tz": "Europe/Berlin", "name": "digest"},
+    {"prompt": "check the CI of this branch", "every": "90m", "tz": "UTC"},
+    {"prompt": "remind me to push", "in": "30m"},
+    {"prompt": "stand-up notes", "at": "2026-11-02T08:00:00+00:00", "target": {"kind": "inbox", "session": "work"}},
+    {"prompt": "run the migration dry-run", "cron": "30 12 * * *", "once": True, "tz": "America/New_York"},
+    {
+        "prompt": 'café ☕ "quoted"\nsecond line\ttab \\ backslash',
+        "cron": "*/15 * * * *",
+        "meta": {"k": "vä", "n": 1.5},
+    },
+    {"prompt": "x" * 450, "cron": "@daily", "jitter": "max:5m", "permanent": True},
+    {
+        "prompt": "write the summary",
+        "cron": "0 16 * * *",
+        "target": {"kind": "session", "project": "/tmp/proj", "fallback": "headless"},
+        "catch_up": "all",
+        "overlap": "queue",
+        "expires_after_days": 3,
+        "created_by": "mcp",
+    },
+    {"prompt": "hourly", "cron": "0 * * * *", "tz": "Asia/Kolkata"},
+    {"prompt": "to pause", "cron": "5 4 * * *"},
+]
+
+
+@pytest.fixture(name="kd")
+def fixed_kd(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kairosd]:
+    """The harness daemon with TASKS added under fixed ids (ids seed the jitter, so they must not be random)."""
+    ids = (f"{n:08x}" for n in itertools.count(0xA0))
+    monkeypatch.setattr("kairosd.models.new_task_id", lambda: next(ids))
+    daemon = Kairosd(home).start()
+    try:
+        for body in TASKS:
+            daemon.run(daemon.service.add(dict(body)))
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+def _list_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tty: bool) -> str:
+    with monkeypatch.context() as m:
+        m.setattr(sys.stdout, "isatty", lambda: tty)
+        code = run(["list", "--json"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    return out
+
+
+def _check(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, stage: str) -> None:
+    for tty in (False, True):
+        path = GOLDEN / f"{stage}{'.tty' if tty else ''}.json"
+        first = _list_json(capsys, monkeypatch, tty)
+        again = _list_json(capsys, monkeypatch, tty)
+        if WRITE:
+            path.parent.mkdir(exist_ok=True)
+            path.write_bytes(first.encode())
+        assert first == again
+        assert first.encode() == path.read_bytes(), f"kairos list --json differs from {path.name}"
+
+
+def test_list_json_is_byte_identical_through_cache_changes(kd, capsys, monkeypatch):
+    _check(capsys, monkeypatch, "1-added")
+    kd.run(kd.service.set_paused("000000a9", True))
+    kd.run(kd.service.remove(["000000a2"]))
+    _check(capsys, monkeypatch, "2-paused-removed")
+    # Past the first planned fires of several tasks; the scheduler loop is not running, so they stay due.
+    kd.clock.advance(2.5 * 3600)
+    _check(capsys, monkeypatch, "3-fires-due")
+    kd.run(kd.service.set_paused("000000a9", False))
+    _check(capsys, monkeypatch, "4-resumed")
