@@ -18,11 +18,8 @@ How it keeps time:
 * A fire is recorded in the run ledger (one small fsynced append) before it is
   handed to its target, so a crash can lose a delivery but never repeat one;
   the run then shows as failed ("interrupted"), never as delivered. The task's
-  new anchor goes to the store right after, in the background (group commit),
-  so a fire never waits for a rewrite of a store of 10,000 tasks. Until that
-  write is durable the ledger is the record: the loop plans from the later of
-  the two anchors, and :meth:`Scheduler.start` moves any anchor the store lost
-  in a crash up to the ledger's (write-ahead log style).
+  new anchor goes to the store right after, in the background: until then the
+  ledger is the record (:mod:`kairosd.anchors`).
 * When the run ledger cannot be written nothing fires (a fire that cannot be
   recorded could repeat); each tick, at least every ``store_retry_s``, tries
   again. When only the store cannot be written, fires still go out (the ledger
@@ -38,7 +35,6 @@ Must not import the server, the CLI, or concrete delivery targets.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import logging
@@ -47,25 +43,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from kairosd.anchors import Anchors
 from kairosd.clock import Clock
 from kairosd.delivery.base import Delivery
 from kairosd.dispatch import Dispatcher
 from kairosd.errors import StoreError, UsageError
 from kairosd.events import EventBus
-from kairosd.firing import (
-    NOT_RUNNING,
-    Decision,
-    Limits,
-    advanced,
-    clock_jump_reason,
-    decide,
-    due_slots,
-    fire_now,
-)
+from kairosd.firing import NOT_RUNNING, Decision, Limits, clock_jump_reason, decide, due_slots, fire_now
 from kairosd.ledger import MissedLedger, RunLedger
 from kairosd.models import Task
 from kairosd.plan import Fire, fire_for, scheduled_after
-from kairosd.records import Outcome, Run
+from kairosd.records import Run
 from kairosd.taskbook import TaskBook
 
 log = logging.getLogger(__name__)
@@ -121,27 +109,16 @@ class Scheduler:
         self.wakeups = 0
         # Why the last append to the run ledger failed; None when it works.
         self.write_error: str | None = None
-        # Anchors recorded in the run ledger that the store may not hold yet:
-        # task id -> (the fire handled, when, whether it fired). See _apply_advance.
-        self._handled: dict[str, tuple[Fire, datetime, bool]] = {}
-        self._persisting: set[asyncio.Task[None]] = set()
-        self._flush = asyncio.Event()  # set: write the book now rather than after persist_delay_s
         self._first_after: dict[tuple[str | None, datetime | None, str, datetime], datetime | None] = {}
-        self._persist_wanted = False
-        book.on_rollback.append(self._replan)
+        self._anchors = Anchors(book, ledger, events, self.config.persist_delay_s, self._replan)
 
     # ---- planning -------------------------------------------------------
-
-    def _anchor(self, task: Task) -> datetime:
-        anchor = task.last_scheduled_for or task.created_at
-        handled = self._handled.get(task.id)
-        return anchor if handled is None or handled[0].scheduled_for <= anchor else handled[0].scheduled_for
 
     def next_fire(self, task: Task) -> Fire | None:
         """The next planned fire of ``task`` after its anchor (None when paused or done)."""
         if task.paused:
             return None
-        anchor = self._anchor(task)
+        anchor = self._anchors.anchor(task)
         key = (task.cron, task.at, task.tz, anchor)
         try:
             scheduled = self._first_after[key]
@@ -170,24 +147,13 @@ class Scheduler:
             heapq.heappush(self._heap, (fire.planned_for, next(self._seq), task.id))
         self._wake.set()
 
-    def _replan(self, task_ids: set[str]) -> None:
-        """The book undid unsaved changes to these tasks (a failed write): plan them as they are now.
-
-        Anchors the run ledger already holds are applied again (they are durable
-        there and must never be fired twice); the next write takes them along.
-        """
-        for task_id in task_ids:
-            handled = self._handled.get(task_id)
-            task = self.book.find(task_id)
-            if handled is not None and task is not None:
-                fire, when, fired = handled
-                if fire.scheduled_for > (task.last_scheduled_for or task.created_at):
-                    self._apply_advance(task, fire, when, fired)
-                    task = self.book.find(task_id)
-            if task is None:
-                self.unschedule(task_id)
-            else:
-                self.schedule(task)
+    def _replan(self, task_id: str) -> None:
+        """Plan ``task_id`` as the book holds it now (after a pass, or a rolled-back store write)."""
+        task = self.book.find(task_id)
+        if task is None:
+            self.unschedule(task_id)
+        else:
+            self.schedule(task)
 
     def unschedule(self, task_id: str) -> None:
         self._next.pop(task_id, None)
@@ -206,7 +172,7 @@ class Scheduler:
         """Catch the store up with the run ledger, plan every task, and handle what was
         missed while kairosd was not running. Call after the ledger is loaded."""
         self._last = (self.clock.now(), self.clock.monotonic())
-        self._recover_anchors()
+        self._anchors.recover()
         now = self.clock.now()
         due: list[Task] = []
         planned = self._heap
@@ -229,25 +195,8 @@ class Scheduler:
                 current = self.book.find(task.id)
                 if current is not None:
                     self.schedule(current)
-        await self._persist_now()
+        await self._anchors.persist_now()
         self._started = True
-
-    def _recover_anchors(self) -> None:
-        """Apply anchors the run ledger has and the store lost (kairosd died before writing it)."""
-        latest = self.ledger.latest_scheduled()
-        recovered = 0
-        for task in self.book:
-            run = latest.get(task.id)
-            if run is None or run.scheduled_for <= (task.last_scheduled_for or task.created_at):
-                continue
-            fire = Fire(run.scheduled_for, run.planned_for)
-            when = run.dispatched_at or run.finished_at or run.planned_for
-            fired = run.outcome is not Outcome.MISSED
-            self._handled[task.id] = (fire, when, fired)
-            self._apply_advance(task, fire, when, fired)
-            recovered += 1
-        if recovered:
-            log.warning("%d task(s) had fires recorded in the run ledger but not in the store; caught up", recovered)
 
     def _detect_jump(self, now: datetime) -> float:
         mono = self.clock.monotonic()
@@ -275,7 +224,7 @@ class Scheduler:
         if self.disabled_reason is None:
             await self._pass(now, missed_reason=missed_reason)
         if self.book.error is not None:
-            self._persist()  # try the store again (at most every store_retry_s, see _sleep_for)
+            self._anchors.persist()  # try the store again (at most every store_retry_s, see _sleep_for)
         return self._sleep_for(self.clock.now())
 
     @property
@@ -337,30 +286,12 @@ class Scheduler:
         if tasks is None:
             tasks = self._pop_due(now)
         grace = self.config.catch_up_grace
-        due = [due_slots(task, self._anchor(task), now, grace) for task in tasks if not task.paused]
+        due = [due_slots(task, self._anchors.anchor(task), now, grace) for task in tasks if not task.paused]
         due = [item for item in due if item.slots]
         decision = decide(due, now, missed_reason, self._limits, self._dispatch.in_flight())
         await self._commit(decision)
         for item in due:
-            current = self.book.find(item.task.id)
-            if current is None:
-                self.unschedule(item.task.id)
-            else:
-                self.schedule(current)
-
-    def _apply_advance(self, task: Task, fire: Fire, now: datetime, fired: bool) -> None:
-        """Move the task's anchor past ``fire``; remove one-shots and expired tasks."""
-        current = self.book.find(task.id)
-        if current is None:
-            return
-        updated, removal = advanced(current, fire, now, fired)
-        if removal is None:
-            self.book.put(updated)
-            return
-        self.book.remove(task.id)
-        self.events.publish("task_removed", task_id=task.id, reason=removal)
-        if removal == "expired":
-            self.events.publish("expired", task_id=task.id, task_name=task.name)
+            self._replan(item.task.id)
 
     # ---- recording and delivering --------------------------------------
 
@@ -369,7 +300,7 @@ class Scheduler:
 
         False when the run ledger could not be written: then nothing was
         delivered and no anchor moved, so the same fires are due again at the
-        next tick. The store is written in the background (:meth:`_persist`).
+        next tick. The store is written in the background (:meth:`Anchors.persist`).
         """
         if decision.runs:
             try:
@@ -391,13 +322,7 @@ class Scheduler:
             # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
             # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
             self.events.publish("missed", **record.model_dump(mode="json"))
-        for task, fire, now, fired in decision.advances:
-            known = self._handled.get(task.id)
-            if known is None or known[0].scheduled_for < fire.scheduled_for:
-                self._handled[task.id] = (fire, now, fired)
-            self._apply_advance(task, fire, now, fired)
-        if decision.advances:
-            self._persist()
+        self._anchors.advance(decision.advances)
         for task, run in decision.queue:
             self._dispatch.enqueue(task, run)
         for task, run in decision.start:
@@ -406,41 +331,6 @@ class Scheduler:
 
     def _write_failed(self, error: str) -> None:
         self.write_error = error
-
-    def _persist(self) -> None:
-        """Write the book in the background, within ``persist_delay_s``; failures are the book's to report.
-
-        The run ledger already holds the fires, so the store may lag a little:
-        fires close together then share one write of the store.
-        """
-        self._persist_wanted = True
-        if self._persisting:
-            return  # the writer below loops until nothing more is wanted
-        handle = asyncio.ensure_future(self._persist_later())
-        self._persisting.add(handle)
-        handle.add_done_callback(self._persisting.discard)
-
-    async def _persist_later(self) -> None:
-        while self._persist_wanted:
-            if not self._flush.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._flush.wait(), self.config.persist_delay_s)
-            self._flush.clear()
-            self._persist_wanted = False
-            await self._persist_now()
-
-    async def _persist_now(self) -> None:
-        try:
-            if self.book.error is not None:
-                if not await self.book.retry():
-                    return  # still failing: the ledger holds the fires, and the next tick retries
-            else:
-                await self.book.commit()
-        except StoreError:
-            return  # logged by the book; the ledger holds the fires, and the next tick retries
-        if not self.book.dirty:
-            # Everything is in the store now: the ledger's copy of these anchors is no longer needed.
-            self._handled.clear()
 
     # ---- commands -------------------------------------------------------
 
@@ -457,14 +347,13 @@ class Scheduler:
         """Wait for in-flight deliveries (and what is queued behind them) and background writes."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        if self._persisting:
-            self._flush.set()
-        inflight = self._dispatch.inflight
-        while inflight or self._persisting:
+        self._anchors.flush()
+        inflight, writing = self._dispatch.inflight, self._anchors.writing
+        while inflight or writing:
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 return False
-            await asyncio.wait(inflight | self._persisting, timeout=remaining)
+            await asyncio.wait(inflight | writing, timeout=remaining)
         return True
 
     async def shutdown(self, grace_s: float) -> None:
