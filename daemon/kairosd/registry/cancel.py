@@ -1,0 +1,76 @@
+"""Cancelling a task tree: the task and every descendant still going, all at once.
+
+A turn in flight is stopped (its group: SIGTERM, then SIGKILL after the grace)
+and records its own end; a queued or idle task just ends ``cancelled``; a
+detached process (not a turn of the registry, but still its to stop) has its
+group stopped with the same checks as a leftover at start-up. While a cancel
+runs, its tasks cannot start children (:meth:`Cancels.pending`).
+
+Must not import the registry's use-cases (:mod:`~kairosd.registry.registry`),
+the scheduler or the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kairosd.errors import ConflictError
+from kairosd.registry import recovery
+from kairosd.registry.book import Book
+from kairosd.registry.model import TaskRecord, TaskStatus
+from kairosd.registry.turns import Turns
+
+# Named as before the registry was split into modules, so its log lines read as they did.
+log = logging.getLogger("kairosd.registry.registry")
+
+
+class Cancels:
+    def __init__(self, book: Book, turns: Turns, kill_grace_s: float) -> None:
+        self._book = book
+        self._turns = turns
+        self._kill_grace_s = kill_grace_s
+        self._pending: set[str] = set()
+
+    def pending(self, task_id: str) -> bool:
+        """Whether a cancel reaching ``task_id`` is under way."""
+        return task_id in self._pending
+
+    async def cancel(self, task_id: str) -> list[TaskRecord]:
+        """Cancel the task and every descendant still going; returns those it cancelled (the task first)."""
+        record = self._book.get(task_id)
+        if record.terminal:
+            raise ConflictError(f"task {task_id} is already {record.status.value}; there is nothing to cancel")
+        targets = [task_id, *self._descendants(task_id)]
+        self._pending.update(targets)
+        try:
+            await asyncio.gather(*(self._cancel_one(t) for t in targets))
+        finally:
+            self._pending.difference_update(targets)
+        log.info("cancelled task %s and %d descendant(s)", task_id, len(targets) - 1)
+        return [self._book.records[t] for t in targets]
+
+    def _descendants(self, task_id: str) -> list[str]:
+        found: list[str] = []
+        frontier = [task_id]
+        while frontier:
+            parent = frontier.pop()
+            for child in self._book.children(parent):
+                if child.id not in found and child.id != task_id:
+                    found.append(child.id)
+                    frontier.append(child.id)
+        return [t for t in found if not self._book.records[t].terminal]
+
+    async def _cancel_one(self, task_id: str) -> None:
+        book = self._book
+        if not await self._turns.cancel(task_id):  # no turn in flight
+            record = book.records[task_id]
+            if record.detached and record.status is TaskStatus.RUNNING:
+                # Not our turn, but still ours to stop: the same checks as a leftover (pid and start time).
+                await recovery.stop_leftover(record, self._kill_grace_s)
+            if not book.records[task_id].terminal:
+                await book.update(task_id, status=TaskStatus.CANCELLED, finished_at=book.clock.now())
+            return
+        if not book.records[task_id].terminal and not self._turns.in_flight(task_id):
+            # The turn ended on its own just as the cancel came; the task still ends cancelled.
+            await book.update(task_id, status=TaskStatus.CANCELLED, finished_at=book.clock.now())

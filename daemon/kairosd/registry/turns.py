@@ -1,0 +1,283 @@
+"""The turns of the registry's tasks: from the wait for a slot to the recorded end of the process.
+
+A turn waits for a slot (:class:`~kairosd.registry.slots.Slots`), is written
+durably as started, then runs its process (:class:`~kairosd.registry.runner.ProcessRun`)
+with the task's ``KAIROS_*`` environment. Each output line goes to the task log,
+to log followers and out as a ``task_notification``; what the adapter makes of
+it updates the progress (``task_progress``, in memory until the turn ends). The
+outcome (:mod:`~kairosd.registry.rules`) is recorded, then the slot and the
+turn are let go in one step. A turn is stopped by a cancel or at shutdown.
+
+Must not import the registry's use-cases (:mod:`~kairosd.registry.registry`),
+the scheduler or the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from kairosd.agents.base import AgentAdapter, Command
+from kairosd.registry import rules, tasklog
+from kairosd.registry.book import Book
+from kairosd.registry.follow import Followers
+from kairosd.registry.limits import Limits
+from kairosd.registry.model import MAX_LINE_CHARS, ProgressInfo, TaskRecord, TaskStatus, clip
+from kairosd.registry.runner import ProcessResult, ProcessRun, ProcessSpec
+from kairosd.registry.slots import Slots
+
+# Named as before the registry was split into modules, so its log lines read as they did.
+log = logging.getLogger("kairosd.registry.registry")
+
+
+@dataclass
+class _Live:
+    """A task with a turn in flight (queued or running)."""
+
+    command: Command
+    adapter: AgentAdapter | None
+    handle: asyncio.Task[None] | None = None
+    process: ProcessRun | None = None
+    cancel_requested: bool = False
+    stopping: bool = False
+    log_fd: int | None = None
+    seq: int = 0
+    tool_calls: int = 0  # this turn's
+    session_seen: str | None = None  # a session id an output line announced
+
+
+class Turns:
+    def __init__(
+        self,
+        book: Book,
+        slots: Slots,
+        limits: Limits,
+        followers: Followers,
+        environ: dict[str, str] | None,
+    ) -> None:
+        self._book = book
+        self._slots = slots
+        self._limits = limits
+        self._followers = followers
+        self._environ = environ
+        self._live: dict[str, _Live] = {}
+        self._tasks: set[asyncio.Task[None]] = set()  # turn coroutines, until their end is recorded
+
+    def in_flight(self, task_id: str) -> bool:
+        return task_id in self._live
+
+    def launch(self, task_id: str, command: Command, adapter: AgentAdapter | None) -> None:
+        book = self._book
+        if book.records[task_id].status is not TaskStatus.RUNNING:
+            return  # cancelled (with an ancestor) while its start or follow-up was being written
+        if book.closing:
+            # stop() began while the start was being written: it will not run, and says so.
+            error = "kairosd stopped before it started; it was not run"
+            book.apply(task_id, {"status": TaskStatus.INTERRUPTED, "queued": False, "error": error})
+            book.soon(book.save(task_id))
+            return
+        live = _Live(command, adapter)
+        self._live[task_id] = live
+        live.handle = asyncio.create_task(self._turn(task_id, live), name=f"kairos-task-{task_id}")
+        self._tasks.add(live.handle)
+        live.handle.add_done_callback(self._tasks.discard)
+        book.notify()
+
+    async def cancel(self, task_id: str) -> bool:
+        """Stop the turn in flight as cancelled and wait until its end is recorded; False if none."""
+        live = self._live.get(task_id)
+        if live is None:
+            return False
+        live.cancel_requested = True
+        await self._halt(live)
+        return True
+
+    async def stop(self) -> None:
+        """At shutdown: stop every turn in flight, then wait for all turns to record their end."""
+        lives = list(self._live.values())
+        if lives:
+            log.info("stopping %d background task(s) in flight", len(lives))
+        for live in lives:
+            live.stopping = True
+        await asyncio.gather(*(self._halt(live) for live in lives))
+        if self._tasks:  # turns that ended just before: let them record it
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _halt(self, live: _Live) -> None:
+        """Stop a turn in flight (its group: TERM, grace, KILL) and wait until it has recorded its end."""
+        if live.process is not None:
+            await live.process.stop()
+        elif live.handle is not None:
+            live.handle.cancel()  # still waiting for a slot
+        if live.handle is not None:
+            await asyncio.wait({live.handle})
+
+    async def _turn(self, task_id: str, live: _Live) -> None:
+        try:
+            await self._slots.acquire(task_id)
+        except asyncio.CancelledError:
+            # Only the registry cancels a turn, and only while it waits for a slot (cancel or stop).
+            outcome = rules.cut_short(cancelled=live.cancel_requested, when="while it waited for a slot")
+            await self._end(task_id, live, outcome, holding_slot=False)
+            return
+        record = self._book.records[task_id]
+        # No await between taking the slot and setting the process, so cancel() always finds one of the two.
+        live.process = ProcessRun(
+            self._process_spec(record, live.command),
+            functools.partial(self._on_line, task_id, live),
+            kill_grace_s=self._limits.kill_grace_s,
+            on_spawn=functools.partial(self._on_spawn, task_id),
+        )
+        ended = False
+        try:
+            try:
+                result = await self._run_process(task_id, live)
+                outcome = self._outcome(task_id, live, result)
+            except Exception:
+                log.exception("task %s: the turn failed inside kairosd", task_id)
+                outcome = {"ok": False, "status": TaskStatus.FAILED, "error": "internal error (see the kairosd log)"}
+            ended = True
+            await self._end(task_id, live, outcome, holding_slot=True)
+        finally:
+            if not ended:  # cancelled from outside the registry (event loop teardown)
+                self._let_go(task_id, live, holding_slot=True)
+                self._book.notify()
+
+    async def _run_process(self, task_id: str, live: _Live) -> ProcessResult:
+        assert live.process is not None
+        if live.cancel_requested or live.stopping:
+            await live.process.stop()  # cancelled between queue and slot: run() returns at once
+        record = self._book.records[task_id]
+        path = Path(record.log_path)
+        live.seq = await asyncio.to_thread(tasklog.count_lines, path)
+        try:
+            live.log_fd = tasklog.open_log(path)
+        except OSError as exc:
+            log.warning("task %s: cannot open its log %s: %s", task_id, path, exc)
+        turn = record.turns[-1]
+        started = self._book.clock.now()
+        self._log_line(task_id, live, "kairos", f"--- kairos: turn {turn.number} started {started.isoformat()} ---")
+        turns = [*record.turns[:-1], turn.model_copy(update={"started_at": started})]
+        # Durable before the process exists: a crash from here on leaves a record that says "running".
+        await self._book.update(task_id, queued=False, turns=turns)
+        return await live.process.run()
+
+    def _process_spec(self, record: TaskRecord, command: Command) -> ProcessSpec:
+        env = dict(os.environ if self._environ is None else self._environ)
+        env.update(command.env)
+        env.update(
+            {
+                "KAIROS_TASK_ID": record.id,
+                "KAIROS_TASK_DEPTH": str(record.depth),
+                "KAIROS_SESSION": record.session or "default",
+                # Lets kairos hooks in the command tell a process started by kairos from a user's own.
+                "KAIROS_SPAWNED": "1",
+            }
+        )
+        return ProcessSpec(command.argv, env, record.cwd, command.stdin, record.timeout_s)
+
+    def _on_spawn(self, task_id: str, pid: int) -> None:
+        started: float | None = None
+        with contextlib.suppress(psutil.Error):
+            started = psutil.Process(pid).create_time()
+        self._book.apply(task_id, {"pid": pid, "pid_started": started})
+        self._book.soon(self._book.save(task_id))
+
+    def _on_line(self, task_id: str, live: _Live, stream: str, line: str) -> None:
+        self._log_line(task_id, live, stream, line)
+        record = self._book.records[task_id]
+        progress = record.progress
+        parsed = None
+        if stream == "stdout" and live.adapter is not None:
+            try:
+                parsed = live.adapter.progress(line)
+            except Exception:
+                log.exception("task %s: the %s adapter failed on an output line", task_id, record.agent)
+        if parsed is not None:
+            if parsed.tool_call:
+                live.tool_calls += 1
+            if parsed.session_id:
+                live.session_seen = parsed.session_id
+            shown = parsed.text or progress.last_line
+            updated = ProgressInfo(
+                tool_calls=progress.tool_calls + (1 if parsed.tool_call else 0),
+                intent=clip(parsed.intent, MAX_LINE_CHARS) if parsed.intent else progress.intent,
+                last_line=clip(shown, MAX_LINE_CHARS),
+            )
+        elif stream == "stdout" and live.adapter is None:
+            updated = progress.model_copy(update={"last_line": clip(line, MAX_LINE_CHARS)})
+        else:
+            return
+        if updated != progress:
+            # In memory only: progress is saved with the turn's end, not on every line.
+            self._book.records[task_id] = record.model_copy(update={"progress": updated})
+            extra = {"tool": parsed.tool_call} if parsed is not None and parsed.tool_call else {}
+            self._book.events.publish(
+                "task_progress", task_id=task_id, session=record.session, **updated.model_dump(mode="json"), **extra
+            )
+
+    def _log_line(self, task_id: str, live: _Live, stream: str, line: str) -> None:
+        if live.log_fd is not None:
+            try:
+                tasklog.append_line(live.log_fd, line)
+            except OSError as exc:
+                log.warning("task %s: cannot write its log (%s); not logging this turn further", task_id, exc)
+                os.close(live.log_fd)
+                live.log_fd = None
+        item = {"seq": live.seq, "stream": stream, "line": line}
+        live.seq += 1
+        session = self._book.records[task_id].session
+        self._book.events.publish("task_notification", task_id=task_id, session=session, **item)
+        self._followers.tell(task_id, item)
+
+    def _outcome(self, task_id: str, live: _Live, result: ProcessResult) -> dict[str, Any]:
+        """How the turn ended: turn fields and the task's new status."""
+        if live.cancel_requested or live.stopping:
+            cut = rules.cut_short(cancelled=live.cancel_requested, when="while it ran")
+            return cut | {"exit_code": result.exit_code}
+        return rules.turn_outcome(
+            self._book.records[task_id],
+            result,
+            live.adapter,
+            tool_calls=live.tool_calls,
+            session_seen=live.session_seen,
+        )
+
+    async def _end(self, task_id: str, live: _Live, outcome: dict[str, Any], *, holding_slot: bool) -> None:
+        """Record the end of the current turn and the task's new status; let go of the turn."""
+        book = self._book
+        changes = rules.end_changes(book.records[task_id], outcome, book.clock.now(), live.tool_calls)
+        number, status = changes["turns"][-1].number, changes["status"]
+        self._log_line(task_id, live, "kairos", f"--- kairos: turn {number} ended: {rules.summary(outcome)} ---")
+        try:
+            # In memory, the slot and the live entry go in one step (no await in between), so whoever
+            # a wait() wakes sees the turn fully over: no slot held, a send() may start the next turn.
+            book.apply(task_id, changes, notify=False)
+        finally:
+            self._let_go(task_id, live, holding_slot=holding_slot)
+        log.info("task %s: turn %d ended, %s", task_id, number, status.value)
+        try:
+            await book.save(task_id)
+        except OSError:
+            log.exception("task %s: cannot record the end of its turn", task_id)
+        finally:
+            book.notify()  # waiters wake once the end is durable (or could not be made so)
+
+    def _let_go(self, task_id: str, live: _Live, *, holding_slot: bool) -> None:
+        """The turn is over: close its log, free its slot, forget it, end log followers."""
+        if live.log_fd is not None:
+            os.close(live.log_fd)
+            live.log_fd = None
+        if holding_slot:
+            self._slots.release(task_id)
+        if self._live.get(task_id) is live:
+            del self._live[task_id]
+        self._followers.tell(task_id, None)
