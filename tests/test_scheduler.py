@@ -495,3 +495,30 @@ def test_a_miss_is_told_once_after_it_is_recorded_even_when_the_ledger_refuses_a
         assert sorted(told) == sorted(m.id for m in h.missed.list())
 
     run(main())
+
+
+def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_first_pass(tmp_path, monkeypatch):
+    """catch_up=skip, down 3 days, the run ledger refusing at start: once it heals, the misses are
+    recorded as missed while kairosd was down and nothing fires. Before, the retried pass had lost
+    its reason, fired the latest slot half an hour late and filed the rest as 'too busy'."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.SKIP)
+        h = Harness(tmp_path, [t], clock, store_retry_s=5.0)
+        real = h.ledger.record_many
+
+        def refuse(runs: Any) -> None:
+            raise OSError(30, "Read-only file system")
+
+        monkeypatch.setattr(h.ledger, "record_many", refuse)
+        await h.start()
+        await h.at(h.clock.now() + timedelta(seconds=5))
+        monkeypatch.setattr(h.ledger, "record_many", real)
+        await h.at(h.clock.now() + timedelta(seconds=5))
+        runs = h.runs(t.id)
+        assert runs
+        assert all(r.outcome is Outcome.MISSED for r in runs)
+        assert all(r.reason.startswith("kairosd was not running") for r in runs)
+        assert h.delivery.jobs == []
+
+    run(main())

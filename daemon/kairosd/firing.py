@@ -163,21 +163,26 @@ def decide(
     missed_reason: str | None,
     limits: Limits,
     in_flight: InFlight,
+    pending: Mapping[str, str] | None = None,
 ) -> Decision:
     """Decide one pass over the due fires of several tasks.
 
     ``missed_reason`` is set when the fires were missed for a reason the user
     should know (kairosd was down, the clock jumped): they then follow each
     task's catch-up policy. Without it the loop was merely late, and only each
-    task's latest fire goes out. Paused tasks and tasks with nothing due are left alone.
+    task's latest fire goes out. ``pending`` (task id -> reason) keeps such a
+    reason for a task whose earlier pass could not be recorded: the same fires
+    are decided again, and they were no less missed. Paused tasks and tasks
+    with nothing due are left alone.
     """
     decision = Decision()
     for item in due:
         task, slots = item.task, item.slots
         if task.paused or not slots:
             continue
-        if missed_reason is not None or item.truncated:
-            _catch_up(item, now, missed_reason or BEHIND, limits, in_flight, decision)
+        reason = missed_reason or (pending or {}).get(task.id)
+        if reason is not None or item.truncated:
+            _catch_up(item, now, reason or BEHIND, limits, in_flight, decision)
         else:
             if len(slots) > 1:
                 _record_missed(task, slots[:-1], item.truncated, now, TOO_BUSY, "recorded", decision)

@@ -111,6 +111,8 @@ class Scheduler:
         self.write_error: str | None = None
         self._first_after: dict[tuple[str | None, datetime | None, str, datetime], datetime | None] = {}
         self._anchors = Anchors(book, ledger, events, self.config.persist_delay_s, self._replan)
+        # Why fires were missed, for tasks whose pass the run ledger refused (task id -> reason).
+        self._unrecorded: dict[str, str] = {}
 
     # ---- planning -------------------------------------------------------
 
@@ -157,6 +159,7 @@ class Scheduler:
 
     def unschedule(self, task_id: str) -> None:
         self._next.pop(task_id, None)
+        self._unrecorded.pop(task_id, None)
         self._wake.set()
 
     def planned(self, task_id: str) -> Fire | None:
@@ -288,10 +291,18 @@ class Scheduler:
         grace = self.config.catch_up_grace
         due = [due_slots(task, self._anchors.anchor(task), now, grace) for task in tasks if not task.paused]
         due = [item for item in due if item.slots]
-        decision = decide(due, now, missed_reason, self._limits, self._dispatch.in_flight())
-        await self._commit(decision)
+        pending = self._unrecorded
+        decision = decide(due, now, missed_reason, self._limits, self._dispatch.in_flight(), pending)
+        recorded = await self._commit(decision)
         for item in due:
-            self._replan(item.task.id)
+            task_id = item.task.id
+            reason = missed_reason or pending.get(task_id)
+            if recorded or reason is None:
+                pending.pop(task_id, None)
+            else:
+                # Decided again next tick: keep why these fires were missed, or they would pass as late.
+                pending[task_id] = reason
+            self._replan(task_id)
 
     # ---- recording and delivering --------------------------------------
 
