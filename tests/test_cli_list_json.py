@@ -99,3 +99,19 @@ def test_list_json_is_byte_identical_through_cache_changes(kd, capsys, monkeypat
     _check(capsys, monkeypatch, "3-fires-due")
     kd.run(kd.service.set_paused("000000a9", False))
     _check(capsys, monkeypatch, "4-resumed")
+
+
+def test_cached_views_follow_the_running_flag(kd):
+    """A task that starts or stops running is listed with its new flag, as an uncached view shows it."""
+
+    def listed() -> dict[str, bool]:
+        return {v["id"]: v["running"] for v in kd.call(kd.service.list_tasks)}
+
+    assert not any(listed().values())
+    # The dispatcher's in-flight map is what `running` reads; a real run would need a delivery that hangs.
+    kd.call(lambda: kd.scheduler._running.__setitem__("000000a1", "run-1"))
+    assert [k for k, v in listed().items() if v] == ["000000a1"]
+    fresh = kd.call(lambda: kd.service.view(kd.book.get("000000a1"), 1))
+    assert next(v for v in kd.call(kd.service.list_tasks) if v["id"] == "000000a1") == fresh
+    kd.call(lambda: kd.scheduler._running.pop("000000a1"))
+    assert not any(listed().values())

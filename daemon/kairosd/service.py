@@ -85,6 +85,7 @@ class Service:
         self.stop_requested = False
         self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
         self._summaries: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
+        self._views: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
 
     # ---- views ----------------------------------------------------------
 
@@ -97,6 +98,9 @@ class Service:
             fires = [planned]  # the scheduler already knows it: listing 10,000 tasks stays cheap
         else:
             fires = upcoming(task, now, count, after=task.last_scheduled_for)
+        return self._view(task, fires, task.id in self.scheduler._running)
+
+    def _view(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
         doc = dict(self._dump(task))
         doc["status"] = "paused" if task.paused else ("scheduled" if fires else "done")
         doc["schedule"] = task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None)
@@ -105,7 +109,28 @@ class Service:
             {"scheduled_for": f.scheduled_for.isoformat(), "planned_for": f.planned_for.isoformat()} for f in fires
         ]
         doc["planned_for"] = doc["next_fires"][0]["planned_for"] if fires else None
-        doc["running"] = task.id in self.scheduler._running
+        doc["running"] = running
+        return doc
+
+    def listed_view(self, task: Task, now: datetime) -> dict[str, Any]:
+        """``view(task, 1)``, as ``GET /tasks`` lists it: cached, since building 10,000 views is most of the call.
+
+        The view then depends only on the task object, its planned fire and whether it
+        runs, so a cached one is good while those three are the same (a task paused
+        or resumed is a new object; a re-planned fire is a new Fire). A fire that is
+        already due makes ``view`` ask the clock instead; those are never cached.
+        """
+        planned = None if task.paused else self.scheduler.planned(task.id)
+        if not task.paused and (planned is None or planned.planned_for <= now):
+            return self.view(task, 1)
+        running = task.id in self.scheduler._running
+        cached = self._views.get(task.id)
+        if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
+            return cached[2]
+        doc = self._view(task, [] if planned is None else [planned], running)
+        self._views[task.id] = (task, planned, doc)
+        if len(self._views) > 2 * len(self.book) + 1000:
+            self._views = {k: v for k, v in self._views.items() if k in self.book}
         return doc
 
     def _dump(self, task: Task) -> dict[str, Any]:
@@ -238,7 +263,11 @@ class Service:
         }
 
     def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
-        views = [self.summary(t) for t in self.book] if summary else [self.view(t, 1) for t in self.book]
+        if summary:
+            views = [self.summary(t) for t in self.book]
+        else:
+            now = self.clock.now()  # one instant for the whole list
+            views = [self.listed_view(t, now) for t in self.book]
         return sorted(views, key=lambda v: (v["planned_for"] is None, v["planned_for"] or "", v["id"]))
 
     def get(self, task_id: str) -> dict[str, Any]:
