@@ -115,3 +115,29 @@ def test_cached_views_follow_the_running_flag(kd):
     assert next(v for v in kd.call(kd.service.list_tasks) if v["id"] == "000000a1") == fresh
     kd.call(lambda: kd.scheduler._running.pop("000000a1"))
     assert not any(listed().values())
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_print_json_writes_what_json_dump_wrote(capsys, monkeypatch, tty):
+    """print_json's one write equals the streaming json.dump it replaced, for every kind of value."""
+    import json
+    from datetime import UTC, datetime
+
+    from kairos.output import print_json
+
+    document = {
+        "text": 'café ☕ "q"\n\t\\ \u2028 \x00',
+        "numbers": [0, -1, 2**70, 1.5, -0.0, 1e16, 1e-7, float("inf"), float("nan")],
+        "flags": [True, False, None],
+        "nested": {"empty": {}, "list": [], "deep": [[{"a": [1, {"b": None}]}]]},
+        1: "int key",
+        2.5: "float key",
+        "not json": datetime(2026, 1, 1, tzinfo=UTC),  # printed through default=str
+    }
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: tty)
+    print_json(document)
+    printed = capsys.readouterr().out
+    kwargs: dict[str, Any] = {"indent": 2} if tty else {"separators": (",", ":")}
+    json.dump(document, sys.stdout, default=str, **kwargs)
+    sys.stdout.write("\n")
+    assert printed == capsys.readouterr().out

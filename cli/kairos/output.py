@@ -33,11 +33,13 @@ def print_json(document: Any) -> None:
     (a script reading 10,000 tasks should not pay for indentation)."""
     import json
 
+    # dumps, not dump: dump runs the pure-Python encoder and writes each of its pieces
+    # (120,000 writes for 1,000 tasks); dumps uses the C encoder when not indenting.
     if sys.stdout.isatty():
-        json.dump(document, sys.stdout, indent=2, default=str)
+        text = json.dumps(document, indent=2, default=str)
     else:
-        json.dump(document, sys.stdout, separators=(",", ":"), default=str)
-    sys.stdout.write("\n")
+        text = json.dumps(document, separators=(",", ":"), default=str)
+    sys.stdout.write(text + "\n")
 
 
 def error(message: str) -> None:
