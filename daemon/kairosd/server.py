@@ -9,6 +9,21 @@ and the connection is closed after it. Routing is not done here: one
 raises becomes the protocol's error body, anything else a logged 500. The
 server must never crash or hang on any input, so every wait is bounded.
 
+A client that hangs up. While a handler runs, the server watches for its
+client closing the socket and then sets the request's ``disconnected`` event; a
+handler that opted in with :func:`cancel_on_disconnect` (a long poll) is then
+cancelled and gets no answer. Other handlers run to the end (most change state
+and are not written to be cut off halfway); their answer is lost. The rule for
+"hung up": the peer can no longer read us, i.e. our socket reports ``EPOLLHUP``
+(the peer closed, or shut both directions) or ``EPOLLERR``. End of input alone
+is not enough: a client may ``shutdown(SHUT_WR)`` after its request and still
+wait for the answer, and on a Unix stream socket that reads exactly like a
+close; Linux sets ``EPOLLHUP`` on our end only when the peer's socket is
+released or shut in both directions, so the two are told apart without reading
+or writing. A stream is the exception: it ends at the client's end of input,
+half-close included, because it has no end of its own and a client that sent
+all it will send and then waits for the server to close would wait forever.
+
 Linux only (``SO_PEERCRED``). Must not import the store, the scheduler or the
 CLI; it knows nothing about routes.
 """
@@ -21,13 +36,14 @@ import http
 import json
 import logging
 import os
+import select
 import socket
 import stat
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import parse_qsl
 
 import h11
@@ -54,17 +70,25 @@ ACLOSE_TIMEOUT_S: Final = 2.0
 CLOSE_TIMEOUT_S: Final = 1.0
 INTERNAL_MESSAGE: Final = "internal error; see the kairosd log"
 _PEERCRED = struct.Struct("3i")
+# Only these two mean the peer cannot read us any more (the kernel reports them whatever we ask for).
+_HANGUP_EVENTS: Final = select.EPOLLHUP | select.EPOLLERR
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class Request:
-    """One parsed request. ``path`` is the raw target without its query; ``body`` is JSON or None."""
+    """One parsed request. ``path`` is the raw target without its query; ``body`` is JSON or None.
+
+    ``disconnected`` is set by the server once the client has hung up (closed its socket, not
+    merely half-closed it) before its answer was sent; see :func:`cancel_on_disconnect`.
+    """
 
     method: str
     path: str
     query: dict[str, str]
     body: Any
     peer_uid: int
+    disconnected: asyncio.Event = field(default_factory=asyncio.Event, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -88,6 +112,32 @@ class StreamResponse:
 
 
 Handler = Callable[[Request], Awaitable[Response | StreamResponse]]
+
+
+class ClientGone(Exception):
+    """Raised by :func:`cancel_on_disconnect` when the client hung up: the server sends nothing."""
+
+
+async def cancel_on_disconnect(request: Request, work: Awaitable[_T]) -> _T:
+    """Await ``work`` for a handler, cancelling it if ``request``'s client hangs up first (ClientGone).
+
+    For long polls: waiting whose cancellation undoes nothing but the wait itself. Do not wrap
+    work that changes state, which a cancellation could leave half done. ``work`` has ended
+    (its cleanup run) by the time this returns or raises.
+    """
+    job = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(request.disconnected.wait())
+    try:
+        await asyncio.wait((job, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # Also when our own task is cancelled (server closing): nothing of ``work`` may outlive it.
+        gone.cancel()
+        if not job.done():
+            job.cancel()
+        await asyncio.gather(job, gone, return_exceptions=True)
+    if job.cancelled() and request.disconnected.is_set():
+        raise ClientGone
+    return job.result()  # an answer that was ready as the client left is still sent (and lost)
 
 
 class _HttpError(Exception):
@@ -293,7 +343,11 @@ class UnixHttpServer:
 
         self._busy.add(task)
         try:
-            result = await self._call_handler(request)
+            with _watch_hangup(writer, request.disconnected):
+                result = await self._call_handler(request)
+                if result is None:
+                    log.info("client hung up; %s %s was cancelled", request.method, request.path)
+                    return
             if isinstance(result, StreamResponse):
                 await self._stream(conn, reader, writer, result)
             else:
@@ -344,9 +398,12 @@ class UnixHttpServer:
         assert head is not None  # h11 emits EndOfMessage only after a Request
         return _build_request(head, b"".join(chunks), peer_uid)
 
-    async def _call_handler(self, request: Request) -> Response | StreamResponse:
+    async def _call_handler(self, request: Request) -> Response | StreamResponse | None:
+        """The handler's answer; None if it gave up because its client hung up."""
         try:
             result = await self._handler(request)
+        except ClientGone:
+            return None
         except KairosError as exc:
             log.debug("%s %s failed: %s (%s)", request.method, request.path, exc.message, exc.code)
             return Response(protocol.status_for(exc.code), protocol.error_body(exc.code, exc.message))
@@ -413,7 +470,7 @@ class UnixHttpServer:
             writer.write(head or b"")
             await _drain(writer)
             pump = asyncio.create_task(_pump(conn, writer, lines))
-            gone = asyncio.create_task(_wait_eof(reader))
+            gone = asyncio.create_task(_wait_eof(reader))  # end of input, half-close included (see the top)
             stop = asyncio.create_task(self._closing.wait())
             tasks = (pump, gone, stop)
             try:
@@ -567,6 +624,43 @@ async def _wait_eof(reader: asyncio.StreamReader) -> None:
             pass
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def _watch_hangup(writer: asyncio.StreamWriter, disconnected: asyncio.Event) -> Iterator[None]:
+    """Set ``disconnected`` if the peer hangs up (EPOLLHUP/EPOLLERR; see the module docstring) meanwhile.
+
+    The loop cannot watch for that alone: its selector asks for readability, which a half-close
+    (end of input) also gives, and the transport already owns the socket's registration. So a
+    small epoll of our own watches a duplicate of the socket for the hang-up events only, and the
+    loop watches that epoll, which is readable exactly when they occurred. The duplicate keeps the
+    socket alive until we are done, even if the transport closes its own descriptor first (a reset).
+    If any of this fails (out of descriptors), the request is served unwatched, as before.
+    """
+    loop = asyncio.get_running_loop()
+    dup = -1
+    watch: select.epoll | None = None
+
+    def hung_up() -> None:
+        assert watch is not None
+        loop.remove_reader(watch.fileno())  # the events stay pending: once is enough
+        disconnected.set()
+
+    try:
+        try:
+            dup = os.dup(writer.get_extra_info("socket").fileno())
+            watch = select.epoll(1)
+            watch.register(dup, _HANGUP_EVENTS)
+            loop.add_reader(watch.fileno(), hung_up)
+        except (AttributeError, OSError) as exc:
+            log.warning("cannot watch a client for a hang-up, so a long poll may outlive it: %r", exc)
+        yield
+    finally:
+        if watch is not None:
+            loop.remove_reader(watch.fileno())
+            watch.close()
+        if dup >= 0:
+            os.close(dup)
 
 
 async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
