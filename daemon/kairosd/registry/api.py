@@ -11,7 +11,9 @@
 
 Request parsing lives here; every decision is the registry's. ``waiter`` on a wait is
 the asking task's ``KAIROS_TASK_ID``: a task waiting on its own descendant lends it
-its slot meanwhile (see :mod:`kairosd.registry.registry`).
+its slot meanwhile (see :mod:`kairosd.registry.registry`). The wait is the one route the
+server may cancel when its client hangs up (:func:`kairosd.server.cancel_on_disconnect`):
+it only waits, so cutting it off undoes nothing but the wait and its loan.
 
 Must not import the scheduler, the store or the CLI.
 """
@@ -29,7 +31,7 @@ from kairosd.protocol import REGISTRY_MAX_WAIT_S
 from kairosd.registry.model import ExecutionMode, PermissionSet, TaskKind, TaskStatus, view
 from kairosd.registry.registry import Registry, StartSpec
 from kairosd.registry.tasklog import read_chunk
-from kairosd.server import Request, Response, StreamResponse
+from kairosd.server import Request, Response, StreamResponse, cancel_on_disconnect
 
 START_FIELDS = frozenset(
     {
@@ -81,7 +83,9 @@ class _Routes:
         since = req.query.get("since_turn")
         since_turn = int(_number(since, "since_turn", 0, 0, 1_000_000)) if since not in (None, "") else None
         waiter = req.query.get("waiter") or None
-        record, timed_out = await self.registry.wait(m["id"], timeout, since_turn, waiter=waiter)
+        # A wait whose client is gone is cancelled, which also ends the slot loan it made.
+        wait = self.registry.wait(m["id"], timeout, since_turn, waiter=waiter)
+        record, timed_out = await cancel_on_disconnect(req, wait)
         return Response(200, {"task": view(record), "timed_out": timed_out})
 
     async def logs(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
