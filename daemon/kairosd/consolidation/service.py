@@ -23,8 +23,8 @@ coalesced into it, not run twice. If it brings another session's transcript, it 
 project's one pending follow-up (a newer one replaces it), started when the run ends; it already
 passed the other gates. Pending follow-ups live in memory only.
 
-Board operations (``kairos board ...``) take the board's file lock like the worker, so kairosd
-and a worker never lose each other's changes.
+Board operations (``kairos board ...``) are :mod:`.board_ops`'; :class:`Consolidation` hands
+them on, so the routes and the composition root see one object.
 
 Must not import the daemon, the scheduler or the server's internals.
 """
@@ -47,72 +47,34 @@ from kairosd.atomic import write_atomic
 from kairosd.clock import Clock
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation import gates, spawn
-from kairosd.consolidation.board import LIMIT, PRUNE_TO, BoardStore, project_root, render_context
+from kairosd.consolidation.board import BoardStore, project_root
+from kairosd.consolidation.board_ops import BoardOperations
+from kairosd.consolidation.request import MAX_TEXT_FIELD, ConsolidationRequest, parse_request
 from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
-from kairosd.errors import NotFoundError, UnavailableError, UsageError
+from kairosd.errors import NotFoundError, UnavailableError
 from kairosd.events import EventBus
 from kairosd.jsonlog import JsonLog
 from kairosd.paths import Paths
 from kairosd.registry.model import TaskKind, TaskRecord, TaskStatus, view
 from kairosd.registry.registry import Registry, StartSpec
 
+__all__ = [
+    "COALESCED",
+    "FAILED",
+    "MAX_TEXT_FIELD",
+    "SKIPPED",
+    "STARTED",
+    "Consolidation",
+    "ConsolidationRequest",
+    "parse_request",
+]
+
 log = logging.getLogger(__name__)
 
-MAX_TEXT_FIELD = 4096
 OFFLINE_BOUND_S = 900.0  # a worker's offline part may take this long before kairosd stops it
 RECENT_KEPT = 100
 DECISIONS_KEEP = 2000
 SKIPPED, STARTED, COALESCED, FAILED = "skipped", "started", "coalesced", "failed"
-
-
-@dataclass(frozen=True)
-class ConsolidationRequest:
-    agent: str
-    session_id: str
-    transcript_path: str | None
-    cwd: str | None
-    reason: str | None = None
-    spawned: bool = False
-    consolidate_env: str | None = None  # the caller's KAIROS_CONSOLIDATE
-
-
-def parse_request(body: Any) -> ConsolidationRequest:
-    """The request body: ``{agent, session_id, transcript_path, cwd, reason, spawned?, consolidate?}``."""
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise UsageError("the request body must be a JSON object")
-    known = {"agent", "session_id", "transcript_path", "cwd", "reason", "spawned", "consolidate", "hook_event_name"}
-    unknown = set(body) - known
-    if unknown:
-        raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
-
-    def text(key: str, required: bool = False) -> str | None:
-        value = body.get(key)
-        if value is None or value == "":
-            if required:
-                raise UsageError(f"{key} is required")
-            return None
-        if not isinstance(value, str) or len(value) > MAX_TEXT_FIELD or "\x00" in value:
-            raise UsageError(f"{key} must be a string of at most {MAX_TEXT_FIELD} characters")
-        return value
-
-    spawned = body.get("spawned", False)
-    if not isinstance(spawned, bool):
-        raise UsageError("spawned must be true or false")
-    cwd, transcript = text("cwd"), text("transcript_path")
-    for key, path in (("cwd", cwd), ("transcript_path", transcript)):
-        if path is not None and not os.path.isabs(path):
-            raise UsageError(f"{key} must be an absolute path, not {path!r}")
-    return ConsolidationRequest(
-        agent=text("agent", required=True) or "",
-        session_id=text("session_id", required=True) or "",
-        transcript_path=transcript,
-        cwd=cwd,
-        reason=text("reason"),
-        spawned=spawned,
-        consolidate_env=text("consolidate"),
-    )
 
 
 def _project_of(cwd: str) -> tuple[str, bool]:
@@ -151,6 +113,7 @@ class Consolidation:
         self.zone = zone
         self.python = python
         self.boards = BoardStore(paths.data_dir / "boards", clock.now)
+        self.board_ops = BoardOperations(self.boards, clock.now, events)
         self.runs_dir = paths.state_dir / "consolidation" / "runs"
         self.decisions = JsonLog(paths.state_dir / "consolidation" / "requests.jsonl")
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_KEPT)
@@ -486,65 +449,26 @@ class Consolidation:
             "recent": list(self.recent)[-20:],
         }
 
-    # ---- the board -------------------------------------------------------------------------------
+    # ---- the board: see .board_ops -------------------------------------------------------------
 
     def project_for(self, cwd: Any) -> str:
-        if not isinstance(cwd, str) or not cwd:
-            raise UsageError("give the project folder (cwd), an absolute path")
-        if not os.path.isabs(cwd):
-            raise UsageError(f"cwd must be an absolute path, not {cwd!r}")
-        return project_root(cwd)
+        return self.board_ops.project_for(cwd)
 
     async def board(self, cwd: Any) -> dict[str, Any]:
-        project = self.project_for(cwd)
-        board = await asyncio.to_thread(self.boards.load, project)
-        return {
-            "project": project,
-            "path": str(self.boards.path_of(project)),
-            "limit": LIMIT,
-            "prune_to": PRUNE_TO,
-            "entries": board.view(self.clock.now()),
-            "updated_at": board.updated_at.isoformat() if board.updated_at else None,
-        }
+        return await self.board_ops.board(cwd)
 
     async def add_entry(self, cwd: Any, text: Any, kind: Any) -> dict[str, Any]:
-        project = self.project_for(cwd)
-        if not isinstance(text, str):
-            raise UsageError("text must be a string")
-        if kind is not None and not isinstance(kind, str):
-            raise UsageError("kind must be a string")
-        entry, pruned = await asyncio.to_thread(self.boards.add_user, project, text, kind or "rule")
-        self.events.publish("board_changed", project=project, by="user", added=entry.id)
-        return {"project": project, "entry": entry.to_json(), "pruned": [e.to_json() for e in pruned]}
+        return await self.board_ops.add_entry(cwd, text, kind)
 
     async def remove_entry(self, cwd: Any, entry_id: str) -> dict[str, Any]:
-        project = self.project_for(cwd)
-        entry = await asyncio.to_thread(self.boards.remove, project, entry_id)
-        self.events.publish("board_changed", project=project, by="user", removed=entry.id)
-        return {"project": project, "removed": entry.to_json()}
+        return await self.board_ops.remove_entry(cwd, entry_id)
 
     async def prune(self, cwd: Any) -> dict[str, Any]:
-        project = self.project_for(cwd)
-        pruned = await asyncio.to_thread(self.boards.prune, project)
-        if pruned:
-            self.events.publish("board_changed", project=project, by="user", pruned=[e.id for e in pruned])
-        return {"project": project, "pruned": [e.to_json() for e in pruned], "prune_to": PRUNE_TO}
+        return await self.board_ops.prune(cwd)
 
     async def history(self, cwd: Any, limit: int) -> dict[str, Any]:
-        project = self.project_for(cwd)
-        records = await asyncio.to_thread(self.boards.history, project, limit)
-        return {"project": project, "history": records}
+        return await self.board_ops.history(cwd, limit)
 
     def board_context(self, cwd: str | None) -> str | None:
-        """The board of the project ``cwd`` is in, rendered for a starting session; None if empty.
-
-        Never raises: the board is an extra, a broken one must not break a session's start.
-        """
-        if not cwd or not os.path.isabs(cwd):
-            return None
-        try:
-            project = project_root(cwd)
-            return render_context(self.boards.load(project), self.clock.now())
-        except Exception:
-            log.exception("cannot render the context board for %s", cwd)
-            return None
+        """The board of the project ``cwd`` is in, rendered for a starting session; None if empty. Never raises."""
+        return self.board_ops.board_context(cwd)
