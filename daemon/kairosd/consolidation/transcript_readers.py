@@ -1,0 +1,220 @@
+"""One reader per agent CLI's transcript format: parsed JSON objects in, :class:`Message` objects out.
+
+The formats and what counts as a human turn are described in :mod:`kairosd.consolidation.transcripts`,
+which tells the format and picks a reader from :data:`READERS`. A reader is fed one parsed object
+at a time and may hold one back (Codex) until :meth:`close`; it fills in the session id and working
+directory of :class:`ReadStats` as it meets them. ``feed`` is the hot path of a read: it is called
+once per line, so the common cases (tool results, deltas) return early.
+
+Must not import :mod:`kairosd.consolidation.transcripts` (it imports this), the registry, the
+daemon, the board or anything that writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kairosd.consolidation.transcript_model import Message, ReadStats, ToolUse, blocks_text, nonempty, parse_time
+from kairosd.consolidation.transcript_tools import tool_arguments, tool_use
+
+# Claude Code user lines that a person did not type (slash-command echoes, shell output, notices).
+_CLAUDE_NOT_TYPED = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<task-notification>",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+    "Caveat: The messages below were generated",
+    "[Request interrupted by user",
+)
+# Codex puts its context in user-role messages; these are not the person's words.
+_CODEX_PREAMBLES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<turn_aborted>",
+    "# AGENTS.md instructions",
+    "<user_shell_command>",
+)
+
+
+class _Reader:
+    def __init__(self, stats: ReadStats) -> None:
+        self.stats = stats
+
+    def feed(self, obj: dict[str, Any]) -> Iterable[Message]:
+        raise NotImplementedError
+
+    def close(self) -> Iterable[Message]:
+        return ()
+
+
+class _Claude(_Reader):
+    def feed(self, obj: dict[str, Any]) -> Iterable[Message]:
+        kind = obj.get("type")
+        if kind not in ("user", "assistant") or obj.get("isSidechain") is True:
+            return ()
+        if self.stats.cwd is None:
+            self.stats.cwd = nonempty(obj.get("cwd"))
+            self.stats.session_id = nonempty(obj.get("sessionId"))
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return ()
+        content = message.get("content")
+        if (
+            kind == "user"
+            and type(content) is list
+            and any(type(b) is dict and b.get("type") == "tool_result" for b in content)
+        ):
+            return ()  # a tool's result travels as a user message; nobody typed it (most user lines)
+        at = parse_time(obj.get("timestamp"))
+        if kind == "assistant":
+            tools: list[ToolUse] = []
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_use" and nonempty(block.get("name")):
+                        tools.append(tool_use(block["name"], tool_arguments(block.get("input"))))
+            return (Message("assistant", blocks_text(content, ("text",)), at=at, tools=tuple(tools)),)
+        text = blocks_text(content, ("text",))
+        human = self._typed(obj, text)
+        return (Message("user", text, human=human, at=at),)
+
+    @staticmethod
+    def _typed(obj: dict[str, Any], text: str) -> bool:
+        if obj.get("isMeta") is True or obj.get("isCompactSummary") is True or "toolUseResult" in obj:
+            return False
+        if obj.get("userType") not in (None, "external"):
+            return False
+        if obj.get("promptSource") not in (None, "typed"):
+            return False
+        stripped = text.lstrip()
+        return bool(stripped) and not stripped.startswith(_CLAUDE_NOT_TYPED)
+
+
+_COPILOT_KINDS = frozenset({"session.start", "user.message", "assistant.message", "tool.execution_start"})
+
+
+class _Copilot(_Reader):
+    def feed(self, obj: dict[str, Any]) -> Iterable[Message]:
+        kind = obj.get("type")
+        if kind not in _COPILOT_KINDS:
+            return ()  # deltas, tool completions, turn markers: nothing for us (most lines)
+        data = obj.get("data")
+        if type(data) is not dict or obj.get("agentId"):
+            return ()  # agentId marks a sub-agent's events
+        at = parse_time(obj.get("timestamp"))
+        if kind == "session.start":
+            self.stats.session_id = nonempty(data.get("sessionId"))
+            context = data.get("context")
+            if isinstance(context, dict):
+                self.stats.cwd = nonempty(context.get("cwd"))
+            return ()
+        if kind == "user.message":
+            text = nonempty(data.get("content")) or ""
+            # source names where an injected message came from (a skill); a typed one has none.
+            human = bool(text.strip()) and data.get("source") in (None, "", "user")
+            return (Message("user", text, human=human, at=at),)
+        if kind == "assistant.message":
+            if data.get("parentToolCallId"):
+                return ()
+            text = nonempty(data.get("content")) or ""
+            return (Message("assistant", text, at=at),) if text else ()
+        if kind == "tool.execution_start" and isinstance(data.get("toolName"), str):
+            if data.get("parentToolCallId"):
+                return ()
+            tool = tool_use(data["toolName"], tool_arguments(data.get("arguments")))
+            return (Message("assistant", "", at=at, tools=(tool,)),)
+        return ()
+
+
+class _Codex(_Reader):
+    def __init__(self, stats: ReadStats) -> None:
+        super().__init__(stats)
+        # A typed prompt is logged twice: as a response_item user message and as an event_msg
+        # user_message. The event is the person's words alone; older files only have the item.
+        self.events_seen = False
+        self.pending: Message | None = None
+
+    def feed(self, obj: dict[str, Any]) -> Iterable[Message]:
+        kind = obj.get("type")
+        payload = obj.get("payload")
+        if not isinstance(payload, dict):
+            return ()
+        at = parse_time(obj.get("timestamp"))
+        ptype = payload.get("type")
+        out: list[Message] = []
+        if kind == "session_meta":
+            self.stats.session_id = nonempty(payload.get("id"))
+            self.stats.cwd = nonempty(payload.get("cwd"))
+        elif kind == "event_msg" and ptype == "user_message":
+            self.events_seen, self.pending = True, None
+            text = nonempty(payload.get("message")) or ""
+            out.append(Message("user", text, human=bool(text.strip()), at=at))
+        elif kind == "response_item":
+            if ptype == "message" and payload.get("role") == "user":
+                text = blocks_text(payload.get("content"))
+                if not self.events_seen and text.strip() and not text.lstrip().startswith(_CODEX_PREAMBLES):
+                    out += self.close()
+                    self.pending = Message("user", text, human=True, at=at)
+                return out
+            out += self.close()
+            if ptype == "message" and payload.get("role") == "assistant":
+                out.append(Message("assistant", blocks_text(payload.get("content")), at=at))
+            elif ptype in ("function_call", "custom_tool_call") and isinstance(payload.get("name"), str):
+                raw = payload.get("arguments", payload.get("input"))
+                args = tool_arguments(raw)
+                if payload["name"] == "apply_patch" and isinstance(raw, str) and not args:
+                    args = {"input": raw}
+                out.append(Message("assistant", "", at=at, tools=(tool_use(payload["name"], args),)))
+            elif ptype == "local_shell_call" and isinstance(payload.get("action"), dict):
+                out.append(Message("assistant", "", at=at, tools=(tool_use("local_shell", payload["action"]),)))
+        return out
+
+    def close(self) -> Iterable[Message]:
+        pending, self.pending = self.pending, None
+        return (pending,) if pending is not None and not self.events_seen else ()
+
+
+class _Gemini(_Reader):
+    def feed(self, obj: dict[str, Any]) -> Iterable[Message]:
+        kind = obj.get("type")
+        at = parse_time(obj.get("timestamp"))
+        if kind == "user":
+            text = blocks_text(obj.get("content"))
+            return (Message("user", text, human=bool(text.strip()), at=at),)
+        if kind == "gemini":
+            tools = []
+            calls = obj.get("toolCalls")
+            if isinstance(calls, list):
+                for call in calls:
+                    if isinstance(call, dict) and isinstance(call.get("name"), str):
+                        tools.append(tool_use(call["name"], tool_arguments(call.get("args"))))
+            return (Message("assistant", blocks_text(obj.get("content")), at=at, tools=tuple(tools)),)
+        return ()
+
+
+class _Generic(_Reader):
+    def feed(self, obj: dict[str, Any]) -> Iterable[Message]:
+        role = obj.get("role")
+        if role not in ("user", "assistant"):
+            return ()
+        text = blocks_text(obj.get("content"))
+        at = parse_time(obj.get("timestamp"))
+        return (Message(role, text, human=role == "user" and bool(text.strip()), at=at),)
+
+
+READERS: dict[str, type[_Reader]] = {
+    "claude": _Claude,
+    "copilot": _Copilot,
+    "codex": _Codex,
+    "gemini": _Gemini,
+    "generic": _Generic,
+}
