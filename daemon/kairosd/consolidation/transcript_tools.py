@@ -11,7 +11,6 @@ registry, the daemon, the board or anything that writes.
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any
 
 from kairosd.consolidation.transcript_model import ToolUse
@@ -52,6 +51,10 @@ def _command_of(args: dict[str, Any]) -> str | None:
         # Codex runs ["bash", "-lc", "make test"]: the script is what was meant.
         if len(raw) >= 3 and raw[1] in ("-lc", "-c"):
             return str(raw[2])
+        # Imported here: this is a rare shape, and the daemon imports these modules at start-up
+        # (for count_human_turns) where shlex would be the only one needing it.
+        import shlex
+
         return shlex.join(raw)
     return None
 
