@@ -1,14 +1,18 @@
 """Memory consolidation: when an agent session ends, distil what should be remembered into the
 project's context board (see :mod:`kairosd.consolidation.wiring` for how kairosd uses it).
 
-    transcripts   read Claude Code, Copilot CLI, Codex, Gemini and generic transcripts (pure)
+    transcripts   read Claude Code, Copilot CLI, Codex, Gemini and generic transcripts (pure), with
+                  transcript_model (shared types), transcript_tools and transcript_readers
     dates         relative dates to absolute ones (pure)
     extract       the offline consolidator: durable signals out of a transcript (pure)
+    entries       what a board entry may be: kinds, one-line text, key, what is never stored (pure)
     board         the context board: entries, caps, pruning, history, rendering
     gates         why a request is not run (pure)
     agent_mode    the opt-in rem-agent run, with offline mode as its fallback
     worker        the detached process: ``python -m kairosd.consolidation.worker REQUEST``
     spawn         start that process detached; notice when it ends
-    service       the daemon side: requests, gates, runs, board operations
+    service       the daemon side: gates, one run per project, follow-ups, status
+    request       the request body's fields (pure); board_ops  board operations for the API
+    runs          a worker run's life: launch, watch, settle, re-adopt after a restart
     api, wiring   the HTTP routes and what the composition root calls
 """

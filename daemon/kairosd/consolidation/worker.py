@@ -13,7 +13,7 @@ kairosd starts it in a new session (its own process group, stdio to the task log
 kairosd notices the exit (a pidfd, or after a restart the recorded pid and start time) and reads
 the result file; a worker that died without one is recorded as failed.
 
-The request (JSON, written by :mod:`.service`): ``run, project, transcript, agent, session_id,
+The request (JSON, written by :mod:`.runs`): ``run, project, transcript, agent, session_id,
 mode, agent_timeout_s, zone, requested_at, boards_dir, result_path, pid_path, config_dir,
 state_dir, data_dir, runtime_dir``. With ``--detach`` (how kairosd starts it) it forks first: the
 parent writes the worker's pid to ``pid_path`` and exits, the worker leads a new session.
