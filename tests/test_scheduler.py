@@ -468,6 +468,17 @@ def test_a_task_rarer_than_the_catch_up_window_is_planned_again_after_a_long_sto
     run(main())
 
 
+def _refuse_run_ledger(h: Harness, monkeypatch: Any) -> Any:
+    """Make the run ledger refuse every write (a read-only file system); call the result to heal it."""
+    real = h.ledger.record_many
+
+    def refuse(runs: Any) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(h.ledger, "record_many", refuse)
+    return lambda: monkeypatch.setattr(h.ledger, "record_many", real)
+
+
 def test_a_miss_is_told_once_after_it_is_recorded_even_when_the_ledger_refuses_at_first(tmp_path, monkeypatch):
     """While the run ledger cannot be written no 'missed' event goes out (the pass is retried each
     tick); once it is written, each recorded miss is told exactly once. Told before recording, the
@@ -476,18 +487,13 @@ def test_a_miss_is_told_once_after_it_is_recorded_even_when_the_ledger_refuses_a
     async def main():
         t, clock = _down_for_three_days(CatchUp.SKIP)
         h = Harness(tmp_path, [t], clock, store_retry_s=5.0)
-        real = h.ledger.record_many
-
-        def refuse(runs: Any) -> None:
-            raise OSError(30, "Read-only file system")
-
-        monkeypatch.setattr(h.ledger, "record_many", refuse)
+        heal = _refuse_run_ledger(h, monkeypatch)
         await h.start()
         for _ in range(3):
             await h.at(h.clock.now() + timedelta(seconds=5))
         assert h.sched.write_error is not None
         assert [kind for kind, _ in h.seen if kind == "missed"] == []
-        monkeypatch.setattr(h.ledger, "record_many", real)
+        heal()
         for _ in range(3):
             await h.at(h.clock.now() + timedelta(seconds=5))
         told = [data["id"] for kind, data in h.seen if kind == "missed"]
@@ -505,15 +511,10 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
     async def main():
         t, clock = _down_for_three_days(CatchUp.SKIP)
         h = Harness(tmp_path, [t], clock, store_retry_s=5.0)
-        real = h.ledger.record_many
-
-        def refuse(runs: Any) -> None:
-            raise OSError(30, "Read-only file system")
-
-        monkeypatch.setattr(h.ledger, "record_many", refuse)
+        heal = _refuse_run_ledger(h, monkeypatch)
         await h.start()
         await h.at(h.clock.now() + timedelta(seconds=5))
-        monkeypatch.setattr(h.ledger, "record_many", real)
+        heal()
         await h.at(h.clock.now() + timedelta(seconds=5))
         runs = h.runs(t.id)
         assert runs
