@@ -33,6 +33,7 @@ from kairosd.models import (
     Task,
     WebhookTarget,
     new_task,
+    new_task_id,
 )
 from kairosd.plan import Fire, upcoming
 from kairosd.schedule.durations import every_to_cron, parse_duration
@@ -86,6 +87,7 @@ class Service:
         self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
         self._summaries: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
         self._views: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
+        self.new_id: Callable[[], str] = new_task_id  # replaced by tests that force a collision
 
     # ---- views ----------------------------------------------------------
 
@@ -214,6 +216,7 @@ class Service:
                 at=at,
                 recurring=recurring,
                 created_by=CreatedBy(created_by),
+                task_id=self._unused_id(),
                 catch_up=CatchUp(catch_up) if catch_up else None,
                 expires_after_days=expires,
                 **fields,
@@ -233,6 +236,17 @@ class Service:
         doc["note"] = note
         self.events.publish("task_added", task_id=task.id, task=doc)
         return doc
+
+    def _unused_id(self) -> str:
+        """A fresh id no task holds: ids are 8 hex digits (as Claude Code's), so two can collide.
+
+        A collision would silently replace the older task; at 10,000 tasks it is
+        one add in 430,000, so it must be checked, not assumed away.
+        """
+        while True:
+            task_id = self.new_id()
+            if task_id not in self.book:
+                return task_id
 
     def summary(self, task: Task) -> dict[str, Any]:
         """The few fields a table shows; cheap enough to list 10,000 tasks on every call."""

@@ -38,6 +38,10 @@ class Storm:
         self.acked_deletes: set[str] = set()
         self.tried_deletes: set[str] = set()  # a delete cut short by a kill may or may not have happened
         self.one_shots: set[str] = set()  # acknowledged adds that fire by themselves (and then leave)
+        # Ids handed out twice: 8 hex digits, so a new task can get the id of one deleted earlier
+        # (about once in 300 storms). The id then names two tasks and cannot be judged by id alone.
+        self.reused: set[str] = set()
+        self.prompts: dict[str, list[str]] = {}  # id -> the prompt of each acknowledged add (for failures)
         self.live: list[str] = []  # ids believed present, to pick deletes from
         self.requests = 0
 
@@ -70,6 +74,9 @@ class Storm:
                         body["cron"] = FAR_CRON
                     task_id = client.call("POST", "/tasks", body)["task"]["id"]
                     with self.lock:
+                        self.prompts.setdefault(task_id, []).append(body["prompt"])
+                        if task_id in self.acked_adds or task_id in self.tried_deletes:
+                            self.reused.add(task_id)
                         self.acked_adds.add(task_id)
                         if one_shot:
                             self.one_shots.add(task_id)
@@ -83,12 +90,19 @@ class Storm:
                     continue
                 return  # killed under us: this request is unacknowledged
 
-    def check(self, present: set[str], where: str) -> None:
-        must = self.acked_adds - self.tried_deletes - self.one_shots
-        lost = must - present
+    def check(self, present: dict[str, str], where: str) -> None:
+        """``present``: id -> prompt of each task found."""
+        must = self.acked_adds - self.tried_deletes - self.one_shots - self.reused
+        lost = must - present.keys()
         assert not lost, f"{where}: {len(lost)} acknowledged add(s) lost: {sorted(lost)[:5]}"
-        back = self.acked_deletes & present
-        assert not back, f"{where}: {len(back)} acknowledged delete(s) came back: {sorted(back)[:5]}"
+        back = (self.acked_deletes - self.reused) & present.keys()
+        found = {i: (present[i], self.prompts.get(i)) for i in sorted(back)[:5]}
+        assert not back, f"{where}: {len(back)} acknowledged delete(s) came back (found, added as): {found}"
+
+
+def listing(client: Client) -> dict[str, str]:
+    """id -> prompt of every task the daemon lists."""
+    return {t["id"]: t["prompt"] for t in client.call("GET", "/tasks", query={"view": "summary"})["tasks"]}
 
 
 def test_crash_storm_loses_no_acknowledged_change(home: Home) -> None:
@@ -98,10 +112,10 @@ def test_crash_storm_loses_no_acknowledged_change(home: Home) -> None:
     kills_while_busy = 0
     for cycle in range(KILLS):
         proc = home.start()
-        listed = {t["id"] for t in home.client().call("GET", "/tasks", query={"view": "summary"})["tasks"]}
+        listed = listing(home.client())
         storm.check(listed, f"after restart {cycle}")
         with storm.lock:
-            storm.live = sorted(listed - storm.one_shots)
+            storm.live = sorted(listed.keys() - storm.one_shots)
 
         stop = threading.Event()
         threads = [
@@ -121,11 +135,11 @@ def test_crash_storm_loses_no_acknowledged_change(home: Home) -> None:
         kills_while_busy += busy
 
         state = home.read_store()  # parses, and validates as the daemon would
-        storm.check({t.id for t in state.tasks}, f"store after kill {cycle}")
+        storm.check({t.id: t.prompt for t in state.tasks}, f"store after kill {cycle}")
 
     final = home.start()
     client = home.client()
-    storm.check({t["id"] for t in client.call("GET", "/tasks", query={"view": "summary"})["tasks"]}, "final")
+    storm.check(listing(client), "final")
 
     # One-shots: each delivered at most once, however many kills fell around its fire, and none vanished:
     # each one fired (a run, delivered or cut short by a kill) or was surfaced as missed.
@@ -139,8 +153,9 @@ def test_crash_storm_loses_no_acknowledged_change(home: Home) -> None:
     runs = wait_for(settled, what="every one-shot to be handled")
     delivered = Counter(r["task_id"] for r in runs if r["outcome"] == "delivered")
     items = Counter(i["task_id"] for i in client.call("GET", "/inbox", query={"all": "1"})["items"])
-    assert max(delivered.values(), default=0) <= 1
-    assert max(items.values(), default=0) <= 1
+    # A reused id names two tasks, each of which may be delivered once.
+    assert all(n <= 1 + (task_id in storm.reused) for task_id, n in delivered.items())
+    assert all(n <= 1 + (task_id in storm.reused) for task_id, n in items.items())
     missed = {m["task_id"] for m in client.call("GET", "/missed")["missed"]}
     vanished = storm.one_shots - {r["task_id"] for r in runs} - missed
     assert not vanished, f"{len(vanished)} acknowledged one-shot(s) neither fired nor surfaced: {sorted(vanished)[:5]}"
@@ -150,5 +165,5 @@ def test_crash_storm_loses_no_acknowledged_change(home: Home) -> None:
         f"\ncrash storm: {KILLS} SIGKILLs ({kills_while_busy} with requests in flight), {storm.requests} requests, "
         f"{len(storm.acked_adds)} acknowledged adds, {len(storm.acked_deletes)} acknowledged deletes, "
         f"{len(storm.one_shots)} one-shots ({sum(delivered.values())} delivered, none twice, the rest interrupted "
-        f"or surfaced as missed); nothing lost"
+        f"or surfaced as missed); {len(storm.reused)} id(s) handed out twice; nothing lost"
     )
