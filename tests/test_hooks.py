@@ -9,6 +9,7 @@ background thread; ``test_hooks_cli.py`` covers the real ``kairos`` processes.
 from __future__ import annotations
 
 import io
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -612,6 +613,20 @@ def test_stopping_kairosd_releases_a_waiter_at_once(home, monkeypatch):
     kd.stop()
     thread.join(10)
     assert (result["code"], result["stderr"]) == (0, "")
+
+
+def test_a_waiter_whose_client_hung_up_is_gone_and_claims_nothing(kd, monkeypatch):
+    """A waiter whose hook process died (its socket closed) stops polling at once: left polling, it would
+    claim the next item for nobody, and the session would get it only after the claim's lease lapsed."""
+    sid = session_of(_start(monkeypatch, "claude"))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(kd.paths.socket))
+        sock.sendall(f"GET /v1/sessions/{sid}/next?agent=claude&timeout=60 HTTP/1.1\r\nHost: k\r\n\r\n".encode())
+        wait_for(lambda: kd.call(lambda: bool(kd.hub._waiters)), "the waiter to long-poll")
+    wait_for(lambda: kd.call(lambda: not kd.hub._waiters), "the hung-up waiter to stop polling")
+    run_id = _queue(kd, "look at the deploy", session_id=sid)
+    assert call_hook(monkeypatch, "claude", "Stop", fixture("claude", "Stop")).output["decision"] == "block"
+    assert kd.run_record(run_id).outcome is Outcome.DELIVERED
 
 
 # ---- the API around sessions -----------------------------------------------------------------

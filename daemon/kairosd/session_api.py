@@ -5,7 +5,8 @@
     POST   /v1/sessions/{id}/hook           a hook call (protocol.SessionHookRequest): claims what it may deliver
     POST   /v1/sessions/{id}/ack            {agent, claim, run_ids, via?}: the hook wrote these out
     POST   /v1/sessions/{id}/end            {agent, reason?}: deregister (SessionEnd)
-    GET    /v1/sessions/{id}/next?agent=A&timeout=S   the asyncRewake waiter's long-poll
+    GET    /v1/sessions/{id}/next?agent=A&timeout=S   the asyncRewake waiter's long-poll (ends when
+                                            its client hangs up, so it claims nothing for a dead socket)
     POST   /v1/consolidate                  {agent, session_id, transcript_path, cwd, reason}: 202
 
 Request parsing lives here; every decision is the hub's.
@@ -23,7 +24,7 @@ from urllib.parse import unquote
 from kairosd.api import Handler
 from kairosd.errors import UsageError
 from kairosd.protocol import SESSION_MAX_WAIT_S
-from kairosd.server import Request, Response
+from kairosd.server import Request, Response, cancel_on_disconnect
 from kairosd.session_hub import SessionHub, check_session_id
 from kairosd.sessions import MAX_AGENT_CHARS
 
@@ -96,14 +97,16 @@ class _Routes:
         agent = req.query.get("agent") or None
         if agent is not None and len(agent) > MAX_AGENT_CHARS:
             raise UsageError(f"agent is longer than {MAX_AGENT_CHARS} characters")
-        answer = await self.hub.next_item(
+        wait = self.hub.next_item(
             _session_id(m),
             agent,
             _timeout(req),
             cwd=req.query.get("cwd") or None,
             transcript_path=req.query.get("transcript_path") or None,
         )
-        return Response(200, answer)
+        # Safe to cancel: the waiter claims an item only on its way out, never across an await. A waiter
+        # left polling for a client that is gone would claim the next item and leave it stuck for a lease.
+        return Response(200, await cancel_on_disconnect(req, wait))
 
     async def consolidate(self, req: Request, m: re.Match[str]) -> Response:
         return Response(202, await self.hub.consolidate(_body(req)))
