@@ -36,31 +36,26 @@ import http
 import json
 import logging
 import os
-import select
 import socket
-import stat
-import struct
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 from urllib.parse import parse_qsl
 
 import h11
 
 from kairosd import protocol
-from kairosd.errors import KairosError, LockHeldError, UsageError
+from kairosd.errors import KairosError
+from kairosd.http_types import ClientGone, Handler, Request, Response, StreamResponse, cancel_on_disconnect
+from kairosd.unixsocket import bind_private, peer_credentials, unlink_if_same, watch_hangup
+
+# Route modules import these from here too (the server's public face).
+__all__ = ["ClientGone", "Handler", "Request", "Response", "StreamResponse", "UnixHttpServer", "cancel_on_disconnect"]
 
 log = logging.getLogger(__name__)
 
-SOCKET_MODE: Final = 0o600
-DIR_MODE: Final = 0o700
 BACKLOG: Final = 64
 READ_CHUNK: Final = 64 << 10
-# sun_path is 108 bytes on Linux including the terminating NUL.
-MAX_SOCKET_PATH_BYTES: Final = 107
-# Probing an existing socket file: a live daemon with a full backlog never accepts, so bound the wait.
-PROBE_TIMEOUT_S: Final = 1.0
 # After an early error reply we read and discard what the client still sends (a lingering close):
 # closing with unread data makes Linux reset the peer, which could then lose our reply.
 LINGER_S: Final = 1.0
@@ -69,75 +64,6 @@ ACLOSE_TIMEOUT_S: Final = 2.0
 # A connection's transport normally closes once its buffer is flushed; a peer that never reads is aborted.
 CLOSE_TIMEOUT_S: Final = 1.0
 INTERNAL_MESSAGE: Final = "internal error; see the kairosd log"
-_PEERCRED = struct.Struct("3i")
-# Only these two mean the peer cannot read us any more (the kernel reports them whatever we ask for).
-_HANGUP_EVENTS: Final = select.EPOLLHUP | select.EPOLLERR
-_T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class Request:
-    """One parsed request. ``path`` is the raw target without its query; ``body`` is JSON or None.
-
-    ``disconnected`` is set by the server once the client has hung up (closed its socket, not
-    merely half-closed it) before its answer was sent; see :func:`cancel_on_disconnect`.
-    """
-
-    method: str
-    path: str
-    query: dict[str, str]
-    body: Any
-    peer_uid: int
-    disconnected: asyncio.Event = field(default_factory=asyncio.Event, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Response:
-    """A complete answer; ``body`` is serialised as JSON."""
-
-    status: int
-    body: Any
-
-
-@dataclass(frozen=True)
-class StreamResponse:
-    """An open-ended answer: each item of ``lines`` is sent as one JSON line (application/x-ndjson).
-
-    The server always ``aclose()``s ``lines`` when the stream ends (client gone,
-    server closing, or exhausted), so subscribers are released.
-    """
-
-    lines: AsyncIterator[Any]
-    status: int = 200
-
-
-Handler = Callable[[Request], Awaitable[Response | StreamResponse]]
-
-
-class ClientGone(Exception):
-    """Raised by :func:`cancel_on_disconnect` when the client hung up: the server sends nothing."""
-
-
-async def cancel_on_disconnect(request: Request, work: Awaitable[_T]) -> _T:
-    """Await ``work`` for a handler, cancelling it if ``request``'s client hangs up first (ClientGone).
-
-    For long polls: waiting whose cancellation undoes nothing but the wait itself. Do not wrap
-    work that changes state, which a cancellation could leave half done. ``work`` has ended
-    (its cleanup run) by the time this returns or raises.
-    """
-    job = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(request.disconnected.wait())
-    try:
-        await asyncio.wait((job, gone), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        # Also when our own task is cancelled (server closing): nothing of ``work`` may outlive it.
-        gone.cancel()
-        if not job.done():
-            job.cancel()
-        await asyncio.gather(job, gone, return_exceptions=True)
-    if job.cancelled() and request.disconnected.is_set():
-        raise ClientGone
-    return job.result()  # an answer that was ready as the client left is still sent (and lost)
 
 
 class _HttpError(Exception):
@@ -247,48 +173,14 @@ class UnixHttpServer:
     # -- socket file -----------------------------------------------------------------------------------
 
     def _bind(self) -> socket.socket:
-        """Prepare the folder, replace a stale socket file, bind 0600, listen (runs in a thread: it may block)."""
-        path = self._path
-        if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
-            raise UsageError(
-                f"socket path {path} is longer than {MAX_SOCKET_PATH_BYTES} bytes, the limit of Unix "
-                "sockets; set KAIROS_HOME or XDG_RUNTIME_DIR to a shorter folder"
-            )
-        _ensure_private_dir(path.parent)
-        _remove_stale_socket(path)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(os.fspath(path))
-            # Until listen() nobody can connect, so tightening the mode here leaves no window;
-            # it also avoids os.umask, which is process-wide and racy with other threads.
-            os.chmod(path, SOCKET_MODE)
-            st = os.stat(path)
-            self._file_id = (st.st_dev, st.st_ino)
-            sock.listen(BACKLOG)
-            sock.setblocking(False)
-        except OSError as exc:
-            sock.close()
-            self._unlink_own_socket()
-            raise KairosError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
-        except BaseException:
-            sock.close()
-            self._unlink_own_socket()
-            raise
+        """Bind and listen on our socket file (runs in a thread: probing a stale socket may block)."""
+        sock, self._file_id = bind_private(self._path, BACKLOG)
         return sock
 
     def _unlink_own_socket(self) -> None:
         """Remove the socket file if it is still the one we bound (a successor may have replaced it)."""
-        if self._file_id is None:
-            return
         file_id, self._file_id = self._file_id, None
-        try:
-            st = os.lstat(self._path)
-            if (st.st_dev, st.st_ino) == file_id:
-                os.unlink(self._path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            log.warning("could not remove socket %s: %s", self._path, exc)
+        unlink_if_same(self._path, file_id)
 
     # -- connections -----------------------------------------------------------------------------------
 
@@ -315,7 +207,7 @@ class UnixHttpServer:
 
     async def _serve(self, task: asyncio.Task[Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = _Connection(h11.SERVER, max_incomplete_event_size=protocol.MAX_HEADER_BYTES)
-        creds = _peer_credentials(writer)
+        creds = peer_credentials(writer)
         if creds is None or creds[1] != self._uid:
             pid, uid = (creds[0], creds[1]) if creds else (-1, -1)
             log.warning("refused a connection from pid %d uid %d: this kairosd serves uid %d", pid, uid, self._uid)
@@ -343,7 +235,7 @@ class UnixHttpServer:
 
         self._busy.add(task)
         try:
-            with _watch_hangup(writer, request.disconnected):
+            with watch_hangup(writer, request.disconnected):
                 result = await self._call_handler(request)
                 if result is None:
                     log.info("client hung up; %s %s was cancelled", request.method, request.path)
@@ -496,60 +388,6 @@ class UnixHttpServer:
 # -- helpers ---------------------------------------------------------------------------------------------
 
 
-def _ensure_private_dir(folder: Path) -> None:
-    folder.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    st = os.stat(folder)
-    if st.st_uid != os.geteuid():
-        # Not ours to chmod (e.g. a shared folder); the socket itself is still 0600 and peers are checked.
-        log.warning("socket folder %s belongs to uid %d, not to us", folder, st.st_uid)
-        return
-    if stat.S_IMODE(st.st_mode) != DIR_MODE:
-        log.info("tightening %s from %o to %o", folder, stat.S_IMODE(st.st_mode), DIR_MODE)
-        os.chmod(folder, DIR_MODE)
-
-
-def _remove_stale_socket(path: Path) -> None:
-    """Unlink a socket file nobody answers on; refuse if someone does or if it is not a socket."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(st.st_mode):
-        raise KairosError(f"{path} exists and is not a socket; move it away and start kairosd again")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.settimeout(PROBE_TIMEOUT_S)
-        probe.connect(os.fspath(path))
-    except (ConnectionRefusedError, FileNotFoundError):
-        pass  # stale: its daemon is gone
-    except (TimeoutError, BlockingIOError) as exc:
-        # Someone listens but does not accept in time: still a live server.
-        raise LockHeldError(f"another kairosd is already serving on {path} (busy)") from exc
-    except OSError as exc:
-        raise KairosError(f"cannot check the existing socket {path}: {exc.strerror or exc}") from exc
-    else:
-        raise LockHeldError(f"another kairosd is already serving on {path}")
-    finally:
-        probe.close()
-    log.info("removing stale socket %s", path)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-
-
-def _peer_credentials(writer: asyncio.StreamWriter) -> tuple[int, int, int] | None:
-    """(pid, uid, gid) of the peer, or None if the kernel will not say."""
-    sock = writer.get_extra_info("socket")
-    if sock is None:
-        return None
-    try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-        pid, uid, gid = _PEERCRED.unpack(raw)
-    except (OSError, struct.error):
-        log.exception("cannot read the peer credentials")
-        return None
-    return int(pid), int(uid), int(gid)
-
-
 def _check_head(head: h11.Request) -> None:
     # h11's max_incomplete_event_size only limits a head still arriving; one that came in a
     # single read can be larger, so measure the parsed head as well.
@@ -624,43 +462,6 @@ async def _wait_eof(reader: asyncio.StreamReader) -> None:
             pass
     except OSError:
         pass
-
-
-@contextlib.contextmanager
-def _watch_hangup(writer: asyncio.StreamWriter, disconnected: asyncio.Event) -> Iterator[None]:
-    """Set ``disconnected`` if the peer hangs up (EPOLLHUP/EPOLLERR; see the module docstring) meanwhile.
-
-    The loop cannot watch for that alone: its selector asks for readability, which a half-close
-    (end of input) also gives, and the transport already owns the socket's registration. So a
-    small epoll of our own watches a duplicate of the socket for the hang-up events only, and the
-    loop watches that epoll, which is readable exactly when they occurred. The duplicate keeps the
-    socket alive until we are done, even if the transport closes its own descriptor first (a reset).
-    If any of this fails (out of descriptors), the request is served unwatched, as before.
-    """
-    loop = asyncio.get_running_loop()
-    dup = -1
-    watch: select.epoll | None = None
-
-    def hung_up() -> None:
-        assert watch is not None
-        loop.remove_reader(watch.fileno())  # the events stay pending: once is enough
-        disconnected.set()
-
-    try:
-        try:
-            dup = os.dup(writer.get_extra_info("socket").fileno())
-            watch = select.epoll(1)
-            watch.register(dup, _HANGUP_EVENTS)
-            loop.add_reader(watch.fileno(), hung_up)
-        except (AttributeError, OSError) as exc:
-            log.warning("cannot watch a client for a hang-up, so a long poll may outlive it: %r", exc)
-        yield
-    finally:
-        if watch is not None:
-            loop.remove_reader(watch.fileno())
-            watch.close()
-        if dup >= 0:
-            os.close(dup)
 
 
 async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

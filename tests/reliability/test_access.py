@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from reliability_support import Home, InProcessDaemon, parse_response, raw_exchange, wait_for
 
-from kairosd.server import _peer_credentials
 from kairosd.testing import FakeClock
+from kairosd.unixsocket import peer_credentials
 
 NOBODY = 65534
 # Runs as the other user: stdlib only, prints one JSON line with what happened.
@@ -89,7 +89,7 @@ def test_peer_credentials_name_the_connecting_process() -> None:
         with left, right:
             _, writer = await asyncio.open_unix_connection(sock=left)
             try:
-                return _peer_credentials(writer)
+                return peer_credentials(writer)
             finally:
                 writer.close()
 
