@@ -55,11 +55,11 @@ TASKS: list[dict[str, Any]] = [
 
 
 @pytest.fixture(name="kd")
-def fixed_kd(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kairosd]:
+def fixed_kd(home: Path) -> Iterator[Kairosd]:
     """The harness daemon with TASKS added under fixed ids (ids seed the jitter, so they must not be random)."""
     ids = (f"{n:08x}" for n in itertools.count(0xA0))
-    monkeypatch.setattr("kairosd.models.new_task_id", lambda: next(ids))
     daemon = Kairosd(home).start()
+    daemon.service.new_id = lambda: next(ids)
     try:
         for body in TASKS:
             daemon.run(daemon.service.add(dict(body)))
