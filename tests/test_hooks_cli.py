@@ -15,7 +15,7 @@ import pytest
 from session_support import fixture, hook_home, hook_kd, session_of, wait_for
 
 from kairos.app import build_parser, run
-from kairos.commands.tasks import build_add_request
+from kairos.commands.add import build_add_request
 from kairosd.errors import UsageError
 from kairosd.records import Outcome
 

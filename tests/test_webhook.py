@@ -532,7 +532,7 @@ def test_a_scheduled_webhook_task_is_posted_and_recorded_delivered(receiver, tmp
 
 def add_body(*argv: str) -> dict[str, Any]:
     from kairos.app import build_parser
-    from kairos.commands.tasks import build_add_request
+    from kairos.commands.add import build_add_request
 
     return build_add_request(build_parser("add").parse_args(["add", *argv]))
 

@@ -20,7 +20,7 @@ from kairosd.errors import EXIT_USAGE, KairosError
 # verb -> module under kairos.commands that provides register(subparsers)
 VERBS = {
     "cron": "cron",
-    "add": "tasks",
+    "add": "add",
     "list": "tasks",
     "ls": "tasks",
     "show": "tasks",

@@ -1,0 +1,370 @@
+"""``kairos add``: turn a command line into a task and schedule it through kairosd.
+
+Everything ``add`` checks before asking the daemon lives here: the schedule (a
+cron expression, ``--every``, ``--in`` or ``--at``), the prompt and the target.
+As with every verb module, only argparse and the CLI's cheap helpers are
+imported at the top; the client and the schedule math inside the handlers.
+Must not import pydantic, asyncio or any kairosd module that does I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from kairos.commands.common import client, local_zone, make_parser
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+NEXT_SHOWN = 3  # fire times printed after `add`
+SCHEDULE_KINDS = ("every", "in_", "at")
+CATCH_UP = ("skip", "once", "all", "surface")
+OVERLAP = ("skip", "queue")
+TARGET_KINDS = ("inbox", "shell", "agent", "session")
+FALLBACKS = ("inbox", "headless", "drop")
+
+
+class TargetChoices:
+    """``--target``'s choices: the plain kinds and ``webhook:URL`` (shell completion offers ``webhook:``)."""
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and (value in TARGET_KINDS or value == "webhook" or value.startswith("webhook:"))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*TARGET_KINDS, "webhook:"))
+
+
+def register(subparsers: Any) -> None:
+    if "add" in subparsers.choices:
+        return
+    add = make_parser(
+        subparsers,
+        "add",
+        "schedule a prompt",
+        "Schedule a prompt. The schedule is exactly one of: a cron expression (the first "
+        "argument, its 5 fields quoted as ONE argument, or an @macro), --every, --in or --at. "
+        "With --every/--in/--at every argument is the prompt. A prompt of '-' is read from stdin.",
+        """
+        kairos add '0 9 * * mon-fri' 'summarise open PRs'
+        kairos add @daily --name digest 'write the daily digest'
+        kairos add --every 30m 'check the CI of this branch'
+        kairos add --in 90s 'remind me to push'
+        kairos add --at 17:30 --session work 'stand-up notes'
+        kairos add '0 3 * * *' --once 'run the migration dry-run'
+        kairos add --every 1h --target shell --cmd 'notify-send kairos tick' tick
+        kairos add '0 7 * * *' --agent claude --cwd ~/src/app 'triage the new issues'
+        kairos add --in 30m --project . 'check whether the build is green'
+        kairos add --every 2h --user-session --fallback drop 'stretch and drink water'
+        kairos add --at 16:00 --session-target 6f1c2d3e-... --fallback headless 'write the summary'
+        git log -1 | kairos add --in 1h -
+        """,
+        usage="kairos add [options] [CRON] PROMPT...",
+    )
+    add.add_argument("words", nargs="*", metavar="[CRON] PROMPT", help="cron expression (quoted) and prompt")
+    when = add.add_argument_group("schedule (default: the first argument is a cron expression)")
+    when.add_argument("--every", metavar="INTERVAL", help="repeat: 90s, 5m, 2h, 1d (rounded to what cron can do)")
+    when.add_argument("--in", dest="in_", metavar="DURATION", help="once, this long from now: 90s, 20m, 1h30m")
+    when.add_argument("--at", metavar="TIME", help="once, at HH:MM[:SS] (next such time) or ISO 8601")
+    when.add_argument("--once", action="store_true", help="fire the cron expression once, then remove the task")
+    when.add_argument("--tz", metavar="ZONE", help="IANA zone of the schedule (default: your local zone)")
+    where = add.add_argument_group("target")
+    where.add_argument(
+        "--target",
+        metavar="KIND",
+        choices=TargetChoices(),
+        help="where the prompt goes: inbox (default), shell, agent, session (a live agent session, see "
+        "below), or webhook:URL (a signed POST; the key is [webhook] in config.toml)",
+    )
+    where.add_argument(
+        "--session",
+        metavar="NAME",
+        help="inbox session (default: 'default'); for a live agent session see --session-target",
+    )
+    where.add_argument(
+        "--cmd",
+        metavar="COMMAND",
+        help="shell target: command split like a shell would (shlex) but run WITHOUT a shell; "
+        "write sh -c '...' for pipes or variables. Implies --target shell",
+    )
+    where.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="agent target: run this agent headlessly on each fire (claude, codex, ...). Implies --target agent",
+    )
+    where.add_argument("--model", metavar="MODEL", help="agent target: the agent's model")
+    where.add_argument("--cwd", metavar="DIR", help="shell or agent target: working directory (made absolute here)")
+    where.add_argument("--timeout", type=float, metavar="SECONDS", help="shell or agent target: kill after this long")
+    live = add.add_argument_group(
+        "live session target (--session-target, --project or --user-session; each implies --target session)",
+        "The prompt goes into a live agent session at its next turn, through kairos' hooks "
+        "(see kairos sessions). --session above names an inbox, not an agent session.",
+    )
+    scope = live.add_mutually_exclusive_group()
+    scope.add_argument("--session-target", metavar="ID", help="the live agent session with this session id")
+    scope.add_argument(
+        "--project", metavar="PATH", help="any live session whose working directory is inside PATH (made absolute)"
+    )
+    scope.add_argument("--user-session", action="store_true", help="the most recently active live session")
+    live.add_argument("--session-agent", metavar="NAME", help="only sessions of this agent CLI (claude, codex, ...)")
+    live.add_argument(
+        "--fallback",
+        choices=FALLBACKS,
+        help="when no such session is live, or it ends first: inbox (default), headless (run the agent "
+        "in the background) or drop (recorded as skipped)",
+    )
+    how = add.add_argument_group("behaviour")
+    how.add_argument("--jitter", metavar="none|claude|max:DUR", help="spread fires out (default: none)")
+    how.add_argument("--expires", metavar="DAYS|never", help="remove a recurring task after DAYS days")
+    how.add_argument("--permanent", action="store_true", help="never expire")
+    how.add_argument("--catch-up", choices=CATCH_UP, help="fires missed while kairosd was down")
+    how.add_argument("--overlap", choices=OVERLAP, help="a fire while the previous run still runs")
+    how.add_argument("--name", metavar="NAME", help="a short name shown instead of the prompt")
+    add.set_defaults(handler=cmd_add)
+    _allow_intermixed(add)
+
+
+def _allow_intermixed(parser: argparse.ArgumentParser) -> None:
+    """Let options sit between the cron expression and the prompt words.
+
+    Plain argparse stops filling a ``nargs="*"`` positional at the first option,
+    so ``add '0 3 * * *' --once 'dry run'`` would fail. The parent parser calls
+    ``parse_known_args`` on this subparser; route that to the intermixed parser,
+    whose own inner calls must reach the plain method again.
+    """
+    plain = parser.parse_known_args
+
+    def parse_known_args(args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        setattr(parser, "parse_known_args", plain)  # noqa: B010 - shadowing a method on one instance
+        try:
+            return parser.parse_known_intermixed_args(args, namespace)
+        finally:
+            setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
+
+    setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
+
+
+def _read_prompt(words: list[str]) -> str:
+    import sys
+
+    from kairosd.errors import UsageError
+
+    text = sys.stdin.read() if words == ["-"] else " ".join(words)
+    if not text.strip():
+        raise UsageError("a task needs a non-empty prompt (give it after the schedule, or '-' for stdin)")
+    return text.strip()
+
+
+def _check_cron(words: list[str]) -> str:
+    """The cron expression in ``words[0]``, validated here for a fast, clear error."""
+    from kairosd.errors import CronSyntaxError, UsageError
+    from kairosd.schedule.cron import parse_cron
+
+    if not words:
+        raise UsageError("give a schedule and a prompt: kairos add '0 9 * * 1-5' PROMPT (or --every/--in/--at)")
+    text = words[0]
+    try:
+        parse_cron(text)
+    except CronSyntaxError as exc:
+        if len(words) >= 5 and " " not in text.strip() and not text.startswith("@"):
+            # `kairos add 0 9 * * * prompt`: the shell split (and maybe globbed) the fields.
+            joined = " ".join(words[:5])
+            raise UsageError(f"quote the cron expression as one argument: kairos add '{joined}' PROMPT...") from None
+        raise UsageError(
+            f"{text!r} is not a cron expression ({exc.message}); the first argument is the schedule "
+            "unless --every, --in or --at is given"
+        ) from None
+    return text
+
+
+def _target(args: argparse.Namespace) -> dict[str, Any]:
+    import os
+    import shlex
+
+    from kairosd.errors import UsageError
+
+    shell_opts = [o for o, v in (("--cmd", args.cmd), ("--cwd", args.cwd), ("--timeout", args.timeout)) if v]
+    agent_opts = [o for o, v in (("--agent", args.agent), ("--model", args.model)) if v]
+    if args.cmd and args.agent:
+        raise UsageError("give --cmd (a shell target) or --agent (an agent target), not both")
+    live_opts = [
+        o
+        for o, v in (
+            ("--session-target", args.session_target),
+            ("--project", args.project),
+            ("--user-session", args.user_session),
+            ("--session-agent", args.session_agent),
+            ("--fallback", args.fallback),
+        )
+        if v
+    ]
+    if args.target == "session" or (args.target is None and live_opts):
+        return _session_target(args, shell_opts + agent_opts)
+    if live_opts:
+        raise UsageError(f"{', '.join(live_opts)} only go(es) with a live session target, not --target {args.target}")
+    if args.target is not None and (args.target == "webhook" or args.target.startswith("webhook:")):
+        return _webhook_target(args, shell_opts + agent_opts)
+    if args.target is not None and args.target not in TARGET_KINDS:
+        raise UsageError(f"--target must be one of {', '.join(TARGET_KINDS)} or webhook:URL, not {args.target!r}")
+    kind = args.target or ("shell" if args.cmd else "agent" if args.agent else "inbox")
+    if kind == "inbox":
+        if shell_opts or agent_opts:
+            raise UsageError(f"{', '.join(shell_opts + agent_opts)} only go(es) with --target shell or agent")
+        return {"kind": "inbox", "session": args.session or "default"}
+    if args.session:
+        raise UsageError(f"--session is for the inbox target; the {kind} target has none")
+    if kind == "agent":
+        if args.cmd:
+            raise UsageError("--cmd is for the shell target; an agent target takes --agent NAME")
+        if not args.agent:
+            raise UsageError("--target agent needs --agent NAME (claude, copilot, codex, gemini, opencode, ...)")
+        target: dict[str, Any] = {"kind": "agent", "agent": args.agent}
+        if args.model:
+            target["model"] = args.model
+    else:
+        if agent_opts:
+            raise UsageError(f"{', '.join(agent_opts)} only go(es) with --target agent")
+        if not args.cmd:
+            raise UsageError("--target shell needs --cmd 'PROGRAM ARGS...'")
+        try:
+            argv = shlex.split(args.cmd)
+        except ValueError as exc:
+            raise UsageError(f"--cmd: {exc}") from None
+        if not argv:
+            raise UsageError("--cmd is empty")
+        target = {"kind": "shell", "argv": argv}
+    if args.cwd:
+        # The daemon's working directory is not the user's: resolve it here.
+        target["cwd"] = os.path.abspath(os.path.expanduser(args.cwd))
+    if args.timeout is not None:
+        if not args.timeout > 0:
+            raise UsageError("--timeout must be more than 0 seconds")
+        target["timeout_s"] = args.timeout
+    return target
+
+
+def _session_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str, Any]:
+    """``--session-target ID | --project PATH | --user-session`` (with ``--session-agent``, ``--fallback``)."""
+    import os
+
+    from kairosd.errors import UsageError
+
+    if args.session:
+        raise UsageError("--session names an inbox; for a live agent session use --session-target ID")
+    if other_opts:
+        raise UsageError(f"{', '.join(other_opts)} do(es) not go with a live session target")
+    target: dict[str, Any] = {"kind": "session"}
+    if args.session_target:
+        target["session_id"] = args.session_target
+    elif args.project:
+        # The daemon's working directory is not the user's: resolve it here.
+        target["project"] = os.path.abspath(os.path.expanduser(args.project))
+    elif args.user_session:
+        target["user"] = True
+    else:
+        raise UsageError("--target session needs --session-target ID, --project PATH or --user-session")
+    if args.session_agent:
+        target["agent"] = args.session_agent
+    if args.fallback:
+        target["fallback"] = args.fallback
+    return target
+
+
+def _webhook_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str, Any]:
+    """``--target webhook:URL``: its shape is checked here; kairosd checks the rest (the address when it posts)."""
+    from kairosd.errors import UsageError
+
+    url = args.target.partition(":")[2].strip()
+    if not url:
+        raise UsageError("--target webhook needs the URL: --target webhook:http://127.0.0.1:8080/hook")
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"a webhook URL must start with http:// or https://, not {url[:40]!r}")
+    extra = [o for o in other_opts if o != "--timeout"] + (["--session"] if args.session else [])
+    if extra:
+        raise UsageError(f"{', '.join(extra)} do(es) not go with a webhook target")
+    target: dict[str, Any] = {"kind": "webhook", "url": url}
+    if args.timeout is not None:
+        if not args.timeout > 0:
+            raise UsageError("--timeout must be more than 0 seconds")
+        target["timeout_s"] = args.timeout
+    return target
+
+
+def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The POST /v1/tasks body for ``args``; raises UsageError for what we can check here."""
+    from kairosd.errors import UsageError
+
+    given = [k for k in SCHEDULE_KINDS if getattr(args, k) is not None]
+    if len(given) > 1:
+        flags = ", ".join("--" + k.rstrip("_") for k in given)
+        raise UsageError(f"give only one schedule, not {flags}")
+    body: dict[str, Any] = {}
+    words = list(args.words)
+    if not given:
+        body["cron"] = _check_cron(words)
+        words = words[1:]
+        if args.once:
+            body["once"] = True
+    else:
+        if args.once:
+            raise UsageError("--once goes with a cron expression (--in and --at are one-shots already)")
+        if args.every is not None:
+            from kairosd.schedule.durations import every_to_cron
+
+            every_to_cron(args.every)
+            body["every"] = args.every
+        elif args.in_ is not None:
+            from kairosd.schedule.durations import parse_duration
+
+            parse_duration(args.in_)
+            body["in"] = args.in_
+        else:
+            body["at"] = args.at
+    body["prompt"] = _read_prompt(words)
+    # Always send the zone: the daemon's environment may have another TZ than this shell.
+    body["tz"] = args.tz or local_zone()
+    body["target"] = _target(args)
+    if args.jitter is not None:
+        from kairosd.schedule.jitter import parse_jitter
+
+        body["jitter"] = parse_jitter(args.jitter).spec
+    if args.expires is not None:
+        body["expires_after_days"] = _expires(args.expires)
+    if args.permanent:
+        body["permanent"] = True
+    if args.catch_up:
+        body["catch_up"] = args.catch_up
+    if args.overlap:
+        body["overlap"] = args.overlap
+    if args.name:
+        body["name"] = args.name
+    return body
+
+
+def _expires(text: str) -> int | None:
+    from kairosd.errors import UsageError
+
+    if text.strip().lower() == "never":
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UsageError(f"--expires takes a whole number of days (1 or more) or 'never', not {text!r}")
+    return int(text)
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from kairos.commands.tasks import describe, fire_lines
+    from kairos.output import print_json
+
+    body = build_add_request(args)
+    task = client().call("POST", "/tasks", body)["task"]
+    if args.json:
+        print_json({"task": task})
+        return 0
+    name = f" ({task['name']})" if task.get("name") else ""
+    print(f"added {task['id']}{name}: {describe(task)}")
+    fires = fire_lines(task)[:NEXT_SHOWN]
+    print("  next: " + ("\n        ".join(fires) if fires else "(no fire time ahead)"))
+    if task.get("note"):
+        print(f"  note: {task['note']}")
+    return 0
