@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from kairos.commands import systemd as sd
+from kairos.commands import units
 from kairosd.errors import UsageError
 
 WAIT_S = 15.0
@@ -256,16 +257,16 @@ def test_install_dry_run_quotes_odd_paths_and_carries_kairos_home(box):
 
 def test_exec_quote_and_environment_line_escape_what_systemd_would_expand():
     """% and $ are doubled; whitespace, quotes and backslashes force quoting; the environment round-trips."""
-    assert sd.exec_quote("/opt/venv/bin/kairosd") == "/opt/venv/bin/kairosd"
-    assert sd.exec_quote("/a b/kairosd") == '"/a b/kairosd"'
-    assert sd.exec_quote("/a%b$c/kairosd") == "/a%%b$$c/kairosd"
-    assert sd.exec_quote('/a"b\\c') == '"/a\\"b\\\\c"'
+    assert units.exec_quote("/opt/venv/bin/kairosd") == "/opt/venv/bin/kairosd"
+    assert units.exec_quote("/a b/kairosd") == '"/a b/kairosd"'
+    assert units.exec_quote("/a%b$c/kairosd") == "/a%%b$$c/kairosd"
+    assert units.exec_quote('/a"b\\c') == '"/a\\"b\\\\c"'
     value = '/tmp/x "y" \\ 50%'
-    line = sd.environment_line("KAIROS_HOME", value)
+    line = units.environment_line("KAIROS_HOME", value)
     assert sd.unit_environment(f"[Service]\n{line}\n", "KAIROS_HOME") == value
     assert sd.unit_environment("[Service]\nExecStart=/bin/true\n", "KAIROS_HOME") is None
     with pytest.raises(UsageError):
-        sd.exec_quote("/a\nb")
+        units.exec_quote("/a\nb")
 
 
 def test_find_kairosd_prefers_the_script_next_to_the_running_kairos(tmp_path, monkeypatch):
@@ -286,7 +287,7 @@ def test_template_falls_back_to_the_repository_in_an_editable_install():
     """The shipped unit text is found (wheel data or, in a checkout, systemd/) and is the repository's file."""
     repo = Path(__file__).resolve().parents[1] / "systemd"
     for name in sd.UNITS:
-        assert sd.template(name) == (repo / name).read_text()
+        assert units.template(name) == (repo / name).read_text()
 
 
 # ---- install / uninstall / status with a fake systemctl ------------------------------------------------
