@@ -283,6 +283,27 @@ def test_find_kairosd_prefers_the_script_next_to_the_running_kairos(tmp_path, mo
         assert sd.find_kairosd() == str(KAIROSD)  # else the interpreter's own scripts folder
 
 
+@pytest.mark.parametrize(("find", "option"), [("kairosd", "--kairosd"), ("kairos", "--kairos")])
+def test_a_missing_script_names_every_folder_looked_in_and_the_flag(tmp_path, monkeypatch, find, option):
+    """No script anywhere: one error that says where kairos looked and which flag gives the path."""
+    import sysconfig
+
+    from kairos.commands import integrate
+    from kairosd.errors import KairosError
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "kairos")])  # kairos itself, but no kairosd beside it
+    monkeypatch.setattr(sysconfig, "get_path", lambda *a, **k: str(empty))
+    monkeypatch.setattr(sys, "executable", str(empty / "python3"))
+    with pytest.raises(KairosError) as err:
+        (units.find_kairosd if find == "kairosd" else integrate.find_kairos)()
+    assert f"cannot find the {find} script" in err.value.message
+    assert str(tmp_path) in err.value.message
+    assert str(empty) in err.value.message
+    assert err.value.message.endswith(f"pass {option} PATH")
+
+
 def test_template_falls_back_to_the_repository_in_an_editable_install():
     """The shipped unit text is found (wheel data or, in a checkout, systemd/) and is the repository's file."""
     repo = Path(__file__).resolve().parents[1] / "systemd"

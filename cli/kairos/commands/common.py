@@ -76,3 +76,33 @@ def local_zone() -> str:
     from kairosd.clock import local_zone_name
 
     return local_zone_name()
+
+
+def installed_script(name: str, option: str) -> str:
+    """The ``name`` script of this installation (``kairos`` or ``kairosd``), as an absolute path.
+
+    Symlinks are kept, so upgrades keep working. Raises KairosError naming
+    ``option``, the flag that gives the path by hand, when none is found.
+    """
+    import os
+    import sys
+    import sysconfig
+
+    from kairosd.errors import KairosError
+
+    folders: list[str] = []
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "kairos" and os.path.dirname(argv0):
+        # The console script we run as: pipx and uv put both scripts in one bin folder (~/.local/bin).
+        folders.append(os.path.dirname(os.path.abspath(argv0)))
+    folders.append(sysconfig.get_path("scripts"))  # the venv's bin, or the interpreter's scripts folder
+    folders.append(sysconfig.get_path("scripts", sysconfig.get_preferred_scheme("user")))  # pip install --user
+    folders.append(os.path.dirname(os.path.abspath(sys.executable)))
+    for folder in folders:
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise KairosError(
+        f"cannot find the {name} script of this installation (looked in {', '.join(dict.fromkeys(folders))}); "
+        f"pass {option} PATH"
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kairos.commands.common import make_parser
+from kairos.commands.common import installed_script, make_parser
 
 AGENTS = ("claude", "copilot", "codex", "gemini")
 
@@ -54,28 +54,8 @@ def register(subparsers: Any) -> None:
 
 
 def find_kairos() -> str:
-    """The ``kairos`` script of this installation, as an absolute path (symlinks kept, so upgrades keep working)."""
-    import os
-    import sys
-    import sysconfig
-
-    from kairosd.errors import KairosError
-
-    folders: list[str] = []
-    argv0 = sys.argv[0] if sys.argv else ""
-    if os.path.basename(argv0) == "kairos" and os.path.dirname(argv0):
-        folders.append(os.path.dirname(os.path.abspath(argv0)))  # the script we run as (pipx, uv: ~/.local/bin)
-    folders.append(sysconfig.get_path("scripts"))  # the venv's bin
-    folders.append(sysconfig.get_path("scripts", sysconfig.get_preferred_scheme("user")))  # pip install --user
-    folders.append(os.path.dirname(os.path.abspath(sys.executable)))
-    for folder in folders:
-        candidate = os.path.join(folder, "kairos")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise KairosError(
-        f"cannot find the kairos script of this installation (looked in {', '.join(dict.fromkeys(folders))}); "
-        "pass --kairos PATH"
-    )
+    """The ``kairos`` script of this installation (what the agents' hook and MCP entries run)."""
+    return installed_script("kairos", "--kairos")
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:

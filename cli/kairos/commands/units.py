@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kairos.commands.common import installed_script
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
@@ -49,29 +51,8 @@ def installed_unit(name: str, environ: Mapping[str, str]) -> Path | None:
 
 
 def find_kairosd() -> str:
-    """The ``kairosd`` script of this installation, as an absolute path (symlinks kept, so upgrades keep working)."""
-    import os
-    import sys
-    import sysconfig
-
-    from kairosd.errors import KairosError
-
-    folders: list[str] = []
-    argv0 = sys.argv[0] if sys.argv else ""
-    if os.path.basename(argv0) == "kairos" and os.path.dirname(argv0):
-        # The console script we run as: pipx and uv put both scripts in one bin folder (~/.local/bin).
-        folders.append(os.path.dirname(os.path.abspath(argv0)))
-    folders.append(sysconfig.get_path("scripts"))  # the venv's bin, or the interpreter's scripts folder
-    folders.append(sysconfig.get_path("scripts", sysconfig.get_preferred_scheme("user")))  # pip install --user
-    folders.append(os.path.dirname(os.path.abspath(sys.executable)))
-    for folder in folders:
-        candidate = os.path.join(folder, "kairosd")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise KairosError(
-        f"cannot find the kairosd script next to this kairos (looked in {', '.join(dict.fromkeys(folders))}); "
-        "pass --kairosd PATH"
-    )
+    """The ``kairosd`` script installed next to this ``kairos`` (the service's ExecStart)."""
+    return installed_script("kairosd", "--kairosd")
 
 
 def template(name: str) -> str:
