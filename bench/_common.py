@@ -5,6 +5,7 @@ Not a benchmark itself (the leading underscore keeps ``run_all`` from treating i
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -200,11 +201,34 @@ def daemon(prefix: str = "kb") -> Iterator[Daemon]:
         d.cleanup()
 
 
-def python_start_s(repeats: int = 11) -> float:
-    """Median wall time of ``python -c pass`` with this interpreter (the CLI/start-up baseline)."""
+def median_run_s(argv: Sequence[str], repeats: int) -> float:
+    """Median wall time of running ``argv`` to its end, ``repeats`` times."""
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        subprocess.run(argv, check=True)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def python_start_s(repeats: int = 11) -> float:
+    """Median wall time of ``python -c pass`` with this interpreter (the CLI/start-up baseline)."""
+    return median_run_s([sys.executable, "-c", "pass"], repeats)
+
+
+def bench_main(
+    doc: str | None,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], list[Row]],
+    goal: str = "",
+) -> int:
+    """A benchmark script's ``main``: its own arguments plus ``-v``, one run, the table (and the goal line)."""
+    from run_all import print_table
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    print_table(run(parser.parse_args()))
+    if goal:
+        print(goal)
+    return 0

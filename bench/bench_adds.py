@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import Row, daemon, precompile, write_store
+from _common import Row, bench_main, daemon, precompile, write_store
 
 
 def adds_per_s(client_factory, clients: int, seconds: float) -> float:  # type: ignore[no-untyped-def]
@@ -106,13 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main() -> int:
-    from run_all import print_table
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    print_table(run(parser.parse_args()))
-    return 0
+    return bench_main(__doc__, add_arguments, run)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from _common import Row, precompile
+from _common import Row, bench_main, precompile
 
 SCAN = """
 import json, sys
@@ -335,13 +335,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main() -> int:
-    from run_all import print_table
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    print_table(run(parser.parse_args()))
-    return 0
+    return bench_main(__doc__, add_arguments, run)
 
 
 if __name__ == "__main__":

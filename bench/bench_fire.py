@@ -29,7 +29,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from _common import Row, daemon, percentile, precompile, wait_for, write_store
+from _common import Row, bench_main, daemon, percentile, precompile, wait_for, write_store
 
 BASELINE = r"""
 import asyncio, json, os, sys, time
@@ -159,13 +159,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main() -> int:
-    from run_all import print_table
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    print_table(run(parser.parse_args()))
-    return 0
+    return bench_main(__doc__, add_arguments, run)
 
 
 if __name__ == "__main__":

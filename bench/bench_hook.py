@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from _common import Daemon, Row, precompile, python_start_s, wait_for
+from _common import Daemon, Row, bench_main, precompile, python_start_s, wait_for
 
 SESSION = "bench-0000-4000-8000-000000000001"
 STOP_PAYLOAD = {
@@ -220,15 +220,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main() -> int:
-    from run_all import print_table
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    rows = run(parser.parse_args())
-    print_table(rows)
-    print("goal: the Stop hook's median <= 5.00x the baseline")
-    return 0
+    return bench_main(__doc__, add_arguments, run, "goal: the Stop hook's median <= 5.00x the baseline")
 
 
 if __name__ == "__main__":

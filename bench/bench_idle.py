@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import Row, daemon, precompile, wait_for, write_store
+from _common import Row, bench_main, daemon, precompile, wait_for, write_store
 
 BASELINE = r"""
 import asyncio
@@ -120,13 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main() -> int:
-    from run_all import print_table
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    print_table(run(parser.parse_args()))
-    return 0
+    return bench_main(__doc__, add_arguments, run)
 
 
 if __name__ == "__main__":

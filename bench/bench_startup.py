@@ -22,7 +22,7 @@ import sys
 import time
 
 import psutil
-from _common import Row, daemon, precompile, python_start_s, wait_for, write_store
+from _common import Row, bench_main, daemon, median_run_s, precompile, python_start_s, wait_for, write_store
 
 
 def bare_rss_mb() -> float:
@@ -39,12 +39,7 @@ def bare_rss_mb() -> float:
 
 
 def import_s(repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import gc; gc.disable(); import kairosd.daemon"], check=True)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return median_run_s([sys.executable, "-c", "import gc; gc.disable(); import kairosd.daemon"], repeats)
 
 
 def start_once(n_tasks: int) -> tuple[float, float]:
@@ -100,13 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main() -> int:
-    from run_all import print_table
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    print_table(run(parser.parse_args()))
-    return 0
+    return bench_main(__doc__, add_arguments, run)
 
 
 if __name__ == "__main__":
