@@ -9,6 +9,7 @@ checks nothing happened waits SETTLE_S, far longer than the hang-up takes to be 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import socket
@@ -25,7 +26,7 @@ from kairosd.api import Api
 from kairosd.registry.api import registry_routes
 from kairosd.registry.model import TaskStatus
 from kairosd.registry.registry import StartSpec
-from kairosd.server import Request, Response, StreamResponse, UnixHttpServer, cancel_on_disconnect
+from kairosd.server import Handler, Request, Response, StreamResponse, UnixHttpServer, cancel_on_disconnect
 
 WAIT_S = 10.0  # upper bound of every wait; tests pass far sooner
 PROMPT_S = 2.0  # a hang-up is seen within milliseconds; this only guards against a regression to "never"
@@ -131,10 +132,15 @@ class Probe:
         yield "second"
 
 
-async def serving(root: Path, probe: Probe) -> UnixHttpServer:
-    server = UnixHttpServer(root / "run" / "k.sock", probe.handle)
+@contextlib.asynccontextmanager
+async def served(root: Path, handler: Handler) -> AsyncIterator[UnixHttpServer]:
+    """A server for ``handler`` on a socket under ``root``, closed (grace 1 s) on the way out."""
+    server = UnixHttpServer(root / "run" / "k.sock", handler)
     await server.start()
-    return server
+    try:
+        yield server
+    finally:
+        await server.close(grace_s=1.0)
 
 
 async def started(probe: Probe) -> None:
@@ -149,8 +155,7 @@ def test_an_opted_in_long_poll_is_cancelled_when_its_client_hangs_up(root: Path,
 
     async def main() -> None:
         probe = Probe()
-        server = await serving(root, probe)
-        try:
+        async with served(root, probe.handle) as server:
             sock = await connect(server.path)
             await send(sock, get("/v1/poll?timeout=60"))
             await started(probe)
@@ -171,8 +176,6 @@ def test_an_opted_in_long_poll_is_cancelled_when_its_client_hangs_up(root: Path,
             await send(other, get("/v1/ok"))
             assert responses(await read_all(other)) == [(200, {"result": "ok"})]
             other.close()
-        finally:
-            await server.close(grace_s=1.0)
 
     run(main())
 
@@ -183,8 +186,7 @@ def test_a_half_closing_client_still_gets_its_answer(root: Path) -> None:
 
     async def main() -> None:
         probe = Probe()
-        server = await serving(root, probe)
-        try:
+        async with served(root, probe.handle) as server:
             sock = await connect(server.path)
             await send(sock, get("/v1/poll?timeout=60"))
             sock.shutdown(socket.SHUT_WR)
@@ -195,8 +197,6 @@ def test_a_half_closing_client_still_gets_its_answer(root: Path) -> None:
             probe.release.set()
             assert responses(await read_all(sock)) == [(200, {"result": "released"})]
             sock.close()
-        finally:
-            await server.close(grace_s=1.0)
 
     run(main())
 
@@ -207,8 +207,7 @@ def test_a_handler_that_did_not_opt_in_runs_to_the_end(root: Path) -> None:
 
     async def main() -> None:
         probe = Probe()
-        server = await serving(root, probe)
-        try:
+        async with served(root, probe.handle) as server:
             sock = await connect(server.path)
             await send(sock, get("/v1/plain"))
             await started(probe)
@@ -219,8 +218,6 @@ def test_a_handler_that_did_not_opt_in_runs_to_the_end(root: Path) -> None:
             async with asyncio.timeout(WAIT_S):
                 await probe.finished.wait()
             await until(lambda: server.active_requests == 0, "the request to be over")
-        finally:
-            await server.close(grace_s=1.0)
 
     run(main())
 
@@ -231,8 +228,7 @@ def test_keep_alive_and_pipelining_clients_are_answered(root: Path) -> None:
 
     async def main() -> None:
         probe = Probe()
-        server = await serving(root, probe)
-        try:
+        async with served(root, probe.handle) as server:
             sock = await connect(server.path)
             await send(sock, get("/v1/poll?timeout=60", close=False) + get("/v1/ok", close=False))
             await started(probe)
@@ -241,8 +237,6 @@ def test_keep_alive_and_pipelining_clients_are_answered(root: Path) -> None:
             probe.release.set()
             assert responses(await read_all(sock)) == [(200, {"result": "released"})]
             sock.close()
-        finally:
-            await server.close(grace_s=1.0)
 
     run(main())
 
@@ -252,8 +246,7 @@ def test_a_stream_still_ends_at_the_clients_end_of_input(root: Path) -> None:
 
     async def main() -> None:
         probe = Probe()
-        server = await serving(root, probe)
-        try:
+        async with served(root, probe.handle) as server:
             sock = await connect(server.path)
             await send(sock, get("/v1/stream"))
             sock.shutdown(socket.SHUT_WR)
@@ -263,8 +256,6 @@ def test_a_stream_still_ends_at_the_clients_end_of_input(root: Path) -> None:
             assert raw.endswith(b'"first"\n\r\n')  # and the server closed the connection
             await until(lambda: server.active_requests == 0, "the stream to end")
             sock.close()
-        finally:
-            await server.close(grace_s=1.0)
 
     run(main())
 
@@ -274,14 +265,14 @@ def test_server_close_cancels_a_long_poll_and_its_work(root: Path) -> None:
 
     async def main() -> None:
         probe = Probe()
-        server = await serving(root, probe)
-        sock = await connect(server.path)
-        await send(sock, get("/v1/poll?timeout=60"))
-        await started(probe)
-        await server.close(grace_s=0.1)
-        assert probe.cancelled.is_set()
-        assert server.active_requests == 0
-        sock.close()
+        async with served(root, probe.handle) as server:
+            sock = await connect(server.path)
+            await send(sock, get("/v1/poll?timeout=60"))
+            await started(probe)
+            await server.close(grace_s=0.1)
+            assert probe.cancelled.is_set()
+            assert server.active_requests == 0
+            sock.close()
 
     run(main())
 
@@ -310,39 +301,39 @@ def test_a_waiting_parents_loan_ends_when_its_client_hangs_up(
 
     async def main() -> None:
         reg = make_registry(root, adapter, max_concurrent=1, kill_grace_s=0.2)
-        server = UnixHttpServer(root / "run" / "k.sock", _api(reg).handle)
-        await server.start()
         try:
-            parent = await reg.start(StartSpec(agent="fake", prompt=f"hang:{root / 'parent.pid'}"))
-            await asyncio.to_thread(wait_file, root / "parent.pid")
-            child = await reg.start(StartSpec(agent="fake", prompt=f"hang:{root / 'child.pid'}", parent_id=parent.id))
-            await until(lambda: reg.slots.waiting == 1, "the child to queue")
+            async with served(root, _api(reg).handle) as server:
+                parent = await reg.start(StartSpec(agent="fake", prompt=f"hang:{root / 'parent.pid'}"))
+                await asyncio.to_thread(wait_file, root / "parent.pid")
+                child = await reg.start(
+                    StartSpec(agent="fake", prompt=f"hang:{root / 'child.pid'}", parent_id=parent.id)
+                )
+                await until(lambda: reg.slots.waiting == 1, "the child to queue")
 
-            sock = await connect(server.path)
-            await send(sock, get(f"/v1/registry/{child.id}/wait?timeout=60&waiter={parent.id}"))
-            if half_close:
-                sock.shutdown(socket.SHUT_WR)
-            await asyncio.to_thread(wait_file, root / "child.pid")  # it runs although the cap is reached
-            await until(lambda: not reg.get(child.id).queued, "the child to start")
-            assert _slots(reg) == {"limit": 1, "in_use": 1, "waiting": 0, "lent": 1}
+                sock = await connect(server.path)
+                await send(sock, get(f"/v1/registry/{child.id}/wait?timeout=60&waiter={parent.id}"))
+                if half_close:
+                    sock.shutdown(socket.SHUT_WR)
+                await asyncio.to_thread(wait_file, root / "child.pid")  # it runs although the cap is reached
+                await until(lambda: not reg.get(child.id).queued, "the child to start")
+                assert _slots(reg) == {"limit": 1, "in_use": 1, "waiting": 0, "lent": 1}
 
-            if half_close:
-                await asyncio.sleep(SETTLE_S)
-                assert _slots(reg)["lent"] == 1  # still waiting, still lending
-                await reg.cancel(child.id)
-                [(status, doc)] = responses(await read_all(sock))
-                assert (status, doc["timed_out"], doc["task"]["status"]) == (200, False, "cancelled")
-                assert _slots(reg) == {"limit": 1, "in_use": 1, "waiting": 0, "lent": 0}
-            else:
+                if half_close:
+                    await asyncio.sleep(SETTLE_S)
+                    assert _slots(reg)["lent"] == 1  # still waiting, still lending
+                    await reg.cancel(child.id)
+                    [(status, doc)] = responses(await read_all(sock))
+                    assert (status, doc["timed_out"], doc["task"]["status"]) == (200, False, "cancelled")
+                    assert _slots(reg) == {"limit": 1, "in_use": 1, "waiting": 0, "lent": 0}
+                else:
+                    sock.close()
+                    await until(lambda: _slots(reg)["lent"] == 0, "the loan to end", timeout=PROMPT_S)
+                    assert _slots(reg) == {"limit": 1, "in_use": 2, "waiting": 0, "lent": 0}
+                    assert reg.get(child.id).status is TaskStatus.RUNNING  # the child goes on, on its own slot
+                await until(lambda: server.active_requests == 0, "the wait to be over")
                 sock.close()
-                await until(lambda: _slots(reg)["lent"] == 0, "the loan to end", timeout=PROMPT_S)
-                assert _slots(reg) == {"limit": 1, "in_use": 2, "waiting": 0, "lent": 0}
-                assert reg.get(child.id).status is TaskStatus.RUNNING  # the child goes on, on its own slot
-            await until(lambda: server.active_requests == 0, "the wait to be over")
-            sock.close()
-            await reg.cancel(parent.id)
+                await reg.cancel(parent.id)
         finally:
-            await server.close(grace_s=1.0)
             await reg.stop()
 
     run(main())
