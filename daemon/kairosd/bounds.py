@@ -1,0 +1,116 @@
+"""The ranges every value kairos accepts must stay inside, for the whole life of a task.
+
+A value is checked where it enters (an API request, an import, a stored record
+read at start-up), and the ranges are chosen so that everything done with it
+later stays computable: a time plus the longest duration, expiry, jitter or
+catch-up window stays far below ``datetime.max`` (year 9999), so no fire,
+expiry or restart can overflow. The README's reliability section lists these
+numbers; the CLI checks the same ones before it sends a request.
+
+Pure and cheap: the CLI imports it on the ``kairos add`` path. Must not import
+pydantic, asyncio or any kairosd module but :mod:`kairosd.errors`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from kairosd.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+# Every stored time (created, fired, last slot, an exact "at") lies in this range. With
+# durations and expiry capped below, a task's whole life stays before year 2300.
+EARLIEST_TIME: Final = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_TIME: Final = datetime(2200, 1, 1, tzinfo=UTC)
+MAX_DURATION_DAYS: Final = 3650  # --in, --every, jitter's max:DUR (jitter has its own, smaller cap)
+MAX_DURATION_S: Final = MAX_DURATION_DAYS * 86400
+MAX_EXPIRY_DAYS: Final = 3650
+MAX_TIMEOUT_S: Final = 7 * 86400  # a target's run time (shell, agent, webhook)
+
+MAX_PROMPT_CHARS: Final = 100_000
+MAX_NAME_CHARS: Final = 200
+MAX_SHORT_CHARS: Final = 200  # a cron expression, a zone, a duration, an agent or model name
+MAX_PATH_CHARS: Final = 4096
+MAX_ARGV_ITEMS: Final = 256
+MAX_ARG_CHARS: Final = 32_768
+MAX_META_BYTES: Final = 16 * 1024  # a task's meta, as compact JSON
+MAX_META_DEPTH: Final = 8
+MAX_JSON_DEPTH: Final = 32  # any request body
+MAX_LIST_ITEMS: Final = 10_000  # ids to acknowledge or remove in one request
+MAX_QUERY_DIGITS: Final = 12
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored or handed to a process, or None.
+
+    A lone surrogate (JSON's ``"\\udcff"``, or bytes that were not UTF-8 read with
+    surrogateescape) cannot be encoded as UTF-8 and would fail at fire time; NUL
+    cannot be passed in an argv or an environment variable.
+    """
+    if value.isascii():
+        return "contains a NUL character" if "\0" in value else None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode text (it holds bytes that are not UTF-8, or a lone surrogate)"
+    return "contains a NUL character" if "\0" in value else None
+
+
+def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why a parsed JSON value is unacceptable (nested deeper than ``max_depth``, or text that is
+    not valid Unicode anywhere in it), or None. Iterative, so a deep value cannot exhaust the stack."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, dict | list) and depth > max_depth:
+            return f"{where or 'the body'} is nested deeper than {max_depth} levels"
+        if isinstance(item, dict):
+            for key, child in item.items():
+                path = f"{where}.{key}" if where else str(key)
+                problem = text_problem(key) if isinstance(key, str) else None
+                if problem and "NUL" not in problem:
+                    return f"a key in {where or 'the body'} {problem}"
+                stack.append((child, depth + 1, path))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(item))
+        elif isinstance(item, str):
+            problem = text_problem(item)
+            if problem and "NUL" not in problem:  # NUL is refused by the fields that reach a process
+                return f"{where or 'the body'} {problem}"
+    return None
+
+
+def check_text(value: str, field: str, max_chars: int) -> str:
+    """``value`` if it is valid text of at most ``max_chars``; else UsageError naming the field and limit."""
+    if len(value) > max_chars:
+        raise UsageError(f"{field}: {len(value)} characters; the limit is {max_chars}")
+    problem = text_problem(value)
+    if problem:
+        raise UsageError(f"{field} {problem}")
+    return value
+
+
+def check_time(value: datetime, field: str) -> datetime:
+    """``value`` if it lies in [EARLIEST_TIME, LATEST_TIME); else ValueError naming the field and range."""
+    if not EARLIEST_TIME <= value < LATEST_TIME:
+        raise ValueError(
+            f"{field} {value.isoformat()} is outside the supported range "
+            f"{EARLIEST_TIME.date().isoformat()} to {LATEST_TIME.date().isoformat()}"
+        )
+    return value
+
+
+def query_int(raw: str | None, name: str, default: int, low: int, high: int) -> int:
+    """A whole number from a query string, in [low, high]; UsageError naming the range otherwise.
+
+    ASCII digits only: ``str.isdigit`` accepts ``"²"``, which ``int`` refuses, and
+    a few thousand digits make ``int`` itself raise.
+    """
+    if raw is None or raw == "":
+        return default
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= MAX_QUERY_DIGITS) or not low <= int(raw) <= high:
+        raise UsageError(f"{name} must be a whole number from {low} to {high}")
+    return int(raw)
