@@ -21,10 +21,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-# Every stored time (created, fired, last slot, an exact "at") lies in this range. With
-# durations and expiry capped below, a task's whole life stays before year 2300.
+# A time a person gives (an exact "at", "in" from now) lies in [EARLIEST_TIME, LATEST_TIME).
+# A stored record's times (created, fired, last slot) may lie up to LATEST_STORED_TIME: the
+# daemon's own clock stamps some of them, and a task keeps firing past LATEST_TIME. Both
+# stay centuries below datetime's year 9999, so no computation over a task's life (the
+# next fire over cron's 100-year horizon, a 7-day catch-up window, expiry) can overflow.
 EARLIEST_TIME: Final = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_TIME: Final = datetime(2200, 1, 1, tzinfo=UTC)
+LATEST_STORED_TIME: Final = datetime(9000, 1, 1, tzinfo=UTC)
 MAX_DURATION_DAYS: Final = 3650  # --in, --every, jitter's max:DUR (jitter has its own, smaller cap)
 MAX_DURATION_S: Final = MAX_DURATION_DAYS * 86400
 MAX_EXPIRY_DAYS: Final = 3650
@@ -93,12 +97,12 @@ def check_text(value: str, field: str, max_chars: int) -> str:
     return value
 
 
-def check_time(value: datetime, field: str) -> datetime:
-    """``value`` if it lies in [EARLIEST_TIME, LATEST_TIME); else ValueError naming the field and range."""
-    if not EARLIEST_TIME <= value < LATEST_TIME:
+def check_stored_time(value: datetime, field: str) -> datetime:
+    """``value`` if it lies in [EARLIEST_TIME, LATEST_STORED_TIME); else ValueError naming the field and range."""
+    if not EARLIEST_TIME <= value < LATEST_STORED_TIME:
         raise ValueError(
             f"{field} {value.isoformat()} is outside the supported range "
-            f"{EARLIEST_TIME.date().isoformat()} to {LATEST_TIME.date().isoformat()}"
+            f"{EARLIEST_TIME.date().isoformat()} to {LATEST_STORED_TIME.date().isoformat()}"
         )
     return value
 

@@ -289,7 +289,7 @@ class Task(BaseModel):
     @classmethod
     def _check_aware(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
         value = utc_or_none(value)
-        return None if value is None else bounds.check_time(value, str(info.field_name))
+        return None if value is None else bounds.check_stored_time(value, str(info.field_name))
 
     @field_validator("prompt", "name")
     @classmethod
