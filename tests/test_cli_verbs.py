@@ -289,7 +289,7 @@ def test_add_prompt_from_stdin_must_be_utf8(fake, capsys, monkeypatch):
         buffer = io.BytesIO(b"\xff x")
 
     monkeypatch.setattr(sys, "stdin", Stdin())
-    code, out, err = _run(capsys, "add", "--in", "2s", "-")
+    code, _, err = _run(capsys, "add", "--in", "2s", "-")
     assert code == 2
     assert "not UTF-8" in err
     assert fake.requests == []

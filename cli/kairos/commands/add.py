@@ -148,9 +148,8 @@ def _allow_intermixed(parser: argparse.ArgumentParser) -> None:
 def _read_prompt(words: list[str]) -> str:
     import sys
 
-    from kairosd.errors import UsageError
-
     from kairosd.bounds import MAX_PROMPT_CHARS, check_text
+    from kairosd.errors import UsageError
 
     if words == ["-"]:
         # Bytes, then strict UTF-8: a prompt that is not text would fail at every fire.
@@ -363,7 +362,7 @@ def _expires(text: str) -> int | None:
 
     raw = text.strip()
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not 1 <= int(raw) <= MAX_EXPIRY_DAYS:
-        raise UsageError(f"--expires takes a whole number of days from 1 to {MAX_EXPIRY_DAYS}, or 'never', not {text!r}")
+        raise UsageError(f"--expires takes a whole number of days from 1 to {MAX_EXPIRY_DAYS} or 'never', not {text!r}")
     return int(raw)
 
 
