@@ -37,7 +37,8 @@ Name = Annotated[str, StringConstraints(max_length=bounds.MAX_NAME_CHARS)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # defer_build: the schemas are built at the first request, not while kairosd starts.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 class AddRequest(_Body):
