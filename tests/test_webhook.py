@@ -573,7 +573,9 @@ def test_cli_unknown_target_kinds_are_refused_by_the_parser(capsys):
     assert "'webhook:'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("value", "expected"), [("3", 3.0), ("²", None), ("9" * 5000, None), ("1e3", None), ("", None)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("3", 3.0), ("²", None), ("9" * 5000, None), ("1e3", None), ("", None)]
+)
 def test_retry_after_takes_only_plain_ascii_seconds(value, expected):
     """A receiver's "Retry-After: ²" passed str.isdigit() and made float() raise inside the delivery."""
     import httpx

@@ -60,10 +60,17 @@ class Api:
         """Register more routes: (regex for the path after the prefix, {method: handler}).
 
         Features outside the scheduler (the background task registry, hooks, ...)
-        bring their own handlers this way; the composition root wires them.
+        bring their own handlers this way; the composition root wires them. A method
+        and path that is already served is refused (ValueError): the first match would
+        win silently, and the second handler would be dead code that looks alive.
         """
         for pattern, methods in routes:
-            self.routes.append((re.compile(rf"{PREFIX}{pattern}"), methods))
+            full = rf"{PREFIX}{pattern}"
+            for existing, served in self.routes:
+                twice = set(methods) & set(served)
+                if existing.pattern == full and twice:
+                    raise ValueError(f"{', '.join(sorted(twice))} {full} is registered twice")
+            self.routes.append((re.compile(full), methods))
 
     async def handle(self, req: Request) -> Response | StreamResponse:
         for pattern, methods in self.routes:

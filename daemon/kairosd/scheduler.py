@@ -101,7 +101,7 @@ class Scheduler:
         self._dispatch = Dispatcher(
             book, ledger, self.deliveries, clock, events, self.config.max_concurrent, self._write_failed
         )
-        self._running = self._dispatch.running  # task id -> run id in flight (the service reads it)
+        self._running = self._dispatch.running  # task id -> run id in flight
         self._wake = asyncio.Event()
         self._last: tuple[datetime, float] | None = None
         self._started = False
@@ -161,6 +161,10 @@ class Scheduler:
         self._next.pop(task_id, None)
         self._unrecorded.pop(task_id, None)
         self._wake.set()
+
+    def is_running(self, task_id: str) -> bool:
+        """Whether a run of ``task_id`` is in flight now (listings show it)."""
+        return task_id in self._running
 
     def planned(self, task_id: str) -> Fire | None:
         return self._next.get(task_id)

@@ -86,7 +86,7 @@ class Service:
             fires = [planned]  # the scheduler already knows it: listing 10,000 tasks stays cheap
         else:
             fires = upcoming(task, now, count, after=task.last_scheduled_for)
-        return self._view(task, fires, task.id in self.scheduler._running)
+        return self._view(task, fires, self.scheduler.is_running(task.id))
 
     def _view(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
         doc = dict(self._dump(task))
@@ -111,7 +111,7 @@ class Service:
         planned = None if task.paused else self.scheduler.planned(task.id)
         if not task.paused and (planned is None or planned.planned_for <= now):
             return self.view(task, 1)
-        running = task.id in self.scheduler._running
+        running = self.scheduler.is_running(task.id)
         cached = self._views.get(task.id)
         if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
             return cached[2]
@@ -220,7 +220,7 @@ class Service:
     def summary(self, task: Task) -> dict[str, Any]:
         """The few fields a table shows; cheap enough to list 10,000 tasks on every call."""
         planned = None if task.paused else self.scheduler.planned(task.id)
-        running = task.id in self.scheduler._running
+        running = self.scheduler.is_running(task.id)
         cached = self._summaries.get(task.id)
         if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
             return cached[2]
