@@ -402,8 +402,3 @@ async def _settle_memory_when(ready: asyncio.Event) -> None:
     await ready.wait()
     gc.freeze()
     gc.enable()
-
-
-def ensure_dirs(paths: Paths) -> None:
-    for folder in (paths.state_dir, paths.runtime_dir, paths.data_dir):
-        Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)

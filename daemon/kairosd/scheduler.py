@@ -234,11 +234,6 @@ class Scheduler:
             self._anchors.persist()  # try the store again (at most every store_retry_s, see _sleep_for)
         return self._sleep_for(self.clock.now())
 
-    @property
-    def degraded(self) -> bool:
-        """The last write of the store or of the run ledger failed."""
-        return self.write_error is not None or self.book.error is not None
-
     def _sleep_for(self, now: datetime) -> float:
         cap = self.config.max_sleep_s
         if self.disabled_reason is not None:
@@ -269,9 +264,6 @@ class Scheduler:
                 await asyncio.wait({waiter, stopper}, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
                 waiter.cancel()
                 stopper.cancel()
-
-    def wake(self) -> None:
-        self._wake.set()
 
     # ---- deciding -------------------------------------------------------
 

@@ -69,7 +69,6 @@ class Service:
         self.info = info or {}
         self.extra_status = extra_status or {}  # e.g. {"background": registry.status}
         self.started_at = clock.now()
-        self.stop_requested = False
         self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
         self._summaries: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
         self._views: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
