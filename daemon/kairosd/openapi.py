@@ -22,6 +22,8 @@ TYPED_BODIES: dict[tuple[str, str], str] = {
     ("POST", "/v1/tasks"): "AddRequest",
     ("POST", "/v1/inbox/ack"): "AckRequest",
     ("POST", "/v1/import"): "ImportRequest",
+    ("POST", "/v1/registry"): "StartRequest",
+    ("POST", "/v1/registry/{id}/send"): "SendRequest",
 }
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 

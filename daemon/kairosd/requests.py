@@ -29,6 +29,7 @@ from pydantic import (
 from kairosd import bounds
 from kairosd.errors import UsageError
 from kairosd.models import CatchUp, CreatedBy, Overlap, check_meta
+from kairosd.registry.model import ExecutionMode, PermissionSet
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -102,10 +103,39 @@ class ImportRequest(_Body):
     tz: str | None = None  # the service checks it (code invalid_time), long names included
 
 
+ProcessText = Annotated[str, StringConstraints(max_length=bounds.MAX_ARG_CHARS)]
+PathText = Annotated[str, StringConstraints(min_length=1, max_length=bounds.MAX_PATH_CHARS)]
+
+
+class StartRequest(_Body):
+    """``POST /v1/registry``: a background task, an agent turn (``agent``) or a command (``argv``)."""
+
+    kind: Literal["agent", "shell"] = "agent"  # fire and consolidation tasks are started by kairosd itself
+    agent: Short | None = None
+    argv: list[ProcessText] | None = Field(default=None, min_length=1, max_length=bounds.MAX_ARGV_ITEMS)
+    prompt: Annotated[str, StringConstraints(max_length=bounds.MAX_PROMPT_CHARS)] = ""
+    cwd: PathText | None = None
+    session: Name | None = None
+    model: Short | None = None
+    mode: ExecutionMode = ExecutionMode.BACKGROUND
+    parent_id: Short | None = None
+    parent_depth: StrictInt | None = Field(default=None, ge=0, le=1000)
+    permissions: PermissionSet | None = None
+    timeout_s: float | None = Field(default=None, gt=0, le=bounds.MAX_TIMEOUT_S, strict=True)
+
+
+class SendRequest(_Body):
+    """``POST /v1/registry/{id}/send``: the follow-up prompt of an idle multi-turn agent task."""
+
+    message: Annotated[str, StringConstraints(max_length=bounds.MAX_PROMPT_CHARS)]
+
+
 REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "AddRequest": AddRequest,
     "AckRequest": AckRequest,
     "ImportRequest": ImportRequest,
+    "StartRequest": StartRequest,
+    "SendRequest": SendRequest,
 }
 
 
