@@ -79,7 +79,8 @@ def test_start_show_wait_send_close_through_the_routes(tmp_path, adapter):
     ("method", "path", "body", "query", "error", "message"),
     [
         ("POST", "/registry", {"agent": "fake", "prompt": "x", "colour": 1}, {}, UsageError, "unknown field"),
-        ("POST", "/registry", {"kind": "fire", "agent": "fake", "prompt": "x"}, {}, UsageError, "kind: Input should be 'agent' or 'shell'"),
+        ("POST", "/registry", {"kind": "fire", "agent": "fake", "prompt": "x"}, {}, UsageError,
+         "kind: Input should be 'agent' or 'shell'"),
         ("POST", "/registry", {"agent": 3, "prompt": "x"}, {}, UsageError, "agent: Input should be a valid string"),
         ("POST", "/registry", {"kind": "shell", "argv": "ls"}, {}, UsageError, "argv: Input should be a valid list"),
         ("POST", "/registry", {"agent": "fake", "prompt": "x", "permissions": {"mode": "god"}}, {}, UsageError,

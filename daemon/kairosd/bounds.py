@@ -47,20 +47,24 @@ MAX_LIST_ITEMS: Final = 10_000  # ids to acknowledge or remove in one request
 MAX_QUERY_DIGITS: Final = 12
 
 
-def text_problem(value: str) -> str | None:
-    """Why ``value`` cannot be stored or handed to a process, or None.
+def unicode_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as UTF-8, or None.
 
     A lone surrogate (JSON's ``"\\udcff"``, or bytes that were not UTF-8 read with
-    surrogateescape) cannot be encoded as UTF-8 and would fail at fire time; NUL
-    cannot be passed in an argv or an environment variable.
+    surrogateescape) cannot be encoded and would fail at save or fire time.
     """
     if value.isascii():
-        return "contains a NUL character" if "\0" in value else None
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         return "is not valid Unicode text (it holds bytes that are not UTF-8, or a lone surrogate)"
-    return "contains a NUL character" if "\0" in value else None
+    return None
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be handed to a process (argv, cwd, environment), or None: also no NUL."""
+    return unicode_problem(value) or ("contains a NUL character" if "\0" in value else None)
 
 
 def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
@@ -74,15 +78,15 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
         if isinstance(item, dict):
             for key, child in item.items():
                 path = f"{where}.{key}" if where else str(key)
-                problem = text_problem(key) if isinstance(key, str) else None
-                if problem and "NUL" not in problem:
+                problem = unicode_problem(key) if isinstance(key, str) else None
+                if problem:
                     return f"a key in {where or 'the body'} {problem}"
                 stack.append((child, depth + 1, path))
         elif isinstance(item, list):
             stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(item))
         elif isinstance(item, str):
-            problem = text_problem(item)
-            if problem and "NUL" not in problem:  # NUL is refused by the fields that reach a process
+            problem = unicode_problem(item)  # NUL is refused by the fields that reach a process
+            if problem:
                 return f"{where or 'the body'} {problem}"
     return None
 

@@ -295,8 +295,8 @@ class Task(BaseModel):
     @classmethod
     def _check_text(cls, value: str | None) -> str | None:
         if value is not None:
-            problem = bounds.text_problem(value)
-            if problem and "NUL" not in problem:  # NUL is harmless on stdin, in JSON and in a file
+            problem = bounds.unicode_problem(value)  # NUL is harmless on stdin, in JSON and in a file
+            if problem:
                 raise ValueError(problem)
         return value
 

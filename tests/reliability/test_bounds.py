@@ -6,28 +6,11 @@ Every one is now a 400 naming the field and the limit, and nothing reaches the s
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from reliability_support import InProcessDaemon, parse_response, raw_exchange
 
 from kairosd import bounds
-from kairosd.testing import FakeClock
-
-
-@pytest.fixture
-def daemon() -> Iterator[InProcessDaemon]:
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="kb"))
-    d = InProcessDaemon(root, FakeClock(datetime(2026, 3, 2, 10, tzinfo=UTC)))
-    try:
-        yield d
-    finally:
-        d.close()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def exchange(d: InProcessDaemon, method: str, path: str, data: bytes = b"") -> tuple[int, dict[str, object]]:

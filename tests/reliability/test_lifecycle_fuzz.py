@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -238,10 +239,7 @@ def test_every_added_value_survives_its_whole_life(body: dict[str, Any], start: 
         event("add accepted")
         await life.live(suspend)
 
-    try:
-        asyncio.run(main())
-    finally:
-        _cleanup(folder)
+    _live_through(folder, main)
 
 
 @FUZZ
@@ -265,10 +263,7 @@ def test_every_imported_value_survives_its_whole_life(items: list[dict[str, Any]
         event(f"imported {len(result['imported'])}")
         await life.live(suspend)
 
-    try:
-        asyncio.run(main())
-    finally:
-        _cleanup(folder)
+    _live_through(folder, main)
 
 
 @FUZZ
@@ -289,10 +284,7 @@ def test_every_stored_record_survives_start_up_and_its_life(record: dict[str, An
         event(f"started with {len(life.h.book)} tasks")
         await life.live(suspend)
 
-    try:
-        asyncio.run(main())
-    finally:
-        _cleanup(folder)
+    _live_through(folder, main)
 
 
 REFUSALS = ("usage", "cron_syntax", "invalid_time")
@@ -307,10 +299,12 @@ async def _refused(call: Awaitable[Any]) -> str | None:
     return None
 
 
-def _cleanup(folder: Path) -> None:
-    import shutil
-
-    shutil.rmtree(folder, ignore_errors=True)
+def _live_through(folder: Path, main: Callable[[], Awaitable[None]]) -> None:
+    """Run one example's ``main`` on a fresh event loop, then remove its folder whatever happened."""
+    try:
+        asyncio.run(main())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_life_reaches_its_end_for_an_agent_task():
@@ -324,10 +318,7 @@ def test_life_reaches_its_end_for_an_agent_task():
         assert doc["id"] not in life.h.book
         assert life.sentinel_id in life.h.book
 
-    try:
-        asyncio.run(main())
-    finally:
-        _cleanup(folder)
+    _live_through(folder, main)
 
 
 def test_suspend_windows_stay_inside_the_supported_range():
