@@ -478,8 +478,7 @@ async def main():
     await consolidation.start()
     api = Api(None, lambda: None)
     api.add_routes(background.routes)
-    # Before the sessions' routes: POST /v1/consolidate is consolidation's (the first match wins).
-    api.add_routes(consolidation.routes)
+    api.add_routes(consolidation.routes)  # POST /v1/consolidate is consolidation's
     sessions = None
     if os.environ.get("MINI_WITH_SESSIONS") == "1":
         # The wiring the composition root does (see kairosd.consolidation.wiring).
@@ -488,7 +487,7 @@ async def main():
 
         ledger = RunLedger(paths.state_dir / "runs.jsonl", clock)
         ledger.load()
-        sessions = build_sessions(paths, clock, events, ledger, {}, environ=os.environ)
+        sessions = build_sessions(paths, clock, events, ledger, {}, environ=os.environ, serve_consolidate=False)
         sessions.hub.context_board_for = consolidation.context_for_session
         await sessions.start()
         api.add_routes(sessions.routes)

@@ -282,6 +282,19 @@ def test_add_cmd_implies_shell(fake, capsys):
     assert body["target"] == {"kind": "shell", "argv": ["true"]}
 
 
+def test_add_prompt_from_stdin_must_be_utf8(fake, capsys, monkeypatch):
+    """Bytes that are not UTF-8 were accepted and failed at every fire (with an encoding traceback)."""
+
+    class Stdin:
+        buffer = io.BytesIO(b"\xff x")
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    code, _, err = _run(capsys, "add", "--in", "2s", "-")
+    assert code == 2
+    assert "not UTF-8" in err
+    assert fake.requests == []
+
+
 def test_add_prompt_from_stdin(fake, capsys, monkeypatch):
     """A prompt of '-' is read from stdin."""
     monkeypatch.setattr(sys, "stdin", io.StringIO("line one\nline two\n"))
@@ -302,6 +315,12 @@ def test_add_prompt_from_stdin(fake, capsys, monkeypatch):
         (["--every", "5m", "--expires", "soon", "x"], "--expires takes"),
         (["--every", "5m", "--jitter", "lots", "x"], "unknown jitter"),
         (["--every", "0m", "x"], "must be longer than zero"),
+        (["* * * * *", "--expires", "3000000", "x"], "from 1 to 3650"),
+        (["--every", "5m", "--expires", "٣", "x"], "--expires takes"),
+        (["--in", "3000000d", "x"], "3650d limit"),
+        (["--every", "5m", "--jitter", "max:99999999999999d", "x"], "limit"),
+        (["--every", "5m", "bad \udcff prompt"], "not valid Unicode"),
+        (["--every", "5m", "--name", "n" * 201, "x"], "the limit is 200"),
     ],
 )
 def test_add_usage_errors_are_local(fake, capsys, argv, message):

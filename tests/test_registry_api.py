@@ -79,9 +79,10 @@ def test_start_show_wait_send_close_through_the_routes(tmp_path, adapter):
     ("method", "path", "body", "query", "error", "message"),
     [
         ("POST", "/registry", {"agent": "fake", "prompt": "x", "colour": 1}, {}, UsageError, "unknown field"),
-        ("POST", "/registry", {"kind": "fire", "agent": "fake", "prompt": "x"}, {}, UsageError, "kind must be"),
-        ("POST", "/registry", {"agent": 3, "prompt": "x"}, {}, UsageError, "agent must be a string"),
-        ("POST", "/registry", {"kind": "shell", "argv": "ls"}, {}, UsageError, "argv must be a list"),
+        ("POST", "/registry", {"kind": "fire", "agent": "fake", "prompt": "x"}, {}, UsageError,
+         "kind: Input should be 'agent' or 'shell'"),
+        ("POST", "/registry", {"agent": 3, "prompt": "x"}, {}, UsageError, "agent: Input should be a valid string"),
+        ("POST", "/registry", {"kind": "shell", "argv": "ls"}, {}, UsageError, "argv: Input should be a valid list"),
         ("POST", "/registry", {"agent": "fake", "prompt": "x", "permissions": {"mode": "god"}}, {}, UsageError,
          "permissions.mode: unknown permission mode 'god'"),
         ("POST", "/registry", [], {}, UsageError, "must be a JSON object"),
@@ -89,7 +90,7 @@ def test_start_show_wait_send_close_through_the_routes(tmp_path, adapter):
         ("GET", "/registry/t0000000000", None, {}, NotFoundError, "no background task 't0000000000'"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "61"}, UsageError, "timeout must be from 0 to 60"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "x"}, UsageError, "timeout must be a number"),
-        ("POST", "/registry/t0000000000/send", {"text": "x"}, {}, UsageError, 'give {"message"'),
+        ("POST", "/registry/t0000000000/send", {"text": "x"}, {}, UsageError, "message: Field required"),
     ],
 )  # fmt: skip
 def test_bad_requests_are_clean_errors(tmp_path, adapter, method, path, body, query, error, message):

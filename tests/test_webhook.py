@@ -571,3 +571,16 @@ def test_cli_unknown_target_kinds_are_refused_by_the_parser(capsys):
         add_body("--in", "5m", "--target", "carrier-pigeon", "hi")
     assert exc.value.code == 2
     assert "'webhook:'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("3", 3.0), ("²", None), ("9" * 5000, None), ("1e3", None), ("", None)]
+)
+def test_retry_after_takes_only_plain_ascii_seconds(value, expected):
+    """A receiver's "Retry-After: ²" passed str.isdigit() and made float() raise inside the delivery."""
+    import httpx
+
+    from kairosd.delivery.webhook import _retry_after
+
+    # As received: header bytes, which httpx decodes as Latin-1 (so byte 0xB2 is "²").
+    assert _retry_after(httpx.Headers([(b"retry-after", value.encode("latin-1"))])) == expected

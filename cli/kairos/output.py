@@ -24,10 +24,6 @@ MIN_LAST_COLUMN = 20
 DEFAULT_COLUMNS = 100
 
 
-def use_color() -> bool:
-    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
-
-
 def print_json(document: Any) -> None:
     """One JSON document: indented for a person at a terminal, compact for a pipe
     (a script reading 10,000 tasks should not pay for indentation)."""

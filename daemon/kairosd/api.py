@@ -14,8 +14,11 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from kairosd.bounds import query_int
 from kairosd.errors import KairosError, NotFoundError, UsageError
+from kairosd.openapi import openapi_document
 from kairosd.protocol import API_VERSION, EVENT_TYPES, PREFIX
+from kairosd.requests import AckRequest, AddRequest, ImportRequest, parse_body
 from kairosd.server import Request, Response, StreamResponse
 from kairosd.service import Service
 
@@ -27,23 +30,8 @@ class MethodNotAllowed(KairosError):
     code = "method_not_allowed"
 
 
-def _limit(req: Request, default: int = 50) -> int:
-    raw = req.query.get("limit", str(default))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise UsageError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
-    return int(raw)
-
-
 def _flag(req: Request, name: str) -> bool:
     return req.query.get(name, "").lower() in ("1", "true", "yes")
-
-
-def _object(body: Any) -> dict[str, Any]:
-    if body is None:
-        return {}
-    if not isinstance(body, dict):
-        raise UsageError("the request body must be a JSON object")
-    return body
 
 
 class Api:
@@ -65,16 +53,24 @@ class Api:
             (re.compile(rf"{PREFIX}/events"), {"GET": self.events}),
             (re.compile(rf"{PREFIX}/import"), {"POST": self.import_claude}),
             (re.compile(rf"{PREFIX}/shutdown"), {"POST": self.shutdown}),
+            (re.compile(rf"{PREFIX}/openapi.json"), {"GET": self.openapi}),
         ]
 
     def add_routes(self, routes: list[tuple[str, dict[str, Handler]]]) -> None:
         """Register more routes: (regex for the path after the prefix, {method: handler}).
 
         Features outside the scheduler (the background task registry, hooks, ...)
-        bring their own handlers this way; the composition root wires them.
+        bring their own handlers this way; the composition root wires them. A method
+        and path that is already served is refused (ValueError): the first match would
+        win silently, and the second handler would be dead code that looks alive.
         """
         for pattern, methods in routes:
-            self.routes.append((re.compile(rf"{PREFIX}{pattern}"), methods))
+            full = rf"{PREFIX}{pattern}"
+            for existing, served in self.routes:
+                twice = set(methods) & set(served)
+                if existing.pattern == full and twice:
+                    raise ValueError(f"{', '.join(sorted(twice))} {full} is registered twice")
+            self.routes.append((re.compile(full), methods))
 
     async def handle(self, req: Request) -> Response | StreamResponse:
         for pattern, methods in self.routes:
@@ -93,7 +89,7 @@ class Api:
         return Response(200, {"tasks": self.service.list_tasks(summary=req.query.get("view") == "summary")})
 
     async def add(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(201, {"task": await self.service.add(_object(req.body))})
+        return Response(201, {"task": await self.service.add(parse_body(AddRequest, req.body))})
 
     async def show(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"task": self.service.get(m["id"])})
@@ -111,7 +107,8 @@ class Api:
         return Response(202, {"run": await self.service.run_now(m["id"])})
 
     async def runs(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"runs": self.service.history(req.query.get("task") or None, _limit(req))})
+        limit = query_int(req.query.get("limit"), "limit", 50, 1, MAX_LIMIT)
+        return Response(200, {"runs": self.service.history(req.query.get("task") or None, limit)})
 
     async def missed(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"missed": self.service.missed()})
@@ -140,16 +137,10 @@ class Api:
                 yield item
 
     async def ack(self, req: Request, m: re.Match[str]) -> Response:
-        body = _object(req.body)
-        ids = body.get("ids")
-        if body.get("all"):
-            ids = None
-        elif not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        body = parse_body(AckRequest, req.body)
+        if not body.all and not body.ids:
             raise UsageError('give {"ids": ["..."]} or {"all": true}')
-        session = body.get("session")
-        if session is not None and not isinstance(session, str):
-            raise UsageError("session must be a string")
-        return Response(200, {"acked": self.service.ack(session, ids)})
+        return Response(200, {"acked": self.service.ack(body.session, None if body.all else body.ids)})
 
     async def events(self, req: Request, m: re.Match[str]) -> StreamResponse:
         types = None
@@ -161,11 +152,11 @@ class Api:
         return StreamResponse(self.service.events.subscribe(types, req.query.get("session") or None))
 
     async def import_claude(self, req: Request, m: re.Match[str]) -> Response:
-        body = _object(req.body)
-        data = body.get("data")
-        if not isinstance(data, str):
-            raise UsageError('give {"data": "<contents of scheduled_tasks.json>"}')
-        return Response(200, await self.service.import_claude(data, body.get("tz")))
+        body = parse_body(ImportRequest, req.body)
+        return Response(200, await self.service.import_claude(body.data, body.tz))
+
+    async def openapi(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, openapi_document([p.pattern for p, _ in self.routes], [list(h) for _, h in self.routes]))
 
     async def shutdown(self, req: Request, m: re.Match[str]) -> Response:
         self.on_shutdown()

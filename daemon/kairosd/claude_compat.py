@@ -104,6 +104,8 @@ def read_claude_tasks(data: bytes | str, local_zone: str) -> ImportResult:
         doc = json.loads(data)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
         raise UsageError(f"not a Claude scheduled_tasks.json: invalid JSON ({exc})") from exc
+    except RecursionError:
+        raise UsageError("not a Claude scheduled_tasks.json: nested too deeply") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), list):
         raise UsageError("not a Claude scheduled_tasks.json: expected an object with a 'tasks' list")
     result = ImportResult()

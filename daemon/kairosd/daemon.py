@@ -228,8 +228,9 @@ class Daemon:
             **background.deliveries,
         }
         sessions = build_sessions(
-            paths, clock, events, ledger, deliveries, default_tz=default_tz, closing=stop_event, environ=environ
-        )
+            paths, clock, events, ledger, deliveries, default_tz=default_tz, closing=stop_event, environ=environ,
+            serve_consolidate=False,
+        )  # fmt: skip
         deliveries.update(sessions.deliveries)  # before the scheduler copies the dict
         config = SchedulerConfig(
             disabled_reason=disabled_reason(environ),
@@ -259,11 +260,9 @@ class Daemon:
         )
         api = Api(service, self.request_stop)
         api.add_routes(background.routes)
-        # Before the sessions' routes: both answer POST /v1/consolidate and the first match wins.
-        api.add_routes(consolidation.routes)
+        api.add_routes(consolidation.routes)  # it serves POST /v1/consolidate; the sessions' routes leave it out
         api.add_routes(sessions.routes)
         sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
-        sessions.hub.on_consolidate = consolidation.on_consolidate
         api.add_routes(doctor_routes(user_config))
         server = self.server = UnixHttpServer(socket_path, api.handle, sock=self.listen_sock)
         await server.start()
@@ -403,8 +402,3 @@ async def _settle_memory_when(ready: asyncio.Event) -> None:
     await ready.wait()
     gc.freeze()
     gc.enable()
-
-
-def ensure_dirs(paths: Paths) -> None:
-    for folder in (paths.state_dir, paths.runtime_dir, paths.data_dir):
-        Path(folder).mkdir(mode=0o700, parents=True, exist_ok=True)

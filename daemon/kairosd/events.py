@@ -54,10 +54,6 @@ class EventBus:
         for sub in list(self._subscribers):
             sub.end()
 
-    @property
-    def subscriber_count(self) -> int:
-        return len(self._subscribers)
-
 
 class _Subscriber:
     def __init__(self, types: frozenset[str] | None, session: str | None) -> None:

@@ -9,6 +9,7 @@ Must not import the store, the server, the clock module or anything with I/O.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import secrets
@@ -19,13 +20,15 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from kairosd import bounds
 from kairosd.errors import InvalidTimeError
 from kairosd.schedule.cron import parse_cron
 from kairosd.schedule.jitter import parse_jitter
 
-TASK_ID_RE = re.compile(r"^[0-9a-f]{8}$")
+# \Z, not $: "$" also matches before a trailing newline, and such an id could never be addressed.
+TASK_ID_RE = re.compile(r"\A[0-9a-f]{8}\Z")
 AGENT_DEFAULT_EXPIRY_DAYS = 7
 
 
@@ -52,29 +55,59 @@ class Overlap(StrEnum):
     QUEUE = "queue"
 
 
+_TARGET_CONFIG = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+PathText = Annotated[str, Field(min_length=1, max_length=bounds.MAX_PATH_CHARS)]
+Timeout = Annotated[float, Field(gt=0, le=bounds.MAX_TIMEOUT_S)]
+ShortText = Annotated[str, Field(min_length=1, max_length=bounds.MAX_SHORT_CHARS)]
+
+
+def _process_text(value: str | None) -> str | None:
+    """Text that reaches a process (argv, cwd, environment): valid Unicode without NUL."""
+    if value is not None:
+        problem = bounds.text_problem(value)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
 class InboxTarget(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = _TARGET_CONFIG
     kind: Literal["inbox"] = "inbox"
-    session: str = "default"
+    session: str = Field(default="default", min_length=1, max_length=bounds.MAX_NAME_CHARS)
 
 
 class ShellTarget(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = _TARGET_CONFIG
     kind: Literal["shell"] = "shell"
-    argv: list[str] = Field(min_length=1)
-    cwd: str | None = None
-    timeout_s: float = Field(default=300.0, gt=0)
+    argv: list[Annotated[str, Field(max_length=bounds.MAX_ARG_CHARS)]] = Field(
+        min_length=1, max_length=bounds.MAX_ARGV_ITEMS
+    )
+    cwd: PathText | None = None
+    timeout_s: Timeout = 300.0
+
+    @field_validator("argv")
+    @classmethod
+    def _check_argv(cls, value: list[str]) -> list[str]:
+        if not value[0]:
+            raise ValueError("the command (argv[0]) must not be empty")
+        for arg in value:
+            _process_text(arg)
+        return value
+
+    _check_cwd = field_validator("cwd")(classmethod(lambda cls, value: _process_text(value)))
 
 
 class AgentTarget(BaseModel):
     """``agent:NAME``: each fire starts a headless run of that agent in the background task registry."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = _TARGET_CONFIG
     kind: Literal["agent"] = "agent"
-    agent: str = Field(min_length=1)
-    cwd: str | None = None
-    model: str | None = None
-    timeout_s: float | None = Field(default=None, gt=0)  # None: the registry's default turn timeout
+    agent: ShortText
+    cwd: PathText | None = None
+    model: ShortText | None = None
+    timeout_s: Timeout | None = None  # None: the registry's default turn timeout
+
+    _check_text = field_validator("agent", "cwd", "model")(classmethod(lambda cls, value: _process_text(value)))
 
 
 class WebhookTarget(BaseModel):
@@ -85,10 +118,10 @@ class WebhookTarget(BaseModel):
     name is resolved.
     """
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = _TARGET_CONFIG
     kind: Literal["webhook"] = "webhook"
     url: str = Field(min_length=1, max_length=2048)
-    timeout_s: float | None = Field(default=None, gt=0)  # None: the [webhook] timeout of the config
+    timeout_s: Timeout | None = None  # None: the [webhook] timeout of the config
 
     @field_validator("url")
     @classmethod
@@ -137,7 +170,7 @@ class SessionTarget(BaseModel):
     (recorded as skipped).
     """
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = _TARGET_CONFIG
     kind: Literal["session"] = "session"
     session_id: str | None = Field(default=None, min_length=1, max_length=200)
     project: str | None = Field(default=None, min_length=1, max_length=4096)
@@ -174,6 +207,23 @@ class SessionTarget(BaseModel):
 Target = Annotated[InboxTarget | ShellTarget | AgentTarget | WebhookTarget | SessionTarget, Field(discriminator="kind")]
 
 
+def check_meta(value: dict[str, Any]) -> dict[str, Any]:
+    """A task's ``meta`` if it is small and shallow enough to store, send and log; ValueError otherwise.
+
+    It travels in every webhook body and every save, so it is bounded: nested at most
+    MAX_META_DEPTH levels and at most MAX_META_BYTES as compact JSON.
+    """
+    if not value:
+        return value
+    problem = bounds.json_problem(value, bounds.MAX_META_DEPTH)
+    if problem:
+        raise ValueError(f"meta: {problem}")
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if size > bounds.MAX_META_BYTES:
+        raise ValueError(f"meta is {size} bytes as JSON; the limit is {bounds.MAX_META_BYTES}")
+    return value
+
+
 def new_task_id() -> str:
     """8 lowercase hex characters, like Claude Code's ids (the seed for jitter)."""
     return secrets.token_hex(4)
@@ -204,16 +254,16 @@ def utc_fields(*names: str) -> Any:
 class Task(BaseModel):
     """One scheduled prompt: a cron expression (recurring or one-shot) or an exact time."""
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True)
+    model_config = ConfigDict(extra="allow", validate_assignment=True, allow_inf_nan=False)
 
     id: str
-    prompt: str
+    prompt: str = Field(max_length=bounds.MAX_PROMPT_CHARS)
     cron: str | None = None
     at: datetime | None = None
     recurring: bool = True
     tz: str = "UTC"
     target: Target = Field(default_factory=InboxTarget)
-    name: str | None = None
+    name: str | None = Field(default=None, max_length=bounds.MAX_NAME_CHARS)
     created_at: datetime
     created_by: CreatedBy = CreatedBy.CLI
     last_fired_at: datetime | None = None
@@ -221,7 +271,7 @@ class Task(BaseModel):
     # Nominal, never jittered: the next fire is computed after it.
     last_scheduled_for: datetime | None = None
     paused: bool = False
-    expires_after_days: int | None = Field(default=None, ge=1)
+    expires_after_days: int | None = Field(default=None, ge=1, le=bounds.MAX_EXPIRY_DAYS)
     permanent: bool = False
     catch_up: CatchUp = CatchUp.ONCE
     jitter: str = "none"
@@ -237,8 +287,23 @@ class Task(BaseModel):
 
     @field_validator("created_at", "last_fired_at", "last_scheduled_for", "at")
     @classmethod
-    def _check_aware(cls, value: datetime | None) -> datetime | None:
-        return utc_or_none(value)
+    def _check_aware(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        value = utc_or_none(value)
+        return None if value is None else bounds.check_stored_time(value, str(info.field_name))
+
+    @field_validator("prompt", "name")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        if value is not None:
+            problem = bounds.unicode_problem(value)  # NUL is harmless on stdin, in JSON and in a file
+            if problem:
+                raise ValueError(problem)
+        return value
+
+    @field_validator("meta")
+    @classmethod
+    def _check_meta(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return check_meta(value)
 
     @field_validator("tz")
     @classmethod

@@ -101,7 +101,7 @@ class Scheduler:
         self._dispatch = Dispatcher(
             book, ledger, self.deliveries, clock, events, self.config.max_concurrent, self._write_failed
         )
-        self._running = self._dispatch.running  # task id -> run id in flight (the service reads it)
+        self._running = self._dispatch.running  # task id -> run id in flight
         self._wake = asyncio.Event()
         self._last: tuple[datetime, float] | None = None
         self._started = False
@@ -161,6 +161,10 @@ class Scheduler:
         self._next.pop(task_id, None)
         self._unrecorded.pop(task_id, None)
         self._wake.set()
+
+    def is_running(self, task_id: str) -> bool:
+        """Whether a run of ``task_id`` is in flight now (listings show it)."""
+        return task_id in self._running
 
     def planned(self, task_id: str) -> Fire | None:
         return self._next.get(task_id)
@@ -230,11 +234,6 @@ class Scheduler:
             self._anchors.persist()  # try the store again (at most every store_retry_s, see _sleep_for)
         return self._sleep_for(self.clock.now())
 
-    @property
-    def degraded(self) -> bool:
-        """The last write of the store or of the run ledger failed."""
-        return self.write_error is not None or self.book.error is not None
-
     def _sleep_for(self, now: datetime) -> float:
         cap = self.config.max_sleep_s
         if self.disabled_reason is not None:
@@ -265,9 +264,6 @@ class Scheduler:
                 await asyncio.wait({waiter, stopper}, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
                 waiter.cancel()
                 stopper.cancel()
-
-    def wake(self) -> None:
-        self._wake.set()
 
     # ---- deciding -------------------------------------------------------
 

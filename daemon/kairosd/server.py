@@ -44,7 +44,7 @@ from urllib.parse import parse_qsl
 
 import h11
 
-from kairosd import protocol
+from kairosd import bounds, protocol
 from kairosd.errors import KairosError
 from kairosd.http_types import ClientGone, Handler, Request, Response, StreamResponse, cancel_on_disconnect
 from kairosd.unixsocket import bind_private, peer_credentials, unlink_if_same, watch_hangup
@@ -415,10 +415,19 @@ def _build_request(head: h11.Request, body: bytes, peer_uid: int) -> Request:
     parsed: Any = None
     if body:
         try:
-            parsed = json.loads(body.decode("utf-8"))
+            parsed = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _HttpError(400, "bad_request", f"body is not valid JSON: {exc}") from exc
+        problem = bounds.json_problem(parsed)
+        if problem:
+            raise _HttpError(400, "bad_request", problem)
     return Request(bytes(head.method).decode("ascii"), path, query, parsed, peer_uid)
+
+
+def _no_constant(name: str) -> Any:
+    # Python's json takes NaN and Infinity, which JSON does not have; a timeout of Infinity
+    # would pass a "> 0" check and overflow later.
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _header_too_large() -> _HttpError:

@@ -10,7 +10,7 @@ Must not import the server or the CLI.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -25,8 +25,6 @@ from kairosd.events import EventBus
 from kairosd.inbox import InboxStore
 from kairosd.models import (
     AgentTarget,
-    CatchUp,
-    CreatedBy,
     Overlap,
     SessionTarget,
     ShellTarget,
@@ -36,31 +34,19 @@ from kairosd.models import (
     new_task_id,
 )
 from kairosd.plan import Fire, upcoming
-from kairosd.schedule.durations import every_to_cron, parse_duration
+from kairosd.requests import AddRequest, parse_body, validation_message
+from kairosd.schedule.durations import every_to_cron
 from kairosd.schedule.exact import resolve_at, resolve_in
 from kairosd.schedule.explain import explain
 from kairosd.scheduler import Scheduler
 
 MAX_TASKS = 100_000
-MAX_PROMPT_CHARS = 100_000
-ADD_FIELDS = frozenset(
-    {
-        "prompt", "cron", "every", "in", "at", "once", "tz", "name", "target", "jitter",
-        "expires_after_days", "permanent", "catch_up", "overlap", "created_by", "meta",
-    }
-)  # fmt: skip
 
 
 def _store_error(path: object, exc: OSError) -> StoreError:
     """A state file that cannot be read or written, as the API reports it (code ``store``)."""
     where = exc.filename or path
     return StoreError(f"cannot use {where}: {exc.strerror or exc}; nothing was changed")
-
-
-def _validation_message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "task"
-    return f"{where}: {first.get('msg', 'invalid')}".replace("Value error, ", "")
 
 
 class Service:
@@ -83,7 +69,6 @@ class Service:
         self.info = info or {}
         self.extra_status = extra_status or {}  # e.g. {"background": registry.status}
         self.started_at = clock.now()
-        self.stop_requested = False
         self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
         self._summaries: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
         self._views: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
@@ -100,7 +85,7 @@ class Service:
             fires = [planned]  # the scheduler already knows it: listing 10,000 tasks stays cheap
         else:
             fires = upcoming(task, now, count, after=task.last_scheduled_for)
-        return self._view(task, fires, task.id in self.scheduler._running)
+        return self._view(task, fires, self.scheduler.is_running(task.id))
 
     def _view(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
         doc = dict(self._dump(task))
@@ -125,7 +110,7 @@ class Service:
         planned = None if task.paused else self.scheduler.planned(task.id)
         if not task.paused and (planned is None or planned.planned_for <= now):
             return self.view(task, 1)
-        running = task.id in self.scheduler._running
+        running = self.scheduler.is_running(task.id)
         cached = self._views.get(task.id)
         if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
             return cached[2]
@@ -160,69 +145,52 @@ class Service:
             raise InvalidTimeError(f"unknown time zone {shown!r} (use an IANA name such as Europe/Berlin)") from None
         return zone
 
-    async def add(self, body: Any) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise UsageError("the request body must be a JSON object")
-        unknown = set(body) - ADD_FIELDS
-        if unknown:
-            raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
-        prompt = body.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise UsageError("a task needs a non-empty prompt")
-        if len(prompt) > MAX_PROMPT_CHARS:
-            raise UsageError(f"the prompt is longer than {MAX_PROMPT_CHARS} characters")
+    async def add(self, body: AddRequest | Mapping[str, Any]) -> dict[str, Any]:
+        req = body if isinstance(body, AddRequest) else parse_body(AddRequest, body)
         if len(self.book) >= MAX_TASKS:
             raise UsageError(f"too many tasks (the limit is {MAX_TASKS}); remove some first")
-        kinds = [k for k in ("cron", "every", "in", "at") if body.get(k) is not None]
+        kinds = req.schedule_kinds()
         if len(kinds) != 1:
             raise UsageError("give exactly one schedule: a cron expression, --every, --in or --at")
-        tz = self._zone(body.get("tz"))
+        tz = self._zone(req.tz)
         now = self.clock.now()
-        fields: dict[str, Any] = {}
         note = None
         cron: str | None = None
         at: datetime | None = None
-        recurring = not body.get("once", False)
-        kind = kinds[0]
-        for key in ("cron", "every", "in", "at", "jitter", "catch_up", "overlap", "name"):
-            if body.get(key) is not None and not isinstance(body[key], str):
-                raise UsageError(f"{key} must be a string")
-        if kind == "cron":
-            cron = body["cron"]
-        elif kind == "every":
-            interval = every_to_cron(body["every"])
+        recurring = not req.once
+        if req.cron:
+            cron = req.cron
+        elif req.every:
+            interval = every_to_cron(req.every)
             cron, note = interval.cron, interval.note
-        elif kind == "in":
-            parse_duration(body["in"])
-            at, recurring = resolve_in(body["in"], now), False
+        elif req.in_:
+            at, recurring = resolve_in(req.in_, now), False
         else:
-            at, recurring = resolve_at(body["at"], now, ZoneInfo(tz)), False
-        for key in ("name", "jitter", "permanent", "target", "meta", "overlap"):
-            if body.get(key) is not None:
-                fields[key] = body[key]
-        if "target" in fields:
-            if not isinstance(fields["target"], dict):
-                raise UsageError('target must be an object such as {"kind": "inbox"}')
-            self.scheduler.check_target(fields["target"])
-        created_by = body.get("created_by", "cli")
-        catch_up = body.get("catch_up")
-        expires: Any = body.get("expires_after_days", "default")
+            assert req.at is not None
+            at, recurring = resolve_at(req.at, now, ZoneInfo(tz)), False
+        fields: dict[str, Any] = {"permanent": req.permanent, "meta": req.meta}
+        for key in ("name", "jitter", "overlap"):
+            if getattr(req, key) is not None:
+                fields[key] = getattr(req, key)
+        if req.target is not None:
+            self.scheduler.check_target(req.target)
+            fields["target"] = req.target
         try:
             task = new_task(
-                prompt=prompt,
+                prompt=req.prompt,
                 created_at=now,
                 tz=tz,
                 cron=cron,
                 at=at,
                 recurring=recurring,
-                created_by=CreatedBy(created_by),
+                created_by=req.created_by,
                 task_id=self._unused_id(),
-                catch_up=CatchUp(catch_up) if catch_up else None,
-                expires_after_days=expires,
+                catch_up=req.catch_up,
+                expires_after_days=req.expiry,
                 **fields,
             )
         except ValidationError as exc:
-            raise UsageError(_validation_message(exc)) from None
+            raise UsageError(validation_message(exc)) from None
         except ValueError as exc:
             if isinstance(exc, UsageError):
                 raise
@@ -251,7 +219,7 @@ class Service:
     def summary(self, task: Task) -> dict[str, Any]:
         """The few fields a table shows; cheap enough to list 10,000 tasks on every call."""
         planned = None if task.paused else self.scheduler.planned(task.id)
-        running = task.id in self.scheduler._running
+        running = self.scheduler.is_running(task.id)
         cached = self._summaries.get(task.id)
         if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
             return cached[2]

@@ -31,18 +31,24 @@ from kairosd.sessions import MAX_AGENT_CHARS
 DEFAULT_WAIT_S = 60.0
 
 
-def session_routes(hub: SessionHub) -> list[tuple[str, dict[str, Handler]]]:
-    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.Api.add_routes`."""
+def session_routes(hub: SessionHub, *, consolidate: bool = True) -> list[tuple[str, dict[str, Handler]]]:
+    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.Api.add_routes`.
+
+    ``consolidate``: also serve ``POST /v1/consolidate`` (the hub records the hand-over);
+    off where the consolidation service serves that route itself.
+    """
     routes = _Routes(hub)
     one = r"/sessions/(?P<id>[^/]+)"
-    return [
+    served: list[tuple[str, dict[str, Handler]]] = [
         ("/sessions", {"GET": routes.index, "POST": routes.register}),
         (one + "/hook", {"POST": routes.hook}),
         (one + "/ack", {"POST": routes.ack}),
         (one + "/end", {"POST": routes.end}),
         (one + "/next", {"GET": routes.next_item}),
-        ("/consolidate", {"POST": routes.consolidate}),
     ]
+    if consolidate:
+        served.append(("/consolidate", {"POST": routes.consolidate}))
+    return served
 
 
 def _body(req: Request) -> dict[str, Any]:

@@ -69,7 +69,6 @@ __all__ = ["AGENT_BLOCK_CAPS", "MAX_CHAIN", "MAX_CONTEXT_ITEMS", "SessionHub", "
 log = logging.getLogger(__name__)
 
 ContextBoard = Callable[[LiveSession], Awaitable[str | None]]
-ConsolidationHandler = Callable[[dict[str, Any]], Awaitable[None]]
 
 EVENTS = ("start", "prompt", "stop", "end")
 # Items a SessionStart or UserPromptSubmit hook adds as context at once; the rest come next time.
@@ -93,7 +92,6 @@ class SessionHub:
         zone: str = "UTC",
         queue_limit: int = 10,
         context_board: ContextBoard | None = None,
-        on_consolidate: ConsolidationHandler | None = None,
     ) -> None:
         self.store = store
         self.ledger = ledger
@@ -107,8 +105,6 @@ class SessionHub:
         self._waiters = self._waiting.tokens
         # Hook point for the consolidation issue: the project's context board for a starting session.
         self.context_board_for = context_board
-        # Hook point for the consolidation issue: what to do with a POST /v1/consolidate.
-        self.on_consolidate = on_consolidate
         self.consolidations: list[dict[str, Any]] = []  # the latest requests, for status and tests
         self.successor_grace_s = SUCCESSOR_GRACE_S
 
@@ -330,6 +326,4 @@ class SessionHub:
         )
         self.consolidations = [*self.consolidations[-99:], request]
         self.events.publish("consolidation_requested", **request)
-        if self.on_consolidate is not None:
-            self._core.spawn(self.on_consolidate(request))
         return {"accepted": True}

@@ -195,9 +195,6 @@ class SessionStore:
             self._dirty = True  # try again with the next save
             raise
 
-    def mark_dirty(self) -> None:
-        self._dirty = True
-
     @property
     def dirty(self) -> bool:
         return self._dirty

@@ -4,7 +4,7 @@
                               closing=stop_event, environ=environ)
     deliveries.update(sessions.deliveries)   # before the Scheduler is built: the "session" target
     await sessions.start()                   # after the ledger is loaded, before scheduler.start()
-    api.add_routes(sessions.routes)          # after consolidation's routes: its POST /v1/consolidate wins
+    api.add_routes(sessions.routes)          # with serve_consolidate=False when consolidation is wired
     Service(..., extra_status={..., "sessions": sessions.status})
     ...
     await sessions.stop()                    # at shutdown, after scheduler.shutdown()
@@ -88,8 +88,12 @@ def build_sessions(
     closing: asyncio.Event | None = None,
     environ: Mapping[str, str] | None = None,
     queue_limit: int = 10,
+    serve_consolidate: bool = True,
 ) -> SessionParts:
     """Build the session store, the hub, the ``session`` delivery target and the routes.
+
+    ``serve_consolidate`` false: the routes leave ``POST /v1/consolidate`` to the
+    consolidation service (the router refuses a route registered twice).
 
     Raises UsageError for a bad ``KAIROS_SESSION_TTL`` before anything runs.
     """
@@ -121,4 +125,12 @@ def build_sessions(
         except OSError as exc:
             log.error("could not write %s at shutdown: %s", store.path, exc)
 
-    return SessionParts(store, hub, session_routes(hub), {"session": SessionDelivery(hub)}, start, stop, hub.status)
+    return SessionParts(
+        store,
+        hub,
+        session_routes(hub, consolidate=serve_consolidate),
+        {"session": SessionDelivery(hub)},
+        start,
+        stop,
+        hub.status,
+    )

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
-from reliability_support import Home, precompile
+from reliability_support import Home, InProcessDaemon, precompile
+
+from kairosd.testing import FakeClock
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +28,15 @@ def home(compiled: None) -> Iterator[Home]:
         yield h
     finally:
         h.cleanup()
+
+
+@pytest.fixture
+def daemon() -> Iterator[InProcessDaemon]:
+    """The real API, service and scheduler in this process, on a clock nobody moves."""
+    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="kg"))
+    d = InProcessDaemon(root, FakeClock(datetime(2026, 3, 2, 10, tzinfo=UTC)))
+    try:
+        yield d
+    finally:
+        d.close()
+        shutil.rmtree(root, ignore_errors=True)

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
-import tempfile
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,18 +12,6 @@ from reliability_support import InProcessDaemon, parse_response, raw_exchange
 from kairosd.clock import SystemClock
 from kairosd.errors import StoreCorruptError
 from kairosd.store import JsonStore
-from kairosd.testing import FakeClock
-
-
-@pytest.fixture
-def daemon() -> Iterator[InProcessDaemon]:
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="kg"))
-    d = InProcessDaemon(root, FakeClock(datetime(2026, 3, 2, 10, tzinfo=UTC)))
-    try:
-        yield d
-    finally:
-        d.close()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def post(d: InProcessDaemon, path: str, body: object) -> tuple[int, dict[str, object]]:

@@ -148,12 +148,21 @@ def _allow_intermixed(parser: argparse.ArgumentParser) -> None:
 def _read_prompt(words: list[str]) -> str:
     import sys
 
+    from kairosd.bounds import MAX_PROMPT_CHARS, check_text
     from kairosd.errors import UsageError
 
-    text = sys.stdin.read() if words == ["-"] else " ".join(words)
+    if words == ["-"]:
+        # Bytes, then strict UTF-8: a prompt that is not text would fail at every fire.
+        try:
+            raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"the prompt on stdin is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    else:
+        text = " ".join(words)
     if not text.strip():
         raise UsageError("a task needs a non-empty prompt (give it after the schedule, or '-' for stdin)")
-    return text.strip()
+    return check_text(text.strip(), "the prompt", MAX_PROMPT_CHARS)
 
 
 def _check_cron(words: list[str]) -> str:
@@ -338,7 +347,9 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
     if args.overlap:
         body["overlap"] = args.overlap
     if args.name:
-        body["name"] = args.name
+        from kairosd.bounds import MAX_NAME_CHARS, check_text
+
+        body["name"] = check_text(args.name, "--name", MAX_NAME_CHARS)
     return body
 
 
@@ -347,9 +358,12 @@ def _expires(text: str) -> int | None:
 
     if text.strip().lower() == "never":
         return None
-    if not text.strip().isdigit() or int(text) < 1:
-        raise UsageError(f"--expires takes a whole number of days (1 or more) or 'never', not {text!r}")
-    return int(text)
+    from kairosd.bounds import MAX_EXPIRY_DAYS
+
+    raw = text.strip()
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not 1 <= int(raw) <= MAX_EXPIRY_DAYS:
+        raise UsageError(f"--expires takes a whole number of days from 1 to {MAX_EXPIRY_DAYS} or 'never', not {text!r}")
+    return int(raw)
 
 
 def cmd_add(args: argparse.Namespace) -> int:

@@ -59,7 +59,6 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 LOCK_TIMEOUT_S = 30.0
 HISTORY_KEEP = 5000  # history lines kept when it is compacted (at twice this)
-ENTRY_ID = re.compile(r"^b[0-9a-f]{6}$")
 
 
 def project_root(cwd: str | os.PathLike[str]) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-GATES = ("enabled", "not_spawned", "user_turns", "interval", "lock")
 OFF_VALUES = ("0", "false", "no", "off")
 ENV_SWITCH = "KAIROS_CONSOLIDATE"
 SPAWNED_MARKER = "KAIROS_SPAWNED"

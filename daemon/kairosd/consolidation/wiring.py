@@ -4,7 +4,7 @@
                                         user_config.consolidation, environ=environ, zone=default_tz)
     await background.start()                 # the registry recovers first
     await consolidation.start()              # then settles or re-adopts runs left by the last kairosd
-    api.add_routes(consolidation.routes)     # before the sessions' routes: POST /v1/consolidate is ours
+    api.add_routes(consolidation.routes)     # it serves POST /v1/consolidate (build_sessions leaves it out)
     sessions.hub.context_board_for = consolidation.context_for_session   # SessionStart's context
     ...
     await consolidation.stop()               # at shutdown, before background.stop(); workers go on
@@ -41,9 +41,6 @@ class ConsolidationParts(NamedTuple):
     board_context: Callable[[str | None], str | None]
     # The same for the session hub's hook point (``SessionHub.context_board_for``): takes the session.
     context_for_session: Callable[[Any], Awaitable[str | None]]
-    # For a caller that accepts POST /v1/consolidate itself and hands the body on (the session hub's
-    # ``on_consolidate``): the same gates and runs; the decision is recorded and published.
-    on_consolidate: Callable[[Mapping[str, Any]], Awaitable[None]]
 
 
 def build_consolidation(
@@ -74,10 +71,6 @@ def build_consolidation(
         cwd = getattr(session, "cwd", None)
         return await asyncio.to_thread(service.board_context, cwd if isinstance(cwd, str) else None)
 
-    async def on_consolidate(body: Mapping[str, Any]) -> None:
-        known = ("agent", "session_id", "transcript_path", "cwd", "reason", "spawned", "consolidate")
-        await service.request({k: body[k] for k in known if body.get(k) is not None})
-
     return ConsolidationParts(
         service,
         consolidation_routes(service),
@@ -85,5 +78,4 @@ def build_consolidation(
         service.stop,
         service.board_context,
         context_for_session,
-        on_consolidate,
     )

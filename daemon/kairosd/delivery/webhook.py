@@ -419,4 +419,5 @@ async def _read_snippet(response: httpx.Response) -> str:
 def _retry_after(headers: httpx.Headers) -> float | None:
     raw = headers.get("retry-after", "").strip()
     # Only the delta-seconds form: an HTTP date would need the receiver's clock to agree with ours.
-    return float(raw) if raw.isdigit() else None
+    # ASCII digits, bounded: str.isdigit() takes "²", which float() refuses.
+    return float(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else None

@@ -23,23 +23,15 @@ from __future__ import annotations
 import re
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
 from kairosd.api import Handler
 from kairosd.errors import UsageError
 from kairosd.protocol import REGISTRY_MAX_WAIT_S
-from kairosd.registry.model import ExecutionMode, PermissionSet, TaskKind, TaskStatus, view
+from kairosd.registry.model import ExecutionMode, TaskKind, TaskStatus, view
 from kairosd.registry.registry import Registry, StartSpec
 from kairosd.registry.tasklog import read_chunk
+from kairosd.requests import SendRequest, StartRequest, parse_body
 from kairosd.server import Request, Response, StreamResponse, cancel_on_disconnect
 
-START_FIELDS = frozenset(
-    {
-        "kind", "agent", "argv", "prompt", "cwd", "session", "model", "mode", "parent_id", "parent_depth",
-        "permissions", "timeout_s",
-    }
-)  # fmt: skip
-STARTABLE_KINDS = (TaskKind.AGENT, TaskKind.SHELL)  # fire and consolidation are started by kairosd itself
 DEFAULT_WAIT_S = 30.0
 _E = TypeVar("_E", TaskKind, TaskStatus, ExecutionMode)
 
@@ -102,10 +94,7 @@ class _Routes:
         return Response(200, {"task": view(cancelled[0]), "cancelled": [r.id for r in cancelled]})
 
     async def send(self, req: Request, m: re.Match[str]) -> Response:
-        body = _object(req.body)
-        message = body.get("message")
-        if not isinstance(message, str):
-            raise UsageError('give {"message": "<the follow-up prompt>"}')
+        message = parse_body(SendRequest, req.body).message
         return Response(202, {"task": view(await self.registry.send(m["id"], message))})
 
     async def close(self, req: Request, m: re.Match[str]) -> Response:
@@ -114,59 +103,21 @@ class _Routes:
 
 def parse_start(body: Any) -> StartSpec:
     """The start request as a :class:`StartSpec`; UsageError for anything malformed."""
-    body = _object(body)
-    unknown = set(body) - START_FIELDS
-    if unknown:
-        raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
-    kind = _enum(TaskKind, body.get("kind"), "kind") or TaskKind.AGENT
-    if kind not in STARTABLE_KINDS:
-        raise UsageError(f"kind must be one of {', '.join(k.value for k in STARTABLE_KINDS)}")
-    for key in ("agent", "prompt", "cwd", "session", "model", "parent_id"):
-        if body.get(key) is not None and not isinstance(body[key], str):
-            raise UsageError(f"{key} must be a string")
-    argv = body.get("argv")
-    if argv is not None and (not isinstance(argv, list) or not all(isinstance(a, str) for a in argv)):
-        raise UsageError("argv must be a list of strings")
-    depth = body.get("parent_depth")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
-        raise UsageError("parent_depth must be a whole number, 0 or more")
-    timeout = body.get("timeout_s")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
-        raise UsageError("timeout_s must be a number of seconds")
-    permissions = None
-    if body.get("permissions") is not None:
-        if not isinstance(body["permissions"], dict):
-            raise UsageError('permissions must be an object such as {"mode": "plan", "denied_tools": ["Bash"]}')
-        try:
-            permissions = PermissionSet.model_validate(body["permissions"]).to_permissions()
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            raise UsageError(
-                f"permissions.{where}: {first.get('msg', 'invalid')}".replace("Value error, ", "")
-            ) from None
+    req = parse_body(StartRequest, body)
     return StartSpec(
-        kind=kind,
-        prompt=body.get("prompt") or "",
-        agent=body.get("agent"),
-        argv=argv,
-        cwd=body.get("cwd"),
-        session=body.get("session"),
-        model=body.get("model"),
-        mode=_enum(ExecutionMode, body.get("mode"), "mode") or ExecutionMode.BACKGROUND,
-        parent_id=body.get("parent_id") or None,
-        parent_depth=depth,
-        permissions=permissions,
-        timeout_s=float(timeout) if timeout is not None else None,
+        kind=TaskKind(req.kind),
+        prompt=req.prompt,
+        agent=req.agent,
+        argv=req.argv,
+        cwd=req.cwd,
+        session=req.session,
+        model=req.model,
+        mode=req.mode,
+        parent_id=req.parent_id or None,
+        parent_depth=req.parent_depth,
+        permissions=req.permissions.to_permissions() if req.permissions is not None else None,
+        timeout_s=req.timeout_s,
     )
-
-
-def _object(body: Any) -> dict[str, Any]:
-    if body is None:
-        return {}
-    if not isinstance(body, dict):
-        raise UsageError("the request body must be a JSON object")
-    return body
 
 
 def _enum(kind: type[_E], raw: Any, name: str) -> _E | None:

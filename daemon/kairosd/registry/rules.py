@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kairosd import bounds
 from kairosd.agents.base import AgentAdapter, Permissions, narrow
+from kairosd.bounds import MAX_PROMPT_CHARS
 from kairosd.errors import LimitError, UsageError
 from kairosd.procgroup import describe_exit
 from kairosd.registry.model import (
@@ -31,8 +33,7 @@ from kairosd.registry.runner import ProcessResult
 
 log = logging.getLogger(__name__)
 
-MAX_PROMPT_CHARS = 100_000
-MAX_TIMEOUT_S = 7 * 86400
+MAX_TIMEOUT_S = bounds.MAX_TIMEOUT_S
 SHELL_RESPONSE_CHARS = 4000  # a shell task's "response" is the tail of its stdout
 AGENT_KINDS = frozenset({TaskKind.AGENT, TaskKind.FIRE, TaskKind.CONSOLIDATION})
 

@@ -15,6 +15,7 @@ import math
 import re
 from typing import NamedTuple
 
+from kairosd.bounds import MAX_DURATION_DAYS, MAX_DURATION_S
 from kairosd.errors import InvalidTimeError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -41,6 +42,8 @@ def parse_duration(text: str) -> float:
         raise InvalidTimeError(f"{text!r} is not a duration; use e.g. 90s, 5m, 2h, 1d or 1h30m")
     if total <= 0:
         raise InvalidTimeError(f"{text!r} must be longer than zero")
+    if not total <= MAX_DURATION_S:  # also catches inf from a number with thousands of digits
+        raise InvalidTimeError(f"{text[:40]!r} is longer than the {MAX_DURATION_DAYS}d limit")
     return total
 
 

@@ -15,6 +15,7 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from kairosd.bounds import EARLIEST_TIME, LATEST_TIME
 from kairosd.errors import InvalidTimeError
 from kairosd.schedule.durations import parse_duration
 from kairosd.schedule.fires import resolve_wall
@@ -23,8 +24,11 @@ _CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
 def resolve_in(text: str, now: datetime) -> datetime:
-    """``now`` plus the duration in ``text``, in UTC."""
-    return now.astimezone(UTC) + timedelta(seconds=parse_duration(text))
+    """``now`` plus the duration in ``text``, in UTC; before LATEST_TIME."""
+    instant = now.astimezone(UTC) + timedelta(seconds=parse_duration(text))
+    if instant >= LATEST_TIME:
+        raise InvalidTimeError(f"{text[:40]!r} from now is past {LATEST_TIME.date().isoformat()}, the supported range")
+    return instant
 
 
 def resolve_at(text: str, now: datetime, zone: ZoneInfo) -> datetime:
@@ -53,6 +57,11 @@ def resolve_at(text: str, now: datetime, zone: ZoneInfo) -> datetime:
             raise InvalidTimeError(
                 f"{text!r} is not a time; use ISO 8601 (2026-12-01T09:00, 2026-12-01T09:00+01:00) or HH:MM"
             ) from None
+    if not EARLIEST_TIME.year < parsed.year < LATEST_TIME.year:
+        # Checked before converting: 9999-12-31T23:59 in Etc/GMT+12 is past datetime's range in UTC.
+        raise InvalidTimeError(
+            f"{text[:40]!r} is outside the supported years {EARLIEST_TIME.year}-{LATEST_TIME.year - 1}"
+        )
     instant = resolve_wall(parsed, zone) if parsed.tzinfo is None else parsed.astimezone(UTC)
     if instant <= now:
         raise InvalidTimeError(
