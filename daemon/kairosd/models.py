@@ -25,7 +25,7 @@ from kairosd.errors import InvalidTimeError
 from kairosd.schedule.cron import parse_cron
 from kairosd.schedule.jitter import parse_jitter
 
-TASK_ID_RE = re.compile(r"^[0-9a-f]{8}$")
+TASK_ID_RE = re.compile(r"^[0-9a-f]{8}\Z")  # \Z: "$" would let a trailing newline through
 AGENT_DEFAULT_EXPIRY_DAYS = 7
 
 
@@ -221,6 +221,8 @@ class Task(BaseModel):
     # Nominal, never jittered: the next fire is computed after it.
     last_scheduled_for: datetime | None = None
     paused: bool = False
+    # Why kairos itself paused the task (it could not plan, fire or expire it); None when the user did.
+    paused_reason: str | None = None
     expires_after_days: int | None = Field(default=None, ge=1)
     permanent: bool = False
     catch_up: CatchUp = CatchUp.ONCE

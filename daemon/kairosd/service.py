@@ -303,6 +303,7 @@ class Service:
         if task.paused != paused:
             update: dict[str, Any] = {"paused": paused}
             if not paused:
+                update["paused_reason"] = None
                 # Slots that passed while paused are not missed: the user paused them.
                 update["last_scheduled_for"] = max(self.clock.now(), task.last_scheduled_for or task.created_at)
             task = task.model_copy(update=update)
