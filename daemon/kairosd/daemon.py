@@ -255,6 +255,7 @@ class Daemon:
                 "background": background.registry.status,
                 "sessions": sessions.status,
                 "consolidation": consolidation.service.status,
+                "quarantine": store.quarantine.status,
             },
         )
         api = Api(service, self.request_stop)
@@ -265,6 +266,7 @@ class Daemon:
         sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
         sessions.hub.on_consolidate = consolidation.on_consolidate
         api.add_routes(doctor_routes(user_config))
+        api.add_routes(store.quarantine.routes())
         server = self.server = UnixHttpServer(socket_path, api.handle, sock=self.listen_sock)
         await server.start()
         log.info("kairosd %s serving on %s with %d task(s)", __version__, socket_path, len(book))

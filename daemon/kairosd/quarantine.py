@@ -50,9 +50,22 @@ def _id_of(record: Any) -> str | None:
 class Quarantine:
     """The quarantine file next to the store. Only the store's owner (the daemon) writes it."""
 
-    def __init__(self, path: Path, clock: Clock) -> None:
+    def __init__(self, path: Path, clock: Clock | None = None) -> None:
+        """``clock`` stamps new entries; readers (``kairos doctor``) need none."""
         self.path = path
         self._clock = clock
+        self._count: tuple[tuple[int, int], int] | None = None  # (mtime_ns, size) -> entries
+
+    def count(self) -> int:
+        """How many entries; read again only when the file changed (``kairos status`` asks often)."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return 0
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._count is None or self._count[0] != key:
+            self._count = (key, len(self.entries()))
+        return self._count[1]
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry, oldest first; an absent or unreadable file has none (an unreadable one is logged)."""
@@ -68,7 +81,17 @@ class Quarantine:
 
     def status(self) -> dict[str, Any]:
         """``{"count", "path"}``, for ``kairos status`` and ``kairos doctor``."""
-        return {"count": len(self.entries()), "path": str(self.path)}
+        return {"count": self.count(), "path": str(self.path)}
+
+    def routes(self) -> list[tuple[str, dict[str, Any]]]:
+        """``GET /v1/quarantine`` (``kairos list --problems``) for :meth:`kairosd.api.Api.add_routes`."""
+
+        async def get(req: Any, m: Any) -> Any:
+            from kairosd.server import Response
+
+            return Response(200, {"path": str(self.path), "entries": self.entries()})
+
+        return [("/quarantine", {"GET": get})]
 
     def add(self, items: list[tuple[Any, str]]) -> int:
         """Keep each ``(record, reason)``, durably, before the store drops it; how many were new.
@@ -78,6 +101,8 @@ class Quarantine:
         """
         if not items:
             return 0
+        if self._clock is None:
+            raise ValueError("a quarantine without a clock is read-only")
         entries = self.entries()
         known = {_key(entry.get("record")) for entry in entries}
         stamp = self._clock.now().isoformat()

@@ -272,6 +272,7 @@ class Service:
             "tz": task.tz,
             "target": _summary_target(task),
             "status": "paused" if task.paused else ("scheduled" if planned else "done"),
+            "paused_reason": task.paused_reason,
             "planned_for": planned.planned_for.isoformat() if planned else None,
             "running": running,
         }
