@@ -163,18 +163,28 @@ def test_corrupt_json_is_refused_and_copied(store: JsonStore, store_path: Path) 
     _assert_refused_and_copied(store, store_path, b'{"schema_version": 2, "tasks": [', "not valid JSON")
 
 
-def test_invalid_task_is_refused_and_copied(store: JsonStore, store_path: Path) -> None:
-    """Parseable but invalid (a bad task id): refused the same way, the message names the field."""
+def test_invalid_task_is_set_aside_not_fatal(store: JsonStore, store_path: Path) -> None:
+    """Parseable but invalid (a bad task id): that task goes to quarantine, the others load."""
     bad = _task().model_dump(mode="json") | {"id": "NOT-HEX"}
-    content = json.dumps({"schema_version": 2, "tasks": [bad]}).encode()
-    _assert_refused_and_copied(store, store_path, content, "tasks.0.id")
+    good = _task("0123abce").model_dump(mode="json")
+    store_path.parent.mkdir(parents=True)
+    store_path.write_text(json.dumps({"schema_version": 2, "tasks": [bad, good]}))
+    assert [t.id for t in store.load().tasks] == ["0123abce"]
+    [entry] = store.quarantine.entries()
+    assert entry["record"] == bad
+    assert entry["reason"].startswith("invalid id:")
+    assert not any(".corrupt-" in name for name in _siblings(store_path))
 
 
-def test_duplicate_ids_are_refused(store: JsonStore, store_path: Path) -> None:
-    """Two tasks with one id is a corrupt store, not something to silently merge."""
+def test_duplicate_ids_keep_the_first_and_set_the_rest_aside(store: JsonStore, store_path: Path) -> None:
+    """Two tasks with one id are never merged: the later one is set aside, named."""
     task = _task().model_dump(mode="json")
-    content = json.dumps({"schema_version": 2, "tasks": [task, task]}).encode()
-    _assert_refused_and_copied(store, store_path, content, "duplicate task id")
+    store_path.parent.mkdir(parents=True)
+    store_path.write_text(json.dumps({"schema_version": 2, "tasks": [task, task | {"prompt": "second"}]}))
+    assert [t.prompt for t in store.load().tasks] == ["check the build"]
+    [entry] = store.quarantine.entries()
+    assert entry["record"]["prompt"] == "second"
+    assert "'0123abcd' comes earlier" in entry["reason"]
 
 
 @pytest.mark.parametrize("content", [b"[]", b'{"schema_version": "2", "tasks": []}', b"\xff\xfe"])
@@ -184,15 +194,31 @@ def test_wrong_shapes_are_refused(store: JsonStore, store_path: Path, content: b
 
 
 def test_second_corruption_in_same_second_keeps_first_copy(store: JsonStore, store_path: Path) -> None:
-    """A second failed load does not overwrite the first copy."""
+    """A second failed load of other content does not overwrite the first copy."""
     store_path.parent.mkdir(parents=True)
-    store_path.write_bytes(b"{")
-    for _ in range(2):
+    for content in (b"{", b"[1"):
+        store_path.write_bytes(content)
         with pytest.raises(StoreCorruptError):
             store.load()
     names = _siblings(store_path)
-    assert "scheduled_tasks.json.corrupt-20261121T231500Z" in names
-    assert "scheduled_tasks.json.corrupt-20261121T231500Z-1" in names
+    assert (store_path.parent / "scheduled_tasks.json.corrupt-20261121T231500Z").read_bytes() == b"{"
+    assert (store_path.parent / "scheduled_tasks.json.corrupt-20261121T231500Z-1").read_bytes() == b"[1"
+    assert len([n for n in names if ".corrupt-" in n]) == 2
+
+
+def test_the_same_corrupt_content_is_copied_aside_once(store: JsonStore, store_path: Path, clock: FakeClock) -> None:
+    """Issue #15 item 9: every failed start on one corrupt file used to add an identical copy."""
+    store_path.parent.mkdir(parents=True)
+    store_path.write_bytes(b"{")
+    messages = []
+    for _ in range(3):
+        with pytest.raises(StoreCorruptError) as info:
+            store.load()
+        messages.append(info.value.message)
+        clock.advance(60)
+    copies = [n for n in _siblings(store_path) if ".corrupt-" in n]
+    assert copies == ["scheduled_tasks.json.corrupt-20261121T231500Z"]
+    assert all(copies[0] in message for message in messages)
 
 
 def test_future_schema_is_refused_untouched(store: JsonStore, store_path: Path) -> None:
@@ -250,10 +276,17 @@ def test_save_after_migration_writes_v2(store: JsonStore, store_path: Path) -> N
     assert store.load() == state
 
 
-def test_migration_refuses_bad_v1_task(store: JsonStore, store_path: Path) -> None:
-    """A Claude store with an unconvertible task is corrupt (copied aside), not partly imported."""
-    content = b'{"tasks": [{"id": "3f9a1c2e", "cron": "*/5 * * * *", "createdAt": 1}]}'
-    _assert_refused_and_copied(store, store_path, content, "schema 1", "missing 'prompt'")
+def test_migration_sets_a_bad_v1_task_aside(store: JsonStore, store_path: Path) -> None:
+    """A Claude store with an unconvertible task: that item (as Claude wrote it) goes to quarantine."""
+    bad = {"id": "3f9a1c2e", "cron": "*/5 * * * *", "createdAt": 1}
+    good = {"id": "3f9a1c2f", "cron": "*/5 * * * *", "prompt": "p", "createdAt": 1_700_000_000_000}
+    store_path.parent.mkdir(parents=True)
+    store_path.write_text(json.dumps({"tasks": [bad, good]}))
+    assert [t.id for t in store.load().tasks] == ["3f9a1c2f"]
+    [entry] = store.quarantine.entries()
+    assert entry["record"] == bad
+    assert entry["reason"] == "missing 'prompt'"
+    assert entry["id"] == "3f9a1c2e"
 
 
 def test_write_atomic_exact_mode_and_stale_listing(tmp_path: Path) -> None:

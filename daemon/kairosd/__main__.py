@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import logging
 import sys
 
 from kairosd import __version__
@@ -36,7 +37,20 @@ def main(argv: list[str] | None = None) -> None:
     except KairosError as exc:
         sys.stderr.write(f"kairosd: {exc.message}\n")
         code = exc.exit_code
+    except Exception as exc:
+        # Whatever else fails (an OverflowError from a value, a bug): one line and exit 1, never a
+        # traceback on the user's terminal or in a crash loop's journal; -v logs the traceback too.
+        logging.getLogger("kairosd").debug("kairosd failed", exc_info=exc)
+        hint = "" if args.verbose else " (run 'kairosd -v' for the traceback)"
+        sys.stderr.write(f"kairosd: {one_line(exc)}{hint}\n")
+        code = 1
     sys.exit(code)
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one line: its type and message, newlines and control characters escaped."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)[:500]
 
 
 if __name__ == "__main__":

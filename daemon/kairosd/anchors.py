@@ -49,13 +49,16 @@ class Anchors:
         events: EventBus,
         persist_delay_s: float,
         replan: Callable[[str], None],
+        on_broken: Callable[[str, str, BaseException, datetime | None], None] | None = None,
     ) -> None:
-        """``replan`` is called with the id of each task a rolled-back store write changed back."""
+        """``replan`` is called with the id of each task a rolled-back store write changed back;
+        ``on_broken(task_id, stage, exc, slot)`` when moving one task's anchor raises (it is set aside)."""
         self.book = book
         self.ledger = ledger
         self.events = events
         self.persist_delay_s = persist_delay_s
         self._replan = replan
+        self._on_broken = on_broken
         # Anchors recorded in the run ledger that the store may not hold yet:
         # task id -> (the fire handled, when, whether it fired).
         self._handled: dict[str, tuple[Fire, datetime, bool]] = {}
@@ -104,7 +107,13 @@ class Anchors:
         current = self.book.find(task.id)
         if current is None:
             return
-        updated, removal = advanced(current, fire, now, fired)
+        try:
+            updated, removal = advanced(current, fire, now, fired)
+        except Exception as exc:  # one task's values (an expiry past year 9999, say) must not stop the loop
+            if self._on_broken is None:
+                raise
+            self._on_broken(task.id, "expire" if fired else "advance", exc, fire.scheduled_for)
+            return
         if removal is None:
             self.book.put(updated)
             return

@@ -256,6 +256,7 @@ class Daemon:
                 "background": background.registry.status,
                 "sessions": sessions.status,
                 "consolidation": consolidation.service.status,
+                "quarantine": store.quarantine.status,
             },
         )
         api = Api(service, self.request_stop)
@@ -264,6 +265,7 @@ class Daemon:
         api.add_routes(sessions.routes)
         sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
         api.add_routes(doctor_routes(user_config))
+        api.add_routes(store.quarantine.routes())
         server = self.server = UnixHttpServer(socket_path, api.handle, sock=self.listen_sock)
         await server.start()
         log.info("kairosd %s serving on %s with %d task(s)", __version__, socket_path, len(book))

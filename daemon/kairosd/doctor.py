@@ -32,6 +32,8 @@ from kairosd import __version__, filesafety
 from kairosd.config import Config, config_path, load_config
 from kairosd.errors import KairosError
 from kairosd.paths import Paths
+from kairosd.quarantine import FILE_NAME as QUARANTINE_NAME
+from kairosd.quarantine import Quarantine
 
 if TYPE_CHECKING:
     import re
@@ -72,6 +74,12 @@ def doctor_report(
             f"Fix it with: {unsafe['fix']}"
             for unsafe in hook["unsafe"]
         )
+    quarantine = Quarantine(paths.store.with_name(QUARANTINE_NAME)).status()
+    if quarantine["count"]:
+        problems.append(
+            f"{quarantine['count']} task(s) could not be used and were set aside in {quarantine['path']}; "
+            "see: kairos list --problems"
+        )
     if not usable:
         problems.append("no agent CLI is usable: install claude, copilot, codex, gemini or opencode, or fix its binary")
     return {
@@ -94,6 +102,7 @@ def doctor_report(
             "data_dir": str(paths.data_dir),
         },
         "systemd": _linger(env),
+        "quarantine": quarantine,
     }
 
 

@@ -24,7 +24,7 @@ from kairosd.claude_compat import claude_task_to_v2
 SCHEMA_VERSION = 2
 CLAUDE_VERSION = 1  # the implicit version of a document with no schema_version key
 
-Step = Callable[[dict[str, Any], str], dict[str, Any]]
+Step = Callable[[dict[str, Any], str, list[tuple[Any, str]] | None], dict[str, Any]]
 
 
 def schema_version_of(raw: dict[str, Any]) -> int:
@@ -37,7 +37,7 @@ def schema_version_of(raw: dict[str, Any]) -> int:
     return version
 
 
-def _v1_to_v2(raw: dict[str, Any], local_zone: str) -> dict[str, Any]:
+def _v1_to_v2(raw: dict[str, Any], local_zone: str, rejected: list[tuple[Any, str]] | None) -> dict[str, Any]:
     tasks = raw.get("tasks", [])
     if not isinstance(tasks, list):
         raise ValueError(f"tasks: expected a list, got {type(tasks).__name__}")
@@ -46,7 +46,9 @@ def _v1_to_v2(raw: dict[str, Any], local_zone: str) -> dict[str, Any]:
         try:
             converted.append(claude_task_to_v2(item, local_zone))
         except ValueError as exc:
-            raise ValueError(f"tasks.{index}: {exc}") from exc
+            if rejected is None:
+                raise ValueError(f"tasks.{index}: {exc}") from exc
+            rejected.append((item, str(exc)))
     rest = {k: v for k, v in raw.items() if k != "tasks"}
     return {"schema_version": 2, "tasks": converted, **rest}
 
@@ -55,19 +57,21 @@ def _v1_to_v2(raw: dict[str, Any], local_zone: str) -> dict[str, Any]:
 _STEPS: dict[int, Step] = {1: _v1_to_v2}
 
 
-def migrate(raw: dict[str, Any], local_zone: str) -> dict[str, Any]:
+def migrate(raw: dict[str, Any], local_zone: str, rejected: list[tuple[Any, str]] | None = None) -> dict[str, Any]:
     """Upgrade ``raw`` step by step to :data:`SCHEMA_VERSION` (a no-op when it is current).
 
     ``local_zone`` is the IANA zone that version-1 (Claude) crons were written
     in. Raises ``ValueError`` when the document cannot be upgraded, including
     when it is newer than this code (callers should check that first and say so).
+    With ``rejected``, a task that cannot be upgraded is appended to it as
+    ``(raw item, reason)`` and left out, rather than failing the document.
     """
     version = schema_version_of(raw)
     if version > SCHEMA_VERSION:
         raise ValueError(f"schema {version} is newer than {SCHEMA_VERSION}")
     doc = raw
     while version < SCHEMA_VERSION:
-        doc = _STEPS[version](doc, local_zone)
+        doc = _STEPS[version](doc, local_zone, rejected)
         version += 1
         doc["schema_version"] = version
     return doc

@@ -271,6 +271,8 @@ class Task(BaseModel):
     # Nominal, never jittered: the next fire is computed after it.
     last_scheduled_for: datetime | None = None
     paused: bool = False
+    # Why kairos itself paused the task (it could not plan, fire or expire it); None when the user did.
+    paused_reason: str | None = None
     expires_after_days: int | None = Field(default=None, ge=1, le=bounds.MAX_EXPIRY_DAYS)
     permanent: bool = False
     catch_up: CatchUp = CatchUp.ONCE

@@ -43,13 +43,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from kairosd import broken
 from kairosd.anchors import Anchors
 from kairosd.clock import Clock
 from kairosd.delivery.base import Delivery
 from kairosd.dispatch import Dispatcher
 from kairosd.errors import StoreError, UsageError
 from kairosd.events import EventBus
-from kairosd.firing import NOT_RUNNING, Decision, Limits, clock_jump_reason, decide, due_slots, fire_now
+from kairosd.firing import NOT_RUNNING, Decision, Due, Limits, clock_jump_reason, decide, due_slots, fire_now
 from kairosd.ledger import MissedLedger, RunLedger
 from kairosd.models import Task
 from kairosd.plan import Fire, fire_for, scheduled_after
@@ -110,7 +111,7 @@ class Scheduler:
         # Why the last append to the run ledger failed; None when it works.
         self.write_error: str | None = None
         self._first_after: dict[tuple[str | None, datetime | None, str, datetime], datetime | None] = {}
-        self._anchors = Anchors(book, ledger, events, self.config.persist_delay_s, self._replan)
+        self._anchors = Anchors(book, ledger, events, self.config.persist_delay_s, self._replan, self._set_aside)
         # Why fires were missed, for tasks whose pass the run ledger refused (task id -> reason).
         self._unrecorded: dict[str, str] = {}
 
@@ -139,7 +140,19 @@ class Scheduler:
 
     def schedule(self, task: Task) -> None:
         """(Re)plan ``task`` and wake the loop; call after any change to it."""
-        self._plan(task, self.next_fire(task))
+        try:
+            fire = self.next_fire(task)
+        except Exception as exc:
+            self._set_aside(task.id, "plan", exc)
+            return
+        self._plan(task, fire)
+
+    def _set_aside(self, task_id: str, stage: str, exc: BaseException, slot: datetime | None = None) -> None:
+        """Pause one task whose planning, firing or expiry raised (see :mod:`kairosd.broken`); the rest go on."""
+        broken.set_aside(self.book, self.ledger, self.events, self.clock.now, task_id, stage, exc, slot)
+        self._next.pop(task_id, None)
+        self._unrecorded.pop(task_id, None)
+        self._anchors.persist()
 
     def _plan(self, task: Task, fire: Fire | None) -> None:
         if fire is None:
@@ -186,7 +199,11 @@ class Scheduler:
         seq, firing = self._seq, self.disabled_reason is None
         for task in self.book:
             # One next-fire computation per task: 10,000 tasks are planned in a fraction of a second.
-            fire = self.next_fire(task)
+            try:
+                fire = self.next_fire(task)
+            except Exception as exc:
+                self._set_aside(task.id, "plan", exc)
+                continue
             if fire is None:
                 continue
             if fire.planned_for <= now and firing:
@@ -255,7 +272,12 @@ class Scheduler:
     async def run(self, stop: asyncio.Event) -> None:
         """Tick until ``stop`` is set."""
         while not stop.is_set():
-            delay = await self.tick()
+            try:
+                delay = await self.tick()
+            except Exception:
+                # Each task's failures are handled where they happen (set aside); this is the last guard.
+                log.exception("a scheduler pass failed; trying again in %gs", self.config.store_retry_s)
+                delay = min(self.config.max_sleep_s, self.config.store_retry_s)
             if self.write_error is not None:
                 self._wake.clear()  # replanning after a failed write must not turn into a busy loop
             if delay > 0 and not self._wake.is_set():
@@ -284,11 +306,9 @@ class Scheduler:
     async def _pass(self, now: datetime, missed_reason: str | None, tasks: list[Task] | None = None) -> None:
         if tasks is None:
             tasks = self._pop_due(now)
-        grace = self.config.catch_up_grace
-        due = [due_slots(task, self._anchors.anchor(task), now, grace) for task in tasks if not task.paused]
-        due = [item for item in due if item.slots]
+        due = self._due(tasks, now)
         pending = self._unrecorded
-        decision = decide(due, now, missed_reason, self._limits, self._dispatch.in_flight(), pending)
+        decision = self._decide(due, now, missed_reason)
         recorded = await self._commit(decision)
         for item in due:
             task_id = item.task.id
@@ -299,6 +319,41 @@ class Scheduler:
                 # Decided again next tick: keep why these fires were missed, or they would pass as late.
                 pending[task_id] = reason
             self._replan(task_id)
+
+    def _due(self, tasks: list[Task], now: datetime) -> list[Due]:
+        """The due fires of each task; a task whose fires cannot be computed is set aside."""
+        grace = self.config.catch_up_grace
+        due = []
+        for task in tasks:
+            if task.paused:
+                continue
+            try:
+                item = due_slots(task, self._anchors.anchor(task), now, grace)
+            except Exception as exc:
+                self._set_aside(task.id, "plan", exc)
+                continue
+            if item.slots:
+                due.append(item)
+        return due
+
+    def _decide(self, due: list[Due], now: datetime, missed_reason: str | None) -> Decision:
+        """One decision for the pass; if it raises, one per task, setting aside the tasks that raise."""
+        in_flight, pending = self._dispatch.in_flight(), self._unrecorded
+        try:
+            return decide(due, now, missed_reason, self._limits, in_flight, pending)
+        except Exception:
+            # Found below, task by task: one task's values must not stop the others firing.
+            log.debug("a pass's decision failed; deciding task by task", exc_info=True)
+        merged = Decision()
+        for item in due:
+            try:
+                one = decide([item], now, missed_reason, self._limits, in_flight, pending)
+            except Exception as exc:
+                self._set_aside(item.task.id, "fire", exc, item.slots[-1].scheduled_for)
+                continue
+            for name in ("runs", "missed", "start", "queue", "advances"):
+                getattr(merged, name).extend(getattr(one, name))
+        return merged
 
     # ---- recording and delivering --------------------------------------
 

@@ -240,6 +240,7 @@ class Service:
             "tz": task.tz,
             "target": _summary_target(task),
             "status": "paused" if task.paused else ("scheduled" if planned else "done"),
+            "paused_reason": task.paused_reason,
             "planned_for": planned.planned_for.isoformat() if planned else None,
             "running": running,
         }
@@ -271,6 +272,7 @@ class Service:
         if task.paused != paused:
             update: dict[str, Any] = {"paused": paused}
             if not paused:
+                update["paused_reason"] = None
                 # Slots that passed while paused are not missed: the user paused them.
                 update["last_scheduled_for"] = max(self.clock.now(), task.last_scheduled_for or task.created_at)
             task = task.model_copy(update=update)

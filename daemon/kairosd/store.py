@@ -6,10 +6,18 @@ Crash-recovery rules (what a user finds after a crash or a bad edit):
   a crash in the middle of a write): removed at the next load, with a warning.
   The store itself is intact, because a write only becomes the store by an
   atomic rename after it is fully on disk.
-- **The store is corrupt** (unreadable, not JSON, or fails validation): kairos
-  refuses to start and never overwrites it. It copies the file aside as
-  ``scheduled_tasks.json.corrupt-<UTC time>``, leaves the original in place and
-  says what is wrong; fix or remove the file, then start kairosd again.
+- **One task is bad** (it does not validate: a bad cron or zone, a wrong type,
+  an id of the wrong shape, a repeated id; or its dates would overflow over
+  its life, see :mod:`kairosd.lifecheck`): it is set aside in
+  ``scheduled_tasks.quarantine.json`` with the reason (:mod:`kairosd.quarantine`),
+  durably, before anything else; the other tasks load and run, and the next
+  save of the store leaves it out.
+- **The store is corrupt** (unreadable, not JSON, or not a store's shape at the
+  top level): kairos refuses to start and never overwrites it. It copies the
+  file aside as ``scheduled_tasks.json.corrupt-<UTC time>`` (once per distinct
+  content: a second failed start with the same file reuses the copy), leaves
+  the original in place and says what is wrong; fix or remove the file, then
+  start kairosd again.
 - **The store was written by a newer kairos** (``schema_version`` above this
   one's): kairos refuses to start and leaves the file alone; upgrade kairos.
 - **Unknown fields** (top-level or per task, written by a newer kairos): kept
@@ -25,6 +33,7 @@ Must not import the server, the scheduler or the CLI.
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 from pathlib import Path
@@ -37,8 +46,11 @@ from kairosd import migrations
 from kairosd.atomic import remove_stale_temp_files, write_atomic
 from kairosd.clock import Clock, local_zone_name
 from kairosd.errors import StoreCorruptError, StoreError, StoreVersionError
+from kairosd.lifecheck import life_problem
 from kairosd.migrations import SCHEMA_VERSION
 from kairosd.models import InboxTarget, Task
+from kairosd.quarantine import FILE_NAME as QUARANTINE_NAME
+from kairosd.quarantine import Quarantine
 
 __all__ = ["SCHEMA_VERSION", "JsonStore", "Store", "StoreState"]
 
@@ -77,7 +89,7 @@ class Store(Protocol):
 
 
 def _describe(exc: ValidationError) -> str:
-    errors = exc.errors()
+    errors = exc.errors(include_url=False)
     first = errors[0]
     loc = ".".join(str(part) for part in first["loc"])
     msg = str(first["msg"]).removeprefix("Value error, ")
@@ -144,6 +156,8 @@ class JsonStore:
         self._clock = clock
         self._local_zone = local_zone
         self._fragments: dict[str, tuple[Task, str]] = {}  # task id -> (the task saved, its JSON)
+        self.quarantine = Quarantine(path.with_name(QUARANTINE_NAME), clock)
+        self.set_aside = 0  # records the last load moved to the quarantine file
 
     @property
     def path(self) -> Path:
@@ -164,7 +178,7 @@ class JsonStore:
             raise self._corrupt(f"cannot be read ({exc.strerror or exc})", None) from exc
         fast = self._load_own(data)
         if fast is not None:
-            return fast
+            return self._keep_viable(fast, [])
         try:
             raw = json.loads(data)
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
@@ -180,20 +194,63 @@ class JsonStore:
                 f"{self._path} was written by a newer kairos (schema {version}, this one reads up to "
                 f"{SCHEMA_VERSION}); upgrade kairos. The file was left untouched."
             )
+        rejected: list[tuple[Any, str]] = []
         try:
-            upgraded = migrations.migrate(raw, self._zone()) if version < SCHEMA_VERSION else raw
+            upgraded = migrations.migrate(raw, self._zone(), rejected) if version < SCHEMA_VERSION else raw
         except (ValueError, OSError) as exc:
             raise self._corrupt(f"cannot be upgraded from schema {version}: {exc}", data) from exc
-        try:
-            state = StoreState.model_validate(upgraded)
-        except ValidationError as exc:
-            raise self._corrupt(_describe(exc), data) from exc
-        except OSError as exc:
-            # A zone name is looked up as a file: a 300-character one fails with ENAMETOOLONG, not ValueError.
-            raise self._corrupt(f"has a value kairos cannot use ({exc.strerror or exc})", data) from exc
+        items = upgraded.get("tasks", [])
+        if not isinstance(items, list):
+            raise self._corrupt(f"invalid tasks: expected a list, found {type(items).__name__}", data)
+        tasks: list[Task] = []
+        seen: set[str] = set()
+        for item in items:
+            task = _task_or_reason(item)
+            if isinstance(task, str):
+                rejected.append((item, task))
+            elif task.id in seen:
+                rejected.append((item, f"invalid id: a task with id {task.id!r} comes earlier in the store"))
+            else:
+                seen.add(task.id)
+                tasks.append(task)
+        extra = {k: v for k, v in upgraded.items() if k not in ("schema_version", "tasks")}
+        state = StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=tasks, **extra)
         if version < SCHEMA_VERSION:
             log.info("upgraded %s from schema %d to %d in memory", self._path, version, SCHEMA_VERSION)
-        return state
+        return self._keep_viable(state, rejected)
+
+    def _keep_viable(self, state: StoreState, rejected: list[tuple[Any, str]]) -> StoreState:
+        """``state`` without the tasks that cannot live their life, which go (with ``rejected``) to quarantine.
+
+        The quarantine file is written first: if it cannot be, the start is refused
+        and the store is left as it is, so no record is ever lost.
+        """
+        kept = []
+        for task in state.tasks:
+            problem = life_problem(task)
+            if problem is None:
+                kept.append(task)
+            else:
+                rejected.append((json.loads(_encode_task(task)), problem))
+        self.set_aside = len(rejected)
+        if not rejected:
+            return state
+        try:
+            added = self.quarantine.add(rejected)
+        except (OSError, ValueError, RecursionError) as exc:
+            raise StoreError(
+                f"{self._path} has {len(rejected)} task(s) kairos cannot use, and they cannot be set aside in "
+                f"{self.quarantine.path} ({getattr(exc, 'strerror', None) or exc}); the store was left untouched"
+            ) from exc
+        for record, reason in rejected:
+            task_id = record.get("id") if isinstance(record, dict) else None
+            log.warning("set aside task %s: %s", ascii(task_id)[:40], reason)
+        log.warning(
+            "%d task(s) of %s could not be used and were set aside in %s (%d new); the others run",
+            len(rejected), self._path, self.quarantine.path, added,
+        )  # fmt: skip
+        extra = state.model_extra or {}
+        return StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=kept, **extra)
 
     def _load_own(self, data: bytes) -> StoreState | None:
         """A store in the exact layout this version writes, read line by line; else None.
@@ -292,10 +349,17 @@ class JsonStore:
         message = (
             f"{self._path} {what}. kairos will not overwrite it; fix or remove it, then start kairosd again ({where})."
         )
-        log.error("%s", message)
+        # Not logged here: the caller reports it (kairosd prints it once, as its one line on stderr).
         return StoreCorruptError(message)
 
     def _copy_aside(self, data: bytes | None) -> tuple[Path | None, str]:
+        try:
+            payload = self._path.read_bytes() if data is None else data
+        except OSError as exc:
+            return None, exc.strerror or str(exc)
+        same = self._same_copy(payload)
+        if same is not None:
+            return same, ""  # every failed start with this content would otherwise make one more copy
         stamp = self._clock.now().strftime("%Y%m%dT%H%M%SZ")
         base = f"{self._path.name}.corrupt-{stamp}"
         target = self._path.with_name(base)
@@ -304,8 +368,34 @@ class JsonStore:
             target = self._path.with_name(f"{base}-{n}")
             n += 1
         try:
-            payload = self._path.read_bytes() if data is None else data
             write_atomic(target, payload, mode=FILE_MODE)
         except OSError as exc:
             return None, exc.strerror or str(exc)
         return target, ""
+
+    def _same_copy(self, payload: bytes) -> Path | None:
+        """An earlier corrupt copy holding exactly ``payload``, if there is one."""
+        try:
+            candidates = sorted(self._path.parent.glob(f"{glob.escape(self._path.name)}.corrupt-*"))
+        except OSError:
+            return None
+        for candidate in candidates:
+            try:
+                if candidate.stat().st_size == len(payload) and candidate.read_bytes() == payload:
+                    return candidate
+            except OSError:
+                continue
+        return None
+
+
+def _task_or_reason(item: Any) -> Task | str:
+    """``item`` as a task, or why it is not one (any failure: a record must not stop the load)."""
+    try:
+        return Task.model_validate(item)
+    except ValidationError as exc:
+        return _describe(exc)
+    except OSError as exc:
+        # A zone name is looked up as a file: a 300-character one fails with ENAMETOOLONG, not ValueError.
+        return f"has a value kairos cannot use ({exc.strerror or exc})"
+    except Exception as exc:  # e.g. OverflowError from a time in year 1 with an offset
+        return f"has a value kairos cannot use ({type(exc).__name__}: {exc})"

@@ -102,6 +102,9 @@ def print_report(report: dict[str, Any]) -> None:
     paths = report.get("paths") or {}
     print(f"socket:  {paths.get('socket')}")
     print(f"store:   {paths.get('store')}")
+    quarantine = report.get("quarantine") or {}
+    if quarantine.get("count"):
+        print(f"set aside: {quarantine['count']} task(s) in {quarantine.get('path')} (kairos list --problems)")
     limits = report.get("limits") or {}
     if limits:
         print(

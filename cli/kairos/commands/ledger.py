@@ -327,6 +327,10 @@ def print_status(doc: dict[str, Any]) -> None:
         )
     if doc.get("last_clock_jump"):
         lines.append(("clock jump", str(doc["last_clock_jump"])))
+    quarantine = doc.get("quarantine")
+    if isinstance(quarantine, dict) and quarantine.get("count"):
+        where = f"{quarantine['count']} task(s) in {quarantine.get('path')} (kairos list --problems)"
+        lines.append(("set aside", where))
     for label, value in lines:
         print(f"{label + ':':<11} {value}")
 

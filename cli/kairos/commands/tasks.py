@@ -45,8 +45,15 @@ def register(subparsers: Any) -> None:
         """
         kairos list
         kairos ls --json | jq -r '.tasks[].id'
+        kairos list --problems          # tasks kairos set aside at load, and why
         """,
         aliases=["ls"],
+    )
+    lst.add_argument(
+        "--problems",
+        action="store_true",
+        help="list the stored tasks kairos could not use and set aside (scheduled_tasks.quarantine.json), "
+        "with the reason",
     )
     lst.set_defaults(handler=cmd_list)
 
@@ -178,9 +185,43 @@ def _schedule_text(task: dict[str, Any], zone: str) -> str:
     return text
 
 
+def _safe(text: Any) -> str:
+    """Untrusted text (a record's id, a reason quoting it) on one line, control characters escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+
+
+def cmd_problems(args: argparse.Namespace) -> int:
+    from kairos.output import one_line, print_json, terminal_columns
+
+    doc = client().call("GET", "/quarantine")
+    if args.json:
+        print_json(doc)
+        return 0
+    entries = doc.get("entries") or []
+    if not entries:
+        print("no tasks set aside")
+        return 0
+    zone = local_zone()
+    width = max(terminal_columns() - 40, 30)
+    rows = [
+        [
+            _safe(e.get("id") or "-")[:20],
+            fmt_time(e.get("quarantined_at"), zone),
+            one_line(_safe(e.get("reason") or "-"), width),
+        ]
+        for e in entries
+    ]
+    print_table(["ID", "SET ASIDE", "REASON"], rows)
+    print(f"{len(entries)} task(s) set aside in {doc.get('path')}")
+    print("to restore one: fix the record there and re-create it (kairos add, or move it into the store; see README)")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from kairos.output import print_json
 
+    if getattr(args, "problems", False):
+        return cmd_problems(args)
     doc = client().call("GET", "/tasks", query=None if args.json else {"view": "summary"})
     if args.json:
         print_json(doc)
@@ -203,6 +244,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     print_table(["ID", "NEXT", "SCHEDULE", "TARGET", "NAME/PROMPT"], rows)
     if any(t.get("running") for t in tasks):
         print("* running now")
+    for t in tasks:
+        if t.get("paused_reason"):
+            print(f"! {t['id']} paused by kairos: {_safe(t['paused_reason'])}")
     return 0
 
 
@@ -248,6 +292,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     task = doc["task"]
     status = str(task.get("status", "?")) + (", running now" if task.get("running") else "")
     schedule = task.get("cron") or task.get("schedule") or "?"
+    if task.get("paused_reason"):
+        status += f" by kairos: {_safe(task['paused_reason'])}"
     fields = [
         ("id", task["id"]),
         ("name", task.get("name") or "-"),
