@@ -157,6 +157,11 @@ class DstCase:
     date: str  # the local date, YYYY-MM-DD
     times: tuple[str, ...]  # the task's wall times (HH:MM) inside the skipped or repeated span
     jump_to: str  # the first wall time after a gap (HH:MM), or where a fold starts again
+    begins: str  # where the skipped or repeated span begins (HH:MM)
+    # A gap that starts on a whole hour after midnight and ends on a whole hour or within its first
+    # hour (02:00 -> 03:00 in Europe/Berlin, 02:00 -> 02:30 in Australia/Lord_Howe); not Chatham's
+    # 02:45 -> 03:45 nor Santiago's 00:00 -> 01:00.
+    regular: bool = True
 
 
 def dst_cases(expr: CronExpr, zone: ZoneInfo, now: datetime, horizon: timedelta = DST_HORIZON) -> list[DstCase]:
@@ -166,17 +171,20 @@ def dst_cases(expr: CronExpr, zone: ZoneInfo, now: datetime, horizon: timedelta 
     for instant, before, after in _transitions(zone, now, now + horizon):
         start = (instant + min(before, after)).replace(tzinfo=None)
         span = abs(after - before)
-        times: list[str] = []
-        wall = start
-        while wall < start + span:
-            if _matches(expr, wall):
-                times.append(wall.strftime("%H:%M"))
-            wall += timedelta(minutes=1)
+        times = [t.strftime("%H:%M") for t in _minutes(start, start + span) if _matches(expr, t)]
         if times:
             kind = "gap" if after > before else "fold"
             jump = (instant + after).replace(tzinfo=None) if kind == "gap" else start
-            cases.append(DstCase(kind, start.strftime("%Y-%m-%d"), tuple(times), jump.strftime("%H:%M")))
+            regular = kind == "fold" or (
+                start.minute == 0 and start.hour >= 1 and (jump.minute == 0 or jump.hour == start.hour)
+            )
+            date = start.strftime("%Y-%m-%d")
+            cases.append(DstCase(kind, date, tuple(times), jump.strftime("%H:%M"), start.strftime("%H:%M"), regular))
     return cases
+
+
+def _minutes(start: datetime, end: datetime) -> list[datetime]:
+    return [start + timedelta(minutes=i) for i in range(int((end - start) / timedelta(minutes=1)))]
 
 
 def _matches(expr: CronExpr, wall: datetime) -> bool:

@@ -178,6 +178,13 @@ def _dst_warnings(expr: CronExpr, task: Task, now: datetime) -> list[str]:
     warnings = []
     for case in dst_cases(expr, task.zone, now):
         times = ", ".join(case.times)
+        if not case.regular:
+            # Measured with systemd 252 (glibc's mktime decides where a skipped time goes): around such
+            # a gap it skips fires or finds no next elapse at all ("Resource deadlock avoided").
+            raise Refused(
+                f"task {task.id}: on {case.date} {task.tz} skips from {case.begins} to {case.jump_to}; "
+                f"systemd 252 miscomputes timers with times in such a gap ({times})"
+            )
         if case.kind == "gap" and expr.fixed_time:
             warnings.append(
                 f"DST: on {case.date} {times} does not exist in {task.tz}; kairos fires at {case.jump_to}, "
