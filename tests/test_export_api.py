@@ -43,7 +43,7 @@ def make_config() -> Config:
     )
 
 
-def exporter(tasks: list[Task], config: Config | None = None, path: str = "/usr/bin:/bin") -> Exporter:
+def exporter(tasks: list[Task], config: Config | None = None, path: str = "/usr/bin:/bin", **environ: str) -> Exporter:
     cfg = config or make_config()
     return Exporter(
         lambda: tasks,
@@ -51,7 +51,7 @@ def exporter(tasks: list[Task], config: Config | None = None, path: str = "/usr/
         lambda name, cwd: agent_policy(cfg, name, cwd),
         3600.0,
         lambda: NOW,
-        {"PATH": path},
+        {"PATH": path, **environ},
     )
 
 
@@ -90,6 +90,22 @@ def test_systemd_gets_the_binary_kairosd_would_find(tmp_path):
     assert f'Environment="PATH={bin_dir}:/usr/bin"' in service
     missing = exporter([task], path="/nowhere").export({"to": "systemd", "ids": [task.id]})
     assert any("not on kairosd's PATH" in w for w in missing["exports"][0]["warnings"])
+
+
+def test_systemd_asks_for_an_api_key_only_if_kairosd_has_one():
+    """On this machine the CLI has its own login; kairosd's own ANTHROPIC_API_KEY goes to the env file."""
+    task = agent_task(cron="0 9 * * *")
+
+    def service(ex: Exporter) -> tuple[str, list[str]]:
+        (item,) = ex.export({"to": "systemd", "ids": [task.id]})["exports"]
+        return next(f["text"] for f in item["files"] if f["name"].endswith(".service")), item["warnings"]
+
+    text, warnings = service(exporter([task]))
+    assert "EnvironmentFile" not in text
+    text, warnings = service(exporter([task], ANTHROPIC_API_KEY="sk-secret"))
+    assert "EnvironmentFile=-%h/.config/kairos/export.env" in text
+    assert "sk-secret" not in text
+    assert any(w.startswith("ANTHROPIC_API_KEY: not written into the unit") for w in warnings)
 
 
 def test_refusals_are_listed_and_do_not_stop_the_others():

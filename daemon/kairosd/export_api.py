@@ -149,8 +149,10 @@ class Exporter:
                 warnings.append(f"{argv[0]!r} is not on kairosd's PATH; systemd will look for it in its own")
         env = dict(job.env)
         env.setdefault("PATH", path)
+        # The CLI on this machine has its own login; an API key counts only if kairosd runs with one.
+        secret = tuple(name for name in job.secret_env if self._environ.get(name))
         return Job(
-            job.task, tuple(argv), job.stdin, tuple(env.items()), job.cwd, job.timeout_s, job.cli, job.secret_env
+            job.task, tuple(argv), job.stdin, tuple(env.items()), job.cwd, job.timeout_s, job.cli, secret
         ), warnings
 
 

@@ -112,6 +112,7 @@ def _job_spec(job: Job, options: Options, warnings: list[str]) -> dict[str, Any]
     container: dict[str, Any] = {"name": "agent", "image": options.image, "command": command}
     if job.cwd:
         container["workingDir"] = job.cwd
+        warnings.append(f"the container runs in {job.cwd}: the image or a mounted volume must hold the project there")
     container["env"] = env
     spec: dict[str, Any] = {"backoffLimit": 0}
     if job.timeout_s is not None:

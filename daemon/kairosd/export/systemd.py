@@ -206,12 +206,14 @@ def _service(job: Job, options: Options, warnings: list[str]) -> str:
         if any(ord(ch) < 32 for ch in job.cwd) or job.cwd != job.cwd.strip():
             raise Refused(f"task {task.id}: its working directory {job.cwd!r} cannot be written into a unit")
         lines.append(f"WorkingDirectory={_escape_specifiers(job.cwd)}")
+    # On this machine the agent CLI finds its own login; API keys are asked for only where kairosd has
+    # them in its environment (the Job says so) or the user names them.
     plain, secret = split_env(job, options)
     for name, value in plain:
         lines.append(f"Environment={quote(f'{name}={value}', dollar=False)}")
     if secret:
         lines.append(f"EnvironmentFile=-{SECRETS_FILE}")
-        warnings.append(f"{', '.join(secret)}: not written into the unit; put them in {SECRETS_FILE}")
+        warnings.append(f"{', '.join(secret)}: not written into the unit; the service reads {SECRETS_FILE}")
     if job.stdin is not None:
         lines.append("StandardInput=data")
         data = job.stdin.encode("utf-8")
