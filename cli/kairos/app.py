@@ -45,6 +45,7 @@ VERBS = {
     "completion": "completion",
     "integrate": "integrate",
     "mcp": "mcpserver",
+    "export": "export",
 }
 
 

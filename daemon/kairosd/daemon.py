@@ -37,6 +37,7 @@ from kairosd.delivery.shell import ShellDelivery
 from kairosd.delivery.webhook import WebhookDelivery
 from kairosd.doctor import doctor_routes
 from kairosd.events import EventBus
+from kairosd.export_api import Exporter, export_routes
 from kairosd.inbox import InboxStore
 from kairosd.ledger import MissedLedger, RunLedger
 from kairosd.locking import StoreLock
@@ -266,6 +267,15 @@ class Daemon:
         sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
         api.add_routes(doctor_routes(user_config))
         api.add_routes(store.quarantine.routes())
+        exporter = Exporter(
+            lambda: book,
+            lambda cli: _adapter(cli, user_config),
+            lambda name, cwd: agent_policy(user_config, name, cwd),
+            background.registry.limits.turn_timeout_s,
+            clock.now,
+            environ,
+        )
+        api.add_routes(export_routes(exporter))
         server = self.server = UnixHttpServer(socket_path, api.handle, sock=self.listen_sock)
         await server.start()
         log.info("kairosd %s serving on %s with %d task(s)", __version__, socket_path, len(book))

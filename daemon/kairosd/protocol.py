@@ -21,6 +21,8 @@ Routes (all under ``/v1``):
     POST   /v1/import                      body {"data": "<claude json>", "tz": ZONE}
     POST   /v1/shutdown                    graceful stop (answered before exit)
     GET    /v1/doctor                      agent CLIs found and usable on kairosd's PATH, config state
+    POST   /v1/export                      body {to, ids | all, image, secret_name, secret_env}: tasks as
+                                           systemd, Kubernetes or GitHub Actions files (kairosd.export_api)
 
 Background task registry (``kairos task``; see :mod:`kairosd.registry.api`):
 

