@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.errors import UsageError
 from kairosd.events import EventBus
-from kairosd.registry.limits import Limits
+from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.persist import RecordStore
 from kairosd.registry.registry import Registry
 from kairosd.testing import FakeClock
@@ -156,7 +156,7 @@ def make_registry(
         clock,
         events or EventBus(clock.now),
         adapters(*known),  # type: ignore[arg-type]
-        Limits(**{"kill_grace_s": 1.0, **limits}),
+        RegistryLimits(**{"kill_grace_s": 1.0, **limits}),
     )
 
 

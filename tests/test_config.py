@@ -269,3 +269,26 @@ def test_the_example_config_is_valid(paths):
     config = load_config(paths, {})
     assert config.agent_names() == ["claude", "copilot", "codex", "opencode", "aider"]
     assert config.ceiling("claude") == Permissions("acceptEdits", None, frozenset({"WebFetch"}))
+
+
+def test_every_part_shares_one_set_of_defaults(tmp_path):
+    """The config said a 10 s kill grace and 4 at once; the shell target used 5 s and the scheduler 8."""
+    from kairosd.clock import SystemClock
+    from kairosd.config import Limits
+    from kairosd.delivery.shell import ShellDelivery
+    from kairosd.lifecycle import LifecycleHooks
+    from kairosd.registry.limits import RegistryLimits
+    from kairosd.registry.runner import ProcessRun
+    from kairosd.scheduler import SchedulerConfig
+
+    config = Limits()
+    registry = RegistryLimits()
+    assert config.max_concurrent == registry.max_concurrent == SchedulerConfig().max_concurrent
+    assert config.max_depth == registry.max_depth
+    assert config.keep_finished == registry.keep_finished
+    assert config.kill_grace == registry.kill_grace_s
+    assert ShellDelivery(tmp_path, SystemClock())._kill_grace_s == config.kill_grace
+    for cls in (ProcessRun, LifecycleHooks):
+        import inspect
+
+        assert inspect.signature(cls).parameters["kill_grace_s"].default == config.kill_grace

@@ -18,8 +18,8 @@ from kairosd.firing import (
     TOO_BUSY,
     Decision,
     Due,
+    FireBounds,
     InFlight,
-    Limits,
     advanced,
     clock_jump_reason,
     decide,
@@ -32,7 +32,7 @@ from kairosd.records import Outcome
 
 NOW = datetime(2026, 3, 5, 10, 30, tzinfo=UTC)
 THREE_DAYS_AGO = datetime(2026, 3, 2, 10, tzinfo=UTC)  # last handled slot of the hourly tasks below
-LIMITS = Limits(grace=timedelta(days=7), catch_up_max=10, queue_limit=10)
+LIMITS = FireBounds(grace=timedelta(days=7), catch_up_max=10, queue_limit=10)
 
 
 def task(cron: str | None = None, **kw: Any) -> Task:
@@ -51,7 +51,7 @@ def one_pass(
     reason: str | None = NOT_RUNNING,
     *,
     now: datetime = NOW,
-    limits: Limits = LIMITS,
+    limits: FireBounds = LIMITS,
     in_flight: InFlight | None = None,
 ) -> Decision:
     anchor = t.last_scheduled_for or t.created_at
@@ -188,7 +188,7 @@ def test_catch_up_once_fires_the_latest_miss_and_records_the_rest():
 
 
 def test_catch_up_once_counts_the_misses_within_the_grace_window_and_the_newest_before_it():
-    limits = Limits(grace=timedelta(hours=2, minutes=40), catch_up_max=10, queue_limit=10)
+    limits = FireBounds(grace=timedelta(hours=2, minutes=40), catch_up_max=10, queue_limit=10)
     d = one_pass(hourly(CatchUp.ONCE), limits=limits)
     assert hours([r for _, r in d.start]) == [(5, 10)]
     (missed,) = d.missed
@@ -198,7 +198,7 @@ def test_catch_up_once_counts_the_misses_within_the_grace_window_and_the_newest_
 
 
 def test_catch_up_all_fires_at_most_catch_up_max_one_after_another():
-    d = one_pass(hourly(CatchUp.ALL), limits=Limits(grace=timedelta(days=7), catch_up_max=4, queue_limit=10))
+    d = one_pass(hourly(CatchUp.ALL), limits=FireBounds(grace=timedelta(days=7), catch_up_max=4, queue_limit=10))
     # The oldest of the four starts; the others wait behind it (never a burst).
     assert hours([r for _, r in d.start]) == [(5, 7)]
     assert hours([r for _, r in d.queue]) == [(5, 8), (5, 9), (5, 10)]
@@ -209,13 +209,13 @@ def test_catch_up_all_fires_at_most_catch_up_max_one_after_another():
 
 
 def test_catch_up_all_fires_only_the_misses_within_the_grace_window():
-    limits = Limits(grace=timedelta(hours=2, minutes=40), catch_up_max=10, queue_limit=10)
+    limits = FireBounds(grace=timedelta(hours=2, minutes=40), catch_up_max=10, queue_limit=10)
     d = one_pass(hourly(CatchUp.ALL), limits=limits)
     assert hours([r for _, r in d.start] + [r for _, r in d.queue]) == [(5, 8), (5, 9), (5, 10)]
 
 
 def test_catch_up_all_records_the_misses_beyond_catch_up_max():
-    limits = Limits(grace=timedelta(days=7), catch_up_max=3, queue_limit=10)
+    limits = FireBounds(grace=timedelta(days=7), catch_up_max=3, queue_limit=10)
     d = one_pass(hourly(CatchUp.ALL), now=datetime(2026, 3, 2, 15, 30, tzinfo=UTC), limits=limits)
     assert hours([r for _, r in d.start] + [r for _, r in d.queue]) == [(2, 13), (2, 14), (2, 15)]
     (missed,) = d.missed
@@ -230,7 +230,7 @@ def test_catch_up_never_fires_a_slot_planned_before_the_grace_window():
     # due_slots does not list such slots for a recurring task; decide holds the rule on its own too.
     t = hourly(CatchUp.ALL)
     slots = [Fire(NOW - timedelta(hours=h), NOW - timedelta(hours=h)) for h in (5, 4, 3, 2, 1)]
-    limits = Limits(grace=timedelta(hours=2), catch_up_max=10, queue_limit=10)
+    limits = FireBounds(grace=timedelta(hours=2), catch_up_max=10, queue_limit=10)
     d = decide([Due(t, slots, False)], NOW, NOT_RUNNING, limits, InFlight())
     assert [r.scheduled_for for _, r in d.start + d.queue] == [NOW - timedelta(hours=2), NOW - timedelta(hours=1)]
     assert d.missed[0].count == 3
@@ -393,7 +393,7 @@ def test_overlap_queue_skips_a_fire_once_the_queue_is_full():
 
 
 def test_catch_up_fires_count_against_the_queue_limit():
-    d = one_pass(hourly(CatchUp.ALL), limits=Limits(grace=timedelta(days=7), catch_up_max=5, queue_limit=2))
+    d = one_pass(hourly(CatchUp.ALL), limits=FireBounds(grace=timedelta(days=7), catch_up_max=5, queue_limit=2))
     assert len(d.start) == 1
     assert len(d.queue) == 2
     skipped = [r for r in d.runs if r.outcome is Outcome.SKIPPED]
@@ -401,7 +401,7 @@ def test_catch_up_fires_count_against_the_queue_limit():
 
 
 def test_catch_up_fires_of_an_overlap_skip_task_queue_rather_than_skip_each_other():
-    d = one_pass(hourly(CatchUp.ALL, overlap=Overlap.SKIP), limits=Limits(timedelta(days=7), 3, 10))
+    d = one_pass(hourly(CatchUp.ALL, overlap=Overlap.SKIP), limits=FireBounds(timedelta(days=7), 3, 10))
     assert len(d.start) == 1
     assert len(d.queue) == 2
 

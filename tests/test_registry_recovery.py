@@ -29,7 +29,7 @@ CRASHER = textwrap.dedent(
     from pathlib import Path
     from kairosd.clock import SystemClock
     from kairosd.events import EventBus
-    from kairosd.registry.limits import Limits
+    from kairosd.registry.limits import RegistryLimits
     from kairosd.registry.model import TaskKind
     from kairosd.registry.persist import RecordStore
     from kairosd.registry.registry import Registry, StartSpec
@@ -39,7 +39,7 @@ CRASHER = textwrap.dedent(
     async def main():
         clock = SystemClock()
         reg = Registry(RecordStore(root / "registry"), root / "logs", clock, EventBus(clock.now),
-                       lambda name: None, Limits(max_concurrent=1))
+                       lambda name: None, RegistryLimits(max_concurrent=1))
         await reg.recover()
         running = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "600"]))
         queued = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "1"]))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kairosd.errors import UsageError
-from kairosd.registry.limits import Limits, resolve_limits
+from kairosd.registry.limits import RegistryLimits, resolve_limits
 from kairosd.registry.model import TaskKind, TaskRecord, clip
 from kairosd.registry.persist import RecordStore
 from kairosd.registry.slots import Slots
@@ -24,8 +24,8 @@ def test_limits_env_wins_over_config_and_defaults_fill_the_rest():
         {"max_concurrent": 8, "max_depth": 3, "kill_grace": 2.5, "unrelated": True},
         {"KAIROS_MAX_CONCURRENT": "16"},
     )
-    assert limits == Limits(max_concurrent=16, max_depth=3, kill_grace_s=2.5)
-    assert resolve_limits(None, {}) == Limits()
+    assert limits == RegistryLimits(max_concurrent=16, max_depth=3, kill_grace_s=2.5)
+    assert resolve_limits(None, {}) == RegistryLimits()
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,7 @@ from pydantic import (
     model_validator,
 )
 
-from kairosd import filesafety
+from kairosd import defaults, filesafety
 from kairosd.agents.base import Permissions
 from kairosd.agents.custom import OUTPUTS, template_errors
 from kairosd.errors import ConfigError, InvalidTimeError
@@ -194,10 +194,10 @@ class Agents(_Section):
 
 
 class Limits(_Section):
-    max_concurrent: int = Field(default=4, ge=1, le=MAX_CONCURRENT_LIMIT)
-    max_depth: int = Field(default=5, ge=0, le=MAX_DEPTH_LIMIT)
-    kill_grace: Seconds = Field(default=10.0, gt=0, le=600)
-    keep_finished: int = Field(default=1000, ge=1, le=1_000_000)
+    max_concurrent: int = Field(default=defaults.MAX_CONCURRENT, ge=1, le=MAX_CONCURRENT_LIMIT)
+    max_depth: int = Field(default=defaults.MAX_DEPTH, ge=0, le=MAX_DEPTH_LIMIT)
+    kill_grace: Seconds = Field(default=defaults.KILL_GRACE_S, gt=0, le=600)
+    keep_finished: int = Field(default=defaults.KEEP_FINISHED, ge=1, le=1_000_000)
 
 
 class HookCommand(_Section):

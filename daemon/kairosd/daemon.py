@@ -224,7 +224,7 @@ class Daemon:
         )
         deliveries: dict[str, Delivery] = {
             "inbox": InboxDelivery(inbox, clock, on_item),
-            "shell": ShellDelivery(paths.data_dir / "runs", clock),
+            "shell": ShellDelivery(paths.data_dir / "runs", clock, kill_grace_s=user_config.limits.kill_grace),
             "webhook": WebhookDelivery.from_config(user_config.webhook, clock),
             **background.deliveries,
         }

@@ -61,7 +61,7 @@ def clock_jump_reason(drift_s: float) -> str:
 
 
 @dataclass(frozen=True)
-class Limits:
+class FireBounds:
     """The bounds the scheduler's configuration puts on catch-up and queueing."""
 
     grace: timedelta  # missed fires planned longer ago than this are never fired
@@ -161,7 +161,7 @@ def decide(
     due: Iterable[Due],
     now: datetime,
     missed_reason: str | None,
-    limits: Limits,
+    limits: FireBounds,
     in_flight: InFlight,
     pending: Mapping[str, str] | None = None,
 ) -> Decision:
@@ -190,7 +190,7 @@ def decide(
     return decision
 
 
-def fire_now(task: Task, now: datetime, limits: Limits, in_flight: InFlight) -> tuple[Decision, Run]:
+def fire_now(task: Task, now: datetime, limits: FireBounds, in_flight: InFlight) -> tuple[Decision, Run]:
     """Fire ``task`` at ``now`` by hand: its anchor stays, the overlap rule still applies."""
     decision = Decision()
     run = _fire(task, Fire(now, now), now, limits, in_flight, decision, catch_up=False, manual=True)
@@ -215,7 +215,9 @@ def advanced(task: Task, fire: Fire, when: datetime, fired: bool) -> tuple[Task,
     return updated, None
 
 
-def _catch_up(item: Due, now: datetime, reason: str, limits: Limits, in_flight: InFlight, decision: Decision) -> None:
+def _catch_up(
+    item: Due, now: datetime, reason: str, limits: FireBounds, in_flight: InFlight, decision: Decision
+) -> None:
     task, slots, truncated = item.task, item.slots, item.truncated
     grace_start = now - limits.grace
     policy = task.catch_up
@@ -287,7 +289,7 @@ def _fire(
     task: Task,
     fire: Fire,
     now: datetime,
-    limits: Limits,
+    limits: FireBounds,
     in_flight: InFlight,
     decision: Decision,
     *,

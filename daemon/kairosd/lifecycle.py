@@ -43,7 +43,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from kairosd import filesafety
+from kairosd import defaults, filesafety
 from kairosd.events import EventBus
 from kairosd.procgroup import describe_exit
 from kairosd.registry.runner import ProcessRun, ProcessSpec
@@ -111,7 +111,7 @@ class LifecycleHooks:
         environ: Mapping[str, str] | None = None,
         lookup: Callable[[str], dict[str, Any] | None] | None = None,
         max_parallel: int = 4,
-        kill_grace_s: float = 2.0,
+        kill_grace_s: float = defaults.KILL_GRACE_S,
     ) -> None:
         self._events = events
         self._hooks = normalise(hooks)

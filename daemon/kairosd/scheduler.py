@@ -43,14 +43,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from kairosd import broken
+from kairosd import broken, defaults
 from kairosd.anchors import Anchors
 from kairosd.clock import Clock
 from kairosd.delivery.base import Delivery
 from kairosd.dispatch import Dispatcher
 from kairosd.errors import StoreError, UsageError
 from kairosd.events import EventBus
-from kairosd.firing import NOT_RUNNING, Decision, Due, Limits, clock_jump_reason, decide, due_slots, fire_now
+from kairosd.firing import NOT_RUNNING, Decision, Due, FireBounds, clock_jump_reason, decide, due_slots, fire_now
 from kairosd.ledger import MissedLedger, RunLedger
 from kairosd.models import Task
 from kairosd.plan import Fire, fire_for, scheduled_after
@@ -70,7 +70,7 @@ class SchedulerConfig:
     catch_up_grace: timedelta = timedelta(days=7)
     catch_up_max: int = 10
     queue_limit: int = 10
-    max_concurrent: int = 8
+    max_concurrent: int = defaults.MAX_CONCURRENT
     disabled_reason: str | None = None
     store_retry_s: float = 5.0
     # Anchors reach the store this long after a fire at most, so a burst of fires shares one write.
@@ -95,7 +95,7 @@ class Scheduler:
         self.clock = clock
         self.events = events
         self.config = config or SchedulerConfig()
-        self._limits = Limits(self.config.catch_up_grace, self.config.catch_up_max, self.config.queue_limit)
+        self._limits = FireBounds(self.config.catch_up_grace, self.config.catch_up_max, self.config.queue_limit)
         self._heap: list[tuple[datetime, int, str]] = []
         self._next: dict[str, Fire] = {}
         self._seq = itertools.count()

@@ -27,12 +27,11 @@ someone else, or writable by group or others without the sticky bit; the rule
 in :mod:`kairosd.filesafety`) is skipped too: a definition decides what an agent
 is told and allowed to do.
 
-The frontmatter parser is deliberately small and strict rather than a YAML
-dependency: ``key: value`` lines, comments, quoted strings, lists written as
-``a, b``, ``[a, b]`` or ``- a`` lines, and ``|``/``>`` blocks. A key given twice,
-or a line it does not understand at the top level, makes the file broken.
-Keys other than the ones above (Claude's ``color``, ``hooks``, ...) are
-ignored, with their indented contents.
+The frontmatter is YAML, read with PyYAML's BaseLoader (every scalar stays a
+string; nothing but strings, lists and mappings is built). Lists may also be
+written as ``a, b`` (Claude's ``tools: Read, Grep``). A key given twice, or text
+that is not YAML, makes the file broken. Keys other than the ones above
+(Claude's ``color``, ``hooks``, ...) are ignored, with their contents.
 
 Resolving what a task names (:func:`resolve`): an agent CLI name (``claude``,
 or ``agent:claude``) means that CLI with no definition; anything else must be
@@ -43,13 +42,14 @@ Must not import pydantic, the registry, the scheduler, the store or the server.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kairosd import filesafety
 from kairosd.agents.base import PERMISSION_MODES, Permissions, TurnRequest, narrow
@@ -65,7 +65,6 @@ BUILTIN_NAME = "rem-agent"
 DEFAULT_CLI = "claude"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_FILE_BYTES = 256 * 1024  # a definition is a page of instructions, not a data file
-_KEY_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(.*?))?\s*$")
 # Keys we read, with their aliases (Claude writes camelCase).
 _ALIASES = {
     "name": "name",
@@ -250,66 +249,54 @@ def parse_definition(text: str, source: str) -> AgentDefinition:
 
 
 def parse_frontmatter(front: str) -> dict[str, str | list[str]]:
-    """The keys we read from a frontmatter block (see the module docstring for the grammar)."""
+    """The keys we read from a frontmatter block, parsed as YAML (see the module docstring)."""
+    import yaml  # only where frontmatter is read: kairosd's start and the CLI never need it
+
+    try:
+        doc = yaml.load(front, Loader=_strict_loader())  # noqa: S506 - BaseLoader builds only str, list, dict
+    except yaml.YAMLError as exc:
+        raise DefinitionError(f"the frontmatter is not valid YAML: {_yaml_problem(exc)}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise DefinitionError("the frontmatter must be 'key: value' lines")
     values: dict[str, str | list[str]] = {}
-    seen: set[str] = set()
-    lines = front.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if line[0] in " \t":
-            raise DefinitionError(f"frontmatter line {i}: unexpected indentation: {line.strip()!r}")
-        match = _KEY_RE.match(line)
-        if not match:
-            raise DefinitionError(f"frontmatter line {i}: expected 'key: value', got {line.strip()!r}")
-        raw_key, raw = match.group(1), _strip_comment(match.group(2) or "")
-        if raw_key in seen:
-            raise DefinitionError(f"frontmatter line {i}: {raw_key!r} is given twice")
-        seen.add(raw_key)
-        # The lines that belong to this key: indented ones (a block scalar, a mapping, a
-        # list) and, after a bare "key:", "- item" lines at the key's own indentation.
-        block: list[str] = []
-        while i < len(lines):
-            nxt = lines[i]
-            if nxt.strip() and nxt[0] not in " \t" and not (nxt[0] == "-" and raw == ""):
-                break
-            block.append(nxt)
-            i += 1
+    for raw_key, raw in doc.items():
         key = _ALIASES.get(raw_key)
         if key is None:
-            continue  # a key we do not use (color, hooks, ...), with its block
+            continue  # a key we do not use (color, hooks, ...), with whatever it holds
         if key in values:
-            raise DefinitionError(f"frontmatter line {i}: {key!r} is given twice ({raw_key!r})")
-        values[key] = _value(raw_key, raw, block)
+            raise DefinitionError(f"{key!r} is given twice ({raw_key!r})")
+        if isinstance(raw, dict) or (isinstance(raw, list) and not all(isinstance(i, str) for i in raw)):
+            raise DefinitionError(f"{raw_key}: expected a value or a list of values")
+        values[key] = raw.strip() if isinstance(raw, str) else [item.strip() for item in raw]
     return values
 
 
-def _value(key: str, raw: str, block: list[str]) -> str | list[str]:
-    if raw in ("|", ">", "|-", ">-", "|+", ">+"):
-        kept = [line.strip() for line in block]
-        return ("\n" if raw.startswith("|") else " ").join(kept).strip()
-    if raw == "":
-        items = [line.strip() for line in block if line.strip() and not line.strip().startswith("#")]
-        if not items:
-            return ""
-        if not all(item.startswith("- ") or item == "-" for item in items):
-            raise DefinitionError(f"{key}: expected a list of '- item' lines")
-        return [_unquote(item[1:].strip()) for item in items]
-    more = [line.strip() for line in block if line.strip()]
-    if more:
-        # YAML folds a plain value continued on indented lines; "a: b" there is a mapping, not text.
-        if raw.startswith(("[", '"', "'")) or any(": " in line or line.endswith(":") for line in more):
-            raise DefinitionError(f"{key}: unexpected indented lines after a value")
-        raw = " ".join([raw, *more])
-    if raw.startswith("["):
-        if not raw.endswith("]"):
-            raise DefinitionError(f"{key}: a '[' list must end with ']' on the same line")
-        inner = raw[1:-1].strip()
-        return [_unquote(part.strip()) for part in _split_commas(inner)] if inner else []
-    return _unquote(raw)
+@functools.cache
+def _strict_loader() -> type[Any]:
+    """PyYAML's BaseLoader (every scalar a string: no 'yes' turned into True), refusing a key given twice.
+
+    Built on first use, so that importing this module does not import yaml."""
+    import yaml
+
+    class StrictLoader(yaml.BaseLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise DefinitionError(f"{key!r} is given twice")
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
+def _yaml_problem(exc: Exception) -> str:
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1})" if mark is not None else str(problem)
 
 
 def _scalar(values: dict[str, str | list[str]], key: str) -> str | None:
@@ -361,19 +348,6 @@ def _unquote(text: str) -> str:
     if text[:1] in ("'", '"'):
         raise DefinitionError(f"unterminated quote in {text!r}")
     return text
-
-
-def _strip_comment(raw: str) -> str:
-    """Drop a trailing `` # comment`` that is outside quotes."""
-    quote = ""
-    for index, char in enumerate(raw):
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "\"'" and (index == 0 or raw[index - 1] in " [,"):
-            quote = char
-        elif char == "#" and (index == 0 or raw[index - 1] in " \t"):
-            return raw[:index].rstrip()
-    return raw.strip()
 
 
 def _split(text: str) -> tuple[str, str]:

@@ -33,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kairosd import defaults
 from kairosd.clock import Clock
 from kairosd.delivery.base import Job, Result
 from kairosd.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
@@ -68,7 +69,7 @@ class ShellDelivery:
         self,
         runs_dir: Path,
         clock: Clock,
-        kill_grace_s: float = 5.0,
+        kill_grace_s: float = defaults.KILL_GRACE_S,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self._runs_dir = runs_dir

@@ -14,18 +14,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kairosd import defaults
 from kairosd.errors import UsageError
 
 MAX_CONCURRENT_CAP = 256
 
 
 @dataclass(frozen=True)
-class Limits:
-    max_concurrent: int = 4  # turns running at once; the rest wait in a FIFO queue
-    max_depth: int = 5  # a top-level task has depth 0, its child 1, ...; deeper starts are refused
-    kill_grace_s: float = 5.0  # SIGTERM to SIGKILL
-    turn_timeout_s: float = 3600.0  # default per turn; a start may ask for another
-    keep_finished: int = 1000  # terminal records kept (oldest are pruned at start-up)
+class RegistryLimits:
+    max_concurrent: int = defaults.MAX_CONCURRENT  # turns running at once; the rest wait in a FIFO queue
+    max_depth: int = defaults.MAX_DEPTH  # a top-level task has depth 0, its child 1, ...; deeper starts are refused
+    kill_grace_s: float = defaults.KILL_GRACE_S  # SIGTERM to SIGKILL
+    turn_timeout_s: float = defaults.TURN_TIMEOUT_S  # default per turn; a start may ask for another
+    keep_finished: int = defaults.KEEP_FINISHED  # terminal records kept (oldest are pruned at start-up)
 
 
 # name -> (environment variable or None, low, high, type)
@@ -38,7 +39,7 @@ _FIELDS: dict[str, tuple[str | None, float, float, type]] = {
 }
 
 
-def resolve_limits(config: Mapping[str, Any] | None, environ: Mapping[str, str]) -> Limits:
+def resolve_limits(config: Mapping[str, Any] | None, environ: Mapping[str, str]) -> RegistryLimits:
     """Limits from the environment, then ``config`` (the ``[limits]`` table), then the defaults.
 
     Keys of ``config`` this module does not know are ignored (they belong to others, e.g. the scheduler).
@@ -54,7 +55,7 @@ def resolve_limits(config: Mapping[str, Any] | None, environ: Mapping[str, str])
         if raw is None:
             continue
         values[name] = _number(raw, where, low, high, kind)
-    return Limits(**values)
+    return RegistryLimits(**values)
 
 
 def _configured(config: Mapping[str, Any], name: str) -> Any:

@@ -63,7 +63,7 @@ from kairosd.registry import detached, recovery, rules
 from kairosd.registry.book import Book
 from kairosd.registry.cancel import Cancels
 from kairosd.registry.follow import Followers
-from kairosd.registry.limits import Limits
+from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import (
     MAX_TURNS_KEPT,
     PermissionSet,
@@ -91,7 +91,7 @@ class Registry:
         clock: Clock,
         events: EventBus,
         adapter_for: AdapterFor,
-        limits: Limits | None = None,
+        limits: RegistryLimits | None = None,
         environ: Mapping[str, str] | None = None,
         policy_for: PolicyFor | None = None,
     ) -> None:
@@ -100,7 +100,7 @@ class Registry:
         self._clock = clock
         self._adapter_for = adapter_for
         self._policy_for = policy_for
-        self.limits = limits or Limits()
+        self.limits = limits or RegistryLimits()
         self.slots = Slots(self.limits.max_concurrent)
         self._book = Book(store, clock, events)
         self._followers = Followers()

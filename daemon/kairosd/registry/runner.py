@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kairosd import defaults
 from kairosd.procgroup import feed_stdin, signal_group, spawn_failure, terminate_group
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class ProcessRun:
         spec: ProcessSpec,
         on_line: LineSink,
         *,
-        kill_grace_s: float = 5.0,
+        kill_grace_s: float = defaults.KILL_GRACE_S,
         on_spawn: Callable[[int], None] | None = None,
     ) -> None:
         self.spec = spec

@@ -29,7 +29,7 @@ from kairosd.agents.base import AgentAdapter, Command
 from kairosd.registry import rules, tasklog
 from kairosd.registry.book import Book
 from kairosd.registry.follow import Followers
-from kairosd.registry.limits import Limits
+from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import MAX_LINE_CHARS, ProgressInfo, TaskRecord, TaskStatus, clip
 from kairosd.registry.runner import ProcessResult, ProcessRun, ProcessSpec
 from kairosd.registry.slots import Slots
@@ -59,7 +59,7 @@ class Turns:
         self,
         book: Book,
         slots: Slots,
-        limits: Limits,
+        limits: RegistryLimits,
         followers: Followers,
         environ: dict[str, str] | None,
     ) -> None:
