@@ -17,6 +17,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from kairosd.errors import UsageError
@@ -253,3 +254,11 @@ def refuse_target(task: Task, engine: str) -> None:
             f"task {task.id}: a shell target runs a command of this machine; only a systemd export runs it "
             f"here ({engine} runs an agent CLI elsewhere)"
         )
+
+
+def yaml_text(document: dict[str, Any]) -> str:
+    """A manifest or workflow as YAML, keys in the order written. PyYAML quotes every string that
+    YAML would read as something else (``on``, ``yes``, ``3``), so it reads back exactly."""
+    import yaml  # only when a Kubernetes or GitHub export is rendered
+
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=False, width=4096)

@@ -28,7 +28,6 @@ import shlex
 from datetime import datetime
 from typing import Any
 
-from kairosd.export import yamltext
 from kairosd.export.common import (
     Job,
     Options,
@@ -42,6 +41,7 @@ from kairosd.export.common import (
     refuse_target,
     split_env,
     unit_name,
+    yaml_text,
 )
 from kairosd.export.crontext import standard_cron
 from kairosd.models import CatchUp, Overlap
@@ -100,7 +100,7 @@ def render(job: Job, options: Options, now: datetime) -> Rendered:
         "concurrency": {"group": unit_name(task), "cancel-in-progress": False},
         "jobs": {"run": _job(job, options, out.warnings)},
     }
-    out.files = [(f"{unit_name(task)}.yml", yamltext.dump(workflow))]
+    out.files = [(f"{unit_name(task)}.yml", yaml_text(workflow))]
     return out
 
 

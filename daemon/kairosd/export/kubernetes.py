@@ -22,7 +22,6 @@ import posixpath
 from datetime import datetime
 from typing import Any
 
-from kairosd.export import yamltext
 from kairosd.export.common import (
     Job,
     Options,
@@ -35,6 +34,7 @@ from kairosd.export.common import (
     refuse_target,
     split_env,
     unit_name,
+    yaml_text,
 )
 from kairosd.export.crontext import standard_cron
 from kairosd.models import CatchUp, Overlap
@@ -90,7 +90,7 @@ def render(job: Job, options: Options, now: datetime) -> Rendered:
         },
         "spec": spec,
     }
-    out.files = [(f"{unit_name(task)}.yaml", yamltext.dump(manifest))]
+    out.files = [(f"{unit_name(task)}.yaml", yaml_text(manifest))]
     return out
 
 
