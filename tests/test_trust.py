@@ -61,6 +61,18 @@ def test_kairos_home_in_a_world_writable_folder_is_refused(base: Path) -> None:
     assert not (home / "state").exists(), "nothing is created inside a folder others can change"
 
 
+def test_a_world_writable_folder_further_up_is_refused(base: Path) -> None:
+    """Whoever can write any folder above kairos' could move its folders aside and put their own in place."""
+    open_folder = base / "open"
+    open_folder.mkdir()
+    open_folder.chmod(0o777)
+    home = open_folder / "me" / "kairos"
+    home.mkdir(parents=True)
+    assert f"chmod go-w {open_folder}" in refusal(home_paths(home))
+    open_folder.chmod(0o1777)  # sticky, like /tmp: fine
+    trust.prepare(home_paths(home))
+
+
 def test_a_group_writable_state_folder_is_refused(base: Path) -> None:
     (base / "state").mkdir(mode=0o700)
     (base / "state").chmod(0o770)

@@ -7,11 +7,12 @@ code as this user or read what the user schedules. The rule, the same as for
 
 * kairos' own folders (state, data, runtime, and config if it exists) must
   belong to this user and must not be writable by their group or by others;
-* their parent folders (``$XDG_STATE_HOME``, ``$XDG_RUNTIME_DIR``,
-  ``$KAIROS_HOME``, ...) must belong to this user or root and must not be
-  writable by group or others, unless they have the sticky bit (``/tmp``):
-  there nobody can rename or replace a folder they do not own. Only the parent
-  is checked, not every ancestor (not ``$HOME``'s own parent, nor ``/``);
+* every folder above them, up to ``/`` (``$XDG_STATE_HOME``, ``$HOME``,
+  ``$KAIROS_HOME``, ``$XDG_RUNTIME_DIR``, ...), must belong to this user or root
+  and must not be writable by group or others, unless it has the sticky bit
+  (``/tmp``): there nobody can rename or replace a folder they do not own.
+  Whoever can write any of them could move kairos' folders aside and put their
+  own in place;
 * the store, its lock, the run and missed ledgers and ``sessions.json``, where
   they exist, must belong to this user and not be writable by group or others.
 
@@ -63,7 +64,7 @@ def make_private_dir(folder: Path) -> None:
 def prepare(paths: Paths, uid: int | None = None) -> None:
     """Create kairos' folders privately where missing, then :func:`check` them all (UnsafePathError)."""
     for folder in (paths.state_dir, paths.data_dir, paths.runtime_dir):
-        parent_problem = _first_problem(Path(folder).parent, own=False, uid=uid)
+        parent_problem = _ancestors_problem(Path(folder).parent, uid)
         if parent_problem is not None:
             raise parent_problem  # do not create anything inside a folder others can change
         make_private_dir(folder)
@@ -76,7 +77,7 @@ def check(paths: Paths, uid: int | None = None) -> None:
     if os.path.exists(paths.config_dir):
         folders.append(paths.config_dir)
     for folder in folders:
-        found = _first_problem(Path(folder).parent, own=False, uid=uid) or _folder_problem(folder, uid)
+        found = _ancestors_problem(Path(folder).parent, uid) or _folder_problem(folder, uid)
         if found is not None:
             raise found
     for file in (paths.store, paths.lock, *(paths.state_dir / name for name in STATE_FILES)):
@@ -100,11 +101,22 @@ def _first_problem(folder: Path, *, own: bool, uid: int | None) -> UnsafePathErr
     return None
 
 
+def _ancestors_problem(folder: Path, uid: int | None) -> UnsafePathError | None:
+    """The first problem of ``folder`` or any folder above it (by its name and where it really is)."""
+    chains = {Path(os.path.abspath(folder)), Path(os.path.realpath(folder))}
+    for start in sorted(chains):
+        for ancestor in (start, *start.parents):
+            found = _first_problem(ancestor, own=False, uid=uid)
+            if found is not None:
+                return found
+    return None
+
+
 def _folder_problem(folder: Path, uid: int | None) -> UnsafePathError | None:
     real = Path(os.path.realpath(folder))
     found = _first_problem(folder, own=True, uid=uid)
     if found is None and real != Path(os.path.abspath(folder)):
-        found = _first_problem(real.parent, own=False, uid=uid)  # a symlinked folder: where it really sits
+        found = _ancestors_problem(real.parent, uid)  # a symlinked folder: where it really sits
     return found
 
 
