@@ -195,3 +195,13 @@ def test_kairosd_refuses_a_world_writable_home_with_one_line(base: Path) -> None
     assert lines == [f"kairosd: {lines[0].removeprefix('kairosd: ')}"], proc.stderr
     assert f"chmod go-w {base}" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_doctor_names_an_unsafe_folder(base: Path) -> None:
+    """kairos doctor (checked from the shell when kairosd cannot start) says why kairosd refuses."""
+    from kairosd.doctor import local_report
+
+    base.chmod(0o777)
+    report = local_report({"PATH": str(base), "KAIROS_HOME": str(base)})
+    assert not report["ok"]
+    assert any(p.startswith("paths: ") and f"chmod go-w {base}" in p for p in report["problems"])
