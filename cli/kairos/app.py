@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from kairos.output import error
+from kairos.output import error, guard_stream
 from kairosd import __version__
 from kairosd.errors import EXIT_USAGE, KairosError
 
@@ -47,6 +47,9 @@ VERBS = {
     "mcp": "mcpserver",
     "export": "export",
 }
+
+# Verbs whose output is a protocol or JSON lines whatever the flags: left exact.
+RAW_VERBS = frozenset({"mcp", "watch"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,6 +86,18 @@ def run(argv: Sequence[str]) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_USAGE
+    streams = sys.stdout, sys.stderr
+    if not getattr(args, "json", False) and args.verb not in RAW_VERBS:
+        # Human-readable output: no control or bidi character from a prompt, a name or a message reaches
+        # the terminal raw, whichever print writes it (see kairos.output.clean).
+        sys.stdout, sys.stderr = guard_stream(sys.stdout), guard_stream(sys.stderr)
+    try:
+        return _dispatch(handler, args)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _dispatch(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return handler(args)
     except KairosError as exc:

@@ -6,7 +6,9 @@ exchange on an AF_UNIX socket. Paths are given without the API prefix: ``call("G
 ``protocol.PREFIX`` is sent as is.
 
 Failures are :class:`KairosError`\\ s with CLI exit codes: :class:`DaemonNotRunning`
-(exit 3) when nothing listens on the socket, :class:`ApiError` for an error
+(exit 3) when nothing listens on the socket, :class:`ForeignServer` (exit 1) when
+what listens runs as another user (checked with ``SO_PEERCRED`` before anything
+is sent), :class:`ApiError` for an error
 answer (code and exit code from the error body) or for a broken exchange
 (status 0, code "unavailable").
 
@@ -21,6 +23,7 @@ import _socket
 import io
 import json
 import os
+import sys
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager, suppress
 
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 # Bytes of a non-JSON error answer quoted in the message.
 _SNIPPET = 200
 _MAX_LINE = 1 << 16
+_PEERCRED_SIZE = 12  # struct ucred: three 32-bit ints
 
 
 class DaemonNotRunning(KairosError):
@@ -47,6 +51,19 @@ class DaemonNotRunning(KairosError):
         where = f"nothing listens on {socket_path}" if stale else f"no socket at {socket_path}"
         super().__init__(f"kairosd is not running ({where}); start it with: kairos daemon start")
         self.socket_path = socket_path
+
+
+class ForeignServer(KairosError):
+    """What serves the socket runs as another user than ours (``SO_PEERCRED``): it is not our kairosd."""
+
+    code = "foreign_server"
+
+    def __init__(self, socket_path: str | os.PathLike[str], uid: int, expected: int) -> None:
+        super().__init__(
+            f"refusing the server on {socket_path}: it runs as uid {uid}, not as you (uid {expected}), so it is "
+            "not your kairosd and nothing was sent to it; remove that socket or check KAIROS_HOME and "
+            "XDG_RUNTIME_DIR"
+        )
 
 
 class ApiError(KairosError):
@@ -161,9 +178,13 @@ class _Response:
 class Client:
     """One short connection per call; safe to reuse, not shared between threads."""
 
-    def __init__(self, socket_path: str | os.PathLike[str] | None = None, timeout: float = 10.0) -> None:
+    def __init__(
+        self, socket_path: str | os.PathLike[str] | None = None, timeout: float = 10.0, expected_uid: int | None = None
+    ) -> None:
         self.socket_path = default_socket_path() if socket_path is None else socket_path
         self.timeout = timeout
+        # Only a server running as this user is ours; anyone else who can bind the path could read prompts.
+        self.expected_uid = os.getuid() if expected_uid is None else expected_uid
 
     def call(self, method: str, path: str, body: Any = None, query: Mapping[str, str] | None = None) -> Any:
         """Send one request; return the parsed JSON of a 2xx answer (None if empty)."""
@@ -218,6 +239,7 @@ class Client:
         try:
             sock.settimeout(self.timeout)
             sock.connect(os.fspath(self.socket_path))
+            self._check_peer(sock)
             payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
             head = (
                 f"{method} {_target(path, query)} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n"
@@ -232,6 +254,13 @@ class Client:
         except BaseException:
             sock.close()
             raise
+
+    def _check_peer(self, sock: _socket.socket) -> None:
+        """Refuse (ForeignServer) a server whose uid, as the kernel reports it, is not the expected one."""
+        raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _PEERCRED_SIZE)
+        uid = int.from_bytes(raw[4:8], sys.byteorder)  # struct ucred {pid_t pid; uid_t uid; gid_t gid;}
+        if uid != self.expected_uid:
+            raise ForeignServer(self.socket_path, uid, self.expected_uid)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

@@ -2,6 +2,19 @@
 
 Every verb formats through here, so there is one place that decides how a time,
 a duration or a row looks. Errors go to stderr as ``kairos: <message>``;
+
+**Untrusted text is shown safely.** Prompts, names, reasons, board entries and
+the daemon's messages may come from an agent or another project; printed raw,
+an ESC sequence could rewrite the terminal and a bidi override could reorder a
+line. :func:`clean` shows every such character as an escape (``\\x1b``,
+``\\u202e``): C0 and C1 controls and DEL, the bidi marks, embeddings,
+overrides and isolates (U+200E, U+200F, U+061C, U+202A-U+202E, U+2066-U+2069),
+the line and paragraph separators and lone surrogates (text that was not
+UTF-8). Newline and tab stay: a prompt is printed as a block.
+:func:`one_line` (table cells, field values, the error line) also folds
+newlines into spaces. :func:`guard_stream` wraps stdout and stderr of every
+human-readable verb in :func:`clean`, so no print can bypass it; ``--json``
+output, ``watch`` and ``mcp`` are left exact.
 ``NO_COLOR`` is honoured by never adding colour when it is set (and when stdout
 is not a terminal).
 
@@ -39,7 +52,48 @@ def print_json(document: Any) -> None:
 
 
 def error(message: str) -> None:
-    sys.stderr.write(f"kairos: {message}\n")
+    sys.stderr.write(f"kairos: {clean(' '.join(str(message).split()))}\n")
+
+
+_unsafe: Any = None  # the compiled pattern of what clean() escapes, made on first use
+
+
+def clean(text: Any) -> str:
+    """``text`` with every unsafe character (see the module docstring) shown as an escape; keeps \\n and \\t."""
+    global _unsafe
+    shown = str(text)
+    if shown.isprintable():
+        return shown  # the common case, checked in C
+    if _unsafe is None:
+        import re
+
+        _unsafe = re.compile(
+            "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+        )
+    return str(_unsafe.sub(_escape, shown))
+
+
+def _escape(match: Any) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+class _SafeStream:
+    """A text stream that passes everything written through :func:`clean`; the rest is the wrapped stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self._stream.write(clean(text)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guard_stream(stream: Any) -> Any:
+    """``stream`` wrapped so that nothing written to it can carry control or bidi characters (idempotent)."""
+    return stream if isinstance(stream, _SafeStream) else _SafeStream(stream)
 
 
 def write_lines(lines: Iterable[str]) -> None:
@@ -67,7 +121,7 @@ def terminal_columns(fallback: int = DEFAULT_COLUMNS) -> int:
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     """Left-aligned columns, no colour; the last column is cut to fit the terminal."""
-    table = [headers, *rows]
+    table = [headers, *([cell(value) for value in row[:-1]] + [row[-1]] for row in rows)]
     widths = [max(map(len, column)) for column in zip(*table, strict=True)]
     room = max(terminal_columns() - sum(widths[:-1]) - 2 * (len(headers) - 1), MIN_LAST_COLUMN)
     write_lines("  ".join([*map(str.ljust, row[:-1], widths), one_line(row[-1], room)]).rstrip() for row in table)
@@ -75,12 +129,18 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 def print_fields(fields: Iterable[tuple[str, Any]], width: int) -> None:
     """``label:`` padded to ``width`` characters, then the value: the body of every ``show``."""
-    write_lines(f"{label + ':':<{width}}{value}" for label, value in fields)
+    write_lines(f"{label + ':':<{width}}{cell(value)}" for label, value in fields)
+
+
+def cell(text: Any) -> str:
+    """``text`` for a table cell or a field: on one line, unsafe characters escaped, never cut."""
+    shown = str(text)
+    return shown if shown.isprintable() else clean(" ".join(shown.split()))
 
 
 def one_line(text: Any, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join(str(text or "").split())
+    """``text`` on one line, cut to ``width`` characters with an ellipsis; unsafe characters escaped."""
+    flat = clean(" ".join(str(text or "").split()))
     return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
 
 

@@ -1,6 +1,7 @@
 """The composition root: builds the real adapters, wires them, runs, shuts down.
 
-Start-up order: take the store lock (one owner per store), load the store
+Start-up order: refuse folders and files another user could change
+(:mod:`kairosd.trust`), take the store lock (one owner per store), load the store
 (refusing a corrupt or newer one), load the ledgers (runs left in flight by a
 crash become failed "interrupted"), plan every task and handle what was
 missed, then open the socket (or take the one systemd passed by socket
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kairosd import __version__
+from kairosd import __version__, trust
 from kairosd.api import Api
 from kairosd.clock import Clock, SystemClock, local_zone_name
 from kairosd.config import Config, load_config
@@ -175,6 +176,8 @@ class Daemon:
     async def run(self, ready: asyncio.Event | None = None) -> int:
         paths = self.paths
         self.stop_event = asyncio.Event()
+        # Folders or files another user could change refuse the start before anything is read from them.
+        trust.prepare(paths)
         # A bad config file refuses the start before anything else is touched (the file is kept).
         self.user_config = load_config(paths, self.environ)
         lock = StoreLock(paths.lock, self.clock)

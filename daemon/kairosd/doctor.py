@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from kairosd import __version__, filesafety
+from kairosd import __version__, filesafety, trust
 from kairosd.config import Config, config_path, load_config
 from kairosd.errors import KairosError
 from kairosd.paths import Paths
@@ -68,6 +68,10 @@ def doctor_report(
     problems = []
     if not config_state["ok"]:
         problems.append(f"config: {config_state['error']}")
+    try:
+        trust.check(paths)
+    except trust.UnsafePathError as exc:
+        problems.append(f"paths: {exc.message}")  # kairosd refuses to start on it
     for hook in hooks:
         problems.extend(
             f"hook {hook['event']} ({hook['argv'][0]}): {unsafe['problem']}, so kairosd will not run it. "

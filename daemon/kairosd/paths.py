@@ -1,7 +1,11 @@
 """Where kairos keeps its files.
 
-Defaults follow the XDG base directories through platformdirs (so
-``XDG_STATE_HOME``, ``XDG_RUNTIME_DIR`` and friends are honoured).
+Defaults follow the XDG base directories (``XDG_STATE_HOME``, ``XDG_DATA_HOME``,
+``XDG_CONFIG_HOME``, ``XDG_RUNTIME_DIR``; a relative value is ignored, as the
+spec says). This is the one place that resolves them: the daemon and the CLI
+both ask it, so they always agree on where the socket and the store are (no
+platformdirs, whose runtime-folder fallback depends on its version and on the
+folder's mode).
 ``KAIROS_HOME`` overrides every path at once, for tests and for users who want
 everything in one folder:
 
@@ -66,7 +70,7 @@ class Paths:
         return self.runtime_dir / SOCKET_NAME
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Paths:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Paths:
         from pathlib import Path
 
         env = os.environ if environ is None else environ
@@ -74,51 +78,43 @@ class Paths:
         if home:
             root = Path(home).expanduser().absolute()
             return cls(root / "state", root / "run", root / "data", root / "config")
-        if environ is not None:
-            # platformdirs reads os.environ itself; honour an explicit mapping too.
-            return _from_mapping(env)
-        import warnings
+        user_home = Path(env.get("HOME") or Path.home())
 
-        import platformdirs  # lazily: the CLI's socket lookup below does not need it
+        def xdg(var: str, default: Path) -> Path:
+            value = env.get(var, "").strip()
+            # The XDG spec: a relative value is invalid and ignored.
+            return Path(value) if os.path.isabs(value) else default
 
-        with warnings.catch_warnings():
-            # Without XDG_RUNTIME_DIR platformdirs warns and falls back to a private
-            # folder in /tmp; that fallback is fine for us, the warning is noise.
-            warnings.simplefilter("ignore")
-            runtime = platformdirs.user_runtime_dir(APP)
         return cls(
-            Path(platformdirs.user_state_dir(APP)),
-            Path(runtime),
-            Path(platformdirs.user_data_dir(APP)),
-            Path(platformdirs.user_config_dir(APP)),
+            xdg("XDG_STATE_HOME", user_home / ".local" / "state") / APP,
+            Path(runtime_root(env)) / APP,
+            xdg("XDG_DATA_HOME", user_home / ".local" / "share") / APP,
+            xdg("XDG_CONFIG_HOME", user_home / ".config") / APP,
         )
 
 
-def _from_mapping(env: Mapping[str, str]) -> Paths:
-    from pathlib import Path
+def runtime_root(environ: Mapping[str, str] | None = None) -> str:
+    """The user's runtime folder, which holds ``kairos/kairosd.sock``: one answer for the daemon and the CLI.
 
-    user_home = Path(env.get("HOME", str(Path.home())))
-
-    def xdg(var: str, default: Path) -> Path:
-        value = env.get(var, "").strip()
-        return Path(value) if value else default
-
-    runtime_root = xdg("XDG_RUNTIME_DIR", Path(f"/run/user/{os.getuid()}"))
-    return Paths(
-        xdg("XDG_STATE_HOME", user_home / ".local" / "state") / APP,
-        runtime_root / APP,
-        xdg("XDG_DATA_HOME", user_home / ".local" / "share") / APP,
-        xdg("XDG_CONFIG_HOME", user_home / ".config") / APP,
-    )
+    ``$XDG_RUNTIME_DIR`` when it is an absolute path, whatever its mode: kairos
+    keeps its socket in its own 0700 ``kairos`` folder inside it, and kairosd
+    refuses to start when that folder or ``$XDG_RUNTIME_DIR`` is not safe
+    (:mod:`kairosd.trust`), so the two sides never look in different places.
+    Without it ``/run/user/<uid>`` if that folder exists, else ``/tmp/runtime-<uid>``.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get("XDG_RUNTIME_DIR", "").strip()
+    if os.path.isabs(value):
+        return value
+    uid = os.getuid()
+    default = f"/run/user/{uid}"
+    return default if os.path.isdir(default) else f"/tmp/runtime-{uid}"  # noqa: S108 (checked by kairosd.trust)
 
 
 def socket_path(environ: Mapping[str, str] | None = None) -> str:
-    """The daemon's socket, found without platformdirs (the CLI's hot path)."""
+    """The daemon's socket, found without pathlib (the CLI's hot path); the same as ``Paths.from_env().socket``."""
     env = os.environ if environ is None else environ
     home = env.get("KAIROS_HOME")
     if home:
         return os.path.join(os.path.abspath(os.path.expanduser(home)), "run", SOCKET_NAME)
-    runtime = env.get("XDG_RUNTIME_DIR", "").strip()
-    if runtime:
-        return os.path.join(runtime, APP, SOCKET_NAME)
-    return str(Paths.from_env(dict(env) if environ is not None else None).socket)
+    return os.path.join(runtime_root(env), APP, SOCKET_NAME)

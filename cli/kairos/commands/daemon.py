@@ -192,7 +192,9 @@ def cmd_start(args: argparse.Namespace) -> int:
         unit = service_for_start(os.environ)
         if unit is not None:
             return _start_with_systemd(args, unit, client, str(paths.socket))
-    paths.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    from kairosd import trust
+
+    trust.prepare(paths)  # the same refusal kairosd would log, as one line here; folders made 0700
     log_path = paths.state_dir / LOG_NAME
     # 0600: the log may quote prompts and commands.
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

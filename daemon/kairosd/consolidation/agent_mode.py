@@ -125,7 +125,9 @@ def run_rem_agent(
     except OSError as exc:
         return AgentAnswer(error=f"cannot start {command.argv[0]}: {exc.strerror or exc}", agent=resolved.cli)
     try:
-        stdout, stderr = proc.communicate(command.stdin.encode("utf-8") if command.stdin else None, timeout=timeout_s)
+        stdout, stderr = proc.communicate(
+            command.stdin.encode("utf-8", "surrogateescape") if command.stdin else None, timeout=timeout_s
+        )
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         return AgentAnswer(

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -81,7 +82,9 @@ def spawn_detached(
     try:
         code = parent.wait(DETACH_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        parent.kill()
+        # The whole group: whatever the stuck parent started must not be left running unaccounted for.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(parent.pid, signal.SIGKILL)
         parent.wait()
         raise OSError(f"the consolidation worker did not detach within {DETACH_TIMEOUT_S:g}s") from None
     try:

@@ -155,6 +155,13 @@ class ShellDelivery:
         except OSError as exc:
             return self._failed(started_at, f"cannot create run log {log_path}: {exc.strerror or exc}")
 
+        try:
+            # surrogateescape: a prompt read from bytes that are not UTF-8 goes out as those bytes, as in
+            # KAIROS_PROMPT; what cannot be encoded at all fails here, before anything is started.
+            stdin_data = job.prompt.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as exc:
+            os.close(log_fd)
+            return self._failed(started_at, f"the prompt cannot be passed on stdin: {exc.reason}")
         stdin_read, stdin_write = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -173,6 +180,9 @@ class ShellDelivery:
                 os.write(log_fd, f"kairos: {reason}\n".encode())
             log.warning("shell run %s of task %s could not start: %s", job.run_id, job.task_id, reason)
             return self._failed(started_at, reason, output_path=str(log_path))
+        except BaseException:
+            os.close(stdin_write)
+            raise
         finally:
             # The child has its own copies now (or never started).
             os.close(stdin_read)
@@ -180,10 +190,11 @@ class ShellDelivery:
 
         running = _Running(proc, proc.pid)  # a new session's leader leads its own group: pgid == pid
         self._running[job.run_id] = running
-        log.info("shell run %s of task %s started: pid %d, %s", job.run_id, job.task_id, proc.pid, spec.argv)
-        feeder = asyncio.create_task(feed_stdin(stdin_write, job.prompt.encode("utf-8")))
+        feeder: asyncio.Task[None] | None = None
         timed_out = False
         try:
+            log.info("shell run %s of task %s started: pid %d, %s", job.run_id, job.task_id, proc.pid, spec.argv)
+            feeder = asyncio.create_task(feed_stdin(stdin_write, stdin_data))
             if self._closed:
                 # close() ran while the process was being spawned and could not see it.
                 running.stopping = True
@@ -200,14 +211,23 @@ class ShellDelivery:
                     spec.timeout_s,
                 )
                 await self._stop_group(running)
-            except asyncio.CancelledError:
-                # Cancellation means "stop now": no grace period, the whole group is killed at once.
-                signal_group(running.pgid, signal.SIGKILL)
-                with contextlib.suppress(asyncio.CancelledError):
-                    await proc.wait()  # reap it, so no zombie or open transport outlives the run
-                raise
+        except asyncio.CancelledError:
+            # Cancellation means "stop now": no grace period, the whole group is killed at once.
+            await _kill_and_reap(running)
+            raise
+        except Exception as exc:
+            # kairos itself failed after the command started: nothing it started may outlive the run.
+            log.exception(
+                "shell run %s of task %s failed in kairos; killing its process group", job.run_id, job.task_id
+            )
+            await _kill_and_reap(running)
+            reason = f"target error: {exc!r} (process group killed)"
+            return self._failed(started_at, reason, output_path=str(log_path))
         finally:
-            feeder.cancel()  # its finally closes our end of the stdin pipe
+            if feeder is None:
+                os.close(stdin_write)
+            else:
+                feeder.cancel()  # its finally closes our end of the stdin pipe
             del self._running[job.run_id]
 
         finished_at = self._clock.now()
@@ -272,6 +292,13 @@ class ShellDelivery:
         self._results[run_id] = result
         while len(self._results) > _REMEMBERED_RESULTS:
             self._results.popitem(last=False)
+
+
+async def _kill_and_reap(running: _Running) -> None:
+    """SIGKILL the whole group at once and reap its leader, even if we are cancelled meanwhile."""
+    signal_group(running.pgid, signal.SIGKILL)
+    with contextlib.suppress(asyncio.CancelledError):
+        await running.proc.wait()  # reap it, so no zombie or open transport outlives the run
 
 
 def _parse_target(target: Mapping[str, Any]) -> _Spec | str:

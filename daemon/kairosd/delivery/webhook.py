@@ -60,7 +60,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
-from kairosd import __version__
+from kairosd import __version__, redact
 from kairosd.clock import Clock
 from kairosd.delivery.base import Job, Result
 from kairosd.models import webhook_url_problem
@@ -200,7 +200,8 @@ class WebhookDelivery:
             self._finish(job.run_id, future, result)
             raise
         except Exception as exc:
-            result = Result("failed", started_at, self._clock.now(), reason=f"target error: {exc}")
+            reason = f"target error: {redact.redact_urls(str(exc))}"
+            result = Result("failed", started_at, self._clock.now(), reason=reason)
             self._finish(job.run_id, future, result)
             raise
         finally:
@@ -321,7 +322,7 @@ class WebhookDelivery:
         except httpx.TimeoutException:
             return _Attempt(False, True, f"no answer from {host} within {timeout.read:g}s")
         except httpx.HTTPError as exc:
-            return _Attempt(False, True, f"cannot reach {host}: {type(exc).__name__}: {exc}")
+            return _Attempt(False, True, f"cannot reach {host}: {type(exc).__name__}: {redact.redact_urls(str(exc))}")
         try:
             snippet = await _read_snippet(response)
         finally:
@@ -342,6 +343,8 @@ class WebhookDelivery:
         if self._client is None:
             import httpx
 
+            # httpx logs each request's whole URL, and webhook URLs often hold tokens.
+            redact.install()
             # trust_env=False: an HTTP(S)_PROXY from the environment would send loopback posts elsewhere.
             self._client = httpx.AsyncClient(trust_env=False, follow_redirects=False)
         return self._client

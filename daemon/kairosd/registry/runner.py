@@ -108,7 +108,12 @@ class ProcessRun:
         spec = self.spec
         if self._stop_requested:
             return ProcessResult(None, stopped=True, error="stopped before it started")
-        stdin_read, stdin_write = os.pipe() if spec.stdin is not None else (None, None)
+        try:
+            # surrogateescape: text read from bytes that are not UTF-8 goes out as those bytes.
+            stdin_data = None if spec.stdin is None else spec.stdin.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as exc:
+            return ProcessResult(None, error=f"cannot pass the input on stdin: {exc.reason}")
+        stdin_read, stdin_write = os.pipe() if stdin_data is not None else (None, None)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *spec.argv,
@@ -123,25 +128,31 @@ class ProcessRun:
             if stdin_write is not None:
                 os.close(stdin_write)
             return ProcessResult(None, error=spawn_failure(exc, spec.argv[0], spec.cwd))
+        except BaseException:
+            if stdin_write is not None:
+                os.close(stdin_write)
+            raise
         finally:
             if stdin_read is not None:
                 os.close(stdin_read)  # the child has its own copy now (or never started)
         self._proc = proc
         self.pid = proc.pid
-        if self._on_spawn is not None:
-            self._on_spawn(proc.pid)
         feeder = None
-        if stdin_write is not None:
-            feeder = asyncio.create_task(feed_stdin(stdin_write, (spec.stdin or "").encode("utf-8")))
-        assert proc.stdout is not None
-        assert proc.stderr is not None
+        readers: list[asyncio.Task[None]] = []
         kept = {name: _Kept(limit) for name, limit in MAX_KEPT_BYTES.items()}
-        readers = [
-            asyncio.create_task(self._pump(proc.stdout, "stdout", kept["stdout"])),
-            asyncio.create_task(self._pump(proc.stderr, "stderr", kept["stderr"])),
-        ]
         timed_out = False
         try:
+            if self._on_spawn is not None:
+                self._on_spawn(proc.pid)
+            if stdin_write is not None and stdin_data is not None:
+                feeder = asyncio.create_task(feed_stdin(stdin_write, stdin_data))
+                stdin_write = None  # the feeder closes it
+            assert proc.stdout is not None
+            assert proc.stderr is not None
+            readers = [
+                asyncio.create_task(self._pump(proc.stdout, "stdout", kept["stdout"])),
+                asyncio.create_task(self._pump(proc.stderr, "stderr", kept["stderr"])),
+            ]
             if self._stop_requested:
                 # stop() came while the process was being spawned and could not see it.
                 await terminate_group(proc.pid, self._grace, proc.wait)
@@ -157,13 +168,18 @@ class ProcessRun:
                 reader.cancel()
         except asyncio.CancelledError:
             # Cancellation means "stop now": no grace period, the whole group is killed at once.
-            signal_group(proc.pid, signal.SIGKILL)
-            for reader in readers:
-                reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await proc.wait()  # reap it, so no zombie or open transport outlives the run
+            await self._kill_and_reap(proc, readers)
             raise
+        except Exception as exc:
+            # kairos itself failed after the start: nothing the command started may outlive the run.
+            log.exception("running %s failed in kairos; killing its process group", spec.argv[0])
+            await self._kill_and_reap(proc, readers)
+            return ProcessResult(
+                proc.returncode, error=f"kairos failed while running it: {exc!r} (process group killed)"
+            )
         finally:
+            if stdin_write is not None:
+                os.close(stdin_write)
             if feeder is not None:
                 feeder.cancel()  # its finally closes our end of the stdin pipe
             await asyncio.gather(*readers, return_exceptions=True)
@@ -176,6 +192,14 @@ class ProcessRun:
             timed_out=timed_out,
             stopped=self._stop_requested,
         )
+
+    @staticmethod
+    async def _kill_and_reap(proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]) -> None:
+        signal_group(proc.pid, signal.SIGKILL)
+        for reader in readers:
+            reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await proc.wait()  # reap it, so no zombie or open transport outlives the run
 
     async def _pump(self, stream: asyncio.StreamReader, name: str, kept: _Kept) -> None:
         """Read ``stream`` to its end, passing on each line (a last one without newline too)."""
