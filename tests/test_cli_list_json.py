@@ -12,19 +12,19 @@ planned fires that the (stopped) scheduler loop has not fired.
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import WRITE_GOLDEN
 from session_support import Kairosd, hook_home
 
 from kairos.app import run
 
 GOLDEN = Path(__file__).parent / "fixtures" / "list_json"
-WRITE = os.environ.get("KAIROS_WRITE_GOLDEN") == "1"
+WRITE = WRITE_GOLDEN
 
 __all__ = ["hook_home"]  # the fixture `home`, used below
 
