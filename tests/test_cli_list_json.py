@@ -43,7 +43,7 @@ TASKS: list[dict[str, Any]] = [
     {
         "prompt": "write the summary",
         "cron": "0 16 * * *",
-        "target": {"kind": "session", "project": "/tmp/proj", "fallback": "headless"},
+        "target": {"kind": "session", "project": "/tmp/proj", "fallback": "drop"},
         "catch_up": "all",
         "overlap": "queue",
         "expires_after_days": 3,

@@ -407,7 +407,15 @@ class Scheduler:
             problems.append(f"{self.book.error.message} (changes are refused until it can be written; retrying)")
         return "; ".join(problems) or None
 
-    def check_target(self, target: Mapping[str, Any]) -> None:
+    async def check_target(self, target: Mapping[str, Any]) -> None:
+        """Refuse, at add time, a target its delivery already knows would fail (see ``Delivery.check``).
+
+        Only new tasks are checked: a stored task whose agent went away keeps its
+        other fires, each failing or succeeding on its own.
+        """
         kind = str(target.get("kind"))
         if kind not in self.deliveries:
             raise UsageError(f"unknown target kind {kind!r} (available: {', '.join(sorted(self.deliveries))})")
+        check = getattr(self.deliveries[kind], "check", None)
+        if check is not None:
+            await check(target)

@@ -203,7 +203,7 @@ class Service:
         if "target" in fields:
             if not isinstance(fields["target"], dict):
                 raise UsageError('target must be an object such as {"kind": "inbox"}')
-            self.scheduler.check_target(fields["target"])
+            await self.scheduler.check_target(fields["target"])
         created_by = body.get("created_by", "cli")
         catch_up = body.get("catch_up")
         expires: Any = body.get("expires_after_days", "default")

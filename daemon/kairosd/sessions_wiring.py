@@ -121,4 +121,5 @@ def build_sessions(
         except OSError as exc:
             log.error("could not write %s at shutdown: %s", store.path, exc)
 
-    return SessionParts(store, hub, session_routes(hub), {"session": SessionDelivery(hub)}, start, stop, hub.status)
+    delivery = SessionDelivery(hub, deliveries)
+    return SessionParts(store, hub, session_routes(hub), {"session": delivery}, start, stop, hub.status)
