@@ -62,7 +62,7 @@ def fixed_kd(home: Path) -> Iterator[Kairosd]:
     daemon.service.new_id = lambda: next(ids)
     try:
         for body in TASKS:
-            daemon.run(daemon.service.add(dict(body)))
+            daemon.run(daemon.service.add({"created_by": "cli", **body}))  # as kairos add sends it
         yield daemon
     finally:
         daemon.stop()

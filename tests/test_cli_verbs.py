@@ -196,7 +196,9 @@ def _add_body(fake: FakeDaemon, capsys, *argv: str) -> dict[str, Any]:
     code, _out, err = _run(capsys, "add", *argv)
     assert (code, err) == (0, "")
     (req,) = fake.sent("POST", "/v1/tasks")
-    return dict(req.body)
+    body = dict(req.body)
+    assert body.pop("created_by") == "cli"  # the CLI says who it is; an API request without it is "api"
+    return body
 
 
 INBOX = {"kind": "inbox", "session": "default"}
@@ -211,7 +213,9 @@ def test_add_cron_sends_body_and_prints_three_fires(fake, capsys):
     code, out, err = _run(capsys, "add", "0 9 * * 1-5", "summarise", "open", "PRs")
     assert (code, err) == (0, "")
     (req,) = fake.sent("POST", "/v1/tasks")
-    assert req.body == {"cron": "0 9 * * 1-5", "prompt": "summarise open PRs", "tz": ZONE, "target": INBOX}
+    assert req.body == {
+        "cron": "0 9 * * 1-5", "prompt": "summarise open PRs", "tz": ZONE, "target": INBOX, "created_by": "cli"
+    }  # fmt: skip
     assert out.splitlines() == [
         "added 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
         "  next: 2026-11-23 09:00:00+01:00",

@@ -392,6 +392,7 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
         else:
             body["at"] = args.at
     body["prompt"] = _read_prompt(words)
+    body["created_by"] = "cli"  # a request without it is recorded as made through the API
     # Always send the zone: the daemon's environment may have another TZ than this shell.
     if not args.tz:
         _check_env_zone()
