@@ -633,7 +633,7 @@ STATUS = {
     "disabled_reason": None,
     "tasks": 3,
     "paused": 1,
-    "running": 0,
+    "deliveries_running": 0,
     "queued": 0,
     "next_fire": {"task_id": "3f2a9c1d", "planned_for": "2026-11-23T08:00:00Z"},
 }

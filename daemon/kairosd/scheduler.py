@@ -388,7 +388,8 @@ class Scheduler:
             "disabled_reason": self.disabled_reason,
             "tasks": len(self.book),
             "paused": sum(1 for t in self.book if t.paused),
-            "running": len(self._running),
+            # Not "running": `kairos daemon status --json` says {"running": true} (a boolean) for kairosd itself.
+            "deliveries_running": len(self._running),
             "queued": self._dispatch.queued(),
             "next_fire": None
             if upcoming is None

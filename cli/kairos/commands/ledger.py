@@ -311,7 +311,7 @@ def print_status(doc: dict[str, Any]) -> None:
     next_text = f"{fmt_time(nxt.get('planned_for'), local_zone())} (task {nxt.get('task_id')})" if nxt else "-"
     lines = [
         ("tasks", f"{doc.get('tasks', 0)} ({doc.get('paused', 0)} paused)"),
-        ("running", f"{doc.get('running', 0)} ({doc.get('queued', 0)} queued)"),
+        ("running", f"{doc.get('deliveries_running', 0)} ({doc.get('queued', 0)} queued)"),
         ("next fire", next_text),
         ("zone", doc.get("default_tz", "-")),
         ("socket", doc.get("socket", "-")),
