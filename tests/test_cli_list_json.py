@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WRITE_GOLDEN
+from environment_support import WRITE_GOLDEN
 from session_support import Kairosd, hook_home
 
 from kairos.app import run

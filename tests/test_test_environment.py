@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import caller_variables
+from environment_support import caller_variables
 
 ROOT = Path(__file__).resolve().parent.parent
 
