@@ -543,6 +543,20 @@ def test_missed_and_clear(fake, capsys):
     assert _run(capsys, "missed")[:2] == (0, "nothing missed\n")
 
 
+def test_missed_cuts_a_long_reason_to_the_terminal(fake, capsys, monkeypatch):
+    """A 100-character REASON is cut to a third of the terminal; ACTION and the prompt stay on the line."""
+    reason = "clock jumped forward by 6d 3h 12m 5s (suspend?); " + "x" * 60
+    record = {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00Z", "count": 1, "reason": reason,
+              "action": "surfaced", "prompt": "summarise open PRs"}  # fmt: skip
+    fake.routes[("GET", "/v1/missed")] = (200, {"missed": [record]})
+    monkeypatch.setenv("COLUMNS", "120")
+    code, out, _ = _run(capsys, "missed")
+    assert code == 0
+    row = out.splitlines()[1]
+    assert len(row) <= 120
+    assert row.endswith("  clock jumped forward by 6d 3h 12m 5s (s…  surfaced  summarise open PRs")
+
+
 def _item(**over: Any) -> dict[str, Any]:
     item: dict[str, Any] = {
         "id": "r0123456789ab",

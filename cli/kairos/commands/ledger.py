@@ -17,6 +17,7 @@ from typing import Any
 from kairos.commands.common import make_parser
 
 MAX_HISTORY = 10_000
+MIN_REASON = 20  # the narrowest REASON column of `kairos missed`
 CLAUDE_FILE = (".claude", "scheduled_tasks.json")
 
 
@@ -156,7 +157,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_missed(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, local_zone
-    from kairos.output import fmt_time, print_json, print_table
+    from kairos.output import fmt_time, one_line, print_json, print_table, terminal_columns
 
     api = client()
     if args.clear:
@@ -175,12 +176,15 @@ def cmd_missed(args: argparse.Namespace) -> int:
         print("nothing missed")
         return 0
     zone = local_zone()
+    # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
+    # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
+    reason_width = max(MIN_REASON, terminal_columns() // 3)
     rows = [
         [
             str(m.get("task_id", "?")),
             fmt_time(m.get("scheduled_for"), zone),
             str(m.get("count", 1)),
-            str(m.get("reason", "-")),
+            one_line(m.get("reason", "-"), reason_width),
             str(m.get("action", "-")),
             m.get("task_name") or m.get("prompt") or "",
         ]

@@ -89,6 +89,9 @@ def _number(text: str, idx: int, term: str) -> int:
         return MONTH_NAMES.index(upper) + 1
     if idx == _DOW and upper in DAY_NAMES:
         return DAY_NAMES.index(upper)
+    if text == "":
+        # "-1", "/5", "MON-": the text at fault is the whole term, not the empty part of it.
+        raise CronSyntaxError(f"{term!r} is missing a value (write N, N-M or */S)", name)
     if not text.isascii() or not text.isdigit():
         if any(ch in text.upper() for ch in "LW#?"):
             raise CronSyntaxError(f"{term!r}: the L, W, # and ? extensions are not supported", name)
@@ -97,7 +100,8 @@ def _number(text: str, idx: int, term: str) -> int:
             hint = " or a month name (JAN-DEC)"
         elif idx == _DOW:
             hint = " or a day name (SUN-SAT)"
-        raise CronSyntaxError(f"{text!r} is not a number{hint}", name)
+        where = f" in {term!r}" if term != text else ""
+        raise CronSyntaxError(f"{text!r}{where} is not a number{hint}", name)
     value = int(text)
     lo, hi = _BOUNDS[idx]
     if not lo <= value <= hi:
@@ -124,6 +128,8 @@ def _parse_term(term: str, idx: int, full: str) -> tuple[set[int], str]:
         start, end = lo, hi
         canonical = "*"
     elif "-" in base:
+        if base.count("-") > 1:
+            raise CronSyntaxError(f"{term!r} is not a range: a range is N-M, with one '-'", name)
         first, _, last = base.partition("-")
         start, end = _number(first, idx, term), _number(last, idx, term)
         if idx == _DOW and end == 0 and start > 0:
