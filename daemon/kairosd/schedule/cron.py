@@ -1,10 +1,13 @@
 """Parse and validate 5-field cron expressions into a compiled :class:`CronExpr`.
 
-Grammar (Debian/Vixie cron): ``*``, ``N``, ``N-M``, ``*/S``, ``N-M/S``, ``N/S``
-(= ``N-max/S``), comma lists, month and weekday names in any case, 0 or 7 for
-Sunday (also as a range end: ``5-7``, ``FRI-SUN``), and the macros ``@yearly
-@annually @monthly @weekly @daily @midnight @hourly``. Quartz extensions (``L``,
-``W``, ``#``, ``?``) and seconds are rejected with a clear message.
+Grammar (Debian/Vixie cron, with the differences the README lists): ``*``,
+``N``, ``N-M``, ``*/S``, ``N-M/S``, ``N/S`` (= ``N-max/S``, as cronsim reads it;
+Debian's crontab refuses it), comma lists, month and weekday names in any case,
+0 or 7 for Sunday (also as a range end: ``5-7``, ``FRI-SUN``), and the macros
+``@yearly @annually @monthly @weekly @daily @midnight @hourly`` in any case.
+Fields are separated by any whitespace, Unicode spaces included. Quartz
+extensions (``L``, ``W``, ``#``, ``?``) and seconds are rejected with a clear
+message.
 
 Every error is a :class:`~kairosd.errors.CronSyntaxError` that names the field
 and the offending text, e.g. ``hour: 24 is out of range 0-23``. An expression
@@ -141,7 +144,7 @@ def _parse_term(term: str, idx: int, full: str) -> tuple[set[int], str]:
         canonical, suffix = (str(start), "") if start == end else (f"{start}-{end}", suffix)
     else:
         start = _number(base, idx, term)
-        # "N/S" means N to the field's maximum in steps of S (as Debian and cronsim read it).
+        # "N/S" means N to the field's maximum in steps of S (as cronsim reads it; Debian's crontab refuses it).
         end = hi if slash else start
         canonical = f"{start}-{hi}" if slash else str(start)
     return set(range(start, end + 1, step)), canonical + suffix
