@@ -51,3 +51,14 @@ def test_jitter_claude_is_explained_in_help(capsys):
         run(["add", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "daily task fires at +15:00 exactly" in out
+
+
+def test_a_socket_path_too_long_is_explained(capsys, monkeypatch, tmp_path):
+    """As kairosd says when it cannot bind it, not "AF_UNIX path too long" (issue 15, item 13)."""
+    runtime = tmp_path / ("r" * 120)
+    monkeypatch.delenv("KAIROS_HOME")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    assert run(["list"]) == 2
+    err = capsys.readouterr().err
+    assert "is longer than 107 bytes, the limit of Unix sockets; set KAIROS_HOME or XDG_RUNTIME_DIR" in err
+    assert err.count("\n") == 1
