@@ -184,15 +184,29 @@ def test_wrong_shapes_are_refused(store: JsonStore, store_path: Path, content: b
 
 
 def test_second_corruption_in_same_second_keeps_first_copy(store: JsonStore, store_path: Path) -> None:
-    """A second failed load does not overwrite the first copy."""
+    """A second failed load of other corrupt content does not overwrite the first copy."""
     store_path.parent.mkdir(parents=True)
-    store_path.write_bytes(b"{")
-    for _ in range(2):
+    for content in (b"{", b"["):
+        store_path.write_bytes(content)
         with pytest.raises(StoreCorruptError):
             store.load()
     names = _siblings(store_path)
     assert "scheduled_tasks.json.corrupt-20261121T231500Z" in names
     assert "scheduled_tasks.json.corrupt-20261121T231500Z-1" in names
+
+
+def test_the_same_corrupt_store_is_copied_once(store: JsonStore, store_path: Path) -> None:
+    """Every failed start on an unchanged corrupt store names the one copy (issue 15, item 9)."""
+    store_path.parent.mkdir(parents=True)
+    store_path.write_bytes(b"{")
+    messages = []
+    for _ in range(3):
+        with pytest.raises(StoreCorruptError) as info:
+            store.load()
+        messages.append(str(info.value))
+    copies = sorted(n for n in _siblings(store_path) if ".corrupt-" in n)
+    assert copies == ["scheduled_tasks.json.corrupt-20261121T231500Z"]
+    assert messages[0] == messages[1] == messages[2]
 
 
 def test_future_schema_is_refused_untouched(store: JsonStore, store_path: Path) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -292,10 +293,21 @@ class JsonStore:
         message = (
             f"{self._path} {what}. kairos will not overwrite it; fix or remove it, then start kairosd again ({where})."
         )
-        log.error("%s", message)
+        # Not logged here: whoever stops on it says it once (kairosd's last line, `kairos daemon start`).
         return StoreCorruptError(message)
 
     def _copy_aside(self, data: bytes | None) -> tuple[Path | None, str]:
+        try:
+            payload = self._path.read_bytes() if data is None else data
+        except OSError as exc:
+            return None, exc.strerror or str(exc)
+        # Once per distinct content: every failed start on the same corrupt store names the first copy.
+        for earlier in sorted(self._path.parent.glob(f"{glob_escape(self._path.name)}.corrupt-*")):
+            try:
+                if earlier.is_file() and earlier.stat().st_size == len(payload) and earlier.read_bytes() == payload:
+                    return earlier, ""
+            except OSError:
+                continue
         stamp = self._clock.now().strftime("%Y%m%dT%H%M%SZ")
         base = f"{self._path.name}.corrupt-{stamp}"
         target = self._path.with_name(base)
@@ -304,7 +316,6 @@ class JsonStore:
             target = self._path.with_name(f"{base}-{n}")
             n += 1
         try:
-            payload = self._path.read_bytes() if data is None else data
             write_atomic(target, payload, mode=FILE_MODE)
         except OSError as exc:
             return None, exc.strerror or str(exc)
