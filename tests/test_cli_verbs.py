@@ -601,15 +601,40 @@ def test_inbox_ack(fake, capsys):
     assert len(fake.requests) == 2
 
 
-def test_inbox_follow_json_lines(fake, capsys):
+@pytest.fixture
+def quick_reconnect(monkeypatch):
+    from kairos.commands import ledger
+
+    monkeypatch.setattr(ledger, "RECONNECT_S", 0.5)
+    monkeypatch.setattr(ledger, "RECONNECT_POLL_S", 0.01)
+
+
+def test_inbox_follow_json_lines(fake, capsys, quick_reconnect):
     """`inbox --follow --json` streams follow=1 and prints one JSON line per item."""
     fake.routes[("GET", "/v1/inbox")] = Stream([_item(), _item(id="r2")])
     code, out, err = _run(capsys, "inbox", "--follow", "--session", "work", "--json")
     assert fake.requests[0].query == {"session": "work", "follow": "1"}
     assert [json.loads(line)["id"] for line in out.splitlines()] == ["r0123456789ab", "r2"]
-    # The fake ends the stream; a real one only ends when kairosd stops, which is worth an exit 1.
+    # The fake ends every stream at once and brings nothing new: it is given up after RECONNECT_S, exit 1.
     assert code == 1
     assert "closed the stream" in err
+    assert err.endswith("kairos: kairosd did not come back within 0.5s\n")
+
+
+def test_inbox_follow_reconnects_when_kairosd_restarts(fake, capsys, quick_reconnect):
+    """Issue 15, item 14: the stream closes (a restart); follow says so, reconnects, and prints each item once."""
+    answers = iter([Stream([_item(id="r1")]), Stream([_item(id="r1"), _item(id="r2")])])
+
+    def inbox(req: Recorded) -> Answer:
+        return next(answers, (503, {"error": {"code": "unavailable", "message": "stopping"}}))
+
+    fake.routes[("GET", "/v1/inbox")] = inbox
+    code, out, err = _run(capsys, "inbox", "--follow", "--json")
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["r1", "r2"]
+    notices = err.splitlines()
+    assert notices[0] == "kairos: kairosd closed the stream (restarting?); reconnecting for up to 0.5s (Ctrl-C stops)"
+    assert notices[1] == "kairos: reconnected to kairosd"
+    assert code == 1
 
 
 def test_inbox_follow_ctrl_c_exits_0(fake, capsys, monkeypatch):
