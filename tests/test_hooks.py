@@ -511,7 +511,7 @@ def test_a_pending_item_holds_no_slot_and_overlap_skip_applies_to_it(home, monke
             f"run {first} of this task is still waiting for claude session "
             f"{session_of(fixture('claude', 'Stop'))}'s next turn (overlap=skip)",
         )
-        assert kd.call(lambda: kd.scheduler.status()["running"]) == 0
+        assert kd.call(lambda: kd.scheduler.status()["deliveries_running"]) == 0
     finally:
         kd.stop()
 
