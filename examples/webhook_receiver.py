@@ -61,8 +61,13 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
-    with open(os.path.expanduser(os.environ["KAIROS_WEBHOOK_SECRET_FILE"]), "rb") as file:
-        Handler.secret = file.read().strip()
+    # The file the README's Webhook section writes, unless KAIROS_WEBHOOK_SECRET_FILE names another.
+    path = os.path.expanduser(os.environ.get("KAIROS_WEBHOOK_SECRET_FILE") or "~/.config/kairos/webhook.secret")
+    try:
+        with open(path, "rb") as file:
+            Handler.secret = file.read().strip()
+    except OSError as exc:
+        sys.exit(f"webhook_receiver: cannot read the webhook key {path}: {exc.strerror} (see the README's Webhook target)")
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 

@@ -12,19 +12,19 @@ planned fires that the (stopped) scheduler loop has not fired.
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from environment_support import WRITE_GOLDEN
 from session_support import Kairosd, hook_home
 
 from kairos.app import run
 
 GOLDEN = Path(__file__).parent / "fixtures" / "list_json"
-WRITE = os.environ.get("KAIROS_WRITE_GOLDEN") == "1"
+WRITE = WRITE_GOLDEN
 
 __all__ = ["hook_home"]  # the fixture `home`, used below
 
@@ -43,7 +43,7 @@ TASKS: list[dict[str, Any]] = [
     {
         "prompt": "write the summary",
         "cron": "0 16 * * *",
-        "target": {"kind": "session", "project": "/tmp/proj", "fallback": "headless"},
+        "target": {"kind": "session", "project": "/tmp/proj", "fallback": "drop"},
         "catch_up": "all",
         "overlap": "queue",
         "expires_after_days": 3,
@@ -62,7 +62,7 @@ def fixed_kd(home: Path) -> Iterator[Kairosd]:
     daemon.service.new_id = lambda: next(ids)
     try:
         for body in TASKS:
-            daemon.run(daemon.service.add(dict(body)))
+            daemon.run(daemon.service.add({"created_by": "cli", **body}))  # as kairos add sends it
         yield daemon
     finally:
         daemon.stop()

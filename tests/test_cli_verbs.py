@@ -196,7 +196,9 @@ def _add_body(fake: FakeDaemon, capsys, *argv: str) -> dict[str, Any]:
     code, _out, err = _run(capsys, "add", *argv)
     assert (code, err) == (0, "")
     (req,) = fake.sent("POST", "/v1/tasks")
-    return dict(req.body)
+    body = dict(req.body)
+    assert body.pop("created_by") == "cli"  # the CLI says who it is; an API request without it is "api"
+    return body
 
 
 INBOX = {"kind": "inbox", "session": "default"}
@@ -211,7 +213,9 @@ def test_add_cron_sends_body_and_prints_three_fires(fake, capsys):
     code, out, err = _run(capsys, "add", "0 9 * * 1-5", "summarise", "open", "PRs")
     assert (code, err) == (0, "")
     (req,) = fake.sent("POST", "/v1/tasks")
-    assert req.body == {"cron": "0 9 * * 1-5", "prompt": "summarise open PRs", "tz": ZONE, "target": INBOX}
+    assert req.body == {
+        "cron": "0 9 * * 1-5", "prompt": "summarise open PRs", "tz": ZONE, "target": INBOX, "created_by": "cli"
+    }  # fmt: skip
     assert out.splitlines() == [
         "added 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
         "  next: 2026-11-23 09:00:00+01:00",
@@ -558,6 +562,20 @@ def test_missed_and_clear(fake, capsys):
     assert _run(capsys, "missed")[:2] == (0, "nothing missed\n")
 
 
+def test_missed_cuts_a_long_reason_to_the_terminal(fake, capsys, monkeypatch):
+    """A 100-character REASON is cut to a third of the terminal; ACTION and the prompt stay on the line."""
+    reason = "clock jumped forward by 6d 3h 12m 5s (suspend?); " + "x" * 60
+    record = {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00Z", "count": 1, "reason": reason,
+              "action": "surfaced", "prompt": "summarise open PRs"}  # fmt: skip
+    fake.routes[("GET", "/v1/missed")] = (200, {"missed": [record]})
+    monkeypatch.setenv("COLUMNS", "120")
+    code, out, _ = _run(capsys, "missed")
+    assert code == 0
+    row = out.splitlines()[1]
+    assert len(row) <= 120
+    assert row.endswith("  clock jumped forward by 6d 3h 12m 5s (s…  surfaced  summarise open PRs")
+
+
 def _item(**over: Any) -> dict[str, Any]:
     item: dict[str, Any] = {
         "id": "r0123456789ab",
@@ -602,15 +620,40 @@ def test_inbox_ack(fake, capsys):
     assert len(fake.requests) == 2
 
 
-def test_inbox_follow_json_lines(fake, capsys):
+@pytest.fixture
+def quick_reconnect(monkeypatch):
+    from kairos.commands import ledger
+
+    monkeypatch.setattr(ledger, "RECONNECT_S", 0.5)
+    monkeypatch.setattr(ledger, "RECONNECT_POLL_S", 0.01)
+
+
+def test_inbox_follow_json_lines(fake, capsys, quick_reconnect):
     """`inbox --follow --json` streams follow=1 and prints one JSON line per item."""
     fake.routes[("GET", "/v1/inbox")] = Stream([_item(), _item(id="r2")])
     code, out, err = _run(capsys, "inbox", "--follow", "--session", "work", "--json")
     assert fake.requests[0].query == {"session": "work", "follow": "1"}
     assert [json.loads(line)["id"] for line in out.splitlines()] == ["r0123456789ab", "r2"]
-    # The fake ends the stream; a real one only ends when kairosd stops, which is worth an exit 1.
+    # The fake ends every stream at once and brings nothing new: it is given up after RECONNECT_S, exit 1.
     assert code == 1
     assert "closed the stream" in err
+    assert err.endswith("kairos: kairosd did not come back within 0.5s\n")
+
+
+def test_inbox_follow_reconnects_when_kairosd_restarts(fake, capsys, quick_reconnect):
+    """Issue 15, item 14: the stream closes (a restart); follow says so, reconnects, and prints each item once."""
+    answers = iter([Stream([_item(id="r1")]), Stream([_item(id="r1"), _item(id="r2")])])
+
+    def inbox(req: Recorded) -> Answer:
+        return next(answers, (503, {"error": {"code": "unavailable", "message": "stopping"}}))
+
+    fake.routes[("GET", "/v1/inbox")] = inbox
+    code, out, err = _run(capsys, "inbox", "--follow", "--json")
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["r1", "r2"]
+    notices = err.splitlines()
+    assert notices[0] == "kairos: kairosd closed the stream (restarting?); reconnecting for up to 0.5s (Ctrl-C stops)"
+    assert notices[1] == "kairos: reconnected to kairosd"
+    assert code == 1
 
 
 def test_inbox_follow_ctrl_c_exits_0(fake, capsys, monkeypatch):
@@ -648,7 +691,7 @@ STATUS = {
     "disabled_reason": None,
     "tasks": 3,
     "paused": 1,
-    "running": 0,
+    "deliveries_running": 0,
     "queued": 0,
     "next_fire": {"task_id": "3f2a9c1d", "planned_for": "2026-11-23T08:00:00Z"},
 }

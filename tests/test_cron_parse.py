@@ -163,6 +163,38 @@ def test_parse_rejects_with_named_field(expr, field, fragments):
         assert fragment in message, (fragment, message)
 
 
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("-1 * * * *", "minute: '-1' is missing a value (write N, N-M or */S)"),
+        ("/5 * * * *", "minute: '/5' is missing a value (write N, N-M or */S)"),
+        ("0 0 * * MON-", "day-of-week: 'MON-' is missing a value (write N, N-M or */S)"),
+        ("1-2-3 * * * *", "minute: '1-2-3' is not a range: a range is N-M, with one '-'"),
+        ("1-x/2 * * * *", "minute: 'x' in '1-x/2' is not a number"),
+        ("x * * * *", "minute: 'x' is not a number"),
+    ],
+)
+def test_every_parse_error_quotes_the_text_at_fault(expr, message):
+    """Issue 15, item 15: these four named an empty string or a part of the term."""
+    with pytest.raises(CronSyntaxError) as info:
+        parse_cron(expr)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("expr", "same_as"),
+    [
+        ("@DAILY", "0 0 * * *"),
+        ("@Hourly", "0 * * * *"),
+        ("0\u00a09\u2003* * 1-5", "0 9 * * 1-5"),
+        ("5/10 * * * *", "5-59/10 * * * *"),
+    ],
+)
+def test_documented_leniency(expr, same_as):
+    """What the README says kairos accepts beyond Debian's crontab: any-case macros, Unicode spaces, N/S."""
+    assert parse_cron(expr).normalized == parse_cron(same_as).normalized
+
+
 def test_parse_error_message_exact():
     """The documented example message is produced verbatim."""
     with pytest.raises(CronSyntaxError, match=r"^hour: 24 is out of range 0-23$"):

@@ -30,6 +30,7 @@ from session_support import (
 )
 
 from kairosd.delivery.agent import AgentDelivery
+from kairosd.errors import UsageError
 from kairosd.records import Outcome
 from kairosd.session_hub import MAX_CHAIN
 from kairosd.sessions import CLAIM_LEASE
@@ -55,6 +56,10 @@ def _queue(kd: Kairosd, prompt: str = "check the deploy", **target: Any) -> str:
     """Add a session-target task, fire it, and return the run id (queued for the session)."""
     task_id = kd.add(prompt, {"kind": "session", **(target or {"user": True})}, overlap="queue")
     return kd.fire(task_id)
+
+
+async def _no_check(target: Any) -> None:
+    """A delivery's add-time check that accepts everything: for tasks stored under other conditions."""
 
 
 def _reason_of(agent: str, output: dict[str, Any]) -> str:
@@ -352,9 +357,23 @@ def test_no_live_session_and_fallback_drop_is_skipped_with_a_reason(kd):
     assert kd.call(lambda: kd.inbox.list()) == []
 
 
+def test_headless_without_a_registry_is_refused_at_add_time(kd):
+    """A new task cannot ask for a headless fallback this kairosd cannot run (issue 15, item 11)."""
+    with pytest.raises(UsageError, match="needs the background task registry"):
+        kd.add("p", {"kind": "session", "user": True, "agent": "claude", "fallback": "headless"})
+
+
 def test_headless_without_a_registry_falls_back_to_the_inbox_and_says_so(kd):
-    """fallback=headless in a kairosd without the background task registry: inbox, with the reason."""
-    run = kd.run_record(_queue(kd, user=True, agent="claude", fallback="headless"))
+    """A stored task with fallback=headless in a kairosd without the background task registry (it was
+    added to a kairosd that had one): inbox, with the reason."""
+    check = kd.deliveries["session"].check  # type: ignore[attr-defined]
+    kd.deliveries["session"].check = _no_check  # type: ignore[attr-defined]
+    try:
+        target = {"kind": "session", "user": True, "agent": "claude", "fallback": "headless"}
+        task_id = kd.add("check the deploy", target, overlap="queue")
+    finally:
+        kd.deliveries["session"].check = check  # type: ignore[attr-defined]
+    run = kd.run_record(kd.fire(task_id))
     assert run.outcome is Outcome.DELIVERED
     assert run.reason == (
         "no live session matches user (agent claude); fallback=headless needs the background task registry, "
@@ -492,7 +511,7 @@ def test_a_pending_item_holds_no_slot_and_overlap_skip_applies_to_it(home, monke
             f"run {first} of this task is still waiting for claude session "
             f"{session_of(fixture('claude', 'Stop'))}'s next turn (overlap=skip)",
         )
-        assert kd.call(lambda: kd.scheduler.status()["running"]) == 0
+        assert kd.call(lambda: kd.scheduler.status()["deliveries_running"]) == 0
     finally:
         kd.stop()
 

@@ -84,7 +84,7 @@ def test_parse_jitter_spec_round_trips(spec):
         ("max:", "empty duration"),
         ("max:abc", "not a duration"),
         ("max:0s", "longer than zero"),
-        ("max:-5m", "not a duration"),
+        ("max:-5m", "durations must be positive"),
         ("max:2d", "1d limit"),
         ("max:86401s", "1d limit"),
     ],

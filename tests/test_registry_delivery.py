@@ -138,7 +138,7 @@ def test_scheduler_fires_an_agent_target_into_the_registry(tmp_path, adapter):
         missed = MissedLedger(tmp_path / "missed.jsonl", clock)
         missed.load()
         sched = Scheduler(book, ledger, missed, {"agent": AgentDelivery(reg, clock)}, clock, events)
-        sched.check_target({"kind": "agent", "agent": "fake"})
+        await sched.check_target({"kind": "agent", "agent": "fake"})
         run_ = await sched.run_now(task.id)
         assert await sched.drain(20)
         (done,) = ledger.list(task.id, 10)

@@ -383,6 +383,28 @@ def test_kill_switch_fires_nothing_and_says_why(tmp_path):
     run(main())
 
 
+def test_kill_switch_records_the_skipped_fires_as_disabled_not_as_not_running(tmp_path):
+    """Issue 15, item 12: the fires that pass while firing is disabled are missed because of the switch,
+    and a later start with firing enabled neither calls them "kairosd was not running" nor catches them up."""
+
+    async def main():
+        t = task("0 * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0), disabled_reason="KAIROS_DISABLE_CRON=1 is set")
+        await h.start()
+        await h.at(T0 + timedelta(hours=2, minutes=1))
+        assert h.delivery.jobs == []
+        (record,) = h.missed.list()
+        assert record.reason == "firing was disabled (KAIROS_DISABLE_CRON=1 is set)"
+        assert (record.count, record.action) == (2, "recorded")
+        await h.sched.shutdown(1)
+        again = Harness(tmp_path, list(h.book), h.clock)
+        await again.start()
+        assert again.delivery.jobs == []
+        assert [m.reason for m in again.missed.list()] == [record.reason]
+
+    run(main())
+
+
 def test_failed_delivery_is_recorded_as_failed_not_delivered(tmp_path):
     """A target that fails or raises leaves a failed run with its reason."""
 

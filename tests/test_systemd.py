@@ -538,3 +538,22 @@ def test_socket_activation_first_cli_call_starts_kairosd_on_the_passed_socket(bo
         if proc.poll() is None:
             proc.kill()
             proc.wait(WAIT_S)
+
+
+@pytest.mark.parametrize("flags", [["--now"], ["--enable"], ["--socket", "--enable", "--now"]])
+def test_install_refuses_while_a_kairosd_outside_systemd_runs(box, flags):
+    """`kairos daemon start` left a kairosd running: install --enable/--now says so and changes nothing."""
+    from test_cli_verbs import FakeDaemon
+
+    fake = FakeDaemon(Path(box.env["KAIROS_HOME"]))
+    fake.routes[("GET", "/v1/status")] = (200, {"pid": 4242})
+    fake.start()
+    try:
+        box.env["FAKE_SYSTEMCTL_SHOW"] = "0\n"  # kairosd.service has no main process
+        proc = box.kairos("systemd", "install", *flags, check=False)
+    finally:
+        fake.stop()
+    assert proc.returncode == 1
+    assert "a kairosd started outside systemd is running (pid 4242); stop it first (kairos daemon stop)" in proc.stderr
+    assert not box.unit_dir.exists()
+    assert [c for c in box.calls() if c[1:2] != ["show"]] == []

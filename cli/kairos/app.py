@@ -70,6 +70,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         "Talks to the kairosd daemon; 'kairos cron' works without it.",
     )
     parser.add_argument("--version", action="version", version=f"kairos {__version__}")
+    # Also after the verb (every verb has its own --json); here so that `kairos --json list` works too.
+    parser.add_argument("--json", dest="global_json", action="store_true", help="as VERB --json: print JSON")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     names = [VERBS[verb]] if verb in VERBS else sorted(set(VERBS.values()), key=list(VERBS.values()).index)
     for module_name in names:
@@ -80,8 +82,11 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     argv = list(argv)
-    parser = build_parser(argv[0] if argv else None)
+    verb = next((a for a in argv if not a.startswith("-")), None)  # `kairos --json list`: the verb is "list"
+    parser = build_parser(verb)
     args = parser.parse_args(argv)
+    if getattr(args, "global_json", False) and hasattr(args, "json"):
+        args.json = True
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -28,8 +28,12 @@ from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager, suppress
 
 from kairosd import protocol
-from kairosd.errors import EXIT_NO_DAEMON, KairosError
+from kairosd.errors import EXIT_NO_DAEMON, KairosError, UsageError
 from kairosd.paths import socket_path as default_socket_path
+
+# sun_path is 108 bytes on Linux with its NUL (kairosd.unixsocket has the same limit; not imported: the
+# hooks load this module on every turn).
+MAX_SOCKET_PATH_BYTES = 107
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -235,6 +239,12 @@ class Client:
         return True
 
     def _open(self, method: str, path: str, body: Any, query: Mapping[str, str] | None) -> _Response:
+        if len(os.fsencode(self.socket_path)) > MAX_SOCKET_PATH_BYTES:
+            # connect() would say "AF_UNIX path too long"; say what kairosd says when it cannot bind it.
+            raise UsageError(
+                f"socket path {self.socket_path} is longer than {MAX_SOCKET_PATH_BYTES} bytes, the limit of Unix "
+                "sockets; set KAIROS_HOME or XDG_RUNTIME_DIR to a shorter folder"
+            )
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.settimeout(self.timeout)
@@ -267,6 +277,8 @@ class Client:
         """Turn socket and HTTP failures into KairosErrors that name the socket."""
         try:
             yield
+        except KairosError:
+            raise  # already one clear line (a socket path too long)
         except FileNotFoundError:
             raise DaemonNotRunning(self.socket_path) from None
         except ConnectionRefusedError:

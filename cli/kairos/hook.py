@@ -75,6 +75,12 @@ EVENT: the agent's event (SessionStart, UserPromptSubmit, Stop, SessionEnd; Copi
 sessionStart, userPromptSubmitted, agentStop, sessionEnd; Gemini's BeforeAgent, AfterAgent),
 or 'wait' for Claude Code's asyncRewake waiter (--max-wait: its lifetime, default 540 s).
 It always exits 0 without output when anything goes wrong, so it never breaks the agent.
+
+examples:
+  kairos hook claude Stop < stop-input.json
+  kairos hook gemini AfterAgent < after-agent-input.json
+  kairos hook claude wait --max-wait 540
+  kairos integrate claude          # installs these hooks for you
 """
 
 

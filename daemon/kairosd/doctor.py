@@ -84,11 +84,17 @@ def doctor_report(
             f"{quarantine['count']} task(s) could not be used and were set aside in {quarantine['path']}; "
             "see: kairos list --problems"
         )
+    notes = []
     if not usable:
-        problems.append("no agent CLI is usable: install claude, copilot, codex, gemini or opencode, or fix its binary")
+        # Information, not failure: the inbox, shell and webhook targets need no agent CLI.
+        notes.append(
+            "no agent CLI is usable (the inbox, shell and webhook targets do not need one); for agent targets "
+            "install claude, copilot, codex, gemini or opencode, or fix its binary"
+        )
     return {
         "ok": not problems,
         "problems": problems,
+        "notes": notes,
         "kairos_version": __version__,
         "python": sys.version.split()[0],
         "pid": os.getpid(),

@@ -215,6 +215,19 @@ def advanced(task: Task, fire: Fire, when: datetime, fired: bool) -> tuple[Task,
     return updated, None
 
 
+def decide_disabled(due: Iterable[Due], now: datetime, reason: str) -> Decision:
+    """Firing is disabled (the kill switch): every due slot is recorded as missed, with ``reason``.
+
+    Nothing fires, and nothing is caught up when firing is enabled again: the user
+    switched it off. Without this the slots would later pass as "kairosd was not running".
+    """
+    decision = Decision()
+    for item in due:
+        if not item.task.paused and item.slots:
+            _record_missed(item.task, item.slots, item.truncated, now, reason, "recorded", decision)
+    return decision
+
+
 def _catch_up(
     item: Due, now: datetime, reason: str, limits: FireBounds, in_flight: InFlight, decision: Decision
 ) -> None:

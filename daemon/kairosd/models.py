@@ -37,6 +37,7 @@ class CreatedBy(StrEnum):
     MCP = "mcp"
     HOOK = "hook"
     IMPORT = "import"
+    API = "api"  # a request that did not say who made it (curl, a script); the CLI sends "cli"
 
 
 class CatchUp(StrEnum):

@@ -59,7 +59,7 @@ class AddRequest(_Body):
     permanent: StrictBool = False
     catch_up: CatchUp | None = None
     overlap: Overlap | None = None
-    created_by: CreatedBy = CreatedBy.CLI
+    created_by: CreatedBy = CreatedBy.API  # the CLI, MCP and hooks say who they are; curl does not
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("prompt")

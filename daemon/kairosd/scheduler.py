@@ -50,7 +50,17 @@ from kairosd.delivery.base import Delivery
 from kairosd.dispatch import Dispatcher
 from kairosd.errors import StoreError, UsageError
 from kairosd.events import EventBus
-from kairosd.firing import NOT_RUNNING, Decision, Due, FireBounds, clock_jump_reason, decide, due_slots, fire_now
+from kairosd.firing import (
+    NOT_RUNNING,
+    Decision,
+    Due,
+    FireBounds,
+    clock_jump_reason,
+    decide,
+    decide_disabled,
+    due_slots,
+    fire_now,
+)
 from kairosd.ledger import MissedLedger, RunLedger
 from kairosd.models import Task
 from kairosd.plan import Fire, fire_for, scheduled_after
@@ -247,14 +257,14 @@ class Scheduler:
                 missed_reason = clock_jump_reason(drift)
         if self.disabled_reason is None:
             await self._pass(now, missed_reason=missed_reason)
+        else:
+            await self._pass_disabled(now)
         if self.book.error is not None:
             self._anchors.persist()  # try the store again (at most every store_retry_s, see _sleep_for)
         return self._sleep_for(self.clock.now())
 
     def _sleep_for(self, now: datetime) -> float:
         cap = self.config.max_sleep_s
-        if self.disabled_reason is not None:
-            return cap
         if self.write_error is not None:
             # Due fires wait for the ledger; retry it at this pace rather than spin on them.
             return min(cap, self.config.store_retry_s)
@@ -302,6 +312,16 @@ class Scheduler:
                 seen.add(task_id)
                 due.append(task)
         return due
+
+    async def _pass_disabled(self, now: datetime) -> None:
+        """The kill switch is on: record what comes due as missed, saying why (see ``decide_disabled``)."""
+        tasks = self._pop_due(now)
+        grace = self.config.catch_up_grace
+        due = [due_slots(task, self._anchors.anchor(task), now, grace) for task in tasks if not task.paused]
+        due = [item for item in due if item.slots]
+        await self._commit(decide_disabled(due, now, f"firing was disabled ({self.disabled_reason})"))
+        for task in tasks:
+            self._replan(task.id)
 
     async def _pass(self, now: datetime, missed_reason: str | None, tasks: list[Task] | None = None) -> None:
         if tasks is None:
@@ -439,7 +459,8 @@ class Scheduler:
             "disabled_reason": self.disabled_reason,
             "tasks": len(self.book),
             "paused": sum(1 for t in self.book if t.paused),
-            "running": len(self._running),
+            # Not "running": `kairos daemon status --json` says {"running": true} (a boolean) for kairosd itself.
+            "deliveries_running": len(self._running),
             "queued": self._dispatch.queued(),
             "next_fire": None
             if upcoming is None
@@ -458,7 +479,15 @@ class Scheduler:
             problems.append(f"{self.book.error.message} (changes are refused until it can be written; retrying)")
         return "; ".join(problems) or None
 
-    def check_target(self, target: Mapping[str, Any]) -> None:
+    async def check_target(self, target: Mapping[str, Any]) -> None:
+        """Refuse, at add time, a target its delivery already knows would fail (see ``Delivery.check``).
+
+        Only new tasks are checked: a stored task whose agent went away keeps its
+        other fires, each failing or succeeding on its own.
+        """
         kind = str(target.get("kind"))
         if kind not in self.deliveries:
             raise UsageError(f"unknown target kind {kind!r} (available: {', '.join(sorted(self.deliveries))})")
+        check = getattr(self.deliveries[kind], "check", None)
+        if check is not None:
+            await check(target)

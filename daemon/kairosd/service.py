@@ -173,7 +173,7 @@ class Service:
             if getattr(req, key) is not None:
                 fields[key] = getattr(req, key)
         if req.target is not None:
-            self.scheduler.check_target(req.target)
+            await self.scheduler.check_target(req.target)
             fields["target"] = req.target
         try:
             task = new_task(
@@ -251,12 +251,14 @@ class Service:
         else:
             now = self.clock.now()  # one instant for the whole list
             views = [self.listed_view(t, now) for t in self.book]
-        return sorted(views, key=lambda v: (v["planned_for"] is None, v["planned_for"] or "", v["id"]))
+        # By instant, not by ISO text: the same instant in other offsets sorts differently as text.
+        return sorted(views, key=_by_planned_instant)
 
     def get(self, task_id: str) -> dict[str, Any]:
-        return self.view(self.book.get(task_id), 5)
+        return self.view(self.book.get(self.book.resolve(task_id)), 5)
 
     async def remove(self, task_ids: list[str]) -> list[str]:
+        task_ids = [self.book.resolve(task_id) for task_id in task_ids]
         for task_id in task_ids:
             self.book.get(task_id)  # all or nothing: fail before removing any
         for task_id in task_ids:
@@ -268,6 +270,7 @@ class Service:
         return task_ids
 
     async def set_paused(self, task_id: str, paused: bool) -> dict[str, Any]:
+        task_id = self.book.resolve(task_id)
         task = self.book.get(task_id)
         if task.paused != paused:
             update: dict[str, Any] = {"paused": paused}
@@ -283,13 +286,19 @@ class Service:
         return self.view(task)
 
     async def run_now(self, task_id: str) -> dict[str, Any]:
-        run = await self.scheduler.run_now(task_id)
+        run = await self.scheduler.run_now(self.book.resolve(task_id))
         return run.model_dump(mode="json")
 
     # ---- ledgers --------------------------------------------------------
 
     def history(self, task_id: str | None, limit: int) -> list[dict[str, Any]]:
-        return [r.model_dump(mode="json") for r in self.scheduler.ledger.list(task_id, limit)]
+        if task_id is not None:
+            task_id = self.book.resolve(task_id)
+        runs = [r.model_dump(mode="json") for r in self.scheduler.ledger.list(task_id, limit)]
+        if task_id is not None and not runs and self.book.find(task_id) is None:
+            # As show, rm, pause, resume and run answer an unknown id (a removed task's runs are still listed).
+            self.book.get(task_id)
+        return runs
 
     def missed(self) -> list[dict[str, Any]]:
         return [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
@@ -345,6 +354,11 @@ class Service:
             "overlap_default": Overlap.SKIP.value,
             **{name: get() for name, get in self.extra_status.items()},
         }
+
+
+def _by_planned_instant(view: dict[str, Any]) -> tuple[bool, float, str]:
+    planned = view["planned_for"]
+    return (planned is None, datetime.fromisoformat(planned).timestamp() if planned else 0.0, view["id"])
 
 
 def _summary_target(task: Task) -> dict[str, Any]:

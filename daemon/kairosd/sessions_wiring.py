@@ -125,12 +125,6 @@ def build_sessions(
         except OSError as exc:
             log.error("could not write %s at shutdown: %s", store.path, exc)
 
-    return SessionParts(
-        store,
-        hub,
-        session_routes(hub, consolidate=serve_consolidate),
-        {"session": SessionDelivery(hub)},
-        start,
-        stop,
-        hub.status,
-    )
+    delivery = SessionDelivery(hub, deliveries)
+    routes = session_routes(hub, consolidate=serve_consolidate)
+    return SessionParts(store, hub, routes, {"session": delivery}, start, stop, hub.status)

@@ -72,6 +72,18 @@ def test_corrupt_store_is_refused_kept_and_copied(home: Home, tmp_path: Path, na
     assert str(copy) in line
 
 
+def test_each_failed_start_says_why_once_and_the_copy_is_made_once(home: Home) -> None:
+    """Issue 15, item 9: the reason was logged and then printed; every start made another identical copy."""
+    for _ in range(3):
+        home.state.mkdir(parents=True, exist_ok=True)
+        home.store.write_bytes(b"{")
+        proc = home.spawn()
+        assert proc.wait(60) == 1
+        assert home.log(proc).count("will not overwrite it") == 1, home.log(proc)
+    (copy,) = corrupt_copies(home)
+    assert copy.read_bytes() == b"{"
+
+
 def _duplicate(ok: bytes) -> bytes:
     doc = json.loads(ok)
     doc["tasks"].append(doc["tasks"][0])

@@ -115,7 +115,13 @@ def register(subparsers: Any) -> None:
         "in the background) or drop (recorded as skipped)",
     )
     how = add.add_argument_group("behaviour")
-    how.add_argument("--jitter", metavar="none|claude|max:DUR", help="spread fires out (default: none)")
+    how.add_argument(
+        "--jitter",
+        metavar="none|claude|max:DUR",
+        help="spread fires out (default: none). claude: up to 10%% of the period late, at most 15m (so a "
+        "daily task fires at +15:00 exactly, every day); one-shots at :00/:30 up to 90s early. max:DUR: "
+        "up to DUR late. Seeded from the task id: the same offset after every restart",
+    )
     how.add_argument("--expires", metavar="DAYS|never", help="remove a recurring task after DAYS days")
     how.add_argument("--permanent", action="store_true", help="never expire")
     how.add_argument("--catch-up", choices=CATCH_UP, help="fires missed while kairosd was down")
@@ -138,11 +144,71 @@ def _allow_intermixed(parser: argparse.ArgumentParser) -> None:
     def parse_known_args(args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
         setattr(parser, "parse_known_args", plain)  # noqa: B010 - shadowing a method on one instance
         try:
-            return parser.parse_known_intermixed_args(args, namespace)
+            return parser.parse_known_intermixed_args(_glue_values(args), namespace)
         finally:
             setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
 
     setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
+
+
+VALUE_OPTIONS = ("--in", "--every", "--at", "--expires", "--jitter")
+
+
+def _glue_values(args: Any) -> Any:
+    """``--in -5m`` as ``--in=-5m``: argparse takes a value starting with '-' for an option and answers
+    "expected one argument"; glued, the value reaches the duration parser, which says what is wrong."""
+    if args is None:
+        return None
+    out: list[str] = []
+    items = list(args)
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if item == "--":
+            out.extend(items[i:])
+            break
+        nxt = items[i + 1] if i + 1 < len(items) else None
+        if item in VALUE_OPTIONS and nxt is not None and nxt.startswith("-") and nxt not in ("-", "--"):
+            out.append(f"{item}={nxt}")
+            i += 2
+            continue
+        out.append(item)
+        i += 1
+    return out
+
+
+def _check_env_zone() -> None:
+    """``TZ=Foo/Bar kairos add``: refuse as ``--tz Foo/Bar`` is refused, instead of silently using UTC.
+
+    POSIX rule strings (``CET-1CEST``, with digits) have no IANA name and are left to the
+    usual fallback; a path or a name without digits that is not a zone is a mistake.
+    """
+    import os
+
+    from kairosd.clock import local_zone_name
+    from kairosd.errors import UsageError
+
+    raw = os.environ.get("TZ", "").strip()
+    name = raw[1:] if raw.startswith(":") else raw
+    if not name or name.startswith("/") or any(c.isdigit() for c in name):
+        return
+    if local_zone_name() != name:
+        raise UsageError(f"TZ={raw} is not a known time zone (use an IANA name such as Europe/Berlin, or --tz)")
+
+
+def _refuse_cron_with(flag: str, words: list[str]) -> None:
+    """``kairos add '0 9 * * *' --in 1m y`` would be a one-shot whose prompt is ``0 9 * * * y``."""
+    from kairosd.errors import CronSyntaxError, UsageError
+    from kairosd.schedule.cron import parse_cron
+
+    first = words[0].strip() if words else ""
+    if not (first.startswith("@") or len(first.split()) == 5):
+        return
+    try:
+        parse_cron(first)
+    except CronSyntaxError:
+        return
+    raise UsageError(f"{first!r} is a cron expression and {flag} is another schedule: give only one")
 
 
 def _read_prompt(words: list[str]) -> str:
@@ -193,9 +259,12 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
 
     from kairosd.errors import UsageError
 
-    shell_opts = [o for o, v in (("--cmd", args.cmd), ("--cwd", args.cwd), ("--timeout", args.timeout)) if v]
+    # `is not None`: an empty --cmd is a mistake to name, not an inbox target.
+    shell_opts = [
+        o for o, v in (("--cmd", args.cmd), ("--cwd", args.cwd), ("--timeout", args.timeout)) if v is not None
+    ]
     agent_opts = [o for o, v in (("--agent", args.agent), ("--model", args.model)) if v]
-    if args.cmd and args.agent:
+    if args.cmd is not None and args.agent:
         raise UsageError("give --cmd (a shell target) or --agent (an agent target), not both")
     live_opts = [
         o
@@ -216,7 +285,7 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
         return _webhook_target(args, shell_opts + agent_opts)
     if args.target is not None and args.target not in TARGET_KINDS:
         raise UsageError(f"--target must be one of {', '.join(TARGET_KINDS)} or webhook:URL, not {args.target!r}")
-    kind = args.target or ("shell" if args.cmd else "agent" if args.agent else "inbox")
+    kind = args.target or ("shell" if args.cmd is not None else "agent" if args.agent else "inbox")
     if kind == "inbox":
         if shell_opts or agent_opts:
             raise UsageError(f"{', '.join(shell_opts + agent_opts)} only go(es) with --target shell or agent")
@@ -224,7 +293,7 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
     if args.session:
         raise UsageError(f"--session is for the inbox target; the {kind} target has none")
     if kind == "agent":
-        if args.cmd:
+        if args.cmd is not None:
             raise UsageError("--cmd is for the shell target; an agent target takes --agent NAME")
         if not args.agent:
             raise UsageError("--target agent needs --agent NAME (claude, copilot, codex, gemini, opencode, ...)")
@@ -234,14 +303,14 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
     else:
         if agent_opts:
             raise UsageError(f"{', '.join(agent_opts)} only go(es) with --target agent")
-        if not args.cmd:
+        if args.cmd is None:
             raise UsageError("--target shell needs --cmd 'PROGRAM ARGS...'")
         try:
             argv = shlex.split(args.cmd)
         except ValueError as exc:
             raise UsageError(f"--cmd: {exc}") from None
         if not argv:
-            raise UsageError("--cmd is empty")
+            raise UsageError("--cmd is empty: give the command to run, e.g. --cmd 'notify-send kairos'")
         target = {"kind": "shell", "argv": argv}
     if args.cwd:
         # The daemon's working directory is not the user's: resolve it here.
@@ -316,6 +385,7 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
         if args.once:
             body["once"] = True
     else:
+        _refuse_cron_with("--" + given[0].rstrip("_"), words)
         if args.once:
             raise UsageError("--once goes with a cron expression (--in and --at are one-shots already)")
         if args.every is not None:
@@ -331,7 +401,10 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
         else:
             body["at"] = args.at
     body["prompt"] = _read_prompt(words)
+    body["created_by"] = "cli"  # a request without it is recorded as made through the API
     # Always send the zone: the daemon's environment may have another TZ than this shell.
+    if not args.tz:
+        _check_env_zone()
     body["tz"] = args.tz or local_zone()
     body["target"] = _target(args)
     if args.jitter is not None:

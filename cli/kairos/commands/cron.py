@@ -20,6 +20,9 @@ def register(subparsers: Any) -> None:
         "cron",
         help="cron tools (no daemon needed)",
         description="Check cron expressions the way kairosd will fire them. Needs no daemon.",
+        epilog="examples:\n  kairos cron next '0 9 * * mon-fri' -n 3\n  kairos cron explain '*/15 9-17 * * 1-5'\n"
+        "  kairos cron every 90m",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verbs = cron.add_subparsers(dest="cron_verb", metavar="COMMAND")
 
@@ -45,7 +48,15 @@ def register(subparsers: Any) -> None:
     nxt.add_argument("--json", action="store_true", help="print one JSON document")
     nxt.set_defaults(handler=cmd_next)
 
-    exp = verbs.add_parser("explain", help="describe an expression in plain English")
+    exp = verbs.add_parser(
+        "explain",
+        help="describe an expression in plain English",
+        description="Describe EXPR (5 fields or an @macro) in plain English, or say what is wrong with it, "
+        "naming the field and quoting the text.",
+        epilog="examples:\n  kairos cron explain '0 9 * * 1-5'      # At 09:00 on Monday to Friday\n"
+        "  kairos cron explain @weekly\n  kairos cron explain '0 0 13 * 5' --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     exp.add_argument("expr", metavar="EXPR")
     exp.add_argument("--json", action="store_true", help="print one JSON document")
     exp.set_defaults(handler=cmd_explain)
@@ -55,6 +66,9 @@ def register(subparsers: Any) -> None:
         help="turn an interval into cron",
         description="Turn a /loop-style interval (90s, 5m, 2h, 1d) into a cron expression. "
         "Intervals cron cannot repeat evenly are rounded to the nearest one it can, with a note.",
+        epilog="examples:\n  kairos cron every 5m      # */5 * * * *\n"
+        "  kairos cron every 90m     # 0 */2 * * * (rounded)\n  kairos cron every 1d --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     every.add_argument("interval", metavar="INTERVAL")
     every.add_argument("--json", action="store_true", help="print one JSON document")

@@ -4,8 +4,8 @@ Asks the running daemon (``GET /v1/doctor``): headless agent runs use kairosd's
 PATH and config, not this shell's. When kairosd is not running (or is too old
 to answer), the report is computed here instead, with a note saying so.
 
-Exit code: 0 when the config is sound and at least one agent CLI is usable, 1
-otherwise.
+Exit code: 0 when the config is sound (and no hook is unsafe), 1 otherwise. A
+missing agent CLI is a note, not a failure: the inbox needs none.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the local fallback imports the daemon's doctor
@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
         "installed and answer --version, whether the config file is valid, where the socket and store "
         "are, and whether systemd keeps your user services running after logout. Asks kairosd (its PATH "
         "is what headless runs use); without a daemon, checks from this shell. Exits 1 if the config is "
-        "broken or no agent CLI is usable.",
+        "broken or a hook is unsafe; missing agent CLIs are listed, not failures (the inbox needs none).",
         "kairos doctor\nkairos doctor --json | jq '.usable_agents'",
     )
     parser.set_defaults(handler=cmd_doctor)
@@ -116,5 +116,7 @@ def print_report(report: dict[str, Any]) -> None:
         value = systemd.get("linger")
         linger = "yes" if value is True else "no" if value is False else "unknown"
         print(f"linger:  {linger} ({systemd.get('detail')})")
+    for note in report.get("notes") or []:
+        print(f"note:    {note}")
     for problem in report.get("problems") or []:
         print(f"problem: {problem}")

@@ -17,6 +17,10 @@ from typing import Any
 from kairos.commands.common import make_parser
 
 MAX_HISTORY = 10_000
+MIN_REASON = 20  # the narrowest REASON column of `kairos missed`
+RECONNECT_S = 60.0  # how long `inbox --follow` waits for kairosd to come back after it closed the stream
+RECONNECT_POLL_S = 0.5
+STABLE_S = 5.0  # a connection that lasted this long was a real one: a later close starts a fresh wait
 CLAUDE_FILE = (".claude", "scheduled_tasks.json")
 
 
@@ -156,7 +160,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_missed(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, local_zone
-    from kairos.output import fmt_time, print_json, print_table
+    from kairos.output import fmt_time, one_line, print_json, print_table, terminal_columns
 
     api = client()
     if args.clear:
@@ -175,12 +179,15 @@ def cmd_missed(args: argparse.Namespace) -> int:
         print("nothing missed")
         return 0
     zone = local_zone()
+    # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
+    # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
+    reason_width = max(MIN_REASON, terminal_columns() // 3)
     rows = [
         [
             str(m.get("task_id", "?")),
             fmt_time(m.get("scheduled_for"), zone),
             str(m.get("count", 1)),
-            str(m.get("reason", "-")),
+            one_line(m.get("reason", "-"), reason_width),
             str(m.get("action", "-")),
             m.get("task_name") or m.get("prompt") or "",
         ]
@@ -212,8 +219,8 @@ def _print_item(item: dict[str, Any], zone: str) -> None:
     print(textwrap.indent(str(item.get("prompt", "")), "  "))
 
 
-def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str) -> int:
-    """Print a stream until it ends (exit 1: the daemon closed it) or Ctrl-C (exit 0)."""
+def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | None = 1) -> int | None:
+    """Print a stream until it ends (``closed``: by default exit 1, the daemon closed it) or Ctrl-C (exit 0)."""
     import json
     import sys
 
@@ -235,8 +242,64 @@ def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    if closed is None:
+        return None
     error("kairosd closed the stream (did it stop?)")
-    return 1
+    return closed
+
+
+def _follow_inbox(api: Any, query: dict[str, str], as_json: bool, zone: str) -> int:
+    """``inbox --follow``: print items as they arrive; when kairosd restarts, say so and reconnect.
+
+    Each connection sends the unacknowledged backlog first, so items are deduplicated by
+    id. Reconnecting gives up after RECONNECT_S without a connection that lasted or
+    brought something new (kairosd stopped for good): exit 1.
+    """
+    import time
+
+    from kairos.output import error
+    from kairosd.errors import KairosError
+
+    seen: set[str] = set()
+
+    def fresh() -> Iterable[Any]:
+        for item in api.stream("/inbox", query):
+            key = str(item.get("id")) if isinstance(item, dict) else repr(item)
+            if key not in seen:
+                seen.add(key)
+                yield item
+
+    code = _emit_lines(fresh(), as_json, zone, closed=None)  # the first connection: errors are the verb's
+    while code is None:
+        error(f"kairosd closed the stream (restarting?); reconnecting for up to {RECONNECT_S:g}s (Ctrl-C stops)")
+        deadline = time.monotonic() + RECONNECT_S
+        while True:
+            try:
+                while not api.ping():
+                    if time.monotonic() >= deadline:
+                        error(f"kairosd did not come back within {RECONNECT_S:g}s")
+                        return 1
+                    time.sleep(RECONNECT_POLL_S)
+            except KeyboardInterrupt:
+                return 0
+            error("reconnected to kairosd")
+            connected, before = time.monotonic(), len(seen)
+            try:
+                code = _emit_lines(fresh(), as_json, zone, closed=None)
+            except KairosError as exc:  # it went away again between the ping and the stream
+                code = None
+                if time.monotonic() >= deadline:
+                    error(f"kairosd did not come back within {RECONNECT_S:g}s ({exc})")
+                    return 1
+            if code is not None:
+                return code
+            if len(seen) > before or time.monotonic() - connected >= STABLE_S:
+                break  # a real connection: a later close is another restart, with a fresh wait
+            if time.monotonic() >= deadline:
+                error(f"kairosd did not come back within {RECONNECT_S:g}s")
+                return 1
+            time.sleep(RECONNECT_POLL_S)
+    return code
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
@@ -262,7 +325,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     if args.all:
         query["all"] = "1"
     if args.follow:
-        return _emit_lines(api.stream("/inbox", {**query, "follow": "1"}), args.json, local_zone())
+        return _follow_inbox(api, {**query, "follow": "1"}, args.json, local_zone())
     doc = api.call("GET", "/inbox", query=query)
     if args.json:
         print_json(doc)
@@ -288,7 +351,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         query["types"] = ",".join(dict.fromkeys(types))
     if args.session:
         query["session"] = args.session
-    return _emit_lines(client().stream("/events", query), True, "UTC")
+    return _emit_lines(client().stream("/events", query), True, "UTC") or 0
 
 
 # ---- status ---------------------------------------------------------------
@@ -311,7 +374,7 @@ def print_status(doc: dict[str, Any]) -> None:
     next_text = f"{fmt_time(nxt.get('planned_for'), local_zone())} (task {nxt.get('task_id')})" if nxt else "-"
     lines = [
         ("tasks", f"{doc.get('tasks', 0)} ({doc.get('paused', 0)} paused)"),
-        ("running", f"{doc.get('running', 0)} ({doc.get('queued', 0)} queued)"),
+        ("running", f"{doc.get('deliveries_running', 0)} ({doc.get('queued', 0)} queued)"),
         ("next fire", next_text),
         ("zone", doc.get("default_tz", "-")),
         ("socket", doc.get("socket", "-")),

@@ -335,7 +335,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         print(_linger_advice(user))
         return 0
 
-    if args.now and (stray := _stray_daemon()) is not None:
+    # Checked before anything is written: an enabled or started unit would meet that daemon's store lock.
+    stray = _stray_daemon()
+    if stray is not None and (args.now or args.enable):
         raise KairosError(
             f"a kairosd started outside systemd is running (pid {stray}); stop it first "
             "(kairos daemon stop), then run this again"
@@ -356,6 +358,8 @@ def cmd_install(args: argparse.Namespace) -> int:
     for argv in commands:
         print(f"ran: {display(argv)}")
     if not args.enable and not args.now:
+        if stray is not None:
+            print(f"note: a kairosd started outside systemd runs (pid {stray}): stop it first (kairos daemon stop)")
         print(f"to start it now and at every login: {display(['enable', '--now', *enabled])}")
     print("logs: journalctl --user -u kairosd")
     print(_linger_advice(user))

@@ -22,11 +22,12 @@ Must not import the scheduler, the store or the server.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from kairosd.clock import Clock
 from kairosd.delivery.base import Job, Result
-from kairosd.errors import KairosError
+from kairosd.errors import KairosError, UsageError
 from kairosd.registry.model import ExecutionMode, TaskKind, TaskRecord, TaskStatus
 from kairosd.registry.registry import Registry, StartSpec
 
@@ -55,6 +56,15 @@ class AgentDelivery:
                 return Result("failed", started_at, self._clock.now(), reason=f"agent target: {exc.message}")
         record, _ = await self._registry.wait(record.id, None)
         return _result(record, started_at, self._clock.now())
+
+    async def check(self, target: Mapping[str, Any]) -> None:
+        """At add time: the agent must be known, its CLI found on kairosd's PATH, its cwd a folder."""
+        agent, cwd = target.get("agent"), target.get("cwd")
+        if isinstance(agent, str) and agent:
+            try:
+                await self._registry.check_agent(agent, cwd if isinstance(cwd, str) else None)
+            except KairosError as exc:
+                raise UsageError(f"agent target: {exc.message}") from None
 
     async def close(self) -> None:
         """No new agent runs; runs in flight end when the registry stops (they become interrupted)."""

@@ -15,6 +15,7 @@ Must not import the scheduler, the store or the server.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -79,4 +80,12 @@ class Delivery(Protocol):
 
     async def close(self) -> None:
         """Stop in-flight work (called at shutdown, after the grace period)."""
+        ...
+
+
+class CheckedDelivery(Delivery, Protocol):
+    """A delivery that can tell at add time that a target would fail (optional; the scheduler asks)."""
+
+    async def check(self, target: Mapping[str, Any]) -> None:
+        """Raise UsageError naming the reason when every fire of ``target`` would fail as things stand."""
         ...

@@ -14,7 +14,11 @@ Must not import the scheduler, the store or the server.
 
 from __future__ import annotations
 
-from kairosd.delivery.base import Job, Result
+from collections.abc import Mapping
+from typing import Any
+
+from kairosd.delivery.base import Delivery, Job, Result
+from kairosd.errors import UsageError
 from kairosd.session_hub import SessionHub
 
 __all__ = ["SessionDelivery"]
@@ -23,11 +27,34 @@ __all__ = ["SessionDelivery"]
 class SessionDelivery:
     kind = "session"
 
-    def __init__(self, hub: SessionHub) -> None:
+    def __init__(self, hub: SessionHub, deliveries: Mapping[str, Delivery] | None = None) -> None:
         self._hub = hub
+        self._deliveries = deliveries or {}  # the daemon's: a headless fallback runs through its "agent"
 
     async def deliver(self, job: Job) -> Result:
         return await self._hub.deliver(job)
+
+    async def check(self, target: Mapping[str, Any]) -> None:
+        """At add time: ``fallback=headless`` needs an agent to run, and the registry to run it.
+
+        A ``session_id`` scope may leave the agent out: a session that ends with the
+        item pending hands it to its own agent."""
+        if target.get("fallback") != "headless":
+            return
+        headless = self._deliveries.get("agent")
+        if headless is None:
+            raise UsageError("--fallback headless needs the background task registry, which this kairosd lacks")
+        agent = target.get("agent")
+        if target.get("session_id") and not agent:
+            return  # the session's own agent runs it when the session ends with the item pending
+        if not isinstance(agent, str) or not agent:
+            raise UsageError(
+                "--fallback headless needs an agent to run when no session is live: add --session-agent NAME "
+                "(claude, codex, ...), or use --fallback inbox or drop"
+            )
+        check = getattr(headless, "check", None)
+        if check is not None:
+            await check({"kind": "agent", "agent": agent})
 
     async def close(self) -> None:
         """Nothing to stop: pending items are durable and wait for their sessions across restarts."""

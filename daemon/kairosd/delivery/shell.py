@@ -36,6 +36,7 @@ from typing import Any
 from kairosd import defaults
 from kairosd.clock import Clock
 from kairosd.delivery.base import Job, Result
+from kairosd.errors import UsageError
 from kairosd.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,13 @@ class ShellDelivery:
         self._remember(job.run_id, result)
         future.set_result(result)
         return result
+
+    async def check(self, target: Mapping[str, Any]) -> None:
+        """At add time: a working directory that does not exist would fail every fire."""
+        cwd = target.get("cwd")
+        problem = _cwd_problem(cwd) if isinstance(cwd, str) else None
+        if problem:
+            raise UsageError(f"shell target: {problem}")
 
     async def close(self) -> None:
         """Terminate every in-flight command's process group (TERM, grace, KILL).

@@ -63,6 +63,7 @@ from urllib.parse import SplitResult, urlsplit
 from kairosd import __version__, redact
 from kairosd.clock import Clock
 from kairosd.delivery.base import Job, Result
+from kairosd.errors import UsageError
 from kairosd.models import webhook_url_problem
 
 if TYPE_CHECKING:
@@ -164,6 +165,30 @@ class WebhookDelivery:
         )
 
     # ---- the Delivery protocol -------------------------------------------
+
+    async def check(self, target: Mapping[str, Any]) -> None:
+        """At add time: a webhook without a key, or to a host that resolves off loopback without the
+        allowance, would fail every fire. A name that does not resolve now is left to fire time."""
+        if self._secret is None:
+            raise UsageError(
+                "webhook target: kairosd has no webhook key, and kairos does not send unsigned webhooks; set "
+                "[webhook] secret_file in config.toml and restart kairosd (see the README's Webhook target)"
+            )
+        url = target.get("url")
+        if self._allow_non_loopback or not isinstance(url, str):
+            return
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        try:
+            addresses = await self._resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+        except (OSError, ValueError):
+            return
+        outside = [a for a in addresses if not is_loopback(a)]
+        if outside:
+            raise UsageError(
+                f"webhook target: {host} resolves to {', '.join(outside)}, not a loopback address; set "
+                "[webhook] allow_non_loopback = true in config.toml to post to other hosts"
+            )
 
     async def deliver(self, job: Job) -> Result:
         """POST ``job`` (with retries); return once the receiver accepted it or kairos gave up."""

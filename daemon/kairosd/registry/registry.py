@@ -105,6 +105,7 @@ class Registry:
         self._book = Book(store, clock, events)
         self._followers = Followers()
         environ_copy = None if environ is None else dict(environ)
+        self._environ = environ_copy  # what agents run with (None: kairosd's own)
         self._turns = Turns(self._book, self.slots, self.limits, self._followers, environ_copy)
         self._cancels = Cancels(self._book, self._turns, self.limits.kill_grace_s)
 
@@ -159,6 +160,7 @@ class Registry:
                 raise UsageError("an agent task needs an agent name (e.g. --agent claude)")
             policy = await self._policy(spec.agent, cwd)  # raises for an unknown name, listing the known ones
             adapter = self._adapter_for(policy.cli or spec.agent)
+            rules.check_binary(policy.cli or spec.agent, adapter, self._environ)
         # After the await above: a parent cancelled, or a shutdown begun, meanwhile is seen here.
         if self._book.closing:
             raise UnavailableError("kairosd is shutting down; no new tasks")
@@ -214,6 +216,12 @@ class Registry:
         log.info("task %s started: %s %s, depth %d", record_id, kind.value, spec.agent or argv, depth)
         self._turns.launch(record_id, command, adapter)
         return self._book.records[record_id]
+
+    async def check_agent(self, name: str, cwd: str | None) -> None:
+        """Raise unless ``name`` could run now: a known agent (or definition), its CLI found, ``cwd`` a folder."""
+        rules.check_cwd(cwd)
+        policy = await self._policy(name, cwd)  # raises for an unknown name, listing the known ones
+        rules.check_binary(policy.cli or name, self._adapter_for(policy.cli or name), self._environ)
 
     async def _policy(self, name: str, cwd: str | None) -> AgentPolicy:
         if self._policy_for is None:

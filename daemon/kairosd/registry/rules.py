@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -141,6 +142,24 @@ def check_cwd(cwd: str | None) -> str | None:
         what = "is not a directory" if os.path.exists(path) else "does not exist"
         raise UsageError(f"working directory {what}: {path}")
     return path
+
+
+def check_binary(name: str, adapter: Any, environ: Mapping[str, str] | None) -> None:
+    """Refuse an agent whose CLI ``kairos doctor`` would report missing: not on the PATH agents run with."""
+    binary = getattr(adapter, "binary", None)
+    if not isinstance(binary, str) or not binary:
+        return
+    if os.sep in binary:
+        found = os.path.isfile(binary) and os.access(binary, os.X_OK)
+    else:
+        path = (os.environ if environ is None else environ).get("PATH", os.defpath)
+        found = shutil.which(binary, path=path) is not None
+    if not found:
+        where = "at that path" if os.sep in binary else "on kairosd's PATH"
+        raise UsageError(
+            f"{name} is not installed ({binary} not found {where}); install it or set [agents.{name}] binary "
+            "in config.toml (see: kairos doctor)"
+        )
 
 
 def check_timeout(timeout_s: float | None, default: float) -> float:

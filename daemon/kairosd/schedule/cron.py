@@ -1,10 +1,13 @@
 """Parse and validate 5-field cron expressions into a compiled :class:`CronExpr`.
 
-Grammar (Debian/Vixie cron): ``*``, ``N``, ``N-M``, ``*/S``, ``N-M/S``, ``N/S``
-(= ``N-max/S``), comma lists, month and weekday names in any case, 0 or 7 for
-Sunday (also as a range end: ``5-7``, ``FRI-SUN``), and the macros ``@yearly
-@annually @monthly @weekly @daily @midnight @hourly``. Quartz extensions (``L``,
-``W``, ``#``, ``?``) and seconds are rejected with a clear message.
+Grammar (Debian/Vixie cron, with the differences the README lists): ``*``,
+``N``, ``N-M``, ``*/S``, ``N-M/S``, ``N/S`` (= ``N-max/S``, as cronsim reads it;
+Debian's crontab refuses it), comma lists, month and weekday names in any case,
+0 or 7 for Sunday (also as a range end: ``5-7``, ``FRI-SUN``), and the macros
+``@yearly @annually @monthly @weekly @daily @midnight @hourly`` in any case.
+Fields are separated by any whitespace, Unicode spaces included. Quartz
+extensions (``L``, ``W``, ``#``, ``?``) and seconds are rejected with a clear
+message.
 
 Every error is a :class:`~kairosd.errors.CronSyntaxError` that names the field
 and the offending text, e.g. ``hour: 24 is out of range 0-23``. An expression
@@ -89,6 +92,9 @@ def _number(text: str, idx: int, term: str) -> int:
         return MONTH_NAMES.index(upper) + 1
     if idx == _DOW and upper in DAY_NAMES:
         return DAY_NAMES.index(upper)
+    if text == "":
+        # "-1", "/5", "MON-": the text at fault is the whole term, not the empty part of it.
+        raise CronSyntaxError(f"{term!r} is missing a value (write N, N-M or */S)", name)
     if not text.isascii() or not text.isdigit():
         if any(ch in text.upper() for ch in "LW#?"):
             raise CronSyntaxError(f"{term!r}: the L, W, # and ? extensions are not supported", name)
@@ -97,7 +103,8 @@ def _number(text: str, idx: int, term: str) -> int:
             hint = " or a month name (JAN-DEC)"
         elif idx == _DOW:
             hint = " or a day name (SUN-SAT)"
-        raise CronSyntaxError(f"{text!r} is not a number{hint}", name)
+        where = f" in {term!r}" if term != text else ""
+        raise CronSyntaxError(f"{text!r}{where} is not a number{hint}", name)
     value = int(text)
     lo, hi = _BOUNDS[idx]
     if not lo <= value <= hi:
@@ -124,6 +131,8 @@ def _parse_term(term: str, idx: int, full: str) -> tuple[set[int], str]:
         start, end = lo, hi
         canonical = "*"
     elif "-" in base:
+        if base.count("-") > 1:
+            raise CronSyntaxError(f"{term!r} is not a range: a range is N-M, with one '-'", name)
         first, _, last = base.partition("-")
         start, end = _number(first, idx, term), _number(last, idx, term)
         if idx == _DOW and end == 0 and start > 0:
@@ -135,7 +144,7 @@ def _parse_term(term: str, idx: int, full: str) -> tuple[set[int], str]:
         canonical, suffix = (str(start), "") if start == end else (f"{start}-{end}", suffix)
     else:
         start = _number(base, idx, term)
-        # "N/S" means N to the field's maximum in steps of S (as Debian and cronsim read it).
+        # "N/S" means N to the field's maximum in steps of S (as cronsim reads it; Debian's crontab refuses it).
         end = hi if slash else start
         canonical = f"{start}-{hi}" if slash else str(start)
     return set(range(start, end + 1, step)), canonical + suffix

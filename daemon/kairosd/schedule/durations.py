@@ -32,6 +32,8 @@ def parse_duration(text: str) -> float:
     compact = text.strip().lower().replace(" ", "")
     if not compact:
         raise InvalidTimeError("empty duration; use e.g. 90s, 5m, 2h, 1d")
+    if compact.startswith("-"):
+        raise InvalidTimeError(f"{text!r}: durations must be positive; use e.g. 90s, 5m, 2h, 1d")
     pos, total = 0, 0.0
     for match in _PART_RE.finditer(compact):
         if match.start() != pos:

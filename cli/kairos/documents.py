@@ -1,0 +1,335 @@
+"""The JSON documents ``kairos VERB --json`` prints: one model per verb, one type per key.
+
+This is the contract a script relies on: a key named here always has the type named
+here (``running`` is whether kairosd runs, a boolean, in every document that has
+it; a count is ``deliveries_running``). The models are strict (no coercion: ``0``
+is not ``false``) and forbid keys they do not name at the top level, so a new key
+must be added here first. Nested records the daemon owns (a task's target, its
+meta) are objects of any shape.
+
+:data:`DOCUMENTS` maps each verb (as typed, subcommands joined with a space) to its
+model; streams (``watch``, ``inbox --follow``, ``task logs -f``) print one JSON line
+per item, described by :data:`STREAM_ITEMS`. ``tests/test_json_documents.py``
+runs the verbs and checks their output against these models.
+
+Imported by the tests and by anyone scripting kairos from Python, never by a verb:
+the CLI does not load pydantic on its own path. Must not import any kairos module
+that does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Document(BaseModel):
+    """A top-level document: strict types, no unnamed keys."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class Record(BaseModel):
+    """A record inside a document: strict types for the keys named; later versions may add keys."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+# ---- tasks ---------------------------------------------------------------------------------------
+
+
+class PlannedFire(Record):
+    scheduled_for: str
+    planned_for: str
+
+
+class TaskView(Record):
+    id: str
+    prompt: str
+    cron: str | None
+    at: str | None
+    recurring: bool
+    tz: str
+    target: dict[str, Any]
+    name: str | None
+    created_at: str
+    created_by: str
+    last_fired_at: str | None
+    last_scheduled_for: str | None
+    paused: bool
+    expires_after_days: int | None
+    permanent: bool
+    catch_up: str
+    jitter: str
+    overlap: str
+    meta: dict[str, Any]
+    status: str
+    schedule: str
+    explanation: str
+    next_fires: list[PlannedFire]
+    planned_for: str | None
+    running: bool
+
+
+class AddedTask(TaskView):
+    note: str | None
+
+
+class AddDoc(Document):
+    task: AddedTask
+
+
+class TaskDoc(Document):
+    task: TaskView
+
+
+class ListDoc(Document):
+    tasks: list[TaskView]
+
+
+class RemovedDoc(Document):
+    removed: list[str]
+
+
+# ---- runs, misses, inbox ----------------------------------------------------------------------
+
+
+class RunView(Record):
+    run_id: str
+    task_id: str
+    task_name: str | None
+    scheduled_for: str
+    planned_for: str
+    dispatched_at: str
+    started_at: str | None
+    finished_at: str | None
+    outcome: str | None
+    reason: str | None
+    target: dict[str, Any]
+    output_path: str | None
+    exit_code: int | None
+    late_by_s: float
+    catch_up: bool
+    manual: bool
+
+
+class RunDoc(Document):
+    run: RunView
+
+
+class HistoryDoc(Document):
+    runs: list[RunView]
+
+
+class MissedView(Record):
+    task_id: str
+    task_name: str | None
+    prompt: str
+    schedule: str
+    scheduled_for: str
+    first_scheduled_for: str | None
+    count: int
+    detected_at: str
+    reason: str
+    action: str
+
+
+class MissedDoc(Document):
+    missed: list[MissedView]
+
+
+class ClearedDoc(Document):
+    cleared: int
+
+
+class InboxItem(Record):
+    id: str
+    session: str
+    task_id: str
+    task_name: str | None
+    prompt: str
+    scheduled_for: str
+    delivered_at: str
+    late_by_s: float
+    catch_up: bool
+    acked_at: str | None
+
+
+class InboxDoc(Document):
+    items: list[InboxItem]
+
+
+class AckDoc(Document):
+    acked: list[str]
+
+
+# ---- the daemon ---------------------------------------------------------------------------------
+
+
+class NextFire(Record):
+    task_id: str
+    planned_for: str
+
+
+class StatusDoc(Document):
+    """``kairos status --json``: GET /v1/status as kairosd answers it."""
+
+    model_config = ConfigDict(strict=True, extra="allow")  # features add their own sections (background, ...)
+    api_version: int
+    version: str
+    pid: int
+    started_at: str
+    uptime_s: float
+    default_tz: str
+    enabled: bool
+    disabled_reason: str | None
+    tasks: int
+    paused: int
+    deliveries_running: int
+    queued: int
+    next_fire: NextFire | None
+    store_error: str | None
+
+
+class DaemonStatusDoc(StatusDoc):
+    """``kairos daemon status --json`` while kairosd runs: the status, and ``running: true``."""
+
+    running: bool
+
+
+class DaemonStoppedDoc(Document):
+    """``kairos daemon status --json`` when kairosd is not running (exit 3)."""
+
+    running: bool
+    socket: str
+
+
+class DaemonStartDoc(Document):
+    started: bool
+    running: bool
+    pid: int | None
+    socket: str
+    log: str | None = None
+    systemd_unit: str | None = None
+
+
+class DaemonStopDoc(Document):
+    stopped: bool
+    running: bool
+    pid: int | None = None
+    socket: str | None = None
+    systemd_units: list[str] | None = None
+
+
+class SessionsDoc(Document):
+    sessions: list[dict[str, Any]]
+
+
+# ---- no daemon -----------------------------------------------------------------------------------
+
+
+class CronNextDoc(Document):
+    expression: str
+    normalized: str
+    explanation: str
+    tz: str
+    after: str
+    fires: list[str]
+    note: str | None
+
+
+class CronExplainDoc(Document):
+    expression: str
+    normalized: str
+    explanation: str
+
+
+class CronEveryDoc(Document):
+    interval: str
+    cron: str
+    requested_s: float
+    effective_s: int
+    note: str | None
+
+
+class DoctorAgent(Record):
+    name: str
+    kind: str
+    enabled: bool
+    found: bool
+    usable: bool
+    path: str | None
+    version: str | None
+    reason: str | None
+
+
+class DoctorDoc(Document):
+    model_config = ConfigDict(strict=True, extra="allow")
+    ok: bool
+    problems: list[str]
+    notes: list[str]
+    kairos_version: str
+    checked_by: str
+    agents: list[DoctorAgent]
+    usable_agents: list[str]
+    config: dict[str, Any]
+    paths: dict[str, str]
+
+
+class SystemdUnitChange(Record):
+    unit: str
+    path: str
+    changed: bool
+    new: bool
+
+
+class SystemdInstallDoc(Document):
+    dry_run: bool
+    unit_dir: str
+    exec_start: str
+    units: list[SystemdUnitChange]
+    commands: list[list[str]]
+    linger: bool | None
+    contents: dict[str, str] | None = None
+
+
+DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
+    "add": AddDoc,
+    "list": ListDoc,
+    "show": TaskDoc,
+    "pause": TaskDoc,
+    "resume": TaskDoc,
+    "run": RunDoc,
+    "rm": RemovedDoc,
+    "history": HistoryDoc,
+    "missed": (MissedDoc, ClearedDoc),
+    "inbox": (InboxDoc, AckDoc),
+    "status": StatusDoc,
+    "daemon status": (DaemonStatusDoc, DaemonStoppedDoc),
+    "daemon start": DaemonStartDoc,
+    "daemon stop": DaemonStopDoc,
+    "sessions": SessionsDoc,
+    "cron next": CronNextDoc,
+    "cron explain": CronExplainDoc,
+    "cron every": CronEveryDoc,
+    "doctor": DoctorDoc,
+    "systemd install": SystemdInstallDoc,
+}
+
+# Streams: one JSON line per item.
+STREAM_ITEMS: dict[str, type[BaseModel]] = {"inbox --follow": InboxItem}
+
+
+def check(verb: str, document: Any) -> BaseModel:
+    """Validate ``document`` as ``verb``'s output (the first model that fits); raise ValueError if none does."""
+    from pydantic import ValidationError
+
+    models = DOCUMENTS[verb]
+    errors = []
+    for model in models if isinstance(models, tuple) else (models,):
+        try:
+            return model.model_validate(document)
+        except ValidationError as exc:
+            errors.append(f"{model.__name__}: {exc}")
+    raise ValueError(f"kairos {verb} --json printed a document no model of it accepts:\n" + "\n".join(errors))

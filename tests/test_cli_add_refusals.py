@@ -1,0 +1,64 @@
+"""``kairos add`` refuses, before asking kairosd, what it can tell is wrong (issue 15, items 11, 13 and 14)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kairos.app import run
+
+
+@pytest.fixture(autouse=True)
+def _no_daemon(tmp_path, monkeypatch):
+    # No kairosd here: a refusal must come first (exit 2), not "kairosd is not running" (exit 3).
+    monkeypatch.setenv("KAIROS_HOME", str(tmp_path))
+    monkeypatch.setenv("TZ", "UTC")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["add", "--every", "1h", "--cmd", "", "tick"], "--cmd is empty"),
+        (["add", "--every", "1h", "--cmd", "  ", "tick"], "--cmd is empty"),
+        (["add", "0 9 * * *", "--in", "1m", "y"], "'0 9 * * *' is a cron expression and --in is another schedule"),
+        (["add", "@daily", "--every", "1h", "y"], "'@daily' is a cron expression and --every is another schedule"),
+        (["add", "--at", "17:30", "0 9 * * 1-5", "y"], "is a cron expression and --at is another schedule"),
+        (["add", "--in", "-5m", "y"], "'-5m': durations must be positive"),
+        (["add", "--every", "-5m", "y"], "'-5m': durations must be positive"),
+    ],
+)
+def test_refused_with_the_reason(capsys, argv, message):
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_an_unknown_zone_in_tz_is_refused_as_tz_option_is(capsys, monkeypatch):
+    monkeypatch.setenv("TZ", "Foo/Bar")
+    assert run(["add", "--in", "5m", "y"]) == 2
+    assert "TZ=Foo/Bar is not a known time zone" in capsys.readouterr().err
+    # --tz names the zone itself: TZ does not matter then (it fails only for want of a daemon).
+    assert run(["add", "--in", "5m", "--tz", "UTC", "y"]) == 3
+
+
+def test_a_prompt_that_only_looks_like_a_schedule_is_kept(capsys):
+    """Words that are not a cron expression stay the prompt: only the daemon is missing."""
+    assert run(["add", "--in", "5m", "0 9 is the time"]) == 3
+
+
+def test_jitter_claude_is_explained_in_help(capsys):
+    with pytest.raises(SystemExit):
+        run(["add", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "daily task fires at +15:00 exactly" in out
+
+
+def test_a_socket_path_too_long_is_explained(capsys, monkeypatch, tmp_path):
+    """As kairosd says when it cannot bind it, not "AF_UNIX path too long" (issue 15, item 13)."""
+    runtime = tmp_path / ("r" * 120)
+    monkeypatch.delenv("KAIROS_HOME")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    assert run(["list"]) == 2
+    err = capsys.readouterr().err
+    assert "is longer than 107 bytes, the limit of Unix sockets; set KAIROS_HOME or XDG_RUNTIME_DIR" in err
+    assert err.count("\n") == 1
