@@ -684,6 +684,32 @@ def test_import(fake, capsys, home):
     ]
 
 
+def test_import_dry_run_shows_dropped_keys_and_rejects_by_id(fake, capsys, home):
+    """--dry-run is sent as such; rejected items are named by their (escaped) id, dropped keys by task."""
+    (home / "s.json").write_text('{"tasks": []}')
+    fake.routes[("POST", "/v1/import")] = (
+        200,
+        {
+            "dry_run": True,
+            "imported": [_task() | {"on_import": "1 missed fire(s) surfaced, not delivered"}],
+            "skipped": [],
+            "rejected": [{"index": 1, "id": "aa11bb22\\n", "reason": "id: 'aa11bb22\\n' is not a Claude Code task id"}],
+            "dropped": [{"id": "3f2a9c1d", "keys": ["target"]}],
+        },
+    )
+    code, out, _ = _run(capsys, "import", "--dry-run", str(home / "s.json"), "--tz", "UTC")
+    assert code == 0
+    assert fake.requests[0].body == {"data": '{"tasks": []}', "tz": "UTC", "dry_run": True}
+    assert out.splitlines() == [
+        f"would import 1, skipped 0, rejected 1 from {home}/s.json",
+        "  + 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
+        "      at import: 1 missed fire(s) surfaced, not delivered",
+        "  ! aa11bb22\\n: id: 'aa11bb22\\n' is not a Claude Code task id",
+        "  - 3f2a9c1d: dropped keys kairos does not import: target",
+        "nothing was changed (--dry-run)",
+    ]
+
+
 def test_import_missing_file(fake, capsys, home):
     """An unreadable file is exit 1 with its path, and nothing is sent."""
     code, _, err = _run(capsys, "import", str(home / "nope.json"))

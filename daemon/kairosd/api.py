@@ -165,7 +165,10 @@ class Api:
         data = body.get("data")
         if not isinstance(data, str):
             raise UsageError('give {"data": "<contents of scheduled_tasks.json>"}')
-        return Response(200, await self.service.import_claude(data, body.get("tz")))
+        dry_run = body.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise UsageError("dry_run must be true or false")
+        return Response(200, await self.service.import_claude(data, body.get("tz"), dry_run))
 
     async def shutdown(self, req: Request, m: re.Match[str]) -> Response:
         self.on_shutdown()

@@ -38,7 +38,7 @@ import asyncio
 import heapq
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -189,11 +189,21 @@ class Scheduler:
         missed while kairosd was not running. Call after the ledger is loaded."""
         self._last = (self.clock.now(), self.clock.monotonic())
         self._anchors.recover()
+        await self.admit(self.book, NOT_RUNNING)
+        await self._anchors.persist_now()
+        self._started = True
+
+    async def admit(self, tasks: Iterable[Task], missed_reason: str) -> None:
+        """Plan tasks new to the loop: every task at start, or tasks just imported.
+
+        Fires already due were missed (``missed_reason`` says why) and follow each
+        task's catch-up policy: the one rule for a restart and for an import.
+        """
         now = self.clock.now()
         due: list[Task] = []
         planned = self._heap
         seq, firing = self._seq, self.disabled_reason is None
-        for task in self.book:
+        for task in tasks:
             # One next-fire computation per task: 10,000 tasks are planned in a fraction of a second.
             try:
                 fire = self.next_fire(task)
@@ -210,13 +220,11 @@ class Scheduler:
         heapq.heapify(planned)  # one O(n) heapify rather than a push per task
         self._wake.set()
         if due:
-            await self._pass(now, missed_reason=NOT_RUNNING, tasks=due)
+            await self._pass(now, missed_reason=missed_reason, tasks=due)
             for task in due:
                 current = self.book.find(task.id)
                 if current is not None:
                     self.schedule(current)
-        await self._anchors.persist_now()
-        self._started = True
 
     def _detect_jump(self, now: datetime) -> float:
         mono = self.clock.monotonic()
