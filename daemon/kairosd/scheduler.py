@@ -334,38 +334,14 @@ class Scheduler:
 
     def _due(self, tasks: list[Task], now: datetime) -> list[Due]:
         """The due fires of each task; a task whose fires cannot be computed is set aside."""
-        grace = self.config.catch_up_grace
-        due = []
-        for task in tasks:
-            if task.paused:
-                continue
-            try:
-                item = due_slots(task, self._anchors.anchor(task), now, grace)
-            except Exception as exc:
-                self._set_aside(task.id, "plan", exc)
-                continue
-            if item.slots:
-                due.append(item)
-        return due
+        grace, anchor = self.config.catch_up_grace, self._anchors.anchor
+        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace), self._set_aside)
 
     def _decide(self, due: list[Due], now: datetime, missed_reason: str | None) -> Decision:
-        """One decision for the pass; if it raises, one per task, setting aside the tasks that raise."""
-        in_flight, pending = self._dispatch.in_flight(), self._unrecorded
-        try:
-            return decide(due, now, missed_reason, self._limits, in_flight, pending)
-        except Exception:
-            # Found below, task by task: one task's values must not stop the others firing.
-            log.debug("a pass's decision failed; deciding task by task", exc_info=True)
-        merged = Decision()
-        for item in due:
-            try:
-                one = decide([item], now, missed_reason, self._limits, in_flight, pending)
-            except Exception as exc:
-                self._set_aside(item.task.id, "fire", exc, item.slots[-1].scheduled_for)
-                continue
-            for name in ("runs", "missed", "start", "queue", "advances"):
-                getattr(merged, name).extend(getattr(one, name))
-        return merged
+        """One decision for the pass; the tasks whose decision raises are set aside."""
+        in_flight, pending, limits = self._dispatch.in_flight(), self._unrecorded, self._limits
+        return broken.decide_each(due, lambda items: decide(items, now, missed_reason, limits, in_flight, pending),
+                                  self._set_aside)  # fmt: skip
 
     # ---- recording and delivering --------------------------------------
 
