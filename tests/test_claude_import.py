@@ -248,3 +248,40 @@ def test_an_old_recurring_import_reports_the_last_seven_days(tmp_path: Path) -> 
         assert (fired.scheduled_for, fired.catch_up) == (NOW, True)
 
     asyncio.run(main())
+
+
+def test_an_import_with_a_far_slot_neither_crashes_nor_saves_what_would_crash(tmp_path: Path) -> None:
+    """Issue #13: "last_scheduled_for": 9999 answered 500 and saved a task that crashed every later start."""
+    doc = {
+        "tasks": [
+            {
+                "id": "aa11bb22",
+                "cron": "* * * * *",
+                "prompt": "p",
+                "createdAt": ms(NOW),
+                "recurring": True,
+                "last_scheduled_for": "9999-12-31T23:59:59Z",
+            },
+            {
+                "id": "aa11bb23",
+                "cron": "* * * * *",
+                "prompt": "p",
+                "createdAt": ms(NOW),
+                "lastFiredAt": 253402300799000,
+            },
+        ]
+    }
+
+    async def main() -> None:
+        kd = await Kd(tmp_path).start()
+        report = await kd.import_(doc)
+        assert [t["id"] for t in report["imported"]] == ["aa11bb22"]
+        assert report["dropped"] == [{"id": "aa11bb22", "keys": ["last_scheduled_for"]}]
+        [rejected] = report["rejected"]
+        assert rejected["id"] == "aa11bb23"
+        assert "outside the range kairos can schedule" in rejected["reason"]
+        await kd.minutes(2)
+        assert len(kd.delivery.jobs) == 2
+        assert [t.id for t in kd.store.load().tasks] == ["aa11bb22"]
+
+    asyncio.run(main())
