@@ -407,6 +407,42 @@ def test_show(fake, capsys):
     assert out.endswith("prompt:\n  summarise open PRs\n")
 
 
+def test_a_task_kairos_paused_says_why_in_list_and_show(fake, capsys):
+    """Issue #13: a task paused because it broke shows the reason (control characters escaped)."""
+    reason = "kairos could not expire this task (OverflowError: date value out of range\x1b[31m); it was paused"
+    paused = _task(status="paused", paused=True, planned_for=None, next_fires=[], paused_reason=reason)
+    fake.routes[("GET", "/v1/tasks")] = (200, {"tasks": [paused]})
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": paused})
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    assert out.splitlines()[-1] == "! 3f2a9c1d paused by kairos: " + reason.replace("\x1b", "\\x1b")
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert "status:      paused by kairos: kairos could not expire this task (OverflowError" in out
+    assert "\x1b" not in out
+
+
+def test_list_problems_lists_the_quarantine(fake, capsys):
+    """`list --problems` asks GET /v1/quarantine and prints id, when and reason; --json the document."""
+    doc = {
+        "path": "/state/scheduled_tasks.quarantine.json",
+        "entries": [
+            {"id": "bad0bad0\n", "reason": "invalid id: id must be 8 lowercase hex characters",
+             "quarantined_at": "2026-11-20T08:00:00+00:00", "record": {"id": "bad0bad0\n"}},
+        ],
+    }  # fmt: skip
+    fake.routes[("GET", "/v1/quarantine")] = (200, doc)
+    code, out, _ = _run(capsys, "list", "--problems")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "SET", "ASIDE", "REASON"]
+    assert lines[1].startswith("bad0bad0\\n  2026-11-20 09:00:00+01:00  invalid id:")
+    assert "1 task(s) set aside in /state/scheduled_tasks.quarantine.json" in out
+    code, out, _ = _run(capsys, "list", "--problems", "--json")
+    assert json.loads(out) == doc
+    fake.routes[("GET", "/v1/quarantine")] = (200, {"path": "/x", "entries": []})
+    assert _run(capsys, "list", "--problems")[1] == "no tasks set aside\n"
+
+
 def test_show_quotes_the_id(fake, capsys):
     """An id with a slash cannot reach another route: it is percent-encoded."""
     code, _, err = _run(capsys, "show", "../status")
