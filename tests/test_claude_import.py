@@ -285,3 +285,22 @@ def test_an_import_with_a_far_slot_neither_crashes_nor_saves_what_would_crash(tm
         assert [t.id for t in kd.store.load().tasks] == ["aa11bb22"]
 
     asyncio.run(main())
+
+
+def test_project_sends_the_imported_tasks_to_a_live_session_there(tmp_path: Path) -> None:
+    import pytest
+
+    from kairosd.errors import UsageError
+    from kairosd.models import SessionTarget
+
+    doc = {"tasks": [{"id": "aa11bb22", "cron": "0 9 * * *", "prompt": "p", "createdAt": ms(NOW), "target": {}}]}
+
+    async def main() -> None:
+        kd = await Kd(tmp_path).start()
+        with pytest.raises(UsageError, match="absolute"):
+            await kd.service.import_claude(json.dumps(doc), "UTC", False, "relative/dir")
+        report = await kd.service.import_claude(json.dumps(doc), "UTC", False, "/home/u/proj")
+        assert report["imported"][0]["target"]["project"] == "/home/u/proj"
+        assert kd.book.get("aa11bb22").target == SessionTarget(project="/home/u/proj")
+
+    asyncio.run(main())

@@ -733,9 +733,9 @@ def test_import_dry_run_shows_dropped_keys_and_rejects_by_id(fake, capsys, home)
             "dropped": [{"id": "3f2a9c1d", "keys": ["target"]}],
         },
     )
-    code, out, _ = _run(capsys, "import", "--dry-run", str(home / "s.json"), "--tz", "UTC")
+    code, out, _ = _run(capsys, "import", "--dry-run", str(home / "s.json"), "--tz", "UTC", "--project", str(home))
     assert code == 0
-    assert fake.requests[0].body == {"data": '{"tasks": []}', "tz": "UTC", "dry_run": True}
+    assert fake.requests[0].body == {"data": '{"tasks": []}', "tz": "UTC", "dry_run": True, "project": str(home)}
     assert out.splitlines() == [
         f"would import 1, skipped 0, rejected 1 from {home}/s.json",
         "  + 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",

@@ -165,10 +165,12 @@ class Api:
         data = body.get("data")
         if not isinstance(data, str):
             raise UsageError('give {"data": "<contents of scheduled_tasks.json>"}')
-        dry_run = body.get("dry_run", False)
+        dry_run, project = body.get("dry_run", False), body.get("project")
         if not isinstance(dry_run, bool):
             raise UsageError("dry_run must be true or false")
-        return Response(200, await self.service.import_claude(data, body.get("tz"), dry_run))
+        if project is not None and not isinstance(project, str):
+            raise UsageError("project must be an absolute path")
+        return Response(200, await self.service.import_claude(data, body.get("tz"), dry_run, project))
 
     async def shutdown(self, req: Request, m: re.Match[str]) -> Response:
         self.on_shutdown()

@@ -27,7 +27,7 @@ from typing import Any
 from kairosd.claude_compat import read_claude_tasks
 from kairosd.firing import IMPORTED, InFlight, Limits, decide, due_slots
 from kairosd.lifecheck import life_problem
-from kairosd.models import Task
+from kairosd.models import SessionTarget, Task
 from kairosd.scheduler import Scheduler
 from kairosd.taskbook import TaskBook
 
@@ -70,15 +70,20 @@ class ImportPlan:
         }
 
 
-def plan_import(book: TaskBook, data: str, zone: str, now: datetime, limits: Limits) -> ImportPlan:
+def plan_import(
+    book: TaskBook, data: str, zone: str, now: datetime, limits: Limits, target: SessionTarget | None = None
+) -> ImportPlan:
     """Decide the import of ``data`` (a Claude ``scheduled_tasks.json``) without changing anything.
 
+    ``target``: a live-session target for every task instead of the inbox (``kairos import --project``).
     Raises :class:`~kairosd.errors.UsageError` when the document is not Claude's shape.
     """
     result = read_claude_tasks(data, zone)
     plan = ImportPlan(now, rejected=[r.as_json() for r in result.rejected])
     remembered = _remembered(book)
     for task in result.tasks:
+        if target is not None:
+            task = task.model_copy(update={"target": target})
         when = remembered.get(import_key(task))
         if when is not None:
             reason = f"imported before (at {when}); kairos imports a task once, so it never fires twice"

@@ -345,11 +345,20 @@ class Service:
         except OSError as exc:
             raise _store_error(self.inbox.folder, exc) from exc
 
-    async def import_claude(self, data: str, tz: str | None, dry_run: bool = False) -> dict[str, Any]:
-        """Import Claude Code's tasks (see :mod:`kairosd.claude_import`); ``dry_run`` changes nothing."""
+    async def import_claude(
+        self, data: str, tz: str | None, dry_run: bool = False, project: str | None = None
+    ) -> dict[str, Any]:
+        """Import Claude Code's tasks (see :mod:`kairosd.claude_import`); ``dry_run`` changes nothing.
+
+        With ``project`` the tasks go to a live session in that folder (the inbox when none is live).
+        """
         config = self.scheduler.config
         limits = Limits(config.catch_up_grace, config.catch_up_max, config.queue_limit)
-        plan = plan_import(self.book, data, self._zone(tz), self.clock.now(), limits)
+        try:
+            target = None if project is None else SessionTarget(project=project)
+        except ValidationError as exc:
+            raise UsageError(_validation_message(exc)) from None
+        plan = plan_import(self.book, data, self._zone(tz), self.clock.now(), limits, target)
         if not dry_run and plan.added:
             await commit_import(self.book, self.scheduler, plan)
             for task in plan.added:

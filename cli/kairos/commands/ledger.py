@@ -102,12 +102,19 @@ def register(subparsers: Any) -> None:
         """
         kairos import --dry-run .
         kairos import .
+        kairos import --project . .     # to a live session in this project, not the inbox
         kairos import ~/proj/.claude/scheduled_tasks.json --tz Europe/Berlin --json
         """,
     )
     imp.add_argument("path", metavar="PATH", help="the JSON file, or a folder containing .claude/")
     imp.add_argument("--tz", metavar="ZONE", help="zone the crons were written in (default: your local zone)")
     imp.add_argument("--dry-run", action="store_true", help="show what would be imported; change nothing")
+    imp.add_argument(
+        "--project",
+        metavar="DIR",
+        help="deliver to a live agent session working in DIR (made absolute; the inbox when none is live) "
+        "instead of the inbox",
+    )
     imp.set_defaults(handler=cmd_import)
 
 
@@ -379,6 +386,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"data": data, "tz": args.tz or local_zone()}
     if args.dry_run:
         body["dry_run"] = True
+    if args.project:
+        body["project"] = str(Path(args.project).expanduser().absolute())
     doc = client().call("POST", "/import", body)
     if args.json:
         print_json(doc)
