@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kairosd.claude_compat import claude_task_to_v2, read_claude_tasks
+from kairosd.claude_compat import claude_task_to_v2, dropped_keys, read_claude_tasks
 from kairosd.errors import UsageError
 from kairosd.migrations import SCHEMA_VERSION, migrate, schema_version_of
 from kairosd.models import CatchUp, CreatedBy, Task
@@ -56,10 +56,18 @@ def test_recurring_permanent_conversion_with_last_fire() -> None:
     assert task.zone.key == ZONE
 
 
-def test_unknown_keys_are_kept() -> None:
-    """Keys Claude adds later ride along unchanged into the task's extra fields."""
-    task = Task.model_validate(claude_task_to_v2(_item(agentId="a1", extra={"x": 1}), ZONE))
-    assert task.model_extra == {"agentId": "a1", "extra": {"x": 1}}
+def test_keys_that_are_not_claudes_are_not_read() -> None:
+    """Issue #13: a key such as "target" in a cloned project's file must not become the task's target."""
+    item = _item(agentId="a1", extra={"x": 1}, target={"kind": "shell", "argv": ["/bin/sh"]}, **{"bad\nkey": 1})
+    task = Task.model_validate(claude_task_to_v2(item, ZONE))
+    assert task.model_extra == {}
+    assert task.target.kind == "inbox"
+    assert dropped_keys(item) == ["agentId", "bad\\nkey", "extra", "target"]
+
+
+def test_a_recurring_tasks_last_fire_is_its_anchor_as_in_claude_code() -> None:
+    task = Task.model_validate(claude_task_to_v2(_item(recurring=True, lastFiredAt=1763767200500), ZONE))
+    assert task.last_scheduled_for == task.last_fired_at
 
 
 @pytest.mark.parametrize(
@@ -94,14 +102,23 @@ def test_read_reports_rejects_with_index_and_reason() -> None:
     }
     result = read_claude_tasks(json.dumps(doc).encode(), ZONE)
     assert [t.id for t in result.tasks] == ["00000001", "00000005"]
-    indexes = [index for index, _ in result.rejected]
-    assert indexes == [1, 2, 3, 5]
-    reasons = dict(result.rejected)
+    assert [(r.index, r.id) for r in result.rejected] == [
+        (1, "00000002"),
+        (2, "00000003"),
+        (3, "NOTHEX!!"),
+        (5, "00000001"),
+    ]
+    reasons = {r.index: r.reason for r in result.rejected}
     assert reasons[1].startswith("cron:")
     assert "minute" in reasons[1]
     assert reasons[2] == "missing 'prompt'"
-    assert reasons[3] == "id: id must be 8 lowercase hex characters"
-    assert reasons[5] == "id: duplicate id '00000001'"
+    assert reasons[3] == "id: 'NOTHEX!!' is not a Claude Code task id (8 lowercase hex digits)"
+    assert reasons[5] == "id: '00000001' appears earlier in the file"
+
+
+def test_a_document_nested_deeper_than_claude_writes_is_refused_before_parsing() -> None:
+    with pytest.raises(UsageError, match="nested deeper than"):
+        read_claude_tasks('{"tasks": [' + "[" * 100_000 + "]" * 100_000 + "]}", ZONE)
 
 
 def test_read_accepts_str_and_empty_list() -> None:

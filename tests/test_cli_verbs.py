@@ -430,6 +430,42 @@ def test_show(fake, capsys):
     assert out.endswith("prompt:\n  summarise open PRs\n")
 
 
+def test_a_task_kairos_paused_says_why_in_list_and_show(fake, capsys):
+    """Issue #13: a task paused because it broke shows the reason (control characters escaped)."""
+    reason = "kairos could not expire this task (OverflowError: date value out of range\x1b[31m); it was paused"
+    paused = _task(status="paused", paused=True, planned_for=None, next_fires=[], paused_reason=reason)
+    fake.routes[("GET", "/v1/tasks")] = (200, {"tasks": [paused]})
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": paused})
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    assert out.splitlines()[-1] == "! 3f2a9c1d paused by kairos: " + reason.replace("\x1b", "\\x1b")
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert "status:      paused by kairos: kairos could not expire this task (OverflowError" in out
+    assert "\x1b" not in out
+
+
+def test_list_problems_lists_the_quarantine(fake, capsys):
+    """`list --problems` asks GET /v1/quarantine and prints id, when and reason; --json the document."""
+    doc = {
+        "path": "/state/scheduled_tasks.quarantine.json",
+        "entries": [
+            {"id": "bad0bad0\n", "reason": "invalid id: id must be 8 lowercase hex characters",
+             "quarantined_at": "2026-11-20T08:00:00+00:00", "record": {"id": "bad0bad0\n"}},
+        ],
+    }  # fmt: skip
+    fake.routes[("GET", "/v1/quarantine")] = (200, doc)
+    code, out, _ = _run(capsys, "list", "--problems")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "SET", "ASIDE", "REASON"]
+    assert lines[1].startswith("bad0bad0\\n  2026-11-20 09:00:00+01:00  invalid id:")
+    assert "1 task(s) set aside in /state/scheduled_tasks.quarantine.json" in out
+    code, out, _ = _run(capsys, "list", "--problems", "--json")
+    assert json.loads(out) == doc
+    fake.routes[("GET", "/v1/quarantine")] = (200, {"path": "/x", "entries": []})
+    assert _run(capsys, "list", "--problems")[1] == "no tasks set aside\n"
+
+
 def test_show_quotes_the_id(fake, capsys):
     """An id with a slash cannot reach another route: it is percent-encoded."""
     code, _, err = _run(capsys, "show", "../status")
@@ -743,6 +779,32 @@ def test_import(fake, capsys, home):
         "  + 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
         "  = aaaabbbb: a task with this id already exists",
         "  ! #2: missing 'cron'",
+    ]
+
+
+def test_import_dry_run_shows_dropped_keys_and_rejects_by_id(fake, capsys, home):
+    """--dry-run is sent as such; rejected items are named by their (escaped) id, dropped keys by task."""
+    (home / "s.json").write_text('{"tasks": []}')
+    fake.routes[("POST", "/v1/import")] = (
+        200,
+        {
+            "dry_run": True,
+            "imported": [_task() | {"on_import": "1 missed fire(s) surfaced, not delivered"}],
+            "skipped": [],
+            "rejected": [{"index": 1, "id": "aa11bb22\\n", "reason": "id: 'aa11bb22\\n' is not a Claude Code task id"}],
+            "dropped": [{"id": "3f2a9c1d", "keys": ["target"]}],
+        },
+    )
+    code, out, _ = _run(capsys, "import", "--dry-run", str(home / "s.json"), "--tz", "UTC", "--project", str(home))
+    assert code == 0
+    assert fake.requests[0].body == {"data": '{"tasks": []}', "tz": "UTC", "dry_run": True, "project": str(home)}
+    assert out.splitlines() == [
+        f"would import 1, skipped 0, rejected 1 from {home}/s.json",
+        "  + 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
+        "      at import: 1 missed fire(s) surfaced, not delivered",
+        "  ! aa11bb22\\n: id: 'aa11bb22\\n' is not a Claude Code task id",
+        "  - 3f2a9c1d: dropped keys kairos does not import: target",
+        "nothing was changed (--dry-run)",
     ]
 
 

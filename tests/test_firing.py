@@ -187,14 +187,31 @@ def test_catch_up_once_fires_the_latest_miss_and_records_the_rest():
     assert [(a.fire.scheduled_for.hour, a.fired) for a in d.advances] == [(9, False), (10, True)]
 
 
-def test_catch_up_once_counts_the_misses_within_the_grace_window_and_the_newest_before_it():
+def test_catch_up_once_counts_the_misses_within_the_grace_window():
     limits = FireBounds(grace=timedelta(hours=2, minutes=40), catch_up_max=10, queue_limit=10)
     d = one_pass(hourly(CatchUp.ONCE), limits=limits)
     assert hours([r for _, r in d.start]) == [(5, 10)]
     (missed,) = d.missed
-    # 07:00 (before the window, standing for the older ones), 08:00 and 09:00.
-    assert (missed.count, missed.first_scheduled_for) == (3, datetime(2026, 3, 5, 7, tzinfo=UTC))
-    assert missed.reason == NOT_RUNNING + "; misses before 2026-03-05T07:00:00+00:00 are not counted"
+    # 08:00 and 09:00: the window. 07:00 (before it) moved the anchor but is not counted.
+    assert (missed.count, missed.first_scheduled_for) == (2, datetime(2026, 3, 5, 8, tzinfo=UTC))
+    assert missed.reason == NOT_RUNNING + "; misses before 2026-03-05T08:00:00+00:00 are not counted"
+
+
+def test_a_year_old_anchor_reports_the_last_seven_days_not_the_first_slots_after_it():
+    """Issue #15 item 8: an old import's record said count 1008 over its first slots after creation."""
+    created = NOW - timedelta(days=365)
+    task = new_task(prompt="p", cron="*/10 * * * *", tz="UTC", created_at=created, created_by=CreatedBy.IMPORT)
+    limits = FireBounds(grace=timedelta(days=7), catch_up_max=10, queue_limit=10)
+    due = due_slots(task, created, NOW, limits.grace)
+    d = decide([due], NOW, NOT_RUNNING, limits, InFlight())
+    ((_, run),) = d.start
+    (missed,) = d.missed
+    window = NOW - limits.grace
+    assert missed.first_scheduled_for is not None
+    assert window < missed.first_scheduled_for <= window + timedelta(minutes=10)
+    assert missed.scheduled_for == run.scheduled_for - timedelta(minutes=10)
+    assert missed.count == 7 * 24 * 6 - 1  # every slot of the week but the one fired
+    assert f"misses before {missed.first_scheduled_for.isoformat()} are not counted" in missed.reason
 
 
 def test_catch_up_all_fires_at_most_catch_up_max_one_after_another():

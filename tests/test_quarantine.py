@@ -141,3 +141,15 @@ def test_claude_items_that_cannot_be_converted_are_set_aside_as_claude_wrote_the
     [entry] = store.quarantine.entries()
     assert entry["record"] == bad
     assert "createdAt" in entry["reason"]
+
+
+def test_an_unreadable_quarantine_file_is_kept_aside_not_overwritten(tmp_path: Path) -> None:
+    clock = FakeClock(T0)
+    path = tmp_path / "scheduled_tasks.json"
+    _write(path, [_bad(cron="61 * * * *"), _good()])
+    (tmp_path / "scheduled_tasks.quarantine.json").write_text("{ half written by hand")
+    store = JsonStore(path, clock, local_zone="UTC")
+    assert [t.id for t in store.load().tasks] == [GOOD_ID]
+    assert len(store.quarantine.entries()) == 1
+    kept = tmp_path / "scheduled_tasks.quarantine.json.unreadable-20260302T100030Z"
+    assert kept.read_text() == "{ half written by hand"

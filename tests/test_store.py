@@ -261,16 +261,17 @@ def test_migrates_claude_v1_fixture(store: JsonStore, store_path: Path) -> None:
     assert permanent.recurring
     assert permanent.permanent
     assert permanent.cron == "0 9 * * 1-5"
-    assert permanent.model_extra == {"originSessionId": "sess-7d1e"}
+    # Only Claude's own fields are read (a key it does not write, like this one, is dropped).
+    assert permanent.model_extra == {}
 
 
 def test_save_after_migration_writes_v2(store: JsonStore, store_path: Path) -> None:
-    """Saving a migrated store writes schema 2 in snake_case, keeping the unknown task field."""
+    """Saving a migrated store writes schema 2 in snake_case, without the keys that are not Claude's."""
     state = _load_fixture(store, store_path)
     store.save(state)
     doc = json.loads(store_path.read_text())
     assert doc["schema_version"] == 2
-    assert doc["tasks"][2]["originSessionId"] == "sess-7d1e"
+    assert "originSessionId" not in doc["tasks"][2]
     assert "createdAt" not in doc["tasks"][0]
     assert doc["tasks"][0]["created_at"] == "2025-11-21T23:15:00Z"
     assert store.load() == state

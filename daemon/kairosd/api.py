@@ -153,7 +153,7 @@ class Api:
 
     async def import_claude(self, req: Request, m: re.Match[str]) -> Response:
         body = parse_body(ImportRequest, req.body)
-        return Response(200, await self.service.import_claude(body.data, body.tz))
+        return Response(200, await self.service.import_claude(body.data, body.tz, body.dry_run, body.project))
 
     async def openapi(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, openapi_document([p.pattern for p, _ in self.routes], [list(h) for _, h in self.routes]))

@@ -13,10 +13,11 @@ Must not import the scheduler, the server or the CLI.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from kairosd.events import EventBus
+from kairosd.firing import Decision, Due
 from kairosd.ledger import RunLedger
 from kairosd.models import Task
 from kairosd.records import Outcome, Run
@@ -83,3 +84,48 @@ def set_aside(
         log.error("cannot record in the run ledger why task %s was paused: %s", task_id, write_error)
     events.publish("task_changed", task_id=task_id, paused=True, paused_reason=reason)
     return paused
+
+
+# set_aside as the scheduler binds it: (task id, stage, exception, slot being handled or None).
+SetAside = Callable[[str, str, BaseException, datetime | None], None]
+
+
+def each_due(tasks: Iterable[Task], due_of: Callable[[Task], Due], on_error: SetAside) -> list[Due]:
+    """``due_of(task)`` for each unpaused task with fires due; a task for which it raises goes to ``on_error``."""
+    due = []
+    for task in tasks:
+        if task.paused:
+            continue
+        try:
+            item = due_of(task)
+        except Exception as exc:
+            on_error(task.id, "plan", exc, None)
+            continue
+        if item.slots:
+            due.append(item)
+    return due
+
+
+def decide_each(due: list[Due], decide: Callable[[list[Due]], Decision], on_error: SetAside) -> Decision:
+    """``decide(due)``; if that raises, one decision per task, merged, the tasks that raise to ``on_error``.
+
+    Deciding tasks one by one gives the same result as together: a task's fires
+    depend only on its own state and on what already runs.
+    """
+    try:
+        return decide(due)
+    except Exception:
+        log.debug("a pass's decision failed; deciding task by task", exc_info=True)
+    merged = Decision()
+    for item in due:
+        try:
+            one = decide([item])
+        except Exception as exc:
+            on_error(item.task.id, "fire", exc, item.slots[-1].scheduled_for)
+            continue
+        merged.runs += one.runs
+        merged.missed += one.missed
+        merged.start += one.start
+        merged.queue += one.queue
+        merged.advances += one.advances
+    return merged

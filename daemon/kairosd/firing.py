@@ -49,6 +49,7 @@ MAX_SLOTS = 20_000
 
 # Why fires were missed (the start of MissedRecord.reason and of the missed run's reason).
 NOT_RUNNING = "kairosd was not running"
+IMPORTED = "the fire was due before the task was imported"
 TOO_BUSY = "kairosd was too busy to fire on time"
 BEHIND = "the fires were older than the catch-up window"
 # How far before the catch-up window due_slots walks looking for the newest missed fire there.
@@ -237,7 +238,7 @@ def _catch_up(
     if not task.recurring:
         if policy in (CatchUp.SURFACE, CatchUp.SKIP) or slots[-1].planned_for < grace_start:
             action = "surfaced" if policy is CatchUp.SURFACE else "recorded"
-            _record_missed(task, slots, truncated, now, reason, action, decision)  # moves the anchor too
+            _record_missed(task, slots, truncated, now, reason, action, decision, grace_start)  # moves the anchor
         else:
             _fire(task, slots[-1], now, limits, in_flight, decision, catch_up=True)
         return
@@ -249,7 +250,7 @@ def _catch_up(
     missed = slots[: len(slots) - len(to_fire)]  # all of them when nothing fires
     if missed:
         action = {CatchUp.SURFACE: "surfaced", CatchUp.SKIP: "recorded"}.get(policy, "recorded")
-        _record_missed(task, missed, truncated, now, reason, action, decision)
+        _record_missed(task, missed, truncated, now, reason, action, decision, grace_start)
     if not to_fire:
         return  # every slot was missed: _record_missed moved the anchor past the last one
     for index, fire in enumerate(to_fire):
@@ -265,9 +266,21 @@ def _record_missed(
     reason: str,
     action: str,
     decision: Decision,
+    window_start: datetime | None = None,
 ) -> None:
+    """Record ``slots`` (oldest first) as missed, in one summary, and move the anchor past the latest.
+
+    When older misses were left out (``truncated``), the record describes the
+    catch-up window (from ``window_start``): the slots in it, counted, and a note
+    that older ones are not. The slot that stood for the older ones (see
+    :func:`due_slots`) is not part of that count unless nothing else is left.
+    """
     latest = slots[-1]
-    note = f"; misses before {slots[0].scheduled_for.isoformat()} are not counted" if truncated else ""
+    counted = slots
+    if truncated and window_start is not None:
+        counted = [s for s in slots if s.scheduled_for >= window_start] or slots[-1:]
+    note = f"; misses before {counted[0].scheduled_for.isoformat()} are not counted" if truncated else ""
+    slots = counted
     decision.missed.append(
         MissedRecord(
             task_id=task.id,

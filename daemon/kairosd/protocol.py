@@ -18,7 +18,9 @@ Routes (all under ``/v1``):
     GET    /v1/inbox?session=S&all=1       inbox items (unacknowledged unless all=1)
     POST   /v1/inbox/ack                   body {"session": S, "ids": [...]} or {"all": true}
     GET    /v1/events?types=a,b&session=S  JSON lines stream of events
-    POST   /v1/import                      body {"data": "<claude json>", "tz": ZONE}
+    POST   /v1/import                      body {"data": "<claude json>", "tz": ZONE, "dry_run": BOOL,
+                                           "project": ABS_PATH (a live session there, not the inbox)}
+    GET    /v1/quarantine                  tasks set aside at load: {"path", "entries": [{id, reason, ...}]}
     POST   /v1/shutdown                    graceful stop (answered before exit)
     GET    /v1/doctor                      agent CLIs found and usable on kairosd's PATH, config state
     POST   /v1/export                      body {to, ids | all, image, secret_name, secret_env}: tasks as

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +71,27 @@ class Quarantine:
     def entries(self) -> list[dict[str, Any]]:
         """Every entry, oldest first; an absent or unreadable file has none (an unreadable one is logged)."""
         try:
+            return self._read()[0]
+        except OSError as exc:
+            log.warning("cannot read the quarantine file %s: %s", self.path, exc.strerror or exc)
+            return []
+
+    def _read(self) -> tuple[list[dict[str, Any]], bool]:
+        """The entries, and whether the file was absent or readable (False: it holds something else).
+
+        Raises ``OSError`` when the file exists but cannot be read at all.
+        """
+        try:
             doc = json.loads(self.path.read_bytes())
         except FileNotFoundError:
-            return []
-        except (OSError, ValueError) as exc:
+            return [], True
+        except (ValueError, RecursionError) as exc:
             log.warning("cannot read the quarantine file %s: %s", self.path, exc)
-            return []
+            return [], False
         entries = doc.get("entries") if isinstance(doc, dict) else None
-        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+        if not isinstance(entries, list):
+            return [], False
+        return [e for e in entries if isinstance(e, dict)], True
 
     def status(self) -> dict[str, Any]:
         """``{"count", "path"}``, for ``kairos status`` and ``kairos doctor``."""
@@ -103,7 +117,12 @@ class Quarantine:
             return 0
         if self._clock is None:
             raise ValueError("a quarantine without a clock is read-only")
-        entries = self.entries()
+        entries, readable = self._read()
+        if not readable:
+            # Never write over what may be earlier entries: keep the file under another name first.
+            aside = self.path.with_name(f"{self.path.name}.unreadable-{self._clock.now().strftime('%Y%m%dT%H%M%SZ')}")
+            os.replace(self.path, aside)
+            log.warning("the quarantine file %s could not be read; it was kept as %s", self.path, aside)
         known = {_key(entry.get("record")) for entry in entries}
         stamp = self._clock.now().isoformat()
         added = 0

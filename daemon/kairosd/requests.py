@@ -94,6 +94,10 @@ class ImportRequest(_Body):
 
     data: Annotated[str, StringConstraints(max_length=8 << 20)]
     tz: str | None = None  # the service checks it (code invalid_time), long names included
+    dry_run: StrictBool = False  # report what would be created, skipped, rejected and dropped; write nothing
+    project: Annotated[str, StringConstraints(min_length=1, max_length=bounds.MAX_PATH_CHARS)] | None = Field(
+        default=None, description="an absolute path: the tasks go to a live session there instead of the inbox"
+    )
 
 
 ProcessText = Annotated[str, StringConstraints(max_length=bounds.MAX_ARG_CHARS)]

@@ -38,7 +38,7 @@ import asyncio
 import heapq
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -203,11 +203,21 @@ class Scheduler:
         missed while kairosd was not running. Call after the ledger is loaded."""
         self._last = (self.clock.now(), self.clock.monotonic())
         self._anchors.recover()
+        await self.admit(self.book, NOT_RUNNING)
+        await self._anchors.persist_now()
+        self._started = True
+
+    async def admit(self, tasks: Iterable[Task], missed_reason: str) -> None:
+        """Plan tasks new to the loop: every task at start, or tasks just imported.
+
+        Fires already due were missed (``missed_reason`` says why) and follow each
+        task's catch-up policy: the one rule for a restart and for an import.
+        """
         now = self.clock.now()
         due: list[Task] = []
         planned = self._heap
         seq, firing = self._seq, self.disabled_reason is None
-        for task in self.book:
+        for task in tasks:
             # One next-fire computation per task: 10,000 tasks are planned in a fraction of a second.
             try:
                 fire = self.next_fire(task)
@@ -224,13 +234,11 @@ class Scheduler:
         heapq.heapify(planned)  # one O(n) heapify rather than a push per task
         self._wake.set()
         if due:
-            await self._pass(now, missed_reason=NOT_RUNNING, tasks=due)
+            await self._pass(now, missed_reason=missed_reason, tasks=due)
             for task in due:
                 current = self.book.find(task.id)
                 if current is not None:
                     self.schedule(current)
-        await self._anchors.persist_now()
-        self._started = True
 
     def _detect_jump(self, now: datetime) -> float:
         mono = self.clock.monotonic()
@@ -342,38 +350,14 @@ class Scheduler:
 
     def _due(self, tasks: list[Task], now: datetime) -> list[Due]:
         """The due fires of each task; a task whose fires cannot be computed is set aside."""
-        grace = self.config.catch_up_grace
-        due = []
-        for task in tasks:
-            if task.paused:
-                continue
-            try:
-                item = due_slots(task, self._anchors.anchor(task), now, grace)
-            except Exception as exc:
-                self._set_aside(task.id, "plan", exc)
-                continue
-            if item.slots:
-                due.append(item)
-        return due
+        grace, anchor = self.config.catch_up_grace, self._anchors.anchor
+        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace), self._set_aside)
 
     def _decide(self, due: list[Due], now: datetime, missed_reason: str | None) -> Decision:
-        """One decision for the pass; if it raises, one per task, setting aside the tasks that raise."""
-        in_flight, pending = self._dispatch.in_flight(), self._unrecorded
-        try:
-            return decide(due, now, missed_reason, self._limits, in_flight, pending)
-        except Exception:
-            # Found below, task by task: one task's values must not stop the others firing.
-            log.debug("a pass's decision failed; deciding task by task", exc_info=True)
-        merged = Decision()
-        for item in due:
-            try:
-                one = decide([item], now, missed_reason, self._limits, in_flight, pending)
-            except Exception as exc:
-                self._set_aside(item.task.id, "fire", exc, item.slots[-1].scheduled_for)
-                continue
-            for name in ("runs", "missed", "start", "queue", "advances"):
-                getattr(merged, name).extend(getattr(one, name))
-        return merged
+        """One decision for the pass; the tasks whose decision raises are set aside."""
+        in_flight, pending, limits = self._dispatch.in_flight(), self._unrecorded, self._limits
+        return broken.decide_each(due, lambda items: decide(items, now, missed_reason, limits, in_flight, pending),
+                                  self._set_aside)  # fmt: skip
 
     # ---- recording and delivering --------------------------------------
 

@@ -18,10 +18,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from kairosd import __version__
-from kairosd.claude_compat import read_claude_tasks
+from kairosd.claude_import import commit_import, plan_import
 from kairosd.clock import Clock
 from kairosd.errors import InvalidTimeError, StoreError, UsageError
 from kairosd.events import EventBus
+from kairosd.firing import FireBounds
 from kairosd.inbox import InboxStore
 from kairosd.models import (
     AgentTarget,
@@ -321,25 +322,26 @@ class Service:
         except OSError as exc:
             raise _store_error(self.inbox.folder, exc) from exc
 
-    async def import_claude(self, data: str, tz: str | None) -> dict[str, Any]:
-        zone = self._zone(tz)
-        result = read_claude_tasks(data, zone)
-        added, skipped = [], []
-        for task in result.tasks:
-            if task.id in self.book:
-                skipped.append({"id": task.id, "reason": "a task with this id already exists"})
-                continue
-            self.book.put(task)
-            added.append(task)
-        await self.book.commit()
-        for task in added:
-            self.scheduler.schedule(task)
-            self.events.publish("task_added", task_id=task.id)
-        return {
-            "imported": [self.view(t) for t in added],
-            "skipped": skipped,
-            "rejected": [{"index": i, "reason": r} for i, r in result.rejected],
-        }
+    async def import_claude(
+        self, data: str, tz: str | None, dry_run: bool = False, project: str | None = None
+    ) -> dict[str, Any]:
+        """Import Claude Code's tasks (see :mod:`kairosd.claude_import`); ``dry_run`` changes nothing.
+
+        With ``project`` the tasks go to a live session in that folder (the inbox when none is live).
+        """
+        config = self.scheduler.config
+        limits = FireBounds(config.catch_up_grace, config.catch_up_max, config.queue_limit)
+        try:
+            target = None if project is None else SessionTarget(project=project)
+        except ValidationError as exc:
+            raise UsageError(validation_message(exc)) from None
+        plan = plan_import(self.book, data, self._zone(tz), self.clock.now(), limits, target)
+        if not dry_run and plan.added:
+            await commit_import(self.book, self.scheduler, plan)
+            for task in plan.added:
+                self.events.publish("task_added", task_id=task.id)
+        views = [self.view(self.book.find(t.id) or t) for t in plan.added]
+        return plan.report(views, dry_run)
 
     def status(self) -> dict[str, Any]:
         now = self.clock.now()

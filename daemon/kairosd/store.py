@@ -23,7 +23,9 @@ Crash-recovery rules (what a user finds after a crash or a bad edit):
 - **Unknown fields** (top-level or per task, written by a newer kairos): kept
   as they are through load and save.
 - **An older store** (Claude Code's own ``scheduled_tasks.json``, copied in) is
-  upgraded in memory on load; the next save writes the current schema.
+  upgraded in memory on load; the next save writes the current schema. Only
+  Claude's own fields are read (as by ``kairos import``, see
+  :mod:`kairosd.claude_compat`); an item that does not convert is set aside.
 
 The store has a single writer: the process holding ``scheduled_tasks.lock``
 (:mod:`kairosd.locking`); only that process may load with temp-file cleanup.

@@ -24,6 +24,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from kairosd.errors import NotFoundError, StoreError, UsageError
 from kairosd.models import Task
@@ -41,6 +42,7 @@ class TaskBook:
     def __init__(self, store: Store, state: StoreState) -> None:
         self._store = store
         self._extra = {k: v for k, v in (state.model_extra or {}).items()}
+        self._durable_extra = dict(self._extra)  # what the store holds
         self._tasks: dict[str, Task] = {t.id: t for t in state.tasks}
         self._durable: dict[str, Task] = dict(self._tasks)  # what the store holds
         self._version = 0  # bumped by every change
@@ -95,6 +97,15 @@ class TaskBook:
             self._version += 1
         return task
 
+    def get_field(self, key: str) -> Any:
+        """A top-level field of the store besides the tasks (None when absent)."""
+        return self._extra.get(key)
+
+    def set_field(self, key: str, value: Any) -> None:
+        """Change a top-level field of the store; durable at the next commit, undone by a rollback."""
+        self._extra[key] = value
+        self._version += 1
+
     @property
     def dirty(self) -> bool:
         """Some change is not durable yet."""
@@ -144,7 +155,7 @@ class TaskBook:
     async def _write(self) -> None:
         try:
             version = self._version
-            tasks = dict(self._tasks)
+            tasks, extra = dict(self._tasks), dict(self._extra)
             state = self._state(list(tasks.values()))
             try:
                 saved = await asyncio.to_thread(self._save, state, version)
@@ -152,7 +163,7 @@ class TaskBook:
                 self._rollback(exc)
                 return
             if saved:
-                self._saved(tasks, version)
+                self._saved(tasks, version, extra)
         finally:
             self._writing = None
 
@@ -166,8 +177,9 @@ class TaskBook:
             self._on_disk = version
             return True
 
-    def _saved(self, tasks: dict[str, Task], version: int) -> None:
+    def _saved(self, tasks: dict[str, Task], version: int, extra: dict[str, Any]) -> None:
         self._durable = tasks
+        self._durable_extra = extra
         self._written = max(self._written, version)
         if self.error is not None:
             log.warning("the store is writable again: %d task(s) saved", len(tasks))
@@ -193,6 +205,7 @@ class TaskBook:
         if self._version > self._written:
             self._lost.append((self._written, self._version, error))
         self._tasks = dict(durable)
+        self._extra = dict(self._durable_extra)
         self._written = self._version
         self.error = error
         self.failures += 1
@@ -211,11 +224,11 @@ class TaskBook:
         if not self.dirty:
             return
         version = self._version
-        tasks = dict(self._tasks)
+        tasks, extra = dict(self._tasks), dict(self._extra)
         try:
             saved = self._save(self._state(list(tasks.values())), version)
         except Exception as exc:
             self._rollback(exc)
             raise self._error_for(exc) from None
         if saved:
-            self._saved(tasks, version)
+            self._saved(tasks, version, extra)

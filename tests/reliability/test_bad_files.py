@@ -55,9 +55,6 @@ def corrupt_copies(home: Home) -> list[Path]:
         ("empty", lambda ok: b"", "is not valid JSON"),
         ("binary", lambda ok: bytes(range(256)), "is not valid JSON"),
         ("a JSON list", lambda ok: b"[1, 2, 3]\n", "is not a JSON object"),
-        ("a task of the wrong shape", lambda ok: b'{"schema_version": 2, "tasks": [{"id": 1}]}', "invalid tasks.0"),
-        ("duplicate ids", lambda ok: _duplicate(ok), "duplicate task id"),
-        ("an impossible zone", lambda ok: ok.replace(b'"tz":"UTC"', b'"tz":"' + b"a" * 300 + b'"', 1), "unknown time"),
         ("a bad schema_version", lambda ok: b'{"schema_version": "two", "tasks": []}', "scheduled_tasks.json"),
     ],
 )
@@ -82,6 +79,36 @@ def test_each_failed_start_says_why_once_and_the_copy_is_made_once(home: Home) -
         assert home.log(proc).count("will not overwrite it") == 1, home.log(proc)
     (copy,) = corrupt_copies(home)
     assert copy.read_bytes() == b"{"
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "tasks", "says"),
+    [
+        ("a task of the wrong shape", lambda ok: ok.replace(b'"prompt":"task 0"', b'"prompt":0', 1), 2, "prompt"),
+        ("duplicate ids", lambda ok: _duplicate(ok), 3, "comes earlier in the store"),
+        ("an impossible zone", lambda ok: ok.replace(b'"tz":"UTC"', b'"tz":"' + b"a" * 300 + b'"', 1), 2, "time"),
+        (
+            "a date past 9999",
+            lambda ok: ok.replace(b'"last_scheduled_for":null', b'"last_scheduled_for":"9999-12-31T23:59:59Z"', 1),
+            2,
+            "last_scheduled_for",
+        ),
+    ],
+)
+def test_a_bad_task_is_set_aside_and_kairosd_starts(
+    home: Home, tmp_path: Path, name: str, make, tasks: int, says: str
+) -> None:
+    """Issue #13: one bad task is quarantined with the reason; kairosd starts with the others."""
+    content = make(valid_store_bytes(tmp_path))
+    home.state.mkdir(parents=True, exist_ok=True)
+    home.store.write_bytes(content)
+    home.start()
+    status = home.status()
+    assert status["tasks"] == tasks
+    assert status["quarantine"]["count"] == 1
+    (entry,) = json.loads((home.state / "scheduled_tasks.quarantine.json").read_text())["entries"]
+    assert says in entry["reason"], entry
+    assert corrupt_copies(home) == []
 
 
 def _duplicate(ok: bytes) -> bytes:

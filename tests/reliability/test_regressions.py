@@ -10,7 +10,6 @@ import pytest
 from reliability_support import InProcessDaemon, parse_response, raw_exchange
 
 from kairosd.clock import SystemClock
-from kairosd.errors import StoreCorruptError
 from kairosd.store import JsonStore
 
 
@@ -49,10 +48,12 @@ def test_unusable_zone_is_a_400_not_a_500(daemon: InProcessDaemon, tz: object, c
         assert error["code"] == code
 
 
-def test_store_with_an_unusable_zone_is_corrupt_not_a_crash(tmp_path: Path):
-    """A hand-edited store with a 300-character zone crashed kairosd with a traceback; now it is refused."""
+def test_store_with_an_unusable_zone_is_set_aside_not_a_crash(tmp_path: Path):
+    """A hand-edited store with a 300-character zone crashed kairosd with a traceback; now that task is set aside."""
     path = tmp_path / "scheduled_tasks.json"
     task = {"id": "0000abcd", "prompt": "x", "cron": "0 9 * * *", "created_at": "2026-01-01T00:00:00Z"}
     path.write_text(json.dumps({"schema_version": 2, "tasks": [{**task, "tz": "a" * 300}]}))
-    with pytest.raises(StoreCorruptError, match="unknown time zone"):
-        JsonStore(path, SystemClock()).load()
+    store = JsonStore(path, SystemClock())
+    assert store.load().tasks == []
+    (entry,) = store.quarantine.entries()
+    assert "unknown time zone" in entry["reason"]

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from kairosd.clock import SystemClock
-from kairosd.errors import StoreCorruptError
 from kairosd.models import InboxTarget, ShellTarget, new_task
 from kairosd.store import SCHEMA_VERSION, JsonStore, StoreState
 
@@ -96,16 +95,18 @@ def test_fast_reader_declines_other_layouts_and_the_careful_path_decides(store: 
 
 
 def test_fast_reader_declines_duplicates_and_invalid_tasks(store: JsonStore) -> None:
-    """A duplicate id or an invalid task in our own layout gets the careful path's precise error."""
+    """A duplicate id or an invalid task in our own layout takes the careful path, which sets it aside."""
     store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=tasks(2)))
     lines = store.path.read_text().split("\n")
     duplicated = "\n".join([*lines[:3], lines[3], lines[3], *lines[4:]])
     store.path.write_text(duplicated)
-    with pytest.raises(StoreCorruptError, match="duplicate task id"):
-        store.load()
+    assert store._load_own(store.path.read_bytes()) is None
+    assert len(store.load().tasks) == 2
+    assert "comes earlier in the store" in store.quarantine.entries()[-1]["reason"]
     store.path.write_text("\n".join(lines).replace('"cron":"0 9 * * *"', '"cron":"61 9 * * *"', 1))
-    with pytest.raises(StoreCorruptError, match="minute"):
-        store.load()
+    assert store._load_own(store.path.read_bytes()) is None
+    assert len(store.load().tasks) == 1
+    assert "minute" in store.quarantine.entries()[-1]["reason"]
 
 
 def test_lone_surrogate_takes_the_careful_path(store: JsonStore) -> None:

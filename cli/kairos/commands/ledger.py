@@ -98,11 +98,27 @@ def register(subparsers: Any) -> None:
         "import",
         "import Claude Code's scheduled tasks",
         "Import the tasks of Claude Code's .claude/scheduled_tasks.json (PATH may be the file "
-        "or a project folder). Crons are read in --tz; ids already known are skipped.",
-        "kairos import .\n  kairos import ~/proj/.claude/scheduled_tasks.json --tz Europe/Berlin",
+        "or a project folder). Only Claude's fields are read (id, cron, prompt, createdAt, lastFiredAt, "
+        "recurring, permanent); any other key is dropped and reported, and every task goes to the inbox. "
+        "Crons are read in --tz. Fires due before the import follow the task's catch-up policy, as after "
+        "a restart (a past one-shot is surfaced in 'kairos missed', never delivered). Ids already known, "
+        "and tasks imported before, are skipped. --dry-run shows all of this and writes nothing.",
+        """
+        kairos import --dry-run .
+        kairos import .
+        kairos import --project . .     # to a live session in this project, not the inbox
+        kairos import ~/proj/.claude/scheduled_tasks.json --tz Europe/Berlin --json
+        """,
     )
     imp.add_argument("path", metavar="PATH", help="the JSON file, or a folder containing .claude/")
     imp.add_argument("--tz", metavar="ZONE", help="zone the crons were written in (default: your local zone)")
+    imp.add_argument("--dry-run", action="store_true", help="show what would be imported; change nothing")
+    imp.add_argument(
+        "--project",
+        metavar="DIR",
+        help="deliver to a live agent session working in DIR (made absolute; the inbox when none is live) "
+        "instead of the inbox",
+    )
     imp.set_defaults(handler=cmd_import)
 
 
@@ -430,16 +446,35 @@ def cmd_import(args: argparse.Namespace) -> int:
         data = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise KairosError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    doc = client().call("POST", "/import", {"data": data, "tz": args.tz or local_zone()})
+    body: dict[str, Any] = {"data": data, "tz": args.tz or local_zone()}
+    if args.dry_run:
+        body["dry_run"] = True
+    if args.project:
+        body["project"] = str(Path(args.project).expanduser().absolute())
+    doc = client().call("POST", "/import", body)
     if args.json:
         print_json(doc)
         return 0
     imported, skipped, rejected = doc.get("imported") or [], doc.get("skipped") or [], doc.get("rejected") or []
-    print(f"imported {len(imported)}, skipped {len(skipped)}, rejected {len(rejected)} from {path}")
+    verb = "would import" if doc.get("dry_run") else "imported"
+    print(f"{verb} {len(imported)}, skipped {len(skipped)}, rejected {len(rejected)} from {path}")
     for task in imported:
         print(f"  + {task.get('id')}: {describe(task)}")
+        if task.get("on_import"):
+            print(f"      at import: {_safe(task['on_import'])}")
     for item in skipped:
-        print(f"  = {item.get('id')}: {item.get('reason')}")
+        print(f"  = {item.get('id')}: {_safe(item.get('reason'))}")
     for item in rejected:
-        print(f"  ! #{item.get('index')}: {item.get('reason')}")
+        who = item.get("id") if item.get("id") is not None else f"#{item.get('index')}"
+        print(f"  ! {_safe(who)}: {_safe(item.get('reason'))}")
+    for item in doc.get("dropped") or []:
+        keys = ", ".join(_safe(k) for k in item.get("keys") or [])
+        print(f"  - {item.get('id')}: dropped keys kairos does not import: {keys}")
+    if doc.get("dry_run"):
+        print("nothing was changed (--dry-run)")
     return 0
+
+
+def _safe(text: Any) -> str:
+    """Text from the imported file, on one line, control characters escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
