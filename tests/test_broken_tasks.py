@@ -34,7 +34,8 @@ def _paused_with_reason(h: Harness, task_id: str, *words: str) -> str:
 
 def test_an_expiry_past_year_9999_pauses_that_task_and_the_loop_goes_on(tmp_path: Path) -> None:
     async def main() -> None:
-        bad = task("* * * * *", expires_after_days=3_000_000, prompt="x")
+        # model_copy does not validate: the record is as a bug or a hand edit would leave it.
+        bad = task("* * * * *", prompt="x").model_copy(update={"expires_after_days": 3_000_000})
         good = task("* * * * *", prompt="good")
         h = Harness(tmp_path, [bad, good], clock=_clock())
         await h.start()
@@ -59,7 +60,9 @@ def test_an_expiry_past_year_9999_pauses_that_task_and_the_loop_goes_on(tmp_path
 
 def test_an_anchor_in_year_9999_pauses_that_task_at_start(tmp_path: Path) -> None:
     async def main() -> None:
-        bad = task("* * * * *", last_scheduled_for=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC))
+        bad = task("* * * * *").model_copy(
+            update={"last_scheduled_for": datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)}
+        )
         good = task("* * * * *", prompt="good")
         h = Harness(tmp_path, [bad, good], clock=_clock())
         await h.start()
@@ -122,7 +125,7 @@ def test_the_loop_survives_a_failed_pass(tmp_path: Path, monkeypatch: Any) -> No
 
 def test_resume_clears_the_reason(tmp_path: Path) -> None:
     async def main() -> None:
-        bad = task("* * * * *", expires_after_days=3_000_000)
+        bad = task("* * * * *").model_copy(update={"expires_after_days": 3_000_000})
         h = Harness(tmp_path, [bad], clock=_clock())
         await h.start()
         await h.at(T0.replace(minute=1, second=0))

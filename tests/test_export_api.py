@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from kairos import documents
 from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import TurnRequest
 from kairosd.config import Config
@@ -148,7 +149,12 @@ def test_bad_requests():
 @pytest.fixture
 def env() -> Iterator[dict[str, str]]:
     home = Path(tempfile.mkdtemp(dir="/tmp", prefix="kx"))
-    environ = {**os.environ, "KAIROS_HOME": str(home), "TZ": "UTC"}
+    # kairos refuses an agent target whose CLI is not installed: a stand-in `claude` (never run here).
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\necho 2.1.0\n")
+    (bin_dir / "claude").chmod(0o755)
+    environ = {**os.environ, "KAIROS_HOME": str(home / "k"), "TZ": "UTC", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "kairosd"], env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -198,6 +204,7 @@ def test_cli_exports_writes_prints_and_refuses(env, tmp_path):
     both = kairos(env, "export", "--all", "--to", "github-actions", "--json")
     assert both.returncode == 1  # the inbox task was refused
     doc = json.loads(both.stdout)
+    documents.check("export", doc)
     assert [e["task_id"] for e in doc["exports"]] == [task_id]
     assert doc["refused"][0]["task_id"] == inbox_id
     assert f"refused: task {inbox_id}: an inbox target" in both.stderr

@@ -42,7 +42,7 @@ def test_bad_records_are_set_aside_and_shown(env: Env) -> None:  # noqa: F811
     text = env.kairos("list", "--problems").stdout
     assert "bad0bad1\\n" in text  # escaped, on its row
     assert "invalid cron" in text
-    assert "last_scheduled_for 9999-12-31T23:59:59+00:00 is outside" in text
+    assert "last_scheduled_for 9999-12-31T23:59:59+00:00 is outside" in problems["entries"][2]["reason"]
 
     doctor = json.loads(env.kairos("doctor", "--json", check=False).stdout)
     assert doctor["quarantine"]["count"] == 3

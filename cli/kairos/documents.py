@@ -294,6 +294,34 @@ class SystemdInstallDoc(Document):
     contents: dict[str, str] | None = None
 
 
+# ---- export ---------------------------------------------------------------------------------------
+
+
+class ExportFile(Record):
+    name: str
+    text: str
+
+
+class ExportedTask(Record):
+    task_id: str
+    files: list[ExportFile]
+    warnings: list[str]
+
+
+class RefusedTask(Record):
+    task_id: str
+    reason: str
+
+
+class ExportDoc(Document):
+    """``kairos export --json``: POST /v1/export's answer; with ``--out``, also the paths written."""
+
+    engine: str
+    exports: list[ExportedTask]
+    refused: list[RefusedTask]
+    written: list[str] | None = None
+
+
 DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "add": AddDoc,
     "list": ListDoc,
@@ -315,6 +343,7 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "cron every": CronEveryDoc,
     "doctor": DoctorDoc,
     "systemd install": SystemdInstallDoc,
+    "export": ExportDoc,
 }
 
 # Streams: one JSON line per item.

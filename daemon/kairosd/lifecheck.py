@@ -17,12 +17,12 @@ Pure: no I/O. Must not import the store, the server or anything with I/O.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
+from kairosd.bounds import EARLIEST_TIME as EARLIEST
+from kairosd.bounds import LATEST_STORED_TIME as LATEST
 from kairosd.models import Task
 
-EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 _TIME_FIELDS = ("created_at", "last_fired_at", "last_scheduled_for", "at")
 
 
