@@ -32,7 +32,7 @@ def life_problem(task: Task) -> str | None:
         value: datetime | None = getattr(task, name)
         if value is not None and not EARLIEST <= value < LATEST:
             return (
-                f"{name} {value.isoformat()} is outside the range kairos can schedule "
+                f"{name} {value.isoformat()} is outside the supported range "
                 f"({EARLIEST.date().isoformat()} to {LATEST.date().isoformat()})"
             )
     days = task.expires_after_days
