@@ -67,3 +67,23 @@ def test_gemini_whole_document_on_one_line_reads(tmp_path: Path) -> None:
     path = tmp_path / "session.json"
     path.write_text(json.dumps(doc))
     assert [m.text for m in read_file(path, "gemini") if m.human] == ["always pin the versions"]
+
+
+REAL = Path(__file__).parent / "fixtures" / "transcripts_real"
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("codex-0.169.0-rollout.jsonl", "codex"), ("gemini-0.61.0-session.jsonl", "gemini"),
+     ("copilot-1.0.102-events.jsonl", "copilot")],
+)  # fmt: skip
+@pytest.mark.parametrize("hint", [None, "claude"])
+def test_real_cli_files_read_their_typed_turns(name: str, fmt: str, hint: str | None) -> None:
+    """Files the real CLIs wrote: the two typed turns and the two answers, nothing injected."""
+    stats = ReadStats()
+    messages = list(read_file(REAL / name, hint, stats))
+    assert stats.format == fmt
+    assert stats.malformed == 0
+    assert [m.text for m in messages if m.human] == ["first turn SAY:alpha", "second turn SAY:beta"]
+    assert [m.text for m in messages if m.role == "assistant" and m.text] == ["alpha", "beta"]
+    assert stats.session_id is not None
