@@ -5,9 +5,10 @@ Shapes: Claude Code 2.1 ``<session>.jsonl``; Codex 0.169 ``rollout-*.jsonl`` (a 
 ``session_meta`` first line, user turns only as ``response_item`` messages, no ``event_msg
 user_message``, a Stop hook's reason as a ``<hook_prompt>`` message tagged with a hook
 provenance); Copilot CLI 1.0 ``events.jsonl``; Gemini CLI 0.61 ``chats/session-*.jsonl`` (a
-metadata line, untyped ``[{"text"}]`` parts, ``{"$set"}`` updates, a message written twice under
-its id, the ``<session_context>`` preamble, kairos' ``<hook_context>`` board and its AfterAgent
-reminder as a user message).
+metadata line, untyped ``[{"text"}]`` parts, ``{"$set"}`` updates, among them the ``messages`` list
+set again, a message written twice under its id, the ``<session_context>`` preamble, kairos'
+``<hook_context>`` board and its AfterAgent reminder as a user message). The shapes were checked
+against the real files in tests/fixtures/transcripts_real.
 """
 
 from __future__ import annotations
@@ -198,6 +199,14 @@ def gemini(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
             "kind": "main",
         }
     ]
+    # As 0.61 writes it: the session's preamble as a message of its own, set (again) through "$set".
+    preamble = {
+        "id": "d0492",
+        "timestamp": _ts(start),
+        "type": "user",
+        "content": [{"text": f"<session_context>\nThis is the Gemini CLI. cwd: {cwd}\n</session_context>"}],
+    }
+    out.append({"$set": {"messages": [preamble]}})
     for i, (text, when) in enumerate(turns):
         later = when + timedelta(seconds=20)
         parts = [{"text": text}]
@@ -215,6 +224,8 @@ def gemini(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
         out.append(reply)
         out.append({**reply, "content": [{"text": "Okay, I will always do so."}], "model": "gemini-2.5-pro"})
         out.append({"$set": {"lastUpdated": _ts(later)}})
+        if i == 1:
+            out.append({"$set": {"messages": [preamble]}})
         if i == 2:  # kairos' AfterAgent reminder becomes the next prompt
             out.append({"id": f"k{i}", "timestamp": _ts(later), "type": "user", "content": [{"text": REMINDER}]})
             out.append({"id": f"i{i}", "timestamp": _ts(later), "type": "info", "content": "Agent execution blocked"})
