@@ -147,3 +147,26 @@ def test_agent_mode_supersedes_through_the_cli(tmp_path: Path) -> None:
         await h.stop()
 
     run(main())
+
+
+@pytest.mark.parametrize("fmt", ["claude", "codex", "copilot", "gemini"])
+def test_every_corpus_session_reaches_agent_mode_as_typed(tmp_path: Path, fmt: str) -> None:
+    """The corpus through agent mode's plumbing: the prompt carries exactly what the person typed in
+    each session, in every format, and none of what a CLI or kairos injected."""
+    from consolidation_corpus import formats
+    from consolidation_corpus.sessions import SESSIONS
+
+    from kairosd.consolidation import worker
+    from kairosd.consolidation.transcripts import ReadStats
+
+    for index, session in enumerate(SESSIONS):
+        turns = [(text, formats.at(index, step * 2)) for step, (_, text) in enumerate(session)]
+        path = formats.write(tmp_path, fmt, turns, "/p", f"s{index}")
+        typed: list[str] = []
+        request = {"transcript": str(path), "agent": fmt, "project": "/p", "requested_at": NOW.isoformat()}
+        worker._offline(request, ReadStats(), typed)
+        assert typed == [text for _, text in session]
+        prompt = prompt_for("/p", str(path), Board("/p"), NOW, NOW, typed)
+        assert "Scheduled reminder from kairos" not in prompt
+        assert "session_context" not in prompt
+        assert "kairos context board for" not in prompt
