@@ -41,13 +41,22 @@ def test_codex_hook_prompt_is_not_a_turn_by_provenance_alone() -> None:
     from kairosd.consolidation.transcripts import read_messages
 
     item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "continue the job"}]}
+
+    def tagged(*provenance: object) -> dict[str, object]:
+        meta = {"content_item_metadata": [{"provenance": p} for p in provenance]}
+        return {**item, "internal_chat_message_metadata_passthrough": meta}
+
     lines = [
         {"type": "session_meta", "payload": {"id": "s", "cwd": "/p"}},
         {"type": "response_item", "payload": {**item, "provenance": "hook"}},
+        {"type": "response_item", "payload": tagged({"type": "harness", "hook": True})},
+        {"type": "response_item", "payload": tagged({"type": "harness", "hook": False})},
+        {"type": "response_item", "payload": tagged({"type": "skills"})},
+        {"type": "response_item", "payload": tagged({"type": "user"})},
         {"type": "response_item", "payload": item},
     ]
     human = [m.text for m in read_messages([json.dumps(o).encode() for o in lines], "codex") if m.human]
-    assert human == ["continue the job"]
+    assert human == ["continue the job", "continue the job"]
 
 
 def test_gemini_jsonl_dedupes_ids_and_keeps_the_last_version(tmp_path: Path) -> None:

@@ -105,9 +105,20 @@ def codex(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
     def line(when: datetime, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         return {"timestamp": _ts(when), "type": kind, "payload": payload}
 
-    def user(when: datetime, text: str, **extra: Any) -> dict[str, Any]:
+    def user(when: datetime, text: str, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
         content = [{"type": "input_text", "text": text}]
-        return line(when, "response_item", {"type": "message", "role": "user", "content": content, **extra})
+        meta = {
+            "turn_id": "t",
+            "content_item_kinds": ["user.text"],
+            "content_item_metadata": [{"provenance": provenance or {"type": "user"}}],
+        }
+        payload = {
+            "type": "message",
+            "role": "user",
+            "content": content,
+            "internal_chat_message_metadata_passthrough": meta,
+        }
+        return line(when, "response_item", payload)
 
     start = turns[0][1] - timedelta(seconds=5)
     out = [
@@ -124,8 +135,16 @@ def codex(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
                 "base_instructions": {"text": _INSTRUCTIONS},
             },
         ),
-        user(start, f"# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>Always use tabs.</INSTRUCTIONS>"),
-        user(start, f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>"),
+        user(
+            start,
+            f"# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>Always use tabs.</INSTRUCTIONS>",
+            {"type": "skills"},
+        ),
+        user(
+            start,
+            f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>",
+            {"type": "harness", "hook": False},
+        ),
     ]
     for i, (text, when) in enumerate(turns):
         later = when + timedelta(seconds=20)
@@ -160,7 +179,7 @@ def codex(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
                 user(
                     later,
                     f'<hook_prompt hook_run_id="h{i}">{REMINDER}</hook_prompt>',
-                    provenance={"hook": {"event": "Stop"}},
+                    {"type": "harness", "hook": True},
                 )
             )
     return out

@@ -209,17 +209,30 @@ class _Codex(_Reader):
 
 
 def _from_hook(payload: dict[str, Any]) -> bool:
-    """A Codex message a hook wrote (its ``provenance`` names a hook), not the person."""
-    marks = [payload.get("provenance")]
+    """A Codex user message the person did not type: its provenance names a hook (0.169 tags each
+    content item, ``{"type": "harness", "hook": true}``), or says it came from somewhere else than
+    the user (the harness's context, skills)."""
+    marks: list[Any] = [payload.get("provenance")]
     content = payload.get("content")
     if isinstance(content, list):
         marks += [b.get("provenance") for b in content if isinstance(b, dict)]
+    passthrough = payload.get("internal_chat_message_metadata_passthrough")
+    items = passthrough.get("content_item_metadata") if isinstance(passthrough, dict) else None
+    if isinstance(items, list):
+        marks += [item.get("provenance") for item in items if isinstance(item, dict)]
+    kinds = set()
     for mark in marks:
-        if isinstance(mark, str) and "hook" in mark.lower():
-            return True
-        if isinstance(mark, dict) and ("hook" in mark or any("hook" in str(v).lower() for v in mark.values())):
-            return True
-    return False
+        if isinstance(mark, str):
+            kinds.add(mark.lower())
+        elif isinstance(mark, dict):
+            hook = mark.get("hook")
+            if hook is not None and hook is not False:
+                return True
+            if isinstance(mark.get("type"), str):
+                kinds.add(mark["type"].lower())
+    if any("hook" in kind for kind in kinds):
+        return True
+    return bool(kinds) and "user" not in kinds
 
 
 class _Gemini(_Reader):
