@@ -43,6 +43,15 @@ class E:
         ("rule", "never run migrations on deploy", "rule", "always run migrations on deploy", True),
         ("fact", "The nightly job runs on batch-02.", "fact", "The nightly job runs on the batch-01 host.", True),
         ("fact", "The billing service runs on port 9443.", "fact", "The billing service runs on port 8443.", True),
+        (
+            "fact",
+            "The orders table is read-only on Mondays now.",
+            "fact",
+            "The orders table is read-only on Fridays.",
+            True,
+        ),
+        ("fact", "Deploys go out from main now.", "fact", "Deploys go out from release/*.", True),
+        ("rule", "run the tests with pytest, not make test", "rule", "always run the tests with make test", True),
         ("decision", "we'll use poetry instead of uv", "decision", "We'll use uv instead of pip-tools", True),
         ("preference", "I prefer tabs over spaces", "preference", "use spaces", True),
         # different subjects, or a different family: both stay
@@ -201,3 +210,17 @@ def test_what_changed_since_the_last_session(store: BoardStore, clock: FakeClock
     assert "(seen 1x, last 2026-11-20; new)" in text
     assert render_context(board, clock.now(), clock.now()) is not None
     assert "Changed since" not in (render_context(board, clock.now(), clock.now()) or "")
+
+
+def test_the_whole_corpus_on_one_board_replaces_only_what_later_words_replace(
+    tmp_path: Path, store: BoardStore, clock: FakeClock
+) -> None:
+    """Every corpus session, a day apart, into one board: the one replacement the sessions call for
+    (pnpm, then yarn) happens, and no other entry is replaced by a later one about something else."""
+    replaced = []
+    for index in range(len(SESSIONS)):
+        fmt = formats.FORMATS[index % len(formats.FORMATS)]
+        result = store.merge("/p", _session_candidates(tmp_path, index, fmt), session=f"s{index}")
+        replaced += [(index, e.text) for e in result.superseded]
+        clock.advance(86400)
+    assert replaced == [(15, PNPM)]

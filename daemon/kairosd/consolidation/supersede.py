@@ -38,14 +38,15 @@ instead rather than over anymore longer stop drop ok okay yes"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|over|away\s+from|replaces?)\s+((?:the\s+)?[a-z0-9][a-z0-9._/:@*+-]*)",
+    r"drop|over|away\s+from|replaces?)\s+((?:the\s+)?[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[a-z0-9][a-z0-9._/:@*+-]*)?)",
     re.IGNORECASE,
 )
 _POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
 _FACT_SPLIT = re.compile(
     r"\b(?:is|are)\s+(?:called|named)\b|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|"
     r"managed|built|published|configured|defined))\s+(?:on|in|at|under|with|by)\b|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\b"
-    r"|\b(?:is|are)\s+(?:owned|maintained)\s+by\b|\b(?:owns?|maintains?|uses)\b",
+    r"|\b(?:is|are)\s+(?:owned|maintained)\s+by\b|\b(?:owns?|maintains?|uses)\b"
+    r"|\b(?:is|are)\s+(?:read-only|frozen|locked)\b",
     re.IGNORECASE,
 )
 
@@ -68,8 +69,10 @@ def ruled_out(text: str) -> set[str]:
     """What ``text`` says not to use or do any more ("use yarn, not pnpm" -> {"pnpm"})."""
     found = set()
     for match in _OUT.finditer(text.replace("\u2019", "'")):
-        word = match[1].lower().removeprefix("the ").strip().rstrip(".:/-")
-        if word and word not in _STOP:
+        # the thing ruled out: the first word that carries meaning ("not make test" -> "test")
+        named = [w.rstrip(".:/-") for w in match[1].lower().split()]
+        word = next((w for w in named if w and w not in _STOP), None)
+        if word:
             found.add(word)
     return found
 
