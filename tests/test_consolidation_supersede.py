@@ -224,3 +224,15 @@ def test_the_whole_corpus_on_one_board_replaces_only_what_later_words_replace(
         replaced += [(index, e.text) for e in result.superseded]
         clock.advance(86400)
     assert replaced == [(15, PNPM)]
+
+
+def test_a_person_adding_later_words_replaces_kairos_entry_not_their_own(store: BoardStore) -> None:
+    store.merge("/p", [Candidate("rule", PNPM)])
+    mine, _ = store.add_user("/p", "Always run the migrations on deploy", "rule")
+    store.add_user("/p", YARN, "correction")
+    store.add_user("/p", "Never run the migrations on deploy", "rule")
+    board = store.load("/p")
+    assert [e.text for e in board.superseded] == [PNPM]
+    assert {e.text for e in board.entries} == {mine.text, YARN, "Never run the migrations on deploy"}
+    assert [r["by"] for r in store.history("/p") if r["action"] == "supersede"] == ["user"]
+    assert board.entries[-1].conflicts_with == mine.id  # their own contradiction: shown, not resolved

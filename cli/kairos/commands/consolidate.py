@@ -334,6 +334,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     print(f"added {entry['id']} [{entry['kind']}] {entry['text']}")
     for pruned in doc.get("pruned") or []:
         print(f"pruned {pruned['id']} [{pruned['kind']}] {pruned['text']} (to make room)")
+    for old in doc.get("superseded") or []:
+        print(f"replaced {old['id']} [{old['kind']}] {old['text']} (kairos board restore {old['id']} undoes it)")
     return 0
 
 

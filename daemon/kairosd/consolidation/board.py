@@ -315,12 +315,18 @@ class BoardStore:
                     f"the board holds {LIMIT} entries of your own; remove one first (kairos board rm ID)"
                 )
             entry = Entry(_new_id(board), text, kind, "user", now, now, 1)
+            # A person's later words replace kairos' earlier ones too; their own or pinned ones stay,
+            # marked as in conflict with the new one (they decide which holds).
+            replaced = MergeResult()
+            targets = [e for e in superseded_by_text(kind, text, board.entries) if isinstance(e, Entry)]
+            self._replace(board, entry, targets, now, replaced)
             board.entries.append(entry)
             self.save(board)
             self.record(
                 project,
                 [{"action": "prune", **_brief(e), "by": "kairos"} for e in pruned]
-                + [{"action": "add", **_brief(entry), "by": "user"}],
+                + [{"action": "add", **_brief(entry), "by": "user"}]
+                + [_supersede_record(e, {"by": "user"}) for e in replaced.superseded],
             )
         return entry, pruned
 

@@ -61,7 +61,10 @@ class BoardOperations:
             raise UsageError("kind must be a string")
         entry, pruned = await asyncio.to_thread(self.boards.add_user, project, text, kind or "rule")
         self.events.publish("board_changed", project=project, by="user", added=entry.id)
-        return {"project": project, "entry": entry.to_json(), "pruned": [e.to_json() for e in pruned]}
+        board = await asyncio.to_thread(self.boards.load, project)
+        replaced = [e.to_json() for e in board.superseded if e.superseded_by == entry.id]
+        return {"project": project, "entry": entry.to_json(), "pruned": [e.to_json() for e in pruned],
+                "superseded": replaced}  # fmt: skip
 
     async def remove_entry(self, cwd: Any, entry_id: str) -> dict[str, Any]:
         project = self.project_for(cwd)
