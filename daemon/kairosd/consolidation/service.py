@@ -228,11 +228,12 @@ class Consolidation:
             "run": run,
         }
         self.recent.append(decision)
+        # Published before the file write yields: a fast run must not be reported finished before started.
+        self.events.publish(f"consolidation_{outcome}", **{k: v for k, v in decision.items() if k != "at"})
         try:
             await asyncio.to_thread(self._log_decision, decision)
         except OSError as exc:
             log.warning("cannot record the consolidation decision: %s", exc)
-        self.events.publish(f"consolidation_{outcome}", **{k: v for k, v in decision.items() if k != "at"})
         if outcome == SKIPPED:
             log.info("consolidation of %s session %s skipped (%s): %s", req.agent, req.session_id, gate, detail)
         answer: dict[str, Any] = {"status": outcome, "gate": gate, "reason": detail, "project": project}
