@@ -6,7 +6,8 @@
     python bench/run_all.py --markdown      # also print the rows for BENCHMARKS.md
 
 Benchmarks (see bench/README.md): fire (fire accuracy), idle (idle cost), startup,
-adds (durable adds), cli (CLI round trip), hook (the Stop hook's round trip), next_fire (the cron engine).
+adds (durable adds), cli (CLI round trip), hook (the Stop hook's round trip), next_fire (the cron engine),
+consolidate, board_quality (the offline consolidator's precision and recall on the labeled corpus).
 Not part of the test run.
 """
 
@@ -29,6 +30,7 @@ BENCHES = {
     "hook": "bench_hook",
     "next_fire": "bench_next_fire",
     "consolidate": "bench_consolidate",
+    "board_quality": "bench_board_quality",
 }
 # Arguments that make a benchmark short (--quick); each module's own defaults otherwise.
 QUICK = {
@@ -40,6 +42,7 @@ QUICK = {
     "hook": ["--repeats", "11"],
     "next_fire": ["--starts", "10", "--repeats", "3"],
     "consolidate": ["--repeats", "2"],
+    "board_quality": [],
 }
 
 

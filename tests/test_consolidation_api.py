@@ -253,7 +253,75 @@ def test_cli_without_kairosd_exits_3(home, capsys):
     assert kairos(["consolidate", "--session", "s", "--transcript", "/tmp/x.jsonl"]) == 3
 
 
-@pytest.mark.parametrize("verb", ["consolidate", "board show", "board add", "board rm", "board prune", "board history"])
+def test_cli_board_replacements_edit_pin_restore(home, capsys, monkeypatch):
+    """Later words replace earlier ones and `board show --all` and `board history` say by what and when;
+    edit, pin and restore; the starting session is told what changed since the last one."""
+    from kairosd.consolidation.entries import Candidate
+
+    async def main() -> None:
+        h = await Harness(home).start()
+        server = UnixHttpServer(home / "run" / "kairosd.sock", _api(h).handle)
+        await server.start()
+
+        async def cli(*argv: str) -> tuple[int, str, str]:
+            code = await asyncio.to_thread(kairos, [*argv, "--cwd", str(h.project)])
+            out, err = capsys.readouterr()
+            return code, out, err
+
+        try:
+            project = str(h.project.resolve())
+            assert h.service.board_context(project) is None  # empty: nothing to tell, nothing recorded
+            h.service.boards.merge(project, [Candidate("rule", "From now on, use pnpm instead of npm.")])
+            first = h.service.board_context(project) or ""
+            assert "Changed since" not in first
+            h.clock.advance(60)
+            h.service.boards.merge(project, [Candidate("correction", "Use yarn, not pnpm.")])
+            board = h.service.boards.load(project)
+            [old], [new] = board.superseded, board.entries
+            second = h.service.board_context(project) or ""
+            assert (
+                f'1 new ({new.id}), 1 replaced: "From now on, use pnpm instead of npm." replaced by {new.id}' in second
+            )
+
+            code, out, _ = await cli("board", "show", "--all")
+            assert code == 0
+            assert "replaced entries (1, newest first; kairos board restore ID puts one back):" in out
+            assert out.splitlines()[-1].split()[:2] == [old.id, "rule"]
+            assert out.splitlines()[-1].split()[4] == new.id
+            code, out, _ = await cli("board", "history")
+            assert (
+                f"supersede  kairos  {old.id}  [rule] From now on, use pnpm instead of npm. -> replaced by {new.id}"
+                in out
+            )
+
+            code, out, _ = await cli("board", "edit", new.id, "Use", "yarn", "for", "installs")
+            assert out == f"edited {new.id} [correction] Use yarn for installs (was: Use yarn, not pnpm.)\n"
+            code, out, _ = await cli("board", "pin", new.id)
+            assert out == f"pinned {new.id} [correction] Use yarn for installs\n"
+            code, out, _ = await cli("board", "restore", old.id)
+            assert out == f"restored {old.id} [rule] From now on, use pnpm instead of npm. (pinned)\n"
+            code, out, _ = await cli("board", "show", "--json")
+            pins = {e["id"]: (e.get("pinned", False), e["author"]) for e in json.loads(out)["entries"]}
+            assert pins == {new.id: (True, "user"), old.id: (True, "kairos")}
+            code, out, _ = await cli("board", "pin", "--off", new.id)
+            assert out.startswith("unpinned")
+            code, _, err = await cli("board", "edit", new.id)
+            assert (code, err) == (2, "kairos: give the new text, or --kind\n")
+            code, _, err = await cli("board", "restore", "b000000")
+            assert code == 1
+            assert "no replaced entry" in err
+        finally:
+            await server.close(grace_s=1.0)
+            await h.stop()
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    "verb",
+    ["consolidate", "board show", "board add", "board edit", "board pin", "board restore", "board rm", "board prune",
+     "board history"],
+)  # fmt: skip
 def test_help_has_examples_and_json(capsys, verb):
     """Every new subcommand's --help has a description, examples and --json."""
     with pytest.raises(SystemExit) as exc:

@@ -19,9 +19,9 @@ from kairosd.consolidation.board import (
     board_key,
     by_priority,
     project_root,
-    render_context,
     to_prune,
 )
+from kairosd.consolidation.board_render import render_context
 from kairosd.consolidation.extract import Candidate
 from kairosd.errors import ConflictError, KairosError, NotFoundError, UsageError
 from kairosd.testing import FakeClock

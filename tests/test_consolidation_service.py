@@ -576,3 +576,29 @@ def test_a_restart_adopts_a_worker_whose_pid_was_not_recorded(tmp_path):
         await h.stop()
 
     run(main())
+
+
+def test_a_session_end_reported_three_times_consolidates_once(tmp_path):
+    """Gemini CLI fires SessionEnd three times per /quit: one run, not three, even with no minimum
+    interval and the first run over; a transcript that grew afterwards is consolidated again."""
+    from consolidation_corpus import formats
+
+    async def main() -> None:
+        h = await Harness(tmp_path, min_interval_minutes=0).start()
+        turns = [(f"always keep module {i} small", formats.at(0, i)) for i in range(4)]
+        transcript = formats.write(tmp_path / "t", "gemini", turns, str(h.project), "g1")
+        first = await h.ask("g1", transcript, agent="gemini")
+        assert first["status"] == "started"
+        await h.settled(first["run"]["id"])
+        await until(lambda: not h.service.running, "the run to be let go")
+        again = [await h.ask("g1", transcript, agent="gemini") for _ in range(2)]
+        assert [(d["status"], d["gate"]) for d in again] == [("skipped", "lock")] * 2
+        assert len(h.registry.list_tasks()) == 1
+        with transcript.open("a") as file:
+            file.write('{"id": "u9", "type": "user", "content": [{"text": "never skip the changelog"}]}\n')
+        grown = await h.ask("g1", transcript, agent="gemini")
+        assert grown["status"] == "started"
+        await h.settled(grown["run"]["id"])
+        await h.stop()
+
+    run(main())

@@ -1,4 +1,5 @@
-"""``kairos consolidate`` and ``kairos board show|add|rm|prune|history``: memory consolidation.
+"""``kairos consolidate`` and ``kairos board show|add|edit|pin|rm|restore|prune|history``: memory
+consolidation and the context board.
 
 Both go through kairosd: it applies the consolidation gates, runs the detached worker, and is
 the one writer of the boards besides that worker (a board is per user, and two writers must
@@ -65,16 +66,26 @@ def _register_board(subparsers: Any) -> None:
         help="the project's context board: what kairos remembers between sessions",
         description="The context board of a project (the Git work tree around --cwd, default: this folder): "
         "at most 25 notes kept from earlier sessions, which reach new sessions through the SessionStart hook. "
-        "kairos prunes its own entries to 18 when the board is full; yours stay until you remove them.",
-        epilog="examples:\n  kairos board show\n  kairos board add 'Use pnpm, not npm' --kind rule\n"
-        "  kairos board rm b3f2a1\n  kairos board history -n 20",
+        "kairos prunes its own entries to 18 when the board is full; yours stay until you remove them. Later "
+        "words replace earlier ones about the same subject (kept as history); an entry of yours or a pinned "
+        "one is never replaced: the new one is added beside it and the conflict is shown.",
+        epilog="examples:\n  kairos board show\n  kairos board show --all\n"
+        "  kairos board add 'Use pnpm, not npm' --kind rule\n"
+        "  kairos board edit b3f2a1 'Use yarn, not pnpm'\n  kairos board pin b3f2a1\n  kairos board rm b3f2a1\n"
+        "  kairos board restore b91c04\n  kairos board history -n 20",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verbs = board.add_subparsers(dest="board_verb", metavar="COMMAND")
 
     show = make_parser(
-        verbs, "show", "list the entries", "List the board's entries, most worth keeping first.", "kairos board show"
+        verbs,
+        "show",
+        "list the entries",
+        "List the board's entries, most worth keeping first. Later words replace earlier ones about the same "
+        "subject; with --all, the replaced entries follow, each with what replaced it and when.",
+        "kairos board show\n  kairos board show --all",
     )
+    show.add_argument("--all", action="store_true", help="also list the entries later ones replaced")
     _cwd(show)
     show.set_defaults(handler=cmd_show)
 
@@ -89,6 +100,44 @@ def _register_board(subparsers: Any) -> None:
     add.add_argument("--kind", choices=KINDS, default="rule", help="what it is (default: rule)")
     _cwd(add)
     add.set_defaults(handler=cmd_add)
+
+    edit = make_parser(
+        verbs,
+        "edit",
+        "change an entry's text or kind",
+        "Change an entry's text or kind. The entry becomes yours: kairos never prunes or replaces it.",
+        "kairos board edit b3f2a1 'Use yarn, not pnpm'\n  kairos board edit b3f2a1 --kind decision",
+    )
+    edit.add_argument("id", metavar="ID")
+    edit.add_argument("text", nargs="*", metavar="TEXT")
+    edit.add_argument("--kind", choices=KINDS, help="its new kind")
+    _cwd(edit)
+    edit.set_defaults(handler=cmd_edit)
+
+    pin = make_parser(
+        verbs,
+        "pin",
+        "keep an entry: never pruned, never replaced",
+        "Pin an entry kairos must keep: it is never pruned, and a later entry that would replace it is added "
+        "beside it, shown as a conflict. --off unpins it.",
+        "kairos board pin b3f2a1\n  kairos board pin --off b3f2a1",
+    )
+    pin.add_argument("id", metavar="ID")
+    pin.add_argument("--off", action="store_true", help="unpin it")
+    _cwd(pin)
+    pin.set_defaults(handler=cmd_pin)
+
+    restore = make_parser(
+        verbs,
+        "restore",
+        "put a replaced entry back",
+        "Undo a wrong replacement: put an entry that a later one replaced back on the board, pinned (see "
+        "'kairos board show --all'). The entry that replaced it stays; remove it with 'kairos board rm'.",
+        "kairos board restore b91c04",
+    )
+    restore.add_argument("id", metavar="ID")
+    _cwd(restore)
+    restore.set_defaults(handler=cmd_restore)
 
     rm = make_parser(verbs, "rm", "remove an entry", "Remove an entry by its id.", "kairos board rm b3f2a1")
     rm.add_argument("id", metavar="ID")
@@ -110,7 +159,8 @@ def _register_board(subparsers: Any) -> None:
         verbs,
         "history",
         "what was learned and when",
-        "Every change to the board, newest last: additions, entries seen again, removals, prunes.",
+        "Every change to the board, newest last: additions, entries seen again, replacements (which entry "
+        "replaced which), conflicts with your entries, edits, pins, restores, removals, prunes.",
         "kairos board history\n  kairos board history -n 0 --json",
     )
     history.add_argument("-n", type=int, default=50, metavar="N", help="the last N changes (0: all; default 50)")
@@ -228,7 +278,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from kairos.client import Client
     from kairos.output import print_json, print_table
 
-    doc = Client().call("GET", "/board", query={"cwd": _abs(args.cwd)})
+    query = {"cwd": _abs(args.cwd), **({"all": "1"} if args.all else {})}
+    doc = Client().call("GET", "/board", query=query)
     if args.json:
         print_json(doc)
         return 0
@@ -236,19 +287,37 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"context board of {doc.get('project')}: {len(entries)} of {doc.get('limit', 25)} entries")
     if not entries:
         print("(empty: entries come from consolidated sessions, or kairos board add)")
-        return 0
-    rows = [
-        [
-            str(e.get("id")),
-            str(e.get("kind")),
-            str(e.get("hits", 1)),
-            str(e.get("last_seen_at", ""))[:10],
-            "you" if e.get("author") == "user" else "kairos",
-            str(e.get("text", "")),
+    else:
+        rows = [
+            [
+                str(e.get("id")),
+                str(e.get("kind")),
+                str(e.get("hits", 1)),
+                str(e.get("last_seen_at", ""))[:10],
+                ("you" if e.get("author") == "user" else "kairos") + (", pinned" if e.get("pinned") else ""),
+                str(e.get("text", ""))
+                + (f"  (conflicts with {e['conflicts_with']})" if e.get("conflicts_with") else ""),
+            ]
+            for e in entries
         ]
-        for e in entries
-    ]
-    print_table(["ID", "KIND", "HITS", "LAST SEEN", "BY", "TEXT"], rows)
+        print_table(["ID", "KIND", "HITS", "LAST SEEN", "BY", "TEXT"], rows)
+    if args.all:
+        old = doc.get("superseded") or []
+        print(f"\nreplaced entries ({len(old)}, newest first; kairos board restore ID puts one back):")
+        if not old:
+            print("(none)")
+        else:
+            rows = [
+                [
+                    str(e.get("id")),
+                    str(e.get("kind")),
+                    str(e.get("superseded_at", ""))[:16].replace("T", " "),
+                    str(e.get("superseded_by", "?")),
+                    str(e.get("text", "")),
+                ]
+                for e in old
+            ]
+            print_table(["ID", "KIND", "REPLACED AT", "BY ENTRY", "TEXT"], rows)
     return 0
 
 
@@ -265,6 +334,58 @@ def cmd_add(args: argparse.Namespace) -> int:
     print(f"added {entry['id']} [{entry['kind']}] {entry['text']}")
     for pruned in doc.get("pruned") or []:
         print(f"pruned {pruned['id']} [{pruned['kind']}] {pruned['text']} (to make room)")
+    for old in doc.get("superseded") or []:
+        print(f"replaced {old['id']} [{old['kind']}] {old['text']} (kairos board restore {old['id']} undoes it)")
+    return 0
+
+
+def _change(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
+    from kairos.client import Client
+
+    return dict(Client().call("POST", f"/board/entries/{_quote(args.id)}", {"cwd": _abs(args.cwd), **body}))
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+    from kairosd.errors import UsageError
+
+    body: dict[str, Any] = {}
+    if args.text:
+        body["text"] = " ".join(args.text)
+    if args.kind:
+        body["kind"] = args.kind
+    if not body:
+        raise UsageError("give the new text, or --kind")
+    doc = _change(args, body)
+    if args.json:
+        print_json(doc)
+    else:
+        entry = doc["entry"]
+        print(f"edited {entry['id']} [{entry['kind']}] {entry['text']} (was: {doc.get('before')})")
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+
+    doc = _change(args, {"pinned": not args.off})
+    if args.json:
+        print_json(doc)
+    else:
+        entry = doc["entry"]
+        print(f"{'unpinned' if args.off else 'pinned'} {entry['id']} [{entry['kind']}] {entry['text']}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from kairos.output import print_json
+
+    doc = _change(args, {"restore": True})
+    if args.json:
+        print_json(doc)
+    else:
+        entry = doc["entry"]
+        print(f"restored {entry['id']} [{entry['kind']}] {entry['text']} (pinned)")
     return 0
 
 
@@ -319,9 +440,22 @@ def cmd_history(args: argparse.Namespace) -> int:
             str(r.get("action", "?")),
             "you" if r.get("by") == "user" else "kairos",
             str(r.get("id") or "-"),
-            f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", "")),
+            (f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", ""))) + _why(r),
         ]
         for r in records
     ]
     print_table(["WHEN", "ACTION", "BY", "ID", "ENTRY"], rows)
     return 0
+
+
+def _why(record: dict[str, Any]) -> str:
+    """What a history line adds to its entry: what replaced it, what it conflicts with, what it was."""
+    if record.get("superseded_by"):
+        return f" -> replaced by {record['superseded_by']}"
+    if record.get("with"):
+        return f" (beside {record['with']}, yours: conflict)"
+    if record.get("before"):
+        return f" (was: {record['before']})"
+    if record.get("replaced_by"):
+        return f" (back; {record['replaced_by']} had replaced it)"
+    return ""

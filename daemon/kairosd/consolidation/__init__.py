@@ -6,7 +6,10 @@ project's context board (see :mod:`kairosd.consolidation.wiring` for how kairosd
     dates         relative dates to absolute ones (pure)
     extract       the offline consolidator: durable signals out of a transcript (pure)
     entries       what a board entry may be: kinds, one-line text, key, what is never stored (pure)
-    board         the context board: entries, caps, pruning, history, rendering
+    board         the context board's store: entries, caps, pruning, history, superseded entries,
+                  with board_model (its types and priorities, pure), board_render (the board as a
+                  starting session sees it, pure) and board_edits (edit, pin, restore; last session)
+    supersede     when a later entry replaces an earlier one (pure)
     gates         why a request is not run (pure)
     agent_mode    the opt-in rem-agent run, with offline mode as its fallback
     worker        the detached process: ``python -m kairosd.consolidation.worker REQUEST``

@@ -6,9 +6,12 @@
                                               200 skipped (with the gate that stopped it)
     GET    /v1/consolidation                 enabled, mode, running and pending runs, recent decisions
     GET    /v1/consolidation/runs/{id}       a run: its task record and the worker's result
-    GET    /v1/board?cwd=DIR                 the project's board (entries in priority order)
+    GET    /v1/board?cwd=DIR[&all=1]         the project's board (entries in priority order; with
+                                              all=1 also the superseded entries, newest first)
     POST   /v1/board                         {cwd, text, kind?}: a user's entry (201)
     DELETE /v1/board/entries/{id}?cwd=DIR    remove an entry
+    POST   /v1/board/entries/{id}            {cwd, text?, kind?, pinned?} edit or (un)pin an entry;
+                                              {cwd, restore: true} put a superseded entry back
     POST   /v1/board/prune                   {cwd}: prune kairos' entries down to 18
     GET    /v1/board/history?cwd=DIR&limit=N the newest changes
 
@@ -40,7 +43,7 @@ def consolidation_routes(service: Consolidation) -> list[tuple[str, dict[str, Ha
         ("/board", {"GET": routes.show, "POST": routes.add}),
         ("/board/prune", {"POST": routes.prune}),
         ("/board/history", {"GET": routes.history}),
-        (r"/board/entries/(?P<id>[^/]+)", {"DELETE": routes.remove}),
+        (r"/board/entries/(?P<id>[^/]+)", {"DELETE": routes.remove, "POST": routes.change}),
     ]
 
 
@@ -67,7 +70,10 @@ class _Routes:
         return Response(200, await self.service.run_info(m["id"]))
 
     async def show(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, await self.service.board(req.query.get("cwd")))
+        every = req.query.get("all", "0")
+        if every not in ("0", "1"):
+            raise UsageError("all must be 0 or 1")
+        return Response(200, await self.service.board_ops.board(req.query.get("cwd"), every == "1"))
 
     async def add(self, req: Request, m: re.Match[str]) -> Response:
         body = _object(req.body)
@@ -78,6 +84,13 @@ class _Routes:
 
     async def remove(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, await self.service.remove_entry(req.query.get("cwd"), m["id"]))
+
+    async def change(self, req: Request, m: re.Match[str]) -> Response:
+        body = _object(req.body)
+        unknown = set(body) - {"cwd", "text", "kind", "pinned", "restore"}
+        if unknown:
+            raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
+        return Response(200, await self.service.board_ops.change_entry(body.get("cwd"), m["id"], body))
 
     async def prune(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, await self.service.prune(_object(req.body).get("cwd")))

@@ -1,4 +1,5 @@
-"""Board operations for ``kairos board ...`` and the board as SessionStart's context.
+"""Board operations for ``kairos board ...`` and the board as SessionStart's context (with what
+changed since the project's last session start, which it records).
 
 Each operation takes the board's file lock (through :class:`.board.BoardStore`), like the worker,
 so kairosd and a worker never lose each other's changes. A user's change is published as a
@@ -16,7 +17,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from kairosd.consolidation.board import LIMIT, PRUNE_TO, BoardStore, project_root, render_context
+from kairosd.consolidation import board_edits
+from kairosd.consolidation.board import LIMIT, PRUNE_TO, BoardStore, project_root
+from kairosd.consolidation.board_render import render_context
 from kairosd.errors import UsageError
 from kairosd.events import EventBus
 
@@ -36,9 +39,10 @@ class BoardOperations:
             raise UsageError(f"cwd must be an absolute path, not {cwd!r}")
         return project_root(cwd)
 
-    async def board(self, cwd: Any) -> dict[str, Any]:
+    async def board(self, cwd: Any, include_superseded: bool = False) -> dict[str, Any]:
         project = self.project_for(cwd)
         board = await asyncio.to_thread(self.boards.load, project)
+        extra = {"superseded": [e.to_json() for e in reversed(board.superseded)]} if include_superseded else {}
         return {
             "project": project,
             "path": str(self.boards.path_of(project)),
@@ -46,6 +50,7 @@ class BoardOperations:
             "prune_to": PRUNE_TO,
             "entries": board.view(self.now()),
             "updated_at": board.updated_at.isoformat() if board.updated_at else None,
+            **extra,
         }
 
     async def add_entry(self, cwd: Any, text: Any, kind: Any) -> dict[str, Any]:
@@ -56,13 +61,46 @@ class BoardOperations:
             raise UsageError("kind must be a string")
         entry, pruned = await asyncio.to_thread(self.boards.add_user, project, text, kind or "rule")
         self.events.publish("board_changed", project=project, by="user", added=entry.id)
-        return {"project": project, "entry": entry.to_json(), "pruned": [e.to_json() for e in pruned]}
+        board = await asyncio.to_thread(self.boards.load, project)
+        replaced = [e.to_json() for e in board.superseded if e.superseded_by == entry.id]
+        return {"project": project, "entry": entry.to_json(), "pruned": [e.to_json() for e in pruned],
+                "superseded": replaced}  # fmt: skip
 
     async def remove_entry(self, cwd: Any, entry_id: str) -> dict[str, Any]:
         project = self.project_for(cwd)
         entry = await asyncio.to_thread(self.boards.remove, project, entry_id)
         self.events.publish("board_changed", project=project, by="user", removed=entry.id)
         return {"project": project, "removed": entry.to_json()}
+
+    async def change_entry(self, cwd: Any, entry_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Edit (``text``, ``kind``), pin or unpin (``pinned``) or restore (``restore: true``) an entry."""
+        project = self.project_for(cwd)
+        text, kind, pinned, restore = body.get("text"), body.get("kind"), body.get("pinned"), body.get("restore")
+        if text is not None and not isinstance(text, str):
+            raise UsageError("text must be a string")
+        if kind is not None and not isinstance(kind, str):
+            raise UsageError("kind must be a string")
+        if pinned is not None and not isinstance(pinned, bool):
+            raise UsageError("pinned must be true or false")
+        if restore not in (None, True):
+            raise UsageError("restore must be true")
+        if restore and (text is not None or kind is not None or pinned is not None):
+            raise UsageError("restore takes no other change")
+        answer: dict[str, Any] = {"project": project}
+        if restore:
+            entry = await asyncio.to_thread(board_edits.restore, self.boards, project, entry_id)
+            answer["restored"] = True
+        else:
+            if pinned is None and text is None and kind is None:
+                raise UsageError("give text, kind, pinned or restore")
+            if text is not None or kind is not None:
+                entry, before = await asyncio.to_thread(board_edits.edit, self.boards, project, entry_id, text, kind)
+                answer["before"] = before
+            if pinned is not None:
+                entry = await asyncio.to_thread(board_edits.pin, self.boards, project, entry_id, pinned)
+        answer["entry"] = entry.to_json()
+        self.events.publish("board_changed", project=project, by="user", changed=entry.id)
+        return answer
 
     async def prune(self, cwd: Any) -> dict[str, Any]:
         project = self.project_for(cwd)
@@ -85,7 +123,12 @@ class BoardOperations:
             return None
         try:
             project = project_root(cwd)
-            return render_context(self.boards.load(project), self.now())
+            board = self.boards.load(project)
+            since = board_edits.last_session(self.boards, project)
+            text = render_context(board, self.now(), since)
+            if board.entries or board.superseded:
+                board_edits.mark_session(self.boards, project, self.now())
+            return text
         except Exception:
             log.exception("cannot render the context board for %s", cwd)
             return None

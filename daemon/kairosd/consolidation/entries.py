@@ -39,6 +39,7 @@ class Candidate:
     kind: str
     text: str
     at: datetime | None = None
+    supersedes: str | None = None  # the id of the entry it replaces, when the answer named one (agent mode)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -56,12 +56,15 @@ _LEAD = r"^(?:(?:please|pls|also|and|but|so|ok(?:ay)?|important|note|fyi|btw|hey
 _RULE = re.compile(
     _LEAD + r"(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+)?"
     r"(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
-    r"(?:always|never|don'?t|do\s+not|must(?:\s+not)?|make\s+sure\s+(?:to|you|that)|from\s+now\s+on)\b",
+    r"(?:always|never|don'?t|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on)\b",
     re.IGNORECASE,
 )
 # "Don't worry about it", "never mind": the words of a rule, the meaning of chit-chat.
 _CHATTER = re.compile(
-    r"\b(?:don'?t|do\s+not|never)\s+(?:worry|bother|mind|care|know|think|understand|see\s+why)\b", re.IGNORECASE
+    r"\b(?:don'?t|do\s+not|never)\s+(?:worry|bother|mind|care|know|think|understand|see\s+why)\b"
+    r"|^(?:i\s+)?(?:never|always)\s+(?:seen|heard|had|been|liked|understood|thought|fun|nice|great|happy|good|"
+    r"a\s+pleasure)\b",
+    re.IGNORECASE,
 )
 _REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note\s+for\s+the\s+future)\b", re.IGNORECASE)
 _PREFERENCE = re.compile(
@@ -80,6 +83,49 @@ _DECISION = re.compile(
     r"switch\s+to|adopt)\b|\b(?:we|i)\s+(?:have\s+)?decided\b|^decision\s*:|^(?:let'?s\s+)?go\s+with\b",
     re.IGNORECASE,
 )
+# A project fact: a statement that names, locates or describes a part of the project ("X is called
+# Y", "X runs on / lives in Y", "we use X for Y", "X is read-only on Fridays"). Its subject must be
+# a thing (not "I", "you", "it", "this"), and it must not hedge: opinions and one-off remarks stay out.
+_FACT_VERB = re.compile(
+    r"\b(?:(?:is|are)\s+(?:called|named)\s+\S"
+    r"|(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|managed|built|published|configured|"
+    r"defined))\s+(?:on|in|at|under|with|by)\s+\S"
+    r"|go(?:es)?\s+(?:out\s+)?(?:to|from)\s+\S"
+    r"|(?:is|are)\s+(?:read-only|frozen|protected|locked|owned\s+by|maintained\s+by)\b"
+    r"|(?:owns?|maintains?|uses)\s+(?:the\s+)?\S)",
+    re.IGNORECASE,
+)
+_FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", re.IGNORECASE)
+_NOT_A_SUBJECT = re.compile(
+    r"^(?:i|i'?m|you|it|it'?s|this|that|these|those|there|he|she|they|what|why|how|when|where|who|which|can|could|"
+    r"should|would|will|do|does|did|is|are|was|were|let'?s|lets|pls|please|maybe|perhaps|ok|okay|hmm|so|just|"
+    r"if|and|but|or|then|also|now|well|yes|no|yeah|nah|lol)\b",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(
+    r"\b(?:i\s+think|i\s+guess|i\s+believe|maybe|probably|perhaps|seems?|might|apparently|not\s+sure|was|were|"
+    r"failed|broke|again|today|yesterday|right\s+now)\b",
+    re.IGNORECASE,
+)
+_FACT_WORDS = (
+    r"called|named|runs?|lives?|sits?|hosted|deployed|stored|kept|managed|built|published|configured|"
+    r"defined|go|goes|read-only|frozen|protected|locked|owned|maintained|owns?|maintains?|uses?"
+)
+
+
+def is_fact(sentence: str) -> bool:
+    """A statement about the project worth keeping as a ``fact`` entry (see :data:`_FACT_VERB`)."""
+    if _HEDGE.search(sentence):
+        return False
+    if _FACT_WE_USE.match(sentence):
+        return True
+    if _NOT_A_SUBJECT.match(sentence):
+        return False
+    match = _FACT_VERB.search(sentence)
+    # the subject comes first: at most a few words before the verb
+    return match is not None and len(sentence[: match.start()].split()) <= 5 and match.start() > 0
+
+
 # An explicit to-do wins over a rule ("don't forget to ..."); a vague one ("later") loses to it.
 _TODO = re.compile(
     r"^(?:todo|fixme)\b[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+to|still\s+need\s+to)\b", re.IGNORECASE
@@ -90,7 +136,9 @@ _TODO_VAGUE = re.compile(r"\b(?:later|next\s+time|follow[\s-]?up|at\s+some\s+poi
 _TRIGGER = re.compile(
     r"\b(?:always|never|don'?t|do\s+not|must|make\s+sure|from\s+now\s+on|remember|keep\s+in\s+mind|note\s+for|"
     r"prefer|rather|instead\s+of|over|like\s+to\s+use|let'?s|we'?ll|we\s+will|we\s+are|we'?re|i'?ll|decided|"
-    r"decision|go\s+with|todo|fixme|forget|remind|still\s+need|later|next\s+time|follow|some\s+point)\b",
+    r"decision|go\s+with|todo|fixme|forget|remind|still\s+need|later|next\s+time|follow|some\s+point|"
+    + _FACT_WORDS
+    + r")\b",
     re.IGNORECASE,
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(\[])")
@@ -163,6 +211,8 @@ def classify(sentence: str, *, after_agent: bool, first: bool) -> str | None:
         return "preference"
     if _DECISION.search(sentence):
         return "decision"
+    if is_fact(sentence):
+        return "fact"
     return None
 
 

@@ -12,6 +12,10 @@ coalesced into it, not run twice. If it brings another session's transcript, it 
 project's one pending follow-up (a newer one replaces it), started when the run ends; it already
 passed the other gates. Pending follow-ups live in memory only.
 
+A session's end may be reported more than once (Gemini CLI fires SessionEnd three times per
+``/quit``): a request that brings the same session's transcript, unchanged since this kairosd
+started a run of it, is that run again; it is answered ``skipped`` at the lock gate, never run twice.
+
 Board operations (``kairos board ...``) are :mod:`.board_ops`'; :class:`Consolidation` hands
 them on, so the routes and the composition root see one object.
 
@@ -74,6 +78,15 @@ def _project_of(cwd: str) -> tuple[str, bool]:
     return project, os.path.isdir(project)
 
 
+def _fingerprint(path: str | None) -> tuple[int, int] | None:
+    """A transcript's size and modification time; None if it cannot be read."""
+    try:
+        info = os.stat(path) if path else None
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns) if info else None
+
+
 class Consolidation:
     def __init__(
         self,
@@ -115,6 +128,8 @@ class Consolidation:
         self.running: dict[str, Run] = self.runs.running  # project -> its run (the same dict)
         self.pending: dict[str, ConsolidationRequest] = {}  # project -> the follow-up to start after
         self._project_locks: dict[str, asyncio.Lock] = {}
+        # project -> (session, transcript, its size and mtime) of the last run started: a repeat is not rerun
+        self._last_run_of: dict[str, tuple[str, str | None, tuple[int, int] | None]] = {}
         self._closing = False
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -169,12 +184,17 @@ class Consolidation:
                 self.pending[project] = req
                 detail += "; this session's transcript follows when it ends"
             return await self._decide(req, project, COALESCED, "lock", detail, run.task_id)
+        seen = (req.session_id, req.transcript_path, await asyncio.to_thread(_fingerprint, req.transcript_path))
+        if seen[2] is not None and self._last_run_of.get(project) == seen:
+            why = "this session's transcript was consolidated already and has not changed since (a repeated end)"
+            return await self._decide(req, project, SKIPPED, "lock", why)
         mode = self.config.mode
         bound = OFFLINE_BOUND_S + (self.config.agent_timeout if mode == "agent" else 0.0)
         try:
             record = await self.runs.launch(req, project, bound)
         except OSError as exc:
             return await self._decide(req, project, FAILED, None, f"cannot start the worker: {exc.strerror or exc}")
+        self._last_run_of[project] = seen
         return await self._decide(req, project, STARTED, None, f"consolidation started ({self.config.mode})", record.id)
 
     async def _follow_up(self, project: str) -> None:
@@ -208,11 +228,12 @@ class Consolidation:
             "run": run,
         }
         self.recent.append(decision)
+        # Published before the file write yields: a fast run must not be reported finished before started.
+        self.events.publish(f"consolidation_{outcome}", **{k: v for k, v in decision.items() if k != "at"})
         try:
             await asyncio.to_thread(self._log_decision, decision)
         except OSError as exc:
             log.warning("cannot record the consolidation decision: %s", exc)
-        self.events.publish(f"consolidation_{outcome}", **{k: v for k, v in decision.items() if k != "at"})
         if outcome == SKIPPED:
             log.info("consolidation of %s session %s skipped (%s): %s", req.agent, req.session_id, gate, detail)
         answer: dict[str, Any] = {"status": outcome, "gate": gate, "reason": detail, "project": project}

@@ -133,10 +133,11 @@ def parse_time(value: Any) -> datetime | None:
 
 
 def blocks_text(content: Any, kinds: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
-    """The text of a message's content: a string, or the joined text of its blocks of ``kinds``."""
+    """The text of a message's content: a string, or the joined text of its blocks of ``kinds``
+    (a block with no ``type`` but a ``text``, as Gemini's parts are, is a text block)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") in kinds]
+        parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type", "text") in kinds]
         return "\n".join(p for p in parts if isinstance(p, str))
     return ""

@@ -12,6 +12,7 @@ daemon, the board or anything that writes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -44,6 +45,26 @@ _CODEX_PREAMBLES = (
     "# AGENTS.md instructions",
     "<user_shell_command>",
 )
+# Text an agent CLI or kairos put into a user message: Gemini's session preamble, kairos' board
+# (SessionStart / BeforeAgent context) and a Stop hook's reason as Codex records it. Left out, or
+# kairos would learn its own board back.
+_INJECTED_BLOCK = re.compile(
+    r"<(session_context|hook_context|hook_prompt)\b[^>]*>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE
+)
+# A scheduled prompt kairos handed over at turn end (kairosd.reminder): the agent gets it as the
+# next user message, but the person did not type it then.
+_KAIROS_REMINDER = "Scheduled reminder from kairos"
+_KAIROS_BOARD = "kairos context board for "
+
+
+def typed_text(text: str) -> str:
+    """``text`` without what was injected into it; empty if nothing a person typed is left."""
+    if "<" in text:
+        text = _INJECTED_BLOCK.sub("", text)
+    stripped = text.strip()
+    if stripped.startswith((_KAIROS_REMINDER, _KAIROS_BOARD)):
+        return ""
+    return stripped
 
 
 class _Reader:
@@ -138,8 +159,9 @@ class _Copilot(_Reader):
 class _Codex(_Reader):
     def __init__(self, stats: ReadStats) -> None:
         super().__init__(stats)
-        # A typed prompt is logged twice: as a response_item user message and as an event_msg
-        # user_message. The event is the person's words alone; older files only have the item.
+        # Up to 0.16x a typed prompt is logged twice: as a response_item user message and as an
+        # event_msg user_message (the person's words alone). 0.169 writes only the item; so did
+        # the oldest files. The item is held back until it is clear which kind of file this is.
         self.events_seen = False
         self.pending: Message | None = None
 
@@ -156,12 +178,15 @@ class _Codex(_Reader):
             self.stats.cwd = nonempty(payload.get("cwd"))
         elif kind == "event_msg" and ptype == "user_message":
             self.events_seen, self.pending = True, None
-            text = nonempty(payload.get("message")) or ""
-            out.append(Message("user", text, human=bool(text.strip()), at=at))
+            text = typed_text(nonempty(payload.get("message")) or "")
+            out.append(Message("user", text, human=bool(text), at=at))
         elif kind == "response_item":
             if ptype == "message" and payload.get("role") == "user":
-                text = blocks_text(payload.get("content"))
-                if not self.events_seen and text.strip() and not text.lstrip().startswith(_CODEX_PREAMBLES):
+                if self.events_seen or _from_hook(payload):
+                    return out
+                raw = blocks_text(payload.get("content"))
+                text = "" if raw.lstrip().startswith(_CODEX_PREAMBLES) else typed_text(raw)
+                if text:
                     out += self.close()
                     self.pending = Message("user", text, human=True, at=at)
                 return out
@@ -169,10 +194,10 @@ class _Codex(_Reader):
             if ptype == "message" and payload.get("role") == "assistant":
                 out.append(Message("assistant", blocks_text(payload.get("content")), at=at))
             elif ptype in ("function_call", "custom_tool_call") and isinstance(payload.get("name"), str):
-                raw = payload.get("arguments", payload.get("input"))
-                args = tool_arguments(raw)
-                if payload["name"] == "apply_patch" and isinstance(raw, str) and not args:
-                    args = {"input": raw}
+                raw_args = payload.get("arguments", payload.get("input"))
+                args = tool_arguments(raw_args)
+                if payload["name"] == "apply_patch" and isinstance(raw_args, str) and not args:
+                    args = {"input": raw_args}
                 out.append(Message("assistant", "", at=at, tools=(tool_use(payload["name"], args),)))
             elif ptype == "local_shell_call" and isinstance(payload.get("action"), dict):
                 out.append(Message("assistant", "", at=at, tools=(tool_use("local_shell", payload["action"]),)))
@@ -183,13 +208,69 @@ class _Codex(_Reader):
         return (pending,) if pending is not None and not self.events_seen else ()
 
 
+def _from_hook(payload: dict[str, Any]) -> bool:
+    """A Codex user message the person did not type: its provenance names a hook (0.169 tags each
+    content item, ``{"type": "harness", "hook": true}``), or says it came from somewhere else than
+    the user (the harness's context, skills)."""
+    marks: list[Any] = [payload.get("provenance")]
+    content = payload.get("content")
+    if isinstance(content, list):
+        marks += [b.get("provenance") for b in content if isinstance(b, dict)]
+    passthrough = payload.get("internal_chat_message_metadata_passthrough")
+    items = passthrough.get("content_item_metadata") if isinstance(passthrough, dict) else None
+    if isinstance(items, list):
+        marks += [item.get("provenance") for item in items if isinstance(item, dict)]
+    kinds = set()
+    for mark in marks:
+        if isinstance(mark, str):
+            kinds.add(mark.lower())
+        elif isinstance(mark, dict):
+            hook = mark.get("hook")
+            if hook is not None and hook is not False:
+                return True
+            if isinstance(mark.get("type"), str):
+                kinds.add(mark["type"].lower())
+    if any("hook" in kind for kind in kinds):
+        return True
+    return bool(kinds) and "user" not in kinds
+
+
 class _Gemini(_Reader):
+    """Gemini CLI: the messages of a ``session-*.json`` document, or of 0.61's ``session-*.jsonl``
+    (a metadata first line, then messages, ``{"$set": ...}`` updates, and a message written again
+    under its id when it changes). Messages are held until :meth:`close`: the last version of each
+    id wins, in the place where the id first appeared."""
+
+    def __init__(self, stats: ReadStats) -> None:
+        super().__init__(stats)
+        self.messages: dict[str, Message | None] = {}
+
     def feed(self, obj: dict[str, Any]) -> Iterable[Message]:
+        update = obj.get("$set")
+        if isinstance(update, dict):
+            obj = update  # an update of the session's fields; messages, if it carries them
+        if "type" not in obj:
+            if self.stats.session_id is None:
+                self.stats.session_id = nonempty(obj.get("sessionId"))
+            messages = obj.get("messages")
+            if isinstance(messages, list):  # a whole document on one line
+                for item in messages:
+                    if isinstance(item, dict):
+                        self.feed(item)
+            return ()
+        key = obj.get("id")
+        key = key if isinstance(key, str) and key else f"#{len(self.messages)}"
+        self.messages[key] = self._message(obj)
+        return ()
+
+    @staticmethod
+    def _message(obj: dict[str, Any]) -> Message | None:
         kind = obj.get("type")
         at = parse_time(obj.get("timestamp"))
         if kind == "user":
-            text = blocks_text(obj.get("content"))
-            return (Message("user", text, human=bool(text.strip()), at=at),)
+            raw = blocks_text(obj.get("content"))
+            text = typed_text(raw)
+            return Message("user", text or raw, human=bool(text), at=at)
         if kind == "gemini":
             tools = []
             calls = obj.get("toolCalls")
@@ -197,8 +278,12 @@ class _Gemini(_Reader):
                 for call in calls:
                     if isinstance(call, dict) and isinstance(call.get("name"), str):
                         tools.append(tool_use(call["name"], tool_arguments(call.get("args"))))
-            return (Message("assistant", blocks_text(obj.get("content")), at=at, tools=tuple(tools)),)
-        return ()
+            return Message("assistant", blocks_text(obj.get("content")), at=at, tools=tuple(tools))
+        return None
+
+    def close(self) -> Iterable[Message]:
+        messages, self.messages = self.messages, {}
+        return [m for m in messages.values() if m is not None]
 
 
 class _Generic(_Reader):

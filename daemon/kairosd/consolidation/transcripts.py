@@ -11,13 +11,19 @@ Formats (the line shapes are reverse-engineered by others; see the research note
   with ``session_meta``, ``response_item`` (messages, ``function_call``), ``event_msg``
   (``user_message``: what the person typed), ``turn_context``.
 - **gemini**: Gemini CLI's ``chats/session-*.json``: one JSON document ``{sessionId, messages:
-  [{type: user|gemini|info, content, toolCalls}]}`` (or the same messages one per line).
+  [{type: user|gemini|info, content, toolCalls}]}``; since 0.61 ``chats/session-*.jsonl``: a
+  metadata line, the messages one per line (a changed one again under its id), ``{"$set": ...}``
+  updates. Content is a string or parts ``[{text}]``.
 - **generic**: JSON lines of ``{role, content}`` (optional ``timestamp``).
 
 A human user turn is what a person typed: not a tool result, not a meta or injected message
 (Claude's ``isMeta``, slash-command echoes, ``<local-command-stdout>``, compaction summaries,
 sub-agent sidechains; Copilot's sub-agent and skill-injected messages; Codex's environment and
-instruction preambles).
+instruction preambles and hook prompts; Gemini's ``<session_context>``; kairos' own board and
+scheduled reminders, wherever a CLI records them as user text).
+
+The format is told by the first line read whole (JSON lines if it is an object), never by a
+fixed number of bytes: Codex 0.169's first line is over 20 KB.
 
 Reading is streaming, line by line, with a bound on a single line; a line that is not a JSON
 object (or not UTF-8, or too long) is skipped and counted in :class:`ReadStats`, never fatal.
@@ -97,8 +103,8 @@ def sniff(obj: dict[str, Any]) -> str | None:
             return "claude"
         if kind in _GEMINI_TYPES and "content" in obj and "message" not in obj:
             return "gemini"
-    if isinstance(obj.get("messages"), list) and ("sessionId" in obj or "projectHash" in obj):
-        return "gemini"
+    if "projectHash" in obj or (isinstance(obj.get("messages"), list) and "sessionId" in obj):
+        return "gemini"  # a session document, or the metadata line that opens 0.61's JSON lines
     if "role" in obj and "content" in obj:
         return "generic"
     return None
@@ -159,6 +165,8 @@ def read_document(doc: Any, stats: ReadStats) -> Iterator[Message]:
             continue
         for message in reader.feed(item):
             yield _counted(message, stats)
+    for message in reader.close():
+        yield _counted(message, stats)
 
 
 def read_file(
@@ -202,17 +210,21 @@ def count_human_turns(
 
 
 def _is_document(file: IO[bytes]) -> bool:
-    """A pretty-printed JSON document (Gemini) rather than JSON lines: its first line is not an object."""
-    head = file.read(4096)
-    file.seek(0)
-    text = head.lstrip()
-    if not text.startswith(b"{"):
-        return False
-    first = text.split(b"\n", 1)[0]
+    """A pretty-printed JSON document (Gemini's ``session-*.json``) rather than JSON lines: its first
+    line, read whole (Codex 0.169 opens with a 20 KB one), is not a JSON object by itself."""
     try:
-        return not isinstance(json.loads(first), dict)
-    except ValueError:
-        return True
+        while True:
+            line = file.readline(MAX_LINE_BYTES + 1)
+            if not line or line.strip():
+                break
+        if len(line) > MAX_LINE_BYTES or not line.lstrip().startswith(b"{"):
+            return False  # an over-long first line is skipped as JSON lines are, never read whole
+        try:
+            return not isinstance(json.loads(line), dict)
+        except ValueError:
+            return True
+    finally:
+        file.seek(0)
 
 
 def _counted(message: Message, stats: ReadStats) -> Message:

@@ -40,13 +40,14 @@ from kairosd.atomic import write_atomic
 from kairosd.clock import Clock, SystemClock
 from kairosd.consolidation.board import BoardStore
 from kairosd.consolidation.extract import Extraction, extract
-from kairosd.consolidation.transcripts import ReadStats, read_file
+from kairosd.consolidation.transcripts import Message, ReadStats, read_file
 from kairosd.paths import Paths
 
 if TYPE_CHECKING:
     from kairosd.consolidation.agent_mode import AgentAnswer
 
 REQUEST_VERSION = 1
+MAX_TURNS_KEPT = 200  # the latest human turns kept for agent mode's prompt
 
 
 def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) -> dict[str, Any]:
@@ -60,8 +61,9 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
             result["error"] = "another consolidation of this project is running (its run lock is held)"
             return _done(result, clock, started)
         stats = ReadStats()
+        turns: list[str] = []
         try:
-            extraction = _offline(request, stats)
+            extraction = _offline(request, stats, turns)
         except OSError as exc:
             result["error"] = f"cannot read the transcript {request.get('transcript')}: {exc.strerror or exc}"
             result["transcript"] = stats.as_dict()
@@ -77,7 +79,10 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
         mode = request.get("mode", "offline")
         result["mode"] = "offline"
         if mode == "agent":
-            answer = _agent(request, boards, project, stats, clock, environ)
+            answer = _agent(request, boards, project, stats, clock, environ, turns)
+            if answer.rejected:
+                result["agent_rejected"] = answer.rejected
+                _say(f"rem-agent answer: {len(answer.rejected)} line(s) not applied: " + "; ".join(answer.rejected))
             if answer.error is None:
                 candidates = answer.candidates
                 result["mode"] = "agent"
@@ -98,15 +103,30 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
     return _done(result, clock, started)
 
 
-def _offline(request: dict[str, Any], stats: ReadStats) -> Extraction:
+def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str]) -> Extraction:
+    """Offline mode's candidates; ``turns`` gets what the person typed (for agent mode's prompt)."""
     zone = _zone(request.get("zone"))
     anchor = datetime.fromisoformat(request["requested_at"])
-    messages = read_file(request["transcript"], request.get("agent"), stats)
+
+    def typed(messages: Iterator[Message]) -> Iterator[Message]:
+        for message in messages:
+            if message.human:
+                turns.append(message.text)
+                del turns[:-MAX_TURNS_KEPT]
+            yield message
+
+    messages = typed(read_file(request["transcript"], request.get("agent"), stats))
     return extract(messages, project=str(request["project"]), anchor=anchor, zone=zone)
 
 
 def _agent(
-    request: dict[str, Any], boards: BoardStore, project: str, stats: ReadStats, clock: Clock, environ: dict[str, str]
+    request: dict[str, Any],
+    boards: BoardStore,
+    project: str,
+    stats: ReadStats,
+    clock: Clock,
+    environ: dict[str, str],
+    turns: list[str],
 ) -> AgentAnswer:
     # Imported here: offline runs (the default) never load the agent adapters.
     from kairosd.config import load_config
@@ -121,9 +141,14 @@ def _agent(
     except KairosError as exc:
         return AgentAnswer(error=f"the config cannot be used: {exc}")
     board = boards.load(project)
-    prompt = prompt_for(project, str(request["transcript"]), board, stats.last_at, clock.now())
+    prompt = prompt_for(project, str(request["transcript"]), board, stats.last_at, clock.now(), turns)
     return run_rem_agent(
-        config=config, project=project, prompt=prompt, timeout_s=float(request["agent_timeout_s"]), environ=environ
+        config=config,
+        project=project,
+        prompt=prompt,
+        timeout_s=float(request["agent_timeout_s"]),
+        environ=environ,
+        known=[e.id for e in board.entries],
     )
 
 

@@ -1,0 +1,117 @@
+"""When a new board entry replaces an earlier one: later words about the same subject win.
+
+A candidate supersedes a current entry of the same family (rules, preferences, corrections and
+decisions are one family; facts another; to-dos a third) when
+
+- it **rules out** what the entry asks for: "use yarn, not pnpm" rules out ``pnpm``, and an entry
+  that recommends pnpm ("From now on, use pnpm instead of npm") is replaced (words after ``not``,
+  ``instead of``, ``rather than``, ``no longer``, ``stop using``, ``over`` are ruled out);
+- it **says the opposite**: "never run migrations on deploy" after "always run migrations on
+  deploy" (the same words once the polarity words are set aside);
+- it **gives the same subject a new value**: a fact "The nightly job runs on batch-02" after
+  "The nightly job runs on the batch-01 host" (the same subject before the same verb).
+
+Which entries may be replaced silently is the board's decision (a user's own or a pinned entry
+never is: see :mod:`.board`). Pure: must not import the board or anything that does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Protocol
+
+FAMILY = {
+    "rule": "rule",
+    "preference": "rule",
+    "correction": "rule",
+    "decision": "rule",
+    "fact": "fact",
+    "todo": "todo",
+}
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]|[a-z0-9]")
+_STOP_WORDS = """a an the this that these those it its is are be been was were to of in on at for from by with and
+or but so we i you our my your us me please pls also just now here there then always never don't dont do not no use
+using used make sure should must will would can let's lets go going with repo project codebase actually scratch
+instead rather than over anymore longer stop drop ok okay yes"""
+_STOP = frozenset(_STOP_WORDS.split())
+_OUT = re.compile(
+    r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
+    r"drop|over|away\s+from|replaces?)\s+((?:the\s+)?[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[a-z0-9][a-z0-9._/:@*+-]*)?)",
+    re.IGNORECASE,
+)
+_POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
+_FACT_SPLIT = re.compile(
+    r"\b(?:is|are)\s+(?:called|named)\b|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|"
+    r"managed|built|published|configured|defined))\s+(?:on|in|at|under|with|by)\b|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\b"
+    r"|\b(?:is|are)\s+(?:owned|maintained)\s+by\b|\b(?:owns?|maintains?|uses)\b"
+    r"|\b(?:is|are)\s+(?:read-only|frozen|locked)\b",
+    re.IGNORECASE,
+)
+
+
+class Item(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+
+
+def words(text: str) -> set[str]:
+    """The words that carry meaning (lower case; stop words and polarity words left out)."""
+    return {w for w in _WORD.findall(text.lower().replace("\u2019", "'")) if w not in _STOP}
+
+
+def ruled_out(text: str) -> set[str]:
+    """What ``text`` says not to use or do any more ("use yarn, not pnpm" -> {"pnpm"})."""
+    found = set()
+    for match in _OUT.finditer(text.replace("\u2019", "'")):
+        # the thing ruled out: the first word that carries meaning ("not make test" -> "test")
+        named = [w.rstrip(".:/-") for w in match[1].lower().split()]
+        word = next((w for w in named if w and w not in _STOP), None)
+        if word:
+            found.add(word)
+    return found
+
+
+def _asks_for(text: str) -> set[str]:
+    return words(text) - ruled_out(text)
+
+
+def _polarity(text: str) -> int:
+    negative = re.search(r"\b(?:never|don'?t|do\s+not|must\s+not|no\s+longer|not)\b", text, re.IGNORECASE)
+    return -1 if negative else 1
+
+
+def _subject(text: str) -> tuple[str, str] | None:
+    """A fact's (subject, verb): the words before its verb, and the verb."""
+    match = _FACT_SPLIT.search(text)
+    if match is None or match.start() == 0:
+        return None
+    subject = " ".join(sorted(words(text[: match.start()])))
+    verb = " ".join(match[0].lower().split())
+    return (subject, verb) if subject else None
+
+
+def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
+    """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
+    if FAMILY.get(new_kind) != FAMILY.get(old.kind):
+        return False
+    out = ruled_out(new_text)
+    if out and out & _asks_for(old.text) and not out & _asks_for(new_text):
+        return True
+    new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
+    if new_words and new_words == old_words and _polarity(new_text) != _polarity(old.text):
+        return True
+    if FAMILY[new_kind] == "fact":
+        new_subject, old_subject = _subject(new_text), _subject(old.text)
+        return new_subject is not None and new_subject == old_subject
+    return False
+
+
+def superseded(new_kind: str, new_text: str, current: Iterable[Item]) -> list[Item]:
+    """The current entries a new entry replaces, in board order."""
+    return [old for old in current if supersedes(new_kind, new_text, old)]
