@@ -33,7 +33,8 @@ NOT_CHECKED_YET = {
     **{f"task {v}": "needs the background task registry harness" for v in
        ("start", "list", "show", "wait", "logs", "cancel", "send", "close")},
     "consolidate": "needs the consolidation harness",
-    **{f"board {v}": "needs the consolidation harness" for v in ("show", "add", "rm", "prune", "history")},
+    **{f"board {v}": "needs the consolidation harness" for v in
+       ("show", "add", "rm", "prune", "history", "edit", "pin", "restore")},
     "systemd uninstall": "runs systemctl",
     "systemd status": "runs systemctl and journalctl",
     "completion": "prints a shell script, not JSON",
