@@ -209,7 +209,8 @@ def test_codex_config_keeps_the_rest_byte_for_byte(tmp_path):
     installed, _ = transform("codex", ctx(tmp_path), path, CODEX_CONFIG)
     assert installed.startswith(CODEX_CONFIG)
     parsed = tomllib.loads(installed)
-    assert parsed["mcp_servers"]["kairos"] == {"command": KAIROS, "args": ["mcp"]}
+    expected = {"command": KAIROS, "args": ["mcp"], "default_tools_approval_mode": "approve"}
+    assert parsed["mcp_servers"]["kairos"] == expected
     assert parsed["mcp_servers"]["docs"]["command"] == "npx"
     assert transform("codex", ctx(tmp_path), path, installed)[0] == installed
     assert transform("codex", ctx(tmp_path, install=False), path, installed)[0] == CODEX_CONFIG
@@ -224,10 +225,48 @@ def test_codex_config_registration_by_hand_is_left_alone(tmp_path):
     assert "added by hand" in notes[0]
 
 
+def test_codex_tables_written_inside_kairos_block_survive_reintegrate_and_uninstall(tmp_path):
+    """Codex appends its own tables at the end of config.toml, which lands them before kairos' end marker."""
+    path = tmp_path / ".codex" / "config.toml"
+    installed, _ = transform("codex", ctx(tmp_path), path, 'model = "o3"\n')
+    assert installed is not None
+    codex_state = (
+        '\n[hooks.state]\n\n[hooks.state."/h/.codex/hooks.json:stop:0:0"]\ntrusted_hash = "sha256:ab"\n'
+        '\n[projects."/h/p"]\ntrust_level = "trusted"\n'
+    )
+    marker = merge.TOML_END + "\n"
+    with_state = installed.replace(marker, codex_state + marker)  # where Codex 0.169 puts them
+    again, _ = transform("codex", ctx(tmp_path), path, with_state)
+    assert again is not None
+    parsed = tomllib.loads(again)
+    assert parsed["hooks"]["state"]["/h/.codex/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:ab"}
+    assert parsed["projects"]["/h/p"] == {"trust_level": "trusted"}
+    assert merge.is_kairos_mcp_server(parsed["mcp_servers"]["kairos"])
+    assert transform("codex", ctx(tmp_path), path, again)[0] == again  # converged
+    removed, _ = transform("codex", ctx(tmp_path, install=False), path, with_state)
+    assert removed is not None
+    parsed = tomllib.loads(removed)
+    assert "mcp_servers" not in parsed
+    assert parsed["hooks"]["state"]["/h/.codex/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:ab"}
+    assert parsed["projects"]["/h/p"] == {"trust_level": "trusted"}
+    assert merge.TOML_BEGIN not in removed
+    assert merge.TOML_END not in removed
+
+
+def test_codex_uninstall_removes_the_hooks_file_it_created(tmp_path):
+    path = tmp_path / ".codex" / "hooks.json"
+    installed, _ = transform("codex", ctx(tmp_path), path, None)
+    assert installed is not None
+    assert set(json.loads(installed)["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
+    assert transform("codex", ctx(tmp_path, install=False), path, installed) == (None, [])
+    kept, _ = transform("codex", ctx(tmp_path, install=False), path, '{"hooks": {"Stop": []}, "x": 1}')
+    assert kept is not None
+
+
 @pytest.mark.parametrize(
     ("text", "match"),
     [("model = ", "not valid TOML"), ('mcp_servers = { docs = { command = "x" } }\n', "with kairos' block"),
-     ("# >>> kairos >>>\n[mcp_servers.kairos]\n", "block .* is broken"),
+     ("# >>> kairos >>>\n# >>> kairos >>>\n[mcp_servers.kairos]\n", "block .* is broken"),
      ('[mcp_servers.kairos]\ncommand = "python"\n', "does not run 'kairos mcp'")],
 )  # fmt: skip
 def test_codex_configs_kairos_cannot_extend_are_refused(tmp_path, text, match):

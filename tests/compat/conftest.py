@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from compat import clis
+from compat.capture import capture
 from compat.fakemodel import FakeModel
 
 UNSUPPORTED = "unsupported: "
@@ -190,5 +191,9 @@ def world_factory(model: FakeModel) -> Iterator[Callable[[str], World]]:
     yield make
     for world, root in made:
         world.stop()
+        captures = os.environ.get("KAIROS_COMPAT_CAPTURE")
+        if captures:  # sanitized transcripts for transcript readers (scripts/compat --capture DIR)
+            test = os.environ.get("PYTEST_CURRENT_TEST", "test").split("::")[-1].split(" ")[0]
+            capture(world.cli, world.home, root, Path(captures) / world.cli / test)
         if os.environ.get("KAIROS_COMPAT_KEEP") != "1":
             shutil.rmtree(root, ignore_errors=True)

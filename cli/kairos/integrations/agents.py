@@ -9,7 +9,7 @@ what            Claude Code            Copilot CLI          Codex              G
 session start   SessionStart           sessionStart         SessionStart       SessionStart
 user prompt     UserPromptSubmit       userPromptSubmitted  UserPromptSubmit   BeforeAgent
 turn boundary   Stop                   agentStop            Stop               AfterAgent
-session end     SessionEnd             sessionEnd           (not installed)    SessionEnd
+session end     SessionEnd             sessionEnd           SessionEnd         SessionEnd
 waiter          wait, at SessionStart  -                    -                  -
                 and Stop
 ==============  =====================  ===================  =================  ====================
@@ -23,8 +23,8 @@ Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' fol
 
 Timeouts are in each CLI's unit (seconds; Gemini milliseconds). Claude's SessionEnd hook has no
 timeout of its own: Claude gives SessionEnd hooks 1.5 s in all and kairos answers well within it.
-Codex's SessionEnd is left out: only newer Codex versions have it, and an older one reading an
-event it does not know could reject the whole file.
+Codex has SessionEnd since 0.16x (0.169 runs it on exit): without it an ended Codex session would
+stay "live" until it expired and collect prompts meant for a session that is open.
 
 Pure: paths are computed, nothing is read or written. Must not import kairosd beyond ``errors``.
 """
@@ -196,7 +196,7 @@ def codex_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
     def handler(event: str) -> dict[str, Any]:
         return {"type": "command", "command": ctx.hook_command("codex", event), "timeout": HOOK_TIMEOUT_S}
 
-    return {event: [handler(event)] for event in ("SessionStart", "UserPromptSubmit", "Stop")}
+    return {event: [handler(event)] for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")}
 
 
 def _codex(ctx: Context) -> tuple[list[FilePlan], list[str]]:
@@ -211,14 +211,18 @@ def _codex(ctx: Context) -> tuple[list[FilePlan], list[str]]:
             notes.append(f"{config_path} also defines [hooks]; Codex merges them with hooks.json and warns at start-up")
         return new, notes
 
-    plans = [
-        _json_plan(
-            codex_dir / "hooks.json",
-            "hooks",
-            lambda data, where: merge.merge_grouped_hooks(data, codex_hooks(ctx), where, install=ctx.install),
-        ),
-        FilePlan(config_path, "MCP server", config_transform),
-    ]
+    hooks_path = codex_dir / "hooks.json"
+
+    def hooks_transform(text: str | None) -> tuple[str | None, list[str]]:
+        data = merge.parse_json_object(text, str(hooks_path))
+        new = merge.merge_grouped_hooks(data, codex_hooks(ctx), str(hooks_path), install=ctx.install)
+        if text is not None and new == data:
+            return text, []
+        if not ctx.install and not new:
+            return None, []  # only kairos' hooks were in it: remove the file rather than leave "{}"
+        return merge.dump_json(new, text), []
+
+    plans = [FilePlan(hooks_path, "hooks", hooks_transform), FilePlan(config_path, "MCP server", config_transform)]
     notes = (
         ["Codex runs a new or changed hook only after you review and trust it: open /hooks in Codex."]
         if ctx.install
