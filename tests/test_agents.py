@@ -599,3 +599,26 @@ def test_agent_output_never_crashes_a_parser(lines, exit_code):
             adapter.progress(line)
         outcome = adapter.result(stdout, "", exit_code)
         assert outcome.ok or outcome.error
+
+
+def test_gemini_answer_after_an_afteragent_block_is_the_final_text():
+    """Gemini 0.61: a hook that denies the end of a turn shows as an error warning; the answer after it counts."""
+    lines = [
+        {"type": "init", "session_id": "s1"},
+        {"type": "message", "role": "assistant", "content": "first", "delta": True},
+        {"type": "error", "severity": "warning", "message": "Agent execution blocked: Scheduled reminder ..."},
+        {"type": "message", "role": "assistant", "content": "second", "delta": True},
+        {"type": "result", "status": "success"},
+    ]
+    outcome = GeminiAdapter().result("\n".join(json.dumps(x) for x in lines), "", 0)
+    assert outcome.ok
+    assert outcome.final_text == "second"
+
+
+def test_gemini_untrusted_folder_exit_says_what_to_do():
+    outcome = GeminiAdapter().result("", "Gemini CLI is not running in a trusted directory. Use --skip-trust", 55)
+    assert not outcome.ok
+    assert outcome.error is not None
+    assert "not trusted" in outcome.error
+    assert "GEMINI_CLI_TRUST_WORKSPACE" in outcome.error
+    assert "--skip-trust" not in outcome.error

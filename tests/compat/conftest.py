@@ -145,6 +145,50 @@ class World:
     def integrate(self, *extra: str) -> subprocess.CompletedProcess[str]:
         return self.kairos("integrate", self.cli, "--kairos", kairos_script(), *extra)
 
+    def trust_codex_hooks(self) -> int:
+        """What a user does in Codex's /hooks: trust every hook, written by Codex itself (its app-server).
+
+        Returns how many hooks it trusted. Codex writes ``[hooks.state."KEY"] trusted_hash`` into
+        config.toml with its own TOML editor, so the file ends up exactly as the TUI leaves it.
+        """
+        proc = subprocess.Popen(
+            [self.binary, "app-server"], env=self.env, cwd=self.project, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+
+        def call(request_id: int, method: str, params: dict[str, Any]) -> Any:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            for line in proc.stdout:
+                message = json.loads(line)
+                if message.get("id") == request_id:
+                    assert "error" not in message, message
+                    return message["result"]
+            raise AssertionError(f"codex app-server ended before answering {method}")
+
+        try:
+            call(1, "initialize", {"clientInfo": {"name": "kairos-compat", "version": "1"}})
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "initialized"}) + "\n")
+            listed = call(2, "hooks/list", {"cwds": [str(self.project)]})
+            hooks = [h for entry in listed["data"] for h in entry["hooks"] if h.get("trustStatus") != "trusted"]
+            if hooks:
+                state = {h["key"]: {"trusted_hash": h["currentHash"]} for h in hooks}
+                call(3, "config/value/write", {"keyPath": "hooks.state", "value": state, "mergeStrategy": "upsert"})
+            return len(hooks)
+        finally:
+            proc.stdin.close()
+            proc.stdout.close()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
     def run(
         self, argv: list[str], *, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 180
     ) -> subprocess.CompletedProcess[str]:

@@ -16,6 +16,10 @@ routing, summaries) cannot eat a scripted reply meant for the conversation:
   is ``called tool``;
 - otherwise ``fake reply``.
 
+``HOLD`` in a conversation request's newest user text makes the server wait for
+:meth:`FakeModel.release` before it answers (after :meth:`FakeModel.hold`): the turn is in
+flight while a test schedules a prompt due at its end.
+
 Every request is recorded (:attr:`FakeModel.requests`) with its path and parsed body, and
 :meth:`FakeModel.texts` flattens each into the text the model was shown, for assertions such as
 "the board is in the first request".
@@ -57,6 +61,9 @@ class FakeModel:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        self.held = threading.Event()  # set when a HOLD request arrived
+        self._gate = threading.Event()
+        self._gate.set()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -80,6 +87,13 @@ class FakeModel:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def hold(self) -> None:
+        self.held.clear()
+        self._gate.clear()
+
+    def release(self) -> None:
+        self._gate.set()
+
     def record(self, entry: Recorded) -> None:
         with self._lock:
             self.requests.append(entry)
@@ -98,6 +112,9 @@ class FakeModel:
 
     def decide(self, rec: Recorded) -> Reply:
         user = last_user_text(rec)
+        if "HOLD" in (user or "") and tool_names(rec) and not has_tool_result(rec) and not self._gate.is_set():
+            self.held.set()
+            self._gate.wait(300)
         if rec.wire == "gemini" and _wants_json(rec.body):
             return Reply(
                 text=json.dumps(

@@ -44,6 +44,7 @@ APPROVAL = {"plan": "plan", "default": "default", "acceptEdits": "auto_edit", "b
 # 55: Gemini CLI refuses a folder the user has not trusted in Gemini. kairos keeps that check (trusting a
 # folder lets its .gemini/settings.json run hooks and MCP servers): the user trusts the folder, or opts in
 # for kairos' runs with [agents.gemini] env = { GEMINI_CLI_TRUST_WORKSPACE = "true" }.
+_BLOCKED = "Agent execution blocked"  # Gemini's warning when an AfterAgent hook denies the end of a turn
 UNTRUSTED_EXIT = 55
 UNTRUSTED_HINT = (
     "the folder is not trusted by Gemini CLI: trust it in an interactive gemini session (/permissions), or "
@@ -101,6 +102,8 @@ class GeminiAdapter(CliAdapter):
             elif kind == "tool_use":
                 tool_calls += 1
                 chunks = []
+            elif kind == "error" and (text_of(event.get("message")) or "").startswith(_BLOCKED):
+                chunks = []  # an AfterAgent hook sent the turn on with a new prompt: the answer comes after it
             elif kind == "result":
                 final = event
         text = "".join(chunks).strip() or None
