@@ -13,9 +13,9 @@ import subprocess
 import tomllib
 
 import pytest
+
 from compat.conftest import UNSUPPORTED, World, wait_for
 from compat.fakemodel import last_user_text
-
 from kairosd.agents.adapters import BUILTIN
 from kairosd.agents.base import TurnRequest
 from kairosd.agents.common import AdapterSettings
@@ -58,7 +58,7 @@ def first_conversation_text(world: World, since: int) -> str:
 
 
 @pytest.mark.feature("session-start context")
-@pytest.mark.parametrize("cli", (*HOOKED, "opencode"))
+@pytest.mark.parametrize("cli", [*HOOKED, "opencode"])
 def test_board_is_in_the_first_request_and_survives_a_second_integrate(cli, world_factory):
     world = integrated(world_factory, cli)
     proc, outcome = turn(world, "SAY:one")
@@ -77,7 +77,7 @@ def test_board_is_in_the_first_request_and_survives_a_second_integrate(cli, worl
 
 
 @pytest.mark.feature("turn-end delivery")
-@pytest.mark.parametrize("cli", (*HOOKED, "opencode"))
+@pytest.mark.parametrize("cli", [*HOOKED, "opencode"])
 def test_prompt_due_at_turn_end_becomes_the_next_request(cli, world_factory):
     world = integrated(world_factory, cli)
     adapter, command = argv(world, "HOLD SAY:first")
