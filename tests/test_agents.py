@@ -321,7 +321,12 @@ def test_claude_refuses_session_requests_it_cannot_honour():
 
 def test_copilot_allows_only_what_the_mode_or_the_list_allows():
     copilot = CopilotAdapter()
-    assert not [a for a in argv_of(copilot) if a.startswith(("--allow", "--deny"))]
+    # Only kairos' own MCP server (headless Copilot refuses every MCP call it was not told to allow).
+    assert [a for a in argv_of(copilot) if a.startswith(("--allow", "--deny"))] == ["--allow-tool=kairos"]
+    assert "--allow-tool=kairos" not in argv_of(
+        copilot, permissions=Permissions("default", None, frozenset({"kairos"}))
+    )
+    assert "--allow-tool=kairos" not in argv_of(copilot, permissions=Permissions("plan"))
     assert "--allow-tool=write" in argv_of(copilot, permissions=Permissions("acceptEdits"))
     assert "--allow-all-tools" in argv_of(copilot, permissions=Permissions("bypassPermissions"))
     plan = argv_of(copilot, permissions=Permissions("plan", frozenset({"shell(git:*)", "read"})))

@@ -67,7 +67,7 @@ def test_claude_install_keeps_every_other_entry_and_appends_ours(tmp_path):
     new, _ = transform("claude", ctx(tmp_path), path, text)
     data = json.loads(new)
     assert data["model"] == "opus"
-    assert data["permissions"] == USER_SETTINGS["permissions"]
+    assert data["permissions"] == {"allow": ["Bash(git status)", "mcp__kairos"]}  # kairos' tools, no prompt
     assert data["hooks"]["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
     assert data["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
     assert data["hooks"]["Stop"][1] == {
@@ -209,7 +209,7 @@ def test_codex_config_keeps_the_rest_byte_for_byte(tmp_path):
     installed, _ = transform("codex", ctx(tmp_path), path, CODEX_CONFIG)
     assert installed.startswith(CODEX_CONFIG)
     parsed = tomllib.loads(installed)
-    expected = {"command": KAIROS, "args": ["mcp"], "default_tools_approval_mode": "approve"}
+    expected = {"command": KAIROS, "args": ["mcp"], "default_tools_approval_mode": "approve", "required": True}
     assert parsed["mcp_servers"]["kairos"] == expected
     assert parsed["mcp_servers"]["docs"]["command"] == "npx"
     assert transform("codex", ctx(tmp_path), path, installed)[0] == installed

@@ -138,6 +138,8 @@ class Sandbox:
             "DISABLE_ERROR_REPORTING": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+            # MCP tools in the request itself, not behind ToolSearch, so the fake model can call them.
+            "ENABLE_TOOL_SEARCH": "false",
         }
 
     def _codex(self) -> dict[str, str]:

@@ -134,7 +134,7 @@ class FakeModel:
         if call:
             wanted, args = call.group(1), json.loads(call.group(2))
             for name, namespace in tool_names(rec):
-                if name == wanted or name.endswith("_" + wanted) or name.endswith("__" + wanted):
+                if name == wanted or any(name.endswith(sep + wanted) for sep in ("_", "-", ".")):
                     return Reply(tool=name, arguments=args, namespace=namespace)
         say = _SAY.search(user or "")
         return Reply(text=say.group(1) if say else "fake reply")

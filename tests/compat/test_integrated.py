@@ -15,7 +15,7 @@ import tomllib
 import pytest
 
 from compat.conftest import UNSUPPORTED, World, wait_for
-from compat.fakemodel import last_user_text
+from compat.fakemodel import last_user_text, tool_names
 from kairosd.agents.adapters import BUILTIN
 from kairosd.agents.base import TurnRequest
 from kairosd.agents.common import AdapterSettings
@@ -106,3 +106,20 @@ def test_prompt_due_at_turn_end_becomes_the_next_request(cli, world_factory):
     assert "Scheduled reminder from kairos" in delivered[0]
     assert outcome.ok, (outcome.error, stderr[-1500:])
     assert outcome.final_text == "second", stdout[-3000:]
+
+
+CREATE = 'CALL:cron_create {"cron": "7 7 * * *", "prompt": "MCPMADE nightly", "recurring": true}'
+
+
+@pytest.mark.feature("MCP")
+@pytest.mark.parametrize("cli", [*HOOKED, "opencode"])
+def test_mcp_cron_create_headless_creates_a_task(cli, world_factory):
+    world = integrated(world_factory, cli)
+    proc, outcome = turn(world, CREATE)
+    tasks = world.kairos_json("list")["tasks"]
+    made = [t for t in tasks if t.get("prompt") == "MCPMADE nightly"]
+    calls = [r for r in world.model.conversation() if "cron_create" in json.dumps(r.body)]
+    assert calls, "kairos' cron_create never reached the model as a tool"
+    seen = [[n for n, _ in tool_names(r) if "cron" in n.lower() or "kairos" in n] for r in calls]
+    assert made, (outcome.error, outcome.final_text, proc.stderr[-1500:], seen)
+    assert outcome.ok, outcome.error

@@ -16,7 +16,8 @@ waiter          wait, at SessionStart  -                    -                  -
 
 Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' folders):
 
-- Claude Code: hooks in ``~/.claude/settings.json``; MCP server (user scope) in ``~/.claude.json``.
+- Claude Code: hooks and the ``mcp__kairos`` allow rule in ``~/.claude/settings.json``; MCP server
+  (user scope) in ``~/.claude.json``.
 - Copilot CLI: hooks in ``~/.copilot/hooks/kairos.json`` (a file of its own); MCP in ``~/.copilot/mcp-config.json``.
 - Codex: hooks in ``~/.codex/hooks.json``; MCP as ``[mcp_servers.kairos]`` in ``~/.codex/config.toml``.
 - Gemini CLI: hooks and MCP in ``~/.gemini/settings.json``.
@@ -124,15 +125,21 @@ def claude_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
     return hooks
 
 
+CLAUDE_MCP_RULE = "mcp__kairos"  # every tool of the kairos MCP server, without a prompt
+
+
 def _claude(ctx: Context) -> tuple[list[FilePlan], list[str]]:
     claude_dir = ctx.dot_dir(".claude")
+
+    def claude_change(data: dict[str, Any], where: str) -> dict[str, Any]:
+        data = merge.merge_grouped_hooks(data, claude_hooks(ctx), where, install=ctx.install)
+        # kairos' tools only read and change the user's kairos schedule; without the rule a headless
+        # `claude -p` (kairos' own runs) refuses them, so a task could not schedule its follow-up.
+        return merge.merge_allow_rule(data, CLAUDE_MCP_RULE, where, install=ctx.install)
+
     entry = {"type": "stdio", "command": ctx.kairos, "args": ["mcp"], **_env_field(ctx)}
     plans = [
-        _json_plan(
-            claude_dir / "settings.json",
-            "hooks",
-            lambda data, where: merge.merge_grouped_hooks(data, claude_hooks(ctx), where, install=ctx.install),
-        ),
+        _json_plan(claude_dir / "settings.json", "hooks", claude_change),
         _json_plan(
             ctx.home / ".claude.json",
             "MCP server",
@@ -248,7 +255,9 @@ def gemini_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
 
 def _gemini(ctx: Context) -> tuple[list[FilePlan], list[str]]:
     settings = ctx.dot_dir(".gemini") / "settings.json"
-    entry = {"command": ctx.kairos, "args": ["mcp"], **_env_field(ctx)}
+    # trust: Gemini runs the server's tools without asking; headless (kairos' own runs) it otherwise
+    # leaves them out of the request altogether. See README, "MCP tools without a prompt".
+    entry = {"command": ctx.kairos, "args": ["mcp"], **_env_field(ctx), "trust": True}
 
     def change(data: dict[str, Any], where: str) -> dict[str, Any]:
         data = merge.merge_grouped_hooks(data, gemini_hooks(ctx), where, install=ctx.install)

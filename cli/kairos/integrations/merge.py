@@ -222,6 +222,29 @@ def merge_mcp_server(
     return result
 
 
+def merge_allow_rule(data: dict[str, Any], rule: str, where: str, *, install: bool) -> dict[str, Any]:
+    """Claude Code's ``permissions.allow``: ``rule`` added once (install) or removed (uninstall)."""
+    result = copy.deepcopy(data)
+    permissions = _object_at(result, "permissions", where, create=install)
+    if permissions is None:
+        return result
+    allow = permissions.get("allow")
+    if allow is None and not install:
+        return result
+    if allow is not None and not isinstance(allow, list):
+        raise Refused(f"{where}: permissions.allow is not a list; kairos leaves the file alone")
+    kept = [r for r in allow or [] if r != rule]
+    if install:
+        permissions["allow"] = [*kept, rule]
+    elif kept or len(kept) == len(allow or []):
+        permissions["allow"] = kept
+    else:
+        del permissions["allow"]  # kairos emptied it
+        if not permissions:
+            del result["permissions"]
+    return result
+
+
 # ---- TOML (Codex's config.toml) ------------------------------------------------------------
 
 
@@ -299,6 +322,7 @@ def codex_mcp_block(command: str, env: Mapping[str, str], agent: str = "codex") 
         # Codex asks before every MCP tool call, and a headless `codex exec` (approval policy "never")
         # then refuses them all. kairos' tools only read and change the user's own schedule.
         'default_tools_approval_mode = "approve"',
+        "required = true",
     ]
     if env:
         pairs = ", ".join(f"{k} = {toml_string(v)}" for k, v in env.items())

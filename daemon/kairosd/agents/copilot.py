@@ -18,7 +18,9 @@ allow in Copilot, so ``denied_tools`` become ``--deny-tool``. Modes map onto
 what may run without a prompt, which headless means "may run at all":
 ``plan`` denies the ``write`` and ``shell`` tool kinds; ``default`` allows
 nothing extra; ``acceptEdits`` allows ``write``; ``bypassPermissions`` allows
-every tool (``--allow-all-tools``, not paths or URLs). With ``allowed_tools``,
+every tool (``--allow-all-tools``, not paths or URLs). ``default`` and ``acceptEdits`` also allow
+kairos' own MCP server (``--allow-tool=kairos``): headless Copilot otherwise refuses every MCP call.
+With ``allowed_tools``,
 only those are allowed (the mode adds nothing: a list never widens), and in
 plan mode ``write``/``shell`` rules are dropped from it. Tool names are
 Copilot's own (``shell(git:*)``, ``write``, ``read``, an MCP server name).
@@ -51,6 +53,7 @@ from kairosd.agents.common import (
 
 NAME = "copilot"
 _PLAN_DENIED = ("shell", "write")
+KAIROS_MCP = "kairos"  # the MCP server `kairos integrate copilot` registers
 
 
 class CopilotAdapter(CliAdapter):
@@ -156,6 +159,10 @@ def _permission_args(request: TurnRequest) -> list[str]:
         args.append("--allow-tool=write")
     elif mode == "bypassPermissions":
         args.append("--allow-all-tools")
+    if mode in ("default", "acceptEdits") and perms.allowed_tools is None and KAIROS_MCP not in denied:
+        # kairos' own MCP tools (they only read and change the user's kairos schedule), so a task can
+        # schedule its follow-up; a tool list or a deny rule decides for itself.
+        args.append(f"--allow-tool={KAIROS_MCP}")
     args += [f"--deny-tool={rule}" for rule in sorted(denied)]
     return args
 
