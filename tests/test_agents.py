@@ -627,3 +627,10 @@ def test_gemini_untrusted_folder_exit_says_what_to_do():
     assert "not trusted" in outcome.error
     assert "GEMINI_CLI_TRUST_WORKSPACE" in outcome.error
     assert "--skip-trust" not in outcome.error
+
+
+def test_claude_waits_for_mcp_servers_unless_the_user_says_otherwise():
+    """claude -p otherwise sends the first request before `kairos mcp` has started (seen with 2.1.330)."""
+    assert ClaudeAdapter().command(TurnRequest("p")).env == {"MCP_CONNECTION_NONBLOCKING": "false"}
+    mine = ClaudeAdapter(AdapterSettings(env={"MCP_CONNECTION_NONBLOCKING": "true", "X": "1"}))
+    assert mine.command(TurnRequest("p")).env == {"MCP_CONNECTION_NONBLOCKING": "true", "X": "1"}

@@ -14,6 +14,7 @@ Must not import kairosd: the suite drives kairos only through its CLI.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -32,6 +33,28 @@ BIN = {"claude": "claude", "codex": "codex", "gemini": "gemini", "copilot": "cop
 CLIS = tuple(PINNED)
 # Copilot masks its provider key wherever it appears: one no reply or path contains.
 FAKE_KEY = "kq7-fake-key-zx9"
+
+
+# The oldest Node each CLI ran on here (Claude's package asks for 22 but runs on 20; Gemini needs 20).
+MIN_NODE = {"claude": 20, "gemini": 20, "codex": 16, "copilot": 16, "opencode": 16}
+
+
+@functools.cache
+def node_version() -> str:
+    try:
+        return subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def node_too_old(cli: str) -> str | None:
+    """Why ``cli`` cannot run on this machine's node, or None."""
+    version = node_version()
+    try:
+        major = int(version.lstrip("v").split(".")[0])
+    except ValueError:
+        return "node --version failed"
+    return f"{cli} needs node >= {MIN_NODE[cli]}, this is {version}" if major < MIN_NODE[cli] else None
 
 
 def cache_dir() -> Path:

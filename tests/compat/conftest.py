@@ -42,6 +42,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         item.add_marker(pytest.mark.compat)
         item.add_marker(pytest.mark.slow)
+        cli = getattr(item, "callspec", None) and item.callspec.params.get("cli")
+        low = clis.node_too_old(cli) if selected and cli and not missing else None
+        if low:
+            item.add_marker(pytest.mark.skip(reason=low))
         if not selected:
             item.add_marker(pytest.mark.skip(reason="real agent CLIs: run scripts/compat (or pytest -m compat)"))
         elif missing:
@@ -66,12 +70,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             detail = reason.removeprefix(UNSUPPORTED)
         elif report.failed:
             detail = str(report.longrepr).strip().splitlines()[-1][:200] if report.longrepr else ""
-        key = (cli, marker.args[0])
-        previous = _results.get(key)
-        # One cell, several tests (interactive and headless MCP): the worst outcome wins.
-        order = ["verified", "unsupported", "skipped", "failing"]
-        if previous is None or order.index(status) >= order.index(previous["status"]):
-            _results[key] = {"status": status, "detail": detail, "test": item.nodeid}
+        for feature in marker.args:
+            key = (cli, feature)
+            previous = _results.get(key)
+            # One cell, several tests (interactive and headless MCP): the worst outcome wins.
+            order = ["verified", "unsupported", "skipped", "failing"]
+            if previous is None or order.index(status) >= order.index(previous["status"]):
+                _results[key] = {"status": status, "detail": detail, "test": item.nodeid}
     return report
 
 

@@ -26,7 +26,7 @@ def _turn(world: World, adapter, request: TurnRequest):
     return proc, adapter.result(proc.stdout, proc.stderr, proc.returncode)
 
 
-@pytest.mark.feature("headless")
+@pytest.mark.feature("headless", "resume")
 @pytest.mark.parametrize("cli", clis.CLIS)
 def test_headless_turn_and_resume(cli, world_factory):
     world = world_factory(cli)
