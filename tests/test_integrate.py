@@ -71,7 +71,15 @@ def test_claude_install_keeps_every_other_entry_and_appends_ours(tmp_path):
     assert data["hooks"]["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
     assert data["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
     assert data["hooks"]["Stop"][1] == {
-        "hooks": [{"type": "command", "command": f"{KAIROS} hook claude Stop", "timeout": 10}]
+        "hooks": [
+            {"type": "command", "command": f"{KAIROS} hook claude Stop", "timeout": 10},
+            {
+                "type": "command",
+                "command": f"{KAIROS} hook claude wait --max-wait 86340",
+                "asyncRewake": True,
+                "timeout": 86400,
+            },
+        ]
     }
     assert set(data["hooks"]) == {"PreToolUse", "Stop", "SessionStart", "UserPromptSubmit", "SessionEnd"}
     assert list(data["hooks"])[:2] == ["PreToolUse", "Stop"]  # the user's order is kept
@@ -105,16 +113,20 @@ def test_claude_uninstall_of_a_kairos_only_file_leaves_no_hooks_key(tmp_path):
     assert json.loads(removed) == {"theme": "dark"}
 
 
-def test_claude_with_rewake_adds_the_waiter_and_a_plain_install_removes_it(tmp_path):
-    """--with-rewake adds 'kairos hook claude wait' (asyncRewake) at SessionStart and Stop; without it, it goes."""
+def test_claude_waiter_is_installed_by_default_for_a_day_and_no_rewake_removes_it(tmp_path):
+    """By default 'kairos hook claude wait' (asyncRewake) is armed at SessionStart and Stop for a whole idle day."""
     path = tmp_path / ".claude" / "settings.json"
-    with_waiter, _ = transform("claude", ctx(tmp_path, with_rewake=True), path, None)
+    with_waiter, _ = transform("claude", ctx(tmp_path), path, None)
     hooks = json.loads(with_waiter)["hooks"]
     for event in ("SessionStart", "Stop"):
-        [waiter] = [h for h in hooks[event][0]["hooks"] if h["command"].endswith(" wait")]
+        [waiter] = [h for h in hooks[event][0]["hooks"] if " wait " in h["command"]]
         assert waiter["asyncRewake"] is True
-        assert waiter["timeout"] == agents.REWAKE_TIMEOUT_S
-    without, _ = transform("claude", ctx(tmp_path), path, with_waiter)
+        assert waiter["timeout"] == 86_400  # Claude ends an async hook at its timeout
+        assert waiter["command"].endswith(" hook claude wait --max-wait 86340")  # it exits first, by itself
+    short, _ = transform("claude", ctx(tmp_path, rewake_lifetime=30), path, None)
+    [waiter] = [h for h in json.loads(short)["hooks"]["Stop"][0]["hooks"] if " wait " in h["command"]]
+    assert (waiter["timeout"], waiter["command"].split()[-1]) == (30, "27")
+    without, _ = transform("claude", ctx(tmp_path, with_rewake=False), path, with_waiter)
     assert " wait" not in without
 
 
@@ -375,7 +387,8 @@ def test_the_default_kairos_is_the_absolute_path_of_this_installation(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["codex", "--with-rewake"], "for claude only"), (["claude", "--kairos", "kairos"], "absolute path"),
-     (["claude", "--uninstall", "--with-rewake"], "leave out --with-rewake")],
+     (["claude", "--uninstall", "--with-rewake"], "leave out --with-rewake"),
+     (["claude", "--no-rewake", "--rewake-lifetime", "60"], "neither"), (["gemini", "--no-rewake"], "claude only")],
 )  # fmt: skip
 def test_bad_option_combinations_are_usage_errors(tmp_path, args, message):
     """Options that make no sense together exit 2 with the reason."""
@@ -389,7 +402,7 @@ def test_bad_option_combinations_are_usage_errors(tmp_path, args, message):
 EXAMPLE_FILES = {
     ("claude", False): {".claude/settings.json": "claude/settings.json", ".claude.json": "claude/claude.json"},
     ("claude", True): {
-        ".claude/settings.json": "claude/settings.with-rewake.json",
+        ".claude/settings.json": "claude/settings.no-rewake.json",
         ".claude.json": "claude/claude.json",
     },
     ("copilot", False): {
@@ -404,7 +417,7 @@ EXAMPLE_FILES = {
 @pytest.mark.parametrize(("agent", "rewake"), list(EXAMPLE_FILES))
 def test_examples_parse_and_match_what_integrate_writes_into_an_empty_home(tmp_path, agent, rewake):
     """Each example is valid JSON/TOML and equals `kairos integrate --dry-run` for an empty HOME (path as 'kairos')."""
-    args = [agent, "--dry-run", "--json", "--kairos", KAIROS] + (["--with-rewake"] if rewake else [])
+    args = [agent, "--dry-run", "--json", "--kairos", KAIROS] + (["--no-rewake"] if rewake else [])
     proc = kairos(tmp_path, *args)
     assert proc.returncode == 0, proc.stderr
     written = {
@@ -425,7 +438,7 @@ def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
     """Each installed command is `kairos hook AGENT EVENT` with an AGENT and EVENT that `kairos hook` handles."""
     from kairos import hook
 
-    plans, _ = agents.plan(agent, ctx(tmp_path, with_rewake=agent == "claude"))
+    plans, _ = agents.plan(agent, ctx(tmp_path))
     commands = []
     for item in plans:
         text, _ = item.transform(None)
@@ -437,7 +450,8 @@ def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
                     commands.append(handler.get("command") or handler.get("bash"))
     assert commands
     for command in commands:
-        program, verb, hook_agent, event = command.split()
+        program, verb, hook_agent, event, *options = command.split()
+        assert options in ([], ["--max-wait", "86340"])
         assert (program, verb, hook_agent) == (KAIROS, "hook", agent)
         assert hook_agent in hook.AGENTS
         # kairos hook matches events case- and separator-insensitively.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -207,7 +208,50 @@ class World:
             timeout=timeout,
         )
 
+    # ---- interactive sessions under tmux (a private server per world) ----
+
+    @property
+    def tmux_socket(self) -> str:
+        return str(self.sandbox.root / "tmux.sock")
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-S", self.tmux_socket, *args], capture_output=True, text=True, check=check)
+
+    def start_interactive(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Start ``argv`` in the project folder in a 200x50 tmux window, with this world's environment."""
+        script = self.sandbox.root / "interactive.sh"
+        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in {**self.env, **(env or {})}.items())
+        script.write_text(f"cd {shlex.quote(str(self.project))}\n{exports}exec {shlex.join(argv)}\n")
+        self.tmux("new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "bash", str(script))
+        self.interactive = True
+
+    def mcp_server_up(self, min_age: float = 3.0) -> bool:
+        """A ``kairos mcp`` of this world has run for ``min_age`` seconds (time to answer the handshake)."""
+        import psutil
+
+        for proc in psutil.process_iter(["cmdline", "create_time"]):
+            cmd = proc.info["cmdline"] or []
+            if len(cmd) >= 2 and cmd[-1] == "mcp" and any(c.endswith("kairos") for c in cmd[:-1]):
+                try:
+                    mine = proc.environ().get("KAIROS_HOME") == str(self.sandbox.kairos_home)
+                except psutil.Error:
+                    continue
+                if mine and time.time() - proc.info["create_time"] >= min_age:
+                    return True
+        return False
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "cli", check=False).stdout
+
+    def type(self, text: str, *, enter: bool = True) -> None:
+        self.tmux("send-keys", "-t", "cli", "-l", text)
+        if enter:
+            time.sleep(0.3)  # a TUI reads a pasted line and Enter apart only with a gap between them
+            self.tmux("send-keys", "-t", "cli", "Enter")
+
     def stop(self) -> None:
+        if getattr(self, "interactive", False):
+            self.tmux("kill-server", check=False)
         if self.daemon is not None and self.daemon.poll() is None:
             self.daemon.terminate()
             try:

@@ -11,7 +11,7 @@ user prompt     UserPromptSubmit       userPromptSubmitted  UserPromptSubmit   B
 turn boundary   Stop                   agentStop            Stop               AfterAgent
 session end     SessionEnd             sessionEnd           SessionEnd         SessionEnd
 waiter          wait, at SessionStart  -                    -                  -
-                and Stop
+                and Stop (default)
 ==============  =====================  ===================  =================  ====================
 
 Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' folders):
@@ -43,7 +43,11 @@ from kairos.integrations import merge
 
 AGENTS = ("claude", "copilot", "codex", "gemini")
 HOOK_TIMEOUT_S = 10
-REWAKE_TIMEOUT_S = 600  # Claude's default; the waiter's own lifetime (hook --max-wait, 540 s) is shorter
+# The waiter covers a whole idle day: Claude's async hook runs until its `timeout`, and the waiter's own
+# lifetime (`--max-wait`) ends a minute before it, so it exits by itself rather than being killed.
+# Every Stop re-arms it, and a session idle for longer than kairosd's session TTL (24 h) has expired.
+REWAKE_LIFETIME_S = 86_400
+REWAKE_MARGIN_S = 60
 Transform = Callable[[str | None], tuple[str | None, list[str]]]
 
 
@@ -55,7 +59,8 @@ class Context:
     kairos: str  # absolute path of the kairos executable
     environ: Mapping[str, str] = field(default_factory=dict)
     install: bool = True
-    with_rewake: bool = False
+    with_rewake: bool = True  # Claude's asyncRewake waiter (`--no-rewake` leaves it out)
+    rewake_lifetime: int = REWAKE_LIFETIME_S
 
     @property
     def kairos_home(self) -> str | None:
@@ -69,9 +74,10 @@ class Context:
         override = self.environ.get(env_var, "").strip() if env_var else ""
         return Path(override).expanduser() if override else self.home / name
 
-    def hook_command(self, agent: str, event: str) -> str:
+    def hook_command(self, agent: str, event: str, *options: str) -> str:
         prefix = f"KAIROS_HOME={shlex.quote(self.kairos_home)} " if self.kairos_home else ""
-        return f"{prefix}{shlex.quote(self.kairos)} hook {agent} {event}"
+        tail = "".join(" " + shlex.quote(o) for o in options)
+        return f"{prefix}{shlex.quote(self.kairos)} hook {agent} {event}{tail}"
 
     def mcp_env(self) -> dict[str, str]:
         return {"KAIROS_HOME": self.kairos_home} if self.kairos_home else {}
@@ -109,8 +115,8 @@ def _json_plan(path: Path, what: str, change: Callable[[dict[str, Any], str], di
 
 
 def claude_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
-    def handler(event: str, **extra: Any) -> dict[str, Any]:
-        return {"type": "command", "command": ctx.hook_command("claude", event), **extra}
+    def handler(event: str, *options: str, **extra: Any) -> dict[str, Any]:
+        return {"type": "command", "command": ctx.hook_command("claude", event, *options), **extra}
 
     hooks = {
         "SessionStart": [handler("SessionStart", timeout=HOOK_TIMEOUT_S)],
@@ -120,8 +126,10 @@ def claude_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
     }
     if ctx.with_rewake:
         # Armed at start and re-armed after every turn; it exits 2 with a due prompt, which wakes the session.
+        margin = REWAKE_MARGIN_S if ctx.rewake_lifetime >= 10 * REWAKE_MARGIN_S else max(ctx.rewake_lifetime // 10, 1)
+        max_wait = str(max(ctx.rewake_lifetime - margin, 1))
         for event in ("SessionStart", "Stop"):
-            hooks[event].append(handler("wait", asyncRewake=True, timeout=REWAKE_TIMEOUT_S))
+            hooks[event].append(handler("wait", "--max-wait", max_wait, asyncRewake=True, timeout=ctx.rewake_lifetime))
     return hooks
 
 

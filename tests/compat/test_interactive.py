@@ -1,0 +1,81 @@
+"""Interactive sessions of the real CLIs under tmux: idle wake, and MCP tools called from a typed prompt.
+
+Idle wake needs a hook that runs while the session waits for the user and can start a turn by
+itself: only Claude Code has one (``asyncRewake``). The others deliver at the next turn boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from compat.conftest import UNSUPPORTED, wait_for
+from compat.fakemodel import last_user_text
+
+NO_IDLE_WAKE = {
+    "codex": "Codex hooks cannot start a turn; only its app-server (turn/start) can, for a TUI started as its client",
+    "gemini": "Gemini CLI hooks cannot start a turn while the session is idle",
+    "copilot": "Copilot CLI hooks cannot start a turn; only its SDK in --ui-server mode can",
+    "opencode": "kairos does not integrate opencode (its /tui HTTP endpoints could, later)",
+}
+
+
+@pytest.mark.feature("idle wake")
+@pytest.mark.parametrize("cli", ["claude", *NO_IDLE_WAKE])
+def test_a_prompt_due_while_the_session_is_idle_wakes_it(cli, world_factory):
+    if cli != "claude":
+        pytest.skip(UNSUPPORTED + NO_IDLE_WAKE[cli])
+    world = world_factory(cli)
+    world.start_daemon()
+    world.integrate("--rewake-lifetime", "60")  # the default install, with the waiter's lifetime shortened
+    world.start_interactive([world.binary])
+    wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 90)
+    time.sleep(3)  # idle: nobody types from here on (the waiter armed at SessionStart is polling)
+    assert not world.model.conversation()
+    world.kairos("add", "--in", "5s", "--project", str(world.project), "--fallback", "drop", "SAY:woken")
+    woken = wait_for(
+        lambda: [r for r in world.model.conversation() if "SAY:woken" in (last_user_text(r) or "")],
+        "the idle session to be woken",
+        90,
+    )
+    assert "Scheduled reminder from kairos" in (last_user_text(woken[0]) or "")
+    wait_for(lambda: "woken" in world.screen(), "the answer on screen", 30)
+    runs = world.kairos_json("list")["tasks"]
+    assert runs == [] or all(t.get("prompt") != "SAY:woken" or t.get("status") != "scheduled" for t in runs)
+
+
+@pytest.mark.feature("MCP")
+@pytest.mark.parametrize("cli", ["claude"])
+def test_mcp_cron_create_from_an_interactive_session(cli, world_factory):
+    world = world_factory(cli)
+    world.start_daemon()
+    world.integrate("--no-rewake")
+    world.start_interactive([world.binary])
+    wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 90)
+    wait_for(lambda: re.search(r"❯|>", world.screen()), "the prompt box", 60)
+    wait_for(world.mcp_server_up, "kairos mcp to start", 60)  # a user types seconds later, too
+    world.type('CALL:cron_create {"cron": "7 7 * * *", "prompt": "TYPED nightly", "recurring": true}', enter=False)
+    wait_for(lambda: "TYPED nightly" in world.screen(), "the typed prompt on screen", 30)
+
+    def submitted() -> bool:
+        if world.model.conversation():
+            return True
+        world.tmux("send-keys", "-t", "cli", "Enter")  # again: a TUI can take the first Enter as part of a paste
+        time.sleep(2)
+        return bool(world.model.conversation())
+
+    wait_for(submitted, "the typed prompt to reach the model", 60)
+    try:
+        made = wait_for(
+            lambda: [t for t in world.kairos_json("list")["tasks"] if t.get("prompt") == "TYPED nightly"],
+            "the task cron_create made",
+            90,
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{world.screen()}") from None
+    assert made[0]["created_by"] == "mcp"
+    calls = [r for r in world.model.conversation() if "cron_create" in json.dumps(r.body)]
+    assert calls
