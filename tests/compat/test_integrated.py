@@ -123,3 +123,35 @@ def test_mcp_cron_create_headless_creates_a_task(cli, world_factory):
     seen = [[n for n, _ in tool_names(r) if "cron" in n.lower() or "kairos" in n] for r in calls]
     assert made, (outcome.error, outcome.final_text, proc.stderr[-1500:], seen)
     assert outcome.ok, outcome.error
+
+
+# The Codex and Gemini transcript readers are being fixed on another branch (issue 14, items 3 and 7).
+READER_PENDING = {"codex", "gemini"}
+
+
+@pytest.mark.feature("consolidation")
+@pytest.mark.parametrize("cli", [*HOOKED, "opencode"])
+def test_session_end_consolidates_what_the_user_typed(cli, request, world_factory):
+    if cli in READER_PENDING:
+        request.applymarker(pytest.mark.xfail(reason="its transcript reader reads 0.169/0.61 files as empty"))
+    world = integrated(world_factory, cli)
+    session = None
+    prompts = [
+        "from now on always use pnpm for installs SAY:one",
+        "remember that the staging database is read only SAY:two",
+        "let's go with the blue theme SAY:three",
+    ]
+    for prompt in prompts:
+        adapter, command = argv(world, prompt, resume=session)
+        proc = world.run(command.argv, stdin=command.stdin, env=command.env)
+        outcome = adapter.result(proc.stdout, proc.stderr, proc.returncode)
+        assert outcome.ok, (outcome.error, proc.stderr[-1500:])
+        session = outcome.session_id
+
+    def learned() -> list[str]:
+        entries = world.kairos_json("board", "show")
+        items = entries.get("entries", entries) if isinstance(entries, dict) else entries
+        return [json.dumps(e) for e in items if "staging database" in json.dumps(e)]
+
+    found = wait_for(learned, "consolidation to learn from the transcript", 90)
+    assert json.loads(found[0])["source_agent"] == cli
