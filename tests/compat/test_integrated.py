@@ -130,7 +130,7 @@ READER_PENDING = {"codex", "gemini"}
 
 
 @pytest.mark.feature("consolidation")
-@pytest.mark.parametrize("cli", [*HOOKED, "opencode"])
+@pytest.mark.parametrize("cli", ["codex", "gemini", "copilot", "opencode"])  # Claude: test_interactive
 def test_session_end_consolidates_what_the_user_typed(cli, request, world_factory):
     if cli in READER_PENDING:
         request.applymarker(pytest.mark.xfail(reason="its transcript reader reads 0.169/0.61 files as empty"))

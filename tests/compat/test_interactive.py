@@ -79,3 +79,43 @@ def test_mcp_cron_create_from_an_interactive_session(cli, world_factory):
     assert made[0]["created_by"] == "mcp"
     calls = [r for r in world.model.conversation() if "cron_create" in json.dumps(r.body)]
     assert calls
+
+
+@pytest.mark.feature("consolidation")
+@pytest.mark.parametrize("cli", ["claude"])
+def test_session_end_consolidates_what_the_user_typed_interactively(cli, world_factory):
+    """Claude counts only typed prompts as human turns (``claude -p`` prompts are ``promptSource: sdk``)."""
+    world = world_factory(cli)
+    world.start_daemon()
+    world.integrate("--no-rewake")
+    world.start_interactive([world.binary])
+    wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 90)
+    prompts = [
+        "from now on always use pnpm for installs",
+        "remember that the staging database is read only",
+        "let's go with the blue theme",
+    ]
+    for n, prompt in enumerate(prompts, 1):
+        world.type(prompt, enter=False)
+        wait_for(lambda p=prompt: p in world.screen(), "the typed prompt on screen", 30)
+
+        def answered(n: int = n) -> bool:
+            if len(world.model.conversation()) >= n:
+                return True
+            world.tmux("send-keys", "-t", "cli", "Enter")
+            time.sleep(2)
+            return len(world.model.conversation()) >= n
+
+        wait_for(answered, f"turn {n} to reach the model", 60)
+        wait_for(lambda n=n: world.screen().count("fake reply") >= n, f"answer {n} on screen", 30)
+    world.type("/exit", enter=False)
+    wait_for(lambda: "/exit" in world.screen(), "/exit typed", 30)
+    world.tmux("send-keys", "-t", "cli", "Enter")
+
+    def learned() -> list[dict[str, object]]:
+        board = world.kairos_json("board", "show")
+        items = board.get("entries", []) if isinstance(board, dict) else board
+        return [e for e in items if "staging database" in json.dumps(e)]
+
+    found = wait_for(learned, "consolidation to learn from the typed prompts", 90)
+    assert found[0]["source_agent"] == "claude"
