@@ -3,7 +3,8 @@
 One turn is ``copilot --output-format=json --no-ask-user ... --prompt=TEXT``
 (the ``=`` form, so a prompt that starts with a dash is still the prompt).
 The JSONL schema is not documented; these are the events seen in practice, all
-``{"type": ..., "data": {...}}``: ``session.start`` (``sessionId``),
+``{"type": ..., "data": {...}}``: ``session.start`` (``sessionId``; older versions only: 1.0.102
+does not print it, and the id comes from the last line),
 ``assistant.intent`` (``intent``), ``assistant.message`` (``content``,
 ``toolRequests``), ``tool.execution_start`` (``toolName``),
 ``tool.execution_complete``, ``session.error`` (``message``), and a last
