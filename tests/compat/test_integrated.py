@@ -64,6 +64,8 @@ def test_board_is_in_the_first_request_and_survives_a_second_integrate(cli, worl
     proc, outcome = turn(world, "SAY:one")
     assert outcome.ok, (outcome.error, proc.stderr[-1500:])
     assert "BOARDNOTE" in first_conversation_text(world, 0)
+    # Its SessionEnd hook deregistered it: an exited headless run is never picked as a live target.
+    wait_for(lambda: not world.kairos_json("sessions")["sessions"], "the ended session to deregister", 30)
 
     # The CLI has written its own state by now (Codex: trust entries in config.toml); integrate again.
     world.integrate()
