@@ -11,6 +11,7 @@ Must not import kairos or kairosd.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -27,7 +28,7 @@ PATTERNS = {
 
 def sanitize(text: str, root: Path) -> str:
     home, project = str(root / "home"), str(root / "project")
-    dashed = str(root).replace("/", "-")
+    dashed = re.sub(r"[^A-Za-z0-9]", "-", str(root))  # Claude's project folder names
     for old, new in (
         (project, "/home/user/project"),
         (home, "/home/user"),
