@@ -64,13 +64,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call" or (report.when == "setup" and not report.passed):
         status = "verified" if report.passed else "failing"
         detail = ""
-        if report.skipped:
+        if hasattr(report, "wasxfail"):  # a known failure (xfail): failing, with the reason
+            status, detail = "failing", str(report.wasxfail).removeprefix("reason: ")
+        elif report.skipped:
             reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else ""
             reason = reason.removeprefix("Skipped: ")
             status = "unsupported" if reason.startswith(UNSUPPORTED) else "skipped"
             detail = reason.removeprefix(UNSUPPORTED)
         elif report.failed:
-            detail = str(report.longrepr).strip().splitlines()[-1][:200] if report.longrepr else ""
+            crash = getattr(report.longrepr, "reprcrash", None)
+            detail = (getattr(crash, "message", "") or str(report.longrepr)).strip().splitlines()[0][:200]
         for feature in marker.args:
             key = (cli, feature)
             previous = _results.get(key)

@@ -136,6 +136,13 @@ READER_PENDING = {"codex", "gemini"}
 def test_session_end_consolidates_what_the_user_typed(cli, request, world_factory):
     if cli in READER_PENDING:
         request.applymarker(pytest.mark.xfail(reason="its transcript reader reads 0.169/0.61 files as empty"))
+    if cli == "copilot":
+        request.applymarker(
+            pytest.mark.xfail(
+                reason="Copilot 1.0.102 writes events.jsonl after its sessionEnd hook ran: consolidation reads the "
+                "session one turn short (none on the first)"
+            )
+        )
     world = integrated(world_factory, cli)
     session = None
     prompts = [
