@@ -77,6 +77,17 @@ def test_board_is_in_the_first_request_and_survives_a_second_integrate(cli, worl
     assert outcome.ok, (outcome.error, proc.stderr[-1500:])
     assert "BOARDNOTE" in first_conversation_text(world, before), "hooks stopped running after a second integrate"
 
+    world.kairos("integrate", cli, "--uninstall")
+    if cli == "codex":
+        assert not (world.home / ".codex" / "hooks.json").exists()
+        config = tomllib.loads((world.home / ".codex" / "config.toml").read_text())
+        assert "kairos" not in config.get("mcp_servers", {})
+        assert len(config["hooks"]["state"]) == 4  # Codex's own state stays
+    before = len(world.model.requests)
+    proc, outcome = turn(world, "SAY:three")  # the CLI still accepts its files (Codex: --strict-config)
+    assert outcome.ok, (outcome.error, proc.stderr[-1500:])
+    assert "BOARDNOTE" not in first_conversation_text(world, before)
+
 
 @pytest.mark.feature("turn-end delivery")
 @pytest.mark.parametrize("cli", [*HOOKED, "opencode"])
