@@ -119,3 +119,55 @@ def test_session_end_consolidates_what_the_user_typed_interactively(cli, world_f
 
     found = wait_for(learned, "consolidation to learn from the typed prompts", 90)
     assert found[0]["source_agent"] == "claude"
+
+
+LONG_IDLE_S = 660  # past Claude Code's default 600 s hook timeout, which ended the old 540 s waiter
+
+
+@pytest.mark.parametrize("cli", ["claude"])
+def test_long_idle_wake_and_the_waiters_cost(cli, world_factory, capsys):
+    """The long case (KAIROS_COMPAT_LONG=1, about 12 minutes): a prompt due 11 minutes into idleness wakes
+    the session with the default integrate (lifetime a day), and the waiter's RSS and wakeups are printed."""
+    import os
+
+    import psutil
+
+    if os.environ.get("KAIROS_COMPAT_LONG") != "1":
+        pytest.skip("the 12-minute idle case runs with KAIROS_COMPAT_LONG=1")
+    world = world_factory(cli)
+    world.start_daemon()
+    world.integrate()  # the default: the waiter, for a day
+    world.start_interactive([world.binary])
+    wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 90)
+
+    def waiter() -> psutil.Process | None:
+        for proc in psutil.process_iter(["cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            if "wait" in cmd and "hook" in cmd and any(c.endswith("kairos") for c in cmd):
+                try:
+                    if proc.environ().get("KAIROS_HOME") == str(world.sandbox.kairos_home):
+                        return proc
+                except psutil.Error:
+                    continue
+        return None
+
+    proc = wait_for(waiter, "the waiter to start", 60)
+    start_switches = proc.num_ctx_switches().voluntary
+    seen: dict[str, float] = {}
+    world.kairos("add", "--in", f"{LONG_IDLE_S}s", "--project", str(world.project), "--fallback", "drop", "SAY:late")
+
+    def woken() -> bool:
+        try:  # the waiter's cost while it waits (it exits when it wakes the session)
+            seen["rss_mb"] = max(seen.get("rss_mb", 0.0), proc.memory_info().rss / 1e6)
+            seen["switches"] = proc.num_ctx_switches().voluntary - start_switches
+        except psutil.Error:
+            pass
+        return any("SAY:late" in (last_user_text(r) or "") for r in world.model.conversation())
+
+    wait_for(woken, "the session to be woken after 11 idle minutes", LONG_IDLE_S + 120)
+    assert seen["rss_mb"] > 0
+    with capsys.disabled():
+        print(
+            f"\nwaiter: peak RSS {seen['rss_mb']:.1f} MB; {seen['switches']:.0f} voluntary context switches "
+            f"in {LONG_IDLE_S} s of idleness"
+        )
