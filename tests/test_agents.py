@@ -321,7 +321,12 @@ def test_claude_refuses_session_requests_it_cannot_honour():
 
 def test_copilot_allows_only_what_the_mode_or_the_list_allows():
     copilot = CopilotAdapter()
-    assert not [a for a in argv_of(copilot) if a.startswith(("--allow", "--deny"))]
+    # Only kairos' own MCP server (headless Copilot refuses every MCP call it was not told to allow).
+    assert [a for a in argv_of(copilot) if a.startswith(("--allow", "--deny"))] == ["--allow-tool=kairos"]
+    assert "--allow-tool=kairos" not in argv_of(
+        copilot, permissions=Permissions("default", None, frozenset({"kairos"}))
+    )
+    assert "--allow-tool=kairos" not in argv_of(copilot, permissions=Permissions("plan"))
     assert "--allow-tool=write" in argv_of(copilot, permissions=Permissions("acceptEdits"))
     assert "--allow-all-tools" in argv_of(copilot, permissions=Permissions("bypassPermissions"))
     plan = argv_of(copilot, permissions=Permissions("plan", frozenset({"shell(git:*)", "read"})))
@@ -599,3 +604,33 @@ def test_agent_output_never_crashes_a_parser(lines, exit_code):
             adapter.progress(line)
         outcome = adapter.result(stdout, "", exit_code)
         assert outcome.ok or outcome.error
+
+
+def test_gemini_answer_after_an_afteragent_block_is_the_final_text():
+    """Gemini 0.61: a hook that denies the end of a turn shows as an error warning; the answer after it counts."""
+    lines = [
+        {"type": "init", "session_id": "s1"},
+        {"type": "message", "role": "assistant", "content": "first", "delta": True},
+        {"type": "error", "severity": "warning", "message": "Agent execution blocked: Scheduled reminder ..."},
+        {"type": "message", "role": "assistant", "content": "second", "delta": True},
+        {"type": "result", "status": "success"},
+    ]
+    outcome = GeminiAdapter().result("\n".join(json.dumps(x) for x in lines), "", 0)
+    assert outcome.ok
+    assert outcome.final_text == "second"
+
+
+def test_gemini_untrusted_folder_exit_says_what_to_do():
+    outcome = GeminiAdapter().result("", "Gemini CLI is not running in a trusted directory. Use --skip-trust", 55)
+    assert not outcome.ok
+    assert outcome.error is not None
+    assert "not trusted" in outcome.error
+    assert "GEMINI_CLI_TRUST_WORKSPACE" in outcome.error
+    assert "--skip-trust" not in outcome.error
+
+
+def test_claude_waits_for_mcp_servers_unless_the_user_says_otherwise():
+    """claude -p otherwise sends the first request before `kairos mcp` has started (seen with 2.1.330)."""
+    assert ClaudeAdapter().command(TurnRequest("p")).env == {"MCP_CONNECTION_NONBLOCKING": "false"}
+    mine = ClaudeAdapter(AdapterSettings(env={"MCP_CONNECTION_NONBLOCKING": "true", "X": "1"}))
+    assert mine.command(TurnRequest("p")).env == {"MCP_CONNECTION_NONBLOCKING": "true", "X": "1"}

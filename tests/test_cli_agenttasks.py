@@ -225,11 +225,13 @@ def test_show_prints_fields_turns_and_response(fake, capsys):
         permissions={"mode": "plan", "allowed_tools": ["Read"], "denied_tools": ["Bash"]},
         turns=[{"number": 1, "prompt": "fix the build", "finished_at": "x", "ok": True, "error": None}],
         response="fixed it\nin two places",
+        agent_session_id="0cb916db-26aa-40f2-86b5-1ba81b225fd2",
     )
     fake.routes[("GET", f"/v1/registry/{TASK_ID}")] = (200, {"task": task})
     code, out, _ = _run(capsys, "show", TASK_ID)
     assert code == 0
     assert f"id:          {TASK_ID}" in out
+    assert "session id:  0cb916db-26aa-40f2-86b5-1ba81b225fd2" in out
     assert "parent:      t9999999999 (depth 1)" in out
     assert "permissions: plan; allowed: Read; denied: Bash" in out
     assert "progress:    2 tool call(s); reading the logs" in out

@@ -251,3 +251,17 @@ def test_hook_files_others_can_write_are_problems(home, tmp_path):
         f"so kairosd will not run it. Fix it with: chmod go-w {script}",
     ]
     assert report["ok"] is False
+
+
+@pytest.mark.slow
+def test_gemini_is_usable_but_doctor_says_untrusted_folders_fail_and_how_to_allow_them(tmp_path, home):
+    """Gemini 0.61 exits 55 headless in a folder the user has not trusted: doctor says so, and what to do."""
+    folder = tmp_path / "bin"
+    write_fake_agents(folder, ("gemini",))
+    agents = by_name(doctor_report(Config(), env_with(folder, home)))
+    assert agents["gemini"]["usable"]
+    assert "exit 55" in agents["gemini"]["note"]
+    assert "GEMINI_CLI_TRUST_WORKSPACE" in agents["gemini"]["note"]
+    assert agents["claude"]["note"] is None
+    opted_in = Config.model_validate({"agents": {"gemini": {"env": {"GEMINI_CLI_TRUST_WORKSPACE": "true"}}}})
+    assert by_name(doctor_report(opted_in, env_with(folder, home)))["gemini"]["note"] is None

@@ -592,6 +592,16 @@ def test_the_waiter_wakes_the_session_with_exit_2_and_the_prompt_on_stderr(kd, m
     )
 
 
+def test_the_waiter_steps_aside_in_an_unattended_claude_at_once(kd, monkeypatch):
+    """claude -p (CLAUDE_CODE_SESSION_ATTENDED=0) waits for async hooks before it exits: no waiter there."""
+    sid = session_of(_start(monkeypatch, "claude"))
+    run_id = _queue(kd, "look at the deploy", session_id=sid)  # due now: an attended waiter would take it
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ATTENDED", "0")
+    hook = call_hook(monkeypatch, "claude", "wait", fixture("claude", "Stop"), "--max-wait", "30")
+    assert (hook.code, hook.stdout, hook.stderr) == (0, "", "")
+    assert kd.run_record(run_id).outcome is not Outcome.DELIVERED  # left for the Stop hook
+
+
 def test_the_waiter_times_out_quietly_with_exit_0(kd, monkeypatch):
     """With nothing due within --max-wait, the waiter exits 0 and prints nothing."""
     _start(monkeypatch, "claude")

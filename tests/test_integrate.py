@@ -67,11 +67,19 @@ def test_claude_install_keeps_every_other_entry_and_appends_ours(tmp_path):
     new, _ = transform("claude", ctx(tmp_path), path, text)
     data = json.loads(new)
     assert data["model"] == "opus"
-    assert data["permissions"] == USER_SETTINGS["permissions"]
+    assert data["permissions"] == {"allow": ["Bash(git status)", "mcp__kairos"]}  # kairos' tools, no prompt
     assert data["hooks"]["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
     assert data["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
     assert data["hooks"]["Stop"][1] == {
-        "hooks": [{"type": "command", "command": f"{KAIROS} hook claude Stop", "timeout": 10}]
+        "hooks": [
+            {"type": "command", "command": f"{KAIROS} hook claude Stop", "timeout": 10},
+            {
+                "type": "command",
+                "command": f"{KAIROS} hook claude wait --max-wait 86340",
+                "asyncRewake": True,
+                "timeout": 86400,
+            },
+        ]
     }
     assert set(data["hooks"]) == {"PreToolUse", "Stop", "SessionStart", "UserPromptSubmit", "SessionEnd"}
     assert list(data["hooks"])[:2] == ["PreToolUse", "Stop"]  # the user's order is kept
@@ -105,16 +113,20 @@ def test_claude_uninstall_of_a_kairos_only_file_leaves_no_hooks_key(tmp_path):
     assert json.loads(removed) == {"theme": "dark"}
 
 
-def test_claude_with_rewake_adds_the_waiter_and_a_plain_install_removes_it(tmp_path):
-    """--with-rewake adds 'kairos hook claude wait' (asyncRewake) at SessionStart and Stop; without it, it goes."""
+def test_claude_waiter_is_installed_by_default_for_a_day_and_no_rewake_removes_it(tmp_path):
+    """By default 'kairos hook claude wait' (asyncRewake) is armed at SessionStart and Stop for a whole idle day."""
     path = tmp_path / ".claude" / "settings.json"
-    with_waiter, _ = transform("claude", ctx(tmp_path, with_rewake=True), path, None)
+    with_waiter, _ = transform("claude", ctx(tmp_path), path, None)
     hooks = json.loads(with_waiter)["hooks"]
     for event in ("SessionStart", "Stop"):
-        [waiter] = [h for h in hooks[event][0]["hooks"] if h["command"].endswith(" wait")]
+        [waiter] = [h for h in hooks[event][0]["hooks"] if " wait " in h["command"]]
         assert waiter["asyncRewake"] is True
-        assert waiter["timeout"] == agents.REWAKE_TIMEOUT_S
-    without, _ = transform("claude", ctx(tmp_path), path, with_waiter)
+        assert waiter["timeout"] == 86_400  # Claude ends an async hook at its timeout
+        assert waiter["command"].endswith(" hook claude wait --max-wait 86340")  # it exits first, by itself
+    short, _ = transform("claude", ctx(tmp_path, rewake_lifetime=30), path, None)
+    [waiter] = [h for h in json.loads(short)["hooks"]["Stop"][0]["hooks"] if " wait " in h["command"]]
+    assert (waiter["timeout"], waiter["command"].split()[-1]) == (30, "27")
+    without, _ = transform("claude", ctx(tmp_path, with_rewake=False), path, with_waiter)
     assert " wait" not in without
 
 
@@ -209,7 +221,8 @@ def test_codex_config_keeps_the_rest_byte_for_byte(tmp_path):
     installed, _ = transform("codex", ctx(tmp_path), path, CODEX_CONFIG)
     assert installed.startswith(CODEX_CONFIG)
     parsed = tomllib.loads(installed)
-    assert parsed["mcp_servers"]["kairos"] == {"command": KAIROS, "args": ["mcp"]}
+    expected = {"command": KAIROS, "args": ["mcp"], "default_tools_approval_mode": "approve", "required": True}
+    assert parsed["mcp_servers"]["kairos"] == expected
     assert parsed["mcp_servers"]["docs"]["command"] == "npx"
     assert transform("codex", ctx(tmp_path), path, installed)[0] == installed
     assert transform("codex", ctx(tmp_path, install=False), path, installed)[0] == CODEX_CONFIG
@@ -224,10 +237,48 @@ def test_codex_config_registration_by_hand_is_left_alone(tmp_path):
     assert "added by hand" in notes[0]
 
 
+def test_codex_tables_written_inside_kairos_block_survive_reintegrate_and_uninstall(tmp_path):
+    """Codex appends its own tables at the end of config.toml, which lands them before kairos' end marker."""
+    path = tmp_path / ".codex" / "config.toml"
+    installed, _ = transform("codex", ctx(tmp_path), path, 'model = "o3"\n')
+    assert installed is not None
+    codex_state = (
+        '\n[hooks.state]\n\n[hooks.state."/h/.codex/hooks.json:stop:0:0"]\ntrusted_hash = "sha256:ab"\n'
+        '\n[projects."/h/p"]\ntrust_level = "trusted"\n'
+    )
+    marker = merge.TOML_END + "\n"
+    with_state = installed.replace(marker, codex_state + marker)  # where Codex 0.169 puts them
+    again, _ = transform("codex", ctx(tmp_path), path, with_state)
+    assert again is not None
+    parsed = tomllib.loads(again)
+    assert parsed["hooks"]["state"]["/h/.codex/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:ab"}
+    assert parsed["projects"]["/h/p"] == {"trust_level": "trusted"}
+    assert merge.is_kairos_mcp_server(parsed["mcp_servers"]["kairos"])
+    assert transform("codex", ctx(tmp_path), path, again)[0] == again  # converged
+    removed, _ = transform("codex", ctx(tmp_path, install=False), path, with_state)
+    assert removed is not None
+    parsed = tomllib.loads(removed)
+    assert "mcp_servers" not in parsed
+    assert parsed["hooks"]["state"]["/h/.codex/hooks.json:stop:0:0"] == {"trusted_hash": "sha256:ab"}
+    assert parsed["projects"]["/h/p"] == {"trust_level": "trusted"}
+    assert merge.TOML_BEGIN not in removed
+    assert merge.TOML_END not in removed
+
+
+def test_codex_uninstall_removes_the_hooks_file_it_created(tmp_path):
+    path = tmp_path / ".codex" / "hooks.json"
+    installed, _ = transform("codex", ctx(tmp_path), path, None)
+    assert installed is not None
+    assert set(json.loads(installed)["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
+    assert transform("codex", ctx(tmp_path, install=False), path, installed) == (None, [])
+    kept, _ = transform("codex", ctx(tmp_path, install=False), path, '{"hooks": {"Stop": []}, "x": 1}')
+    assert kept is not None
+
+
 @pytest.mark.parametrize(
     ("text", "match"),
     [("model = ", "not valid TOML"), ('mcp_servers = { docs = { command = "x" } }\n', "with kairos' block"),
-     ("# >>> kairos >>>\n[mcp_servers.kairos]\n", "block .* is broken"),
+     ("# >>> kairos >>>\n# >>> kairos >>>\n[mcp_servers.kairos]\n", "block .* is broken"),
      ('[mcp_servers.kairos]\ncommand = "python"\n', "does not run 'kairos mcp'")],
 )  # fmt: skip
 def test_codex_configs_kairos_cannot_extend_are_refused(tmp_path, text, match):
@@ -336,7 +387,8 @@ def test_the_default_kairos_is_the_absolute_path_of_this_installation(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["codex", "--with-rewake"], "for claude only"), (["claude", "--kairos", "kairos"], "absolute path"),
-     (["claude", "--uninstall", "--with-rewake"], "leave out --with-rewake")],
+     (["claude", "--uninstall", "--with-rewake"], "leave out --with-rewake"),
+     (["claude", "--no-rewake", "--rewake-lifetime", "60"], "neither"), (["gemini", "--no-rewake"], "claude only")],
 )  # fmt: skip
 def test_bad_option_combinations_are_usage_errors(tmp_path, args, message):
     """Options that make no sense together exit 2 with the reason."""
@@ -350,7 +402,7 @@ def test_bad_option_combinations_are_usage_errors(tmp_path, args, message):
 EXAMPLE_FILES = {
     ("claude", False): {".claude/settings.json": "claude/settings.json", ".claude.json": "claude/claude.json"},
     ("claude", True): {
-        ".claude/settings.json": "claude/settings.with-rewake.json",
+        ".claude/settings.json": "claude/settings.no-rewake.json",
         ".claude.json": "claude/claude.json",
     },
     ("copilot", False): {
@@ -365,7 +417,7 @@ EXAMPLE_FILES = {
 @pytest.mark.parametrize(("agent", "rewake"), list(EXAMPLE_FILES))
 def test_examples_parse_and_match_what_integrate_writes_into_an_empty_home(tmp_path, agent, rewake):
     """Each example is valid JSON/TOML and equals `kairos integrate --dry-run` for an empty HOME (path as 'kairos')."""
-    args = [agent, "--dry-run", "--json", "--kairos", KAIROS] + (["--with-rewake"] if rewake else [])
+    args = [agent, "--dry-run", "--json", "--kairos", KAIROS] + (["--no-rewake"] if rewake else [])
     proc = kairos(tmp_path, *args)
     assert proc.returncode == 0, proc.stderr
     written = {
@@ -386,7 +438,7 @@ def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
     """Each installed command is `kairos hook AGENT EVENT` with an AGENT and EVENT that `kairos hook` handles."""
     from kairos import hook
 
-    plans, _ = agents.plan(agent, ctx(tmp_path, with_rewake=agent == "claude"))
+    plans, _ = agents.plan(agent, ctx(tmp_path))
     commands = []
     for item in plans:
         text, _ = item.transform(None)
@@ -398,7 +450,8 @@ def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
                     commands.append(handler.get("command") or handler.get("bash"))
     assert commands
     for command in commands:
-        program, verb, hook_agent, event = command.split()
+        program, verb, hook_agent, event, *options = command.split()
+        assert options in ([], ["--max-wait", "86340"])
         assert (program, verb, hook_agent) == (KAIROS, "hook", agent)
         assert hook_agent in hook.AGENTS
         # kairos hook matches events case- and separator-insensitively.

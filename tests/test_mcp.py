@@ -120,9 +120,8 @@ def test_tools_are_listed_and_cron_create_shows_up_in_kairos_list(home):
     assert task["expires_after_days"] == 7
     assert f"Scheduled recurring job {task['id']}" in text
     assert "Persisted by kairosd" in text
-    # durable defaulted to false: kairos says it persisted anyway, instead of downgrading in silence.
-    assert "durable: false" in text
-    assert "durable too" in text
+    # durable left out: nobody asked for a session-only job, so nothing is said about one.
+    assert "session-only" not in text
     assert "Auto-expires after 7 days" in text
 
 

@@ -112,6 +112,10 @@ def _run(argv: list[str]) -> int:
         # too; it is not a session the user works in, so it neither registers nor takes prompts.
         return 0
     if event == "wait":
+        if os.environ.get("CLAUDE_CODE_SESSION_ATTENDED") == "0":
+            # `claude -p` and the SDK (nobody at the terminal) wait for async hooks before they exit: a
+            # waiter would hold them for its whole lifetime. Their turn ends reach the Stop hook anyway.
+            return 0
         return _wait(agent, session_id, payload, _max_wait(argv[2:]))
     if event == "end":
         return _end(agent, session_id, payload)

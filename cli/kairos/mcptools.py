@@ -95,8 +95,8 @@ class _Tools:
         prompt: Annotated[str, Field(description="The prompt to deliver when the job fires")],
         recurring: Annotated[bool, Field(description="true: every match; false: the next match only")] = True,
         durable: Annotated[
-            bool, Field(description="Accepted for compatibility; kairos persists every job either way")
-        ] = False,
+            bool | None, Field(description="Accepted for compatibility; kairos persists every job either way")
+        ] = None,
         permanent: Annotated[
             bool, Field(description="Never expire (recurring jobs otherwise expire in 7 days)")
         ] = False,
@@ -121,7 +121,7 @@ class _Tools:
         fires = [f["planned_for"] for f in task.get("next_fires") or []]
         if fires:
             lines.append("Next fire(s): " + ", ".join(fires))
-        if not durable:
+        if durable is False:  # asked for explicitly, not merely left out
             lines.append(
                 "You asked for a session-only job (durable: false). kairos has no session-only jobs, so this one is "
                 f"durable too; delete it with cron_delete {task['id']} when it is no longer wanted."

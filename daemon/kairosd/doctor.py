@@ -24,7 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +152,7 @@ def _check_agent(name: str, config: Config, env: Mapping[str, str], timeout: flo
         "model": settings.model,
         "permission_mode": settings.permission_mode,
         "features": [],
+        "note": None,
     }
     if not settings.enabled:
         entry["reason"] = "disabled in the config (enabled = false)"
@@ -178,7 +179,18 @@ def _check_agent(name: str, config: Config, env: Mapping[str, str], timeout: flo
     entry["version"] = output if ok else None
     entry["usable"] = ok
     entry["reason"] = None if ok else output
+    entry["note"] = _agent_note(name, settings.env, settings.extra_args) if ok else None
     return entry
+
+
+def _agent_note(name: str, env: Mapping[str, str], extra_args: Sequence[str]) -> str | None:
+    """What a usable CLI still needs before kairos' headless runs work everywhere (None: nothing)."""
+    if name == "gemini":
+        from kairosd.agents.gemini import UNTRUSTED_HINT
+
+        trusted = env.get("GEMINI_CLI_TRUST_WORKSPACE", "").lower() == "true" or "--skip-trust" in extra_args
+        return None if trusted else f"headless runs fail (exit 55) where {UNTRUSTED_HINT}"
+    return None
 
 
 def _check_hooks(config: Config, env: Mapping[str, str]) -> list[dict[str, Any]]:

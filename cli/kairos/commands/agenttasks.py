@@ -396,6 +396,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("parent", f"{task.get('parent_id') or '-'} (depth {task.get('depth', 0)})"),
         ("cwd", task.get("cwd") or "-"),
         ("session", task.get("session") or "-"),
+        ("session id", task.get("agent_session_id") or "-"),  # the agent CLI's own, what a follow-up resumes
         ("model", task.get("model") or "-"),
         ("mode", f"{task.get('mode', '-')}" + (", multi-turn" if task.get("multi_turn") else "")),
         ("permissions", _permissions_text(perms)),

@@ -99,6 +99,8 @@ def print_report(report: dict[str, Any]) -> None:
         else:
             status, detail = "missing", str(agent.get("reason") or "")
         print(f"  {agent.get('name', '?'):<{width}}  {status:<7}  {detail}")
+        if agent.get("note"):
+            print(f"  {'':<{width}}  note:    {agent['note']}")
     paths = report.get("paths") or {}
     print(f"socket:  {paths.get('socket')}")
     print(f"store:   {paths.get('store')}")

@@ -1,4 +1,4 @@
-"""``kairos integrate AGENT [--uninstall] [--dry-run] [--with-rewake]``: hooks and MCP for an agent CLI.
+"""``kairos integrate AGENT [--uninstall] [--dry-run] [--no-rewake]``: hooks and MCP for an agent CLI.
 
 Installs, into the agent's user-level configuration only, the hooks that call ``kairos hook AGENT
 EVENT`` and the MCP server ``kairos mcp``, both with the absolute path of this kairos (see
@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
         "touched.",
         """
         kairos integrate claude --dry-run         # show the diff, write nothing
-        kairos integrate claude --with-rewake     # also the asyncRewake waiter that wakes idle sessions
+        kairos integrate claude --no-rewake       # without the waiter that wakes idle sessions
         kairos integrate codex
         kairos integrate gemini --uninstall
         """,
@@ -44,10 +44,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--uninstall", action="store_true", help="remove kairos' hooks and MCP server")
     parser.add_argument("--dry-run", action="store_true", help="print the unified diff; write nothing")
     parser.add_argument(
-        "--with-rewake",
+        "--no-rewake",
         action="store_true",
-        help="claude: also install 'kairos hook claude wait' as an asyncRewake hook, so a due prompt wakes "
-        "an idle session (running without it removes the waiter)",
+        help="claude: leave out 'kairos hook claude wait', the asyncRewake hook that lets a due prompt wake an "
+        "idle session (installed by default; running with this option removes it)",
+    )
+    parser.add_argument("--with-rewake", action="store_true", help="claude: the default; kept for old scripts")
+    parser.add_argument(
+        "--rewake-lifetime",
+        type=int,
+        metavar="SECONDS",
+        default=None,
+        help="claude: how long one waiter lasts while the session is idle (default 86400, a day; every turn "
+        "re-arms it)",
     )
     parser.add_argument("--kairos", metavar="PATH", help="the kairos executable the entries run (default: this one)")
     parser.set_defaults(handler=cmd_integrate)
@@ -66,10 +75,16 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     from kairos.output import print_json
     from kairosd.errors import UsageError
 
-    if args.with_rewake and args.agent != "claude":
-        raise UsageError("--with-rewake is for claude only (asyncRewake is a Claude Code hook feature)")
-    if args.with_rewake and args.uninstall:
-        raise UsageError("--uninstall removes every kairos hook, the waiter too; leave out --with-rewake")
+    rewake_options = [o for o, v in (("--with-rewake", args.with_rewake), ("--no-rewake", args.no_rewake),
+                                     ("--rewake-lifetime", args.rewake_lifetime is not None)) if v]  # fmt: skip
+    if rewake_options and args.agent != "claude":
+        raise UsageError(f"{rewake_options[0]} is for claude only (asyncRewake is a Claude Code hook feature)")
+    if rewake_options and args.uninstall:
+        raise UsageError(f"--uninstall removes every kairos hook, the waiter too; leave out {rewake_options[0]}")
+    if args.no_rewake and (args.with_rewake or args.rewake_lifetime is not None):
+        raise UsageError("--no-rewake leaves the waiter out; it takes neither --with-rewake nor --rewake-lifetime")
+    if args.rewake_lifetime is not None and args.rewake_lifetime < 2:
+        raise UsageError("--rewake-lifetime must be at least 2 seconds")
     kairos = args.kairos or find_kairos()
     if not os.path.isabs(kairos):
         raise UsageError(f"--kairos must be an absolute path (agent CLIs run hooks from other folders), not {kairos!r}")
@@ -78,7 +93,8 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         raise UsageError("cannot tell your home folder: set HOME")
     ctx = agents.Context(
         home=Path(home), kairos=kairos, environ=dict(os.environ), install=not args.uninstall,
-        with_rewake=args.with_rewake,
+        with_rewake=not args.no_rewake,
+        **({"rewake_lifetime": args.rewake_lifetime} if args.rewake_lifetime is not None else {}),
     )  # fmt: skip
     plans, notes = agents.plan(args.agent, ctx)
     changes = files.plan_changes(plans)  # Refused (exit 1, nothing written) for a file it cannot use

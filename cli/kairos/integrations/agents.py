@@ -9,22 +9,23 @@ what            Claude Code            Copilot CLI          Codex              G
 session start   SessionStart           sessionStart         SessionStart       SessionStart
 user prompt     UserPromptSubmit       userPromptSubmitted  UserPromptSubmit   BeforeAgent
 turn boundary   Stop                   agentStop            Stop               AfterAgent
-session end     SessionEnd             sessionEnd           (not installed)    SessionEnd
+session end     SessionEnd             sessionEnd           SessionEnd         SessionEnd
 waiter          wait, at SessionStart  -                    -                  -
-                and Stop
+                and Stop (default)
 ==============  =====================  ===================  =================  ====================
 
 Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' folders):
 
-- Claude Code: hooks in ``~/.claude/settings.json``; MCP server (user scope) in ``~/.claude.json``.
+- Claude Code: hooks and the ``mcp__kairos`` allow rule in ``~/.claude/settings.json``; MCP server
+  (user scope) in ``~/.claude.json``.
 - Copilot CLI: hooks in ``~/.copilot/hooks/kairos.json`` (a file of its own); MCP in ``~/.copilot/mcp-config.json``.
 - Codex: hooks in ``~/.codex/hooks.json``; MCP as ``[mcp_servers.kairos]`` in ``~/.codex/config.toml``.
 - Gemini CLI: hooks and MCP in ``~/.gemini/settings.json``.
 
 Timeouts are in each CLI's unit (seconds; Gemini milliseconds). Claude's SessionEnd hook has no
 timeout of its own: Claude gives SessionEnd hooks 1.5 s in all and kairos answers well within it.
-Codex's SessionEnd is left out: only newer Codex versions have it, and an older one reading an
-event it does not know could reject the whole file.
+Codex has SessionEnd since 0.16x (0.169 runs it on exit): without it an ended Codex session would
+stay "live" until it expired and collect prompts meant for a session that is open.
 
 Pure: paths are computed, nothing is read or written. Must not import kairosd beyond ``errors``.
 """
@@ -42,7 +43,11 @@ from kairos.integrations import merge
 
 AGENTS = ("claude", "copilot", "codex", "gemini")
 HOOK_TIMEOUT_S = 10
-REWAKE_TIMEOUT_S = 600  # Claude's default; the waiter's own lifetime (hook --max-wait, 540 s) is shorter
+# The waiter covers a whole idle day: Claude's async hook runs until its `timeout`, and the waiter's own
+# lifetime (`--max-wait`) ends a minute before it, so it exits by itself rather than being killed.
+# Every Stop re-arms it, and a session idle for longer than kairosd's session TTL (24 h) has expired.
+REWAKE_LIFETIME_S = 86_400
+REWAKE_MARGIN_S = 60
 Transform = Callable[[str | None], tuple[str | None, list[str]]]
 
 
@@ -54,7 +59,8 @@ class Context:
     kairos: str  # absolute path of the kairos executable
     environ: Mapping[str, str] = field(default_factory=dict)
     install: bool = True
-    with_rewake: bool = False
+    with_rewake: bool = True  # Claude's asyncRewake waiter (`--no-rewake` leaves it out)
+    rewake_lifetime: int = REWAKE_LIFETIME_S
 
     @property
     def kairos_home(self) -> str | None:
@@ -68,9 +74,10 @@ class Context:
         override = self.environ.get(env_var, "").strip() if env_var else ""
         return Path(override).expanduser() if override else self.home / name
 
-    def hook_command(self, agent: str, event: str) -> str:
+    def hook_command(self, agent: str, event: str, *options: str) -> str:
         prefix = f"KAIROS_HOME={shlex.quote(self.kairos_home)} " if self.kairos_home else ""
-        return f"{prefix}{shlex.quote(self.kairos)} hook {agent} {event}"
+        tail = "".join(" " + shlex.quote(o) for o in options)
+        return f"{prefix}{shlex.quote(self.kairos)} hook {agent} {event}{tail}"
 
     def mcp_env(self) -> dict[str, str]:
         return {"KAIROS_HOME": self.kairos_home} if self.kairos_home else {}
@@ -108,8 +115,8 @@ def _json_plan(path: Path, what: str, change: Callable[[dict[str, Any], str], di
 
 
 def claude_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
-    def handler(event: str, **extra: Any) -> dict[str, Any]:
-        return {"type": "command", "command": ctx.hook_command("claude", event), **extra}
+    def handler(event: str, *options: str, **extra: Any) -> dict[str, Any]:
+        return {"type": "command", "command": ctx.hook_command("claude", event, *options), **extra}
 
     hooks = {
         "SessionStart": [handler("SessionStart", timeout=HOOK_TIMEOUT_S)],
@@ -119,20 +126,28 @@ def claude_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
     }
     if ctx.with_rewake:
         # Armed at start and re-armed after every turn; it exits 2 with a due prompt, which wakes the session.
+        margin = REWAKE_MARGIN_S if ctx.rewake_lifetime >= 10 * REWAKE_MARGIN_S else max(ctx.rewake_lifetime // 10, 1)
+        max_wait = str(max(ctx.rewake_lifetime - margin, 1))
         for event in ("SessionStart", "Stop"):
-            hooks[event].append(handler("wait", asyncRewake=True, timeout=REWAKE_TIMEOUT_S))
+            hooks[event].append(handler("wait", "--max-wait", max_wait, asyncRewake=True, timeout=ctx.rewake_lifetime))
     return hooks
+
+
+CLAUDE_MCP_RULE = "mcp__kairos"  # every tool of the kairos MCP server, without a prompt
 
 
 def _claude(ctx: Context) -> tuple[list[FilePlan], list[str]]:
     claude_dir = ctx.dot_dir(".claude")
+
+    def claude_change(data: dict[str, Any], where: str) -> dict[str, Any]:
+        data = merge.merge_grouped_hooks(data, claude_hooks(ctx), where, install=ctx.install)
+        # kairos' tools only read and change the user's kairos schedule; without the rule a headless
+        # `claude -p` (kairos' own runs) refuses them, so a task could not schedule its follow-up.
+        return merge.merge_allow_rule(data, CLAUDE_MCP_RULE, where, install=ctx.install)
+
     entry = {"type": "stdio", "command": ctx.kairos, "args": ["mcp"], **_env_field(ctx)}
     plans = [
-        _json_plan(
-            claude_dir / "settings.json",
-            "hooks",
-            lambda data, where: merge.merge_grouped_hooks(data, claude_hooks(ctx), where, install=ctx.install),
-        ),
+        _json_plan(claude_dir / "settings.json", "hooks", claude_change),
         _json_plan(
             ctx.home / ".claude.json",
             "MCP server",
@@ -196,7 +211,7 @@ def codex_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
     def handler(event: str) -> dict[str, Any]:
         return {"type": "command", "command": ctx.hook_command("codex", event), "timeout": HOOK_TIMEOUT_S}
 
-    return {event: [handler(event)] for event in ("SessionStart", "UserPromptSubmit", "Stop")}
+    return {event: [handler(event)] for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")}
 
 
 def _codex(ctx: Context) -> tuple[list[FilePlan], list[str]]:
@@ -211,14 +226,18 @@ def _codex(ctx: Context) -> tuple[list[FilePlan], list[str]]:
             notes.append(f"{config_path} also defines [hooks]; Codex merges them with hooks.json and warns at start-up")
         return new, notes
 
-    plans = [
-        _json_plan(
-            codex_dir / "hooks.json",
-            "hooks",
-            lambda data, where: merge.merge_grouped_hooks(data, codex_hooks(ctx), where, install=ctx.install),
-        ),
-        FilePlan(config_path, "MCP server", config_transform),
-    ]
+    hooks_path = codex_dir / "hooks.json"
+
+    def hooks_transform(text: str | None) -> tuple[str | None, list[str]]:
+        data = merge.parse_json_object(text, str(hooks_path))
+        new = merge.merge_grouped_hooks(data, codex_hooks(ctx), str(hooks_path), install=ctx.install)
+        if text is not None and new == data:
+            return text, []
+        if not ctx.install and not new:
+            return None, []  # only kairos' hooks were in it: remove the file rather than leave "{}"
+        return merge.dump_json(new, text), []
+
+    plans = [FilePlan(hooks_path, "hooks", hooks_transform), FilePlan(config_path, "MCP server", config_transform)]
     notes = (
         ["Codex runs a new or changed hook only after you review and trust it: open /hooks in Codex."]
         if ctx.install
@@ -244,7 +263,9 @@ def gemini_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
 
 def _gemini(ctx: Context) -> tuple[list[FilePlan], list[str]]:
     settings = ctx.dot_dir(".gemini") / "settings.json"
-    entry = {"command": ctx.kairos, "args": ["mcp"], **_env_field(ctx)}
+    # trust: Gemini runs the server's tools without asking; headless (kairos' own runs) it otherwise
+    # leaves them out of the request altogether. See README, "MCP tools without a prompt".
+    entry = {"command": ctx.kairos, "args": ["mcp"], **_env_field(ctx), "trust": True}
 
     def change(data: dict[str, Any], where: str) -> dict[str, Any]:
         data = merge.merge_grouped_hooks(data, gemini_hooks(ctx), where, install=ctx.install)

@@ -222,6 +222,29 @@ def merge_mcp_server(
     return result
 
 
+def merge_allow_rule(data: dict[str, Any], rule: str, where: str, *, install: bool) -> dict[str, Any]:
+    """Claude Code's ``permissions.allow``: ``rule`` added once (install) or removed (uninstall)."""
+    result = copy.deepcopy(data)
+    permissions = _object_at(result, "permissions", where, create=install)
+    if permissions is None:
+        return result
+    allow = permissions.get("allow")
+    if allow is None and not install:
+        return result
+    if allow is not None and not isinstance(allow, list):
+        raise Refused(f"{where}: permissions.allow is not a list; kairos leaves the file alone")
+    kept = [r for r in allow or [] if r != rule]
+    if install:
+        permissions["allow"] = [*kept, rule]
+    elif kept or len(kept) == len(allow or []):
+        permissions["allow"] = kept
+    else:
+        del permissions["allow"]  # kairos emptied it
+        if not permissions:
+            del result["permissions"]
+    return result
+
+
 # ---- TOML (Codex's config.toml) ------------------------------------------------------------
 
 
@@ -235,18 +258,54 @@ def parse_toml(text: str | None, where: str) -> dict[str, Any]:
 
 
 def _split_block(text: str, where: str) -> tuple[str, str | None]:
-    """``text`` without kairos' block, and the block (None if there is none)."""
+    """``text`` without kairos' block, and the block (None if there is none).
+
+    The block is the begin marker and the ``[mcp_servers.kairos]`` table (with any subtable of it),
+    up to the end marker or the first other table header, whichever comes first. Codex edits
+    ``config.toml`` itself and appends its own tables (``[projects."..."]``, ``[hooks.state."..."]``,
+    ``[tui]``) at the end of the file, which puts them before kairos' end marker when kairos' block
+    was last: they are the user's, and are kept.
+    """
     lines = text.splitlines(keepends=True)
     begin = [i for i, line in enumerate(lines) if line.startswith(TOML_BEGIN)]
     end = [i for i, line in enumerate(lines) if line.startswith(TOML_END)]
     if not begin and not end:
         return text, None
-    if len(begin) != 1 or len(end) != 1 or end[0] < begin[0]:
+    if len(begin) != 1 or len(end) > 1 or (end and end[0] < begin[0]):
         raise Refused(f"{where}: kairos' block ({TOML_BEGIN} ... {TOML_END}) is broken; fix or remove it by hand")
-    start, stop = begin[0], end[0] + 1
+    start = stop = begin[0]
+    stop += 1
+    while stop < len(lines) and not lines[stop].startswith(TOML_END):
+        header = _table_header(lines[stop])
+        if (
+            header is not None
+            and header != f"mcp_servers.{MCP_NAME}"
+            and not header.startswith(f"mcp_servers.{MCP_NAME}.")
+        ):
+            break  # someone else's table: the block ends here
+        stop += 1
+    block = "".join(lines[begin[0] : stop])
+    if stop < len(lines) and lines[stop].startswith(TOML_END):
+        tail = lines[stop + 1 :]
+        block += lines[stop]
+    else:
+        # The end marker, if any, now sits after tables that are not kairos': drop only that line.
+        while stop > start + 1 and not lines[stop - 1].strip():
+            stop -= 1  # blank lines before the next table belong to it
+        block = "".join(lines[begin[0] : stop])
+        tail = [line for line in lines[stop:] if not line.startswith(TOML_END)]
     if start > 0 and not lines[start - 1].strip():
         start -= 1  # the blank line kairos put before its block
-    return "".join(lines[:start] + lines[stop:]), "".join(lines[begin[0] : stop])
+    return "".join(lines[:start] + tail), block
+
+
+def _table_header(line: str) -> str | None:
+    """The dotted name of a ``[table]`` or ``[[array]]`` header line (quotes kept), else None."""
+    stripped = line.strip()
+    if not stripped.startswith("["):
+        return None
+    inner = stripped.lstrip("[").split("]", 1)[0].strip()
+    return inner.replace(" ", "") or None
 
 
 def toml_string(value: str) -> str:
@@ -260,6 +319,10 @@ def codex_mcp_block(command: str, env: Mapping[str, str], agent: str = "codex") 
         f"[mcp_servers.{MCP_NAME}]",
         f"command = {toml_string(command)}",
         'args = ["mcp"]',
+        # Codex asks before every MCP tool call, and a headless `codex exec` (approval policy "never")
+        # then refuses them all. kairos' tools only read and change the user's own schedule.
+        'default_tools_approval_mode = "approve"',
+        "required = true",
     ]
     if env:
         pairs = ", ".join(f"{k} = {toml_string(v)}" for k, v in env.items())

@@ -19,6 +19,9 @@ all, by bare name) plus ``--allowedTools`` (those rules run without a prompt;
 left out in plan mode, which must not pre-approve anything); ``denied_tools``
 becomes ``--disallowedTools``, which Claude applies before any mode.
 
+MCP: ``MCP_CONNECTION_NONBLOCKING=false`` in the environment (the user's config may override it),
+so the first request already offers kairos' MCP tools.
+
 Must not import the registry, the config module or the server.
 """
 
@@ -84,7 +87,10 @@ class ClaudeAdapter(CliAdapter):
                 argv += ["--allowedTools", *approved]
         if perms.denied_tools:
             argv += ["--disallowedTools", *sorted(perms.denied_tools)]
-        return self.finish(argv, stdin=request.prompt)
+        # claude -p connects MCP servers in the background and may send the first request before
+        # `kairos mcp` is up (about a second): a task could not schedule its follow-up. Wait for them.
+        env = {"MCP_CONNECTION_NONBLOCKING": "false", **self.settings.env}
+        return self.finish(argv, env=env, stdin=request.prompt)
 
     def progress(self, line: str) -> Progress | None:
         event = json_object(line)

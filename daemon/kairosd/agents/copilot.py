@@ -3,7 +3,8 @@
 One turn is ``copilot --output-format=json --no-ask-user ... --prompt=TEXT``
 (the ``=`` form, so a prompt that starts with a dash is still the prompt).
 The JSONL schema is not documented; these are the events seen in practice, all
-``{"type": ..., "data": {...}}``: ``session.start`` (``sessionId``),
+``{"type": ..., "data": {...}}``: ``session.start`` (``sessionId``; older versions only: 1.0.102
+does not print it, and the id comes from the last line),
 ``assistant.intent`` (``intent``), ``assistant.message`` (``content``,
 ``toolRequests``), ``tool.execution_start`` (``toolName``),
 ``tool.execution_complete``, ``session.error`` (``message``), and a last
@@ -18,7 +19,9 @@ allow in Copilot, so ``denied_tools`` become ``--deny-tool``. Modes map onto
 what may run without a prompt, which headless means "may run at all":
 ``plan`` denies the ``write`` and ``shell`` tool kinds; ``default`` allows
 nothing extra; ``acceptEdits`` allows ``write``; ``bypassPermissions`` allows
-every tool (``--allow-all-tools``, not paths or URLs). With ``allowed_tools``,
+every tool (``--allow-all-tools``, not paths or URLs). ``default`` and ``acceptEdits`` also allow
+kairos' own MCP server (``--allow-tool=kairos``): headless Copilot otherwise refuses every MCP call.
+With ``allowed_tools``,
 only those are allowed (the mode adds nothing: a list never widens), and in
 plan mode ``write``/``shell`` rules are dropped from it. Tool names are
 Copilot's own (``shell(git:*)``, ``write``, ``read``, an MCP server name).
@@ -51,6 +54,7 @@ from kairosd.agents.common import (
 
 NAME = "copilot"
 _PLAN_DENIED = ("shell", "write")
+KAIROS_MCP = "kairos"  # the MCP server `kairos integrate copilot` registers
 
 
 class CopilotAdapter(CliAdapter):
@@ -156,6 +160,10 @@ def _permission_args(request: TurnRequest) -> list[str]:
         args.append("--allow-tool=write")
     elif mode == "bypassPermissions":
         args.append("--allow-all-tools")
+    if mode in ("default", "acceptEdits") and perms.allowed_tools is None and KAIROS_MCP not in denied:
+        # kairos' own MCP tools (they only read and change the user's kairos schedule), so a task can
+        # schedule its follow-up; a tool list or a deny rule decides for itself.
+        args.append(f"--allow-tool={KAIROS_MCP}")
     args += [f"--deny-tool={rule}" for rule in sorted(denied)]
     return args
 

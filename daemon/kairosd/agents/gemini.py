@@ -8,7 +8,8 @@ assistant's text arrives in chunks), ``tool_use`` (``tool_name``,
 and ``result`` (``status`` ``success`` or ``error`` with ``error.message``).
 The final text is the assistant text after the last tool call. The single
 ``--output-format json`` object (``response``, ``error``) is understood too.
-Exit codes: 0 success, 1 error, 42 bad input, 53 turn limit.
+Exit codes: 0 success, 1 error, 42 bad input, 53 turn limit, 55 the folder is not trusted
+(Gemini 0.61+ refuses untrusted folders headless too; kairos does not pass ``--skip-trust``).
 
 Sessions: ``--resume ID``. Gemini has no fork and no chosen session id headless;
 both are refused.
@@ -40,7 +41,16 @@ from kairosd.agents.common import (
 
 NAME = "gemini"
 APPROVAL = {"plan": "plan", "default": "default", "acceptEdits": "auto_edit", "bypassPermissions": "yolo"}
-_EXIT_MEANING = {42: "bad input (prompt or arguments)", 53: "turn limit exceeded"}
+# 55: Gemini CLI refuses a folder the user has not trusted in Gemini. kairos keeps that check (trusting a
+# folder lets its .gemini/settings.json run hooks and MCP servers): the user trusts the folder, or opts in
+# for kairos' runs with [agents.gemini] env = { GEMINI_CLI_TRUST_WORKSPACE = "true" }.
+_BLOCKED = "Agent execution blocked"  # Gemini's warning when an AfterAgent hook denies the end of a turn
+UNTRUSTED_EXIT = 55
+UNTRUSTED_HINT = (
+    "the folder is not trusted by Gemini CLI: trust it in an interactive gemini session (/permissions), or "
+    'let kairos\' gemini runs trust their folder with [agents.gemini] env = { GEMINI_CLI_TRUST_WORKSPACE = "true" }'
+)
+_EXIT_MEANING = {42: "bad input (prompt or arguments)", 53: "turn limit exceeded", UNTRUSTED_EXIT: UNTRUSTED_HINT}
 
 
 class GeminiAdapter(CliAdapter):
@@ -92,6 +102,8 @@ class GeminiAdapter(CliAdapter):
             elif kind == "tool_use":
                 tool_calls += 1
                 chunks = []
+            elif kind == "error" and (text_of(event.get("message")) or "").startswith(_BLOCKED):
+                chunks = []  # an AfterAgent hook sent the turn on with a new prompt: the answer comes after it
             elif kind == "result":
                 final = event
         text = "".join(chunks).strip() or None
@@ -103,6 +115,8 @@ class GeminiAdapter(CliAdapter):
             failed = final.get("status") == "error"
         if exit_code != 0 or failed:
             message = (_error_text(final) if final else None) or _EXIT_MEANING.get(exit_code) or "the run failed"
+            if exit_code == UNTRUSTED_EXIT:
+                message, stderr = UNTRUSTED_HINT, ""  # Gemini's own text names flags kairos does not pass
             return failure(
                 NAME,
                 message,

@@ -1,0 +1,295 @@
+"""The compatibility suite's fixtures: the real CLIs, the fake model, a sandboxed user and kairosd.
+
+The suite runs only when asked for (``pytest -m compat`` or ``KAIROS_COMPAT=1``, which
+``scripts/compat`` sets): it installs five CLIs from npm and takes minutes. Without node and npm
+every test skips and says so.
+
+Each test that feeds the README's matrix carries ``@pytest.mark.feature(NAME)`` and a ``cli``
+parameter; the outcome of every (cli, feature) pair is written to ``last-run.json`` in the cache
+folder (``KAIROS_COMPAT_RESULTS`` moves it) for ``scripts/compat-matrix``. A test that skips with a
+reason starting ``unsupported:`` counts as "not supported" there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat import clis
+from compat.capture import capture
+from compat.fakemodel import FakeModel
+
+UNSUPPORTED = "unsupported: "
+_results: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    selected = "compat" in (config.option.markexpr or "") or os.environ.get("KAIROS_COMPAT") == "1"
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    for item in items:
+        if here not in Path(str(item.fspath)).parents:
+            continue
+        item.add_marker(pytest.mark.compat)
+        item.add_marker(pytest.mark.slow)
+        cli = getattr(item, "callspec", None) and item.callspec.params.get("cli")
+        low = clis.node_too_old(cli) if selected and cli and not missing else None
+        if low:
+            item.add_marker(pytest.mark.skip(reason=low))
+        if not selected:
+            item.add_marker(pytest.mark.skip(reason="real agent CLIs: run scripts/compat (or pytest -m compat)"))
+        elif missing:
+            item.add_marker(pytest.mark.skip(reason=f"real agent CLIs need {' and '.join(missing)}, not installed"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    marker = item.get_closest_marker("feature")
+    params = getattr(item, "callspec", None)
+    cli = params.params.get("cli") if params else None
+    if marker is None or cli is None:
+        return report
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        status = "verified" if report.passed else "failing"
+        detail = ""
+        if hasattr(report, "wasxfail"):  # a known failure (xfail): failing, with the reason
+            status, detail = "failing", str(report.wasxfail).removeprefix("reason: ")
+        elif report.skipped:
+            reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else ""
+            reason = reason.removeprefix("Skipped: ")
+            status = "unsupported" if reason.startswith(UNSUPPORTED) else "skipped"
+            detail = reason.removeprefix(UNSUPPORTED)
+        elif report.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            detail = (getattr(crash, "message", "") or str(report.longrepr)).strip().splitlines()[0][:200]
+        for feature in marker.args:
+            key = (cli, feature)
+            previous = _results.get(key)
+            # One cell, several tests (interactive and headless MCP): the worst outcome wins.
+            order = ["verified", "unsupported", "skipped", "failing"]
+            if previous is None or order.index(status) >= order.index(previous["status"]):
+                _results[key] = {"status": status, "detail": detail, "test": item.nodeid}
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not _results or all(r["status"] == "skipped" for r in _results.values()):
+        return
+    out = Path(os.environ.get("KAIROS_COMPAT_RESULTS") or clis.cache_dir() / "last-run.json")
+    data = {
+        "versions": {cli: clis.version(cli) for cli in clis.CLIS},
+        "results": [{"cli": c, "feature": f, **r} for (c, f), r in sorted(_results.items())],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def kairos_script() -> str:
+    """The kairos console script of this environment: what integrate writes into the CLIs' files."""
+    found = Path(sys.executable).parent / "kairos"
+    if not found.exists():
+        pytest.fail(f"no kairos script next to {sys.executable}: install kairos (pip install -e .)")
+    return str(found)
+
+
+class World:
+    """One sandboxed user: a CLI, the fake model, kairosd, and helpers to drive them."""
+
+    def __init__(self, cli: str, root: Path, model: FakeModel) -> None:
+        self.cli = cli
+        self.model = model
+        self.binary = str(clis.install(cli))
+        self.sandbox = clis.Sandbox(root, model.url, root / "k")
+        self.env = self.sandbox.prepare(cli)
+        self.daemon: subprocess.Popen[bytes] | None = None
+
+    @property
+    def project(self) -> Path:
+        return self.sandbox.project
+
+    @property
+    def home(self) -> Path:
+        return self.sandbox.home
+
+    def kairos(self, *args: str, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [kairos_script(), *args], env=self.env, cwd=cwd or self.project, capture_output=True, text=True, timeout=60
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kairos {' '.join(args)} exited {proc.returncode}: {proc.stderr}{proc.stdout}")
+        return proc
+
+    def kairos_json(self, *args: str) -> Any:
+        return json.loads(self.kairos(*args, "--json").stdout)
+
+    def start_daemon(self) -> None:
+        self.sandbox.kairos_home.mkdir(parents=True, exist_ok=True)
+        log = open(self.sandbox.root / "kairosd.log", "wb")  # noqa: SIM115 - the daemon outlives this call
+        self.daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=self.env, stdout=log, stderr=log)
+        log.close()
+        wait_for(lambda: self.kairos("status", check=False).returncode == 0, "kairosd to answer", 30)
+
+    def integrate(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        return self.kairos("integrate", self.cli, "--kairos", kairos_script(), *extra)
+
+    def trust_codex_hooks(self) -> int:
+        """What a user does in Codex's /hooks: trust every hook, written by Codex itself (its app-server).
+
+        Returns how many hooks it trusted. Codex writes ``[hooks.state."KEY"] trusted_hash`` into
+        config.toml with its own TOML editor, so the file ends up exactly as the TUI leaves it.
+        """
+        proc = subprocess.Popen(
+            [self.binary, "app-server"], env=self.env, cwd=self.project, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+
+        def call(request_id: int, method: str, params: dict[str, Any]) -> Any:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            for line in proc.stdout:
+                message = json.loads(line)
+                if message.get("id") == request_id:
+                    assert "error" not in message, message
+                    return message["result"]
+            raise AssertionError(f"codex app-server ended before answering {method}")
+
+        try:
+            call(1, "initialize", {"clientInfo": {"name": "kairos-compat", "version": "1"}})
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "initialized"}) + "\n")
+            listed = call(2, "hooks/list", {"cwds": [str(self.project)]})
+            hooks = [h for entry in listed["data"] for h in entry["hooks"] if h.get("trustStatus") != "trusted"]
+            if hooks:
+                state = {h["key"]: {"trusted_hash": h["currentHash"]} for h in hooks}
+                call(3, "config/value/write", {"keyPath": "hooks.state", "value": state, "mergeStrategy": "upsert"})
+            return len(hooks)
+        finally:
+            proc.stdin.close()
+            proc.stdout.close()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def run(
+        self, argv: list[str], *, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv,
+            input=stdin or "",
+            env={**self.env, **(env or {})},
+            cwd=self.project,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    # ---- interactive sessions under tmux (a private server per world) ----
+
+    @property
+    def tmux_socket(self) -> str:
+        return str(self.sandbox.root / "tmux.sock")
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-S", self.tmux_socket, *args], capture_output=True, text=True, check=check)
+
+    def start_interactive(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Start ``argv`` in the project folder in a 200x50 tmux window, with this world's environment."""
+        script = self.sandbox.root / "interactive.sh"
+        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in {**self.env, **(env or {})}.items())
+        script.write_text(f"cd {shlex.quote(str(self.project))}\n{exports}exec {shlex.join(argv)}\n")
+        self.tmux("new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "bash", str(script))
+        self.interactive = True
+
+    def mcp_server_up(self, min_age: float = 3.0) -> bool:
+        """A ``kairos mcp`` of this world has run for ``min_age`` seconds (time to answer the handshake)."""
+        import psutil
+
+        for proc in psutil.process_iter(["cmdline", "create_time"]):
+            cmd = proc.info["cmdline"] or []
+            if len(cmd) >= 2 and cmd[-1] == "mcp" and any(c.endswith("kairos") for c in cmd[:-1]):
+                try:
+                    mine = proc.environ().get("KAIROS_HOME") == str(self.sandbox.kairos_home)
+                except psutil.Error:
+                    continue
+                if mine and time.time() - proc.info["create_time"] >= min_age:
+                    return True
+        return False
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "cli", check=False).stdout
+
+    def type(self, text: str, *, enter: bool = True) -> None:
+        self.tmux("send-keys", "-t", "cli", "-l", text)
+        if enter:
+            time.sleep(0.3)  # a TUI reads a pasted line and Enter apart only with a gap between them
+            self.tmux("send-keys", "-t", "cli", "Enter")
+
+    def stop(self) -> None:
+        if getattr(self, "interactive", False):
+            self.tmux("kill-server", check=False)
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.terminate()
+            try:
+                self.daemon.wait(15)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait()
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture
+def world_factory(model: FakeModel) -> Iterator[Callable[[str], World]]:
+    made: list[tuple[World, Path]] = []
+
+    def make(cli: str) -> World:
+        root = Path(tempfile.mkdtemp(prefix="kc", dir="/tmp"))  # short: kairosd's socket path
+        try:
+            world = World(cli, root, model)
+        except (RuntimeError, subprocess.CalledProcessError) as exc:
+            shutil.rmtree(root, ignore_errors=True)
+            pytest.skip(f"{cli} could not be installed from npm: {exc}")
+        made.append((world, root))
+        return world
+
+    yield make
+    for world, root in made:
+        world.stop()
+        captures = os.environ.get("KAIROS_COMPAT_CAPTURE")
+        if captures:  # sanitized transcripts for transcript readers (scripts/compat --capture DIR)
+            test = os.environ.get("PYTEST_CURRENT_TEST", "test").split("::")[-1].split(" ")[0]
+            capture(world.cli, world.home, root, Path(captures) / world.cli / test)
+        if os.environ.get("KAIROS_COMPAT_KEEP") != "1":
+            shutil.rmtree(root, ignore_errors=True)
