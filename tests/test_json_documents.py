@@ -28,10 +28,9 @@ NOT_CHECKED_YET = {
     "ls": "an alias of list",
     "task ls": "an alias of task list",
     "watch": "a stream of daemon events of many kinds (JSON lines)",
-    "import": "owned by the import work (quarantine branch)",
-    "daemon run": "execs kairosd in the foreground; prints no document",
     **{f"task {v}": "needs the background task registry harness" for v in
        ("start", "list", "show", "wait", "logs", "cancel", "send", "close")},
+    "daemon run": "execs kairosd in the foreground; prints no document",
     "consolidate": "needs the consolidation harness",
     **{f"board {v}": "needs the consolidation harness" for v in
        ("show", "add", "rm", "prune", "history", "edit", "pin", "restore")},
@@ -105,8 +104,22 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     kd.run(kd.scheduler.start())  # a start after the one-shot's time: surfaced as missed
     assert check("missed")["missed"]
     check("missed", "--clear")
+    claude_store = kd.home / "scheduled_tasks.json"
+    claude_store.write_text(json.dumps({"tasks": [
+        {"id": "ee55ff66", "cron": "0 12 * * *", "recurring": True, "prompt": "p", "createdAt": 1761900000000},
+        {"id": "bad", "cron": "0 1 * * *"},
+        {"id": "ab12cd34", "cron": "0 1 * * *", "prompt": "q", "createdAt": 1761900000000, "color": "red"},
+    ]}))  # fmt: skip
+    assert check("import", str(claude_store), "--dry-run")["dry_run"] is True
+    first = check("import", str(claude_store))
+    assert ([t["id"] for t in first["imported"]], first["rejected"][0]["index"]) == (["ee55ff66", "ab12cd34"], 1)
+    assert first["imported"][0]["on_import"]
+    assert first["dropped"] == [{"id": "ab12cd34", "keys": ["color"]}]
+    assert [s["id"] for s in check("import", str(claude_store))["skipped"]] == ["ee55ff66", "ab12cd34"]
+    kd.run(kd.scheduler.drain(5))
     # daemon stop: below; export: checked against a real kairosd in test_export_api.
-    assert set(checked) == {v for v in documents.DOCUMENTS if not v.startswith(("cron ", "doctor", "systemd"))} - {
+    local = ("cron ", "doctor", "systemd")
+    assert set(checked) == {v for v in documents.DOCUMENTS if not v.startswith(local)} - {
         "daemon stop",
         "export",
     }
@@ -154,6 +167,15 @@ def test_one_key_one_type():
             seen.setdefault(name, set()).add(_type_name(field.annotation))
     clashes = {name: types for name, types in seen.items() if len(types) > 1 and name not in SAME_NAME_OTHER_TYPE}
     assert clashes == {}
+
+
+def test_an_import_report_of_the_wrong_shape_is_refused():
+    report = {"dry_run": True, "imported": [], "skipped": [], "rejected": [], "dropped": []}
+    documents.check("import", report)
+    with pytest.raises(ValueError, match="index"):
+        documents.check("import", {**report, "rejected": [{"index": "1", "id": None, "reason": "r"}]})
+    with pytest.raises(ValueError, match="dry_run"):
+        documents.check("import", {**report, "dry_run": "yes"})
 
 
 def test_a_count_where_a_boolean_belongs_is_refused():

@@ -23,18 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-
-class Document(BaseModel):
-    """A top-level document: strict types, no unnamed keys."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-
-class Record(BaseModel):
-    """A record inside a document: strict types for the keys named; later versions may add keys."""
-
-    model_config = ConfigDict(strict=True, extra="allow")
-
+from kairos.document_base import Document, Record
 
 # ---- tasks ---------------------------------------------------------------------------------------
 
@@ -294,6 +283,39 @@ class SystemdInstallDoc(Document):
     contents: dict[str, str] | None = None
 
 
+# ---- import -------------------------------------------------------------------------------------
+
+
+class ImportedTask(TaskView):
+    on_import: str
+
+
+class SkippedImport(Record):
+    id: str
+    reason: str
+
+
+class RejectedImport(Record):
+    index: int
+    id: str | None
+    reason: str
+
+
+class DroppedKeys(Record):
+    id: str
+    keys: list[str]
+
+
+class ImportDoc(Document):
+    """``kairos import --json``: what was (with ``dry_run``, would be) imported, skipped, rejected."""
+
+    dry_run: bool
+    imported: list[ImportedTask]
+    skipped: list[SkippedImport]
+    rejected: list[RejectedImport]
+    dropped: list[DroppedKeys]
+
+
 # ---- export ---------------------------------------------------------------------------------------
 
 
@@ -344,6 +366,7 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "doctor": DoctorDoc,
     "systemd install": SystemdInstallDoc,
     "export": ExportDoc,
+    "import": ImportDoc,
 }
 
 # Streams: one JSON line per item.
