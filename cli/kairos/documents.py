@@ -8,8 +8,9 @@ must be added here first. Nested records the daemon owns (a task's target, its
 meta) are objects of any shape.
 
 :data:`DOCUMENTS` maps each verb (as typed, subcommands joined with a space) to its
-model; streams (``watch``, ``inbox --follow``, ``task logs -f``) print one JSON line
-per item, described by :data:`STREAM_ITEMS`. ``tests/test_json_documents.py``
+model (those of ``kairos task`` are in :mod:`kairos.documents_tasks`); streams (``watch``,
+``inbox --follow``, ``task logs -f``) print one JSON line per item, described by
+:data:`STREAM_ITEMS`. ``tests/test_json_documents.py``
 runs the verbs and checks their output against these models.
 
 Imported by the tests and by anyone scripting kairos from Python, never by a verb:
@@ -24,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kairos.document_base import Document, Record
+from kairos.documents_tasks import TASK_DOCUMENTS, LogLine
 
 # ---- tasks ---------------------------------------------------------------------------------------
 
@@ -367,10 +369,11 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "systemd install": SystemdInstallDoc,
     "export": ExportDoc,
     "import": ImportDoc,
+    **TASK_DOCUMENTS,
 }
 
 # Streams: one JSON line per item.
-STREAM_ITEMS: dict[str, type[BaseModel]] = {"inbox --follow": InboxItem}
+STREAM_ITEMS: dict[str, type[BaseModel]] = {"inbox --follow": InboxItem, "task logs -f": LogLine}
 
 
 def check(verb: str, document: Any) -> BaseModel:
