@@ -8,7 +8,8 @@ must be added here first. Nested records the daemon owns (a task's target, its
 meta) are objects of any shape.
 
 :data:`DOCUMENTS` maps each verb (as typed, subcommands joined with a space) to its
-model (those of ``kairos task`` are in :mod:`kairos.documents_tasks`); streams (``watch``,
+model (those of ``kairos task`` are in :mod:`kairos.documents_tasks`, of ``board`` and
+``consolidate`` in :mod:`kairos.documents_board`); streams (``watch``,
 ``inbox --follow``, ``task logs -f``) print one JSON line per item, described by
 :data:`STREAM_ITEMS`. ``tests/test_json_documents.py``
 runs the verbs and checks their output against these models.
@@ -25,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kairos.document_base import Document, Record
+from kairos.documents_board import BOARD_DOCUMENTS
 from kairos.documents_tasks import TASK_DOCUMENTS, LogLine
 
 # ---- tasks ---------------------------------------------------------------------------------------
@@ -370,6 +372,7 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "export": ExportDoc,
     "import": ImportDoc,
     **TASK_DOCUMENTS,
+    **BOARD_DOCUMENTS,
 }
 
 # Streams: one JSON line per item.
