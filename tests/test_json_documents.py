@@ -20,6 +20,7 @@ from session_support import Kairosd, hook_home
 
 from kairos import documents
 from kairos.app import build_parser, run
+from kairosd.quarantine import Quarantine
 
 __all__ = ["hook_home"]  # the fixture `home`, used below
 
@@ -79,6 +80,11 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     task_id = check("add", "0 9 * * *", "hello")["task"]["id"]
     assert check("add", "--every", "7m", "rounded")["task"]["note"]
     check("list")
+    set_aside = Quarantine(kd.paths.state_dir / "scheduled_tasks.quarantine.json", kd.clock)
+    kd.api.add_routes(set_aside.routes())
+    assert check("list", "--problems")["entries"] == []
+    set_aside.add([({"id": "bad0bad0", "cron": "61 * * * *"}, "invalid cron"), ([1], "not an object")])
+    assert [e["id"] for e in check("list", "--problems")["entries"]] == ["bad0bad0", None]
     check("show", task_id)
     check("pause", task_id)
     check("resume", task_id)
@@ -146,6 +152,8 @@ def test_local_verbs_print_their_documents(home, capsys, monkeypatch, tmp_path):
 SAME_NAME_OTHER_TYPE = {
     "tasks": "a count in status, the list itself in list; in task list, the list of background tasks",
     "task": "add's TaskView also carries the add's note (AddedTask); in task ..., a background task",
+    "entries": "a list of objects in both: a board's entries in board show, the records set aside in list "
+    "--problems (the quarantine file's own name for them)",
     "run": "the run the verb started, an object in both: a scheduled task's run in run, the consolidation run "
     "(a background task, as task list shows it) in consolidate",
 }
@@ -174,6 +182,13 @@ def test_an_import_report_of_the_wrong_shape_is_refused():
         documents.check("import", {**report, "rejected": [{"index": "1", "id": None, "reason": "r"}]})
     with pytest.raises(ValueError, match="dry_run"):
         documents.check("import", {**report, "dry_run": "yes"})
+
+
+def test_a_set_aside_record_without_its_reason_is_refused():
+    entry = {"id": None, "reason": "r", "quarantined_at": "t", "record": [1]}
+    documents.check("list", {"path": "/q", "entries": [entry]})
+    with pytest.raises(ValueError, match="reason"):
+        documents.check("list", {"path": "/q", "entries": [{**entry, "reason": None}]})
 
 
 def test_a_count_where_a_boolean_belongs_is_refused():

@@ -81,6 +81,22 @@ class ListDoc(Document):
     tasks: list[TaskView]
 
 
+class SetAside(Record):
+    """A record the store could not use: its id (None if it had no string id), why, and the record as it was."""
+
+    id: str | None
+    reason: str
+    quarantined_at: str
+    record: Any
+
+
+class ProblemsDoc(Document):
+    """``kairos list --problems --json``: the records set aside at load, from the quarantine file at ``path``."""
+
+    path: str
+    entries: list[SetAside]
+
+
 class RemovedDoc(Document):
     removed: list[str]
 
@@ -350,7 +366,7 @@ class ExportDoc(Document):
 
 DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "add": AddDoc,
-    "list": ListDoc,
+    "list": (ListDoc, ProblemsDoc),
     "show": TaskDoc,
     "pause": TaskDoc,
     "resume": TaskDoc,
