@@ -30,8 +30,6 @@ NOT_CHECKED_YET = {
     "task ls": "an alias of task list",
     "watch": "a stream of daemon events of many kinds (JSON lines)",
     "daemon run": "execs kairosd in the foreground; prints no document",
-    "systemd uninstall": "runs systemctl",
-    "systemd status": "runs systemctl and journalctl",
     "completion": "prints a shell script, not JSON",
     "integrate": "writes agent settings; checked in test_integrate",
     "mcp": "a stdio MCP server, not a document",

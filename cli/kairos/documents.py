@@ -303,6 +303,26 @@ class SystemdInstallDoc(Document):
     contents: dict[str, str] | None = None
 
 
+class SystemdUninstallDoc(Document):
+    """``kairos systemd uninstall``: the unit files removed and the systemctl calls (``warnings``: those that
+    failed; absent with ``--dry-run``)."""
+
+    dry_run: bool
+    unit_dir: str
+    removed: list[str]
+    commands: list[list[str]]
+    warnings: list[str] | None = None
+
+
+class SystemdStatusDoc(Document):
+    """``kairos systemd status``: whether kairosd runs under systemd, each unit's ``systemctl show``
+    properties, and the last journal lines."""
+
+    running: bool
+    properties: dict[str, dict[str, str]]
+    journal: list[str]
+
+
 # ---- import -------------------------------------------------------------------------------------
 
 
@@ -385,6 +405,8 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "cron every": CronEveryDoc,
     "doctor": DoctorDoc,
     "systemd install": SystemdInstallDoc,
+    "systemd uninstall": SystemdUninstallDoc,
+    "systemd status": SystemdStatusDoc,
     "export": ExportDoc,
     "import": ImportDoc,
     **TASK_DOCUMENTS,
