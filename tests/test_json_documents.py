@@ -31,7 +31,6 @@ NOT_CHECKED_YET = {
     "watch": "a stream of daemon events of many kinds (JSON lines)",
     "daemon run": "execs kairosd in the foreground; prints no document",
     "completion": "prints a shell script, not JSON",
-    "integrate": "writes agent settings; checked in test_integrate",
     "mcp": "a stdio MCP server, not a document",
 }  # fmt: skip
 
@@ -118,7 +117,7 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     kd.run(kd.scheduler.drain(5))
     # daemon stop: below; export: checked against a real kairosd in test_export_api.
     # task ...: test_json_documents_tasks; board ... and consolidate: test_json_documents_board.
-    local = ("cron ", "doctor", "systemd", "task ", "board ", "consolidate")
+    local = ("cron ", "doctor", "systemd", "integrate", "task ", "board ", "consolidate")
     assert set(checked) == {v for v in documents.DOCUMENTS if not v.startswith(local)} - {
         "daemon stop",
         "export",
@@ -144,6 +143,19 @@ def test_local_verbs_print_their_documents(home, capsys, monkeypatch, tmp_path):
     kairosd.write_text("#!/bin/sh\n")
     kairosd.chmod(0o755)
     documents.check("systemd install", _json(capsys, "systemd", "install", "--dry-run", "--kairosd", str(kairosd)))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    kairos = tmp_path / "kairos"
+    kairos.write_text("#!/bin/sh\n")
+    kairos.chmod(0o755)
+    integrate = ("integrate", "claude", "--kairos", str(kairos))
+    dry = _json(capsys, *integrate, "--dry-run")
+    documents.check("integrate", dry)
+    assert (dry["dry_run"], dry["changes"][0]["action"]) == (True, "create")
+    documents.check("integrate", _json(capsys, *integrate))
+    removed = _json(capsys, *integrate, "--uninstall")
+    documents.check("integrate", removed)
+    assert removed["uninstall"] is True
+    assert {c["action"] for c in removed["changes"]} <= {"update", "delete"}
 
 
 # Keys whose type differs between documents on purpose.

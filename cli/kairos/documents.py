@@ -9,9 +9,10 @@ meta) are objects of any shape.
 
 :data:`DOCUMENTS` maps each verb (as typed, subcommands joined with a space) to its
 model (those of ``kairos task`` are in :mod:`kairos.documents_tasks`, of ``board`` and
-``consolidate`` in :mod:`kairos.documents_board`); streams (``watch``,
-``inbox --follow``, ``task logs -f``) print one JSON line per item, described by
-:data:`STREAM_ITEMS`. ``tests/test_json_documents.py``
+``consolidate`` in :mod:`kairos.documents_board`, of ``systemd uninstall|status`` and
+``integrate`` in :mod:`kairos.documents_setup`); streams (``watch``, ``inbox --follow``,
+``task logs -f``) print one JSON line per item, described by :data:`STREAM_ITEMS`.
+``tests/test_json_documents.py`` and its siblings
 runs the verbs and checks their output against these models.
 
 Imported by the tests and by anyone scripting kairos from Python, never by a verb:
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kairos.document_base import Document, Record
 from kairos.documents_board import BOARD_DOCUMENTS
+from kairos.documents_setup import SETUP_DOCUMENTS
 from kairos.documents_tasks import TASK_DOCUMENTS, LogLine
 
 # ---- tasks ---------------------------------------------------------------------------------------
@@ -303,26 +305,6 @@ class SystemdInstallDoc(Document):
     contents: dict[str, str] | None = None
 
 
-class SystemdUninstallDoc(Document):
-    """``kairos systemd uninstall``: the unit files removed and the systemctl calls (``warnings``: those that
-    failed; absent with ``--dry-run``)."""
-
-    dry_run: bool
-    unit_dir: str
-    removed: list[str]
-    commands: list[list[str]]
-    warnings: list[str] | None = None
-
-
-class SystemdStatusDoc(Document):
-    """``kairos systemd status``: whether kairosd runs under systemd, each unit's ``systemctl show``
-    properties, and the last journal lines."""
-
-    running: bool
-    properties: dict[str, dict[str, str]]
-    journal: list[str]
-
-
 # ---- import -------------------------------------------------------------------------------------
 
 
@@ -405,12 +387,11 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "cron every": CronEveryDoc,
     "doctor": DoctorDoc,
     "systemd install": SystemdInstallDoc,
-    "systemd uninstall": SystemdUninstallDoc,
-    "systemd status": SystemdStatusDoc,
     "export": ExportDoc,
     "import": ImportDoc,
     **TASK_DOCUMENTS,
     **BOARD_DOCUMENTS,
+    **SETUP_DOCUMENTS,
 }
 
 # Streams: one JSON line per item.
