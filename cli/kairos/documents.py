@@ -12,8 +12,8 @@ model (those of ``kairos task`` are in :mod:`kairos.documents_tasks`, of ``board
 ``consolidate`` in :mod:`kairos.documents_board`, of ``systemd uninstall|status`` and
 ``integrate`` in :mod:`kairos.documents_setup`); streams (``watch``, ``inbox --follow``,
 ``task logs -f``) print one JSON line per item, described by :data:`STREAM_ITEMS`.
-``tests/test_json_documents.py`` and its siblings
-runs the verbs and checks their output against these models.
+``tests/test_json_documents.py`` and its siblings run the verbs and check their output against
+these models.
 
 Imported by the tests and by anyone scripting kairos from Python, never by a verb:
 the CLI does not load pydantic on its own path. Must not import any kairos module
