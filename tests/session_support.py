@@ -136,7 +136,7 @@ class Kairosd:
             await self.sessions.start()
             await self.scheduler.start()
             self.service = Service(self.scheduler, self.inbox, clock, events, "UTC")
-            api = Api(self.service, self.stop_event.set)
+            self.api = api = Api(self.service, self.stop_event.set)
             api.add_routes(self.sessions.routes)
             self.server = UnixHttpServer(paths.socket, api.handle)
             await self.server.start()

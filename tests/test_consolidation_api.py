@@ -121,7 +121,7 @@ def test_board_routes(tmp_path):
         _, doc = await _call(api, "POST", "/board/prune", {"cwd": cwd})
         assert doc["pruned"] == []
         _, doc = await _call(api, "DELETE", f"/board/entries/{entry_id}", cwd=cwd)
-        assert doc["removed"]["id"] == entry_id
+        assert (doc["entry"]["id"], doc["removed"]) == (entry_id, [entry_id])
         _, doc = await _call(api, "GET", "/board/history", cwd=cwd, limit="0")
         assert [r["action"] for r in doc["history"]] == ["add", "remove"]
         with pytest.raises(NotFoundError):

@@ -20,6 +20,7 @@ from session_support import Kairosd, hook_home
 
 from kairos import documents
 from kairos.app import build_parser, run
+from kairosd.quarantine import Quarantine
 
 __all__ = ["hook_home"]  # the fixture `home`, used below
 
@@ -28,17 +29,8 @@ NOT_CHECKED_YET = {
     "ls": "an alias of list",
     "task ls": "an alias of task list",
     "watch": "a stream of daemon events of many kinds (JSON lines)",
-    "import": "owned by the import work (quarantine branch)",
     "daemon run": "execs kairosd in the foreground; prints no document",
-    **{f"task {v}": "needs the background task registry harness" for v in
-       ("start", "list", "show", "wait", "logs", "cancel", "send", "close")},
-    "consolidate": "needs the consolidation harness",
-    **{f"board {v}": "needs the consolidation harness" for v in
-       ("show", "add", "rm", "prune", "history", "edit", "pin", "restore")},
-    "systemd uninstall": "runs systemctl",
-    "systemd status": "runs systemctl and journalctl",
     "completion": "prints a shell script, not JSON",
-    "integrate": "writes agent settings; checked in test_integrate",
     "mcp": "a stdio MCP server, not a document",
 }  # fmt: skip
 
@@ -85,6 +77,11 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     task_id = check("add", "0 9 * * *", "hello")["task"]["id"]
     assert check("add", "--every", "7m", "rounded")["task"]["note"]
     check("list")
+    set_aside = Quarantine(kd.paths.state_dir / "scheduled_tasks.quarantine.json", kd.clock)
+    kd.api.add_routes(set_aside.routes())
+    assert check("list", "--problems")["entries"] == []
+    set_aside.add([({"id": "bad0bad0", "cron": "61 * * * *"}, "invalid cron"), ([1], "not an object")])
+    assert [e["id"] for e in check("list", "--problems")["entries"]] == ["bad0bad0", None]
     check("show", task_id)
     check("pause", task_id)
     check("resume", task_id)
@@ -105,8 +102,23 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     kd.run(kd.scheduler.start())  # a start after the one-shot's time: surfaced as missed
     assert check("missed")["missed"]
     check("missed", "--clear")
+    claude_store = kd.home / "scheduled_tasks.json"
+    claude_store.write_text(json.dumps({"tasks": [
+        {"id": "ee55ff66", "cron": "0 12 * * *", "recurring": True, "prompt": "p", "createdAt": 1761900000000},
+        {"id": "bad", "cron": "0 1 * * *"},
+        {"id": "ab12cd34", "cron": "0 1 * * *", "prompt": "q", "createdAt": 1761900000000, "color": "red"},
+    ]}))  # fmt: skip
+    assert check("import", str(claude_store), "--dry-run")["dry_run"] is True
+    first = check("import", str(claude_store))
+    assert ([t["id"] for t in first["imported"]], first["rejected"][0]["index"]) == (["ee55ff66", "ab12cd34"], 1)
+    assert first["imported"][0]["on_import"]
+    assert first["dropped"] == [{"id": "ab12cd34", "keys": ["color"]}]
+    assert [s["id"] for s in check("import", str(claude_store))["skipped"]] == ["ee55ff66", "ab12cd34"]
+    kd.run(kd.scheduler.drain(5))
     # daemon stop: below; export: checked against a real kairosd in test_export_api.
-    assert set(checked) == {v for v in documents.DOCUMENTS if not v.startswith(("cron ", "doctor", "systemd"))} - {
+    # task ...: test_json_documents_tasks; board ... and consolidate: test_json_documents_board.
+    local = ("cron ", "doctor", "systemd", "integrate", "task ", "board ", "consolidate")
+    assert set(checked) == {v for v in documents.DOCUMENTS if not v.startswith(local)} - {
         "daemon stop",
         "export",
     }
@@ -131,12 +143,29 @@ def test_local_verbs_print_their_documents(home, capsys, monkeypatch, tmp_path):
     kairosd.write_text("#!/bin/sh\n")
     kairosd.chmod(0o755)
     documents.check("systemd install", _json(capsys, "systemd", "install", "--dry-run", "--kairosd", str(kairosd)))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    kairos = tmp_path / "kairos"
+    kairos.write_text("#!/bin/sh\n")
+    kairos.chmod(0o755)
+    integrate = ("integrate", "claude", "--kairos", str(kairos))
+    dry = _json(capsys, *integrate, "--dry-run")
+    documents.check("integrate", dry)
+    assert (dry["dry_run"], dry["changes"][0]["action"]) == (True, "create")
+    documents.check("integrate", _json(capsys, *integrate))
+    removed = _json(capsys, *integrate, "--uninstall")
+    documents.check("integrate", removed)
+    assert removed["uninstall"] is True
+    assert {c["action"] for c in removed["changes"]} <= {"update", "delete"}
 
 
 # Keys whose type differs between documents on purpose.
 SAME_NAME_OTHER_TYPE = {
-    "tasks": "a count in status, the list itself in list",
-    "task": "add's TaskView also carries the add's note (AddedTask)",
+    "tasks": "a count in status, the list itself in list; in task list, the list of background tasks",
+    "task": "add's TaskView also carries the add's note (AddedTask); in task ..., a background task",
+    "entries": "a list of objects in both: a board's entries in board show, the records set aside in list "
+    "--problems (the quarantine file's own name for them)",
+    "run": "the run the verb started, an object in both: a scheduled task's run in run, the consolidation run "
+    "(a background task, as task list shows it) in consolidate",
 }
 
 
@@ -154,6 +183,22 @@ def test_one_key_one_type():
             seen.setdefault(name, set()).add(_type_name(field.annotation))
     clashes = {name: types for name, types in seen.items() if len(types) > 1 and name not in SAME_NAME_OTHER_TYPE}
     assert clashes == {}
+
+
+def test_an_import_report_of_the_wrong_shape_is_refused():
+    report = {"dry_run": True, "imported": [], "skipped": [], "rejected": [], "dropped": []}
+    documents.check("import", report)
+    with pytest.raises(ValueError, match="index"):
+        documents.check("import", {**report, "rejected": [{"index": "1", "id": None, "reason": "r"}]})
+    with pytest.raises(ValueError, match="dry_run"):
+        documents.check("import", {**report, "dry_run": "yes"})
+
+
+def test_a_set_aside_record_without_its_reason_is_refused():
+    entry = {"id": None, "reason": "r", "quarantined_at": "t", "record": [1]}
+    documents.check("list", {"path": "/q", "entries": [entry]})
+    with pytest.raises(ValueError, match="reason"):
+        documents.check("list", {"path": "/q", "entries": [{**entry, "reason": None}]})
 
 
 def test_a_count_where_a_boolean_belongs_is_refused():

@@ -446,7 +446,7 @@ def test_status_exits_3_when_the_service_is_not_running(box):
     assert proc.returncode == 3
     doc = json.loads(proc.stdout)
     assert doc["running"] is False
-    assert doc["units"][sd.SERVICE]["MainPID"] == "4242"
+    assert doc["properties"][sd.SERVICE]["MainPID"] == "4242"
 
 
 def test_parse_show_splits_blocks_per_unit():

@@ -8,9 +8,12 @@ must be added here first. Nested records the daemon owns (a task's target, its
 meta) are objects of any shape.
 
 :data:`DOCUMENTS` maps each verb (as typed, subcommands joined with a space) to its
-model; streams (``watch``, ``inbox --follow``, ``task logs -f``) print one JSON line
-per item, described by :data:`STREAM_ITEMS`. ``tests/test_json_documents.py``
-runs the verbs and checks their output against these models.
+model (those of ``kairos task`` are in :mod:`kairos.documents_tasks`, of ``board`` and
+``consolidate`` in :mod:`kairos.documents_board`, of ``systemd uninstall|status`` and
+``integrate`` in :mod:`kairos.documents_setup`); streams (``watch``, ``inbox --follow``,
+``task logs -f``) print one JSON line per item, described by :data:`STREAM_ITEMS`.
+``tests/test_json_documents.py`` and its siblings run the verbs and check their output against
+these models.
 
 Imported by the tests and by anyone scripting kairos from Python, never by a verb:
 the CLI does not load pydantic on its own path. Must not import any kairos module
@@ -23,18 +26,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-
-class Document(BaseModel):
-    """A top-level document: strict types, no unnamed keys."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-
-class Record(BaseModel):
-    """A record inside a document: strict types for the keys named; later versions may add keys."""
-
-    model_config = ConfigDict(strict=True, extra="allow")
-
+from kairos.document_base import Document, Record
+from kairos.documents_board import BOARD_DOCUMENTS
+from kairos.documents_setup import SETUP_DOCUMENTS
+from kairos.documents_tasks import TASK_DOCUMENTS, LogLine
 
 # ---- tasks ---------------------------------------------------------------------------------------
 
@@ -86,6 +81,22 @@ class TaskDoc(Document):
 
 class ListDoc(Document):
     tasks: list[TaskView]
+
+
+class SetAside(Record):
+    """A record the store could not use: its id (None if it had no string id), why, and the record as it was."""
+
+    id: str | None
+    reason: str
+    quarantined_at: str
+    record: Any
+
+
+class ProblemsDoc(Document):
+    """``kairos list --problems --json``: the records set aside at load, from the quarantine file at ``path``."""
+
+    path: str
+    entries: list[SetAside]
 
 
 class RemovedDoc(Document):
@@ -294,6 +305,39 @@ class SystemdInstallDoc(Document):
     contents: dict[str, str] | None = None
 
 
+# ---- import -------------------------------------------------------------------------------------
+
+
+class ImportedTask(TaskView):
+    on_import: str
+
+
+class SkippedImport(Record):
+    id: str
+    reason: str
+
+
+class RejectedImport(Record):
+    index: int
+    id: str | None
+    reason: str
+
+
+class DroppedKeys(Record):
+    id: str
+    keys: list[str]
+
+
+class ImportDoc(Document):
+    """``kairos import --json``: what was (with ``dry_run``, would be) imported, skipped, rejected."""
+
+    dry_run: bool
+    imported: list[ImportedTask]
+    skipped: list[SkippedImport]
+    rejected: list[RejectedImport]
+    dropped: list[DroppedKeys]
+
+
 # ---- export ---------------------------------------------------------------------------------------
 
 
@@ -324,7 +368,7 @@ class ExportDoc(Document):
 
 DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "add": AddDoc,
-    "list": ListDoc,
+    "list": (ListDoc, ProblemsDoc),
     "show": TaskDoc,
     "pause": TaskDoc,
     "resume": TaskDoc,
@@ -344,10 +388,14 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "doctor": DoctorDoc,
     "systemd install": SystemdInstallDoc,
     "export": ExportDoc,
+    "import": ImportDoc,
+    **TASK_DOCUMENTS,
+    **BOARD_DOCUMENTS,
+    **SETUP_DOCUMENTS,
 }
 
 # Streams: one JSON line per item.
-STREAM_ITEMS: dict[str, type[BaseModel]] = {"inbox --follow": InboxItem}
+STREAM_ITEMS: dict[str, type[BaseModel]] = {"inbox --follow": InboxItem, "task logs -f": LogLine}
 
 
 def check(verb: str, document: Any) -> BaseModel:

@@ -397,7 +397,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
     else:
-        print(f"removed {doc['removed']['id']} [{doc['removed']['kind']}] {doc['removed']['text']}")
+        print(f"removed {doc['entry']['id']} [{doc['entry']['kind']}] {doc['entry']['text']}")
     return 0
 
 

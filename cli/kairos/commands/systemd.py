@@ -501,7 +501,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     up = service.get("ActiveState") in ("active", "activating", "reloading") or sock.get("ActiveState") == "active"
     journal = _journal(args.lines)
     if args.json:
-        print_json({"running": up, "units": units, "journal": journal})
+        # "properties", not "units": in install's document "units" is the list of unit files written.
+        print_json({"running": up, "properties": units, "journal": journal})
     else:
         for unit in UNITS:
             print(_describe(unit, units[unit]))

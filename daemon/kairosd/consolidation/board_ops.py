@@ -70,7 +70,8 @@ class BoardOperations:
         project = self.project_for(cwd)
         entry = await asyncio.to_thread(self.boards.remove, project, entry_id)
         self.events.publish("board_changed", project=project, by="user", removed=entry.id)
-        return {"project": project, "removed": entry.to_json()}
+        # "removed" lists ids, as in kairos rm and systemd uninstall; the entry is under "entry", as in pin.
+        return {"project": project, "entry": entry.to_json(), "removed": [entry.id]}
 
     async def change_entry(self, cwd: Any, entry_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """Edit (``text``, ``kind``), pin or unpin (``pinned``) or restore (``restore: true``) an entry."""

@@ -1,0 +1,126 @@
+"""The ``--json`` documents of ``kairos board ...`` and ``kairos consolidate``.
+
+Part of the contract in :mod:`kairos.documents` (which gathers :data:`BOARD_DOCUMENTS` into
+its ``DOCUMENTS``). An entry is a board entry as ``kairosd.consolidation`` writes it; a
+consolidation run is a background task (:mod:`kairos.documents_tasks`).
+Must not import any kairos module that does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from kairos.document_base import Document, Record
+from kairos.documents_tasks import BackgroundTask, FullBackgroundTask
+
+
+class BoardEntry(Record):
+    id: str
+    text: str
+    kind: str
+    author: str
+    source_session: str | None
+    source_agent: str | None
+    created_at: str
+    last_seen_at: str
+    hits: int
+    pinned: bool | None = None  # present (true) only on a pinned entry
+
+
+class ReplacedEntry(BoardEntry):
+    """An entry a later one replaced (``board show --all``, and what ``board add`` replaced)."""
+
+    superseded_by: str
+    superseded_at: str
+
+
+class BoardDoc(Document):
+    """``board show``; with ``--all`` also the replaced entries."""
+
+    project: str
+    path: str
+    limit: int
+    prune_to: int
+    entries: list[BoardEntry]
+    updated_at: str | None
+    superseded: list[ReplacedEntry] | None = None
+
+
+class BoardAddDoc(Document):
+    project: str
+    entry: BoardEntry
+    pruned: list[BoardEntry]
+    superseded: list[ReplacedEntry]
+
+
+class BoardRemovedDoc(Document):
+    """``board rm``: the entry, and the ids removed (as ``kairos rm`` lists them)."""
+
+    project: str
+    entry: BoardEntry
+    removed: list[str]
+
+
+class BoardPruneDoc(Document):
+    project: str
+    pruned: list[BoardEntry]
+    prune_to: int
+
+
+class BoardChange(Record):
+    """One line of a board's history; ``reset`` (an unreadable board set aside) names no entry."""
+
+    at: str
+    action: str
+    by: str
+    id: str | None = None
+    kind: str | None = None
+    text: str | None = None
+
+
+class BoardHistoryDoc(Document):
+    project: str
+    history: list[BoardChange]
+
+
+class BoardEntryDoc(Document):
+    """``board edit`` (with the text ``before``), ``board pin`` and ``board restore`` (``restored``)."""
+
+    project: str
+    entry: BoardEntry
+    before: str | None = None
+    restored: bool | None = None
+
+
+class ConsolidateDecisionDoc(Document):
+    """``consolidate`` without ``--wait``, or when it did not start: whether it started, and why not."""
+
+    status: str
+    gate: str | None
+    reason: str
+    project: str | None
+    run: BackgroundTask | None = None
+
+
+class ConsolidateRunDoc(Document):
+    """``consolidate --wait`` once the run settled (or the wait ran out): the run, its result, the decision."""
+
+    task: FullBackgroundTask
+    result: dict[str, Any] | None
+    decision: ConsolidateDecisionDoc
+    timed_out: bool
+
+
+BOARD_DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
+    "board show": BoardDoc,
+    "board add": BoardAddDoc,
+    "board rm": BoardRemovedDoc,
+    "board prune": BoardPruneDoc,
+    "board history": BoardHistoryDoc,
+    "board edit": BoardEntryDoc,
+    "board pin": BoardEntryDoc,
+    "board restore": BoardEntryDoc,
+    "consolidate": (ConsolidateDecisionDoc, ConsolidateRunDoc),
+}

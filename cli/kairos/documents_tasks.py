@@ -1,0 +1,147 @@
+"""The ``--json`` documents of ``kairos task ...``: background tasks as the registry shows them.
+
+Part of the contract in :mod:`kairos.documents` (which gathers :data:`TASK_DOCUMENTS` into
+its ``DOCUMENTS``). A background task is the registry's record (``kairosd.registry.model``)
+as ``GET /v1/registry/ID`` answers it; ``task list`` leaves out each task's ``turns``.
+Must not import any kairos module that does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from kairos.document_base import Document, Record
+
+
+class Turn(Record):
+    number: int
+    prompt: str
+    queued_at: str
+    started_at: str | None
+    finished_at: str | None
+    ok: bool | None
+    response: str | None
+    error: str | None
+    exit_code: int | None
+    session_id: str | None
+    tool_calls: int
+
+
+class Progress(Record):
+    tool_calls: int
+    intent: str | None
+    last_line: str | None
+
+
+class BackgroundTask(Record):
+    """One background task; in ``task list`` without ``turns``."""
+
+    id: str
+    kind: str
+    parent_id: str | None
+    depth: int
+    agent: str | None
+    cli: str | None
+    argv: list[str] | None
+    prompt: str
+    cwd: str | None
+    session: str | None
+    model: str | None
+    mode: str
+    multi_turn: bool
+    status: str
+    queued: bool
+    permissions: dict[str, Any]
+    timeout_s: float
+    agent_session_id: str | None
+    turns: list[Turn] | None = None
+    progress: Progress
+    exit_code: int | None
+    error: str | None
+    log_path: str
+    log_lines: int
+    pid: int | None
+    pid_started: float | None
+    detached: bool
+    scheduled_task_id: str | None
+    run_id: str | None
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+    turns_done: int
+    response: str | None
+
+
+class FullBackgroundTask(BackgroundTask):
+    turns: list[Turn]
+
+
+class BackgroundTaskDoc(Document):
+    """``task start``, ``send`` (without ``--wait``), ``show`` and ``close``."""
+
+    task: FullBackgroundTask
+
+
+class SettledDoc(Document):
+    """``task wait``, and ``task start|send --wait``: the task, and whether the wait ran out first."""
+
+    task: FullBackgroundTask
+    timed_out: bool
+
+
+class CancelledDoc(Document):
+    """``task cancel``: the task, and every task cancelled with it (itself and its descendants)."""
+
+    task: FullBackgroundTask
+    cancelled: list[str]
+
+
+class Slots(Record):
+    limit: int
+    in_use: int
+    waiting: int
+    lent: int
+
+
+class RegistryInfo(Record):
+    tasks: dict[str, int]
+    slots: Slots
+    max_depth: int
+
+
+class BackgroundListDoc(Document):
+    tasks: list[BackgroundTask]
+    registry: RegistryInfo
+
+
+class LogsDoc(Document):
+    """``task logs --json`` (without ``-f``): the whole log, and the task's status."""
+
+    text: str
+    status: str
+
+
+class LogLine(Record):
+    """``task logs -f --json``: one item per line (``seq``, ``line``); ``lost`` and a ``note`` when the
+    follower fell behind; last, ``end`` and the task's ``status``."""
+
+    seq: int | None = None
+    line: str | None = None
+    lost: bool | None = None
+    note: str | None = None
+    end: bool | None = None
+    status: str | None = None
+
+
+TASK_DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
+    "task start": (BackgroundTaskDoc, SettledDoc),
+    "task send": (BackgroundTaskDoc, SettledDoc),
+    "task show": BackgroundTaskDoc,
+    "task close": BackgroundTaskDoc,
+    "task wait": SettledDoc,
+    "task cancel": CancelledDoc,
+    "task list": BackgroundListDoc,
+    "task logs": LogsDoc,
+}
