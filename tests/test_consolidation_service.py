@@ -232,6 +232,36 @@ def test_gate_user_turns_allows_three(tmp_path):
     run(main())
 
 
+def test_a_copilot_transcript_written_after_session_end_is_waited_for(tmp_path):
+    """Copilot CLI writes events.jsonl only after its sessionEnd hook ran: the gate read it one turn short
+    (or found no file) and skipped the session. The real CLI showed it in the compatibility suite."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        transcript = h.root / "copilot" / "events.jsonl"
+
+        async def copilot_writes_it_later() -> None:
+            await asyncio.sleep(0.3)
+            done = write_transcript(h.root / "copilot-src", "copilot", str(h.project))
+            transcript.parent.mkdir(parents=True, exist_ok=True)
+            done.rename(transcript)
+
+        writer = asyncio.ensure_future(copilot_writes_it_later())
+        decision = await h.ask("c1", transcript, agent="copilot")
+        await writer
+        assert decision["status"] == "started", decision
+        # Claude writes its transcript as it goes: a missing one is skipped at once, as before.
+        gone = await h.ask("c2", tmp_path / "gone.jsonl")
+        assert gone["reason"].startswith("transcript not found")
+        # And a Copilot transcript that never comes is skipped once the wait is over.
+        h.service.late_transcript_s = 0.5
+        never = await h.ask("c3", tmp_path / "never.jsonl", agent="copilot")
+        assert never["reason"].startswith("transcript not found")
+        await h.stop()
+
+    run(main())
+
+
 # ---- gate 4: interval ------------------------------------------------------------------------------------
 
 

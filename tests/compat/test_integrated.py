@@ -138,22 +138,9 @@ def test_mcp_cron_create_headless_creates_a_task(cli, world_factory):
     assert outcome.ok, outcome.error
 
 
-# The Codex and Gemini transcript readers are being fixed on another branch (issue 14, items 3 and 7).
-READER_PENDING = {"codex", "gemini"}
-
-
 @pytest.mark.feature("consolidation")
 @pytest.mark.parametrize("cli", ["codex", "gemini", "copilot", "opencode"])  # Claude: test_interactive
 def test_session_end_consolidates_what_the_user_typed(cli, request, world_factory):
-    if cli in READER_PENDING:
-        request.applymarker(pytest.mark.xfail(reason="its transcript reader reads 0.169/0.61 files as empty"))
-    if cli == "copilot":
-        request.applymarker(
-            pytest.mark.xfail(
-                reason="Copilot 1.0.102 writes events.jsonl after its sessionEnd hook ran: consolidation reads the "
-                "session one turn short (none on the first)"
-            )
-        )
     world = integrated(world_factory, cli)
     session = None
     prompts = [

@@ -87,6 +87,11 @@ def _fingerprint(path: str | None) -> tuple[int, int] | None:
     return (info.st_size, info.st_mtime_ns) if info else None
 
 
+LATE_TRANSCRIPT_AGENTS = frozenset({"copilot"})
+LATE_TRANSCRIPT_S = 10.0
+LATE_TRANSCRIPT_POLL_S = 0.25
+
+
 class Consolidation:
     def __init__(
         self,
@@ -123,6 +128,8 @@ class Consolidation:
             on_settled=self._follow_up,
         )
         self.runs_dir = self.runs.runs_dir
+        # How long to wait for a transcript an agent writes only after its SessionEnd hook (Copilot).
+        self.late_transcript_s = LATE_TRANSCRIPT_S
         self.decisions = JsonLog(paths.state_dir / "consolidation" / "requests.jsonl")
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_KEPT)
         self.running: dict[str, Run] = self.runs.running  # project -> its run (the same dict)
@@ -247,7 +254,24 @@ class Consolidation:
             self.decisions.rewrite(self.decisions.read()[-DECISIONS_KEEP:])
 
     async def _count_turns(self, req: ConsolidationRequest) -> tuple[int, str | None, str | None]:
-        """(human turns, up to the minimum; the cwd the transcript names; a problem reading it)."""
+        """(human turns, up to the minimum; the cwd the transcript names; a problem reading it).
+
+        An agent that writes its transcript after its SessionEnd hook (Copilot CLI writes
+        ``events.jsonl`` then) is given ``late_transcript_s`` for the file to appear and
+        reach the minimum, polled, before the gate decides: otherwise its sessions are
+        read one turn short, or not at all the first time.
+        """
+        count, cwd, problem = await self._count_once(req)
+        if req.agent not in LATE_TRANSCRIPT_AGENTS:
+            return count, cwd, problem
+        waited = 0.0
+        while (problem is not None or count < self.config.min_user_turns) and waited < self.late_transcript_s:
+            await asyncio.sleep(LATE_TRANSCRIPT_POLL_S)
+            waited += LATE_TRANSCRIPT_POLL_S
+            count, cwd, problem = await self._count_once(req)
+        return count, cwd, problem
+
+    async def _count_once(self, req: ConsolidationRequest) -> tuple[int, str | None, str | None]:
         path = req.transcript_path
         if path is None:
             return 0, None, "no transcript (transcript_path not given)"
