@@ -11,14 +11,13 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import psutil
 import pytest
+from test_shell_delivery import gone, wait_until
 
 from kairosd.delivery import shell as shell_module
 from kairosd.delivery.base import Job
@@ -58,22 +57,6 @@ def job(argv: list[str], prompt: str, timeout_s: float) -> Job:
         late_by_s=0.0,
         catch_up=False,
     )
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def wait_until(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def pid_in(path: Path) -> int | None:

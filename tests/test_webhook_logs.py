@@ -7,16 +7,16 @@ logger's output counts, and so does the run's reason.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
 import pytest
+from test_webhook import run
 
 from kairosd.clock import SystemClock
 from kairosd.delivery.base import Job, Result
@@ -27,14 +27,6 @@ TOKEN = "S3CR3T-t0ken"
 PASSWORD = "pw-Hunter2"
 WAIT_S = 20.0
 T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(WAIT_S * 2):
-            return await coro
-
-    return asyncio.run(bounded())
 
 
 class Receiver:
