@@ -7,17 +7,16 @@ nobody would close, past every timeout, while the run was reported as over.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
 from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from test_shell_delivery import gone, wait_until
+from test_shell_delivery import gone, run, wait_until
 
 from kairosd.delivery import shell as shell_module
 from kairosd.delivery.base import Job
@@ -26,7 +25,6 @@ from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 11, 21, 23, 15, 2, tzinfo=UTC)
 WAIT_S = 20.0
-T = TypeVar("T")
 
 # The leader records its pid and starts a grandchild (same group) that ignores SIGTERM; neither reads stdin.
 SPAWNER = """#!/bin/sh
@@ -35,14 +33,6 @@ echo $$ > "$1.leader"
 echo $! > "$1"
 exec sleep 60
 """
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(WAIT_S * 2):
-            return await coro
-
-    return asyncio.run(bounded())
 
 
 def job(argv: list[str], prompt: str, timeout_s: float) -> Job:
