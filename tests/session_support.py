@@ -1,9 +1,9 @@
 """A kairosd-like harness for the session and hook tests, and helpers to run ``kairos hook``.
 
-:class:`Kairosd` wires the real pieces the way ``kairosd/daemon.py`` does (a real
+:class:`Kairosd` wires the real pieces the way ``kairosd/app/daemon.py`` does (a real
 ``UnixHttpServer`` on a socket under a short ``KAIROS_HOME``, ``Api``, ``Service``,
 ``Scheduler``, run ledger, inbox, and the parts from
-:func:`kairosd.sessions_wiring.build_sessions`), on an event loop in a background
+:func:`kairosd.sessions.wiring.build_sessions`), on an event loop in a background
 thread, so a blocking client (``kairos hook`` called in-process, or a real
 ``kairos`` process) can talk to it from the test's thread. The clock is a
 ``FakeClock``: fires are made with ``kairos run`` (``Scheduler.run_now``), and
@@ -31,20 +31,20 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kairosd.api import Api
+from kairosd.api.server import UnixHttpServer
+from kairosd.core.events import EventBus
+from kairosd.core.records import Run
 from kairosd.delivery.base import Delivery
 from kairosd.delivery.inbox import InboxDelivery
-from kairosd.events import EventBus
-from kairosd.inbox import InboxStore
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.paths import Paths
-from kairosd.records import Run
-from kairosd.scheduler import Scheduler, SchedulerConfig
-from kairosd.server import UnixHttpServer
-from kairosd.service import Service
-from kairosd.sessions_wiring import SessionParts, build_sessions
-from kairosd.store import StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.scheduling.api import Api
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.service import Service
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.sessions.wiring import SessionParts, build_sessions
+from kairosd.store.inbox import InboxStore
+from kairosd.store.store import StoreState
+from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock, InMemoryStore
 
 WAIT_S = 10.0  # the bound of every wait; passing runs take far less

@@ -14,9 +14,9 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, run
 from session_support import Kairosd, remove_home, short_home
 
-from kairosd.delivery.agent import AgentDelivery
+from kairosd.core.errors import UsageError
 from kairosd.delivery.webhook import WebhookDelivery
-from kairosd.errors import UsageError
+from kairosd.registry.delivery import AgentDelivery
 from kairosd.registry.registry import StartSpec
 from kairosd.testing import FakeClock
 

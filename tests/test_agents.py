@@ -35,7 +35,7 @@ from kairosd.agents.custom import CustomAdapter, CustomSpec
 from kairosd.agents.gemini import GeminiAdapter
 from kairosd.agents.opencode import OpencodeAdapter, permission_config
 from kairosd.config import Config
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 RESUMABLE = ("claude", "copilot", "codex", "gemini", "opencode")
 

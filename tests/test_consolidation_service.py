@@ -16,10 +16,10 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation.service import Consolidation
-from kairosd.events import EventBus
-from kairosd.paths import Paths
+from kairosd.core.events import EventBus
 from kairosd.registry.model import TaskStatus
 from kairosd.registry.registry import Registry, StartSpec
+from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock
 
 

@@ -29,11 +29,11 @@ from session_support import (
     wait_for,
 )
 
-from kairosd.delivery.agent import AgentDelivery
-from kairosd.errors import UsageError
-from kairosd.records import Outcome
-from kairosd.session_hub import MAX_CHAIN
-from kairosd.sessions import CLAIM_LEASE
+from kairosd.core.errors import UsageError
+from kairosd.core.records import Outcome
+from kairosd.registry.delivery import AgentDelivery
+from kairosd.sessions.hub import MAX_CHAIN
+from kairosd.sessions.store import CLAIM_LEASE
 
 STOP = {"claude": "Stop", "copilot": "agentStop", "codex": "Stop", "gemini": "AfterAgent"}
 START = {"claude": "SessionStart", "copilot": "sessionStart", "codex": "SessionStart", "gemini": "SessionStart"}

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Job
 from kairosd.delivery.inbox import InboxDelivery
-from kairosd.errors import NotFoundError, UsageError
-from kairosd.inbox import ACKED_RETENTION, InboxStore, session_file_name
-from kairosd.jsonlog import JsonLog
-from kairosd.records import InboxItem
+from kairosd.store.inbox import ACKED_RETENTION, InboxStore, session_file_name
+from kairosd.store.jsonlog import JsonLog
 from kairosd.testing import FakeClock, FakeDelivery
 
 T0 = datetime(2026, 5, 4, 9, 30, tzinfo=UTC)

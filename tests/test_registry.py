@@ -11,8 +11,8 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, run
 
 from kairosd.agents.base import Permissions
-from kairosd.errors import ConflictError, LimitError, NotFoundError, UsageError
-from kairosd.events import EventBus
+from kairosd.core.errors import ConflictError, LimitError, NotFoundError, UsageError
+from kairosd.core.events import EventBus
 from kairosd.registry.model import ExecutionMode, TaskKind, TaskStatus
 from kairosd.registry.registry import AgentPolicy, Registry, StartSpec
 from kairosd.testing import FakeClock

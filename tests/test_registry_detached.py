@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from registry_support import gone, make_registry, run, until
 
-from kairosd.errors import UnavailableError
-from kairosd.events import EventBus
+from kairosd.core.errors import UnavailableError
+from kairosd.core.events import EventBus
 from kairosd.registry.model import TaskKind, TaskStatus
 from kairosd.registry.registry import StartSpec
 from kairosd.testing import FakeClock

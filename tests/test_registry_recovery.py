@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from registry_support import WAIT_S, FakeAdapter, fake_agent, gone, make_registry, run, wait_file
 
-from kairosd.errors import ConflictError
+from kairosd.core.errors import ConflictError
 from kairosd.registry.model import TaskKind, TaskStatus
 from kairosd.registry.registry import StartSpec
 
@@ -27,8 +27,8 @@ CRASHER = textwrap.dedent(
     """
     import asyncio, json, sys, time
     from pathlib import Path
-    from kairosd.clock import SystemClock
-    from kairosd.events import EventBus
+    from kairosd.core.clock import SystemClock
+    from kairosd.core.events import EventBus
     from kairosd.registry.limits import RegistryLimits
     from kairosd.registry.model import TaskKind
     from kairosd.registry.persist import RecordStore

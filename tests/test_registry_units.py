@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 from kairosd.registry.limits import RegistryLimits, resolve_limits
 from kairosd.registry.model import TaskKind, TaskRecord, clip
 from kairosd.registry.persist import RecordStore

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from kairosd.events import EventBus
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.models import CatchUp, CreatedBy, Overlap, Task, new_task
-from kairosd.records import Outcome
-from kairosd.scheduler import Scheduler, SchedulerConfig
-from kairosd.store import StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.core.events import EventBus
+from kairosd.core.models import CatchUp, CreatedBy, Overlap, Task, new_task
+from kairosd.core.records import Outcome
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.store import StoreState
 from kairosd.testing import FakeClock, FakeDelivery, InMemoryStore
 
 T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)  # a Monday

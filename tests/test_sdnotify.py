@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from kairosd.daemon import JournalFormatter, _settle_memory_when, watchdog_pings
-from kairosd.sdnotify import (
+from kairosd.app.daemon import JournalFormatter, _settle_memory_when, watchdog_pings
+from kairosd.system.sdnotify import (
     SYSTEMD_VARS,
     Notifier,
     forget_environment,
@@ -220,7 +220,7 @@ def test_is_unix_stream_listener_accepts_only_listening_unix_stream_sockets(shor
 
 _CHILD = """
 import fcntl, json, socket, sys
-from kairosd.sdnotify import listen_sockets
+from kairosd.system.sdnotify import listen_sockets
 import os
 found = listen_sockets(os.environ)
 print(json.dumps([

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from kairos.output import error, guard_stream
 from kairosd import __version__
-from kairosd.errors import EXIT_USAGE, KairosError
+from kairosd.core.errors import EXIT_USAGE, KairosError
 
 # verb -> module under kairos.commands that provides register(subparsers)
 VERBS = {

@@ -35,7 +35,7 @@ non-zero exit is the waiter's deliberate 2.
 
 The hot path: ``kairos.__main__`` dispatches here before argparse or any verb
 module is imported. Must import only the standard library's json/os/sys and
-``kairos.client`` (with what it brings: kairosd.protocol, errors, paths).
+``kairos.client`` (with what it brings: kairosd.core.protocol, errors, paths).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import time
 from typing import Any
 
 from kairos.client import Client
-from kairosd.protocol import SESSION_MAX_WAIT_S, quote
+from kairosd.core.protocol import SESSION_MAX_WAIT_S, quote
 
 AGENTS = ("claude", "copilot", "codex", "gemini")
 # The agents' event names, lower case without separators, to the daemon's four (and the waiter).

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from kairos.client import ApiError, Client, DaemonNotRunning
-from kairosd.events import EventBus
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.scheduler import Scheduler, SchedulerConfig
-from kairosd.store import Store, StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.core.events import EventBus
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.store import Store, StoreState
 from kairosd.testing import FakeClock, FakeDelivery
 
 WAIT_S = 30.0  # upper bound of every wait; the conditions hold far sooner
@@ -246,11 +246,11 @@ class InProcessDaemon:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     async def _build(self) -> None:
-        from kairosd.api import Api
-        from kairosd.inbox import InboxStore
-        from kairosd.server import UnixHttpServer
-        from kairosd.service import Service
-        from kairosd.store import JsonStore
+        from kairosd.api.server import UnixHttpServer
+        from kairosd.scheduling.api import Api
+        from kairosd.scheduling.service import Service
+        from kairosd.store.inbox import InboxStore
+        from kairosd.store.store import JsonStore
 
         state = self.root / "state"
         self.store = JsonStore(state / "scheduled_tasks.json", self.clock, local_zone="UTC")

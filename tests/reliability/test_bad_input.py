@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_support import InProcessDaemon, parse_response, raw_exchange
 
-from kairosd.errors import CronSyntaxError
-from kairosd.schedule.cron import parse_cron
-from kairosd.schedule.fires import next_fire
+from kairosd.core.errors import CronSyntaxError
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.fires import next_fire
 from kairosd.testing import FakeClock
 
 pytestmark = pytest.mark.slow

@@ -73,7 +73,7 @@ def client() -> Client:
 
 
 def local_zone() -> str:
-    from kairosd.clock import local_zone_name
+    from kairosd.core.clock import local_zone_name
 
     return local_zone_name()
 
@@ -88,7 +88,7 @@ def installed_script(name: str, option: str) -> str:
     import sys
     import sysconfig
 
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     folders: list[str] = []
     argv0 = sys.argv[0] if sys.argv else ""

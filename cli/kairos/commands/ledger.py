@@ -143,7 +143,7 @@ def _reason(run: dict[str, Any]) -> str:
 def cmd_history(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, local_zone
     from kairos.output import fmt_seconds, fmt_time, print_json, print_table
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     if not 1 <= args.n <= MAX_HISTORY:
         raise UsageError(f"-n must be between 1 and {MAX_HISTORY}")
@@ -274,7 +274,7 @@ def _follow_inbox(api: Any, query: dict[str, str], as_json: bool, zone: str) -> 
     import time
 
     from kairos.output import error
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     seen: set[str] = set()
 
@@ -321,7 +321,7 @@ def _follow_inbox(api: Any, query: dict[str, str], as_json: bool, zone: str) -> 
 def cmd_inbox(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, local_zone
     from kairos.output import print_json
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     api = client()
     if args.ack or args.ack_all:
@@ -435,7 +435,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, local_zone
     from kairos.commands.tasks import describe
     from kairos.output import print_json
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     path = Path(args.path).expanduser()
     if path.is_dir():

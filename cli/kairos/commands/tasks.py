@@ -5,7 +5,7 @@
 only argparse and the CLI's own cheap helpers at the top (not even typing);
 the client, the schedule math and everything else are imported inside the
 handlers. Must not import pydantic, asyncio or any kairosd module that does I/O
-(allowed: kairosd.protocol, errors, paths, clock and the pure kairosd.schedule.*).
+(allowed: kairosd.core.protocol, errors, paths, clock and the pure kairosd.core.schedule.*).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def task_path(task_id: str, action: str = "") -> str:
-    from kairosd.protocol import quote
+    from kairosd.core.protocol import quote
 
     # Quote: an id typed by a person must not be able to reach another route.
     return f"/tasks/{quote(task_id)}" + (f"/{action}" if action else "")
@@ -323,7 +323,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_rm(args: argparse.Namespace) -> int:
     from kairos.output import print_json
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     api = client()
     removed: list[str] = []

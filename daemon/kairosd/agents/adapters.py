@@ -25,7 +25,7 @@ from kairosd.agents.copilot import CopilotAdapter
 from kairosd.agents.custom import CustomAdapter, CustomSpec
 from kairosd.agents.gemini import GeminiAdapter
 from kairosd.agents.opencode import OpencodeAdapter
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 if TYPE_CHECKING:
     from kairosd.config import AgentConfig, Config

@@ -22,14 +22,14 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 
-from kairosd.api import Handler
-from kairosd.clock import Clock
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation.api import consolidation_routes
 from kairosd.consolidation.service import Consolidation
-from kairosd.events import EventBus
-from kairosd.paths import Paths
+from kairosd.core.clock import Clock
+from kairosd.core.events import EventBus
 from kairosd.registry.registry import Registry
+from kairosd.scheduling.api import Handler
+from kairosd.system.paths import Paths
 
 
 class ConsolidationParts(NamedTuple):

@@ -5,7 +5,7 @@
 One module per engine (:mod:`.systemd`, :mod:`.kubernetes`, :mod:`.github`),
 the pieces they share in :mod:`.common`. The daemon builds each :class:`Job`
 (the task and the exact command kairos would run for it, from the agent
-adapter) and serves the result (:mod:`kairosd.export_api`).
+adapter) and serves the result (:mod:`kairosd.export.api`).
 
 Pure: no I/O, no clock. Must not import the store, the server, the registry or the config module.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 from kairosd.export import github, kubernetes, systemd
 from kairosd.export.common import ENGINES, Job, Options, Refused, Rendered
 

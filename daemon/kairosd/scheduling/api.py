@@ -1,0 +1,163 @@
+"""HTTP routes of the daemon: one small handler per request, each calling the service.
+
+The route table is the protocol's (see :mod:`kairosd.core.protocol`); this module
+turns a parsed :class:`~kairosd.api.server.Request` into a service call and its
+result into a :class:`~kairosd.api.server.Response`. Errors are KairosErrors; the
+server maps them to status codes.
+
+Must not import the scheduler internals, the store or the CLI.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from kairosd.api.openapi import openapi_document
+from kairosd.api.requests import AckRequest, AddRequest, ImportRequest, parse_body
+from kairosd.api.server import Request, Response, StreamResponse
+from kairosd.core.bounds import query_int
+from kairosd.core.errors import KairosError, NotFoundError, UsageError
+from kairosd.core.protocol import API_VERSION, EVENT_TYPES, PREFIX
+from kairosd.scheduling.service import Service
+
+Handler = Callable[[Request, re.Match[str]], Awaitable[Response | StreamResponse]]
+MAX_LIMIT = 10_000
+
+
+class MethodNotAllowed(KairosError):
+    code = "method_not_allowed"
+
+
+def _flag(req: Request, name: str) -> bool:
+    return req.query.get(name, "").lower() in ("1", "true", "yes")
+
+
+class Api:
+    def __init__(self, service: Service, on_shutdown: Callable[[], None]) -> None:
+        self.service = service
+        self.on_shutdown = on_shutdown
+        task_id = r"(?P<id>[^/]+)"
+        self.routes: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
+            (re.compile(rf"{PREFIX}/status"), {"GET": self.status}),
+            (re.compile(rf"{PREFIX}/tasks"), {"GET": self.list_tasks, "POST": self.add}),
+            (re.compile(rf"{PREFIX}/tasks/{task_id}"), {"GET": self.show, "DELETE": self.remove}),
+            (re.compile(rf"{PREFIX}/tasks/{task_id}/pause"), {"POST": self.pause}),
+            (re.compile(rf"{PREFIX}/tasks/{task_id}/resume"), {"POST": self.resume}),
+            (re.compile(rf"{PREFIX}/tasks/{task_id}/run"), {"POST": self.run}),
+            (re.compile(rf"{PREFIX}/runs"), {"GET": self.runs}),
+            (re.compile(rf"{PREFIX}/missed"), {"GET": self.missed, "DELETE": self.clear_missed}),
+            (re.compile(rf"{PREFIX}/inbox"), {"GET": self.inbox}),
+            (re.compile(rf"{PREFIX}/inbox/ack"), {"POST": self.ack}),
+            (re.compile(rf"{PREFIX}/events"), {"GET": self.events}),
+            (re.compile(rf"{PREFIX}/import"), {"POST": self.import_claude}),
+            (re.compile(rf"{PREFIX}/shutdown"), {"POST": self.shutdown}),
+            (re.compile(rf"{PREFIX}/openapi.json"), {"GET": self.openapi}),
+        ]
+
+    def add_routes(self, routes: list[tuple[str, dict[str, Handler]]]) -> None:
+        """Register more routes: (regex for the path after the prefix, {method: handler}).
+
+        Features outside the scheduler (the background task registry, hooks, ...)
+        bring their own handlers this way; the composition root wires them. A method
+        and path that is already served is refused (ValueError): the first match would
+        win silently, and the second handler would be dead code that looks alive.
+        """
+        for pattern, methods in routes:
+            full = rf"{PREFIX}{pattern}"
+            for existing, served in self.routes:
+                twice = set(methods) & set(served)
+                if existing.pattern == full and twice:
+                    raise ValueError(f"{', '.join(sorted(twice))} {full} is registered twice")
+            self.routes.append((re.compile(full), methods))
+
+    async def handle(self, req: Request) -> Response | StreamResponse:
+        for pattern, methods in self.routes:
+            match = pattern.fullmatch(req.path)
+            if match:
+                handler = methods.get(req.method)
+                if handler is None:
+                    raise MethodNotAllowed(f"{req.method} is not allowed on {req.path} (use {', '.join(methods)})")
+                return await handler(req, match)
+        raise NotFoundError(f"no such endpoint: {req.path} (this daemon speaks API v{API_VERSION})")
+
+    async def status(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"api_version": API_VERSION, **self.service.status()})
+
+    async def list_tasks(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"tasks": self.service.list_tasks(summary=req.query.get("view") == "summary")})
+
+    async def add(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(201, {"task": await self.service.add(parse_body(AddRequest, req.body))})
+
+    async def show(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": self.service.get(m["id"])})
+
+    async def remove(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"removed": await self.service.remove([m["id"]])})
+
+    async def pause(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": await self.service.set_paused(m["id"], True)})
+
+    async def resume(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": await self.service.set_paused(m["id"], False)})
+
+    async def run(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(202, {"run": await self.service.run_now(m["id"])})
+
+    async def runs(self, req: Request, m: re.Match[str]) -> Response:
+        limit = query_int(req.query.get("limit"), "limit", 50, 1, MAX_LIMIT)
+        return Response(200, {"runs": self.service.history(req.query.get("task") or None, limit)})
+
+    async def missed(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"missed": self.service.missed()})
+
+    async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"cleared": self.service.clear_missed()})
+
+    async def inbox(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
+        session = req.query.get("session") or None
+        if _flag(req, "follow"):
+            return StreamResponse(self._follow_inbox(session, _flag(req, "all")))
+        return Response(200, {"items": self.service.inbox_items(session, _flag(req, "all"))})
+
+    async def _follow_inbox(self, session: str | None, include_acked: bool) -> AsyncIterator[Any]:
+        # Subscribe first, then send the backlog, so nothing falls in between;
+        # an item can then show up twice, so dedupe by id.
+        stream = self.service.events.subscribe(frozenset({"inbox_item"}), session)
+        seen: set[str] = set()
+        for item in self.service.inbox_items(session, include_acked):
+            seen.add(item["id"])
+            yield item
+        async for event in stream:
+            item = event.get("item", {})
+            if item.get("id") not in seen:
+                seen.add(item.get("id"))
+                yield item
+
+    async def ack(self, req: Request, m: re.Match[str]) -> Response:
+        body = parse_body(AckRequest, req.body)
+        if not body.all and not body.ids:
+            raise UsageError('give {"ids": ["..."]} or {"all": true}')
+        return Response(200, {"acked": self.service.ack(body.session, None if body.all else body.ids)})
+
+    async def events(self, req: Request, m: re.Match[str]) -> StreamResponse:
+        types = None
+        if req.query.get("types"):
+            types = frozenset(t for t in req.query["types"].split(",") if t)
+            unknown = types - set(EVENT_TYPES) - {"clock_jump", "overflow"}
+            if unknown:
+                raise UsageError(f"unknown event type(s): {', '.join(sorted(unknown))}")
+        return StreamResponse(self.service.events.subscribe(types, req.query.get("session") or None))
+
+    async def import_claude(self, req: Request, m: re.Match[str]) -> Response:
+        body = parse_body(ImportRequest, req.body)
+        return Response(200, await self.service.import_claude(body.data, body.tz, body.dry_run, body.project))
+
+    async def openapi(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, openapi_document([p.pattern for p, _ in self.routes], [list(h) for _, h in self.routes]))
+
+    async def shutdown(self, req: Request, m: re.Match[str]) -> Response:
+        self.on_shutdown()
+        return Response(202, {"stopping": True})

@@ -1,0 +1,1 @@
+"""kairosd.sessions.store."""
