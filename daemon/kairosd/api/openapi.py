@@ -5,7 +5,7 @@ method) and from the pydantic models that parse the typed bodies, so the
 reference cannot drift from the code. Routes without a typed body are listed
 with their methods and a plain JSON object body.
 
-Must not import the service, the scheduler, the store or the server.
+Must not import any capability (scheduling, registry, ...) or the server: the router passes the table in.
 """
 
 from __future__ import annotations
@@ -13,18 +13,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pydantic import BaseModel
+
 from kairosd import __version__
-from kairosd.api.requests import REQUEST_MODELS
 from kairosd.core.protocol import ERROR_STATUS
 
-# (method, path) -> the request model that parses its body.
-TYPED_BODIES: dict[tuple[str, str], str] = {
-    ("POST", "/v1/tasks"): "AddRequest",
-    ("POST", "/v1/inbox/ack"): "AckRequest",
-    ("POST", "/v1/import"): "ImportRequest",
-    ("POST", "/v1/registry"): "StartRequest",
-    ("POST", "/v1/registry/{id}/send"): "SendRequest",
-}
+# A route as the router holds it: (path regex, {method: the request model of its body, or None}).
+RouteSpec = tuple[str, dict[str, type[BaseModel] | None]]
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 
 
@@ -33,10 +28,11 @@ def openapi_path(pattern: str) -> str:
     return _GROUP.sub(lambda m: "{" + m.group(1) + "}", pattern)
 
 
-def openapi_document(patterns: list[str], methods: list[list[str]]) -> dict[str, Any]:
-    """OpenAPI 3.1 for the routes given as (regex, methods) pairs, in order."""
+def openapi_document(routes: list[RouteSpec]) -> dict[str, Any]:
+    """OpenAPI 3.1 for the routes, in order, with the JSON schema of every typed body."""
+    models = {model.__name__: model for _, verbs in routes for model in verbs.values() if model is not None}
     schemas = {name: model.model_json_schema(ref_template="#/components/schemas/{model}", by_alias=True)
-               for name, model in REQUEST_MODELS.items()}  # fmt: skip
+               for name, model in sorted(models.items())}  # fmt: skip
     components: dict[str, Any] = {}
     for schema in schemas.values():
         components.update(schema.pop("$defs", {}))
@@ -53,12 +49,12 @@ def openapi_document(patterns: list[str], methods: list[list[str]]) -> dict[str,
         "required": ["error"],
     }
     paths: dict[str, Any] = {}
-    for pattern, verbs in zip(patterns, methods, strict=True):
+    for pattern, verbs in routes:
         path = openapi_path(pattern)
         entry = paths.setdefault(path, {})
         params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
                   for name in _GROUP.findall(pattern)]  # fmt: skip
-        for verb in verbs:
+        for verb, model in verbs.items():
             operation: dict[str, Any] = {
                 "responses": {
                     "200": {"description": "success"},
@@ -67,11 +63,10 @@ def openapi_document(patterns: list[str], methods: list[list[str]]) -> dict[str,
             }
             if params:
                 operation["parameters"] = params
-            model = TYPED_BODIES.get((verb, path))
             if model is not None:
                 operation["requestBody"] = {
                     "required": True,
-                    "content": _json({"$ref": f"#/components/schemas/{model}"}),
+                    "content": _json({"$ref": f"#/components/schemas/{model.__name__}"}),
                 }
             entry[verb.lower()] = operation
     return {

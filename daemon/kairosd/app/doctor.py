@@ -39,8 +39,8 @@ from kairosd.system.paths import Paths
 if TYPE_CHECKING:
     import re
 
+    from kairosd.api.router import RouteHandler
     from kairosd.api.server import Request, Response
-    from kairosd.scheduling.api import Handler
 
 VERSION_TIMEOUT_S = 5.0
 LOGINCTL_TIMEOUT_S = 2.0
@@ -117,8 +117,8 @@ def doctor_report(
     }
 
 
-def doctor_routes(config: Config) -> list[tuple[str, dict[str, Handler]]]:
-    """``GET /v1/doctor`` for :meth:`kairosd.scheduling.api.Api.add_routes` (the report, from the daemon's side)."""
+def doctor_routes(config: Config) -> list[tuple[str, dict[str, RouteHandler]]]:
+    """``GET /v1/doctor`` for :meth:`kairosd.api.router.Router.add_routes` (the report, from the daemon's side)."""
 
     async def get(req: Request, m: re.Match[str]) -> Response:
         from kairosd.api.server import Response

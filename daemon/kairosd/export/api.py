@@ -33,8 +33,8 @@ from kairosd.registry.rules import AdapterFor, PolicyFor, check_timeout, effecti
 if TYPE_CHECKING:
     import re
 
+    from kairosd.api.router import RouteHandler
     from kairosd.api.server import Request, Response
-    from kairosd.scheduling.api import Handler
 
 MAX_SECRET_ENV = 20
 
@@ -173,8 +173,8 @@ def _options(body: dict[str, Any]) -> Options:
     return Options(image=image, secret_name=secret_name, secret_env=tuple(secret_env))
 
 
-def export_routes(exporter: Exporter) -> list[tuple[str, dict[str, Handler]]]:
-    """``POST /v1/export`` for :meth:`kairosd.scheduling.api.Api.add_routes`."""
+def export_routes(exporter: Exporter) -> list[tuple[str, dict[str, RouteHandler]]]:
+    """``POST /v1/export`` for :meth:`kairosd.api.router.Router.add_routes`."""
 
     async def post(req: Request, m: re.Match[str]) -> Response:
         from kairosd.api.server import Response

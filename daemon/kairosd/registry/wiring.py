@@ -19,6 +19,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 
+from kairosd.api.router import RouteHandler
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
 from kairosd.delivery.base import Delivery
@@ -28,7 +29,6 @@ from kairosd.registry.limits import resolve_limits
 from kairosd.registry.model import view
 from kairosd.registry.persist import RecordStore
 from kairosd.registry.registry import AdapterFor, PolicyFor, Registry
-from kairosd.scheduling.api import Handler
 from kairosd.system.lifecycle import HookConfig, LifecycleHooks
 from kairosd.system.paths import Paths
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 class RegistryParts(NamedTuple):
     registry: Registry
-    routes: list[tuple[str, dict[str, Handler]]]
+    routes: list[tuple[str, dict[str, RouteHandler]]]
     deliveries: dict[str, Delivery]
     start: Callable[[], Awaitable[None]]
     stop: Callable[[], Awaitable[None]]

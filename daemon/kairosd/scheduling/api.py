@@ -11,76 +11,50 @@ Must not import the scheduler internals, the store or the CLI.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from kairosd.api.openapi import openapi_document
-from kairosd.api.requests import AckRequest, AddRequest, ImportRequest, parse_body
+from kairosd.api.requests import parse_body
+from kairosd.api.router import Router, typed
 from kairosd.api.server import Request, Response, StreamResponse
 from kairosd.core.bounds import query_int
-from kairosd.core.errors import KairosError, NotFoundError, UsageError
-from kairosd.core.protocol import API_VERSION, EVENT_TYPES, PREFIX
+from kairosd.core.errors import UsageError
+from kairosd.core.protocol import API_VERSION, EVENT_TYPES
+from kairosd.scheduling.requests import AckRequest, AddRequest, ImportRequest
 from kairosd.scheduling.service import Service
 
-Handler = Callable[[Request, re.Match[str]], Awaitable[Response | StreamResponse]]
 MAX_LIMIT = 10_000
-
-
-class MethodNotAllowed(KairosError):
-    code = "method_not_allowed"
 
 
 def _flag(req: Request, name: str) -> bool:
     return req.query.get(name, "").lower() in ("1", "true", "yes")
 
 
-class Api:
+class Api(Router):
+    """The router, with the task routes (and status and shutdown) registered; the other capabilities add theirs."""
+
     def __init__(self, service: Service, on_shutdown: Callable[[], None]) -> None:
+        super().__init__()
         self.service = service
         self.on_shutdown = on_shutdown
-        task_id = r"(?P<id>[^/]+)"
-        self.routes: list[tuple[re.Pattern[str], dict[str, Handler]]] = [
-            (re.compile(rf"{PREFIX}/status"), {"GET": self.status}),
-            (re.compile(rf"{PREFIX}/tasks"), {"GET": self.list_tasks, "POST": self.add}),
-            (re.compile(rf"{PREFIX}/tasks/{task_id}"), {"GET": self.show, "DELETE": self.remove}),
-            (re.compile(rf"{PREFIX}/tasks/{task_id}/pause"), {"POST": self.pause}),
-            (re.compile(rf"{PREFIX}/tasks/{task_id}/resume"), {"POST": self.resume}),
-            (re.compile(rf"{PREFIX}/tasks/{task_id}/run"), {"POST": self.run}),
-            (re.compile(rf"{PREFIX}/runs"), {"GET": self.runs}),
-            (re.compile(rf"{PREFIX}/missed"), {"GET": self.missed, "DELETE": self.clear_missed}),
-            (re.compile(rf"{PREFIX}/inbox"), {"GET": self.inbox}),
-            (re.compile(rf"{PREFIX}/inbox/ack"), {"POST": self.ack}),
-            (re.compile(rf"{PREFIX}/events"), {"GET": self.events}),
-            (re.compile(rf"{PREFIX}/import"), {"POST": self.import_claude}),
-            (re.compile(rf"{PREFIX}/shutdown"), {"POST": self.shutdown}),
-            (re.compile(rf"{PREFIX}/openapi.json"), {"GET": self.openapi}),
-        ]
-
-    def add_routes(self, routes: list[tuple[str, dict[str, Handler]]]) -> None:
-        """Register more routes: (regex for the path after the prefix, {method: handler}).
-
-        Features outside the scheduler (the background task registry, hooks, ...)
-        bring their own handlers this way; the composition root wires them. A method
-        and path that is already served is refused (ValueError): the first match would
-        win silently, and the second handler would be dead code that looks alive.
-        """
-        for pattern, methods in routes:
-            full = rf"{PREFIX}{pattern}"
-            for existing, served in self.routes:
-                twice = set(methods) & set(served)
-                if existing.pattern == full and twice:
-                    raise ValueError(f"{', '.join(sorted(twice))} {full} is registered twice")
-            self.routes.append((re.compile(full), methods))
-
-    async def handle(self, req: Request) -> Response | StreamResponse:
-        for pattern, methods in self.routes:
-            match = pattern.fullmatch(req.path)
-            if match:
-                handler = methods.get(req.method)
-                if handler is None:
-                    raise MethodNotAllowed(f"{req.method} is not allowed on {req.path} (use {', '.join(methods)})")
-                return await handler(req, match)
-        raise NotFoundError(f"no such endpoint: {req.path} (this daemon speaks API v{API_VERSION})")
+        task = r"/tasks/(?P<id>[^/]+)"
+        self.add_routes(
+            [
+                ("/status", {"GET": self.status}),
+                ("/tasks", {"GET": self.list_tasks, "POST": self.add}),
+                (task, {"GET": self.show, "DELETE": self.remove}),
+                (task + "/pause", {"POST": self.pause}),
+                (task + "/resume", {"POST": self.resume}),
+                (task + "/run", {"POST": self.run}),
+                ("/runs", {"GET": self.runs}),
+                ("/missed", {"GET": self.missed, "DELETE": self.clear_missed}),
+                ("/inbox", {"GET": self.inbox}),
+                ("/inbox/ack", {"POST": self.ack}),
+                ("/events", {"GET": self.events}),
+                ("/import", {"POST": self.import_claude}),
+                ("/shutdown", {"POST": self.shutdown}),
+            ]
+        )
 
     async def status(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"api_version": API_VERSION, **self.service.status()})
@@ -88,6 +62,7 @@ class Api:
     async def list_tasks(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"tasks": self.service.list_tasks(summary=req.query.get("view") == "summary")})
 
+    @typed(AddRequest)
     async def add(self, req: Request, m: re.Match[str]) -> Response:
         return Response(201, {"task": await self.service.add(parse_body(AddRequest, req.body))})
 
@@ -136,6 +111,7 @@ class Api:
                 seen.add(item.get("id"))
                 yield item
 
+    @typed(AckRequest)
     async def ack(self, req: Request, m: re.Match[str]) -> Response:
         body = parse_body(AckRequest, req.body)
         if not body.all and not body.ids:
@@ -151,12 +127,10 @@ class Api:
                 raise UsageError(f"unknown event type(s): {', '.join(sorted(unknown))}")
         return StreamResponse(self.service.events.subscribe(types, req.query.get("session") or None))
 
+    @typed(ImportRequest)
     async def import_claude(self, req: Request, m: re.Match[str]) -> Response:
         body = parse_body(ImportRequest, req.body)
         return Response(200, await self.service.import_claude(body.data, body.tz, body.dry_run, body.project))
-
-    async def openapi(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, openapi_document([p.pattern for p, _ in self.routes], [list(h) for _, h in self.routes]))
 
     async def shutdown(self, req: Request, m: re.Match[str]) -> Response:
         self.on_shutdown()

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from kairosd import __version__
-from kairosd.api.requests import AddRequest, parse_body, validation_message
+from kairosd.api.requests import parse_body, validation_message
 from kairosd.core.clock import Clock
 from kairosd.core.errors import InvalidTimeError, StoreError, UsageError
 from kairosd.core.events import EventBus
@@ -38,6 +38,7 @@ from kairosd.core.schedule.exact import resolve_at, resolve_in
 from kairosd.core.schedule.explain import explain
 from kairosd.scheduling.claude_import import commit_import, plan_import
 from kairosd.scheduling.firing import FireBounds
+from kairosd.scheduling.requests import AddRequest
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.store.inbox import InboxStore
 

@@ -1,4 +1,4 @@
-"""HTTP routes of live sessions and hooks, registered through :meth:`kairosd.scheduling.api.Api.add_routes`.
+"""HTTP routes of live sessions and hooks, registered through :meth:`kairosd.api.router.Router.add_routes`.
 
     GET    /v1/sessions                     live sessions, most recently active first
     POST   /v1/sessions                     register {agent, session_id, cwd?, transcript_path?}
@@ -21,25 +21,25 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
+from kairosd.api.router import RouteHandler
 from kairosd.api.server import Request, Response, cancel_on_disconnect
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import SESSION_MAX_WAIT_S
-from kairosd.scheduling.api import Handler
 from kairosd.sessions.hub import SessionHub, check_session_id
 from kairosd.sessions.store import MAX_AGENT_CHARS
 
 DEFAULT_WAIT_S = 60.0
 
 
-def session_routes(hub: SessionHub, *, consolidate: bool = True) -> list[tuple[str, dict[str, Handler]]]:
-    """(path regex after /v1, {method: handler}) for :meth:`kairosd.scheduling.api.Api.add_routes`.
+def session_routes(hub: SessionHub, *, consolidate: bool = True) -> list[tuple[str, dict[str, RouteHandler]]]:
+    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`.
 
     ``consolidate``: also serve ``POST /v1/consolidate`` (the hub records the hand-over);
     off where the consolidation service serves that route itself.
     """
     routes = _Routes(hub)
     one = r"/sessions/(?P<id>[^/]+)"
-    served: list[tuple[str, dict[str, Handler]]] = [
+    served: list[tuple[str, dict[str, RouteHandler]]] = [
         ("/sessions", {"GET": routes.index, "POST": routes.register}),
         (one + "/hook", {"POST": routes.hook}),
         (one + "/ack", {"POST": routes.ack}),

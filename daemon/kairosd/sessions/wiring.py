@@ -32,12 +32,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, NamedTuple
 
+from kairosd.api.router import RouteHandler
 from kairosd.core.clock import Clock
 from kairosd.core.errors import InvalidTimeError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.schedule.durations import parse_duration
 from kairosd.delivery.base import Delivery
-from kairosd.scheduling.api import Handler
 from kairosd.scheduling.ledger import RunLedger
 from kairosd.sessions.api import session_routes
 from kairosd.sessions.delivery import SessionDelivery
@@ -56,7 +56,7 @@ MIN_TTL = timedelta(minutes=1)
 class SessionParts(NamedTuple):
     store: SessionStore
     hub: SessionHub
-    routes: list[tuple[str, dict[str, Handler]]]
+    routes: list[tuple[str, dict[str, RouteHandler]]]
     deliveries: dict[str, Delivery]
     start: Callable[[], Awaitable[None]]
     stop: Callable[[], Awaitable[None]]

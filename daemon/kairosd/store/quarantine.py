@@ -98,7 +98,7 @@ class Quarantine:
         return {"count": self.count(), "path": str(self.path)}
 
     def routes(self) -> list[tuple[str, dict[str, Any]]]:
-        """``GET /v1/quarantine`` (``kairos list --problems``) for :meth:`kairosd.scheduling.api.Api.add_routes`."""
+        """``GET /v1/quarantine`` (``kairos list --problems``) for :meth:`kairosd.api.router.Router.add_routes`."""
 
         async def get(req: Any, m: Any) -> Any:
             from kairosd.api.server import Response
