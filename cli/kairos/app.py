@@ -72,6 +72,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kairos {__version__}")
     # Also after the verb (every verb has its own --json); here so that `kairos --json list` works too.
     parser.add_argument("--json", dest="global_json", action="store_true", help="as VERB --json: print JSON")
+    # `kairos completion` walks the whole tree: it gets this builder instead of importing the app.
+    parser.set_defaults(build_parser=build_parser)
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     names = [VERBS[verb]] if verb in VERBS else sorted(set(VERBS.values()), key=list(VERBS.values()).index)
     for module_name in names:
