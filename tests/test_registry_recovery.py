@@ -44,10 +44,13 @@ CRASHER = textwrap.dedent(
         running = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "600"]))
         queued = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "1"]))
         path = root / "registry" / f"{running.id}.json"
+        deadline = time.monotonic() + 30  # else exit: the test reads EOF instead of READY, and fails
         while json.loads(path.read_text()).get("pid") is None:
+            if time.monotonic() > deadline:
+                sys.exit("the running task's pid never reached its record")
             await asyncio.sleep(0.01)
         print("READY", running.id, queued.id, flush=True)
-        await asyncio.sleep(600)
+        await asyncio.sleep(600)  # stands for kairosd running on, until the test kills it (-9)
 
     asyncio.run(main())
     """

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from registry_support import until
 
 from kairosd.core.events import EventBus
 from kairosd.core.models import CatchUp, CreatedBy, Overlap, Task, new_task
@@ -242,7 +243,7 @@ def test_catch_up_all_fires_at_most_ten_one_after_another(tmp_path):
         gate = asyncio.Event()
         h = Harness(tmp_path, [t], clock, gate=gate)
         await h.sched.start()
-        await asyncio.sleep(0)
+        await until(lambda: bool(h.delivery.in_flight), "the first catch-up fire to be delivered")
         assert len(h.delivery.in_flight) == 1
         gate.set()
         await h.sched.drain(5)

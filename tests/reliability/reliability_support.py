@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -155,18 +156,26 @@ class Home:
 
 
 class FlakyStore:
-    """An in-memory store whose saves fail while ``broken`` is set (with that exception)."""
+    """An in-memory store whose saves fail while ``broken`` is set (with that exception).
+
+    With ``hold`` set to an Event, a save starts (``saving`` is set) and then waits for
+    ``hold`` before it goes on: a test can change things while a write is under way."""
 
     def __init__(self, state: StoreState | None = None) -> None:
         self._state = (state or StoreState.empty()).model_copy(deep=True)
         self.broken: Exception | None = None
         self.saves = 0
         self.failures = 0
+        self.hold: threading.Event | None = None
+        self.saving = threading.Event()
 
     def load(self) -> StoreState:
         return self._state.model_copy(deep=True)
 
     def save(self, state: StoreState) -> None:
+        self.saving.set()
+        if self.hold is not None and not self.hold.wait(WAIT_S):
+            raise AssertionError("the test never let the held save go on")
         if self.broken is not None:
             self.failures += 1
             raise self.broken

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from reliability_support import FlakyStore, SchedHarness
+from reliability_support import WAIT_S, FlakyStore, SchedHarness
 
 from kairosd.core.clock import SystemClock
 from kairosd.core.errors import StoreError
@@ -79,12 +80,14 @@ def test_change_made_while_a_failing_write_runs_is_undone_and_its_commit_fails()
     async def main():
         a, b = task("0 9 * * *"), task("0 10 * * *")
         store = FlakyStore()
+        store.hold = threading.Event()
         book = TaskBook(store, store.load())
         store.broken = ENOSPC
         book.put(a)
         first = asyncio.ensure_future(book.commit())
-        await asyncio.sleep(0)  # the write of `a` has started
-        book.put(b)
+        assert await asyncio.to_thread(store.saving.wait, WAIT_S)  # the write of `a` has started...
+        book.put(b)  # ...and `b` arrives while it runs
+        store.hold.set()
         with pytest.raises(StoreError, match="No space left"):
             await book.commit()
         with pytest.raises(StoreError):
