@@ -34,16 +34,16 @@ MAX_HISTORY = 10_000
 
 
 def consolidation_routes(service: Consolidation) -> list[tuple[str, dict[str, RouteHandler]]]:
-    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`."""
+    """(route name, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`."""
     routes = _Routes(service)
     return [
-        ("/consolidate", {"POST": routes.consolidate}),
-        ("/consolidation", {"GET": routes.status}),
-        (r"/consolidation/runs/(?P<id>[^/]+)", {"GET": routes.run}),
-        ("/board", {"GET": routes.show, "POST": routes.add}),
-        ("/board/prune", {"POST": routes.prune}),
-        ("/board/history", {"GET": routes.history}),
-        (r"/board/entries/(?P<id>[^/]+)", {"DELETE": routes.remove, "POST": routes.change}),
+        ("consolidate", {"POST": routes.consolidate}),
+        ("consolidation", {"GET": routes.status}),
+        ("consolidation_run", {"GET": routes.run}),
+        ("board", {"GET": routes.show, "POST": routes.add}),
+        ("board_prune", {"POST": routes.prune}),
+        ("board_history", {"GET": routes.history}),
+        ("board_entry", {"DELETE": routes.remove, "POST": routes.change}),
     ]
 
 

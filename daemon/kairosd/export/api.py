@@ -185,4 +185,4 @@ def export_routes(exporter: Exporter) -> list[tuple[str, dict[str, RouteHandler]
         # In a thread: resolving agent definitions reads the project's and the user's agent folders.
         return Response(200, await asyncio.to_thread(exporter.export, body, exporter.snapshot()))
 
-    return [("/export", {"POST": post})]
+    return [("export", {"POST": post})]

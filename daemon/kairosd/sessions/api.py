@@ -32,22 +32,21 @@ DEFAULT_WAIT_S = 60.0
 
 
 def session_routes(hub: SessionHub, *, consolidate: bool = True) -> list[tuple[str, dict[str, RouteHandler]]]:
-    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`.
+    """(route name, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`.
 
     ``consolidate``: also serve ``POST /v1/consolidate`` (the hub records the hand-over);
     off where the consolidation service serves that route itself.
     """
     routes = _Routes(hub)
-    one = r"/sessions/(?P<id>[^/]+)"
     served: list[tuple[str, dict[str, RouteHandler]]] = [
-        ("/sessions", {"GET": routes.index, "POST": routes.register}),
-        (one + "/hook", {"POST": routes.hook}),
-        (one + "/ack", {"POST": routes.ack}),
-        (one + "/end", {"POST": routes.end}),
-        (one + "/next", {"GET": routes.next_item}),
+        ("sessions", {"GET": routes.index, "POST": routes.register}),
+        ("session_hook", {"POST": routes.hook}),
+        ("session_ack", {"POST": routes.ack}),
+        ("session_end", {"POST": routes.end}),
+        ("session_next", {"GET": routes.next_item}),
     ]
     if consolidate:
-        served.append(("/consolidate", {"POST": routes.consolidate}))
+        served.append(("consolidate", {"POST": routes.consolidate}))
     return served
 
 
