@@ -48,7 +48,8 @@ def blank_is_none(value: Any) -> Any:
     return None if value == "" else value
 
 
-def _process_text(value: str) -> str:
+def process_text(value: str) -> str:
+    """For an ``AfterValidator``: text that may reach a process is valid Unicode without NUL."""
     problem = bounds.text_problem(value)
     if problem:
         raise ValueError(problem)
@@ -58,15 +59,15 @@ def _process_text(value: str) -> str:
 def _absolute(value: str) -> str:
     if not value.startswith("/"):
         raise ValueError(f"must be an absolute path, not {value[:100]!r}")
-    return _process_text(value)
+    return process_text(value)
 
 
 # Text that may reach a process (argv, environment, a file name): valid Unicode, no NUL.
 ProcessShort = Annotated[
-    str, StringConstraints(min_length=1, max_length=bounds.MAX_SHORT_CHARS), AfterValidator(_process_text)
+    str, StringConstraints(min_length=1, max_length=bounds.MAX_SHORT_CHARS), AfterValidator(process_text)
 ]
 ProcessName = Annotated[
-    str, StringConstraints(min_length=1, max_length=bounds.MAX_NAME_CHARS), AfterValidator(_process_text)
+    str, StringConstraints(min_length=1, max_length=bounds.MAX_NAME_CHARS), AfterValidator(process_text)
 ]
 # Optional text where "" counts as absent: hooks pass on what an agent's payload held, empty or not.
 MaybeShort = Annotated[ProcessShort | None, BeforeValidator(blank_is_none)]

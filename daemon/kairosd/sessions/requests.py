@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictBool, StrictInt, StringConstraints
 
-from kairosd.api.requests import Body, MaybeShort, blank_is_none
+from kairosd.api.requests import Body, MaybeShort, blank_is_none, process_text
 from kairosd.core import bounds
 from kairosd.sessions.store import MAX_AGENT_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS
 
@@ -32,15 +32,14 @@ def _relative_is_none(value: str | None) -> str | None:
 
 
 # What the agent said its working folder is; a relative one is dropped, not refused.
+Path = Annotated[str, StringConstraints(max_length=MAX_PATH_CHARS), AfterValidator(process_text)]
 Cwd = Annotated[
-    Annotated[str, StringConstraints(max_length=MAX_PATH_CHARS)] | None,
+    Path | None,
     BeforeValidator(blank_is_none),
     AfterValidator(_relative_is_none),
     Field(description="an absolute path; a relative one is ignored"),
 ]
-Transcript = Annotated[
-    Annotated[str, StringConstraints(max_length=MAX_PATH_CHARS)] | None, BeforeValidator(blank_is_none)
-]
+Transcript = Annotated[Path | None, BeforeValidator(blank_is_none)]
 Reason = Annotated[
     Annotated[str, StringConstraints(max_length=MAX_REASON_CHARS)] | None, BeforeValidator(blank_is_none)
 ]

@@ -69,7 +69,8 @@ def fire_fields(fire: Job | PendingItem) -> dict[str, Any]:
         "planned_for": fire.planned_for,
         "late_by_s": fire.late_by_s,
         "catch_up": fire.catch_up,
-        "target": dict(fire.target),
+        # A job holds the task's parsed target; an item and a run keep it as JSON.
+        "target": fire.target.model_dump(mode="json") if isinstance(fire, Job) else dict(fire.target),
     }
 
 
