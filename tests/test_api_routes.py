@@ -96,4 +96,15 @@ def test_the_daemon_serves_exactly_the_protocols_table() -> None:
     table = {protocol.PREFIX + template for template in protocol.ROUTES.values()}
     assert served == table
     assert len(protocol.ROUTES) == len(table)  # no two names for one path
-    assert "post" in doc["paths"]["/v1/sessions/{id}/hook"]
+    # Every route that takes a body shows its model; the others are actions on the path alone.
+    bodiless = {f"/v1{p}" for p in ("/shutdown", "/tasks/{id}/pause", "/tasks/{id}/resume", "/tasks/{id}/run",
+                                    "/registry/{id}/cancel", "/registry/{id}/close")}  # fmt: skip
+    schemas = doc["components"]["schemas"]
+    for path, verbs in doc["paths"].items():
+        if "post" not in verbs or path in bodiless:
+            assert "requestBody" not in verbs.get("post", {}), path
+            continue
+        ref = verbs["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        assert schemas[ref.rsplit("/", 1)[1]]["additionalProperties"] is False, path
+    hook = doc["paths"]["/v1/sessions/{id}/hook"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert schemas[hook["$ref"].rsplit("/", 1)[1]]["properties"]["event"]["enum"] == ["start", "prompt", "stop", "end"]
