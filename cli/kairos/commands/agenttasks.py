@@ -200,10 +200,10 @@ def _client(long_poll: bool = False) -> Client:
 
 
 def _path(task_id: str, action: str = "") -> str:
-    from kairosd.core.protocol import quote
+    from kairosd.core.protocol import route_path
 
-    # Quote: an id typed by a person must not be able to reach another route.
-    return f"/registry/{quote(task_id)}" + (f"/{action}" if action else "")
+    # Quoted: an id typed by a person must not be able to reach another route.
+    return route_path(f"registry_{action}" if action else "registry_task", id=task_id)
 
 
 def _text(words: list[str], what: str, required: bool) -> str:
@@ -342,15 +342,18 @@ def _what(task: dict[str, Any]) -> str:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    task = _client().call("POST", "/registry", build_start_request(args))["task"]
+    from kairosd.core.protocol import route_path
+
+    task = _client().call("POST", route_path("registry"), build_start_request(args))["task"]
     return _started(args, task, f"started {task['id']} ({_what(task)}, depth {task.get('depth', 0)})")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from kairos.commands.common import local_zone
     from kairos.output import fmt_time, print_json, print_table
+    from kairosd.core.protocol import route_path
 
-    doc = _client().call("GET", "/registry", query={"status": args.status} if args.status else None)
+    doc = _client().call("GET", route_path("registry"), query={"status": args.status} if args.status else None)
     if args.json:
         print_json(doc)
         return 0

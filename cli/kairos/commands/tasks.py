@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 
 
 def task_path(task_id: str, action: str = "") -> str:
-    from kairosd.core.protocol import quote
+    from kairosd.core.protocol import route_path
 
-    # Quote: an id typed by a person must not be able to reach another route.
-    return f"/tasks/{quote(task_id)}" + (f"/{action}" if action else "")
+    # Quoted: an id typed by a person must not be able to reach another route.
+    return route_path(f"task_{action}" if action else "task", id=task_id)
 
 
 # ---- registration ---------------------------------------------------------
@@ -192,8 +192,9 @@ def _safe(text: Any) -> str:
 
 def cmd_problems(args: argparse.Namespace) -> int:
     from kairos.output import one_line, print_json, terminal_columns
+    from kairosd.core.protocol import route_path
 
-    doc = client().call("GET", "/quarantine")
+    doc = client().call("GET", route_path("quarantine"))
     if args.json:
         print_json(doc)
         return 0
@@ -219,10 +220,11 @@ def cmd_problems(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from kairos.output import print_json
+    from kairosd.core.protocol import route_path
 
     if getattr(args, "problems", False):
         return cmd_problems(args)
-    doc = client().call("GET", "/tasks", query=None if args.json else {"view": "summary"})
+    doc = client().call("GET", route_path("tasks"), query=None if args.json else {"view": "summary"})
     if args.json:
         print_json(doc)
         return 0
