@@ -93,7 +93,7 @@ def test_keys_that_are_not_claudes_are_dropped_and_reported_by_id(tmp_path: Path
         assert task.model_extra == {}
         assert task.meta == {}
         await kd.minutes(1)
-        assert [job.prompt for job in kd.delivery.jobs] == ["hi"]  # to the inbox, not a shell
+        assert [handoff.prompt for handoff in kd.delivery.handoffs] == ["hi"]  # to the inbox, not a shell
 
     asyncio.run(main())
 
@@ -163,7 +163,7 @@ def test_a_year_old_one_shot_is_surfaced_not_delivered_and_a_second_import_does_
         await kd.minutes(2)
         second = await kd.import_(doc)
         await kd.minutes(2)
-        assert kd.delivery.jobs == []
+        assert kd.delivery.handoffs == []
         assert [r.outcome for r in kd.runs()] == [Outcome.MISSED]
         [record] = kd.missed.list()
         assert record.action == "surfaced"
@@ -175,7 +175,7 @@ def test_a_year_old_one_shot_is_surfaced_not_delivered_and_a_second_import_does_
         again = await Kd(tmp_path / "again", kd.store).start()
         third = await again.import_(doc)
         assert third["imported"] == []
-        assert again.delivery.jobs == []
+        assert again.delivery.handoffs == []
 
     (tmp_path / "again").mkdir()
     asyncio.run(main())
@@ -281,7 +281,7 @@ def test_an_import_with_a_far_slot_neither_crashes_nor_saves_what_would_crash(tm
         assert rejected["id"] == "aa11bb23"
         assert "outside the supported range" in rejected["reason"]
         await kd.minutes(2)
-        assert len(kd.delivery.jobs) == 2
+        assert len(kd.delivery.handoffs) == 2
         assert [t.id for t in kd.store.load().tasks] == ["aa11bb22"]
 
     asyncio.run(main())

@@ -16,7 +16,7 @@ from test_consolidation_service import Harness, held_agent
 from kairosd.consolidation.agent_mode import MAX_ANSWER_ENTRIES, parse_answer, prompt_for, read_answer
 from kairosd.consolidation.board import Board, BoardStore, Entry
 from kairosd.consolidation.entries import Candidate
-from kairosd.registry.model import TaskStatus
+from kairosd.registry.model import JobStatus
 from kairosd.testing import FakeClock
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
@@ -134,7 +134,7 @@ def test_agent_mode_supersedes_through_the_cli(tmp_path: Path) -> None:
         await h.start()
         decision = await h.ask()
         record = await h.settled(decision["run"]["id"])
-        assert record.status is TaskStatus.COMPLETED
+        assert record.status is JobStatus.COMPLETED
         info = await h.service.run_info(record.id)
         assert info["result"]["mode"] == "agent"
         assert info["result"]["agent_rejected"] == [f"unknown kind 'oops': '- supersede {old.id}: [oops] x'"]

@@ -21,7 +21,7 @@ from kairosd.api.server import Request, Response, UnixHttpServer
 from kairosd.consolidation.api import consolidation_routes
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.registry.api import registry_routes
-from kairosd.registry.model import TaskKind
+from kairosd.registry.model import JobKind
 from kairosd.registry.registry import StartSpec
 from kairosd.scheduling.api import Api
 
@@ -97,7 +97,7 @@ def test_run_info_is_only_for_consolidation_runs(tmp_path):
         api = _api(h)
         with pytest.raises(NotFoundError):
             await _call(api, "GET", "/consolidation/runs/t0000000000")
-        shell = await h.registry.start(StartSpec(kind=TaskKind.SHELL, argv=["true"]))
+        shell = await h.registry.start(StartSpec(kind=JobKind.SHELL, argv=["true"]))
         with pytest.raises(NotFoundError, match="not a consolidation run"):
             await _call(api, "GET", f"/consolidation/runs/{shell.id}")
         await h.registry.wait(shell.id, 10)

@@ -19,7 +19,7 @@ from kairosd.api.requests import ConsolidationRequest
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
-from kairosd.registry.model import TaskStatus
+from kairosd.registry.model import JobStatus
 from kairosd.registry.registry import Registry, StartSpec
 from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock
@@ -137,7 +137,7 @@ def test_gate_enabled_allows(tmp_path):
         decision = await h.ask(consolidate="1")
         assert (decision["status"], decision["gate"]) == ("started", None)
         record = await h.settled(decision["run"]["id"])
-        assert record.status is TaskStatus.COMPLETED
+        assert record.status is JobStatus.COMPLETED
         await h.stop()
 
     run(main())
@@ -227,7 +227,7 @@ def test_gate_user_turns_allows_three(tmp_path):
         decision = await h.ask(transcript=short_transcript(tmp_path, 3))
         assert decision["status"] == "started"
         record = await h.settled(decision["run"]["id"])
-        assert record.status is TaskStatus.COMPLETED
+        assert record.status is JobStatus.COMPLETED
         assert {e["text"] for e in h.board()} == {f"Always keep module {i} small." for i in range(3)}
         await h.stop()
 
@@ -334,11 +334,11 @@ def test_concurrent_requests_for_one_project_are_coalesced(tmp_path):
         assert "follows when it ends" in other["reason"]
         assert len(h.registry.list_tasks()) == 1
         release.write_text("go")
-        assert (await h.settled(run_id)).status is TaskStatus.COMPLETED
+        assert (await h.settled(run_id)).status is JobStatus.COMPLETED
         await until(lambda: len(h.registry.list_tasks()) == 2, "the follow-up run to start")
         [follow_up] = [t for t in h.registry.list_tasks() if t.id != run_id]
         assert follow_up.session == "s2"
-        assert (await h.settled(follow_up.id)).status is TaskStatus.COMPLETED
+        assert (await h.settled(follow_up.id)).status is JobStatus.COMPLETED
         texts = {e["text"] for e in h.board()}
         assert "Always write the test first." in texts
         await h.stop()
@@ -405,7 +405,7 @@ def test_a_worker_that_dies_without_a_result_fails_the_run(tmp_path):
         assert record.pid is not None
         os.killpg(record.pid, signal.SIGKILL)
         record = await h.settled(record.id)
-        assert record.status is TaskStatus.FAILED
+        assert record.status is JobStatus.FAILED
         assert "ended without a result" in (record.error or "")
         await h.stop()
 
@@ -425,7 +425,7 @@ def test_agent_mode_uses_rem_agent_read_only(tmp_path):
         await h.start()
         decision = await h.ask()
         record = await h.settled(decision["run"]["id"])
-        assert record.status is TaskStatus.COMPLETED
+        assert record.status is JobStatus.COMPLETED
         assert record.agent == "rem-agent"
         info = await h.service.run_info(record.id)
         assert info["result"]["mode"] == "agent"
@@ -460,7 +460,7 @@ def test_agent_mode_falls_back_to_offline(tmp_path, answer, exit_code, timeout, 
         await h.start()
         decision = await h.ask()
         record = await h.settled(decision["run"]["id"])
-        assert record.status is TaskStatus.COMPLETED
+        assert record.status is JobStatus.COMPLETED
         info = await h.service.run_info(record.id)
         assert info["result"]["mode"] == "offline"
         assert why in info["result"]["fallback"]
@@ -486,11 +486,11 @@ def test_a_restart_re_adopts_a_running_worker(tmp_path):
         pid = h.registry.get(run_id).pid
         await h.restart()
         assert h.service.running[str(h.project.resolve())].task_id == run_id
-        assert h.registry.get(run_id).status is TaskStatus.RUNNING
+        assert h.registry.get(run_id).status is JobStatus.RUNNING
         assert _exists(Path(f"/proc/{pid}"))
         release.write_text("go")
         record = await h.settled(run_id)
-        assert record.status is TaskStatus.COMPLETED
+        assert record.status is JobStatus.COMPLETED
         assert [e["text"] for e in h.board()] == ["Ship on Fridays."]
         await h.stop()
 
@@ -518,7 +518,7 @@ def test_a_restart_settles_a_run_that_finished_meanwhile(tmp_path):
         h.service = h._service()
         await h.start()
         record = h.registry.get(run_id)
-        assert record.status is TaskStatus.COMPLETED
+        assert record.status is JobStatus.COMPLETED
         assert h.service.running == {}
         await h.stop()
 
@@ -544,7 +544,7 @@ def test_a_restart_fails_a_run_whose_worker_died(tmp_path):
         h.service = h._service()
         await h.start()
         settled = h.registry.get(record.id)
-        assert settled.status is TaskStatus.FAILED
+        assert settled.status is JobStatus.FAILED
         assert "ended without a result" in (settled.error or "")
         await h.stop()
 
@@ -578,7 +578,7 @@ def test_a_run_past_its_bound_is_stopped_with_its_agent(tmp_path, monkeypatch):
         await h.start()
         decision = await h.ask()
         record = await h.settled(decision["run"]["id"])
-        assert record.status is TaskStatus.CANCELLED
+        assert record.status is JobStatus.CANCELLED
         await until(lambda: (folder / "argv.json").exists(), "the agent to have started")
         agent_pids = [int(p) for p in _pids_with_cwd_of(folder)]
         assert agent_pids == []  # no fake claude left running
@@ -617,7 +617,7 @@ def test_a_restart_adopts_a_worker_whose_pid_was_not_recorded(tmp_path):
         assert h.registry.get(run_id).pid is not None
         assert run_id in {r.task_id for r in h.service.running.values()}
         release.write_text("go")
-        assert (await h.settled(run_id)).status is TaskStatus.COMPLETED
+        assert (await h.settled(run_id)).status is JobStatus.COMPLETED
         assert [e["text"] for e in h.board()] == ["Staging is read-only."]
         await h.stop()
 

@@ -14,7 +14,7 @@ from registry_support import until
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.models import InboxTarget
 from kairosd.core.records import InboxItem
-from kairosd.delivery.base import Job
+from kairosd.delivery.base import Handoff
 from kairosd.delivery.inbox import InboxDelivery
 from kairosd.store.inbox import ACKED_RETENTION, InboxStore, session_file_name
 from kairosd.store.jsonlog import JsonLog
@@ -233,8 +233,8 @@ def test_reads_create_nothing(tmp_path: Path, clock: FakeClock) -> None:
 # --- the delivery target ---------------------------------------------------------------------
 
 
-def _job(run_id: str = "r1", target: InboxTarget | None = None) -> Job:
-    return Job(
+def _job(run_id: str = "r1", target: InboxTarget | None = None) -> Handoff:
+    return Handoff(
         run_id=run_id,
         task_id="t1",
         task_name="build",
@@ -334,7 +334,7 @@ def test_fake_delivery_holds_runs_in_flight_and_is_idempotent(clock: FakeClock) 
         await fake.close()
 
     asyncio.run(main())
-    assert [job.run_id for job in fake.jobs] == ["r1", "r2", "r3"]
+    assert [handoff.run_id for handoff in fake.handoffs] == ["r1", "r2", "r3"]
     assert len(fake.calls) == 4
     assert fake.closed
 
@@ -350,4 +350,4 @@ def test_fake_delivery_error_is_raised_and_forgotten() -> None:
         assert (await fake.deliver(_job("r1"))).outcome == "delivered"
 
     asyncio.run(main())
-    assert [job.run_id for job in fake.jobs] == ["r1", "r1"]
+    assert [handoff.run_id for handoff in fake.handoffs] == ["r1", "r1"]

@@ -13,7 +13,7 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 from kairosd.agents.base import Permissions
 from kairosd.core.errors import ConflictError, LimitError, NotFoundError, UsageError
 from kairosd.core.events import EventBus
-from kairosd.registry.model import ExecutionMode, TaskKind, TaskStatus
+from kairosd.registry.model import ExecutionMode, JobKind, JobStatus
 from kairosd.registry.registry import AgentPolicy, Registry, StartSpec
 from kairosd.testing import FakeClock
 
@@ -49,10 +49,10 @@ def test_agent_turn_completes_idle_with_response_progress_and_log(tmp_path, adap
         reg = make_registry(tmp_path, adapter)
         await reg.recover()
         record = await reg.start(StartSpec(agent="fake", prompt="hello", cwd=str(tmp_path)))
-        assert (record.status, record.queued, record.depth, record.parent_id) == (TaskStatus.RUNNING, True, 0, None)
+        assert (record.status, record.queued, record.depth, record.parent_id) == (JobStatus.RUNNING, True, 0, None)
         record, timed_out = await reg.wait(record.id, 10)
         assert not timed_out
-        assert record.status is TaskStatus.IDLE
+        assert record.status is JobStatus.IDLE
         assert record.response == "echo: hello"
         assert record.agent_session_id == f"sess-{record.id}"
         assert record.exit_code == 0
@@ -81,7 +81,7 @@ def test_env_markers_and_cwd_reach_the_agent(tmp_path, adapter):
         await reg.wait(parent.id, 10)
         child = await reg.start(StartSpec(agent="fake", prompt=f"env:{out}", session="work", parent_id=parent.id))
         child, _ = await reg.wait(child.id, 10)
-        assert child.status is TaskStatus.IDLE
+        assert child.status is JobStatus.IDLE
         env = json.loads(out.read_text())
         assert env == {
             "KAIROS_TASK_ID": child.id,
@@ -104,15 +104,15 @@ def test_multi_turn_send_resumes_the_same_agent_session(tmp_path, adapter):
         record, _ = await reg.wait(record.id, 10)
         session = record.agent_session_id
         sent = await reg.send(record.id, "second")
-        assert (sent.status, len(sent.turns)) == (TaskStatus.RUNNING, 2)
+        assert (sent.status, len(sent.turns)) == (JobStatus.RUNNING, 2)
         record, timed_out = await reg.wait(record.id, 10, since_turn=1)
         assert not timed_out
-        assert (record.status, record.turns_done, record.response) == (TaskStatus.IDLE, 2, "echo: second")
+        assert (record.status, record.turns_done, record.response) == (JobStatus.IDLE, 2, "echo: second")
         assert record.agent_session_id == session
         assert [r.resume_session for r in adapter.requests] == [None, session]
         assert [t.prompt for t in record.turns] == ["first", "second"]
         closed = await reg.close(record.id)
-        assert closed.status is TaskStatus.COMPLETED
+        assert closed.status is JobStatus.COMPLETED
         assert closed.finished_at is not None
         with pytest.raises(ConflictError, match="completed; a follow-up needs an idle task"):
             await reg.send(record.id, "third")
@@ -130,7 +130,7 @@ def test_send_is_refused_while_running_and_for_shell_tasks(tmp_path, adapter):
         record = await reg.start(StartSpec(agent="fake", prompt=f"hang:{pidfile}"))
         with pytest.raises(ConflictError, match="still running turn 1"):
             await reg.send(record.id, "more")
-        shell = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["true"]))
+        shell = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["true"]))
         await reg.wait(shell.id, 10)
         with pytest.raises(ConflictError, match="shell task; only agent tasks take follow-ups"):
             await reg.send(shell.id, "more")
@@ -150,7 +150,7 @@ def test_wait_times_out_and_returns_the_running_record(tmp_path, adapter):
         began = loop.time()
         waited, timed_out = await reg.wait(record.id, 0.3)
         assert timed_out
-        assert waited.status is TaskStatus.RUNNING
+        assert waited.status is JobStatus.RUNNING
         assert 0.3 <= loop.time() - began < 5
         await reg.stop()
 
@@ -181,7 +181,7 @@ def test_failed_turn_is_terminal_with_the_agents_error(tmp_path, adapter):
         reg = make_registry(tmp_path, adapter)
         record = await reg.start(StartSpec(agent="fake", prompt="fail"))
         record, _ = await reg.wait(record.id, 10)
-        assert (record.status, record.error, record.exit_code) == (TaskStatus.FAILED, "the agent failed", 1)
+        assert (record.status, record.error, record.exit_code) == (JobStatus.FAILED, "the agent failed", 1)
         assert record.finished_at is not None
         with pytest.raises(ConflictError, match=f"task {record.id} is already failed"):
             await reg.cancel(record.id)
@@ -198,7 +198,7 @@ def test_agent_without_resume_completes_after_one_turn(tmp_path):
         reg = make_registry(tmp_path, adapter)
         record = await reg.start(StartSpec(agent="fake", prompt="one"))
         record, _ = await reg.wait(record.id, 10)
-        assert record.status is TaskStatus.COMPLETED
+        assert record.status is JobStatus.COMPLETED
         await reg.stop()
 
     run(main())
@@ -209,15 +209,15 @@ def test_shell_task_gets_the_prompt_on_stdin(tmp_path):
 
     async def main() -> None:
         reg = make_registry(tmp_path)
-        ok = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sh", "-c", "tr a-z A-Z"], prompt="quiet\n"))
-        bad = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sh", "-c", "echo nope; exit 3"]))
-        missing = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["/nonexistent/kairos-cmd"]))
+        ok = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["sh", "-c", "tr a-z A-Z"], prompt="quiet\n"))
+        bad = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["sh", "-c", "echo nope; exit 3"]))
+        missing = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["/nonexistent/kairos-cmd"]))
         ok, _ = await reg.wait(ok.id, 10)
         bad, _ = await reg.wait(bad.id, 10)
         missing, _ = await reg.wait(missing.id, 10)
-        assert (ok.status, ok.response, ok.progress.last_line) == (TaskStatus.COMPLETED, "QUIET", "QUIET")
-        assert (bad.status, bad.error, bad.exit_code, bad.response) == (TaskStatus.FAILED, "exit code 3", 3, "nope")
-        assert (missing.status, missing.error) == (TaskStatus.FAILED, "command not found: /nonexistent/kairos-cmd")
+        assert (ok.status, ok.response, ok.progress.last_line) == (JobStatus.COMPLETED, "QUIET", "QUIET")
+        assert (bad.status, bad.error, bad.exit_code, bad.response) == (JobStatus.FAILED, "exit code 3", 3, "nope")
+        assert (missing.status, missing.error) == (JobStatus.FAILED, "command not found: /nonexistent/kairos-cmd")
         await reg.stop()
 
     run(main())
@@ -231,7 +231,7 @@ def test_turn_timeout_kills_the_group_and_fails(tmp_path, adapter):
         reg = make_registry(tmp_path, adapter, kill_grace_s=0.2)
         record = await reg.start(StartSpec(agent="fake", prompt=f"hang-hard:{pidfile}", timeout_s=1))
         record, _ = await reg.wait(record.id, 10)
-        assert record.status is TaskStatus.FAILED
+        assert record.status is JobStatus.FAILED
         assert record.error == "timed out after 1s (process group killed)"
         assert record.exit_code == -9
         await reg.stop()
@@ -380,7 +380,7 @@ def test_depth_cap_refuses_cleanly(tmp_path, adapter):
         # A process that only claims its depth (its parent is not a registry task) counts too.
         with pytest.raises(LimitError, match="from the calling task"):
             await reg.start(StartSpec(agent="fake", prompt="x", parent_id="3f2a9c1d", parent_depth=2))
-        claimed = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["true"], parent_id="3f2a9c1d"))
+        claimed = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["true"], parent_id="3f2a9c1d"))
         assert (claimed.depth, claimed.parent_id) == (1, None)
         assert len(reg.list_tasks()) == 4
         for record in reg.list_tasks():
@@ -404,7 +404,7 @@ def test_start_refusals_leave_no_record(tmp_path, adapter):
         with pytest.raises(UsageError, match="working directory does not exist"):
             await reg.start(StartSpec(agent="fake", prompt="x", cwd=str(tmp_path / "missing")))
         with pytest.raises(UsageError, match="needs a command"):
-            await reg.start(StartSpec(kind=TaskKind.SHELL, argv=[]))
+            await reg.start(StartSpec(kind=JobKind.SHELL, argv=[]))
         with pytest.raises(NotFoundError):
             reg.get("t0000000000")
         assert reg.list_tasks() == []
@@ -421,11 +421,11 @@ def test_list_filters_by_status_newest_first(tmp_path, adapter):
         reg = make_registry(tmp_path, adapter, clock=clock)
         first = await reg.start(StartSpec(agent="fake", prompt="a", mode=ExecutionMode.SYNC))
         clock.advance(1)
-        second = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["false"]))
+        second = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["false"]))
         await reg.wait(first.id, 10)
         await reg.wait(second.id, 10)
         assert [r.id for r in reg.list_tasks()] == [second.id, first.id]
-        assert [r.id for r in reg.list_tasks(TaskStatus.FAILED)] == [second.id]
+        assert [r.id for r in reg.list_tasks(JobStatus.FAILED)] == [second.id]
         assert reg.get(first.id).mode is ExecutionMode.SYNC
         await reg.stop()
 

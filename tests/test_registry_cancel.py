@@ -9,7 +9,7 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, gone, make_registry, run, until, wait_file
 
 from kairosd.core.errors import ConflictError
-from kairosd.registry.model import TaskKind, TaskStatus
+from kairosd.registry.model import JobKind, JobStatus
 from kairosd.registry.registry import StartSpec
 
 
@@ -22,14 +22,14 @@ def test_cancel_reaches_every_descendant_and_kills_their_groups(tmp_path: Path):
         root = await reg.start(StartSpec(agent="fake", prompt=f"hang:{tmp_path / 'root.pid'}"))
         idle = await reg.start(StartSpec(agent="fake", prompt="idle child", parent_id=root.id))
         idle, _ = await reg.wait(idle.id, 10)
-        finished = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["true"], parent_id=root.id))
+        finished = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["true"], parent_id=root.id))
         finished, _ = await reg.wait(finished.id, 10)
         child = await reg.start(StartSpec(agent="fake", prompt=f"spawn:{tmp_path / 'grand.pid'}", parent_id=root.id))
         grandchild = await reg.start(
-            StartSpec(kind=TaskKind.SHELL, argv=["sh", "-c", "echo $$ > grandchild.pid; exec sleep 600"],
+            StartSpec(kind=JobKind.SHELL, argv=["sh", "-c", "echo $$ > grandchild.pid; exec sleep 600"],
                       cwd=str(tmp_path), parent_id=child.id)
         )  # fmt: skip
-        queued = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "600"], parent_id=grandchild.id))
+        queued = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["sleep", "600"], parent_id=grandchild.id))
         pids = [
             int(await asyncio.to_thread(wait_file, tmp_path / name))
             for name in ("root.pid", "grand.pid", "grandchild.pid")
@@ -44,9 +44,9 @@ def test_cancel_reaches_every_descendant_and_kills_their_groups(tmp_path: Path):
         assert cancelled[0].id == root.id
         assert {r.id for r in cancelled} == {root.id, idle.id, child.id, grandchild.id, queued.id}
         for record in cancelled:
-            assert reg.get(record.id).status is TaskStatus.CANCELLED
+            assert reg.get(record.id).status is JobStatus.CANCELLED
             assert reg.get(record.id).finished_at is not None
-        assert reg.get(finished.id).status is TaskStatus.COMPLETED  # a finished descendant stays as it was
+        assert reg.get(finished.id).status is JobStatus.COMPLETED  # a finished descendant stays as it was
         assert reg.get(queued.id).turns[0].started_at is None  # never started
         await until(lambda: all(gone(pid) for pid in pids), "every process of every group to be gone", 10)
         assert reg.slots.in_use == 0
@@ -68,7 +68,7 @@ def test_cancel_an_idle_task_needs_no_process(tmp_path: Path):
         record = await reg.start(StartSpec(agent="fake", prompt="hi"))
         await reg.wait(record.id, 10)
         (cancelled,) = await reg.cancel(record.id)
-        assert (cancelled.status, cancelled.response) == (TaskStatus.CANCELLED, "echo: hi")
+        assert (cancelled.status, cancelled.response) == (JobStatus.CANCELLED, "echo: hi")
         await reg.stop()
 
     run(main())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until, wait_file, write_script
 
-from kairosd.registry.model import TaskKind, TaskStatus
+from kairosd.registry.model import JobKind, JobStatus
 from kairosd.registry.registry import StartSpec
 
 CAP = 3
@@ -47,20 +47,20 @@ def test_never_more_than_the_cap_running(tmp_path: Path):
         async def sample() -> None:
             # The registry's own accounting, sampled while the load runs.
             while not stop.is_set():
-                running = [r for r in reg.list_tasks() if r.status is TaskStatus.RUNNING and not r.queued]
+                running = [r for r in reg.list_tasks() if r.status is JobStatus.RUNNING and not r.queued]
                 seen_running.append(len(running))
                 assert reg.slots.in_use <= CAP
                 await asyncio.sleep(0.005)
 
         sampler = asyncio.create_task(sample())
         records = [
-            await reg.start(StartSpec(kind=TaskKind.SHELL, argv=[str(counter), str(tmp_path)])) for _ in range(TASKS)
+            await reg.start(StartSpec(kind=JobKind.SHELL, argv=[str(counter), str(tmp_path)])) for _ in range(TASKS)
         ]
         await until(lambda: reg.slots.waiting == TASKS - CAP, "the tasks beyond the cap to queue")
         assert sum(reg.get(r.id).queued for r in records) >= TASKS - CAP
         for record in records:
             done, timed_out = await reg.wait(record.id, 20)
-            assert (timed_out, done.status) == (False, TaskStatus.COMPLETED), done.error
+            assert (timed_out, done.status) == (False, JobStatus.COMPLETED), done.error
         stop.set()
         await sampler
         assert reg.slots.peak == CAP
@@ -84,19 +84,19 @@ def test_idle_tasks_hold_no_slot_and_a_follow_up_takes_one(tmp_path: Path):
         reg = make_registry(tmp_path, adapter, max_concurrent=1)
         chat = await reg.start(StartSpec(agent="fake", prompt="first"))
         chat, _ = await reg.wait(chat.id, 10)
-        assert chat.status is TaskStatus.IDLE
+        assert chat.status is JobStatus.IDLE
         assert reg.slots.in_use == 0
         busy = await reg.start(StartSpec(agent="fake", prompt=f"hang:{pidfile}"))
         await asyncio.to_thread(wait_file, pidfile)  # it runs although the idle task exists
         assert reg.get(busy.id).queued is False
         follow_up = await reg.send(chat.id, "second")
         await until(lambda: reg.slots.waiting == 1, "the follow-up to queue")
-        assert (reg.get(chat.id).status, reg.get(chat.id).queued) == (TaskStatus.RUNNING, True)
+        assert (reg.get(chat.id).status, reg.get(chat.id).queued) == (JobStatus.RUNNING, True)
         _, timed_out = await reg.wait(follow_up.id, 0.2)
         assert timed_out  # still queued behind the hanging task
         await reg.cancel(busy.id)
         chat, timed_out = await reg.wait(chat.id, 10)
-        assert (timed_out, chat.status, chat.response) == (False, TaskStatus.IDLE, "echo: second")
+        assert (timed_out, chat.status, chat.response) == (False, JobStatus.IDLE, "echo: second")
         await reg.stop()
 
     run(main())

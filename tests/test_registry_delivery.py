@@ -13,9 +13,9 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 from kairosd.core.events import EventBus
 from kairosd.core.models import AgentTarget, new_task
 from kairosd.core.records import Outcome
-from kairosd.delivery.base import Job
+from kairosd.delivery.base import Handoff
 from kairosd.registry.delivery import AgentDelivery
-from kairosd.registry.model import TaskKind, TaskStatus
+from kairosd.registry.model import JobKind, JobStatus
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.scheduling.taskbook import TaskBook
@@ -25,8 +25,8 @@ from kairosd.testing import FakeClock, InMemoryStore
 T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)
 
 
-def _job(run_id: str = "r000000000001", prompt: str = "triage", **target: object) -> Job:
-    return Job(
+def _job(run_id: str = "r000000000001", prompt: str = "triage", **target: object) -> Handoff:
+    return Handoff(
         run_id=run_id,
         task_id="3f2a9c1d",
         task_name=None,
@@ -53,7 +53,7 @@ def test_a_completed_turn_is_delivered_and_both_records_point_at_each_other(tmp_
         assert result.outcome == "delivered"
         assert result.reason == f"agent task {record.id} completed"
         assert (result.output_path, result.exit_code) == (record.log_path, 0)
-        assert (record.kind, record.status, record.multi_turn) == (TaskKind.FIRE, TaskStatus.COMPLETED, False)
+        assert (record.kind, record.status, record.multi_turn) == (JobKind.FIRE, JobStatus.COMPLETED, False)
         assert (record.scheduled_task_id, record.run_id) == ("3f2a9c1d", "r000000000001")
         assert (record.cwd, record.model, record.response) == (str(tmp_path), "m1", "echo: triage")
         await reg.stop()
@@ -78,19 +78,19 @@ def test_a_repeated_delivery_of_a_run_does_not_start_the_agent_again(tmp_path, a
 
 
 @pytest.mark.parametrize(
-    ("job", "reason"),
+    ("handoff", "reason"),
     [
         (_job(prompt="fail"), "failed: the agent failed"),
         (_job(agent="nope"), "agent target: unknown agent 'nope' (available: fake)"),
         (_job(timeout_s=1, prompt="hang:/dev/null"), "failed: timed out after 1s (process group killed)"),
     ],
 )
-def test_failures_come_back_as_failed_results(tmp_path, adapter, job, reason):
+def test_failures_come_back_as_failed_results(tmp_path, adapter, handoff, reason):
     """A failed turn, an unknown agent and a timeout are failed results with a reason, never exceptions."""
 
     async def main() -> None:
         reg = make_registry(tmp_path, adapter, kill_grace_s=0.2)
-        result = await AgentDelivery(reg, reg._clock).deliver(job)
+        result = await AgentDelivery(reg, reg._clock).deliver(handoff)
         assert result.outcome == "failed"
         assert result.reason is not None
         assert result.reason.endswith(reason)

@@ -12,13 +12,13 @@ from registry_support import gone, make_registry, run, until
 
 from kairosd.core.errors import UnavailableError
 from kairosd.core.events import EventBus
-from kairosd.registry.model import TaskKind, TaskStatus
+from kairosd.registry.model import JobKind, JobStatus
 from kairosd.registry.registry import StartSpec
 from kairosd.testing import FakeClock
 
 
 def _spec(cwd: Path) -> StartSpec:
-    return StartSpec(kind=TaskKind.CONSOLIDATION, prompt="consolidate s1", agent="offline", cwd=str(cwd), session="s1")
+    return StartSpec(kind=JobKind.CONSOLIDATION, prompt="consolidate s1", agent="offline", cwd=str(cwd), session="s1")
 
 
 def _sleeper() -> subprocess.Popen[bytes]:
@@ -35,7 +35,7 @@ def test_record_attach_finish(tmp_path):
         reg = make_registry(tmp_path, events=events, clock=clock)
         record = await reg.record_external(_spec(tmp_path))
         assert (record.status, record.detached, record.kind, record.queued) == (
-            TaskStatus.RUNNING, True, TaskKind.CONSOLIDATION, False,
+            JobStatus.RUNNING, True, JobKind.CONSOLIDATION, False,
         )  # fmt: skip
         assert record.log_path == str(tmp_path / "data" / "tasks" / f"{record.id}.log")
         assert reg.slots.in_use == 0  # detached work holds no slot
@@ -50,16 +50,16 @@ def test_record_attach_finish(tmp_path):
         clock.advance(5)
         record = await reg.finish_external(record.id, ok=True, response="3 added")
         assert (record.status, record.response, record.pid, record.turns_done) == (
-            TaskStatus.COMPLETED,
+            JobStatus.COMPLETED,
             "3 added",
             None,
             1,
         )
         failed = await reg.record_external(_spec(tmp_path))
         failed = await reg.finish_external(failed.id, ok=False, error="no result")
-        assert (failed.status, failed.error) == (TaskStatus.FAILED, "no result")
+        assert (failed.status, failed.error) == (JobStatus.FAILED, "no result")
         # A second finish (the watcher after a cancel, say) changes nothing.
-        assert (await reg.finish_external(failed.id, ok=True)).status is TaskStatus.FAILED
+        assert (await reg.finish_external(failed.id, ok=True)).status is JobStatus.FAILED
         first = await anext(seen)
         assert first["type"] == "task_started"
         assert first["task"]["detached"] is True
@@ -83,7 +83,7 @@ def test_recovery_leaves_a_detached_run_alone(tmp_path):
             interrupted = await again.recover()
             assert interrupted == []
             recovered = again.get(record.id)
-            assert (recovered.status, recovered.pid) == (TaskStatus.RUNNING, proc.pid)
+            assert (recovered.status, recovered.pid) == (JobStatus.RUNNING, proc.pid)
             assert proc.poll() is None
             await again.stop()
         finally:
@@ -102,7 +102,7 @@ def test_cancel_stops_the_detached_group(tmp_path):
         proc = _sleeper()
         await reg.attach_process(record.id, proc.pid)
         cancelled = await reg.cancel(record.id)
-        assert [r.status for r in cancelled] == [TaskStatus.CANCELLED]
+        assert [r.status for r in cancelled] == [JobStatus.CANCELLED]
         await until(lambda: proc.poll() is not None or gone(proc.pid), "the detached process to end")
         proc.wait()
         await reg.stop()
@@ -121,7 +121,7 @@ def test_wait_returns_when_the_owner_finishes(tmp_path):
         assert not waiter.done()
         await reg.finish_external(record.id, ok=True)
         settled, timed_out = await waiter
-        assert (settled.status, timed_out) == (TaskStatus.COMPLETED, False)
+        assert (settled.status, timed_out) == (JobStatus.COMPLETED, False)
         await reg.stop()
         with pytest.raises(UnavailableError):
             await reg.record_external(_spec(tmp_path))

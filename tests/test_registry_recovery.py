@@ -18,7 +18,7 @@ import pytest
 from registry_support import WAIT_S, FakeAdapter, fake_agent, gone, make_registry, run, wait_file
 
 from kairosd.core.errors import ConflictError
-from kairosd.registry.model import TaskKind, TaskStatus
+from kairosd.registry.model import JobKind, JobStatus
 from kairosd.registry.registry import StartSpec
 
 # Runs a registry with one long shell task (running) and one waiting for the only slot (queued),
@@ -30,7 +30,7 @@ CRASHER = textwrap.dedent(
     from kairosd.core.clock import SystemClock
     from kairosd.core.events import EventBus
     from kairosd.registry.limits import RegistryLimits
-    from kairosd.registry.model import TaskKind
+    from kairosd.registry.model import JobKind
     from kairosd.registry.persist import RecordStore
     from kairosd.registry.registry import Registry, StartSpec
 
@@ -41,8 +41,8 @@ CRASHER = textwrap.dedent(
         reg = Registry(RecordStore(root / "registry"), root / "logs", clock, EventBus(clock.now),
                        lambda name: None, RegistryLimits(max_concurrent=1))
         await reg.recover()
-        running = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "600"]))
-        queued = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "1"]))
+        running = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["sleep", "600"]))
+        queued = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["sleep", "1"]))
         path = root / "registry" / f"{running.id}.json"
         deadline = time.monotonic() + 30  # else exit: the test reads EOF instead of READY, and fails
         while json.loads(path.read_text()).get("pid") is None:
@@ -85,7 +85,7 @@ def test_kill_9_leaves_interrupted_records_never_rerun(tmp_path: Path):
         assert {r.id for r in interrupted} == {running_id, queued_id}
         for task_id in (running_id, queued_id):
             record = reg.get(task_id)
-            assert record.status is TaskStatus.INTERRUPTED
+            assert record.status is JobStatus.INTERRUPTED
             assert record.error == "kairosd stopped while it was running; it was not re-run"
             assert record.pid is None
             assert record.turns[-1].ok is False
@@ -95,7 +95,7 @@ def test_kill_9_leaves_interrupted_records_never_rerun(tmp_path: Path):
         with pytest.raises(ConflictError, match="shell task"):
             await reg.send(running_id, "again")
         (cancelled,) = await reg.cancel(queued_id)  # interrupted is not terminal: it can still be cancelled
-        assert cancelled.status is TaskStatus.CANCELLED
+        assert cancelled.status is JobStatus.CANCELLED
 
     run(main())
     deadline = time.monotonic() + WAIT_S
@@ -113,7 +113,7 @@ def test_records_survive_a_restart_and_bad_files_are_set_aside(tmp_path: Path):
     async def first() -> tuple[str, str]:
         reg = make_registry(tmp_path, adapter)
         chat = await reg.start(StartSpec(agent="fake", prompt="remember me"))
-        shell = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["true"]))
+        shell = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["true"]))
         await reg.wait(chat.id, 10)
         await reg.wait(shell.id, 10)
         await reg.stop()
@@ -128,7 +128,7 @@ def test_records_survive_a_restart_and_bad_files_are_set_aside(tmp_path: Path):
         assert await reg.recover() == []
         assert {r.id for r in reg.list_tasks()} == {chat_id, shell_id}
         chat = reg.get(chat_id)
-        assert (chat.status, chat.response) == (TaskStatus.IDLE, "echo: remember me")
+        assert (chat.status, chat.response) == (JobStatus.IDLE, "echo: remember me")
         # The idle conversation resumes across the restart.
         await reg.send(chat_id, "still there?")
         chat, _ = await reg.wait(chat_id, 10)
@@ -151,14 +151,14 @@ def test_graceful_stop_interrupts_running_and_queued_turns(tmp_path: Path):
         idle = await reg.start(StartSpec(agent="fake", prompt="hi"))
         await reg.wait(idle.id, 10)
         busy = await reg.start(StartSpec(agent="fake", prompt=f"hang-hard:{tmp_path / 'pid'}"))
-        queued = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["true"]))
+        queued = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["true"]))
         pid = int(await asyncio.to_thread(wait_file, tmp_path / "pid"))
         await reg.stop()
         assert gone(pid)
-        assert reg.get(busy.id).status is TaskStatus.INTERRUPTED
+        assert reg.get(busy.id).status is JobStatus.INTERRUPTED
         assert reg.get(busy.id).error == "kairosd stopped while it ran; it was not re-run"
-        assert reg.get(queued.id).status is TaskStatus.INTERRUPTED
-        assert reg.get(idle.id).status is TaskStatus.IDLE
+        assert reg.get(queued.id).status is JobStatus.INTERRUPTED
+        assert reg.get(idle.id).status is JobStatus.IDLE
         with pytest.raises(Exception, match="shutting down"):
             await reg.start(StartSpec(agent="fake", prompt="late"))
 
@@ -172,7 +172,7 @@ def test_old_finished_records_are_pruned_with_their_logs(tmp_path: Path):
         reg = make_registry(tmp_path)
         ids = []
         for _ in range(4):
-            record = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["echo", "x"]))
+            record = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["echo", "x"]))
             await reg.wait(record.id, 10)
             reg._clock.advance(1)  # type: ignore[attr-defined]
             ids.append(record.id)

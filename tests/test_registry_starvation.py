@@ -19,7 +19,7 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run, until,
 
 from kairosd.api.server import UnixHttpServer
 from kairosd.registry.api import registry_routes
-from kairosd.registry.model import TaskKind, TaskStatus
+from kairosd.registry.model import JobKind, JobStatus
 from kairosd.registry.registry import Registry, StartSpec
 from kairosd.scheduling.api import Api
 
@@ -48,7 +48,7 @@ def home(monkeypatch) -> Iterator[Path]:
 
 def _working(reg: Registry) -> int:
     """Turns that hold a slot and are not lending it out (the agents actually at work), per status."""
-    holding = [r for r in reg.list_tasks(TaskStatus.RUNNING) if not r.queued]
+    holding = [r for r in reg.list_tasks(JobStatus.RUNNING) if not r.queued]
     return len(holding) - int(reg.status()["slots"].get("lent", 0))
 
 
@@ -74,15 +74,15 @@ def test_parents_holding_every_slot_and_waiting_on_children_do_not_deadlock(home
 
         sampler = asyncio.create_task(sample())
         try:
-            spec = StartSpec(kind=TaskKind.SHELL, argv=[str(parent_script)], timeout_s=30)
+            spec = StartSpec(kind=JobKind.SHELL, argv=[str(parent_script)], timeout_s=30)
             parents = [await reg.start(spec) for _ in range(CAP)]
             for parent in parents:
                 done, timed_out = await reg.wait(parent.id, 25)
-                assert (timed_out, done.status) == (False, TaskStatus.COMPLETED), reg.log_path(parent.id).read_text()
+                assert (timed_out, done.status) == (False, JobStatus.COMPLETED), reg.log_path(parent.id).read_text()
             children = [c for p in parents for c in reg.children(p.id)]
             assert len(children) == CAP
             assert {(c.status, c.response) for c in children} == {
-                (TaskStatus.IDLE, f"echo: child of {p.id}") for p in parents
+                (JobStatus.IDLE, f"echo: child of {p.id}") for p in parents
             }
             assert reg.status()["slots"] == {"limit": CAP, "in_use": 0, "waiting": 0, "lent": 0}
         finally:
@@ -107,7 +107,7 @@ def test_the_loan_ends_with_the_wait_and_status_says_what_is_lent(tmp_path):
         await asyncio.to_thread(wait_file, tmp_path / "parent.pid")
         child_pid = tmp_path / "child.pid"
         child = await reg.start(StartSpec(agent="fake", prompt=f"hang:{child_pid}", parent_id=parent.id))
-        other = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["true"]))
+        other = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["true"]))
         await until(lambda: reg.slots.waiting == 2, "the child and the other task to queue")
 
         # A wait by a task that is not its ancestor lends nothing.
@@ -129,7 +129,7 @@ def test_the_loan_ends_with_the_wait_and_status_says_what_is_lent(tmp_path):
 
         await reg.cancel(parent.id)
         done, timed_out = await reg.wait(other.id, 10)
-        assert (timed_out, done.status) == (False, TaskStatus.COMPLETED)
+        assert (timed_out, done.status) == (False, JobStatus.COMPLETED)
         assert reg.status()["slots"] == {"limit": 1, "in_use": 0, "waiting": 0, "lent": 0}
         await reg.stop()
 

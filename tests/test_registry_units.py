@@ -11,7 +11,7 @@ from registry_support import until
 
 from kairosd.core.errors import UsageError
 from kairosd.registry.limits import RegistryLimits, resolve_limits
-from kairosd.registry.model import TaskKind, TaskRecord, clip
+from kairosd.registry.model import JobKind, JobRecord, clip
 from kairosd.registry.persist import RecordStore
 from kairosd.registry.slots import Slots
 from kairosd.registry.tasklog import read_chunk
@@ -144,16 +144,16 @@ def test_a_lender_that_ends_leaves_the_slot_to_its_borrower_and_its_offers_lapse
     asyncio.run(main())
 
 
-def _record(record_id: str = "t0123456789") -> TaskRecord:
-    return TaskRecord(
-        id=record_id, kind=TaskKind.SHELL, argv=["true"], prompt="", log_path="/x.log", created_at=T0, updated_at=T0
+def _record(record_id: str = "t0123456789") -> JobRecord:
+    return JobRecord(
+        id=record_id, kind=JobKind.SHELL, argv=["true"], prompt="", log_path="/x.log", created_at=T0, updated_at=T0
     )
 
 
 def test_record_store_round_trip_keeps_unknown_fields(tmp_path: Path):
     """A saved record loads back equal; fields written by a newer kairos survive; ids are validated."""
     store = RecordStore(tmp_path / "registry")
-    record = TaskRecord.model_validate({**_record().model_dump(mode="json"), "from_the_future": 1})
+    record = JobRecord.model_validate({**_record().model_dump(mode="json"), "from_the_future": 1})
     store.save(record)
     (loaded,) = store.load_all()
     assert loaded == record

@@ -84,13 +84,13 @@ def test_recurring_task_fires_at_each_slot_and_records_delivered(tmp_path):
         h = Harness(tmp_path, [t], FakeClock(T0))
         await h.start()
         assert await h.at(T0.replace(minute=4)) > 0
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
         await h.at(T0.replace(minute=5, second=0))
         await h.at(T0.replace(minute=10, second=0, microsecond=1000))
         runs = h.runs(t.id)
         assert [r.scheduled_for.minute for r in runs] == [5, 10]
         assert all(r.outcome is Outcome.DELIVERED for r in runs)
-        assert [j.prompt for j in h.delivery.jobs] == ["check the PRs"] * 2
+        assert [j.prompt for j in h.delivery.handoffs] == ["check the PRs"] * 2
         assert h.book.get(t.id).last_scheduled_for == T0.replace(minute=10, second=0)
 
     run(main())
@@ -135,7 +135,7 @@ def test_jitter_moves_the_planned_time_but_not_the_schedule(tmp_path):
         h = Harness(tmp_path, [t], FakeClock(T0))
         await h.start()
         await h.at(datetime(2026, 3, 2, 11, 2, 59, tzinfo=UTC))
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
         await h.at(datetime(2026, 3, 2, 11, 3, tzinfo=UTC))
         (r,) = h.runs()
         assert r.scheduled_for == datetime(2026, 3, 2, 11, tzinfo=UTC)
@@ -153,13 +153,13 @@ def test_exact_one_shot_fires_once_and_is_removed(tmp_path):
         h = Harness(tmp_path, [t], FakeClock(T0))
         await h.start()
         await h.at(T0 + timedelta(seconds=89))
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
         await h.at(T0 + timedelta(seconds=90))
-        assert len(h.delivery.jobs) == 1
+        assert len(h.delivery.handoffs) == 1
         assert t.id not in h.book
         assert h.store.load().tasks == []
         await h.at(T0 + timedelta(days=1))
-        assert len(h.delivery.jobs) == 1
+        assert len(h.delivery.handoffs) == 1
 
     run(main())
 
@@ -174,7 +174,7 @@ def test_expiring_task_fires_one_final_time_then_is_deleted(tmp_path):
         await h.start()
         for day in range(8):
             await h.at(datetime(2026, 3, 2, 11, tzinfo=UTC) + timedelta(days=day))
-        assert len(h.delivery.jobs) == 8
+        assert len(h.delivery.handoffs) == 8
         assert t.id not in h.book
         assert ("expired", {"task_id": t.id, "task_name": None}) in h.seen
 
@@ -208,10 +208,10 @@ def test_catch_up_once_fires_the_most_recent_miss_and_records_the_rest(tmp_path)
         t, clock = _down_for_three_days(CatchUp.ONCE)
         h = Harness(tmp_path, [t], clock)
         await h.start()
-        (job,) = h.delivery.jobs
-        assert job.catch_up is True
-        assert job.scheduled_for == datetime(2026, 3, 5, 10, tzinfo=UTC)
-        assert job.late_by_s == 1800
+        (handoff,) = h.delivery.handoffs
+        assert handoff.catch_up is True
+        assert handoff.scheduled_for == datetime(2026, 3, 5, 10, tzinfo=UTC)
+        assert handoff.late_by_s == 1800
         (missed,) = h.missed.list()
         assert missed.count == 71
         assert missed.reason.startswith("kairosd was not running")
@@ -227,7 +227,7 @@ def test_catch_up_skip_fires_nothing_and_records_every_miss(tmp_path):
         t, clock = _down_for_three_days(CatchUp.SKIP)
         h = Harness(tmp_path, [t], clock)
         await h.start()
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
         (missed,) = h.missed.list()
         assert missed.count == 72
         assert [r.outcome for r in h.runs()] == [Outcome.MISSED]
@@ -247,9 +247,9 @@ def test_catch_up_all_fires_at_most_ten_one_after_another(tmp_path):
         assert len(h.delivery.in_flight) == 1
         gate.set()
         await h.sched.drain(5)
-        scheduled = [j.scheduled_for.hour for j in h.delivery.jobs]
+        scheduled = [j.scheduled_for.hour for j in h.delivery.handoffs]
         assert scheduled == list(range(1, 11))
-        assert all(j.catch_up for j in h.delivery.jobs)
+        assert all(j.catch_up for j in h.delivery.handoffs)
         assert h.missed.list()[0].count == 62
 
     run(main())
@@ -262,7 +262,7 @@ def test_missed_one_shot_is_surfaced_not_fired(tmp_path):
         t = task(at=T0 + timedelta(hours=1))
         h = Harness(tmp_path, [t], FakeClock(T0 + timedelta(hours=5)))
         await h.start()
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
         (missed,) = h.missed.list()
         assert missed.action == "surfaced"
         assert missed.task_id == t.id
@@ -281,8 +281,8 @@ def test_forward_clock_jump_is_a_miss_and_follows_catch_up(tmp_path):
         h.clock.jump(3600)
         await h.sched.tick()
         await h.sched.drain(5)
-        (job,) = h.delivery.jobs
-        assert job.catch_up is True
+        (handoff,) = h.delivery.handoffs
+        assert handoff.catch_up is True
         assert h.sched.last_jump is not None
         assert h.missed.list()[0].reason.startswith("the clock jumped forward")
 
@@ -302,7 +302,7 @@ def test_backward_clock_jump_never_fires_a_slot_twice(tmp_path):
         for minute in (10, 20, 30):  # an hour earlier than the fire, then forward again
             await h.at(T0.replace(minute=minute, second=0) + timedelta(hours=0))
         h.clock.jump(0)
-        assert [j.scheduled_for for j in h.delivery.jobs].count(T0.replace(minute=10, second=0)) == 1
+        assert [j.scheduled_for for j in h.delivery.handoffs].count(T0.replace(minute=10, second=0)) == 1
 
     run(main())
 
@@ -315,12 +315,12 @@ def test_pause_and_resume(tmp_path):
         h = Harness(tmp_path, [t], FakeClock(T0))
         await h.start()
         await h.at(T0.replace(minute=30))
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
         resumed = h.book.get(t.id).model_copy(update={"paused": False, "last_scheduled_for": h.clock.now()})
         h.book.put(resumed)
         h.sched.schedule(resumed)
         await h.at(T0.replace(minute=35, second=0))
-        assert [j.scheduled_for.minute for j in h.delivery.jobs] == [35]
+        assert [j.scheduled_for.minute for j in h.delivery.handoffs] == [35]
         assert h.missed.list() == []
 
     run(main())
@@ -363,7 +363,7 @@ def test_overlap_queue_runs_the_fire_after_the_previous_one(tmp_path):
         gate.set()
         await h.sched.drain(5)
         assert [r.outcome for r in h.runs()] == [Outcome.DELIVERED, Outcome.DELIVERED]
-        assert len(h.delivery.jobs) == 2
+        assert len(h.delivery.handoffs) == 2
 
     run(main())
 
@@ -376,7 +376,7 @@ def test_kill_switch_fires_nothing_and_says_why(tmp_path):
         h = Harness(tmp_path, [t], FakeClock(T0), disabled_reason="KAIROS_DISABLE_CRON=1")
         await h.start()
         await h.at(T0 + timedelta(minutes=5))
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
         status = h.sched.status()
         assert status["enabled"] is False
         assert "KAIROS_DISABLE_CRON" in status["disabled_reason"]
@@ -393,14 +393,14 @@ def test_kill_switch_records_the_skipped_fires_as_disabled_not_as_not_running(tm
         h = Harness(tmp_path, [t], FakeClock(T0), disabled_reason="KAIROS_DISABLE_CRON=1 is set")
         await h.start()
         await h.at(T0 + timedelta(hours=2, minutes=1))
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
         (record,) = h.missed.list()
         assert record.reason == "firing was disabled (KAIROS_DISABLE_CRON=1 is set)"
         assert (record.count, record.action) == (2, "recorded")
         await h.sched.shutdown(1)
         again = Harness(tmp_path, list(h.book), h.clock)
         await again.start()
-        assert again.delivery.jobs == []
+        assert again.delivery.handoffs == []
         assert [m.reason for m in again.missed.list()] == [record.reason]
 
     run(main())
@@ -437,7 +437,7 @@ def test_run_now_fires_outside_the_schedule(tmp_path):
         r = await h.sched.run_now(t.id)
         await h.sched.drain(5)
         assert r.manual is True
-        assert len(h.delivery.jobs) == 1
+        assert len(h.delivery.handoffs) == 1
         assert h.sched.planned(t.id) == before
 
     run(main())
@@ -543,6 +543,6 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
         assert runs
         assert all(r.outcome is Outcome.MISSED for r in runs)
         assert all(r.reason.startswith("kairosd was not running") for r in runs)
-        assert h.delivery.jobs == []
+        assert h.delivery.handoffs == []
 
     run(main())

@@ -24,7 +24,7 @@ from registry_support import FakeAdapter, fake_agent, make_registry, until, wait
 
 from kairosd.api.server import Handler, Request, Response, StreamResponse, UnixHttpServer, cancel_on_disconnect
 from kairosd.registry.api import registry_routes
-from kairosd.registry.model import TaskStatus
+from kairosd.registry.model import JobStatus
 from kairosd.registry.registry import StartSpec
 from kairosd.scheduling.api import Api
 
@@ -329,7 +329,7 @@ def test_a_waiting_parents_loan_ends_when_its_client_hangs_up(
                     sock.close()
                     await until(lambda: _slots(reg)["lent"] == 0, "the loan to end", timeout=PROMPT_S)
                     assert _slots(reg) == {"limit": 1, "in_use": 2, "waiting": 0, "lent": 0}
-                    assert reg.get(child.id).status is TaskStatus.RUNNING  # the child goes on, on its own slot
+                    assert reg.get(child.id).status is JobStatus.RUNNING  # the child goes on, on its own slot
                 await until(lambda: server.active_requests == 0, "the wait to be over")
                 sock.close()
                 await reg.cancel(parent.id)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import psutil
 
 from kairosd.core.models import InboxTarget, ShellTarget
-from kairosd.delivery.base import Job, Result
+from kairosd.delivery.base import Handoff, Result
 from kairosd.delivery.shell import ShellDelivery
 from kairosd.testing import FakeClock
 
@@ -59,8 +59,8 @@ def script(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def job(argv: list[str], run_id: str = "r000000000001", prompt: str = "hello kairos", **target: Any) -> Job:
-    return Job(
+def handoff(argv: list[str], run_id: str = "r000000000001", prompt: str = "hello kairos", **target: Any) -> Handoff:
+    return Handoff(
         run_id=run_id,
         task_id=TASK_ID,
         task_name="demo",
@@ -123,7 +123,7 @@ def test_success_passes_prompt_on_stdin_and_env(tmp_path: Path) -> None:
     work.mkdir()
     shell = delivery(tmp_path, env={"PATH": os.environ["PATH"], "EXTRA_VAR": "kept"})
 
-    result = run(shell.deliver(job([str(echo)], prompt="héllo\nkairos", cwd=str(work), session="s1")))
+    result = run(shell.deliver(handoff([str(echo)], prompt="héllo\nkairos", cwd=str(work), session="s1")))
 
     log = tmp_path / "runs" / TASK_ID / "r000000000001.log"
     assert result == Result("delivered", T0, T0, output_path=str(log), exit_code=0)
@@ -150,7 +150,7 @@ def test_session_defaults_and_daemon_env_is_inherited(tmp_path: Path, monkeypatc
     monkeypatch.setenv("EXTRA_FROM_DAEMON", "yes")
     echo = script(tmp_path, "echo.py", ECHO)
 
-    result = run(delivery(tmp_path).deliver(job([str(echo)])))
+    result = run(delivery(tmp_path).deliver(handoff([str(echo)])))
 
     assert result.outcome == "delivered"
     assert result.output_path is not None
@@ -161,7 +161,7 @@ def test_session_defaults_and_daemon_env_is_inherited(tmp_path: Path, monkeypatc
 
 def test_nonzero_exit_is_failed_with_exit_code(tmp_path: Path) -> None:
     """A non-zero exit is a failed run with the code and the log kept."""
-    result = run(delivery(tmp_path).deliver(job(["sh", "-c", "echo oops; exit 3"])))
+    result = run(delivery(tmp_path).deliver(handoff(["sh", "-c", "echo oops; exit 3"])))
 
     assert result.outcome == "failed"
     assert result.reason == "exit code 3"
@@ -172,7 +172,7 @@ def test_nonzero_exit_is_failed_with_exit_code(tmp_path: Path) -> None:
 
 def test_command_not_found_is_failed_not_raised(tmp_path: Path) -> None:
     """A missing argv[0] gives a failed result naming it."""
-    result = run(delivery(tmp_path).deliver(job(["kairos-no-such-command-xyz", "arg"])))
+    result = run(delivery(tmp_path).deliver(handoff(["kairos-no-such-command-xyz", "arg"])))
 
     assert result.outcome == "failed"
     assert result.reason == "command not found: kairos-no-such-command-xyz"
@@ -185,7 +185,7 @@ def test_command_not_executable_is_failed(tmp_path: Path) -> None:
     plain.write_text("#!/bin/sh\nexit 0\n")
     plain.chmod(0o644)
 
-    result = run(delivery(tmp_path).deliver(job([str(plain)])))
+    result = run(delivery(tmp_path).deliver(handoff([str(plain)])))
 
     assert result.outcome == "failed"
     assert result.reason == f"command not executable: {plain}"
@@ -195,7 +195,7 @@ def test_missing_cwd_is_failed_with_reason(tmp_path: Path) -> None:
     """A cwd that does not exist fails before anything runs, and leaves no run log."""
     missing = tmp_path / "nowhere"
 
-    result = run(delivery(tmp_path).deliver(job(["true"], cwd=str(missing))))
+    result = run(delivery(tmp_path).deliver(handoff(["true"], cwd=str(missing))))
 
     assert result.outcome == "failed"
     assert result.reason == f"working directory does not exist: {missing}"
@@ -209,7 +209,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     shell = delivery(tmp_path, kill_grace_s=0.5)
     try:
         started = time.monotonic()
-        result = run(shell.deliver(job([str(spawner), str(pid_file)], timeout_s=0.5)))
+        result = run(shell.deliver(handoff([str(spawner), str(pid_file)], timeout_s=0.5)))
         elapsed = time.monotonic() - started
 
         assert result.outcome == "failed"
@@ -224,7 +224,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
 
 def test_killed_by_signal_is_failed_with_negative_code(tmp_path: Path) -> None:
     """A command that dies from a signal reports the signal's name and -signum."""
-    result = run(delivery(tmp_path).deliver(job(["sh", "-c", "kill -KILL $$"])))
+    result = run(delivery(tmp_path).deliver(handoff(["sh", "-c", "kill -KILL $$"])))
 
     assert result.outcome == "failed"
     assert result.reason == "killed by signal SIGKILL"
@@ -238,11 +238,11 @@ def test_close_stops_in_flight_runs(tmp_path: Path) -> None:
     shell = delivery(tmp_path, kill_grace_s=0.5)
 
     async def scenario() -> tuple[Result, int, Result]:
-        running = asyncio.create_task(shell.deliver(job([str(spawner), str(pid_file)], timeout_s=60)))
+        running = asyncio.create_task(shell.deliver(handoff([str(spawner), str(pid_file)], timeout_s=60)))
         grandchild = await await_pid(pid_file)
         await shell.close()
         result = await running
-        after = await shell.deliver(job(["true"], run_id="r000000000002"))
+        after = await shell.deliver(handoff(["true"], run_id="r000000000002"))
         return result, grandchild, after
 
     try:
@@ -265,7 +265,7 @@ def test_cancellation_kills_the_group_and_reraises(tmp_path: Path) -> None:
     shell = delivery(tmp_path, kill_grace_s=30)  # a grace period would show up as a slow test
 
     async def scenario() -> tuple[bool, int]:
-        running = asyncio.create_task(shell.deliver(job([str(spawner), str(pid_file)], timeout_s=60)))
+        running = asyncio.create_task(shell.deliver(handoff([str(spawner), str(pid_file)], timeout_s=60)))
         grandchild = await await_pid(pid_file)
         running.cancel()
         try:
@@ -289,7 +289,7 @@ def test_log_file_path_and_permissions(tmp_path: Path) -> None:
     """The log is runs/<task_id>/<run_id>.log, the folder 0700 and the file 0600 whatever the umask."""
     old_umask = os.umask(0o022)
     try:
-        result = run(delivery(tmp_path).deliver(job(["sh", "-c", "echo hi"], run_id="rabcdef012345")))
+        result = run(delivery(tmp_path).deliver(handoff(["sh", "-c", "echo hi"], run_id="rabcdef012345")))
     finally:
         os.umask(old_umask)
 
@@ -304,7 +304,7 @@ def test_command_ignoring_a_large_prompt_on_stdin_is_delivered(tmp_path: Path) -
     """A child that never reads stdin, with a prompt bigger than the pipe buffer, neither hangs nor fails."""
     prompt = "x" * 100_000  # above the 64 KiB pipe buffer, below the 128 KiB limit of one env string
 
-    result = run(delivery(tmp_path).deliver(job(["sh", "-c", "exit 0"], prompt=prompt)))
+    result = run(delivery(tmp_path).deliver(handoff(["sh", "-c", "exit 0"], prompt=prompt)))
 
     assert result.outcome == "delivered"
 
@@ -316,11 +316,11 @@ def test_same_run_is_never_started_twice(tmp_path: Path) -> None:
 
     async def twice() -> tuple[Result, Result]:
         shell = delivery(tmp_path)
-        first, second = await asyncio.gather(shell.deliver(job(argv)), shell.deliver(job(argv)))
+        first, second = await asyncio.gather(shell.deliver(handoff(argv)), shell.deliver(handoff(argv)))
         return first, second
 
     first, second = run(twice())
-    restarted = run(delivery(tmp_path).deliver(job(argv)))
+    restarted = run(delivery(tmp_path).deliver(handoff(argv)))
 
     assert first.outcome == "delivered"
     assert second == first
@@ -333,7 +333,7 @@ def test_same_run_is_never_started_twice(tmp_path: Path) -> None:
 def test_invalid_target_is_failed(tmp_path: Path) -> None:
     """A target of another kind is a failed result, not an exception (an unusable argv cannot reach
     a delivery: the task's target is parsed when the task is made, tests/test_models.py)."""
-    bad = Job("r1", TASK_ID, None, "p", InboxTarget(), T0, T0)
+    bad = Handoff("r1", TASK_ID, None, "p", InboxTarget(), T0, T0)
 
     result = run(delivery(tmp_path).deliver(bad))
 

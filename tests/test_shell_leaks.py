@@ -20,7 +20,7 @@ from test_shell_delivery import gone, run, wait_until
 
 from kairosd.core.models import ShellTarget
 from kairosd.delivery import shell as shell_module
-from kairosd.delivery.base import Job
+from kairosd.delivery.base import Handoff
 from kairosd.delivery.shell import ShellDelivery
 from kairosd.testing import FakeClock
 
@@ -36,8 +36,8 @@ exec sleep 60
 """
 
 
-def job(argv: list[str], prompt: str, timeout_s: float) -> Job:
-    return Job(
+def handoff(argv: list[str], prompt: str, timeout_s: float) -> Handoff:
+    return Handoff(
         run_id="r000000000001",
         task_id="a1b2c3d4",
         task_name="leak",
@@ -76,7 +76,7 @@ def test_the_issues_non_utf8_prompt_runs_and_nothing_is_left(tmp_path: Path) -> 
     argv = ["sh", "-c", f"echo $$ > {pid_file}; cat > {tmp_path / 'got'}"]
     shell = ShellDelivery(tmp_path / "runs", FakeClock(T0))
     try:
-        result = run(shell.deliver(job(argv, "\udcff x", timeout_s=20)))
+        result = run(shell.deliver(handoff(argv, "\udcff x", timeout_s=20)))
         assert result.outcome == "delivered", result.reason
         assert (tmp_path / "got").read_bytes() == b"\xff x"
         pid = pid_in(pid_file)
@@ -89,7 +89,7 @@ def test_the_issues_non_utf8_prompt_runs_and_nothing_is_left(tmp_path: Path) -> 
 def test_a_prompt_that_cannot_be_encoded_starts_nothing(tmp_path: Path) -> None:
     shell = ShellDelivery(tmp_path / "runs", FakeClock(T0))
     marker = tmp_path / "started"
-    result = run(shell.deliver(job(["sh", "-c", f"touch {marker}"], "\ud800", timeout_s=20)))
+    result = run(shell.deliver(handoff(["sh", "-c", f"touch {marker}"], "\ud800", timeout_s=20)))
     assert result.outcome == "failed"
     assert "cannot" in (result.reason or "")
     assert not marker.exists()
@@ -107,7 +107,7 @@ def test_a_failure_while_handing_over_stdin_kills_the_whole_group(tmp_path: Path
     shell = ShellDelivery(tmp_path / "runs", FakeClock(T0))
     leader_file = Path(f"{pid_file}.leader")
     try:
-        result = run(shell.deliver(job([str(spawner(tmp_path)), str(pid_file)], "x", timeout_s=60)))
+        result = run(shell.deliver(handoff([str(spawner(tmp_path)), str(pid_file)], "x", timeout_s=60)))
         assert result.outcome == "failed"
         assert "process group killed" in (result.reason or "")
         grandchild, leader = pid_in(pid_file), pid_in(leader_file)
@@ -128,7 +128,7 @@ def test_a_child_that_never_reads_stdin_and_ignores_term_ends_with_its_timeout(
     pid_file = tmp_path / "grandchild.pid"
     shell = ShellDelivery(tmp_path / "runs", FakeClock(T0), kill_grace_s=0.2)
     try:
-        result = run(shell.deliver(job([str(spawner(tmp_path)), str(pid_file)], "p" * prompt_bytes, timeout_s=0.5)))
+        result = run(shell.deliver(handoff([str(spawner(tmp_path)), str(pid_file)], "p" * prompt_bytes, timeout_s=0.5)))
         assert result.outcome == "failed"
         assert "timed out" in (result.reason or "")
         grandchild = pid_in(pid_file)

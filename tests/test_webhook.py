@@ -20,7 +20,7 @@ from kairosd.config import load_config
 from kairosd.core.clock import SystemClock
 from kairosd.core.errors import ConfigError
 from kairosd.core.models import WebhookTarget
-from kairosd.delivery.base import Job
+from kairosd.delivery.base import Handoff
 from kairosd.delivery.webhook import WebhookDelivery, is_loopback, sign
 from kairosd.system.paths import Paths
 
@@ -100,8 +100,8 @@ def receiver() -> Iterator[Receiver]:
         rec.close()
 
 
-def job(url: str, run_id: str = "r0123456789ab", **target: Any) -> Job:
-    return Job(
+def handoff(url: str, run_id: str = "r0123456789ab", **target: Any) -> Handoff:
+    return Handoff(
         run_id=run_id,
         task_id="a1b2c3d4",
         task_name="deploy check",
@@ -121,9 +121,9 @@ def delivery(**kw: Any) -> WebhookDelivery:
     return WebhookDelivery(SystemClock(), **kw)
 
 
-async def deliver(hook: WebhookDelivery, *jobs: Job) -> list[Any]:
+async def deliver(hook: WebhookDelivery, *handoffs: Handoff) -> list[Any]:
     try:
-        return list(await asyncio.gather(*(hook.deliver(j) for j in jobs)))
+        return list(await asyncio.gather(*(hook.deliver(j) for j in handoffs)))
     finally:
         await hook.close()
 
@@ -143,7 +143,7 @@ def load_example_receiver() -> Any:
 
 def test_a_2xx_is_delivered_with_the_documented_body_and_headers(receiver):
     """The receiver gets the JSON body and the idempotency headers; 2xx makes the run delivered."""
-    [result] = run(deliver(delivery(), job(receiver.url)))
+    [result] = run(deliver(delivery(), handoff(receiver.url)))
     assert result.outcome == "delivered"
     assert "HTTP 204" in result.reason
     [req] = receiver.requests
@@ -166,7 +166,7 @@ def test_a_2xx_is_delivered_with_the_documented_body_and_headers(receiver):
 
 def test_the_signature_verifies_with_the_shared_secret_only(receiver):
     """HMAC-SHA256 over timestamp + '.' + body verifies with the key, and with no other key."""
-    run(deliver(delivery(), job(receiver.url)))
+    run(deliver(delivery(), handoff(receiver.url)))
     [req] = receiver.requests
     timestamp, signature = req["headers"]["X-Kairos-Timestamp"], req["headers"]["X-Kairos-Signature"]
     assert signature == sign(SECRET, timestamp, req["body"])
@@ -181,7 +181,7 @@ def test_the_signature_verifies_with_the_shared_secret_only(receiver):
 
 def test_without_a_secret_nothing_is_sent(receiver):
     """kairos never posts unsigned: no key in the config makes the run fail without a request."""
-    [result] = run(deliver(delivery(secret=None), job(receiver.url)))
+    [result] = run(deliver(delivery(secret=None), handoff(receiver.url)))
     assert result.outcome == "failed"
     assert "never sends unsigned" in result.reason
     assert receiver.requests == []
@@ -193,7 +193,7 @@ def test_without_a_secret_nothing_is_sent(receiver):
 def test_5xx_is_retried_with_the_same_body_then_delivered(receiver):
     """Two 503s, then 200: three attempts, one body, one idempotency key, attempt numbers 1..3."""
     receiver.statuses = [503, 500, 200]
-    [result] = run(deliver(delivery(), job(receiver.url)))
+    [result] = run(deliver(delivery(), handoff(receiver.url)))
     assert result.outcome == "delivered"
     assert "attempt 3" in result.reason
     assert [r["headers"]["X-Kairos-Attempt"] for r in receiver.requests] == ["1", "2", "3"]
@@ -204,7 +204,7 @@ def test_5xx_is_retried_with_the_same_body_then_delivered(receiver):
 def test_5xx_until_max_attempts_fails_with_the_last_answer(receiver):
     """max_attempts 5xx answers: failed, and the reason quotes the last one."""
     receiver.statuses = [500, 502, 503]
-    [result] = run(deliver(delivery(max_attempts=3), job(receiver.url)))
+    [result] = run(deliver(delivery(max_attempts=3), handoff(receiver.url)))
     assert result.outcome == "failed"
     assert len(receiver.requests) == 3
     assert "gave up after 3 attempt(s)" in result.reason
@@ -215,7 +215,7 @@ def test_5xx_until_max_attempts_fails_with_the_last_answer(receiver):
 def test_4xx_fails_at_once_without_retry(receiver, status):
     """A client error will not go away by itself: one attempt, failed, the status in the reason."""
     receiver.statuses = [status]
-    [result] = run(deliver(delivery(), job(receiver.url)))
+    [result] = run(deliver(delivery(), handoff(receiver.url)))
     assert result.outcome == "failed"
     assert f"HTTP {status}" in result.reason
     assert len(receiver.requests) == 1
@@ -225,7 +225,7 @@ def test_4xx_fails_at_once_without_retry(receiver, status):
 def test_408_and_429_are_retried(receiver, status):
     """Request Timeout and Too Many Requests are the two 4xx worth retrying."""
     receiver.statuses = [status, 200]
-    [result] = run(deliver(delivery(), job(receiver.url)))
+    [result] = run(deliver(delivery(), handoff(receiver.url)))
     assert result.outcome == "delivered"
     assert len(receiver.requests) == 2
 
@@ -233,7 +233,7 @@ def test_408_and_429_are_retried(receiver, status):
 def test_retry_after_past_the_overall_timeout_gives_up_early(receiver):
     """A 429 asking for an hour's wait fails now instead of sleeping past the time-out."""
     receiver.statuses = [(429, {"Retry-After": "3600"})]
-    [result] = run(deliver(delivery(timeout_s=5.0), job(receiver.url)))
+    [result] = run(deliver(delivery(timeout_s=5.0), handoff(receiver.url)))
     assert result.outcome == "failed"
     assert "would pass the 5s time-out" in result.reason
     assert len(receiver.requests) == 1
@@ -242,7 +242,7 @@ def test_retry_after_past_the_overall_timeout_gives_up_early(receiver):
 def test_redirects_are_not_followed(receiver):
     """A 3xx fails: following it could leave loopback."""
     receiver.statuses = [(302, {"Location": "http://192.0.2.1/elsewhere"})]
-    [result] = run(deliver(delivery(), job(receiver.url)))
+    [result] = run(deliver(delivery(), handoff(receiver.url)))
     assert result.outcome == "failed"
     assert "redirects are not followed" in result.reason
     assert len(receiver.requests) == 1
@@ -251,7 +251,7 @@ def test_redirects_are_not_followed(receiver):
 def test_a_slow_receiver_times_out_per_attempt_and_is_retried(receiver):
     """An attempt with no answer within attempt_timeout is abandoned and retried; the retry succeeds."""
     receiver.hold = 1
-    [result] = run(deliver(delivery(attempt_timeout_s=0.3), job(receiver.url)))
+    [result] = run(deliver(delivery(attempt_timeout_s=0.3), handoff(receiver.url)))
     receiver.release.set()
     assert result.outcome == "delivered"
     assert len(receiver.requests) == 2
@@ -261,7 +261,7 @@ def test_the_overall_timeout_bounds_a_delivery(receiver):
     """A receiver that never answers: failed after the target's own timeout_s, not later."""
     receiver.hold = 100
     hook = delivery(attempt_timeout_s=5.0)
-    [result] = run(deliver(hook, job(receiver.url, timeout_s=0.5)))
+    [result] = run(deliver(hook, handoff(receiver.url, timeout_s=0.5)))
     receiver.release.set()
     assert result.outcome == "failed"
     assert "timed out after 0.5s" in result.reason
@@ -272,7 +272,7 @@ def test_a_closed_port_is_retried_then_fails():
     """Connection refused is a network error: retried up to max_attempts, then failed."""
     with ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler) as probe:
         port = probe.server_address[1]  # free once the probe closes
-    [result] = run(deliver(delivery(max_attempts=2), job(f"http://127.0.0.1:{port}/")))
+    [result] = run(deliver(delivery(max_attempts=2), handoff(f"http://127.0.0.1:{port}/")))
     assert result.outcome == "failed"
     assert "gave up after 2 attempt(s)" in result.reason
     assert "cannot reach 127.0.0.1" in result.reason
@@ -287,8 +287,8 @@ def test_the_same_run_is_never_posted_twice(receiver):
 
     async def twice() -> list[Any]:
         try:
-            first = await hook.deliver(job(receiver.url))
-            second = await hook.deliver(job(receiver.url))
+            first = await hook.deliver(handoff(receiver.url))
+            second = await hook.deliver(handoff(receiver.url))
             return [first, second]
         finally:
             await hook.close()
@@ -305,11 +305,11 @@ def test_concurrent_deliveries_of_one_run_share_one_post(receiver):
 
     async def together() -> list[Any]:
         try:
-            first = asyncio.ensure_future(hook.deliver(job(receiver.url)))
-            second = asyncio.ensure_future(hook.deliver(job(receiver.url)))
+            first = asyncio.ensure_future(hook.deliver(handoff(receiver.url)))
+            second = asyncio.ensure_future(hook.deliver(handoff(receiver.url)))
             await asyncio.to_thread(_wait_requests, receiver, 1)
             receiver.release.set()
-            other = await hook.deliver(job(receiver.url, run_id="r999"))
+            other = await hook.deliver(handoff(receiver.url, run_id="r999"))
             return [await first, await second, other]
         finally:
             await hook.close()
@@ -326,11 +326,11 @@ def test_close_stops_a_post_in_flight_with_a_failed_result(receiver):
     hook = delivery()
 
     async def stop_midway() -> Any:
-        task = asyncio.ensure_future(hook.deliver(job(receiver.url)))
+        task = asyncio.ensure_future(hook.deliver(handoff(receiver.url)))
         await asyncio.to_thread(_wait_requests, receiver, 1)
         await hook.close()
         result = await task
-        again = await hook.deliver(job(receiver.url))
+        again = await hook.deliver(handoff(receiver.url))
         return result, again
 
     result, again = run(stop_midway())
@@ -351,7 +351,7 @@ def _wait_requests(receiver: Receiver, count: int) -> None:
 
 def test_a_non_loopback_address_is_refused_without_connecting():
     """192.0.2.1 (TEST-NET-1) is not loopback: refused at once, with the config key to change in the reason."""
-    [result] = run(deliver(delivery(), job("http://192.0.2.1:9/hook")))
+    [result] = run(deliver(delivery(), handoff("http://192.0.2.1:9/hook")))
     assert result.outcome == "failed"
     assert "not a loopback address" in result.reason
     assert "allow_non_loopback" in result.reason
@@ -364,7 +364,7 @@ def test_every_resolved_address_must_be_loopback(receiver):
         return ["127.0.0.1", "198.51.100.7"]
 
     port = receiver.server.server_address[1]
-    [result] = run(deliver(delivery(resolve=resolve), job(f"http://kairos.test:{port}/")))
+    [result] = run(deliver(delivery(resolve=resolve), handoff(f"http://kairos.test:{port}/")))
     assert result.outcome == "failed"
     assert "198.51.100.7" in result.reason
     assert receiver.requests == []
@@ -378,7 +378,7 @@ def test_a_name_is_posted_to_the_address_that_was_checked(receiver):
         return ["127.0.0.1"]
 
     port = receiver.server.server_address[1]
-    [result] = run(deliver(delivery(resolve=resolve), job(f"http://kairos.test:{port}/in")))
+    [result] = run(deliver(delivery(resolve=resolve), handoff(f"http://kairos.test:{port}/in")))
     assert result.outcome == "delivered"
     assert receiver.requests[0]["headers"]["Host"] == f"kairos.test:{port}"
 
@@ -390,7 +390,7 @@ def test_allow_non_loopback_lets_other_addresses_through(receiver):
         return ["127.0.0.1", "198.51.100.7"]
 
     port = receiver.server.server_address[1]
-    [result] = run(deliver(delivery(resolve=resolve, allow_non_loopback=True), job(f"http://kairos.test:{port}/")))
+    [result] = run(deliver(delivery(resolve=resolve, allow_non_loopback=True), handoff(f"http://kairos.test:{port}/")))
     assert result.outcome == "delivered"
 
 

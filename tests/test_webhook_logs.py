@@ -21,7 +21,7 @@ from test_webhook import run
 from kairosd.core.clock import SystemClock
 from kairosd.core.models import WebhookTarget
 from kairosd.core.redact import redact_urls
-from kairosd.delivery.base import Job, Result
+from kairosd.delivery.base import Handoff, Result
 from kairosd.delivery.webhook import WebhookDelivery
 
 TOKEN = "S3CR3T-t0ken"
@@ -86,7 +86,7 @@ def post(url: str) -> Result:
         SystemClock(), secret=b"k" * 32, backoff_s=0.01, attempt_timeout_s=5.0, max_attempts=3, timeout_s=15.0
     )
     planned = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
-    job = Job(
+    handoff = Handoff(
         run_id="r0123456789ab",
         task_id="a1b2c3d4",
         task_name="deploy",
@@ -100,7 +100,7 @@ def post(url: str) -> Result:
 
     async def main() -> Result:
         try:
-            return await delivery.deliver(job)
+            return await delivery.deliver(handoff)
         finally:
             await delivery.close()
 

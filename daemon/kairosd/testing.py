@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from kairosd.core.clock import Clock
-from kairosd.delivery.base import Job, Result
+from kairosd.delivery.base import Handoff, Result
 from kairosd.store.store import StoreState
 
 
@@ -60,9 +60,9 @@ class InMemoryStore:
 
 
 class FakeDelivery:
-    """A :class:`kairosd.delivery.base.Delivery` that records jobs instead of delivering them.
+    """A :class:`kairosd.delivery.base.Delivery` that records handoffs instead of delivering them.
 
-    ``calls`` holds every job handed over; ``jobs`` only the first of each run id
+    ``calls`` holds every handoff handed over; ``handoffs`` only the first of each run id
     (what a real target would have shown). ``outcome`` and ``reason`` set what the
     next deliveries return, and ``error`` makes them raise instead; change them
     between calls. With ``gate`` set, a delivery waits for that event before it
@@ -89,22 +89,22 @@ class FakeDelivery:
         self.error = error
         self.gate = gate
         self.clock = clock
-        self.calls: list[Job] = []
-        self.jobs: list[Job] = []
+        self.calls: list[Handoff] = []
+        self.handoffs: list[Handoff] = []
         self.in_flight: set[str] = set()
         self.closed = False
         self._results: dict[str, asyncio.Future[Result]] = {}
 
-    async def deliver(self, job: Job) -> Result:
-        self.calls.append(job)
-        earlier = self._results.get(job.run_id)
+    async def deliver(self, handoff: Handoff) -> Result:
+        self.calls.append(handoff)
+        earlier = self._results.get(handoff.run_id)
         if earlier is not None:
             # shield: a cancelled retry must not cancel the first delivery it is waiting on.
             return await asyncio.shield(earlier)
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._results[job.run_id] = future
-        self.jobs.append(job)
-        self.in_flight.add(job.run_id)
+        self._results[handoff.run_id] = future
+        self.handoffs.append(handoff)
+        self.in_flight.add(handoff.run_id)
         started = self.clock.now() if self.clock is not None else None
         try:
             if self.gate is not None:
@@ -119,7 +119,7 @@ class FakeDelivery:
                 reason=(self.reason or "failed by FakeDelivery") if failed else self.reason,
             )
         except BaseException as exc:
-            del self._results[job.run_id]
+            del self._results[handoff.run_id]
             if isinstance(exc, asyncio.CancelledError):
                 future.cancel()
             else:
@@ -127,7 +127,7 @@ class FakeDelivery:
                 future.exception()  # marks it retrieved: no "never retrieved" noise without waiters
             raise
         finally:
-            self.in_flight.discard(job.run_id)
+            self.in_flight.discard(handoff.run_id)
         future.set_result(result)
         return result
 

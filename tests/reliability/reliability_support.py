@@ -220,7 +220,7 @@ class SchedHarness:
 
     def delivered(self, task_id: str | None = None) -> list[tuple[str, datetime]]:
         """(task id, scheduled_for) of every distinct run handed to the target, in order."""
-        return [(j.task_id, j.scheduled_for) for j in self.delivery.jobs if task_id in (None, j.task_id)]
+        return [(j.task_id, j.scheduled_for) for j in self.delivery.handoffs if task_id in (None, j.task_id)]
 
 
 class InProcessDaemon:

@@ -22,7 +22,7 @@ from reliability_support import FlakyStore, SchedHarness
 from kairosd.core.models import CatchUp, Task, new_task
 from kairosd.core.plan import scheduled_after
 from kairosd.core.records import Outcome
-from kairosd.delivery.base import Job, Result
+from kairosd.delivery.base import Handoff, Result
 from kairosd.store.store import SCHEMA_VERSION, StoreState
 from kairosd.testing import FakeClock
 
@@ -42,24 +42,24 @@ def harness(folder: Path, tasks: list[Task], **config: Any) -> SchedHarness:
 
 
 class CountingDelivery:
-    """Records jobs and the most deliveries ever in flight at once (overall and per task)."""
+    """Records handoffs and the most deliveries ever in flight at once (overall and per task)."""
 
     kind = "inbox"
 
     def __init__(self) -> None:
-        self.jobs: list[Job] = []
+        self.handoffs: list[Handoff] = []
         self.in_flight: Counter[str] = Counter()
         self.peak = 0
         self.peak_per_task = 0
 
-    async def deliver(self, job: Job) -> Result:
-        self.jobs.append(job)
-        self.in_flight[job.task_id] += 1
+    async def deliver(self, handoff: Handoff) -> Result:
+        self.handoffs.append(handoff)
+        self.in_flight[handoff.task_id] += 1
         self.peak = max(self.peak, sum(self.in_flight.values()))
-        self.peak_per_task = max(self.peak_per_task, self.in_flight[job.task_id])
+        self.peak_per_task = max(self.peak_per_task, self.in_flight[handoff.task_id])
         for _ in range(3):  # stay in flight across a few loop turns, so overlaps would show
             await asyncio.sleep(0)
-        self.in_flight[job.task_id] -= 1
+        self.in_flight[handoff.task_id] -= 1
         return Result("delivered")
 
     async def close(self) -> None:
@@ -86,16 +86,16 @@ def test_suspend_across_fires_follows_each_catch_up_policy(tmp_path):
         await h.start()
         h.clock.jump(3 * 3600)  # suspend: wall time moves, monotonic does not
         await h.tick()
-        by_task = Counter(j.task_id for j in delivery.jobs)
+        by_task = Counter(j.task_id for j in delivery.handoffs)
         assert by_task[skip.id] == 0
         assert by_task[once.id] == 1
         assert by_task[every.id] == 10
         assert by_task[surface.id] == 0
         assert by_task[late_shot.id] == 1
-        assert all(j.catch_up for j in delivery.jobs)
-        once_job = next(j for j in delivery.jobs if j.task_id == once.id)
+        assert all(j.catch_up for j in delivery.handoffs)
+        once_job = next(j for j in delivery.handoffs if j.task_id == once.id)
         assert once_job.scheduled_for == datetime(2026, 3, 2, 13, 0, tzinfo=UTC)
-        every_slots = [j.scheduled_for for j in delivery.jobs if j.task_id == every.id]
+        every_slots = [j.scheduled_for for j in delivery.handoffs if j.task_id == every.id]
         assert every_slots == sorted(every_slots)
         assert every_slots[-1] == datetime(2026, 3, 2, 13, 0, tzinfo=UTC)
         assert delivery.peak_per_task == 1  # never a burst of one task
@@ -145,7 +145,7 @@ def test_small_forward_step_is_a_miss_under_the_policy(tmp_path):
         await h.tick()
         slots = [s for _, s in h.delivered(t.id)]
         assert slots == [datetime(2026, 3, 2, 10, 1, tzinfo=UTC), datetime(2026, 3, 2, 10, 3, tzinfo=UTC)]
-        assert h.delivery.jobs[-1].catch_up is True
+        assert h.delivery.handoffs[-1].catch_up is True
         assert h.missed.list()[0].count == 1
 
     asyncio.run(main())
@@ -161,8 +161,8 @@ def test_thousand_tasks_due_after_a_suspend_never_exceed_max_concurrent(tmp_path
         await h.start()
         h.clock.jump(3600)
         await h.tick()
-        assert len(delivery.jobs) == 1000
-        assert len({j.task_id for j in delivery.jobs}) == 1000
+        assert len(delivery.handoffs) == 1000
+        assert len({j.task_id for j in delivery.handoffs}) == 1000
         assert delivery.peak <= 4
 
     asyncio.run(main())
@@ -188,9 +188,9 @@ async def _scenario(folder: Path, specs: list[tuple[str, CatchUp]], steps: list[
     policy_of = {t.id: t.catch_up for t in tasks}
 
     async def tick(after_suspend: bool) -> float:
-        before = len(delivery.jobs)
+        before = len(delivery.handoffs)
         delay = await h.tick()
-        for task_id, count in Counter(j.task_id for j in delivery.jobs[before:]).items():
+        for task_id, count in Counter(j.task_id for j in delivery.handoffs[before:]).items():
             # No burst: one fire per tick, or the catch-up allowance after a suspend.
             allowed = 10 if after_suspend and policy_of[task_id] is CatchUp.ALL else 1
             assert count <= allowed, (after_suspend, task_id, count)
@@ -211,13 +211,13 @@ async def _scenario(folder: Path, specs: list[tuple[str, CatchUp]], steps: list[
     await h.sched.drain(5)
 
     # No slot is ever delivered twice, and each task's fires go forward in time.
-    slots = [(j.task_id, j.scheduled_for) for j in delivery.jobs]
+    slots = [(j.task_id, j.scheduled_for) for j in delivery.handoffs]
     assert len(slots) == len(set(slots))
     for t in tasks:
         mine = [s for tid, s in slots if tid == t.id]
         assert mine == sorted(mine)
         if t.catch_up is CatchUp.SKIP:
-            assert not any(j.catch_up for j in delivery.jobs if j.task_id == t.id)
+            assert not any(j.catch_up for j in delivery.handoffs if j.task_id == t.id)
     assert delivery.peak_per_task <= 1
     assert delivery.peak <= 4
 

@@ -39,7 +39,7 @@ from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError
 from kairosd.core.events import EventBus
-from kairosd.registry.model import TaskKind, TaskRecord, TaskStatus, view
+from kairosd.registry.model import JobKind, JobRecord, JobStatus, view
 from kairosd.registry.registry import Registry, StartSpec
 from kairosd.system.atomic import write_atomic
 from kairosd.system.paths import Paths
@@ -88,8 +88,8 @@ class RunTracker:
 
     async def readopt(self) -> None:
         """Settle or re-adopt the runs a previous kairosd left running. Call after the registry recovered."""
-        for record in self.registry.list_tasks(TaskStatus.RUNNING):
-            if record.kind is not TaskKind.CONSOLIDATION or not record.detached:
+        for record in self.registry.list_tasks(JobStatus.RUNNING):
+            if record.kind is not JobKind.CONSOLIDATION or not record.detached:
                 continue
             result = await asyncio.to_thread(self.read_result, record.id)
             project = record.cwd or ""
@@ -123,11 +123,11 @@ class RunTracker:
 
     # ---- one run -------------------------------------------------------------------------------
 
-    async def launch(self, req: ConsolidationRequest, project: str, bound_s: float) -> TaskRecord:
+    async def launch(self, req: ConsolidationRequest, project: str, bound_s: float) -> JobRecord:
         """Record, write the request, start the worker detached and watch it; OSError if it cannot start."""
         mode = self.config.mode
         spec = StartSpec(
-            kind=TaskKind.CONSOLIDATION,
+            kind=JobKind.CONSOLIDATION,
             prompt=f"consolidate {req.agent} session {req.session_id} into the context board ({mode})",
             agent="rem-agent" if mode == "agent" else "offline",  # what runs it (shown by kairos task list)
             cwd=project,
@@ -209,7 +209,7 @@ class RunTracker:
 
     async def run_info(self, task_id: str) -> dict[str, Any]:
         record = self.registry.get(task_id)
-        if record.kind is not TaskKind.CONSOLIDATION:
+        if record.kind is not JobKind.CONSOLIDATION:
             raise NotFoundError(f"task {task_id} is not a consolidation run (see: kairos task show {task_id})")
         result = await asyncio.to_thread(self.read_result, task_id)
         return {"task": view(record), "result": result}
@@ -225,7 +225,7 @@ class RunTracker:
     def pid_path(self, task_id: str) -> Path:
         return self.runs_dir / f"{task_id}.pid"
 
-    def _write_request(self, record: TaskRecord, req: ConsolidationRequest, project: str) -> Path:
+    def _write_request(self, record: JobRecord, req: ConsolidationRequest, project: str) -> Path:
         # Imported here: the worker module brings the extractor's patterns, which kairosd itself never runs.
         from kairosd.consolidation.worker import REQUEST_VERSION
 

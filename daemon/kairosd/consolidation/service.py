@@ -44,7 +44,7 @@ from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UnavailableError
 from kairosd.core.events import EventBus
-from kairosd.registry.model import TaskKind, view
+from kairosd.registry.model import JobKind, view
 from kairosd.registry.registry import Registry
 from kairosd.store.jsonlog import JsonLog
 from kairosd.system.paths import Paths
@@ -292,7 +292,7 @@ class Consolidation:
 
     def _last_start(self, project: str) -> datetime | None:
         starts = [
-            r.created_at for r in self.registry.list_tasks() if r.kind is TaskKind.CONSOLIDATION and r.cwd == project
+            r.created_at for r in self.registry.list_tasks() if r.kind is JobKind.CONSOLIDATION and r.cwd == project
         ]
         return max(starts, default=None)
 

@@ -1,6 +1,6 @@
 """Delivery targets: where a fired prompt goes. The interface and the targets that need no capability.
 
-    base      the Delivery interface, the Job it gets and the Result it returns
+    base      the Delivery interface, the Handoff it gets (one fire of one task) and the Result it returns
     inbox     the built-in default: the prompt lands in a session's inbox file
     shell     a command, run with the prompt on stdin
     webhook   an HTTP POST (httpx, imported only when a webhook fires)

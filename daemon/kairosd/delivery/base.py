@@ -1,6 +1,6 @@
 """The narrow interface between the scheduler and delivery targets.
 
-The scheduler hands a :class:`Job` to the :class:`Delivery` registered for the
+The scheduler hands a :class:`Handoff` to the :class:`Delivery` registered for the
 task's target kind and records whatever :class:`Result` comes back. A target
 reports ``delivered`` only once it has confirmed the prompt arrived (the inbox
 after its fsync, a shell command after exit 0): that is what keeps the run
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Job:
+class Handoff:
     """Everything a target needs to deliver one fire of one task."""
 
     run_id: str
@@ -44,7 +44,7 @@ class Job:
 
 @dataclass(frozen=True)
 class Result:
-    """What a target reports for one job.
+    """What a target reports for one handoff.
 
     ``delivered`` and ``failed`` are final. Two more are optional for targets
     that need them:
@@ -72,10 +72,10 @@ class Delivery(Protocol):
 
     kind: str
 
-    async def deliver(self, job: Job) -> Result:
-        """Deliver ``job``; return only when the target confirmed it or failed.
+    async def deliver(self, handoff: Handoff) -> Result:
+        """Deliver ``handoff``; return only when the target confirmed it or failed.
 
-        Must be idempotent per ``job.run_id``: a retried delivery of the same run
+        Must be idempotent per ``handoff.run_id``: a retried delivery of the same run
         never shows the prompt twice.
         """
         ...

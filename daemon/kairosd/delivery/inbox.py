@@ -22,7 +22,7 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
 from kairosd.core.models import InboxTarget
 from kairosd.core.records import InboxItem
-from kairosd.delivery.base import Job, Result
+from kairosd.delivery.base import Handoff, Result
 from kairosd.store.inbox import InboxStore
 
 __all__ = ["InboxDelivery"]
@@ -33,7 +33,7 @@ DEFAULT_SESSION = "default"
 
 
 class InboxDelivery:
-    """Delivers jobs whose target is ``{"kind": "inbox", "session": S}`` to ``store``."""
+    """Delivers handoffs whose target is ``{"kind": "inbox", "session": S}`` to ``store``."""
 
     kind = "inbox"
 
@@ -47,20 +47,20 @@ class InboxDelivery:
         self._clock = clock
         self._on_item = on_item
 
-    async def deliver(self, job: Job) -> Result:
+    async def deliver(self, handoff: Handoff) -> Result:
         started = self._clock.now()
-        session = job.target.session if isinstance(job.target, InboxTarget) else DEFAULT_SESSION
+        session = handoff.target.session if isinstance(handoff.target, InboxTarget) else DEFAULT_SESSION
         try:
             item = InboxItem(
-                id=job.run_id,
+                id=handoff.run_id,
                 session=session,
-                task_id=job.task_id,
-                task_name=job.task_name,
-                prompt=job.prompt,
-                scheduled_for=job.scheduled_for,
+                task_id=handoff.task_id,
+                task_name=handoff.task_name,
+                prompt=handoff.prompt,
+                scheduled_for=handoff.scheduled_for,
                 delivered_at=started,
-                late_by_s=job.late_by_s,
-                catch_up=job.catch_up,
+                late_by_s=handoff.late_by_s,
+                catch_up=handoff.catch_up,
             )
         except ValidationError as exc:
             return self._failed(started, f"cannot build an inbox item: {exc.errors()[0]['msg']}")
@@ -76,7 +76,7 @@ class InboxDelivery:
                 self._on_item(item)
             except Exception:
                 # The item is durably delivered; a failing listener must not turn that into a failure.
-                log.exception("inbox listener failed for run %s", job.run_id)
+                log.exception("inbox listener failed for run %s", handoff.run_id)
         return Result("delivered", started_at=started, finished_at=self._clock.now())
 
     async def close(self) -> None:

@@ -36,7 +36,7 @@ from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
 from kairosd.core.models import ShellTarget, Target
-from kairosd.delivery.base import Job, Result
+from kairosd.delivery.base import Handoff, Result
 from kairosd.system.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
 
 log = logging.getLogger(__name__)
@@ -83,13 +83,13 @@ class ShellDelivery:
 
     # ---- the Delivery protocol -------------------------------------------
 
-    async def deliver(self, job: Job) -> Result:
-        """Run the command for ``job``; return once it exited (or could not start)."""
-        known = self._results.get(job.run_id)
+    async def deliver(self, handoff: Handoff) -> Result:
+        """Run the command for ``handoff``; return once it exited (or could not start)."""
+        known = self._results.get(handoff.run_id)
         if known is not None:
-            log.info("shell run %s already ran (%s); not running it again", job.run_id, known.outcome)
+            log.info("shell run %s already ran (%s); not running it again", handoff.run_id, known.outcome)
             return known
-        pending = self._pending.get(job.run_id)
+        pending = self._pending.get(handoff.run_id)
         if pending is not None:
             # Shielded: a second caller giving up must not cancel the first caller's run.
             return await asyncio.shield(pending)
@@ -98,14 +98,14 @@ class ShellDelivery:
             return Result("failed", now, now, reason="shell delivery is closed (kairosd is shutting down)")
 
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._pending[job.run_id] = future
+        self._pending[handoff.run_id] = future
         started_at = self._clock.now()
         try:
-            result = await self._run(job, started_at)
+            result = await self._run(handoff, started_at)
         except asyncio.CancelledError:
             # The command may have seen the prompt already, so a retry must not start it again.
             cancelled = Result("failed", started_at, self._clock.now(), reason="cancelled (process group killed)")
-            self._remember(job.run_id, cancelled)
+            self._remember(handoff.run_id, cancelled)
             future.set_result(cancelled)
             raise
         except Exception as exc:
@@ -113,8 +113,8 @@ class ShellDelivery:
             future.set_result(Result("failed", started_at, self._clock.now(), reason=f"target error: {exc}"))
             raise
         finally:
-            del self._pending[job.run_id]
-        self._remember(job.run_id, result)
+            del self._pending[handoff.run_id]
+        self._remember(handoff.run_id, result)
         future.set_result(result)
         return result
 
@@ -141,22 +141,22 @@ class ShellDelivery:
 
     # ---- one run -----------------------------------------------------------
 
-    async def _run(self, job: Job, started_at: datetime) -> Result:
-        if not isinstance(job.target, ShellTarget):
-            return self._failed(started_at, f"not a shell target: {job.target.kind}")
-        spec = _spec(job.target)
-        problem = _cwd_problem(spec.cwd) or _bad_name(job.task_id, "task id") or _bad_name(job.run_id, "run id")
+    async def _run(self, handoff: Handoff, started_at: datetime) -> Result:
+        if not isinstance(handoff.target, ShellTarget):
+            return self._failed(started_at, f"not a shell target: {handoff.target.kind}")
+        spec = _spec(handoff.target)
+        problem = _cwd_problem(spec.cwd) or _bad_name(handoff.task_id, "task id") or _bad_name(handoff.run_id, "run id")
         if problem:
             return self._failed(started_at, problem)
 
-        log_path = self._runs_dir / job.task_id / f"{job.run_id}.log"
+        log_path = self._runs_dir / handoff.task_id / f"{handoff.run_id}.log"
         try:
             log_fd = self._open_log(log_path)
         except FileExistsError:
             # Left by an earlier daemon that started this run: running it again could repeat its effects.
             return self._failed(
                 started_at,
-                f"run {job.run_id} was already started (its log exists); not running it again",
+                f"run {handoff.run_id} was already started (its log exists); not running it again",
                 output_path=str(log_path),
             )
         except OSError as exc:
@@ -165,7 +165,7 @@ class ShellDelivery:
         try:
             # surrogateescape: a prompt read from bytes that are not UTF-8 goes out as those bytes, as in
             # KAIROS_PROMPT; what cannot be encoded at all fails here, before anything is started.
-            stdin_data = job.prompt.encode("utf-8", "surrogateescape")
+            stdin_data = handoff.prompt.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError as exc:
             os.close(log_fd)
             return self._failed(started_at, f"the prompt cannot be passed on stdin: {exc.reason}")
@@ -177,7 +177,7 @@ class ShellDelivery:
                 stdout=log_fd,
                 stderr=log_fd,
                 cwd=spec.cwd,
-                env=self._child_env(job),
+                env=self._child_env(handoff),
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:
@@ -185,7 +185,7 @@ class ShellDelivery:
             reason = spawn_failure(exc, spec.argv[0], spec.cwd, big=" (the prompt is in KAIROS_PROMPT)")
             with contextlib.suppress(OSError):
                 os.write(log_fd, f"kairos: {reason}\n".encode())
-            log.warning("shell run %s of task %s could not start: %s", job.run_id, job.task_id, reason)
+            log.warning("shell run %s of task %s could not start: %s", handoff.run_id, handoff.task_id, reason)
             return self._failed(started_at, reason, output_path=str(log_path))
         except BaseException:
             os.close(stdin_write)
@@ -196,11 +196,13 @@ class ShellDelivery:
             os.close(log_fd)
 
         running = _Running(proc, proc.pid)  # a new session's leader leads its own group: pgid == pid
-        self._running[job.run_id] = running
+        self._running[handoff.run_id] = running
         feeder: asyncio.Task[None] | None = None
         timed_out = False
         try:
-            log.info("shell run %s of task %s started: pid %d, %s", job.run_id, job.task_id, proc.pid, spec.argv)
+            log.info(
+                "shell run %s of task %s started: pid %d, %s", handoff.run_id, handoff.task_id, proc.pid, spec.argv
+            )
             feeder = asyncio.create_task(feed_stdin(stdin_write, stdin_data))
             if self._closed:
                 # close() ran while the process was being spawned and could not see it.
@@ -213,8 +215,8 @@ class ShellDelivery:
                 timed_out = True
                 log.warning(
                     "shell run %s of task %s timed out after %gs; stopping its process group",
-                    job.run_id,
-                    job.task_id,
+                    handoff.run_id,
+                    handoff.task_id,
                     spec.timeout_s,
                 )
                 await self._stop_group(running)
@@ -225,7 +227,7 @@ class ShellDelivery:
         except Exception as exc:
             # kairos itself failed after the command started: nothing it started may outlive the run.
             log.exception(
-                "shell run %s of task %s failed in kairos; killing its process group", job.run_id, job.task_id
+                "shell run %s of task %s failed in kairos; killing its process group", handoff.run_id, handoff.task_id
             )
             await _kill_and_reap(running)
             reason = f"target error: {exc!r} (process group killed)"
@@ -235,7 +237,7 @@ class ShellDelivery:
                 os.close(stdin_write)
             else:
                 feeder.cancel()  # its finally closes our end of the stdin pipe
-            del self._running[job.run_id]
+            del self._running[handoff.run_id]
 
         finished_at = self._clock.now()
         code = proc.returncode
@@ -246,11 +248,11 @@ class ShellDelivery:
         elif running.stopping:
             reason = f"stopped at daemon shutdown ({describe_exit(code)})"
         elif code == 0:
-            log.info("shell run %s of task %s exited 0", job.run_id, job.task_id)
+            log.info("shell run %s of task %s exited 0", handoff.run_id, handoff.task_id)
             return Result("delivered", started_at, finished_at, output_path=output_path, exit_code=0)
         else:
             reason = describe_exit(code)
-        log.warning("shell run %s of task %s failed: %s", job.run_id, job.task_id, reason)
+        log.warning("shell run %s of task %s failed: %s", handoff.run_id, handoff.task_id, reason)
         return Result("failed", started_at, finished_at, reason=reason, output_path=output_path, exit_code=code)
 
     async def _stop_group(self, running: _Running) -> None:
@@ -274,18 +276,18 @@ class ShellDelivery:
             raise
         return fd
 
-    def _child_env(self, job: Job) -> dict[str, str]:
+    def _child_env(self, handoff: Handoff) -> dict[str, str]:
         # Read at each run, so the child sees the daemon's environment as it is now.
         env = dict(os.environ if self._env is None else self._env)
         env.update(
             {
-                "KAIROS_PROMPT": job.prompt,
-                "KAIROS_TASK_ID": job.task_id,
-                "KAIROS_RUN_ID": job.run_id,
-                "KAIROS_SESSION": str(getattr(job.target, "session", None) or "default"),
-                "KAIROS_SCHEDULED_FOR": job.scheduled_for.isoformat(),
-                "KAIROS_CATCH_UP": "1" if job.catch_up else "0",
-                "KAIROS_LATE_BY_S": str(round(job.late_by_s, 3)),
+                "KAIROS_PROMPT": handoff.prompt,
+                "KAIROS_TASK_ID": handoff.task_id,
+                "KAIROS_RUN_ID": handoff.run_id,
+                "KAIROS_SESSION": str(getattr(handoff.target, "session", None) or "default"),
+                "KAIROS_SCHEDULED_FOR": handoff.scheduled_for.isoformat(),
+                "KAIROS_CATCH_UP": "1" if handoff.catch_up else "0",
+                "KAIROS_LATE_BY_S": str(round(handoff.late_by_s, 3)),
                 # Lets kairos hooks in the command tell a process started by kairos from a user's own.
                 "KAIROS_SPAWNED": "1",
             }

@@ -65,7 +65,7 @@ from kairosd.core import redact
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
 from kairosd.core.models import Target, WebhookTarget
-from kairosd.delivery.base import Job, Result
+from kairosd.delivery.base import Handoff, Result
 
 if TYPE_CHECKING:
     import httpx
@@ -190,14 +190,14 @@ class WebhookDelivery:
                 "[webhook] allow_non_loopback = true in config.toml to post to other hosts"
             )
 
-    async def deliver(self, job: Job) -> Result:
-        """POST ``job`` (with retries); return once the receiver accepted it or kairos gave up."""
-        known = self._results.get(job.run_id)
+    async def deliver(self, handoff: Handoff) -> Result:
+        """POST ``handoff`` (with retries); return once the receiver accepted it or kairos gave up."""
+        known = self._results.get(handoff.run_id)
         if known is not None:
-            log.info("webhook run %s was already delivered or given up (%s); not posting it again", job.run_id,
+            log.info("webhook run %s was already delivered or given up (%s); not posting it again", handoff.run_id,
                      known.outcome)  # fmt: skip
             return known
-        pending = self._pending.get(job.run_id)
+        pending = self._pending.get(handoff.run_id)
         if pending is not None:
             # Shielded: a second caller giving up must not cancel the first caller's delivery.
             return await asyncio.shield(pending)
@@ -206,8 +206,8 @@ class WebhookDelivery:
             return Result("failed", started_at, started_at, reason="webhook delivery is closed (kairosd is stopping)")
 
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._pending[job.run_id] = future
-        work = asyncio.ensure_future(self._run(job, started_at))
+        self._pending[handoff.run_id] = future
+        work = asyncio.ensure_future(self._run(handoff, started_at))
         self._running.add(work)
         try:
             result = await asyncio.shield(work)
@@ -218,20 +218,20 @@ class WebhookDelivery:
                 # close() stopped the post, not our caller: report it like any other failure.
                 result = Result("failed", started_at, self._clock.now(), reason="stopped at daemon shutdown "
                                 "while posting the webhook")  # fmt: skip
-                self._finish(job.run_id, future, result)
+                self._finish(handoff.run_id, future, result)
                 return result
             work.cancel()
             result = Result("failed", started_at, self._clock.now(), reason="cancelled while posting the webhook")
-            self._finish(job.run_id, future, result)
+            self._finish(handoff.run_id, future, result)
             raise
         except Exception as exc:
             reason = f"target error: {redact.redact_urls(str(exc))}"
             result = Result("failed", started_at, self._clock.now(), reason=reason)
-            self._finish(job.run_id, future, result)
+            self._finish(handoff.run_id, future, result)
             raise
         finally:
             self._running.discard(work)
-        self._finish(job.run_id, future, result)
+        self._finish(handoff.run_id, future, result)
         return result
 
     async def close(self) -> None:
@@ -252,9 +252,9 @@ class WebhookDelivery:
 
     # ---- one run -----------------------------------------------------------
 
-    async def _run(self, job: Job, started_at: datetime) -> Result:
+    async def _run(self, handoff: Handoff, started_at: datetime) -> Result:
         try:
-            url, timeout_s = _parse_target(job.target, self._timeout_s)
+            url, timeout_s = _parse_target(handoff.target, self._timeout_s)
         except ValueError as exc:
             return self._failed(started_at, str(exc))
         if not self._secret:
@@ -263,7 +263,7 @@ class WebhookDelivery:
                 "no webhook secret is configured, and kairos never sends unsigned webhooks: set "
                 "[webhook] secret_file (or secret) in config.toml and restart kairosd",
             )
-        body = _body(job, started_at)
+        body = _body(handoff, started_at)
         host = url.hostname or "?"
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
@@ -273,16 +273,16 @@ class WebhookDelivery:
             async with asyncio.timeout(timeout_s):
                 while True:
                     attempts += 1
-                    outcome = await self._attempt(job, url, body, attempts, deadline)
+                    outcome = await self._attempt(handoff, url, body, attempts, deadline)
                     if outcome.delivered:
-                        log.info("webhook run %s of task %s delivered to %s: %s", job.run_id, job.task_id, host,
+                        log.info("webhook run %s of task %s delivered to %s: %s", handoff.run_id, handoff.task_id, host,
                                  outcome.reason)  # fmt: skip
                         return Result("delivered", started_at, self._clock.now(), reason=outcome.reason)
                     last = outcome.reason
                     if not outcome.retry:
-                        return self._failed(started_at, outcome.reason, job)
+                        return self._failed(started_at, outcome.reason, handoff)
                     if attempts >= self._max_attempts:
-                        return self._failed(started_at, f"gave up after {attempts} attempt(s); last: {last}", job)
+                        return self._failed(started_at, f"gave up after {attempts} attempt(s); last: {last}", handoff)
                     delay = min(self._backoff_s * 2 ** (attempts - 1), self._max_backoff_s)
                     if outcome.retry_after_s is not None:
                         delay = max(delay, outcome.retry_after_s)
@@ -291,17 +291,17 @@ class WebhookDelivery:
                             started_at,
                             f"gave up after {attempts} attempt(s): the next one (in {delay:g}s) would pass the "
                             f"{timeout_s:g}s time-out; last: {last}",
-                            job,
+                            handoff,
                         )
-                    log.info("webhook run %s to %s: %s; retrying in %gs", job.run_id, host, last, delay)
+                    log.info("webhook run %s to %s: %s; retrying in %gs", handoff.run_id, host, last, delay)
                     await asyncio.sleep(delay)
         except TimeoutError:
             return self._failed(started_at, f"timed out after {timeout_s:g}s ({attempts} attempt(s); last: {last})",
-                                job)  # fmt: skip
+                                handoff)  # fmt: skip
         except _Refused as exc:
-            return self._failed(started_at, str(exc), job)
+            return self._failed(started_at, str(exc), handoff)
 
-    async def _attempt(self, job: Job, url: SplitResult, body: bytes, number: int, deadline: float) -> _Attempt:
+    async def _attempt(self, handoff: Handoff, url: SplitResult, body: bytes, number: int, deadline: float) -> _Attempt:
         host = url.hostname or ""
         port = url.port or (443 if url.scheme == "https" else 80)
         try:
@@ -327,9 +327,9 @@ class WebhookDelivery:
             "Host": url.netloc,
             "Content-Type": "application/json",
             "User-Agent": f"kairos/{__version__}",
-            "Idempotency-Key": job.run_id,
-            "X-Kairos-Run-Id": job.run_id,
-            "X-Kairos-Task-Id": job.task_id,
+            "Idempotency-Key": handoff.run_id,
+            "X-Kairos-Run-Id": handoff.run_id,
+            "X-Kairos-Task-Id": handoff.task_id,
             "X-Kairos-Attempt": str(number),
             TIMESTAMP_HEADER: timestamp,
             SIGNATURE_HEADER: sign(self._secret, timestamp, body),
@@ -374,9 +374,9 @@ class WebhookDelivery:
             self._client = httpx.AsyncClient(trust_env=False, follow_redirects=False)
         return self._client
 
-    def _failed(self, started_at: datetime, reason: str, job: Job | None = None) -> Result:
-        if job is not None:
-            log.warning("webhook run %s of task %s failed: %s", job.run_id, job.task_id, reason)
+    def _failed(self, started_at: datetime, reason: str, handoff: Handoff | None = None) -> Result:
+        if handoff is not None:
+            log.warning("webhook run %s of task %s failed: %s", handoff.run_id, handoff.task_id, reason)
         return Result("failed", started_at, self._clock.now(), reason=reason)
 
     def _finish(self, run_id: str, future: asyncio.Future[Result], result: Result) -> None:
@@ -396,21 +396,21 @@ def _parse_target(target: Target, default_timeout_s: float) -> tuple[SplitResult
     return urlsplit(target.url), timeout
 
 
-def _body(job: Job, fired_at: datetime) -> bytes:
+def _body(handoff: Handoff, fired_at: datetime) -> bytes:
     meta = {
-        **job.meta,
-        "scheduled_for": job.scheduled_for.isoformat(),
-        "catch_up": job.catch_up,
-        "late_by_s": round(job.late_by_s, 3),
-        "task_name": job.task_name,
+        **handoff.meta,
+        "scheduled_for": handoff.scheduled_for.isoformat(),
+        "catch_up": handoff.catch_up,
+        "late_by_s": round(handoff.late_by_s, 3),
+        "task_name": handoff.task_name,
     }
     doc = {
-        "task_id": job.task_id,
-        "run_id": job.run_id,
+        "task_id": handoff.task_id,
+        "run_id": handoff.run_id,
         "fired_at": fired_at.isoformat(),
-        "planned_for": job.planned_for.isoformat(),
-        "target": job.target.model_dump(mode="json"),
-        "prompt": job.prompt,
+        "planned_for": handoff.planned_for.isoformat(),
+        "target": handoff.target.model_dump(mode="json"),
+        "prompt": handoff.prompt,
         "meta": meta,
     }
     # Built once per run: every attempt sends the same bytes (only the timestamp and signature change).

@@ -1,5 +1,8 @@
 """The background task registry: durable records of agent, shell and fire runs, and the runs themselves.
 
+The CLI and the API call these *tasks* (``kairos task start``); the code calls them *jobs*
+(:class:`~kairosd.registry.model.JobRecord`), since a *task* in kairosd is a scheduled prompt.
+
 ``model`` (the record), ``persist`` (one file per record), ``slots`` (the
 concurrency cap and slot loans), ``limits`` and ``rules`` (what a start may
 ask for), ``requests`` (the typed start and send bodies), ``tasklog`` (its output), ``follow``

@@ -28,13 +28,13 @@ from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, StreamResponse, cancel_on_disconnect
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import REGISTRY_MAX_WAIT_S
-from kairosd.registry.model import ExecutionMode, TaskKind, TaskStatus, view
+from kairosd.registry.model import ExecutionMode, JobKind, JobStatus, view
 from kairosd.registry.registry import Registry, StartSpec
 from kairosd.registry.requests import SendRequest, StartRequest
 from kairosd.registry.tasklog import read_chunk
 
 DEFAULT_WAIT_S = 30.0
-_E = TypeVar("_E", TaskKind, TaskStatus, ExecutionMode)
+_E = TypeVar("_E", JobKind, JobStatus, ExecutionMode)
 
 
 def registry_routes(registry: Registry) -> list[tuple[str, dict[str, RouteHandler]]]:
@@ -56,7 +56,7 @@ class _Routes:
         self.registry = registry
 
     async def index(self, req: Request, m: re.Match[str]) -> Response:
-        status = _enum(TaskStatus, req.query.get("status"), "status")
+        status = _enum(JobStatus, req.query.get("status"), "status")
         parent = req.query.get("parent") or None
         records = self.registry.list_tasks(status)
         if parent is not None:
@@ -107,7 +107,7 @@ def parse_start(body: Any) -> StartSpec:
     """The start request as a :class:`StartSpec`; UsageError for anything malformed."""
     req = parse_body(StartRequest, body)
     return StartSpec(
-        kind=TaskKind(req.kind),
+        kind=JobKind(req.kind),
         prompt=req.prompt,
         agent=req.agent,
         argv=req.argv,

@@ -25,7 +25,7 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import KairosError, NotFoundError
 from kairosd.core.events import EventBus
 from kairosd.registry import rules
-from kairosd.registry.model import TaskRecord, view
+from kairosd.registry.model import JobRecord, view
 from kairosd.registry.persist import RecordStore
 
 # Named as before the registry was split into modules, so its log lines read as they did.
@@ -37,7 +37,7 @@ class Book:
         self.store = store
         self.clock = clock
         self.events = events
-        self.records: dict[str, TaskRecord] = {}
+        self.records: dict[str, JobRecord] = {}
         self.closing = False  # set once, at shutdown: no new work, and every wait returns
         self._changed = asyncio.Event()
         self._write_lock = asyncio.Lock()
@@ -45,13 +45,13 @@ class Book:
 
     # ---- reading -----------------------------------------------------------
 
-    def get(self, task_id: str) -> TaskRecord:
+    def get(self, task_id: str) -> JobRecord:
         record = self.records.get(task_id)
         if record is None:
             raise NotFoundError(f"no background task {task_id!r} (see: kairos task list)")
         return record
 
-    def children(self, task_id: str) -> list[TaskRecord]:
+    def children(self, task_id: str) -> list[JobRecord]:
         return [r for r in self.records.values() if r.parent_id == task_id]
 
     def is_ancestor(self, ancestor: str, task_id: str, max_depth: int) -> bool:
@@ -66,7 +66,7 @@ class Book:
 
     # ---- recording -----------------------------------------------------------
 
-    async def create(self, record: TaskRecord) -> None:
+    async def create(self, record: JobRecord) -> None:
         """Write a new record durably and announce it; a record that cannot be written never existed."""
         self.records[record.id] = record
         try:
@@ -76,7 +76,7 @@ class Book:
             raise KairosError(f"cannot record the task: {exc.strerror or exc}") from exc
         self.events.publish("task_started", task_id=record.id, session=record.session, task=view(record))
 
-    def apply(self, task_id: str, changes: dict[str, Any], *, notify: bool = True) -> TaskRecord:
+    def apply(self, task_id: str, changes: dict[str, Any], *, notify: bool = True) -> JobRecord:
         """Change the record in memory and publish the changed fields (a patch); wake waiters if ``notify``."""
         old = self.records[task_id]
         new = old.model_copy(update={**changes, "updated_at": self.clock.now()})
@@ -94,7 +94,7 @@ class Book:
                 self.notify()
         return new
 
-    async def update(self, task_id: str, **changes: Any) -> TaskRecord:
+    async def update(self, task_id: str, **changes: Any) -> JobRecord:
         """:meth:`apply`, then write the record durably."""
         record = self.apply(task_id, changes)
         await self.save(task_id)
@@ -139,10 +139,10 @@ class Book:
     async def wait_settled(
         self,
         task_id: str,
-        record: TaskRecord,
+        record: JobRecord,
         timeout: float | None,  # noqa: ASYNC109 - a bound on a long-poll, returned as "timed out"
         since_turn: int | None,
-    ) -> tuple[TaskRecord, bool]:
+    ) -> tuple[JobRecord, bool]:
         """Block until ``rules.settled`` says the record is; (record, timed_out). Shutdown times out."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout

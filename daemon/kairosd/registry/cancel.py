@@ -18,7 +18,7 @@ import logging
 from kairosd.core.errors import ConflictError
 from kairosd.registry import recovery
 from kairosd.registry.book import Book
-from kairosd.registry.model import TaskRecord, TaskStatus
+from kairosd.registry.model import JobRecord, JobStatus
 from kairosd.registry.turns import Turns
 
 # Named as before the registry was split into modules, so its log lines read as they did.
@@ -36,7 +36,7 @@ class Cancels:
         """Whether a cancel reaching ``task_id`` is under way."""
         return task_id in self._pending
 
-    async def cancel(self, task_id: str) -> list[TaskRecord]:
+    async def cancel(self, task_id: str) -> list[JobRecord]:
         """Cancel the task and every descendant still going; returns those it cancelled (the task first)."""
         record = self._book.get(task_id)
         if record.terminal:
@@ -65,12 +65,12 @@ class Cancels:
         book = self._book
         if not await self._turns.cancel(task_id):  # no turn in flight
             record = book.records[task_id]
-            if record.detached and record.status is TaskStatus.RUNNING:
+            if record.detached and record.status is JobStatus.RUNNING:
                 # Not our turn, but still ours to stop: the same checks as a leftover (pid and start time).
                 await recovery.stop_leftover(record, self._kill_grace_s)
             if not book.records[task_id].terminal:
-                await book.update(task_id, status=TaskStatus.CANCELLED, finished_at=book.clock.now())
+                await book.update(task_id, status=JobStatus.CANCELLED, finished_at=book.clock.now())
             return
         if not book.records[task_id].terminal and not self._turns.in_flight(task_id):
             # The turn ended on its own just as the cancel came; the task still ends cancelled.
-            await book.update(task_id, status=TaskStatus.CANCELLED, finished_at=book.clock.now())
+            await book.update(task_id, status=JobStatus.CANCELLED, finished_at=book.clock.now())

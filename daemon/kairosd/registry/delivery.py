@@ -27,8 +27,8 @@ from typing import Any
 from kairosd.core.clock import Clock
 from kairosd.core.errors import KairosError, UsageError
 from kairosd.core.models import AgentTarget, Target
-from kairosd.delivery.base import Job, Result
-from kairosd.registry.model import ExecutionMode, TaskKind, TaskRecord, TaskStatus
+from kairosd.delivery.base import Handoff, Result
+from kairosd.registry.model import ExecutionMode, JobKind, JobRecord, JobStatus
 from kairosd.registry.registry import Registry, StartSpec
 
 log = logging.getLogger(__name__)
@@ -42,16 +42,16 @@ class AgentDelivery:
         self._clock = clock
         self._closed = False
 
-    async def deliver(self, job: Job) -> Result:
+    async def deliver(self, handoff: Handoff) -> Result:
         started_at = self._clock.now()
-        record = self._registry.find_by_run(job.run_id)
+        record = self._registry.find_by_run(handoff.run_id)
         if record is not None:
-            log.info("run %s already started agent task %s; not starting it again", job.run_id, record.id)
+            log.info("run %s already started agent task %s; not starting it again", handoff.run_id, record.id)
         else:
             if self._closed:
                 return Result("failed", started_at, self._clock.now(), reason="agent delivery is closed (shutdown)")
             try:
-                record = await self._registry.start(_spec(job))
+                record = await self._registry.start(_spec(handoff))
             except KairosError as exc:
                 return Result("failed", started_at, self._clock.now(), reason=f"agent target: {exc.message}")
         record, _ = await self._registry.wait(record.id, None)
@@ -70,14 +70,14 @@ class AgentDelivery:
         self._closed = True
 
 
-def _spec(job: Job) -> StartSpec:
-    target = job.target
+def _spec(handoff: Handoff) -> StartSpec:
+    target = handoff.target
     if not isinstance(target, AgentTarget):
         raise UsageError(f"not an agent target: {target.kind}")
     session = getattr(target, "session", None)  # not a field of the target; kept if a task carries one
     return StartSpec(
-        kind=TaskKind.FIRE,
-        prompt=job.prompt,
+        kind=JobKind.FIRE,
+        prompt=handoff.prompt,
         agent=target.agent,
         cwd=target.cwd or None,
         model=target.model or None,
@@ -85,14 +85,14 @@ def _spec(job: Job) -> StartSpec:
         mode=ExecutionMode.BACKGROUND,
         timeout_s=target.timeout_s,
         multi_turn=False,
-        scheduled_task_id=job.task_id,
-        run_id=job.run_id,
+        scheduled_task_id=handoff.task_id,
+        run_id=handoff.run_id,
     )
 
 
-def _result(record: TaskRecord, started_at: Any, finished_at: Any) -> Result:
+def _result(record: JobRecord, started_at: Any, finished_at: Any) -> Result:
     what = f"agent task {record.id}"
-    if record.status is TaskStatus.COMPLETED:
+    if record.status is JobStatus.COMPLETED:
         return Result(
             "delivered",
             started_at,
@@ -101,7 +101,7 @@ def _result(record: TaskRecord, started_at: Any, finished_at: Any) -> Result:
             output_path=record.log_path,
             exit_code=record.exit_code,
         )
-    if record.status is TaskStatus.RUNNING:
+    if record.status is JobStatus.RUNNING:
         why = "kairosd stopped before the agent turn finished"
     else:
         why = record.status.value + (f": {record.error}" if record.error else "")

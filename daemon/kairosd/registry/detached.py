@@ -21,14 +21,14 @@ import psutil
 from kairosd.core.errors import UnavailableError
 from kairosd.registry import rules
 from kairosd.registry.book import Book
-from kairosd.registry.model import MAX_RESPONSE_CHARS, TaskRecord, TaskStatus, Turn, clip, new_record_id
+from kairosd.registry.model import MAX_RESPONSE_CHARS, JobRecord, JobStatus, Turn, clip, new_record_id
 from kairosd.registry.rules import StartSpec
 
 # Named as before the registry was split into modules, so its log lines read as they did.
 log = logging.getLogger("kairosd.registry.registry")
 
 
-async def record(book: Book, spec: StartSpec, logs_dir: Path, turn_timeout_s: float) -> TaskRecord:
+async def record(book: Book, spec: StartSpec, logs_dir: Path, turn_timeout_s: float) -> JobRecord:
     """Write the record of detached work (``running``, ``detached``) and announce it."""
     if book.closing:
         raise UnavailableError("kairosd is shutting down; no new tasks")
@@ -37,7 +37,7 @@ async def record(book: Book, spec: StartSpec, logs_dir: Path, turn_timeout_s: fl
     timeout_s = rules.check_timeout(spec.timeout_s, turn_timeout_s)
     record_id = new_record_id()
     now = book.clock.now()
-    task = TaskRecord(
+    task = JobRecord(
         id=record_id,
         kind=spec.kind,
         agent=spec.agent,
@@ -49,7 +49,7 @@ async def record(book: Book, spec: StartSpec, logs_dir: Path, turn_timeout_s: fl
         model=spec.model,
         mode=spec.mode,
         multi_turn=False,
-        status=TaskStatus.RUNNING,
+        status=JobStatus.RUNNING,
         queued=False,
         timeout_s=timeout_s,
         turns=[Turn(number=1, prompt=prompt, queued_at=now, started_at=now)],
@@ -63,7 +63,7 @@ async def record(book: Book, spec: StartSpec, logs_dir: Path, turn_timeout_s: fl
     return task
 
 
-async def attach(book: Book, task_id: str, pid: int) -> TaskRecord:
+async def attach(book: Book, task_id: str, pid: int) -> JobRecord:
     """Record the pid (and its start time, to know it again) of the detached process."""
     started: float | None = None
     with contextlib.suppress(psutil.Error):
@@ -79,10 +79,10 @@ async def finish(
     error: str | None,
     response: str | None,
     exit_code: int | None,
-) -> TaskRecord:
+) -> JobRecord:
     """End detached work as the owner reports it; a task already ended is returned as it is."""
     task = book.get(task_id)
-    if task.terminal or task.status is not TaskStatus.RUNNING:
+    if task.terminal or task.status is not JobStatus.RUNNING:
         return task
     now = book.clock.now()
     fields: dict[str, Any] = {"finished_at": now, "ok": ok, "error": error, "exit_code": exit_code}
@@ -90,7 +90,7 @@ async def finish(
     turns = [*task.turns[:-1], task.turns[-1].model_copy(update=fields)] if task.turns else []
     return await book.update(
         task_id,
-        status=TaskStatus.COMPLETED if ok else TaskStatus.FAILED,
+        status=JobStatus.COMPLETED if ok else JobStatus.FAILED,
         turns=turns,
         error=error,
         exit_code=exit_code,

@@ -31,14 +31,14 @@ MAX_RESPONSE_CHARS = 256 * 1024
 MAX_LINE_CHARS = 500
 
 
-class TaskKind(StrEnum):
+class JobKind(StrEnum):
     AGENT = "agent"
     SHELL = "shell"
     CONSOLIDATION = "consolidation"
     FIRE = "fire"  # started by a scheduled task's agent:NAME target
 
 
-class TaskStatus(StrEnum):
+class JobStatus(StrEnum):
     RUNNING = "running"
     IDLE = "idle"
     COMPLETED = "completed"
@@ -47,7 +47,7 @@ class TaskStatus(StrEnum):
     INTERRUPTED = "interrupted"
 
 
-TERMINAL = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED})
+TERMINAL = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 
 class ExecutionMode(StrEnum):
@@ -114,11 +114,11 @@ class ProgressInfo(BaseModel):
     last_line: str | None = None
 
 
-class TaskRecord(BaseModel):
+class JobRecord(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     id: str
-    kind: TaskKind
+    kind: JobKind
     parent_id: str | None = None
     depth: int = Field(default=0, ge=0)  # 0: started from outside any task
     agent: str | None = None  # the agent as the task names it: a CLI or a named definition (agent-like kinds)
@@ -130,7 +130,7 @@ class TaskRecord(BaseModel):
     model: str | None = None
     mode: ExecutionMode = ExecutionMode.BACKGROUND
     multi_turn: bool = True  # an agent that can resume goes idle after a turn instead of completing
-    status: TaskStatus = TaskStatus.RUNNING
+    status: JobStatus = JobStatus.RUNNING
     queued: bool = False  # running, but waiting for a concurrency slot
     permissions: PermissionSet = Field(default_factory=PermissionSet)  # effective (already narrowed)
     timeout_s: float = Field(default=3600.0, gt=0)
@@ -179,7 +179,7 @@ class TaskRecord(BaseModel):
         return None
 
 
-def view(record: TaskRecord, *, turns: bool = True) -> dict[str, Any]:
+def view(record: JobRecord, *, turns: bool = True) -> dict[str, Any]:
     """The record as the API shows it: JSON, plus ``turns_done`` and ``response``; ``turns`` optional."""
     doc = record.model_dump(mode="json", exclude=None if turns else {"turns"})
     doc["turns_done"] = record.turns_done

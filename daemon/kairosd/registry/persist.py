@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from kairosd.registry.model import RECORD_ID_RE, TaskRecord
+from kairosd.registry.model import RECORD_ID_RE, JobRecord
 from kairosd.system.atomic import stale_temp_files, write_atomic
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class RecordStore:
             raise ValueError(f"not a task record id: {record_id!r}")
         return self.folder / f"{record_id}{SUFFIX}"
 
-    def save(self, record: TaskRecord) -> None:
+    def save(self, record: JobRecord) -> None:
         """Write ``record`` durably (temp file, fsync, rename, fsync the folder)."""
         self.folder.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         data = json.dumps(record.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=True)
@@ -51,13 +51,13 @@ class RecordStore:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path_of(record_id))
 
-    def load_all(self) -> list[TaskRecord]:
+    def load_all(self) -> list[JobRecord]:
         """Every readable record (oldest first). Bad files are set aside, never fatal."""
         try:
             entries = sorted(self.folder.iterdir())
         except FileNotFoundError:
             return []
-        records: list[TaskRecord] = []
+        records: list[JobRecord] = []
         for path in entries:
             if path.suffix != SUFFIX or not RECORD_ID_RE.match(path.stem):
                 continue
@@ -66,7 +66,7 @@ class RecordStore:
                 with contextlib.suppress(OSError):
                     tmp.unlink()
             try:
-                record = TaskRecord.model_validate_json(path.read_bytes())
+                record = JobRecord.model_validate_json(path.read_bytes())
             except (OSError, ValueError, ValidationError) as exc:
                 aside = path.with_name(path.name + ".corrupt")
                 log.warning("task record %s is unreadable (%s); moved aside to %s", path, _first_line(exc), aside)

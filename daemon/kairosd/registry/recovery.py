@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from kairosd.registry.model import TaskRecord, TaskStatus
+from kairosd.registry.model import JobRecord, JobStatus
 from kairosd.registry.persist import RecordStore
 from kairosd.system.procgroup import group_alive, terminate_group
 
@@ -23,14 +23,14 @@ log = logging.getLogger(__name__)
 INTERRUPTED_ERROR = "kairosd stopped while it was running; it was not re-run"
 
 
-def interrupted_changes(record: TaskRecord, now: datetime) -> dict[str, Any]:
+def interrupted_changes(record: JobRecord, now: datetime) -> dict[str, Any]:
     """A ``running`` record of a dead daemon becomes ``interrupted``; its open turn ends failed."""
     turns = list(record.turns)
     if turns and turns[-1].finished_at is None:
         error = "kairosd stopped while this turn " + ("waited for a slot" if record.queued else "ran")
         turns[-1] = turns[-1].model_copy(update={"finished_at": now, "ok": False, "error": error})
     return {
-        "status": TaskStatus.INTERRUPTED,
+        "status": JobStatus.INTERRUPTED,
         "queued": False,
         "turns": turns,
         "pid": None,
@@ -39,7 +39,7 @@ def interrupted_changes(record: TaskRecord, now: datetime) -> dict[str, Any]:
     }
 
 
-async def stop_leftover(record: TaskRecord, grace_s: float) -> None:
+async def stop_leftover(record: JobRecord, grace_s: float) -> None:
     """Stop the process group a dead daemon's turn left, if that very process still runs.
 
     The pid must still lead its own group and have the recorded start time, so a reused pid
@@ -57,13 +57,13 @@ async def stop_leftover(record: TaskRecord, grace_s: float) -> None:
         await terminate_group(pid, grace_s)
 
 
-def excess_finished(records: list[TaskRecord], keep: int) -> list[TaskRecord]:
+def excess_finished(records: list[JobRecord], keep: int) -> list[JobRecord]:
     """The oldest terminal records beyond the newest ``keep``."""
     finished = sorted((r for r in records if r.terminal), key=lambda r: (r.finished_at or r.updated_at, r.id))
     return finished[: max(0, len(finished) - keep)]
 
 
-def remove_record(store: RecordStore, record: TaskRecord) -> None:
+def remove_record(store: RecordStore, record: JobRecord) -> None:
     """Delete a record's file and its log (blocking I/O)."""
     store.delete(record.id)
     with contextlib.suppress(OSError):

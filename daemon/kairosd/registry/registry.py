@@ -66,9 +66,9 @@ from kairosd.registry.follow import Followers
 from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import (
     MAX_TURNS_KEPT,
+    JobRecord,
+    JobStatus,
     PermissionSet,
-    TaskRecord,
-    TaskStatus,
     Turn,
     new_record_id,
 )
@@ -111,23 +111,23 @@ class Registry:
 
     # ---- reading -----------------------------------------------------------
 
-    def get(self, task_id: str) -> TaskRecord:
+    def get(self, task_id: str) -> JobRecord:
         return self._book.get(task_id)
 
-    def list_tasks(self, status: TaskStatus | None = None) -> list[TaskRecord]:
+    def list_tasks(self, status: JobStatus | None = None) -> list[JobRecord]:
         """Newest first."""
         records = [r for r in self._book.records.values() if status is None or r.status is status]
         return sorted(records, key=lambda r: (r.created_at, r.id), reverse=True)
 
-    def find_by_run(self, run_id: str) -> TaskRecord | None:
+    def find_by_run(self, run_id: str) -> JobRecord | None:
         """The record a scheduled run started (its idempotency key), if any."""
         return next((r for r in self._book.records.values() if r.run_id == run_id), None)
 
-    def children(self, task_id: str) -> list[TaskRecord]:
+    def children(self, task_id: str) -> list[JobRecord]:
         return self._book.children(task_id)
 
     def status(self) -> dict[str, Any]:
-        counts = {s.value: 0 for s in TaskStatus}
+        counts = {s.value: 0 for s in JobStatus}
         for record in self._book.records.values():
             counts[record.status.value] += 1
         return {
@@ -146,7 +146,7 @@ class Registry:
 
     # ---- starting ------------------------------------------------------------
 
-    async def start(self, spec: StartSpec) -> TaskRecord:
+    async def start(self, spec: StartSpec) -> JobRecord:
         """Create a task and launch its first turn; refusals raise before anything is recorded."""
         if self._book.closing:
             raise UnavailableError("kairosd is shutting down; no new tasks")
@@ -187,7 +187,7 @@ class Registry:
             argv = list(spec.argv)
             command = Command(argv=argv, stdin=prompt)
         now = self._clock.now()
-        record = TaskRecord(
+        record = JobRecord(
             id=record_id,
             kind=kind,
             parent_id=parent.id if parent is not None else None,
@@ -201,7 +201,7 @@ class Registry:
             model=model,
             mode=spec.mode,
             multi_turn=spec.multi_turn,
-            status=TaskStatus.RUNNING,
+            status=JobStatus.RUNNING,
             queued=True,
             permissions=PermissionSet.of(permissions),
             timeout_s=timeout_s,
@@ -229,7 +229,7 @@ class Registry:
         # In a thread: resolving a name may search the project's and the user's agent folders.
         return await asyncio.to_thread(self._policy_for, name, cwd)
 
-    def _parent(self, spec: StartSpec) -> TaskRecord | None:
+    def _parent(self, spec: StartSpec) -> JobRecord | None:
         """The parent record, if the starter is a task this registry knows; refused if it is ending."""
         parent = self._book.records.get(spec.parent_id) if spec.parent_id else None
         if parent is not None:
@@ -241,7 +241,7 @@ class Registry:
 
     # ---- detached processes ----------------------------------------------------
 
-    async def record_external(self, spec: StartSpec) -> TaskRecord:
+    async def record_external(self, spec: StartSpec) -> JobRecord:
         """Record work whose process the caller starts itself, detached (it outlives kairosd).
 
         The record is written durably as ``running`` with ``detached`` set before the process
@@ -253,7 +253,7 @@ class Registry:
         """
         return await detached.record(self._book, spec, self._logs_dir, self.limits.turn_timeout_s)
 
-    async def attach_process(self, task_id: str, pid: int) -> TaskRecord:
+    async def attach_process(self, task_id: str, pid: int) -> JobRecord:
         """The detached process of ``task_id`` runs as ``pid`` (it leads its own group)."""
         return await detached.attach(self._book, task_id, pid)
 
@@ -265,14 +265,14 @@ class Registry:
         error: str | None = None,
         response: str | None = None,
         exit_code: int | None = None,
-    ) -> TaskRecord:
+    ) -> JobRecord:
         """End a detached task: ``completed`` if ``ok``, else ``failed``. A task already ended
         (cancelled meanwhile) is left as it is and returned."""
         return await detached.finish(self._book, task_id, ok=ok, error=error, response=response, exit_code=exit_code)
 
     # ---- follow-ups, closing ------------------------------------------------
 
-    async def send(self, task_id: str, message: str) -> TaskRecord:
+    async def send(self, task_id: str, message: str) -> JobRecord:
         """Resume an idle (or interrupted) agent task's session with a follow-up prompt."""
         if self._book.closing:
             raise UnavailableError("kairosd is shutting down; no new turns")
@@ -282,14 +282,14 @@ class Registry:
             raise ConflictError(f"task {task_id} is a {record.kind.value} task; only agent tasks take follow-ups")
         if record.terminal:
             raise ConflictError(f"task {task_id} is {record.status.value}; a follow-up needs an idle task")
-        if record.status is TaskStatus.RUNNING:
+        if record.status is JobStatus.RUNNING:
             raise ConflictError(
                 f"task {task_id} is still running turn {record.turns[-1].number}; "
                 f"wait for it first (kairos task wait {task_id})"
             )
         assert record.agent is not None
         policy = await self._policy(record.agent, record.cwd)
-        if self._book.records[task_id].status is TaskStatus.RUNNING or self._book.records[task_id].terminal:
+        if self._book.records[task_id].status is JobStatus.RUNNING or self._book.records[task_id].terminal:
             # Another send (or a cancel) won the race during the await above.
             raise ConflictError(f"task {task_id} is {self._book.records[task_id].status.value} now; not sending")
         adapter = self._adapter_for(record.cli or policy.cli or record.agent)
@@ -309,21 +309,21 @@ class Registry:
         number = (record.turns[-1].number if record.turns else 0) + 1
         turns = [*record.turns, Turn(number=number, prompt=message, queued_at=self._clock.now())][-MAX_TURNS_KEPT:]
         await self._update(
-            task_id, status=TaskStatus.RUNNING, queued=True, turns=turns, error=None, exit_code=None, finished_at=None
+            task_id, status=JobStatus.RUNNING, queued=True, turns=turns, error=None, exit_code=None, finished_at=None
         )
         self._turns.launch(task_id, command, adapter)
         return self._book.records[task_id]
 
-    async def close(self, task_id: str) -> TaskRecord:
+    async def close(self, task_id: str) -> JobRecord:
         """End an idle multi-turn task: it is ``completed`` and takes no more follow-ups."""
         record = self.get(task_id)
-        if record.status is not TaskStatus.IDLE:
+        if record.status is not JobStatus.IDLE:
             raise ConflictError(f"task {task_id} is {record.status.value}; only an idle task can be closed")
-        return await self._update(task_id, status=TaskStatus.COMPLETED, finished_at=self._clock.now())
+        return await self._update(task_id, status=JobStatus.COMPLETED, finished_at=self._clock.now())
 
     # ---- cancelling ------------------------------------------------------------
 
-    async def cancel(self, task_id: str) -> list[TaskRecord]:
+    async def cancel(self, task_id: str) -> list[JobRecord]:
         """Cancel the task and every descendant still going; returns those it cancelled (the task first)."""
         return await self._cancels.cancel(task_id)
 
@@ -335,7 +335,7 @@ class Registry:
         timeout: float | None,  # noqa: ASYNC109 - a bound on a long-poll, returned as "timed out"
         since_turn: int | None = None,
         waiter: str | None = None,
-    ) -> tuple[TaskRecord, bool]:
+    ) -> tuple[JobRecord, bool]:
         """Block until the task settles; (record, timed_out).
 
         Settled: terminal or interrupted; without ``since_turn``, no longer running; with it, a turn
@@ -365,19 +365,19 @@ class Registry:
         return self._followers.follow(
             task_id,
             path,
-            running=lambda: self._book.records[task_id].status is TaskStatus.RUNNING,
+            running=lambda: self._book.records[task_id].status is JobStatus.RUNNING,
             status=lambda: self._book.records[task_id].status.value,
         )
 
     # ---- recording -----------------------------------------------------------------------
 
-    async def _update(self, task_id: str, **changes: Any) -> TaskRecord:
+    async def _update(self, task_id: str, **changes: Any) -> JobRecord:
         """Change the record, publish the change and write it durably (:meth:`Book.update`)."""
         return await self._book.update(task_id, **changes)
 
     # ---- start-up and shutdown -------------------------------------------------------------
 
-    async def recover(self) -> list[TaskRecord]:
+    async def recover(self) -> list[JobRecord]:
         """Load the records; those left ``running`` by a dead daemon become ``interrupted``.
 
         Their process groups, if those very processes still run (pid and start time match), are
@@ -385,9 +385,9 @@ class Registry:
         """
         records = await asyncio.to_thread(self._store.load_all)
         self._book.records = {r.id: r for r in records}
-        interrupted: list[TaskRecord] = []
+        interrupted: list[JobRecord] = []
         for record in records:
-            if record.status is not TaskStatus.RUNNING or record.detached:
+            if record.status is not JobStatus.RUNNING or record.detached:
                 continue  # a detached process outlives kairosd on purpose; its owner settles the record
             await recovery.stop_leftover(record, self.limits.kill_grace_s)
             updated = await self._update(record.id, **recovery.interrupted_changes(record, self._clock.now()))

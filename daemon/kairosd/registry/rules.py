@@ -24,9 +24,9 @@ from kairosd.core.errors import LimitError, UsageError
 from kairosd.registry.model import (
     MAX_RESPONSE_CHARS,
     ExecutionMode,
-    TaskKind,
-    TaskRecord,
-    TaskStatus,
+    JobKind,
+    JobRecord,
+    JobStatus,
     clip,
 )
 from kairosd.system.procgroup import describe_exit
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 MAX_TIMEOUT_S = bounds.MAX_TIMEOUT_S
 SHELL_RESPONSE_CHARS = 4000  # a shell task's "response" is the tail of its stdout
-AGENT_KINDS = frozenset({TaskKind.AGENT, TaskKind.FIRE, TaskKind.CONSOLIDATION})
+AGENT_KINDS = frozenset({JobKind.AGENT, JobKind.FIRE, JobKind.CONSOLIDATION})
 
 AdapterFor = Callable[[str], AgentAdapter]
 
@@ -66,7 +66,7 @@ PolicyFor = Callable[[str, str | None], AgentPolicy]  # (agent name, cwd): defin
 class StartSpec:
     """What a start asks for. ``parent_depth`` is the starter's own ``KAIROS_TASK_DEPTH``, if any."""
 
-    kind: TaskKind = TaskKind.AGENT
+    kind: JobKind = JobKind.AGENT
     prompt: str = ""
     agent: str | None = None
     argv: list[str] | None = None
@@ -86,7 +86,7 @@ class StartSpec:
 # ---- starting ------------------------------------------------------------------------------
 
 
-def depth_for(spec: StartSpec, parent: TaskRecord | None, max_depth: int) -> int:
+def depth_for(spec: StartSpec, parent: JobRecord | None, max_depth: int) -> int:
     """The new task's depth; LimitError past ``max_depth``.
 
     The registry's own depth of a known parent wins over what a process claims; a claim only ever
@@ -106,7 +106,7 @@ def depth_for(spec: StartSpec, parent: TaskRecord | None, max_depth: int) -> int
 
 
 def effective_permissions(
-    requested: Permissions | None, limits: list[Permissions | None], parent: TaskRecord | None
+    requested: Permissions | None, limits: list[Permissions | None], parent: JobRecord | None
 ) -> Permissions:
     """The request narrowed by every limit (the agent's configured ceiling, its definition's own
     permissions) and by the parent's effective permissions.
@@ -173,13 +173,13 @@ def check_timeout(timeout_s: float | None, default: float) -> float:
 # ---- waiting -----------------------------------------------------------------------------------
 
 
-def settled(record: TaskRecord, since_turn: int | None) -> bool:
+def settled(record: JobRecord, since_turn: int | None) -> bool:
     """Whether a wait is over: terminal or interrupted; without ``since_turn``, no longer running;
     with it, a turn numbered above ``since_turn`` has finished."""
-    if record.terminal or record.status is TaskStatus.INTERRUPTED:
+    if record.terminal or record.status is JobStatus.INTERRUPTED:
         return True
     if since_turn is None:
-        return record.status is not TaskStatus.RUNNING
+        return record.status is not JobStatus.RUNNING
     return record.turns_done > since_turn
 
 
@@ -189,12 +189,12 @@ def settled(record: TaskRecord, since_turn: int | None) -> bool:
 def cut_short(*, cancelled: bool, when: str) -> dict[str, Any]:
     """The outcome of a turn ended by a cancel or by kairosd stopping."""
     if cancelled:
-        return {"ok": False, "status": TaskStatus.CANCELLED, "error": f"cancelled {when}"}
-    return {"ok": False, "status": TaskStatus.INTERRUPTED, "error": f"kairosd stopped {when}; it was not re-run"}
+        return {"ok": False, "status": JobStatus.CANCELLED, "error": f"cancelled {when}"}
+    return {"ok": False, "status": JobStatus.INTERRUPTED, "error": f"kairosd stopped {when}; it was not re-run"}
 
 
 def turn_outcome(
-    record: TaskRecord,
+    record: JobRecord,
     result: ProcessResult,
     adapter: AgentAdapter | None,
     *,
@@ -207,17 +207,17 @@ def turn_outcome(
     otherwise ``completed`` or ``failed``. A shell command is ok on exit 0; its response is its stdout.
     """
     if result.error is not None:
-        return {"ok": False, "status": TaskStatus.FAILED, "error": result.error}
+        return {"ok": False, "status": JobStatus.FAILED, "error": result.error}
     if result.timed_out:
         error = f"timed out after {record.timeout_s:g}s (process group killed)"
-        return {"ok": False, "status": TaskStatus.FAILED, "error": error, "exit_code": result.exit_code}
+        return {"ok": False, "status": JobStatus.FAILED, "error": error, "exit_code": result.exit_code}
     code = result.exit_code
     assert code is not None  # it started and was not timed out
     if adapter is None:
         ok = code == 0
         return {
             "ok": ok,
-            "status": TaskStatus.COMPLETED if ok else TaskStatus.FAILED,
+            "status": JobStatus.COMPLETED if ok else JobStatus.FAILED,
             "error": None if ok else describe_exit(code),
             "exit_code": code,
             "response": clip(result.stdout.rstrip("\n"), SHELL_RESPONSE_CHARS),
@@ -226,14 +226,14 @@ def turn_outcome(
         outcome = adapter.result(result.stdout, result.stderr, code)
     except Exception as exc:
         log.exception("task %s: the %s adapter could not read the output", record.id, record.agent)
-        return {"ok": False, "status": TaskStatus.FAILED, "error": f"adapter error: {exc}", "exit_code": code}
+        return {"ok": False, "status": JobStatus.FAILED, "error": f"adapter error: {exc}", "exit_code": code}
     session_id = outcome.session_id or session_seen or record.agent_session_id
     if not outcome.ok:
-        status = TaskStatus.FAILED
+        status = JobStatus.FAILED
     elif record.multi_turn and adapter.supports_resume and session_id:
-        status = TaskStatus.IDLE
+        status = JobStatus.IDLE
     else:
-        status = TaskStatus.COMPLETED
+        status = JobStatus.COMPLETED
     return {
         "ok": outcome.ok,
         "status": status,
@@ -245,13 +245,13 @@ def turn_outcome(
     }
 
 
-def end_changes(record: TaskRecord, outcome: dict[str, Any], now: datetime, tool_calls: int) -> dict[str, Any]:
+def end_changes(record: JobRecord, outcome: dict[str, Any], now: datetime, tool_calls: int) -> dict[str, Any]:
     """The record's changes for a turn that ended with ``outcome``: the turn finished, the new status."""
     keys = ("ok", "error", "exit_code", "response", "session_id")
     turn_fields: dict[str, Any] = {k: outcome[k] for k in keys if k in outcome}
     turn_fields["tool_calls"] = outcome.get("tool_calls", tool_calls)
     turns = [*record.turns[:-1], record.turns[-1].model_copy(update={"finished_at": now, **turn_fields})]
-    status: TaskStatus = outcome["status"]
+    status: JobStatus = outcome["status"]
     changes: dict[str, Any] = {
         "status": status,
         "queued": False,
@@ -263,7 +263,7 @@ def end_changes(record: TaskRecord, outcome: dict[str, Any], now: datetime, tool
     }
     if outcome.get("session_id"):
         changes["agent_session_id"] = outcome["session_id"]
-    if status in (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED):
+    if status in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED):
         changes["finished_at"] = now
     return changes
 

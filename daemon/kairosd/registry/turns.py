@@ -30,7 +30,7 @@ from kairosd.registry import rules, tasklog
 from kairosd.registry.book import Book
 from kairosd.registry.follow import Followers
 from kairosd.registry.limits import RegistryLimits
-from kairosd.registry.model import MAX_LINE_CHARS, ProgressInfo, TaskRecord, TaskStatus, clip
+from kairosd.registry.model import MAX_LINE_CHARS, JobRecord, JobStatus, ProgressInfo, clip
 from kairosd.registry.slots import Slots
 from kairosd.system.runner import ProcessResult, ProcessRun, ProcessSpec
 
@@ -76,12 +76,12 @@ class Turns:
 
     def launch(self, task_id: str, command: Command, adapter: AgentAdapter | None) -> None:
         book = self._book
-        if book.records[task_id].status is not TaskStatus.RUNNING:
+        if book.records[task_id].status is not JobStatus.RUNNING:
             return  # cancelled (with an ancestor) while its start or follow-up was being written
         if book.closing:
             # stop() began while the start was being written: it will not run, and says so.
             error = "kairosd stopped before it started; it was not run"
-            book.apply(task_id, {"status": TaskStatus.INTERRUPTED, "queued": False, "error": error})
+            book.apply(task_id, {"status": JobStatus.INTERRUPTED, "queued": False, "error": error})
             book.soon(book.save(task_id))
             return
         live = _Live(command, adapter)
@@ -143,7 +143,7 @@ class Turns:
                 outcome = self._outcome(task_id, live, result)
             except Exception:
                 log.exception("task %s: the turn failed inside kairosd", task_id)
-                outcome = {"ok": False, "status": TaskStatus.FAILED, "error": "internal error (see the kairosd log)"}
+                outcome = {"ok": False, "status": JobStatus.FAILED, "error": "internal error (see the kairosd log)"}
             ended = True
             await self._end(task_id, live, outcome, holding_slot=True)
         finally:
@@ -170,7 +170,7 @@ class Turns:
         await self._book.update(task_id, queued=False, turns=turns)
         return await live.process.run()
 
-    def _process_spec(self, record: TaskRecord, command: Command) -> ProcessSpec:
+    def _process_spec(self, record: JobRecord, command: Command) -> ProcessSpec:
         env = dict(os.environ if self._environ is None else self._environ)
         env.update(command.env)
         env.update(

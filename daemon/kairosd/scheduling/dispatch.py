@@ -22,7 +22,7 @@ from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
 from kairosd.core.models import Task
 from kairosd.core.records import Outcome, Run
-from kairosd.delivery.base import Delivery, Job, Result
+from kairosd.delivery.base import Delivery, Handoff, Result
 from kairosd.scheduling.firing import InFlight
 from kairosd.scheduling.ledger import RunLedger
 from kairosd.scheduling.taskbook import TaskBook
@@ -72,7 +72,7 @@ class Dispatcher:
         self.events.publish(
             "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
         )
-        job = Job(
+        handoff = Handoff(
             run_id=run.run_id,
             task_id=task.id,
             task_name=task.name,
@@ -85,7 +85,7 @@ class Dispatcher:
             meta=dict(task.meta),
             overlap=task.overlap.value,
         )
-        handle = asyncio.ensure_future(self._deliver(task, run, job))
+        handle = asyncio.ensure_future(self._deliver(task, run, handoff))
         self.inflight.add(handle)
         handle.add_done_callback(self.inflight.discard)
 
@@ -105,14 +105,14 @@ class Dispatcher:
         self.queues.clear()
         return dropped
 
-    async def _deliver(self, task: Task, run: Run, job: Job) -> None:
-        delivery = self.deliveries.get(job.target.kind)
+    async def _deliver(self, task: Task, run: Run, handoff: Handoff) -> None:
+        delivery = self.deliveries.get(handoff.target.kind)
         try:
             if delivery is None:
-                result = Result("failed", reason=f"no delivery target of kind {job.target.kind!r}")
+                result = Result("failed", reason=f"no delivery target of kind {handoff.target.kind!r}")
             else:
                 async with self._sem:
-                    result = await delivery.deliver(job)
+                    result = await delivery.deliver(handoff)
         except asyncio.CancelledError:
             result = Result("failed", reason="kairosd stopped before the target confirmed delivery")
             await self._finish(task, run, result)
@@ -128,7 +128,7 @@ class Dispatcher:
         # session's hook confirms it). The run is recorded queued and, like a finished one, frees
         # its concurrency slot and the task's overlap mark: a session may take hours to reach its
         # next turn, and holding either that long would stall other tasks and this task's own fires.
-        # The target applies the task's overlap policy to the runs it holds (Job.overlap).
+        # The target applies the task's overlap policy to the runs it holds (Handoff.overlap).
         pending = result.outcome == "pending"
         done = run.model_copy(
             update={

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from kairosd.core.errors import UsageError
 from kairosd.core.models import AgentTarget, SessionTarget, Target
-from kairosd.delivery.base import Delivery, Job, Result
+from kairosd.delivery.base import Delivery, Handoff, Result
 from kairosd.sessions.hub import SessionHub
 
 __all__ = ["SessionDelivery"]
@@ -31,8 +31,8 @@ class SessionDelivery:
         self._hub = hub
         self._deliveries = deliveries or {}  # the daemon's: a headless fallback runs through its "agent"
 
-    async def deliver(self, job: Job) -> Result:
-        return await self._hub.deliver(job)
+    async def deliver(self, handoff: Handoff) -> Result:
+        return await self._hub.deliver(handoff)
 
     async def check(self, target: Target) -> None:
         """At add time: ``fallback=headless`` needs an agent to run, and the registry to run it.

@@ -49,7 +49,7 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError
 from kairosd.core.events import EventBus
 from kairosd.core.records import Outcome
-from kairosd.delivery.base import Delivery, Job, Result
+from kairosd.delivery.base import Delivery, Handoff, Result
 from kairosd.scheduling.ledger import RunLedger
 from kairosd.sessions.core import STOP_GRACE_S as STOP_GRACE_S
 from kairosd.sessions.core import TOUCH_SAVE_DELAY_S as TOUCH_SAVE_DELAY_S
@@ -156,9 +156,9 @@ class SessionHub:
 
     # ---- the session target, expiry and the waiter ----------------------------------------------
 
-    async def deliver(self, job: Job) -> Result:
+    async def deliver(self, handoff: Handoff) -> Result:
         """The ``session`` delivery target: queue the prompt for its live session, or take the fallback now."""
-        return await self._router.deliver(job)
+        return await self._router.deliver(handoff)
 
     async def sweep(self) -> list[str]:
         """Expire sessions not seen for the ttl; their items move on or take their fallback."""

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from kairosd.core.models import AgentTarget, InboxTarget, SessionTarget
-from kairosd.delivery.base import Delivery, Job, Result
+from kairosd.delivery.base import Delivery, Handoff, Result
 from kairosd.sessions.core import SessionCore
 from kairosd.sessions.rules import describe, fire_fields, waiting_reason
 from kairosd.sessions.store import LiveSession, PendingItem
@@ -56,19 +56,19 @@ class SessionRouter:
 
     # ---- the session target -----------------------------------------------------------------
 
-    async def deliver(self, job: Job) -> Result:
+    async def deliver(self, handoff: Handoff) -> Result:
         """The ``session`` delivery target: queue the prompt for its live session, or take the fallback now."""
         started = self.clock.now()
-        target = job.target
+        target = handoff.target
         if not isinstance(target, SessionTarget):
             return Result("failed", started, self.clock.now(), reason=f"not a session target: {target.kind}")
-        held = self.store.item(job.run_id)
+        held = self.store.item(handoff.run_id)
         if held is not None:  # a repeated delivery of the same run: it is already waiting
             return Result("pending", started, reason=waiting_reason(held[0]))
-        others = self.store.items_of_task(job.task_id)
+        others = self.store.items_of_task(handoff.task_id)
         if others:
             session, first = others[0]
-            if job.overlap != "queue":
+            if handoff.overlap != "queue":
                 why = f"run {first.run_id} of this task is still {waiting_reason(session)} (overlap=skip)"
                 return Result("skipped", started, self.clock.now(), reason=why)
             if len(others) >= self.queue_limit:
@@ -78,19 +78,19 @@ class SessionRouter:
         if live is None:
             why = f"no live session matches {target.scope}" + (f" (agent {target.agent})" if target.agent else "")
             return await self.fallback(
-                job,
+                handoff,
                 target.fallback,
                 why,
                 inbox_session=target.session_id or DEFAULT_INBOX_SESSION,
                 agent=target.agent,
                 cwd=target.project,
             )
-        item = PendingItem(**fire_fields(job), prompt=job.prompt, dispatched_at=started, queued_at=started)
+        item = PendingItem(**fire_fields(handoff), prompt=handoff.prompt, dispatched_at=started, queued_at=started)
         self.store.add(live, item)
         try:
             await self.core.save_now()  # pending means durable, like the inbox's fsync
         except OSError as exc:
-            self.store.drop({job.run_id})
+            self.store.drop({handoff.run_id})
             why = f"could not record the pending item in {self.store.path}: {exc.strerror or exc}"
             return Result("failed", started, self.clock.now(), reason=why)
         self.core.notify()
@@ -98,7 +98,7 @@ class SessionRouter:
 
     async def fallback(
         self,
-        job: Job,
+        handoff: Handoff,
         fallback: str,
         why: str,
         *,
@@ -106,7 +106,7 @@ class SessionRouter:
         agent: str | None,
         cwd: str | None,
     ) -> Result:
-        """Deliver ``job`` as its target's fallback says; the result's reason starts with ``why``."""
+        """Deliver ``handoff`` as its target's fallback says; the result's reason starts with ``why``."""
         if fallback == "drop":
             return Result("skipped", self.clock.now(), self.clock.now(), reason=f"{why}; dropped (fallback=drop)")
         if fallback == "headless":
@@ -117,13 +117,13 @@ class SessionRouter:
                 why += "; fallback=headless needs an agent, and neither the target nor a session names one"
             else:
                 target = AgentTarget(agent=agent, cwd=cwd or None)
-                result = await headless.deliver(dataclasses.replace(job, target=target))
+                result = await headless.deliver(dataclasses.replace(handoff, target=target))
                 return dataclasses.replace(result, reason=f"{why}; ran headless (fallback=headless): {result.reason}")
             fallback = "inbox"
         inbox = self._deliveries.get("inbox")
         if inbox is None:
             return Result("failed", self.clock.now(), self.clock.now(), reason=f"{why}; no inbox to fall back to")
-        result = await inbox.deliver(dataclasses.replace(job, target=InboxTarget(session=inbox_session)))
+        result = await inbox.deliver(dataclasses.replace(handoff, target=InboxTarget(session=inbox_session)))
         if result.outcome == "delivered":
             where = f"delivered to inbox {inbox_session!r} (fallback={fallback})"
             return dataclasses.replace(result, reason=f"{why}; {where}")
@@ -189,7 +189,7 @@ class SessionRouter:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), remaining)
         result = await self.fallback(
-            Job(**{**fire_fields(item), "target": target}, prompt=item.prompt),
+            Handoff(**{**fire_fields(item), "target": target}, prompt=item.prompt),
             target.fallback,
             why,
             inbox_session=old.session_id,

@@ -13,7 +13,7 @@ from typing import Any
 
 from kairosd.core.errors import UsageError
 from kairosd.core.reminder import reminder_text
-from kairosd.delivery.base import Job
+from kairosd.delivery.base import Handoff
 from kairosd.sessions.store import MAX_ID_CHARS, LiveSession, PendingItem
 
 __all__ = [
@@ -59,8 +59,8 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-def fire_fields(fire: Job | PendingItem) -> dict[str, Any]:
-    """What a job, its pending item and its run all say about the fire: carried from one to the next."""
+def fire_fields(fire: Handoff | PendingItem) -> dict[str, Any]:
+    """What a handoff, its pending item and its run all say about the fire: carried from one to the next."""
     return {
         "run_id": fire.run_id,
         "task_id": fire.task_id,
@@ -69,8 +69,8 @@ def fire_fields(fire: Job | PendingItem) -> dict[str, Any]:
         "planned_for": fire.planned_for,
         "late_by_s": fire.late_by_s,
         "catch_up": fire.catch_up,
-        # A job holds the task's parsed target; an item and a run keep it as JSON.
-        "target": fire.target.model_dump(mode="json") if isinstance(fire, Job) else dict(fire.target),
+        # A handoff holds the task's parsed target; an item and a run keep it as JSON.
+        "target": fire.target.model_dump(mode="json") if isinstance(fire, Handoff) else dict(fire.target),
     }
 
 
