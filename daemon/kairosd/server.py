@@ -46,7 +46,16 @@ import h11
 
 from kairosd import bounds, protocol
 from kairosd.errors import KairosError
-from kairosd.http_types import ClientGone, Handler, Request, Response, StreamResponse, cancel_on_disconnect
+from kairosd.http_types import (
+    ClientGone,
+    EncodedJson,
+    Handler,
+    Request,
+    Response,
+    StreamResponse,
+    cancel_on_disconnect,
+    compact_json,
+)
 from kairosd.unixsocket import bind_private, peer_credentials, unlink_if_same, watch_hangup
 
 # Route modules import these from here too (the server's public face).
@@ -442,7 +451,7 @@ def _body_too_large() -> _HttpError:
 
 
 def _json_line(body: Any) -> bytes:
-    return (json.dumps(body, separators=(",", ":"), default=str) + "\n").encode()
+    return (body.data if isinstance(body, EncodedJson) else compact_json(body)) + b"\n"
 
 
 def _reason(status: int) -> bytes:
