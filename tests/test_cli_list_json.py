@@ -172,3 +172,15 @@ def test_listed_body_is_the_whole_document_encoded_at_once(kd, query):
         assert again == body
     assert b'"000000a2"' not in body
     assert b'"paused"' in body
+
+
+def test_list_json_to_a_pipe_prints_the_daemons_bytes_unparsed(kd, capsys, monkeypatch):
+    """Not parsed and encoded again (bench/bench_cli.py): the answer's bytes are the document."""
+    import kairos.client
+
+    def no_parsing(*_: Any) -> Any:
+        raise AssertionError("list --json parsed the answer")
+
+    monkeypatch.setattr(kairos.client, "_parse", no_parsing)
+    printed = _list_json(capsys, monkeypatch, tty=False)
+    assert printed.encode() == (GOLDEN / "1-added.json").read_bytes()

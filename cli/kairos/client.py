@@ -193,6 +193,14 @@ class Client:
 
     def call(self, method: str, path: str, body: Any = None, query: Mapping[str, str] | None = None) -> Any:
         """Send one request; return the parsed JSON of a 2xx answer (None if empty)."""
+        return _parse(*self._exchange(method, path, body, query))
+
+    def call_raw(self, method: str, path: str, body: Any = None, query: Mapping[str, str] | None = None) -> bytes:
+        """Send one request; return the body of a 2xx answer as it came, unparsed (an error answer raises)."""
+        return self._exchange(method, path, body, query)[1]
+
+    def _exchange(self, method: str, path: str, body: Any, query: Mapping[str, str] | None) -> tuple[int, bytes]:
+        """The status and body of a 2xx answer; an error answer raises its ApiError."""
         with self._errors():
             response = self._open(method, path, body, query)
             try:
@@ -201,7 +209,7 @@ class Client:
                 response.close()
         if not 200 <= response.status < 300:
             raise _api_error(response.status, data)
-        return _parse(response.status, data)
+        return response.status, data
 
     def stream(self, path: str, query: Mapping[str, str] | None = None) -> Generator[Any, None, None]:
         """GET a JSON-lines stream and yield its items until the server ends it.
@@ -310,6 +318,11 @@ def _target(path: str, query: Mapping[str, str] | None) -> str:
     if query:
         path += "?" + protocol.encode_query(query)
     return path
+
+
+def parse_answer(data: bytes) -> Any:
+    """What ``call`` returns for a 2xx answer whose body ``call_raw`` returned."""
+    return _parse(200, data)
 
 
 def _parse(status: int, data: bytes) -> Any:
