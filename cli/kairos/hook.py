@@ -263,6 +263,9 @@ def _max_wait(options: list[str]) -> float:
 def _wait(agent: str, session_id: str, payload: dict[str, Any], lifetime: float) -> int:
     """Claude Code's asyncRewake waiter: block until an item is due for this session, then put it on
     stderr and exit 2, which wakes the session. Exit 0 quietly on timeout, supersession or any error."""
+    import gc
+
+    gc.enable()  # kairos.__main__ turned it off for the short hook calls; this one may live for minutes
     deadline = time.monotonic() + lifetime
     path = f"/sessions/{quote(session_id)}"
     query = {"agent": agent, **{k: v for k, v in _session_body(agent, payload).items() if k != "agent"}}
