@@ -1,4 +1,5 @@
-"""What the verb modules share: a subcommand parser with examples and ``--json``, the client, the user's zone.
+"""What the verb modules share: a subcommand parser with examples and ``--json``, the client, the user's zone,
+and the pieces of their list and show handlers (a record's path, ``--json``, a table of records, a text block).
 
 Imported by every verb module at the top, so it imports nothing at the top: argparse
 loads when a parser is built (``kairos list`` is answered without one, see
@@ -10,6 +11,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from kairos.client import Client
@@ -88,6 +90,44 @@ def local_zone() -> str:
     from kairosd.clock import local_zone_name
 
     return local_zone_name()
+
+
+def item_path(collection: str, item_id: str, action: str = "") -> str:
+    """``/COLLECTION/ID[/ACTION]`` with the id quoted: an id typed by a person must not reach another route."""
+    from kairosd.protocol import quote
+
+    return f"/{collection}/{quote(item_id)}" + (f"/{action}" if action else "")
+
+
+def printed_json(args: argparse.Namespace, doc: Any) -> bool:
+    """With ``--json``, print ``doc`` (all the handler has to do) and say so; else leave it to the handler."""
+    if not args.json:
+        return False
+    from kairos.output import print_json
+
+    print_json(doc)
+    return True
+
+
+def print_records(
+    records: Sequence[dict[str, Any]], empty: str, headers: list[str], row: Callable[[dict[str, Any], str], list[str]]
+) -> bool:
+    """A table of ``records``, a ``row(record, zone)`` each (times in the user's zone), or the line ``empty``
+    when there is none; whether there was any."""
+    if not records:
+        print(empty)
+        return False
+    from kairos.output import print_table
+
+    zone = local_zone()
+    print_table(headers, [row(record, zone) for record in records])
+    return True
+
+
+def print_block(label: str, text: str) -> None:
+    """``label:`` with ``text`` below it, indented: a task's prompt, a background task's response."""
+    print(f"{label}:")
+    print(_indent(text, "  "))
 
 
 def installed_script(name: str, option: str) -> str:

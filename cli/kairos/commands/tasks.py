@@ -11,8 +11,8 @@ handlers. Must not import pydantic, asyncio or any kairosd module that does I/O
 
 from __future__ import annotations
 
-from kairos.commands.common import client, local_zone, make_parser
-from kairos.output import fmt_seconds, fmt_time, print_fields, print_table
+from kairos.commands.common import client, item_path, make_parser, print_block, print_records, printed_json
+from kairos.output import fmt_seconds, fmt_time, print_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,10 +23,7 @@ if TYPE_CHECKING:
 
 
 def task_path(task_id: str, action: str = "") -> str:
-    from kairosd.protocol import quote
-
-    # Quote: an id typed by a person must not be able to reach another route.
-    return f"/tasks/{quote(task_id)}" + (f"/{action}" if action else "")
+    return item_path("tasks", task_id, action)
 
 
 # ---- registration ---------------------------------------------------------
@@ -191,27 +188,20 @@ def _safe(text: Any) -> str:
 
 
 def cmd_problems(args: argparse.Namespace) -> int:
-    from kairos.output import one_line, print_json, terminal_columns
+    from kairos.output import one_line, terminal_columns
 
     doc = client().call("GET", "/quarantine")
-    if args.json:
-        print_json(doc)
+    if printed_json(args, doc):
         return 0
     entries = doc.get("entries") or []
-    if not entries:
-        print("no tasks set aside")
-        return 0
-    zone = local_zone()
     width = max(terminal_columns() - 40, 30)
-    rows = [
-        [
-            _safe(e.get("id") or "-")[:20],
-            fmt_time(e.get("quarantined_at"), zone),
-            one_line(_safe(e.get("reason") or "-"), width),
-        ]
-        for e in entries
-    ]
-    print_table(["ID", "SET ASIDE", "REASON"], rows)
+
+    def row(e: dict[str, Any], zone: str) -> list[str]:
+        reason = one_line(_safe(e.get("reason") or "-"), width)
+        return [_safe(e.get("id") or "-")[:20], fmt_time(e.get("quarantined_at"), zone), reason]
+
+    if not print_records(entries, "no tasks set aside", ["ID", "SET ASIDE", "REASON"], row):
+        return 0
     print(f"{len(entries)} task(s) set aside in {doc.get('path')}")
     print("to restore one: fix the record there and re-create it (kairos add, or move it into the store; see README)")
     return 0
@@ -224,27 +214,25 @@ def cmd_list(args: argparse.Namespace) -> int:
         return _print_list_json()
     doc = client().call("GET", "/tasks", query={"view": "summary"})
     tasks = doc.get("tasks") or []
-    if not tasks:
-        print("no tasks (add one with: kairos add '0 9 * * 1-5' PROMPT)")
+    empty = "no tasks (add one with: kairos add '0 9 * * 1-5' PROMPT)"
+    if not print_records(tasks, empty, ["ID", "NEXT", "SCHEDULE", "TARGET", "NAME/PROMPT"], _list_row):
         return 0
-    zone = local_zone()
-    rows = [
-        [
-            str(t["id"]),
-            _next_text(t, zone) + (" *" if t.get("running") else ""),
-            _schedule_text(t, zone),
-            target_text(t.get("target")),
-            t.get("name") or t.get("prompt") or "",
-        ]
-        for t in tasks
-    ]
-    print_table(["ID", "NEXT", "SCHEDULE", "TARGET", "NAME/PROMPT"], rows)
     if any(t.get("running") for t in tasks):
         print("* running now")
     for t in tasks:
         if t.get("paused_reason"):
             print(f"! {t['id']} paused by kairos: {_safe(t['paused_reason'])}")
     return 0
+
+
+def _list_row(t: dict[str, Any], zone: str) -> list[str]:
+    return [
+        str(t["id"]),
+        _next_text(t, zone) + (" *" if t.get("running") else ""),
+        _schedule_text(t, zone),
+        target_text(t.get("target")),
+        t.get("name") or t.get("prompt") or "",
+    ]
 
 
 def _print_list_json() -> int:
@@ -305,13 +293,9 @@ def _target_detail(target: Any) -> str:
 
 def cmd_show(args: argparse.Namespace) -> int:
     import json
-    import textwrap
-
-    from kairos.output import print_json
 
     doc = client().call("GET", task_path(args.id))
-    if args.json:
-        print_json(doc)
+    if printed_json(args, doc):
         return 0
     task = doc["task"]
     status = str(task.get("status", "?")) + (", running now" if task.get("running") else "")
@@ -337,8 +321,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     print_fields(fields, 13)
     fires = fire_lines(task) or ["-"]
     print(f"{'next:':<12} " + ("\n" + " " * 13).join(fires))
-    print("prompt:")
-    print(textwrap.indent(str(task.get("prompt", "")), "  "))
+    print_block("prompt", str(task.get("prompt", "")))
     return 0
 
 
@@ -374,11 +357,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _set_paused(args: argparse.Namespace, action: str) -> int:
-    from kairos.output import print_json
-
     doc = client().call("POST", task_path(args.id, action))
-    if args.json:
-        print_json(doc)
+    if printed_json(args, doc):
         return 0
     task = doc["task"]
     if action == "pause":
@@ -390,11 +370,8 @@ def _set_paused(args: argparse.Namespace, action: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
     doc = client().call("POST", task_path(args.id, "run"))
-    if args.json:
-        print_json(doc)
+    if printed_json(args, doc):
         return 0
     run = doc["run"]
     line = f"dispatched run {run.get('run_id', '?')} of task {run.get('task_id', args.id)}"
