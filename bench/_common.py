@@ -111,9 +111,9 @@ def far_future_cron(i: int) -> str:
 
 def write_store(home: Path, n_tasks: int, extra: Sequence[Any] = ()) -> None:
     """Write a store with ``n_tasks`` idle yearly tasks (plus ``extra`` Task objects) before kairosd starts."""
-    from kairosd.clock import SystemClock
-    from kairosd.models import new_task
-    from kairosd.store import SCHEMA_VERSION, JsonStore, StoreState
+    from kairosd.core.clock import SystemClock
+    from kairosd.core.models import new_task
+    from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 
     now = datetime.now(UTC) - timedelta(seconds=1)
     tasks = [

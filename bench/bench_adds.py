@@ -52,7 +52,7 @@ def adds_per_s(client_factory, clients: int, seconds: float) -> float:  # type: 
 
 
 def rewrites_per_s(size: int, seconds: float) -> float:
-    from kairosd.atomic import write_atomic
+    from kairosd.system.atomic import write_atomic
 
     data = os.urandom(size)
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="kba") as folder:

@@ -57,7 +57,7 @@ def _parse(value: str) -> datetime:
 
 def kairos_lateness(n_tasks: int, n_fires: int, window_s: float, lead_s: float) -> dict[str, Any]:
     """Lateness in seconds of ``n_fires`` one-shots among ``n_tasks`` tasks."""
-    from kairosd.models import new_task
+    from kairosd.core.models import new_task
 
     with daemon("kbf") as d:
         now = datetime.now(UTC)

@@ -12,7 +12,7 @@ Goal (issue 16): the nothing-due median <= 2x the baseline (issue 5 asked for 5x
 
 kairosd: a real one (``python -m kairosd`` in a temporary KAIROS_HOME) when it serves the session
 routes; otherwise (before the composition root wires them) the same parts built in this process
-by ``kairosd.sessions_wiring.build_sessions``, served on a real socket from a background thread.
+by ``kairosd.sessions.wiring.build_sessions``, served on a real socket from a background thread.
 ``--daemon real|inproc`` forces one.
 
     python bench/bench_hook.py [--repeats R] [--daemon auto|real|inproc]
@@ -58,20 +58,20 @@ class InprocKairosd:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
     def start(self) -> None:
-        from kairosd.api import Api
-        from kairosd.clock import SystemClock
+        from kairosd.api.server import UnixHttpServer
+        from kairosd.core.clock import SystemClock
+        from kairosd.core.events import EventBus
         from kairosd.delivery.base import Delivery
         from kairosd.delivery.inbox import InboxDelivery
-        from kairosd.events import EventBus
-        from kairosd.inbox import InboxStore
-        from kairosd.ledger import MissedLedger, RunLedger
-        from kairosd.paths import Paths
-        from kairosd.scheduler import Scheduler
-        from kairosd.server import UnixHttpServer
-        from kairosd.service import Service
-        from kairosd.sessions_wiring import build_sessions
-        from kairosd.store import StoreState
-        from kairosd.taskbook import TaskBook
+        from kairosd.scheduling.api import Api
+        from kairosd.scheduling.ledger import MissedLedger, RunLedger
+        from kairosd.scheduling.scheduler import Scheduler
+        from kairosd.scheduling.service import Service
+        from kairosd.scheduling.taskbook import TaskBook
+        from kairosd.sessions.wiring import build_sessions
+        from kairosd.store.inbox import InboxStore
+        from kairosd.store.store import StoreState
+        from kairosd.system.paths import Paths
         from kairosd.testing import InMemoryStore
 
         async def build() -> None:

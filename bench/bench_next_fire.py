@@ -23,8 +23,8 @@ from _common import Row
 from croniter import croniter
 from cronsim import CronSim
 
-from kairosd.schedule.cron import parse_cron
-from kairosd.schedule.fires import iter_fires, next_fire
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.fires import iter_fires, next_fire
 
 # ~20 representative expressions; names and ranges in the shared grammar of all three libraries.
 EXPRESSIONS = [

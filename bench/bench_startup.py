@@ -5,7 +5,7 @@ The store is written before each start; "ready" is the first successful
 Median of ``--repeats`` starts each.
 
 Baselines, same run: a bare ``python -c pass`` (time) and a bare interpreter's
-RSS, and the time to ``import kairosd.daemon`` alone (what any start pays; with
+RSS, and the time to ``import kairosd.app.daemon`` alone (what any start pays; with
 the cycle collector off, as ``kairosd`` imports it).
 
 Goal (issue 8): with 10,000 tasks, <= 1 s and <= 60 MB.
@@ -39,7 +39,7 @@ def bare_rss_mb() -> float:
 
 
 def import_s(repeats: int) -> float:
-    return median_run_s([sys.executable, "-c", "import gc; gc.disable(); import kairosd.daemon"], repeats)
+    return median_run_s([sys.executable, "-c", "import gc; gc.disable(); import kairosd.app.daemon"], repeats)
 
 
 def start_once(n_tasks: int) -> tuple[float, float]:
@@ -85,7 +85,9 @@ def run(args: argparse.Namespace) -> list[Row]:
                 rss <= 60 if goal else None,
             ),
         ]
-    rows.append(Row("start-up, 0 tasks", "import kairosd.daemon", imports * 1e3, "ms", "python -c pass", base_s * 1e3))
+    rows.append(
+        Row("start-up, 0 tasks", "import kairosd.app.daemon", imports * 1e3, "ms", "python -c pass", base_s * 1e3)
+    )
     return rows
 
 

@@ -453,14 +453,14 @@ def write_config(home: Path, text: str) -> None:
 SERVER = """
 import asyncio, os, signal, sys
 from kairosd.agents.adapters import adapter_for
-from kairosd.api import Api
-from kairosd.clock import SystemClock
+from kairosd.scheduling.api import Api
+from kairosd.core.clock import SystemClock
 from kairosd.config import load_config
 from kairosd.consolidation.wiring import build_consolidation
-from kairosd.events import EventBus
-from kairosd.paths import Paths
+from kairosd.core.events import EventBus
+from kairosd.system.paths import Paths
 from kairosd.registry.wiring import build_registry
-from kairosd.server import UnixHttpServer
+from kairosd.api.server import UnixHttpServer
 
 
 async def main():
@@ -482,8 +482,8 @@ async def main():
     sessions = None
     if os.environ.get("MINI_WITH_SESSIONS") == "1":
         # The wiring the composition root does (see kairosd.consolidation.wiring).
-        from kairosd.ledger import RunLedger
-        from kairosd.sessions_wiring import build_sessions
+        from kairosd.scheduling.ledger import RunLedger
+        from kairosd.sessions.wiring import build_sessions
 
         ledger = RunLedger(paths.state_dir / "runs.jsonl", clock)
         ledger.load()

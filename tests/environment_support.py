@@ -3,8 +3,7 @@
 kairos reads many variables (``KAIROS_*``, Claude Code's kill switch and Stop-hook
 cap, ``NO_COLOR``); a developer who has one set, or a CI run inside a kairos task
 (``KAIROS_TASK_ID``, ``KAIROS_SPAWNED``), must get the same results as a clean
-shell. ``KAIROS_WRITE_GOLDEN``, which steers the test run itself, is read here
-first (:data:`WRITE_GOLDEN`).
+shell.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-# Rewrite the golden files of the byte-for-byte tests instead of comparing with them.
-WRITE_GOLDEN = os.environ.get("KAIROS_WRITE_GOLDEN") == "1"
 # Read by kairos besides its own KAIROS_* names.
 READ_BY_KAIROS = ("CLAUDE_CODE_DISABLE_CRON", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "NO_COLOR")
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
-from kairosd.errors import UsageError
-from kairosd.events import EventBus
+from kairosd.core.errors import UsageError
+from kairosd.core.events import EventBus
 from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.persist import RecordStore
 from kairosd.registry.registry import Registry

@@ -3,11 +3,12 @@
 :class:`Kairosd` wires the real pieces the way ``kairosd/daemon.py`` does (a real
 ``UnixHttpServer`` on a socket under a short ``KAIROS_HOME``, ``Api``, ``Service``,
 ``Scheduler``, run ledger, inbox, and the parts from
-:func:`kairosd.sessions_wiring.build_sessions`), on an event loop in a background
+:func:`kairosd.sessions.wiring.build_sessions`), on an event loop in a background
 thread, so a blocking client (``kairos hook`` called in-process, or a real
 ``kairos`` process) can talk to it from the test's thread. The clock is a
 ``FakeClock``: fires are made with ``kairos run`` (``Scheduler.run_now``), and
-expiry and claim leases move by hand.
+expiry and claim leases move by hand. Started with ``agents``, it also runs a real
+registry of those fake agents behind the ``agent`` target and headless fallbacks.
 
 :func:`call_hook` runs ``kairos.hook.main`` in-process with a payload on stdin and
 captures what it writes, fast enough to run many per test.
@@ -23,28 +24,31 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from registry_support import FakeAdapter, adapters, make_registry
 
-from kairosd.api import Api
+from kairosd.api.server import UnixHttpServer
+from kairosd.core.events import EventBus
+from kairosd.core.records import Run
 from kairosd.delivery.base import Delivery
 from kairosd.delivery.inbox import InboxDelivery
-from kairosd.events import EventBus
-from kairosd.inbox import InboxStore
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.paths import Paths
-from kairosd.records import Run
-from kairosd.scheduler import Scheduler, SchedulerConfig
-from kairosd.server import UnixHttpServer
-from kairosd.service import Service
-from kairosd.sessions_wiring import SessionParts, build_sessions
-from kairosd.store import StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.registry.delivery import AgentDelivery
+from kairosd.registry.registry import Registry
+from kairosd.scheduling.api import Api
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.service import Service
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.sessions.wiring import SessionParts, build_sessions
+from kairosd.store.inbox import InboxStore
+from kairosd.store.store import StoreState
+from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock, InMemoryStore
 
 WAIT_S = 10.0  # the bound of every wait; passing runs take far less
@@ -88,6 +92,7 @@ class Kairosd:
         self.thread = threading.Thread(target=self.loop.run_forever, name="kairosd-loop", daemon=True)
         self.thread.start()
         self.extra_deliveries: dict[str, Delivery] = {}
+        self.registry: Registry | None = None
 
     # -- running things on the daemon's loop ------------------------------------------------------
 
@@ -102,7 +107,10 @@ class Kairosd:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def start(self, *, registry: Callable[[Kairosd], Delivery] | None = None) -> Kairosd:
+    def start(self, *, agents: Sequence[FakeAdapter] = ()) -> Kairosd:
+        """Wire and serve. With ``agents``, a real registry of them (found by name) runs the ``agent``
+        deliveries and headless fallbacks; it publishes on an event bus of its own, not the daemon's."""
+
         async def build() -> None:
             paths, clock = self.paths, self.clock
             for folder in (paths.state_dir, paths.runtime_dir, paths.data_dir):
@@ -123,8 +131,10 @@ class Kairosd:
             events.publish = capture  # type: ignore[method-assign]
             self.inbox = InboxStore(paths.data_dir / "inbox", clock)
             self.deliveries: dict[str, Delivery] = {"inbox": InboxDelivery(self.inbox, clock)}
-            if registry is not None:
-                self.deliveries["agent"] = registry(self)
+            if agents:
+                self.registry = make_registry(self.home, agents[0], clock=clock)
+                self.registry._adapter_for = adapters(*agents)  # type: ignore[assignment]
+                self.deliveries["agent"] = AgentDelivery(self.registry, clock)
             self.stop_event = asyncio.Event()
             self.sessions: SessionParts = build_sessions(
                 paths, clock, events, self.ledger, self.deliveries, default_tz="UTC", closing=self.stop_event,
@@ -146,6 +156,8 @@ class Kairosd:
 
     def stop(self) -> None:
         async def teardown() -> None:
+            if self.registry is not None:
+                await self.registry.stop()
             self.stop_event.set()  # as daemon.py does first: waiters let go, so closing the server is quick
             await self.server.close(grace_s=2.0)
             await self.scheduler.shutdown(2.0)

@@ -14,9 +14,8 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, run
 from session_support import Kairosd, remove_home, short_home
 
-from kairosd.delivery.agent import AgentDelivery
+from kairosd.core.errors import UsageError
 from kairosd.delivery.webhook import WebhookDelivery
-from kairosd.errors import UsageError
 from kairosd.registry.registry import StartSpec
 from kairosd.testing import FakeClock
 
@@ -57,17 +56,10 @@ def kd_agents(tmp_path):
     home = short_home()
     missing = FakeAdapter(tmp_path / "no-such-claude", name="claude")
     present = FakeAdapter(fake_agent(tmp_path), name="fake")
-
-    def registry(daemon: Kairosd) -> AgentDelivery:
-        daemon.registry = make_registry(daemon.home, missing, clock=daemon.clock)
-        daemon.registry._adapter_for = {"claude": missing, "fake": present}.__getitem__  # type: ignore[assignment]
-        return AgentDelivery(daemon.registry, daemon.clock)
-
-    daemon = Kairosd(home).start(registry=registry)
+    daemon = Kairosd(home).start(agents=[missing, present])
     try:
         yield daemon
     finally:
-        daemon.run(daemon.registry.stop())
         daemon.stop()
         remove_home(home)
 

@@ -20,11 +20,7 @@ from hypothesis import strategies as st
 
 from kairosd.agents.adapters import (
     BUILTIN,
-    DefinitionAdapter,
     adapter_for,
-    available_adapters,
-    cli_for,
-    resolve_adapter,
 )
 from kairosd.agents.base import AgentAdapter, Permissions, Progress, TurnOutcome, TurnRequest, narrow
 from kairosd.agents.claude import ClaudeAdapter
@@ -35,7 +31,7 @@ from kairosd.agents.custom import CustomAdapter, CustomSpec
 from kairosd.agents.gemini import GeminiAdapter
 from kairosd.agents.opencode import OpencodeAdapter, permission_config
 from kairosd.config import Config
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 RESUMABLE = ("claude", "copilot", "codex", "gemini", "opencode")
 
@@ -539,41 +535,9 @@ def test_adapter_for_applies_the_config(fakes):
         UsageError, match=r"no agent CLI named 'claud' \(available: claude, copilot, codex, opencode, mine\)"
     ):
         adapter_for("claud", config)
-    assert list(available_adapters(config)) == ["claude", "copilot", "codex", "opencode", "mine"]
-    for adapter in available_adapters(Config()).values():
-        assert adapter.supports_resume
-
-
-@pytest.mark.slow
-def test_a_definition_runs_on_its_cli_with_its_instructions_and_narrower_permissions(fakes, project, tmp_path):
-    agents = project / ".claude" / "agents"
-    agents.mkdir(parents=True)
-    (agents / "reviewer.md").write_text(
-        "---\nname: reviewer\ndescription: reviews\nmodel: opus\ntools: Read, Grep\npermission_mode: plan\n---\n"
-        "You review diffs.\n"
-    )
-    config = Config.model_validate({"agents": {"claude": {"binary": str(fakes["claude"])}}})
-    adapter = resolve_adapter("agent:reviewer", config, project, str(tmp_path / "home"))
-    assert isinstance(adapter, DefinitionAdapter)
-    assert (adapter.name, adapter.binary, adapter.supports_resume) == ("claude", str(fakes["claude"]), True)
-    assert cli_for("reviewer", config, project, str(tmp_path / "home")) == "claude"
-    log = tmp_path / "runs.jsonl"
-    request = TurnRequest("check it", permissions=Permissions("acceptEdits", None, frozenset({"Grep"})))
-    outcome, _, _ = run(adapter, request, project, FAKE_AGENT_LOG=str(log))
-    assert outcome.ok, outcome.error
-    argv = json.loads(log.read_text())["argv"]
-    assert "--append-system-prompt=You review diffs." in argv
-    assert argv[argv.index("--model") + 1] == "opus"
-    assert "--permission-mode=plan" in argv
-    assert "--tools=Read" in argv
-    assert argv[argv.index("--disallowedTools") + 1 :] == ["Grep"]
-    # A bare CLI name is the CLI itself; the built-in rem-agent is found without a cwd.
-    assert isinstance(resolve_adapter("claude", config), ClaudeAdapter)
-    rem = resolve_adapter("rem-agent", config, home=str(tmp_path / "home"))
-    assert isinstance(rem, DefinitionAdapter)
-    assert "--tools=Glob,Grep,Read" in rem.command(TurnRequest("consolidate")).argv
-    with pytest.raises(UsageError, match="no agent named 'nobody'"):
-        resolve_adapter("nobody", config, project, str(tmp_path / "home"))
+    assert [name for name in config.agent_names()] == ["claude", "copilot", "codex", "opencode", "mine"]
+    for name in Config().agent_names():
+        assert adapter_for(name, Config()).supports_resume
 
 
 _json = st.recursive(

@@ -1,4 +1,4 @@
-"""The store's anchors kept in step with the run ledger (kairosd.anchors), without a scheduler loop.
+"""The store's anchors kept in step with the run ledger (kairosd.scheduling.anchors), without a scheduler loop.
 
 A real TaskBook over an in-memory store that fails on demand, a real RunLedger
 in tmp_path, a FakeClock. Background writes are flushed and awaited, never slept for.
@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from kairosd.anchors import Anchors
-from kairosd.errors import StoreError
-from kairosd.events import EventBus
-from kairosd.firing import Advance
-from kairosd.ledger import RunLedger
-from kairosd.models import Task, new_task
-from kairosd.plan import Fire
-from kairosd.records import Outcome, Run
-from kairosd.store import StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.core.errors import StoreError
+from kairosd.core.events import EventBus
+from kairosd.core.models import Task, new_task
+from kairosd.core.plan import Fire
+from kairosd.core.records import Outcome, Run
+from kairosd.scheduling.anchors import Anchors
+from kairosd.scheduling.firing import Advance
+from kairosd.scheduling.ledger import RunLedger
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.store import StoreState
 from kairosd.testing import FakeClock, InMemoryStore
 
 T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)
@@ -165,7 +165,7 @@ def test_recover_applies_the_anchors_the_store_lost_and_says_so(tmp_path, caplog
         update={"dispatched_at": None, "finished_at": SLOT, "outcome": Outcome.MISSED}
     )
     s.ledger.record_many([fired_run(rec, SLOT), missed, fired_run(current, SLOT)])
-    with caplog.at_level(logging.WARNING, logger="kairosd.scheduler"):
+    with caplog.at_level(logging.WARNING, logger="kairosd.scheduling.scheduler"):
         s.anchors.recover()
     assert s.book.get(rec.id).last_scheduled_for == SLOT
     assert s.book.get(rec.id).last_fired_at == SLOT

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kairosd.api import Api
-from kairosd.session_api import session_routes
+from kairosd.scheduling.api import Api
+from kairosd.sessions.api import session_routes
 
 
 async def _handler(*_: Any) -> Any:  # never called: only the table is under test

@@ -15,10 +15,10 @@ from typing import Any
 
 from test_scheduler import T0, Harness, task
 
-from kairosd import scheduler as scheduler_module
-from kairosd.inbox import InboxStore
-from kairosd.records import Outcome
-from kairosd.service import Service
+from kairosd.core.records import Outcome
+from kairosd.scheduling import scheduler as scheduler_module
+from kairosd.scheduling.service import Service
+from kairosd.store.inbox import InboxStore
 
 
 def _paused_with_reason(h: Harness, task_id: str, *words: str) -> str:

@@ -19,7 +19,7 @@ from kairosd.agents.catalog import (
     search_dirs,
 )
 from kairosd.config import Config
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 
 def definition(folder: Path, file: str, name: str, body: str = "", **keys: str) -> Path:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kairosd.claude_compat import claude_task_to_v2, dropped_keys, read_claude_tasks
-from kairosd.errors import UsageError
-from kairosd.migrations import SCHEMA_VERSION, migrate, schema_version_of
-from kairosd.models import CatchUp, CreatedBy, Task
+from kairosd.core.errors import UsageError
+from kairosd.core.models import CatchUp, CreatedBy, Task
+from kairosd.store.claude_compat import claude_task_to_v2, dropped_keys, read_claude_tasks
+from kairosd.store.migrations import SCHEMA_VERSION, migrate, schema_version_of
 
 ZONE = "America/New_York"
 

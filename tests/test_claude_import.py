@@ -13,15 +13,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kairosd.events import EventBus
-from kairosd.inbox import InboxStore
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.models import InboxTarget
-from kairosd.records import Outcome
-from kairosd.scheduler import Scheduler
-from kairosd.service import Service
-from kairosd.store import JsonStore, StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.core.events import EventBus
+from kairosd.core.models import InboxTarget
+from kairosd.core.records import Outcome
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler
+from kairosd.scheduling.service import Service
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.inbox import InboxStore
+from kairosd.store.store import JsonStore, StoreState
 from kairosd.testing import FakeClock, FakeDelivery, InMemoryStore
 
 NOW = datetime(2026, 3, 2, 23, 0, tzinfo=UTC)
@@ -290,8 +290,8 @@ def test_an_import_with_a_far_slot_neither_crashes_nor_saves_what_would_crash(tm
 def test_project_sends_the_imported_tasks_to_a_live_session_there(tmp_path: Path) -> None:
     import pytest
 
-    from kairosd.errors import UsageError
-    from kairosd.models import SessionTarget
+    from kairosd.core.errors import UsageError
+    from kairosd.core.models import SessionTarget
 
     doc = {"tasks": [{"id": "aa11bb22", "cron": "0 9 * * *", "prompt": "p", "createdAt": ms(NOW), "target": {}}]}
 

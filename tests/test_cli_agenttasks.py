@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_verbs import FakeDaemon, Recorded, Stream
+from test_cli_verbs import ANY_QUERY, FakeDaemon, Recorded, Stream
 
 from kairos.app import run
 
@@ -145,7 +145,7 @@ def test_start_wait_long_polls_until_the_turn_ends(fake, capsys):
     """--wait sends mode sync, then long-polls /wait until it is not timed out; prints the response."""
     fake.routes[("POST", "/v1/registry")] = (201, {"task": _task()})
     answers = iter([(200, {"task": _task(), "timed_out": True}), _settled()])
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = lambda req: next(answers)
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=60.000")] = lambda req: next(answers)
     code, out, err = _run(capsys, "start", "--agent", "claude", "--wait", "go")
     assert (code, err) == (0, "")
     assert out == f"{TASK_ID} idle after turn 1\nfixed it\n"
@@ -198,6 +198,7 @@ def test_list_table_and_status_filter(fake, capsys):
         _task(status="running", queued=True),
         _task(id="t1111111111", kind="shell", agent=None, argv=["make", "test"], status="failed", turns_done=1),
     ]
+    fake.routes[("GET", "/v1/registry?status=running")] = (200, {"tasks": tasks, "registry": {}})
     fake.routes[("GET", "/v1/registry")] = (200, {"tasks": tasks, "registry": {}})
     code, out, _ = _run(capsys, "list", "--status", "running")
     assert code == 0
@@ -208,6 +209,7 @@ def test_list_table_and_status_filter(fake, capsys):
     assert fake.requests[0].query == {"status": "running"}
     code, out, _ = _run(capsys, "ls", "--json")
     assert json.loads(out)["tasks"][1]["id"] == "t1111111111"
+    assert [r.target for r in fake.requests] == ["/v1/registry?status=running", "/v1/registry"]
 
 
 def test_list_empty(fake, capsys):
@@ -244,24 +246,27 @@ def test_show_prints_fields_turns_and_response(fake, capsys):
 
 def test_wait_exit_codes(fake, capsys):
     """wait exits 0 when the task ended idle or completed, 1 when it failed; --since-turn is passed on."""
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = _settled()
+    # What is left of --timeout 5 when the poll is sent is a little under 5 s: any query here, checked below.
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}")] = _settled()
     code, out, _ = _run(capsys, "wait", TASK_ID, "--since-turn", "0", "--timeout", "5")
     assert (code, out) == (0, f"{TASK_ID} idle after turn 1\nfixed it\n")
     (req,) = fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")
+    assert sorted(name for name, _ in req.pairs) == ["since_turn", "timeout"]
     assert req.query["since_turn"] == "0"
     assert 4 < float(req.query["timeout"]) <= 5
     failed = {"task": _task(status="failed", turns_done=1, error="exit code 2"), "timed_out": False}
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = (200, failed)
+    del fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}")]
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=60.000")] = (200, failed)
     assert _run(capsys, "wait", TASK_ID) == (1, f"{TASK_ID} failed after turn 1: exit code 2\n", "")
 
 
 def test_wait_timeout_is_one_poll_and_exit_1(fake, capsys):
     """--timeout 0 polls once with timeout 0 and reports the task still running."""
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = (200, {"task": _task(), "timed_out": True})
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=0.000")] = (200, {"task": _task(), "timed_out": True})
     code, out, err = _run(capsys, "wait", TASK_ID, "--timeout", "0")
     assert (code, out) == (1, "")
     assert err == f"kairos: task {TASK_ID} is still running (timed out waiting)\n"
-    assert [r.query["timeout"] for r in fake.requests] == ["0.000"]
+    assert [r.target for r in fake.requests] == [f"/v1/registry/{TASK_ID}/wait?timeout=0.000"]
 
 
 def test_logs_reads_every_chunk(fake, capsys):
@@ -272,15 +277,15 @@ def test_logs_reads_every_chunk(fake, capsys):
         text = "first line\n" if offset == 0 else "second line\n"
         return 200, {"text": text, "offset": offset, "next_offset": offset + len(text), "size": 23, "status": "idle"}
 
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/logs")] = chunk
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/logs?{ANY_QUERY}")] = chunk
     assert _run(capsys, "logs", TASK_ID) == (0, "first line\nsecond line\n", "")
-    assert [r.query["offset"] for r in fake.requests] == ["0", "11"]
+    assert [r.query for r in fake.requests] == [{"offset": "0"}, {"offset": "11"}]
 
 
 def test_logs_follow_prints_lines_until_the_end_marker(fake, capsys):
     """-f streams the lines; the end marker prints nothing; --json prints each item."""
     items = [{"seq": 0, "line": "a"}, {"seq": 1, "line": "b"}, {"end": True, "status": "completed"}]
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/logs")] = Stream(items)
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/logs?follow=1")] = Stream(items)
     assert _run(capsys, "logs", "-f", TASK_ID) == (0, "a\nb\n", "")
     assert fake.requests[0].query == {"follow": "1"}
     _, out, _ = _run(capsys, "logs", "-f", "--json", TASK_ID)
@@ -306,7 +311,7 @@ def test_send_and_close(fake, capsys, monkeypatch):
     assert _run(capsys, "send", TASK_ID, "add", "a", "test") == (0, f"sent turn 2 to {TASK_ID}\n", "")
     assert fake.sent("POST", f"/v1/registry/{TASK_ID}/send")[0].body == {"message": "add a test"}
     monkeypatch.setattr(sys, "stdin", io.StringIO("from stdin\n"))
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait")] = _settled()
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=60.000")] = _settled()
     code, out, _ = _run(capsys, "send", "--wait", TASK_ID, "-")
     assert (code, out) == (0, f"{TASK_ID} idle after turn 1\nfixed it\n")
     assert fake.sent("POST", f"/v1/registry/{TASK_ID}/send")[1].body == {"message": "from stdin\n"}

@@ -25,7 +25,7 @@ import pytest
 from kairos.app import run
 from kairos.client import Client
 from kairos.commands import systemd as sd
-from kairosd.sdnotify import SYSTEMD_VARS
+from kairosd.system.sdnotify import SYSTEMD_VARS
 
 FAKE_SYSTEMCTL = """#!{python}
 import json, os, signal, sys, time

@@ -3,6 +3,13 @@
 The fake is a tiny threaded HTTP server on a Unix socket under a short temp dir
 ($KAIROS_HOME/run/kairosd.sock): it answers canned JSON per route and records
 every request, so each test checks both what the CLI sent and what it printed.
+
+A route is a method and a request target, and the target's query is part of it:
+``("GET", "/v1/tasks?view=summary")`` answers only that query (its pairs in any
+order), ``("GET", "/v1/tasks")`` only a request without one. A request that sends a
+filter the test did not name gets a 404 and the CLI fails, so a wrong filter cannot
+pass. A route whose query is ``*`` (``"/v1/registry/ID/wait?*"``) takes any query,
+for a callable route that checks the query it is given.
 """
 
 from __future__ import annotations
@@ -41,9 +48,32 @@ class Stream:
 @dataclass
 class Recorded:
     method: str
-    path: str
-    query: dict[str, str]
+    target: str  # the request target as sent: path and query, still percent-encoded
     body: Any
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.target).path
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """The query's name=value pairs, decoded, in the order sent (a repeated name stays repeated)."""
+        return parse_qsl(urlsplit(self.target).query, keep_blank_values=True)
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query as kairosd reads it: a repeated name keeps its last value (route matching sees every pair)."""
+        return dict(self.pairs)
+
+
+ANY_QUERY = "*"
+
+
+def _matches(route_target: str, req: Recorded) -> bool:
+    path, _, query = route_target.partition("?")
+    if path != req.path:
+        return False
+    return query == ANY_QUERY or sorted(parse_qsl(query, keep_blank_values=True)) == sorted(req.pairs)
 
 
 Answer = tuple[int, Any] | Stream
@@ -62,15 +92,17 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _handle(self) -> None:
-        url = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        req = Recorded(self.command, url.path, dict(parse_qsl(url.query)), json.loads(raw) if raw else None)
+        req = Recorded(self.command, self.path, json.loads(raw) if raw else None)
         fake = self.server.fake
         fake.requests.append(req)
-        route = fake.routes.get((req.method, req.path))
+        route = fake.route_for(req)
         if route is None:
-            answer: Answer = (404, {"error": {"code": "not_found", "message": f"no such endpoint: {req.path}"}})
+            # kairosd's own answer for a path it does not know; a test's route with another query says so.
+            known = any(m == req.method and t.partition("?")[0] == req.path for m, t in fake.routes)
+            message = f"no route with this query: {req.target}" if known else f"no such endpoint: {req.path}"
+            answer: Answer = (404, {"error": {"code": "not_found", "message": message}})
         else:
             answer = route(req) if callable(route) else route
         if isinstance(answer, Stream):
@@ -116,7 +148,15 @@ class FakeDaemon:
             self.server.server_close()
             self.thread.join(timeout=5)
 
+    def route_for(self, req: Recorded) -> Route | None:
+        """The route whose method, path and query all match ``req`` (a query-less route matches no query)."""
+        for (method, target), route in self.routes.items():
+            if method == req.method and _matches(target, req):
+                return route
+        return None
+
     def sent(self, method: str, path: str) -> list[Recorded]:
+        """The requests of ``method`` to ``path``, whatever their query."""
         return [r for r in self.requests if r.method == method and r.path == path]
 
 
@@ -367,8 +407,9 @@ def test_add_json(fake, capsys):
 
 
 def test_list_table(fake, capsys):
-    """`list` prints a table with next fire (or paused/done), schedule, target and name or prompt."""
-    fake.routes[("GET", "/v1/tasks")] = (
+    """`list` asks for the summary view and prints a table with next fire (or paused/done), schedule, target
+    and name or prompt."""
+    fake.routes[("GET", "/v1/tasks?view=summary")] = (
         200,
         {
             "tasks": [
@@ -389,6 +430,7 @@ def test_list_table(fake, capsys):
     )
     code, out, err = _run(capsys, "ls")
     assert (code, err) == (0, "")
+    assert [r.target for r in fake.requests] == ["/v1/tasks?view=summary"]
     lines = out.splitlines()
     assert lines[0].split() == ["ID", "NEXT", "SCHEDULE", "TARGET", "NAME/PROMPT"]
     assert lines[1].split() == ["3f2a9c1d", "2026-11-23", "09:00:00+01:00", "0", "9", "*", "*", "1-5",
@@ -405,13 +447,15 @@ def test_list_table(fake, capsys):
 
 
 def test_list_json_and_empty(fake, capsys):
-    """`list --json` prints the daemon's document; an empty list says so."""
+    """`list --json` asks for the full views (no query) and prints the daemon's document; an empty list says so."""
     fake.routes[("GET", "/v1/tasks")] = (200, {"tasks": []})
+    fake.routes[("GET", "/v1/tasks?view=summary")] = (200, {"tasks": []})
     code, out, _ = _run(capsys, "list", "--json")
     assert (code, json.loads(out)) == (0, {"tasks": []})
     code, out, _ = _run(capsys, "list")
     assert code == 0
     assert out.startswith("no tasks")
+    assert [r.target for r in fake.requests] == ["/v1/tasks", "/v1/tasks?view=summary"]
 
 
 def test_show(fake, capsys):
@@ -434,7 +478,7 @@ def test_a_task_kairos_paused_says_why_in_list_and_show(fake, capsys):
     """Issue #13: a task paused because it broke shows the reason (control characters escaped)."""
     reason = "kairos could not expire this task (OverflowError: date value out of range\x1b[31m); it was paused"
     paused = _task(status="paused", paused=True, planned_for=None, next_fires=[], paused_reason=reason)
-    fake.routes[("GET", "/v1/tasks")] = (200, {"tasks": [paused]})
+    fake.routes[("GET", "/v1/tasks?view=summary")] = (200, {"tasks": [paused]})
     fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": paused})
     code, out, _ = _run(capsys, "list")
     assert code == 0
@@ -538,7 +582,7 @@ def _run_record(**over: Any) -> dict[str, Any]:
 
 def test_history(fake, capsys):
     """`history ID -n N` queries task and limit and prints a runs table."""
-    fake.routes[("GET", "/v1/runs")] = (
+    fake.routes[("GET", "/v1/runs?task=3f2a9c1d&limit=5")] = (
         200,
         {
             "runs": [
@@ -559,7 +603,7 @@ def test_history(fake, capsys):
 
 def test_history_empty_and_bad_n(fake, capsys):
     """No runs says so; -n out of range is a usage error."""
-    fake.routes[("GET", "/v1/runs")] = (200, {"runs": []})
+    fake.routes[("GET", "/v1/runs?limit=20")] = (200, {"runs": []})
     assert _run(capsys, "history")[:2] == (0, "no runs yet\n")
     assert fake.requests[0].query == {"limit": "20"}
     assert _run(capsys, "history", "-n", "0")[0] == 2
@@ -631,7 +675,7 @@ def _item(**over: Any) -> dict[str, Any]:
 
 def test_inbox_list(fake, capsys):
     """`inbox --session S --all` passes the query and prints each item with its full prompt."""
-    fake.routes[("GET", "/v1/inbox")] = (200, {"items": [_item(catch_up=True, late_by_s=65)]})
+    fake.routes[("GET", "/v1/inbox?session=work&all=1")] = (200, {"items": [_item(catch_up=True, late_by_s=65)]})
     code, out, _ = _run(capsys, "inbox", "--session", "work", "--all")
     assert code == 0
     assert fake.requests[0].query == {"session": "work", "all": "1"}
@@ -641,6 +685,7 @@ def test_inbox_list(fake, capsys):
     )
     fake.routes[("GET", "/v1/inbox")] = (200, {"items": []})
     assert _run(capsys, "inbox")[:2] == (0, "inbox is empty\n")
+    assert fake.requests[-1].target == "/v1/inbox"  # no session and no all: the default inbox, unread only
 
 
 def test_inbox_ack(fake, capsys):
@@ -666,7 +711,7 @@ def quick_reconnect(monkeypatch):
 
 def test_inbox_follow_json_lines(fake, capsys, quick_reconnect):
     """`inbox --follow --json` streams follow=1 and prints one JSON line per item."""
-    fake.routes[("GET", "/v1/inbox")] = Stream([_item(), _item(id="r2")])
+    fake.routes[("GET", "/v1/inbox?session=work&follow=1")] = Stream([_item(), _item(id="r2")])
     code, out, err = _run(capsys, "inbox", "--follow", "--session", "work", "--json")
     assert fake.requests[0].query == {"session": "work", "follow": "1"}
     assert [json.loads(line)["id"] for line in out.splitlines()] == ["r0123456789ab", "r2"]
@@ -683,7 +728,7 @@ def test_inbox_follow_reconnects_when_kairosd_restarts(fake, capsys, quick_recon
     def inbox(req: Recorded) -> Answer:
         return next(answers, (503, {"error": {"code": "unavailable", "message": "stopping"}}))
 
-    fake.routes[("GET", "/v1/inbox")] = inbox
+    fake.routes[("GET", "/v1/inbox?follow=1")] = inbox
     code, out, err = _run(capsys, "inbox", "--follow", "--json")
     assert [json.loads(line)["id"] for line in out.splitlines()] == ["r1", "r2"]
     notices = err.splitlines()
@@ -708,7 +753,7 @@ def test_inbox_follow_ctrl_c_exits_0(fake, capsys, monkeypatch):
 def test_watch(fake, capsys):
     """`watch --type a,b --type c --session S` passes types and session and prints JSON lines."""
     events = [{"type": "run_started", "run_id": "r1"}, {"type": "missed", "task_id": "3f2a9c1d"}]
-    fake.routes[("GET", "/v1/events")] = Stream(events)
+    fake.routes[("GET", "/v1/events?types=run_started,missed&session=s")] = Stream(events)
     _code, out, _ = _run(capsys, "watch", "--type", "run_started,missed", "--type", "missed", "--session", "s")
     assert fake.requests[0].query == {"types": "run_started,missed", "session": "s"}
     assert [json.loads(line) for line in out.splitlines()] == events

@@ -10,8 +10,8 @@ import pytest
 
 from kairosd.agents.base import Permissions
 from kairosd.config import BUILTIN_AGENTS, HOOK_EVENTS, Config, config_path, load_config
-from kairosd.errors import ConfigError
-from kairosd.paths import Paths
+from kairosd.core.errors import ConfigError
+from kairosd.system.paths import Paths
 
 
 @pytest.fixture
@@ -273,13 +273,13 @@ def test_the_example_config_is_valid(paths):
 
 def test_every_part_shares_one_set_of_defaults(tmp_path):
     """The config said a 10 s kill grace and 4 at once; the shell target used 5 s and the scheduler 8."""
-    from kairosd.clock import SystemClock
     from kairosd.config import Limits
+    from kairosd.core.clock import SystemClock
     from kairosd.delivery.shell import ShellDelivery
-    from kairosd.lifecycle import LifecycleHooks
     from kairosd.registry.limits import RegistryLimits
-    from kairosd.registry.runner import ProcessRun
-    from kairosd.scheduler import SchedulerConfig
+    from kairosd.scheduling.scheduler import SchedulerConfig
+    from kairosd.system.lifecycle import LifecycleHooks
+    from kairosd.system.runner import ProcessRun
 
     config = Limits()
     registry = RegistryLimits()

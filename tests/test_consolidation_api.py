@@ -1,4 +1,4 @@
-"""Consolidation and board routes through kairosd.api.Api, and the CLI (kairos consolidate, kairos board)
+"""Consolidation and board routes through kairosd.scheduling.api.Api, and the CLI (kairos consolidate, kairos board)
 against the real socket server."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from registry_support import run
 from test_consolidation_service import Harness
 
 from kairos.app import run as kairos
-from kairosd.api import Api
+from kairosd.api.server import Request, Response, UnixHttpServer
 from kairosd.consolidation.api import consolidation_routes
-from kairosd.errors import NotFoundError, UsageError
+from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.registry.api import registry_routes
 from kairosd.registry.model import TaskKind
 from kairosd.registry.registry import StartSpec
-from kairosd.server import Request, Response, UnixHttpServer
+from kairosd.scheduling.api import Api
 
 
 def _api(h: Harness) -> Api:

@@ -23,7 +23,7 @@ from kairosd.consolidation.board import (
 )
 from kairosd.consolidation.board_render import render_context
 from kairosd.consolidation.extract import Candidate
-from kairosd.errors import ConflictError, KairosError, NotFoundError, UsageError
+from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
 from kairosd.testing import FakeClock
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,10 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation.service import Consolidation
-from kairosd.events import EventBus
-from kairosd.paths import Paths
+from kairosd.core.events import EventBus
 from kairosd.registry.model import TaskStatus
 from kairosd.registry.registry import Registry, StartSpec
+from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock
 
 
@@ -232,16 +233,30 @@ def test_gate_user_turns_allows_three(tmp_path):
     run(main())
 
 
-def test_a_copilot_transcript_written_after_session_end_is_waited_for(tmp_path):
+def test_a_copilot_transcript_written_after_session_end_is_waited_for(tmp_path, monkeypatch):
     """Copilot CLI writes events.jsonl only after its sessionEnd hook ran: the gate read it one turn short
     (or found no file) and skipped the session. The real CLI showed it in the compatibility suite."""
+    from kairosd.consolidation import service
+
+    looked = threading.Event()  # the gate read the transcript's path and found no file there
+    count_human_turns = service.count_human_turns
+
+    def counting(*args: Any) -> Any:
+        try:
+            return count_human_turns(*args)
+        except FileNotFoundError:
+            looked.set()
+            raise
+
+    monkeypatch.setattr(service, "count_human_turns", counting)
 
     async def main() -> None:
         h = await Harness(tmp_path).start()
         transcript = h.root / "copilot" / "events.jsonl"
 
         async def copilot_writes_it_later() -> None:
-            await asyncio.sleep(0.3)
+            # Only once the gate has looked and found nothing, so the test shows that it waits.
+            assert await asyncio.to_thread(looked.wait, WAIT_S), "the gate never looked for the transcript"
             done = write_transcript(h.root / "copilot-src", "copilot", str(h.project))
             transcript.parent.mkdir(parents=True, exist_ok=True)
             done.rename(transcript)

@@ -20,7 +20,7 @@ from kairosd.consolidation.entries import Candidate
 from kairosd.consolidation.extract import extract
 from kairosd.consolidation.supersede import ruled_out, supersedes
 from kairosd.consolidation.transcripts import read_file
-from kairosd.errors import ConflictError, NotFoundError, UsageError
+from kairosd.core.errors import ConflictError, NotFoundError, UsageError
 from kairosd.testing import FakeClock
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)

@@ -31,9 +31,9 @@ from cronsim import CronSim, CronSimError
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kairosd.errors import CronSyntaxError
-from kairosd.schedule.cron import CronExpr, parse_cron
-from kairosd.schedule.fires import iter_fires
+from kairosd.core.errors import CronSyntaxError
+from kairosd.core.schedule.cron import CronExpr, parse_cron
+from kairosd.core.schedule.fires import iter_fires
 
 N_FIRES = 12
 ZONES = [

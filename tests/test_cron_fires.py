@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kairosd.schedule.cron import parse_cron
-from kairosd.schedule.fires import iter_fires, next_fire
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.fires import iter_fires, next_fire
 
 B, NY, LH, SCL, CHA = (
     "Europe/Berlin",

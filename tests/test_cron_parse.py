@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kairosd.errors import CronSyntaxError
-from kairosd.schedule.cron import parse_cron
-from kairosd.schedule.explain import explain
+from kairosd.core.errors import CronSyntaxError
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.explain import explain
 
 MINUTES = tuple(range(60))
 HOURS = tuple(range(24))

@@ -15,9 +15,9 @@ import pytest
 from fake_agents import write_fake_agents
 
 from kairos.app import run
+from kairosd.api.server import Request
+from kairosd.app.doctor import doctor_report, doctor_routes, local_report
 from kairosd.config import Config
-from kairosd.doctor import doctor_report, doctor_routes, local_report
-from kairosd.server import Request
 
 
 @pytest.fixture

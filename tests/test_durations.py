@@ -1,11 +1,11 @@
-"""Durations and `/loop`-style intervals as cron (kairosd.schedule.durations)."""
+"""Durations and `/loop`-style intervals as cron (kairosd.core.schedule.durations)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kairosd.errors import InvalidTimeError, UsageError
-from kairosd.schedule.durations import every_to_cron, format_duration, parse_duration
+from kairosd.core.errors import InvalidTimeError, UsageError
+from kairosd.core.schedule.durations import every_to_cron, format_duration, parse_duration
 
 
 @pytest.mark.parametrize(

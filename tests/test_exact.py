@@ -1,4 +1,4 @@
-"""One-shots pinned to an exact second: ``--in`` and ``--at`` (kairosd.schedule.exact)."""
+"""One-shots pinned to an exact second: ``--in`` and ``--at`` (kairosd.core.schedule.exact)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from kairosd.errors import InvalidTimeError
-from kairosd.schedule.exact import resolve_at, resolve_in
+from kairosd.core.errors import InvalidTimeError
+from kairosd.core.schedule.exact import resolve_at, resolve_in
 
 BERLIN = ZoneInfo("Europe/Berlin")
 UTCZ = ZoneInfo("UTC")

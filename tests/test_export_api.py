@@ -25,11 +25,11 @@ import pytest
 from kairos import documents
 from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import TurnRequest
+from kairosd.app.daemon import agent_policy
 from kairosd.config import Config
-from kairosd.daemon import agent_policy
-from kairosd.errors import NotFoundError, UsageError
-from kairosd.export_api import Exporter
-from kairosd.models import AgentTarget, InboxTarget, ShellTarget, Task, new_task
+from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.models import AgentTarget, InboxTarget, ShellTarget, Task, new_task
+from kairosd.export.api import Exporter
 
 NOW = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
 

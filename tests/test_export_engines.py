@@ -24,11 +24,11 @@ from zoneinfo import ZoneInfo
 import pytest
 import yaml
 
+from kairosd.core.models import AgentTarget, CatchUp, InboxTarget, Overlap, ShellTarget, Task, new_task
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.fires import iter_fires
 from kairosd.export import Job, Options, Refused, render
 from kairosd.export.crontext import standard_cron
-from kairosd.models import AgentTarget, CatchUp, InboxTarget, Overlap, ShellTarget, Task, new_task
-from kairosd.schedule.cron import parse_cron
-from kairosd.schedule.fires import iter_fires
 
 NOW = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
 BIN = Path(sys.executable).parent

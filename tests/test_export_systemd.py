@@ -4,7 +4,7 @@ For many expressions (both of cron's day rules, steps, lists, month ends, leap
 days) in zones with and without DST (whole-hour, 30-minute and 45-minute
 offsets, midnight transitions), ``systemd-analyze calendar --base-time=...
 --iterations=N`` on the exported ``OnCalendar=`` lines must give the same fire
-instants as ``kairosd.schedule``, from an ordinary date and from just before
+instants as ``kairosd.core.schedule``, from an ordinary date and from just before
 each spring-forward and fall-back change. Where they differ, the difference
 must be exactly a DST case the export warned about (by date), and every
 warned date must really differ. ``systemd-analyze verify`` accepts the units.
@@ -25,12 +25,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from kairosd.core.models import AgentTarget, CatchUp, InboxTarget, Overlap, ShellTarget, Task, new_task
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.fires import iter_fires
 from kairosd.export import Job, Options, Refused, render
 from kairosd.export.common import _transitions
 from kairosd.export.systemd import on_calendar, quote
-from kairosd.models import AgentTarget, CatchUp, InboxTarget, Overlap, ShellTarget, Task, new_task
-from kairosd.schedule.cron import parse_cron
-from kairosd.schedule.fires import iter_fires
 
 NOW = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
 ITERATIONS = 24

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kairosd.filesafety import Problem, check_command, check_file, command_files, problem
+from kairosd.system.filesafety import Problem, check_command, check_file, command_files, problem
 
 ME = os.getuid()
 

@@ -1,4 +1,4 @@
-"""The scheduler's decisions (kairosd.firing) as plain function calls on a fixed ``now``.
+"""The scheduler's decisions (kairosd.scheduling.firing) as plain function calls on a fixed ``now``.
 
 No loop, no ledgers, no clock: each test builds tasks, lists their due slots
 and checks the Decision value: which runs start, queue or are skipped, which
@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 
-from kairosd import firing
-from kairosd.firing import (
+from kairosd.core.models import CatchUp, CreatedBy, Overlap, Task, new_task
+from kairosd.core.plan import Fire
+from kairosd.core.records import Outcome
+from kairosd.scheduling import firing
+from kairosd.scheduling.firing import (
     NOT_RUNNING,
     TOO_BUSY,
     Decision,
@@ -26,9 +29,6 @@ from kairosd.firing import (
     due_slots,
     fire_now,
 )
-from kairosd.models import CatchUp, CreatedBy, Overlap, Task, new_task
-from kairosd.plan import Fire
-from kairosd.records import Outcome
 
 NOW = datetime(2026, 3, 5, 10, 30, tzinfo=UTC)
 THREE_DAYS_AGO = datetime(2026, 3, 2, 10, tzinfo=UTC)  # last handled slot of the hourly tasks below

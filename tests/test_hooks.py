@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from registry_support import FakeAdapter, fake_agent, make_registry
+from registry_support import FakeAdapter, fake_agent
 from session_support import (
     Kairosd,
     call_hook,
@@ -29,11 +29,10 @@ from session_support import (
     wait_for,
 )
 
-from kairosd.delivery.agent import AgentDelivery
-from kairosd.errors import UsageError
-from kairosd.records import Outcome
-from kairosd.session_hub import MAX_CHAIN
-from kairosd.sessions import CLAIM_LEASE
+from kairosd.core.errors import UsageError
+from kairosd.core.records import Outcome
+from kairosd.sessions.hub import MAX_CHAIN
+from kairosd.sessions.store import CLAIM_LEASE
 
 STOP = {"claude": "Stop", "copilot": "agentStop", "codex": "Stop", "gemini": "AfterAgent"}
 START = {"claude": "SessionStart", "copilot": "sessionStart", "codex": "SessionStart", "gemini": "SessionStart"}
@@ -383,17 +382,10 @@ def test_headless_without_a_registry_falls_back_to_the_inbox_and_says_so(kd):
 
 @pytest.fixture
 def kd_with_registry(home, tmp_path) -> Iterator[Kairosd]:
-    adapter = FakeAdapter(fake_agent(tmp_path), name="claude")
-
-    def registry(daemon: Kairosd) -> AgentDelivery:
-        daemon.registry = make_registry(daemon.home, adapter, events=None, clock=daemon.clock)
-        return AgentDelivery(daemon.registry, daemon.clock)
-
-    daemon = Kairosd(home).start(registry=registry)
+    daemon = Kairosd(home).start(agents=[FakeAdapter(fake_agent(tmp_path), name="claude")])
     try:
         yield daemon
     finally:
-        daemon.run(daemon.registry.stop())
         daemon.stop()
 
 

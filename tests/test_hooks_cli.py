@@ -16,8 +16,8 @@ from session_support import fixture, hook_home, hook_kd, session_of, wait_for
 
 from kairos.app import build_parser, run
 from kairos.commands.add import build_add_request
-from kairosd.errors import UsageError
-from kairosd.records import Outcome
+from kairosd.core.errors import UsageError
+from kairosd.core.records import Outcome
 
 KAIROS = shutil.which("kairos", path=str(Path(sys.executable).parent)) or "kairos"
 # Shared with the other hook tests; pytest knows them as the fixtures ``home`` and ``kd``.

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from registry_support import until
 
+from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Job
 from kairosd.delivery.inbox import InboxDelivery
-from kairosd.errors import NotFoundError, UsageError
-from kairosd.inbox import ACKED_RETENTION, InboxStore, session_file_name
-from kairosd.jsonlog import JsonLog
-from kairosd.records import InboxItem
+from kairosd.store.inbox import ACKED_RETENTION, InboxStore, session_file_name
+from kairosd.store.jsonlog import JsonLog
 from kairosd.testing import FakeClock, FakeDelivery
 
 T0 = datetime(2026, 5, 4, 9, 30, tzinfo=UTC)
@@ -318,8 +319,7 @@ def test_fake_delivery_holds_runs_in_flight_and_is_idempotent(clock: FakeClock) 
         first = asyncio.create_task(fake.deliver(_job("r1")))
         repeat = asyncio.create_task(fake.deliver(_job("r1")))
         other = asyncio.create_task(fake.deliver(_job("r2")))
-        await asyncio.sleep(0)
-        assert fake.in_flight == {"r1", "r2"}
+        await until(lambda: fake.in_flight == {"r1", "r2"}, "both runs to be in flight")
         assert not first.done()
         gate.set()
         results = await asyncio.gather(first, repeat, other)

@@ -1,4 +1,4 @@
-"""Deterministic jitter seeded from the task id (kairosd.schedule.jitter)."""
+"""Deterministic jitter seeded from the task id (kairosd.core.schedule.jitter)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from kairosd.errors import InvalidTimeError
-from kairosd.schedule.jitter import JitterPolicy, jitter_fraction, parse_jitter, planned_time
+from kairosd.core.errors import InvalidTimeError
+from kairosd.core.schedule.jitter import JitterPolicy, jitter_fraction, parse_jitter, planned_time
 
 UTCZ = ZoneInfo("UTC")
 HALF = "80000000"  # frac = 0x80000000 / 2**32 = 0.5

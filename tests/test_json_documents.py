@@ -20,7 +20,7 @@ from session_support import Kairosd, hook_home
 
 from kairos import documents
 from kairos.app import build_parser, run
-from kairosd.quarantine import Quarantine
+from kairosd.store.quarantine import Quarantine
 
 __all__ = ["hook_home"]  # the fixture `home`, used below
 

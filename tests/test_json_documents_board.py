@@ -18,8 +18,8 @@ from test_consolidation_service import Harness
 
 from kairos import documents
 from kairos.app import run as kairos
+from kairosd.api.server import UnixHttpServer
 from kairosd.consolidation.entries import Candidate
-from kairosd.server import UnixHttpServer
 
 __all__ = ["home"]  # the fixture, used below
 

@@ -16,7 +16,7 @@ from test_registry_api import _api, home
 
 from kairos import documents
 from kairos.app import run as kairos
-from kairosd.server import UnixHttpServer
+from kairosd.api.server import UnixHttpServer
 
 __all__ = ["home"]  # the fixture, used below
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kairosd.jsonlog import JsonLog
+from kairosd.store.jsonlog import JsonLog
 
 
 def _mode(path: Path) -> int:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from kairosd.errors import NotFoundError, UsageError
-from kairosd.jsonlog import JsonLog
-from kairosd.ledger import INTERRUPTED_REASON, MissedLedger, RunLedger
-from kairosd.records import MissedRecord, Outcome, Run
+from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.records import MissedRecord, Outcome, Run
+from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedger
+from kairosd.store.jsonlog import JsonLog
 from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

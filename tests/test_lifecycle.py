@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from registry_support import run, until, write_script
 
-from kairosd.events import EventBus
-from kairosd.lifecycle import LifecycleHooks
+from kairosd.core.events import EventBus
+from kairosd.system.lifecycle import LifecycleHooks
 from kairosd.testing import FakeClock
 
 # Appends its event (stdin) and KAIROS_HOOK_EVENT to a JSON-lines file.
@@ -82,7 +82,7 @@ def test_a_hanging_hook_is_killed_at_its_timeout_and_logged(tmp_path: Path, capl
     """A hook that ignores SIGTERM is killed after its timeout and grace; the next event's hook still runs."""
     recorder = write_script(tmp_path, "recorder", RECORDER)
     out = tmp_path / "events.jsonl"
-    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    caplog.set_level(logging.WARNING, logger="kairosd.system.lifecycle")
 
     async def main() -> None:
         bus = EventBus(FakeClock().now)
@@ -111,7 +111,7 @@ def test_a_hanging_hook_is_killed_at_its_timeout_and_logged(tmp_path: Path, capl
 
 def test_failing_and_missing_hooks_are_logged_and_never_raise(tmp_path: Path, caplog):
     """A non-zero exit (with its output) and a command that does not exist are warnings, nothing more."""
-    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    caplog.set_level(logging.WARNING, logger="kairosd.system.lifecycle")
 
     async def main() -> None:
         bus = EventBus(FakeClock().now)
@@ -200,7 +200,7 @@ def _run_hook(argv: list[str]) -> LifecycleHooks:
 @pytest.mark.parametrize("mode", [0o775, 0o757, 0o777])
 def test_a_hook_others_can_write_is_refused_and_not_run(tmp_path: Path, caplog, mode):
     """A group- or world-writable hook script is not run; the warning names the file, why and the fix."""
-    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    caplog.set_level(logging.WARNING, logger="kairosd.system.lifecycle")
     script = write_script(_hook_folder(tmp_path), "notify", MARKER)
     script.chmod(mode)
     marker = tmp_path / "ran"
@@ -244,7 +244,7 @@ def test_a_safe_hook_runs_and_a_fixed_one_runs_again(tmp_path: Path):
 
 def test_a_hook_in_a_folder_its_group_can_write_is_refused_unless_sticky(tmp_path: Path, caplog):
     """Others could replace a safe file in a group-writable folder; a sticky folder (like /tmp) stops that."""
-    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    caplog.set_level(logging.WARNING, logger="kairosd.system.lifecycle")
     folder = _hook_folder(tmp_path)
     script = write_script(folder, "notify", MARKER)
     folder.chmod(0o770)
@@ -264,7 +264,7 @@ def test_a_hook_in_a_folder_its_group_can_write_is_refused_unless_sticky(tmp_pat
 
 @pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
 def test_a_hook_owned_by_another_user_is_refused(tmp_path: Path, caplog):
-    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    caplog.set_level(logging.WARNING, logger="kairosd.system.lifecycle")
     script = write_script(_hook_folder(tmp_path), "notify", MARKER)
     os.chown(script, 65534, -1)
     marker = tmp_path / "ran"
@@ -278,7 +278,7 @@ def test_a_hook_owned_by_another_user_is_refused(tmp_path: Path, caplog):
 
 def test_the_script_of_an_interpreter_hook_is_checked(tmp_path: Path, caplog):
     """["sh", SCRIPT]: sh itself is safe, but a group-writable script is refused all the same."""
-    caplog.set_level(logging.WARNING, logger="kairosd.lifecycle")
+    caplog.set_level(logging.WARNING, logger="kairosd.system.lifecycle")
     script = _hook_folder(tmp_path) / "notify.sh"
     script.write_text(MARKER)
     script.chmod(0o664)  # not executable: sh reads it

@@ -21,8 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kairosd.errors import LockHeldError
-from kairosd.locking import LockRecord, StoreLock, read_owner
+from kairosd.core.errors import LockHeldError
+from kairosd.store.locking import LockRecord, StoreLock, read_owner
 from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 11, 21, 23, 15, 2, tzinfo=UTC)
@@ -32,8 +32,8 @@ WAIT_S = 20.0
 CHILD = """
 import sys
 from pathlib import Path
-from kairosd.clock import SystemClock
-from kairosd.locking import StoreLock
+from kairosd.core.clock import SystemClock
+from kairosd.store.locking import StoreLock
 lock = StoreLock(Path(sys.argv[1]), SystemClock())
 lock.acquire()
 print("locked", flush=True)
@@ -181,7 +181,7 @@ def test_stale_lock_from_dead_pid(lock_path: Path, clock: FakeClock, caplog: pyt
     """A record naming an exited process is taken over with reason 'dead' and a warning."""
     pid = _exited_pid()
     _write_record(lock_path, pid, proc_start=1.0)
-    with caplog.at_level(logging.WARNING, logger="kairosd.locking"), StoreLock(lock_path, clock):
+    with caplog.at_level(logging.WARNING, logger="kairosd.store.locking"), StoreLock(lock_path, clock):
         pass
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert f"taking over stale lock from pid {pid}: dead" in warnings

@@ -1,4 +1,4 @@
-"""The task model: validation, defaults per creator, unknown fields (kairosd.models)."""
+"""The task model: validation, defaults per creator, unknown fields (kairosd.core.models)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from kairosd.errors import InvalidTimeError
-from kairosd.models import (
+from kairosd.core.errors import InvalidTimeError
+from kairosd.core.models import (
     AGENT_DEFAULT_EXPIRY_DAYS,
     CatchUp,
     CreatedBy,

@@ -1,4 +1,4 @@
-"""Upcoming fires: scheduled time plus jitter gives the planned time (kairosd.plan)."""
+"""Upcoming fires: scheduled time plus jitter gives the planned time (kairosd.core.plan)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kairosd.models import Task, new_task
-from kairosd.plan import Fire, fire_for, scheduled_after, upcoming
+from kairosd.core.models import Task, new_task
+from kairosd.core.plan import Fire, fire_for, scheduled_after, upcoming
 
 T0 = datetime(2026, 6, 1, 8, 10, tzinfo=UTC)  # 10:10 in Berlin
 HALF = "80000000"  # jitter fraction 0.5

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from kairosd.events import EventBus
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.models import new_task
-from kairosd.records import Outcome
-from kairosd.scheduler import Scheduler
-from kairosd.store import JsonStore
-from kairosd.taskbook import TaskBook
+from kairosd.core.events import EventBus
+from kairosd.core.models import new_task
+from kairosd.core.records import Outcome
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.store import JsonStore
 from kairosd.testing import FakeClock, FakeDelivery
 
 T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)
@@ -117,7 +117,7 @@ def test_a_record_set_aside_twice_is_kept_once(tmp_path: Path) -> None:
 
 def test_nothing_is_dropped_when_the_quarantine_cannot_be_written(tmp_path: Path) -> None:
     """The record goes to quarantine first: if that fails, the start is refused and the store kept."""
-    from kairosd.errors import StoreError
+    from kairosd.core.errors import StoreError
 
     clock = FakeClock(T0)
     path = tmp_path / "scheduled_tasks.json"

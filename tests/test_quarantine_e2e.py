@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from test_e2e import Env, env  # noqa: F401 - env is the fixture
 
-from kairosd.models import new_task
+from kairosd.core.models import new_task
 
 pytestmark = pytest.mark.slow
 

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from registry_support import FakeAdapter, fake_agent, make_registry, run
+from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
 from kairosd.agents.base import Permissions
-from kairosd.errors import ConflictError, LimitError, NotFoundError, UsageError
-from kairosd.events import EventBus
+from kairosd.core.errors import ConflictError, LimitError, NotFoundError, UsageError
+from kairosd.core.events import EventBus
 from kairosd.registry.model import ExecutionMode, TaskKind, TaskStatus
 from kairosd.registry.registry import AgentPolicy, Registry, StartSpec
 from kairosd.testing import FakeClock
@@ -32,13 +32,14 @@ async def _collect(bus: EventBus, body) -> list[dict]:
         async for event in stream:
             seen.append(event)
 
-    task = asyncio.create_task(reader())
-    await asyncio.sleep(0)
+    task = asyncio.create_task(reader())  # subscribed above: it gets every event from here on
     await body()
-    await asyncio.sleep(0)
+    # A closed bus drops what its readers have not taken yet: close once the reader took a last marker.
+    bus.publish("collected")
+    await until(lambda: bool(seen) and seen[-1]["type"] == "collected", "the reader to take every event")
     bus.close()
     await task
-    return seen
+    return seen[:-1]
 
 
 def test_agent_turn_completes_idle_with_response_progress_and_log(tmp_path, adapter):

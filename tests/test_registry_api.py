@@ -1,4 +1,4 @@
-"""The registry's HTTP routes: through kairosd.api.Api.add_routes (parsing, errors, long-poll bounds, logs
+"""The registry's HTTP routes: through kairosd.scheduling.api.Api.add_routes (parsing, errors, long-poll bounds, logs
 and their follow stream), and once end to end: the real socket server and the `kairos task` CLI."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, run
 
 from kairos.app import run as kairos
-from kairosd.api import Api
-from kairosd.errors import ConflictError, NotFoundError, UsageError
+from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
+from kairosd.core.errors import ConflictError, NotFoundError, UsageError
 from kairosd.registry.api import registry_routes
 from kairosd.registry.registry import Registry
-from kairosd.server import Request, Response, StreamResponse, UnixHttpServer
+from kairosd.scheduling.api import Api
 
 
 def _api(reg: Registry) -> Api:
@@ -220,10 +220,10 @@ def test_cli_against_the_real_server(home, tmp_path, adapter, capsys, monkeypatc
 def test_build_registry_wires_routes_the_agent_target_and_hooks(tmp_path, adapter):
     """build_registry: limits from config and env, routes that Api accepts, the agent delivery, and hooks
     that hear the registry's events; start() recovers, stop() ends everything."""
-    from kairosd.clock import SystemClock
-    from kairosd.events import EventBus
-    from kairosd.paths import Paths
+    from kairosd.core.clock import SystemClock
+    from kairosd.core.events import EventBus
     from kairosd.registry.wiring import build_registry
+    from kairosd.system.paths import Paths
 
     out = tmp_path / "hook.json"
     paths = Paths(tmp_path / "state", tmp_path / "run", tmp_path / "data", tmp_path / "config")

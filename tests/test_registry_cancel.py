@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from registry_support import FakeAdapter, fake_agent, gone, make_registry, run, until, wait_file
 
-from kairosd.errors import ConflictError
+from kairosd.core.errors import ConflictError
 from kairosd.registry.model import TaskKind, TaskStatus
 from kairosd.registry.registry import StartSpec
 

@@ -30,7 +30,7 @@ def bump(delta):
         peak = int(open(peak_path).read() or 0) if os.path.exists(peak_path) else 0
         open(peak_path, "w").write(str(max(peak, now)))
 bump(1)
-time.sleep(0.2)
+time.sleep(0.2)  # stay running a while: tasks started over the cap would overlap here (what is tested)
 bump(-1)
 """
 

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
-from kairosd.delivery.agent import AgentDelivery
+from kairosd.core.events import EventBus
+from kairosd.core.models import AgentTarget, new_task
+from kairosd.core.records import Outcome
 from kairosd.delivery.base import Job
-from kairosd.events import EventBus
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.models import AgentTarget, new_task
-from kairosd.records import Outcome
+from kairosd.registry.delivery import AgentDelivery
 from kairosd.registry.model import TaskKind, TaskStatus
-from kairosd.scheduler import Scheduler
-from kairosd.store import StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.store import StoreState
 from kairosd.testing import FakeClock, InMemoryStore
 
 T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)

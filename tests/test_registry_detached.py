@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from registry_support import gone, make_registry, run, until
 
-from kairosd.errors import UnavailableError
-from kairosd.events import EventBus
+from kairosd.core.errors import UnavailableError
+from kairosd.core.events import EventBus
 from kairosd.registry.model import TaskKind, TaskStatus
 from kairosd.registry.registry import StartSpec
 from kairosd.testing import FakeClock
@@ -117,7 +117,7 @@ def test_wait_returns_when_the_owner_finishes(tmp_path):
         reg = make_registry(tmp_path)
         record = await reg.record_external(_spec(tmp_path))
         waiter = asyncio.ensure_future(reg.wait(record.id, 10))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one turn for it to start; that it keeps waiting has no event to await
         assert not waiter.done()
         await reg.finish_external(record.id, ok=True)
         settled, timed_out = await waiter

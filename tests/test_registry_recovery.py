@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from registry_support import WAIT_S, FakeAdapter, fake_agent, gone, make_registry, run, wait_file
 
-from kairosd.errors import ConflictError
+from kairosd.core.errors import ConflictError
 from kairosd.registry.model import TaskKind, TaskStatus
 from kairosd.registry.registry import StartSpec
 
@@ -27,8 +27,8 @@ CRASHER = textwrap.dedent(
     """
     import asyncio, json, sys, time
     from pathlib import Path
-    from kairosd.clock import SystemClock
-    from kairosd.events import EventBus
+    from kairosd.core.clock import SystemClock
+    from kairosd.core.events import EventBus
     from kairosd.registry.limits import RegistryLimits
     from kairosd.registry.model import TaskKind
     from kairosd.registry.persist import RecordStore
@@ -44,10 +44,13 @@ CRASHER = textwrap.dedent(
         running = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "600"]))
         queued = await reg.start(StartSpec(kind=TaskKind.SHELL, argv=["sleep", "1"]))
         path = root / "registry" / f"{running.id}.json"
+        deadline = time.monotonic() + 30  # else exit: the test reads EOF instead of READY, and fails
         while json.loads(path.read_text()).get("pid") is None:
+            if time.monotonic() > deadline:
+                sys.exit("the running task's pid never reached its record")
             await asyncio.sleep(0.01)
         print("READY", running.id, queued.id, flush=True)
-        await asyncio.sleep(600)
+        await asyncio.sleep(600)  # stands for kairosd running on, until the test kills it (-9)
 
     asyncio.run(main())
     """

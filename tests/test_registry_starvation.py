@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until, wait_file, write_script
 
-from kairosd.api import Api
+from kairosd.api.server import UnixHttpServer
 from kairosd.registry.api import registry_routes
 from kairosd.registry.model import TaskKind, TaskStatus
 from kairosd.registry.registry import Registry, StartSpec
-from kairosd.server import UnixHttpServer
+from kairosd.scheduling.api import Api
 
 CAP = 2
 # A parent as an agent would be one: it starts a child through the CLI, then waits for it. Before the

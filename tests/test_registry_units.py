@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from registry_support import until
 
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 from kairosd.registry.limits import RegistryLimits, resolve_limits
 from kairosd.registry.model import TaskKind, TaskRecord, clip
 from kairosd.registry.persist import RecordStore
@@ -58,8 +59,7 @@ def test_slots_are_fifo_and_a_cancelled_waiter_passes_its_slot_on():
 
         first = asyncio.create_task(take("first"))
         second = asyncio.create_task(take("second"))
-        await asyncio.sleep(0)
-        assert slots.waiting == 2
+        await until(lambda: slots.waiting == 2, "both to wait for the slot")
         slots.release("holder")  # handed to "first"...
         first.cancel()  # ...which gives up before it runs: the slot must reach "second"
         await asyncio.gather(first, return_exceptions=True)
@@ -81,8 +81,8 @@ def test_a_blocked_holder_lends_its_slot_to_the_task_it_waits_on_and_gets_it_bac
         await slots.acquire("parent")
         child = asyncio.create_task(slots.acquire("child"))
         other = asyncio.create_task(slots.acquire("other"))
-        await asyncio.sleep(0)
-        assert (slots.waiting, slots.lent) == (2, 0)
+        await until(lambda: slots.waiting == 2, "child and other to wait for the slot")
+        assert slots.lent == 0
         assert slots.offer("parent", "child")
         await asyncio.wait_for(child, 1)  # ahead of "other", and at the cap
         assert (slots.in_use, slots.waiting, slots.lent, slots.peak) == (1, 1, 1, 1)
@@ -111,7 +111,7 @@ def test_a_loan_passes_down_a_chain_of_waits_and_an_early_end_counts_the_borrowe
         await asyncio.wait_for(slots.acquire("grandchild"), 1)
         assert (slots.in_use, slots.lent) == (1, 2)
         queued = asyncio.create_task(slots.acquire("queued"))
-        await asyncio.sleep(0)
+        await until(lambda: slots.waiting == 1, "the third task to queue")
         slots.withdraw("parent", "child")  # a timeout: the parent works again, the child still runs
         assert (slots.in_use, slots.lent, slots.peak) == (2, 1, 2)
         slots.release("grandchild")  # back to the child, which now holds a slot of its own

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from registry_support import until
 
-from kairosd.events import EventBus
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.models import CatchUp, CreatedBy, Overlap, Task, new_task
-from kairosd.records import Outcome
-from kairosd.scheduler import Scheduler, SchedulerConfig
-from kairosd.store import StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.core.events import EventBus
+from kairosd.core.models import CatchUp, CreatedBy, Overlap, Task, new_task
+from kairosd.core.records import Outcome
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.store import StoreState
 from kairosd.testing import FakeClock, FakeDelivery, InMemoryStore
 
 T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)  # a Monday
@@ -242,7 +243,7 @@ def test_catch_up_all_fires_at_most_ten_one_after_another(tmp_path):
         gate = asyncio.Event()
         h = Harness(tmp_path, [t], clock, gate=gate)
         await h.sched.start()
-        await asyncio.sleep(0)
+        await until(lambda: bool(h.delivery.in_flight), "the first catch-up fire to be delivered")
         assert len(h.delivery.in_flight) == 1
         gate.set()
         await h.sched.drain(5)

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from kairosd.daemon import JournalFormatter, _settle_memory_when, watchdog_pings
-from kairosd.sdnotify import (
+from kairosd.app.daemon import JournalFormatter, _settle_memory_when, watchdog_pings
+from kairosd.system.sdnotify import (
     SYSTEMD_VARS,
     Notifier,
     forget_environment,
@@ -152,10 +152,10 @@ def test_watchdog_pings_stop_when_the_loop_stops_making_progress():
             sent = len(notifier.sent)
             await _until(lambda: len(notifier.sent) > sent)
             now[0] = 61.0  # no tick for longer than the limit: hung
-            for _ in range(5):
+            for _ in range(5):  # loop turns, not time: let a ping already under way go out
                 await asyncio.sleep(0)
             sent = len(notifier.sent)
-            for _ in range(50):
+            for _ in range(50):  # that nothing is sent has no event to await: 50 turns of the loop say so
                 await asyncio.sleep(0)
             assert len(notifier.sent) == sent
             ticks[0] += 1  # the loop ticks again
@@ -220,7 +220,7 @@ def test_is_unix_stream_listener_accepts_only_listening_unix_stream_sockets(shor
 
 _CHILD = """
 import fcntl, json, socket, sys
-from kairosd.sdnotify import listen_sockets
+from kairosd.system.sdnotify import listen_sockets
 import os
 found = listen_sockets(os.environ)
 print(json.dumps([
@@ -389,7 +389,7 @@ def test_the_cycle_collector_comes_back_frozen_once_kairosd_answers() -> None:
     async def main() -> None:
         ready = asyncio.Event()
         settle = asyncio.ensure_future(_settle_memory_when(ready))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one turn for it to start; that it does nothing yet has no event to await
         assert not gc.isenabled()
         ready.set()
         await asyncio.wait_for(settle, 5)

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 import pytest
 
 from kairos.client import ApiError, Client, DaemonNotRunning
-from kairosd import protocol
-from kairosd.errors import CronSyntaxError, KairosError, LockHeldError, NotFoundError
-from kairosd.server import Request, Response, StreamResponse, UnixHttpServer
+from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
+from kairosd.core import protocol
+from kairosd.core.errors import CronSyntaxError, KairosError, LockHeldError, NotFoundError
 
 WAIT_S = 10.0  # upper bound of every wait; tests pass far sooner
 T = TypeVar("T")

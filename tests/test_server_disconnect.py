@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, until, wait_file
 
-from kairosd.api import Api
+from kairosd.api.server import Handler, Request, Response, StreamResponse, UnixHttpServer, cancel_on_disconnect
 from kairosd.registry.api import registry_routes
 from kairosd.registry.model import TaskStatus
 from kairosd.registry.registry import StartSpec
-from kairosd.server import Handler, Request, Response, StreamResponse, UnixHttpServer, cancel_on_disconnect
+from kairosd.scheduling.api import Api
 
 WAIT_S = 10.0  # upper bound of every wait; tests pass far sooner
 PROMPT_S = 2.0  # a hang-up is seen within milliseconds; this only guards against a regression to "never"

@@ -6,13 +6,13 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kairosd.events import EventBus
-from kairosd.inbox import InboxStore
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.scheduler import Scheduler
-from kairosd.service import Service
-from kairosd.store import StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.core.events import EventBus
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler
+from kairosd.scheduling.service import Service
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.inbox import InboxStore
+from kairosd.store.store import StoreState
 from kairosd.testing import FakeClock, FakeDelivery, InMemoryStore
 
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from kairosd.errors import UsageError
-from kairosd.events import EventBus
-from kairosd.ledger import RunLedger
-from kairosd.models import SessionTarget, Task, new_task
-from kairosd.records import Outcome, Run
-from kairosd.reminder import fence_for, reminder_text
-from kairosd.session_hub import SessionHub, chain_limit
-from kairosd.sessions import CLAIM_LEASE, PendingItem, SessionStore, is_inside
-from kairosd.sessions_wiring import session_ttl
+from kairosd.core.errors import UsageError
+from kairosd.core.events import EventBus
+from kairosd.core.models import SessionTarget, Task, new_task
+from kairosd.core.records import Outcome, Run
+from kairosd.core.reminder import fence_for, reminder_text
+from kairosd.scheduling.ledger import RunLedger
+from kairosd.sessions.hub import SessionHub, chain_limit
+from kairosd.sessions.store import CLAIM_LEASE, PendingItem, SessionStore, is_inside
+from kairosd.sessions.wiring import session_ttl
 from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 10, 31, 9, 0, tzinfo=UTC)

@@ -139,7 +139,7 @@ def test_a_child_that_never_reads_stdin_and_ignores_term_ends_with_its_timeout(
 
 def test_a_background_task_whose_start_hook_fails_leaves_nothing_running(tmp_path: Path) -> None:
     """The registry's runner: a failure after the spawn (here on_spawn) kills the group and says so."""
-    from kairosd.registry.runner import ProcessRun, ProcessSpec
+    from kairosd.system.runner import ProcessRun, ProcessSpec
 
     pid_file = tmp_path / "grandchild.pid"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import kairosd.daemon
+import kairosd.app.daemon
 from kairosd import __main__ as kairosd_main
 
 
@@ -20,8 +20,8 @@ def test_an_unexpected_error_in_start_up_is_one_line_and_exit_1(monkeypatch: Any
     def boom() -> int:
         raise OverflowError("date value out of range\nsecond line")
 
-    monkeypatch.setattr(kairosd.daemon, "serve_forever", boom)
-    monkeypatch.setattr(kairosd.daemon, "configure_logging", lambda verbose: None)
+    monkeypatch.setattr(kairosd.app.daemon, "serve_forever", boom)
+    monkeypatch.setattr(kairosd.app.daemon, "configure_logging", lambda verbose: None)
     with pytest.raises(SystemExit) as info:
         kairosd_main.main([])
     assert info.value.code == 1
@@ -36,8 +36,8 @@ def test_verbose_logs_the_traceback_at_debug(monkeypatch: Any, caplog: Any, caps
     def boom() -> int:
         raise OverflowError("date value out of range")
 
-    monkeypatch.setattr(kairosd.daemon, "serve_forever", boom)
-    monkeypatch.setattr(kairosd.daemon, "configure_logging", lambda verbose: None)
+    monkeypatch.setattr(kairosd.app.daemon, "serve_forever", boom)
+    monkeypatch.setattr(kairosd.app.daemon, "configure_logging", lambda verbose: None)
     caplog.set_level("DEBUG", logger="kairosd")
     with pytest.raises(SystemExit):
         kairosd_main.main(["-v"])
@@ -82,8 +82,8 @@ def test_daemon_start_on_a_corrupt_store_says_why_once_and_copies_it_once(home: 
 
 def test_the_corrupt_store_reason_is_raised_not_logged_as_well(tmp_path: Path, caplog: Any) -> None:
     """kairosd prints the error it gets as its one line; a log line with the same text made it twice."""
-    from kairosd.errors import StoreCorruptError
-    from kairosd.store import JsonStore
+    from kairosd.core.errors import StoreCorruptError
+    from kairosd.store.store import JsonStore
     from kairosd.testing import FakeClock
 
     store = tmp_path / "scheduled_tasks.json"

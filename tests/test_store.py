@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kairosd.atomic import stale_temp_files, write_atomic
-from kairosd.errors import StoreCorruptError, StoreVersionError
-from kairosd.models import CatchUp, CreatedBy, Task, new_task
-from kairosd.store import SCHEMA_VERSION, JsonStore, StoreState
+from kairosd.core.errors import StoreCorruptError, StoreVersionError
+from kairosd.core.models import CatchUp, CreatedBy, Task, new_task
+from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
+from kairosd.system.atomic import stale_temp_files, write_atomic
 from kairosd.testing import FakeClock, InMemoryStore
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -125,7 +125,7 @@ def test_temp_file_from_crash_is_removed(store: JsonStore, store_path: Path, cap
     store.save(good)
     tmp = store_path.with_name("scheduled_tasks.json.tmp-123-abc")
     tmp.write_bytes(b'{"schema_version": 2, "tasks": [{"id": "0123')
-    with caplog.at_level(logging.WARNING, logger="kairosd.store"):
+    with caplog.at_level(logging.WARNING, logger="kairosd.store.store"):
         assert store.load() == good
     assert not tmp.exists()
     assert any(str(tmp) in r.getMessage() for r in caplog.records)

@@ -27,7 +27,7 @@ import pytest
 
 from kairos.commands import systemd as sd
 from kairos.commands import units
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 WAIT_S = 15.0
 KAIROSD = Path(sys.executable).parent / "kairosd"
@@ -136,7 +136,7 @@ class Sandbox:
 
 
 def sd_env_vars() -> set[str]:
-    from kairosd.sdnotify import SYSTEMD_VARS
+    from kairosd.system.sdnotify import SYSTEMD_VARS
 
     return {*SYSTEMD_VARS, "JOURNAL_STREAM", "INVOCATION_ID", "KAIROS_DISABLE_CRON", "XDG_STATE_HOME"}
 
@@ -289,7 +289,7 @@ def test_a_missing_script_names_every_folder_looked_in_and_the_flag(tmp_path, mo
     import sysconfig
 
     from kairos.commands import integrate
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -10,7 +10,7 @@ import pytest
 from session_support import Kairosd, hook_home
 
 from kairos.app import run
-from kairosd.errors import NotFoundError, UsageError
+from kairosd.core.errors import NotFoundError, UsageError
 
 __all__ = ["hook_home"]  # the fixture `home`, used below
 

@@ -1,6 +1,6 @@
 """kairosd trusts only folders and files its user owns and nobody else can change (issue 13).
 
-The rule is in :mod:`kairosd.trust`; here each kind of violation refuses the
+The rule is in :mod:`kairosd.system.trust`; here each kind of violation refuses the
 start with one line naming the path and the fix, and what is allowed (a sticky
 parent like /tmp, a 0755 runtime folder) is allowed. Foreign owners are made
 with chown, so those cases need root (the CI runs as root).
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from kairosd import trust
-from kairosd.paths import Paths, socket_path
+from kairosd.system import trust
+from kairosd.system.paths import Paths, socket_path
 
 OTHER_UID = 65534
 
@@ -199,7 +199,7 @@ def test_kairosd_refuses_a_world_writable_home_with_one_line(base: Path) -> None
 
 def test_doctor_names_an_unsafe_folder(base: Path) -> None:
     """kairos doctor (checked from the shell when kairosd cannot start) says why kairosd refuses."""
-    from kairosd.doctor import local_report
+    from kairosd.app.doctor import local_report
 
     base.chmod(0o777)
     report = local_report({"PATH": str(base), "KAIROS_HOME": str(base)})

@@ -16,13 +16,13 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import ValidationError
 
-from kairosd.clock import SystemClock
 from kairosd.config import load_config
+from kairosd.core.clock import SystemClock
+from kairosd.core.errors import ConfigError
+from kairosd.core.models import WebhookTarget
 from kairosd.delivery.base import Job
 from kairosd.delivery.webhook import WebhookDelivery, is_loopback, sign
-from kairosd.errors import ConfigError
-from kairosd.models import WebhookTarget
-from kairosd.paths import Paths
+from kairosd.system.paths import Paths
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 WAIT_S = 20.0  # upper bound for anything a test waits on; passing runs take far less
@@ -485,13 +485,13 @@ def test_config_webhook_section_is_strict(paths, text, error):
 
 def test_a_scheduled_webhook_task_is_posted_and_recorded_delivered(receiver, tmp_path):
     """A task with a webhook target fires through the scheduler: one signed POST, a delivered run in the ledger."""
-    from kairosd.events import EventBus
-    from kairosd.ledger import MissedLedger, RunLedger
-    from kairosd.models import new_task
-    from kairosd.records import Outcome
-    from kairosd.scheduler import Scheduler, SchedulerConfig
-    from kairosd.store import StoreState
-    from kairosd.taskbook import TaskBook
+    from kairosd.core.events import EventBus
+    from kairosd.core.models import new_task
+    from kairosd.core.records import Outcome
+    from kairosd.scheduling.ledger import MissedLedger, RunLedger
+    from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+    from kairosd.scheduling.taskbook import TaskBook
+    from kairosd.store.store import StoreState
     from kairosd.testing import FakeClock, InMemoryStore
 
     clock = FakeClock(PLANNED)
@@ -551,7 +551,7 @@ def test_cli_target_webhook_url_builds_a_webhook_target():
 )  # fmt: skip
 def test_cli_target_webhook_usage_errors(argv, message):
     """A webhook target without a usable URL, or with options of other targets, is a usage error."""
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     with pytest.raises(UsageError, match=message):
         add_body("--in", "5m", *argv, "hi")

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 import pytest
 from test_webhook import run
 
-from kairosd.clock import SystemClock
+from kairosd.core.clock import SystemClock
+from kairosd.core.redact import redact_urls
 from kairosd.delivery.base import Job, Result
 from kairosd.delivery.webhook import WebhookDelivery
-from kairosd.redact import redact_urls
 
 TOKEN = "S3CR3T-t0ken"
 PASSWORD = "pw-Hunter2"

@@ -19,7 +19,7 @@ import sys
 
 from kairos.output import error, guard_stream
 from kairosd import __version__
-from kairosd.errors import EXIT_USAGE, KairosError
+from kairosd.core.errors import EXIT_USAGE, KairosError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,6 +87,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kairos {__version__}")
     # Also after the verb (every verb has its own --json); here so that `kairos --json list` works too.
     parser.add_argument("--json", dest="global_json", action="store_true", help="as VERB --json: print JSON")
+    # `kairos completion` walks the whole tree: it gets this builder instead of importing the app.
+    parser.set_defaults(build_parser=build_parser)
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     names = [VERBS[verb]] if verb in VERBS else sorted(set(VERBS.values()), key=list(VERBS.values()).index)
     for module_name in names:
@@ -134,7 +136,14 @@ def _list_args(argv: list[str]) -> argparse.Namespace:
     from kairos.commands.tasks import cmd_list
 
     verb, global_json = (argv[1], True) if argv[0] == "--json" else (argv[0], False)
-    args = SimpleNamespace(verb=verb, global_json=global_json, json="--json" in argv, problems=False, handler=cmd_list)
+    args = SimpleNamespace(
+        verb=verb,
+        global_json=global_json,
+        json="--json" in argv,
+        problems=False,
+        handler=cmd_list,
+        build_parser=build_parser,
+    )
     return args  # type: ignore[return-value]  # a Namespace in all but name: the handler reads attributes
 
 

@@ -27,11 +27,11 @@ import os
 import sys
 
 from kairos import cjson
-from kairosd import protocol
-from kairosd.errors import EXIT_NO_DAEMON, KairosError, UsageError
-from kairosd.paths import socket_path as default_socket_path
+from kairosd.core import protocol
+from kairosd.core.errors import EXIT_NO_DAEMON, KairosError, UsageError
+from kairosd.system.paths import socket_path as default_socket_path
 
-# sun_path is 108 bytes on Linux with its NUL (kairosd.unixsocket has the same limit; not imported: the
+# sun_path is 108 bytes on Linux with its NUL (kairosd.api.unixsocket has the same limit; not imported: the
 # hooks load this module on every turn).
 MAX_SOCKET_PATH_BYTES = 107
 

@@ -35,7 +35,7 @@ non-zero exit is the waiter's deliberate 2.
 
 The hot path: ``kairos.__main__`` dispatches here before argparse or any verb
 module is imported. Must import only the standard library's os/sys/time,
-:mod:`kairos.cjson` and ``kairos.client`` (with what it brings: kairosd.protocol,
+:mod:`kairos.cjson` and ``kairos.client`` (with what it brings: kairosd.core.protocol,
 errors, paths): not typing or contextlib, which ``bench/bench_hook.py`` shows cost
 ~3 ms of a ~26 ms Stop hook (its goal is 2x a bare interpreter, ~22 ms), nor the
 json package (~1.8 ms more).
@@ -49,7 +49,7 @@ import time
 
 from kairos import cjson
 from kairos.client import Client
-from kairosd.protocol import SESSION_MAX_WAIT_S, quote
+from kairosd.core.protocol import SESSION_MAX_WAIT_S, quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

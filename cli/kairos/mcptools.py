@@ -34,8 +34,8 @@ from pydantic import Field
 
 from kairos.client import Client
 from kairosd import __version__
-from kairosd.errors import KairosError
-from kairosd.protocol import REGISTRY_MAX_WAIT_S, quote
+from kairosd.core.errors import KairosError
+from kairosd.core.protocol import REGISTRY_MAX_WAIT_S, quote
 
 WAKEUP_MIN_S = 60
 WAKEUP_MAX_S = 3600
@@ -317,7 +317,7 @@ class _Tools:
                 return task
 
     def _zone(self) -> str:
-        from kairosd.clock import local_zone_name
+        from kairosd.core.clock import local_zone_name
 
         return local_zone_name(self.env)
 

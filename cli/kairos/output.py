@@ -187,7 +187,7 @@ def _tzinfo(zone: str) -> Any:
 
 def fmt_seconds(seconds: Any) -> str:
     """A duration as ``1h30m``; ``-`` for none, or for less than half a second."""
-    from kairosd.schedule.durations import format_duration
+    from kairosd.core.schedule.durations import format_duration
 
     try:
         value = float(seconds)

@@ -1,7 +1,21 @@
-"""kairosd: the per-user scheduler daemon for AI coding agents, and its pure core.
+"""kairosd: the per-user scheduler daemon for AI coding agents.
 
-The CLI (package ``kairos``) may import only the pure modules from here
-(``errors``, ``models``, ``schedule``, ``protocol``), never the I/O adapters.
+One package per capability, in layers; a package imports only the layers below it
+(the ``daemon-layers`` contract in pyproject.toml, checked by lint-imports in the tests):
+
+    app                                     composition root (daemon) and doctor
+    consolidation | export | sessions       memory consolidation, export to other engines, live sessions
+    scheduling                              the scheduler loop, task API and run ledger
+    registry                                background agent and shell runs
+    delivery                                the delivery interface and the inbox, shell and webhook targets
+    config                                  the user's config file, one loader, one set of defaults
+    agents | store                          agent CLI adapters; what is kept on disk
+    api                                     HTTP over the Unix socket, the route table, request parsing
+    system                                  folders, files, processes, systemd
+    core                                    models, schedule math, errors, protocol, clock (the kernel)
+
+The CLI (package ``kairos``) may import only the shared kernel: :mod:`kairosd.core`,
+:mod:`kairosd.system` and :func:`kairosd.app.doctor.local_report` (the ``cli-public-face`` contract).
 """
 
 __version__ = "0.1.0"

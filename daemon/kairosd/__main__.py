@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> None:
     # tenth of the start-up with 10,000 tasks). serve_forever turns it back on
     # once the socket answers (or when the start fails).
     gc.disable()
-    from kairosd.daemon import configure_logging, serve_forever
-    from kairosd.errors import KairosError
+    from kairosd.app.daemon import configure_logging, serve_forever
+    from kairosd.core.errors import KairosError
 
     configure_logging(args.verbose)
     try:

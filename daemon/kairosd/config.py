@@ -11,7 +11,7 @@ Because the file names commands kairos runs (agent binaries, hooks, custom
 agents), it is refused when a group or other users can write it or its folder
 (a sticky folder like /tmp is fine), or when another user (other than root)
 owns it. A hook command gets the same check each time before it runs (see
-:mod:`kairosd.filesafety`): its program (``argv[0]``: a path, ``~`` expanded, or
+:mod:`kairosd.system.filesafety`): its program (``argv[0]``: a path, ``~`` expanded, or
 a name found on kairosd's PATH), an interpreter's script (``["sh",
 "/path/hook.sh"]``, ``["python3", "hook.py"]``) and the command behind ``env``,
 each with its folder. An unsafe one is not run: a warning names the file and
@@ -91,12 +91,13 @@ from pydantic import (
     model_validator,
 )
 
-from kairosd import defaults, filesafety
 from kairosd.agents.base import Permissions
 from kairosd.agents.custom import OUTPUTS, template_errors
-from kairosd.errors import ConfigError, InvalidTimeError
-from kairosd.paths import Paths
-from kairosd.schedule.durations import parse_duration
+from kairosd.core import defaults
+from kairosd.core.errors import ConfigError, InvalidTimeError
+from kairosd.core.schedule.durations import parse_duration
+from kairosd.system import filesafety
+from kairosd.system.paths import Paths
 
 log = logging.getLogger(__name__)
 
@@ -416,7 +417,7 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def _check_safe(path: Path, st: os.stat_result, *, folder: bool = False) -> None:
-    """Refuse a file (or its folder) that someone other than the user could change (the rule: kairosd.filesafety)."""
+    """Refuse a file (or its folder) that someone other than the user could change (see kairosd.system.filesafety)."""
     found = filesafety.problem(st, folder=folder)
     if found is None:
         return

@@ -10,9 +10,9 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from kairosd.clock import Clock
+from kairosd.core.clock import Clock
 from kairosd.delivery.base import Job, Result
-from kairosd.store import StoreState
+from kairosd.store.store import StoreState
 
 
 class FakeClock:
@@ -43,7 +43,7 @@ class FakeClock:
 
 
 class InMemoryStore:
-    """A :class:`kairosd.store.Store` in memory. States are deep-copied in and out,
+    """A :class:`kairosd.store.store.Store` in memory. States are deep-copied in and out,
     so a caller that mutates a loaded state without saving it changes nothing, as
     with the real file; ``saves`` counts :meth:`save` calls."""
 

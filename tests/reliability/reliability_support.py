@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -22,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from kairos.client import ApiError, Client, DaemonNotRunning
-from kairosd.events import EventBus
-from kairosd.ledger import MissedLedger, RunLedger
-from kairosd.scheduler import Scheduler, SchedulerConfig
-from kairosd.store import Store, StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.core.events import EventBus
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.store import Store, StoreState
 from kairosd.testing import FakeClock, FakeDelivery
 
 WAIT_S = 30.0  # upper bound of every wait; the conditions hold far sooner
@@ -155,18 +156,26 @@ class Home:
 
 
 class FlakyStore:
-    """An in-memory store whose saves fail while ``broken`` is set (with that exception)."""
+    """An in-memory store whose saves fail while ``broken`` is set (with that exception).
+
+    With ``hold`` set to an Event, a save starts (``saving`` is set) and then waits for
+    ``hold`` before it goes on: a test can change things while a write is under way."""
 
     def __init__(self, state: StoreState | None = None) -> None:
         self._state = (state or StoreState.empty()).model_copy(deep=True)
         self.broken: Exception | None = None
         self.saves = 0
         self.failures = 0
+        self.hold: threading.Event | None = None
+        self.saving = threading.Event()
 
     def load(self) -> StoreState:
         return self._state.model_copy(deep=True)
 
     def save(self, state: StoreState) -> None:
+        self.saving.set()
+        if self.hold is not None and not self.hold.wait(WAIT_S):
+            raise AssertionError("the test never let the held save go on")
         if self.broken is not None:
             self.failures += 1
             raise self.broken
@@ -246,11 +255,11 @@ class InProcessDaemon:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     async def _build(self) -> None:
-        from kairosd.api import Api
-        from kairosd.inbox import InboxStore
-        from kairosd.server import UnixHttpServer
-        from kairosd.service import Service
-        from kairosd.store import JsonStore
+        from kairosd.api.server import UnixHttpServer
+        from kairosd.scheduling.api import Api
+        from kairosd.scheduling.service import Service
+        from kairosd.store.inbox import InboxStore
+        from kairosd.store.store import JsonStore
 
         state = self.root / "state"
         self.store = JsonStore(state / "scheduled_tasks.json", self.clock, local_zone="UTC")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from reliability_support import Home, InProcessDaemon, parse_response, raw_exchange, wait_for
 
+from kairosd.api.unixsocket import peer_credentials
 from kairosd.testing import FakeClock
-from kairosd.unixsocket import peer_credentials
 
 NOBODY = 65534
 # Runs as the other user: stdlib only, prints one JSON line with what happened.

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from reliability_support import Home
 
-import kairosd.daemon
-from kairosd.clock import SystemClock
-from kairosd.models import new_task
-from kairosd.store import SCHEMA_VERSION, JsonStore, StoreState
+import kairosd.app.daemon
+from kairosd.core.clock import SystemClock
+from kairosd.core.models import new_task
+from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 
 pytestmark = pytest.mark.slow
 
@@ -150,7 +150,7 @@ def test_garbled_ledger_lines_do_not_stop_the_daemon(home: Home, tmp_path: Path)
     assert home.stop(proc) == 0
 
 
-CONFIG_WIRED = "load_config" in Path(kairosd.daemon.__file__).read_text()
+CONFIG_WIRED = "load_config" in Path(kairosd.app.daemon.__file__).read_text()
 config_pending = pytest.mark.skipif(not CONFIG_WIRED, reason="kairosd does not read config.toml yet")
 
 

@@ -10,7 +10,7 @@ import json
 import pytest
 from reliability_support import InProcessDaemon, parse_response, raw_exchange
 
-from kairosd import bounds
+from kairosd.core import bounds
 
 
 def exchange(d: InProcessDaemon, method: str, path: str, data: bytes = b"") -> tuple[int, dict[str, object]]:

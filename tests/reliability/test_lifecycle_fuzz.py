@@ -24,13 +24,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from reliability_support import SchedHarness
 
-from kairosd import bounds
-from kairosd.errors import KairosError
-from kairosd.events import EventBus
-from kairosd.inbox import InboxStore
-from kairosd.models import new_task
-from kairosd.service import Service
-from kairosd.store import JsonStore
+from kairosd.core import bounds
+from kairosd.core.errors import KairosError
+from kairosd.core.events import EventBus
+from kairosd.core.models import new_task
+from kairosd.scheduling.service import Service
+from kairosd.store.inbox import InboxStore
+from kairosd.store.store import JsonStore
 from kairosd.testing import FakeClock
 
 CRONS = [
@@ -177,7 +177,7 @@ class Life:
         if self.harness is not None:
             await self.harness.sched.shutdown(0)
         if not self.path.exists():
-            from kairosd.store import SCHEMA_VERSION, StoreState
+            from kairosd.store.store import SCHEMA_VERSION, StoreState
 
             self.store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=[self._sentinel]))
         self.harness = SchedHarness(self.folder, self.store, self.clock)

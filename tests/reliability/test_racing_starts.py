@@ -14,8 +14,8 @@ import psutil
 import pytest
 from reliability_support import Home, wait_for
 
-from kairosd.clock import SystemClock
-from kairosd.locking import LockRecord, StoreLock
+from kairosd.core.clock import SystemClock
+from kairosd.store.locking import LockRecord, StoreLock
 
 pytestmark = pytest.mark.slow
 

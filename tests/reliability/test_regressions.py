@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from reliability_support import InProcessDaemon, parse_response, raw_exchange
 
-from kairosd.clock import SystemClock
-from kairosd.store import JsonStore
+from kairosd.core.clock import SystemClock
+from kairosd.store.store import JsonStore
 
 
 def post(d: InProcessDaemon, path: str, body: object) -> tuple[int, dict[str, object]]:

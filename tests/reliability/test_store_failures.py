@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from reliability_support import FlakyStore, SchedHarness
+from reliability_support import WAIT_S, FlakyStore, SchedHarness
 
-from kairosd.clock import SystemClock
-from kairosd.errors import StoreError
-from kairosd.models import Task, new_task
-from kairosd.store import SCHEMA_VERSION, JsonStore, StoreState
-from kairosd.taskbook import TaskBook
+from kairosd.core.clock import SystemClock
+from kairosd.core.errors import StoreError
+from kairosd.core.models import Task, new_task
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)
@@ -79,12 +80,14 @@ def test_change_made_while_a_failing_write_runs_is_undone_and_its_commit_fails()
     async def main():
         a, b = task("0 9 * * *"), task("0 10 * * *")
         store = FlakyStore()
+        store.hold = threading.Event()
         book = TaskBook(store, store.load())
         store.broken = ENOSPC
         book.put(a)
         first = asyncio.ensure_future(book.commit())
-        await asyncio.sleep(0)  # the write of `a` has started
-        book.put(b)
+        assert await asyncio.to_thread(store.saving.wait, WAIT_S)  # the write of `a` has started...
+        book.put(b)  # ...and `b` arrives while it runs
+        store.hold.set()
         with pytest.raises(StoreError, match="No space left"):
             await book.commit()
         with pytest.raises(StoreError):
@@ -149,7 +152,7 @@ def test_json_store_reports_a_failed_save_as_store_error_and_keeps_the_file(tmp_
     def full(fd: int, data: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("kairosd.atomic.os.write", full)
+    monkeypatch.setattr("kairosd.system.atomic.os.write", full)
     with pytest.raises(StoreError, match=r"cannot write .*scheduled_tasks.json: No space left on device"):
         store.save(state(task("0 9 * * *"), task("0 10 * * *")))
     assert path.read_bytes() == before
@@ -293,8 +296,8 @@ def test_restart_after_a_crash_before_the_store_write_does_not_fire_again(tmp_pa
 
 def test_api_changes_fail_with_code_store_and_change_nothing(tmp_path):
     """Through the service: add, remove and pause fail with StoreError (code store); the list is unchanged."""
-    from kairosd.inbox import InboxStore
-    from kairosd.service import Service
+    from kairosd.scheduling.service import Service
+    from kairosd.store.inbox import InboxStore
 
     async def main():
         keep = task("0 9 * * *")
@@ -325,8 +328,8 @@ def test_api_changes_fail_with_code_store_and_change_nothing(tmp_path):
 
 def test_inbox_write_failure_is_a_store_error(tmp_path, monkeypatch):
     """An inbox ack that cannot be written is a StoreError, not an internal error."""
-    from kairosd.inbox import InboxStore
-    from kairosd.service import Service
+    from kairosd.scheduling.service import Service
+    from kairosd.store.inbox import InboxStore
 
     async def main():
         h = SchedHarness(tmp_path, FlakyStore(), FakeClock(T0))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kairosd.clock import SystemClock
-from kairosd.models import InboxTarget, ShellTarget, new_task
-from kairosd.store import SCHEMA_VERSION, JsonStore, StoreState
+from kairosd.core.clock import SystemClock
+from kairosd.core.models import InboxTarget, ShellTarget, new_task
+from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 
 NOW = datetime(2026, 3, 2, 10, tzinfo=UTC)
 

@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_support import FlakyStore, SchedHarness
 
+from kairosd.core.models import CatchUp, Task, new_task
+from kairosd.core.plan import scheduled_after
+from kairosd.core.records import Outcome
 from kairosd.delivery.base import Job, Result
-from kairosd.models import CatchUp, Task, new_task
-from kairosd.plan import scheduled_after
-from kairosd.records import Outcome
-from kairosd.store import SCHEMA_VERSION, StoreState
+from kairosd.store.store import SCHEMA_VERSION, StoreState
 from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)  # a Monday

@@ -28,9 +28,9 @@ import pytest
 from reliability_support import Home, wait_for
 
 from kairos.client import ApiError
-from kairosd.clock import SystemClock
-from kairosd.models import new_task
-from kairosd.store import SCHEMA_VERSION, JsonStore, StoreState
+from kairosd.core.clock import SystemClock
+from kairosd.core.models import new_task
+from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 
 pytestmark = pytest.mark.slow
 

@@ -185,8 +185,8 @@ def _check_env_zone() -> None:
     """
     import os
 
-    from kairosd.clock import local_zone_name
-    from kairosd.errors import UsageError
+    from kairosd.core.clock import local_zone_name
+    from kairosd.core.errors import UsageError
 
     raw = os.environ.get("TZ", "").strip()
     name = raw[1:] if raw.startswith(":") else raw
@@ -198,8 +198,8 @@ def _check_env_zone() -> None:
 
 def _refuse_cron_with(flag: str, words: list[str]) -> None:
     """``kairos add '0 9 * * *' --in 1m y`` would be a one-shot whose prompt is ``0 9 * * * y``."""
-    from kairosd.errors import CronSyntaxError, UsageError
-    from kairosd.schedule.cron import parse_cron
+    from kairosd.core.errors import CronSyntaxError, UsageError
+    from kairosd.core.schedule.cron import parse_cron
 
     first = words[0].strip() if words else ""
     if not (first.startswith("@") or len(first.split()) == 5):
@@ -214,8 +214,8 @@ def _refuse_cron_with(flag: str, words: list[str]) -> None:
 def _read_prompt(words: list[str]) -> str:
     import sys
 
-    from kairosd.bounds import MAX_PROMPT_CHARS, check_text
-    from kairosd.errors import UsageError
+    from kairosd.core.bounds import MAX_PROMPT_CHARS, check_text
+    from kairosd.core.errors import UsageError
 
     if words == ["-"]:
         # Bytes, then strict UTF-8: a prompt that is not text would fail at every fire.
@@ -233,8 +233,8 @@ def _read_prompt(words: list[str]) -> str:
 
 def _check_cron(words: list[str]) -> str:
     """The cron expression in ``words[0]``, validated here for a fast, clear error."""
-    from kairosd.errors import CronSyntaxError, UsageError
-    from kairosd.schedule.cron import parse_cron
+    from kairosd.core.errors import CronSyntaxError, UsageError
+    from kairosd.core.schedule.cron import parse_cron
 
     if not words:
         raise UsageError("give a schedule and a prompt: kairos add '0 9 * * 1-5' PROMPT (or --every/--in/--at)")
@@ -257,7 +257,7 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
     import os
     import shlex
 
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     # `is not None`: an empty --cmd is a mistake to name, not an inbox target.
     shell_opts = [
@@ -326,7 +326,7 @@ def _session_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str
     """``--session-target ID | --project PATH | --user-session`` (with ``--session-agent``, ``--fallback``)."""
     import os
 
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     if args.session:
         raise UsageError("--session names an inbox; for a live agent session use --session-target ID")
@@ -351,7 +351,7 @@ def _session_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str
 
 def _webhook_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str, Any]:
     """``--target webhook:URL``: its shape is checked here; kairosd checks the rest (the address when it posts)."""
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     url = args.target.partition(":")[2].strip()
     if not url:
@@ -371,7 +371,7 @@ def _webhook_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str
 
 def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
     """The POST /v1/tasks body for ``args``; raises UsageError for what we can check here."""
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     given = [k for k in SCHEDULE_KINDS if getattr(args, k) is not None]
     if len(given) > 1:
@@ -389,12 +389,12 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
         if args.once:
             raise UsageError("--once goes with a cron expression (--in and --at are one-shots already)")
         if args.every is not None:
-            from kairosd.schedule.durations import every_to_cron
+            from kairosd.core.schedule.durations import every_to_cron
 
             every_to_cron(args.every)
             body["every"] = args.every
         elif args.in_ is not None:
-            from kairosd.schedule.durations import parse_duration
+            from kairosd.core.schedule.durations import parse_duration
 
             parse_duration(args.in_)
             body["in"] = args.in_
@@ -408,7 +408,7 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
     body["tz"] = args.tz or local_zone()
     body["target"] = _target(args)
     if args.jitter is not None:
-        from kairosd.schedule.jitter import parse_jitter
+        from kairosd.core.schedule.jitter import parse_jitter
 
         body["jitter"] = parse_jitter(args.jitter).spec
     if args.expires is not None:
@@ -420,18 +420,18 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
     if args.overlap:
         body["overlap"] = args.overlap
     if args.name:
-        from kairosd.bounds import MAX_NAME_CHARS, check_text
+        from kairosd.core.bounds import MAX_NAME_CHARS, check_text
 
         body["name"] = check_text(args.name, "--name", MAX_NAME_CHARS)
     return body
 
 
 def _expires(text: str) -> int | None:
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     if text.strip().lower() == "never":
         return None
-    from kairosd.bounds import MAX_EXPIRY_DAYS
+    from kairosd.core.bounds import MAX_EXPIRY_DAYS
 
     raw = text.strip()
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not 1 <= int(raw) <= MAX_EXPIRY_DAYS:

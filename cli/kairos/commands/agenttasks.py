@@ -123,7 +123,7 @@ def register(subparsers: Any) -> None:
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
-    from kairosd.errors import EXIT_USAGE
+    from kairosd.core.errors import EXIT_USAGE
 
     parser.print_help()
     return EXIT_USAGE
@@ -194,7 +194,7 @@ def _split_at_dashes(parser: argparse.ArgumentParser) -> None:
 
 def _client(long_poll: bool = False) -> Client:
     from kairos.client import Client
-    from kairosd.protocol import REGISTRY_MAX_WAIT_S
+    from kairosd.core.protocol import REGISTRY_MAX_WAIT_S
 
     return Client(timeout=REGISTRY_MAX_WAIT_S + POLL_MARGIN_S) if long_poll else Client()
 
@@ -206,7 +206,7 @@ def _path(task_id: str, action: str = "") -> str:
 def _text(words: list[str], what: str, required: bool) -> str:
     import sys
 
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     text = sys.stdin.read() if words == ["-"] else " ".join(words)
     if required and not text.strip():
@@ -218,7 +218,7 @@ def build_start_request(args: argparse.Namespace, environ: dict[str, str] | None
     """The POST /v1/registry body for ``args``; raises UsageError for what we can check here."""
     import os
 
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     env = os.environ if environ is None else environ
     body: dict[str, Any] = {}
@@ -270,8 +270,8 @@ def wait_for(task_id: str, timeout: float | None, since_turn: int | None) -> dic
     import os
     import time
 
-    from kairosd.errors import UsageError
-    from kairosd.protocol import REGISTRY_MAX_WAIT_S
+    from kairosd.core.errors import UsageError
+    from kairosd.core.protocol import REGISTRY_MAX_WAIT_S
 
     if timeout is not None and timeout < 0:
         raise UsageError("--timeout must be 0 or more seconds")

@@ -87,14 +87,14 @@ def client() -> Client:
 
 
 def local_zone() -> str:
-    from kairosd.clock import local_zone_name
+    from kairosd.core.clock import local_zone_name
 
     return local_zone_name()
 
 
 def item_path(collection: str, item_id: str, action: str = "") -> str:
     """``/COLLECTION/ID[/ACTION]`` with the id quoted: an id typed by a person must not reach another route."""
-    from kairosd.protocol import quote
+    from kairosd.core.protocol import quote
 
     return f"/{collection}/{quote(item_id)}" + (f"/{action}" if action else "")
 
@@ -140,7 +140,7 @@ def installed_script(name: str, option: str) -> str:
     import sys
     import sysconfig
 
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     folders: list[str] = []
     argv0 = sys.argv[0] if sys.argv else ""

@@ -39,9 +39,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from kairos.app import build_parser
-
-    script = generate(args.shell, build_parser())
+    script = generate(args.shell, args.build_parser())
     if args.json:
         from kairos.output import print_json
 

@@ -175,7 +175,7 @@ def _cwd(parser: argparse.ArgumentParser) -> None:
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
-    from kairosd.errors import EXIT_USAGE
+    from kairosd.core.errors import EXIT_USAGE
 
     parser.print_help()
     return EXIT_USAGE
@@ -212,7 +212,7 @@ def build_consolidate_request(args: argparse.Namespace, environ: dict[str, str] 
 def cmd_consolidate(args: argparse.Namespace) -> int:
     from kairos.client import Client
     from kairos.output import error, print_json
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     if args.timeout is not None and args.timeout < 0:
         raise UsageError("--timeout must be 0 or more seconds")
@@ -265,7 +265,7 @@ def _print_run(info: dict[str, Any]) -> None:
 
 
 def _quote(text: str) -> str:
-    from kairosd.protocol import quote
+    from kairosd.core.protocol import quote
 
     # Quote: an id typed by a person must not be able to reach another route.
     return quote(text)
@@ -347,7 +347,7 @@ def _change(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
 
 def cmd_edit(args: argparse.Namespace) -> int:
     from kairos.output import print_json
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     body: dict[str, Any] = {}
     if args.text:
@@ -421,7 +421,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from kairos.client import Client
     from kairos.commands.common import local_zone
     from kairos.output import fmt_time, print_json, print_table
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     if args.n < 0:
         raise UsageError("-n must be 0 or more")

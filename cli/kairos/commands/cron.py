@@ -9,8 +9,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from kairos.output import print_json
-from kairosd.clock import SystemClock, local_zone_name
-from kairosd.errors import InvalidTimeError, UsageError
+from kairosd.core.clock import SystemClock, local_zone_name
+from kairosd.core.errors import InvalidTimeError, UsageError
 
 MAX_COUNT = 1000
 
@@ -100,10 +100,10 @@ def _after(text: str | None, zone: ZoneInfo) -> datetime:
 
 
 def cmd_next(args: argparse.Namespace) -> int:
-    from kairosd.schedule.cron import parse_cron
-    from kairosd.schedule.durations import every_to_cron
-    from kairosd.schedule.explain import explain
-    from kairosd.schedule.fires import iter_fires
+    from kairosd.core.schedule.cron import parse_cron
+    from kairosd.core.schedule.durations import every_to_cron
+    from kairosd.core.schedule.explain import explain
+    from kairosd.core.schedule.fires import iter_fires
 
     if (args.expr is None) == (args.every is None):
         raise UsageError("give exactly one of EXPR or --every INTERVAL")
@@ -140,8 +140,8 @@ def cmd_next(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from kairosd.schedule.cron import parse_cron
-    from kairosd.schedule.explain import explain
+    from kairosd.core.schedule.cron import parse_cron
+    from kairosd.core.schedule.explain import explain
 
     expr = parse_cron(args.expr)
     text = explain(args.expr)
@@ -153,7 +153,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_every(args: argparse.Namespace) -> int:
-    from kairosd.schedule.durations import every_to_cron
+    from kairosd.core.schedule.durations import every_to_cron
 
     interval = every_to_cron(args.interval)
     if args.json:

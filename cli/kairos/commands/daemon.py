@@ -174,8 +174,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     import time
 
     from kairos.output import print_json
-    from kairosd.errors import KairosError
-    from kairosd.paths import Paths
+    from kairosd.core.errors import KairosError
+    from kairosd.system.paths import Paths
 
     paths = Paths.from_env()
     client = _client(PING_TIMEOUT_S)
@@ -192,7 +192,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         unit = service_for_start(os.environ)
         if unit is not None:
             return _start_with_systemd(args, unit, client, str(paths.socket))
-    from kairosd import trust
+    from kairosd.system import trust
 
     trust.prepare(paths)  # the same refusal kairosd would log, as one line here; folders made 0700
     log_path = paths.state_dir / LOG_NAME
@@ -239,7 +239,7 @@ def _start_with_systemd(args: argparse.Namespace, unit: str, client: Client, soc
 
     from kairos.commands.systemd import systemctl
     from kairos.output import print_json
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     hint = "see: kairos systemd status (or run without systemd: kairos daemon start --no-systemd)"
     proc = systemctl("start", unit)
@@ -321,7 +321,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def _stop_units(units: list[str]) -> str:
     """``systemctl --user stop UNITS`` (it returns once they stopped); the command, for the user to see."""
     from kairos.commands.systemd import display, systemctl
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     command = display(["stop", *units])
     proc = systemctl("stop", *units)
@@ -338,7 +338,7 @@ def _stop_over_api(client: Client) -> tuple[bool, Any]:
     import time
 
     from kairos.client import DaemonNotRunning
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     status = _status_or_none(client)
     if status is None:
@@ -361,7 +361,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from kairos.client import DaemonNotRunning
     from kairos.commands.ledger import print_status
     from kairos.output import error, print_json
-    from kairosd.errors import EXIT_NO_DAEMON
+    from kairosd.core.errors import EXIT_NO_DAEMON
 
     client = _client()
     try:
@@ -382,7 +382,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     if _status_or_none(_client(PING_TIMEOUT_S)) is not None:
         raise KairosError("kairosd is already running (stop it first: kairos daemon stop)")

@@ -55,7 +55,7 @@ def fetch_report() -> tuple[dict[str, Any], str | None]:
         if isinstance(report, dict):
             return report, None
         note = "kairosd answered without a report: checked from this shell"
-    from kairosd.doctor import local_report
+    from kairosd.app.doctor import local_report
 
     return local_report(), note
 

@@ -61,7 +61,7 @@ def register(subparsers: Any) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from kairos.commands.common import client
     from kairos.output import error, print_json
-    from kairosd.errors import EXIT_FAILURE, UsageError
+    from kairosd.core.errors import EXIT_FAILURE, UsageError
 
     if bool(args.ids) == bool(args.all):
         raise UsageError("give task ids or --all (not both)")
@@ -108,7 +108,7 @@ def _write(out: str, exports: list[dict[str, Any]]) -> list[str]:
     """Write each file into ``out`` (created if needed) through a temp file and a rename."""
     import os
 
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     os.makedirs(out, exist_ok=True)
     written = []

@@ -73,7 +73,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 
     from kairos.integrations import agents, files
     from kairos.output import print_json
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     rewake_options = [o for o, v in (("--with-rewake", args.with_rewake), ("--no-rewake", args.no_rewake),
                                      ("--rewake-lifetime", args.rewake_lifetime is not None)) if v]  # fmt: skip
@@ -100,7 +100,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     changes = files.plan_changes(plans)  # Refused (exit 1, nothing written) for a file it cannot use
     notes = [n for c in changes for n in c.notes] + notes
     if not args.dry_run:
-        from kairosd.clock import SystemClock
+        from kairosd.core.clock import SystemClock
 
         files.apply(changes, SystemClock().now())
     if args.json:

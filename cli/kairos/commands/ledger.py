@@ -142,7 +142,7 @@ def _reason(run: dict[str, Any]) -> str:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, print_records, printed_json
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     if not 1 <= args.n <= MAX_HISTORY:
         raise UsageError(f"-n must be between 1 and {MAX_HISTORY}")
@@ -272,7 +272,7 @@ def _follow_inbox(api: Any, query: dict[str, str], as_json: bool, zone: str) -> 
     import time
 
     from kairos.output import error
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     seen: set[str] = set()
 
@@ -319,7 +319,7 @@ def _follow_inbox(api: Any, query: dict[str, str], as_json: bool, zone: str) -> 
 def cmd_inbox(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, local_zone
     from kairos.output import print_json
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     api = client()
     if args.ack or args.ack_all:
@@ -433,7 +433,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, local_zone
     from kairos.commands.tasks import describe
     from kairos.output import print_json
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     path = Path(args.path).expanduser()
     if path.is_dir():

@@ -140,7 +140,7 @@ def systemctl(*args: str) -> subprocess.CompletedProcess[str]:
     import shutil
     import subprocess
 
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     exe = shutil.which("systemctl")
     if exe is None:
@@ -154,7 +154,7 @@ def systemctl(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _run_or_fail(argv: Sequence[str], after: str = "") -> None:
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     proc = systemctl(*argv)
     if proc.returncode != 0:
@@ -266,7 +266,7 @@ def _write_unit(path: Path, text: str) -> None:
 def _stray_daemon() -> int | None:
     """The pid of a kairosd that answers on the socket but is not kairosd.service's main process."""
     from kairos.client import Client
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     try:
         doc = Client(timeout=2.0).call("GET", "/status")
@@ -283,7 +283,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     import os
 
     from kairos.output import print_json
-    from kairosd.errors import KairosError, UsageError
+    from kairosd.core.errors import KairosError, UsageError
 
     environ = os.environ
     unit_dir = _unit_dir(args, environ)
@@ -487,7 +487,7 @@ def _journal(lines: int) -> list[str]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from kairos.output import print_json
-    from kairosd.errors import EXIT_NO_DAEMON, KairosError
+    from kairosd.core.errors import EXIT_NO_DAEMON, KairosError
 
     proc = systemctl("show", f"--property={','.join(STATUS_PROPERTIES)}", SERVICE, SOCKET)
     if proc.returncode != 0:

@@ -6,7 +6,7 @@ only the CLI's own cheap helpers at the top (not argparse, not even typing:
 ``kairos list`` runs without a parser, see ``kairos.app``);
 the client, the schedule math and everything else are imported inside the
 handlers. Must not import pydantic, asyncio or any kairosd module that does I/O
-(allowed: kairosd.protocol, errors, paths, clock and the pure kairosd.schedule.*).
+(allowed: kairosd.core.protocol, errors, paths, clock and the pure kairosd.core.schedule.*).
 """
 
 from __future__ import annotations
@@ -330,7 +330,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_rm(args: argparse.Namespace) -> int:
     from kairos.output import print_json
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     api = client()
     removed: list[str] = []

@@ -3,7 +3,7 @@
 Pure text work plus finding files (the shipped templates, the ``kairosd``
 script, the user manager's unit folders); nothing here runs systemctl. As the
 ``systemd`` verb module, this must not import pydantic, asyncio, platformdirs
-or the daemon's modules beyond ``kairosd.errors`` and the version: it works in
+or the daemon's modules beyond ``kairosd.core.errors`` and the version: it works in
 an install whose dependencies are broken, to repair or remove the service.
 """
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 SERVICE = "kairosd.service"
 SOCKET = "kairosd.socket"
-MAX_SOCKET_PATH_BYTES = 107  # sun_path, as kairosd.unixsocket checks it
+MAX_SOCKET_PATH_BYTES = 107  # sun_path, as kairosd.api.unixsocket checks it
 
 
 # ---- where things are ---------------------------------------------------------------------------------
@@ -61,7 +61,7 @@ def template(name: str) -> str:
     from pathlib import Path
 
     import kairosd
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     packaged = resources.files("kairosd").joinpath("_data", "systemd", name)
     if packaged.is_file():
@@ -76,7 +76,7 @@ def template(name: str) -> str:
 
 
 def _check_printable(what: str, value: str) -> None:
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise UsageError(f"{what} contains a control character: {value!r}")
@@ -113,14 +113,14 @@ def kairos_home(environ: Mapping[str, str]) -> str | None:
     import os
 
     home = environ.get("KAIROS_HOME", "")
-    # As kairosd.paths reads it, made absolute: the service does not run in this folder.
+    # As kairosd.system.paths reads it, made absolute: the service does not run in this folder.
     return os.path.abspath(os.path.expanduser(home)) if home else None
 
 
 def _replace_line(text: str, key: str, line: str, name: str) -> str:
     import re
 
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     pattern = re.compile(rf"^{key}=.*$", re.MULTILINE)
     if len(pattern.findall(text)) != 1:
@@ -142,7 +142,7 @@ def render_units(exec_start: str, kairos_home: str | None, with_socket: bool) ->
     import os
 
     from kairosd import __version__
-    from kairosd.errors import UsageError
+    from kairosd.core.errors import UsageError
 
     header = (
         f"# Written by `kairos systemd install` (kairos {__version__}) from the unit shipped with kairos.\n"

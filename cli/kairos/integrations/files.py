@@ -92,7 +92,7 @@ def backup_name(path: Path, now: datetime) -> Path:
 
 def apply(changes: list[Change], now: datetime) -> None:
     """Back up and write every change (``now`` names the backups)."""
-    from kairosd.atomic import write_atomic
+    from kairosd.system.atomic import write_atomic
 
     for change in changes:
         if change.action == "unchanged":

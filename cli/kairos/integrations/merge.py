@@ -7,7 +7,7 @@ rewritten: the user's file is theirs.
 Installing first removes every kairos entry, then appends the new ones, so running it again
 (after moving kairos, or with other options) converges instead of piling up duplicates.
 
-Must not import anything from kairos or kairosd except ``kairosd.errors``.
+Must not import anything from kairos or kairosd except ``kairosd.core.errors``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kairosd.errors import KairosError
+from kairosd.core.errors import KairosError
 
 MCP_NAME = "kairos"
 TOML_BEGIN = "# >>> kairos >>>"

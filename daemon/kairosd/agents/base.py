@@ -9,7 +9,7 @@ process group, with kairos' environment markers), feeds each stdout line to
 Permissions only narrow: the registry computes a child task's effective
 permissions (:func:`narrow`) before it asks the adapter for a command.
 
-:meth:`AgentAdapter.command` raises :class:`~kairosd.errors.UsageError` when a
+:meth:`AgentAdapter.command` raises :class:`~kairosd.core.errors.UsageError` when a
 request asks for something its CLI cannot do, or cannot do without widening
 permissions (a fork, a fixed session id, a tool list it cannot enforce): a
 refusal the registry reports, never a silently weaker run.

@@ -24,7 +24,7 @@ Only ``*.md`` files directly in those folders count. A broken file (no or bad
 frontmatter, no name or description, a bad value) is skipped with a warning
 and never stops discovery. A file or folder another user could change (owned by
 someone else, or writable by group or others without the sticky bit; the rule
-in :mod:`kairosd.filesafety`) is skipped too: a definition decides what an agent
+in :mod:`kairosd.system.filesafety`) is skipped too: a definition decides what an agent
 is told and allowed to do.
 
 The frontmatter is YAML, read with PyYAML's BaseLoader (every scalar stays a
@@ -51,9 +51,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kairosd import filesafety
 from kairosd.agents.base import PERMISSION_MODES, Permissions, TurnRequest, narrow
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
+from kairosd.system import filesafety
 
 if TYPE_CHECKING:
     from kairosd.config import Config
@@ -403,7 +403,7 @@ def _load(path: Path, catalog: Catalog) -> None:
 
 
 def _unsafe(st: os.stat_result, *, folder: bool = False) -> str | None:
-    """Why a definition file or folder cannot be trusted (the shared rule: kairosd.filesafety), if it cannot."""
+    """Why a definition file or folder cannot be trusted (the shared rule: kairosd.system.filesafety), if it cannot."""
     found = filesafety.problem(st, folder=folder)
     return None if found is None else str(found)
 

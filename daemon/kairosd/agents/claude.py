@@ -42,7 +42,7 @@ from kairosd.agents.common import (
     plain_line,
     text_of,
 )
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 NAME = "claude"
 

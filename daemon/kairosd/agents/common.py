@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kairosd.agents.base import PERMISSION_MODES, Command, Permissions, Progress, TurnOutcome, TurnRequest
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 # Linux refuses a single argv string longer than MAX_ARG_STRLEN (32 pages, 128 KiB)
 # with E2BIG; refuse a little earlier with a message that says what to do.

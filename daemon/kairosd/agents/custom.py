@@ -40,7 +40,7 @@ from kairosd.agents.common import (
     refuse_session_control,
     refuse_tool_lists,
 )
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 PLACEHOLDERS = ("prompt", "model", "session", "cwd", "permission_mode")
 _PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")

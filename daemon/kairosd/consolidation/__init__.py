@@ -18,4 +18,7 @@ project's context board (see :mod:`kairosd.consolidation.wiring` for how kairosd
     request       the request body's fields (pure); board_ops  board operations for the API
     runs          a worker run's life: launch, watch, settle, re-adopt after a restart
     api, wiring   the HTTP routes and what the composition root calls
+
+Imports: core, system, api, store, agents, config and the registry (a worker run is a
+registry record). Must not import scheduling, sessions, export or app.
 """

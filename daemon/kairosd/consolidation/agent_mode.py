@@ -40,7 +40,7 @@ from kairosd.agents.base import Permissions, TurnRequest, narrow
 from kairosd.config import Config
 from kairosd.consolidation.board import Board, by_priority
 from kairosd.consolidation.entries import KINDS, Candidate, clean, unsafe
-from kairosd.errors import KairosError
+from kairosd.core.errors import KairosError
 
 AGENT_NAME = catalog.BUILTIN_NAME  # "rem-agent"
 READ_ONLY = Permissions("default", frozenset({"Read", "Grep", "Glob"}), frozenset())

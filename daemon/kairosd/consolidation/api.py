@@ -1,4 +1,4 @@
-"""HTTP routes of consolidation and the context board, registered through :meth:`kairosd.api.Api.add_routes`.
+"""HTTP routes of consolidation and the context board, registered through :meth:`kairosd.api.router.Router.add_routes`.
 
     POST   /v1/consolidate                   {agent, session_id, transcript_path, cwd, reason,
                                               spawned?, consolidate?}: the gates decide;
@@ -25,16 +25,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kairosd.api import Handler
+from kairosd.api.router import RouteHandler
+from kairosd.api.server import Request, Response
 from kairosd.consolidation.service import COALESCED, STARTED, Consolidation
-from kairosd.errors import UsageError
-from kairosd.server import Request, Response
+from kairosd.core.errors import UsageError
 
 MAX_HISTORY = 10_000
 
 
-def consolidation_routes(service: Consolidation) -> list[tuple[str, dict[str, Handler]]]:
-    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.Api.add_routes`."""
+def consolidation_routes(service: Consolidation) -> list[tuple[str, dict[str, RouteHandler]]]:
+    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`."""
     routes = _Routes(service)
     return [
         ("/consolidate", {"POST": routes.consolidate}),

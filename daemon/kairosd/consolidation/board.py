@@ -50,7 +50,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kairosd.atomic import write_atomic
 from kairosd.consolidation.board_model import (
     AUTHORS,
     HALF_LIFE_DAYS,
@@ -68,8 +67,9 @@ from kairosd.consolidation.board_model import (
 )
 from kairosd.consolidation.entries import KINDS, Candidate, clean, normal_key, unsafe
 from kairosd.consolidation.supersede import superseded as superseded_by_text
-from kairosd.errors import ConflictError, KairosError, NotFoundError, UsageError
-from kairosd.jsonlog import JsonLog
+from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
+from kairosd.store.jsonlog import JsonLog
+from kairosd.system.atomic import write_atomic
 
 __all__ = [
     "AUTHORS",

@@ -12,10 +12,10 @@ import contextlib
 import json
 from datetime import datetime
 
-from kairosd.atomic import write_atomic
 from kairosd.consolidation.board import FILE_MODE, KINDS, LIMIT, BoardStore, Entry, board_key
 from kairosd.consolidation.entries import clean, normal_key, unsafe
-from kairosd.errors import ConflictError, NotFoundError, UsageError
+from kairosd.core.errors import ConflictError, NotFoundError, UsageError
+from kairosd.system.atomic import write_atomic
 
 
 def edit(store: BoardStore, project: str, entry_id: str, text: str | None, kind: str | None) -> tuple[Entry, str]:

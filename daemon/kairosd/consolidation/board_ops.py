@@ -20,8 +20,8 @@ from typing import Any
 from kairosd.consolidation import board_edits
 from kairosd.consolidation.board import LIMIT, PRUNE_TO, BoardStore, project_root
 from kairosd.consolidation.board_render import render_context
-from kairosd.errors import UsageError
-from kairosd.events import EventBus
+from kairosd.core.errors import UsageError
+from kairosd.core.events import EventBus
 
 log = logging.getLogger(__name__)
 

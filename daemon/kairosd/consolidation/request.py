@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 
 MAX_TEXT_FIELD = 4096
 

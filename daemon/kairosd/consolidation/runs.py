@@ -33,16 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kairosd.atomic import write_atomic
-from kairosd.clock import Clock
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation import spawn
 from kairosd.consolidation.request import ConsolidationRequest
-from kairosd.errors import NotFoundError
-from kairosd.events import EventBus
-from kairosd.paths import Paths
+from kairosd.core.clock import Clock
+from kairosd.core.errors import NotFoundError
+from kairosd.core.events import EventBus
 from kairosd.registry.model import TaskKind, TaskRecord, TaskStatus, view
 from kairosd.registry.registry import Registry, StartSpec
+from kairosd.system.atomic import write_atomic
+from kairosd.system.paths import Paths
 
 log = logging.getLogger(__name__)
 

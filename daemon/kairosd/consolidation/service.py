@@ -34,7 +34,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kairosd.clock import Clock
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation import gates
 from kairosd.consolidation.board import BoardStore, project_root
@@ -42,12 +41,13 @@ from kairosd.consolidation.board_ops import BoardOperations
 from kairosd.consolidation.request import MAX_TEXT_FIELD, ConsolidationRequest, parse_request
 from kairosd.consolidation.runs import Run, RunTracker
 from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
-from kairosd.errors import UnavailableError
-from kairosd.events import EventBus
-from kairosd.jsonlog import JsonLog
-from kairosd.paths import Paths
+from kairosd.core.clock import Clock
+from kairosd.core.errors import UnavailableError
+from kairosd.core.events import EventBus
 from kairosd.registry.model import TaskKind, view
 from kairosd.registry.registry import Registry
+from kairosd.store.jsonlog import JsonLog
+from kairosd.system.paths import Paths
 
 __all__ = [
     "COALESCED",

@@ -51,7 +51,7 @@ _CODEX_PREAMBLES = (
 _INJECTED_BLOCK = re.compile(
     r"<(session_context|hook_context|hook_prompt)\b[^>]*>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE
 )
-# A scheduled prompt kairos handed over at turn end (kairosd.reminder): the agent gets it as the
+# A scheduled prompt kairos handed over at turn end (kairosd.core.reminder): the agent gets it as the
 # next user message, but the person did not type it then.
 _KAIROS_REMINDER = "Scheduled reminder from kairos"
 _KAIROS_BOARD = "kairos context board for "

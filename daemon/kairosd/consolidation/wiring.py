@@ -22,19 +22,19 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 
-from kairosd.api import Handler
-from kairosd.clock import Clock
+from kairosd.api.router import RouteHandler
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation.api import consolidation_routes
 from kairosd.consolidation.service import Consolidation
-from kairosd.events import EventBus
-from kairosd.paths import Paths
+from kairosd.core.clock import Clock
+from kairosd.core.events import EventBus
 from kairosd.registry.registry import Registry
+from kairosd.system.paths import Paths
 
 
 class ConsolidationParts(NamedTuple):
     service: Consolidation
-    routes: list[tuple[str, dict[str, Handler]]]
+    routes: list[tuple[str, dict[str, RouteHandler]]]
     start: Callable[[], Awaitable[None]]
     stop: Callable[[], Awaitable[None]]
     # SessionStart's additional context for a session in ``cwd``: the board, rendered; None if empty.

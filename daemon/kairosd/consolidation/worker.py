@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from kairosd.atomic import write_atomic
-from kairosd.clock import Clock, SystemClock
 from kairosd.consolidation.board import BoardStore
 from kairosd.consolidation.extract import Extraction, extract
 from kairosd.consolidation.transcripts import Message, ReadStats, read_file
-from kairosd.paths import Paths
+from kairosd.core.clock import Clock, SystemClock
+from kairosd.system.atomic import write_atomic
+from kairosd.system.paths import Paths
 
 if TYPE_CHECKING:
     from kairosd.consolidation.agent_mode import AgentAnswer
@@ -131,7 +131,7 @@ def _agent(
     # Imported here: offline runs (the default) never load the agent adapters.
     from kairosd.config import load_config
     from kairosd.consolidation.agent_mode import AgentAnswer, prompt_for, run_rem_agent
-    from kairosd.errors import KairosError
+    from kairosd.core.errors import KairosError
 
     paths = Paths(
         Path(request["state_dir"]), Path(request["runtime_dir"]), Path(request["data_dir"]), Path(request["config_dir"])

@@ -1,7 +1,7 @@
 """The inbox target: a fired prompt becomes an item in a session's durable inbox.
 
 ``delivered`` means the item is fsynced in the session's log (see
-:mod:`kairosd.inbox`); an agent picks it up later, through a hook or the CLI.
+:mod:`kairosd.store.inbox`); an agent picks it up later, through a hook or the CLI.
 The item's id is the run id, so a retried delivery of the same run is
 confirmed again without a second item, and ``on_item`` (the event fan-out) fires
 only for the first.
@@ -18,11 +18,11 @@ from datetime import datetime
 
 from pydantic import ValidationError
 
-from kairosd.clock import Clock
+from kairosd.core.clock import Clock
+from kairosd.core.errors import UsageError
+from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Job, Result
-from kairosd.errors import UsageError
-from kairosd.inbox import InboxStore
-from kairosd.records import InboxItem
+from kairosd.store.inbox import InboxStore
 
 __all__ = ["InboxDelivery"]
 

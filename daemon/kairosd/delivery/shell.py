@@ -33,11 +33,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kairosd import defaults
-from kairosd.clock import Clock
+from kairosd.core import defaults
+from kairosd.core.clock import Clock
+from kairosd.core.errors import UsageError
 from kairosd.delivery.base import Job, Result
-from kairosd.errors import UsageError
-from kairosd.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
+from kairosd.system.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
 
 log = logging.getLogger(__name__)
 

@@ -60,11 +60,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
-from kairosd import __version__, redact
-from kairosd.clock import Clock
+from kairosd import __version__
+from kairosd.core import redact
+from kairosd.core.clock import Clock
+from kairosd.core.errors import UsageError
+from kairosd.core.models import webhook_url_problem
 from kairosd.delivery.base import Job, Result
-from kairosd.errors import UsageError
-from kairosd.models import webhook_url_problem
 
 if TYPE_CHECKING:
     import httpx

@@ -5,9 +5,13 @@
 One module per engine (:mod:`.systemd`, :mod:`.kubernetes`, :mod:`.github`),
 the pieces they share in :mod:`.common`. The daemon builds each :class:`Job`
 (the task and the exact command kairos would run for it, from the agent
-adapter) and serves the result (:mod:`kairosd.export_api`).
+adapter) and serves the result (:mod:`kairosd.export.api`).
 
-Pure: no I/O, no clock. Must not import the store, the server, the registry or the config module.
+The renderers are pure: no I/O, no clock.
+
+Imports: the renderers import only :mod:`kairosd.core`; :mod:`.api` (the route) also uses api,
+agents, config and the registry's rules to build a Job. Must not import the store, scheduling,
+sessions or app.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from kairosd.errors import UsageError
+from kairosd.core.errors import UsageError
 from kairosd.export import github, kubernetes, systemd
 from kairosd.export.common import ENGINES, Job, Options, Refused, Rendered
 

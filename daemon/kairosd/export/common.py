@@ -20,9 +20,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from kairosd.errors import UsageError
-from kairosd.models import Task
-from kairosd.schedule.cron import CronExpr, parse_cron
+from kairosd.core.errors import UsageError
+from kairosd.core.models import Task
+from kairosd.core.schedule.cron import CronExpr, parse_cron
 
 ENGINES = ("systemd", "kubernetes", "github-actions")
 # How far ahead DST transitions are looked for, to name the dates where an engine and kairos differ.
@@ -114,7 +114,7 @@ def cron_of(task: Task) -> CronExpr:
 
 def first_one_shot_fire(task: Task, now: datetime) -> datetime:
     """The one instant a one-shot task fires at (``at``, or the first match of its cron)."""
-    from kairosd.schedule.fires import next_fire
+    from kairosd.core.schedule.fires import next_fire
 
     if task.at is not None:
         when = task.at

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import itertools
 
+from kairosd.core.schedule.cron import CronExpr
 from kairosd.export.common import Refused
-from kairosd.schedule.cron import CronExpr
 
 
 def standard_cron(expr: CronExpr, task_id: str, engine: str) -> str:

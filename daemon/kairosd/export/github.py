@@ -28,6 +28,7 @@ import shlex
 from datetime import datetime
 from typing import Any
 
+from kairosd.core.models import CatchUp, Overlap
 from kairosd.export.common import (
     Job,
     Options,
@@ -44,7 +45,6 @@ from kairosd.export.common import (
     yaml_text,
 )
 from kairosd.export.crontext import standard_cron
-from kairosd.models import CatchUp, Overlap
 
 MIN_INTERVAL_MINUTES = 5
 NPM_PACKAGES = {

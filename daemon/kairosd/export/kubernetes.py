@@ -22,6 +22,7 @@ import posixpath
 from datetime import datetime
 from typing import Any
 
+from kairosd.core.models import CatchUp, Overlap
 from kairosd.export.common import (
     Job,
     Options,
@@ -37,7 +38,6 @@ from kairosd.export.common import (
     yaml_text,
 )
 from kairosd.export.crontext import standard_cron
-from kairosd.models import CatchUp, Overlap
 
 CATCH_UP_WINDOW_S = 7 * 86400  # kairos' catch-up window for "once"
 SKIP_DEADLINE_S = 60

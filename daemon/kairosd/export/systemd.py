@@ -24,6 +24,11 @@ import base64
 import itertools
 from datetime import UTC, datetime, timedelta
 
+from kairosd.core.models import CatchUp, Overlap, Task
+from kairosd.core.schedule.cron import CronExpr
+from kairosd.core.schedule.durations import format_duration
+from kairosd.core.schedule.fires import iter_fires
+from kairosd.core.schedule.jitter import CLAUDE_RECURRING_CAP, CLAUDE_RECURRING_FRACTION, parse_jitter
 from kairosd.export.common import (
     Job,
     Options,
@@ -38,11 +43,6 @@ from kairosd.export.common import (
     split_env,
     unit_name,
 )
-from kairosd.models import CatchUp, Overlap, Task
-from kairosd.schedule.cron import CronExpr
-from kairosd.schedule.durations import format_duration
-from kairosd.schedule.fires import iter_fires
-from kairosd.schedule.jitter import CLAUDE_RECURRING_CAP, CLAUDE_RECURRING_FRACTION, parse_jitter
 
 _WEEKDAYS = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat")
 SECRETS_FILE = "%h/.config/kairos/export.env"

@@ -1,4 +1,4 @@
-"""HTTP routes of the background task registry, registered through :meth:`kairosd.api.Api.add_routes`.
+"""HTTP routes of the background task registry, registered through :meth:`kairosd.api.router.Router.add_routes`.
 
     GET    /v1/registry?status=S&parent=ID       list (newest first, without turn history)
     POST   /v1/registry                          start (body: see :func:`parse_start`)
@@ -12,7 +12,7 @@
 Request parsing lives here; every decision is the registry's. ``waiter`` on a wait is
 the asking task's ``KAIROS_TASK_ID``: a task waiting on its own descendant lends it
 its slot meanwhile (see :mod:`kairosd.registry.registry`). The wait is the one route the
-server may cancel when its client hangs up (:func:`kairosd.server.cancel_on_disconnect`):
+server may cancel when its client hangs up (:func:`kairosd.api.server.cancel_on_disconnect`):
 it only waits, so cutting it off undoes nothing but the wait and its loan.
 
 Must not import the scheduler, the store or the CLI.
@@ -23,21 +23,22 @@ from __future__ import annotations
 import re
 from typing import Any, TypeVar
 
-from kairosd.api import Handler
-from kairosd.errors import UsageError
-from kairosd.protocol import REGISTRY_MAX_WAIT_S
+from kairosd.api.requests import parse_body
+from kairosd.api.router import RouteHandler, typed
+from kairosd.api.server import Request, Response, StreamResponse, cancel_on_disconnect
+from kairosd.core.errors import UsageError
+from kairosd.core.protocol import REGISTRY_MAX_WAIT_S
 from kairosd.registry.model import ExecutionMode, TaskKind, TaskStatus, view
 from kairosd.registry.registry import Registry, StartSpec
+from kairosd.registry.requests import SendRequest, StartRequest
 from kairosd.registry.tasklog import read_chunk
-from kairosd.requests import SendRequest, StartRequest, parse_body
-from kairosd.server import Request, Response, StreamResponse, cancel_on_disconnect
 
 DEFAULT_WAIT_S = 30.0
 _E = TypeVar("_E", TaskKind, TaskStatus, ExecutionMode)
 
 
-def registry_routes(registry: Registry) -> list[tuple[str, dict[str, Handler]]]:
-    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.Api.add_routes`."""
+def registry_routes(registry: Registry) -> list[tuple[str, dict[str, RouteHandler]]]:
+    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`."""
     routes = _Routes(registry)
     task = r"/registry/(?P<id>[^/]+)"
     return [
@@ -63,6 +64,7 @@ class _Routes:
             records = [r for r in records if r.parent_id == parent]
         return Response(200, {"tasks": [view(r, turns=False) for r in records], "registry": self.registry.status()})
 
+    @typed(StartRequest)
     async def start(self, req: Request, m: re.Match[str]) -> Response:
         record = await self.registry.start(parse_start(req.body))
         return Response(201, {"task": view(record)})
@@ -93,6 +95,7 @@ class _Routes:
         cancelled = await self.registry.cancel(m["id"])
         return Response(200, {"task": view(cancelled[0]), "cancelled": [r.id for r in cancelled]})
 
+    @typed(SendRequest)
     async def send(self, req: Request, m: re.Match[str]) -> Response:
         message = parse_body(SendRequest, req.body).message
         return Response(202, {"task": view(await self.registry.send(m["id"], message))})

@@ -21,9 +21,9 @@ import contextlib
 import logging
 from typing import Any
 
-from kairosd.clock import Clock
-from kairosd.errors import KairosError, NotFoundError
-from kairosd.events import EventBus
+from kairosd.core.clock import Clock
+from kairosd.core.errors import KairosError, NotFoundError
+from kairosd.core.events import EventBus
 from kairosd.registry import rules
 from kairosd.registry.model import TaskRecord, view
 from kairosd.registry.persist import RecordStore

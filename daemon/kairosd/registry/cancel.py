@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kairosd.errors import ConflictError
+from kairosd.core.errors import ConflictError
 from kairosd.registry import recovery
 from kairosd.registry.book import Book
 from kairosd.registry.model import TaskRecord, TaskStatus

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from kairosd.errors import UnavailableError
+from kairosd.core.errors import UnavailableError
 from kairosd.registry import rules
 from kairosd.registry.book import Book
 from kairosd.registry.model import MAX_RESPONSE_CHARS, TaskRecord, TaskStatus, Turn, clip, new_record_id

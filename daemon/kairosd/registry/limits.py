@@ -3,7 +3,7 @@
 Each comes from, in order: kairosd's environment (``KAIROS_MAX_CONCURRENT``,
 ``KAIROS_MAX_DEPTH``), the ``[limits]`` table of the user config (as a plain
 mapping, so this module does not depend on the config classes), the default.
-A bad value is a :class:`~kairosd.errors.UsageError` naming where it came from.
+A bad value is a :class:`~kairosd.core.errors.UsageError` naming where it came from.
 
 Must not import the registry, the scheduler, the store or the server.
 """
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kairosd import defaults
-from kairosd.errors import UsageError
+from kairosd.core import defaults
+from kairosd.core.errors import UsageError
 
 MAX_CONCURRENT_CAP = 256
 

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kairosd.agents.base import PERMISSION_MODES, Permissions
-from kairosd.models import utc_fields
+from kairosd.core.models import utc_fields
 
 RECORD_ID_RE = re.compile(r"^t[0-9a-f]{10}$")
 # Bounds on what one record keeps, so a chatty agent cannot grow the state without limit.

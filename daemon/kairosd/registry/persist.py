@@ -22,8 +22,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from kairosd.atomic import stale_temp_files, write_atomic
 from kairosd.registry.model import RECORD_ID_RE, TaskRecord
+from kairosd.system.atomic import stale_temp_files, write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import psutil
 
-from kairosd.procgroup import group_alive, terminate_group
 from kairosd.registry.model import TaskRecord, TaskStatus
 from kairosd.registry.persist import RecordStore
+from kairosd.system.procgroup import group_alive, terminate_group
 
 log = logging.getLogger(__name__)
 

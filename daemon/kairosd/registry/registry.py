@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from kairosd.agents.base import AgentAdapter, Command, TurnRequest
-from kairosd.clock import Clock
-from kairosd.errors import ConflictError, UnavailableError, UsageError
-from kairosd.events import EventBus
+from kairosd.core.clock import Clock
+from kairosd.core.errors import ConflictError, UnavailableError, UsageError
+from kairosd.core.events import EventBus
 from kairosd.registry import detached, recovery, rules
 from kairosd.registry.book import Book
 from kairosd.registry.cancel import Cancels

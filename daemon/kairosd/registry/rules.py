@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kairosd import bounds
 from kairosd.agents.base import AgentAdapter, Permissions, narrow
-from kairosd.bounds import MAX_PROMPT_CHARS
-from kairosd.errors import LimitError, UsageError
-from kairosd.procgroup import describe_exit
+from kairosd.core import bounds
+from kairosd.core.bounds import MAX_PROMPT_CHARS
+from kairosd.core.errors import LimitError, UsageError
 from kairosd.registry.model import (
     MAX_RESPONSE_CHARS,
     ExecutionMode,
@@ -30,7 +29,8 @@ from kairosd.registry.model import (
     TaskStatus,
     clip,
 )
-from kairosd.registry.runner import ProcessResult
+from kairosd.system.procgroup import describe_exit
+from kairosd.system.runner import ProcessResult
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The turns of the registry's tasks: from the wait for a slot to the recorded end of the process.
 
 A turn waits for a slot (:class:`~kairosd.registry.slots.Slots`), is written
-durably as started, then runs its process (:class:`~kairosd.registry.runner.ProcessRun`)
+durably as started, then runs its process (:class:`~kairosd.system.runner.ProcessRun`)
 with the task's ``KAIROS_*`` environment. Each output line goes to the task log,
 to log followers and out as a ``task_notification``; what the adapter makes of
 it updates the progress (``task_progress``, in memory until the turn ends). The
@@ -31,8 +31,8 @@ from kairosd.registry.book import Book
 from kairosd.registry.follow import Followers
 from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import MAX_LINE_CHARS, ProgressInfo, TaskRecord, TaskStatus, clip
-from kairosd.registry.runner import ProcessResult, ProcessRun, ProcessSpec
 from kairosd.registry.slots import Slots
+from kairosd.system.runner import ProcessResult, ProcessRun, ProcessSpec
 
 # Named as before the registry was split into modules, so its log lines read as they did.
 log = logging.getLogger("kairosd.registry.registry")

@@ -19,25 +19,25 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 
-from kairosd.api import Handler
-from kairosd.clock import Clock
-from kairosd.delivery.agent import AgentDelivery
+from kairosd.api.router import RouteHandler
+from kairosd.core.clock import Clock
+from kairosd.core.events import EventBus
 from kairosd.delivery.base import Delivery
-from kairosd.events import EventBus
-from kairosd.lifecycle import HookConfig, LifecycleHooks
-from kairosd.paths import Paths
 from kairosd.registry.api import registry_routes
+from kairosd.registry.delivery import AgentDelivery
 from kairosd.registry.limits import resolve_limits
 from kairosd.registry.model import view
 from kairosd.registry.persist import RecordStore
 from kairosd.registry.registry import AdapterFor, PolicyFor, Registry
+from kairosd.system.lifecycle import HookConfig, LifecycleHooks
+from kairosd.system.paths import Paths
 
 log = logging.getLogger(__name__)
 
 
 class RegistryParts(NamedTuple):
     registry: Registry
-    routes: list[tuple[str, dict[str, Handler]]]
+    routes: list[tuple[str, dict[str, RouteHandler]]]
     deliveries: dict[str, Delivery]
     start: Callable[[], Awaitable[None]]
     stop: Callable[[], Awaitable[None]]

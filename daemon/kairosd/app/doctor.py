@@ -1,0 +1,289 @@
+"""``kairos doctor``: is every agent CLI installed and usable, is the config sound, where are the files.
+
+:func:`doctor_report` checks, for each agent (built-in and custom): whether its
+binary is found (on the given PATH, or at the configured path), and whether
+``BINARY --version`` answers within a few seconds (custom agents are only looked
+up: kairos does not know how to ask them for a version). It re-reads the config
+file to report its state now, lists the socket and store paths, and asks
+``loginctl`` whether the user lingers (so a systemd user service keeps running
+after logout), when ``loginctl`` exists. Each configured hook command is
+checked as kairosd checks it before a run (:mod:`kairosd.system.filesafety`): a file
+it runs that another user could change is listed as a problem, with the fix.
+
+The daemon serves the same report at ``GET /v1/doctor`` (:func:`doctor_routes`):
+its PATH, not the shell's, is the one headless runs use.
+
+Must not import the registry, the scheduler or the store. The server's types
+are imported only where the route is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from kairosd import __version__
+from kairosd.config import Config, config_path, load_config
+from kairosd.core.errors import KairosError
+from kairosd.store.quarantine import FILE_NAME as QUARANTINE_NAME
+from kairosd.store.quarantine import Quarantine
+from kairosd.system import filesafety, trust
+from kairosd.system.paths import Paths
+
+if TYPE_CHECKING:
+    import re
+
+    from kairosd.api.router import RouteHandler
+    from kairosd.api.server import Request, Response
+
+VERSION_TIMEOUT_S = 5.0
+LOGINCTL_TIMEOUT_S = 2.0
+_OUTPUT_CHARS = 200
+
+
+def doctor_report(
+    config: Config,
+    environ: Mapping[str, str] | None = None,
+    *,
+    config_error: str | None = None,
+    version_timeout: float = VERSION_TIMEOUT_S,
+) -> dict[str, Any]:
+    """Everything ``kairos doctor`` shows, as plain JSON-ready data.
+
+    ``config`` supplies the agents' settings; ``config_error`` is the reason the
+    caller fell back to the defaults (the CLI does so on a bad file, to still
+    report on the agents).
+    """
+    env = os.environ if environ is None else environ
+    paths = Paths.from_env(None if env is os.environ else dict(env))
+    agents = _check_agents(config, env, version_timeout)
+    config_state = _config_state(paths, env, config_error)
+    usable = [a["name"] for a in agents if a["usable"]]
+    hooks = _check_hooks(config, env)
+    problems = []
+    if not config_state["ok"]:
+        problems.append(f"config: {config_state['error']}")
+    try:
+        trust.check(paths)
+    except trust.UnsafePathError as exc:
+        problems.append(f"paths: {exc.message}")  # kairosd refuses to start on it
+    for hook in hooks:
+        problems.extend(
+            f"hook {hook['event']} ({hook['argv'][0]}): {unsafe['problem']}, so kairosd will not run it. "
+            f"Fix it with: {unsafe['fix']}"
+            for unsafe in hook["unsafe"]
+        )
+    quarantine = Quarantine(paths.store.with_name(QUARANTINE_NAME)).status()
+    if quarantine["count"]:
+        problems.append(
+            f"{quarantine['count']} task(s) could not be used and were set aside in {quarantine['path']}; "
+            "see: kairos list --problems"
+        )
+    notes = []
+    if not usable:
+        # Information, not failure: the inbox, shell and webhook targets need no agent CLI.
+        notes.append(
+            "no agent CLI is usable (the inbox, shell and webhook targets do not need one); for agent targets "
+            "install claude, copilot, codex, gemini or opencode, or fix its binary"
+        )
+    return {
+        "ok": not problems,
+        "problems": problems,
+        "notes": notes,
+        "kairos_version": __version__,
+        "python": sys.version.split()[0],
+        "pid": os.getpid(),
+        "search_path": env.get("PATH", os.defpath),
+        "config": config_state,
+        "agents": agents,
+        "usable_agents": usable,
+        "hooks": hooks,
+        "limits": config.limits.model_dump(),
+        "paths": {
+            "config": str(config_path(paths)),
+            "socket": str(paths.socket),
+            "store": str(paths.store),
+            "state_dir": str(paths.state_dir),
+            "data_dir": str(paths.data_dir),
+        },
+        "systemd": _linger(env),
+        "quarantine": quarantine,
+    }
+
+
+def doctor_routes(config: Config) -> list[tuple[str, dict[str, RouteHandler]]]:
+    """``GET /v1/doctor`` for :meth:`kairosd.api.router.Router.add_routes` (the report, from the daemon's side)."""
+
+    async def get(req: Request, m: re.Match[str]) -> Response:
+        from kairosd.api.server import Response
+
+        # Probing binaries takes seconds; keep the event loop free meanwhile.
+        report = await asyncio.to_thread(doctor_report, config)
+        return Response(200, {"doctor": {**report, "checked_by": "kairosd"}})
+
+    return [("/doctor", {"GET": get})]
+
+
+def _check_agents(config: Config, env: Mapping[str, str], timeout: float) -> list[dict[str, Any]]:
+    names = config.agent_names(enabled_only=False)
+    # In parallel: each probe may take up to the timeout, and there are at least five.
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        return list(pool.map(lambda name: _check_agent(name, config, env, timeout), names))
+
+
+def _check_agent(name: str, config: Config, env: Mapping[str, str], timeout: float) -> dict[str, Any]:
+    settings = config.agent(name)
+    custom = name in config.custom
+    entry: dict[str, Any] = {
+        "name": name,
+        "kind": "custom" if custom else "built-in",
+        "enabled": settings.enabled,
+        "binary": None,
+        "found": False,
+        "path": None,
+        "version": None,
+        "usable": False,
+        "reason": None,
+        "model": settings.model,
+        "permission_mode": settings.permission_mode,
+        "features": [],
+        "note": None,
+    }
+    if not settings.enabled:
+        entry["reason"] = "disabled in the config (enabled = false)"
+        return entry
+    from kairosd.agents.adapters import adapter_for  # here: kairosd starts without the agent modules
+
+    try:
+        adapter = adapter_for(name, config)
+    except KairosError as exc:  # pragma: no cover - a validated config always yields an adapter
+        entry["reason"] = exc.message
+        return entry
+    entry["binary"] = adapter.binary
+    entry["features"] = sorted(getattr(adapter, "features", ()))
+    path = _which(adapter.binary, env)
+    if path is None:
+        where = "at that path" if os.sep in adapter.binary else "on PATH"
+        entry["reason"] = f"{adapter.binary} not found {where}"
+        return entry
+    entry["found"], entry["path"] = True, path
+    if custom:
+        entry["usable"], entry["reason"] = True, "found (custom agents are not probed)"
+        return entry
+    ok, output = _version(path, env, timeout)
+    entry["version"] = output if ok else None
+    entry["usable"] = ok
+    entry["reason"] = None if ok else output
+    entry["note"] = _agent_note(name, settings.env, settings.extra_args) if ok else None
+    return entry
+
+
+def _agent_note(name: str, env: Mapping[str, str], extra_args: Sequence[str]) -> str | None:
+    """What a usable CLI still needs before kairos' headless runs work everywhere (None: nothing)."""
+    if name == "gemini":
+        from kairosd.agents.gemini import UNTRUSTED_HINT
+
+        trusted = env.get("GEMINI_CLI_TRUST_WORKSPACE", "").lower() == "true" or "--skip-trust" in extra_args
+        return None if trusted else f"headless runs fail (exit 55) where {UNTRUSTED_HINT}"
+    return None
+
+
+def _check_hooks(config: Config, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every configured hook command, with the files it runs that must not be trusted (none: it may run)."""
+    hooks = []
+    for event, specs in config.hooks.as_specs().items():
+        for argv, _timeout in specs:
+            argv = [os.path.expanduser(argv[0]), *argv[1:]]  # as kairosd.system.lifecycle runs it
+            unsafe = [
+                {"path": str(u.path), "problem": str(u), "fix": u.fix} for u in filesafety.check_command(argv, env)
+            ]
+            hooks.append({"event": event, "argv": argv, "ok": not unsafe, "unsafe": unsafe})
+    return hooks
+
+
+def _which(binary: str, env: Mapping[str, str]) -> str | None:
+    if os.sep in binary:
+        return binary if os.path.isfile(binary) and os.access(binary, os.X_OK) else None
+    return shutil.which(binary, path=env.get("PATH", os.defpath))
+
+
+def _version(path: str, env: Mapping[str, str], timeout: float) -> tuple[bool, str]:
+    """(answered, first line of output or why not)."""
+    try:
+        done = subprocess.run(
+            [path, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=dict(env),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"{path} --version did not answer within {timeout:g}s"
+    except OSError as exc:
+        return False, f"cannot run {path}: {exc.strerror or exc}"
+    output = (done.stdout.strip() or done.stderr.strip()).splitlines()
+    first = output[0][:_OUTPUT_CHARS] if output else ""
+    if done.returncode != 0:
+        return False, f"{path} --version exited with {done.returncode}" + (f": {first}" if first else "")
+    return True, first or "(no version printed)"
+
+
+def _config_state(paths: Paths, env: Mapping[str, str], fallback_error: str | None) -> dict[str, Any]:
+    path = config_path(paths)
+    state: dict[str, Any] = {"path": str(path), "exists": path.exists(), "ok": True, "error": None}
+    try:
+        load_config(paths, env)
+    except KairosError as exc:
+        state["ok"], state["error"] = False, exc.message
+    if fallback_error and state["ok"]:
+        state["ok"], state["error"] = False, fallback_error
+    return state
+
+
+def _linger(env: Mapping[str, str]) -> dict[str, Any]:
+    loginctl = shutil.which("loginctl", path=env.get("PATH", os.defpath))
+    if loginctl is None:
+        return {"loginctl": False, "linger": None, "detail": "loginctl not found (no systemd?)"}
+    user = env.get("USER") or str(os.getuid())
+    try:
+        done = subprocess.run(
+            [loginctl, "show-user", user, "--property=Linger"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=LOGINCTL_TIMEOUT_S,
+            check=False,
+        )
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        return {"loginctl": True, "linger": None, "detail": f"loginctl failed: {exc}"}
+    value = done.stdout.strip().partition("=")[2]
+    if done.returncode != 0 or value not in ("yes", "no"):
+        detail = " ".join((done.stderr.strip() or done.stdout.strip()).split())[:_OUTPUT_CHARS]
+        return {"loginctl": True, "linger": None, "detail": detail or "no answer"}
+    detail = (
+        "kairosd can run while you are logged out"
+        if value == "yes"
+        else f"a user service stops at logout; enable with: loginctl enable-linger {user}"
+    )
+    return {"loginctl": True, "linger": value == "yes", "detail": detail}
+
+
+def local_report(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The report computed in this process (the CLI's fallback when kairosd is not running)."""
+    env = os.environ if environ is None else environ
+    paths = Paths.from_env(None if env is os.environ else dict(env))
+    try:
+        config, error = load_config(paths, env), None
+    except KairosError as exc:
+        config, error = Config(), exc.message
+    return {**doctor_report(config, env, config_error=error), "checked_by": "cli"}

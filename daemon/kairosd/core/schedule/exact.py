@@ -1,0 +1,71 @@
+"""One-shots pinned to an exact second: ``--in 90s`` and ``--at TIME``.
+
+``--at`` takes an ISO 8601 date-time (with or without an offset; without one
+it is wall time in the task's zone), a date (midnight), or a bare ``HH:MM[:SS]``
+meaning the next such wall time. A time that is not in the future is rejected:
+kairos never quietly moves it to next year. Wall times that a DST change skips
+resolve to the jump, repeated ones to their first pass (as cron does).
+
+Pure: ``now`` is always passed in. Must not import anything that does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from kairosd.core.bounds import EARLIEST_TIME, LATEST_TIME
+from kairosd.core.errors import InvalidTimeError
+from kairosd.core.schedule.durations import parse_duration
+from kairosd.core.schedule.fires import resolve_wall
+
+_CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
+
+
+def resolve_in(text: str, now: datetime) -> datetime:
+    """``now`` plus the duration in ``text``, in UTC; before LATEST_TIME."""
+    instant = now.astimezone(UTC) + timedelta(seconds=parse_duration(text))
+    if instant >= LATEST_TIME:
+        raise InvalidTimeError(f"{text[:40]!r} from now is past {LATEST_TIME.date().isoformat()}, the supported range")
+    return instant
+
+
+def resolve_at(text: str, now: datetime, zone: ZoneInfo) -> datetime:
+    """The UTC instant ``text`` names (see module docstring); must be after ``now``."""
+    raw = text.strip()
+    clock = _CLOCK_RE.match(raw)
+    if clock:
+        hour, minute, second = int(clock[1]), int(clock[2]), int(clock[3] or 0)
+        try:
+            wall_time = time(hour, minute, second)
+        except ValueError as exc:
+            raise InvalidTimeError(f"{text!r} is not a time of day: {exc}") from exc
+        today = now.astimezone(zone).date()
+        for offset in (0, 1, 2):  # two days covers a wall time skipped by DST today
+            wall = datetime.combine(today + timedelta(days=offset), wall_time)
+            instant = resolve_wall(wall, zone)
+            if instant > now:
+                return instant
+        raise InvalidTimeError(f"cannot find the next {text!r}")  # pragma: no cover - unreachable
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        try:
+            parsed = datetime.combine(date.fromisoformat(raw), time())
+        except ValueError:
+            raise InvalidTimeError(
+                f"{text!r} is not a time; use ISO 8601 (2026-12-01T09:00, 2026-12-01T09:00+01:00) or HH:MM"
+            ) from None
+    if not EARLIEST_TIME.year < parsed.year < LATEST_TIME.year:
+        # Checked before converting: 9999-12-31T23:59 in Etc/GMT+12 is past datetime's range in UTC.
+        raise InvalidTimeError(
+            f"{text[:40]!r} is outside the supported years {EARLIEST_TIME.year}-{LATEST_TIME.year - 1}"
+        )
+    instant = resolve_wall(parsed, zone) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    if instant <= now:
+        raise InvalidTimeError(
+            f"{text} is in the past (now is {now.astimezone(zone).isoformat(timespec='seconds')}); "
+            "kairos does not move it to next year"
+        )
+    return instant

@@ -1,0 +1,120 @@
+"""The ``agent:NAME`` target: a fire starts a headless agent run in the background task registry.
+
+Each fire becomes a registry task of kind ``fire`` (one turn, no follow-ups)
+for the scheduled prompt, with the target's agent, cwd, model and timeout. The
+run ledger and the registry point at each other: the registry record carries
+the scheduled task id and run id, and the run's ``reason`` names the registry
+task while its ``output_path`` is that task's log.
+
+**The scheduler waits for the whole agent turn.** ``delivered`` means the
+agent turn completed ok, so "delivered only when confirmed" stays true. The
+wait is bounded by the turn timeout (the target's ``timeout_s``, else the
+registry's default), which the registry enforces by killing the process group;
+time spent queued behind the registry's concurrency cap comes on top.
+
+Idempotent per ``run_id``: a repeated delivery of a run finds the registry
+record that run started (it is durable, so also after a restart) and reports
+on it instead of starting the agent again.
+
+Must not import the scheduler, the store or the server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kairosd.core.clock import Clock
+from kairosd.core.errors import KairosError, UsageError
+from kairosd.delivery.base import Job, Result
+from kairosd.registry.model import ExecutionMode, TaskKind, TaskRecord, TaskStatus
+from kairosd.registry.registry import Registry, StartSpec
+
+log = logging.getLogger(__name__)
+
+
+class AgentDelivery:
+    kind = "agent"
+
+    def __init__(self, registry: Registry, clock: Clock) -> None:
+        self._registry = registry
+        self._clock = clock
+        self._closed = False
+
+    async def deliver(self, job: Job) -> Result:
+        started_at = self._clock.now()
+        record = self._registry.find_by_run(job.run_id)
+        if record is not None:
+            log.info("run %s already started agent task %s; not starting it again", job.run_id, record.id)
+        else:
+            if self._closed:
+                return Result("failed", started_at, self._clock.now(), reason="agent delivery is closed (shutdown)")
+            try:
+                record = await self._registry.start(_spec(job))
+            except KairosError as exc:
+                return Result("failed", started_at, self._clock.now(), reason=f"agent target: {exc.message}")
+        record, _ = await self._registry.wait(record.id, None)
+        return _result(record, started_at, self._clock.now())
+
+    async def check(self, target: Mapping[str, Any]) -> None:
+        """At add time: the agent must be known, its CLI found on kairosd's PATH, its cwd a folder."""
+        agent, cwd = target.get("agent"), target.get("cwd")
+        if isinstance(agent, str) and agent:
+            try:
+                await self._registry.check_agent(agent, cwd if isinstance(cwd, str) else None)
+            except KairosError as exc:
+                raise UsageError(f"agent target: {exc.message}") from None
+
+    async def close(self) -> None:
+        """No new agent runs; runs in flight end when the registry stops (they become interrupted)."""
+        self._closed = True
+
+
+def _spec(job: Job) -> StartSpec:
+    target = job.target
+    agent = target.get("agent")
+    return StartSpec(
+        kind=TaskKind.FIRE,
+        prompt=job.prompt,
+        agent=agent if isinstance(agent, str) else None,
+        cwd=_text(target, "cwd"),
+        model=_text(target, "model"),
+        session=_text(target, "session"),
+        mode=ExecutionMode.BACKGROUND,
+        timeout_s=_timeout(target),
+        multi_turn=False,
+        scheduled_task_id=job.task_id,
+        run_id=job.run_id,
+    )
+
+
+def _text(target: dict[str, Any], key: str) -> str | None:
+    value = target.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _timeout(target: dict[str, Any]) -> float | None:
+    value = target.get("timeout_s")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _result(record: TaskRecord, started_at: Any, finished_at: Any) -> Result:
+    what = f"agent task {record.id}"
+    if record.status is TaskStatus.COMPLETED:
+        return Result(
+            "delivered",
+            started_at,
+            finished_at,
+            reason=f"{what} completed",
+            output_path=record.log_path,
+            exit_code=record.exit_code,
+        )
+    if record.status is TaskStatus.RUNNING:
+        why = "kairosd stopped before the agent turn finished"
+    else:
+        why = record.status.value + (f": {record.error}" if record.error else "")
+    reason = f"{what} {why}"
+    return Result(
+        "failed", started_at, finished_at, reason=reason, output_path=record.log_path, exit_code=record.exit_code
+    )

@@ -1,0 +1,160 @@
+"""HTTP routes of the daemon: one small handler per request, each calling the service.
+
+The route table is the protocol's (see :mod:`kairosd.core.protocol`); this module
+turns a parsed :class:`~kairosd.api.server.Request` into a service call and its
+result into a :class:`~kairosd.api.server.Response`. Errors are KairosErrors; the
+server maps them to status codes.
+
+Must not import the scheduler internals, the store or the CLI.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from kairosd.api.http_types import EncodedJson, compact_json
+from kairosd.api.requests import parse_body
+from kairosd.api.router import Router, typed
+from kairosd.api.server import Request, Response, StreamResponse
+from kairosd.core.bounds import query_int
+from kairosd.core.errors import UsageError
+from kairosd.core.protocol import API_VERSION, EVENT_TYPES
+from kairosd.scheduling.requests import AckRequest, AddRequest, ImportRequest
+from kairosd.scheduling.service import Service
+
+MAX_LIMIT = 10_000
+
+
+def _flag(req: Request, name: str) -> bool:
+    return req.query.get(name, "").lower() in ("1", "true", "yes")
+
+
+class Api(Router):
+    """The router, with the task routes (and status and shutdown) registered; the other capabilities add theirs."""
+
+    def __init__(self, service: Service, on_shutdown: Callable[[], None]) -> None:
+        super().__init__()
+        self.service = service
+        self.on_shutdown = on_shutdown
+        # Each listed view's JSON, by task id, while the service hands out the same (cached) view object.
+        self._encoded: dict[bool, dict[str, tuple[dict[str, Any], bytes]]] = {False: {}, True: {}}
+        self._bodies: dict[bool, tuple[list[dict[str, Any]], EncodedJson]] = {}  # the last list of each kind
+        task = r"/tasks/(?P<id>[^/]+)"
+        self.add_routes(
+            [
+                ("/status", {"GET": self.status}),
+                ("/tasks", {"GET": self.list_tasks, "POST": self.add}),
+                (task, {"GET": self.show, "DELETE": self.remove}),
+                (task + "/pause", {"POST": self.pause}),
+                (task + "/resume", {"POST": self.resume}),
+                (task + "/run", {"POST": self.run}),
+                ("/runs", {"GET": self.runs}),
+                ("/missed", {"GET": self.missed, "DELETE": self.clear_missed}),
+                ("/inbox", {"GET": self.inbox}),
+                ("/inbox/ack", {"POST": self.ack}),
+                ("/events", {"GET": self.events}),
+                ("/import", {"POST": self.import_claude}),
+                ("/shutdown", {"POST": self.shutdown}),
+            ]
+        )
+
+    async def status(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"api_version": API_VERSION, **self.service.status()})
+
+    async def list_tasks(self, req: Request, m: re.Match[str]) -> Response:
+        """``{"tasks": [...]}``, joined from each view's cached JSON: the bytes ``compact_json`` would give
+        for the whole document, which ``kairos list --json`` prints unchanged (``bench/bench_cli.py``)."""
+        summary = req.query.get("view") == "summary"
+        views = self.service.list_tasks(summary=summary)
+        last = self._bodies.get(summary)
+        if last is not None and len(last[0]) == len(views) and all(map(operator.is_, views, last[0])):
+            return Response(200, last[1])  # the same views in the same order as last time
+        cache = self._encoded[summary]
+        pieces = []
+        for view in views:
+            hit = cache.get(view["id"])
+            if hit is None or hit[0] is not view:  # a new view object: the task, its fire or its state changed
+                hit = cache[view["id"]] = (view, compact_json(view))
+            pieces.append(hit[1])
+        if len(cache) > 2 * len(views) + 1000:  # removed tasks
+            self._encoded[summary] = {v["id"]: cache[v["id"]] for v in views}
+        body = EncodedJson(b'{"tasks":[' + b",".join(pieces) + b"]}")
+        self._bodies[summary] = (views, body)
+        return Response(200, body)
+
+    @typed(AddRequest)
+    async def add(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(201, {"task": await self.service.add(parse_body(AddRequest, req.body))})
+
+    async def show(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": self.service.get(m["id"])})
+
+    async def remove(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"removed": await self.service.remove([m["id"]])})
+
+    async def pause(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": await self.service.set_paused(m["id"], True)})
+
+    async def resume(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": await self.service.set_paused(m["id"], False)})
+
+    async def run(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(202, {"run": await self.service.run_now(m["id"])})
+
+    async def runs(self, req: Request, m: re.Match[str]) -> Response:
+        limit = query_int(req.query.get("limit"), "limit", 50, 1, MAX_LIMIT)
+        return Response(200, {"runs": self.service.history(req.query.get("task") or None, limit)})
+
+    async def missed(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"missed": self.service.missed()})
+
+    async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"cleared": self.service.clear_missed()})
+
+    async def inbox(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
+        session = req.query.get("session") or None
+        if _flag(req, "follow"):
+            return StreamResponse(self._follow_inbox(session, _flag(req, "all")))
+        return Response(200, {"items": self.service.inbox_items(session, _flag(req, "all"))})
+
+    async def _follow_inbox(self, session: str | None, include_acked: bool) -> AsyncIterator[Any]:
+        # Subscribe first, then send the backlog, so nothing falls in between;
+        # an item can then show up twice, so dedupe by id.
+        stream = self.service.events.subscribe(frozenset({"inbox_item"}), session)
+        seen: set[str] = set()
+        for item in self.service.inbox_items(session, include_acked):
+            seen.add(item["id"])
+            yield item
+        async for event in stream:
+            item = event.get("item", {})
+            if item.get("id") not in seen:
+                seen.add(item.get("id"))
+                yield item
+
+    @typed(AckRequest)
+    async def ack(self, req: Request, m: re.Match[str]) -> Response:
+        body = parse_body(AckRequest, req.body)
+        if not body.all and not body.ids:
+            raise UsageError('give {"ids": ["..."]} or {"all": true}')
+        return Response(200, {"acked": self.service.ack(body.session, None if body.all else body.ids)})
+
+    async def events(self, req: Request, m: re.Match[str]) -> StreamResponse:
+        types = None
+        if req.query.get("types"):
+            types = frozenset(t for t in req.query["types"].split(",") if t)
+            unknown = types - set(EVENT_TYPES) - {"clock_jump", "overflow"}
+            if unknown:
+                raise UsageError(f"unknown event type(s): {', '.join(sorted(unknown))}")
+        return StreamResponse(self.service.events.subscribe(types, req.query.get("session") or None))
+
+    @typed(ImportRequest)
+    async def import_claude(self, req: Request, m: re.Match[str]) -> Response:
+        body = parse_body(ImportRequest, req.body)
+        return Response(200, await self.service.import_claude(body.data, body.tz, body.dry_run, body.project))
+
+    async def shutdown(self, req: Request, m: re.Match[str]) -> Response:
+        self.on_shutdown()
+        return Response(202, {"stopping": True})

@@ -1,0 +1,174 @@
+"""Running the deliveries the scheduler decided on: concurrency, per-task queues, outcomes.
+
+The scheduler records a run in the run ledger, then hands it here
+(:meth:`Dispatcher.start` or :meth:`Dispatcher.enqueue`). The dispatcher calls
+the task's delivery target with at most ``max_concurrent`` deliveries at once,
+records each outcome, and starts the next run queued behind a task once its
+previous run is done. What is running or queued feeds the overlap rule
+(:meth:`Dispatcher.in_flight`, see :mod:`kairosd.scheduling.firing`).
+
+Must not import the server, the CLI, the scheduler, or concrete delivery targets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime
+
+from kairosd.core.clock import Clock
+from kairosd.core.events import EventBus
+from kairosd.core.models import Task
+from kairosd.core.records import Outcome, Run
+from kairosd.delivery.base import Delivery, Job, Result
+from kairosd.scheduling.firing import InFlight
+from kairosd.scheduling.ledger import RunLedger
+from kairosd.scheduling.taskbook import TaskBook
+
+# The scheduler's name: these lines are part of what it reports about runs.
+log = logging.getLogger("kairosd.scheduling.scheduler")
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        book: TaskBook,
+        ledger: RunLedger,
+        deliveries: dict[str, Delivery],
+        clock: Clock,
+        events: EventBus,
+        max_concurrent: int,
+        write_failed: Callable[[str], None],
+    ) -> None:
+        """``deliveries`` is shared, not copied: a target added to it later is used.
+        ``write_failed`` is told why an append to the run ledger failed."""
+        self.book = book
+        self.ledger = ledger
+        self.deliveries = deliveries
+        self.clock = clock
+        self.events = events
+        self._write_failed = write_failed
+        self.running: dict[str, str] = {}  # task id -> run id in flight
+        self.queues: dict[str, deque[Run]] = {}
+        self.inflight: set[asyncio.Task[None]] = set()
+        self._sem = asyncio.Semaphore(max_concurrent)
+
+    def in_flight(self) -> InFlight:
+        """What runs and waits now, for the overlap rule."""
+        return InFlight(self.running, {task_id: len(queue) for task_id, queue in self.queues.items() if queue})
+
+    def queued(self) -> int:
+        return sum(len(q) for q in self.queues.values())
+
+    def enqueue(self, task: Task, run: Run) -> None:
+        """Hold ``run`` (recorded as queued) until the task's running one is done."""
+        self.queues.setdefault(task.id, deque()).append(run)
+
+    def start(self, task: Task, run: Run) -> None:
+        """Deliver ``run`` (already recorded as dispatched) in the background."""
+        self.running[task.id] = run.run_id
+        self.events.publish(
+            "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
+        )
+        job = Job(
+            run_id=run.run_id,
+            task_id=task.id,
+            task_name=task.name,
+            prompt=task.prompt,
+            target=task.target.model_dump(mode="json"),
+            scheduled_for=run.scheduled_for,
+            planned_for=run.planned_for,
+            late_by_s=run.late_by_s,
+            catch_up=run.catch_up,
+            meta=dict(task.meta),
+            overlap=task.overlap.value,
+        )
+        handle = asyncio.ensure_future(self._deliver(task, run, job))
+        self.inflight.add(handle)
+        handle.add_done_callback(self.inflight.discard)
+
+    async def cancel(self) -> None:
+        """Stop every delivery in flight; each records why (see :meth:`_deliver`)."""
+        for handle in list(self.inflight):
+            handle.cancel()
+        await asyncio.gather(*self.inflight, return_exceptions=True)
+
+    def drop_queued(self, now: datetime) -> list[Run]:
+        """Forget the queued runs; what to record for them (skipped, "kairosd stopped")."""
+        dropped = [
+            run.model_copy(update={"outcome": Outcome.SKIPPED, "finished_at": now, "reason": "kairosd stopped"})
+            for queue in self.queues.values()
+            for run in queue
+        ]
+        self.queues.clear()
+        return dropped
+
+    async def _deliver(self, task: Task, run: Run, job: Job) -> None:
+        delivery = self.deliveries.get(str(job.target.get("kind")))
+        try:
+            if delivery is None:
+                result = Result("failed", reason=f"no delivery target of kind {job.target.get('kind')!r}")
+            else:
+                async with self._sem:
+                    result = await delivery.deliver(job)
+        except asyncio.CancelledError:
+            result = Result("failed", reason="kairosd stopped before the target confirmed delivery")
+            await self._finish(task, run, result)
+            raise
+        except Exception as exc:  # a target bug must not stop the scheduler
+            log.exception("delivery of run %s failed", run.run_id)
+            result = Result("failed", reason=f"target error: {exc}")
+        await self._finish(task, run, result)
+
+    async def _finish(self, task: Task, run: Run, result: Result) -> None:
+        now = self.clock.now()
+        # "pending": the target holds the prompt durably and settles the run itself later (a live
+        # session's hook confirms it). The run is recorded queued and, like a finished one, frees
+        # its concurrency slot and the task's overlap mark: a session may take hours to reach its
+        # next turn, and holding either that long would stall other tasks and this task's own fires.
+        # The target applies the task's overlap policy to the runs it holds (Job.overlap).
+        pending = result.outcome == "pending"
+        done = run.model_copy(
+            update={
+                "started_at": result.started_at or run.dispatched_at,
+                "finished_at": None if pending else (result.finished_at or now),
+                "outcome": Outcome.QUEUED if pending else Outcome(result.outcome),
+                "reason": result.reason,
+                "output_path": result.output_path,
+                "exit_code": result.exit_code,
+                "awaiting": str(run.target.get("kind")) if pending else None,
+            }
+        )
+        try:
+            await asyncio.to_thread(self.ledger.record, done)
+        except OSError as exc:
+            # The run stays in flight in the ledger; after a restart it reads as interrupted, never delivered.
+            error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
+            self._write_failed(error)
+            log.error("%s; the outcome of run %s (%s) is not recorded", error, run.run_id, done.outcome)
+        finally:
+            if self.running.get(task.id) == run.run_id:
+                del self.running[task.id]
+            self.events.publish(
+                "run_pending" if pending else "run_finished",
+                run_id=run.run_id,
+                task_id=task.id,
+                outcome=done.outcome,
+                reason=done.reason,
+                exit_code=done.exit_code,
+            )
+        queue = self.queues.get(task.id)
+        if queue and task.id not in self.running:
+            queued = queue.popleft()
+            latest = self.book.find(task.id) or task
+            started = queued.model_copy(update={"dispatched_at": self.clock.now(), "outcome": None, "reason": None})
+            try:
+                await asyncio.to_thread(self.ledger.record, started)
+            except OSError as exc:
+                error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
+                self._write_failed(error)
+                log.error("%s; queued run %s of task %s not started", error, started.run_id, task.id)
+                return
+            self.start(latest, started)

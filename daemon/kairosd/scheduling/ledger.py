@@ -1,0 +1,359 @@
+"""The run ledger (``runs.jsonl``) and the missed ledger (``missed.jsonl``): durable, bounded history.
+
+Both are append-only :class:`kairosd.store.jsonlog.JsonLog` files read once at start
+and mirrored in memory. A record is appended (and fsynced) before memory
+changes, so what a client is told is on disk. Both stay bounded: memory keeps
+only the newest records, and the file is rewritten with just those once it
+holds more than twice as many lines (plus slack, so compaction is rare).
+
+A run is recorded several times as it progresses (dispatched, then finished);
+the last record for a ``run_id`` wins. A run still without an ``outcome`` when
+the ledger is loaded was cut off by the daemon stopping: it is finalised as
+failed, since nothing can confirm it was delivered.
+
+Single writer: only the daemon that holds the store lock loads and records.
+Blocking I/O; async callers run these methods in a thread when it matters.
+
+Must not import the scheduler, the server, the store or any delivery target.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kairosd.core.clock import Clock
+from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.records import MissedRecord, Outcome, Run
+from kairosd.store.jsonlog import JsonLog
+
+__all__ = ["INTERRUPTED_REASON", "MissedLedger", "RunLedger"]
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_REASON = "interrupted: kairosd stopped before the target confirmed delivery"
+NEVER_STARTED_REASON = "kairosd stopped while this run was queued; it never started"
+
+# Lines a log may hold beyond twice its kept records before it is compacted: keeps rewrites rare.
+COMPACT_SLACK = 1000
+
+
+def _needs_compaction(lines: int, kept: int) -> bool:
+    return lines > 2 * kept + COMPACT_SLACK
+
+
+def _in_flight(run: Run) -> bool:
+    """No outcome yet, or queued and held by a target that will settle it (``awaiting``)."""
+    return run.outcome is None or (run.outcome is Outcome.QUEUED and bool(run.awaiting))
+
+
+def _problem(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    loc = ".".join(str(part) for part in first["loc"])
+    return f"{loc}: {first['msg']}" if loc else str(first["msg"])
+
+
+class RunLedger:
+    """Runs by id, the newest ``keep_per_task`` per task.
+
+    A run still in flight (no outcome, or queued and held by a target) is never
+    evicted, however old (finished runs make room for it), so its outcome always
+    has a run to land on.
+
+    Runs of deleted tasks are kept under the same bound: history outlives tasks.
+    """
+
+    def __init__(self, path: Path, clock: Clock, keep_per_task: int = 50) -> None:
+        if keep_per_task < 1:
+            raise ValueError("keep_per_task must be at least 1")
+        self._log = JsonLog(path)
+        self._clock = clock
+        self._keep = keep_per_task
+        self._runs: dict[str, Run] = {}
+        self._by_task: dict[str, set[str]] = {}
+        # Order of first sight: breaks ties between runs with the same timestamp.
+        self._seq: dict[str, int] = {}
+        self._next_seq = 0
+        self._loaded = False
+        # The daemon may record from the event loop and from worker threads alike.
+        self._lock = threading.RLock()
+
+    @property
+    def path(self) -> Path:
+        return self._log.path
+
+    def load(self) -> builtins.list[Run]:
+        """Read the ledger; finalise and return the runs a previous daemon left without an outcome.
+
+        Call once, at start, before anything else. The finalised runs are written
+        back, so they are reported once, not at every start.
+        """
+        with self._lock:
+            self._log.remove_stale_temp_files()
+            self._runs.clear()
+            self._by_task.clear()
+            self._seq.clear()
+            for record in self._log.read():
+                run = self._parse(record)
+                if run is not None:
+                    self._put(run)
+            self._trim(builtins.list(self._by_task))
+            self._loaded = True
+            now = self._clock.now()
+            interrupted = [
+                run.model_copy(update={"outcome": Outcome.FAILED, "reason": INTERRUPTED_REASON, "finished_at": now})
+                for run in self._runs.values()
+                if run.outcome is None
+            ]
+            # Runs waiting behind another when the daemon died never started; say so. Runs a target
+            # holds (``awaiting``, e.g. a pending session item) are still held: the target settles them.
+            interrupted += [
+                run.model_copy(update={"outcome": Outcome.SKIPPED, "reason": NEVER_STARTED_REASON, "finished_at": now})
+                for run in self._runs.values()
+                if run.outcome is Outcome.QUEUED and not run.awaiting
+            ]
+            if interrupted:
+                self._append(interrupted)
+            else:
+                self._maybe_compact()
+            return [run.model_copy(deep=True) for run in interrupted]
+
+    def record(self, run: Run) -> None:
+        """Append ``run`` (a new run or a later state of one); durable when this returns."""
+        self.record_many([run])
+
+    def record_many(self, runs: builtins.list[Run]) -> None:
+        """Append several runs with a single fsync."""
+        if not runs:
+            return
+        with self._lock:
+            self._require_loaded()
+            self._append(runs)
+
+    def get(self, run_id: str) -> Run:
+        with self._lock:
+            self._require_loaded()
+            run = self._runs.get(run_id)
+            if run is None:
+                raise NotFoundError(
+                    f"no run {run_id!r} in the ledger (it keeps the last {self._keep} runs of each task)"
+                )
+            return run.model_copy(deep=True)
+
+    def list(self, task_id: str | None = None, limit: int = 50) -> builtins.list[Run]:
+        """Runs newest first (by dispatch time, else planned time), of one task or of all."""
+        if limit < 0:
+            raise UsageError(f"limit must be 0 or more, not {limit}")
+        with self._lock:
+            self._require_loaded()
+            if task_id is None:
+                ids: Iterable[str] = self._runs
+            else:
+                ids = self._by_task.get(task_id, set())
+            newest_first = sorted(ids, key=self._age, reverse=True)[:limit]
+            return [self._runs[run_id].model_copy(deep=True) for run_id in newest_first]
+
+    def latest_scheduled(self) -> dict[str, Run]:
+        """Per task, the scheduled (not manual) run with the latest slot: where its schedule stands.
+
+        The scheduler records a fire here before the store has the task's new
+        anchor, so after a crash this is how far each task had got.
+        """
+        with self._lock:
+            self._require_loaded()
+            latest: dict[str, Run] = {}
+            for run in self._runs.values():
+                if run.manual:
+                    continue
+                best = latest.get(run.task_id)
+                if best is None or run.scheduled_for > best.scheduled_for:
+                    latest[run.task_id] = run
+            return latest  # not copies (10,000 tasks at start-up): read them, do not change them
+
+    def running(self) -> builtins.list[Run]:
+        """Runs whose target has not answered yet, oldest first."""
+        with self._lock:
+            self._require_loaded()
+            ids = sorted((rid for rid, run in self._runs.items() if run.outcome is None), key=self._age)
+            return [self._runs[run_id].model_copy(deep=True) for run_id in ids]
+
+    def awaiting(self, kind: str) -> builtins.list[Run]:
+        """Queued runs held by the ``kind`` target (``Run.awaiting``), oldest first."""
+        with self._lock:
+            self._require_loaded()
+            ids = sorted(
+                (rid for rid, run in self._runs.items() if run.outcome is Outcome.QUEUED and run.awaiting == kind),
+                key=self._age,
+            )
+            return [self._runs[run_id].model_copy(deep=True) for run_id in ids]
+
+    def _append(self, runs: builtins.list[Run]) -> None:
+        self._log.append([run.model_dump(mode="json") for run in runs])
+        # Copies: a caller that keeps mutating its Run must not change history behind the file's back.
+        for run in runs:
+            self._put(run.model_copy(deep=True))
+        self._trim({run.task_id for run in runs})
+        self._maybe_compact()
+
+    def _parse(self, record: dict[str, Any]) -> Run | None:
+        # Run.run_id has a default; a record without one would otherwise become a new, random run.
+        if not isinstance(record.get("run_id"), str):
+            log.warning("%s: skipping a record without a run_id", self._log.path)
+            return None
+        try:
+            return Run.model_validate(record)
+        except ValidationError as exc:
+            log.warning("%s: skipping invalid run %s (%s)", self._log.path, record["run_id"], _problem(exc))
+            return None
+
+    def _put(self, run: Run) -> None:
+        old = self._runs.get(run.run_id)
+        if old is not None and old.task_id != run.task_id:
+            self._by_task[old.task_id].discard(run.run_id)
+        self._runs[run.run_id] = run
+        self._by_task.setdefault(run.task_id, set()).add(run.run_id)
+        if run.run_id not in self._seq:
+            self._seq[run.run_id] = self._next_seq
+            self._next_seq += 1
+
+    def _trim(self, task_ids: Iterable[str]) -> None:
+        for task_id in task_ids:
+            ids = self._by_task.get(task_id)
+            if ids is None:
+                continue
+            excess = len(ids) - self._keep
+            if excess > 0:
+                for run_id in sorted(ids, key=self._age):
+                    if excess == 0:
+                        break
+                    if _in_flight(self._runs[run_id]):
+                        continue  # never forget a run in flight: its outcome is still to be recorded
+                    ids.discard(run_id)
+                    del self._runs[run_id]
+                    del self._seq[run_id]
+                    excess -= 1
+            if not ids:
+                del self._by_task[task_id]
+
+    def _maybe_compact(self) -> None:
+        if not _needs_compaction(self._log.lines, len(self._runs)):
+            return
+        oldest_first = sorted(self._runs, key=self._age)
+        try:
+            self._log.rewrite([self._runs[run_id].model_dump(mode="json") for run_id in oldest_first])
+        except OSError as exc:
+            # Every record is already durable in the long file; compaction can wait for the next append.
+            log.warning("could not compact %s: %s", self._log.path, exc)
+        else:
+            log.info("compacted %s to %d runs", self._log.path, len(oldest_first))
+
+    def _age(self, run_id: str) -> tuple[datetime, int]:
+        run = self._runs[run_id]
+        return (run.dispatched_at or run.planned_for, self._seq[run_id])
+
+    def _require_loaded(self) -> None:
+        if not self._loaded:
+            raise RuntimeError("RunLedger.load() must be called before the ledger is used")
+
+
+class MissedLedger:
+    """Missed fires, the last ``keep`` added. Re-adding a record with the same id replaces it."""
+
+    def __init__(self, path: Path, clock: Clock, keep: int = 1000) -> None:
+        if keep < 1:
+            raise ValueError("keep must be at least 1")
+        self._log = JsonLog(path)
+        self._clock = clock
+        self._keep = keep
+        # Insertion order is the order added; the bound drops from the front.
+        self._records: dict[str, MissedRecord] = {}
+        self._loaded = False
+        self._lock = threading.RLock()
+
+    @property
+    def path(self) -> Path:
+        return self._log.path
+
+    def load(self) -> builtins.list[MissedRecord]:
+        """Read the ledger (call once, at start); returns the records, newest first."""
+        with self._lock:
+            self._log.remove_stale_temp_files()
+            self._records.clear()
+            for record in self._log.read():
+                if not isinstance(record.get("id"), str):
+                    log.warning("%s: skipping a record without an id", self._log.path)
+                    continue
+                try:
+                    missed = MissedRecord.model_validate(record)
+                except ValidationError as exc:
+                    log.warning("%s: skipping invalid record %s (%s)", self._log.path, record["id"], _problem(exc))
+                    continue
+                self._put(missed)
+            self._trim()
+            self._loaded = True
+            self._maybe_compact()
+            return self._newest_first()
+
+    def add(self, records: builtins.list[MissedRecord]) -> None:
+        """Append ``records`` with a single fsync; durable when this returns."""
+        if not records:
+            return
+        with self._lock:
+            self._require_loaded()
+            self._log.append([record.model_dump(mode="json") for record in records])
+            for record in records:
+                self._put(record.model_copy(deep=True))
+            self._trim()
+            self._maybe_compact()
+
+    def list(self) -> builtins.list[MissedRecord]:
+        """Newest first (by detection time, then by the order added)."""
+        with self._lock:
+            self._require_loaded()
+            return self._newest_first()
+
+    def clear(self) -> int:
+        """Forget every record, on disk too; returns how many there were."""
+        with self._lock:
+            self._require_loaded()
+            count = len(self._records)
+            self._log.rewrite([])
+            self._records.clear()
+            return count
+
+    def _put(self, record: MissedRecord) -> None:
+        # pop first so an updated record moves to the end: it is the newest information.
+        self._records.pop(record.id, None)
+        self._records[record.id] = record
+
+    def _trim(self) -> None:
+        excess = len(self._records) - self._keep
+        if excess > 0:
+            for record_id in builtins.list(self._records)[:excess]:
+                del self._records[record_id]
+
+    def _maybe_compact(self) -> None:
+        if not _needs_compaction(self._log.lines, len(self._records)):
+            return
+        try:
+            self._log.rewrite([record.model_dump(mode="json") for record in self._records.values()])
+        except OSError as exc:
+            log.warning("could not compact %s: %s", self._log.path, exc)
+        else:
+            log.info("compacted %s to %d records", self._log.path, len(self._records))
+
+    def _newest_first(self) -> builtins.list[MissedRecord]:
+        ordered = builtins.list(enumerate(self._records.values()))
+        ordered.sort(key=lambda pair: (pair[1].detected_at, pair[0]), reverse=True)
+        return [record.model_copy(deep=True) for _, record in ordered]
+
+    def _require_loaded(self) -> None:
+        if not self._loaded:
+            raise RuntimeError("MissedLedger.load() must be called before the ledger is used")

@@ -1,0 +1,478 @@
+"""The scheduler: the loop that fires tasks on time, records every run, hands fires to targets.
+
+What to do with due and missed fires (catch-up, grace window, overlap) is
+decided in :mod:`kairosd.scheduling.firing`, which is pure; deliveries run in
+:mod:`kairosd.scheduling.dispatch`. This module keeps the plan, sleeps and wakes, records
+each decision and keeps the store's anchors in step with the run ledger.
+
+How it keeps time:
+
+* Each task has one planned fire in a heap. The loop sleeps until the earliest
+  one, or at most ``max_sleep_s`` (30 s), or until woken by a change. So with
+  nothing due it wakes twice a minute whatever the number of tasks.
+* Every wake compares wall-clock progress with monotonic progress. A forward
+  difference beyond ``jump_threshold_s`` means the machine slept or the clock
+  was stepped: fires that fell in between are *missed* and follow their task's
+  catch-up policy, exactly as at start-up. A backward jump needs nothing: fires
+  are anchored on the last handled slot, so none repeats.
+* A fire is recorded in the run ledger (one small fsynced append) before it is
+  handed to its target, so a crash can lose a delivery but never repeat one;
+  the run then shows as failed ("interrupted"), never as delivered. The task's
+  new anchor goes to the store right after, in the background: until then the
+  ledger is the record (:mod:`kairosd.scheduling.anchors`).
+* When the run ledger cannot be written nothing fires (a fire that cannot be
+  recorded could repeat); each tick, at least every ``store_retry_s``, tries
+  again. When only the store cannot be written, fires still go out (the ledger
+  records them) while changes through the API are refused; the store is
+  retried at the same pace. ``status()`` names the problem meanwhile.
+
+Everything that reads time goes through the injected clock, so tests drive
+:meth:`Scheduler.tick` on a fake clock without sleeping.
+
+Must not import the server, the CLI, or concrete delivery targets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from kairosd.core import defaults
+from kairosd.core.clock import Clock
+from kairosd.core.errors import StoreError, UsageError
+from kairosd.core.events import EventBus
+from kairosd.core.models import Task
+from kairosd.core.plan import Fire, fire_for, scheduled_after
+from kairosd.core.records import Run
+from kairosd.delivery.base import Delivery
+from kairosd.scheduling import broken
+from kairosd.scheduling.anchors import Anchors
+from kairosd.scheduling.dispatch import Dispatcher
+from kairosd.scheduling.firing import (
+    NOT_RUNNING,
+    Decision,
+    Due,
+    FireBounds,
+    clock_jump_reason,
+    decide,
+    decide_disabled,
+    due_slots,
+    fire_now,
+)
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.taskbook import TaskBook
+
+log = logging.getLogger(__name__)
+
+# Remembered first-fire-after answers (see Scheduler.next_fire); cleared when full.
+_FIRST_AFTER_CACHE = 4096
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_sleep_s: float = 30.0
+    jump_threshold_s: float = 5.0
+    catch_up_grace: timedelta = timedelta(days=7)
+    catch_up_max: int = 10
+    queue_limit: int = 10
+    max_concurrent: int = defaults.MAX_CONCURRENT
+    disabled_reason: str | None = None
+    store_retry_s: float = 5.0
+    # Anchors reach the store this long after a fire at most, so a burst of fires shares one write.
+    persist_delay_s: float = 0.5
+
+
+class Scheduler:
+    def __init__(
+        self,
+        book: TaskBook,
+        ledger: RunLedger,
+        missed: MissedLedger,
+        deliveries: Mapping[str, Delivery],
+        clock: Clock,
+        events: EventBus,
+        config: SchedulerConfig | None = None,
+    ) -> None:
+        self.book = book
+        self.ledger = ledger
+        self.missed = missed
+        self.deliveries = dict(deliveries)
+        self.clock = clock
+        self.events = events
+        self.config = config or SchedulerConfig()
+        self._limits = FireBounds(self.config.catch_up_grace, self.config.catch_up_max, self.config.queue_limit)
+        self._heap: list[tuple[datetime, int, str]] = []
+        self._next: dict[str, Fire] = {}
+        self._seq = itertools.count()
+        self._dispatch = Dispatcher(
+            book, ledger, self.deliveries, clock, events, self.config.max_concurrent, self._write_failed
+        )
+        self._running = self._dispatch.running  # task id -> run id in flight
+        self._wake = asyncio.Event()
+        self._last: tuple[datetime, float] | None = None
+        self._started = False
+        self.last_jump: dict[str, Any] | None = None
+        self.wakeups = 0
+        # Why the last append to the run ledger failed; None when it works.
+        self.write_error: str | None = None
+        self._first_after: dict[tuple[str | None, datetime | None, str, datetime], datetime | None] = {}
+        self._anchors = Anchors(book, ledger, events, self.config.persist_delay_s, self._replan, self._set_aside)
+        # Why fires were missed, for tasks whose pass the run ledger refused (task id -> reason).
+        self._unrecorded: dict[str, str] = {}
+
+    # ---- planning -------------------------------------------------------
+
+    def next_fire(self, task: Task) -> Fire | None:
+        """The next planned fire of ``task`` after its anchor (None when paused or done)."""
+        if task.paused:
+            return None
+        anchor = self._anchors.anchor(task)
+        key = (task.cron, task.at, task.tz, anchor)
+        try:
+            scheduled = self._first_after[key]
+        except KeyError:
+            # Tasks with the same schedule and the same last slot (or creation time) share the answer:
+            # 10,000 tasks are planned at start-up with one calendar walk per distinct schedule.
+            scheduled = next(iter(scheduled_after(task, anchor)), None)
+            if len(self._first_after) >= _FIRST_AFTER_CACHE:
+                self._first_after.clear()
+            self._first_after[key] = scheduled
+        if scheduled is None:
+            return None
+        if task.jitter == "none":
+            return Fire(scheduled, scheduled)  # what fire_for gives without jitter, minus its work
+        return fire_for(task, scheduled)
+
+    def schedule(self, task: Task) -> None:
+        """(Re)plan ``task`` and wake the loop; call after any change to it."""
+        try:
+            fire = self.next_fire(task)
+        except Exception as exc:
+            self._set_aside(task.id, "plan", exc)
+            return
+        self._plan(task, fire)
+
+    def _set_aside(self, task_id: str, stage: str, exc: BaseException, slot: datetime | None = None) -> None:
+        """Pause one task whose planning, firing or expiry raised (see :mod:`.broken`); the rest go on."""
+        broken.set_aside(self.book, self.ledger, self.events, self.clock.now, task_id, stage, exc, slot)
+        self._next.pop(task_id, None)
+        self._unrecorded.pop(task_id, None)
+        self._anchors.persist()
+
+    def _plan(self, task: Task, fire: Fire | None) -> None:
+        if fire is None:
+            self._next.pop(task.id, None)
+        else:
+            self._next[task.id] = fire
+            heapq.heappush(self._heap, (fire.planned_for, next(self._seq), task.id))
+        self._wake.set()
+
+    def _replan(self, task_id: str) -> None:
+        """Plan ``task_id`` as the book holds it now (after a pass, or a rolled-back store write)."""
+        task = self.book.find(task_id)
+        if task is None:
+            self.unschedule(task_id)
+        else:
+            self.schedule(task)
+
+    def unschedule(self, task_id: str) -> None:
+        self._next.pop(task_id, None)
+        self._unrecorded.pop(task_id, None)
+        self._wake.set()
+
+    def is_running(self, task_id: str) -> bool:
+        """Whether a run of ``task_id`` is in flight now (listings show it)."""
+        return task_id in self._running
+
+    def planned(self, task_id: str) -> Fire | None:
+        return self._next.get(task_id)
+
+    # ---- the loop -------------------------------------------------------
+
+    @property
+    def disabled_reason(self) -> str | None:
+        return self.config.disabled_reason
+
+    async def start(self) -> None:
+        """Catch the store up with the run ledger, plan every task, and handle what was
+        missed while kairosd was not running. Call after the ledger is loaded."""
+        self._last = (self.clock.now(), self.clock.monotonic())
+        self._anchors.recover()
+        await self.admit(self.book, NOT_RUNNING)
+        await self._anchors.persist_now()
+        self._started = True
+
+    async def admit(self, tasks: Iterable[Task], missed_reason: str) -> None:
+        """Plan tasks new to the loop: every task at start, or tasks just imported.
+
+        Fires already due were missed (``missed_reason`` says why) and follow each
+        task's catch-up policy: the one rule for a restart and for an import.
+        """
+        now = self.clock.now()
+        due: list[Task] = []
+        planned = self._heap
+        seq, firing = self._seq, self.disabled_reason is None
+        for task in tasks:
+            # One next-fire computation per task: 10,000 tasks are planned in a fraction of a second.
+            try:
+                fire = self.next_fire(task)
+            except Exception as exc:
+                self._set_aside(task.id, "plan", exc)
+                continue
+            if fire is None:
+                continue
+            if fire.planned_for <= now and firing:
+                due.append(task)  # missed while kairosd was not running; the pass below plans it
+            else:
+                self._next[task.id] = fire
+                planned.append((fire.planned_for, next(seq), task.id))
+        heapq.heapify(planned)  # one O(n) heapify rather than a push per task
+        self._wake.set()
+        if due:
+            await self._pass(now, missed_reason=missed_reason, tasks=due)
+            for task in due:
+                current = self.book.find(task.id)
+                if current is not None:
+                    self.schedule(current)
+
+    def _detect_jump(self, now: datetime) -> float:
+        mono = self.clock.monotonic()
+        drift = 0.0
+        if self._last is not None:
+            last_wall, last_mono = self._last
+            drift = ((now - last_wall).total_seconds()) - (mono - last_mono)
+        self._last = (now, mono)
+        return drift
+
+    async def tick(self) -> float:
+        """Handle everything due now; return the seconds to sleep before the next tick."""
+        self.wakeups += 1
+        self._wake.clear()
+        now = self.clock.now()
+        drift = self._detect_jump(now)
+        missed_reason = None
+        if abs(drift) > self.config.jump_threshold_s:
+            direction = "forward" if drift > 0 else "back"
+            self.last_jump = {"at": now.isoformat(), "drift_s": round(drift, 3)}
+            log.warning("wall clock jumped %s by %.1fs (suspend or clock change)", direction, abs(drift))
+            self.events.publish("clock_jump", drift_s=round(drift, 3))
+            if drift > 0:
+                missed_reason = clock_jump_reason(drift)
+        if self.disabled_reason is None:
+            await self._pass(now, missed_reason=missed_reason)
+        else:
+            await self._pass_disabled(now)
+        if self.book.error is not None:
+            self._anchors.persist()  # try the store again (at most every store_retry_s, see _sleep_for)
+        return self._sleep_for(self.clock.now())
+
+    def _sleep_for(self, now: datetime) -> float:
+        cap = self.config.max_sleep_s
+        if self.write_error is not None:
+            # Due fires wait for the ledger; retry it at this pace rather than spin on them.
+            return min(cap, self.config.store_retry_s)
+        if self.book.error is not None:
+            cap = min(cap, self.config.store_retry_s)
+        while self._heap:
+            planned, _, task_id = self._heap[0]
+            current = self._next.get(task_id)
+            if current is None or current.planned_for != planned:
+                heapq.heappop(self._heap)  # stale entry: the task changed or went
+                continue
+            return max(0.0, min(cap, (planned - now).total_seconds()))
+        return cap
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick until ``stop`` is set."""
+        while not stop.is_set():
+            try:
+                delay = await self.tick()
+            except Exception:
+                # Each task's failures are handled where they happen (set aside); this is the last guard.
+                log.exception("a scheduler pass failed; trying again in %gs", self.config.store_retry_s)
+                delay = min(self.config.max_sleep_s, self.config.store_retry_s)
+            if self.write_error is not None:
+                self._wake.clear()  # replanning after a failed write must not turn into a busy loop
+            if delay > 0 and not self._wake.is_set():
+                waiter = asyncio.ensure_future(self._wake.wait())
+                stopper = asyncio.ensure_future(stop.wait())
+                await asyncio.wait({waiter, stopper}, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stopper.cancel()
+
+    # ---- deciding -------------------------------------------------------
+
+    def _pop_due(self, now: datetime) -> list[Task]:
+        due: list[Task] = []
+        seen: set[str] = set()
+        while self._heap and self._heap[0][0] <= now:
+            planned, _, task_id = heapq.heappop(self._heap)
+            current = self._next.get(task_id)
+            if current is None or current.planned_for != planned or task_id in seen:
+                continue
+            task = self.book.find(task_id)
+            if task is not None:
+                seen.add(task_id)
+                due.append(task)
+        return due
+
+    async def _pass_disabled(self, now: datetime) -> None:
+        """The kill switch is on: record what comes due as missed, saying why (see ``decide_disabled``)."""
+        tasks = self._pop_due(now)
+        grace = self.config.catch_up_grace
+        due = [due_slots(task, self._anchors.anchor(task), now, grace) for task in tasks if not task.paused]
+        due = [item for item in due if item.slots]
+        await self._commit(decide_disabled(due, now, f"firing was disabled ({self.disabled_reason})"))
+        for task in tasks:
+            self._replan(task.id)
+
+    async def _pass(self, now: datetime, missed_reason: str | None, tasks: list[Task] | None = None) -> None:
+        if tasks is None:
+            tasks = self._pop_due(now)
+        due = self._due(tasks, now)
+        pending = self._unrecorded
+        decision = self._decide(due, now, missed_reason)
+        recorded = await self._commit(decision)
+        for item in due:
+            task_id = item.task.id
+            reason = missed_reason or pending.get(task_id)
+            if recorded or reason is None:
+                pending.pop(task_id, None)
+            else:
+                # Decided again next tick: keep why these fires were missed, or they would pass as late.
+                pending[task_id] = reason
+            self._replan(task_id)
+
+    def _due(self, tasks: list[Task], now: datetime) -> list[Due]:
+        """The due fires of each task; a task whose fires cannot be computed is set aside."""
+        grace, anchor = self.config.catch_up_grace, self._anchors.anchor
+        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace), self._set_aside)
+
+    def _decide(self, due: list[Due], now: datetime, missed_reason: str | None) -> Decision:
+        """One decision for the pass; the tasks whose decision raises are set aside."""
+        in_flight, pending, limits = self._dispatch.in_flight(), self._unrecorded, self._limits
+        return broken.decide_each(due, lambda items: decide(items, now, missed_reason, limits, in_flight, pending),
+                                  self._set_aside)  # fmt: skip
+
+    # ---- recording and delivering --------------------------------------
+
+    async def _commit(self, decision: Decision) -> bool:
+        """Record the decision's runs (the commit point), apply its anchors, start its deliveries.
+
+        False when the run ledger could not be written: then nothing was
+        delivered and no anchor moved, so the same fires are due again at the
+        next tick. The store is written in the background (:meth:`Anchors.persist`).
+        """
+        if decision.runs:
+            try:
+                await asyncio.to_thread(self.ledger.record_many, decision.runs)
+            except OSError as exc:
+                self.write_error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
+                log.error("%s; %d fire(s) not delivered, retried later", self.write_error, len(decision.start))
+                return False
+            if self.write_error is not None:
+                log.warning("the run ledger is writable again; firing resumes")
+                self.write_error = None
+        if decision.missed:
+            try:
+                await asyncio.to_thread(self.missed.add, decision.missed)
+            except OSError as exc:
+                # The run ledger has the misses too (as missed runs); this ledger is the summary.
+                log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
+        for record in decision.missed:
+            # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
+            # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
+            self.events.publish("missed", **record.model_dump(mode="json"))
+        self._anchors.advance(decision.advances)
+        for task, run in decision.queue:
+            self._dispatch.enqueue(task, run)
+        for task, run in decision.start:
+            self._dispatch.start(task, run)
+        return True
+
+    def _write_failed(self, error: str) -> None:
+        self.write_error = error
+
+    # ---- commands -------------------------------------------------------
+
+    async def run_now(self, task_id: str) -> Run:
+        """Fire ``task_id`` now, outside its schedule (the schedule is unchanged)."""
+        task = self.book.get(task_id)
+        now = self.clock.now()
+        decision, run = fire_now(task, now, self._limits, self._dispatch.in_flight())
+        if not await self._commit(decision):
+            raise StoreError(self.write_error or "the run could not be recorded")
+        return run
+
+    async def drain(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - a bound, not a cancel scope
+        """Wait for in-flight deliveries (and what is queued behind them) and background writes."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        self._anchors.flush()
+        inflight, writing = self._dispatch.inflight, self._anchors.writing
+        while inflight or writing:
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return False
+            await asyncio.wait(inflight | writing, timeout=remaining)
+        return True
+
+    async def shutdown(self, grace_s: float) -> None:
+        """Let in-flight deliveries finish for ``grace_s``, then stop them and record why."""
+        if not await self.drain(grace_s):
+            for delivery in self.deliveries.values():
+                await delivery.close()
+            if not await self.drain(2.0):
+                await self._dispatch.cancel()
+        # Queued runs will not run now; say so rather than leave them "queued".
+        dropped = self._dispatch.drop_queued(self.clock.now())
+        if dropped:
+            await asyncio.to_thread(self.ledger.record_many, dropped)
+        for delivery in self.deliveries.values():
+            await delivery.close()
+
+    def status(self) -> dict[str, Any]:
+        upcoming = min(self._next.items(), key=lambda item: item[1].planned_for, default=None)
+        return {
+            "enabled": self.disabled_reason is None,
+            "disabled_reason": self.disabled_reason,
+            "tasks": len(self.book),
+            "paused": sum(1 for t in self.book if t.paused),
+            # Not "running": `kairos daemon status --json` says {"running": true} (a boolean) for kairosd itself.
+            "deliveries_running": len(self._running),
+            "queued": self._dispatch.queued(),
+            "next_fire": None
+            if upcoming is None
+            else {"task_id": upcoming[0], "planned_for": upcoming[1].planned_for.isoformat()},
+            "last_clock_jump": self.last_jump,
+            "wakeups": self.wakeups,
+            "store_error": self.store_problem(),
+        }
+
+    def store_problem(self) -> str | None:
+        """Why writes fail, and what that stops; None when they work."""
+        problems = []
+        if self.write_error is not None:
+            problems.append(f"{self.write_error} (nothing fires until it can be written; retrying)")
+        if self.book.error is not None:
+            problems.append(f"{self.book.error.message} (changes are refused until it can be written; retrying)")
+        return "; ".join(problems) or None
+
+    async def check_target(self, target: Mapping[str, Any]) -> None:
+        """Refuse, at add time, a target its delivery already knows would fail (see ``Delivery.check``).
+
+        Only new tasks are checked: a stored task whose agent went away keeps its
+        other fires, each failing or succeeding on its own.
+        """
+        kind = str(target.get("kind"))
+        if kind not in self.deliveries:
+            raise UsageError(f"unknown target kind {kind!r} (available: {', '.join(sorted(self.deliveries))})")
+        check = getattr(self.deliveries[kind], "check", None)
+        if check is not None:
+            await check(target)

@@ -1,0 +1,234 @@
+"""The daemon's tasks in memory, written to the store with group commit.
+
+Every change is applied in memory at once and made durable by
+:meth:`TaskBook.commit`, which callers await before they acknowledge anything.
+Concurrent commits share one write: while a write runs, later changes pile up
+and go out together in the next one, so a storm of adds costs a few writes,
+not one each.
+
+A failed write never leaves memory and disk apart: the book rolls back to
+what the store last held (every change not yet durable is discarded, and the
+listeners in :attr:`TaskBook.on_rollback` are told which tasks changed back),
+every caller whose change was discarded gets a :class:`StoreError`, and
+:attr:`TaskBook.error` says what went wrong until a later write succeeds. The
+daemon keeps running and keeps answering; each later change tries the store
+again.
+
+Must not import the scheduler or the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kairosd.core.errors import NotFoundError, StoreError, UsageError
+from kairosd.core.models import Task
+from kairosd.store.store import SCHEMA_VERSION, Store, StoreState
+
+log = logging.getLogger(__name__)
+
+# Version ranges discarded by rollbacks, kept to answer the commits still waiting on them.
+# A commit waits for at most two writes, so a few ranges are plenty.
+_LOST_RANGES = 64
+MIN_PREFIX = 4  # the shortest task id prefix accepted for a whole id, as git accepts short commit ids
+
+
+class TaskBook:
+    def __init__(self, store: Store, state: StoreState) -> None:
+        self._store = store
+        self._extra = {k: v for k, v in (state.model_extra or {}).items()}
+        self._durable_extra = dict(self._extra)  # what the store holds
+        self._tasks: dict[str, Task] = {t.id: t for t in state.tasks}
+        self._durable: dict[str, Task] = dict(self._tasks)  # what the store holds
+        self._version = 0  # bumped by every change
+        self._written = 0  # memory at this version is what the store holds
+        # (after, up to, why): versions discarded by a rollback, so their commits can fail with the reason.
+        self._lost: deque[tuple[int, int, StoreError]] = deque(maxlen=_LOST_RANGES)
+        self._writing: asyncio.Task[None] | None = None
+        self._save_lock = threading.Lock()  # one save at a time, never an older snapshot after a newer one
+        self._on_disk = 0  # the version of the last snapshot saved
+        self.error: StoreError | None = None  # the last write failed (None once one succeeds)
+        self.failures = 0  # failed writes since start
+        self.on_rollback: list[Callable[[set[str]], None]] = []
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(list(self._tasks.values()))
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._tasks
+
+    def get(self, task_id: str) -> Task:
+        try:
+            return self._tasks[task_id]
+        except KeyError:
+            raise NotFoundError(f"no task with id {task_id!r} (see 'kairos list')") from None
+
+    def resolve(self, task_id: str) -> str:
+        """The id of the one task whose id is ``task_id`` or starts with it (at least 4 characters, as git's
+        short ids); NotFoundError when none does, UsageError listing them when several do."""
+        if task_id in self._tasks or len(task_id) < MIN_PREFIX:
+            return task_id
+        matches = sorted(i for i in self._tasks if i.startswith(task_id))
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
+            raise UsageError(f"task id prefix {task_id!r} is ambiguous: it matches {shown}")
+        return task_id
+
+    def find(self, task_id: str) -> Task | None:
+        return self._tasks.get(task_id)
+
+    def put(self, task: Task) -> None:
+        self._tasks[task.id] = task
+        self._version += 1
+
+    def remove(self, task_id: str) -> Task | None:
+        task = self._tasks.pop(task_id, None)
+        if task is not None:
+            self._version += 1
+        return task
+
+    def get_field(self, key: str) -> Any:
+        """A top-level field of the store besides the tasks (None when absent)."""
+        return self._extra.get(key)
+
+    def set_field(self, key: str, value: Any) -> None:
+        """Change a top-level field of the store; durable at the next commit, undone by a rollback."""
+        self._extra[key] = value
+        self._version += 1
+
+    @property
+    def dirty(self) -> bool:
+        """Some change is not durable yet."""
+        return self._written < self._version
+
+    def snapshot(self) -> StoreState:
+        return self._state(list(self._tasks.values()))
+
+    def _state(self, tasks: list[Task]) -> StoreState:
+        # Built without validation: the tasks are validated models and their ids are the dict's keys.
+        return StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=tasks, **self._extra)
+
+    async def commit(self) -> None:
+        """Return once every change made before this call is durable.
+
+        Raises :class:`StoreError` if a write failed and the change was rolled back.
+        """
+        target = self._version
+        while True:
+            lost = self._lost_by(target)
+            if lost is not None:
+                raise lost
+            if self._written >= target:
+                return
+            if self._writing is None:
+                self._writing = asyncio.ensure_future(self._write())
+            await asyncio.shield(self._writing)  # never raises: a failure shows as a lost range
+
+    async def retry(self) -> bool:
+        """Write the store again after a failure; True once it is writable (or never failed)."""
+        if self.error is None:
+            return True
+        self._version += 1  # an empty change: forces a write of what the store should hold
+        try:
+            await self.commit()
+        except StoreError:
+            return False
+        return True
+
+    def _lost_by(self, version: int) -> StoreError | None:
+        """Why the change at ``version`` was rolled back, or None if it was not."""
+        for after, upto, error in self._lost:
+            if after < version <= upto:
+                return error
+        return None
+
+    async def _write(self) -> None:
+        try:
+            version = self._version
+            tasks, extra = dict(self._tasks), dict(self._extra)
+            state = self._state(list(tasks.values()))
+            try:
+                saved = await asyncio.to_thread(self._save, state, version)
+            except Exception as exc:
+                self._rollback(exc)
+                return
+            if saved:
+                self._saved(tasks, version, extra)
+        finally:
+            self._writing = None
+
+    def _save(self, state: StoreState, version: int) -> bool:
+        """Save ``state`` (the book at ``version``); False if a newer one is on disk already."""
+        # A background write may still be running when commit_sync (shutdown) saves a newer snapshot.
+        with self._save_lock:
+            if version < self._on_disk:
+                return False
+            self._store.save(state)
+            self._on_disk = version
+            return True
+
+    def _saved(self, tasks: dict[str, Task], version: int, extra: dict[str, Any]) -> None:
+        self._durable = tasks
+        self._durable_extra = extra
+        self._written = max(self._written, version)
+        if self.error is not None:
+            log.warning("the store is writable again: %d task(s) saved", len(tasks))
+        self.error = None
+
+    @staticmethod
+    def _error_for(exc: BaseException) -> StoreError:
+        if isinstance(exc, StoreError):
+            return exc
+        return StoreError(f"cannot save the tasks: {exc}")
+
+    def _rollback(self, exc: BaseException) -> None:
+        """Make memory what the store holds again, after a failed write."""
+        error = self._error_for(exc)
+        if not isinstance(exc, StoreError):
+            log.error("saving the store failed unexpectedly", exc_info=exc)
+        durable = self._durable
+        changed = {
+            task_id
+            for task_id in self._tasks.keys() | durable.keys()
+            if self._tasks.get(task_id) is not durable.get(task_id)
+        }
+        if self._version > self._written:
+            self._lost.append((self._written, self._version, error))
+        self._tasks = dict(durable)
+        self._extra = dict(self._durable_extra)
+        self._written = self._version
+        self.error = error
+        self.failures += 1
+        log.error("%s; undid the unsaved changes to %d task(s)", error.message, len(changed))
+        for listener in list(self.on_rollback):
+            try:
+                listener(changed)
+            except Exception:
+                log.exception("a rollback listener failed")
+
+    def commit_sync(self) -> None:
+        """Write now if anything is unsaved, blocking (start-up and shutdown, not the hot path).
+
+        Raises :class:`StoreError` (after rolling back) if the write fails.
+        """
+        if not self.dirty:
+            return
+        version = self._version
+        tasks, extra = dict(self._tasks), dict(self._extra)
+        try:
+            saved = self._save(self._state(list(tasks.values())), version)
+        except Exception as exc:
+            self._rollback(exc)
+            raise self._error_for(exc) from None
+        if saved:
+            self._saved(tasks, version, extra)

@@ -1,0 +1,13 @@
+"""What kairosd keeps on disk: the task store, its lock, json logs and the inbox files.
+
+    store          ``scheduled_tasks.json``: load, migrate, save atomically
+    locking        the store's lock file (one daemon per store, Claude Code's lock shape)
+    migrations     older store versions to the current one
+    claude_compat  Claude Code's task records to kairos tasks and back
+    quarantine     records the store could not use, kept aside with the reason
+    jsonlog        append-only, fsynced JSON lines files with compaction
+    inbox          per-session inbox files (a json log each)
+
+Imports: :mod:`kairosd.core`, :mod:`kairosd.system` and :mod:`kairosd.api` (the quarantine
+serves its own route). Must not import scheduling, sessions, the registry or agents.
+"""

@@ -1,0 +1,276 @@
+"""Durable per-session inboxes: one :class:`kairosd.store.jsonlog.JsonLog` per session.
+
+A session's log is ``<folder>/<session, percent-encoded>.jsonl``. Session names
+are free text (``/``, ``..``, unicode are all fine): every byte outside
+``A-Za-z0-9_.-~`` is percent-encoded, so a name can never leave the folder. A
+name whose encoding would not fit in a file name (255 bytes) gets a shortened
+prefix plus ``+`` and a hash; ``+`` is always encoded otherwise, so such names
+cannot collide with plain ones, and the real name is read back from the items.
+
+The log holds item records (an :class:`InboxItem` as JSON) and ack records
+(``{"ack": id, "at": time}``). A session's log is compacted when it has grown
+to more than twice the records worth keeping: items acked more than
+:data:`ACKED_RETENTION` ago are dropped and acks are folded into their items.
+Unacknowledged items are never dropped.
+
+Items are unique by id within a session (the id is the run id, and a retried
+delivery goes to the same session), which makes :meth:`InboxStore.put`
+idempotent. Single writer: the daemon. Blocking I/O; async callers use a thread.
+
+Must not import the scheduler, the server, the store or the delivery targets.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from pydantic import ValidationError
+
+from kairosd.core.clock import Clock
+from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.records import InboxItem
+from kairosd.store.jsonlog import JsonLog
+
+__all__ = ["ACKED_RETENTION", "MAX_SESSION_CHARS", "InboxStore", "session_file_name"]
+
+log = logging.getLogger(__name__)
+
+MAX_SESSION_CHARS = 200
+ACKED_RETENTION = timedelta(days=7)
+SUFFIX = ".jsonl"
+
+# Lines a log may hold beyond twice its kept records before compaction; keeps rewrites rare.
+COMPACT_SLACK = 100
+_MAX_FILE_NAME_BYTES = 255  # NAME_MAX on Linux and macOS file systems
+_HASHED_PREFIX_CHARS = 150
+_HASH_MARK = "+"  # quote(safe="") always encodes "+", so it only appears in hashed names
+
+
+def _check_session(session: str) -> None:
+    if not session:
+        raise UsageError("an inbox session name must not be empty")
+    if len(session) > MAX_SESSION_CHARS:
+        raise UsageError(f"inbox session name is {len(session)} characters long; the limit is {MAX_SESSION_CHARS}")
+
+
+def session_file_name(session: str) -> str:
+    """The log's file name for ``session``; raises :class:`UsageError` for an unusable name."""
+    _check_session(session)
+    try:
+        quoted = quote(session, safe="")
+    except UnicodeEncodeError as exc:  # a lone surrogate, say, from a JSON \ud800 escape
+        raise UsageError(f"inbox session name is not valid Unicode ({exc.reason})") from exc
+    name = quoted + SUFFIX
+    if len(name) <= _MAX_FILE_NAME_BYTES:  # quoted text is ASCII, so characters are bytes
+        return name
+    # Non-ASCII names can take 9 bytes a character once encoded; keep a readable prefix.
+    prefix = re.sub(r"%[0-9A-F]?$", "", quoted[:_HASHED_PREFIX_CHARS])  # no half escapes
+    digest = hashlib.sha256(session.encode("utf-8")).hexdigest()[:32]
+    return f"{prefix}{_HASH_MARK}{digest}{SUFFIX}"
+
+
+def _session_from_file_name(name: str) -> str | None:
+    """The session a plain file name encodes; None for hashed or foreign names."""
+    if not name.endswith(SUFFIX) or _HASH_MARK in name:
+        return None
+    try:
+        session = unquote(name[: -len(SUFFIX)], errors="strict")
+        if session_file_name(session) == name:
+            return session
+    except (UsageError, UnicodeDecodeError):
+        pass
+    return None
+
+
+@dataclass
+class _Session:
+    name: str
+    log: JsonLog
+    items: dict[str, InboxItem] = field(default_factory=dict)  # by id, in put order
+
+
+class InboxStore:
+    """Inboxes under ``folder``, loaded per session on first use and then cached."""
+
+    def __init__(self, folder: Path, clock: Clock) -> None:
+        self._folder = folder
+        self._clock = clock
+        self._sessions: dict[str, _Session] = {}
+        # put runs in worker threads (one per delivery); reads come from the event loop.
+        self._lock = threading.RLock()
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
+
+    def put(self, item: InboxItem) -> bool:
+        """Add ``item`` to its session's inbox; False if that id is already there (a retry).
+
+        Returns True only once the item is durably on disk.
+        """
+        with self._lock:
+            session = self._session(item.session)
+            if item.id in session.items:
+                return False
+            session.log.append([item.model_dump(mode="json")])
+            session.items[item.id] = item.model_copy(deep=True)
+            self._maybe_compact(session)
+            return True
+
+    def list(self, session: str | None = None, include_acked: bool = False) -> builtins.list[InboxItem]:
+        """Items oldest first (by delivery time), of one session or of all; unacked only by default."""
+        with self._lock:
+            found: builtins.list[InboxItem] = []
+            for s in self._chosen(session):
+                found.extend(
+                    item.model_copy(deep=True) for item in s.items.values() if include_acked or item.acked_at is None
+                )
+            # sorted is stable: equal times keep session order, then put order.
+            return sorted(found, key=lambda item: item.delivered_at)
+
+    def ack(self, session: str | None, ids: builtins.list[str] | None) -> builtins.list[str]:
+        """Acknowledge items; returns the ids acked by this call (already-acked ones are left out).
+
+        ``ids`` None acks every unacked item of ``session`` (of every session when
+        ``session`` is None). An id not found raises :class:`NotFoundError` and
+        nothing is acked.
+        """
+        with self._lock:
+            chosen = self._chosen(session)
+            targets: dict[str, builtins.list[str]] = {}  # session name -> ids to ack there
+            if ids is None:
+                for s in chosen:
+                    targets[s.name] = [i for i, item in s.items.items() if item.acked_at is None]
+            else:
+                missing: builtins.list[str] = []
+                for item_id in dict.fromkeys(ids):  # drop repeats, keep order
+                    owner = next((s for s in chosen if item_id in s.items), None)
+                    if owner is None:
+                        missing.append(item_id)
+                    elif owner.items[item_id].acked_at is None:
+                        targets.setdefault(owner.name, []).append(item_id)
+                if missing:
+                    where = f"session {session!r}" if session is not None else "any session"
+                    raise NotFoundError(f"no inbox item {', '.join(map(repr, missing))} in {where}")
+            now = self._clock.now()
+            acked: builtins.list[str] = []
+            for name, item_ids in targets.items():
+                if not item_ids:
+                    continue
+                s = self._sessions[name]
+                s.log.append([{"ack": item_id, "at": now.isoformat()} for item_id in item_ids])
+                for item_id in item_ids:
+                    s.items[item_id] = s.items[item_id].model_copy(update={"acked_at": now})
+                acked.extend(item_ids)
+                self._maybe_compact(s)
+            return acked
+
+    def sessions(self) -> builtins.list[str]:
+        """Every session with an inbox log file, sorted."""
+        with self._lock:
+            cached = {s.log.path.name: name for name, s in self._sessions.items()}
+            names: set[str] = set()
+            for path in self._files():
+                name = cached.get(path.name) or _session_from_file_name(path.name)
+                if name is None:
+                    name = self._hashed_session_name(path)
+                if name is not None:
+                    names.add(name)
+            return sorted(names)
+
+    def _chosen(self, session: str | None) -> builtins.list[_Session]:
+        if session is not None:
+            return [self._session(session)]
+        for name in self.sessions():
+            self._session(name)
+        return [self._sessions[name] for name in sorted(self._sessions)]
+
+    def _files(self) -> builtins.list[Path]:
+        try:
+            return sorted(p for p in self._folder.iterdir() if p.name.endswith(SUFFIX) and p.is_file())
+        except FileNotFoundError:
+            return []
+
+    def _hashed_session_name(self, path: Path) -> str | None:
+        # A hashed name does not encode the session; its items do. An empty log names no session.
+        for record in JsonLog(path).read():
+            name = record.get("session")
+            if isinstance(name, str) and "ack" not in record:
+                try:
+                    if session_file_name(name) == path.name:
+                        return name
+                except UsageError:
+                    pass
+        return None
+
+    def _session(self, name: str) -> _Session:
+        cached = self._sessions.get(name)
+        if cached is not None:
+            return cached
+        # The folder and the file are created by the first append, not by a read.
+        session = _Session(name, JsonLog(self._folder / session_file_name(name)))
+        session.log.remove_stale_temp_files()
+        for record in session.log.read():
+            self._replay(session, record)
+        self._sessions[name] = session
+        self._maybe_compact(session)
+        return session
+
+    def _replay(self, session: _Session, record: dict[str, Any]) -> None:
+        where = session.log.path
+        if "ack" in record:
+            item_id = record["ack"]
+            item = session.items.get(item_id) if isinstance(item_id, str) else None
+            try:
+                at = datetime.fromisoformat(record["at"])
+            except (KeyError, TypeError, ValueError):
+                log.warning("%s: skipping an ack record without a valid time", where)
+                return
+            if item is None:
+                # Its item was garbled or compacted away; nothing left to mark.
+                log.debug("%s: ack for unknown item %r ignored", where, item_id)
+            elif at.tzinfo is None:
+                log.warning("%s: skipping an ack for %r without a UTC offset", where, item_id)
+            elif item.acked_at is None:
+                session.items[item_id] = item.model_copy(update={"acked_at": at})
+            return
+        try:
+            item = InboxItem.model_validate(record)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(part) for part in first["loc"])
+            log.warning("%s: skipping an invalid inbox item (%s: %s)", where, loc, first["msg"])
+            return
+        if item.session != session.name:
+            log.warning("%s: skipping item %r of another session (%r)", where, item.id, item.session)
+            return
+        # The first record of an id wins, as put does: a repeat is a duplicate, never a change.
+        session.items.setdefault(item.id, item)
+
+    def _maybe_compact(self, session: _Session) -> None:
+        if session.log.lines <= COMPACT_SLACK:
+            return  # small logs are never worth a rewrite
+        cutoff = self._clock.now() - ACKED_RETENTION
+        kept = {
+            item_id: item for item_id, item in session.items.items() if item.acked_at is None or item.acked_at >= cutoff
+        }
+        if session.log.lines <= 2 * len(kept) + COMPACT_SLACK:
+            return
+        try:
+            session.log.rewrite([item.model_dump(mode="json") for item in kept.values()])
+        except OSError as exc:
+            # Everything is durable in the long log already; compaction can wait for the next append.
+            log.warning("could not compact %s: %s", session.log.path, exc)
+            return
+        dropped = len(session.items) - len(kept)
+        session.items = kept
+        log.info("compacted %s: %d items kept, %d old acked items dropped", session.log.path, len(kept), dropped)

@@ -1,0 +1,13 @@
+"""The operating system as kairos uses it: folders, files, processes and systemd.
+
+    paths       every folder and file kairos uses, resolved once (XDG, $KAIROS_HOME)
+    trust       refuse folders and files that someone other than the user could change
+    filesafety  open files without following links someone else planted
+    atomic      replace a file atomically (temp, fsync, rename, fsync the folder) and clear stale temps
+    procgroup   start, feed and kill process groups
+    runner      run one process with a deadline, collecting its output
+    lifecycle   the user's lifecycle hook commands, run on daemon events
+    sdnotify    tell systemd we are ready, alive or stopping
+
+Imports: :mod:`kairosd.core` only. The CLI may import this package.
+"""
