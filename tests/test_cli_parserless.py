@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from kairos.app import _PARSERLESS, _list_args, build_parser
+from kairos.app import PARSERLESS, _list_args, build_parser
 
 
 def _parsed(argv: list[str]) -> dict[str, object]:
@@ -22,7 +22,7 @@ def _parsed(argv: list[str]) -> dict[str, object]:
     return vars(args)
 
 
-@pytest.mark.parametrize("line", sorted(_PARSERLESS))
+@pytest.mark.parametrize("line", sorted(PARSERLESS))
 def test_parserless_lines_mean_what_the_parser_makes_of_them(line):
     assert vars(_list_args(list(line))) == _parsed(list(line))
 
@@ -34,11 +34,14 @@ def test_parserless_lines_mean_what_the_parser_makes_of_them(line):
 def test_list_runs_without_argparse(tmp_path, argv, argparse_loaded):
     """No daemon here (kairos exits 3 after its one error line); what counts is what was imported by then."""
     code = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: sys.stderr.write(repr('argparse' in sys.modules)))\n"
-        f"sys.argv = ['kairos', *{argv!r}]\n"
-        "from kairos.__main__ import main\n"
-        "main()\n"
+        "import sys\n"
+        "from kairos.app import run\n"
+        "try:\n"
+        f"    code = run({argv!r})\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "sys.stderr.write(repr('argparse' in sys.modules))\n"
+        "sys.exit(code)\n"
     )
     env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin", "KAIROS_HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
@@ -46,3 +49,13 @@ def test_list_runs_without_argparse(tmp_path, argv, argparse_loaded):
     if "-h" not in argv:
         assert done.returncode == 3, done.stderr
         assert "kairosd is not running" in done.stderr
+
+
+@pytest.mark.parametrize("argv", [["list"], ["ls", "--json"]])
+def test_the_quick_exit_keeps_the_exit_code_and_what_was_printed(tmp_path, argv):
+    """`kairos list` ends with os._exit (kairos.__main__._end): its output and exit code must survive it."""
+    code = f"import sys\nsys.argv = ['kairos', *{argv!r}]\nfrom kairos.__main__ import main\nmain()\n"
+    env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin", "KAIROS_HOME": str(tmp_path), "PYTHONUNBUFFERED": ""}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 3
+    assert done.stderr.startswith("kairos: kairosd is not running")

@@ -62,7 +62,7 @@ RAW_VERBS = frozenset({"mcp", "watch"})
 
 
 # The command lines answered without a parser.
-_PARSERLESS = frozenset(line for verb in ("list", "ls") for line in ((verb,), (verb, "--json"), ("--json", verb)))
+PARSERLESS = frozenset(line for verb in ("list", "ls") for line in ((verb,), (verb, "--json"), ("--json", verb)))
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
@@ -99,7 +99,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     argv = list(argv)
-    parserless = tuple(argv) in _PARSERLESS
+    parserless = tuple(argv) in PARSERLESS
     collector_paused = parserless and gc.isenabled()
     if parserless:
         # A listing makes no garbage cycles, but the collector ran ~14 times over the parsed answer and the
@@ -130,7 +130,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _list_args(argv: list[str]) -> argparse.Namespace:
-    """What the parser makes of one of the ``_PARSERLESS`` lines (``kairos --json ls``, ...)."""
+    """What the parser makes of one of the ``PARSERLESS`` lines (``kairos --json ls``, ...)."""
     from types import SimpleNamespace
 
     from kairos.commands.tasks import cmd_list
