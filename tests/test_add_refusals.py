@@ -15,6 +15,7 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run
 from session_support import Kairosd, remove_home, short_home
 
 from kairosd.core.errors import UsageError
+from kairosd.core.models import ShellTarget, WebhookTarget
 from kairosd.delivery.webhook import WebhookDelivery
 from kairosd.registry.registry import StartSpec
 from kairosd.testing import FakeClock
@@ -108,8 +109,8 @@ def test_add_refuses_a_missing_shell_cwd():
 
     shell = ShellDelivery(Path("/nonexistent-runs"), FakeClock())
     with pytest.raises(UsageError, match="shell target: working directory does not exist: /nonexistent"):
-        asyncio.run(shell.check({"kind": "shell", "argv": ["true"], "cwd": "/nonexistent"}))
-    asyncio.run(shell.check({"kind": "shell", "argv": ["true"], "cwd": "/"}))
+        asyncio.run(shell.check(ShellTarget(argv=["true"], cwd="/nonexistent")))
+    asyncio.run(shell.check(ShellTarget(argv=["true"], cwd="/")))
 
 
 async def _resolve(host: str, port: int) -> list[str]:
@@ -128,7 +129,7 @@ async def _resolve(host: str, port: int) -> list[str]:
 )
 def test_webhook_targets_that_would_fail_are_refused(secret, allow, url, refusal):
     hook = WebhookDelivery(FakeClock(), secret=secret, allow_non_loopback=allow, resolve=_resolve)
-    check = hook.check({"kind": "webhook", "url": url})
+    check = hook.check(WebhookTarget(url=url))
     if refusal is None:
         asyncio.run(check)
     else:

@@ -67,11 +67,13 @@ def test_consolidate_route_answers_the_decision(tmp_path):
     ("body", "message"),
     [
         ([1], "must be a JSON object"),
-        ({"agent": "claude"}, "session_id is required"),
-        ({"agent": "claude", "session_id": "s", "bogus": 1}, "unknown field(s): bogus"),
-        ({"agent": "claude", "session_id": "s", "cwd": "relative/dir"}, "cwd must be an absolute path"),
-        ({"agent": "claude", "session_id": "s", "spawned": "yes"}, "spawned must be true or false"),
-        ({"agent": 3, "session_id": "s"}, "agent must be a string"),
+        ({"agent": "claude"}, "session_id: Field required"),
+        ({"agent": "claude", "session_id": "s", "bogus": 1}, "bogus: unknown field"),
+        ({"agent": "claude", "session_id": "s", "cwd": "relative/dir"}, "cwd: must be an absolute path"),
+        ({"agent": "claude", "session_id": "s", "spawned": "yes"}, "spawned: Input should be a valid boolean"),
+        ({"agent": 3, "session_id": "s"}, "agent: Input should be a valid string"),
+        ({"agent": "claude", "session_id": "a\u0000b"}, "session_id: contains a NUL character"),
+        ({"agent": "claude", "session_id": "s", "reason": "r" * 201}, "reason: String should have at most 200"),
     ],
 )
 def test_bad_consolidate_bodies_are_usage_errors(tmp_path, body, message):

@@ -15,6 +15,7 @@ import pytest
 from consolidation_support import WAIT_S, fake_claude, short_transcript, write_config, write_transcript
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
+from kairosd.api.requests import ConsolidationRequest
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
@@ -75,7 +76,7 @@ class Harness:
             transcript = write_transcript(self.root / "transcripts" / session, "claude", str(self.project))
         body = {"agent": "claude", "session_id": session, "transcript_path": str(transcript),
                 "cwd": str(self.project / "src"), "reason": "prompt_input_exit", **extra}  # fmt: skip
-        return await self.service.request(body)
+        return await self.service.request(ConsolidationRequest(**body))
 
     async def settled(self, task_id: str) -> Any:
         record, timed_out = await self.registry.wait(task_id, WAIT_S)
@@ -206,7 +207,7 @@ def test_gate_user_turns_refuses_short_or_missing_transcripts(tmp_path):
         decision = await h.ask(transcript=short_transcript(tmp_path, 2))
         assert (decision["status"], decision["gate"]) == ("skipped", "user_turns")
         assert decision["reason"] == "2 human turns in the transcript; at least 3 needed"
-        decision = await h.service.request({"agent": "claude", "session_id": "s9", "cwd": str(h.project)})
+        decision = await h.service.request(ConsolidationRequest(agent="claude", session_id="s9", cwd=str(h.project)))
         assert decision["reason"] == "no transcript (transcript_path not given)"
         decision = await h.ask(transcript=tmp_path / "gone.jsonl")
         assert decision["reason"].startswith("transcript not found")
@@ -295,7 +296,7 @@ def test_gate_interval_refuses_then_allows(tmp_path):
         (other / ".git").mkdir(parents=True)
         transcript = write_transcript(tmp_path / "t-other", "codex", str(other))
         elsewhere = await h.service.request(
-            {"agent": "codex", "session_id": "s3", "transcript_path": str(transcript), "cwd": str(other)}
+            ConsolidationRequest(agent="codex", session_id="s3", transcript_path=str(transcript), cwd=str(other))
         )
         assert elsewhere["status"] == "started"  # another project has its own interval
         h.clock.advance(61)

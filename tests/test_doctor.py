@@ -145,7 +145,7 @@ def test_a_broken_config_is_a_problem(home, tmp_path):
 def test_the_api_route_reports_from_the_daemon(bin_dir, home, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     ((pattern, methods),) = doctor_routes(Config())
-    assert pattern == "/doctor"
+    assert pattern == "doctor"
     request = Request(method="GET", path="/v1/doctor", query={}, body=None, peer_uid=os.getuid())
     response = asyncio.run(methods["GET"](request, re.fullmatch("x", "x")))  # type: ignore[arg-type]
     assert response.status == 200

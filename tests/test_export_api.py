@@ -19,17 +19,21 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
 
 from kairos import documents
 from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import TurnRequest
+from kairosd.api.requests import parse_body
 from kairosd.app.daemon import agent_policy
 from kairosd.config import Config
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.models import AgentTarget, InboxTarget, ShellTarget, Task, new_task
+from kairosd.export import ENGINES
 from kairosd.export.api import Exporter
+from kairosd.export.requests import Engine, ExportRequest
 
 NOW = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
 
@@ -84,12 +88,12 @@ def test_systemd_gets_the_binary_kairosd_would_find(tmp_path):
     (bin_dir / "claude").write_text("#!/bin/sh\n")
     (bin_dir / "claude").chmod(0o755)
     task = agent_task(cron="0 9 * * *")
-    doc = exporter([task], path=f"{bin_dir}:/usr/bin").export({"to": "systemd", "ids": [task.id]})
+    doc = exporter([task], path=f"{bin_dir}:/usr/bin").export(_request({"to": "systemd", "ids": [task.id]}))
     (item,) = doc["exports"]
     service = next(f["text"] for f in item["files"] if f["name"].endswith(".service"))
     assert f'ExecStart="{bin_dir}/claude" "-p"' in service
     assert f'Environment="PATH={bin_dir}:/usr/bin"' in service
-    missing = exporter([task], path="/nowhere").export({"to": "systemd", "ids": [task.id]})
+    missing = exporter([task], path="/nowhere").export(_request({"to": "systemd", "ids": [task.id]}))
     assert any("not on kairosd's PATH" in w for w in missing["exports"][0]["warnings"])
 
 
@@ -98,7 +102,7 @@ def test_systemd_asks_for_an_api_key_only_if_kairosd_has_one():
     task = agent_task(cron="0 9 * * *")
 
     def service(ex: Exporter) -> tuple[str, list[str]]:
-        (item,) = ex.export({"to": "systemd", "ids": [task.id]})["exports"]
+        (item,) = ex.export(_request({"to": "systemd", "ids": [task.id]}))["exports"]
         return next(f["text"] for f in item["files"] if f["name"].endswith(".service")), item["warnings"]
 
     text, warnings = service(exporter([task]))
@@ -113,19 +117,19 @@ def test_refusals_are_listed_and_do_not_stop_the_others():
     good = agent_task(cron="0 9 * * *")
     inbox = agent_task(cron="0 9 * * *", target=InboxTarget())
     shell = agent_task(cron="0 9 * * *", target=ShellTarget(argv=["make", "report"]))
-    doc = exporter([good, inbox, shell]).export({"to": "kubernetes", "all": True, "image": "node:22"})
+    doc = exporter([good, inbox, shell]).export(_request({"to": "kubernetes", "all": True, "image": "node:22"}))
     assert [e["task_id"] for e in doc["exports"]] == [good.id]
     reasons = {r["task_id"]: r["reason"] for r in doc["refused"]}
     assert "inbox target" in reasons[inbox.id]
     assert "shell target" in reasons[shell.id]
-    systemd = exporter([shell]).export({"to": "systemd", "ids": [shell.id]})
+    systemd = exporter([shell]).export(_request({"to": "systemd", "ids": [shell.id]}))
     assert systemd["refused"] == []  # a shell target runs on this machine
     assert any("KAIROS_PROMPT" in f["text"] for f in systemd["exports"][0]["files"])
 
 
 def test_an_agent_the_config_does_not_know_is_a_refusal():
     task = agent_task(cron="0 9 * * *", target=AgentTarget(agent="nosuch"))
-    doc = exporter([task]).export({"to": "systemd", "ids": [task.id]})
+    doc = exporter([task]).export(_request({"to": "systemd", "ids": [task.id]}))
     assert doc["exports"] == []
     assert "nosuch" in doc["refused"][0]["reason"]
 
@@ -134,13 +138,30 @@ def test_bad_requests():
     task = agent_task(cron="0 9 * * *")
     ex = exporter([task])
     with pytest.raises(NotFoundError, match="no task 00000000"):
-        ex.export({"to": "systemd", "ids": [task.id, "00000000"]})
-    with pytest.raises(UsageError, match="'to' must be one of"):
-        ex.export({"to": "cron", "ids": [task.id]})
+        ex.export(_request({"to": "systemd", "ids": [task.id, "00000000"]}))
+    with pytest.raises(UsageError, match="to: Input should be 'systemd', 'kubernetes' or 'github-actions'"):
+        ex.export(_request({"to": "cron", "ids": [task.id]}))
     with pytest.raises(UsageError, match="ids"):
-        ex.export({"to": "systemd"})
-    with pytest.raises(UsageError, match="secret_env"):
-        ex.export({"to": "systemd", "ids": [task.id], "secret_env": ["not a name"]})
+        ex.export(_request({"to": "systemd"}))
+    with pytest.raises(UsageError, match="ids"):
+        ex.export(_request({"to": "systemd", "ids": []}))
+    with pytest.raises(UsageError, match=r"secret_env\.0: 'not a name' is not an environment variable name"):
+        ex.export(_request({"to": "systemd", "ids": [task.id], "secret_env": ["not a name"]}))
+    with pytest.raises(UsageError, match="secret_env: List should have at most 20 items"):
+        ex.export(_request({"to": "systemd", "ids": [task.id], "secret_env": ["A"] * 21}))
+    with pytest.raises(UsageError, match="image: must be a non-empty string"):
+        ex.export(_request({"to": "kubernetes", "all": True, "image": "  "}))
+    with pytest.raises(UsageError, match="colour: unknown field"):
+        ex.export(_request({"to": "systemd", "all": True, "colour": 1}))
+
+
+def test_the_request_model_names_every_engine():
+    assert get_args(Engine) == ENGINES
+
+
+def _request(body: dict[str, Any]) -> ExportRequest:
+    """The body as the route parses it (one UsageError line for a malformed one)."""
+    return parse_body(ExportRequest, body)
 
 
 # ---- end to end: a real kairosd, the CLI ------------------------------------------------------------

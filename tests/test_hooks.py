@@ -666,6 +666,44 @@ def test_sessions_register_over_the_api_and_list_most_recent_first(kd):
     assert listed[1]["expires_at"] == (kd.clock.now() - timedelta(seconds=1) + timedelta(hours=24)).isoformat()
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        ("/sessions", {"agent": "claude"}, "session_id: Field required"),
+        ("/sessions", {"agent": "claude", "session_id": "s", "colour": 1}, "colour: unknown field"),
+        ("/sessions/s/hook", {"agent": "claude", "event": "nap"}, "event: Input should be 'start', 'prompt'"),
+        ("/sessions/s/hook", {"agent": "claude", "event": "stop", "deliver": 0}, "deliver: Input should be a valid"),
+        ("/sessions/s/hook", {"agent": "claude", "event": "stop", "block_cap": "8"}, "block_cap: Input should be"),
+        ("/sessions/s/hook", {"agent": "a" * 101, "event": "stop"}, "agent: String should have at most 100"),
+        ("/sessions/s/hook", {"agent": "claude", "event": "start", "cwd": "/a\u0000b"}, "cwd: contains a NUL"),
+        ("/sessions/s/ack", {"agent": "claude", "claim": "c", "run_ids": "r1"}, "run_ids: Input should be a valid"),
+        ("/sessions/s/ack", {"agent": "claude", "run_ids": []}, "claim: Field required"),
+        ("/sessions/s/end", {"reason": "bye"}, "agent: Field required"),
+        ("/sessions/s/end", [], "the request body must be a JSON object"),
+    ],
+)
+def test_session_bodies_are_typed(kd, path, body, message):
+    """Each session route parses its body with its model: a malformed one is a 400 naming the field."""
+    from kairos.client import ApiError, Client
+
+    with pytest.raises(ApiError) as bad:
+        Client(kd.paths.socket).call("POST", path, body)
+    assert bad.value.status == 400
+    assert message in str(bad.value)
+    assert kd.call(kd.hub.sessions) == []
+
+
+def test_a_relative_or_empty_cwd_is_dropped_not_refused(kd):
+    """An agent's payload may hold either; the session is kept without a project folder."""
+    from kairos.client import Client
+
+    client = Client(kd.paths.socket)
+    answer = client.call("POST", "/sessions/s/hook", {"agent": "claude", "event": "start", "cwd": "src"})
+    assert answer["session"]["cwd"] is None
+    answer = client.call("POST", "/sessions/t/hook", {"agent": "claude", "event": "start", "cwd": "", "source": ""})
+    assert answer["session"]["cwd"] is None
+
+
 def test_the_consolidate_endpoint_accepts_with_202(kd):
     """POST /v1/consolidate answers 202 and records the request; a request without session_id is a 400."""
     from kairos.client import ApiError, Client

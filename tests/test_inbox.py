@@ -12,6 +12,7 @@ import pytest
 from registry_support import until
 
 from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.models import InboxTarget
 from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Job
 from kairosd.delivery.inbox import InboxDelivery
@@ -232,13 +233,13 @@ def test_reads_create_nothing(tmp_path: Path, clock: FakeClock) -> None:
 # --- the delivery target ---------------------------------------------------------------------
 
 
-def _job(run_id: str = "r1", target: dict[str, Any] | None = None) -> Job:
+def _job(run_id: str = "r1", target: InboxTarget | None = None) -> Job:
     return Job(
         run_id=run_id,
         task_id="t1",
         task_name="build",
         prompt="check the build",
-        target=target if target is not None else {"kind": "inbox", "session": "main"},
+        target=target if target is not None else InboxTarget(session="main"),
         scheduled_for=T0,
         planned_for=T0,
         late_by_s=1.5,
@@ -289,8 +290,10 @@ def test_delivery_reports_io_errors_as_failed(tmp_path: Path, clock: FakeClock) 
 
 
 def test_delivery_reports_bad_session_names_as_failed(store: InboxStore, clock: FakeClock) -> None:
-    """An unusable session name fails the run with the name's problem as the reason."""
-    result = asyncio.run(InboxDelivery(store, clock).deliver(_job(target={"kind": "inbox", "session": "x" * 201})))
+    """An unusable session name fails the run with the name's problem as the reason (the inbox item checks
+    it again: a target built without validation, as no task can hold one, still cannot write a bad item)."""
+    target = InboxTarget.model_construct(session="x" * 201)
+    result = asyncio.run(InboxDelivery(store, clock).deliver(_job(target=target)))
     assert result.outcome == "failed"
     assert result.reason is not None
     assert "200" in result.reason

@@ -31,7 +31,7 @@ def _job(run_id: str = "r000000000001", prompt: str = "triage", **target: object
         task_id="3f2a9c1d",
         task_name=None,
         prompt=prompt,
-        target={"kind": "agent", "agent": "fake", **target},
+        target=AgentTarget(**{"agent": "fake", **target}),
         scheduled_for=T0,
         planned_for=T0,
     )
@@ -138,7 +138,7 @@ def test_scheduler_fires_an_agent_target_into_the_registry(tmp_path, adapter):
         missed = MissedLedger(tmp_path / "missed.jsonl", clock)
         missed.load()
         sched = Scheduler(book, ledger, missed, {"agent": AgentDelivery(reg, clock)}, clock, events)
-        await sched.check_target({"kind": "agent", "agent": "fake"})
+        await sched.check_target(AgentTarget(agent="fake"))
         run_ = await sched.run_now(task.id)
         assert await sched.drain(20)
         (done,) = ledger.list(task.id, 10)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import psutil
 
+from kairosd.core.models import InboxTarget, ShellTarget
 from kairosd.delivery.base import Job, Result
 from kairosd.delivery.shell import ShellDelivery
 from kairosd.testing import FakeClock
@@ -64,7 +65,7 @@ def job(argv: list[str], run_id: str = "r000000000001", prompt: str = "hello kai
         task_id=TASK_ID,
         task_name="demo",
         prompt=prompt,
-        target={"kind": "shell", "argv": argv, **target},
+        target=ShellTarget(argv=argv, **target),
         scheduled_for=T0,
         planned_for=T0 + timedelta(seconds=3),
         late_by_s=4.25,
@@ -330,11 +331,11 @@ def test_same_run_is_never_started_twice(tmp_path: Path) -> None:
 
 
 def test_invalid_target_is_failed(tmp_path: Path) -> None:
-    """A target without a usable argv is a failed result, not an exception."""
-    bad = Job("r1", TASK_ID, None, "p", {"kind": "shell", "argv": []}, T0, T0)
+    """A target of another kind is a failed result, not an exception (an unusable argv cannot reach
+    a delivery: the task's target is parsed when the task is made, tests/test_models.py)."""
+    bad = Job("r1", TASK_ID, None, "p", InboxTarget(), T0, T0)
 
     result = run(delivery(tmp_path).deliver(bad))
 
     assert result.outcome == "failed"
-    assert result.reason is not None
-    assert "argv" in result.reason
+    assert result.reason == "not a shell target: inbox"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from test_shell_delivery import gone, run, wait_until
 
+from kairosd.core.models import ShellTarget
 from kairosd.delivery import shell as shell_module
 from kairosd.delivery.base import Job
 from kairosd.delivery.shell import ShellDelivery
@@ -41,7 +42,7 @@ def job(argv: list[str], prompt: str, timeout_s: float) -> Job:
         task_id="a1b2c3d4",
         task_name="leak",
         prompt=prompt,
-        target={"kind": "shell", "argv": argv, "timeout_s": timeout_s},
+        target=ShellTarget(argv=argv, timeout_s=timeout_s),
         scheduled_for=T0,
         planned_for=T0,
         late_by_s=0.0,

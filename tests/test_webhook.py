@@ -106,7 +106,7 @@ def job(url: str, run_id: str = "r0123456789ab", **target: Any) -> Job:
         task_id="a1b2c3d4",
         task_name="deploy check",
         prompt="check the deploy ✓",
-        target={"kind": "webhook", "url": url, **target},
+        target=WebhookTarget(url=url, **target),
         scheduled_for=PLANNED,
         planned_for=PLANNED + timedelta(seconds=3),
         late_by_s=1.5,
@@ -153,7 +153,7 @@ def test_a_2xx_is_delivered_with_the_documented_body_and_headers(receiver):
     assert body["prompt"] == "check the deploy ✓"
     assert body["run_id"] == "r0123456789ab"
     assert body["planned_for"] == (PLANNED + timedelta(seconds=3)).isoformat()
-    assert body["target"] == {"kind": "webhook", "url": receiver.url}
+    assert body["target"] == {"kind": "webhook", "url": receiver.url, "timeout_s": None}
     assert body["meta"]["project"] == "kairos"
     assert body["meta"]["scheduled_for"] == PLANNED.isoformat()
     assert body["meta"]["late_by_s"] == 1.5

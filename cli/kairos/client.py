@@ -241,7 +241,7 @@ class Client:
     def ping(self) -> bool:
         """True if a daemon answers HTTP on the socket (any status)."""
         try:
-            self.call("GET", "/status")
+            self.call("GET", protocol.route_path("status"))
         except DaemonNotRunning:
             return False
         except ApiError as exc:

@@ -49,7 +49,7 @@ import time
 
 from kairos import cjson
 from kairos.client import Client
-from kairosd.core.protocol import SESSION_MAX_WAIT_S, quote
+from kairosd.core.protocol import SESSION_MAX_WAIT_S, route_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -178,8 +178,7 @@ def _deliver(agent: str, event: str, native: str, session_id: str, payload: dict
     if source:
         body["source"] = source
     client = Client(timeout=CALL_TIMEOUT_S)
-    path = f"/sessions/{quote(session_id)}"
-    answer = client.call("POST", path + "/hook", body)
+    answer = client.call("POST", route_path("session_hook", id=session_id), body)
     if not isinstance(answer, dict):
         return 0
     parts = [answer.get("context"), answer.get("text")] if event == "start" else [answer.get("text")]
@@ -191,7 +190,7 @@ def _deliver(agent: str, event: str, native: str, session_id: str, payload: dict
         return 0
     sys.stdout.write(cjson.dumps(output))
     sys.stdout.flush()  # the agent has it once this returns; only then is the item acknowledged
-    _ack(client, path, agent, answer, native)
+    _ack(client, session_id, agent, answer, native)
     return 0
 
 
@@ -207,13 +206,14 @@ def render(agent: str, event: str, text: str) -> dict[str, Any] | None:
     return {"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}}
 
 
-def _ack(client: Client, path: str, agent: str, answer: dict[str, Any], via: str) -> None:
+def _ack(client: Client, session_id: str, agent: str, answer: dict[str, Any], via: str) -> None:
     items = answer.get("items")
     claim = answer.get("claim")
     if not claim or not isinstance(items, list) or not items:
         return
     run_ids = [item["run_id"] for item in items if isinstance(item, dict) and isinstance(item.get("run_id"), str)]
-    client.call("POST", path + "/ack", {"agent": agent, "claim": claim, "run_ids": run_ids, "via": f"{via} hook"})
+    body = {"agent": agent, "claim": claim, "run_ids": run_ids, "via": f"{via} hook"}
+    client.call("POST", route_path("session_ack", id=session_id), body)
 
 
 def _end(agent: str, session_id: str, payload: dict[str, Any]) -> int:
@@ -227,7 +227,7 @@ def _end(agent: str, session_id: str, payload: dict[str, Any]) -> int:
     known: Any = None
     try:
         if not spawned:  # a session kairos started never registered
-            known = Client(timeout=END_BUDGET_S / 2).call("POST", f"/sessions/{quote(session_id)}/end", body)
+            known = Client(timeout=END_BUDGET_S / 2).call("POST", route_path("session_end", id=session_id), body)
     except Exception:  # noqa: S110 - the consolidation hand-over below is still worth a try
         pass
     if not isinstance(known, dict):
@@ -246,7 +246,7 @@ def _end(agent: str, session_id: str, payload: dict[str, Any]) -> int:
             handover["spawned"] = True  # consolidation's gates skip a session kairos started itself
         if os.environ.get("KAIROS_CONSOLIDATE"):
             handover["consolidate"] = os.environ["KAIROS_CONSOLIDATE"]
-        Client(timeout=remaining).call("POST", "/consolidate", handover)
+        Client(timeout=remaining).call("POST", route_path("consolidate"), handover)
     return 0
 
 
@@ -268,7 +268,7 @@ def _wait(agent: str, session_id: str, payload: dict[str, Any], lifetime: float)
 
     gc.enable()  # kairos.__main__ turned it off for the short hook calls; this one may live for minutes
     deadline = time.monotonic() + lifetime
-    path = f"/sessions/{quote(session_id)}"
+    next_item = route_path("session_next", id=session_id)
     query = {"agent": agent, **{k: v for k, v in _session_body(agent, payload).items() if k != "agent"}}
     while True:
         remaining = deadline - time.monotonic()
@@ -276,7 +276,7 @@ def _wait(agent: str, session_id: str, payload: dict[str, Any], lifetime: float)
             return 0
         poll = min(remaining, SESSION_MAX_WAIT_S)
         client = Client(timeout=poll + CALL_TIMEOUT_S)
-        answer = client.call("GET", path + "/next", query={**query, "timeout": f"{poll:.3f}"})
+        answer = client.call("GET", next_item, query={**query, "timeout": f"{poll:.3f}"})
         if not isinstance(answer, dict):
             return 0
         text = answer.get("text")
@@ -284,7 +284,7 @@ def _wait(agent: str, session_id: str, payload: dict[str, Any], lifetime: float)
             sys.stderr.write(text + "\n")
             sys.stderr.flush()
             items = {"items": [answer["item"]], "claim": answer.get("claim")}
-            _ack(client, path, agent, items, "asyncRewake waiter")
+            _ack(client, session_id, agent, items, "asyncRewake waiter")
             return 2
         if answer.get("why") != "timeout":
             return 0  # superseded by a newer waiter, the session ended, or kairosd is stopping

@@ -35,7 +35,7 @@ from pydantic import Field
 from kairos.client import Client
 from kairosd import __version__
 from kairosd.core.errors import KairosError
-from kairosd.core.protocol import REGISTRY_MAX_WAIT_S, quote
+from kairosd.core.protocol import REGISTRY_MAX_WAIT_S, route_path
 
 WAKEUP_MIN_S = 60
 WAKEUP_MAX_S = 3600
@@ -112,7 +112,7 @@ class _Tools:
         }
         if permanent:
             body["permanent"] = True
-        task = (await self._call("POST", "/tasks", body))["task"]
+        task = (await self._call("POST", route_path("tasks"), body))["task"]
         kind = "recurring" if recurring else "one-shot"
         lines = [f"Scheduled {kind} job {task['id']} ({_human(task)})."]
         lines.append(
@@ -133,7 +133,7 @@ class _Tools:
         return "\n".join(lines)
 
     async def cron_list(self) -> str:
-        tasks = (await self._call("GET", "/tasks"))["tasks"]
+        tasks = (await self._call("GET", route_path("tasks")))["tasks"]
         if not tasks:
             return "No scheduled jobs."
         lines = []
@@ -148,7 +148,7 @@ class _Tools:
         return "\n".join(lines)
 
     async def cron_delete(self, id: Annotated[str, Field(description="The job id, 8 hex characters")]) -> str:
-        removed = (await self._call("DELETE", f"/tasks/{quote(id)}"))["removed"]
+        removed = (await self._call("DELETE", route_path("task", id=id)))["removed"]
         return f"Deleted job {', '.join(removed)}."
 
     async def schedule_wakeup(
@@ -172,7 +172,7 @@ class _Tools:
         }
         if reason.strip():
             body["name"] = _clip(reason.strip(), PROMPT_SHOWN)
-        task = (await self._call("POST", "/tasks", body))["task"]
+        task = (await self._call("POST", route_path("tasks"), body))["task"]
         when = task.get("planned_for") or "?"
         lines = [f"Wake-up {task['id']} scheduled for {when} (in {delay}s)."]
         if delay != wanted:
@@ -193,7 +193,7 @@ class _Tools:
         query = {"all": "1"} if include_acknowledged else {}
         if session:
             query["session"] = session
-        items = (await self._call("GET", "/inbox", query=query))["items"]
+        items = (await self._call("GET", route_path("inbox"), query=query))["items"]
         if not items:
             return "The inbox is empty." if not include_acknowledged else "No inbox items."
         lines = []
@@ -218,7 +218,7 @@ class _Tools:
         body: dict[str, Any] = {"all": True} if all else {"ids": ids}
         if session:
             body["session"] = session
-        acked = (await self._call("POST", "/inbox/ack", body))["acked"]
+        acked = (await self._call("POST", route_path("inbox_ack"), body))["acked"]
         return f"Acknowledged {len(acked)} item(s)" + (f": {', '.join(acked)}." if acked else ".")
 
     # ---- background tasks --------------------------------------------------
@@ -251,7 +251,7 @@ class _Tools:
         depth = self.env.get("KAIROS_TASK_DEPTH", "").strip()
         if depth.isdigit():
             body["parent_depth"] = int(depth)
-        task = (await self._call("POST", "/registry", body))["task"]
+        task = (await self._call("POST", route_path("registry"), body))["task"]
         return (
             f"Started background task {task['id']} ({_what(task)}, depth {task.get('depth', 0)}). "
             f"Follow it with task_status {task['id']}; get its answer with task_result {task['id']}."
@@ -349,7 +349,7 @@ def _blocking_call(
 
 def _registry(task_id: str, action: str = "") -> str:
     # Quoted: an id from the model must not be able to reach another route.
-    return f"/registry/{quote(task_id)}" + (f"/{action}" if action else "")
+    return route_path(f"registry_{action}" if action else "registry_task", id=task_id)
 
 
 def _human(task: Mapping[str, Any]) -> str:

@@ -442,9 +442,10 @@ def _expires(text: str) -> int | None:
 def cmd_add(args: argparse.Namespace) -> int:
     from kairos.commands.tasks import describe, fire_lines
     from kairos.output import print_json
+    from kairosd.core.protocol import route_path
 
     body = build_add_request(args)
-    task = client().call("POST", "/tasks", body)["task"]
+    task = client().call("POST", route_path("tasks"), body)["task"]
     if args.json:
         print_json({"task": task})
         return 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import item_path, make_parser, print_block, print_records, printed_json
+from kairos.commands.common import make_parser, print_block, print_records, printed_json
 
 if TYPE_CHECKING:
     from kairos.client import Client
@@ -200,7 +200,10 @@ def _client(long_poll: bool = False) -> Client:
 
 
 def _path(task_id: str, action: str = "") -> str:
-    return item_path("registry", task_id, action)
+    from kairosd.core.protocol import route_path
+
+    # Quoted: an id typed by a person must not be able to reach another route.
+    return route_path(f"registry_{action}" if action else "registry_task", id=task_id)
 
 
 def _text(words: list[str], what: str, required: bool) -> str:
@@ -339,12 +342,16 @@ def _what(task: dict[str, Any]) -> str:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    task = _client().call("POST", "/registry", build_start_request(args))["task"]
+    from kairosd.core.protocol import route_path
+
+    task = _client().call("POST", route_path("registry"), build_start_request(args))["task"]
     return _started(args, task, f"started {task['id']} ({_what(task)}, depth {task.get('depth', 0)})")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    doc = _client().call("GET", "/registry", query={"status": args.status} if args.status else None)
+    from kairosd.core.protocol import route_path
+
+    doc = _client().call("GET", route_path("registry"), query={"status": args.status} if args.status else None)
     if printed_json(args, doc):
         return 0
     empty = "no background tasks" + (f" with status {args.status}" if args.status else "")

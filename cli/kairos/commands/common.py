@@ -1,5 +1,5 @@
 """What the verb modules share: a subcommand parser with examples and ``--json``, the client, the user's zone,
-and the pieces of their list and show handlers (a record's path, ``--json``, a table of records, a text block).
+and the pieces of their list and show handlers (``--json``, a table of records, a text block).
 
 Imported by every verb module at the top, so it imports nothing at the top: argparse
 loads when a parser is built (``kairos list`` is answered without one, see
@@ -90,13 +90,6 @@ def local_zone() -> str:
     from kairosd.core.clock import local_zone_name
 
     return local_zone_name()
-
-
-def item_path(collection: str, item_id: str, action: str = "") -> str:
-    """``/COLLECTION/ID[/ACTION]`` with the id quoted: an id typed by a person must not reach another route."""
-    from kairosd.core.protocol import quote
-
-    return f"/{collection}/{quote(item_id)}" + (f"/{action}" if action else "")
 
 
 def printed_json(args: argparse.Namespace, doc: Any) -> bool:

@@ -17,6 +17,7 @@ import argparse
 from typing import Any
 
 from kairos.commands.common import make_parser
+from kairosd.core.protocol import route_path
 
 AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "generic")
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
@@ -216,7 +217,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and args.timeout < 0:
         raise UsageError("--timeout must be 0 or more seconds")
-    decision = Client().call("POST", "/consolidate", build_consolidate_request(args))
+    decision = Client().call("POST", route_path("consolidate"), build_consolidate_request(args))
     status = decision.get("status")
     run = decision.get("run") or {}
     if not args.wait or status not in ("started", "coalesced"):
@@ -232,7 +233,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
     doc = wait_for(str(run["id"]), args.timeout, None)
     task = doc.get("task") or {}
-    info = Client().call("GET", f"/consolidation/runs/{_quote(str(run['id']))}")
+    info = Client().call("GET", route_path("consolidation_run", id=str(run["id"])))
     info["decision"] = decision
     info["timed_out"] = bool(doc.get("timed_out"))
     if args.json:
@@ -264,13 +265,6 @@ def _print_run(info: dict[str, Any]) -> None:
         print(f"  ({stats['malformed']} malformed transcript line(s) skipped)")
 
 
-def _quote(text: str) -> str:
-    from kairosd.core.protocol import quote
-
-    # Quote: an id typed by a person must not be able to reach another route.
-    return quote(text)
-
-
 # ---- board ---------------------------------------------------------------------------------------
 
 
@@ -279,7 +273,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from kairos.output import print_json, print_table
 
     query = {"cwd": _abs(args.cwd), **({"all": "1"} if args.all else {})}
-    doc = Client().call("GET", "/board", query=query)
+    doc = Client().call("GET", route_path("board"), query=query)
     if args.json:
         print_json(doc)
         return 0
@@ -326,7 +320,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from kairos.output import print_json
 
     body = {"cwd": _abs(args.cwd), "text": " ".join(args.text), "kind": args.kind}
-    doc = Client().call("POST", "/board", body)
+    doc = Client().call("POST", route_path("board"), body)
     if args.json:
         print_json(doc)
         return 0
@@ -342,7 +336,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 def _change(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
     from kairos.client import Client
 
-    return dict(Client().call("POST", f"/board/entries/{_quote(args.id)}", {"cwd": _abs(args.cwd), **body}))
+    return dict(Client().call("POST", route_path("board_entry", id=args.id), {"cwd": _abs(args.cwd), **body}))
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
@@ -393,7 +387,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
     from kairos.client import Client
     from kairos.output import print_json
 
-    doc = Client().call("DELETE", f"/board/entries/{_quote(args.id)}", query={"cwd": _abs(args.cwd)})
+    doc = Client().call("DELETE", route_path("board_entry", id=args.id), query={"cwd": _abs(args.cwd)})
     if args.json:
         print_json(doc)
     else:
@@ -405,7 +399,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from kairos.client import Client
     from kairos.output import print_json
 
-    doc = Client().call("POST", "/board/prune", {"cwd": _abs(args.cwd)})
+    doc = Client().call("POST", route_path("board_prune"), {"cwd": _abs(args.cwd)})
     if args.json:
         print_json(doc)
         return 0
@@ -425,7 +419,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     if args.n < 0:
         raise UsageError("-n must be 0 or more")
-    doc = Client().call("GET", "/board/history", query={"cwd": _abs(args.cwd), "limit": str(args.n)})
+    doc = Client().call("GET", route_path("board_history"), query={"cwd": _abs(args.cwd), "limit": str(args.n)})
     if args.json:
         print_json(doc)
         return 0

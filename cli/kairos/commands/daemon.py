@@ -117,9 +117,10 @@ def _client(timeout: float = 10.0) -> Client:
 def _status_or_none(client: Client) -> dict[str, Any] | None:
     """The daemon's status, ``{}`` if it answers but not with a status, None if not running."""
     from kairos.client import ApiError, DaemonNotRunning
+    from kairosd.core.protocol import route_path
 
     try:
-        doc = client.call("GET", "/status")
+        doc = client.call("GET", route_path("status"))
     except DaemonNotRunning:
         return None
     except ApiError as exc:
@@ -339,6 +340,7 @@ def _stop_over_api(client: Client) -> tuple[bool, Any]:
 
     from kairos.client import DaemonNotRunning
     from kairosd.core.errors import KairosError
+    from kairosd.core.protocol import route_path
 
     status = _status_or_none(client)
     if status is None:
@@ -346,7 +348,7 @@ def _stop_over_api(client: Client) -> tuple[bool, Any]:
     pid = status.get("pid")
     # It may go away between the two calls: that is what we wanted.
     with contextlib.suppress(DaemonNotRunning):
-        client.call("POST", "/shutdown")
+        client.call("POST", route_path("shutdown"))
     deadline = time.monotonic() + STOP_WAIT_S
     # The socket closes first; the process then drains deliveries and writes the store.
     # Wait for both, so `stop && start` never meets the old daemon's store lock.
@@ -362,10 +364,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     from kairos.commands.ledger import print_status
     from kairos.output import error, print_json
     from kairosd.core.errors import EXIT_NO_DAEMON
+    from kairosd.core.protocol import route_path
 
     client = _client()
     try:
-        doc = client.call("GET", "/status")
+        doc = client.call("GET", route_path("status"))
     except DaemonNotRunning as exc:
         if args.json:
             print_json({"running": False, "socket": str(client.socket_path)})

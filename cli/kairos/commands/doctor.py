@@ -18,6 +18,7 @@ import argparse
 from typing import Any
 
 from kairos.commands.common import make_parser
+from kairosd.core.protocol import route_path
 
 # The daemon probes every agent's --version in parallel (each bounded by a few seconds).
 DOCTOR_TIMEOUT_S = 30.0
@@ -43,7 +44,7 @@ def fetch_report() -> tuple[dict[str, Any], str | None]:
     from kairos.client import ApiError, Client, DaemonNotRunning
 
     try:
-        doc = Client(timeout=DOCTOR_TIMEOUT_S).call("GET", "/doctor")
+        doc = Client(timeout=DOCTOR_TIMEOUT_S).call("GET", route_path("doctor"))
     except DaemonNotRunning:
         note = "kairosd is not running: checked from this shell (its PATH and environment)"
     except ApiError as exc:

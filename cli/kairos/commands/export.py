@@ -16,6 +16,7 @@ import argparse
 from typing import Any
 
 from kairos.commands.common import make_parser
+from kairosd.core.protocol import route_path
 
 ENGINES = ("systemd", "kubernetes", "github-actions")
 
@@ -71,7 +72,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     body.update({"all": True} if args.all else {"ids": args.ids})
     if args.image:
         body["image"] = args.image
-    doc = client().call("POST", "/export", body)
+    doc = client().call("POST", route_path("export"), body)
     exports, refused = doc.get("exports") or [], doc.get("refused") or []
     written = _write(args.out, exports) if args.out else []
     if args.json:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kairos.commands.common import make_parser
+from kairosd.core.protocol import route_path
 
 MAX_HISTORY = 10_000
 MIN_REASON = 20  # the narrowest REASON column of `kairos missed`
@@ -149,7 +150,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     query = {"limit": str(args.n)}
     if args.id:
         query["task"] = args.id
-    doc = client().call("GET", "/runs", query=query)
+    doc = client().call("GET", route_path("runs"), query=query)
     if printed_json(args, doc):
         return 0
     empty = "no runs yet" + (f" of task {args.id}" if args.id else "")
@@ -178,13 +179,13 @@ def cmd_missed(args: argparse.Namespace) -> int:
 
     api = client()
     if args.clear:
-        doc = api.call("DELETE", "/missed")
+        doc = api.call("DELETE", route_path("missed"))
         if args.json:
             print_json(doc)
         else:
             print(f"cleared {doc.get('cleared', 0)} missed record(s)")
         return 0
-    doc = api.call("GET", "/missed")
+    doc = api.call("GET", route_path("missed"))
     if args.json:
         print_json(doc)
         return 0
@@ -277,7 +278,7 @@ def _follow_inbox(api: Any, query: dict[str, str], as_json: bool, zone: str) -> 
     seen: set[str] = set()
 
     def fresh() -> Iterable[Any]:
-        for item in api.stream("/inbox", query):
+        for item in api.stream(route_path("inbox"), query):
             key = str(item.get("id")) if isinstance(item, dict) else repr(item)
             if key not in seen:
                 seen.add(key)
@@ -328,7 +329,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
         body: dict[str, Any] = {"all": True} if args.ack_all else {"ids": list(args.ack)}
         if args.session:
             body["session"] = args.session
-        doc = api.call("POST", "/inbox/ack", body)
+        doc = api.call("POST", route_path("inbox_ack"), body)
         if args.json:
             print_json(doc)
         else:
@@ -340,7 +341,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
         query["all"] = "1"
     if args.follow:
         return _follow_inbox(api, {**query, "follow": "1"}, args.json, local_zone())
-    doc = api.call("GET", "/inbox", query=query)
+    doc = api.call("GET", route_path("inbox"), query=query)
     if args.json:
         print_json(doc)
         return 0
@@ -365,7 +366,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         query["types"] = ",".join(dict.fromkeys(types))
     if args.session:
         query["session"] = args.session
-    return _emit_lines(client().stream("/events", query), True, "UTC") or 0
+    return _emit_lines(client().stream(route_path("events"), query), True, "UTC") or 0
 
 
 # ---- status ---------------------------------------------------------------
@@ -416,7 +417,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from kairos.commands.common import client
     from kairos.output import print_json
 
-    doc = client().call("GET", "/status")
+    doc = client().call("GET", route_path("status"))
     if args.json:
         print_json(doc)
     else:
@@ -449,7 +450,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         body["dry_run"] = True
     if args.project:
         body["project"] = str(Path(args.project).expanduser().absolute())
-    doc = client().call("POST", "/import", body)
+    doc = client().call("POST", route_path("import"), body)
     if args.json:
         print_json(doc)
         return 0

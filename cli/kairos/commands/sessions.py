@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from kairos.commands.common import make_parser
+from kairosd.core.protocol import route_path
 
 
 def register(subparsers: Any) -> None:
@@ -64,7 +65,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from kairos.commands.common import client
     from kairos.output import fmt_time, print_json, print_table
 
-    doc = client().call("GET", "/sessions")
+    doc = client().call("GET", route_path("sessions"))
     if args.json:
         print_json(doc)
         return 0

@@ -267,9 +267,10 @@ def _stray_daemon() -> int | None:
     """The pid of a kairosd that answers on the socket but is not kairosd.service's main process."""
     from kairos.client import Client
     from kairosd.core.errors import KairosError
+    from kairosd.core.protocol import route_path
 
     try:
-        doc = Client(timeout=2.0).call("GET", "/status")
+        doc = Client(timeout=2.0).call("GET", route_path("status"))
     except KairosError:  # not running, or not answering sensibly: nothing to get in the way
         return None
     pid = doc.get("pid") if isinstance(doc, dict) else None

@@ -11,7 +11,7 @@ handlers. Must not import pydantic, asyncio or any kairosd module that does I/O
 
 from __future__ import annotations
 
-from kairos.commands.common import client, item_path, make_parser, print_block, print_records, printed_json
+from kairos.commands.common import client, make_parser, print_block, print_records, printed_json
 from kairos.output import fmt_seconds, fmt_time, print_fields
 
 TYPE_CHECKING = False
@@ -23,7 +23,10 @@ if TYPE_CHECKING:
 
 
 def task_path(task_id: str, action: str = "") -> str:
-    return item_path("tasks", task_id, action)
+    from kairosd.core.protocol import route_path
+
+    # Quoted: an id typed by a person must not be able to reach another route.
+    return route_path(f"task_{action}" if action else "task", id=task_id)
 
 
 # ---- registration ---------------------------------------------------------
@@ -189,8 +192,9 @@ def _safe(text: Any) -> str:
 
 def cmd_problems(args: argparse.Namespace) -> int:
     from kairos.output import one_line, terminal_columns
+    from kairosd.core.protocol import route_path
 
-    doc = client().call("GET", "/quarantine")
+    doc = client().call("GET", route_path("quarantine"))
     if printed_json(args, doc):
         return 0
     entries = doc.get("entries") or []
@@ -212,7 +216,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         return cmd_problems(args)
     if args.json:
         return _print_list_json()
-    doc = client().call("GET", "/tasks", query={"view": "summary"})
+    from kairosd.core.protocol import route_path
+
+    doc = client().call("GET", route_path("tasks"), query={"view": "summary"})
     tasks = doc.get("tasks") or []
     empty = "no tasks (add one with: kairos add '0 9 * * 1-5' PROMPT)"
     if not print_records(tasks, empty, ["ID", "NEXT", "SCHEDULE", "TARGET", "NAME/PROMPT"], _list_row):
@@ -247,8 +253,9 @@ def _print_list_json() -> int:
 
     from kairos.client import parse_answer
     from kairos.output import print_json
+    from kairosd.core.protocol import route_path
 
-    data = client().call_raw("GET", "/tasks")
+    data = client().call_raw("GET", route_path("tasks"))
     if not sys.stdout.isatty() and data.startswith(b'{"tasks":[') and data.endswith(b"]}\n"):
         out = getattr(sys.stdout, "buffer", None)
         if out is None:

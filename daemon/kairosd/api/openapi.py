@@ -18,14 +18,10 @@ from pydantic import BaseModel
 from kairosd import __version__
 from kairosd.core.protocol import ERROR_STATUS
 
-# A route as the router holds it: (path regex, {method: the request model of its body, or None}).
+# A route as the router serves it: (path template such as ``/v1/tasks/{id}``, from
+# kairosd.core.protocol.ROUTES, {method: the request model of its body, or None}).
 RouteSpec = tuple[str, dict[str, type[BaseModel] | None]]
-_GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
-
-
-def openapi_path(pattern: str) -> str:
-    """A route regex (``/v1/tasks/(?P<id>[^/]+)``) as an OpenAPI path (``/v1/tasks/{id}``)."""
-    return _GROUP.sub(lambda m: "{" + m.group(1) + "}", pattern)
+_PARAM = re.compile(r"\{(\w+)\}")
 
 
 def openapi_document(routes: list[RouteSpec]) -> dict[str, Any]:
@@ -49,11 +45,10 @@ def openapi_document(routes: list[RouteSpec]) -> dict[str, Any]:
         "required": ["error"],
     }
     paths: dict[str, Any] = {}
-    for pattern, verbs in routes:
-        path = openapi_path(pattern)
+    for path, verbs in routes:
         entry = paths.setdefault(path, {})
         params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-                  for name in _GROUP.findall(pattern)]  # fmt: skip
+                  for name in _PARAM.findall(path)]  # fmt: skip
         for verb, model in verbs.items():
             operation: dict[str, Any] = {
                 "responses": {

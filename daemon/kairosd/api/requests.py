@@ -11,6 +11,11 @@ live with their capability (:mod:`kairosd.scheduling.requests`,
 What a field means once parsed (a zone that exists, a cron expression that fires)
 is the capability's to check: these models bound sizes and shapes, not meanings.
 
+One model lives here rather than with a capability: :class:`ConsolidationRequest`,
+the body of ``POST /v1/consolidate``, which the consolidation service serves, or the
+session hub where consolidation is not wired (the two are siblings and may not
+import each other).
+
 Must not import any capability, the store or the server.
 """
 
@@ -18,7 +23,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StringConstraints,
+    ValidationError,
+)
 
 from kairosd.core import bounds
 from kairosd.core.errors import UsageError
@@ -27,6 +41,38 @@ _M = TypeVar("_M", bound=BaseModel)
 
 Short = Annotated[str, StringConstraints(max_length=bounds.MAX_SHORT_CHARS)]
 Name = Annotated[str, StringConstraints(max_length=bounds.MAX_NAME_CHARS)]
+
+
+def blank_is_none(value: Any) -> Any:
+    """For a ``BeforeValidator``: "" as None, so an empty optional text counts as absent."""
+    return None if value == "" else value
+
+
+def process_text(value: str) -> str:
+    """For an ``AfterValidator``: text that may reach a process is valid Unicode without NUL."""
+    problem = bounds.text_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def _absolute(value: str) -> str:
+    if not value.startswith("/"):
+        raise ValueError(f"must be an absolute path, not {value[:100]!r}")
+    return process_text(value)
+
+
+# Text that may reach a process (argv, environment, a file name): valid Unicode, no NUL.
+ProcessShort = Annotated[
+    str, StringConstraints(min_length=1, max_length=bounds.MAX_SHORT_CHARS), AfterValidator(process_text)
+]
+ProcessName = Annotated[
+    str, StringConstraints(min_length=1, max_length=bounds.MAX_NAME_CHARS), AfterValidator(process_text)
+]
+# Optional text where "" counts as absent: hooks pass on what an agent's payload held, empty or not.
+MaybeShort = Annotated[ProcessShort | None, BeforeValidator(blank_is_none)]
+AbsolutePath = Annotated[str, StringConstraints(max_length=bounds.MAX_PATH_CHARS), AfterValidator(_absolute)]
+MaybeAbsolutePath = Annotated[AbsolutePath | None, BeforeValidator(blank_is_none)]
 
 
 class Body(BaseModel):
@@ -54,3 +100,18 @@ def validation_message(exc: ValidationError) -> str:
     if first.get("type") == "extra_forbidden":
         message = "unknown field"
     return f"{where}: {message}"
+
+
+class ConsolidationRequest(Body):
+    """``POST /v1/consolidate``: a session's hand-over for memory consolidation, from ``kairos hook`` at
+    SessionEnd or from ``kairos consolidate``. Only its shape is checked here; whether it runs is for
+    the consolidation gates."""
+
+    agent: ProcessShort
+    session_id: ProcessName
+    transcript_path: MaybeAbsolutePath = None
+    cwd: MaybeAbsolutePath = None
+    reason: MaybeShort = Field(default=None, description="the agent's SessionEnd reason")
+    spawned: StrictBool = Field(default=False, description="the session was started by kairos (KAIROS_SPAWNED=1)")
+    consolidate: MaybeShort = Field(default=None, description="the caller's KAIROS_CONSOLIDATE switch")
+    hook_event_name: MaybeShort = Field(default=None, description="accepted with a raw hook payload, not used")

@@ -1,10 +1,11 @@
 """The daemon's one route table: every capability registers its routes here, and requests are matched here.
 
-A route is a path regex (after ``/v1``) and ``{method: handler}``. Capabilities
-(tasks, the registry, sessions, consolidation, export, the doctor) bring their
-own handlers; the composition root registers them. A handler whose body is a
-typed request model says so with :func:`typed`, and the API reference
-(``GET /v1/openapi.json``) is built from the table, so it cannot drift.
+A route is a name from the protocol's table (:data:`kairosd.core.protocol.ROUTES`,
+which the CLI formats its requests' paths from) and ``{method: handler}``.
+Capabilities (tasks, the registry, sessions, consolidation, export, the doctor)
+bring their own handlers; the composition root registers them. A handler whose
+body is a typed request model says so with :func:`typed`, and the API reference
+(``GET /v1/openapi.json``) is built from what is registered, so it cannot drift.
 
 Must not import any capability (scheduling, registry, sessions, ...): they import this.
 """
@@ -20,9 +21,10 @@ from pydantic import BaseModel
 from kairosd.api.http_types import Request, Response, StreamResponse
 from kairosd.api.openapi import openapi_document
 from kairosd.core.errors import KairosError, NotFoundError
-from kairosd.core.protocol import API_VERSION, PREFIX
+from kairosd.core.protocol import API_VERSION, PREFIX, ROUTES, route_regex
 
 RouteHandler = Callable[[Request, re.Match[str]], Awaitable[Response | StreamResponse]]
+# (a route's name in kairosd.core.protocol.ROUTES, {method: handler})
 Routes = list[tuple[str, dict[str, RouteHandler]]]
 _H = TypeVar("_H")
 _BODY_ATTR = "__kairos_body__"
@@ -52,25 +54,28 @@ class Router:
     """The route table and the match; serves ``GET /v1/openapi.json`` itself."""
 
     def __init__(self) -> None:
-        self.routes: list[tuple[re.Pattern[str], dict[str, RouteHandler]]] = []
-        self.add_routes([("/openapi.json", {"GET": self.openapi})])
+        # (route name, its compiled regex, {method: handler}), in registration order
+        self.routes: list[tuple[str, re.Pattern[str], dict[str, RouteHandler]]] = []
+        self.add_routes([("openapi", {"GET": self.openapi})])
 
     def add_routes(self, routes: Routes) -> None:
-        """Register routes: (regex for the path after the prefix, {method: handler}).
+        """Register routes: (a route name from the protocol's table, {method: handler}).
 
-        A method and path that is already served is refused (ValueError): the first
-        match would win silently, and the second handler would be dead code that looks alive.
+        A name not in the table is refused (ValueError): the CLI could not reach it. So is
+        a method and path that is already served: the first match would win silently, and
+        the second handler would be dead code that looks alive.
         """
-        for pattern, methods in routes:
-            full = rf"{PREFIX}{pattern}"
-            for existing, served in self.routes:
+        for name, methods in routes:
+            if name not in ROUTES:
+                raise ValueError(f"route {name!r} is not in kairosd.core.protocol.ROUTES")
+            for existing, _, served in self.routes:
                 twice = set(methods) & set(served)
-                if existing.pattern == full and twice:
-                    raise ValueError(f"{', '.join(sorted(twice))} {full} is registered twice")
-            self.routes.append((re.compile(full), methods))
+                if existing == name and twice:
+                    raise ValueError(f"{', '.join(sorted(twice))} {PREFIX}{ROUTES[name]} is registered twice")
+            self.routes.append((name, re.compile(route_regex(name)), methods))
 
     async def handle(self, req: Request) -> Response | StreamResponse:
-        for pattern, methods in self.routes:
+        for _, pattern, methods in self.routes:
             match = pattern.fullmatch(req.path)
             if match:
                 handler = methods.get(req.method)
@@ -80,5 +85,6 @@ class Router:
         raise NotFoundError(f"no such endpoint: {req.path} (this daemon speaks API v{API_VERSION})")
 
     async def openapi(self, req: Request, m: re.Match[str]) -> Response:
-        table = [(p.pattern, {verb: body_model(h) for verb, h in methods.items()}) for p, methods in self.routes]
+        served = [(name, verbs) for name, _, verbs in self.routes]
+        table = [(PREFIX + ROUTES[name], {verb: body_model(h) for verb, h in verbs.items()}) for name, verbs in served]
         return Response(200, openapi_document(table))

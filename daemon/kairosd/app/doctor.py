@@ -127,7 +127,7 @@ def doctor_routes(config: Config) -> list[tuple[str, dict[str, RouteHandler]]]:
         report = await asyncio.to_thread(doctor_report, config)
         return Response(200, {"doctor": {**report, "checked_by": "kairosd"}})
 
-    return [("/doctor", {"GET": get})]
+    return [("doctor", {"GET": get})]
 
 
 def _check_agents(config: Config, env: Mapping[str, str], timeout: float) -> list[dict[str, Any]]:

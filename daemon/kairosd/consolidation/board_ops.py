@@ -20,6 +20,7 @@ from typing import Any
 from kairosd.consolidation import board_edits
 from kairosd.consolidation.board import LIMIT, PRUNE_TO, BoardStore, project_root
 from kairosd.consolidation.board_render import render_context
+from kairosd.consolidation.request import BoardChangeRequest
 from kairosd.core.errors import UsageError
 from kairosd.core.events import EventBus
 
@@ -32,14 +33,14 @@ class BoardOperations:
         self.now = now
         self.events = events
 
-    def project_for(self, cwd: Any) -> str:
+    def project_for(self, cwd: str | None) -> str:
         if not isinstance(cwd, str) or not cwd:
             raise UsageError("give the project folder (cwd), an absolute path")
         if not os.path.isabs(cwd):
             raise UsageError(f"cwd must be an absolute path, not {cwd!r}")
         return project_root(cwd)
 
-    async def board(self, cwd: Any, include_superseded: bool = False) -> dict[str, Any]:
+    async def board(self, cwd: str | None, include_superseded: bool = False) -> dict[str, Any]:
         project = self.project_for(cwd)
         board = await asyncio.to_thread(self.boards.load, project)
         extra = {"superseded": [e.to_json() for e in reversed(board.superseded)]} if include_superseded else {}
@@ -53,12 +54,8 @@ class BoardOperations:
             **extra,
         }
 
-    async def add_entry(self, cwd: Any, text: Any, kind: Any) -> dict[str, Any]:
+    async def add_entry(self, cwd: str | None, text: str, kind: str | None) -> dict[str, Any]:
         project = self.project_for(cwd)
-        if not isinstance(text, str):
-            raise UsageError("text must be a string")
-        if kind is not None and not isinstance(kind, str):
-            raise UsageError("kind must be a string")
         entry, pruned = await asyncio.to_thread(self.boards.add_user, project, text, kind or "rule")
         self.events.publish("board_changed", project=project, by="user", added=entry.id)
         board = await asyncio.to_thread(self.boards.load, project)
@@ -66,25 +63,17 @@ class BoardOperations:
         return {"project": project, "entry": entry.to_json(), "pruned": [e.to_json() for e in pruned],
                 "superseded": replaced}  # fmt: skip
 
-    async def remove_entry(self, cwd: Any, entry_id: str) -> dict[str, Any]:
+    async def remove_entry(self, cwd: str | None, entry_id: str) -> dict[str, Any]:
         project = self.project_for(cwd)
         entry = await asyncio.to_thread(self.boards.remove, project, entry_id)
         self.events.publish("board_changed", project=project, by="user", removed=entry.id)
         # "removed" lists ids, as in kairos rm and systemd uninstall; the entry is under "entry", as in pin.
         return {"project": project, "entry": entry.to_json(), "removed": [entry.id]}
 
-    async def change_entry(self, cwd: Any, entry_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def change_entry(self, entry_id: str, change: BoardChangeRequest) -> dict[str, Any]:
         """Edit (``text``, ``kind``), pin or unpin (``pinned``) or restore (``restore: true``) an entry."""
-        project = self.project_for(cwd)
-        text, kind, pinned, restore = body.get("text"), body.get("kind"), body.get("pinned"), body.get("restore")
-        if text is not None and not isinstance(text, str):
-            raise UsageError("text must be a string")
-        if kind is not None and not isinstance(kind, str):
-            raise UsageError("kind must be a string")
-        if pinned is not None and not isinstance(pinned, bool):
-            raise UsageError("pinned must be true or false")
-        if restore not in (None, True):
-            raise UsageError("restore must be true")
+        project = self.project_for(change.cwd)
+        text, kind, pinned, restore = change.text, change.kind, change.pinned, change.restore
         if restore and (text is not None or kind is not None or pinned is not None):
             raise UsageError("restore takes no other change")
         answer: dict[str, Any] = {"project": project}
@@ -103,14 +92,14 @@ class BoardOperations:
         self.events.publish("board_changed", project=project, by="user", changed=entry.id)
         return answer
 
-    async def prune(self, cwd: Any) -> dict[str, Any]:
+    async def prune(self, cwd: str | None) -> dict[str, Any]:
         project = self.project_for(cwd)
         pruned = await asyncio.to_thread(self.boards.prune, project)
         if pruned:
             self.events.publish("board_changed", project=project, by="user", pruned=[e.id for e in pruned])
         return {"project": project, "pruned": [e.to_json() for e in pruned], "prune_to": PRUNE_TO}
 
-    async def history(self, cwd: Any, limit: int) -> dict[str, Any]:
+    async def history(self, cwd: str | None, limit: int) -> dict[str, Any]:
         project = self.project_for(cwd)
         records = await asyncio.to_thread(self.boards.history, project, limit)
         return {"project": project, "history": records}

@@ -1,67 +1,52 @@
-"""A consolidation request as it comes in (``POST /v1/consolidate``), checked field by field.
+"""Typed request bodies of consolidation and the context board, with the bounds of :mod:`kairosd.core.bounds`.
 
-Only the shape is checked here; whether it runs is for the gates (:mod:`.gates`, applied in
-:mod:`.service`).
+Parsed by :func:`kairosd.api.requests.parse_body`. Only the shape is checked here:
+whether a consolidation runs is for the gates (:mod:`.gates`, applied in :mod:`.service`),
+and an entry's kind and text are the board's to judge (:mod:`.board`). The body of
+``POST /v1/consolidate`` is :class:`kairosd.api.requests.ConsolidationRequest` (the
+session hub serves that route too where consolidation is not wired); it is re-exported here.
 
 Pure (no I/O). Must not import the registry, the daemon or the server.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Literal
 
-from kairosd.core.errors import UsageError
+from pydantic import Field, StrictBool, StringConstraints
 
-MAX_TEXT_FIELD = 4096
+from kairosd.api.requests import Body, ConsolidationRequest, Short
+from kairosd.core import bounds
 
+__all__ = ["BoardAddRequest", "BoardChangeRequest", "BoardPruneRequest", "ConsolidationRequest"]
 
-@dataclass(frozen=True)
-class ConsolidationRequest:
-    agent: str
-    session_id: str
-    transcript_path: str | None
-    cwd: str | None
-    reason: str | None = None
-    spawned: bool = False
-    consolidate_env: str | None = None  # the caller's KAIROS_CONSOLIDATE
+# The project folder: the board checks that it is given and absolute ("give the project folder (cwd)"),
+# as it does for the routes that take it in the query string.
+Cwd = Annotated[str, StringConstraints(max_length=bounds.MAX_PATH_CHARS)] | None
+EntryText = Annotated[str, StringConstraints(max_length=bounds.MAX_PROMPT_CHARS)]
 
 
-def parse_request(body: Any) -> ConsolidationRequest:
-    """The request body: ``{agent, session_id, transcript_path, cwd, reason, spawned?, consolidate?}``."""
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise UsageError("the request body must be a JSON object")
-    known = {"agent", "session_id", "transcript_path", "cwd", "reason", "spawned", "consolidate", "hook_event_name"}
-    unknown = set(body) - known
-    if unknown:
-        raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
+class BoardAddRequest(Body):
+    """``POST /v1/board``: a user's entry on the project's board."""
 
-    def text(key: str, required: bool = False) -> str | None:
-        value = body.get(key)
-        if value is None or value == "":
-            if required:
-                raise UsageError(f"{key} is required")
-            return None
-        if not isinstance(value, str) or len(value) > MAX_TEXT_FIELD or "\x00" in value:
-            raise UsageError(f"{key} must be a string of at most {MAX_TEXT_FIELD} characters")
-        return value
+    cwd: Cwd = Field(default=None, description="a folder in the project (absolute)")
+    text: EntryText
+    kind: Short | None = Field(default=None, description="rule (default), or another of the board's kinds")
 
-    spawned = body.get("spawned", False)
-    if not isinstance(spawned, bool):
-        raise UsageError("spawned must be true or false")
-    cwd, transcript = text("cwd"), text("transcript_path")
-    for key, path in (("cwd", cwd), ("transcript_path", transcript)):
-        if path is not None and not os.path.isabs(path):
-            raise UsageError(f"{key} must be an absolute path, not {path!r}")
-    return ConsolidationRequest(
-        agent=text("agent", required=True) or "",
-        session_id=text("session_id", required=True) or "",
-        transcript_path=transcript,
-        cwd=cwd,
-        reason=text("reason"),
-        spawned=spawned,
-        consolidate_env=text("consolidate"),
+
+class BoardChangeRequest(Body):
+    """``POST /v1/board/entries/{id}``: edit (``text``, ``kind``), pin or unpin, or ``restore`` a superseded entry."""
+
+    cwd: Cwd = Field(default=None, description="a folder in the project (absolute)")
+    text: EntryText | None = None
+    kind: Short | None = None
+    pinned: StrictBool | None = None
+    restore: Literal[True] | None = Field(
+        default=None, description="put a superseded entry back; takes no other change"
     )
+
+
+class BoardPruneRequest(Body):
+    """``POST /v1/board/prune``: prune kairos' entries of the project's board."""
+
+    cwd: Cwd = Field(default=None, description="a folder in the project (absolute)")

@@ -38,7 +38,7 @@ from kairosd.config import ConsolidationConfig
 from kairosd.consolidation import gates
 from kairosd.consolidation.board import BoardStore, project_root
 from kairosd.consolidation.board_ops import BoardOperations
-from kairosd.consolidation.request import MAX_TEXT_FIELD, ConsolidationRequest, parse_request
+from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.runs import Run, RunTracker
 from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
 from kairosd.core.clock import Clock
@@ -53,14 +53,12 @@ __all__ = [
     "COALESCED",
     "DECISIONS_KEEP",
     "FAILED",
-    "MAX_TEXT_FIELD",
     "OFFLINE_BOUND_S",
     "RECENT_KEPT",
     "SKIPPED",
     "STARTED",
     "Consolidation",
     "ConsolidationRequest",
-    "parse_request",
 ]
 
 log = logging.getLogger(__name__)
@@ -152,12 +150,11 @@ class Consolidation:
 
     # ---- requests --------------------------------------------------------------------------------
 
-    async def request(self, body: Any) -> dict[str, Any]:
+    async def request(self, req: ConsolidationRequest) -> dict[str, Any]:
         """Decide on one request (the gates in order); start, coalesce or skip it. The decision."""
         if self._closing:
             raise UnavailableError("kairosd is shutting down; not consolidating now")
-        req = parse_request(body)
-        reason = gates.check_enabled(self.config.enabled, self.environ, req.consolidate_env)
+        reason = gates.check_enabled(self.config.enabled, self.environ, req.consolidate)
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "enabled", reason)
         reason = gates.check_not_spawned(req.spawned, self._own_task(req.session_id))
@@ -321,22 +318,22 @@ class Consolidation:
 
     # ---- the board: see .board_ops -------------------------------------------------------------
 
-    def project_for(self, cwd: Any) -> str:
+    def project_for(self, cwd: str | None) -> str:
         return self.board_ops.project_for(cwd)
 
-    async def board(self, cwd: Any) -> dict[str, Any]:
+    async def board(self, cwd: str | None) -> dict[str, Any]:
         return await self.board_ops.board(cwd)
 
-    async def add_entry(self, cwd: Any, text: Any, kind: Any) -> dict[str, Any]:
+    async def add_entry(self, cwd: str | None, text: str, kind: str | None) -> dict[str, Any]:
         return await self.board_ops.add_entry(cwd, text, kind)
 
-    async def remove_entry(self, cwd: Any, entry_id: str) -> dict[str, Any]:
+    async def remove_entry(self, cwd: str | None, entry_id: str) -> dict[str, Any]:
         return await self.board_ops.remove_entry(cwd, entry_id)
 
-    async def prune(self, cwd: Any) -> dict[str, Any]:
+    async def prune(self, cwd: str | None) -> dict[str, Any]:
         return await self.board_ops.prune(cwd)
 
-    async def history(self, cwd: Any, limit: int) -> dict[str, Any]:
+    async def history(self, cwd: str | None, limit: int) -> dict[str, Any]:
         return await self.board_ops.history(cwd, limit)
 
     def board_context(self, cwd: str | None) -> str | None:

@@ -65,6 +65,11 @@ Memory consolidation and the context board (``kairos consolidate``, ``kairos boa
     POST   /v1/board/prune                 body {cwd}: prune kairos' entries to 18
     GET    /v1/board/history?cwd=DIR&limit=N  the board's changes
 
+Both sides take these paths from one table, :data:`ROUTES` (a name to a path
+template after ``/v1``): the CLI formats a request's path with :func:`route_path`, the
+daemon's router matches with :func:`route_regex`, and ``GET /v1/openapi.json``
+lists the templates the daemon serves.
+
 Errors are ``{"error": {"code": CODE, "message": TEXT}}`` with the HTTP status
 from :data:`ERROR_STATUS`; the CLI maps codes to exit codes with
 :func:`exit_code_for`.
@@ -92,6 +97,47 @@ REQUEST_TIMEOUT_S: Final = 10.0
 REGISTRY_MAX_WAIT_S: Final = 60.0
 # A session waiter (GET /v1/sessions/{id}/next) long-polls at most this long per request.
 SESSION_MAX_WAIT_S: Final = 300.0
+
+# Every route the daemon serves: a name, and its path after PREFIX with ``{param}`` for a path
+# parameter (one whole segment). The methods are the handlers' (see kairosd.api.router).
+ROUTES: Final[dict[str, str]] = {
+    "openapi": "/openapi.json",
+    "status": "/status",
+    "shutdown": "/shutdown",
+    "doctor": "/doctor",
+    "tasks": "/tasks",
+    "task": "/tasks/{id}",
+    "task_pause": "/tasks/{id}/pause",
+    "task_resume": "/tasks/{id}/resume",
+    "task_run": "/tasks/{id}/run",
+    "runs": "/runs",
+    "missed": "/missed",
+    "inbox": "/inbox",
+    "inbox_ack": "/inbox/ack",
+    "events": "/events",
+    "import": "/import",
+    "quarantine": "/quarantine",
+    "export": "/export",
+    "registry": "/registry",
+    "registry_task": "/registry/{id}",
+    "registry_wait": "/registry/{id}/wait",
+    "registry_logs": "/registry/{id}/logs",
+    "registry_cancel": "/registry/{id}/cancel",
+    "registry_send": "/registry/{id}/send",
+    "registry_close": "/registry/{id}/close",
+    "sessions": "/sessions",
+    "session_hook": "/sessions/{id}/hook",
+    "session_ack": "/sessions/{id}/ack",
+    "session_end": "/sessions/{id}/end",
+    "session_next": "/sessions/{id}/next",
+    "consolidate": "/consolidate",
+    "consolidation": "/consolidation",
+    "consolidation_run": "/consolidation/runs/{id}",
+    "board": "/board",
+    "board_prune": "/board/prune",
+    "board_history": "/board/history",
+    "board_entry": "/board/entries/{id}",
+}
 
 ERROR_STATUS: Final[dict[str, int]] = {
     "usage": 400,
@@ -208,6 +254,29 @@ def quote(text: str) -> str:
     """Percent-encode everything but RFC 3986 unreserved characters (for a path
     segment or a query value). Here, not urllib.parse: the CLI saves ~4 ms."""
     return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode("utf-8"))
+
+
+def route_path(name: str, /, **params: str) -> str:
+    """The path (after PREFIX) of route ``name`` with its ``{param}`` segments percent-encoded.
+
+    ``route_path("task", id="t1")`` is ``"/tasks/t1"``. KeyError for an unknown route or a missing
+    or extra parameter: a wrong name is a bug, not a request to send.
+    """
+    template = ROUTES[name]
+    segments = template.split("/")
+    wanted = {s[1:-1] for s in segments if s.startswith("{")}
+    if wanted != params.keys():
+        raise KeyError(f"route {name} takes {sorted(wanted)}, not {sorted(params)}")
+    return "/".join(quote(params[s[1:-1]]) if s.startswith("{") else s for s in segments)
+
+
+def route_regex(name: str) -> str:
+    """The regex the router matches route ``name`` with (PREFIX included): each ``{param}`` a
+    named group of one non-empty segment, the rest literal (a template is letters, ``_``, ``.``
+    and ``/``, and only ``.`` needs escaping)."""
+    segments = ROUTES[name].split("/")
+    parts = (f"(?P<{s[1:-1]}>[^/]+)" if s.startswith("{") else s.replace(".", "\\.") for s in segments)
+    return PREFIX + "/".join(parts)
 
 
 def encode_query(query: Mapping[str, str]) -> str:

@@ -15,10 +15,12 @@ Must not import the scheduler, the store or the server.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from kairosd.core.models import Target
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class Job:
     task_id: str
     task_name: str | None
     prompt: str
-    target: dict[str, Any]  # the task's target, as JSON ({"kind": ..., ...})
+    target: Target  # the task's target, as the task holds it: parsed once, when the task was made
     scheduled_for: datetime
     planned_for: datetime
     late_by_s: float = 0.0
@@ -86,6 +88,6 @@ class Delivery(Protocol):
 class CheckedDelivery(Delivery, Protocol):
     """A delivery that can tell at add time that a target would fail (optional; the scheduler asks)."""
 
-    async def check(self, target: Mapping[str, Any]) -> None:
+    async def check(self, target: Target) -> None:
         """Raise UsageError naming the reason when every fire of ``target`` would fail as things stand."""
         ...

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
+from kairosd.core.models import InboxTarget
 from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Job, Result
 from kairosd.store.inbox import InboxStore
@@ -48,9 +49,7 @@ class InboxDelivery:
 
     async def deliver(self, job: Job) -> Result:
         started = self._clock.now()
-        session = job.target.get("session") or DEFAULT_SESSION
-        if not isinstance(session, str):
-            return self._failed(started, f"inbox session must be text, not {type(session).__name__}")
+        session = job.target.session if isinstance(job.target, InboxTarget) else DEFAULT_SESSION
         try:
             item = InboxItem(
                 id=job.run_id,

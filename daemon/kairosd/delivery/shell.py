@@ -31,17 +31,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
+from kairosd.core.models import ShellTarget, Target
 from kairosd.delivery.base import Job, Result
 from kairosd.system.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 300.0
 # Results kept in memory for repeated deliveries of a run; older runs are still
 # protected by their log file, which is what a restarted daemon sees anyway.
 _REMEMBERED_RESULTS = 1024
@@ -119,10 +118,10 @@ class ShellDelivery:
         future.set_result(result)
         return result
 
-    async def check(self, target: Mapping[str, Any]) -> None:
+    async def check(self, target: Target) -> None:
         """At add time: a working directory that does not exist would fail every fire."""
-        cwd = target.get("cwd")
-        problem = _cwd_problem(cwd) if isinstance(cwd, str) else None
+        cwd = target.cwd if isinstance(target, ShellTarget) else None
+        problem = _cwd_problem(cwd) if cwd else None
         if problem:
             raise UsageError(f"shell target: {problem}")
 
@@ -143,9 +142,9 @@ class ShellDelivery:
     # ---- one run -----------------------------------------------------------
 
     async def _run(self, job: Job, started_at: datetime) -> Result:
-        spec = _parse_target(job.target)
-        if isinstance(spec, str):
-            return self._failed(started_at, spec)
+        if not isinstance(job.target, ShellTarget):
+            return self._failed(started_at, f"not a shell target: {job.target.kind}")
+        spec = _spec(job.target)
         problem = _cwd_problem(spec.cwd) or _bad_name(job.task_id, "task id") or _bad_name(job.run_id, "run id")
         if problem:
             return self._failed(started_at, problem)
@@ -283,7 +282,7 @@ class ShellDelivery:
                 "KAIROS_PROMPT": job.prompt,
                 "KAIROS_TASK_ID": job.task_id,
                 "KAIROS_RUN_ID": job.run_id,
-                "KAIROS_SESSION": str(job.target.get("session") or "default"),
+                "KAIROS_SESSION": str(getattr(job.target, "session", None) or "default"),
                 "KAIROS_SCHEDULED_FOR": job.scheduled_for.isoformat(),
                 "KAIROS_CATCH_UP": "1" if job.catch_up else "0",
                 "KAIROS_LATE_BY_S": str(round(job.late_by_s, 3)),
@@ -309,22 +308,9 @@ async def _kill_and_reap(running: _Running) -> None:
         await running.proc.wait()  # reap it, so no zombie or open transport outlives the run
 
 
-def _parse_target(target: Mapping[str, Any]) -> _Spec | str:
-    """The runnable parts of a shell target, or the reason it cannot run."""
-    argv = target.get("argv")
-    if not isinstance(argv, list) or not argv or not all(isinstance(arg, str) for arg in argv):
-        return "invalid shell target: 'argv' must be a non-empty list of strings"
-    if not argv[0]:
-        return "invalid shell target: the command (argv[0]) is empty"
-    cwd = target.get("cwd")
-    if cwd is not None and not isinstance(cwd, str):
-        return "invalid shell target: 'cwd' must be a string"
-    timeout = target.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if timeout is None:
-        timeout = DEFAULT_TIMEOUT_S
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        return "invalid shell target: 'timeout_s' must be a positive number"
-    return _Spec(list(argv), os.path.expanduser(cwd) if cwd else None, float(timeout))
+def _spec(target: ShellTarget) -> _Spec:
+    """The runnable parts of a shell target (checked when its task was made)."""
+    return _Spec(list(target.argv), os.path.expanduser(target.cwd) if target.cwd else None, target.timeout_s)
 
 
 def _cwd_problem(cwd: str | None) -> str | None:

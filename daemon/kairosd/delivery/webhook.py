@@ -54,17 +54,17 @@ import json
 import logging
 import socket
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
 from kairosd import __version__
 from kairosd.core import redact
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
-from kairosd.core.models import webhook_url_problem
+from kairosd.core.models import Target, WebhookTarget
 from kairosd.delivery.base import Job, Result
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class WebhookDelivery:
 
     # ---- the Delivery protocol -------------------------------------------
 
-    async def check(self, target: Mapping[str, Any]) -> None:
+    async def check(self, target: Target) -> None:
         """At add time: a webhook without a key, or to a host that resolves off loopback without the
         allowance, would fail every fire. A name that does not resolve now is left to fire time."""
         if self._secret is None:
@@ -175,10 +175,9 @@ class WebhookDelivery:
                 "webhook target: kairosd has no webhook key, and kairos does not send unsigned webhooks; set "
                 "[webhook] secret_file in config.toml and restart kairosd (see the README's Webhook target)"
             )
-        url = target.get("url")
-        if self._allow_non_loopback or not isinstance(url, str):
+        if self._allow_non_loopback or not isinstance(target, WebhookTarget):
             return
-        parts = urlsplit(url)
+        parts = urlsplit(target.url)
         host = parts.hostname or ""
         try:
             addresses = await self._resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
@@ -256,7 +255,7 @@ class WebhookDelivery:
     async def _run(self, job: Job, started_at: datetime) -> Result:
         try:
             url, timeout_s = _parse_target(job.target, self._timeout_s)
-        except _Refused as exc:
+        except ValueError as exc:
             return self._failed(started_at, str(exc))
         if not self._secret:
             return self._failed(
@@ -389,19 +388,12 @@ class WebhookDelivery:
             future.set_result(result)
 
 
-def _parse_target(target: Mapping[str, Any], default_timeout_s: float) -> tuple[SplitResult, float]:
-    url = target.get("url")
-    if not isinstance(url, str):
-        raise _Refused("invalid webhook target: 'url' must be a string")
-    problem = webhook_url_problem(url)
-    if problem:
-        raise _Refused(f"invalid webhook target: {problem}")
-    timeout = target.get("timeout_s")
-    if timeout is None:
-        timeout = default_timeout_s
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise _Refused("invalid webhook target: 'timeout_s' must be a positive number")
-    return urlsplit(url), float(timeout)
+def _parse_target(target: Target, default_timeout_s: float) -> tuple[SplitResult, float]:
+    """The URL, split, and the timeout of a webhook target (its URL was checked when the task was made)."""
+    if not isinstance(target, WebhookTarget):
+        raise ValueError(f"not a webhook target: {target.kind}")
+    timeout = target.timeout_s if target.timeout_s is not None else default_timeout_s
+    return urlsplit(target.url), timeout
 
 
 def _body(job: Job, fired_at: datetime) -> bytes:
@@ -417,7 +409,7 @@ def _body(job: Job, fired_at: datetime) -> bytes:
         "run_id": job.run_id,
         "fired_at": fired_at.isoformat(),
         "planned_for": job.planned_for.isoformat(),
-        "target": job.target,
+        "target": job.target.model_dump(mode="json"),
         "prompt": job.prompt,
         "meta": meta,
     }

@@ -1,9 +1,9 @@
 """``POST /v1/export``: tasks rendered for systemd, Kubernetes or GitHub Actions (``kairos export``).
 
-Body ``{"to": ENGINE, "ids": [...] | "all": true, "image": IMAGE, "secret_name": NAME,
-"secret_env": [VAR, ...]}``. Answer ``{"engine", "exports": [{task_id, files: [{name, text}],
-warnings}], "refused": [{task_id, reason}]}``: one task that cannot be expressed does not stop
-the others. An unknown id fails the whole request (404).
+Body :class:`kairosd.export.requests.ExportRequest`: ``{"to": ENGINE, "ids": [...] | "all": true,
+"image": IMAGE, "secret_name": NAME, "secret_env": [VAR, ...]}``. Answer ``{"engine", "exports":
+[{task_id, files: [{name, text}], warnings}], "refused": [{task_id, reason}]}``: one task that
+cannot be expressed does not stop the others. An unknown id fails the whole request (404).
 
 Each task's command is built as a fire would build it: an agent target through the
 registry's rules (the CLI's ceiling narrowed by a named definition, the definition's model
@@ -24,10 +24,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from kairosd.agents.base import TurnRequest
+from kairosd.api.requests import parse_body
+from kairosd.api.router import typed
 from kairosd.core.errors import KairosError, NotFoundError, UsageError
 from kairosd.core.models import AgentTarget, ShellTarget, Task
-from kairosd.export import ENGINES, Job, Options, Refused, render
+from kairosd.export import Job, Options, Refused, render
 from kairosd.export.common import API_KEY_ENV
+from kairosd.export.requests import ExportRequest
 from kairosd.registry.rules import AdapterFor, PolicyFor, check_timeout, effective_permissions
 
 if TYPE_CHECKING:
@@ -35,8 +38,6 @@ if TYPE_CHECKING:
 
     from kairosd.api.router import RouteHandler
     from kairosd.api.server import Request, Response
-
-MAX_SECRET_ENV = 20
 
 
 class Exporter:
@@ -62,12 +63,10 @@ class Exporter:
         """The tasks as they are now (taken on the event loop, which is the one that changes them)."""
         return list(self._tasks())
 
-    def export(self, body: dict[str, Any], tasks: list[Task] | None = None) -> dict[str, Any]:
-        engine = body.get("to")
-        if engine not in ENGINES:
-            raise UsageError(f"'to' must be one of {', '.join(ENGINES)}")
-        options = _options(body)
-        chosen = self._chosen(body, self.snapshot() if tasks is None else tasks)
+    def export(self, request: ExportRequest, tasks: list[Task] | None = None) -> dict[str, Any]:
+        engine = request.to
+        options = Options(image=request.image, secret_name=request.secret_name, secret_env=tuple(request.secret_env))
+        chosen = self._chosen(request, self.snapshot() if tasks is None else tasks)
         now = self._now()
         exports, refused = [], []
         for task in chosen:
@@ -83,12 +82,12 @@ class Exporter:
                 refused.append({"task_id": task.id, "reason": exc.message if isinstance(exc, Refused) else str(exc)})
         return {"engine": engine, "exports": exports, "refused": refused}
 
-    def _chosen(self, body: dict[str, Any], snapshot: list[Task]) -> list[Task]:
+    def _chosen(self, request: ExportRequest, snapshot: list[Task]) -> list[Task]:
         tasks = {task.id: task for task in snapshot}
-        if body.get("all") is True:
+        if request.all:
             return sorted(tasks.values(), key=lambda t: t.id)
-        ids = body.get("ids")
-        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        ids = request.ids
+        if not ids:
             raise UsageError('give {"ids": ["..."]} or {"all": true}')
         missing = [i for i in ids if i not in tasks]
         if missing:
@@ -156,33 +155,15 @@ class Exporter:
         ), warnings
 
 
-def _options(body: dict[str, Any]) -> Options:
-    image = body.get("image")
-    if image is not None and (not isinstance(image, str) or not image.strip()):
-        raise UsageError("image must be a non-empty string")
-    secret_name = body.get("secret_name", "kairos-agent")
-    if not isinstance(secret_name, str) or not secret_name:
-        raise UsageError("secret_name must be a non-empty string")
-    secret_env = body.get("secret_env", [])
-    if (
-        not isinstance(secret_env, list)
-        or len(secret_env) > MAX_SECRET_ENV
-        or not all(isinstance(v, str) and v.isidentifier() for v in secret_env)
-    ):
-        raise UsageError(f"secret_env must be a list of at most {MAX_SECRET_ENV} variable names")
-    return Options(image=image, secret_name=secret_name, secret_env=tuple(secret_env))
-
-
 def export_routes(exporter: Exporter) -> list[tuple[str, dict[str, RouteHandler]]]:
     """``POST /v1/export`` for :meth:`kairosd.api.router.Router.add_routes`."""
 
+    @typed(ExportRequest)
     async def post(req: Request, m: re.Match[str]) -> Response:
         from kairosd.api.server import Response
 
-        body = req.body if isinstance(req.body, dict) else None
-        if body is None:
-            raise UsageError("the request body must be a JSON object")
+        request = parse_body(ExportRequest, req.body)
         # In a thread: resolving agent definitions reads the project's and the user's agent folders.
-        return Response(200, await asyncio.to_thread(exporter.export, body, exporter.snapshot()))
+        return Response(200, await asyncio.to_thread(exporter.export, request, exporter.snapshot()))
 
-    return [("/export", {"POST": post})]
+    return [("export", {"POST": post})]

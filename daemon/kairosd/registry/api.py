@@ -38,17 +38,16 @@ _E = TypeVar("_E", TaskKind, TaskStatus, ExecutionMode)
 
 
 def registry_routes(registry: Registry) -> list[tuple[str, dict[str, RouteHandler]]]:
-    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`."""
+    """(route name, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`."""
     routes = _Routes(registry)
-    task = r"/registry/(?P<id>[^/]+)"
     return [
-        ("/registry", {"GET": routes.index, "POST": routes.start}),
-        (task, {"GET": routes.show}),
-        (task + "/wait", {"GET": routes.wait}),
-        (task + "/logs", {"GET": routes.logs}),
-        (task + "/cancel", {"POST": routes.cancel}),
-        (task + "/send", {"POST": routes.send}),
-        (task + "/close", {"POST": routes.close}),
+        ("registry", {"GET": routes.index, "POST": routes.start}),
+        ("registry_task", {"GET": routes.show}),
+        ("registry_wait", {"GET": routes.wait}),
+        ("registry_logs", {"GET": routes.logs}),
+        ("registry_cancel", {"POST": routes.cancel}),
+        ("registry_send", {"POST": routes.send}),
+        ("registry_close", {"POST": routes.close}),
     ]
 
 

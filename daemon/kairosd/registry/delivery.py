@@ -22,11 +22,11 @@ Must not import the scheduler, the store or the server.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from kairosd.core.clock import Clock
 from kairosd.core.errors import KairosError, UsageError
+from kairosd.core.models import AgentTarget, Target
 from kairosd.delivery.base import Job, Result
 from kairosd.registry.model import ExecutionMode, TaskKind, TaskRecord, TaskStatus
 from kairosd.registry.registry import Registry, StartSpec
@@ -57,12 +57,11 @@ class AgentDelivery:
         record, _ = await self._registry.wait(record.id, None)
         return _result(record, started_at, self._clock.now())
 
-    async def check(self, target: Mapping[str, Any]) -> None:
+    async def check(self, target: Target) -> None:
         """At add time: the agent must be known, its CLI found on kairosd's PATH, its cwd a folder."""
-        agent, cwd = target.get("agent"), target.get("cwd")
-        if isinstance(agent, str) and agent:
+        if isinstance(target, AgentTarget):
             try:
-                await self._registry.check_agent(agent, cwd if isinstance(cwd, str) else None)
+                await self._registry.check_agent(target.agent, target.cwd)
             except KairosError as exc:
                 raise UsageError(f"agent target: {exc.message}") from None
 
@@ -73,30 +72,22 @@ class AgentDelivery:
 
 def _spec(job: Job) -> StartSpec:
     target = job.target
-    agent = target.get("agent")
+    if not isinstance(target, AgentTarget):
+        raise UsageError(f"not an agent target: {target.kind}")
+    session = getattr(target, "session", None)  # not a field of the target; kept if a task carries one
     return StartSpec(
         kind=TaskKind.FIRE,
         prompt=job.prompt,
-        agent=agent if isinstance(agent, str) else None,
-        cwd=_text(target, "cwd"),
-        model=_text(target, "model"),
-        session=_text(target, "session"),
+        agent=target.agent,
+        cwd=target.cwd or None,
+        model=target.model or None,
+        session=session if isinstance(session, str) and session else None,
         mode=ExecutionMode.BACKGROUND,
-        timeout_s=_timeout(target),
+        timeout_s=target.timeout_s,
         multi_turn=False,
         scheduled_task_id=job.task_id,
         run_id=job.run_id,
     )
-
-
-def _text(target: dict[str, Any], key: str) -> str | None:
-    value = target.get(key)
-    return value if isinstance(value, str) and value else None
-
-
-def _timeout(target: dict[str, Any]) -> float | None:
-    value = target.get("timeout_s")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _result(record: TaskRecord, started_at: Any, finished_at: Any) -> Result:

@@ -42,22 +42,21 @@ class Api(Router):
         # Each listed view's JSON, by task id, while the service hands out the same (cached) view object.
         self._encoded: dict[bool, dict[str, tuple[dict[str, Any], bytes]]] = {False: {}, True: {}}
         self._bodies: dict[bool, tuple[list[dict[str, Any]], EncodedJson]] = {}  # the last list of each kind
-        task = r"/tasks/(?P<id>[^/]+)"
         self.add_routes(
             [
-                ("/status", {"GET": self.status}),
-                ("/tasks", {"GET": self.list_tasks, "POST": self.add}),
-                (task, {"GET": self.show, "DELETE": self.remove}),
-                (task + "/pause", {"POST": self.pause}),
-                (task + "/resume", {"POST": self.resume}),
-                (task + "/run", {"POST": self.run}),
-                ("/runs", {"GET": self.runs}),
-                ("/missed", {"GET": self.missed, "DELETE": self.clear_missed}),
-                ("/inbox", {"GET": self.inbox}),
-                ("/inbox/ack", {"POST": self.ack}),
-                ("/events", {"GET": self.events}),
-                ("/import", {"POST": self.import_claude}),
-                ("/shutdown", {"POST": self.shutdown}),
+                ("status", {"GET": self.status}),
+                ("tasks", {"GET": self.list_tasks, "POST": self.add}),
+                ("task", {"GET": self.show, "DELETE": self.remove}),
+                ("task_pause", {"POST": self.pause}),
+                ("task_resume", {"POST": self.resume}),
+                ("task_run", {"POST": self.run}),
+                ("runs", {"GET": self.runs}),
+                ("missed", {"GET": self.missed, "DELETE": self.clear_missed}),
+                ("inbox", {"GET": self.inbox}),
+                ("inbox_ack", {"POST": self.ack}),
+                ("events", {"GET": self.events}),
+                ("import", {"POST": self.import_claude}),
+                ("shutdown", {"POST": self.shutdown}),
             ]
         )
 

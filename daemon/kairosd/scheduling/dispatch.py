@@ -77,7 +77,7 @@ class Dispatcher:
             task_id=task.id,
             task_name=task.name,
             prompt=task.prompt,
-            target=task.target.model_dump(mode="json"),
+            target=task.target,
             scheduled_for=run.scheduled_for,
             planned_for=run.planned_for,
             late_by_s=run.late_by_s,
@@ -106,10 +106,10 @@ class Dispatcher:
         return dropped
 
     async def _deliver(self, task: Task, run: Run, job: Job) -> None:
-        delivery = self.deliveries.get(str(job.target.get("kind")))
+        delivery = self.deliveries.get(job.target.kind)
         try:
             if delivery is None:
-                result = Result("failed", reason=f"no delivery target of kind {job.target.get('kind')!r}")
+                result = Result("failed", reason=f"no delivery target of kind {job.target.kind!r}")
             else:
                 async with self._sem:
                     result = await delivery.deliver(job)

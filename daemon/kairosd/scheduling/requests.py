@@ -14,7 +14,7 @@ from pydantic import Field, StrictBool, StrictInt, StringConstraints, field_vali
 
 from kairosd.api.requests import Body, Name, Short
 from kairosd.core import bounds
-from kairosd.core.models import CatchUp, CreatedBy, Overlap
+from kairosd.core.models import CatchUp, CreatedBy, Overlap, Target
 
 
 class AddRequest(Body):
@@ -28,7 +28,7 @@ class AddRequest(Body):
     once: StrictBool = False
     tz: str | None = None  # the service checks it (code invalid_time), long names included
     name: Name | None = None
-    target: dict[str, Any] | None = None
+    target: Target | None = Field(default=None, description="where each fire goes (default: the inbox)")
     jitter: Short | None = None
     expires_after_days: StrictInt | None = Field(default=None, ge=1, le=bounds.MAX_EXPIRY_DAYS)
     permanent: StrictBool = False

@@ -47,7 +47,7 @@ from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import StoreError, UsageError
 from kairosd.core.events import EventBus
-from kairosd.core.models import Task
+from kairosd.core.models import Target, Task
 from kairosd.core.plan import Fire, fire_for, scheduled_after
 from kairosd.core.records import Run
 from kairosd.delivery.base import Delivery
@@ -464,13 +464,13 @@ class Scheduler:
             problems.append(f"{self.book.error.message} (changes are refused until it can be written; retrying)")
         return "; ".join(problems) or None
 
-    async def check_target(self, target: Mapping[str, Any]) -> None:
+    async def check_target(self, target: Target) -> None:
         """Refuse, at add time, a target its delivery already knows would fail (see ``Delivery.check``).
 
         Only new tasks are checked: a stored task whose agent went away keeps its
         other fires, each failing or succeeding on its own.
         """
-        kind = str(target.get("kind"))
+        kind = target.kind
         if kind not in self.deliveries:
             raise UsageError(f"unknown target kind {kind!r} (available: {', '.join(sorted(self.deliveries))})")
         check = getattr(self.deliveries[kind], "check", None)

@@ -1,15 +1,15 @@
 """HTTP routes of live sessions and hooks, registered through :meth:`kairosd.api.router.Router.add_routes`.
 
     GET    /v1/sessions                     live sessions, most recently active first
-    POST   /v1/sessions                     register {agent, session_id, cwd?, transcript_path?}
-    POST   /v1/sessions/{id}/hook           a hook call (protocol.SessionHookRequest): claims what it may deliver
-    POST   /v1/sessions/{id}/ack            {agent, claim, run_ids, via?}: the hook wrote these out
-    POST   /v1/sessions/{id}/end            {agent, reason?}: deregister (SessionEnd)
+    POST   /v1/sessions                     register (RegisterRequest)
+    POST   /v1/sessions/{id}/hook           a hook call (HookRequest): claims what it may deliver
+    POST   /v1/sessions/{id}/ack            the hook wrote these out (ClaimAckRequest)
+    POST   /v1/sessions/{id}/end            deregister (EndRequest, SessionEnd)
     GET    /v1/sessions/{id}/next?agent=A&timeout=S   the asyncRewake waiter's long-poll (ends when
                                             its client hangs up, so it claims nothing for a dead socket)
-    POST   /v1/consolidate                  {agent, session_id, transcript_path, cwd, reason}: 202
+    POST   /v1/consolidate                  the hand-over (kairosd.api.requests.ConsolidationRequest): 202
 
-Request parsing lives here; every decision is the hub's.
+Request parsing lives here (the bodies are :mod:`kairosd.sessions.requests`); every decision is the hub's.
 
 Must not import the scheduler, the store or the CLI.
 """
@@ -18,45 +18,37 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 from urllib.parse import unquote
 
-from kairosd.api.router import RouteHandler
+from kairosd.api.requests import ConsolidationRequest, parse_body
+from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, cancel_on_disconnect
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import SESSION_MAX_WAIT_S
 from kairosd.sessions.hub import SessionHub, check_session_id
-from kairosd.sessions.store import MAX_AGENT_CHARS
+from kairosd.sessions.requests import ClaimAckRequest, EndRequest, HookRequest, RegisterRequest
+from kairosd.sessions.store import MAX_AGENT_CHARS, MAX_PATH_CHARS
 
 DEFAULT_WAIT_S = 60.0
 
 
 def session_routes(hub: SessionHub, *, consolidate: bool = True) -> list[tuple[str, dict[str, RouteHandler]]]:
-    """(path regex after /v1, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`.
+    """(route name, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`.
 
     ``consolidate``: also serve ``POST /v1/consolidate`` (the hub records the hand-over);
     off where the consolidation service serves that route itself.
     """
     routes = _Routes(hub)
-    one = r"/sessions/(?P<id>[^/]+)"
     served: list[tuple[str, dict[str, RouteHandler]]] = [
-        ("/sessions", {"GET": routes.index, "POST": routes.register}),
-        (one + "/hook", {"POST": routes.hook}),
-        (one + "/ack", {"POST": routes.ack}),
-        (one + "/end", {"POST": routes.end}),
-        (one + "/next", {"GET": routes.next_item}),
+        ("sessions", {"GET": routes.index, "POST": routes.register}),
+        ("session_hook", {"POST": routes.hook}),
+        ("session_ack", {"POST": routes.ack}),
+        ("session_end", {"POST": routes.end}),
+        ("session_next", {"GET": routes.next_item}),
     ]
     if consolidate:
-        served.append(("/consolidate", {"POST": routes.consolidate}))
+        served.append(("consolidate", {"POST": routes.consolidate}))
     return served
-
-
-def _body(req: Request) -> dict[str, Any]:
-    if req.body is None:
-        return {}
-    if not isinstance(req.body, dict):
-        raise UsageError("the request body must be a JSON object")
-    return req.body
 
 
 def _session_id(m: re.Match[str]) -> str:
@@ -65,6 +57,13 @@ def _session_id(m: re.Match[str]) -> str:
         return check_session_id(unquote(m["id"], errors="strict"))
     except UnicodeDecodeError:
         raise UsageError("the session id in the path is not valid percent-encoded UTF-8") from None
+
+
+def _query_text(req: Request, key: str, limit: int) -> str | None:
+    value = req.query.get(key) or None
+    if value is not None and len(value) > limit:
+        raise UsageError(f"{key} is longer than {limit} characters")
+    return value
 
 
 def _timeout(req: Request) -> float:
@@ -87,32 +86,38 @@ class _Routes:
     async def index(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"sessions": self.hub.sessions()})
 
+    @typed(RegisterRequest)
     async def register(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(201, {"session": await self.hub.register(_body(req))})
+        return Response(201, {"session": await self.hub.register(parse_body(RegisterRequest, req.body))})
 
+    @typed(HookRequest)
     async def hook(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, await self.hub.hook(_session_id(m), _body(req)))
+        session_id = _session_id(m)
+        return Response(200, await self.hub.hook(session_id, parse_body(HookRequest, req.body)))
 
+    @typed(ClaimAckRequest)
     async def ack(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, await self.hub.ack(_session_id(m), _body(req)))
+        session_id = _session_id(m)
+        return Response(200, await self.hub.ack(session_id, parse_body(ClaimAckRequest, req.body)))
 
+    @typed(EndRequest)
     async def end(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, await self.hub.end(_session_id(m), _body(req)))
+        session_id = _session_id(m)
+        body = parse_body(EndRequest, req.body)
+        return Response(200, await self.hub.end(session_id, body.agent, body.reason))
 
     async def next_item(self, req: Request, m: re.Match[str]) -> Response:
-        agent = req.query.get("agent") or None
-        if agent is not None and len(agent) > MAX_AGENT_CHARS:
-            raise UsageError(f"agent is longer than {MAX_AGENT_CHARS} characters")
         wait = self.hub.next_item(
             _session_id(m),
-            agent,
+            _query_text(req, "agent", MAX_AGENT_CHARS),
             _timeout(req),
-            cwd=req.query.get("cwd") or None,
-            transcript_path=req.query.get("transcript_path") or None,
+            cwd=_query_text(req, "cwd", MAX_PATH_CHARS),
+            transcript_path=_query_text(req, "transcript_path", MAX_PATH_CHARS),
         )
         # Safe to cancel: the waiter claims an item only on its way out, never across an await. A waiter
         # left polling for a client that is gone would claim the next item and leave it stuck for a lease.
         return Response(200, await cancel_on_disconnect(req, wait))
 
+    @typed(ConsolidationRequest)
     async def consolidate(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(202, await self.hub.consolidate(_body(req)))
+        return Response(202, await self.hub.consolidate(parse_body(ConsolidationRequest, req.body)))

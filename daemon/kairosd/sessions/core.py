@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 from typing import Any
 
 from kairosd.core.clock import Clock
@@ -26,8 +26,8 @@ from kairosd.core.events import EventBus
 from kairosd.core.records import Outcome, Run
 from kairosd.delivery.base import Result
 from kairosd.scheduling.ledger import RunLedger
-from kairosd.sessions.rules import fire_fields, text_field
-from kairosd.sessions.store import MAX_PATH_CHARS, LiveSession, PendingItem, SessionStore
+from kairosd.sessions.rules import fire_fields
+from kairosd.sessions.store import LiveSession, PendingItem, SessionStore
 
 __all__ = ["STOP_GRACE_S", "TOUCH_SAVE_DELAY_S", "SessionCore"]
 
@@ -113,12 +113,10 @@ class SessionCore:
 
     # ---- sessions ---------------------------------------------------------------------------
 
-    def touch(self, agent: str, session_id: str, body: Mapping[str, Any]) -> LiveSession:
-        """The session, registered now if unknown (announced with ``session_started``), seen now."""
-        cwd = text_field(body, "cwd", MAX_PATH_CHARS)
-        if cwd is not None and not cwd.startswith("/"):
-            cwd = None  # a project scope is matched against absolute paths only
-        transcript = text_field(body, "transcript_path", MAX_PATH_CHARS)
+    def touch(self, agent: str, session_id: str, cwd: str | None, transcript: str | None) -> LiveSession:
+        """The session, registered now if unknown (announced with ``session_started``), seen now.
+
+        ``cwd`` is absolute or None (a project scope is matched against absolute paths only)."""
         session, created = self.store.touch(agent, session_id, self.clock.now(), cwd=cwd, transcript_path=transcript)
         if created:
             self.events.publish("session_started", agent=agent, session_id=session_id, cwd=session.cwd)

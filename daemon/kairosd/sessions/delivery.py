@@ -15,9 +15,9 @@ Must not import the scheduler, the store or the server.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from kairosd.core.errors import UsageError
+from kairosd.core.models import AgentTarget, SessionTarget, Target
 from kairosd.delivery.base import Delivery, Job, Result
 from kairosd.sessions.hub import SessionHub
 
@@ -34,27 +34,27 @@ class SessionDelivery:
     async def deliver(self, job: Job) -> Result:
         return await self._hub.deliver(job)
 
-    async def check(self, target: Mapping[str, Any]) -> None:
+    async def check(self, target: Target) -> None:
         """At add time: ``fallback=headless`` needs an agent to run, and the registry to run it.
 
         A ``session_id`` scope may leave the agent out: a session that ends with the
         item pending hands it to its own agent."""
-        if target.get("fallback") != "headless":
+        if not isinstance(target, SessionTarget) or target.fallback != "headless":
             return
         headless = self._deliveries.get("agent")
         if headless is None:
             raise UsageError("--fallback headless needs the background task registry, which this kairosd lacks")
-        agent = target.get("agent")
-        if target.get("session_id") and not agent:
+        agent = target.agent
+        if target.session_id and not agent:
             return  # the session's own agent runs it when the session ends with the item pending
-        if not isinstance(agent, str) or not agent:
+        if not agent:
             raise UsageError(
                 "--fallback headless needs an agent to run when no session is live: add --session-agent NAME "
                 "(claude, codex, ...), or use --fallback inbox or drop"
             )
         check = getattr(headless, "check", None)
         if check is not None:
-            await check({"kind": "agent", "agent": agent})
+            await check(AgentTarget(agent=agent))
 
     async def close(self) -> None:
         """Nothing to stop: pending items are durable and wait for their sessions across restarts."""

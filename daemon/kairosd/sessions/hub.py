@@ -44,8 +44,9 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from kairosd.api.requests import ConsolidationRequest
 from kairosd.core.clock import Clock
-from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.errors import NotFoundError
 from kairosd.core.events import EventBus
 from kairosd.core.records import Outcome
 from kairosd.delivery.base import Delivery, Job, Result
@@ -53,14 +54,15 @@ from kairosd.scheduling.ledger import RunLedger
 from kairosd.sessions.core import STOP_GRACE_S as STOP_GRACE_S
 from kairosd.sessions.core import TOUCH_SAVE_DELAY_S as TOUCH_SAVE_DELAY_S
 from kairosd.sessions.core import SessionCore
+from kairosd.sessions.requests import ClaimAckRequest, HookRequest, RegisterRequest
 from kairosd.sessions.routing import DEFAULT_INBOX_SESSION as DEFAULT_INBOX_SESSION
 from kairosd.sessions.routing import SWEEP_MAX_S as SWEEP_MAX_S
 from kairosd.sessions.routing import SessionRouter
-from kairosd.sessions.rules import AGENT_BLOCK_CAPS, MAX_CHAIN, chain_limit, item_text, item_view, text_field
+from kairosd.sessions.rules import AGENT_BLOCK_CAPS, MAX_CHAIN, chain_limit, item_text, item_view
 from kairosd.sessions.rules import check_session_id as check_session_id
 from kairosd.sessions.rules import describe as describe
 from kairosd.sessions.rules import waiting_reason as waiting_reason
-from kairosd.sessions.store import MAX_AGENT_CHARS, MAX_ID_CHARS, MAX_PATH_CHARS, LiveSession, PendingItem, SessionStore
+from kairosd.sessions.store import LiveSession, PendingItem, SessionStore
 from kairosd.sessions.waiters import TURN_GRACE as TURN_GRACE
 from kairosd.sessions.waiters import Waiters
 
@@ -70,7 +72,6 @@ log = logging.getLogger(__name__)
 
 ContextBoard = Callable[[LiveSession], Awaitable[str | None]]
 
-EVENTS = ("start", "prompt", "stop", "end")
 # Items a SessionStart or UserPromptSubmit hook adds as context at once; the rest come next time.
 MAX_CONTEXT_ITEMS = 5
 # After a SessionEnd, how long a project- or user-scoped item waits for a successor session before its
@@ -195,43 +196,34 @@ class SessionHub:
         """Live sessions, most recently active first."""
         return [s.view(self.store.ttl) for s in self.store.live(self.clock.now())]
 
-    async def register(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Register (or refresh) a session: ``{agent, session_id, cwd?, transcript_path?}``."""
-        agent = text_field(body, "agent", MAX_AGENT_CHARS, required=True)
-        session_id = check_session_id(text_field(body, "session_id", MAX_ID_CHARS, required=True) or "")
-        assert agent is not None
-        session = self._core.touch(agent, session_id, body)
+    async def register(self, request: RegisterRequest) -> dict[str, Any]:
+        """Register (or refresh) a session."""
+        session = self._core.touch(request.agent, request.session_id, request.cwd, request.transcript_path)
         session.in_turn, session.consecutive_blocks = False, 0
         await self._core.save_quietly()
         return session.view(self.store.ttl)
 
     # ---- hook events --------------------------------------------------------------------------
 
-    async def hook(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def hook(self, session_id: str, request: HookRequest) -> dict[str, Any]:
         """One hook call: touch (or register) the session and claim what this event may deliver.
 
         The answer carries ``claim`` and ``text`` when there is something to write into the agent;
         the hook acknowledges the claim once it has written it.
         """
         check_session_id(session_id)
-        agent = text_field(body, "agent", MAX_AGENT_CHARS, required=True)
-        assert agent is not None
-        event = body.get("event")
-        if event not in EVENTS:
-            raise UsageError(f"event must be one of {', '.join(EVENTS)}")
+        agent, event, deliver = request.agent, request.event, request.deliver
         if event == "end":
-            return await self.end(session_id, body)
-        deliver = body.get("deliver", True) is not False
-        session = self._core.touch(agent, session_id, body)
+            return await self.end(session_id, agent, request.reason)
+        session = self._core.touch(agent, session_id, request.cwd, request.transcript_path)
         now = self.clock.now()
         limit, guard = 0, None
         if event in ("start", "prompt"):
             session.in_turn, session.consecutive_blocks = event == "prompt", 0
             limit = MAX_CONTEXT_ITEMS if deliver else 0
         else:
-            cap = body.get("block_cap")
-            allowed = chain_limit(agent, cap if isinstance(cap, int) and not isinstance(cap, bool) else None)
-            if body.get("stop_hook_active") is True:
+            allowed = chain_limit(agent, request.block_cap)
+            if request.stop_hook_active:
                 guard = "stop_hook_active: this turn already continues because a Stop hook blocked"
             elif session.consecutive_blocks >= allowed:
                 guard = f"{session.consecutive_blocks} Stops in a row were blocked (the limit for {agent} is {allowed})"
@@ -261,21 +253,14 @@ class SessionHub:
     def text_for(self, item: PendingItem) -> str:
         return item_text(item, self.zone)
 
-    async def ack(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def ack(self, session_id: str, request: ClaimAckRequest) -> dict[str, Any]:
         """The hook wrote these claimed items into the agent: settle their runs ``delivered``."""
         check_session_id(session_id)
-        agent = text_field(body, "agent", MAX_AGENT_CHARS, required=True)
-        claim = text_field(body, "claim", 100, required=True)
-        run_ids = body.get("run_ids")
-        if not isinstance(run_ids, list) or not all(isinstance(r, str) for r in run_ids):
-            raise UsageError('run_ids must be a list of run ids, e.g. {"run_ids": ["r3c1f0e2a9b44"]}')
-        via = text_field(body, "via", 100) or "hook"
-        assert agent is not None
-        assert claim is not None
-        session = self.store.get((agent, session_id))
+        via = request.via or "hook"
+        session = self.store.get((request.agent, session_id))
         if session is None:
             return {"acked": []}  # it ended meanwhile; its items went to their fallbacks
-        taken = self.store.take(session, claim, set(run_ids))
+        taken = self.store.take(session, request.claim, set(request.run_ids))
         for item in taken:
             why = f"delivered into {describe(session)} by its {via}"
             await self._core.settle(item, Result("delivered", item.dispatched_at, self.clock.now(), reason=why))
@@ -284,12 +269,10 @@ class SessionHub:
             self._core.notify()
         return {"acked": [item.run_id for item in taken]}
 
-    async def end(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def end(self, session_id: str, agent: str, reason: str | None = None) -> dict[str, Any]:
         """Deregister a session (SessionEnd); its pending items move on or take their fallback."""
         check_session_id(session_id)
-        agent = text_field(body, "agent", MAX_AGENT_CHARS, required=True)
-        reason = text_field(body, "reason", 200) or "session ended"
-        assert agent is not None
+        reason = reason or "session ended"
         session = self.store.remove((agent, session_id))
         if session is None:
             return {"ended": False, "pending": 0, "cwd": None, "transcript_path": None}
@@ -304,23 +287,18 @@ class SessionHub:
 
     # ---- consolidation ------------------------------------------------------------------------
 
-    async def consolidate(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Accept a SessionEnd's hand-over for memory consolidation (the consolidation issue acts on it)."""
+    async def consolidate(self, handover: ConsolidationRequest) -> dict[str, Any]:
+        """Record a SessionEnd's hand-over for memory consolidation (where the consolidation service is not wired)."""
         request: dict[str, Any] = {
-            "agent": text_field(body, "agent", MAX_AGENT_CHARS, required=True),
-            "session_id": check_session_id(text_field(body, "session_id", MAX_ID_CHARS, required=True) or ""),
-            "transcript_path": text_field(body, "transcript_path", MAX_PATH_CHARS),
-            "cwd": text_field(body, "cwd", MAX_PATH_CHARS),
-            "reason": text_field(body, "reason", 200),
+            **handover.model_dump(include={"agent", "session_id", "transcript_path", "cwd", "reason"}),
             "received_at": self.clock.now().isoformat(),
         }
         # Passed on for consolidation's gates: the session was started by kairos (KAIROS_SPAWNED=1), and
         # the caller's KAIROS_CONSOLIDATE switch.
-        if body.get("spawned") is True:
+        if handover.spawned:
             request["spawned"] = True
-        switch = text_field(body, "consolidate", 20)
-        if switch is not None:
-            request["consolidate"] = switch
+        if handover.consolidate is not None:
+            request["consolidate"] = handover.consolidate
         log.info(
             "consolidation requested for %s session %s (%s)", request["agent"], request["session_id"], request["reason"]
         )

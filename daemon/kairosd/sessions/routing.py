@@ -25,11 +25,10 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic import ValidationError
 
-from kairosd.core.models import SessionTarget
+from kairosd.core.models import AgentTarget, InboxTarget, SessionTarget
 from kairosd.delivery.base import Delivery, Job, Result
 from kairosd.sessions.core import SessionCore
 from kairosd.sessions.rules import describe, fire_fields, waiting_reason
@@ -60,10 +59,9 @@ class SessionRouter:
     async def deliver(self, job: Job) -> Result:
         """The ``session`` delivery target: queue the prompt for its live session, or take the fallback now."""
         started = self.clock.now()
-        try:
-            target = SessionTarget.model_validate(job.target)
-        except ValidationError as exc:
-            return Result("failed", started, self.clock.now(), reason=f"bad session target: {exc.errors()[0]['msg']}")
+        target = job.target
+        if not isinstance(target, SessionTarget):
+            return Result("failed", started, self.clock.now(), reason=f"not a session target: {target.kind}")
         held = self.store.item(job.run_id)
         if held is not None:  # a repeated delivery of the same run: it is already waiting
             return Result("pending", started, reason=waiting_reason(held[0]))
@@ -118,16 +116,14 @@ class SessionRouter:
             elif not agent:
                 why += "; fallback=headless needs an agent, and neither the target nor a session names one"
             else:
-                target: dict[str, Any] = {"kind": "agent", "agent": agent}
-                if cwd:
-                    target["cwd"] = cwd
+                target = AgentTarget(agent=agent, cwd=cwd or None)
                 result = await headless.deliver(dataclasses.replace(job, target=target))
                 return dataclasses.replace(result, reason=f"{why}; ran headless (fallback=headless): {result.reason}")
             fallback = "inbox"
         inbox = self._deliveries.get("inbox")
         if inbox is None:
             return Result("failed", self.clock.now(), self.clock.now(), reason=f"{why}; no inbox to fall back to")
-        result = await inbox.deliver(dataclasses.replace(job, target={"kind": "inbox", "session": inbox_session}))
+        result = await inbox.deliver(dataclasses.replace(job, target=InboxTarget(session=inbox_session)))
         if result.outcome == "delivered":
             where = f"delivered to inbox {inbox_session!r} (fallback={fallback})"
             return dataclasses.replace(result, reason=f"{why}; {where}")
@@ -193,7 +189,7 @@ class SessionRouter:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), remaining)
         result = await self.fallback(
-            Job(**fire_fields(item), prompt=item.prompt),
+            Job(**{**fire_fields(item), "target": target}, prompt=item.prompt),
             target.fallback,
             why,
             inbox_session=old.session_id,

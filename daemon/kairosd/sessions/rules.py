@@ -1,4 +1,4 @@
-"""The session hub's pure rules: the Stop-chain guard, hook-body fields, and the words runs carry.
+"""The session hub's pure rules: the Stop-chain guard, session ids, and the words runs carry.
 
 Everything here is a plain function of its arguments, shared by the hub's parts
 (:mod:`kairosd.sessions.hub`, :mod:`kairosd.sessions.core`,
@@ -9,7 +9,6 @@ Must not import asyncio, the run ledger, the event bus, the scheduler, the serve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kairosd.core.errors import UsageError
@@ -26,7 +25,6 @@ __all__ = [
     "fire_fields",
     "item_text",
     "item_view",
-    "text_field",
     "waiting_reason",
 ]
 
@@ -55,20 +53,6 @@ def waiting_reason(session: LiveSession) -> str:
     return f"waiting for {describe(session)}'s next turn"
 
 
-def text_field(body: Mapping[str, Any], key: str, limit: int, *, required: bool = False) -> str | None:
-    """``body[key]`` as a string of at most ``limit`` characters; None when absent or empty."""
-    value = body.get(key)
-    if value is None or value == "":
-        if required:
-            raise UsageError(f"{key} is required")
-        return None
-    if not isinstance(value, str):
-        raise UsageError(f"{key} must be a string")
-    if len(value) > limit:
-        raise UsageError(f"{key} is longer than {limit} characters")
-    return value
-
-
 def check_session_id(session_id: str) -> str:
     if not session_id or len(session_id) > MAX_ID_CHARS:
         raise UsageError(f"a session id must be 1 to {MAX_ID_CHARS} characters")
@@ -85,7 +69,8 @@ def fire_fields(fire: Job | PendingItem) -> dict[str, Any]:
         "planned_for": fire.planned_for,
         "late_by_s": fire.late_by_s,
         "catch_up": fire.catch_up,
-        "target": dict(fire.target),
+        # A job holds the task's parsed target; an item and a run keep it as JSON.
+        "target": fire.target.model_dump(mode="json") if isinstance(fire, Job) else dict(fire.target),
     }
 
 

@@ -54,7 +54,8 @@ class Waiters:
         check_session_id(session_id)
         found = store.find(session_id, agent)
         if not found and agent:
-            found = [core.touch(agent, session_id, {"cwd": cwd, "transcript_path": transcript_path})]
+            absolute = cwd if cwd is not None and cwd.startswith("/") else None  # as a hook body's cwd
+            found = [core.touch(agent, session_id, absolute, transcript_path)]
             core.save_soon()
         if not found:
             raise NotFoundError(f"no live session {session_id!r}" + (f" of {agent}" if agent else ""))

@@ -105,7 +105,7 @@ class Quarantine:
 
             return Response(200, {"path": str(self.path), "entries": self.entries()})
 
-        return [("/quarantine", {"GET": get})]
+        return [("quarantine", {"GET": get})]
 
     def add(self, items: list[tuple[Any, str]]) -> int:
         """Keep each ``(record, reason)``, durably, before the store drops it; how many were new.
