@@ -244,7 +244,7 @@ def _list_row(t: dict[str, Any], zone: str) -> list[str]:
 def _print_list_json() -> int:
     """``list --json``: kairosd's own bytes when they already are the document to print.
 
-    kairosd answers ``GET /tasks`` with the compact document (``kairosd.api``), which is what
+    kairosd answers ``GET /tasks`` with the compact document (``kairosd.scheduling.api``), which is what
     :func:`print_json` prints to a pipe: parsing and encoding it again took most of a
     ``kairos list --json`` (``bench/bench_cli.py``: 7.5x a bare interpreter with 2,000 tasks).
     A terminal gets it indented, and an answer shaped otherwise (another server) is parsed.
