@@ -252,3 +252,48 @@ def test_print_json_writes_what_json_dump_wrote(capsys, monkeypatch, tty):
     json.dump(document, sys.stdout, default=str, **kwargs)
     sys.stdout.write("\n")
     assert printed == capsys.readouterr().out
+
+
+@pytest.mark.parametrize("query", [{}, {"view": "summary"}])
+def test_listed_body_is_the_whole_document_encoded_at_once(kd, query):
+    """GET /tasks joins each view's cached JSON; the bytes must be what encoding the document in one go gives,
+    also after a task changes (a stale piece would show the old state) or goes away."""
+    from kairosd.api.http_types import EncodedJson, Request, compact_json
+
+    def body_and_expected() -> tuple[bytes, bytes]:
+        async def both() -> tuple[bytes, bytes]:
+            request = Request("GET", "/v1/tasks", dict(query), None, 0)
+            answer = await kd.api.handle(request)
+            assert isinstance(answer.body, EncodedJson)
+            views = kd.service.list_tasks(summary=bool(query))
+            return answer.body.data, compact_json({"tasks": views})
+
+        return kd.run(both())
+
+    for change in (
+        lambda: None,
+        lambda: kd.run(kd.service.set_paused("000000a9", True)),
+        lambda: kd.run(kd.service.remove(["000000a2"])),
+        lambda: kd.clock.advance(2.5 * 3600),
+    ):
+        change()
+        body, expected = body_and_expected()
+        assert body == expected
+        again, _ = body_and_expected()
+        assert again == body
+    assert b'"000000a2"' not in body
+    assert b'"paused"' in body
+
+
+def test_list_json_to_a_pipe_prints_the_daemons_bytes_unparsed(kd, capsys, monkeypatch):
+    """Not parsed and encoded again (bench/bench_cli.py): the answer's bytes are the document."""
+    import kairos.client
+
+    def no_parsing(*_: Any) -> Any:
+        raise AssertionError("list --json parsed the answer")
+
+    monkeypatch.setattr(kairos.client, "_parse", no_parsing)
+    printed = _list_json(capsys, monkeypatch, tty=False)
+    document = json.loads(printed)
+    assert document == {"tasks": STAGES["added"]}
+    assert printed == json.dumps(document, separators=(",", ":")) + "\n"  # what print_json prints to a pipe

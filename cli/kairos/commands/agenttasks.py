@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser
+from kairos.commands.common import make_parser, print_block, print_records, printed_json
 
 if TYPE_CHECKING:
     from kairos.client import Client
@@ -349,43 +349,35 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from kairos.commands.common import local_zone
-    from kairos.output import fmt_time, print_json, print_table
     from kairosd.core.protocol import route_path
 
     doc = _client().call("GET", route_path("registry"), query={"status": args.status} if args.status else None)
-    if args.json:
-        print_json(doc)
+    if printed_json(args, doc):
         return 0
-    tasks = doc.get("tasks") or []
-    if not tasks:
-        print("no background tasks" + (f" with status {args.status}" if args.status else ""))
-        return 0
-    zone = local_zone()
-    rows = [
-        [
-            str(t["id"]),
-            str(t.get("status", "?")) + (" (queued)" if t.get("queued") else ""),
-            _what(t),
-            str(t.get("turns_done", 0)),
-            fmt_time(t.get("created_at"), zone),
-            t.get("prompt") or "",
-        ]
-        for t in tasks
-    ]
-    print_table(["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], rows)
+    empty = "no background tasks" + (f" with status {args.status}" if args.status else "")
+    print_records(doc.get("tasks") or [], empty, ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], _list_row)
     return 0
 
 
-def cmd_show(args: argparse.Namespace) -> int:
-    import textwrap
+def _list_row(t: dict[str, Any], zone: str) -> list[str]:
+    from kairos.output import fmt_time
 
+    return [
+        str(t["id"]),
+        str(t.get("status", "?")) + (" (queued)" if t.get("queued") else ""),
+        _what(t),
+        str(t.get("turns_done", 0)),
+        fmt_time(t.get("created_at"), zone),
+        t.get("prompt") or "",
+    ]
+
+
+def cmd_show(args: argparse.Namespace) -> int:
     from kairos.commands.common import local_zone
-    from kairos.output import fmt_time, one_line, print_fields, print_json
+    from kairos.output import fmt_time, one_line, print_fields
 
     doc = _client().call("GET", _path(args.id))
-    if args.json:
-        print_json(doc)
+    if printed_json(args, doc):
         return 0
     task = doc["task"]
     zone = local_zone()
@@ -420,8 +412,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         extra = f": {turn['error']}" if turn.get("error") else ""
         print(f"turn {turn.get('number')} ({state}{extra}): {one_line(turn.get('prompt'), 80)}")
     if task.get("response"):
-        print("response:")
-        print(textwrap.indent(str(task["response"]).rstrip("\n"), "  "))
+        print_block("response", str(task["response"]).rstrip("\n"))
     return 0
 
 
@@ -469,11 +460,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
     doc = _client().call("POST", _path(args.id, "cancel"))
-    if args.json:
-        print_json(doc)
+    if printed_json(args, doc):
         return 0
     others = [t for t in doc.get("cancelled") or [] if t != args.id]
     print(f"cancelled {args.id}" + (f" and {len(others)} descendant(s): {', '.join(others)}" if others else ""))
@@ -487,11 +475,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 
 def cmd_close(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
     doc = _client().call("POST", _path(args.id, "close"))
-    if args.json:
-        print_json(doc)
-    else:
+    if not printed_json(args, doc):
         print(f"closed {args.id} ({doc['task'].get('status', '?')})")
     return 0

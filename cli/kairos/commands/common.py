@@ -1,39 +1,53 @@
-"""What the verb modules share: a subcommand parser with examples and ``--json``, the client, the user's zone.
+"""What the verb modules share: a subcommand parser with examples and ``--json``, the client, the user's zone,
+and the pieces of their list and show handlers (``--json``, a table of records, a text block).
 
-Imported by every verb module at the top, so it imports only argparse (which
-the caller has loaded already); textwrap, typing and the client load when used.
+Imported by every verb module at the top, so it imports nothing at the top: argparse
+loads when a parser is built (``kairos list`` is answered without one, see
+``kairos.app``), textwrap, typing and the client when used.
 """
 
 from __future__ import annotations
 
-import argparse
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from kairos.client import Client
 
-
-class _Width:
-    """argparse's formatters import shutil for the terminal width (~5 ms of every call, even with
-    no help printed: argparse builds a formatter to check each argument); this gives them the
-    same width without it."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
-        from kairos.output import terminal_columns
-
-        if width is None:
-            width = terminal_columns(fallback=80) - 2  # as argparse.HelpFormatter computes it
-        super().__init__(prog, indent_increment=indent_increment, max_help_position=max_help_position, width=width)  # type: ignore[call-arg]
+_formatters: tuple[type[argparse.HelpFormatter], type[argparse.HelpFormatter]] | None = None
 
 
-class HelpFormatter(_Width, argparse.HelpFormatter):
-    pass
+def help_formatter(raw_description: bool = False) -> type[argparse.HelpFormatter]:
+    """argparse's ``HelpFormatter`` (or ``RawDescriptionHelpFormatter``) given the terminal width without shutil.
 
+    argparse's formatters import shutil for the width (~5 ms of every call, even with no
+    help printed: argparse builds a formatter to check each argument). Made on first use,
+    so that a verb answered without a parser does not import argparse (``bench/bench_cli.py``).
+    """
+    global _formatters
+    if _formatters is None:
+        import argparse
 
-class RawDescriptionHelpFormatter(_Width, argparse.RawDescriptionHelpFormatter):
-    pass
+        class _Width:
+            def __init__(
+                self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+            ):
+                from kairos.output import terminal_columns
+
+                if width is None:
+                    width = terminal_columns(fallback=80) - 2  # as argparse.HelpFormatter computes it
+                super().__init__(prog, indent_increment, max_help_position, width)  # type: ignore[call-arg]
+
+        class HelpFormatter(_Width, argparse.HelpFormatter):
+            pass
+
+        class RawDescriptionHelpFormatter(_Width, argparse.RawDescriptionHelpFormatter):
+            pass
+
+        _formatters = HelpFormatter, RawDescriptionHelpFormatter
+    return _formatters[raw_description]
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +61,7 @@ def make_parser(subparsers: Any, name: str, help_text: str, description: str, ex
         help=help_text,
         description=description,
         epilog="examples:\n" + _indent(_dedent(examples).strip("\n"), "  "),
-        formatter_class=RawDescriptionHelpFormatter,
+        formatter_class=help_formatter(raw_description=True),
         **kw,
     )
     add_json_flag(parser)
@@ -76,6 +90,37 @@ def local_zone() -> str:
     from kairosd.core.clock import local_zone_name
 
     return local_zone_name()
+
+
+def printed_json(args: argparse.Namespace, doc: Any) -> bool:
+    """With ``--json``, print ``doc`` (all the handler has to do) and say so; else leave it to the handler."""
+    if not args.json:
+        return False
+    from kairos.output import print_json
+
+    print_json(doc)
+    return True
+
+
+def print_records(
+    records: Sequence[dict[str, Any]], empty: str, headers: list[str], row: Callable[[dict[str, Any], str], list[str]]
+) -> bool:
+    """A table of ``records``, a ``row(record, zone)`` each (times in the user's zone), or the line ``empty``
+    when there is none; whether there was any."""
+    if not records:
+        print(empty)
+        return False
+    from kairos.output import print_table
+
+    zone = local_zone()
+    print_table(headers, [row(record, zone) for record in records])
+    return True
+
+
+def print_block(label: str, text: str) -> None:
+    """``label:`` with ``text`` below it, indented: a task's prompt, a background task's response."""
+    print(f"{label}:")
+    print(_indent(text, "  "))
 
 
 def installed_script(name: str, option: str) -> str:

@@ -142,8 +142,7 @@ def _reason(run: dict[str, Any]) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client, local_zone
-    from kairos.output import fmt_seconds, fmt_time, print_json, print_table
+    from kairos.commands.common import client, print_records, printed_json
     from kairosd.core.errors import UsageError
 
     if not 1 <= args.n <= MAX_HISTORY:
@@ -152,27 +151,26 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.id:
         query["task"] = args.id
     doc = client().call("GET", route_path("runs"), query=query)
-    if args.json:
-        print_json(doc)
+    if printed_json(args, doc):
         return 0
-    runs = doc.get("runs") or []
-    if not runs:
-        print("no runs yet" + (f" of task {args.id}" if args.id else ""))
-        return 0
-    zone = local_zone()
-    rows = [
-        [
-            str(r.get("run_id", "?")),
-            str(r.get("task_id", "?")),
-            fmt_time(r.get("scheduled_for"), zone),
-            _outcome(r),
-            fmt_seconds(r.get("late_by_s")),
-            _reason(r),
-        ]
-        for r in runs
-    ]
-    print_table(["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"], rows)
+    empty = "no runs yet" + (f" of task {args.id}" if args.id else "")
+    print_records(
+        doc.get("runs") or [], empty, ["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"], _run_row
+    )
     return 0
+
+
+def _run_row(r: dict[str, Any], zone: str) -> list[str]:
+    from kairos.output import fmt_seconds, fmt_time
+
+    return [
+        str(r.get("run_id", "?")),
+        str(r.get("task_id", "?")),
+        fmt_time(r.get("scheduled_for"), zone),
+        _outcome(r),
+        fmt_seconds(r.get("late_by_s")),
+        _reason(r),
+    ]
 
 
 def cmd_missed(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ Must not import the store, the scheduler, the server or the CLI.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -38,6 +39,22 @@ class Response:
 
     status: int
     body: Any
+
+
+@dataclass(frozen=True)
+class EncodedJson:
+    """A :class:`Response` body already encoded by :func:`compact_json` (or joined from its pieces): sent as is.
+
+    For a long list built from cached items, whose JSON can be cached with them: ``GET /tasks``
+    with 2,000 tasks spent ~12 ms of its ~26 ms encoding (``bench/bench_cli.py``).
+    """
+
+    data: bytes
+
+
+def compact_json(body: Any) -> bytes:
+    """``body`` as the server sends JSON: compact, ASCII, anything else JSON lacks as its ``str``."""
+    return json.dumps(body, separators=(",", ":"), default=str).encode()
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,16 @@ from urllib.parse import parse_qsl
 
 import h11
 
-from kairosd.api.http_types import ClientGone, Handler, Request, Response, StreamResponse, cancel_on_disconnect
+from kairosd.api.http_types import (
+    ClientGone,
+    EncodedJson,
+    Handler,
+    Request,
+    Response,
+    StreamResponse,
+    cancel_on_disconnect,
+    compact_json,
+)
 from kairosd.api.unixsocket import bind_private, peer_credentials, unlink_if_same, watch_hangup
 from kairosd.core import bounds, protocol
 from kairosd.core.errors import KairosError
@@ -442,7 +451,7 @@ def _body_too_large() -> _HttpError:
 
 
 def _json_line(body: Any) -> bytes:
-    return (json.dumps(body, separators=(",", ":"), default=str) + "\n").encode()
+    return (body.data if isinstance(body, EncodedJson) else compact_json(body)) + b"\n"
 
 
 def _reason(status: int) -> bytes:
