@@ -10,7 +10,7 @@ thread, so a blocking client (``kairos hook`` called in-process, or a real
 expiry and claim leases move by hand. Started with ``agents``, it also runs a real
 registry of those fake agents behind the ``agent`` target and headless fallbacks.
 
-:func:`call_hook` runs ``kairos.hook.main`` in-process with a payload on stdin and
+:func:`call_hook` runs ``kairos.agents.hook.main`` in-process with a payload on stdin and
 captures what it writes, fast enough to run many per test.
 """
 
@@ -263,7 +263,7 @@ def call_hook(
     broken_stdout: bool = False,
 ) -> HookRun:
     """Run ``kairos hook AGENT EVENT`` in this process with ``payload`` (JSON-encoded unless bytes) on stdin."""
-    from kairos.hook import main
+    from kairos.agents.hook import main
 
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     stdout = _BrokenStdout() if broken_stdout else io.StringIO()

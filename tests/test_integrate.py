@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kairos.integrations import agents, merge
-from kairos.integrations.merge import Refused
+from kairos.agents.integrations import agents, merge
+from kairos.agents.integrations.merge import Refused
 
 KAIROS = "/opt/kairos/bin/kairos"
 EXAMPLES = Path(__file__).parent.parent / "examples" / "integrations"
@@ -436,7 +436,7 @@ def test_examples_parse_and_match_what_integrate_writes_into_an_empty_home(tmp_p
 @pytest.mark.parametrize("agent", agents.AGENTS)
 def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
     """Each installed command is `kairos hook AGENT EVENT` with an AGENT and EVENT that `kairos hook` handles."""
-    from kairos import hook
+    from kairos.agents import hook
 
     plans, _ = agents.plan(agent, ctx(tmp_path))
     commands = []

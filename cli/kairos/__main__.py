@@ -2,7 +2,7 @@
 
 ``kairos hook ...`` runs on every turn of every agent session that has kairos'
 hooks installed, so it is dispatched here before argparse or any verb module is
-imported (see :mod:`kairos.hook`). ``kairos --version`` is answered here too: the
+imported (see :mod:`kairos.agents.hook`). ``kairos --version`` is answered here too: the
 full parser would import every verb module to print one line. Everything else goes
 through :mod:`kairos.app`.
 
@@ -25,9 +25,9 @@ def main() -> None:
 
         # A hook call lives a few milliseconds and makes no garbage cycles: the collector only ran (~5 times,
         # ~0.9 ms of a ~22 ms Stop hook: bench/bench_hook.py) over the objects its imports made. The
-        # long-lived waiter turns it back on (kairos.hook._wait).
+        # long-lived waiter turns it back on (kairos.agents.hook._wait).
         gc.disable()
-        from kairos.hook import main as hook_main
+        from kairos.agents.hook import main as hook_main
 
         _end(hook_main(argv[1:]))
     if argv == ["--version"]:

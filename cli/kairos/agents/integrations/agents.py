@@ -1,7 +1,7 @@
 """What ``kairos integrate AGENT`` puts where: each agent CLI's user-level files and entries.
 
 Every hook runs ``<kairos> hook AGENT EVENT`` with EVENT the CLI's own event name (what
-:mod:`kairos.hook` expects), or ``wait`` for Claude Code's asyncRewake waiter:
+:mod:`kairos.agents.hook` expects), or ``wait`` for Claude Code's asyncRewake waiter:
 
 ==============  =====================  ===================  =================  ====================
 what            Claude Code            Copilot CLI          Codex              Gemini CLI
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kairos.integrations import merge
+from kairos.agents.integrations import merge
 
 AGENTS = ("claude", "copilot", "codex", "gemini")
 HOOK_TIMEOUT_S = 10

@@ -1,0 +1,9 @@
+"""The CLI's agent face: what agent CLIs call, and how kairos is wired into them.
+
+    hook           ``kairos hook AGENT EVENT``: the entry point of every agent CLI hook (JSON on stdin)
+    mcptools       the tools of ``kairos mcp`` (the stdio MCP server's cron_create, cron_list, ...)
+    integrations/  ``kairos integrate AGENT``: merge kairos' hooks and MCP server into an agent's settings
+
+Imports: the CLI's own modules (``kairos.client``, ``kairos.cjson``) and kairosd's shared kernel
+(``kairosd.core``, ``kairosd.system``). ``kairos.commands`` imports this package, never the reverse.
+"""
