@@ -56,7 +56,10 @@ class Overlap(StrEnum):
     QUEUE = "queue"
 
 
-_TARGET_CONFIG = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+# defer_build (here and on Task): the schemas are built at first use (the first task loaded or
+# added), not at import; an empty kairosd starts without them (BENCHMARKS.md, Session 5:
+# about 0.5 MB and 20-40 ms less at 0 tasks).
+_TARGET_CONFIG = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False, defer_build=True)
 PathText = Annotated[str, Field(min_length=1, max_length=bounds.MAX_PATH_CHARS)]
 Timeout = Annotated[float, Field(gt=0, le=bounds.MAX_TIMEOUT_S)]
 ShortText = Annotated[str, Field(min_length=1, max_length=bounds.MAX_SHORT_CHARS)]
@@ -255,7 +258,7 @@ def utc_fields(*names: str) -> Any:
 class Task(BaseModel):
     """One scheduled prompt: a cron expression (recurring or one-shot) or an exact time."""
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", validate_assignment=True, allow_inf_nan=False, defer_build=True)
 
     id: str
     prompt: str = Field(max_length=bounds.MAX_PROMPT_CHARS)
