@@ -56,9 +56,10 @@ class Overlap(StrEnum):
     QUEUE = "queue"
 
 
-# defer_build (here and on Task): the schemas are built at first use (the first task loaded or
-# added), not at import; an empty kairosd starts without them (BENCHMARKS.md, Session 5:
-# about 0.5 MB and 20-40 ms less at 0 tasks).
+# defer_build (here, on Task and on the record, registry and session models): each schema is built
+# at its first use (the first task loaded or added), not at import, so an empty kairosd builds none
+# of them: ~6 ms and 0.3 MB less at start (BENCHMARKS.md, Session 5). Use the validators from inside
+# a function: pydantic's deferred rebuild looks two frames up.
 _TARGET_CONFIG = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False, defer_build=True)
 PathText = Annotated[str, Field(min_length=1, max_length=bounds.MAX_PATH_CHARS)]
 Timeout = Annotated[float, Field(gt=0, le=bounds.MAX_TIMEOUT_S)]
