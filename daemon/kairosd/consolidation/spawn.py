@@ -32,6 +32,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import psutil
+
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2  # only where pidfd_open is unavailable
@@ -93,9 +95,6 @@ def spawn_detached(
 
 
 def started_at(pid: int) -> float | None:
-    # psutil on first use (a worker started or re-adopted), not at every kairosd start (~7 ms).
-    import psutil
-
     with contextlib.suppress(psutil.Error):
         return psutil.Process(pid).create_time()
     return None
@@ -105,8 +104,6 @@ def same_process(pid: int | None, started: float | None) -> bool:
     """Whether ``pid`` is still the process that started at ``started`` (and has not exited)."""
     if pid is None or started is None:
         return False
-    import psutil
-
     try:
         proc = psutil.Process(pid)
         return abs(proc.create_time() - started) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
