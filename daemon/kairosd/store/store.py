@@ -293,8 +293,9 @@ class JsonStore:
             seen: set[str] = set()
             targets: dict[str, InboxTarget] = {}
             # One line at a time, each slice freed before the next task is made: splitting the file
-            # into all its lines first left their freed memory scattered among the tasks, 4.7 MB
-            # more RSS for 10,000 tasks (13.3 against 8.6 MB; BENCHMARKS.md, Session 5).
+            # into all its lines first left their freed memory scattered among the tasks. For 10,000
+            # tasks: 8.6 against 13.3 MB of RSS right after the load, 53.8 against 55.2 MB once
+            # kairosd answers (BENCHMARKS.md, Session 5).
             while pos <= end:
                 stop = data.find(b"\n", pos, end)
                 last = stop < 0
