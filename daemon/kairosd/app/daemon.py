@@ -1,4 +1,4 @@
-"""The daemon process: takes the store, serves the app built by :mod:`kairosd.app.wiring`, shuts down.
+"""The daemon process: takes the store lock, serves the app :mod:`kairosd.app.wiring` builds, shuts down.
 
 Start-up order: refuse folders and files another user could change
 (:mod:`kairosd.system.trust`), read the config, take the store lock (one owner per store),
