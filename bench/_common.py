@@ -152,13 +152,14 @@ class Daemon:
 
         return Client(self.socket, timeout=timeout)
 
-    def start(self, timeout: float = 60.0) -> float:
-        """Spawn kairosd and wait until its socket answers; the seconds that took."""
+    def start(self, timeout: float = 60.0, argv: Sequence[str] = (sys.executable, "-m", "kairosd")) -> float:
+        """Spawn kairosd (or ``argv``, a stand-in serving the same socket) and wait until its socket
+        answers; the seconds that took."""
         from kairos.client import Client
 
         log = open(self.home / "kairosd.log", "ab")  # noqa: SIM115 - the child owns it
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen([sys.executable, "-m", "kairosd"], env=self.env, stdout=log, stderr=log)
+        self.proc = subprocess.Popen(list(argv), env=self.env, stdout=log, stderr=log)
         log.close()
         client = Client(self.socket, timeout=5.0)
         proc = self.proc

@@ -451,58 +451,25 @@ def write_config(home: Path, text: str) -> None:
 # ---- a kairosd with consolidation, in its own process -------------------------------------------------
 
 SERVER = """
-import asyncio, os, signal, sys
-from kairosd.agents.adapters import adapter_for
-from kairosd.scheduling.api import Api
-from kairosd.core.clock import SystemClock
+import asyncio, os, signal
+from kairosd.app.daemon import run
+from kairosd.app.wiring import AppConfig, build_app
 from kairosd.config import load_config
-from kairosd.consolidation.wiring import build_consolidation
-from kairosd.core.events import EventBus
+from kairosd.core.clock import SystemClock
 from kairosd.system.paths import Paths
-from kairosd.registry.wiring import build_registry
-from kairosd.api.server import UnixHttpServer
 
 
 async def main():
     paths = Paths.from_env()
     for folder in (paths.state_dir, paths.runtime_dir, paths.data_dir):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    clock = SystemClock()
-    events = EventBus(clock.now)
-    config = load_config(paths)
-    background = build_registry(paths, clock, events, config.limits.model_dump(),
-                                lambda cli: adapter_for(cli, config), {}, environ=os.environ)
-    consolidation = build_consolidation(paths, clock, events, background.registry, config.consolidation,
-                                        environ=os.environ, zone=os.environ.get("TZ", "UTC"))
-    await background.start()
-    await consolidation.start()
-    api = Api(None, lambda: None)
-    api.add_routes(background.routes)
-    api.add_routes(consolidation.routes)  # POST /v1/consolidate is consolidation's
-    sessions = None
-    if os.environ.get("MINI_WITH_SESSIONS") == "1":
-        # The wiring the composition root does (see kairosd.consolidation.wiring).
-        from kairosd.scheduling.ledger import RunLedger
-        from kairosd.sessions.wiring import build_sessions
-
-        ledger = RunLedger(paths.state_dir / "runs.jsonl", clock)
-        ledger.load()
-        sessions = build_sessions(paths, clock, events, ledger, {}, environ=os.environ, serve_consolidate=False)
-        sessions.hub.context_board_for = consolidation.context_for_session
-        await sessions.start()
-        api.add_routes(sessions.routes)
-    server = UnixHttpServer(paths.socket, api.handle)
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    app = build_app(AppConfig(paths, load_config(paths), SystemClock(), dict(os.environ), paths.socket))
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, app.request_stop)
+    ready = asyncio.Event()
+    serving = asyncio.ensure_future(run(app, ready=ready))
+    await ready.wait()
     print("ready", flush=True)
-    await stop.wait()
-    await server.close()
-    await consolidation.stop()
-    if sessions is not None:
-        await sessions.stop()
-    await background.stop()
+    await serving
 
 
 asyncio.run(main())
@@ -510,7 +477,7 @@ asyncio.run(main())
 
 
 class MiniDaemon:
-    """kairosd's registry and consolidation behind the real socket server, in a child process."""
+    """kairosd as build_app wires it and run serves it, in a child process (no store lock, no systemd)."""
 
     def __init__(self, home: Path, env: dict[str, str]) -> None:
         self.home = home

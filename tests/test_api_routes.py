@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from kairosd.app.daemon import Daemon
+from kairosd.app.daemon import run, start_app
 from kairosd.core import protocol
+from kairosd.core.clock import SystemClock
 from kairosd.scheduling.api import Api
 from kairosd.sessions.api import session_routes
 from kairosd.system.paths import Paths
@@ -65,24 +66,26 @@ def test_paths_and_regexes_come_from_the_same_template():
 
 
 def test_the_daemon_serves_exactly_the_protocols_table() -> None:
-    """Built as kairosd builds it (the real Daemon), the routes its API reference lists are the table's."""
+    """Built and run as kairosd does (start_app, run), the routes its API reference lists are the table's."""
     home = Path(tempfile.mkdtemp(prefix="kr", dir="/tmp"))  # short: AF_UNIX paths are ~107 bytes at most
     environ = {"KAIROS_HOME": str(home), "TZ": "UTC", "PATH": os.environ.get("PATH", "")}
-    daemon = Daemon(Paths.from_env(environ), environ=environ)
+    paths = Paths.from_env(environ)
 
     async def main() -> dict[str, Any]:
+        app, lock = start_app(paths, SystemClock(), environ, None)
         ready = asyncio.Event()
-        running = asyncio.ensure_future(daemon.run(ready))
+        running = asyncio.ensure_future(run(app, ready=ready))
         await asyncio.wait_for(ready.wait(), 30)
         try:
-            reader, writer = await asyncio.open_unix_connection(str(daemon.paths.socket))
+            reader, writer = await asyncio.open_unix_connection(str(paths.socket))
             writer.write(b"GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             await writer.drain()
             raw = await asyncio.wait_for(reader.read(), 30)
             writer.close()
         finally:
-            daemon.request_stop()
+            app.request_stop()
             await asyncio.wait_for(running, 30)
+            lock.release()
         head, _, body = raw.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200"), head
         doc: dict[str, Any] = json.loads(body)

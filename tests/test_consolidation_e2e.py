@@ -113,7 +113,7 @@ def test_a_detached_run_outlives_the_cli_and_kairosd(env):
 
 def test_session_end_hook_to_next_session_start(env):
     """SessionEnd hook input -> the board updates -> the next SessionStart hook's output carries the entry."""
-    env.start(MINI_WITH_SESSIONS="1")
+    env.start()
     transcript = write_transcript(env.home / "t", "claude", str(env.project))
     end = {
         "session_id": "6c073d8e-2bb1-45cb-90bc-a28ce44da090",

@@ -265,3 +265,31 @@ def test_gemini_is_usable_but_doctor_says_untrusted_folders_fail_and_how_to_allo
     assert agents["claude"]["note"] is None
     opted_in = Config.model_validate({"agents": {"gemini": {"env": {"GEMINI_CLI_TRUST_WORKSPACE": "true"}}}})
     assert by_name(doctor_report(opted_in, env_with(folder, home)))["gemini"]["note"] is None
+
+
+def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys):
+    """The file's values, the environment's override over them, the defaults for the rest; no secret shown."""
+    secret = "0123456789abcdef-not-for-eyes"
+    (home / "config").mkdir(mode=0o700)
+    config = home / "config" / "config.toml"
+    config.write_text(
+        f'[limits]\nmax_concurrent = 3\nkill_grace = "2m"\n[consolidation]\nmode = "agent"\n'
+        f'[webhook]\nsecret = "{secret}"\nmax_attempts = 2\n'
+    )
+    config.chmod(0o600)
+    env = {"PATH": str(tmp_path), "KAIROS_HOME": str(home), "KAIROS_MAX_DEPTH": "7"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings = local_report(env)["settings"]
+    assert settings["limits"] == {"max_concurrent": 3, "max_depth": 7, "kill_grace": 120.0, "keep_finished": 1000}
+    assert settings["consolidation"] == {**settings["consolidation"], "mode": "agent", "min_user_turns": 3}
+    assert settings["webhook"] == {**settings["webhook"], "secret": "**********", "max_attempts": 2, "timeout": 30.0}
+    assert settings["agents"]["claude"]["timeout"] == 3600.0
+    assert secret not in json.dumps(settings)
+
+    assert run(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "  limits:        max_concurrent 3, max_depth 7, kill_grace 120, keep_finished 1000\n" in out
+    assert "  consolidation: enabled yes, min_interval_minutes 10, min_user_turns 3, mode agent," in out
+    assert "  webhook:       secret **********, secret_file -, allow_non_loopback no," in out
+    assert secret not in out

@@ -27,7 +27,7 @@ from kairos import documents
 from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import TurnRequest
 from kairosd.api.requests import parse_body
-from kairosd.app.daemon import agent_policy
+from kairosd.app.wiring import agent_policy
 from kairosd.config import Config
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.models import AgentTarget, InboxTarget, ShellTarget, Task, new_task

@@ -346,3 +346,36 @@ def test_property_save_load_identity(tasks: list[Task]) -> None:
         store = JsonStore(Path(folder) / "scheduled_tasks.json", FakeClock(T0))
         store.save(state)
         assert store.load() == state
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_the_line_reader_reads_its_own_layout_as_the_json_parser_does(store: JsonStore, store_path: Path, count: int):
+    """A store kairos wrote is read line by line (the fast path), to exactly what parsing the JSON gives."""
+    tasks = [_task(f"0000000{i}", name=f"t{i}", meta={"k": [i, ","]}) for i in range(count)]
+    store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=tasks, imported_claude_tasks=["a,b"], note="x"))
+    data = store_path.read_bytes()
+    fast = store._load_own(data)
+    assert fast is not None
+    careful = StoreState.model_validate(json.loads(data))
+    assert fast.model_dump() == careful.model_dump()
+    assert [t.id for t in fast.tasks] == [t.id for t in tasks]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda text: text.rstrip("\n"),  # no final newline
+        lambda text: text.replace('"tasks": [\n', '"tasks": [\n\n'),  # a blank line among the tasks
+        lambda text: text.replace('"tasks": [\n', '"tasks":  [\n'),  # other spacing
+        lambda text: text.replace("\n  ]\n}\n", "\n  ]\n }\n"),
+        lambda text: text.replace("},\n    {", "}, {"),  # two tasks on one line
+    ],
+)
+def test_any_other_layout_takes_the_careful_path_to_the_same_tasks(store: JsonStore, store_path: Path, edit) -> None:
+    """Hand-edited layouts are not the line reader's: it declines, and the JSON parser reads them."""
+    store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=[_task("00000001"), _task("00000002")]))
+    store_path.write_text(edit(store_path.read_text()))
+    data = store_path.read_bytes()
+    assert json.loads(data)  # still valid JSON
+    assert store._load_own(data) is None
+    assert [t.id for t in store.load().tasks] == ["00000001", "00000002"]

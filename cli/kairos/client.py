@@ -14,7 +14,8 @@ answer (code and exit code from the error body) or for a broken exchange
 
 Must not import pydantic, h11, asyncio or httpx, nor any kairosd module other
 than ``protocol``, ``errors`` and ``paths``; it uses the C module ``_socket``,
-not ``socket`` (whose enums and selectors cost every CLI call ~7 ms), nor contextlib
+not ``socket`` (whose enums and selectors cost every CLI call ~6 ms: 17.4 against 11.5 ms for
+``python -c "import socket"`` and ``"import _socket"``, BENCHMARKS.md Session 5), nor contextlib
 (``bench/bench_hook.py``: with typing, ~3 ms of a Stop hook's ~26 ms), and JSON through
 :mod:`kairos.cjson`, not the json package (~1.8 ms).
 """

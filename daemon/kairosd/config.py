@@ -150,7 +150,7 @@ class AgentConfig(_Section):
     permission_mode: PermissionMode = "default"
     allowed_tools: list[NonEmpty] | None = None
     denied_tools: list[NonEmpty] = Field(default_factory=list)
-    timeout: Seconds = Field(default=3600.0, gt=0, le=7 * 86400)
+    timeout: Seconds = Field(default=defaults.TURN_TIMEOUT_S, gt=0, le=7 * 86400)
     env: dict[str, str] = Field(default_factory=dict)
 
     def ceiling(self) -> Permissions:

@@ -224,9 +224,10 @@ class SchedHarness:
 
 
 class InProcessDaemon:
-    """The real Api, Service, Scheduler, TaskBook, JsonStore, ledgers and inbox behind a real
-    UnixHttpServer, on an event loop in a background thread; deliveries are fakes (a fuzzed shell
-    task must never run) and the clock is a FakeClock that nobody moves, so nothing fires by itself.
+    """kairosd as :func:`kairosd.app.wiring.build_app` wires it (the real Api, Service, Scheduler,
+    TaskBook, JsonStore, ledgers, inbox, registry, sessions...) behind a real UnixHttpServer, on an
+    event loop in a background thread; the delivery targets that run something are fakes (a fuzzed
+    shell task must never run) and the clock is a FakeClock that nobody moves, so nothing fires by itself.
 
     ``files_digest()`` fingerprints every state and data file, to check that rejected requests
     change nothing.
@@ -239,7 +240,6 @@ class InProcessDaemon:
         self.root = root
         self.clock = clock
         self.uid = uid
-        self.shutdowns = 0
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="kairosd-loop", daemon=True)
         self.thread.start()
@@ -249,6 +249,11 @@ class InProcessDaemon:
     def socket(self) -> Path:
         return self.root / "run" / "kairosd.sock"
 
+    @property
+    def shutdown_requested(self) -> bool:
+        """``POST /v1/shutdown`` was accepted (nothing stops here: no run loop waits on it)."""
+        return self.app.stop_event.is_set()
+
     def run(self, coro: Any, timeout: float = WAIT_S) -> Any:
         import asyncio
 
@@ -256,30 +261,19 @@ class InProcessDaemon:
 
     async def _build(self) -> None:
         from kairosd.api.server import UnixHttpServer
-        from kairosd.scheduling.api import Api
-        from kairosd.scheduling.service import Service
-        from kairosd.store.inbox import InboxStore
-        from kairosd.store.store import JsonStore
+        from kairosd.app.wiring import AppConfig, build_app
+        from kairosd.config import Config
+        from kairosd.system.paths import Paths
 
-        state = self.root / "state"
-        self.store = JsonStore(state / "scheduled_tasks.json", self.clock, local_zone="UTC")
-        self.book = TaskBook(self.store, self.store.load())
-        self.ledger = RunLedger(state / "runs.jsonl", self.clock)
-        self.ledger.load()
-        self.missed = MissedLedger(state / "missed.jsonl", self.clock)
-        self.missed.load()
-        self.events = EventBus(self.clock.now)
-        self.inbox = InboxStore(self.root / "data" / "inbox", self.clock)
-        deliveries = {"inbox": FakeDelivery("inbox"), "shell": FakeDelivery("shell")}
-        self.scheduler = Scheduler(self.book, self.ledger, self.missed, deliveries, self.clock, self.events)
-        await self.scheduler.start()
-        self.service = Service(self.scheduler, self.inbox, self.clock, self.events, "UTC")
-        self.api = Api(self.service, self._on_shutdown)
-        self.server = UnixHttpServer(self.socket, self.api.handle, uid=self.uid)
+        paths = Paths(self.root / "state", self.root / "run", self.root / "data", self.root / "config")
+        fakes = {name: FakeDelivery(name) for name in ("inbox", "shell", "webhook", "agent")}
+        config = AppConfig(paths, Config(), self.clock, {"TZ": "UTC"}, self.socket)
+        self.app = app = build_app(config, deliveries=fakes)
+        self.store, self.book, self.scheduler, self.service = app.store, app.book, app.scheduler, app.service
+        app.load()
+        await app.start()
+        self.server = UnixHttpServer(self.socket, app.api.handle, uid=self.uid)
         await self.server.start()
-
-    def _on_shutdown(self) -> None:
-        self.shutdowns += 1
 
     def files_digest(self) -> str:
         import hashlib
@@ -296,9 +290,9 @@ class InProcessDaemon:
 
     def close(self) -> None:
         async def shutdown() -> None:
+            self.app.release_waiters()
             await self.server.close(grace_s=1.0)
-            self.events.close()
-            await self.scheduler.shutdown(1.0)
+            await self.app.stop(grace_s=1.0)
 
         try:
             self.run(shutdown())

@@ -124,7 +124,7 @@ def test_every_route_refuses_a_foreign_uid_before_its_handler(foreign_daemon: In
         status, _, answer = parse_response(raw_exchange(foreign_daemon.socket, request))
         assert status == 403, (path, answer)
         assert json.loads(answer)["error"]["code"] == "forbidden"
-    assert foreign_daemon.shutdowns == 0
+    assert not foreign_daemon.shutdown_requested
     assert len(foreign_daemon.book) == 0
     assert foreign_daemon.files_digest() == before
 

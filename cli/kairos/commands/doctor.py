@@ -108,12 +108,12 @@ def print_report(report: dict[str, Any]) -> None:
     quarantine = report.get("quarantine") or {}
     if quarantine.get("count"):
         print(f"set aside: {quarantine['count']} task(s) in {quarantine.get('path')} (kairos list --problems)")
-    limits = report.get("limits") or {}
-    if limits:
-        print(
-            f"limits:  max_concurrent {limits.get('max_concurrent')}, max_depth {limits.get('max_depth')}, "
-            f"kill_grace {limits.get('kill_grace')}s"
-        )
+    settings = report.get("settings") or {"limits": report.get("limits") or {}}  # an older kairosd: limits only
+    print("settings (in effect; durations in seconds; --json lists every one):")
+    for section in ("limits", "consolidation", "webhook"):
+        values = settings.get(section) or {}
+        if values:
+            print(f"  {section + ':':<15}{', '.join(f'{key} {_setting(value)}' for key, value in values.items())}")
     systemd = report.get("systemd") or {}
     if systemd.get("loginctl"):
         value = systemd.get("linger")
@@ -123,3 +123,12 @@ def print_report(report: dict[str, Any]) -> None:
         print(f"note:    {note}")
     for problem in report.get("problems") or []:
         print(f"problem: {problem}")
+
+
+def _setting(value: Any) -> str:
+    """One setting as ``kairos doctor`` prints it: numbers without trailing zeros, unset as -."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,6 +1,7 @@
 """The composition root and the whole-system check: the only package that sees every other one.
 
-    daemon   builds the real adapters, wires them together and runs the daemon
+    wiring   build_app: makes every part and wires them (no I/O); tests build the same app with fakes
+    daemon   the process: takes the store lock, runs the app on its socket, signals, systemd, shutdown
     doctor   the checks behind ``kairos doctor`` (the CLI may import :func:`doctor.local_report`)
 
 Imports: anything in kairosd. Nothing in kairosd imports this package except ``__main__``.

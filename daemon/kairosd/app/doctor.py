@@ -105,6 +105,9 @@ def doctor_report(
         "usable_agents": usable,
         "hooks": hooks,
         "limits": config.limits.model_dump(),
+        # The whole config as kairosd uses it: the file, then the environment's overrides, then the
+        # defaults (kairosd.core.defaults); secrets show as "**********".
+        "settings": config.model_dump(mode="json"),
         "paths": {
             "config": str(config_path(paths)),
             "socket": str(paths.socket),

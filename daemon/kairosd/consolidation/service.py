@@ -31,16 +31,14 @@ import os
 from collections import deque
 from collections.abc import Mapping
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation import gates
-from kairosd.consolidation.board import BoardStore, project_root
-from kairosd.consolidation.board_ops import BoardOperations
 from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.runs import Run, RunTracker
-from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UnavailableError
 from kairosd.core.events import EventBus
@@ -48,6 +46,10 @@ from kairosd.registry.model import JobKind, view
 from kairosd.registry.registry import Registry
 from kairosd.store.jsonlog import JsonLog
 from kairosd.system.paths import Paths
+
+if TYPE_CHECKING:
+    from kairosd.consolidation.board import BoardStore
+    from kairosd.consolidation.board_ops import BoardOperations
 
 __all__ = [
     "COALESCED",
@@ -72,6 +74,8 @@ SKIPPED, STARTED, COALESCED, FAILED = "skipped", "started", "coalesced", "failed
 
 
 def _project_of(cwd: str) -> tuple[str, bool]:
+    from kairosd.consolidation.board import project_root
+
     project = project_root(cwd)
     return project, os.path.isdir(project)
 
@@ -111,8 +115,6 @@ class Consolidation:
         self.environ = dict(environ)
         self.zone = zone
         self.python = python
-        self.boards = BoardStore(paths.data_dir / "boards", clock.now)
-        self.board_ops = BoardOperations(self.boards, clock.now, events)
         self.runs = RunTracker(
             paths=paths,
             clock=clock,
@@ -122,7 +124,7 @@ class Consolidation:
             environ=self.environ,
             zone=zone,
             python=python,
-            boards_dir=self.boards.folder,
+            boards_dir=paths.data_dir / "boards",
             on_settled=self._follow_up,
         )
         self.runs_dir = self.runs.runs_dir
@@ -138,6 +140,20 @@ class Consolidation:
         self._closing = False
 
     # ---- lifecycle ---------------------------------------------------------------------------
+
+    # The board and transcript code is imported on first use (a request, a board command, a
+    # SessionStart): kairosd's start does not need it (about 10 ms of imports; BENCHMARKS.md, Session 5).
+    @cached_property
+    def boards(self) -> BoardStore:
+        from kairosd.consolidation.board import BoardStore
+
+        return BoardStore(self.runs.boards_dir, self.clock.now)
+
+    @cached_property
+    def board_ops(self) -> BoardOperations:
+        from kairosd.consolidation.board_ops import BoardOperations
+
+        return BoardOperations(self.boards, self.clock.now, self.events)
 
     async def start(self) -> None:
         """Settle or re-adopt the runs a previous kairosd left running. Call after the registry recovered."""
@@ -272,6 +288,8 @@ class Consolidation:
         path = req.transcript_path
         if path is None:
             return 0, None, "no transcript (transcript_path not given)"
+        from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
+
         hint = AGENT_FORMATS.get(req.agent)
         try:
             count, stats = await asyncio.to_thread(count_human_turns, path, hint, self.config.min_user_turns)

@@ -17,7 +17,7 @@ from kairosd.core.schedule.fires import iter_fires, next_fire
 from kairosd.core.schedule.jitter import parse_jitter, planned_time
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per planned task; no __dict__: ~0.4 MB less for 10,000 tasks
 class Fire:
     """One fire: when the schedule says (``scheduled_for``) and when it will
     happen once jitter is applied (``planned_for``). Both aware, in the task's zone."""

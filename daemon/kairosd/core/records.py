@@ -33,7 +33,8 @@ def new_run_id() -> str:
 class Run(BaseModel):
     """One fire of a task. ``outcome`` is None while the target has not answered yet."""
 
-    model_config = ConfigDict(extra="allow")
+    # defer_build: built at the first record read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     run_id: str = Field(default_factory=new_run_id)
     task_id: str
@@ -66,7 +67,8 @@ class MissedRecord(BaseModel):
     week away is one record, not ten thousand).
     """
 
-    model_config = ConfigDict(extra="allow")
+    # defer_build: built at the first record read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str = Field(default_factory=lambda: "m" + secrets.token_hex(6))
     task_id: str
@@ -86,7 +88,8 @@ class MissedRecord(BaseModel):
 class InboxItem(BaseModel):
     """A prompt delivered to a session's inbox. ``id`` is the run id (idempotency key)."""
 
-    model_config = ConfigDict(extra="allow")
+    # defer_build: built at the first record read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str
     session: str

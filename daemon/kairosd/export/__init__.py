@@ -20,21 +20,31 @@ from collections.abc import Callable
 from datetime import datetime
 
 from kairosd.core.errors import UsageError
-from kairosd.export import github, kubernetes, systemd
 from kairosd.export.common import ENGINES, Job, Options, Refused, Rendered
 
 __all__ = ["ENGINES", "Job", "Options", "Refused", "Rendered", "render"]
 
-_RENDERERS: dict[str, Callable[[Job, Options, datetime], Rendered]] = {
-    "systemd": systemd.render,
-    "kubernetes": kubernetes.render,
-    "github-actions": github.render,
-}
-
 
 def render(job: Job, engine: str, options: Options, now: datetime) -> Rendered:
     """The engine's files for ``job``; raises :class:`Refused` for what the engine cannot express."""
-    renderer = _RENDERERS.get(engine)
+    renderer = _renderer(engine)
     if renderer is None:
         raise UsageError(f"unknown export engine {engine!r} (use {', '.join(ENGINES)})")
     return renderer(job, options, now)
+
+
+def _renderer(engine: str) -> Callable[[Job, Options, datetime], Rendered] | None:
+    # Each renderer is imported at its first export, not while kairosd starts (about 5 ms).
+    if engine == "systemd":
+        from kairosd.export import systemd
+
+        return systemd.render
+    if engine == "kubernetes":
+        from kairosd.export import kubernetes
+
+        return kubernetes.render
+    if engine == "github-actions":
+        from kairosd.export import github
+
+        return github.render
+    return None

@@ -63,7 +63,8 @@ def new_record_id() -> str:
 class PermissionSet(BaseModel):
     """:class:`~kairosd.agents.base.Permissions` as JSON (sorted tool lists)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # defer_build: built at the first record read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     mode: str = "default"
     allowed_tools: list[str] | None = None  # None: whatever the agent allows
@@ -89,7 +90,8 @@ class PermissionSet(BaseModel):
 class Turn(BaseModel):
     """One prompt and its outcome. ``ok`` is None while the turn has not finished."""
 
-    model_config = ConfigDict(extra="allow")
+    # defer_build: built at the first record read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     number: int = Field(ge=1)
     prompt: str
@@ -107,7 +109,8 @@ class Turn(BaseModel):
 
 
 class ProgressInfo(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # defer_build: built at the first record read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     tool_calls: int = 0
     intent: str | None = None
@@ -115,7 +118,8 @@ class ProgressInfo(BaseModel):
 
 
 class JobRecord(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # defer_build: built at the first record read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str
     kind: JobKind

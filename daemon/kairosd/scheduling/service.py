@@ -37,7 +37,6 @@ from kairosd.core.plan import Fire, upcoming
 from kairosd.core.schedule.durations import every_to_cron
 from kairosd.core.schedule.exact import resolve_at, resolve_in
 from kairosd.core.schedule.explain import explain
-from kairosd.scheduling.claude_import import commit_import, plan_import
 from kairosd.scheduling.firing import FireBounds
 from kairosd.scheduling.requests import AddRequest
 from kairosd.scheduling.scheduler import Scheduler
@@ -340,6 +339,9 @@ class Service:
 
         With ``project`` the tasks go to a live session in that folder (the inbox when none is live).
         """
+        # On first use: only `kairos import` needs the importer and Claude's file format.
+        from kairosd.scheduling.claude_import import commit_import, plan_import
+
         config = self.scheduler.config
         limits = FireBounds(config.catch_up_grace, config.catch_up_max, config.queue_limit)
         try:

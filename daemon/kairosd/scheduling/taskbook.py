@@ -39,12 +39,10 @@ MIN_PREFIX = 4  # the shortest task id prefix accepted for a whole id, as git ac
 
 
 class TaskBook:
-    def __init__(self, store: Store, state: StoreState) -> None:
+    def __init__(self, store: Store, state: StoreState | None = None) -> None:
+        """``state``: what the store holds; None: nothing yet, until :meth:`load` reads it."""
         self._store = store
-        self._extra = {k: v for k, v in (state.model_extra or {}).items()}
-        self._durable_extra = dict(self._extra)  # what the store holds
-        self._tasks: dict[str, Task] = {t.id: t for t in state.tasks}
-        self._durable: dict[str, Task] = dict(self._tasks)  # what the store holds
+        self._hold(state or StoreState.empty())
         self._version = 0  # bumped by every change
         self._written = 0  # memory at this version is what the store holds
         # (after, up to, why): versions discarded by a rollback, so their commits can fail with the reason.
@@ -55,6 +53,18 @@ class TaskBook:
         self.error: StoreError | None = None  # the last write failed (None once one succeeds)
         self.failures = 0  # failed writes since start
         self.on_rollback: list[Callable[[set[str]], None]] = []
+
+    def _hold(self, state: StoreState) -> None:
+        self._extra = {k: v for k, v in (state.model_extra or {}).items()}
+        self._durable_extra = dict(self._extra)  # what the store holds
+        self._tasks: dict[str, Task] = {t.id: t for t in state.tasks}
+        self._durable: dict[str, Task] = dict(self._tasks)  # what the store holds
+
+    def load(self) -> None:
+        """Read the store and hold its tasks: the start-up step, before anything changed the book."""
+        if self._version:
+            raise RuntimeError("the task book is loaded before anything changes it")
+        self._hold(self._store.load())
 
     def __len__(self) -> int:
         return len(self._tasks)

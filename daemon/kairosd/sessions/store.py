@@ -71,7 +71,8 @@ def _utc(value: datetime | None) -> datetime | None:
 class PendingItem(BaseModel):
     """A fired prompt waiting for its session; ``run_id`` is the run it settles (and its idempotency key)."""
 
-    model_config = ConfigDict(extra="allow")
+    # defer_build: built at the first session read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     run_id: str
     task_id: str
@@ -98,7 +99,8 @@ class PendingItem(BaseModel):
 
 
 class LiveSession(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # defer_build: built at the first session read or written, not while kairosd starts (see core.models).
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     agent: str = Field(min_length=1, max_length=MAX_AGENT_CHARS)
     session_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)

@@ -1,0 +1,264 @@
+"""The composition root's wiring: :func:`build_app` makes every part of kairosd and joins them.
+
+    app = build_app(AppConfig(paths, load_config(paths, environ), SystemClock(), environ, socket_path))
+    app.load()          # read the tasks and the run ledgers (the only step that reads them)
+    await app.start()   # the registry recovers, consolidation re-adopts, sessions and the scheduler start
+    ...                 # serve app.api.handle on a socket (kairosd.app.daemon.run does, and tests do)
+    await app.stop()    # the orderly shutdown, after the server closed
+
+:func:`build_app` does no I/O: no socket is bound and no file is read (the background task
+registry makes its folder, which constructing it needs). The process around it (the store
+lock, sockets, signals, systemd) is :mod:`kairosd.app.daemon`'s. Tests build the same app with
+fakes in place of the store and of delivery targets.
+
+This is the only module that knows every concrete class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kairosd.app.doctor import doctor_routes
+from kairosd.config import Config
+from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
+from kairosd.core.clock import Clock, local_zone_name
+from kairosd.core.events import EventBus
+from kairosd.core.records import InboxItem
+from kairosd.delivery.base import Delivery
+from kairosd.delivery.inbox import InboxDelivery
+from kairosd.delivery.shell import ShellDelivery
+from kairosd.delivery.webhook import WebhookDelivery
+from kairosd.export.api import Exporter, export_routes
+from kairosd.registry.registry import AgentPolicy
+from kairosd.registry.wiring import RegistryParts, build_registry
+from kairosd.scheduling.api import Api
+from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.service import Service
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.sessions.wiring import SessionParts, build_sessions
+from kairosd.store.inbox import InboxStore
+from kairosd.store.store import JsonStore, Store
+from kairosd.system.paths import Paths
+
+if TYPE_CHECKING:
+    from kairosd.agents.base import AgentAdapter
+
+log = logging.getLogger("kairosd")
+
+DISABLE_VARS = ("KAIROS_DISABLE_CRON", "CLAUDE_CODE_DISABLE_CRON")
+SHUTDOWN_GRACE_S = 10.0
+
+
+def disabled_reason(environ: Mapping[str, str]) -> str | None:
+    for var in DISABLE_VARS:
+        if environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
+            return f"{var}=1 is set in kairosd's environment: nothing fires (the API still answers)"
+    return None
+
+
+def agent_policy(config: Config, name: str, cwd: str | None) -> AgentPolicy:
+    """What an agent run may do: its CLI's configured ceiling, narrowed by a named definition."""
+    from kairosd.agents import catalog  # on first use: the agent modules are not needed to start
+
+    resolved = catalog.resolve(name, config, cwd)  # UsageError for an unknown name
+    ceiling = config.ceiling(resolved.cli)
+    definition = resolved.definition
+    return AgentPolicy(
+        ceiling=ceiling,
+        timeout_s=config.timeout_s(resolved.cli),
+        cli=resolved.cli,
+        agent_definition=definition.prompt if definition else None,
+        model=definition.model if definition else None,
+        restrictions=definition.permissions(ceiling) if definition else None,
+    )
+
+
+def _adapter(cli: str, config: Config) -> AgentAdapter:
+    """The adapter for an agent CLI, as configured; its modules are imported on first use, not at start."""
+    from kairosd.agents.adapters import adapter_for
+
+    return adapter_for(cli, config)
+
+
+def _int_env(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise SystemExit(f"kairosd: {name} must be a whole number from {low} to {high}, not {raw!r}")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """What an app is built from: the user's settings (the config file, read by
+    :func:`kairosd.config.load_config`), where its files are, its clock and environment, and the
+    socket path it reports (``/v1/status``) as the place clients reach it."""
+
+    paths: Paths
+    settings: Config
+    clock: Clock
+    environ: Mapping[str, str]
+    socket_path: Path
+
+
+@dataclass
+class App:
+    """kairosd's parts, wired; :attr:`api` is what a socket server serves."""
+
+    config: AppConfig
+    store: Store
+    book: TaskBook
+    ledger: RunLedger
+    missed: MissedLedger
+    events: EventBus
+    inbox: InboxStore
+    deliveries: dict[str, Delivery]
+    background: RegistryParts
+    consolidation: ConsolidationParts
+    sessions: SessionParts
+    scheduler: Scheduler
+    service: Service
+    api: Api
+    stop_event: asyncio.Event
+
+    def request_stop(self) -> None:
+        """What ``POST /v1/shutdown``, SIGTERM and SIGINT do: the run ends, in order."""
+        self.stop_event.set()
+
+    def load(self) -> None:
+        """Read what the store and the ledgers hold (refusing a corrupt or newer store).
+
+        Runs a crash left in flight become failed "interrupted" runs.
+        """
+        self.book.load()
+        for run in self.ledger.load():
+            log.warning("run %s of task %s was interrupted by a previous stop", run.run_id, run.task_id)
+        self.missed.load()
+
+    async def start(self) -> None:
+        """Start the parts, after :meth:`load`; catch-up fires happen here, before anything is served."""
+        if self.scheduler.config.disabled_reason:
+            log.warning("%s", self.scheduler.config.disabled_reason)
+        # The registry first: catch-up fires at start-up may start agent runs.
+        await self.background.start()
+        await self.consolidation.start()  # settles or re-adopts runs a previous kairosd left
+        await self.sessions.start()  # after the ledger is loaded: pending session runs are matched to items
+        await self.scheduler.start()
+
+    def release_waiters(self) -> None:
+        """The first step of a shutdown, before the server closes: long polls and event streams end."""
+        self.stop_event.set()
+        self.events.close()
+
+    async def stop(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
+        """Stop the parts, after the server closed: let deliveries finish (``grace_s``), write the store."""
+        self.release_waiters()
+        await self.consolidation.stop()  # stops watching; detached workers keep running
+        # Running agent turns end as "interrupted" at once rather than sit out the drain.
+        await self.background.stop()
+        await self.scheduler.shutdown(grace_s)
+        await self.sessions.stop()
+        self.book.commit_sync()
+
+
+def build_app(
+    config: AppConfig,
+    *,
+    store: Store | None = None,
+    deliveries: Mapping[str, Delivery] | None = None,
+) -> App:
+    """Make and wire every part of kairosd; nothing is read, started or bound.
+
+    ``store`` (default: the JSON file at ``paths.store``) and ``deliveries`` (targets by name, in
+    place of the real ones) are for tests.
+    """
+    paths, clock, environ, settings = config.paths, config.clock, config.environ, config.settings
+    default_tz = local_zone_name(dict(environ))
+    json_store: JsonStore | None = None
+    if store is None:
+        store = json_store = JsonStore(paths.store, clock, local_zone=default_tz)
+    book = TaskBook(store)
+    keep_runs = _int_env(environ, "KAIROS_RUNS_PER_TASK", 50, 1, 100_000)
+    ledger = RunLedger(paths.state_dir / "runs.jsonl", clock, keep_per_task=keep_runs)
+    missed = MissedLedger(paths.state_dir / "missed.jsonl", clock)
+    events = EventBus(clock.now)
+    inbox = InboxStore(paths.data_dir / "inbox", clock)
+    stop_event = asyncio.Event()
+
+    def on_item(item: InboxItem) -> None:
+        events.publish("inbox_item", session=item.session, item=item.model_dump(mode="json"))
+
+    background = build_registry(
+        paths,
+        clock,
+        events,
+        settings.limits.model_dump(),
+        lambda cli: _adapter(cli, settings),
+        settings.hooks.as_specs(),
+        policy_for=lambda name, cwd: agent_policy(settings, name, cwd),
+        environ=environ,
+    )
+    consolidation = build_consolidation(
+        paths, clock, events, background.registry, settings.consolidation, environ=environ, zone=default_tz
+    )
+    targets: dict[str, Delivery] = {
+        "inbox": InboxDelivery(inbox, clock, on_item),
+        "shell": ShellDelivery(paths.data_dir / "runs", clock, kill_grace_s=settings.limits.kill_grace),
+        "webhook": WebhookDelivery.from_config(settings.webhook, clock),
+        **background.deliveries,
+    }
+    sessions = build_sessions(
+        paths, clock, events, ledger, targets, default_tz=default_tz, closing=stop_event, environ=environ,
+        serve_consolidate=False,
+    )  # fmt: skip
+    targets.update(sessions.deliveries)  # before the scheduler copies the dict
+    targets.update(deliveries or {})  # a test's fakes; the session hub sees this dict too
+    scheduler_config = SchedulerConfig(
+        disabled_reason=disabled_reason(environ),
+        max_concurrent=settings.limits.max_concurrent,
+    )
+    scheduler = Scheduler(book, ledger, missed, targets, clock, events, scheduler_config)
+    extra_status = {
+        "background": background.registry.status,
+        "sessions": sessions.status,
+        "consolidation": consolidation.service.status,
+    }
+    if json_store is not None:
+        extra_status["quarantine"] = json_store.quarantine.status
+    service = Service(
+        scheduler,
+        inbox,
+        clock,
+        events,
+        default_tz,
+        info={"socket": str(config.socket_path), "store": str(paths.store)},
+        extra_status=extra_status,
+    )
+    api = Api(service, stop_event.set)
+    api.add_routes(background.routes)
+    api.add_routes(consolidation.routes)  # it serves POST /v1/consolidate; the sessions' routes leave it out
+    api.add_routes(sessions.routes)
+    sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
+    api.add_routes(doctor_routes(settings))
+    if json_store is not None:
+        api.add_routes(json_store.quarantine.routes())
+    exporter = Exporter(
+        lambda: book,
+        lambda cli: _adapter(cli, settings),
+        lambda name, cwd: agent_policy(settings, name, cwd),
+        background.registry.limits.turn_timeout_s,
+        clock.now,
+        environ,
+    )
+    api.add_routes(export_routes(exporter))
+    return App(
+        config, store, book, ledger, missed, events, inbox, targets, background, consolidation, sessions,
+        scheduler, service, api, stop_event,
+    )  # fmt: skip
