@@ -53,9 +53,7 @@ class ClaudeAdapter(CliAdapter):
 
     def command(self, request: TurnRequest) -> Command:
         argv = [self.binary, "-p", "--output-format", "stream-json", "--verbose"]
-        model = self.model(request)
-        if model:
-            argv += ["--model", model]
+        argv += self.model_args(request)
         if request.resume_session:
             argv.append(f"--resume={request.resume_session}")
             if request.fork:

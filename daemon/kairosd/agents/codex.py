@@ -38,6 +38,7 @@ from kairosd.agents.common import (
     json_objects,
     last_line,
     mode_only,
+    option,
     plain_line,
     prompt_with_definition,
     text_of,
@@ -65,12 +66,9 @@ class CodexAdapter(CliAdapter):
 
     def command(self, request: TurnRequest) -> Command:
         argv = [self.binary, "exec", "--json", "--sandbox", SANDBOX[mode_only(NAME, request)]]
-        model = self.model(request)
-        if model:
-            argv += ["--model", model]
+        argv += self.model_args(request)
         argv += self.extra_args(request)
-        if request.resume_session:
-            argv += ["resume", request.resume_session]
+        argv += option("resume", request.resume_session)  # a subcommand, after every option
         argv.append("-")  # the prompt is on stdin
         return self.finish(argv, stdin=prompt_with_definition(request))
 

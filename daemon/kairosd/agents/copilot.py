@@ -46,6 +46,7 @@ from kairosd.agents.common import (
     json_object,
     json_objects,
     last_line,
+    option,
     plain_line,
     prompt_with_definition,
     refuse_session_control,
@@ -64,13 +65,9 @@ class CopilotAdapter(CliAdapter):
     def command(self, request: TurnRequest) -> Command:
         refuse_session_control(NAME, request, fork=False, fixed_id=True)
         argv = [self.binary, "--output-format=json", "--no-ask-user"]
-        model = self.model(request)
-        if model:
-            argv.append(f"--model={model}")
-        if request.resume_session:
-            argv.append(f"--resume={request.resume_session}")
-        if request.new_session_id:
-            argv.append(f"--session-id={request.new_session_id}")
+        argv += self.model_args(request, joined=True)
+        argv += option("--resume", request.resume_session, joined=True)
+        argv += option("--session-id", request.new_session_id, joined=True)
         argv += _permission_args(request)
         argv += self.extra_args(request)
         argv.append(f"--prompt={prompt_with_definition(request)}")

@@ -34,6 +34,7 @@ from kairosd.agents.common import (
     json_objects,
     last_line,
     mode_only,
+    option,
     plain_line,
     prompt_with_definition,
     text_of,
@@ -58,11 +59,8 @@ class GeminiAdapter(CliAdapter):
 
     def command(self, request: TurnRequest) -> Command:
         argv = [self.binary, "--output-format", "stream-json", f"--approval-mode={APPROVAL[mode_only(NAME, request)]}"]
-        model = self.model(request)
-        if model:
-            argv.append(f"--model={model}")
-        if request.resume_session:
-            argv.append(f"--resume={request.resume_session}")
+        argv += self.model_args(request, joined=True)
+        argv += option("--resume", request.resume_session, joined=True)
         argv += self.extra_args(request)
         argv.append(f"--prompt={prompt_with_definition(request)}")
         return self.finish(argv)

@@ -39,6 +39,7 @@ from kairosd.agents.common import (
     json_object,
     json_objects,
     last_line,
+    option,
     plain_line,
     prompt_with_definition,
     refuse_session_control,
@@ -78,11 +79,8 @@ class OpencodeAdapter(CliAdapter):
         env = dict(self.settings.env)
         env["OPENCODE_PERMISSION"] = json.dumps(permission_config(request.permissions), sort_keys=True)
         argv = [self.binary, "run", "--format", "json"]
-        model = self.model(request)
-        if model:
-            argv += ["--model", model]
-        if request.resume_session:
-            argv += ["--session", request.resume_session]
+        argv += self.model_args(request)
+        argv += option("--session", request.resume_session)
         argv += self.extra_args(request)
         argv += ["--", prompt_with_definition(request)]
         return self.finish(argv, env=env)
