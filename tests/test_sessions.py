@@ -115,6 +115,21 @@ def test_sessions_and_items_survive_a_reload_but_claims_do_not(tmp_path):
     assert oct((tmp_path / "sessions.json").stat().st_mode & 0o777) == "0o600"
 
 
+def test_a_temp_file_left_by_an_interrupted_save_is_removed_at_load(tmp_path, caplog):
+    """A crash between write and rename leaves sessions.json.tmp-<pid>-<hex>: load removes it, the file loads."""
+    clock = FakeClock(T0)
+    store = SessionStore(tmp_path / "sessions.json", clock)
+    store.touch("claude", "s1", T0)
+    store.save()
+    stale = tmp_path / "sessions.json.tmp-123-abcd"
+    stale.write_text("{half a doc")
+    again = SessionStore(tmp_path / "sessions.json", clock)
+    again.load()
+    assert [s.session_id for s in again] == ["s1"]
+    assert not stale.exists()
+    assert "left by an interrupted write" in caplog.text
+
+
 def test_an_unreadable_sessions_file_is_copied_aside_and_ignored(tmp_path):
     """A corrupt sessions.json never stops kairosd: it is kept as .corrupt-<time> and the store starts empty."""
     path = tmp_path / "sessions.json"
