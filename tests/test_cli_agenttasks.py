@@ -1,11 +1,13 @@
 """`kairos task ...` and `kairos add --agent` against a fake kairosd (the stub server of test_cli_verbs):
-what each verb sends, what it prints, and its exit code."""
+what each verb sends, what it prints, and its exit code. Also every listing verb and every follower, which
+share one printer and one loop with `task list` and `task logs -f`."""
 
 from __future__ import annotations
 
 import io
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -365,3 +367,116 @@ def test_add_agent_target_usage_errors(fake, capsys, argv, message):
     code, err, body = _add(fake, capsys, "--in", "1h", *argv, "x")
     assert (code, body) == (2, None)
     assert message in err
+
+
+# ---- the listing verbs (one printer: kairos.commands.common.print_listing) ------------------------
+
+# argv, route, the list's key, one entry, the table it prints (zone UTC, 120 columns), the empty message
+LISTINGS = [
+    (
+        ["task", "list"],
+        "/v1/registry",
+        "tasks",
+        _task(queued=True, turns_done=2, created_at="2026-11-23T09:00:00+00:00", prompt="check the build"),
+        [
+            "ID           STATUS            WHAT           TURNS  CREATED                    PROMPT",
+            f"{TASK_ID}  running (queued)  agent: claude  2      2026-11-23 09:00:00+00:00  check the build",
+        ],
+        "no background tasks",
+    ),
+    (
+        ["history"],
+        "/v1/runs",
+        "runs",
+        {"run_id": "r1", "task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00+01:00",
+         "outcome": "failed", "manual": True, "late_by_s": 90, "exit_code": 2, "reason": "boom"},
+        [
+            "RUN  TASK      SCHEDULED                  OUTCOME          LATE   REASON/EXIT",
+            "r1   3f2a9c1d  2026-11-23 07:00:00+00:00  failed (manual)  1m30s  exit 2; boom",
+        ],
+        "no runs yet",
+    ),
+    (
+        ["missed"],
+        "/v1/missed",
+        "missed",
+        {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T09:00:00+00:00", "count": 3,
+         "reason": "kairosd was not running", "action": "skipped", "task_name": "standup"},
+        [
+            "TASK      LAST MISSED                COUNT  REASON                   ACTION   NAME/PROMPT",
+            "3f2a9c1d  2026-11-23 09:00:00+00:00  3      kairosd was not running  skipped  standup",
+        ],
+        "nothing missed",
+    ),
+    (
+        ["sessions"],
+        "/v1/sessions",
+        "sessions",
+        {"agent": "claude", "session_id": "s1", "last_active": "2026-11-23T10:00:00+01:00", "pending": 1,
+         "cwd": "/src/app"},
+        [
+            "AGENT   SESSION  LAST ACTIVE                PENDING  CWD",
+            "claude  s1       2026-11-23 10:00:00+01:00  1        /src/app",
+        ],
+        "no live sessions (agents register through kairos' hooks: see kairos integrate)",
+    ),
+    (
+        ["board", "history"],
+        "/v1/board/history",
+        "history",
+        {"at": "2026-11-23T09:00:00+00:00", "action": "added", "by": "kairos", "id": "b1", "kind": "fact",
+         "text": "tests run with -m 'not slow'", "project": "/src/app"},
+        [
+            "WHEN                       ACTION  BY      ID  ENTRY",
+            "2026-11-23 09:00:00+00:00  added   kairos  b1  [fact] tests run with -m 'not slow'",
+        ],
+        "no changes yet to the board of /src/app",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "route", "key", "entry", "table", "empty"), LISTINGS, ids=[" ".join(x[0]) for x in LISTINGS]
+)
+def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_json(
+    fake, capsys, argv, route, key, entry, table, empty
+):
+    doc = {key: [entry], "project": "/src/app"}
+    fake.routes[("GET", route)] = (200, doc)
+    assert run(argv) == 0
+    assert capsys.readouterr().out.splitlines() == table
+    assert run([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == doc
+    fake.routes[("GET", route)] = (200, {key: [], "project": "/src/app"})
+    assert run(argv) == 0
+    assert capsys.readouterr().out == empty + "\n"
+
+
+# ---- the following verbs (one loop: kairos.commands.common.print_each) -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "route", "item"),
+    [
+        (["watch"], "/v1/events", {"type": "run_started", "run_id": "r1"}),
+        (["inbox", "--follow", "--json"], "/v1/inbox", {"session": "main", "prompt": "p"}),
+        (["task", "logs", "-f", TASK_ID], f"/v1/registry/{TASK_ID}/logs", {"seq": 0, "line": "a line of output"}),
+    ],
+    ids=["watch", "inbox --follow", "task logs -f"],
+)
+def test_a_follower_whose_reader_goes_away_exits_0_quietly(fake, argv, route, item):
+    """`kairos watch | head -1`: each item arrives as it is printed, and the broken pipe is no error."""
+    # Far more than a pipe holds, each new (inbox --follow prints an id once).
+    fake.routes[("GET", route)] = Stream([{**item, "id": f"r{n}", "n": n} for n in range(20_000)])
+    with subprocess.Popen(
+        [sys.executable, "-m", "kairos", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()  # the reader goes away while kairos still has thousands of lines to print
+        code = proc.wait(timeout=30)
+        err = proc.stderr.read()
+    # task logs -f prints the bare line; watch and inbox --json print the item.
+    assert first == b"a line of output\n" if argv[0] == "task" else json.loads(first)["n"] == 0
+    assert (code, err) == (0, b"")

@@ -349,32 +349,26 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from kairos.commands.common import local_zone
-    from kairos.output import fmt_time, print_json, print_table
+    from kairos.commands.common import print_listing
+    from kairos.output import fmt_time
     from kairosd.core.protocol import route_path
 
-    doc = _client().call("GET", route_path("registry"), query={"status": args.status} if args.status else None)
-    if args.json:
-        print_json(doc)
-        return 0
-    tasks = doc.get("tasks") or []
-    if not tasks:
-        print("no background tasks" + (f" with status {args.status}" if args.status else ""))
-        return 0
-    zone = local_zone()
-    rows = [
-        [
-            str(t["id"]),
-            str(t.get("status", "?")) + (" (queued)" if t.get("queued") else ""),
-            _what(t),
-            str(t.get("turns_done", 0)),
-            fmt_time(t.get("created_at"), zone),
-            t.get("prompt") or "",
+    def rows(tasks: list[dict[str, Any]], zone: str) -> list[list[str]]:
+        return [
+            [
+                str(t["id"]),
+                str(t.get("status", "?")) + (" (queued)" if t.get("queued") else ""),
+                _what(t),
+                str(t.get("turns_done", 0)),
+                fmt_time(t.get("created_at"), zone),
+                t.get("prompt") or "",
+            ]
+            for t in tasks
         ]
-        for t in tasks
-    ]
-    print_table(["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], rows)
-    return 0
+
+    doc = _client().call("GET", route_path("registry"), query={"status": args.status} if args.status else None)
+    empty = "no background tasks" + (f" with status {args.status}" if args.status else "")
+    return print_listing(doc, "tasks", args.json, empty, ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], rows)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -441,17 +435,20 @@ def cmd_wait(args: argparse.Namespace) -> int:
 def cmd_logs(args: argparse.Namespace) -> int:
     import sys
 
+    from kairos.commands.common import print_each
     from kairos.output import print_json
 
     if args.follow:
-        for item in _client().stream(_path(args.id, "logs"), query={"follow": "1"}):
+
+        def show(item: dict[str, Any]) -> None:
             if args.json:
                 print_json(item)
             elif "line" in item:
                 print(item["line"])
             elif item.get("lost"):
                 print("kairos: some lines were skipped (the follower fell behind)", file=sys.stderr)
-            sys.stdout.flush()
+
+        print_each(_client().stream(_path(args.id, "logs"), query={"follow": "1"}), show)
         return 0
     api = _client()
     offset, chunks = 0, []

@@ -10,6 +10,7 @@ import argparse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from kairos.client import Client
@@ -76,6 +77,39 @@ def local_zone() -> str:
     from kairosd.core.clock import local_zone_name
 
     return local_zone_name()
+
+
+def print_listing(
+    doc: dict[str, Any],
+    key: str,
+    as_json: bool,
+    empty: str,
+    headers: list[str],
+    rows: Callable[[list[Any], str], list[list[str]]],
+) -> int:
+    """What a listing verb prints: the daemon's ``doc`` with --json; else ``empty`` when ``doc[key]``
+    lists nothing; else a table of ``rows(entries, zone)``, ``zone`` being the user's. Exit code 0."""
+    from kairos.output import print_json, print_table
+
+    if as_json:
+        print_json(doc)
+        return 0
+    entries = doc.get(key) or []
+    if not entries:
+        print(empty)
+        return 0
+    print_table(headers, rows(entries, local_zone()))
+    return 0
+
+
+def print_each(items: Iterable[Any], show: Callable[[Any], None]) -> None:
+    """Follow a stream: show each item as it arrives, flushed at once (a reader at the other end
+    of a pipe wants every line now, not when a buffer fills)."""
+    import sys
+
+    for item in items:
+        show(item)
+        sys.stdout.flush()
 
 
 def installed_script(name: str, option: str) -> str:

@@ -413,33 +413,27 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from kairos.client import Client
-    from kairos.commands.common import local_zone
-    from kairos.output import fmt_time, print_json, print_table
+    from kairos.commands.common import print_listing
+    from kairos.output import fmt_time
     from kairosd.core.errors import UsageError
+
+    def rows(records: list[dict[str, Any]], zone: str) -> list[list[str]]:
+        return [
+            [
+                fmt_time(r.get("at"), zone),
+                str(r.get("action", "?")),
+                "you" if r.get("by") == "user" else "kairos",
+                str(r.get("id") or "-"),
+                (f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", ""))) + _why(r),
+            ]
+            for r in records
+        ]
 
     if args.n < 0:
         raise UsageError("-n must be 0 or more")
     doc = Client().call("GET", route_path("board_history"), query={"cwd": _abs(args.cwd), "limit": str(args.n)})
-    if args.json:
-        print_json(doc)
-        return 0
-    records = doc.get("history") or []
-    if not records:
-        print(f"no changes yet to the board of {doc.get('project')}")
-        return 0
-    zone = local_zone()
-    rows = [
-        [
-            fmt_time(r.get("at"), zone),
-            str(r.get("action", "?")),
-            "you" if r.get("by") == "user" else "kairos",
-            str(r.get("id") or "-"),
-            (f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", ""))) + _why(r),
-        ]
-        for r in records
-    ]
-    print_table(["WHEN", "ACTION", "BY", "ID", "ENTRY"], rows)
-    return 0
+    empty = f"no changes yet to the board of {doc.get('project')}"
+    return print_listing(doc, "history", args.json, empty, ["WHEN", "ACTION", "BY", "ID", "ENTRY"], rows)
 
 
 def _why(record: dict[str, Any]) -> str:

@@ -142,9 +142,22 @@ def _reason(run: dict[str, Any]) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client, local_zone
-    from kairos.output import fmt_seconds, fmt_time, print_json, print_table
+    from kairos.commands.common import client, print_listing
+    from kairos.output import fmt_seconds, fmt_time
     from kairosd.core.errors import UsageError
+
+    def rows(runs: list[dict[str, Any]], zone: str) -> list[list[str]]:
+        return [
+            [
+                str(r.get("run_id", "?")),
+                str(r.get("task_id", "?")),
+                fmt_time(r.get("scheduled_for"), zone),
+                _outcome(r),
+                fmt_seconds(r.get("late_by_s")),
+                _reason(r),
+            ]
+            for r in runs
+        ]
 
     if not 1 <= args.n <= MAX_HISTORY:
         raise UsageError(f"-n must be between 1 and {MAX_HISTORY}")
@@ -152,32 +165,30 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.id:
         query["task"] = args.id
     doc = client().call("GET", route_path("runs"), query=query)
-    if args.json:
-        print_json(doc)
-        return 0
-    runs = doc.get("runs") or []
-    if not runs:
-        print("no runs yet" + (f" of task {args.id}" if args.id else ""))
-        return 0
-    zone = local_zone()
-    rows = [
-        [
-            str(r.get("run_id", "?")),
-            str(r.get("task_id", "?")),
-            fmt_time(r.get("scheduled_for"), zone),
-            _outcome(r),
-            fmt_seconds(r.get("late_by_s")),
-            _reason(r),
-        ]
-        for r in runs
-    ]
-    print_table(["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"], rows)
-    return 0
+    empty = "no runs yet" + (f" of task {args.id}" if args.id else "")
+    headers = ["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"]
+    return print_listing(doc, "runs", args.json, empty, headers, rows)
 
 
 def cmd_missed(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client, local_zone
-    from kairos.output import fmt_time, one_line, print_json, print_table, terminal_columns
+    from kairos.commands.common import client, print_listing
+    from kairos.output import fmt_time, one_line, print_json, terminal_columns
+
+    def rows(records: list[dict[str, Any]], zone: str) -> list[list[str]]:
+        # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
+        # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
+        reason_width = max(MIN_REASON, terminal_columns() // 3)
+        return [
+            [
+                str(m.get("task_id", "?")),
+                fmt_time(m.get("scheduled_for"), zone),
+                str(m.get("count", 1)),
+                one_line(m.get("reason", "-"), reason_width),
+                str(m.get("action", "-")),
+                m.get("task_name") or m.get("prompt") or "",
+            ]
+            for m in records
+        ]
 
     api = client()
     if args.clear:
@@ -188,30 +199,8 @@ def cmd_missed(args: argparse.Namespace) -> int:
             print(f"cleared {doc.get('cleared', 0)} missed record(s)")
         return 0
     doc = api.call("GET", route_path("missed"))
-    if args.json:
-        print_json(doc)
-        return 0
-    records = doc.get("missed") or []
-    if not records:
-        print("nothing missed")
-        return 0
-    zone = local_zone()
-    # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
-    # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
-    reason_width = max(MIN_REASON, terminal_columns() // 3)
-    rows = [
-        [
-            str(m.get("task_id", "?")),
-            fmt_time(m.get("scheduled_for"), zone),
-            str(m.get("count", 1)),
-            one_line(m.get("reason", "-"), reason_width),
-            str(m.get("action", "-")),
-            m.get("task_name") or m.get("prompt") or "",
-        ]
-        for m in records
-    ]
-    print_table(["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"], rows)
-    return 0
+    headers = ["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"]
+    return print_listing(doc, "missed", args.json, "nothing missed", headers, rows)
 
 
 # ---- inbox / watch --------------------------------------------------------
@@ -241,23 +230,18 @@ def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | No
     import json
     import sys
 
+    from kairos.commands.common import print_each
     from kairos.output import error
 
-    try:
-        for item in lines:
-            if as_json:
-                sys.stdout.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
-            else:
-                _print_item(item, zone)
-            sys.stdout.flush()  # a reader at the other end of a pipe wants each line now
-    except KeyboardInterrupt:
-        return 0
-    except BrokenPipeError:
-        import os
+    def show(item: Any) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
+        else:
+            _print_item(item, zone)
 
-        # The reader went away (e.g. `| head -1`); point stdout at /dev/null so the exit flush is quiet.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+    try:
+        print_each(lines, show)  # a reader that goes away (`| head -1`) is kairos.app's to quieten
+    except KeyboardInterrupt:
         return 0
     if closed is None:
         return None
