@@ -90,6 +90,8 @@ def test_start_show_wait_send_close_through_the_routes(tmp_path, adapter):
         ("GET", "/registry/t0000000000", None, {}, NotFoundError, "no background task 't0000000000'"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "61"}, UsageError, "timeout must be from 0 to 60"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "x"}, UsageError, "timeout must be a number"),
+        ("GET", "/registry/t0000000000/wait", None, {"timeout": "y" * 50}, UsageError,
+         "^timeout must be a number, not '" + "y" * 50 + "'$"),
         ("POST", "/registry/t0000000000/send", {"text": "x"}, {}, UsageError, "message: Field required"),
     ],
 )  # fmt: skip
