@@ -480,3 +480,42 @@ def test_a_follower_whose_reader_goes_away_exits_0_quietly(fake, argv, route, it
     # task logs -f prints the bare line; watch and inbox --json print the item.
     assert first == b"a line of output\n" if argv[0] == "task" else json.loads(first)["n"] == 0
     assert (code, err) == (0, b"")
+
+
+def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
+    """board show: the entries' table (or how entries come), and with --all the replaced ones (or none)."""
+    entry = {
+        "id": "b1",
+        "kind": "rule",
+        "hits": 2,
+        "last_seen_at": "2026-11-23T09:00:00+00:00",
+        "author": "user",
+        "pinned": True,
+        "text": "use pnpm",
+        "conflicts_with": "b2",
+    }
+    old = {"id": "b0", "kind": "rule", "superseded_at": "2026-11-22T08:30:00+00:00", "superseded_by": "b1",
+           "text": "use npm"}  # fmt: skip
+    fake.routes[("GET", "/v1/board")] = (
+        200,
+        {"project": "/src/app", "limit": 25, "entries": [entry], "superseded": [old]},
+    )
+    assert run(["board", "show", "--all"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "context board of /src/app: 1 of 25 entries",
+        "ID  KIND  HITS  LAST SEEN   BY           TEXT",
+        "b1  rule  2     2026-11-23  you, pinned  use pnpm (conflicts with b2)",  # the last column on one line
+        "",
+        "replaced entries (1, newest first; kairos board restore ID puts one back):",
+        "ID  KIND  REPLACED AT       BY ENTRY  TEXT",
+        "b0  rule  2026-11-22 08:30  b1        use npm",
+    ]
+    fake.routes[("GET", "/v1/board")] = (200, {"project": "/src/app", "limit": 25, "entries": [], "superseded": []})
+    assert run(["board", "show", "--all"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "context board of /src/app: 0 of 25 entries",
+        "(empty: entries come from consolidated sessions, or kairos board add)",
+        "",
+        "replaced entries (0, newest first; kairos board restore ID puts one back):",
+        "(none)",
+    ]

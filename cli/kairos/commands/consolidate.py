@@ -270,7 +270,7 @@ def _print_run(info: dict[str, Any]) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from kairos.client import Client
-    from kairos.output import print_json, print_table
+    from kairos.output import print_json
 
     query = {"cwd": _abs(args.cwd), **({"all": "1"} if args.all else {})}
     doc = Client().call("GET", route_path("board"), query=query)
@@ -279,40 +279,47 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     entries = doc.get("entries") or []
     print(f"context board of {doc.get('project')}: {len(entries)} of {doc.get('limit', 25)} entries")
-    if not entries:
-        print("(empty: entries come from consolidated sessions, or kairos board add)")
-    else:
+    rows = [
+        [
+            str(e.get("id")),
+            str(e.get("kind")),
+            str(e.get("hits", 1)),
+            str(e.get("last_seen_at", ""))[:10],
+            ("you" if e.get("author") == "user" else "kairos") + (", pinned" if e.get("pinned") else ""),
+            str(e.get("text", "")) + (f"  (conflicts with {e['conflicts_with']})" if e.get("conflicts_with") else ""),
+        ]
+        for e in entries
+    ]
+    _table_or(
+        ["ID", "KIND", "HITS", "LAST SEEN", "BY", "TEXT"],
+        rows,
+        "(empty: entries come from consolidated sessions, or kairos board add)",
+    )
+    if args.all:
+        old = doc.get("superseded") or []
+        print(f"\nreplaced entries ({len(old)}, newest first; kairos board restore ID puts one back):")
         rows = [
             [
                 str(e.get("id")),
                 str(e.get("kind")),
-                str(e.get("hits", 1)),
-                str(e.get("last_seen_at", ""))[:10],
-                ("you" if e.get("author") == "user" else "kairos") + (", pinned" if e.get("pinned") else ""),
-                str(e.get("text", ""))
-                + (f"  (conflicts with {e['conflicts_with']})" if e.get("conflicts_with") else ""),
+                str(e.get("superseded_at", ""))[:16].replace("T", " "),
+                str(e.get("superseded_by", "?")),
+                str(e.get("text", "")),
             ]
-            for e in entries
+            for e in old
         ]
-        print_table(["ID", "KIND", "HITS", "LAST SEEN", "BY", "TEXT"], rows)
-    if args.all:
-        old = doc.get("superseded") or []
-        print(f"\nreplaced entries ({len(old)}, newest first; kairos board restore ID puts one back):")
-        if not old:
-            print("(none)")
-        else:
-            rows = [
-                [
-                    str(e.get("id")),
-                    str(e.get("kind")),
-                    str(e.get("superseded_at", ""))[:16].replace("T", " "),
-                    str(e.get("superseded_by", "?")),
-                    str(e.get("text", "")),
-                ]
-                for e in old
-            ]
-            print_table(["ID", "KIND", "REPLACED AT", "BY ENTRY", "TEXT"], rows)
+        _table_or(["ID", "KIND", "REPLACED AT", "BY ENTRY", "TEXT"], rows, "(none)")
     return 0
+
+
+def _table_or(headers: list[str], rows: list[list[str]], empty: str) -> None:
+    """The rows as a table, or the ``empty`` line when there are none."""
+    from kairos.output import print_table
+
+    if rows:
+        print_table(headers, rows)
+    else:
+        print(empty)
 
 
 def cmd_add(args: argparse.Namespace) -> int:
