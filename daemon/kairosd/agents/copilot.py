@@ -43,11 +43,9 @@ from kairosd.agents.common import (
     bare_tool,
     check_mode,
     failure,
-    json_object,
     json_objects,
     last_line,
     option,
-    plain_line,
     prompt_with_definition,
     refuse_session_control,
     text_of,
@@ -73,10 +71,7 @@ class CopilotAdapter(CliAdapter):
         argv.append(f"--prompt={prompt_with_definition(request)}")
         return self.finish(argv)
 
-    def progress(self, line: str) -> Progress | None:
-        event = json_object(line)
-        if event is None:
-            return plain_line(line)
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind, data = event.get("type"), _data(event)
         if kind == "session.start":
             return Progress(session_id=text_of(data.get("sessionId")))

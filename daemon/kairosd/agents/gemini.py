@@ -30,12 +30,10 @@ from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.agents.common import (
     CliAdapter,
     failure,
-    json_object,
     json_objects,
     last_line,
     mode_only,
     option,
-    plain_line,
     prompt_with_definition,
     text_of,
 )
@@ -65,10 +63,7 @@ class GeminiAdapter(CliAdapter):
         argv.append(f"--prompt={prompt_with_definition(request)}")
         return self.finish(argv)
 
-    def progress(self, line: str) -> Progress | None:
-        event = json_object(line)
-        if event is None:
-            return plain_line(line)
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind = event.get("type")
         if kind == "init":
             return Progress(session_id=_session(event))

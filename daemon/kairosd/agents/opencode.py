@@ -36,11 +36,9 @@ from kairosd.agents.common import (
     CliAdapter,
     check_mode,
     failure,
-    json_object,
     json_objects,
     last_line,
     option,
-    plain_line,
     prompt_with_definition,
     refuse_session_control,
     text_of,
@@ -85,10 +83,7 @@ class OpencodeAdapter(CliAdapter):
         argv += ["--", prompt_with_definition(request)]
         return self.finish(argv, env=env)
 
-    def progress(self, line: str) -> Progress | None:
-        event = json_object(line)
-        if event is None:
-            return plain_line(line)
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind, part = event.get("type"), _part(event)
         session = text_of(event.get("sessionID"))
         if kind == "step_start":
