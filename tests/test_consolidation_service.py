@@ -17,6 +17,7 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
 from kairosd.api.requests import ConsolidationRequest
 from kairosd.config import ConsolidationConfig
+from kairosd.consolidation.runs import ConsolidationDeps
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
 from kairosd.registry.model import JobStatus
@@ -49,9 +50,8 @@ class Harness:
 
     def _service(self) -> Consolidation:
         return Consolidation(
-            paths=self.paths, clock=self.clock, events=self.events, registry=self.registry, config=self.config,
-            environ=self.environ, zone="UTC",
-        )  # fmt: skip
+            ConsolidationDeps(self.paths, self.clock, self.events, self.registry, self.config, self.environ, "UTC")
+        )
 
     async def start(self) -> Harness:
         await self.registry.recover()
