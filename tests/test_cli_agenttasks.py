@@ -519,3 +519,24 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
         "replaced entries (0, newest first; kairos board restore ID puts one back):",
         "(none)",
     ]
+
+
+def test_a_board_change_prints_the_entry_or_with_json_the_answer(fake, capsys):
+    answer = {"entry": {"id": "b1", "kind": "rule", "text": "use pnpm"}, "before": "use npm"}
+    fake.routes[("POST", "/v1/board/entries/b1")] = (200, answer)
+    for argv, line in [
+        (["board", "pin", "b1"], "pinned b1 [rule] use pnpm"),
+        (["board", "pin", "b1", "--off"], "unpinned b1 [rule] use pnpm"),
+        (["board", "restore", "b1"], "restored b1 [rule] use pnpm (pinned)"),
+        (["board", "edit", "b1", "--kind", "rule"], "edited b1 [rule] use pnpm (was: use npm)"),
+    ]:
+        assert run(argv) == 0
+        assert capsys.readouterr().out == line + "\n"
+        assert run([*argv, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out) == answer
+    assert [r.body for r in fake.requests if r.method == "POST"][:4] == [
+        {"cwd": str(Path.cwd()), "pinned": True},
+        {"cwd": str(Path.cwd()), "pinned": True},
+        {"cwd": str(Path.cwd()), "pinned": False},
+        {"cwd": str(Path.cwd()), "pinned": False},
+    ]

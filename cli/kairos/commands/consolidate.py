@@ -14,10 +14,13 @@ or any kairosd module that does I/O.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos.commands.common import make_parser
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "generic")
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
@@ -331,23 +334,32 @@ def cmd_add(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
         return 0
-    entry = doc["entry"]
-    print(f"added {entry['id']} [{entry['kind']}] {entry['text']}")
+    print(f"added {_entry(doc['entry'])}")
     for pruned in doc.get("pruned") or []:
-        print(f"pruned {pruned['id']} [{pruned['kind']}] {pruned['text']} (to make room)")
+        print(f"pruned {_entry(pruned)} (to make room)")
     for old in doc.get("superseded") or []:
-        print(f"replaced {old['id']} [{old['kind']}] {old['text']} (kairos board restore {old['id']} undoes it)")
+        print(f"replaced {_entry(old)} (kairos board restore {old['id']} undoes it)")
     return 0
 
 
-def _change(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
+def _change(args: argparse.Namespace, body: dict[str, Any], said: Callable[[dict[str, Any]], str]) -> int:
+    """Change entry ``args.id``; print kairosd's answer with --json, else ``said(answer)``."""
     from kairos.client import Client
+    from kairos.output import print_json
 
-    return dict(Client().call("POST", route_path("board_entry", id=args.id), {"cwd": _abs(args.cwd), **body}))
+    doc = Client().call("POST", route_path("board_entry", id=args.id), {"cwd": _abs(args.cwd), **body})
+    if args.json:
+        print_json(doc)
+    else:
+        print(said(doc))
+    return 0
+
+
+def _entry(entry: dict[str, Any]) -> str:
+    return f"{entry['id']} [{entry['kind']}] {entry['text']}"
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
     from kairosd.core.errors import UsageError
 
     body: dict[str, Any] = {}
@@ -357,37 +369,16 @@ def cmd_edit(args: argparse.Namespace) -> int:
         body["kind"] = args.kind
     if not body:
         raise UsageError("give the new text, or --kind")
-    doc = _change(args, body)
-    if args.json:
-        print_json(doc)
-    else:
-        entry = doc["entry"]
-        print(f"edited {entry['id']} [{entry['kind']}] {entry['text']} (was: {doc.get('before')})")
-    return 0
+    return _change(args, body, lambda doc: f"edited {_entry(doc['entry'])} (was: {doc.get('before')})")
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
-    doc = _change(args, {"pinned": not args.off})
-    if args.json:
-        print_json(doc)
-    else:
-        entry = doc["entry"]
-        print(f"{'unpinned' if args.off else 'pinned'} {entry['id']} [{entry['kind']}] {entry['text']}")
-    return 0
+    verb = "unpinned" if args.off else "pinned"
+    return _change(args, {"pinned": not args.off}, lambda doc: f"{verb} {_entry(doc['entry'])}")
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
-    doc = _change(args, {"restore": True})
-    if args.json:
-        print_json(doc)
-    else:
-        entry = doc["entry"]
-        print(f"restored {entry['id']} [{entry['kind']}] {entry['text']} (pinned)")
-    return 0
+    return _change(args, {"restore": True}, lambda doc: f"restored {_entry(doc['entry'])} (pinned)")
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
@@ -398,7 +389,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
     else:
-        print(f"removed {doc['entry']['id']} [{doc['entry']['kind']}] {doc['entry']['text']}")
+        print(f"removed {_entry(doc['entry'])}")
     return 0
 
 
@@ -414,7 +405,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if not pruned:
         print(f"nothing to prune (at most {doc.get('prune_to', 18)} of kairos' entries are kept)")
     for entry in pruned:
-        print(f"pruned {entry['id']} [{entry['kind']}] {entry['text']}")
+        print(f"pruned {_entry(entry)}")
     return 0
 
 
