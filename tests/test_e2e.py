@@ -20,17 +20,13 @@ from typing import Any
 
 import pytest
 
+from kairosd import testing
+
 pytestmark = pytest.mark.slow
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    return testing.wait_for(condition, what, timeout, poll=0.05)
 
 
 class Env:

@@ -18,7 +18,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import pytest
 
 from kairos.commands import systemd as sd
 from kairos.commands import units
+from kairosd import testing
 from kairosd.core.errors import UsageError
 
 WAIT_S = 15.0
@@ -44,13 +44,7 @@ def need(tool: str) -> str:
 
 
 def wait_for(condition: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {WAIT_S}s waiting for {what}")
+    return testing.wait_for(condition, what, WAIT_S, poll=0.05)
 
 
 FAKE_SYSTEMCTL = """#!{python}
