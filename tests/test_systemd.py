@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import KairosCli
 
 from kairos.commands import systemd as sd
 from kairos.commands import units
@@ -72,7 +73,7 @@ echo "2026-11-21T10:00:01+0000 host kairosd[42]: args: $*"
 """
 
 
-class Sandbox:
+class Sandbox(KairosCli):
     """A short KAIROS_HOME with its own XDG folders and fake systemctl/journalctl first on PATH."""
 
     def __init__(self, root: Path) -> None:
@@ -108,17 +109,6 @@ class Sandbox:
     @property
     def unit_dir(self) -> Path:
         return self.root / "config" / "systemd" / "user"
-
-    def kairos(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kairos", *args], env=self.env, capture_output=True, text=True, timeout=60
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kairos {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
-        return proc
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.kairos(*args, "--json").stdout)
 
     def calls(self) -> list[list[str]]:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
