@@ -26,3 +26,12 @@ def short_dir() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def kairos_home(short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``short_dir`` as this process's KAIROS_HOME, outside any kairos task (a CLI test's home)."""
+    monkeypatch.setenv("KAIROS_HOME", str(short_dir))
+    for var in ("KAIROS_TASK_ID", "KAIROS_TASK_DEPTH", "KAIROS_SPAWNED", "KAIROS_CONSOLIDATE"):
+        monkeypatch.delenv(var, raising=False)
+    return short_dir

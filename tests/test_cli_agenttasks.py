@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,18 +21,12 @@ TASK_ID = "t0a1b2c3d4e"
 
 
 @pytest.fixture
-def home(monkeypatch) -> Iterator[Path]:
-    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="k"))
-    monkeypatch.setenv("KAIROS_HOME", str(root))
+def home(kairos_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TZ", "UTC")
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("KAIROS_TASK_ID", raising=False)
-    monkeypatch.delenv("KAIROS_TASK_DEPTH", raising=False)
-    monkeypatch.chdir(root)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    monkeypatch.chdir(kairos_home)
+    return kairos_home
 
 
 @pytest.fixture

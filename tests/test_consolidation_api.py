@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,15 +162,9 @@ def test_board_context_for_a_starting_session(tmp_path):
 
 
 @pytest.fixture
-def home(monkeypatch) -> Iterator[Path]:
-    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="kc"))
-    monkeypatch.setenv("KAIROS_HOME", str(root))
+def home(kairos_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("COLUMNS", "200")
-    for var in ("KAIROS_SPAWNED", "KAIROS_CONSOLIDATE", "KAIROS_TASK_ID", "KAIROS_TASK_DEPTH"):
-        monkeypatch.delenv(var, raising=False)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    return kairos_home
 
 
 def test_cli_consolidate_and_board(home, capsys, monkeypatch):

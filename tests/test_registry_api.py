@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,16 +133,10 @@ def test_logs_in_chunks_and_follow_stream(tmp_path, adapter):
 
 
 @pytest.fixture
-def home(monkeypatch) -> Iterator[Path]:
-    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="k"))
-    monkeypatch.setenv("KAIROS_HOME", str(root))
+def home(kairos_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("KAIROS_TASK_ID", raising=False)
-    monkeypatch.delenv("KAIROS_TASK_DEPTH", raising=False)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    return kairos_home
 
 
 def test_cli_against_the_real_server(home, tmp_path, adapter, capsys, monkeypatch):
