@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from typing import Any
+
+import pytest
+
+from kairos.app import run
 
 
 class KairosCli:
@@ -30,3 +35,11 @@ class KairosCli:
 
     def json(self, *args: str) -> Any:
         return json.loads(self.kairos(*args, "--json").stdout)
+
+
+async def kairos_in_thread(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``kairos ARGV`` in this process, on a worker thread so that the event loop (the server under
+    test) keeps serving: its exit code, stdout and stderr."""
+    code = await asyncio.to_thread(run, list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

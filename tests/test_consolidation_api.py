@@ -3,12 +3,13 @@ against the real socket server."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import kairos_in_thread
 from consolidation_support import short_transcript, write_transcript
 from registry_support import run
 from test_consolidation_service import Harness
@@ -175,10 +176,7 @@ def test_cli_consolidate_and_board(home, capsys, monkeypatch):
         server = UnixHttpServer(home / "run" / "kairosd.sock", _api(h).handle)
         await server.start()
 
-        async def cli(*argv: str) -> tuple[int, str, str]:
-            code = await asyncio.to_thread(kairos, list(argv))
-            out, err = capsys.readouterr()
-            return code, out, err
+        cli = functools.partial(kairos_in_thread, capsys)
 
         try:
             transcript = write_transcript(home / "t", "codex", str(h.project))
@@ -257,9 +255,7 @@ def test_cli_board_replacements_edit_pin_restore(home, capsys, monkeypatch):
         await server.start()
 
         async def cli(*argv: str) -> tuple[int, str, str]:
-            code = await asyncio.to_thread(kairos, [*argv, "--cwd", str(h.project)])
-            out, err = capsys.readouterr()
-            return code, out, err
+            return await kairos_in_thread(capsys, *argv, "--cwd", str(h.project))
 
         try:
             project = str(h.project.resolve())

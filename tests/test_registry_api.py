@@ -3,15 +3,15 @@ and their follow stream), and once end to end: the real socket server and the `k
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import kairos_in_thread
 from registry_support import FakeAdapter, fake_agent, make_registry, run
 
-from kairos.app import run as kairos
 from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
 from kairosd.core.errors import ConflictError, NotFoundError, UsageError
 from kairosd.registry.api import registry_routes
@@ -147,10 +147,7 @@ def test_cli_against_the_real_server(home, tmp_path, adapter, capsys, monkeypatc
         server = UnixHttpServer(home / "run" / "kairosd.sock", _api(reg).handle)
         await server.start()
 
-        async def cli(*argv: str) -> tuple[int, str, str]:
-            code = await asyncio.to_thread(kairos, list(argv))
-            out, err = capsys.readouterr()
-            return code, out, err
+        cli = functools.partial(kairos_in_thread, capsys)
 
         try:
             code, out, err = await cli("task", "start", "--shell", "--wait", "--", "sh", "-c", "echo hello")
