@@ -110,28 +110,30 @@ def write_all(folder: Path, engine: str, options: Options) -> list[Path]:
     return paths
 
 
+def assert_valid_and_checked(validator: list[str], paths: list[Path], broken: Path, field: tuple[str, str]) -> None:
+    """``validator`` accepts every file, and refuses the first one with ``field[0]`` misspelt as ``field[1]``
+    (written to ``broken``): it does check what it is given."""
+    proc = run([*validator, *map(str, paths)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    broken.write_text(paths[0].read_text().replace(*field))
+    assert run([*validator, str(broken)]).returncode != 0
+
+
 def test_every_cronjob_passes_kubernetes_validate_strict(tmp_path):
     validate = tool("kubernetes-validate")
     paths = write_all(tmp_path / "k8s", "kubernetes", Options(image="node:22-bookworm"))
     assert len(paths) == len(EXPRESSIONS) * len(ZONES)
-    proc = run([validate, "--strict", "--quiet", *map(str, paths)])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # The validator does check: a misspelt field fails it.
-    broken = tmp_path / "broken.yaml"
-    broken.write_text(paths[0].read_text().replace("concurrencyPolicy", "concurrencyPolicyy"))
-    assert run([validate, "--strict", "--quiet", str(broken)]).returncode != 0
+    field = ("concurrencyPolicy", "concurrencyPolicyy")
+    assert_valid_and_checked([validate, "--strict", "--quiet"], paths, tmp_path / "broken.yaml", field)
 
 
 def test_every_workflow_passes_the_github_workflow_schema(tmp_path):
     check = tool("check-jsonschema")
     paths = write_all(tmp_path / "gh", "github-actions", Options())
     assert paths
-    proc = run([check, "--builtin-schema", "vendor.github-workflows", *map(str, paths)])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     # The vendored schema knows the schedule's timezone key and refuses an unknown one.
-    broken = tmp_path / "broken.yml"
-    broken.write_text(paths[0].read_text().replace("timezone:", "time-zone:"))
-    assert run([check, "--builtin-schema", "vendor.github-workflows", str(broken)]).returncode != 0
+    validator = [check, "--builtin-schema", "vendor.github-workflows"]
+    assert_valid_and_checked(validator, paths, tmp_path / "broken.yml", ("timezone:", "time-zone:"))
 
 
 def test_workflows_pass_actionlint_where_installed(tmp_path):
