@@ -118,6 +118,16 @@ class Sandbox(KairosCli):
         (self.runtime / "systemd").mkdir(exist_ok=True)
         (self.runtime / "systemd" / "private").touch()
 
+    def installed_and_started(self, **env: str) -> dict[str, Any]:
+        """``kairos systemd install`` under a user manager, then ``kairos daemon start --json`` with ``env``
+        added (its kairosd is stopped at the end of the test): what daemon start answered."""
+        self.kairos("systemd", "install")
+        self.user_manager()
+        self.env.update(env)
+        doc: dict[str, Any] = self.json("daemon", "start")
+        self.pids.append(doc["pid"])
+        return doc
+
 
 def sd_env_vars() -> set[str]:
     from kairosd.system.sdnotify import SYSTEMD_VARS
@@ -460,11 +470,7 @@ def test_service_for_start_needs_the_unit_a_user_manager_and_the_same_kairos_hom
 @pytest.mark.slow
 def test_daemon_start_uses_systemctl_when_the_unit_is_installed(box):
     """With the unit installed, `kairos daemon start` runs `systemctl --user start kairosd.service` and waits for it."""
-    box.kairos("systemd", "install")
-    box.user_manager()
-    box.env["FAKE_SYSTEMCTL_SPAWN"] = str(box.root / "spawned.log")
-    doc = box.json("daemon", "start")
-    box.pids.append(doc["pid"])
+    doc = box.installed_and_started(FAKE_SYSTEMCTL_SPAWN=str(box.root / "spawned.log"))
     assert doc["systemd_unit"] == sd.SERVICE
     assert ["--user", "start", sd.SERVICE] in box.calls()
     assert box.json("status")["pid"] == doc["pid"]
@@ -474,11 +480,7 @@ def test_daemon_start_uses_systemctl_when_the_unit_is_installed(box):
 @pytest.mark.slow
 def test_daemon_start_spawns_directly_when_the_unit_serves_another_store(box):
     """A unit for another KAIROS_HOME (or --no-systemd) is not used: kairosd is spawned with its own log file."""
-    box.kairos("systemd", "install")
-    box.user_manager()
-    box.env["KAIROS_HOME"] = str(box.root / "other")
-    doc = box.json("daemon", "start")
-    box.pids.append(doc["pid"])
+    doc = box.installed_and_started(KAIROS_HOME=str(box.root / "other"))
     assert "systemd_unit" not in doc
     assert doc["log"].startswith(str(box.root / "other"))
     assert ["--user", "start", sd.SERVICE] not in box.calls()
