@@ -378,7 +378,7 @@ LISTINGS = [
     ),
     (
         ["history"],
-        "/v1/runs",
+        "/v1/runs?limit=20",
         "runs",
         {"run_id": "r1", "task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00+01:00",
          "outcome": "failed", "manual": True, "late_by_s": 90, "exit_code": 2, "reason": "boom"},
@@ -414,7 +414,7 @@ LISTINGS = [
     ),
     (
         ["board", "history"],
-        "/v1/board/history",
+        "/v1/board/history?cwd={cwd}&limit=50",
         "history",
         {"at": "2026-11-23T09:00:00+00:00", "action": "added", "by": "kairos", "id": "b1", "kind": "fact",
          "text": "tests run with -m 'not slow'", "project": "/src/app"},
@@ -434,6 +434,7 @@ def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_jso
     fake, capsys, argv, route, key, entry, table, empty
 ):
     doc = {key: [entry], "project": "/src/app"}
+    route = route.format(cwd=Path.cwd())  # the home: the fixture's working folder
     fake.routes[("GET", route)] = (200, doc)
     assert run(argv) == 0
     assert capsys.readouterr().out.splitlines() == table
@@ -451,8 +452,8 @@ def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_jso
     ("argv", "route", "item"),
     [
         (["watch"], "/v1/events", {"type": "run_started", "run_id": "r1"}),
-        (["inbox", "--follow", "--json"], "/v1/inbox", {"session": "main", "prompt": "p"}),
-        (["task", "logs", "-f", TASK_ID], f"/v1/registry/{TASK_ID}/logs", {"seq": 0, "line": "a line of output"}),
+        (["inbox", "--follow", "--json"], "/v1/inbox?follow=1", {"session": "main", "prompt": "p"}),
+        (["task", "logs", "-f", TASK_ID], f"/v1/registry/{TASK_ID}/logs?follow=1", {"seq": 0, "line": "a line"}),
     ],
     ids=["watch", "inbox --follow", "task logs -f"],
 )
@@ -470,7 +471,7 @@ def test_a_follower_whose_reader_goes_away_exits_0_quietly(fake, argv, route, it
         code = proc.wait(timeout=30)
         err = proc.stderr.read()
     # task logs -f prints the bare line; watch and inbox --json print the item.
-    assert first == b"a line of output\n" if argv[0] == "task" else json.loads(first)["n"] == 0
+    assert first == b"a line\n" if argv[0] == "task" else json.loads(first)["n"] == 0
     assert (code, err) == (0, b"")
 
 
@@ -488,10 +489,8 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
     }
     old = {"id": "b0", "kind": "rule", "superseded_at": "2026-11-22T08:30:00+00:00", "superseded_by": "b1",
            "text": "use npm"}  # fmt: skip
-    fake.routes[("GET", "/v1/board")] = (
-        200,
-        {"project": "/src/app", "limit": 25, "entries": [entry], "superseded": [old]},
-    )
+    route = ("GET", f"/v1/board?cwd={Path.cwd()}&all=1")
+    fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [entry], "superseded": [old]})
     assert run(["board", "show", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "context board of /src/app: 1 of 25 entries",
@@ -502,7 +501,7 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
         "ID  KIND  REPLACED AT       BY ENTRY  TEXT",
         "b0  rule  2026-11-22 08:30  b1        use npm",
     ]
-    fake.routes[("GET", "/v1/board")] = (200, {"project": "/src/app", "limit": 25, "entries": [], "superseded": []})
+    fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [], "superseded": []})
     assert run(["board", "show", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "context board of /src/app: 0 of 25 entries",
