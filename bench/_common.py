@@ -94,13 +94,9 @@ def median(values: Sequence[float]) -> float:
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
+    from kairosd import testing
+
+    return testing.wait_for(condition, what, timeout)
 
 
 def far_future_cron(i: int) -> str:

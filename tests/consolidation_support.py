@@ -18,11 +18,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from kairosd import testing
 
 WAIT_S = 20.0
 BASE = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)  # a Friday
@@ -390,14 +391,7 @@ def short_transcript(folder: Path, turns: int, name: str = "short.jsonl") -> Pat
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    """Poll ``condition`` (bounded, 20 ms apart) until it is truthy; its value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+    return testing.wait_for(condition, what, timeout, poll=0.02)
 
 
 # ---- a fake agent CLI for agent mode ---------------------------------------------------------------

@@ -23,7 +23,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +32,7 @@ from typing import Any, TypeVar
 import pytest
 from registry_support import FakeAdapter, adapters, make_registry
 
+from kairosd import testing
 from kairosd.api.server import UnixHttpServer
 from kairosd.core.events import EventBus
 from kairosd.core.records import Run
@@ -69,14 +69,7 @@ def session_of(payload: dict[str, Any]) -> str:
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    """Poll ``condition`` (bounded) until it is truthy; returns its value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    return testing.wait_for(condition, what, timeout)
 
 
 class Kairosd:

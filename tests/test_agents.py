@@ -362,6 +362,34 @@ def test_clis_without_tool_switches_refuse_tool_lists(adapter):
         adapter.command(TurnRequest("p", new_session_id="0cb916db-26aa-40f2-86b5-1ba81b225fd2"))
 
 
+# Each CLI's own spelling of the model and session options, on a fresh turn and on a resumed one.
+@pytest.mark.parametrize(
+    ("adapter", "fresh", "resumed"),
+    [
+        (ClaudeAdapter(), ["--model", "m1"], ["--model", "m1", "--resume=s-1"]),
+        (CodexAdapter(), ["--model", "m1", "-"], ["--model", "m1", "resume", "s-1", "-"]),
+        (GeminiAdapter(), ["--model=m1", "--prompt=p"], ["--model=m1", "--resume=s-1", "--prompt=p"]),
+        (
+            CopilotAdapter(),
+            ["--model=m1", "--session-id=i-1", "--prompt=p"],
+            ["--model=m1", "--resume=s-1", "--prompt=p"],
+        ),
+        (OpencodeAdapter(), ["--model", "m1", "--", "p"], ["--model", "m1", "--session", "s-1", "--", "p"]),
+    ],
+    ids=["claude", "codex", "gemini", "copilot", "opencode"],
+)
+def test_each_cli_spells_the_model_and_session_options_its_own_way(adapter, fresh, resumed):
+    def options(argv: list[str]) -> list[str]:
+        return [a for a in argv if a in ("m1", "s-1", "i-1", "p", "-", "resume", "--", "--model", "--session")
+                or a.startswith(("--model=", "--resume=", "--session-id=", "--prompt="))]  # fmt: skip
+
+    new_id = {"new_session_id": "i-1"} if isinstance(adapter, CopilotAdapter) else {}
+    assert options(argv_of(adapter, model="m1", **new_id)) == fresh
+    assert options(argv_of(adapter, model="m1", resume_session="s-1")) == resumed
+    # No model asked for or configured: no model option at all.
+    assert not [a for a in argv_of(adapter) if a.startswith("--model")]
+
+
 def test_gemini_maps_modes_to_approval_modes():
     for mode, approval in [("plan", "plan"), ("default", "default"), ("acceptEdits", "auto_edit"),
                            ("bypassPermissions", "yolo")]:  # fmt: skip

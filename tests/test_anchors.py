@@ -114,16 +114,22 @@ def test_nothing_to_advance_writes_nothing(tmp_path):
     run(main())
 
 
+async def fired_while_the_store_refuses(tmp_path: Path) -> tuple[Task, Setup]:
+    """A task that fired at SLOT while the store refused every write."""
+    t = task()
+    s = Setup(tmp_path, t)
+    s.store.broken = True
+    s.anchors.advance([Advance(t, Fire(SLOT, SLOT), SLOT, True)])
+    await s.settle()
+    return t, s
+
+
 def test_a_rolled_back_store_write_keeps_the_ledgers_anchor_and_replans(tmp_path):
     """The store refuses the write: the book rolls back, the ledger's anchor is applied again (never fired
     twice), the task is replanned; once the store heals, the anchor reaches it."""
 
     async def main():
-        t = task()
-        s = Setup(tmp_path, t)
-        s.store.broken = True
-        s.anchors.advance([Advance(t, Fire(SLOT, SLOT), SLOT, True)])
-        await s.settle()
+        t, s = await fired_while_the_store_refuses(tmp_path)
         assert s.book.error is not None
         assert s.replanned == [t.id]
         assert s.book.get(t.id).last_scheduled_for == SLOT  # applied again after the rollback
@@ -141,11 +147,7 @@ def test_the_anchor_is_the_later_of_the_store_and_the_ledger(tmp_path):
     """While the store lags, planning starts after the ledger's anchor; a store anchor ahead of it wins."""
 
     async def main():
-        t = task()
-        s = Setup(tmp_path, t)
-        s.store.broken = True
-        s.anchors.advance([Advance(t, Fire(SLOT, SLOT), SLOT, True)])
-        await s.settle()
+        t, s = await fired_while_the_store_refuses(tmp_path)
         behind = t.model_copy(update={"last_scheduled_for": SLOT - timedelta(minutes=5)})
         ahead = t.model_copy(update={"last_scheduled_for": SLOT + timedelta(minutes=5)})
         assert s.anchors.anchor(behind) == SLOT

@@ -1,13 +1,13 @@
 """`kairos task ...` and `kairos add --agent` against a fake kairosd (the stub server of test_cli_verbs):
-what each verb sends, what it prints, and its exit code."""
+what each verb sends, what it prints, and its exit code. Also every listing verb and every follower, which
+share one printer and one loop with `task list` and `task logs -f`."""
 
 from __future__ import annotations
 
 import io
 import json
-import shutil
+import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,18 +21,12 @@ TASK_ID = "t0a1b2c3d4e"
 
 
 @pytest.fixture
-def home(monkeypatch) -> Iterator[Path]:
-    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="k"))
-    monkeypatch.setenv("KAIROS_HOME", str(root))
+def home(kairos_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TZ", "UTC")
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("KAIROS_TASK_ID", raising=False)
-    monkeypatch.delenv("KAIROS_TASK_DEPTH", raising=False)
-    monkeypatch.chdir(root)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    monkeypatch.chdir(kairos_home)
+    return kairos_home
 
 
 @pytest.fixture
@@ -365,3 +359,175 @@ def test_add_agent_target_usage_errors(fake, capsys, argv, message):
     code, err, body = _add(fake, capsys, "--in", "1h", *argv, "x")
     assert (code, body) == (2, None)
     assert message in err
+
+
+# ---- the listing verbs (one printer: kairos.commands.common.print_listing) ------------------------
+
+# argv, route, the list's key, one entry, the table it prints (zone UTC, 120 columns), the empty message
+LISTINGS = [
+    (
+        ["task", "list"],
+        "/v1/registry",
+        "tasks",
+        _task(queued=True, turns_done=2, created_at="2026-11-23T09:00:00+00:00", prompt="check the build"),
+        [
+            "ID           STATUS            WHAT           TURNS  CREATED                    PROMPT",
+            f"{TASK_ID}  running (queued)  agent: claude  2      2026-11-23 09:00:00+00:00  check the build",
+        ],
+        "no background tasks",
+    ),
+    (
+        ["history"],
+        "/v1/runs?limit=20",
+        "runs",
+        {"run_id": "r1", "task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00+01:00",
+         "outcome": "failed", "manual": True, "late_by_s": 90, "exit_code": 2, "reason": "boom"},
+        [
+            "RUN  TASK      SCHEDULED                  OUTCOME          LATE   REASON/EXIT",
+            "r1   3f2a9c1d  2026-11-23 07:00:00+00:00  failed (manual)  1m30s  exit 2; boom",
+        ],
+        "no runs yet",
+    ),
+    (
+        ["missed"],
+        "/v1/missed",
+        "missed",
+        {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T09:00:00+00:00", "count": 3,
+         "reason": "kairosd was not running", "action": "skipped", "task_name": "standup"},
+        [
+            "TASK      LAST MISSED                COUNT  REASON                   ACTION   NAME/PROMPT",
+            "3f2a9c1d  2026-11-23 09:00:00+00:00  3      kairosd was not running  skipped  standup",
+        ],
+        "nothing missed",
+    ),
+    (
+        ["sessions"],
+        "/v1/sessions",
+        "sessions",
+        {"agent": "claude", "session_id": "s1", "last_active": "2026-11-23T10:00:00+01:00", "pending": 1,
+         "cwd": "/src/app"},
+        [
+            "AGENT   SESSION  LAST ACTIVE                PENDING  CWD",
+            "claude  s1       2026-11-23 10:00:00+01:00  1        /src/app",
+        ],
+        "no live sessions (agents register through kairos' hooks: see kairos integrate)",
+    ),
+    (
+        ["board", "history"],
+        "/v1/board/history?cwd={cwd}&limit=50",
+        "history",
+        {"at": "2026-11-23T09:00:00+00:00", "action": "added", "by": "kairos", "id": "b1", "kind": "fact",
+         "text": "tests run with -m 'not slow'", "project": "/src/app"},
+        [
+            "WHEN                       ACTION  BY      ID  ENTRY",
+            "2026-11-23 09:00:00+00:00  added   kairos  b1  [fact] tests run with -m 'not slow'",
+        ],
+        "no changes yet to the board of /src/app",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "route", "key", "entry", "table", "empty"), LISTINGS, ids=[" ".join(x[0]) for x in LISTINGS]
+)
+def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_json(
+    fake, capsys, argv, route, key, entry, table, empty
+):
+    doc = {key: [entry], "project": "/src/app"}
+    route = route.format(cwd=Path.cwd())  # the home: the fixture's working folder
+    fake.routes[("GET", route)] = (200, doc)
+    assert run(argv) == 0
+    assert capsys.readouterr().out.splitlines() == table
+    assert run([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == doc
+    fake.routes[("GET", route)] = (200, {key: [], "project": "/src/app"})
+    assert run(argv) == 0
+    assert capsys.readouterr().out == empty + "\n"
+
+
+# ---- the following verbs (one loop: kairos.commands.common.print_each) -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "route", "item"),
+    [
+        (["watch"], "/v1/events", {"type": "run_started", "run_id": "r1"}),
+        (["inbox", "--follow", "--json"], "/v1/inbox?follow=1", {"session": "main", "prompt": "p"}),
+        (["task", "logs", "-f", TASK_ID], f"/v1/registry/{TASK_ID}/logs?follow=1", {"seq": 0, "line": "a line"}),
+    ],
+    ids=["watch", "inbox --follow", "task logs -f"],
+)
+def test_a_follower_whose_reader_goes_away_exits_0_quietly(fake, argv, route, item):
+    """`kairos watch | head -1`: each item arrives as it is printed, and the broken pipe is no error."""
+    # Far more than a pipe holds, each new (inbox --follow prints an id once).
+    fake.routes[("GET", route)] = Stream([{**item, "id": f"r{n}", "n": n} for n in range(20_000)])
+    with subprocess.Popen(
+        [sys.executable, "-m", "kairos", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()  # the reader goes away while kairos still has thousands of lines to print
+        code = proc.wait(timeout=30)
+        err = proc.stderr.read()
+    # task logs -f prints the bare line; watch and inbox --json print the item.
+    assert first == b"a line\n" if argv[0] == "task" else json.loads(first)["n"] == 0
+    assert (code, err) == (0, b"")
+
+
+def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
+    """board show: the entries' table (or how entries come), and with --all the replaced ones (or none)."""
+    entry = {
+        "id": "b1",
+        "kind": "rule",
+        "hits": 2,
+        "last_seen_at": "2026-11-23T09:00:00+00:00",
+        "author": "user",
+        "pinned": True,
+        "text": "use pnpm",
+        "conflicts_with": "b2",
+    }
+    old = {"id": "b0", "kind": "rule", "superseded_at": "2026-11-22T08:30:00+00:00", "superseded_by": "b1",
+           "text": "use npm"}  # fmt: skip
+    route = ("GET", f"/v1/board?cwd={Path.cwd()}&all=1")
+    fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [entry], "superseded": [old]})
+    assert run(["board", "show", "--all"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "context board of /src/app: 1 of 25 entries",
+        "ID  KIND  HITS  LAST SEEN   BY           TEXT",
+        "b1  rule  2     2026-11-23  you, pinned  use pnpm (conflicts with b2)",  # the last column on one line
+        "",
+        "replaced entries (1, newest first; kairos board restore ID puts one back):",
+        "ID  KIND  REPLACED AT       BY ENTRY  TEXT",
+        "b0  rule  2026-11-22 08:30  b1        use npm",
+    ]
+    fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [], "superseded": []})
+    assert run(["board", "show", "--all"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "context board of /src/app: 0 of 25 entries",
+        "(empty: entries come from consolidated sessions, or kairos board add)",
+        "",
+        "replaced entries (0, newest first; kairos board restore ID puts one back):",
+        "(none)",
+    ]
+
+
+def test_a_board_change_prints_the_entry_or_with_json_the_answer(fake, capsys):
+    answer = {"entry": {"id": "b1", "kind": "rule", "text": "use pnpm"}, "before": "use npm"}
+    fake.routes[("POST", "/v1/board/entries/b1")] = (200, answer)
+    for argv, line in [
+        (["board", "pin", "b1"], "pinned b1 [rule] use pnpm"),
+        (["board", "pin", "b1", "--off"], "unpinned b1 [rule] use pnpm"),
+        (["board", "restore", "b1"], "restored b1 [rule] use pnpm (pinned)"),
+        (["board", "edit", "b1", "--kind", "rule"], "edited b1 [rule] use pnpm (was: use npm)"),
+    ]:
+        assert run(argv) == 0
+        assert capsys.readouterr().out == line + "\n"
+        assert run([*argv, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out) == answer
+    assert [r.body for r in fake.requests if r.method == "POST"][:4] == [
+        {"cwd": str(Path.cwd()), "pinned": True},
+        {"cwd": str(Path.cwd()), "pinned": True},
+        {"cwd": str(Path.cwd()), "pinned": False},
+        {"cwd": str(Path.cwd()), "pinned": False},
+    ]

@@ -3,15 +3,13 @@ against the real socket server."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import kairos_in_thread
 from consolidation_support import short_transcript, write_transcript
 from registry_support import run
 from test_consolidation_service import Harness
@@ -165,15 +163,9 @@ def test_board_context_for_a_starting_session(tmp_path):
 
 
 @pytest.fixture
-def home(monkeypatch) -> Iterator[Path]:
-    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="kc"))
-    monkeypatch.setenv("KAIROS_HOME", str(root))
+def home(kairos_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("COLUMNS", "200")
-    for var in ("KAIROS_SPAWNED", "KAIROS_CONSOLIDATE", "KAIROS_TASK_ID", "KAIROS_TASK_DEPTH"):
-        monkeypatch.delenv(var, raising=False)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    return kairos_home
 
 
 def test_cli_consolidate_and_board(home, capsys, monkeypatch):
@@ -184,10 +176,7 @@ def test_cli_consolidate_and_board(home, capsys, monkeypatch):
         server = UnixHttpServer(home / "run" / "kairosd.sock", _api(h).handle)
         await server.start()
 
-        async def cli(*argv: str) -> tuple[int, str, str]:
-            code = await asyncio.to_thread(kairos, list(argv))
-            out, err = capsys.readouterr()
-            return code, out, err
+        cli = functools.partial(kairos_in_thread, capsys)
 
         try:
             transcript = write_transcript(home / "t", "codex", str(h.project))
@@ -266,9 +255,7 @@ def test_cli_board_replacements_edit_pin_restore(home, capsys, monkeypatch):
         await server.start()
 
         async def cli(*argv: str) -> tuple[int, str, str]:
-            code = await asyncio.to_thread(kairos, [*argv, "--cwd", str(h.project)])
-            out, err = capsys.readouterr()
-            return code, out, err
+            return await kairos_in_thread(capsys, *argv, "--cwd", str(h.project))
 
         try:
             project = str(h.project.resolve())

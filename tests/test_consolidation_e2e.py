@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -15,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import KairosCli
 from consolidation_support import MiniDaemon, fake_claude, wait_until, write_config, write_transcript
 
 pytestmark = pytest.mark.slow
@@ -22,7 +21,7 @@ pytestmark = pytest.mark.slow
 ENTRY = "Always run `make check` before you commit."
 
 
-class Env:
+class Env(KairosCli):
     def __init__(self, home: Path) -> None:
         self.home = home
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KAIROS_", "CLAUDE"))}
@@ -34,22 +33,6 @@ class Env:
     def start(self, **extra: str) -> MiniDaemon:
         self.daemon = MiniDaemon(self.home, {**self.env, **extra}).start()
         return self.daemon
-
-    def kairos(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kairos", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            input=stdin,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kairos {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
-        return proc
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.kairos(*args, "--json").stdout)
 
     def board_texts(self) -> list[str]:
         return [e["text"] for e in self.json("board", "show", "--cwd", str(self.project))["entries"]]

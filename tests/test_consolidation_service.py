@@ -17,6 +17,7 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
 from kairosd.api.requests import ConsolidationRequest
 from kairosd.config import ConsolidationConfig
+from kairosd.consolidation.runs import ConsolidationDeps
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
 from kairosd.registry.model import JobStatus
@@ -49,9 +50,8 @@ class Harness:
 
     def _service(self) -> Consolidation:
         return Consolidation(
-            paths=self.paths, clock=self.clock, events=self.events, registry=self.registry, config=self.config,
-            environ=self.environ, zone="UTC",
-        )  # fmt: skip
+            ConsolidationDeps(self.paths, self.clock, self.events, self.registry, self.config, self.environ, "UTC")
+        )
 
     async def start(self) -> Harness:
         await self.registry.recover()
@@ -100,6 +100,14 @@ def held_agent(h: Harness, answer: str = "NONE", *, exit_code: int = 0, release:
         (folder / "wait-for").write_text(str(release))
     write_config(h.root, f'[agents.claude]\nbinary = "{binary}"\n')
     return folder
+
+
+async def asked_agent_run(h: Harness, answer: str = "NONE", **held: Any) -> str:
+    """Start ``h`` with :func:`held_agent` answering ``answer`` and ask for a consolidation: the run's id."""
+    held_agent(h, answer, **held)
+    await h.start()
+    decision = await h.ask()
+    return str(decision["run"]["id"])
 
 
 # ---- gate 1: enabled ---------------------------------------------------------------------------
@@ -396,12 +404,8 @@ def test_a_worker_that_dies_without_a_result_fails_the_run(tmp_path):
     """Killed mid-run (no result file): the record ends failed, saying so."""
 
     async def main() -> None:
-        release = tmp_path / "never"
         h = Harness(tmp_path, mode="agent")
-        held_agent(h, release=release)
-        await h.start()
-        decision = await h.ask()
-        record = h.registry.get(decision["run"]["id"])
+        record = h.registry.get(await asked_agent_run(h, release=tmp_path / "never"))
         assert record.pid is not None
         os.killpg(record.pid, signal.SIGKILL)
         record = await h.settled(record.id)
@@ -456,10 +460,8 @@ def test_agent_mode_falls_back_to_offline(tmp_path, answer, exit_code, timeout, 
 
     async def main() -> None:
         h = Harness(tmp_path, mode="agent", agent_timeout=timeout)
-        held_agent(h, answer, exit_code=exit_code, release=tmp_path / "never" if timeout == 1 else None)
-        await h.start()
-        decision = await h.ask()
-        record = await h.settled(decision["run"]["id"])
+        release = tmp_path / "never" if timeout == 1 else None
+        record = await h.settled(await asked_agent_run(h, answer, exit_code=exit_code, release=release))
         assert record.status is JobStatus.COMPLETED
         info = await h.service.run_info(record.id)
         assert info["result"]["mode"] == "offline"
@@ -479,10 +481,7 @@ def test_a_restart_re_adopts_a_running_worker(tmp_path):
     async def main() -> None:
         release = tmp_path / "release"
         h = Harness(tmp_path, mode="agent")
-        held_agent(h, "- [decision] Ship on Fridays.", release=release)
-        await h.start()
-        decision = await h.ask()
-        run_id = decision["run"]["id"]
+        run_id = await asked_agent_run(h, "- [decision] Ship on Fridays.", release=release)
         pid = h.registry.get(run_id).pid
         await h.restart()
         assert h.service.running[str(h.project.resolve())].task_id == run_id
@@ -503,10 +502,7 @@ def test_a_restart_settles_a_run_that_finished_meanwhile(tmp_path):
     async def main() -> None:
         release = tmp_path / "release"
         h = Harness(tmp_path, mode="agent")
-        held_agent(h, "- [todo] Rotate the keys.", release=release)
-        await h.start()
-        decision = await h.ask()
-        run_id = decision["run"]["id"]
+        run_id = await asked_agent_run(h, "- [todo] Rotate the keys.", release=release)
         await h.service.stop()
         await h.registry.stop()
         release.write_text("go")
@@ -530,10 +526,7 @@ def test_a_restart_fails_a_run_whose_worker_died(tmp_path):
 
     async def main() -> None:
         h = Harness(tmp_path, mode="agent")
-        held_agent(h, release=tmp_path / "never")
-        await h.start()
-        decision = await h.ask()
-        record = h.registry.get(decision["run"]["id"])
+        record = h.registry.get(await asked_agent_run(h, release=tmp_path / "never"))
         await h.service.stop()
         await h.registry.stop()
         assert record.pid is not None

@@ -6,7 +6,6 @@ bytes). Waits are bounded polls on a condition, never blind sleeps.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -19,21 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import KairosCli
+
+from kairosd import testing
 
 pytestmark = pytest.mark.slow
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    return testing.wait_for(condition, what, timeout, poll=0.05)
 
 
-class Env:
+class Env(KairosCli):
+    cli_timeout_s = 30.0
+
     def __init__(self, home: Path) -> None:
         self.home = home
         self.env = {**os.environ, "KAIROS_HOME": str(home), "TZ": "UTC"}
@@ -44,22 +42,6 @@ class Env:
     @property
     def socket(self) -> Path:
         return self.home / "run" / "kairosd.sock"
-
-    def kairos(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kairos", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            input=stdin,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kairos {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
-        return proc
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.kairos(*args, "--json").stdout)
 
     def log(self, proc: subprocess.Popen[str]) -> str:
         return (self.home / f"kairosd-{proc.pid}.log").read_text()

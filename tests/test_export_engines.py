@@ -13,6 +13,7 @@ expansion rules. Tasks the engines cannot express are refused with the reason.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -23,6 +24,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kairosd.core.models import AgentTarget, CatchUp, InboxTarget, Overlap, ShellTarget, Task, new_task
 from kairosd.core.schedule.cron import parse_cron
@@ -107,28 +110,30 @@ def write_all(folder: Path, engine: str, options: Options) -> list[Path]:
     return paths
 
 
+def assert_valid_and_checked(validator: list[str], paths: list[Path], broken: Path, field: tuple[str, str]) -> None:
+    """``validator`` accepts every file, and refuses the first one with ``field[0]`` misspelt as ``field[1]``
+    (written to ``broken``): it does check what it is given."""
+    proc = run([*validator, *map(str, paths)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    broken.write_text(paths[0].read_text().replace(*field))
+    assert run([*validator, str(broken)]).returncode != 0
+
+
 def test_every_cronjob_passes_kubernetes_validate_strict(tmp_path):
     validate = tool("kubernetes-validate")
     paths = write_all(tmp_path / "k8s", "kubernetes", Options(image="node:22-bookworm"))
     assert len(paths) == len(EXPRESSIONS) * len(ZONES)
-    proc = run([validate, "--strict", "--quiet", *map(str, paths)])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # The validator does check: a misspelt field fails it.
-    broken = tmp_path / "broken.yaml"
-    broken.write_text(paths[0].read_text().replace("concurrencyPolicy", "concurrencyPolicyy"))
-    assert run([validate, "--strict", "--quiet", str(broken)]).returncode != 0
+    field = ("concurrencyPolicy", "concurrencyPolicyy")
+    assert_valid_and_checked([validate, "--strict", "--quiet"], paths, tmp_path / "broken.yaml", field)
 
 
 def test_every_workflow_passes_the_github_workflow_schema(tmp_path):
     check = tool("check-jsonschema")
     paths = write_all(tmp_path / "gh", "github-actions", Options())
     assert paths
-    proc = run([check, "--builtin-schema", "vendor.github-workflows", *map(str, paths)])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     # The vendored schema knows the schedule's timezone key and refuses an unknown one.
-    broken = tmp_path / "broken.yml"
-    broken.write_text(paths[0].read_text().replace("timezone:", "time-zone:"))
-    assert run([check, "--builtin-schema", "vendor.github-workflows", str(broken)]).returncode != 0
+    validator = [check, "--builtin-schema", "vendor.github-workflows"]
+    assert_valid_and_checked(validator, paths, tmp_path / "broken.yml", ("timezone:", "time-zone:"))
 
 
 def test_workflows_pass_actionlint_where_installed(tmp_path):
@@ -266,3 +271,30 @@ def test_expiry_is_named():
         "expires in kairos after 7 days" in w
         for w in render(job_for(task), "kubernetes", Options(image="x"), NOW).warnings
     )
+
+
+@pytest.mark.parametrize(
+    ("expr", "cron_text", "calendar"),
+    [
+        ("1,2,3,7 * * * *", "1-3,7 * * * *", "*-*-* *:01..03,07:00 UTC"),
+        ("1,2 8-18 * * 1-5", "1,2 8-18 * * 1-5", "Mon,Tue,Wed,Thu,Fri *-*-* 08..18:01,02:00 UTC"),
+        ("5-59/10 */6 * * *", "5-59/10 */6 * * *", "*-*-* 00/6:05/10:00 UTC"),
+        ("0 0 1,15 * *", "0 0 1,15 * *", "*-*-01,15 00:00:00 UTC"),
+    ],
+)
+def test_both_spellings_of_a_value_set_share_their_runs_and_steps(expr, cron_text, calendar):
+    """Three or more in a row are a range (cron A-B, systemd A..B), two are listed, a steady step to the end
+    is a step."""
+    from kairosd.export.systemd import on_calendar
+
+    assert standard_cron(parse_cron(expr), "t", "engine") == cron_text
+    assert on_calendar(parse_cron(expr), "UTC") == [calendar]
+
+
+@given(st.sets(st.integers(0, 59), min_size=1))
+def test_runs_cover_every_value_once_in_maximal_runs(values):
+    from kairosd.export.common import runs
+
+    found = runs(tuple(sorted(values)))
+    assert [v for a, b in found for v in range(a, b + 1)] == sorted(values)
+    assert all(a2 > b1 + 1 for (_, b1), (a2, _) in itertools.pairwise(found))  # no two runs touch

@@ -16,14 +16,12 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from test_systemd import need, verify
 
 from kairosd.core.models import AgentTarget, CatchUp, InboxTarget, Overlap, ShellTarget, Task, new_task
 from kairosd.core.schedule.cron import parse_cron
@@ -72,15 +70,6 @@ ZONES = [
     "Pacific/Chatham",  # 45-minute offset
     "America/Santiago",  # midnight transitions
 ]
-
-
-def need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{tool} is missing; .ci/run should have installed Debian's systemd package")
-        pytest.skip(f"{tool} is not installed (apt-get install systemd)")
-    return path
 
 
 def task_for(expr: str, zone: str, **fields) -> Task:
@@ -281,7 +270,6 @@ def test_targets_without_a_command_are_refused(target, reason):
 
 def test_units_verify_and_keep_odd_text(tmp_path):
     """Quotes, backslashes, %, $ and newlines survive into a unit systemd-analyze verify accepts."""
-    analyze_tool = need("systemd-analyze")
     prompt = 'say "hi" \\ 100% $HOME\nsecond line ✓' + " and a longer tail" * 5
     task = new_task(
         prompt=prompt,
@@ -305,21 +293,7 @@ def test_units_verify_and_keep_odd_text(tmp_path):
     assert b"".join(base64.b64decode(chunk) for chunk in data).decode() == prompt
     timer = (units / f"kairos-{task.id}.timer").read_text()
     assert timer.count("OnCalendar=") == 2  # day of month OR day of week
-    runtime = Path(tempfile.mkdtemp(dir="/tmp", prefix="kx"))
-    try:
-        proc = subprocess.run(
-            [analyze_tool, "verify", "--user", *sorted(str(p) for p in units.iterdir())],
-            env={**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(runtime)},
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        shutil.rmtree(runtime, ignore_errors=True)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output
-    assert [line for line in output.splitlines() if "kairos-" in line] == [], output
+    verify(units, tmp_path, name="kairos-")
 
 
 def test_quote_round_trips_through_c_escapes():

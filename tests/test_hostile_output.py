@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from kairosd import testing
+
 pytestmark = pytest.mark.slow
 
 WAIT_S = 30.0
@@ -31,14 +33,7 @@ UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\
 
 
 def wait_for(condition: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    return testing.wait_for(condition, what, WAIT_S, poll=0.05)
 
 
 class Home:

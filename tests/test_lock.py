@@ -177,6 +177,15 @@ def test_acquire_twice_on_one_instance_is_a_bug(lock_path: Path, clock: FakeCloc
         lock.acquire()
 
 
+def _takeover(lock_path: Path, clock: FakeClock) -> tuple[str, int | None]:
+    """Take the lock and let it go: why it was taken over, and the pid of the record it replaced."""
+    lock = StoreLock(lock_path, clock)
+    info = lock.acquire()
+    lock.release()
+    assert info is not None
+    return info.reason, info.previous.pid if info.previous is not None else None
+
+
 def test_stale_lock_from_dead_pid(lock_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
     """A record naming an exited process is taken over with reason 'dead' and a warning."""
     pid = _exited_pid()
@@ -191,13 +200,7 @@ def test_takeover_info_for_dead_pid(lock_path: Path, clock: FakeClock) -> None:
     """acquire returns the previous record and the reason."""
     pid = _exited_pid()
     _write_record(lock_path, pid, proc_start=1.0)
-    lock = StoreLock(lock_path, clock)
-    info = lock.acquire()
-    lock.release()
-    assert info is not None
-    assert info.reason == "dead"
-    assert info.previous is not None
-    assert info.previous.pid == pid
+    assert _takeover(lock_path, clock) == ("dead", pid)
 
 
 def test_stale_lock_from_killed_owner(lock_path: Path, clock: FakeClock) -> None:
@@ -206,33 +209,19 @@ def test_stale_lock_from_killed_owner(lock_path: Path, clock: FakeClock) -> None
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=WAIT_S)
         pid = child.pid
-    lock = StoreLock(lock_path, clock)
-    info = lock.acquire()
-    lock.release()
-    assert info is not None
-    assert info.reason == "dead"
-    assert info.previous is not None
-    assert info.previous.pid == pid
+    assert _takeover(lock_path, clock) == ("dead", pid)
 
 
 def test_stale_lock_from_reused_pid(lock_path: Path, clock: FakeClock) -> None:
     """A record naming a live pid whose start time differs is 'reused_pid'."""
     _write_record(lock_path, os.getpid(), proc_start=psutil.Process().create_time() - 3600)
-    lock = StoreLock(lock_path, clock)
-    info = lock.acquire()
-    lock.release()
-    assert info is not None
-    assert info.reason == "reused_pid"
+    assert _takeover(lock_path, clock)[0] == "reused_pid"
 
 
 def test_stale_lock_released_by_live_process(lock_path: Path, clock: FakeClock) -> None:
     """A record naming a live process with the right start time, but no kernel lock, is 'released'."""
     _write_record(lock_path, os.getppid(), proc_start=psutil.Process(os.getppid()).create_time())
-    lock = StoreLock(lock_path, clock)
-    info = lock.acquire()
-    lock.release()
-    assert info is not None
-    assert info.reason == "released"
+    assert _takeover(lock_path, clock)[0] == "released"
 
 
 def test_unreadable_record_is_stale(lock_path: Path, clock: FakeClock) -> None:
@@ -257,11 +246,7 @@ def test_record_from_other_host(lock_path: Path, clock: FakeClock) -> None:
     lock_path.parent.mkdir(parents=True)
     record = LockRecord(owner="kairosd", pid=os.getpid(), proc_start=1.0, acquired_at=T0, host="elsewhere")
     lock_path.write_bytes(record.to_bytes())
-    lock = StoreLock(lock_path, clock)
-    info = lock.acquire()
-    lock.release()
-    assert info is not None
-    assert info.reason == "other_host"
+    assert _takeover(lock_path, clock)[0] == "other_host"
 
 
 def test_held_lock_with_the_last_owners_record_does_not_name_the_dead_owner(lock_path: Path, clock: FakeClock) -> None:

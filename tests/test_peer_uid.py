@@ -8,6 +8,7 @@ as root) records every byte it receives: it must receive none.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -64,9 +65,10 @@ def wait_until(check: object) -> bool:
     return True
 
 
-def test_a_server_of_another_uid_is_refused_before_anything_is_sent(tmp_path: Path) -> None:
-    """Without root: the expected uid is injected, so our own server counts as another user's."""
-    path = str(tmp_path / "s.sock")
+@contextlib.contextmanager
+def one_connection(path: str, answer: bytes | None = None) -> Iterator[list[bytes]]:
+    """A socket at ``path`` that takes one connection in a thread; yields what it received (b"" when the
+    client closed without sending), and sends ``answer`` back if there is one."""
     received: list[bytes] = []
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
@@ -76,16 +78,24 @@ def test_a_server_of_another_uid_is_refused_before_anything_is_sent(tmp_path: Pa
         conn, _ = server.accept()
         with conn:
             conn.settimeout(WAIT_S)
-            received.append(conn.recv(65536))  # b"" when the client closes without sending
+            received.append(conn.recv(65536))
+            if answer is not None:
+                conn.sendall(answer)
 
     thread = threading.Thread(target=serve)
     thread.start()
     try:
-        with pytest.raises(ForeignServer) as caught:
-            Client(path, timeout=5, expected_uid=os.getuid() + 1).call("POST", "/tasks", {"prompt": "secret"})
+        yield received
     finally:
         thread.join(WAIT_S)
         server.close()
+
+
+def test_a_server_of_another_uid_is_refused_before_anything_is_sent(tmp_path: Path) -> None:
+    """Without root: the expected uid is injected, so our own server counts as another user's."""
+    path = str(tmp_path / "s.sock")
+    with one_connection(path) as received, pytest.raises(ForeignServer) as caught:
+        Client(path, timeout=5, expected_uid=os.getuid() + 1).call("POST", "/tasks", {"prompt": "secret"})
     assert f"uid {os.getuid()}" in caught.value.message
     assert caught.value.exit_code == 1
     assert received == [b""]
@@ -93,23 +103,8 @@ def test_a_server_of_another_uid_is_refused_before_anything_is_sent(tmp_path: Pa
 
 def test_our_own_server_is_accepted(tmp_path: Path) -> None:
     path = str(tmp_path / "s.sock")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
-    server.listen(1)
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(ANSWER)
-
-    thread = threading.Thread(target=serve)
-    thread.start()
-    try:
+    with one_connection(path, ANSWER):
         assert Client(path, timeout=5).call("GET", "/status") == {}
-    finally:
-        thread.join(WAIT_S)
-        server.close()
 
 
 @pytest.fixture

@@ -3,18 +3,15 @@ and their follow stream), and once end to end: the real socket server and the `k
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import kairos_in_thread
 from registry_support import FakeAdapter, fake_agent, make_registry, run
 
-from kairos.app import run as kairos
 from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
 from kairosd.core.errors import ConflictError, NotFoundError, UsageError
 from kairosd.registry.api import registry_routes
@@ -90,6 +87,8 @@ def test_start_show_wait_send_close_through_the_routes(tmp_path, adapter):
         ("GET", "/registry/t0000000000", None, {}, NotFoundError, "no background task 't0000000000'"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "61"}, UsageError, "timeout must be from 0 to 60"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "x"}, UsageError, "timeout must be a number"),
+        ("GET", "/registry/t0000000000/wait", None, {"timeout": "y" * 50}, UsageError,
+         "^timeout must be a number, not '" + "y" * 50 + "'$"),
         ("POST", "/registry/t0000000000/send", {"text": "x"}, {}, UsageError, "message: Field required"),
     ],
 )  # fmt: skip
@@ -134,16 +133,10 @@ def test_logs_in_chunks_and_follow_stream(tmp_path, adapter):
 
 
 @pytest.fixture
-def home(monkeypatch) -> Iterator[Path]:
-    # Short and under /tmp: AF_UNIX socket paths are limited to ~107 bytes.
-    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="k"))
-    monkeypatch.setenv("KAIROS_HOME", str(root))
+def home(kairos_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("KAIROS_TASK_ID", raising=False)
-    monkeypatch.delenv("KAIROS_TASK_DEPTH", raising=False)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    return kairos_home
 
 
 def test_cli_against_the_real_server(home, tmp_path, adapter, capsys, monkeypatch):
@@ -154,10 +147,7 @@ def test_cli_against_the_real_server(home, tmp_path, adapter, capsys, monkeypatc
         server = UnixHttpServer(home / "run" / "kairosd.sock", _api(reg).handle)
         await server.start()
 
-        async def cli(*argv: str) -> tuple[int, str, str]:
-            code = await asyncio.to_thread(kairos, list(argv))
-            out, err = capsys.readouterr()
-            return code, out, err
+        cli = functools.partial(kairos_in_thread, capsys)
 
         try:
             code, out, err = await cli("task", "start", "--shell", "--wait", "--", "sh", "-c", "echo hello")

@@ -164,6 +164,18 @@ def test_record_store_round_trip_keeps_unknown_fields(tmp_path: Path):
     assert store.load_all() == []
 
 
+def test_record_store_removes_a_records_leftover_temp_file(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    """A crash between write and rename leaves <id>.json.tmp-<pid>-<hex>: load_all removes it, the record loads."""
+    store = RecordStore(tmp_path / "registry")
+    record = _record()
+    store.save(record)
+    stale = store.path_of(record.id).with_name(f"{record.id}.json.tmp-123-abcd")
+    stale.write_text("{half a record")
+    assert store.load_all() == [record]
+    assert not stale.exists()
+    assert "left by an interrupted write" in caplog.text
+
+
 def test_log_chunks_end_on_a_line_boundary(tmp_path: Path):
     """read_chunk cuts after the last newline when the limit falls inside a line."""
     path = tmp_path / "t.log"

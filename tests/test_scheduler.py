@@ -326,16 +326,21 @@ def test_pause_and_resume(tmp_path):
     run(main())
 
 
+async def held_first_fire(tmp_path: Path, t: Task) -> tuple[Harness, asyncio.Event]:
+    """``t`` (an every-minute task) fired at T0 + 30 s, its delivery held until the returned gate is set."""
+    gate = asyncio.Event()
+    h = Harness(tmp_path, [t], FakeClock(T0), gate=gate)
+    await h.start()
+    h.clock.advance(30)
+    await h.sched.tick()
+    return h, gate
+
+
 def test_overlap_skip_records_a_skipped_run(tmp_path):
     """A fire that comes while the previous run still goes is skipped with a reason."""
 
     async def main():
-        gate = asyncio.Event()
-        t = task("* * * * *")
-        h = Harness(tmp_path, [t], FakeClock(T0), gate=gate)
-        await h.start()
-        h.clock.advance(30)
-        await h.sched.tick()
+        h, gate = await held_first_fire(tmp_path, task("* * * * *"))
         h.clock.advance(60)
         await h.sched.tick()
         gate.set()
@@ -351,12 +356,7 @@ def test_overlap_queue_runs_the_fire_after_the_previous_one(tmp_path):
     """With overlap=queue the second fire waits, then is delivered."""
 
     async def main():
-        gate = asyncio.Event()
-        t = task("* * * * *", overlap=Overlap.QUEUE)
-        h = Harness(tmp_path, [t], FakeClock(T0), gate=gate)
-        await h.start()
-        h.clock.advance(30)
-        await h.sched.tick()
+        h, gate = await held_first_fire(tmp_path, task("* * * * *", overlap=Overlap.QUEUE))
         h.clock.advance(60)
         await h.sched.tick()
         assert [r.outcome for r in h.runs()] == [None, Outcome.QUEUED]
@@ -447,12 +447,7 @@ def test_a_run_is_recorded_before_the_target_answers(tmp_path):
     """While a delivery is in flight the ledger holds it with no outcome (never 'delivered')."""
 
     async def main():
-        gate = asyncio.Event()
-        t = task("* * * * *")
-        h = Harness(tmp_path, [t], FakeClock(T0), gate=gate)
-        await h.start()
-        h.clock.advance(30)
-        await h.sched.tick()
+        h, gate = await held_first_fire(tmp_path, task("* * * * *"))
         (r,) = h.runs()
         assert r.outcome is None
         assert r.dispatched_at is not None

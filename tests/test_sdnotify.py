@@ -11,15 +11,13 @@ import asyncio
 import gc
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +34,6 @@ from kairosd.system.sdnotify import (
 )
 
 WAIT_S = 15.0
-
-
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    # AF_UNIX paths are limited to 107 bytes; pytest's tmp_path can be longer.
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="k"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _receiver(address: str | bytes) -> socket.socket:
@@ -336,29 +324,26 @@ def test_daemon_sends_ready_watchdog_and_stopping_in_order(short_dir, kind):
 @pytest.mark.slow
 def test_daemon_without_systemd_variables_logs_plain_timestamped_lines(short_dir):
     """With no NOTIFY_SOCKET, JOURNAL_STREAM or INVOCATION_ID, kairosd runs as before and logs with timestamps."""
-    log_path = short_dir / "kairosd.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "kairosd"], env=_kairosd_env(short_dir), stdout=log, stderr=log)
-    try:
-        _wait_for_log(log_path, "serving on", proc)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(WAIT_S) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(WAIT_S)
-    lines = log_path.read_text().splitlines()
-    assert lines
+    lines = _log_of_one_run(short_dir, journal=False)
     assert all(line[:4].isdigit() and not line.startswith("<") for line in lines), lines
 
 
 @pytest.mark.slow
 def test_daemon_logs_with_priority_prefixes_when_stderr_is_the_journal(short_dir):
     """With JOURNAL_STREAM naming its stderr, every line kairosd logs starts with <N> and has no timestamp."""
+    lines = _log_of_one_run(short_dir, journal=True)
+    assert all(line[:3] in ("<6>", "<4>", "<7>") for line in lines), lines
+    assert any(line.startswith("<6>kairosd: kairosd") and "serving on" in line for line in lines)
+
+
+def _log_of_one_run(short_dir: Path, *, journal: bool) -> list[str]:
+    """Start kairosd with its output in a file, stop it once it serves (it must exit 0): its log lines.
+    ``journal``: JOURNAL_STREAM names that file, as systemd names the journal stream it connects."""
     log_path = short_dir / "kairosd.log"
     with open(log_path, "w") as log:
         st = os.fstat(log.fileno())
-        env = _kairosd_env(short_dir, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+        extra = {"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"} if journal else {}
+        env = _kairosd_env(short_dir, **extra)
         proc = subprocess.Popen([sys.executable, "-m", "kairosd"], env=env, stdout=log, stderr=log)
     try:
         _wait_for_log(log_path, "serving on", proc)
@@ -370,8 +355,7 @@ def test_daemon_logs_with_priority_prefixes_when_stderr_is_the_journal(short_dir
             proc.wait(WAIT_S)
     lines = log_path.read_text().splitlines()
     assert lines
-    assert all(line[:3] in ("<6>", "<4>", "<7>") for line in lines), lines
-    assert any(line.startswith("<6>kairosd: kairosd") and "serving on" in line for line in lines)
+    return lines
 
 
 def _wait_for_log(path: Path, text: str, proc: subprocess.Popen[Any]) -> None:

@@ -143,6 +143,16 @@ async def served(root: Path, handler: Handler) -> AsyncIterator[UnixHttpServer]:
         await server.close(grace_s=1.0)
 
 
+@contextlib.asynccontextmanager
+async def asked(root: Path, request: bytes) -> AsyncIterator[tuple[Probe, UnixHttpServer, socket.socket]]:
+    """A :class:`Probe` served under ``root``, and a client connection that has sent it ``request``."""
+    probe = Probe()
+    async with served(root, probe.handle) as server:
+        sock = await connect(server.path)
+        await send(sock, request)
+        yield probe, server, sock
+
+
 async def started(probe: Probe) -> None:
     async with asyncio.timeout(WAIT_S):
         await probe.started.wait()
@@ -154,10 +164,7 @@ def test_an_opted_in_long_poll_is_cancelled_when_its_client_hangs_up(root: Path,
     is attempted and the server serves the next client."""
 
     async def main() -> None:
-        probe = Probe()
-        async with served(root, probe.handle) as server:
-            sock = await connect(server.path)
-            await send(sock, get("/v1/poll?timeout=60"))
+        async with asked(root, get("/v1/poll?timeout=60")) as (probe, server, sock):
             await started(probe)
             gone_at = time.monotonic()
             if how == "close":
@@ -185,10 +192,7 @@ def test_a_half_closing_client_still_gets_its_answer(root: Path) -> None:
     goes on and its answer arrives."""
 
     async def main() -> None:
-        probe = Probe()
-        async with served(root, probe.handle) as server:
-            sock = await connect(server.path)
-            await send(sock, get("/v1/poll?timeout=60"))
+        async with asked(root, get("/v1/poll?timeout=60")) as (probe, _, sock):
             sock.shutdown(socket.SHUT_WR)
             await started(probe)
             await asyncio.sleep(SETTLE_S)
@@ -206,10 +210,7 @@ def test_a_handler_that_did_not_opt_in_runs_to_the_end(root: Path) -> None:
     lost). They can still see the hang-up on ``request.disconnected``."""
 
     async def main() -> None:
-        probe = Probe()
-        async with served(root, probe.handle) as server:
-            sock = await connect(server.path)
-            await send(sock, get("/v1/plain"))
+        async with asked(root, get("/v1/plain")) as (probe, server, sock):
             await started(probe)
             sock.close()
             await until(lambda: probe.requests[0].disconnected.is_set(), "the hang-up to be seen")
@@ -227,10 +228,8 @@ def test_keep_alive_and_pipelining_clients_are_answered(root: Path) -> None:
     up: the poll is answered (the server still answers one request per connection, then closes)."""
 
     async def main() -> None:
-        probe = Probe()
-        async with served(root, probe.handle) as server:
-            sock = await connect(server.path)
-            await send(sock, get("/v1/poll?timeout=60", close=False) + get("/v1/ok", close=False))
+        pipelined = get("/v1/poll?timeout=60", close=False) + get("/v1/ok", close=False)
+        async with asked(root, pipelined) as (probe, _, sock):
             await started(probe)
             await asyncio.sleep(SETTLE_S)
             assert not probe.cancelled.is_set()
@@ -245,10 +244,7 @@ def test_a_stream_still_ends_at_the_clients_end_of_input(root: Path) -> None:
     """Streams keep their rule: one never ends by itself, so a client that half-closes is done with it."""
 
     async def main() -> None:
-        probe = Probe()
-        async with served(root, probe.handle) as server:
-            sock = await connect(server.path)
-            await send(sock, get("/v1/stream"))
+        async with asked(root, get("/v1/stream")) as (_, server, sock):
             sock.shutdown(socket.SHUT_WR)
             raw = await read_all(sock)
             assert b'"first"' in raw
@@ -264,10 +260,7 @@ def test_server_close_cancels_a_long_poll_and_its_work(root: Path) -> None:
     """close() past its grace cancels the connection; the opted-in work must not outlive it."""
 
     async def main() -> None:
-        probe = Probe()
-        async with served(root, probe.handle) as server:
-            sock = await connect(server.path)
-            await send(sock, get("/v1/poll?timeout=60"))
+        async with asked(root, get("/v1/poll?timeout=60")) as (probe, server, sock):
             await started(probe)
             await server.close(grace_s=0.1)
             assert probe.cancelled.is_set()

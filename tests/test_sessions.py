@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from kairosd.api.server import Request
 from kairosd.core.errors import UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import SessionTarget, Task, new_task
+from kairosd.core.protocol import SESSION_MAX_WAIT_S
 from kairosd.core.records import Outcome, Run
 from kairosd.core.reminder import fence_for, reminder_text
 from kairosd.scheduling.ledger import RunLedger
+from kairosd.sessions.api import DEFAULT_WAIT_S, _timeout
 from kairosd.sessions.hub import SessionHub, chain_limit
 from kairosd.sessions.store import CLAIM_LEASE, PendingItem, SessionStore, is_inside
 from kairosd.sessions.wiring import session_ttl
@@ -113,6 +116,21 @@ def test_sessions_and_items_survive_a_reload_but_claims_do_not(tmp_path):
     (item,) = loaded.items
     assert (item.run_id, item.claim) == ("r000000000001", None)
     assert oct((tmp_path / "sessions.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_temp_file_left_by_an_interrupted_save_is_removed_at_load(tmp_path, caplog):
+    """A crash between write and rename leaves sessions.json.tmp-<pid>-<hex>: load removes it, the file loads."""
+    clock = FakeClock(T0)
+    store = SessionStore(tmp_path / "sessions.json", clock)
+    store.touch("claude", "s1", T0)
+    store.save()
+    stale = tmp_path / "sessions.json.tmp-123-abcd"
+    stale.write_text("{half a doc")
+    again = SessionStore(tmp_path / "sessions.json", clock)
+    again.load()
+    assert [s.session_id for s in again] == ["s1"]
+    assert not stale.exists()
+    assert "left by an interrupted write" in caplog.text
 
 
 def test_an_unreadable_sessions_file_is_copied_aside_and_ignored(tmp_path):
@@ -232,3 +250,23 @@ def test_the_ledger_keeps_runs_a_session_holds_across_a_restart_and_its_trimming
     assert again.get("rheld").outcome is Outcome.QUEUED
     assert again.get("rplain").outcome is Outcome.SKIPPED
     assert [r.run_id for r in again.awaiting("session")] == ["rheld"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(None, DEFAULT_WAIT_S), ("", DEFAULT_WAIT_S), ("2.5", 2.5), ("1e9", SESSION_MAX_WAIT_S)],
+)
+def test_the_waiters_timeout_defaults_and_is_capped(raw, expected):
+    query = {} if raw is None else {"timeout": raw}
+    assert _timeout(Request("GET", "/v1/sessions/s1/next", query, None, 0)) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [("x" * 50, "timeout must be a number of seconds, not '" + "x" * 40 + "'"),
+     ("-1", "timeout must be 0 or more seconds"), ("inf", "timeout must be 0 or more seconds")],
+)  # fmt: skip
+def test_a_bad_waiter_timeout_is_one_clear_line(raw, message):
+    with pytest.raises(UsageError) as caught:
+        _timeout(Request("GET", "/v1/sessions/s1/next", {"timeout": raw}, None, 0))
+    assert caught.value.message == message

@@ -18,15 +18,16 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import KairosCli
 
 from kairos.commands import systemd as sd
 from kairos.commands import units
+from kairosd import testing
 from kairosd.core.errors import UsageError
 
 WAIT_S = 15.0
@@ -44,13 +45,7 @@ def need(tool: str) -> str:
 
 
 def wait_for(condition: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {WAIT_S}s waiting for {what}")
+    return testing.wait_for(condition, what, WAIT_S, poll=0.05)
 
 
 FAKE_SYSTEMCTL = """#!{python}
@@ -78,7 +73,7 @@ echo "2026-11-21T10:00:01+0000 host kairosd[42]: args: $*"
 """
 
 
-class Sandbox:
+class Sandbox(KairosCli):
     """A short KAIROS_HOME with its own XDG folders and fake systemctl/journalctl first on PATH."""
 
     def __init__(self, root: Path) -> None:
@@ -115,17 +110,6 @@ class Sandbox:
     def unit_dir(self) -> Path:
         return self.root / "config" / "systemd" / "user"
 
-    def kairos(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kairos", *args], env=self.env, capture_output=True, text=True, timeout=60
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kairos {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
-        return proc
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.kairos(*args, "--json").stdout)
-
     def calls(self) -> list[list[str]]:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
@@ -133,6 +117,16 @@ class Sandbox:
         """Pretend a user manager runs: it listens on $XDG_RUNTIME_DIR/systemd/private."""
         (self.runtime / "systemd").mkdir(exist_ok=True)
         (self.runtime / "systemd" / "private").touch()
+
+    def installed_and_started(self, **env: str) -> dict[str, Any]:
+        """``kairos systemd install`` under a user manager, then ``kairos daemon start --json`` with ``env``
+        added (its kairosd is stopped at the end of the test): what daemon start answered."""
+        self.kairos("systemd", "install")
+        self.user_manager()
+        self.env.update(env)
+        doc: dict[str, Any] = self.json("daemon", "start")
+        self.pids.append(doc["pid"])
+        return doc
 
 
 def sd_env_vars() -> set[str]:
@@ -164,8 +158,9 @@ def _kill_if_kairosd(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def verify(units: Path, home: Path) -> None:
-    """``systemd-analyze verify --user`` accepts every unit in ``units`` without a word about them."""
+def verify(units: Path, home: Path, name: str = "kairosd") -> None:
+    """``systemd-analyze verify --user`` accepts every unit in ``units`` without a word about the units
+    (any line naming ``name``)."""
     analyze = need("systemd-analyze")
     runtime = Path(tempfile.mkdtemp(dir="/tmp", prefix="kr"))
     try:
@@ -180,7 +175,7 @@ def verify(units: Path, home: Path) -> None:
         shutil.rmtree(runtime, ignore_errors=True)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
-    assert [line for line in output.splitlines() if "kairosd" in line] == []
+    assert [line for line in output.splitlines() if name in line] == [], output
 
 
 def needs_kairosd() -> None:
@@ -475,11 +470,7 @@ def test_service_for_start_needs_the_unit_a_user_manager_and_the_same_kairos_hom
 @pytest.mark.slow
 def test_daemon_start_uses_systemctl_when_the_unit_is_installed(box):
     """With the unit installed, `kairos daemon start` runs `systemctl --user start kairosd.service` and waits for it."""
-    box.kairos("systemd", "install")
-    box.user_manager()
-    box.env["FAKE_SYSTEMCTL_SPAWN"] = str(box.root / "spawned.log")
-    doc = box.json("daemon", "start")
-    box.pids.append(doc["pid"])
+    doc = box.installed_and_started(FAKE_SYSTEMCTL_SPAWN=str(box.root / "spawned.log"))
     assert doc["systemd_unit"] == sd.SERVICE
     assert ["--user", "start", sd.SERVICE] in box.calls()
     assert box.json("status")["pid"] == doc["pid"]
@@ -489,11 +480,7 @@ def test_daemon_start_uses_systemctl_when_the_unit_is_installed(box):
 @pytest.mark.slow
 def test_daemon_start_spawns_directly_when_the_unit_serves_another_store(box):
     """A unit for another KAIROS_HOME (or --no-systemd) is not used: kairosd is spawned with its own log file."""
-    box.kairos("systemd", "install")
-    box.user_manager()
-    box.env["KAIROS_HOME"] = str(box.root / "other")
-    doc = box.json("daemon", "start")
-    box.pids.append(doc["pid"])
+    doc = box.installed_and_started(KAIROS_HOME=str(box.root / "other"))
     assert "systemd_unit" not in doc
     assert doc["log"].startswith(str(box.root / "other"))
     assert ["--user", "start", sd.SERVICE] not in box.calls()

@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from environment_support import caller_variables
+
+from kairosd.testing import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,3 +39,11 @@ def test_a_kairos_variable_in_the_callers_shell_does_not_fail_the_registry_env_t
         check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_the_shared_wait_returns_the_first_truthy_value_and_names_what_it_waited_for():
+    """kairosd.testing.wait_for: what the suites and the benchmarks poll another process with."""
+    answers = iter([None, 0, [], "ready"])
+    assert wait_for(lambda: next(answers), "the answer", 5, poll=0) == "ready"
+    with pytest.raises(AssertionError, match=r"^timed out after 0\.05s waiting for a file$"):
+        wait_for(lambda: None, "a file", 0.05, poll=0.01)

@@ -9,12 +9,9 @@ with chown, so those cases need root (the CI runs as root).
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,12 +28,8 @@ def needs_root() -> None:
 
 
 @pytest.fixture
-def base() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="kt"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def base(short_dir: Path) -> Path:
+    return short_dir
 
 
 def home_paths(home: Path) -> Paths:

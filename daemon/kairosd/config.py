@@ -97,19 +97,13 @@ from kairosd.core import defaults
 from kairosd.core.errors import ConfigError, InvalidTimeError
 from kairosd.core.schedule.durations import parse_duration
 from kairosd.system import filesafety
+from kairosd.system.lifecycle import HOOK_EVENTS
 from kairosd.system.paths import Paths
 
 log = logging.getLogger(__name__)
 
 CONFIG_NAME = "config.toml"
 BUILTIN_AGENTS = ("claude", "copilot", "codex", "gemini", "opencode")
-HOOK_EVENTS = (
-    "task_created",
-    "task_completed",
-    "scheduled_task_fired",
-    "scheduled_task_missed",
-    "scheduled_task_expired",
-)
 MAX_CONCURRENT_LIMIT = 256
 MAX_DEPTH_LIMIT = 64
 ENV_OVERRIDES = {"KAIROS_MAX_CONCURRENT": "max_concurrent", "KAIROS_MAX_DEPTH": "max_depth"}

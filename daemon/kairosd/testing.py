@@ -1,4 +1,4 @@
-"""Fakes for tests: a clock you move by hand, and in-memory adapters.
+"""Fakes for tests: a clock you move by hand, in-memory adapters, and a bounded wait for another process.
 
 Shipped in the package (like ``structlog.testing``) so every test suite, and
 users embedding kairos, can swap the real adapters for these.
@@ -7,12 +7,34 @@ users embedding kairos, can swap the real adapters for these.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Literal, TypeVar
 
 from kairosd.core.clock import Clock
 from kairosd.delivery.base import Handoff, Result
 from kairosd.store.store import StoreState
+
+_T = TypeVar("_T")
+
+
+def wait_for(
+    condition: Callable[[], _T], what: str = "a condition", timeout: float = 20.0, *, poll: float = 0.01
+) -> _T:
+    """Call ``condition`` every ``poll`` seconds until it returns something truthy, and return that.
+
+    For a test or a benchmark that waits on another process or thread (a fake clock cannot move
+    those): no blind sleep, and after ``timeout`` seconds an AssertionError that names ``what``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(poll)
 
 
 class FakeClock:

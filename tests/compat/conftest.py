@@ -29,6 +29,7 @@ import pytest
 from compat import clis
 from compat.capture import capture
 from compat.fakemodel import FakeModel
+from kairosd import testing
 
 UNSUPPORTED = "unsupported: "
 _results: dict[tuple[str, str], dict[str, str]] = {}
@@ -97,13 +98,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    return testing.wait_for(condition, what, timeout, poll=0.1)
 
 
 def kairos_script() -> str:

@@ -16,13 +16,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from kairos.client import ApiError, Client, DaemonNotRunning
+from kairosd import testing
 from kairosd.core.events import EventBus
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
@@ -34,14 +34,7 @@ WAIT_S = 30.0  # upper bound of every wait; the conditions hold far sooner
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = WAIT_S, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.01)
+    return testing.wait_for(condition, what, timeout)
 
 
 def precompile() -> None:

@@ -10,6 +10,7 @@ import asyncio
 import errno
 import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,15 +163,21 @@ def test_json_store_reports_a_failed_save_as_store_error_and_keeps_the_file(tmp_
 # ---- the scheduler ------------------------------------------------------------------------------
 
 
+async def a_one_shot_and_a_five_minute_task(tmp_path: Path) -> tuple[Task, Task, FlakyStore, SchedHarness]:
+    """A scheduler started at T0 on a store (still working) with a one-shot due at T0 + 60 s and */5."""
+    shot = task(at=T0 + timedelta(seconds=60))
+    rec = task("*/5 * * * *")
+    store = FlakyStore(state(shot, rec))
+    h = SchedHarness(tmp_path, store, FakeClock(T0))
+    await h.start()
+    return shot, rec, store, h
+
+
 def test_fires_go_out_once_while_the_store_fails_and_the_store_catches_up(tmp_path):
     """Store failing: due fires go out once (ledger-recorded), never again; healed, the store catches up."""
 
     async def main():
-        shot = task(at=T0 + timedelta(seconds=60))
-        rec = task("*/5 * * * *")
-        store = FlakyStore(state(shot, rec))
-        h = SchedHarness(tmp_path, store, FakeClock(T0))
-        await h.start()
+        shot, rec, store, h = await a_one_shot_and_a_five_minute_task(tmp_path)
         store.broken = ENOSPC
         await h.at(T0.replace(minute=5, second=0))
         assert sorted(h.delivered()) == sorted([(shot.id, shot.at), (rec.id, T0.replace(minute=5, second=0))])
@@ -272,11 +279,7 @@ def test_restart_after_a_crash_before_the_store_write_does_not_fire_again(tmp_pa
     """Fires in the ledger but not yet in the store (crash in between) are not repeated at the next start."""
 
     async def main():
-        shot = task(at=T0 + timedelta(seconds=60))
-        rec = task("*/5 * * * *")
-        store = FlakyStore(state(shot, rec))
-        first = SchedHarness(tmp_path, store, FakeClock(T0))
-        await first.start()
+        _, rec, store, first = await a_one_shot_and_a_five_minute_task(tmp_path)
         store.broken = ENOSPC  # the store never gets the anchors: as if kairosd died right after the fires
         await first.at(T0.replace(minute=5, second=0, microsecond=500_000))
         assert len(first.delivered()) == 2

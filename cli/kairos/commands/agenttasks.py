@@ -432,17 +432,20 @@ def cmd_wait(args: argparse.Namespace) -> int:
 def cmd_logs(args: argparse.Namespace) -> int:
     import sys
 
+    from kairos.commands.common import print_each
     from kairos.output import print_json
 
     if args.follow:
-        for item in _client().stream(_path(args.id, "logs"), query={"follow": "1"}):
+
+        def show(item: dict[str, Any]) -> None:
             if args.json:
                 print_json(item)
             elif "line" in item:
                 print(item["line"])
             elif item.get("lost"):
                 print("kairos: some lines were skipped (the follower fell behind)", file=sys.stderr)
-            sys.stdout.flush()
+
+        print_each(_client().stream(_path(args.id, "logs"), query={"follow": "1"}), show)
         return 0
     api = _client()
     offset, chunks = 0, []

@@ -11,7 +11,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
     from kairos.client import Client
@@ -107,20 +107,53 @@ def print_records(
 ) -> bool:
     """A table of ``records``, a ``row(record, zone)`` each (times in the user's zone), or the line ``empty``
     when there is none; whether there was any."""
-    if not records:
-        print(empty)
-        return False
-    from kairos.output import print_table
-
-    zone = local_zone()
-    print_table(headers, [row(record, zone) for record in records])
-    return True
+    return _table(records, empty, headers, lambda rs, zone: [row(r, zone) for r in rs])
 
 
 def print_block(label: str, text: str) -> None:
     """``label:`` with ``text`` below it, indented: a task's prompt, a background task's response."""
     print(f"{label}:")
     print(_indent(text, "  "))
+
+
+def print_listing(
+    doc: dict[str, Any],
+    key: str,
+    as_json: bool,
+    empty: str,
+    headers: list[str],
+    rows: Callable[[list[Any], str], list[list[str]]],
+) -> int:
+    """What a listing verb prints: the daemon's ``doc`` with --json; else ``empty`` when ``doc[key]``
+    lists nothing; else a table of ``rows(entries, zone)``, ``zone`` being the user's. Exit code 0."""
+    if as_json:
+        from kairos.output import print_json
+
+        print_json(doc)
+    else:
+        _table(doc.get(key) or [], empty, headers, rows)
+    return 0
+
+
+def _table(records: Sequence[Any], empty: str, headers: list[str], rows: Callable[[Any, str], list[list[str]]]) -> bool:
+    """The table of ``rows(records, zone)`` (times in the user's zone), or the line ``empty``; whether any."""
+    if not records:
+        print(empty)
+        return False
+    from kairos.output import print_table
+
+    print_table(headers, rows(records, local_zone()))
+    return True
+
+
+def print_each(items: Iterable[Any], show: Callable[[Any], None]) -> None:
+    """Follow a stream: show each item as it arrives, flushed at once (a reader at the other end
+    of a pipe wants every line now, not when a buffer fills)."""
+    import sys
+
+    for item in items:
+        show(item)
+        sys.stdout.flush()
 
 
 def installed_script(name: str, option: str) -> str:

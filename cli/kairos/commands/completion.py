@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SHELLS = ("bash", "zsh", "fish")
 ROOT = "kairos"
@@ -137,27 +140,49 @@ def _transitions(tree: Command) -> list[str]:
 # ---- bash -----------------------------------------------------------------------------------------------
 
 
-def _bash(tree: Command, header: str) -> str:
-    commands = tree.walk()
-    value_cases: list[str] = []
-    free: list[str] = []
-    word_cases: list[str] = []
-    for command in commands:
+def _value_cases(tree: Command, choice: Callable[[str, list[str]], str], free: Callable[[str], str]) -> list[str]:
+    """The shell's case arms for a ``path:--option`` that takes a value: ``choice(pattern, choices)``
+    for each option with choices, then one ``free(pattern)`` arm for every option without."""
+    cases: list[str] = []
+    free_patterns: list[str] = []
+    for command in tree.walk():
         for option in command.options:
             if not option.takes_value:
                 continue
             patterns = [_sq_posix(f"{command.path}:{flag}") for flag in option.flags]
             if option.choices:
-                pattern, words = "|".join(patterns), _sq_posix(" ".join(option.choices))
-                value_cases.append(f'        {pattern}) COMPREPLY=($(compgen -W {words} -- "$cur")); return ;;')
+                cases.append(choice("|".join(patterns), list(option.choices)))
             else:
-                free.extend(patterns)
+                free_patterns.extend(patterns)
+    if free_patterns:
+        cases.append(free("|".join(free_patterns)))
+    return cases
+
+
+def _dispatch(value_cases: list[str], word_cases: list[str]) -> str:
+    """The part bash and zsh share: the arm for the word before the cursor, then the one for the command."""
+    return f"""    case "$kpath:$prev" in
+{chr(10).join(value_cases)}
+    esac
+    case "$kpath" in
+{chr(10).join(word_cases)}
+    esac"""
+
+
+def _bash(tree: Command, header: str) -> str:
+    value_cases = _value_cases(
+        tree,
+        lambda pattern, choices: (
+            f'        {pattern}) COMPREPLY=($(compgen -W {_sq_posix(" ".join(choices))} -- "$cur")); return ;;'
+        ),
+        # A free value (a zone, a duration, a path): left to bash's default completion.
+        lambda pattern: f"        {pattern}) return ;;",
+    )
+    word_cases: list[str] = []
+    for command in tree.walk():
         flags = " ".join(flag for option in command.options for flag in option.flags)
         words = " ".join([*command.subcommands, *command.positional_choices])
         word_cases.append(f"        {_sq_posix(command.path)}) opts={_sq_posix(flags)}; words={_sq_posix(words)} ;;")
-    if free:
-        # A free value (a zone, a duration, a path): left to bash's default completion.
-        value_cases.append(f"        {'|'.join(free)}) return ;;")
     transitions = "|".join(_sq_posix(path) for path in _transitions(tree))
     return f"""# bash completion for kairos, {header}
 _kairos() {{
@@ -169,12 +194,7 @@ _kairos() {{
         esac
     done
     COMPREPLY=()
-    case "$kpath:$prev" in
-{chr(10).join(value_cases)}
-    esac
-    case "$kpath" in
-{chr(10).join(word_cases)}
-    esac
+{_dispatch(value_cases, word_cases)}
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
     else
@@ -193,21 +213,12 @@ def _zsh_entry(name: str, help_text: str) -> str:
 
 
 def _zsh(tree: Command, header: str) -> str:
-    value_cases: list[str] = []
-    free: list[str] = []
+    value_cases = _value_cases(
+        tree,
+        lambda pattern, choices: f"        ({pattern}) compadd -- {' '.join(_sq_posix(c) for c in choices)}; return ;;",
+        lambda pattern: f"        ({pattern}) _files; return ;;",
+    )
     word_cases: list[str] = []
-    for command in tree.walk():
-        for option in command.options:
-            if not option.takes_value:
-                continue
-            patterns = [_sq_posix(f"{command.path}:{flag}") for flag in option.flags]
-            if option.choices:
-                choices = " ".join(_sq_posix(c) for c in option.choices)
-                value_cases.append(f"        ({'|'.join(patterns)}) compadd -- {choices}; return ;;")
-            else:
-                free.extend(patterns)
-    if free:
-        value_cases.append(f"        ({'|'.join(free)}) _files; return ;;")
     for command in tree.walk():
         subs = [_zsh_entry(name, sub.help) for name, sub in command.subcommands.items()]
         subs += [_zsh_entry(choice, "") for choice in command.positional_choices]
@@ -225,12 +236,7 @@ _kairos() {{
             ({transitions}) kpath="$kpath/${{words[i]}}" ;;
         esac
     done
-    case "$kpath:$prev" in
-{chr(10).join(value_cases)}
-    esac
-    case "$kpath" in
-{chr(10).join(word_cases)}
-    esac
+{_dispatch(value_cases, word_cases)}
     if [[ $PREFIX == -* ]]; then
         _describe -t options option opts
     elif (( ${{#subs}} )); then

@@ -14,10 +14,13 @@ or any kairosd module that does I/O.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos.commands.common import make_parser
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "generic")
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
@@ -270,7 +273,7 @@ def _print_run(info: dict[str, Any]) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from kairos.client import Client
-    from kairos.output import print_json, print_table
+    from kairos.output import print_json
 
     query = {"cwd": _abs(args.cwd), **({"all": "1"} if args.all else {})}
     doc = Client().call("GET", route_path("board"), query=query)
@@ -279,40 +282,47 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     entries = doc.get("entries") or []
     print(f"context board of {doc.get('project')}: {len(entries)} of {doc.get('limit', 25)} entries")
-    if not entries:
-        print("(empty: entries come from consolidated sessions, or kairos board add)")
-    else:
+    rows = [
+        [
+            str(e.get("id")),
+            str(e.get("kind")),
+            str(e.get("hits", 1)),
+            str(e.get("last_seen_at", ""))[:10],
+            ("you" if e.get("author") == "user" else "kairos") + (", pinned" if e.get("pinned") else ""),
+            str(e.get("text", "")) + (f"  (conflicts with {e['conflicts_with']})" if e.get("conflicts_with") else ""),
+        ]
+        for e in entries
+    ]
+    _table_or(
+        ["ID", "KIND", "HITS", "LAST SEEN", "BY", "TEXT"],
+        rows,
+        "(empty: entries come from consolidated sessions, or kairos board add)",
+    )
+    if args.all:
+        old = doc.get("superseded") or []
+        print(f"\nreplaced entries ({len(old)}, newest first; kairos board restore ID puts one back):")
         rows = [
             [
                 str(e.get("id")),
                 str(e.get("kind")),
-                str(e.get("hits", 1)),
-                str(e.get("last_seen_at", ""))[:10],
-                ("you" if e.get("author") == "user" else "kairos") + (", pinned" if e.get("pinned") else ""),
-                str(e.get("text", ""))
-                + (f"  (conflicts with {e['conflicts_with']})" if e.get("conflicts_with") else ""),
+                str(e.get("superseded_at", ""))[:16].replace("T", " "),
+                str(e.get("superseded_by", "?")),
+                str(e.get("text", "")),
             ]
-            for e in entries
+            for e in old
         ]
-        print_table(["ID", "KIND", "HITS", "LAST SEEN", "BY", "TEXT"], rows)
-    if args.all:
-        old = doc.get("superseded") or []
-        print(f"\nreplaced entries ({len(old)}, newest first; kairos board restore ID puts one back):")
-        if not old:
-            print("(none)")
-        else:
-            rows = [
-                [
-                    str(e.get("id")),
-                    str(e.get("kind")),
-                    str(e.get("superseded_at", ""))[:16].replace("T", " "),
-                    str(e.get("superseded_by", "?")),
-                    str(e.get("text", "")),
-                ]
-                for e in old
-            ]
-            print_table(["ID", "KIND", "REPLACED AT", "BY ENTRY", "TEXT"], rows)
+        _table_or(["ID", "KIND", "REPLACED AT", "BY ENTRY", "TEXT"], rows, "(none)")
     return 0
+
+
+def _table_or(headers: list[str], rows: list[list[str]], empty: str) -> None:
+    """The rows as a table, or the ``empty`` line when there are none."""
+    from kairos.output import print_table
+
+    if rows:
+        print_table(headers, rows)
+    else:
+        print(empty)
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -324,23 +334,32 @@ def cmd_add(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
         return 0
-    entry = doc["entry"]
-    print(f"added {entry['id']} [{entry['kind']}] {entry['text']}")
+    print(f"added {_entry(doc['entry'])}")
     for pruned in doc.get("pruned") or []:
-        print(f"pruned {pruned['id']} [{pruned['kind']}] {pruned['text']} (to make room)")
+        print(f"pruned {_entry(pruned)} (to make room)")
     for old in doc.get("superseded") or []:
-        print(f"replaced {old['id']} [{old['kind']}] {old['text']} (kairos board restore {old['id']} undoes it)")
+        print(f"replaced {_entry(old)} (kairos board restore {old['id']} undoes it)")
     return 0
 
 
-def _change(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
+def _change(args: argparse.Namespace, body: dict[str, Any], said: Callable[[dict[str, Any]], str]) -> int:
+    """Change entry ``args.id``; print kairosd's answer with --json, else ``said(answer)``."""
     from kairos.client import Client
+    from kairos.output import print_json
 
-    return dict(Client().call("POST", route_path("board_entry", id=args.id), {"cwd": _abs(args.cwd), **body}))
+    doc = Client().call("POST", route_path("board_entry", id=args.id), {"cwd": _abs(args.cwd), **body})
+    if args.json:
+        print_json(doc)
+    else:
+        print(said(doc))
+    return 0
+
+
+def _entry(entry: dict[str, Any]) -> str:
+    return f"{entry['id']} [{entry['kind']}] {entry['text']}"
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
     from kairosd.core.errors import UsageError
 
     body: dict[str, Any] = {}
@@ -350,37 +369,16 @@ def cmd_edit(args: argparse.Namespace) -> int:
         body["kind"] = args.kind
     if not body:
         raise UsageError("give the new text, or --kind")
-    doc = _change(args, body)
-    if args.json:
-        print_json(doc)
-    else:
-        entry = doc["entry"]
-        print(f"edited {entry['id']} [{entry['kind']}] {entry['text']} (was: {doc.get('before')})")
-    return 0
+    return _change(args, body, lambda doc: f"edited {_entry(doc['entry'])} (was: {doc.get('before')})")
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
-    doc = _change(args, {"pinned": not args.off})
-    if args.json:
-        print_json(doc)
-    else:
-        entry = doc["entry"]
-        print(f"{'unpinned' if args.off else 'pinned'} {entry['id']} [{entry['kind']}] {entry['text']}")
-    return 0
+    verb = "unpinned" if args.off else "pinned"
+    return _change(args, {"pinned": not args.off}, lambda doc: f"{verb} {_entry(doc['entry'])}")
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-
-    doc = _change(args, {"restore": True})
-    if args.json:
-        print_json(doc)
-    else:
-        entry = doc["entry"]
-        print(f"restored {entry['id']} [{entry['kind']}] {entry['text']} (pinned)")
-    return 0
+    return _change(args, {"restore": True}, lambda doc: f"restored {_entry(doc['entry'])} (pinned)")
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
@@ -391,7 +389,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
     else:
-        print(f"removed {doc['entry']['id']} [{doc['entry']['kind']}] {doc['entry']['text']}")
+        print(f"removed {_entry(doc['entry'])}")
     return 0
 
 
@@ -407,39 +405,33 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if not pruned:
         print(f"nothing to prune (at most {doc.get('prune_to', 18)} of kairos' entries are kept)")
     for entry in pruned:
-        print(f"pruned {entry['id']} [{entry['kind']}] {entry['text']}")
+        print(f"pruned {_entry(entry)}")
     return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     from kairos.client import Client
-    from kairos.commands.common import local_zone
-    from kairos.output import fmt_time, print_json, print_table
+    from kairos.commands.common import print_listing
+    from kairos.output import fmt_time
     from kairosd.core.errors import UsageError
+
+    def rows(records: list[dict[str, Any]], zone: str) -> list[list[str]]:
+        return [
+            [
+                fmt_time(r.get("at"), zone),
+                str(r.get("action", "?")),
+                "you" if r.get("by") == "user" else "kairos",
+                str(r.get("id") or "-"),
+                (f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", ""))) + _why(r),
+            ]
+            for r in records
+        ]
 
     if args.n < 0:
         raise UsageError("-n must be 0 or more")
     doc = Client().call("GET", route_path("board_history"), query={"cwd": _abs(args.cwd), "limit": str(args.n)})
-    if args.json:
-        print_json(doc)
-        return 0
-    records = doc.get("history") or []
-    if not records:
-        print(f"no changes yet to the board of {doc.get('project')}")
-        return 0
-    zone = local_zone()
-    rows = [
-        [
-            fmt_time(r.get("at"), zone),
-            str(r.get("action", "?")),
-            "you" if r.get("by") == "user" else "kairos",
-            str(r.get("id") or "-"),
-            (f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", ""))) + _why(r),
-        ]
-        for r in records
-    ]
-    print_table(["WHEN", "ACTION", "BY", "ID", "ENTRY"], rows)
-    return 0
+    empty = f"no changes yet to the board of {doc.get('project')}"
+    return print_listing(doc, "history", args.json, empty, ["WHEN", "ACTION", "BY", "ID", "ENTRY"], rows)
 
 
 def _why(record: dict[str, Any]) -> str:

@@ -174,8 +174,24 @@ def _run_row(r: dict[str, Any], zone: str) -> list[str]:
 
 
 def cmd_missed(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client, local_zone
-    from kairos.output import fmt_time, one_line, print_json, print_table, terminal_columns
+    from kairos.commands.common import client, print_listing
+    from kairos.output import fmt_time, one_line, print_json, terminal_columns
+
+    def rows(records: list[dict[str, Any]], zone: str) -> list[list[str]]:
+        # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
+        # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
+        reason_width = max(MIN_REASON, terminal_columns() // 3)
+        return [
+            [
+                str(m.get("task_id", "?")),
+                fmt_time(m.get("scheduled_for"), zone),
+                str(m.get("count", 1)),
+                one_line(m.get("reason", "-"), reason_width),
+                str(m.get("action", "-")),
+                m.get("task_name") or m.get("prompt") or "",
+            ]
+            for m in records
+        ]
 
     api = client()
     if args.clear:
@@ -186,30 +202,8 @@ def cmd_missed(args: argparse.Namespace) -> int:
             print(f"cleared {doc.get('cleared', 0)} missed record(s)")
         return 0
     doc = api.call("GET", route_path("missed"))
-    if args.json:
-        print_json(doc)
-        return 0
-    records = doc.get("missed") or []
-    if not records:
-        print("nothing missed")
-        return 0
-    zone = local_zone()
-    # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
-    # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
-    reason_width = max(MIN_REASON, terminal_columns() // 3)
-    rows = [
-        [
-            str(m.get("task_id", "?")),
-            fmt_time(m.get("scheduled_for"), zone),
-            str(m.get("count", 1)),
-            one_line(m.get("reason", "-"), reason_width),
-            str(m.get("action", "-")),
-            m.get("task_name") or m.get("prompt") or "",
-        ]
-        for m in records
-    ]
-    print_table(["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"], rows)
-    return 0
+    headers = ["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"]
+    return print_listing(doc, "missed", args.json, "nothing missed", headers, rows)
 
 
 # ---- inbox / watch --------------------------------------------------------
@@ -239,23 +233,18 @@ def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | No
     import json
     import sys
 
+    from kairos.commands.common import print_each
     from kairos.output import error
 
-    try:
-        for item in lines:
-            if as_json:
-                sys.stdout.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
-            else:
-                _print_item(item, zone)
-            sys.stdout.flush()  # a reader at the other end of a pipe wants each line now
-    except KeyboardInterrupt:
-        return 0
-    except BrokenPipeError:
-        import os
+    def show(item: Any) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
+        else:
+            _print_item(item, zone)
 
-        # The reader went away (e.g. `| head -1`); point stdout at /dev/null so the exit flush is quiet.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+    try:
+        print_each(lines, show)  # a reader that goes away (`| head -1`) is kairos.app's to quieten
+    except KeyboardInterrupt:
         return 0
     if closed is None:
         return None

@@ -62,26 +62,21 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client
-    from kairos.output import fmt_time, print_json, print_table
+    from kairos.commands.common import client, print_listing
+    from kairos.output import fmt_time
+
+    def rows(sessions: list[dict[str, Any]], zone: str) -> list[list[str]]:
+        return [
+            [
+                str(s.get("agent", "?")),
+                str(s.get("session_id", "?")),
+                fmt_time(s.get("last_active")),  # as the daemon wrote it, not in the user's zone
+                str(s.get("pending", 0)),
+                str(s.get("cwd") or "-"),
+            ]
+            for s in sessions
+        ]
 
     doc = client().call("GET", route_path("sessions"))
-    if args.json:
-        print_json(doc)
-        return 0
-    sessions = doc.get("sessions") or []
-    if not sessions:
-        print("no live sessions (agents register through kairos' hooks: see kairos integrate)")
-        return 0
-    rows = [
-        [
-            str(s.get("agent", "?")),
-            str(s.get("session_id", "?")),
-            fmt_time(s.get("last_active")),
-            str(s.get("pending", 0)),
-            str(s.get("cwd") or "-"),
-        ]
-        for s in sessions
-    ]
-    print_table(["AGENT", "SESSION", "LAST ACTIVE", "PENDING", "CWD"], rows)
-    return 0
+    empty = "no live sessions (agents register through kairos' hooks: see kairos integrate)"
+    return print_listing(doc, "sessions", args.json, empty, ["AGENT", "SESSION", "LAST ACTIVE", "PENDING", "CWD"], rows)

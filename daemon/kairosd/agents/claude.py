@@ -36,10 +36,8 @@ from kairosd.agents.common import (
     bare_tool,
     check_mode,
     failure,
-    json_object,
     json_objects,
     last_line,
-    plain_line,
     text_of,
 )
 from kairosd.core.errors import UsageError
@@ -53,9 +51,7 @@ class ClaudeAdapter(CliAdapter):
 
     def command(self, request: TurnRequest) -> Command:
         argv = [self.binary, "-p", "--output-format", "stream-json", "--verbose"]
-        model = self.model(request)
-        if model:
-            argv += ["--model", model]
+        argv += self.model_args(request)
         if request.resume_session:
             argv.append(f"--resume={request.resume_session}")
             if request.fork:
@@ -92,10 +88,7 @@ class ClaudeAdapter(CliAdapter):
         env = {"MCP_CONNECTION_NONBLOCKING": "false", **self.settings.env}
         return self.finish(argv, env=env, stdin=request.prompt)
 
-    def progress(self, line: str) -> Progress | None:
-        event = json_object(line)
-        if event is None:
-            return plain_line(line)
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind = event.get("type")
         session = text_of(event.get("session_id"))
         if kind == "system" and event.get("subtype") == "init":

@@ -34,11 +34,10 @@ from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.agents.common import (
     CliAdapter,
     failure,
-    json_object,
     json_objects,
     last_line,
     mode_only,
-    plain_line,
+    option,
     prompt_with_definition,
     text_of,
 )
@@ -65,20 +64,13 @@ class CodexAdapter(CliAdapter):
 
     def command(self, request: TurnRequest) -> Command:
         argv = [self.binary, "exec", "--json", "--sandbox", SANDBOX[mode_only(NAME, request)]]
-        model = self.model(request)
-        if model:
-            argv += ["--model", model]
+        argv += self.model_args(request)
         argv += self.extra_args(request)
-        if request.resume_session:
-            argv += ["resume", request.resume_session]
+        argv += option("resume", request.resume_session)  # a subcommand, after every option
         argv.append("-")  # the prompt is on stdin
         return self.finish(argv, stdin=prompt_with_definition(request))
 
-    def progress(self, line: str) -> Progress | None:
-        event = json_object(line)
-        if event is None:
-            # codex prints progress on stderr; a stray stdout line is still worth showing.
-            return plain_line(line)
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind = event.get("type")
         if kind == "thread.started":
             return Progress(session_id=text_of(event.get("thread_id")))

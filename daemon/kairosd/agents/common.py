@@ -56,9 +56,34 @@ class CliAdapter:
         """The configured extra arguments, then the request's own."""
         return [*self.settings.extra_args, *request.extra_args]
 
+    def model_args(self, request: TurnRequest, *, joined: bool = False) -> list[str]:
+        """``--model`` with :meth:`model`, or nothing when neither the request nor the config names one."""
+        return option("--model", self.model(request), joined=joined)
+
+    def progress(self, line: str) -> Progress | None:
+        """A JSON event line goes to :meth:`event_progress`; any other line is shown as it is (codex,
+        for one, prints its progress on stderr, and a stray stdout line is still worth showing)."""
+        event = json_object(line)
+        return plain_line(line) if event is None else self.event_progress(event)
+
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
+        """What one of the CLI's JSON events says, if anything worth showing."""
+        raise NotImplementedError
+
     def finish(self, argv: list[str], *, env: dict[str, str] | None = None, stdin: str | None = None) -> Command:
         """The command, once its argv passes :func:`check_argv`; ``env`` defaults to the configured one."""
         return Command(check_argv(self.name, argv), env=dict(self.settings.env) if env is None else env, stdin=stdin)
+
+
+def option(flag: str, value: str | None, *, joined: bool = False) -> list[str]:
+    """``[flag, value]``, or ``["flag=value"]`` when ``joined``; nothing when ``value`` is empty.
+
+    Each CLI spells its options its own way: the joined form keeps a value that starts
+    with a dash from being read as an option.
+    """
+    if not value:
+        return []
+    return [f"{flag}={value}"] if joined else [flag, value]
 
 
 def plain_line(line: str) -> Progress | None:

@@ -43,10 +43,9 @@ from kairosd.agents.common import (
     bare_tool,
     check_mode,
     failure,
-    json_object,
     json_objects,
     last_line,
-    plain_line,
+    option,
     prompt_with_definition,
     refuse_session_control,
     text_of,
@@ -64,22 +63,15 @@ class CopilotAdapter(CliAdapter):
     def command(self, request: TurnRequest) -> Command:
         refuse_session_control(NAME, request, fork=False, fixed_id=True)
         argv = [self.binary, "--output-format=json", "--no-ask-user"]
-        model = self.model(request)
-        if model:
-            argv.append(f"--model={model}")
-        if request.resume_session:
-            argv.append(f"--resume={request.resume_session}")
-        if request.new_session_id:
-            argv.append(f"--session-id={request.new_session_id}")
+        argv += self.model_args(request, joined=True)
+        argv += option("--resume", request.resume_session, joined=True)
+        argv += option("--session-id", request.new_session_id, joined=True)
         argv += _permission_args(request)
         argv += self.extra_args(request)
         argv.append(f"--prompt={prompt_with_definition(request)}")
         return self.finish(argv)
 
-    def progress(self, line: str) -> Progress | None:
-        event = json_object(line)
-        if event is None:
-            return plain_line(line)
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind, data = event.get("type"), _data(event)
         if kind == "session.start":
             return Progress(session_id=text_of(data.get("sessionId")))

@@ -30,11 +30,10 @@ from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.agents.common import (
     CliAdapter,
     failure,
-    json_object,
     json_objects,
     last_line,
     mode_only,
-    plain_line,
+    option,
     prompt_with_definition,
     text_of,
 )
@@ -58,19 +57,13 @@ class GeminiAdapter(CliAdapter):
 
     def command(self, request: TurnRequest) -> Command:
         argv = [self.binary, "--output-format", "stream-json", f"--approval-mode={APPROVAL[mode_only(NAME, request)]}"]
-        model = self.model(request)
-        if model:
-            argv.append(f"--model={model}")
-        if request.resume_session:
-            argv.append(f"--resume={request.resume_session}")
+        argv += self.model_args(request, joined=True)
+        argv += option("--resume", request.resume_session, joined=True)
         argv += self.extra_args(request)
         argv.append(f"--prompt={prompt_with_definition(request)}")
         return self.finish(argv)
 
-    def progress(self, line: str) -> Progress | None:
-        event = json_object(line)
-        if event is None:
-            return plain_line(line)
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind = event.get("type")
         if kind == "init":
             return Progress(session_id=_session(event))

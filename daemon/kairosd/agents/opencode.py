@@ -36,10 +36,9 @@ from kairosd.agents.common import (
     CliAdapter,
     check_mode,
     failure,
-    json_object,
     json_objects,
     last_line,
-    plain_line,
+    option,
     prompt_with_definition,
     refuse_session_control,
     text_of,
@@ -78,19 +77,13 @@ class OpencodeAdapter(CliAdapter):
         env = dict(self.settings.env)
         env["OPENCODE_PERMISSION"] = json.dumps(permission_config(request.permissions), sort_keys=True)
         argv = [self.binary, "run", "--format", "json"]
-        model = self.model(request)
-        if model:
-            argv += ["--model", model]
-        if request.resume_session:
-            argv += ["--session", request.resume_session]
+        argv += self.model_args(request)
+        argv += option("--session", request.resume_session)
         argv += self.extra_args(request)
         argv += ["--", prompt_with_definition(request)]
         return self.finish(argv, env=env)
 
-    def progress(self, line: str) -> Progress | None:
-        event = json_object(line)
-        if event is None:
-            return plain_line(line)
+    def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind, part = event.get("type"), _part(event)
         session = text_of(event.get("sessionID"))
         if kind == "step_start":

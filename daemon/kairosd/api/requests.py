@@ -115,3 +115,16 @@ class ConsolidationRequest(Body):
     spawned: StrictBool = Field(default=False, description="the session was started by kairos (KAIROS_SPAWNED=1)")
     consolidate: MaybeShort = Field(default=None, description="the caller's KAIROS_CONSOLIDATE switch")
     hook_event_name: MaybeShort = Field(default=None, description="accepted with a raw hook payload, not used")
+
+
+def query_number(raw: str | None, what: str, *, quoted: int | None = None) -> float | None:
+    """A query parameter as a number; None when it is absent or empty.
+
+    Not a number: one UsageError line, ``what`` and then the text sent (its first ``quoted`` characters).
+    """
+    if raw is None or raw == "":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise UsageError(f"{what}, not {raw[:quoted]!r}") from None

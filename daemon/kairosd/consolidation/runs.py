@@ -56,39 +56,36 @@ class Run:
     followers: list[str] = field(default_factory=list)  # sessions coalesced into this run
 
 
+@dataclass(frozen=True)
+class ConsolidationDeps:
+    """What consolidation takes from the daemon: the service gets it and shares it with its run tracker.
+    ``python``: the interpreter for the worker (None: kairosd's own)."""
+
+    paths: Paths
+    clock: Clock
+    events: EventBus
+    registry: Registry
+    config: ConsolidationConfig
+    environ: Mapping[str, str]
+    zone: str = "UTC"
+    python: str | None = None
+
+
 class RunTracker:
     def __init__(
-        self,
-        *,
-        paths: Paths,
-        clock: Clock,
-        events: EventBus,
-        registry: Registry,
-        config: ConsolidationConfig,
-        environ: Mapping[str, str],
-        zone: str,
-        python: str | None,
-        boards_dir: Path,
-        on_settled: Callable[[str], Awaitable[None]],
+        self, deps: ConsolidationDeps, *, boards_dir: Path, on_settled: Callable[[str], Awaitable[None]]
     ) -> None:
-        self.paths = paths
-        self.clock = clock
-        self.events = events
-        self.registry = registry
-        self.config = config
-        self.environ = environ
-        self.zone = zone
-        self.python = python
+        self.deps = deps
         self.boards_dir = boards_dir
         self.on_settled = on_settled  # with the project, once its run is settled and the project free
-        self.runs_dir = paths.state_dir / "consolidation" / "runs"
+        self.runs_dir = deps.paths.state_dir / "consolidation" / "runs"
         self.running: dict[str, Run] = {}  # project -> its run
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
     async def readopt(self) -> None:
         """Settle or re-adopt the runs a previous kairosd left running. Call after the registry recovered."""
-        for record in self.registry.list_tasks(JobStatus.RUNNING):
+        for record in self.deps.registry.list_tasks(JobStatus.RUNNING):
             if record.kind is not JobKind.CONSOLIDATION or not record.detached:
                 continue
             result = await asyncio.to_thread(self.read_result, record.id)
@@ -97,7 +94,7 @@ class RunTracker:
                 # kairosd stopped between starting the worker and recording its pid: its pid file says.
                 pid = await asyncio.to_thread(self._read_pid, record.id)
                 if pid is not None:
-                    record = await self.registry.attach_process(record.id, pid)
+                    record = await self.deps.registry.attach_process(record.id, pid)
             if result is not None:
                 await self._settle(record.id, project, result)
             elif spawn.same_process(record.pid, record.pid_started):
@@ -125,7 +122,7 @@ class RunTracker:
 
     async def launch(self, req: ConsolidationRequest, project: str, bound_s: float) -> JobRecord:
         """Record, write the request, start the worker detached and watch it; OSError if it cannot start."""
-        mode = self.config.mode
+        mode = self.deps.config.mode
         spec = StartSpec(
             kind=JobKind.CONSOLIDATION,
             prompt=f"consolidate {req.agent} session {req.session_id} into the context board ({mode})",
@@ -134,19 +131,19 @@ class RunTracker:
             session=req.session_id,
             timeout_s=bound_s,
         )
-        record = await self.registry.record_external(spec)
+        record = await self.deps.registry.record_external(spec)
         run = Run(record.id, project, req.transcript_path)
         self.running[project] = run  # before any await: a request coming meanwhile is coalesced
         try:
             request_path = await asyncio.to_thread(self._write_request, record, req, project)
             env = {
-                **self.environ,
+                **self.deps.environ,
                 "KAIROS_SPAWNED": "1",
                 "KAIROS_TASK_ID": record.id,
                 "KAIROS_TASK_DEPTH": "0",
                 "KAIROS_SESSION": req.session_id,
             }
-            argv = spawn.scoped(spawn.worker_argv(request_path, self.python), f"kairos-{record.id}", env)
+            argv = spawn.scoped(spawn.worker_argv(request_path, self.deps.python), f"kairos-{record.id}", env)
             pid = await asyncio.to_thread(
                 spawn.spawn_detached,
                 argv,
@@ -157,21 +154,21 @@ class RunTracker:
             )
         except OSError as exc:
             del self.running[project]
-            await self.registry.finish_external(record.id, ok=False, error=f"cannot start: {exc.strerror or exc}")
+            await self.deps.registry.finish_external(record.id, ok=False, error=f"cannot start: {exc.strerror or exc}")
             raise
-        record = await self.registry.attach_process(record.id, pid)
+        record = await self.deps.registry.attach_process(record.id, pid)
         log.info("consolidation %s of %s started: pid %d, %s mode", record.id, project, pid, mode)
         run.watcher = asyncio.ensure_future(self._watch(run, pid, record.pid_started))
         return record
 
     async def _watch(self, run: Run, pid: int, started: float | None) -> None:
-        record = self.registry.get(run.task_id)
-        elapsed = (self.clock.now() - record.created_at).total_seconds()
+        record = self.deps.registry.get(run.task_id)
+        elapsed = (self.deps.clock.now() - record.created_at).total_seconds()
         remaining = max(1.0, record.timeout_s - elapsed)
         ended = await spawn.wait_exit(pid, started=started, timeout=remaining)
         if not ended:
             log.warning("consolidation %s ran past %gs; stopping it", run.task_id, record.timeout_s)
-            await self.registry.cancel(run.task_id)  # TERM, grace, KILL on its group (pid checked)
+            await self.deps.registry.cancel(run.task_id)  # TERM, grace, KILL on its group (pid checked)
         result = await asyncio.to_thread(self.read_result, run.task_id)
         if result is None:
             why = "ran past its bound and was stopped" if not ended else "ended without a result (see its log)"
@@ -190,10 +187,10 @@ class RunTracker:
         run = self.running.get(project)
         if run is not None and run.task_id == task_id:
             del self.running[project]  # first: whoever the record's end wakes sees the project free
-        await self.registry.finish_external(
+        await self.deps.registry.finish_external(
             task_id, ok=ok, error=None if ok else str(result.get("error") or "failed"), response=summary if ok else None
         )
-        self.events.publish(
+        self.deps.events.publish(
             "consolidation_finished",
             run=task_id,
             project=project,
@@ -204,11 +201,11 @@ class RunTracker:
             pruned=len(merge.get("pruned", [])),
         )
         if ok and (merge.get("added") or merge.get("pruned") or merge.get("seen")):
-            self.events.publish("board_changed", project=project, run=task_id, by="kairos")
+            self.deps.events.publish("board_changed", project=project, run=task_id, by="kairos")
         await self.on_settled(project)
 
     async def run_info(self, task_id: str) -> dict[str, Any]:
-        record = self.registry.get(task_id)
+        record = self.deps.registry.get(task_id)
         if record.kind is not JobKind.CONSOLIDATION:
             raise NotFoundError(f"task {task_id} is not a consolidation run (see: kairos task show {task_id})")
         result = await asyncio.to_thread(self.read_result, task_id)
@@ -230,7 +227,7 @@ class RunTracker:
         from kairosd.consolidation.worker import REQUEST_VERSION
 
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        paths = self.paths
+        paths = self.deps.paths
         doc = {
             "version": REQUEST_VERSION,
             "run": record.id,
@@ -238,9 +235,9 @@ class RunTracker:
             "transcript": req.transcript_path,
             "agent": req.agent,
             "session_id": req.session_id,
-            "mode": self.config.mode,
-            "agent_timeout_s": self.config.agent_timeout,
-            "zone": self.zone,
+            "mode": self.deps.config.mode,
+            "agent_timeout_s": self.deps.config.agent_timeout,
+            "zone": self.deps.zone,
             "requested_at": record.created_at.isoformat(),
             "boards_dir": str(self.boards_dir),
             "result_path": str(self.result_path(record.id)),
@@ -271,7 +268,7 @@ class RunTracker:
 
     def _remove_stale_files(self) -> None:
         """Request and result files of runs the registry no longer keeps."""
-        known = {r.id for r in self.registry.list_tasks()}
+        known = {r.id for r in self.deps.registry.list_tasks()}
         with contextlib.suppress(FileNotFoundError):
             for path in self.runs_dir.iterdir():
                 if path.name.split(".", 1)[0] not in known:

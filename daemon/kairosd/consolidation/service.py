@@ -29,23 +29,18 @@ import asyncio
 import logging
 import os
 from collections import deque
-from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kairosd.config import ConsolidationConfig
 from kairosd.consolidation import gates
 from kairosd.consolidation.request import ConsolidationRequest
-from kairosd.consolidation.runs import Run, RunTracker
-from kairosd.core.clock import Clock
+from kairosd.consolidation.runs import ConsolidationDeps, Run, RunTracker
 from kairosd.core.errors import UnavailableError
-from kairosd.core.events import EventBus
 from kairosd.registry.model import JobKind, view
-from kairosd.registry.registry import Registry
 from kairosd.store.jsonlog import JsonLog
-from kairosd.system.paths import Paths
 
 if TYPE_CHECKING:
     from kairosd.consolidation.board import BoardStore
@@ -95,42 +90,14 @@ LATE_TRANSCRIPT_POLL_S = 0.25
 
 
 class Consolidation:
-    def __init__(
-        self,
-        *,
-        paths: Paths,
-        clock: Clock,
-        events: EventBus,
-        registry: Registry,
-        config: ConsolidationConfig,
-        environ: Mapping[str, str],
-        zone: str = "UTC",
-        python: str | None = None,
-    ) -> None:
-        self.paths = paths
-        self.clock = clock
-        self.events = events
-        self.registry = registry
-        self.config = config
-        self.environ = dict(environ)
-        self.zone = zone
-        self.python = python
-        self.runs = RunTracker(
-            paths=paths,
-            clock=clock,
-            events=events,
-            registry=registry,
-            config=config,
-            environ=self.environ,
-            zone=zone,
-            python=python,
-            boards_dir=paths.data_dir / "boards",
-            on_settled=self._follow_up,
-        )
+    def __init__(self, deps: ConsolidationDeps) -> None:
+        self.deps = replace(deps, environ=dict(deps.environ))  # a snapshot, shared with the run tracker
+        # The board store and its operations are built on first use (boards, board_ops below).
+        self.runs = RunTracker(self.deps, boards_dir=deps.paths.data_dir / "boards", on_settled=self._follow_up)
         self.runs_dir = self.runs.runs_dir
         # How long to wait for a transcript an agent writes only after its SessionEnd hook (Copilot).
         self.late_transcript_s = LATE_TRANSCRIPT_S
-        self.decisions = JsonLog(paths.state_dir / "consolidation" / "requests.jsonl")
+        self.decisions = JsonLog(deps.paths.state_dir / "consolidation" / "requests.jsonl")
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_KEPT)
         self.running: dict[str, Run] = self.runs.running  # project -> its run (the same dict)
         self.pending: dict[str, ConsolidationRequest] = {}  # project -> the follow-up to start after
@@ -147,13 +114,13 @@ class Consolidation:
     def boards(self) -> BoardStore:
         from kairosd.consolidation.board import BoardStore
 
-        return BoardStore(self.runs.boards_dir, self.clock.now)
+        return BoardStore(self.runs.boards_dir, self.deps.clock.now)
 
     @cached_property
     def board_ops(self) -> BoardOperations:
         from kairosd.consolidation.board_ops import BoardOperations
 
-        return BoardOperations(self.boards, self.clock.now, self.events)
+        return BoardOperations(self.boards, self.deps.clock.now, self.deps.events)
 
     async def start(self) -> None:
         """Settle or re-adopt the runs a previous kairosd left running. Call after the registry recovered."""
@@ -170,14 +137,14 @@ class Consolidation:
         """Decide on one request (the gates in order); start, coalesce or skip it. The decision."""
         if self._closing:
             raise UnavailableError("kairosd is shutting down; not consolidating now")
-        reason = gates.check_enabled(self.config.enabled, self.environ, req.consolidate)
+        reason = gates.check_enabled(self.deps.config.enabled, self.deps.environ, req.consolidate)
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "enabled", reason)
         reason = gates.check_not_spawned(req.spawned, self._own_task(req.session_id))
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "not_spawned", reason)
         count, cwd_seen, problem = await self._count_turns(req)
-        reason = gates.check_user_turns(count, self.config.min_user_turns, problem)
+        reason = gates.check_user_turns(count, self.deps.config.min_user_turns, problem)
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "user_turns", reason)
         cwd = req.cwd or cwd_seen
@@ -189,8 +156,8 @@ class Consolidation:
             return await self._decide(req, project, SKIPPED, "user_turns", why)
         lock = self._project_locks.setdefault(project, asyncio.Lock())
         async with lock:  # the interval and lock gates, and the start, happen as one step per project
-            minutes = self.config.min_interval_minutes
-            reason = gates.check_interval(self._last_start(project), self.clock.now(), minutes)
+            minutes = self.deps.config.min_interval_minutes
+            reason = gates.check_interval(self._last_start(project), self.deps.clock.now(), minutes)
             if reason is not None:
                 return await self._decide(req, project, SKIPPED, "interval", reason)
             return await self._start_or_coalesce(req, project)
@@ -208,14 +175,15 @@ class Consolidation:
         if seen[2] is not None and self._last_run_of.get(project) == seen:
             why = "this session's transcript was consolidated already and has not changed since (a repeated end)"
             return await self._decide(req, project, SKIPPED, "lock", why)
-        mode = self.config.mode
-        bound = OFFLINE_BOUND_S + (self.config.agent_timeout if mode == "agent" else 0.0)
+        mode = self.deps.config.mode
+        bound = OFFLINE_BOUND_S + (self.deps.config.agent_timeout if mode == "agent" else 0.0)
         try:
             record = await self.runs.launch(req, project, bound)
         except OSError as exc:
             return await self._decide(req, project, FAILED, None, f"cannot start the worker: {exc.strerror or exc}")
         self._last_run_of[project] = seen
-        return await self._decide(req, project, STARTED, None, f"consolidation started ({self.config.mode})", record.id)
+        started = f"consolidation started ({self.deps.config.mode})"
+        return await self._decide(req, project, STARTED, None, started, record.id)
 
     async def _follow_up(self, project: str) -> None:
         """A run of ``project`` was settled: start its pending follow-up, if any."""
@@ -236,7 +204,7 @@ class Consolidation:
         run: str | None = None,
     ) -> dict[str, Any]:
         decision = {
-            "at": self.clock.now().isoformat(),
+            "at": self.deps.clock.now().isoformat(),
             "outcome": outcome,
             "gate": gate,
             "reason": detail,
@@ -249,7 +217,7 @@ class Consolidation:
         }
         self.recent.append(decision)
         # Published before the file write yields: a fast run must not be reported finished before started.
-        self.events.publish(f"consolidation_{outcome}", **{k: v for k, v in decision.items() if k != "at"})
+        self.deps.events.publish(f"consolidation_{outcome}", **{k: v for k, v in decision.items() if k != "at"})
         try:
             await asyncio.to_thread(self._log_decision, decision)
         except OSError as exc:
@@ -258,7 +226,7 @@ class Consolidation:
             log.info("consolidation of %s session %s skipped (%s): %s", req.agent, req.session_id, gate, detail)
         answer: dict[str, Any] = {"status": outcome, "gate": gate, "reason": detail, "project": project}
         if run is not None:
-            answer["run"] = view(self.registry.get(run), turns=False)
+            answer["run"] = view(self.deps.registry.get(run), turns=False)
         return answer
 
     def _log_decision(self, decision: dict[str, Any]) -> None:
@@ -278,7 +246,7 @@ class Consolidation:
         if req.agent not in LATE_TRANSCRIPT_AGENTS:
             return count, cwd, problem
         waited = 0.0
-        while (problem is not None or count < self.config.min_user_turns) and waited < self.late_transcript_s:
+        while (problem is not None or count < self.deps.config.min_user_turns) and waited < self.late_transcript_s:
             await asyncio.sleep(LATE_TRANSCRIPT_POLL_S)
             waited += LATE_TRANSCRIPT_POLL_S
             count, cwd, problem = await self._count_once(req)
@@ -292,7 +260,7 @@ class Consolidation:
 
         hint = AGENT_FORMATS.get(req.agent)
         try:
-            count, stats = await asyncio.to_thread(count_human_turns, path, hint, self.config.min_user_turns)
+            count, stats = await asyncio.to_thread(count_human_turns, path, hint, self.deps.config.min_user_turns)
         except FileNotFoundError:
             return 0, None, f"transcript not found: {path}"
         except IsADirectoryError:
@@ -303,15 +271,14 @@ class Consolidation:
 
     def _own_task(self, session_id: str) -> str | None:
         """The registry task whose agent session this is (kairos' own run), if any."""
-        for record in self.registry.list_tasks():
+        for record in self.deps.registry.list_tasks():
             if record.agent_session_id == session_id:
                 return record.id
         return None
 
     def _last_start(self, project: str) -> datetime | None:
-        starts = [
-            r.created_at for r in self.registry.list_tasks() if r.kind is JobKind.CONSOLIDATION and r.cwd == project
-        ]
+        records = self.deps.registry.list_tasks()
+        starts = [r.created_at for r in records if r.kind is JobKind.CONSOLIDATION and r.cwd == project]
         return max(starts, default=None)
 
     # ---- reading runs and status -----------------------------------------------------------------
@@ -323,9 +290,9 @@ class Consolidation:
         return self.runs.result_path(task_id)
 
     def status(self) -> dict[str, Any]:
-        config = self.config
+        config = self.deps.config
         return {
-            "enabled": config.enabled and not gates.switched_off(self.environ.get(gates.ENV_SWITCH)),
+            "enabled": config.enabled and not gates.switched_off(self.deps.environ.get(gates.ENV_SWITCH)),
             "mode": config.mode,
             "min_interval_minutes": config.min_interval_minutes,
             "min_user_turns": config.min_user_turns,

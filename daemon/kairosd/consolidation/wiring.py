@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from kairosd.api.router import RouteHandler
 from kairosd.config import ConsolidationConfig
 from kairosd.consolidation.api import consolidation_routes
+from kairosd.consolidation.runs import ConsolidationDeps
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
@@ -56,16 +57,7 @@ def build_consolidation(
 ) -> ConsolidationParts:
     """Build the consolidation service, its routes and its hook points. ``python``: the
     interpreter for the worker (default: kairosd's own)."""
-    service = Consolidation(
-        paths=paths,
-        clock=clock,
-        events=events,
-        registry=registry,
-        config=config,
-        environ=environ,
-        zone=zone,
-        python=python,
-    )
+    service = Consolidation(ConsolidationDeps(paths, clock, events, registry, config, environ, zone, python))
 
     async def context_for_session(session: Any) -> str | None:
         cwd = getattr(session, "cwd", None)

@@ -129,6 +129,30 @@ def first_one_shot_fire(task: Task, now: datetime) -> datetime:
     return when
 
 
+def steady_step(values: tuple[int, ...], high: int) -> int | None:
+    """The step of three or more evenly spaced values that run out at ``high`` (``*/N`` or ``A-high/N``
+    in cron), else None. ``values`` are sorted, as a parsed cron field's are."""
+    if len(values) <= 2:
+        return None
+    step = values[1] - values[0]
+    if all(b - a == step for a, b in itertools.pairwise(values)) and values[-1] + step > high:
+        return step
+    return None
+
+
+def runs(values: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The runs of consecutive values, each as (first, last): ``(1, 2, 3, 7)`` is ``[(1, 3), (7, 7)]``."""
+    found: list[tuple[int, int]] = []
+    start = prev = values[0]
+    for value in values[1:]:
+        if value != prev + 1:
+            found.append((start, prev))
+            start = value
+        prev = value
+    found.append((start, prev))
+    return found
+
+
 def min_gap_minutes(expr: CronExpr) -> int:
     """The shortest time between two fires, in minutes (within the day; DST aside)."""
     minutes = expr.minutes

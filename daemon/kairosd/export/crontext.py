@@ -12,10 +12,8 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import itertools
-
 from kairosd.core.schedule.cron import CronExpr
-from kairosd.export.common import Refused
+from kairosd.export.common import Refused, runs, steady_step
 
 
 def standard_cron(expr: CronExpr, task_id: str, engine: str) -> str:
@@ -40,17 +38,7 @@ def _field(values: tuple[int, ...], low: int, high: int, *, star_step: bool = Tr
     """One field; a day field never gets ``*/N``, which engines disagree on (see above)."""
     if len(values) == high - low + 1:
         return "*"
-    if len(values) > 2:
-        step = values[1] - values[0]
-        if all(b - a == step for a, b in itertools.pairwise(values)) and values[-1] + step > high:
-            return f"*/{step}" if values[0] == low and star_step else f"{values[0]}-{high}/{step}"
-    parts: list[str] = []
-    start = prev = values[0]
-    for value in [*values[1:], None]:
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        parts.append(f"{start}-{prev}" if prev - start >= 2 else ",".join(str(v) for v in range(start, prev + 1)))
-        if value is not None:
-            start = prev = value
-    return ",".join(parts)
+    step = steady_step(values, high)
+    if step is not None:
+        return f"*/{step}" if values[0] == low and star_step else f"{values[0]}-{high}/{step}"
+    return ",".join(f"{a}-{b}" if b - a >= 2 else ",".join(str(v) for v in range(a, b + 1)) for a, b in runs(values))

@@ -21,7 +21,6 @@ Pure: must not import anything that does I/O.
 from __future__ import annotations
 
 import base64
-import itertools
 from datetime import UTC, datetime, timedelta
 
 from kairosd.core.models import CatchUp, Overlap, Task
@@ -40,7 +39,9 @@ from kairosd.export.common import (
     dst_cases,
     first_one_shot_fire,
     refuse_target,
+    runs,
     split_env,
+    steady_step,
     unit_name,
 )
 
@@ -80,23 +81,12 @@ def _values(values: tuple[int, ...], low: int, high: int) -> str:
     """A set of values in systemd's syntax: ``*``, ``A/STEP``, or a list of values and ``A..B`` ranges."""
     if len(values) == high - low + 1:
         return "*"
-    if len(values) > 2:
-        step = values[1] - values[0]
-        if all(b - a == step for a, b in itertools.pairwise(values)) and values[-1] + step > high:
-            return f"{values[0]:02d}/{step}"
-    parts: list[str] = []
-    start = prev = values[0]
-    for value in [*values[1:], None]:
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        if prev - start >= 2:
-            parts.append(f"{start:02d}..{prev:02d}")
-        else:
-            parts.extend(f"{v:02d}" for v in range(start, prev + 1))
-        if value is not None:
-            start = prev = value
-    return ",".join(parts)
+    step = steady_step(values, high)
+    if step is not None:
+        return f"{values[0]:02d}/{step}"
+    return ",".join(
+        f"{a:02d}..{b:02d}" if b - a >= 2 else ",".join(f"{v:02d}" for v in range(a, b + 1)) for a, b in runs(values)
+    )
 
 
 def _timer(task: Task, now: datetime, warnings: list[str]) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, TypeVar
 
-from kairosd.api.requests import parse_body
+from kairosd.api.requests import parse_body, query_number
 from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, StreamResponse, cancel_on_disconnect
 from kairosd.core.errors import UsageError
@@ -132,12 +132,9 @@ def _enum(kind: type[_E], raw: Any, name: str) -> _E | None:
 
 
 def _number(raw: str | None, name: str, default: float, low: float, high: float) -> float:
-    if raw is None or raw == "":
+    value = query_number(raw, f"{name} must be a number")
+    if value is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"{name} must be a number, not {raw!r}") from None
     if not low <= value <= high:
         raise UsageError(f"{name} must be from {low:g} to {high:g}")
     return value

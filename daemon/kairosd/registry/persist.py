@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kairosd.registry.model import RECORD_ID_RE, JobRecord
-from kairosd.system.atomic import stale_temp_files, write_atomic
+from kairosd.system.atomic import remove_stale_temp_files, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +61,7 @@ class RecordStore:
         for path in entries:
             if path.suffix != SUFFIX or not RECORD_ID_RE.match(path.stem):
                 continue
-            for tmp in stale_temp_files(path):
-                # The rename is the commit point: a temp file is an unfinished write; the record is intact.
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
+            remove_stale_temp_files(path)
             try:
                 record = JobRecord.model_validate_json(path.read_bytes())
             except (OSError, ValueError, ValidationError) as exc:

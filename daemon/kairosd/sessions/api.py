@@ -20,7 +20,7 @@ import math
 import re
 from urllib.parse import unquote
 
-from kairosd.api.requests import ConsolidationRequest, parse_body
+from kairosd.api.requests import ConsolidationRequest, parse_body, query_number
 from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, cancel_on_disconnect
 from kairosd.core.errors import UsageError
@@ -67,13 +67,9 @@ def _query_text(req: Request, key: str, limit: int) -> str | None:
 
 
 def _timeout(req: Request) -> float:
-    raw = req.query.get("timeout")
-    if raw is None or raw == "":
+    value = query_number(req.query.get("timeout"), "timeout must be a number of seconds", quoted=40)
+    if value is None:
         return DEFAULT_WAIT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"timeout must be a number of seconds, not {raw[:40]!r}") from None
     if not math.isfinite(value) or value < 0:
         raise UsageError("timeout must be 0 or more seconds")
     return min(value, SESSION_MAX_WAIT_S)

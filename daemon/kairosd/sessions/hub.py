@@ -14,9 +14,9 @@ How a fire reaches a session:
 * A session that ends (SessionEnd) or expires hands its items on: a project- or
   user-scoped item moves to another live session that matches its target;
   anything else takes its task's fallback. ``drop`` settles the run ``skipped``.
-* The Claude ``asyncRewake`` waiter long-polls :meth:`SessionHub.next_item`; the
-  newest waiter of a session supersedes older ones, and each item goes to one
-  claimant only.
+* The Claude ``asyncRewake`` waiter long-polls ``SessionHub.next_item``
+  (:meth:`kairosd.sessions.waiters.Waiters.next_item`); the newest waiter of a
+  session supersedes older ones, and each item goes to one claimant only.
 
 At a turn boundary (Stop) the hub hands out at most one item, and none when the
 agent says the turn already continues because of a Stop hook
@@ -102,6 +102,8 @@ class SessionHub:
         self._core = SessionCore(store, ledger, events, clock)
         self._router = SessionRouter(self._core, deliveries, queue_limit=queue_limit)
         self._waiting = Waiters(self._core, self.text_for)
+        # The asyncRewake waiter's long-poll is the waiters' own (same signature, nothing to add here).
+        self.next_item = self._waiting.next_item
         # The waiters' tokens, by session: how many poll now (status) and whether one does (tests).
         self._waiters = self._waiting.tokens
         # Hook point for the consolidation issue: the project's context board for a starting session.
@@ -167,18 +169,6 @@ class SessionHub:
     async def sweep_forever(self) -> None:
         """Expire stale sessions every so often (a tenth of the ttl, at most a minute); runs until cancelled."""
         await self._router.sweep_forever()
-
-    async def next_item(
-        self,
-        session_id: str,
-        agent: str | None,
-        wait_s: float,
-        *,
-        cwd: str | None = None,
-        transcript_path: str | None = None,
-    ) -> dict[str, Any]:
-        """The asyncRewake waiter's long-poll: see :meth:`kairosd.sessions.waiters.Waiters.next_item`."""
-        return await self._waiting.next_item(session_id, agent, wait_s, cwd=cwd, transcript_path=transcript_path)
 
     # ---- sessions ---------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kairosd.core.clock import Clock
 from kairosd.core.models import SessionTarget
-from kairosd.system.atomic import stale_temp_files, write_atomic
+from kairosd.system.atomic import remove_stale_temp_files, write_atomic
 
 __all__ = ["CLAIM_LEASE", "DEFAULT_TTL", "LiveSession", "PendingItem", "SessionKey", "SessionStore"]
 
@@ -161,8 +161,7 @@ class SessionStore:
         """Read the file (absent: no sessions). An unreadable one is copied aside and ignored:
         losing sessions only costs re-registration, and the run ledger still knows their items' runs."""
         with self._lock:
-            for stale in stale_temp_files(self.path):
-                stale.unlink(missing_ok=True)
+            remove_stale_temp_files(self.path)
             self._sessions.clear()
             try:
                 raw = self.path.read_bytes()

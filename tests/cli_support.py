@@ -1,0 +1,45 @@
+"""The kairos CLI as a separate process, for the end-to-end suites (each with a KAIROS_HOME of its own)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from kairos.app import run
+
+
+class KairosCli:
+    """``kairos`` and ``kairos ... --json`` run as a process with ``self.env``."""
+
+    env: dict[str, str]
+    cli_timeout_s = 60.0
+
+    def kairos(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run ``kairos ARGS``; with ``check``, a non-zero exit fails the test with kairos' stderr."""
+        proc = subprocess.run(
+            [sys.executable, "-m", "kairos", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=self.cli_timeout_s,
+            input=stdin,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kairos {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+        return proc
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.kairos(*args, "--json").stdout)
+
+
+async def kairos_in_thread(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``kairos ARGV`` in this process, on a worker thread so that the event loop (the server under
+    test) keeps serving: its exit code, stdout and stderr."""
+    code = await asyncio.to_thread(run, list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
