@@ -208,8 +208,9 @@ def test_cli_against_the_real_server(home, tmp_path, adapter, capsys, monkeypatc
 
 
 def test_build_registry_wires_routes_the_agent_target_and_hooks(tmp_path, adapter):
-    """build_registry: limits from config and env, routes that Api accepts, the agent delivery, and hooks
+    """build_registry: limits from the config, routes that Api accepts, the agent delivery, and hooks
     that hear the registry's events; start() recovers, stop() ends everything."""
+    from kairosd.config import Limits
     from kairosd.core.clock import SystemClock
     from kairosd.core.events import EventBus
     from kairosd.registry.wiring import build_registry
@@ -224,10 +225,10 @@ def test_build_registry_wires_routes_the_agent_target_and_hooks(tmp_path, adapte
             paths,
             clock,
             EventBus(clock.now),
-            {"max_concurrent": 2, "max_depth": 3, "kill_grace": 1.5},
+            Limits(max_concurrent=3, max_depth=3, kill_grace=1.5),
             lambda name: adapter,
             {"task_created": [(["sh", "-c", f"cat > {out}"], 5.0)]},
-            environ={"KAIROS_MAX_CONCURRENT": "3", "PATH": "/usr/bin:/bin"},
+            environ={"PATH": "/usr/bin:/bin"},
         )
         assert (parts.registry.limits.max_concurrent, parts.registry.limits.max_depth) == (3, 3)
         assert parts.registry.limits.kill_grace_s == 1.5

@@ -9,40 +9,27 @@ from pathlib import Path
 import pytest
 from registry_support import until
 
-from kairosd.core.errors import UsageError
-from kairosd.registry.limits import RegistryLimits, resolve_limits
+from kairosd.config import load_config
+from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import JobKind, JobRecord, clip
 from kairosd.registry.persist import RecordStore
 from kairosd.registry.slots import Slots
 from kairosd.registry.tasklog import read_chunk
+from kairosd.system.paths import Paths
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def test_limits_env_wins_over_config_and_defaults_fill_the_rest():
-    """KAIROS_MAX_CONCURRENT/KAIROS_MAX_DEPTH beat [limits]; kill_grace is read as kill_grace_s."""
-    limits = resolve_limits(
-        {"max_concurrent": 8, "max_depth": 3, "kill_grace": 2.5, "unrelated": True},
-        {"KAIROS_MAX_CONCURRENT": "16"},
-    )
+def test_registry_limits_come_from_the_loaded_config(tmp_path):
+    """The registry reads [limits] as the one config loader left it: the environment applied, kill_grace in s."""
+    paths = Paths.from_env({"KAIROS_HOME": str(tmp_path)})
+    (tmp_path / "config").mkdir(mode=0o700)
+    (tmp_path / "config" / "config.toml").write_text("[limits]\nmax_concurrent = 8\nmax_depth = 3\nkill_grace = 2.5\n")
+    config = load_config(paths, {"KAIROS_MAX_CONCURRENT": "16"})
+    limits = RegistryLimits.from_config(config.limits)
     assert limits == RegistryLimits(max_concurrent=16, max_depth=3, kill_grace_s=2.5)
-    assert resolve_limits(None, {}) == RegistryLimits()
-
-
-@pytest.mark.parametrize(
-    ("config", "env", "message"),
-    [
-        (None, {"KAIROS_MAX_CONCURRENT": "257"}, "KAIROS_MAX_CONCURRENT must be a whole number from 1 to 256"),
-        (None, {"KAIROS_MAX_CONCURRENT": "0"}, "from 1 to 256, not '0'"),
-        (None, {"KAIROS_MAX_DEPTH": "two"}, "KAIROS_MAX_DEPTH must be a whole number from 0 to 64"),
-        ({"max_concurrent": 2.5}, {}, r"\[limits\] max_concurrent must be a whole number"),
-        ({"kill_grace_s": True}, {}, r"\[limits\] kill_grace_s must be a number"),
-    ],
-)
-def test_bad_limits_name_their_source(config, env, message):
-    """A limit out of range or of the wrong type is a UsageError naming the variable or the key."""
-    with pytest.raises(UsageError, match=message):
-        resolve_limits(config, env)
+    no_file = load_config(Paths.from_env({"KAIROS_HOME": str(tmp_path / "none")}), {})
+    assert RegistryLimits.from_config(None) == RegistryLimits() == RegistryLimits.from_config(no_file.limits)
 
 
 def test_slots_are_fifo_and_a_cancelled_waiter_passes_its_slot_on():

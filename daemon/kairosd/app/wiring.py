@@ -199,7 +199,7 @@ def build_app(
         paths,
         clock,
         events,
-        settings.limits.model_dump(),
+        settings.limits,
         lambda cli: _adapter(cli, settings),
         settings.hooks.as_specs(),
         policy_for=lambda name, cwd: agent_policy(settings, name, cwd),

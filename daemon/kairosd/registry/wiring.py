@@ -1,6 +1,6 @@
 """What the composition root calls to add the background task registry to kairosd.
 
-    parts = build_registry(paths, clock, events, config.limits.model_dump(), adapter_for, hooks, ...)
+    parts = build_registry(paths, clock, events, config.limits, adapter_for, hooks, ...)
     deliveries.update(parts.deliveries)     # before the Scheduler is built: the "agent" target
     await parts.start()                     # before the scheduler starts: recover, then hooks listen
     api.add_routes(parts.routes)
@@ -15,17 +15,17 @@ Must not import the scheduler, the store, the server's internals or the daemon m
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 
 from kairosd.api.router import RouteHandler
+from kairosd.config import Limits
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
 from kairosd.delivery.base import Delivery
 from kairosd.registry.api import registry_routes
 from kairosd.registry.delivery import AgentDelivery
-from kairosd.registry.limits import resolve_limits
+from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import view
 from kairosd.registry.persist import RecordStore
 from kairosd.registry.registry import AdapterFor, PolicyFor, Registry
@@ -48,7 +48,7 @@ def build_registry(
     paths: Paths,
     clock: Clock,
     events: EventBus,
-    config_limits: Mapping[str, Any] | None,
+    config_limits: Limits | None,
     adapter_for: AdapterFor,
     hooks: HookConfig,
     *,
@@ -57,14 +57,13 @@ def build_registry(
 ) -> RegistryParts:
     """Build the registry, its routes, the ``agent`` delivery target and the lifecycle hooks.
 
-    ``config_limits`` is the ``[limits]`` table as a mapping (``max_concurrent``,
-    ``max_depth``, ``kill_grace``, ...); ``KAIROS_MAX_CONCURRENT`` and
-    ``KAIROS_MAX_DEPTH`` in ``environ`` win over it. ``hooks`` maps an event name to
-    ``(argv, timeout_s)`` or a list of them. ``policy_for`` gives an agent's
-    configured permission ceiling and default turn timeout. Raises UsageError for a
-    bad limit and ValueError for a bad hook, before anything runs.
+    ``config_limits`` is the loaded config's ``[limits]`` (the environment already
+    applied by the config loader); None means the defaults. ``hooks`` maps an event
+    name to ``(argv, timeout_s)`` or a list of them. ``policy_for`` gives an agent's
+    configured permission ceiling and default turn timeout. Raises ValueError for a
+    bad hook, before anything runs.
     """
-    limits = resolve_limits(config_limits, os.environ if environ is None else environ)
+    limits = RegistryLimits.from_config(config_limits)
     registry = Registry(
         RecordStore(paths.state_dir / "registry"),
         paths.data_dir / "tasks",
