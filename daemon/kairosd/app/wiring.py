@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from kairosd.app.doctor import doctor_routes
 from kairosd.config import Config
 from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
+from kairosd.core import defaults
 from kairosd.core.clock import Clock, local_zone_name
 from kairosd.core.events import EventBus
 from kairosd.core.records import InboxItem
@@ -185,7 +186,7 @@ def build_app(
     if store is None:
         store = json_store = JsonStore(paths.store, clock, local_zone=default_tz)
     book = TaskBook(store)
-    keep_runs = _int_env(environ, "KAIROS_RUNS_PER_TASK", 50, 1, 100_000)
+    keep_runs = _int_env(environ, "KAIROS_RUNS_PER_TASK", defaults.RUNS_PER_TASK, 1, 100_000)
     ledger = RunLedger(paths.state_dir / "runs.jsonl", clock, keep_per_task=keep_runs)
     missed = MissedLedger(paths.state_dir / "missed.jsonl", clock)
     events = EventBus(clock.now)

@@ -1,10 +1,9 @@
 """The one set of defaults for the settings more than one part of kairosd uses.
 
-The ``[limits]`` table of the config, the scheduler, the shell target and the
-background task registry each used to carry its own default, and they disagreed
-(a kill grace of 10 s in one and 5 s in another; 8 and 4 deliveries at once).
-Each now takes its default from here, and the composition root passes the
-effective value from the config.
+The ``[limits]`` table of the config, the scheduler, the shell target, the run
+ledger and the background task registry take their defaults from here, so they
+cannot disagree; the composition root passes each the effective value from the
+config (``kairos doctor`` prints them).
 
 A leaf: must not import anything from kairosd.
 """
@@ -16,3 +15,4 @@ MAX_DEPTH = 5  # background tasks started from inside tasks: deepest level allow
 KILL_GRACE_S = 10.0  # SIGTERM to SIGKILL, for every process kairos stops
 TURN_TIMEOUT_S = 3600.0  # one background agent turn, unless the start asks for another
 KEEP_FINISHED = 1000  # finished background task records kept
+RUNS_PER_TASK = 50  # runs the run ledger keeps per scheduled task (KAIROS_RUNS_PER_TASK)

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.records import MissedRecord, Outcome, Run
@@ -70,7 +71,7 @@ class RunLedger:
     Runs of deleted tasks are kept under the same bound: history outlives tasks.
     """
 
-    def __init__(self, path: Path, clock: Clock, keep_per_task: int = 50) -> None:
+    def __init__(self, path: Path, clock: Clock, keep_per_task: int = defaults.RUNS_PER_TASK) -> None:
         if keep_per_task < 1:
             raise ValueError("keep_per_task must be at least 1")
         self._log = JsonLog(path)
