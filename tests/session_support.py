@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -33,7 +34,10 @@ import pytest
 from registry_support import FakeAdapter, adapters, make_registry
 
 from kairosd import testing
-from kairosd.api.server import UnixHttpServer
+from kairosd.api.requests import parse_body
+from kairosd.api.router import typed
+from kairosd.api.server import Request, Response, UnixHttpServer
+from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.core.events import EventBus
 from kairosd.core.records import Run
 from kairosd.delivery.base import Delivery
@@ -86,6 +90,7 @@ class Kairosd:
         self.thread.start()
         self.extra_deliveries: dict[str, Delivery] = {}
         self.registry: Registry | None = None
+        self.handovers: list[dict[str, Any]] = []  # POST /v1/consolidate bodies, as parsed
 
     # -- running things on the daemon's loop ------------------------------------------------------
 
@@ -141,11 +146,19 @@ class Kairosd:
             self.service = Service(self.scheduler, self.inbox, clock, events, "UTC")
             self.api = api = Api(self.service, self.stop_event.set)
             api.add_routes(self.sessions.routes)
+            # Consolidation's route, as a stand-in that records each SessionEnd hand-over (the real
+            # service would start a worker; the hook tests check what the hook hands over).
+            api.add_routes([("consolidate", {"POST": self._record_handover})])
             self.server = UnixHttpServer(paths.socket, api.handle)
             await self.server.start()
 
         self.run(build())
         return self
+
+    @typed(ConsolidationRequest)
+    async def _record_handover(self, req: Request, m: re.Match[str]) -> Response:
+        self.handovers.append(parse_body(ConsolidationRequest, req.body).model_dump(exclude_defaults=True))
+        return Response(202, {"accepted": True})
 
     def stop(self) -> None:
         async def teardown() -> None:

@@ -35,11 +35,9 @@ def test_a_route_registered_twice_is_refused():
         api.add_routes([("status", {"GET": _handler})])  # the core routes count too
 
 
-def test_sessions_leave_consolidate_to_the_consolidation_service():
-    """Both used to register POST /v1/consolidate; the first match won and the other was dead code."""
-    paths = [p for p, _ in session_routes(hub=None, consolidate=False)]  # type: ignore[arg-type]
-    assert "consolidate" not in paths
-    assert "consolidate" in [p for p, _ in session_routes(hub=None)]  # type: ignore[arg-type]
+def test_consolidate_is_served_by_consolidation_only():
+    """POST /v1/consolidate is consolidation's route; the session routes never claim it."""
+    assert "consolidate" not in [p for p, _ in session_routes(hub=None)]  # type: ignore[arg-type]
 
 
 def test_a_route_outside_the_protocols_table_is_refused():

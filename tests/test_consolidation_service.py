@@ -15,8 +15,8 @@ import pytest
 from consolidation_support import WAIT_S, fake_claude, short_transcript, write_config, write_transcript
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
-from kairosd.api.requests import ConsolidationRequest
 from kairosd.config import ConsolidationConfig
+from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.runs import ConsolidationDeps
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus

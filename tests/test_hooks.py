@@ -223,14 +223,13 @@ def test_session_end_deregisters_hands_over_for_consolidation_and_falls_back(kd,
     hook = call_hook(monkeypatch, agent, END[agent], end)
     assert (hook.code, hook.stdout, hook.stderr) == (0, "", "")
     assert kd.sessions_view() == []
-    (handover,) = kd.call(lambda: list(kd.hub.consolidations))
+    (handover,) = kd.call(lambda: list(kd.handovers))
     assert {k: handover[k] for k in ("agent", "session_id", "cwd", "reason")} == {
         "agent": agent, "session_id": sid, "cwd": end["cwd"], "reason": end["reason"],
     }  # fmt: skip
     # Copilot's sessionEnd carries no transcript: the one its agentStop reported is handed over.
     assert handover["transcript_path"] == (end.get("transcript_path") or stop["transcriptPath"])
     assert "spawned" not in handover
-    assert kd.events_of("consolidation_requested")[0]["session_id"] == sid
     done = wait_for(lambda: kd.run_record(run_id).outcome is Outcome.DELIVERED and kd.run_record(run_id), "fallback")
     assert done.reason == (
         f"{agent} session {sid} ended ({end['reason']}) before its next turn; "
@@ -253,7 +252,7 @@ def test_an_agent_kairos_spawned_is_not_a_live_session(kd, monkeypatch):
     assert [s["session_id"] for s in kd.sessions_view()] == [session_of(fixture("claude", "Stop"))]
     assert kd.run_record(run_id).outcome is Outcome.QUEUED
     call_hook(monkeypatch, "claude", "SessionEnd", fixture("claude", "SessionEnd", **child))
-    (handover,) = kd.call(lambda: list(kd.hub.consolidations))
+    (handover,) = kd.call(lambda: list(kd.handovers))
     assert (handover["session_id"], handover["spawned"]) == (child["session_id"], True)
 
 
@@ -702,15 +701,3 @@ def test_a_relative_or_empty_cwd_is_dropped_not_refused(kd):
     assert answer["session"]["cwd"] is None
     answer = client.call("POST", "/sessions/t/hook", {"agent": "claude", "event": "start", "cwd": "", "source": ""})
     assert answer["session"]["cwd"] is None
-
-
-def test_the_consolidate_endpoint_accepts_with_202(kd):
-    """POST /v1/consolidate answers 202 and records the request; a request without session_id is a 400."""
-    from kairos.client import ApiError, Client
-
-    client = Client(kd.paths.socket)
-    body = {"agent": "claude", "session_id": "s", "transcript_path": "/t", "cwd": "/c", "reason": "other"}
-    assert client.call("POST", "/consolidate", body) == {"accepted": True}
-    with pytest.raises(ApiError) as bad:
-        client.call("POST", "/consolidate", {"agent": "claude"})
-    assert bad.value.status == 400

@@ -144,7 +144,7 @@ def test_a_real_session_end_hook_deregisters_and_hands_over(kd):
     proc = _hook("claude", "SessionEnd", payload)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert kd.sessions_view() == []
-    wait_for(lambda: kd.call(lambda: len(kd.hub.consolidations)) == 1, "the hand-over")
+    wait_for(lambda: kd.call(lambda: len(kd.handovers)) == 1, "the hand-over")
 
 
 @pytest.mark.slow

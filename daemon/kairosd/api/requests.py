@@ -11,11 +11,6 @@ live with their capability (:mod:`kairosd.scheduling.requests`,
 What a field means once parsed (a zone that exists, a cron expression that fires)
 is the capability's to check: these models bound sizes and shapes, not meanings.
 
-One model lives here rather than with a capability: :class:`ConsolidationRequest`,
-the body of ``POST /v1/consolidate``, which the consolidation service serves, or the
-session hub where consolidation is not wired (the two are siblings and may not
-import each other).
-
 Must not import any capability, the store or the server.
 """
 
@@ -28,8 +23,6 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    Field,
-    StrictBool,
     StringConstraints,
     ValidationError,
 )
@@ -100,21 +93,6 @@ def validation_message(exc: ValidationError) -> str:
     if first.get("type") == "extra_forbidden":
         message = "unknown field"
     return f"{where}: {message}"
-
-
-class ConsolidationRequest(Body):
-    """``POST /v1/consolidate``: a session's hand-over for memory consolidation, from ``kairos hook`` at
-    SessionEnd or from ``kairos consolidate``. Only its shape is checked here; whether it runs is for
-    the consolidation gates."""
-
-    agent: ProcessShort
-    session_id: ProcessName
-    transcript_path: MaybeAbsolutePath = None
-    cwd: MaybeAbsolutePath = None
-    reason: MaybeShort = Field(default=None, description="the agent's SessionEnd reason")
-    spawned: StrictBool = Field(default=False, description="the session was started by kairos (KAIROS_SPAWNED=1)")
-    consolidate: MaybeShort = Field(default=None, description="the caller's KAIROS_CONSOLIDATE switch")
-    hook_event_name: MaybeShort = Field(default=None, description="accepted with a raw hook payload, not used")
 
 
 def query_number(raw: str | None, what: str, *, quoted: int | None = None) -> float | None:

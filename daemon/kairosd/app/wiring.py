@@ -217,7 +217,6 @@ def build_app(
     }
     sessions = build_sessions(
         paths, clock, events, ledger, targets, default_tz=default_tz, closing=stop_event, environ=environ,
-        serve_consolidate=False,
     )  # fmt: skip
     targets.update(sessions.deliveries)  # before the scheduler copies the dict
     targets.update(deliveries or {})  # a test's fakes; the session hub sees this dict too

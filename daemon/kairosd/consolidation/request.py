@@ -3,8 +3,7 @@
 Parsed by :func:`kairosd.api.requests.parse_body`. Only the shape is checked here:
 whether a consolidation runs is for the gates (:mod:`.gates`, applied in :mod:`.service`),
 and an entry's kind and text are the board's to judge (:mod:`.board`). The body of
-``POST /v1/consolidate`` is :class:`kairosd.api.requests.ConsolidationRequest` (the
-session hub serves that route too where consolidation is not wired); it is re-exported here.
+``POST /v1/consolidate`` is :class:`ConsolidationRequest`.
 
 Pure (no I/O). Must not import the registry, the daemon or the server.
 """
@@ -15,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StringConstraints
 
-from kairosd.api.requests import Body, ConsolidationRequest, Short
+from kairosd.api.requests import Body, MaybeAbsolutePath, MaybeShort, ProcessName, ProcessShort, Short
 from kairosd.core import bounds
 
 __all__ = ["BoardAddRequest", "BoardChangeRequest", "BoardPruneRequest", "ConsolidationRequest"]
@@ -50,3 +49,18 @@ class BoardPruneRequest(Body):
     """``POST /v1/board/prune``: prune kairos' entries of the project's board."""
 
     cwd: Cwd = Field(default=None, description="a folder in the project (absolute)")
+
+
+class ConsolidationRequest(Body):
+    """``POST /v1/consolidate``: a session's hand-over for memory consolidation, from ``kairos hook`` at
+    SessionEnd or from ``kairos consolidate``. Only its shape is checked here; whether it runs is for
+    the consolidation gates."""
+
+    agent: ProcessShort
+    session_id: ProcessName
+    transcript_path: MaybeAbsolutePath = None
+    cwd: MaybeAbsolutePath = None
+    reason: MaybeShort = Field(default=None, description="the agent's SessionEnd reason")
+    spawned: StrictBool = Field(default=False, description="the session was started by kairos (KAIROS_SPAWNED=1)")
+    consolidate: MaybeShort = Field(default=None, description="the caller's KAIROS_CONSOLIDATE switch")
+    hook_event_name: MaybeShort = Field(default=None, description="accepted with a raw hook payload, not used")

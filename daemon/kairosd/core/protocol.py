@@ -180,7 +180,6 @@ EVENT_TYPES: Final = (
     "run_pending",
     "session_started",
     "session_ended",
-    "consolidation_requested",
     # memory consolidation: each request's decision (the gate that stopped it), a run's end, board changes
     "consolidation_started",
     "consolidation_coalesced",

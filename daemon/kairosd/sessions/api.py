@@ -7,7 +7,6 @@
     POST   /v1/sessions/{id}/end            deregister (EndRequest, SessionEnd)
     GET    /v1/sessions/{id}/next?agent=A&timeout=S   the asyncRewake waiter's long-poll (ends when
                                             its client hangs up, so it claims nothing for a dead socket)
-    POST   /v1/consolidate                  the hand-over (kairosd.api.requests.ConsolidationRequest): 202
 
 Request parsing lives here (the bodies are :mod:`kairosd.sessions.requests`); every decision is the hub's.
 
@@ -20,7 +19,7 @@ import math
 import re
 from urllib.parse import unquote
 
-from kairosd.api.requests import ConsolidationRequest, parse_body, query_number
+from kairosd.api.requests import parse_body, query_number
 from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, cancel_on_disconnect
 from kairosd.core.errors import UsageError
@@ -32,23 +31,19 @@ from kairosd.sessions.store import MAX_AGENT_CHARS, MAX_PATH_CHARS
 DEFAULT_WAIT_S = 60.0
 
 
-def session_routes(hub: SessionHub, *, consolidate: bool = True) -> list[tuple[str, dict[str, RouteHandler]]]:
+def session_routes(hub: SessionHub) -> list[tuple[str, dict[str, RouteHandler]]]:
     """(route name, {method: handler}) for :meth:`kairosd.api.router.Router.add_routes`.
 
-    ``consolidate``: also serve ``POST /v1/consolidate`` (the hub records the hand-over);
-    off where the consolidation service serves that route itself.
+    ``POST /v1/consolidate`` (a SessionEnd's hand-over) is consolidation's route, not the hub's.
     """
     routes = _Routes(hub)
-    served: list[tuple[str, dict[str, RouteHandler]]] = [
+    return [
         ("sessions", {"GET": routes.index, "POST": routes.register}),
         ("session_hook", {"POST": routes.hook}),
         ("session_ack", {"POST": routes.ack}),
         ("session_end", {"POST": routes.end}),
         ("session_next", {"GET": routes.next_item}),
     ]
-    if consolidate:
-        served.append(("consolidate", {"POST": routes.consolidate}))
-    return served
 
 
 def _session_id(m: re.Match[str]) -> str:
@@ -113,7 +108,3 @@ class _Routes:
         # Safe to cancel: the waiter claims an item only on its way out, never across an await. A waiter
         # left polling for a client that is gone would claim the next item and leave it stuck for a lease.
         return Response(200, await cancel_on_disconnect(req, wait))
-
-    @typed(ConsolidationRequest)
-    async def consolidate(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(202, await self.hub.consolidate(parse_body(ConsolidationRequest, req.body)))

@@ -44,7 +44,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kairosd.api.requests import ConsolidationRequest
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError
 from kairosd.core.events import EventBus
@@ -108,7 +107,6 @@ class SessionHub:
         self._waiters = self._waiting.tokens
         # Hook point for the consolidation issue: the project's context board for a starting session.
         self.context_board_for = context_board
-        self.consolidations: list[dict[str, Any]] = []  # the latest requests, for status and tests
         self.successor_grace_s = SUCCESSOR_GRACE_S
 
     @property
@@ -274,24 +272,3 @@ class SessionHub:
         self._core.spawn(self._router.retire(session, why, successor_grace_s=self.successor_grace_s))
         # What the session last told us: a SessionEnd payload may lack the transcript (Copilot's does).
         return {"ended": True, "pending": count, "cwd": session.cwd, "transcript_path": session.transcript_path}
-
-    # ---- consolidation ------------------------------------------------------------------------
-
-    async def consolidate(self, handover: ConsolidationRequest) -> dict[str, Any]:
-        """Record a SessionEnd's hand-over for memory consolidation (where the consolidation service is not wired)."""
-        request: dict[str, Any] = {
-            **handover.model_dump(include={"agent", "session_id", "transcript_path", "cwd", "reason"}),
-            "received_at": self.clock.now().isoformat(),
-        }
-        # Passed on for consolidation's gates: the session was started by kairos (KAIROS_SPAWNED=1), and
-        # the caller's KAIROS_CONSOLIDATE switch.
-        if handover.spawned:
-            request["spawned"] = True
-        if handover.consolidate is not None:
-            request["consolidate"] = handover.consolidate
-        log.info(
-            "consolidation requested for %s session %s (%s)", request["agent"], request["session_id"], request["reason"]
-        )
-        self.consolidations = [*self.consolidations[-99:], request]
-        self.events.publish("consolidation_requested", **request)
-        return {"accepted": True}

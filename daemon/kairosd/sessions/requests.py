@@ -2,7 +2,7 @@
 
 Parsed by :func:`kairosd.api.requests.parse_body`, with the bounds of the session store
 (:mod:`kairosd.sessions.store`). The hand-over for consolidation
-(``POST /v1/consolidate``) is :class:`kairosd.api.requests.ConsolidationRequest`.
+(``POST /v1/consolidate``) is consolidation's (:class:`kairosd.consolidation.request.ConsolidationRequest`).
 
 An agent's hook payload may hold an empty or a relative ``cwd``: both count as
 absent (a project scope is matched against absolute paths only), not as errors,

@@ -4,7 +4,7 @@
                               closing=stop_event, environ=environ)
     deliveries.update(sessions.deliveries)   # before the Scheduler is built: the "session" target
     await sessions.start()                   # after the ledger is loaded, before scheduler.start()
-    api.add_routes(sessions.routes)          # with serve_consolidate=False when consolidation is wired
+    api.add_routes(sessions.routes)
     Service(..., extra_status={..., "sessions": sessions.status})
     ...
     await sessions.stop()                    # at shutdown, after scheduler.shutdown()
@@ -88,12 +88,8 @@ def build_sessions(
     closing: asyncio.Event | None = None,
     environ: Mapping[str, str] | None = None,
     queue_limit: int = 10,
-    serve_consolidate: bool = True,
 ) -> SessionParts:
     """Build the session store, the hub, the ``session`` delivery target and the routes.
-
-    ``serve_consolidate`` false: the routes leave ``POST /v1/consolidate`` to the
-    consolidation service (the router refuses a route registered twice).
 
     Raises UsageError for a bad ``KAIROS_SESSION_TTL`` before anything runs.
     """
@@ -126,5 +122,5 @@ def build_sessions(
             log.error("could not write %s at shutdown: %s", store.path, exc)
 
     delivery = SessionDelivery(hub, deliveries)
-    routes = session_routes(hub, consolidate=serve_consolidate)
+    routes = session_routes(hub)
     return SessionParts(store, hub, routes, {"session": delivery}, start, stop, hub.status)
