@@ -1,14 +1,13 @@
 """A kairosd-like harness for the session and hook tests, and helpers to run ``kairos hook``.
 
-:class:`Kairosd` wires the real pieces the way ``kairosd/daemon.py`` does (a real
-``UnixHttpServer`` on a socket under a short ``KAIROS_HOME``, ``Api``, ``Service``,
-``Scheduler``, run ledger, inbox, and the parts from
-:func:`kairosd.sessions.wiring.build_sessions`), on an event loop in a background
-thread, so a blocking client (``kairos hook`` called in-process, or a real
-``kairos`` process) can talk to it from the test's thread. The clock is a
-``FakeClock``: fires are made with ``kairos run`` (``Scheduler.run_now``), and
-expiry and claim leases move by hand. Started with ``agents``, it also runs a real
-registry of those fake agents behind the ``agent`` target and headless fallbacks.
+:class:`Kairosd` is kairosd as :func:`kairosd.app.wiring.build_app` builds it (the real ``Api``,
+``Service``, ``Scheduler``, ledgers, inbox, sessions, registry and consolidation) behind a real
+``UnixHttpServer`` on a socket under a short ``KAIROS_HOME``, on an event loop in a background
+thread, so a blocking client (``kairos hook`` called in-process, or a real ``kairos`` process)
+can talk to it from the test's thread. The store is in memory and the clock is a ``FakeClock``:
+fires are made with ``kairos run`` (``Scheduler.run_now``), and expiry and claim leases move by
+hand. Started with ``agents``, its registry runs those fake agents behind the ``agent`` target
+and headless fallbacks.
 
 :func:`call_hook` runs ``kairos.agents.hook.main`` in-process with a payload on stdin and
 captures what it writes, fast enough to run many per test.
@@ -19,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import re
+import os
 import shutil
 import sys
 import tempfile
@@ -31,26 +30,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from registry_support import FakeAdapter, adapters, make_registry
+from registry_support import FakeAdapter, adapters
 
 from kairosd import testing
-from kairosd.api.requests import parse_body
-from kairosd.api.router import typed
-from kairosd.api.server import Request, Response, UnixHttpServer
+from kairosd.api.server import UnixHttpServer
+from kairosd.app.wiring import AppConfig, build_app
+from kairosd.config import Config, ConsolidationConfig, Limits
 from kairosd.consolidation.request import ConsolidationRequest
+from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
 from kairosd.core.records import Run
-from kairosd.delivery.base import Delivery
-from kairosd.delivery.inbox import InboxDelivery
-from kairosd.registry.delivery import AgentDelivery
-from kairosd.registry.registry import Registry
-from kairosd.scheduling.api import Api
-from kairosd.scheduling.ledger import MissedLedger, RunLedger
-from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
-from kairosd.scheduling.service import Service
-from kairosd.scheduling.taskbook import TaskBook
-from kairosd.sessions.wiring import SessionParts, build_sessions
-from kairosd.store.inbox import InboxStore
+from kairosd.registry.registry import AgentPolicy, Registry
 from kairosd.store.store import StoreState
 from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock, InMemoryStore
@@ -77,7 +67,7 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -
 
 
 class Kairosd:
-    """kairosd's parts, wired as the composition root wires them, serving on ``home``'s socket."""
+    """kairosd as :func:`kairosd.app.wiring.build_app` wires it, serving on ``home``'s socket."""
 
     def __init__(self, home: Path, clock: FakeClock | None = None, **config: Any) -> None:
         self.home = home
@@ -88,7 +78,6 @@ class Kairosd:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="kairosd-loop", daemon=True)
         self.thread.start()
-        self.extra_deliveries: dict[str, Delivery] = {}
         self.registry: Registry | None = None
         self.handovers: list[dict[str, Any]] = []  # POST /v1/consolidate bodies, as parsed
 
@@ -106,68 +95,72 @@ class Kairosd:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self, *, agents: Sequence[FakeAdapter] = ()) -> Kairosd:
-        """Wire and serve. With ``agents``, a real registry of them (found by name) runs the ``agent``
-        deliveries and headless fallbacks; it publishes on an event bus of its own, not the daemon's."""
+        """Build (with an in-memory store, the FakeClock, no config file), load, start and serve.
+
+        With ``agents``, the registry runs those fake agents (found by name, with no configured
+        ceiling) behind the ``agent`` target and headless fallbacks. Without, this kairosd has no
+        ``agent`` target: the registry knows no agent and nothing routes to it.
+
+        Consolidation is off (``[consolidation] enabled = false``): no worker ever starts, and each
+        request ``POST /v1/consolidate`` hands over is recorded in :attr:`handovers` before the
+        real service answers it (skipped, at the ``enabled`` gate).
+        """
 
         async def build() -> None:
-            paths, clock = self.paths, self.clock
-            for folder in (paths.state_dir, paths.runtime_dir, paths.data_dir):
+            for folder in (self.paths.state_dir, self.paths.runtime_dir, self.paths.data_dir):
                 folder.mkdir(parents=True, exist_ok=True)
-            store = InMemoryStore(StoreState.empty())
-            self.book = TaskBook(store, store.load())
-            self.ledger = RunLedger(paths.state_dir / "runs.jsonl", clock)
-            self.ledger.load()
-            missed = MissedLedger(paths.state_dir / "missed.jsonl", clock)
-            missed.load()
-            self.events = events = EventBus(clock.now)
-            publish = events.publish
-
-            def capture(kind: str, **data: Any) -> None:
-                self.published.append((kind, data))
-                publish(kind, **data)
-
-            events.publish = capture  # type: ignore[method-assign]
-            self.inbox = InboxStore(paths.data_dir / "inbox", clock)
-            self.deliveries: dict[str, Delivery] = {"inbox": InboxDelivery(self.inbox, clock)}
+            environ = {"TZ": "UTC", "PATH": os.environ.get("PATH", ""), **self.config.get("environ", {})}
+            limits = Limits(max_concurrent=self.config.get("max_concurrent", 4), kill_grace=1.0)
+            settings = Config(limits=limits, consolidation=ConsolidationConfig(enabled=False))
+            self.app = app = build_app(
+                AppConfig(self.paths, settings, self.clock, environ, self.paths.socket),
+                store=InMemoryStore(StoreState.empty()),
+                adapter_for=adapters(*agents),
+                policy_for=lambda name, cwd: AgentPolicy(),
+            )
             if agents:
-                self.registry = make_registry(self.home, agents[0], clock=clock)
-                self.registry._adapter_for = adapters(*agents)  # type: ignore[assignment]
-                self.deliveries["agent"] = AgentDelivery(self.registry, clock)
-            self.stop_event = asyncio.Event()
-            self.sessions: SessionParts = build_sessions(
-                paths, clock, events, self.ledger, self.deliveries, default_tz="UTC", closing=self.stop_event,
-                environ=self.config.get("environ", {}),
-            )  # fmt: skip
-            self.deliveries.update(self.sessions.deliveries)
-            scheduler_config = SchedulerConfig(max_concurrent=self.config.get("max_concurrent", 4))
-            self.scheduler = Scheduler(self.book, self.ledger, missed, self.deliveries, clock, events, scheduler_config)
-            await self.sessions.start()
-            await self.scheduler.start()
-            self.service = Service(self.scheduler, self.inbox, clock, events, "UTC")
-            self.api = api = Api(self.service, self.stop_event.set)
-            api.add_routes(self.sessions.routes)
-            # Consolidation's route, as a stand-in that records each SessionEnd hand-over (the real
-            # service would start a worker; the hook tests check what the hook hands over).
-            api.add_routes([("consolidate", {"POST": self._record_handover})])
-            self.server = UnixHttpServer(paths.socket, api.handle)
+                self.registry = app.background.registry
+            else:
+                del app.deliveries["agent"]  # what the session target's fallbacks see
+                del app.scheduler.deliveries["agent"]  # what tasks may target
+            self._capture_events(app.events)
+            self._record_handovers(app.consolidation.service)
+            self.book, self.ledger, self.events, self.inbox = app.book, app.ledger, app.events, app.inbox
+            self.deliveries, self.sessions, self.scheduler = app.deliveries, app.sessions, app.scheduler
+            self.service, self.api, self.stop_event = app.service, app.api, app.stop_event
+            app.load()
+            await app.start()
+            self.server = UnixHttpServer(self.paths.socket, app.api.handle)
             await self.server.start()
 
         self.run(build())
         return self
 
-    @typed(ConsolidationRequest)
-    async def _record_handover(self, req: Request, m: re.Match[str]) -> Response:
-        self.handovers.append(parse_body(ConsolidationRequest, req.body).model_dump(exclude_defaults=True))
-        return Response(202, {"accepted": True})
+    def _capture_events(self, events: EventBus) -> None:
+        """Every event published, in :attr:`published` too (at once, unlike a subscriber)."""
+        publish = events.publish
+
+        def capture(kind: str, **data: Any) -> None:
+            self.published.append((kind, data))
+            publish(kind, **data)
+
+        events.publish = capture  # type: ignore[method-assign]
+
+    def _record_handovers(self, service: Consolidation) -> None:
+        """The real ``POST /v1/consolidate`` route parses the body and asks ``service``: record it first."""
+        decide = service.request
+
+        async def request(req: ConsolidationRequest) -> dict[str, Any]:
+            self.handovers.append(req.model_dump(exclude_defaults=True))
+            return await decide(req)
+
+        service.request = request  # type: ignore[method-assign]
 
     def stop(self) -> None:
         async def teardown() -> None:
-            if self.registry is not None:
-                await self.registry.stop()
-            self.stop_event.set()  # as daemon.py does first: waiters let go, so closing the server is quick
+            self.app.release_waiters()  # as kairosd.app.daemon.run does first: closing the server is quick
             await self.server.close(grace_s=2.0)
-            await self.scheduler.shutdown(2.0)
-            await self.sessions.stop()
+            await self.app.stop(grace_s=2.0)
 
         try:
             self.run(teardown(), timeout=WAIT_S * 2)

@@ -20,6 +20,7 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,7 +36,7 @@ from kairosd.delivery.inbox import InboxDelivery
 from kairosd.delivery.shell import ShellDelivery
 from kairosd.delivery.webhook import WebhookDelivery
 from kairosd.export.api import Exporter, export_routes
-from kairosd.registry.registry import AgentPolicy
+from kairosd.registry.registry import AdapterFor, AgentPolicy, PolicyFor
 from kairosd.registry.wiring import RegistryParts, build_registry
 from kairosd.scheduling.api import Api
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
@@ -174,13 +175,19 @@ def build_app(
     *,
     store: Store | None = None,
     deliveries: Mapping[str, Delivery] | None = None,
+    adapter_for: AdapterFor | None = None,
+    policy_for: PolicyFor | None = None,
 ) -> App:
     """Make and wire every part of kairosd; nothing is read, started or bound.
 
     ``store`` (default: the JSON file at ``paths.store``) and ``deliveries`` (targets by name, in
-    place of the real ones) are for tests.
+    place of the real ones) are for tests. ``adapter_for`` (an agent CLI's adapter) and
+    ``policy_for`` (what a run of a named agent may do) are the agents the registry and export
+    know; by default the configured CLIs and the agent definitions (``settings``).
     """
     paths, clock, environ, settings = config.paths, config.clock, config.environ, config.settings
+    adapter_for = adapter_for or partial(_adapter, config=settings)
+    policy_for = policy_for or partial(agent_policy, settings)
     default_tz = local_zone_name(dict(environ))
     json_store: JsonStore | None = None
     if store is None:
@@ -201,9 +208,9 @@ def build_app(
         clock,
         events,
         settings.limits,
-        lambda cli: _adapter(cli, settings),
+        adapter_for,
         settings.hooks.as_specs(),
-        policy_for=lambda name, cwd: agent_policy(settings, name, cwd),
+        policy_for=policy_for,
         environ=environ,
     )
     consolidation = build_consolidation(
@@ -251,8 +258,8 @@ def build_app(
         api.add_routes(json_store.quarantine.routes())
     exporter = Exporter(
         lambda: book,
-        lambda cli: _adapter(cli, settings),
-        lambda name, cwd: agent_policy(settings, name, cwd),
+        adapter_for,
+        policy_for,
         background.registry.limits.turn_timeout_s,
         clock.now,
         environ,
