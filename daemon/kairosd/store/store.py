@@ -118,6 +118,25 @@ def _share_fields_set(task: Task, model: Task) -> None:
         object.__setattr__(task, "__pydantic_fields_set__", shared)
 
 
+def _share_empty_dicts(task: Task, meta: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Let ``task`` use the given empty dicts for an empty ``meta`` and no unknown fields.
+
+    Most tasks have neither, and pydantic gives each two empty dicts of 64 bytes:
+    tracemalloc at start with 10,000 tasks counted 1.3 MB of them. Safe because
+    nothing in kairosd changes a task's ``meta`` in place (a change is a new task
+    or a new dict, and ``model_copy`` already shares it with the copy), and with
+    ``validate_assignment`` pydantic replaces the unknown-fields dict on an
+    assignment instead of adding to it. Leaves the task alone if pydantic's
+    internals look different.
+    """
+    fields = task.__dict__
+    if type(fields.get("meta")) is dict and not fields["meta"]:
+        fields["meta"] = meta
+    own = getattr(task, "__pydantic_extra__", None)
+    if type(own) is dict and not own:
+        object.__setattr__(task, "__pydantic_extra__", extra)
+
+
 # How every store this version writes begins (see _encode_store).
 _OWN_HEAD = f'{{\n  "schema_version": {SCHEMA_VERSION},'.encode()
 
@@ -291,6 +310,8 @@ class JsonStore:
             tasks: list[Task] = []
             seen: set[str] = set()
             targets: dict[str, InboxTarget] = {}
+            no_meta: dict[str, Any] = {}
+            no_extra: dict[str, Any] = {}
             for n, line in enumerate(body, start=1):
                 text = line.removeprefix(b"    ")
                 text = text.removesuffix(b",") if n < len(body) else text
@@ -300,6 +321,7 @@ class JsonStore:
                 seen.add(task.id)
                 tasks.append(task)
                 _share_fields_set(task, tasks[0])
+                _share_empty_dicts(task, no_meta, no_extra)
                 target = task.target
                 if type(target) is InboxTarget and not target.model_extra:
                     # Frozen, so equal inbox targets can be one object (400 bytes a task).
