@@ -7,8 +7,8 @@ import gc
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
