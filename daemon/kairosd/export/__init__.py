@@ -20,21 +20,22 @@ from collections.abc import Callable
 from datetime import datetime
 
 from kairosd.core.errors import UsageError
-from kairosd.export import github, kubernetes, systemd
 from kairosd.export.common import ENGINES, Job, Options, Refused, Rendered
 
 __all__ = ["ENGINES", "Job", "Options", "Refused", "Rendered", "render"]
 
-_RENDERERS: dict[str, Callable[[Job, Options, datetime], Rendered]] = {
-    "systemd": systemd.render,
-    "kubernetes": kubernetes.render,
-    "github-actions": github.render,
-}
-
 
 def render(job: Job, engine: str, options: Options, now: datetime) -> Rendered:
     """The engine's files for ``job``; raises :class:`Refused` for what the engine cannot express."""
-    renderer = _RENDERERS.get(engine)
+    # On the first export, not at the daemon's start: the renderers cost ~4 ms of it (issue 16).
+    from kairosd.export import github, kubernetes, systemd
+
+    renderers: dict[str, Callable[[Job, Options, datetime], Rendered]] = {
+        "systemd": systemd.render,
+        "kubernetes": kubernetes.render,
+        "github-actions": github.render,
+    }
+    renderer = renderers.get(engine)
     if renderer is None:
         raise UsageError(f"unknown export engine {engine!r} (use {', '.join(ENGINES)})")
     return renderer(job, options, now)
