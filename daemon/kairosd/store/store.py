@@ -38,6 +38,7 @@ from __future__ import annotations
 import glob
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -135,6 +136,39 @@ def _share_empty_dicts(task: Task, meta: dict[str, Any], extra: dict[str, Any]) 
     own = getattr(task, "__pydantic_extra__", None)
     if type(own) is dict and not own:
         object.__setattr__(task, "__pydantic_extra__", extra)
+
+
+def _key_sharing_model() -> Task:
+    """A bare Task whose fields were set one by one, in field order, before any task is loaded.
+
+    CPython gives a class's instances dicts that share one table of keys (about half the
+    size of a dict of their own) when their attributes are set in the same order, and it
+    learns that order from the first instance set that way; pydantic builds each task's dict
+    on its own instead. Kept alive so the shared order stays known (see :func:`_lean_dict`).
+    """
+    model = object.__new__(Task)
+    for name in Task.model_fields:
+        object.__setattr__(model, name, None)
+    return model
+
+
+_KEY_ORDER = _key_sharing_model()
+
+
+def _lean_dict(task: Task) -> None:
+    """Give ``task`` the same fields in a dict that shares its keys with the other tasks'.
+
+    Measured (issue 16): 232 bytes instead of 464 a task, 2.3 MB of RSS with 10,000 tasks,
+    for ~3 ms per 1,000 tasks at load. The fields, their order and their values are the
+    same objects; pydantic replaces the dict on any assignment (as before). Leaves the task
+    alone when the new dict is not smaller (CPython stopped sharing this class's keys).
+    """
+    fields = task.__dict__
+    lean = object.__new__(Task).__dict__  # empty, on the class's shared keys
+    for name, value in fields.items():
+        lean[name] = value
+    if sys.getsizeof(lean) < sys.getsizeof(fields):
+        object.__setattr__(task, "__dict__", lean)
 
 
 # How every store this version writes begins (see _encode_store).
@@ -326,6 +360,7 @@ class JsonStore:
                 if type(target) is InboxTarget and not target.model_extra:
                     # Frozen, so equal inbox targets can be one object (400 bytes a task).
                     task.__dict__["target"] = targets.setdefault(target.session, target)
+                _lean_dict(task)
         except (ValidationError, ValueError, OSError, IndexError):
             return None
         return StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=tasks, **extra)
