@@ -32,8 +32,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import psutil
-
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2  # only where pidfd_open is unavailable
@@ -95,6 +93,8 @@ def spawn_detached(
 
 
 def started_at(pid: int) -> float | None:
+    import psutil  # on use: not needed to start (issue 16: ~0.9 MB RSS and ~8 ms at import)
+
     with contextlib.suppress(psutil.Error):
         return psutil.Process(pid).create_time()
     return None
@@ -104,6 +104,8 @@ def same_process(pid: int | None, started: float | None) -> bool:
     """Whether ``pid`` is still the process that started at ``started`` (and has not exited)."""
     if pid is None or started is None:
         return False
+    import psutil
+
     try:
         proc = psutil.Process(pid)
         return abs(proc.create_time() - started) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE

@@ -16,8 +16,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from kairosd.core.errors import UnavailableError
 from kairosd.registry import rules
 from kairosd.registry.book import Book
@@ -65,6 +63,8 @@ async def record(book: Book, spec: StartSpec, logs_dir: Path, turn_timeout_s: fl
 
 async def attach(book: Book, task_id: str, pid: int) -> JobRecord:
     """Record the pid (and its start time, to know it again) of the detached process."""
+    import psutil  # on use: not needed to start (issue 16: ~0.9 MB RSS and ~8 ms at import)
+
     started: float | None = None
     with contextlib.suppress(psutil.Error):
         started = psutil.Process(pid).create_time()

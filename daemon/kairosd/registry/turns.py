@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from kairosd.agents.base import AgentAdapter, Command
 from kairosd.registry import rules, tasklog
 from kairosd.registry.book import Book
@@ -185,6 +183,8 @@ class Turns:
         return ProcessSpec(command.argv, env, record.cwd, command.stdin, record.timeout_s)
 
     def _on_spawn(self, task_id: str, pid: int) -> None:
+        import psutil  # on use: not needed to start (issue 16)
+
         started: float | None = None
         with contextlib.suppress(psutil.Error):
             started = psutil.Process(pid).create_time()

@@ -108,7 +108,8 @@ class Service:
 
         The view then depends only on the task object, its planned fire and whether it
         runs, so a cached one is good while those three are the same (a task paused
-        or resumed is a new object; a re-planned fire is a new Fire). A fire that is
+        or resumed is a new object; a re-planned fire with other times is another Fire, and Fires are
+        frozen, so the same Fire object always holds the same times). A fire that is
         already due makes ``view`` ask the clock instead; those are never cached.
         """
         planned = None if task.paused else self.scheduler.planned(task.id)

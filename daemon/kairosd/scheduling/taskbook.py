@@ -58,7 +58,10 @@ class TaskBook:
         self._extra = {k: v for k, v in (state.model_extra or {}).items()}
         self._durable_extra = dict(self._extra)  # what the store holds
         self._tasks: dict[str, Task] = {t.id: t for t in state.tasks}
-        self._durable: dict[str, Task] = dict(self._tasks)  # what the store holds
+        # What the store holds; None while that is exactly ``_tasks`` (no change since the last
+        # write or the load), copied before the first change: a second dict of 10,000 tasks was
+        # ~0.3 MB of the daemon's RSS at start (issue 16) and after every write that nothing followed.
+        self._durable: dict[str, Task] | None = None
 
     def load(self) -> None:
         """Read the store and hold its tasks: the start-up step, before anything changed the book."""
@@ -98,14 +101,22 @@ class TaskBook:
         return self._tasks.get(task_id)
 
     def put(self, task: Task) -> None:
+        self._keep_durable()
         self._tasks[task.id] = task
         self._version += 1
 
     def remove(self, task_id: str) -> Task | None:
-        task = self._tasks.pop(task_id, None)
-        if task is not None:
-            self._version += 1
+        if task_id not in self._tasks:
+            return None
+        self._keep_durable()
+        task = self._tasks.pop(task_id)
+        self._version += 1
         return task
+
+    def _keep_durable(self) -> None:
+        """Before ``_tasks`` changes: keep what the store holds, if that is ``_tasks`` itself."""
+        if self._durable is None:
+            self._durable = dict(self._tasks)
 
     def get_field(self, key: str) -> Any:
         """A top-level field of the store besides the tasks (None when absent)."""
@@ -188,7 +199,8 @@ class TaskBook:
             return True
 
     def _saved(self, tasks: dict[str, Task], version: int, extra: dict[str, Any]) -> None:
-        self._durable = tasks
+        # Nothing changed since the snapshot was taken: the store holds ``_tasks`` as it is.
+        self._durable = None if version == self._version else tasks
         self._durable_extra = extra
         self._written = max(self._written, version)
         if self.error is not None:
@@ -206,7 +218,7 @@ class TaskBook:
         error = self._error_for(exc)
         if not isinstance(exc, StoreError):
             log.error("saving the store failed unexpectedly", exc_info=exc)
-        durable = self._durable
+        durable = self._tasks if self._durable is None else self._durable
         changed = {
             task_id
             for task_id in self._tasks.keys() | durable.keys()

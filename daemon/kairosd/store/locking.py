@@ -31,7 +31,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-import psutil
 from filelock import Timeout, UnixFileLock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -118,11 +117,35 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def own_start_time() -> float:
+    """When this process started, as psutil's ``Process(os.getpid()).create_time()`` gives it.
+
+    Read from /proc with psutil's own formula on Linux (start ticks / clock ticks + boot time),
+    so records stay comparable with ``classify``'s psutil reading. Every start writes it, and
+    importing psutil for it cost ~0.9 MB RSS and ~8 ms of each start (measured, issue 16);
+    psutil is still used where /proc cannot be read.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        # The command name (field 2) may hold spaces and parentheses: fields 3.. follow the last ")".
+        start_ticks = float(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22, starttime
+        with open("/proc/stat", "rb") as f:
+            boot = next(float(line.split()[1]) for line in f if line.startswith(b"btime"))
+        return start_ticks / os.sysconf("SC_CLK_TCK") + boot
+    except (OSError, ValueError, IndexError, StopIteration):
+        import psutil
+
+        return psutil.Process(os.getpid()).create_time()
+
+
 def classify(previous: LockRecord, host: str) -> StaleReason:
     """Why a record whose kernel lock we now hold is stale."""
     if previous.host != host:
         # Another machine's pids mean nothing here; the free kernel lock is all we know.
         return "other_host"
+    import psutil  # here: only a takeover after a crash or a contended start needs it
+
     try:
         proc = psutil.Process(previous.pid)
         if proc.status() == psutil.STATUS_ZOMBIE:  # exited, its locks gone, not yet reaped
@@ -222,7 +245,7 @@ class StoreLock:
         record = LockRecord(
             owner=self._owner,
             pid=pid,
-            proc_start=psutil.Process(pid).create_time(),
+            proc_start=own_start_time(),
             acquired_at=self._clock.now(),
             host=socket.gethostname(),
         )

@@ -38,6 +38,7 @@ from __future__ import annotations
 import glob
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -117,6 +118,58 @@ def _share_fields_set(task: Task, model: Task) -> None:
     # A fields set only ever holds field names, so a full-sized one is the full set.
     if own is not shared and type(own) is set and type(shared) is set and len(own) == len(shared) == _FIELD_COUNT:
         object.__setattr__(task, "__pydantic_fields_set__", shared)
+
+
+def _share_empty_dicts(task: Task, meta: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Let ``task`` use the given empty dicts for an empty ``meta`` and no unknown fields.
+
+    Most tasks have neither, and pydantic gives each two empty dicts of 64 bytes:
+    tracemalloc at start with 10,000 tasks counted 1.3 MB of them. Safe because
+    nothing in kairosd changes a task's ``meta`` in place (a change is a new task
+    or a new dict, and ``model_copy`` already shares it with the copy), and with
+    ``validate_assignment`` pydantic replaces the unknown-fields dict on an
+    assignment instead of adding to it. Leaves the task alone if pydantic's
+    internals look different.
+    """
+    fields = task.__dict__
+    if type(fields.get("meta")) is dict and not fields["meta"]:
+        fields["meta"] = meta
+    own = getattr(task, "__pydantic_extra__", None)
+    if type(own) is dict and not own:
+        object.__setattr__(task, "__pydantic_extra__", extra)
+
+
+def _key_sharing_model() -> Task:
+    """A bare Task whose fields were set one by one, in field order, before any task is loaded.
+
+    CPython gives a class's instances dicts that share one table of keys (about half the
+    size of a dict of their own) when their attributes are set in the same order, and it
+    learns that order from the first instance set that way; pydantic builds each task's dict
+    on its own instead. Kept alive so the shared order stays known (see :func:`_lean_dict`).
+    """
+    model = object.__new__(Task)
+    for name in Task.model_fields:
+        object.__setattr__(model, name, None)
+    return model
+
+
+_KEY_ORDER = _key_sharing_model()
+
+
+def _lean_dict(task: Task) -> None:
+    """Give ``task`` the same fields in a dict that shares its keys with the other tasks'.
+
+    Measured (issue 16): 232 bytes instead of 464 a task, 2.3 MB of RSS with 10,000 tasks,
+    for ~3 ms per 1,000 tasks at load. The fields, their order and their values are the
+    same objects; pydantic replaces the dict on any assignment (as before). Leaves the task
+    alone when the new dict is not smaller (CPython stopped sharing this class's keys).
+    """
+    fields = task.__dict__
+    lean = object.__new__(Task).__dict__  # empty, on the class's shared keys
+    for name, value in fields.items():
+        lean[name] = value
+    if sys.getsizeof(lean) < sys.getsizeof(fields):
+        object.__setattr__(task, "__dict__", lean)
 
 
 # How every store this version writes begins (see _encode_store).
@@ -292,6 +345,8 @@ class JsonStore:
             tasks: list[Task] = []
             seen: set[str] = set()
             targets: dict[str, InboxTarget] = {}
+            no_meta: dict[str, Any] = {}
+            no_extra: dict[str, Any] = {}
             # One line at a time, each slice freed before the next task is made: splitting the file
             # into all its lines first left their freed memory scattered among the tasks. For 10,000
             # tasks: 8.6 against 13.3 MB of RSS right after the load, 53.8 against 55.2 MB once
@@ -308,10 +363,12 @@ class JsonStore:
                 seen.add(task.id)
                 tasks.append(task)
                 _share_fields_set(task, tasks[0])
+                _share_empty_dicts(task, no_meta, no_extra)
                 target = task.target
                 if type(target) is InboxTarget and not target.model_extra:
                     # Frozen, so equal inbox targets can be one object (400 bytes a task).
                     task.__dict__["target"] = targets.setdefault(target.session, target)
+                _lean_dict(task)
         except (ValidationError, ValueError, OSError, IndexError):
             return None
         return StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=tasks, **extra)
