@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser, print_block, print_records, printed_json
+from kairos.commands.common import make_parser, print_block, print_listing, printed_json
 
 if TYPE_CHECKING:
     from kairos.client import Client
@@ -352,11 +352,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     from kairosd.core.protocol import route_path
 
     doc = _client().call("GET", route_path("registry"), query={"status": args.status} if args.status else None)
-    if printed_json(args, doc):
-        return 0
     empty = "no background tasks" + (f" with status {args.status}" if args.status else "")
-    print_records(doc.get("tasks") or [], empty, ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], _list_row)
-    return 0
+    return print_listing(args, doc, "tasks", empty, ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], _list_row)
 
 
 def _list_row(t: dict[str, Any], zone: str) -> list[str]:

@@ -107,7 +107,14 @@ def print_records(
 ) -> bool:
     """A table of ``records``, a ``row(record, zone)`` each (times in the user's zone), or the line ``empty``
     when there is none; whether there was any."""
-    return _table(records, empty, headers, lambda rs, zone: [row(r, zone) for r in rs])
+    if not records:
+        print(empty)
+        return False
+    from kairos.output import print_table
+
+    zone = local_zone()
+    print_table(headers, [row(record, zone) for record in records])
+    return True
 
 
 def print_block(label: str, text: str) -> None:
@@ -117,33 +124,18 @@ def print_block(label: str, text: str) -> None:
 
 
 def print_listing(
+    args: argparse.Namespace,
     doc: dict[str, Any],
     key: str,
-    as_json: bool,
     empty: str,
     headers: list[str],
-    rows: Callable[[list[Any], str], list[list[str]]],
+    row: Callable[[dict[str, Any], str], list[str]],
 ) -> int:
-    """What a listing verb prints: the daemon's ``doc`` with --json; else ``empty`` when ``doc[key]``
-    lists nothing; else a table of ``rows(entries, zone)``, ``zone`` being the user's. Exit code 0."""
-    if as_json:
-        from kairos.output import print_json
-
-        print_json(doc)
-    else:
-        _table(doc.get(key) or [], empty, headers, rows)
+    """What a listing verb prints: the daemon's ``doc`` with --json; else the table of ``doc[key]``
+    (:func:`print_records`). Exit code 0."""
+    if not printed_json(args, doc):
+        print_records(doc.get(key) or [], empty, headers, row)
     return 0
-
-
-def _table(records: Sequence[Any], empty: str, headers: list[str], rows: Callable[[Any, str], list[list[str]]]) -> bool:
-    """The table of ``rows(records, zone)`` (times in the user's zone), or the line ``empty``; whether any."""
-    if not records:
-        print(empty)
-        return False
-    from kairos.output import print_table
-
-    print_table(headers, rows(records, local_zone()))
-    return True
 
 
 def print_each(items: Iterable[Any], show: Callable[[Any], None]) -> None:

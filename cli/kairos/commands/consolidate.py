@@ -415,23 +415,20 @@ def cmd_history(args: argparse.Namespace) -> int:
     from kairos.output import fmt_time
     from kairosd.core.errors import UsageError
 
-    def rows(records: list[dict[str, Any]], zone: str) -> list[list[str]]:
+    def row(r: dict[str, Any], zone: str) -> list[str]:
         return [
-            [
-                fmt_time(r.get("at"), zone),
-                str(r.get("action", "?")),
-                "you" if r.get("by") == "user" else "kairos",
-                str(r.get("id") or "-"),
-                (f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", ""))) + _why(r),
-            ]
-            for r in records
+            fmt_time(r.get("at"), zone),
+            str(r.get("action", "?")),
+            "you" if r.get("by") == "user" else "kairos",
+            str(r.get("id") or "-"),
+            (f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", ""))) + _why(r),
         ]
 
     if args.n < 0:
         raise UsageError("-n must be 0 or more")
     doc = Client().call("GET", route_path("board_history"), query={"cwd": _abs(args.cwd), "limit": str(args.n)})
     empty = f"no changes yet to the board of {doc.get('project')}"
-    return print_listing(doc, "history", args.json, empty, ["WHEN", "ACTION", "BY", "ID", "ENTRY"], rows)
+    return print_listing(args, doc, "history", empty, ["WHEN", "ACTION", "BY", "ID", "ENTRY"], row)
 
 
 def _why(record: dict[str, Any]) -> str:

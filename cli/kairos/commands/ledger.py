@@ -142,7 +142,7 @@ def _reason(run: dict[str, Any]) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client, print_records, printed_json
+    from kairos.commands.common import client, print_listing
     from kairosd.core.errors import UsageError
 
     if not 1 <= args.n <= MAX_HISTORY:
@@ -151,13 +151,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.id:
         query["task"] = args.id
     doc = client().call("GET", route_path("runs"), query=query)
-    if printed_json(args, doc):
-        return 0
     empty = "no runs yet" + (f" of task {args.id}" if args.id else "")
-    print_records(
-        doc.get("runs") or [], empty, ["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"], _run_row
-    )
-    return 0
+    headers = ["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"]
+    return print_listing(args, doc, "runs", empty, headers, _run_row)
 
 
 def _run_row(r: dict[str, Any], zone: str) -> list[str]:
@@ -177,20 +173,18 @@ def cmd_missed(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, print_listing
     from kairos.output import fmt_time, one_line, print_json, terminal_columns
 
-    def rows(records: list[dict[str, Any]], zone: str) -> list[list[str]]:
-        # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
-        # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
-        reason_width = max(MIN_REASON, terminal_columns() // 3)
+    # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
+    # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
+    reason_width = max(MIN_REASON, terminal_columns() // 3)
+
+    def row(m: dict[str, Any], zone: str) -> list[str]:
         return [
-            [
-                str(m.get("task_id", "?")),
-                fmt_time(m.get("scheduled_for"), zone),
-                str(m.get("count", 1)),
-                one_line(m.get("reason", "-"), reason_width),
-                str(m.get("action", "-")),
-                m.get("task_name") or m.get("prompt") or "",
-            ]
-            for m in records
+            str(m.get("task_id", "?")),
+            fmt_time(m.get("scheduled_for"), zone),
+            str(m.get("count", 1)),
+            one_line(m.get("reason", "-"), reason_width),
+            str(m.get("action", "-")),
+            m.get("task_name") or m.get("prompt") or "",
         ]
 
     api = client()
@@ -203,7 +197,7 @@ def cmd_missed(args: argparse.Namespace) -> int:
         return 0
     doc = api.call("GET", route_path("missed"))
     headers = ["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"]
-    return print_listing(doc, "missed", args.json, "nothing missed", headers, rows)
+    return print_listing(args, doc, "missed", "nothing missed", headers, row)
 
 
 # ---- inbox / watch --------------------------------------------------------

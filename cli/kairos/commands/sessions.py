@@ -65,18 +65,15 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, print_listing
     from kairos.output import fmt_time
 
-    def rows(sessions: list[dict[str, Any]], zone: str) -> list[list[str]]:
+    def row(s: dict[str, Any], zone: str) -> list[str]:
         return [
-            [
-                str(s.get("agent", "?")),
-                str(s.get("session_id", "?")),
-                fmt_time(s.get("last_active")),  # as the daemon wrote it, not in the user's zone
-                str(s.get("pending", 0)),
-                str(s.get("cwd") or "-"),
-            ]
-            for s in sessions
+            str(s.get("agent", "?")),
+            str(s.get("session_id", "?")),
+            fmt_time(s.get("last_active")),  # as the daemon wrote it, not in the user's zone
+            str(s.get("pending", 0)),
+            str(s.get("cwd") or "-"),
         ]
 
     doc = client().call("GET", route_path("sessions"))
     empty = "no live sessions (agents register through kairos' hooks: see kairos integrate)"
-    return print_listing(doc, "sessions", args.json, empty, ["AGENT", "SESSION", "LAST ACTIVE", "PENDING", "CWD"], rows)
+    return print_listing(args, doc, "sessions", empty, ["AGENT", "SESSION", "LAST ACTIVE", "PENDING", "CWD"], row)
