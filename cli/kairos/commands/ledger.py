@@ -5,7 +5,8 @@ status, and imports Claude Code's ``.claude/scheduled_tasks.json``.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
-Must not import pydantic, asyncio or any kairosd module that does I/O.
+Must not import pydantic, asyncio or any kairosd module that does I/O (but the import reads its file
+through kairosd.system.boundedread, on that verb alone).
 """
 
 from __future__ import annotations
@@ -424,8 +425,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         # Accept the project folder or its .claude folder as well as the file.
         nested = path.joinpath(*CLAUDE_FILE)
         path = nested if nested.exists() else path / CLAUDE_FILE[-1]
+    from kairosd.core.protocol import MAX_BODY_BYTES
+    from kairosd.system.boundedread import read_capped
+
     try:
-        data = path.read_text(encoding="utf-8")
+        # Bounded: a link to /dev/zero or a FIFO is refused at once, and a file larger than a request
+        # can carry is refused before it is read whole.
+        data = read_capped(path, MAX_BODY_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise KairosError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     body: dict[str, Any] = {"data": data, "tz": args.tz or local_zone()}

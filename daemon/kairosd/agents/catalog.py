@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from kairosd.agents.base import PERMISSION_MODES, Permissions, TurnRequest, narrow
 from kairosd.core.errors import UsageError
 from kairosd.system import filesafety
+from kairosd.system.boundedread import open_regular
 
 if TYPE_CHECKING:
     from kairosd.config import Config
@@ -382,7 +383,7 @@ def _scan(folder: Path, catalog: Catalog) -> None:
 
 def _load(path: Path, catalog: Catalog) -> None:
     try:
-        with path.open("rb") as file:
+        with open_regular(path) as file:  # a FIFO or device named *.md is refused, never waited on
             unsafe = _unsafe(os.fstat(file.fileno()))
             if unsafe:
                 raise DefinitionError(unsafe)

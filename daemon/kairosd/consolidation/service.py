@@ -26,14 +26,17 @@ Must not import the daemon, the scheduler or the server's internals, nor the wor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairosd.consolidation import gates
 from kairosd.consolidation.request import ConsolidationRequest
@@ -59,6 +62,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 # A worker's offline part may take this long before kairosd stops it. Read at each launch, here
 # rather than in .runs, so that patching it on this module (as the tests do) still takes effect.
@@ -84,6 +88,16 @@ def _fingerprint(path: str | None) -> tuple[int, int] | None:
     return (info.st_size, info.st_mtime_ns) if info else None
 
 
+# Transcripts are read for the turn gate on threads of their own, never the default pool that does
+# every store save, ledger append and inbox put: a slow disk or a huge file delays only other
+# transcript reads. At most READS_IN_FLIGHT reads go on at once (more are refused, not queued), each
+# is given READ_TIMEOUT_S, and their threads never hold up kairosd's exit.
+READS_IN_FLIGHT = 8
+READ_TIMEOUT_S = 30.0
+# The gate needs only the first few turns; past this many bytes it stops reading (a session that
+# has not reached the minimum by then is judged on what was read).
+GATE_READ_BYTES = 64 << 20
+
 LATE_TRANSCRIPT_AGENTS = frozenset({"copilot"})
 LATE_TRANSCRIPT_S = 10.0
 LATE_TRANSCRIPT_POLL_S = 0.25
@@ -105,6 +119,7 @@ class Consolidation:
         # project -> (session, transcript, its size and mtime) of the last run started: a repeat is not rerun
         self._last_run_of: dict[str, tuple[str, str | None, tuple[int, int] | None]] = {}
         self._closing = False
+        self._reads = _ReadPool(READS_IN_FLIGHT)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -129,6 +144,7 @@ class Consolidation:
     async def stop(self) -> None:
         """At kairosd's shutdown: stop watching. The workers go on; the next start settles them."""
         self._closing = True
+        self._reads.shutdown()
         await self.runs.stop_watching()
 
     # ---- requests --------------------------------------------------------------------------------
@@ -259,12 +275,15 @@ class Consolidation:
         from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
 
         hint = AGENT_FORMATS.get(req.agent)
+        stop_at = self.deps.config.min_user_turns
         try:
-            count, stats = await asyncio.to_thread(count_human_turns, path, hint, self.deps.config.min_user_turns)
+            count, stats = await self._reads.run(count_human_turns, path, hint, stop_at, GATE_READ_BYTES)
         except FileNotFoundError:
             return 0, None, f"transcript not found: {path}"
         except IsADirectoryError:
             return 0, None, f"the transcript is a folder: {path}"
+        except TimeoutError:
+            return 0, None, f"reading the transcript {path} took over {READ_TIMEOUT_S:g}s; not consolidated"
         except OSError as exc:
             return 0, None, f"cannot read the transcript {path}: {exc.strerror or exc}"
         return count, stats.cwd, None
@@ -324,3 +343,53 @@ class Consolidation:
     def board_context(self, cwd: str | None) -> str | None:
         """The board of the project ``cwd`` is in, rendered for a starting session; None if empty. Never raises."""
         return self.board_ops.board_context(cwd)
+
+
+class _ReadPool:
+    """Reads of named files, each on a daemon thread of its own, with a bound on how many and how long.
+
+    Daemon threads, not an executor: an executor's threads are joined at interpreter exit, so one
+    read stuck in the kernel (a dead network mount) would hold kairosd's exit.
+    """
+
+    def __init__(self, in_flight: int) -> None:
+        self._in_flight = in_flight
+        self._busy = 0
+        self._closed = False
+
+    async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        if self._closed:
+            raise UnavailableError("kairosd is shutting down; not reading transcripts now")
+        if self._busy >= self._in_flight:
+            raise UnavailableError(
+                f"{self._in_flight} transcript reads are going on already; try again when they are done"
+            )
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[_T] = loop.create_future()
+
+        def settle(result: _T | None, error: BaseException | None) -> None:
+            self._busy -= 1
+            if future.done():
+                return  # timed out or cancelled: nobody waits for it any more
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)  # type: ignore[arg-type]
+
+        def work() -> None:
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # handed to the waiting request, never lost in the thread
+                with contextlib.suppress(RuntimeError):  # the loop is closed: kairosd has stopped
+                    loop.call_soon_threadsafe(settle, None, exc)
+                return
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, result, None)
+
+        self._busy += 1
+        threading.Thread(target=work, name="kairos-transcript-read", daemon=True).start()
+        return await asyncio.wait_for(future, READ_TIMEOUT_S)
+
+    def shutdown(self) -> None:
+        """Take no more reads; one still going on is abandoned, not waited for."""
+        self._closed = True

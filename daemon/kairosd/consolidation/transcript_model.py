@@ -52,6 +52,7 @@ class ReadStats:
     last_at: datetime | None = None
     session_id: str | None = None
     cwd: str | None = None
+    truncated: bool = False  # the file was longer than the read's byte cap; its end was not read
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -63,6 +64,7 @@ class ReadStats:
             "messages": self.messages,
             "first_at": self.first_at.isoformat() if self.first_at else None,
             "last_at": self.last_at.isoformat() if self.last_at else None,
+            "truncated": self.truncated,
             "notes": list(self.notes),
         }
 

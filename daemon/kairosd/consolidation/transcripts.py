@@ -58,12 +58,14 @@ from kairosd.consolidation.transcript_model import (
 )
 from kairosd.consolidation.transcript_readers import READERS
 from kairosd.consolidation.transcript_tools import tool_use
+from kairosd.system.boundedread import open_capped
 
 __all__ = [
     "AGENT_FORMATS",
     "FORMATS",
     "MAX_DOCUMENT_BYTES",
     "MAX_LINE_BYTES",
+    "MAX_TRANSCRIPT_BYTES",
     "SNIFF_OBJECTS",
     "Message",
     "ReadStats",
@@ -82,6 +84,9 @@ __all__ = [
 FORMATS = ("claude", "copilot", "codex", "gemini", "generic")
 AGENT_FORMATS = {"claude": "claude", "copilot": "copilot", "codex": "codex", "gemini": "gemini"}
 MAX_DOCUMENT_BYTES = 64 << 20  # a Gemini session is one JSON document: read whole, up to this
+# A transcript is read up to this many bytes, the rest left with a note: the read's time is bounded
+# whatever the path holds. Far above any real session (a long Codex day is tens of MB).
+MAX_TRANSCRIPT_BYTES = 512 << 20
 SNIFF_OBJECTS = 50  # objects looked at to tell the format before the hint is trusted
 
 _CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation"})
@@ -170,18 +175,26 @@ def read_document(doc: Any, stats: ReadStats) -> Iterator[Message]:
 
 
 def read_file(
-    path: str | os.PathLike[str], hint: str | None = None, stats: ReadStats | None = None
+    path: str | os.PathLike[str],
+    hint: str | None = None,
+    stats: ReadStats | None = None,
+    max_bytes: int = MAX_TRANSCRIPT_BYTES,
 ) -> Iterator[Message]:
     """The messages of the transcript at ``path`` (JSON lines, or a Gemini session document).
 
-    Raises OSError when the file cannot be opened; bad content never raises.
+    Bounded (:mod:`kairosd.system.boundedread`): a path that is not a regular file (a FIFO,
+    ``/dev/zero``) raises ``OSError`` at once, and at most ``max_bytes`` are read; a longer file
+    is read that far, with a note in ``stats``. Raises OSError when the file cannot be opened;
+    bad content never raises.
     """
     stats = stats if stats is not None else ReadStats()
-    with open(path, "rb") as file:
+    file, capped = open_capped(path, max_bytes)
+    with file:
         if _is_document(file):
-            size = os.fstat(file.fileno()).st_size
-            if size > MAX_DOCUMENT_BYTES:
-                stats.notes.append(f"a JSON document of {size} bytes is larger than {MAX_DOCUMENT_BYTES}; skipped")
+            if capped.size > MAX_DOCUMENT_BYTES:
+                stats.notes.append(
+                    f"a JSON document of {capped.size} bytes is larger than {MAX_DOCUMENT_BYTES}; skipped"
+                )
                 stats.malformed += 1
                 return
             try:
@@ -193,15 +206,23 @@ def read_file(
             yield from read_document(doc, stats)
             return
         yield from read_messages(iter_lines(file), hint, stats)
+        if capped.truncated:
+            stats.truncated = True
+            stats.notes.append(
+                f"the transcript is {capped.size} bytes; only the first {max_bytes} were read (the rest was not)"
+            )
 
 
 def count_human_turns(
-    path: str | os.PathLike[str], hint: str | None = None, stop_at: int | None = None
+    path: str | os.PathLike[str],
+    hint: str | None = None,
+    stop_at: int | None = None,
+    max_bytes: int = MAX_TRANSCRIPT_BYTES,
 ) -> tuple[int, ReadStats]:
     """Human user turns in the transcript at ``path``; with ``stop_at``, stops reading once reached."""
     stats = ReadStats()
     count = 0
-    for message in read_file(path, hint, stats):
+    for message in read_file(path, hint, stats, max_bytes):
         if message.human:
             count += 1
             if stop_at is not None and count >= stop_at:
