@@ -39,7 +39,10 @@ class Candidate:
     kind: str
     text: str
     at: datetime | None = None
-    supersedes: str | None = None  # the id of the entry it replaces, when the answer named one (agent mode)
+    supersedes: str | None = None  # the id of the entry it replaces (or closes), when the answer named one
+    # "add": a new entry (or one seen again), replacing ``supersedes`` or what its words replace;
+    # "close": the to-do ``supersedes`` names (agent mode), or the one ``text`` says is done, is done.
+    action: str = "add"
 
 
 @functools.lru_cache(maxsize=4096)
