@@ -29,7 +29,7 @@ from _common import REPO, Row
 sys.path.insert(0, str(REPO / "tests"))
 
 from consolidation_corpus import formats
-from consolidation_corpus.score import Outcome, score, table
+from consolidation_corpus.legacy import Outcome, score, table
 from consolidation_corpus.sessions import SESSIONS
 
 _KEYWORDS = re.compile(
