@@ -18,7 +18,7 @@ from pathlib import Path
 if __package__ in (None, "", "tests.consolidation_corpus"):  # run from the root: the tests' own imports
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from consolidation_corpus.corpus import SHAPES, SPLITS
+from consolidation_corpus.corpus import SHAPES, SPLITS, CorpusError
 from consolidation_corpus.score import MODES, Outcome, Tally, score
 
 GOALS = "offline goals (issue 22), held-out text: precision >= 0.95, recall >= 0.70, replacements >= 0.90"
@@ -58,7 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shape", choices=SHAPES, help="render every session in this shape instead of its own")
     parser.add_argument("--misses", action="store_true", help="also list what was missed, kept wrongly or lost")
     args = parser.parse_args(argv)
-    outcome = score(args.split, args.mode, shape=args.shape)
+    try:
+        outcome = score(args.split, args.mode, shape=args.shape)
+    except CorpusError as exc:
+        print(f"consolidation corpus: {exc}", file=sys.stderr)
+        return 2
     print(table(outcome))
     if args.mode == "offline":
         print(f"\n{GOALS}" + ("" if args.split != "train" else " (train is tuned on: not a quality figure)"))
