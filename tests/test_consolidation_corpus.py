@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from consolidation_corpus import score as scoring
 from consolidation_corpus.corpus import SHAPES, CorpusError, Writer, load, parse
+from consolidation_corpus.formats import REMINDER
 from consolidation_corpus.shapes import READER, render
 
 from kairosd.consolidation.entries import KINDS
@@ -241,6 +242,7 @@ def agent_outcome() -> scoring.Outcome:
 def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_outcome: scoring.Outcome) -> None:
     outcome = agent_outcome
     assert outcome.human_read == outcome.turns >= 330
+    assert outcome.misread == []
     assert outcome.overall.precision.value == 1.0, outcome.false
     assert outcome.overall.recall.value == 1.0, outcome.misses
     assert outcome.replacements.value == 1.0, outcome.failed
@@ -256,6 +258,23 @@ def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_out
 def test_agent_mode_closes_the_todos_said_done(agent_outcome: scoring.Outcome) -> None:
     assert agent_outcome.closes.of >= 8
     assert agent_outcome.closes.value == 1.0, agent_outcome.failed
+
+
+def test_text_injected_as_typed_is_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that let kairos' reminder through as typed would show, even with as many turns."""
+    from kairosd.consolidation.transcripts import Message
+
+    def leaky(path: Any, hint: Any, stats: Any) -> Any:
+        for message in read_file(path, hint, stats):
+            if message.human and message.text.startswith("thanks"):
+                message = Message("user", REMINDER, human=True, at=message.at)
+            yield message
+
+    monkeypatch.setattr(scoring, "read_file", leaky)
+    writer = parse(VALID, "heldout", Path("w-test.json"))
+    outcome = scoring.score("heldout", "agent", writers=[writer])
+    assert outcome.human_read == outcome.turns
+    assert outcome.misread == ["w-test/app s0/claude: 3 human turn(s) read"]
 
 
 def test_the_agent_check_fails_when_the_prompt_loses_turns(monkeypatch: pytest.MonkeyPatch) -> None:

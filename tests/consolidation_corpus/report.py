@@ -47,6 +47,7 @@ def table(outcome: Outcome) -> str:
         f"to-dos closed (of those learned that a later turn says are done): {outcome.closes}",
         f"learned entries still on the board at the end (neither replaced nor closed): {outcome.kept}",
         f"entries made of no typed turn (tool calls): {len(outcome.untimed)}",
+        f"sessions whose human turns were not what was typed: {len(outcome.misread)}",
     ]
     return "\n".join(rows)
 
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("kept but not expected", outcome.false),
             ("replacements, closes, keeps that went wrong", outcome.failed),
             ("made of no typed turn", outcome.untimed),
+            ("sessions not read as typed", outcome.misread),
         ):
             print(f"\n{title}:\n  " + "\n  ".join(lines or ["(none)"]))
     return 0

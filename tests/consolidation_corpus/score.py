@@ -98,6 +98,7 @@ class Outcome:
     closes: Ratio = field(default_factory=Ratio)
     kept: Ratio = field(default_factory=Ratio)
     untimed: list[str] = field(default_factory=list)  # entries made of no turn (tool calls)
+    misread: list[str] = field(default_factory=list)  # sessions whose human turns are not what was typed
     misses: list[str] = field(default_factory=list)
     false: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # replacements, closes and keeps that went wrong
@@ -162,6 +163,8 @@ def _project(
         typed = [m.text for m in messages if m.human]
         outcome.turns += len(turns)
         outcome.human_read += len(typed)
+        if typed != [turn.text for turn in session.turns]:  # something injected passed as typed, or a turn lost
+            outcome.misread.append(f"{writer.writer}/{project.name} s{s}/{fmt}: {len(typed)} human turn(s) read")
         clock[0] = times[-1] + timedelta(minutes=5)  # the run starts when the session has ended
         mine = [
             _Item(f"{writer.writer}/{project.name} s{s}/{fmt} t{t}", fmt, writer.writer, s, t, e)
