@@ -207,6 +207,28 @@ def test_a_replacement_not_applied_and_a_todo_left_open_are_counted() -> None:
     assert len(outcome.failed) == 2
 
 
+def test_a_change_changed_again_is_judged_by_the_latest_word() -> None:
+    doc = copy.deepcopy(VALID)
+    third = {"text": "we use hatch now", "expect": [{"kind": "rule", "key": ["hatch"], "replaces": ["pdm"]}]}
+    doc["projects"][0]["sessions"].append({"format": "codex", "turns": [third]})
+    answers = iter(
+        [
+            "- [rule] We use uv, not poetry.",
+            "- supersede {uv}: [decision] We use pdm now.",
+            "- supersede {pdm}: [rule] We use hatch now.",
+        ]
+    )
+
+    def answer_for(prompt: str, script: scoring.Script) -> str:
+        ids = {
+            name: script.entry_for.get(key, "b000000") for name, key in (("uv", ("uv", "poetry")), ("pdm", ("pdm",)))
+        }
+        return next(answers).format(**ids)
+
+    outcome = scoring.score("heldout", "agent", answer_for, writers=[parse(doc, "heldout", Path("w.json"))])
+    assert (outcome.replacements.hit, outcome.replacements.of) == (2, 2), outcome.failed
+
+
 def test_offline_entries_are_scored_against_their_own_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     """An offline entry must match an item of the turn it came from, not of another turn."""
     from kairosd.consolidation.entries import Candidate

@@ -30,6 +30,8 @@ def table(outcome: Outcome) -> str:
         f"split {outcome.split}, mode {outcome.mode}: {outcome.turns} typed turns "
         f"({outcome.human_read} read back as typed)",
         "",
+        "(a kind's precision is that of the entries made with that kind; its recall, that of the items labeled so)",
+        "",
         "| scope | precision | recall |",
         "|---|---|---|",
     ]

@@ -231,6 +231,8 @@ def _tally(
         if item.entry is None:
             continue
         if replacement is not None:
+            while replacement.replaced_by is not None and replacement.replaced_by.entry is not None:
+                replacement = replacement.replaced_by  # replaced again later: the latest word must be there
             ok = item.entry not in live and replacement.entry in live
             out.replacements.add(ok)
             if not ok:
