@@ -1,9 +1,20 @@
-"""The consolidation evaluation corpus: sessions written as people type, each human turn labeled
-keep (as which kind) or drop, written out in the transcript formats of every CLI kairos reads.
+"""The consolidation evaluation corpus: what people typed, labeled with the board entries it should
+produce, written out in the transcript shapes of every CLI kairos reads, and scored.
 
-    sessions   the labeled source (one list of sessions)
-    formats    one writer per CLI format (Claude Code, Codex 0.169, Copilot, Gemini 0.61)
-    score      run the offline consolidator over the written files; precision and recall
+v2 (the labeled data in ``data/<split>/<writer>.json``; ``heldout`` is the quality measure):
 
-Used by tests/test_consolidation_corpus.py (which pins the floors) and bench/bench_board_quality.py.
+    corpus     the loader: reads a split and refuses a label file with a typo
+    shapes     one renderer per transcript shape (six), with the noise the readers must drop
+    score      consolidate each project's sessions in order onto one board (offline, or agent mode
+               with a scripted model) and score the board against the labels
+    report     print the figures: python -m tests.consolidation_corpus.report --split --mode
+
+v1 (the corpus the offline extractor was tuned on; kept working, not a quality figure):
+
+    sessions   the labeled source (one list of sessions, one label per turn)
+    formats    one writer per v1 format (Claude Code, Codex 0.169, Copilot, Gemini 0.61)
+    legacy     run the offline consolidator over it; precision and recall of kept turns
+
+Used by tests/test_consolidation_corpus.py (v2), tests/test_consolidation_corpus_legacy.py (v1)
+and bench/bench_board_quality.py.
 """

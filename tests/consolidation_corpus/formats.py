@@ -101,7 +101,7 @@ def claude(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
     return out
 
 
-def codex(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
+def codex_0169(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
     def line(when: datetime, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         return {"timestamp": _ts(when), "type": kind, "payload": payload}
 
@@ -207,7 +207,7 @@ def copilot(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
     return out
 
 
-def gemini(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
+def gemini_jsonl(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
     start = turns[0][1] - timedelta(seconds=5)
     out: list[dict[str, Any]] = [
         {
@@ -251,11 +251,12 @@ def gemini(turns: Turns, cwd: str, sid: str) -> list[dict[str, Any]]:
     return out
 
 
+# The v1 corpus's four formats (sessions.py), by the names the readers use for them.
 WRITERS: dict[str, Callable[[Turns, str, str], list[dict[str, Any]]]] = {
     "claude": claude,
-    "codex": codex,
+    "codex": codex_0169,
     "copilot": copilot,
-    "gemini": gemini,
+    "gemini": gemini_jsonl,
 }
 FILE_NAMES = {
     "claude": "{sid}.jsonl",

@@ -1,104 +1,313 @@
-"""Run the offline consolidator over the corpus, in every format, and score it against the labels.
+"""Score consolidation on a split of the v2 corpus, through the path the worker takes.
 
-A turn counts as kept when the consolidator made a board entry out of it (an entry carries the
-time of the turn it came from). Precision: the share of kept turns labeled keep. Recall: the
-share of turns labeled keep that were kept. ``same kind``: kept turns whose entry has a kind the
-label allows.
+Each project's sessions are rendered in their transcript shape (:mod:`.shapes`), read by the real
+readers, consolidated in order onto one board: offline mode runs
+:func:`kairosd.consolidation.extract.extract`; agent mode builds the prompt with
+:func:`kairosd.consolidation.agent_mode.prompt_for`, asks ``answer_for`` (a scripted model) and
+parses its answer with the agent mode's own parser; both then go through ``BoardStore.merge``,
+as :mod:`kairosd.consolidation.worker` does.
+
+Figures (see the corpus format notes):
+
+- **precision**: board entries matching an expected item of their turn (kind allowed, every key
+  word in the text) / board entries. An entry's turn is the one whose timestamp its candidate
+  carries; agent mode's entries carry none, so they may match any item of their session. Entries
+  made of no turn at all (from tool calls) are counted apart (``untimed``) and reported.
+- **recall**: expected items matched / expected items. An item that a later item *of the same
+  session* replaces counts as matched when its replacement is (the later word wins; a board that
+  never held the earlier one is right).
+- **replacements**: replacing items whose original was learned, and which were applied: at the
+  end of the project the original's entry is off the board (gone or superseded) and the
+  replacing item's entry is on it.
+- **closes**: likewise, to-dos learned that a later turn says are done and whose entry is off
+  the board (or marked done or closed, should the board grow such a field) at the end.
+- **kept**: learned items still on the board at the end, leaving out the replaced and the closed
+  ones (a wrong replacement or a prune shows here).
 """
 
 from __future__ import annotations
 
+import re
+import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from consolidation_corpus import formats
-from consolidation_corpus.sessions import HELD_OUT, SESSIONS
+from consolidation_corpus.corpus import DATA, Expect, Key, Project, Session, Turn, Writer, load
+from consolidation_corpus.shapes import READER, render
+from kairosd.consolidation.board import Board, BoardStore, Entry
+from kairosd.consolidation.entries import Candidate, clean, normal_key
 from kairosd.consolidation.extract import extract
 from kairosd.consolidation.transcripts import ReadStats, read_file
+
+BASE = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
+MODES = ("offline", "agent")
+
+
+@dataclass(frozen=True)
+class Script:
+    """What a scripted model is given besides the prompt: the labels of the session, and which
+    board entry holds each item learned so far (by the item's key), so it can name ids."""
+
+    session: Session
+    board: Board
+    entry_for: dict[Key, str]  # an item's key -> the id of the board entry that holds it now
+
+
+AnswerFor = Callable[[str, Script], str]
+
+
+@dataclass
+class Ratio:
+    hit: int = 0
+    of: int = 0
+
+    @property
+    def value(self) -> float:
+        return self.hit / self.of if self.of else 1.0
+
+    def add(self, ok: bool) -> None:
+        self.hit += ok
+        self.of += 1
+
+    def __str__(self) -> str:
+        return f"{self.value:.2f} ({self.hit}/{self.of})"
 
 
 @dataclass
 class Tally:
-    labeled: int = 0  # turns labeled keep
-    kept: int = 0  # turns kept
-    hits: int = 0  # labeled keep and kept
-    same_kind: int = 0  # ... with a kind the label allows
-
-    @property
-    def precision(self) -> float:
-        return self.hits / self.kept if self.kept else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.hits / self.labeled if self.labeled else 1.0
+    precision: Ratio = field(default_factory=Ratio)
+    recall: Ratio = field(default_factory=Ratio)
 
 
 @dataclass
 class Outcome:
+    split: str
+    mode: str
     turns: int = 0
-    human_read: int = 0
+    human_read: int = 0  # typed turns the readers found (must equal ``turns``)
     overall: Tally = field(default_factory=Tally)
-    held_out: Tally = field(default_factory=Tally)  # the sessions never tuned against
-    by_format: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
-    by_kind: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
-    misses: list[str] = field(default_factory=list)  # labeled keep, not kept
-    false_keeps: list[str] = field(default_factory=list)  # kept, labeled drop
+    by_shape: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    by_kind: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))  # recall by the label's kind,
+    # precision by the entry's kind
+    by_writer: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    replacements: Ratio = field(default_factory=Ratio)
+    closes: Ratio = field(default_factory=Ratio)
+    kept: Ratio = field(default_factory=Ratio)
+    untimed: list[str] = field(default_factory=list)  # entries made of no turn (tool calls)
+    misread: list[str] = field(default_factory=list)  # sessions whose human turns are not what was typed
+    misses: list[str] = field(default_factory=list)
+    false: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # replacements, closes and keeps that went wrong
 
 
-def score(folder: Path, fmts: tuple[str, ...] | None = None) -> Outcome:
-    """Write every session (session ``i`` in format ``i % 4``, or every session in each of ``fmts``)."""
-    outcome = Outcome()
-    for index, session in enumerate(SESSIONS):
-        chosen = fmts if fmts is not None else (formats.FORMATS[index % len(formats.FORMATS)],)
-        for fmt in chosen:
-            turns = [(text, formats.at(index, step * 2)) for step, (_, text) in enumerate(session)]
-            path = formats.write(folder, fmt, turns, "/home/dev/acme", f"s{index:02d}")
-            stats = ReadStats()
-            found = extract(read_file(path, fmt, stats), project="/home/dev/acme", anchor=turns[-1][1],
-                            zone=ZoneInfo("UTC"))  # fmt: skip
-            outcome.human_read += stats.human_turns
-            kinds_at: dict[datetime | None, set[str]] = defaultdict(set)
-            for candidate in found.candidates:
-                kinds_at[candidate.at].add(candidate.kind)
-            for (label, text), (_, when) in zip(session, turns, strict=True):
-                outcome.turns += 1
-                where = f"[{fmt} s{index}] {label}: {text!r}"
-                _count(outcome, fmt, label, kinds_at.get(when, set()), where, index >= HELD_OUT)
+@dataclass
+class _Item:
+    where: str
+    shape: str
+    writer: str
+    session: int
+    turn: int
+    expect: Expect
+    entry: str | None = None  # the id of the board entry that matched it
+    replaced_by: _Item | None = None
+    closed: bool = False
+
+
+def score(
+    split: str = "heldout",
+    mode: str = "offline",
+    answer_for: AnswerFor | None = None,
+    *,
+    shape: str | None = None,
+    data: Path = DATA,
+    writers: list[Writer] | None = None,
+) -> Outcome:
+    """The figures for ``split`` in ``mode`` (agent mode answers with ``answer_for``, by default
+    :func:`ideal_answer`); ``shape``: render every session in that shape instead of its own."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    outcome = Outcome(split, mode)
+    with tempfile.TemporaryDirectory(prefix="kairos-corpus-") as folder:
+        for writer in writers if writers is not None else load(split, data):
+            for project in writer.projects:
+                _project(Path(folder), writer, project, mode, answer_for or ideal_answer, shape, outcome)
     return outcome
 
 
-def _count(outcome: Outcome, fmt: str, label: str, kinds: set[str], where: str, held_out: bool) -> None:
-    allowed = set() if label == "-" else set(label.split("/"))
-    tallies = [outcome.overall, outcome.by_format[fmt]] + ([outcome.held_out] if held_out else [])
-    if allowed:
-        tallies.append(outcome.by_kind[label.split("/")[0]])
-    for kind in kinds:  # precision per kind: what was kept as that kind
-        if not allowed:
-            outcome.by_kind[kind].kept += 1
-    for tally in tallies:
-        tally.labeled += bool(allowed)
-        tally.kept += bool(kinds)
-        tally.hits += bool(allowed and kinds)
-        tally.same_kind += bool(allowed & kinds)
-    if allowed and not kinds:
-        outcome.misses.append(where)
-    if kinds and not allowed:
-        outcome.false_keeps.append(f"{where} -> {sorted(kinds)}")
+def _project(
+    folder: Path,
+    writer: Writer,
+    project: Project,
+    mode: str,
+    answer_for: AnswerFor,
+    shape: str | None,
+    outcome: Outcome,
+) -> None:
+    cwd = f"/home/{writer.writer}/{project.name}"
+    clock = [BASE]
+    store = BoardStore(folder / "boards", lambda: clock[0])
+    items: list[_Item] = []
+    produced: list[tuple[Entry, str, _Item | None, str]] = []  # entry, its shape, the item it matched, where
+    for s, session in enumerate(project.sessions):
+        fmt = shape or session.shape
+        times = [BASE + timedelta(days=s, minutes=2 * t) for t in range(len(session.turns))]
+        turns = [(turn.text, when) for turn, when in zip(session.turns, times, strict=True)]
+        sid = f"{project.name}-s{s}"
+        path = render(folder / "transcripts", fmt, turns, cwd, sid)
+        stats = ReadStats()
+        messages = list(read_file(path, READER[fmt], stats))
+        typed = [m.text for m in messages if m.human]
+        outcome.turns += len(turns)
+        outcome.human_read += len(typed)
+        if typed != [turn.text for turn in session.turns]:  # something injected passed as typed, or a turn lost
+            outcome.misread.append(f"{writer.writer}/{project.name} s{s}/{fmt}: {len(typed)} human turn(s) read")
+        clock[0] = times[-1] + timedelta(minutes=5)  # the run starts when the session has ended
+        mine = [
+            _Item(f"{writer.writer}/{project.name} s{s}/{fmt} t{t}", fmt, writer.writer, s, t, e)
+            for t, turn in enumerate(session.turns)
+            for e in turn.expect
+        ]
+        _link(items, mine, session, s)
+        if mode == "offline":
+            candidates = extract(messages, project=cwd, anchor=clock[0], zone=ZoneInfo("UTC")).candidates
+        else:
+            board = store.load(cwd)
+            entry_for = {i.expect.key: i.entry for i in items if i.entry and board.find(i.entry)}
+            prompt = _prompt_for(cwd, str(path), board, stats.last_at, clock[0], typed)
+            candidates = _parse(answer_for(prompt, Script(session, board, entry_for)), board)
+        merged = store.merge(cwd, candidates, session=sid, agent=READER[fmt], run=f"r{s}")
+        turn_of = {when: t for t, when in enumerate(times)}
+        by_key: dict[str, datetime | None] = {}
+        for candidate in candidates:
+            by_key.setdefault(normal_key(clean(candidate.text)), candidate.at)
+        for entry in [*merged.added, *merged.seen]:
+            when = by_key.get(normal_key(entry.text))
+            where = f"{writer.writer}/{project.name} s{s}/{fmt}"
+            if mode == "offline" and (when is None or when not in turn_of):
+                outcome.untimed.append(f"[{where}] {entry.kind}: {entry.text!r}")
+                continue
+            turn = turn_of[when] if mode == "offline" and when is not None else None
+            match = next((i for i in mine if turn in (None, i.turn) and i.expect.matches(entry.kind, entry.text)), None)
+            if match is not None and match.entry is None:
+                match.entry = entry.id
+            produced.append((entry, fmt, match, f"[{where}" + (f" t{turn}]" if turn is not None else "]")))
+        items += mine
+    _tally(store.load(cwd), items, produced, outcome)
 
 
-def table(outcome: Outcome) -> str:
-    """The figures as a Markdown table."""
-    rows = ["| scope | labeled keep | kept | precision | recall | same kind |", "|---|---|---|---|---|---|"]
+def _link(earlier: list[_Item], mine: list[_Item], session: Session, index: int) -> None:
+    """Each replacing item's original (the latest earlier item with that key), each closed to-do."""
+    for item in mine:
+        if item.expect.replaces is not None:
+            before = [i for i in earlier + mine[: mine.index(item)] if i.expect.key == item.expect.replaces]
+            before[-1].replaced_by = item
+    for t, turn in enumerate(session.turns):
+        for key in turn.closes:
+            todo = [i for i in earlier + mine if i.expect.key == key and (i.session, i.turn) < (index, t)]
+            todo[-1].closed = True
 
-    def row(name: str, t: Tally) -> str:
-        kind = f"{t.same_kind / t.hits:.2f}" if t.hits else "-"
-        return f"| {name} | {t.labeled} | {t.kept} | {t.precision:.2f} | {t.recall:.2f} | {kind} |"
 
-    rows.append(row("**all**", outcome.overall))
-    rows.append(row("held-out sessions only", outcome.held_out))
-    rows += [row(f"format {f}", outcome.by_format[f]) for f in sorted(outcome.by_format)]
-    rows += [row(f"kind {k}", outcome.by_kind[k]) for k in sorted(outcome.by_kind)]
-    return "\n".join(rows)
+def _tally(
+    board: Board, items: list[_Item], produced: list[tuple[Entry, str, _Item | None, str]], out: Outcome
+) -> None:
+    live = {e.id for e in board.entries if not _done(e)}
+    for entry, fmt, match, where in produced:
+        for tally in (out.overall, out.by_shape[fmt], out.by_kind[entry.kind], out.by_writer[where[1:].split("/")[0]]):
+            tally.precision.add(match is not None)
+        if match is None:
+            out.false.append(f"{where} {entry.kind}: {entry.text!r}")
+    for item in items:
+        replacement = item.replaced_by
+        same_session = replacement is not None and replacement.session == item.session
+        learned = item.entry is not None or (same_session and replacement.entry is not None)  # type: ignore[union-attr]
+        for tally in (out.overall, out.by_shape[item.shape], out.by_kind[item.expect.kind], out.by_writer[item.writer]):
+            tally.recall.add(learned)
+        if not learned:
+            out.misses.append(f"[{item.where}] {'/'.join(item.expect.kinds)} {list(item.expect.key)}")
+        if item.entry is None:
+            continue
+        if replacement is not None:
+            while replacement.replaced_by is not None and replacement.replaced_by.entry is not None:
+                replacement = replacement.replaced_by  # replaced again later: the latest word must be there
+            ok = item.entry not in live and replacement.entry in live
+            out.replacements.add(ok)
+            if not ok:
+                out.failed.append(f"replacement [{replacement.where}] of {list(item.expect.key)} not applied")
+        elif item.closed:
+            out.closes.add(item.entry not in live)
+            if item.entry in live:
+                out.failed.append(f"close of the to-do {list(item.expect.key)} [{item.where}] not applied")
+        else:
+            out.kept.add(item.entry in live)
+            if item.entry not in live:
+                out.failed.append(f"[{item.where}] {list(item.expect.key)} learned, then lost from the board")
+
+
+def _done(entry: Entry) -> bool:
+    """An entry marked done or closed (should the board grow such a field): off the board."""
+    return any(getattr(entry, name, None) for name in ("done", "closed", "closed_at", "done_at"))
+
+
+def _prompt_for(
+    cwd: str, transcript: str, board: Board, ended: datetime | None, now: datetime, typed: list[str]
+) -> str:
+    from kairosd.consolidation.agent_mode import prompt_for
+
+    return prompt_for(cwd, transcript, board, ended, now, typed)
+
+
+def _parse(answer: str, board: Board) -> list[Candidate]:
+    from kairosd.consolidation.agent_mode import read_answer
+
+    return read_answer(answer, [e.id for e in board.entries]).candidates
+
+
+# ---- the scripted capable model ------------------------------------------------------------------
+
+
+def ideal_answer(prompt: str, script: Script) -> str:
+    """What a capable model answers: every expected item of the session whose words reached the
+    prompt, as an entry line; an item a later one of the same session replaces is left out (later
+    words win); one replacing an entry on the board names it.
+
+    Written against the answer format agent_mode.read_answer reads today (``- [KIND] text`` and
+    ``- supersede ID: [KIND] text``; it has no line to close a to-do). When the answer becomes one
+    line per candidate (add / replace ID / close ID / nothing), this function is the one to change.
+    """
+    seen = " ".join(prompt.split()).lower()
+    later = {e.replaces for t in script.session.turns for e in t.expect if e.replaces is not None}
+    lines = []
+    for index, turn in enumerate(script.session.turns):
+        for item in turn.expect:
+            if item.key in later and _replaced_here(script.session, index, item.key):
+                continue
+            said = evidence(script.session.turns[: index + 1], item)
+            if not all(" ".join(part.split()).lower() in seen for part in said):
+                continue  # the prompt lost it: no model could answer it
+            text = " ".join(said)
+            old = script.entry_for.get(item.replaces) if item.replaces is not None else None
+            lines.append(f"- supersede {old}: [{item.kind}] {text}" if old else f"- [{item.kind}] {text}")
+    return "\n".join(lines) or "NONE"
+
+
+def _replaced_here(session: Session, index: int, key: Key) -> bool:
+    return any(e.replaces == key for t in session.turns[index + 1 :] for e in t.expect)
+
+
+def evidence(turns: tuple[Turn, ...], item: Expect) -> list[str]:
+    """The words of the last turn that carry ``item``: the sentence with the most of its key
+    words (and the earlier sentence that names what "that" is, when the key is spread)."""
+    sentences = [s.strip() for t in turns for s in re.split(r"(?<=[.!?])\s+|\n+", t.text) if s.strip()]
+    own = [s for s in re.split(r"(?<=[.!?])\s+|\n+", turns[-1].text) if s.strip()]
+
+    def hits(s: str) -> int:
+        return sum(word in s.lower() for word in item.key)
+
+    best = max(own, key=hits)
+    if hits(best) == len(item.key):
+        return [best]
+    return [max(sentences, key=lambda s: hits(s) if s != best else -1), best]

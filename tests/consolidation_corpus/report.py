@@ -1,0 +1,85 @@
+"""Print the consolidation figures of a corpus split: overall, per transcript shape, per kind, per writer.
+
+    python -m tests.consolidation_corpus.report [--split heldout] [--mode offline|agent] [--shape S] [--misses]
+    (from the repository's root; or ``python -m consolidation_corpus.report`` from tests/)
+
+Agent mode answers with the scripted capable model (:func:`.score.ideal_answer`): it checks that
+kairos loses nothing between the transcript and the board. Only ``heldout`` and ``fresh`` figures
+are quality figures; ``train`` is what the offline extractor is tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+if __package__ in (None, "", "tests.consolidation_corpus"):  # run from the root: the tests' own imports
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from consolidation_corpus.corpus import SHAPES, SPLITS, CorpusError
+from consolidation_corpus.score import MODES, Outcome, Tally, score
+
+GOALS = "offline goals (issue 22), held-out text: precision >= 0.95, recall >= 0.70, replacements >= 0.90"
+
+
+def table(outcome: Outcome) -> str:
+    """The figures as Markdown tables."""
+    rows = [
+        f"split {outcome.split}, mode {outcome.mode}: {outcome.turns} typed turns "
+        f"({outcome.human_read} read back as typed)",
+        "",
+        "(a kind's precision is that of the entries made with that kind; its recall, that of the items labeled so)",
+        "",
+        "| scope | precision | recall |",
+        "|---|---|---|",
+    ]
+
+    def row(name: str, tally: Tally) -> str:
+        return f"| {name} | {tally.precision} | {tally.recall} |"
+
+    rows.append(row("**all**", outcome.overall))
+    rows += [row(f"shape {s}", outcome.by_shape[s]) for s in SHAPES if s in outcome.by_shape]
+    rows += [row(f"kind {k}", outcome.by_kind[k]) for k in sorted(outcome.by_kind)]
+    rows += [row(f"writer {w}", outcome.by_writer[w]) for w in sorted(outcome.by_writer)]
+    rows += [
+        "",
+        f"replacements applied (of those whose original was learned): {outcome.replacements}",
+        f"to-dos closed (of those learned that a later turn says are done): {outcome.closes}",
+        f"learned entries still on the board at the end (neither replaced nor closed): {outcome.kept}",
+        f"entries made of no typed turn (tool calls): {len(outcome.untimed)}",
+        f"sessions whose human turns were not what was typed: {len(outcome.misread)}",
+    ]
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", choices=SPLITS, default="heldout")
+    parser.add_argument("--mode", choices=MODES, default="offline")
+    parser.add_argument("--shape", choices=SHAPES, help="render every session in this shape instead of its own")
+    parser.add_argument("--misses", action="store_true", help="also list what was missed, kept wrongly or lost")
+    args = parser.parse_args(argv)
+    try:
+        outcome = score(args.split, args.mode, shape=args.shape)
+    except CorpusError as exc:
+        print(f"consolidation corpus: {exc}", file=sys.stderr)
+        return 2
+    print(table(outcome))
+    if args.mode == "offline":
+        print(f"\n{GOALS}" + ("" if args.split != "train" else " (train is tuned on: not a quality figure)"))
+    if args.misses:
+        for title, lines in (
+            ("missed", outcome.misses),
+            ("kept but not expected", outcome.false),
+            ("replacements, closes, keeps that went wrong", outcome.failed),
+            ("made of no typed turn", outcome.untimed),
+            ("sessions not read as typed", outcome.misread),
+        ):
+            print(f"\n{title}:\n  " + "\n  ".join(lines or ["(none)"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
