@@ -1,0 +1,156 @@
+"""The stdio wire of ``kairos mcp``: the mcp transport, with every call answered.
+
+The mcp package parses each line with pydantic, which refuses a JSON string
+holding a lone UTF-16 surrogate (``"\\ud800"``, valid JSON but not Unicode
+text); the transport then drops the line and the client waits for an answer
+forever. So lines are read here first: one holding a lone surrogate is
+answered here, a ``tools/call`` with a tool error naming where the bad text
+is, any other request with a JSON-RPC "invalid params" error; a notification
+holding one is dropped (there is nobody to answer). Every other line goes to
+the transport untouched.
+
+fd 0 is handled as the transport handles it for itself: read through a private
+duplicate, with /dev/null in its place, so nothing a tool starts can read the
+wire.
+
+Imports ``mcp`` (with :mod:`kairos.agents.mcptools`, the only modules that do);
+must not import kairosd's daemon.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, BinaryIO, cast
+
+import anyio
+import mcp_types as types
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+# The JSON escape of a UTF-16 surrogate: the only way one can arrive, since the wire is decoded as UTF-8.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_WHERE_SHOWN = 3  # places named in the answer; more are counted
+
+
+def serve(server: MCPServer) -> None:
+    """Serve ``server`` on stdin/stdout until the client closes the connection."""
+    anyio.run(_serve, server)
+
+
+async def _serve(server: MCPServer) -> None:
+    lines = _CheckedLines(_claim_stdin())
+    async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+        # Set before the reader's first line: its task starts at this block's first await.
+        lines.answers = write_stream
+        lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, with our stdin
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def _claim_stdin() -> BinaryIO:
+    """A private duplicate of fd 0 to read the wire from; fd 0 itself then reads /dev/null."""
+    try:
+        import fcntl
+
+        private = fcntl.fcntl(sys.stdin.fileno(), fcntl.F_DUPFD_CLOEXEC, 3)
+    except (AttributeError, ValueError, OSError):
+        return cast(BinaryIO, sys.stdin.buffer)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    # closefd=False: a reader thread may still block on it after the transport exits (as in mcp's own).
+    return os.fdopen(private, "rb", closefd=False)
+
+
+class _CheckedLines:
+    """The wire's lines, as the transport iterates them, less those holding a lone surrogate (answered here)."""
+
+    def __init__(self, buffer: BinaryIO) -> None:
+        self.source = anyio.wrap_file(io.TextIOWrapper(buffer, encoding="utf-8", errors="replace"))
+        self.answers: Any = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for line in self.source:
+            answer = refusal(line)
+            if answer is None:
+                yield line
+            elif self.answers is not None:
+                await self.answers.send(SessionMessage(answer))
+
+
+def refusal(line: str) -> types.JSONRPCMessage | None:
+    """The answer to a line whose JSON holds a lone surrogate; None for any other line (the transport's)."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None  # not JSON at all: the transport's to handle
+    places = [_named(place) for place in _lone_surrogates(message, "")]
+    if not places:
+        return None  # only well-formed pairs
+    if not (isinstance(message, dict) and "method" in message and _answerable(message.get("id"))):
+        # A notification (nobody to answer) or an id that could not be sent back: the transport drops it.
+        return None
+    more = len(places) - _WHERE_SHOWN
+    shown = ", ".join(places[:_WHERE_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    reason = (
+        f"{shown} holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape not in a pair), which is not text; "
+        "send the value as valid Unicode"
+    )
+    params = message.get("params")
+    if message.get("method") == "tools/call" and isinstance(params, dict):
+        name = _printable(params.get("name"))
+        result = types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"Error executing tool {name}: {reason}")], is_error=True
+        )
+        return types.JSONRPCResponse(
+            jsonrpc="2.0", id=message["id"], result=result.model_dump(by_alias=True, exclude_unset=True)
+        )
+    error = types.ErrorData(code=types.INVALID_PARAMS, message=f"Invalid params: {reason}")
+    return types.JSONRPCError(jsonrpc="2.0", id=message["id"], error=error)
+
+
+def _named(place: str) -> str:
+    """A path in the message as the caller knows it: ``argument prompt`` for a tool's argument."""
+    place = place.lstrip(".")
+    return "argument " + place.removeprefix("params.arguments.") if place.startswith("params.arguments.") else place
+
+
+def _answerable(request_id: Any) -> bool:
+    if isinstance(request_id, bool):
+        return False
+    if isinstance(request_id, int):
+        return True
+    return isinstance(request_id, str) and not any(0xD800 <= ord(ch) <= 0xDFFF for ch in request_id)
+
+
+def _lone_surrogates(value: Any, where: str) -> Iterator[str]:
+    """Where in ``value`` (a parsed JSON document) a string or a key holds a surrogate, as ``a.b[2]`` paths."""
+    if isinstance(value, str):
+        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+            yield where
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{where}.{_printable(key)}"
+            if any(0xD800 <= ord(ch) <= 0xDFFF for ch in key):
+                yield path
+            yield from _lone_surrogates(item, path)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _lone_surrogates(item, f"{where}[{index}]")
+
+
+def _printable(text: Any) -> str:
+    """``text`` with any surrogate as its escape: the answer itself must be valid UTF-8."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
