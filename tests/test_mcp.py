@@ -310,7 +310,8 @@ class RawWire:
 
 
 def test_a_lone_surrogate_in_a_call_is_answered_and_the_server_keeps_serving(home):
-    """Issue 27: a tool call holding "\\ud800" was dropped unanswered by the transport; the client waited forever."""
+    """Issue 27: a tool call holding "\\ud800" was dropped unanswered by the transport; the client waited forever.
+    So were a malformed request and a line that is not JSON."""
     home.start_daemon()
     wire = RawWire(home)
     try:
@@ -323,6 +324,11 @@ def test_a_lone_surrogate_in_a_call_is_answered_and_the_server_keeps_serving(hom
         bad = wire.answer()
         wire.send('{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"x\\udc00"}}')
         other = wire.answer()
+        # Other lines the transport dropped unanswered: a malformed request, and a line that is not JSON.
+        wire.send('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":"cron_list"}')
+        malformed = wire.answer()
+        wire.send("not json")
+        garbage = wire.answer()
         # A well-formed pair is text: it reaches the tool and the job is made.
         wire.send(call % (4, '{"cron":"*/5 * * * *","prompt":"ok \\ud83d\\ude00"}'))
         good = wire.answer()
@@ -334,6 +340,11 @@ def test_a_lone_surrogate_in_a_call_is_answered_and_the_server_keeps_serving(hom
     assert other["id"] == 3
     assert other["error"]["code"] == -32602
     assert "params.name" in other["error"]["message"]
+    assert malformed["id"] == 5
+    assert malformed["error"]["code"] == -32600
+    assert "params: Input should be an object" in malformed["error"]["message"]
+    assert garbage["id"] is None
+    assert garbage["error"]["code"] == -32700
     assert good["id"] == 4
     assert not good["result"].get("isError"), good
     assert [task["prompt"] for task in home.kairos("list")["tasks"]] == ["ok \U0001f600"]

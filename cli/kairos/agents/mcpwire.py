@@ -1,13 +1,16 @@
 """The stdio wire of ``kairos mcp``: the mcp transport, with every call answered.
 
-The mcp package parses each line with pydantic, which refuses a JSON string
-holding a lone UTF-16 surrogate (``"\\ud800"``, valid JSON but not Unicode
-text); the transport then drops the line and the client waits for an answer
-forever. So lines are read here first: one holding a lone surrogate is
-answered here, a ``tools/call`` with a tool error naming where the bad text
-is, any other request with a JSON-RPC "invalid params" error; a notification
-holding one is dropped (there is nobody to answer). Every other line goes to
-the transport untouched.
+The mcp package parses each line with pydantic, and a line that fails is
+dropped unanswered: the client then waits forever. That happened to a JSON
+string holding a lone UTF-16 surrogate (``"\\ud800"``, valid JSON but not
+Unicode text), and to any malformed request. So lines are checked here first,
+and one the transport would drop is answered here: a ``tools/call`` holding a
+lone surrogate with a tool error naming the argument, any other request with
+one with a JSON-RPC "invalid params" error, another malformed request with
+"invalid request", and a line that is not a JSON object with "parse error" or
+"invalid request" (id null).
+A notification or a reply is not answered (nobody waits for it). Every other
+line goes to the transport untouched.
 
 fd 0 is handled as the transport handles it for itself: read through a private
 duplicate, with /dev/null in its place, so nothing a tool starts can read the
@@ -22,7 +25,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, BinaryIO, cast
@@ -33,8 +35,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-# The JSON escape of a UTF-16 surrogate: the only way one can arrive, since the wire is decoded as UTF-8.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _WHERE_SHOWN = 3  # places named in the answer; more are counted
 
 
@@ -89,19 +89,26 @@ class _CheckedLines:
 
 
 def refusal(line: str) -> types.JSONRPCMessage | None:
-    """The answer to a line whose JSON holds a lone surrogate; None for any other line (the transport's)."""
-    if not _SURROGATE_ESCAPE.search(line):
+    """The answer to a line the transport would drop unanswered; None for a line it handles (or a blank one)."""
+    if not line.strip():
         return None
     try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None  # the transport's, as it is
+    except ValueError as exc:  # pydantic's ValidationError
+        problem = exc
+    try:
         message = json.loads(line)
-    except ValueError:
-        return None  # not JSON at all: the transport's to handle
+    except (ValueError, RecursionError):
+        return _error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
+    if not isinstance(message, dict):
+        return _error(None, types.INVALID_REQUEST, "Invalid request: a message is a JSON object")
+    if "method" not in message or not _answerable(message.get("id")):
+        # A notification (nobody to answer), a reply, or an id that could not be sent back.
+        return None
     places = [_named(place) for place in _lone_surrogates(message, "")]
     if not places:
-        return None  # only well-formed pairs
-    if not (isinstance(message, dict) and "method" in message and _answerable(message.get("id"))):
-        # A notification (nobody to answer) or an id that could not be sent back: the transport drops it.
-        return None
+        return _error(message["id"], types.INVALID_REQUEST, f"Invalid request: {_first_error(problem)}")
     more = len(places) - _WHERE_SHOWN
     shown = ", ".join(places[:_WHERE_SHOWN]) + (f" and {more} more" if more > 0 else "")
     reason = (
@@ -117,8 +124,21 @@ def refusal(line: str) -> types.JSONRPCMessage | None:
         return types.JSONRPCResponse(
             jsonrpc="2.0", id=message["id"], result=result.model_dump(by_alias=True, exclude_unset=True)
         )
-    error = types.ErrorData(code=types.INVALID_PARAMS, message=f"Invalid params: {reason}")
-    return types.JSONRPCError(jsonrpc="2.0", id=message["id"], error=error)
+    return _error(message["id"], types.INVALID_PARAMS, f"Invalid params: {reason}")
+
+
+def _error(request_id: Any, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+
+
+def _first_error(problem: ValueError) -> str:
+    """What is wrong with a request, as pydantic saw it against the request shape."""
+    errors = getattr(problem, "errors", None)
+    for error in errors() if callable(errors) else []:
+        loc = [str(part) for part in error.get("loc", ())]
+        if loc[:1] == ["JSONRPCRequest"]:
+            return f"{'.'.join(loc[1:]) or 'the request'}: {error.get('msg')}"
+    return "not a JSON-RPC 2.0 request"
 
 
 def _named(place: str) -> str:
