@@ -61,6 +61,9 @@ def error(message: str) -> None:
     sys.stderr.write(f"kairos: {clean(' '.join(str(message).split()))}\n")
 
 
+_replace: Any = None  # kairosd.core.invisible.replace, imported on first use (a cell may call clean 1,000 times)
+
+
 def clean(text: Any) -> str:
     """``text`` with every unsafe character (see the module docstring) shown as an escape; keeps \\n and \\t."""
     shown = str(text)
@@ -70,9 +73,12 @@ def clean(text: Any) -> str:
         # of a `kairos list` (bench/bench_cli.py). Other text may hold characters isprintable() accepts
         # (variation selectors, Hangul fillers), so it always goes through the pattern.
         return shown
-    from kairosd.core.invisible import replace
+    global _replace
+    if _replace is None:
+        from kairosd.core.invisible import replace
 
-    return replace(shown, _escape)
+        _replace = replace
+    return str(_replace(shown, _escape))
 
 
 def _escape(ch: str) -> str:
