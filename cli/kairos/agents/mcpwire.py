@@ -57,8 +57,8 @@ def _claim_stdin() -> BinaryIO:
     try:
         import fcntl
 
-        private = fcntl.fcntl(sys.stdin.fileno(), fcntl.F_DUPFD_CLOEXEC, 3)
-    except (AttributeError, ValueError, OSError):
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:  # no fd 0: read what sys.stdin reads
         return cast(BinaryIO, sys.stdin.buffer)
     null = os.open(os.devnull, os.O_RDONLY)
     try:
@@ -70,7 +70,7 @@ def _claim_stdin() -> BinaryIO:
 
 
 class _CheckedLines:
-    """The wire's lines, as the transport iterates them, less those holding a lone surrogate (answered here)."""
+    """The wire's lines, as the transport iterates them, less those it would drop (answered here instead)."""
 
     def __init__(self, buffer: BinaryIO) -> None:
         self.source = anyio.wrap_file(io.TextIOWrapper(buffer, encoding="utf-8", errors="replace"))
@@ -106,7 +106,10 @@ def refusal(line: str) -> types.JSONRPCMessage | None:
     if "method" not in message or not _answerable(message.get("id")):
         # A notification (nobody to answer), a reply, or an id that could not be sent back.
         return None
-    places = [_named(place) for place in _lone_surrogates(message, "")]
+    try:
+        places = [_named(place) for place in _lone_surrogates(message, "")]
+    except RecursionError:  # nested deeper than the walk can go: malformed whatever it holds
+        places = []
     if not places:
         return _error(message["id"], types.INVALID_REQUEST, f"Invalid request: {_first_error(problem)}")
     more = len(places) - _WHERE_SHOWN
