@@ -818,7 +818,9 @@ def test_import(fake, capsys, home):
     )
     code, out, _ = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
     assert code == 0
-    assert fake.requests[0].body == {"data": text, "tz": "UTC"}
+    # A dry run first: an import whose prompts hide characters is refused before anything changes.
+    preview, real = {"data": text, "tz": "UTC", "dry_run": True}, {"data": text, "tz": "UTC"}
+    assert [request.body for request in fake.requests] == [preview, real]
     assert out.splitlines() == [
         f"imported 1, skipped 1, rejected 1 from {home}/proj/.claude/scheduled_tasks.json",
         "  + 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
@@ -828,7 +830,8 @@ def test_import(fake, capsys, home):
 
 
 def test_import_dry_run_shows_dropped_keys_and_rejects_by_id(fake, capsys, home):
-    """--dry-run is sent as such; rejected items are named by their (escaped) id, dropped keys by task."""
+    """--dry-run is sent as such and shows each prompt; rejected items are named by their (escaped) id,
+    dropped keys by task."""
     (home / "s.json").write_text('{"tasks": []}')
     fake.routes[("POST", "/v1/import")] = (
         200,
@@ -847,6 +850,7 @@ def test_import_dry_run_shows_dropped_keys_and_rejects_by_id(fake, capsys, home)
         f"would import 1, skipped 0, rejected 1 from {home}/s.json",
         "  + 3f2a9c1d: At 09:00 on Monday to Friday (Europe/Berlin)",
         "      at import: 1 missed fire(s) surfaced, not delivered",
+        "      | summarise open PRs",
         "  ! aa11bb22\\n: id: 'aa11bb22\\n' is not a Claude Code task id",
         "  - 3f2a9c1d: dropped keys kairos does not import: target",
         "nothing was changed (--dry-run)",

@@ -267,3 +267,84 @@ def test_without_a_daemon_every_tool_says_to_start_it(home):
         assert error
         assert "kairosd is not running" in text
         assert "kairos daemon start" in text
+
+
+class RawWire:
+    """``kairos mcp`` spoken to line by line, for what the mcp client cannot send (a lone surrogate)."""
+
+    def __init__(self, home: Home) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kairos", "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=home.env,
+        )
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        """The next line the server writes, within WAIT_S (a server that never answers fails here)."""
+        import select
+
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], WAIT_S)
+        assert ready, "kairos mcp did not answer"
+        doc: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        return doc
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        finally:
+            assert self.proc.stdout is not None
+            self.proc.stdout.close()
+
+
+def test_a_lone_surrogate_in_a_call_is_answered_and_the_server_keeps_serving(home):
+    """Issue 27: a tool call holding "\\ud800" was dropped unanswered by the transport; the client waited forever.
+    So were a malformed request and a line that is not JSON."""
+    home.start_daemon()
+    wire = RawWire(home)
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        wire.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        assert wire.answer()["id"] == 1
+        wire.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        call = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"cron_create","arguments":%s}}'
+        wire.send(call % (2, '{"cron":"*/5 * * * *","prompt":"a\\ud800b"}'))
+        bad = wire.answer()
+        wire.send('{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"x\\udc00"}}')
+        other = wire.answer()
+        # Other lines the transport dropped unanswered: a malformed request, and a line that is not JSON.
+        wire.send('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":"cron_list"}')
+        malformed = wire.answer()
+        wire.send("not json")
+        garbage = wire.answer()
+        # A well-formed pair is text: it reaches the tool and the job is made.
+        wire.send(call % (4, '{"cron":"*/5 * * * *","prompt":"ok \\ud83d\\ude00"}'))
+        good = wire.answer()
+    finally:
+        wire.close()
+    assert bad["id"] == 2
+    assert bad["result"]["isError"] is True
+    assert "argument prompt holds a lone UTF-16 surrogate" in bad["result"]["content"][0]["text"]
+    assert other["id"] == 3
+    assert other["error"]["code"] == -32602
+    assert "params.name" in other["error"]["message"]
+    assert malformed["id"] == 5
+    assert malformed["error"]["code"] == -32600
+    assert "params: Input should be an object" in malformed["error"]["message"]
+    assert garbage["id"] is None
+    assert garbage["error"]["code"] == -32700
+    assert good["id"] == 4
+    assert not good["result"].get("isError"), good
+    assert [task["prompt"] for task in home.kairos("list")["tasks"]] == ["ok \U0001f600"]

@@ -161,3 +161,12 @@ def test_redact_urls() -> None:
     line = f'HTTP Request: POST http://u:{PASSWORD}@127.0.0.1:8765/a/b?token={TOKEN} "HTTP/1.1 200 OK"'
     assert redact_urls(line) == 'HTTP Request: POST http://127.0.0.1:8765/… "HTTP/1.1 200 OK"'
     assert redact_urls("https://[::1]:9/x and http://h") == "https://[::1]:9/… and http://h"
+
+
+def test_a_quote_in_the_url_does_not_stop_the_redaction(receiver: Receiver, logs: pytest.LogCaptureFixture) -> None:
+    """Issue 27: a ``'`` in the path once ended the redacted part, and the token after it was logged."""
+    result = post(f"http://127.0.0.1:{receiver.port}/ho'ok?token={TOKEN}")
+    assert result.outcome == "delivered", result.reason
+    text = everything_logged(logs) + (result.reason or "")
+    assert "HTTP Request: POST http://127.0.0.1" in text
+    assert TOKEN not in text

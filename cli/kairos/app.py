@@ -57,7 +57,8 @@ VERBS = {
     "export": "export",
 }
 
-# Verbs whose output is a protocol or JSON lines whatever the flags: left exact.
+# Verbs whose output is a protocol or JSON lines whatever the flags: not wrapped in guard_stream. (`watch`
+# writes its JSON lines with kairos.output.json_line, which escapes what a terminal must not get raw.)
 RAW_VERBS = frozenset({"mcp", "watch"})
 
 

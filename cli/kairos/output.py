@@ -3,18 +3,24 @@
 Every verb formats through here, so there is one place that decides how a time,
 a duration or a row looks. Errors go to stderr as ``kairos: <message>``;
 
-**Untrusted text is shown safely.** Prompts, names, reasons, board entries and
-the daemon's messages may come from an agent or another project; printed raw,
-an ESC sequence could rewrite the terminal and a bidi override could reorder a
-line. :func:`clean` shows every such character as an escape (``\\x1b``,
-``\\u202e``): C0 and C1 controls and DEL, the bidi marks, embeddings,
-overrides and isolates (U+200E, U+200F, U+061C, U+202A-U+202E, U+2066-U+2069),
-the line and paragraph separators and lone surrogates (text that was not
-UTF-8). Newline and tab stay: a prompt is printed as a block.
+**Untrusted text is shown safely, and nothing in it is hidden.** Prompts, names,
+reasons, board entries and the daemon's messages may come from an agent or
+another project; printed raw, an ESC sequence could rewrite the terminal, a
+bidi override could reorder a line, and invisible characters (Unicode tags,
+zero-width, BOM, other format characters) could carry text the reader never
+sees but an agent acts on. :func:`clean` shows every such character as an
+escape (``\\x1b``, ``\\u202e``, ``\\u200b``, ``\\U000e0063``): the set is
+:mod:`kairosd.core.invisible` (C0 and C1 controls and DEL, bidi
+controls, every Unicode format character, tags, variation selectors past an
+emoji's one, Hangul fillers, the line and paragraph separators, and lone
+surrogates: text that was not UTF-8). Newline and tab stay: a prompt is
+printed as a block.
 :func:`one_line` (table cells, field values, the error line) also folds
 newlines into spaces. :func:`guard_stream` wraps stdout and stderr of every
 human-readable verb in :func:`clean`, so no print can bypass it; ``--json``
-output, ``watch`` and ``mcp`` are left exact.
+output and ``mcp`` are left exact; ``watch`` prints JSON lines, with those
+characters written as JSON escapes (:func:`json_line`), which decode to the
+exact text.
 ``NO_COLOR`` is honoured by never adding colour when it is set (and when stdout
 is not a terminal).
 
@@ -55,30 +61,48 @@ def error(message: str) -> None:
     sys.stderr.write(f"kairos: {clean(' '.join(str(message).split()))}\n")
 
 
-_unsafe: Any = None  # the compiled pattern of what clean() escapes, made on first use
+_replace: Any = None  # kairosd.core.invisible.replace, imported on first use (a cell may call clean 1,000 times)
 
 
 def clean(text: Any) -> str:
     """``text`` with every unsafe character (see the module docstring) shown as an escape; keeps \\n and \\t."""
-    global _unsafe
     shown = str(text)
-    if shown.isprintable() or shown.replace("\n", "").replace("\t", "").isprintable():
-        # The common case, checked in C; every character escaped below is one isprintable() refuses. The
+    if shown.isascii() and (shown.isprintable() or shown.replace("\n", "").replace("\t", "").isprintable()):
+        # The common case, checked in C: an ASCII character is unsafe only if isprintable() refuses it. The
         # second check is for whole tables: compiling and running the pattern over 1,000 rows took ~0.6 ms
-        # of a `kairos list` (bench/bench_cli.py).
+        # of a `kairos list` (bench/bench_cli.py). Other text may hold characters isprintable() accepts
+        # (variation selectors, Hangul fillers), so it always goes through the pattern.
         return shown
-    if _unsafe is None:
-        import re
+    global _replace
+    if _replace is None:
+        from kairosd.core.invisible import replace
 
-        _unsafe = re.compile(
-            "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-        )
-    return str(_unsafe.sub(_escape, shown))
+        _replace = replace
+    return str(_replace(shown, _escape))
 
 
-def _escape(match: Any) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def json_line(document: Any) -> str:
+    """``document`` as one line of JSON, non-ASCII text kept, every unsafe character written as a JSON escape.
+
+    What ``watch`` prints: the line decodes to exactly the same document, yet no control, bidi or
+    invisible character reaches the terminal raw (and a lone surrogate cannot fail the write).
+    """
+    import json
+
+    line = json.dumps(document, ensure_ascii=False, default=str)
+    if line.isascii():
+        return line  # json.dumps escapes every ASCII control itself
+    from kairosd.core.invisible import replace
+
+    # Outside strings JSON has only ASCII, so every match is inside a string, where an escape means the same.
+    return replace(line, lambda ch: json.dumps(ch)[1:-1])
 
 
 class _SafeStream:
@@ -138,7 +162,7 @@ def print_fields(fields: Iterable[tuple[str, Any]], width: int) -> None:
 def cell(text: Any) -> str:
     """``text`` for a table cell or a field: on one line, unsafe characters escaped, never cut."""
     shown = str(text)
-    return shown if shown.isprintable() else clean(" ".join(shown.split()))
+    return shown if shown.isascii() and shown.isprintable() else clean(" ".join(shown.split()))
 
 
 def one_line(text: Any, width: int) -> str:

@@ -2,6 +2,7 @@
 
     hook           ``kairos hook AGENT EVENT``: the entry point of every agent CLI hook (JSON on stdin)
     mcptools       the tools of ``kairos mcp`` (the stdio MCP server's cron_create, cron_list, ...)
+    mcpwire        its stdio wire: the mcp transport, with a call holding a lone surrogate answered too
     integrations/  ``kairos integrate AGENT``: merge kairos' hooks and MCP server into an agent's settings
 
 Imports: the CLI's own modules (``kairos.client``, ``kairos.cjson``) and kairosd's shared kernel

@@ -13,9 +13,11 @@ Agent CLIs start it (``kairos integrate`` registers it) and the model calls its 
 
 Jobs created here are ``created_by: mcp``: recurring ones expire after 7 days unless ``permanent``.
 Every failure comes back as an MCP tool error with a one-line reason (for a stopped daemon: start it
-with ``kairos daemon start``); bad arguments fail the call, never the server.
+with ``kairos daemon start``); bad arguments fail the call, never the server, and a call whose
+arguments are not text (a lone surrogate) is answered with an error too.
 
-The only module that imports ``mcp``; ``kairos.commands.mcpserver`` imports it when the verb runs.
+With :mod:`kairos.agents.mcpwire` (its stdio wire), the only module that imports ``mcp``;
+``kairos.commands.mcpserver`` imports it when the verb runs.
 Must not import pydantic models of kairosd, asyncio internals of kairosd, or the daemon.
 """
 
@@ -63,8 +65,10 @@ def build_server(environ: Mapping[str, str] | None = None) -> MCPServer:
 
 
 def run(environ: Mapping[str, str] | None = None) -> None:
-    """Serve on stdin/stdout until the client closes the connection."""
-    build_server(environ).run("stdio")
+    """Serve on stdin/stdout until the client closes the connection (every call answered: see mcpwire)."""
+    from kairos.agents.mcpwire import serve
+
+    serve(build_server(environ))
 
 
 class _Tools:

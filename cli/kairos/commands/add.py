@@ -446,6 +446,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     body = build_add_request(args)
     task = client().call("POST", route_path("tasks"), body)["task"]
+    _warn_hidden(task)
     if args.json:
         print_json({"task": task})
         return 0
@@ -456,3 +457,18 @@ def cmd_add(args: argparse.Namespace) -> int:
     if task.get("note"):
         print(f"  note: {task['note']}")
     return 0
+
+
+def _warn_hidden(task: dict[str, Any]) -> None:
+    """Say it loudly when the prompt or name holds characters nobody reading it can see (the task is kept:
+    the person who typed or pasted it is told at once, and every view shows them escaped)."""
+    from kairos.output import error
+    from kairosd.core.invisible import describe_hidden
+
+    for field in ("prompt", "name"):
+        problem = describe_hidden(str(task.get(field) or ""))
+        if problem:
+            error(
+                f"warning: the {field} of task {task.get('id')} holds {problem}; the agent receives them "
+                f"as they are, and 'kairos show {task.get('id')}' shows them escaped"
+            )

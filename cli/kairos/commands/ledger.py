@@ -104,7 +104,10 @@ def register(subparsers: Any) -> None:
         "recurring, permanent); any other key is dropped and reported, and every task goes to the inbox. "
         "Crons are read in --tz. Fires due before the import follow the task's catch-up policy, as after "
         "a restart (a past one-shot is surfaced in 'kairos missed', never delivered). Ids already known, "
-        "and tasks imported before, are skipped. --dry-run shows all of this and writes nothing.",
+        "and tasks imported before, are skipped. --dry-run shows all of this, with each prompt, and writes "
+        "nothing. A prompt or name holding invisible or control characters (Unicode tags, zero-width, "
+        "bidi controls, ...) is shown escaped and flagged HIDDEN; the import is refused unless "
+        "--allow-hidden.",
         """
         kairos import --dry-run .
         kairos import .
@@ -115,6 +118,11 @@ def register(subparsers: Any) -> None:
     imp.add_argument("path", metavar="PATH", help="the JSON file, or a folder containing .claude/")
     imp.add_argument("--tz", metavar="ZONE", help="zone the crons were written in (default: your local zone)")
     imp.add_argument("--dry-run", action="store_true", help="show what would be imported; change nothing")
+    imp.add_argument(
+        "--allow-hidden",
+        action="store_true",
+        help="import even tasks whose prompt or name holds invisible or control characters",
+    )
     imp.add_argument(
         "--project",
         metavar="DIR",
@@ -225,15 +233,15 @@ def _print_item(item: dict[str, Any], zone: str) -> None:
 
 def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | None = 1) -> int | None:
     """Print a stream until it ends (``closed``: by default exit 1, the daemon closed it) or Ctrl-C (exit 0)."""
-    import json
     import sys
 
     from kairos.commands.common import print_each
-    from kairos.output import error
+    from kairos.output import error, json_line
 
     def show(item: Any) -> None:
         if as_json:
-            sys.stdout.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
+            # Exact JSON, yet no control, bidi or invisible character reaches the terminal raw.
+            sys.stdout.write(json_line(item) + "\n")
         else:
             _print_item(item, zone)
 
@@ -416,7 +424,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from kairos.commands.common import client, local_zone
-    from kairos.commands.tasks import describe
     from kairos.output import print_json
     from kairosd.core.errors import KairosError
 
@@ -435,21 +442,60 @@ def cmd_import(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         raise KairosError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     body: dict[str, Any] = {"data": data, "tz": args.tz or local_zone()}
-    if args.dry_run:
-        body["dry_run"] = True
     if args.project:
         body["project"] = str(Path(args.project).expanduser().absolute())
-    doc = client().call("POST", route_path("import"), body)
+    api = client()
+    if not args.dry_run and not args.allow_hidden:
+        # What a person cannot read is not imported unasked: the same request as a dry run first.
+        preview = api.call("POST", route_path("import"), {**body, "dry_run": True})
+        hidden = _hidden_tasks(preview)
+        if hidden:
+            ids = ", ".join(f"{task_id} ({what})" for task_id, what in hidden)
+            raise KairosError(
+                f"not imported: {len(hidden)} task(s) in {path} hold characters a person cannot see but the "
+                f"agent would receive: {ids}. See them escaped with: kairos import --dry-run {path}; "
+                "import them anyway with --allow-hidden"
+            )
+    if args.dry_run:
+        body["dry_run"] = True
+    doc = api.call("POST", route_path("import"), body)
     if args.json:
         print_json(doc)
-        return 0
+    else:
+        _print_import(doc, path)
+    hidden = _hidden_tasks(doc)
+    if hidden:
+        from kairos.output import error
+
+        verb = "would hold" if doc.get("dry_run") else "hold"
+        error(
+            f"warning: {len(hidden)} imported task(s) {verb} invisible or control characters that the agent "
+            f"receives as they are: {', '.join(task_id for task_id, _ in hidden)}"
+        )
+    return 0
+
+
+def _print_import(doc: dict[str, Any], path: Any) -> None:
+    import textwrap
+
+    from kairos.commands.tasks import describe
+    from kairosd.core.invisible import describe_hidden
+
     imported, skipped, rejected = doc.get("imported") or [], doc.get("skipped") or [], doc.get("rejected") or []
     verb = "would import" if doc.get("dry_run") else "imported"
     print(f"{verb} {len(imported)}, skipped {len(skipped)}, rejected {len(rejected)} from {path}")
     for task in imported:
-        print(f"  + {task.get('id')}: {describe(task)}")
+        name = f" ({task['name']})" if task.get("name") else ""
+        print(f"  + {task.get('id')}{name}: {describe(task)}")
         if task.get("on_import"):
             print(f"      at import: {_safe(task['on_import'])}")
+        if doc.get("dry_run"):
+            # The whole prompt, as a block: what the agent will be asked is what the person reviews.
+            print(textwrap.indent(str(task.get("prompt", "")), "      | "))
+        for field in ("prompt", "name"):
+            problem = describe_hidden(str(task.get(field) or ""))
+            if problem:
+                print(f"      HIDDEN: the {field} holds {problem}: kairos shows them escaped, the agent gets them")
     for item in skipped:
         print(f"  = {item.get('id')}: {_safe(item.get('reason'))}")
     for item in rejected:
@@ -460,7 +506,22 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"  - {item.get('id')}: dropped keys kairos does not import: {keys}")
     if doc.get("dry_run"):
         print("nothing was changed (--dry-run)")
-    return 0
+
+
+def _hidden_tasks(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(id, what is hidden where) of each task in an import answer whose prompt or name holds unsafe characters."""
+    from kairosd.core.invisible import describe_hidden
+
+    found = []
+    for task in doc.get("imported") or []:
+        problems = [
+            f"the {field} holds {problem}"
+            for field in ("prompt", "name")
+            if (problem := describe_hidden(str(task.get(field) or "")))
+        ]
+        if problems:
+            found.append((str(task.get("id")), "; ".join(problems)))
+    return found
 
 
 def _safe(text: Any) -> str:

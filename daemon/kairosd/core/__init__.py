@@ -12,6 +12,7 @@
     events      the in-process event bus (asyncio queues, no I/O)
     reminder    the words a live session sees for a scheduled prompt (pure)
     redact      secrets out of URLs before they are logged (pure)
+    invisible   the characters a person cannot see, escaped in every human view (pure)
     clock       the Clock interface and the only module that reads the real time
 
 Imports: the standard library, pydantic, tzdata/zoneinfo and cronsim only; nothing else of
