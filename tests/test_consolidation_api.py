@@ -55,7 +55,7 @@ def test_consolidate_route_answers_the_decision(tmp_path):
         assert (status, doc["task"]["status"], doc["result"]["ok"]) == (200, "completed", True)
         status, doc = await _call(api, "GET", "/consolidation")
         assert [d["outcome"] for d in doc["recent"]] == ["started", "skipped"]
-        assert (doc["mode"], doc["enabled"], doc["running"]) == ("offline", True, {})
+        assert (doc["mode"], doc["enabled"], doc["running"]) == ("auto", True, {})
         await h.stop()
 
     run(main())
