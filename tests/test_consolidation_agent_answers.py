@@ -309,3 +309,57 @@ def test_every_corpus_session_reaches_agent_mode_as_typed(tmp_path: Path, fmt: s
         assert "Scheduled reminder from kairos" not in prompt
         assert "session_context" not in prompt
         assert "kairos context board for" not in prompt
+
+
+# ---- through each agent CLI's adapter ------------------------------------------------------------
+
+HOOK_FILE = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json",
+             "copilot": ".copilot/hooks/kairos.json"}  # fmt: skip
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "gemini", "copilot"])
+def test_auto_mode_runs_the_rem_agent_through_the_cli_whose_session_ended(tmp_path: Path, cli: str) -> None:
+    """The fake CLIs parse the real flags strictly: each accepts the read-only run kairos builds (a
+    tool list where the CLI has one; codex's read-only sandbox and gemini's plan mode where not),
+    with the cheap model, and the answer lands on the board."""
+    from consolidation_support import write_transcript
+    from fake_agents import write_fake_agents
+    from test_consolidation_service import clean_environ
+
+    from kairosd.consolidation.modes import DEFAULT_MODELS
+
+    async def main() -> None:
+        bin_dir = tmp_path / "bin"
+        write_fake_agents(bin_dir)
+        log = tmp_path / "agents.log"
+        environ = clean_environ(HOME=str(tmp_path / "home"), PATH=f"{bin_dir}:{clean_environ()['PATH']}",
+                                FAKE_AGENT_TEXT="ADD rule: Always write the test first.", FAKE_AGENT_TOOLS="0",
+                                FAKE_AGENT_LOG=str(log))  # fmt: skip
+        h = Harness(tmp_path, environ=environ)
+        hooks = tmp_path / "home" / HOOK_FILE[cli]
+        hooks.parent.mkdir(parents=True)
+        event = "sessionEnd" if cli == "copilot" else "SessionEnd"
+        hooks.write_text(json.dumps({"command": f"/usr/bin/kairos hook {cli} {event}"}))
+        await h.start()
+        path = write_transcript(tmp_path / "t", cli, str(h.project))
+        result = await consolidate_as(h, cli, path)
+        assert (result["mode"], result["agent"], result["model"]) == ("agent", cli, DEFAULT_MODELS[cli])
+        assert result["mode_reason"].startswith(f"auto: through {cli} ")
+        assert texts(h) == ["Always write the test first."]
+        [called] = [json.loads(line) for line in log.read_text().splitlines()]
+        argv = called["argv"]
+        assert DEFAULT_MODELS[cli] in " ".join(argv)
+        if cli == "codex":
+            assert argv[argv.index("--sandbox") + 1] == "read-only"
+        if cli == "gemini":
+            assert "--approval-mode=plan" in argv
+        await h.stop()
+
+    run(main())
+
+
+async def consolidate_as(h: Harness, cli: str, path: Path) -> dict[str, Any]:
+    decision = await h.ask(session="s1", transcript=path, agent=cli)
+    record = await h.settled(decision["run"]["id"])
+    info = await h.service.run_info(record.id)
+    return dict(info["result"])
