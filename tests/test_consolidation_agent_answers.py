@@ -271,6 +271,8 @@ def test_past_the_daily_cap_runs_are_offline_and_say_why(tmp_path: Path) -> None
         assert second["mode"] == "offline"
         assert second["fallback"] == "1 agent run(s) today already, max_agent_runs_per_day = 1"
         assert len(fake_calls(folder)) == 1
+        counted = json.loads((h.paths.state_dir / "consolidation" / "agent-runs.json").read_text())
+        assert counted == {"day": h.clock.now().date().isoformat(), "runs": 1}
         await h.stop()
 
     run(main())

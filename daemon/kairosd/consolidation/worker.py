@@ -158,8 +158,10 @@ def _agent(
             f"more than max_chunks = {settings.max_chunks}"
         )
         return _fallback(result, why), 0
-    day = clock.now().astimezone(_zone(request.get("zone"))).date().isoformat()
-    taken, before = modes.take_run(Path(request["boards_dir"]), day, settings.max_agent_runs_per_day)
+    # The day the run was asked for (kairosd's clock), in the user's zone.
+    day = datetime.fromisoformat(request["requested_at"]).astimezone(_zone(request.get("zone"))).date().isoformat()
+    counts = Path(request["state_dir"]) / "consolidation"  # next to the runs, not among the boards
+    taken, before = modes.take_run(counts, day, settings.max_agent_runs_per_day)
     if not taken:
         why = f"{before} agent run(s) today already, max_agent_runs_per_day = {settings.max_agent_runs_per_day}"
         return _fallback(result, why), 0
