@@ -11,7 +11,8 @@ which model.
 - ``offline``: never an LLM.
 
 Either way ``max_agent_runs_per_day`` agent runs a day (all projects together, counted in
-``<state dir>/consolidation/agent-runs.json``; the day is the user's) are the most; past it the run is offline, and its result says so.
+``<state dir>/consolidation/agent-runs.json``; the day is the user's) are the most; past it the
+run is offline, and its result says so.
 
 The model is ``[consolidation] models.<cli>``, else the definition's ``model:``, else
 :data:`DEFAULT_MODELS` (a cheap one per CLI: consolidation reads a session's typed turns and
