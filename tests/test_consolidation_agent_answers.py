@@ -278,6 +278,22 @@ def test_past_the_daily_cap_runs_are_offline_and_say_why(tmp_path: Path) -> None
     run(main())
 
 
+def test_an_unexpected_error_in_agent_mode_falls_back_to_offline_and_says_why(tmp_path: Path) -> None:
+    async def main() -> None:
+        h = Harness(tmp_path, mode="agent")
+        folder = agent(h, "ADD rule: Always write the test first.")
+        (h.paths.state_dir / "consolidation" / "agent-runs.json.lock").mkdir(parents=True)  # the count cannot be taken
+        await h.start()
+        result = await consolidate(h, "s1")
+        assert result["mode"] == "offline"
+        assert result["fallback"].startswith("internal error in agent mode: IsADirectoryError(")
+        assert fake_calls(folder) == []
+        assert len(h.board()) > 1  # offline mode's entries
+        await h.stop()
+
+    run(main())
+
+
 def test_the_configured_model_wins_over_the_cheap_default(tmp_path: Path) -> None:
     async def main() -> None:
         h = Harness(tmp_path, mode="agent")

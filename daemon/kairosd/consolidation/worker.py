@@ -77,12 +77,23 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
         merged = MergeResult()
         result["mode"] = "offline"
         if request.get("mode", "offline") in ("auto", "agent"):
-            applied, rest = _agent(request, boards, project, stats, clock, environ, turns, result, merged)
+            try:
+                applied, rest = _agent(request, boards, project, stats, clock, environ, turns, result, merged)
+            except Exception as exc:  # agent mode must never cost the run: offline mode takes over
+                _fallback(result, f"internal error in agent mode: {exc!r}")
+                applied, rest = result.get("chunks_applied", 0), result.get("turns_decided", 0)
+                import traceback
+
+                traceback.print_exc()
             if rest is None:
                 candidates = []  # the rem-agent decided on every turn
             elif applied:
                 # Its first chunks were applied; offline mode takes the turns it did not reach.
-                candidates = _offline(request, ReadStats(), [], skip_turns=rest).candidates
+                try:
+                    candidates = _offline(request, ReadStats(), [], skip_turns=rest).candidates
+                except OSError as exc:
+                    candidates = []
+                    result["fallback"] += f"; the transcript cannot be read again: {exc.strerror or exc}"
         session, agent, run = request.get("session_id"), request.get("agent"), request.get("run")
         if candidates:
             _add(merged, boards.merge(project, candidates, session=session, agent=agent, run=run))
@@ -169,6 +180,8 @@ def _agent(
     deadline = time.monotonic() + float(request["agent_timeout_s"])  # one bound for all the chunks
     session, run = request.get("session_id"), request.get("run")
     for index, pieces in enumerate(groups, 1):
+        # how far agent mode got, should this chunk fail (a part of a turn: offline takes it whole)
+        result["chunks_applied"], result["turns_decided"] = index - 1, pieces[0].turn - 1 if pieces else 0
         board = boards.load(project)
         prompt = prompt_for(
             project, board, pieces, total_turns=len(turns), chunk=index, chunks_total=len(groups),
@@ -189,11 +202,12 @@ def _agent(
         if answer.error is not None:
             where = f" (chunk {index} of {len(groups)}; the first {index - 1} were applied)" if index > 1 else ""
             _fallback(result, answer.error + where)
-            return index - 1, pieces[0].turn - 1 if pieces else 0
+            return result["chunks_applied"], result["turns_decided"]
         result["mode"] = "agent"
         _say(f"rem-agent ({answer.agent}) chunk {index} of {len(groups)}: {len(answer.candidates)} decision(s)")
         if answer.candidates:
             _add(merged, boards.merge(project, answer.candidates, session=session, agent=request.get("agent"), run=run))
+    result["chunks_applied"], result["turns_decided"] = len(groups), len(turns)
     return len(groups), None
 
 
