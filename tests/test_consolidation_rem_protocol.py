@@ -10,7 +10,7 @@ import pytest
 from kairosd.agents.catalog import builtin_definition
 from kairosd.consolidation.board import Board, Entry
 from kairosd.consolidation.entries import Candidate
-from kairosd.consolidation.rem_protocol import MAX_ANSWER_LINES, chunks, prompt_for, read_answer
+from kairosd.consolidation.rem_protocol import MAX_ANSWER_LINES, Piece, chunks, prompt_for, read_answer
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 RULE, TODO, MINE = "b1a2b3c", "b0d0d0d", "b0c0ffe"
@@ -128,3 +128,15 @@ def test_chunks_keep_every_character_in_order() -> None:
     assert [(p.part, p.parts) for p in long_parts] == [(1, 3), (2, 3), (3, 3)]
     assert long_parts[0].label(33) == "turn 31 of 33, part 1 of 3"
     assert chunks([], 2000) == []
+
+
+def test_the_budget_counts_bytes_and_never_splits_a_character() -> None:
+    """Some CLIs take the prompt as one argument, which the kernel bounds in bytes: a turn in a
+    script of three bytes a character goes in smaller parts, each whole characters."""
+    turn = "設定ファイルは必ず読み取り専用にすること。" * 100  # 2 100 characters, 6 300 bytes
+    groups = chunks([turn, "ok"], 2000)
+    pieces = [p for g in groups for p in g]
+    assert all(len(p.text.encode()) <= 2000 for p in pieces)
+    assert "".join(p.text for p in pieces if p.turn == 1) == turn
+    assert [(p.part, p.parts) for p in pieces if p.turn == 1] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert pieces[-1] == Piece(2, "ok")

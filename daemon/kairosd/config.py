@@ -57,7 +57,7 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
                                     # offline; offline (no LLM) opts out; agent forces the rem-agent
     agent_timeout = "5m"            # agent mode: the bound of all its turns; offline is the fallback
     max_agent_runs_per_day = 20     # agent runs a day (all projects); past it, offline (0: never agent)
-    prompt_budget = 60000           # characters of typed turns per rem-agent turn; more: several turns
+    prompt_budget = 60000           # bytes (UTF-8) of typed turns per rem-agent turn; more: several turns
     max_chunks = 10                 # a session needing more turns than this is consolidated offline
     models = { claude = "sonnet" }  # the model per CLI (default: a cheap one, see consolidation.modes)
 
@@ -249,7 +249,7 @@ class ConsolidationConfig(_Section):
     mode: Literal["auto", "offline", "agent"] = "auto"
     agent_timeout: Seconds = Field(default=300.0, gt=0, le=3600)
     max_agent_runs_per_day: int = Field(default=20, ge=0, le=10_000)
-    # Characters of typed turns per rem-agent turn. At most 80k: CLIs that take the prompt as one
+    # Bytes (UTF-8) of typed turns per rem-agent turn. At most 80k: CLIs that take the prompt as one
     # command-line argument refuse more than about 100 KB.
     prompt_budget: int = Field(default=60_000, ge=2_000, le=80_000)
     max_chunks: int = Field(default=10, ge=1, le=100)

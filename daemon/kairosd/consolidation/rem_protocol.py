@@ -2,7 +2,7 @@
 
 The prompt carries what the person typed, turn by turn and whole (the readers already left out
 whatever a CLI or kairos injected), and the board's current entries as ``ID KIND: text``. Turns
-longer than a prompt's budget are cut into :func:`chunks`: the rem-agent runs once per chunk, in
+longer than a prompt's budget (UTF-8 bytes) are cut into :func:`chunks`: the rem-agent runs once per chunk, in
 order, each time on the board as the previous chunk left it. A single turn longer than the budget
 is split into parts, each labelled, so nothing is dropped.
 
@@ -130,7 +130,9 @@ class Piece:
 
 
 def chunks(turns: Sequence[str], budget: int) -> list[list[Piece]]:
-    """The turns in order, in groups of at most ``budget`` characters of text (a longer turn in parts)."""
+    """The turns in order, in groups of at most ``budget`` bytes of text (UTF-8: a character of
+    English is one byte; some CLIs take the prompt as one command-line argument, which the kernel
+    bounds in bytes). A longer turn is cut into parts, at character boundaries."""
     groups: list[list[Piece]] = []
     current: list[Piece] = []
     size = 0
@@ -138,16 +140,37 @@ def chunks(turns: Sequence[str], budget: int) -> list[list[Piece]]:
         text = typed(text)
         if not text:
             continue
-        parts = [text[i : i + budget] for i in range(0, len(text), budget)]
+        parts = _parts(text, budget)
         for index, part in enumerate(parts, 1):
-            if current and size + len(part) > budget:
+            length = _size(part)
+            if current and size + length > budget:
                 groups.append(current)
                 current, size = [], 0
             current.append(Piece(number, part, index, len(parts)))
-            size += len(part)
+            size += length
     if current:
         groups.append(current)
     return groups
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _parts(text: str, budget: int) -> list[str]:
+    """``text`` in pieces of at most ``budget`` UTF-8 bytes, never splitting a character."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= budget:
+        return [text]
+    parts: list[str] = []
+    start = 0
+    while start < len(data):
+        end = min(len(data), start + budget)
+        while end < len(data) and data[end] & 0xC0 == 0x80:  # a continuation byte: back to the character's start
+            end -= 1
+        parts.append(data[start:end].decode("utf-8", "surrogatepass"))
+        start = end
+    return parts
 
 
 def typed(text: str) -> str:

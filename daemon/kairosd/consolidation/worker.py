@@ -165,7 +165,7 @@ def _agent(
     groups = chunks(turns, settings.prompt_budget) or [[]]  # no typed turn: still one turn, on the board alone
     if len(groups) > settings.max_chunks:
         why = (
-            f"the session's typed turns need {len(groups)} rem-agent turns of {settings.prompt_budget} characters, "
+            f"the session's typed turns need {len(groups)} rem-agent turns of {settings.prompt_budget} bytes, "
             f"more than max_chunks = {settings.max_chunks}"
         )
         return _fallback(result, why), 0
