@@ -60,8 +60,10 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
             return _done(result, clock, started)
         stats = ReadStats()
         turns: list[str] = []
+        wants_agent = request.get("mode", "offline") in ("auto", "agent")
         try:
-            extraction = _offline(request, stats, turns)
+            # An offline run keeps no copy of the typed turns (only agent mode's prompt needs them).
+            extraction = _offline(request, stats, turns if wants_agent else None)
         except OSError as exc:
             result["error"] = f"cannot read the transcript {request.get('transcript')}: {exc.strerror or exc}"
             result["transcript"] = stats.as_dict()
@@ -76,7 +78,7 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
         candidates = extraction.candidates
         merged = MergeResult()
         result["mode"] = "offline"
-        if request.get("mode", "offline") in ("auto", "agent"):
+        if wants_agent:
             try:
                 applied, rest = _agent(request, boards, project, stats, clock, environ, turns, result, merged)
             except Exception as exc:  # agent mode must never cost the run: offline mode takes over
@@ -90,7 +92,7 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
             elif applied:
                 # Its first chunks were applied; offline mode takes the turns it did not reach.
                 try:
-                    candidates = _offline(request, ReadStats(), [], skip_turns=rest).candidates
+                    candidates = _offline(request, ReadStats(), None, skip_turns=rest).candidates
                 except OSError as exc:
                     candidates = []
                     result["fallback"] += f"; the transcript cannot be read again: {exc.strerror or exc}"
@@ -108,7 +110,7 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
     return _done(result, clock, started)
 
 
-def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str], skip_turns: int = 0) -> Extraction:
+def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str] | None, skip_turns: int = 0) -> Extraction:
     """Offline mode's candidates; ``turns`` gets what the person typed (all of it: agent mode's
     prompt carries every turn, and the transcript's read cap bounds them). ``skip_turns``: leave out
     the messages before that typed turn (the ones agent mode already consolidated)."""
@@ -119,7 +121,8 @@ def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str], skip_t
         seen = 0
         for message in messages:
             if message.human:
-                turns.append(message.text)
+                if turns is not None:
+                    turns.append(message.text)
                 seen += 1
             if seen > skip_turns:
                 yield message
