@@ -398,8 +398,9 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S)
 
 FAKE_CLAUDE = """#!{python}
 # Speaks claude -p's stream-json: system/init, then a result. What it answers comes from files
-# next to it, so a test decides: answer.txt (the result text), exit.txt (an exit code),
-# wait-for (a path: block until it exists, at most 60 s), argv.json (written: how it was called).
+# next to it, so a test decides: answer-N.txt (the Nth call's result text) else answer.txt, exit.txt
+# (an exit code), wait-for (a path: block until it exists, at most 60 s). It writes argv.json (how
+# the last call was made) and appends every call to calls.jsonl.
 import json, os, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 def read(name, default=None):
@@ -408,9 +409,14 @@ def read(name, default=None):
             return f.read()
     except FileNotFoundError:
         return default
+call = {{"argv": sys.argv[1:], "stdin": sys.stdin.read(), "spawned": os.environ.get("KAIROS_SPAWNED"),
+        "cwd": os.getcwd()}}
 with open(os.path.join(here, "argv.json"), "w") as f:
-    json.dump({{"argv": sys.argv[1:], "stdin": sys.stdin.read(), "spawned": os.environ.get("KAIROS_SPAWNED"),
-               "cwd": os.getcwd()}}, f)
+    json.dump(call, f)
+with open(os.path.join(here, "calls.jsonl"), "a") as f:
+    f.write(json.dumps(call) + "\\n")
+with open(os.path.join(here, "calls.jsonl")) as f:
+    number = sum(1 for _ in f)
 print(json.dumps({{"type": "system", "subtype": "init", "session_id": "rem-1"}}), flush=True)
 gate = read("wait-for")
 if gate:
@@ -418,11 +424,17 @@ if gate:
     while not os.path.exists(gate.strip()) and time.monotonic() < deadline:
         time.sleep(0.02)
 code = int(read("exit.txt", "0"))
-answer = read("answer.txt", "NONE")
+answer = read(f"answer-{{number}}.txt") or read("answer.txt", "NONE")
 print(json.dumps({{"type": "result", "subtype": "success" if code == 0 else "error_during_execution",
                   "is_error": code != 0, "result": answer, "session_id": "rem-1"}}), flush=True)
 sys.exit(code)
 """
+
+
+def fake_calls(folder: Path) -> list[dict[str, Any]]:
+    """Every call the fake claude in ``folder`` got, in order (argv, stdin, ...)."""
+    path = folder / "calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def fake_claude(folder: Path) -> Path:

@@ -55,7 +55,7 @@ def test_consolidate_route_answers_the_decision(tmp_path):
         assert (status, doc["task"]["status"], doc["result"]["ok"]) == (200, "completed", True)
         status, doc = await _call(api, "GET", "/consolidation")
         assert [d["outcome"] for d in doc["recent"]] == ["started", "skipped"]
-        assert (doc["mode"], doc["enabled"], doc["running"]) == ("offline", True, {})
+        assert (doc["mode"], doc["enabled"], doc["running"]) == ("auto", True, {})
         await h.stop()
 
     run(main())
@@ -288,7 +288,11 @@ def test_cli_board_replacements_edit_pin_restore(home, capsys, monkeypatch):
             code, out, _ = await cli("board", "pin", new.id)
             assert out == f"pinned {new.id} [correction] Use yarn for installs\n"
             code, out, _ = await cli("board", "restore", old.id)
-            assert out == f"restored {old.id} [rule] From now on, use pnpm instead of npm. (pinned)\n"
+            assert out == (
+                f"restored {old.id} [rule] From now on, use pnpm instead of npm. (pinned); it conflicts with {new.id}, "
+                "which had replaced it: the next session is told to ask you which holds (kairos board rm the other, "
+                "or kairos board edit one)\n"
+            )
             code, out, _ = await cli("board", "show", "--json")
             pins = {e["id"]: (e.get("pinned", False), e["author"]) for e in json.loads(out)["entries"]}
             assert pins == {new.id: (True, "user"), old.id: (True, "kairos")}

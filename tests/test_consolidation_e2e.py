@@ -25,7 +25,7 @@ class Env(KairosCli):
     def __init__(self, home: Path) -> None:
         self.home = home
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KAIROS_", "CLAUDE"))}
-        self.env = {**env, "KAIROS_HOME": str(home), "TZ": "UTC"}
+        self.env = {**env, "KAIROS_HOME": str(home), "TZ": "UTC", "HOME": str(home / "home")}
         self.project = home / "proj"
         (self.project / ".git").mkdir(parents=True)
         self.daemon: MiniDaemon | None = None
@@ -65,7 +65,7 @@ def test_a_detached_run_outlives_the_cli_and_kairosd(env):
     next kairosd records the run completed."""
     release = env.home / "release"
     binary = fake_claude(env.home / "bin")
-    (env.home / "bin" / "answer.txt").write_text(f"- [rule] {ENTRY}\n")
+    (env.home / "bin" / "answer.txt").write_text(f"ADD rule: {ENTRY}\n")
     (env.home / "bin" / "wait-for").write_text(str(release))
     write_config(env.home, f'[agents.claude]\nbinary = "{binary}"\n\n[consolidation]\nmode = "agent"\n')
     daemon = env.start()

@@ -42,7 +42,8 @@ class Harness:
         self.events = EventBus(self.clock.now)
         self.registry: Registry = make_registry(root, adapter, clock=self.clock, events=self.events)
         self.config = ConsolidationConfig(**config)
-        self.environ = clean_environ() if environ is None else environ
+        # A home of its own: auto mode (the default) looks there for `kairos integrate`'s hooks.
+        self.environ = clean_environ(HOME=str(root / "home")) if environ is None else environ
         self.service = self._service()
         self.project = root / "proj"
         (self.project / ".git").mkdir(parents=True, exist_ok=True)
@@ -326,7 +327,7 @@ def test_concurrent_requests_for_one_project_are_coalesced(tmp_path):
     async def main() -> None:
         release = tmp_path / "release"
         h = Harness(tmp_path, mode="agent", min_interval_minutes=0)
-        held_agent(h, "- [rule] Always write the test first.", release=release)
+        held_agent(h, "ADD rule: Always write the test first.", release=release)
         await h.start()
         transcript = write_transcript(tmp_path / "t1", "claude", str(h.project))
         decisions = await asyncio.gather(*(h.ask("s1", transcript) for _ in range(6)))
@@ -424,7 +425,9 @@ def test_agent_mode_uses_rem_agent_read_only(tmp_path):
 
     async def main() -> None:
         h = Harness(tmp_path, mode="agent")
-        answer = "- [rule] Always use uv for Python.\n- [fact] The API lives in src/api.\nsome chatter\n- [bogus] x"
+        answer = (
+            "ADD rule: Always use uv for Python.\n- add FACT: The API lives in src/api.\nsome chatter\nADD bogus: x"
+        )
         folder = held_agent(h, answer)
         await h.start()
         decision = await h.ask()
@@ -440,7 +443,12 @@ def test_agent_mode_uses_rem_agent_read_only(tmp_path):
         called = json.loads((folder / "argv.json").read_text())
         assert "--tools=Glob,Grep,Read" in called["argv"]
         assert any(a.startswith("--append-system-prompt=You are rem-agent") for a in called["argv"])
-        assert str(write_transcript(h.root / "transcripts" / "s1", "claude", str(h.project))) in called["stdin"]
+        assert "--model" in called["argv"]  # no model configured: the cheap default
+        assert called["argv"][called["argv"].index("--model") + 1] == "haiku"
+        assert info["result"]["agent_rejected"] == [
+            "not a decision line (ADD, REPLACE, CLOSE or NONE): 'some chatter'",
+            "unknown kind 'bogus': 'ADD bogus: x'",
+        ]
         assert called["cwd"] == str(h.project.resolve())
         await h.stop()
 
@@ -451,7 +459,7 @@ def test_agent_mode_uses_rem_agent_read_only(tmp_path):
     ("answer", "exit_code", "timeout", "why"),
     [
         ("whatever", 1, 60, "rem-agent failed"),
-        ("I think the user likes tabs.", 0, 60, "without any '- [kind] text' line"),
+        ("I think the user likes tabs.", 0, 60, "without any ADD, REPLACE, CLOSE or NONE line"),
         ("NONE", 0, 1, "timed out after 1s"),
     ],
 )
@@ -481,7 +489,7 @@ def test_a_restart_re_adopts_a_running_worker(tmp_path):
     async def main() -> None:
         release = tmp_path / "release"
         h = Harness(tmp_path, mode="agent")
-        run_id = await asked_agent_run(h, "- [decision] Ship on Fridays.", release=release)
+        run_id = await asked_agent_run(h, "ADD decision: Ship on Fridays.", release=release)
         pid = h.registry.get(run_id).pid
         await h.restart()
         assert h.service.running[str(h.project.resolve())].task_id == run_id
@@ -502,7 +510,7 @@ def test_a_restart_settles_a_run_that_finished_meanwhile(tmp_path):
     async def main() -> None:
         release = tmp_path / "release"
         h = Harness(tmp_path, mode="agent")
-        run_id = await asked_agent_run(h, "- [todo] Rotate the keys.", release=release)
+        run_id = await asked_agent_run(h, "ADD todo: Rotate the keys.", release=release)
         await h.service.stop()
         await h.registry.stop()
         release.write_text("go")
@@ -563,7 +571,9 @@ def test_a_run_past_its_bound_is_stopped_with_its_agent(tmp_path, monkeypatch):
     """kairosd's bound on a run: the worker's group gets SIGTERM, and the worker takes rem-agent down with it."""
     from kairosd.consolidation import service
 
-    monkeypatch.setattr(service, "OFFLINE_BOUND_S", -59.0)  # with agent_timeout 60: a 1 s bound
+    # With agent_timeout 60: a 5 s bound. The worker's imports alone take over 1 s on a loaded machine,
+    # and the agent must have started before the bound ends the run, for the test to say anything.
+    monkeypatch.setattr(service, "OFFLINE_BOUND_S", -55.0)
 
     async def main() -> None:
         h = Harness(tmp_path, mode="agent", agent_timeout=60)
@@ -601,7 +611,7 @@ def test_a_restart_adopts_a_worker_whose_pid_was_not_recorded(tmp_path):
     async def main() -> None:
         release = tmp_path / "release"
         h = Harness(tmp_path, mode="agent")
-        held_agent(h, "- [fact] Staging is read-only.", release=release)
+        held_agent(h, "ADD fact: Staging is read-only.", release=release)
         await h.start()
         decision = await h.ask()
         run_id = decision["run"]["id"]

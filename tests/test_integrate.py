@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -456,3 +457,55 @@ def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
         assert hook_agent in hook.AGENTS
         # kairos hook matches events case- and separator-insensitively.
         assert "".join(ch for ch in event.lower() if ch.isalnum()) in hook.EVENTS, event
+
+
+# ---- what consolidation will cost ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "copilot"])
+def test_integrate_says_consolidation_uses_the_agents_cli_what_it_costs_and_how_to_opt_out(tmp_path, agent):
+    proc = kairos(tmp_path, agent, "--kairos", KAIROS, env={"KAIROS_HOME": str(tmp_path / "k")})
+    assert proc.returncode == 0, proc.stderr
+    [line] = [x for x in proc.stdout.splitlines() if x.startswith("consolidation:")]
+    from kairosd.consolidation.modes import DEFAULT_MODELS
+
+    assert f"kairos asks {agent} itself (headless, read-only, model {DEFAULT_MODELS[agent]})" in line
+    assert re.search(r"about \d+(\.\d)?k input tokens for a typical session of 30 turns", line)
+    assert f'Opt out with [consolidation] mode = "offline" in {tmp_path}/k/config/config.toml' in line
+    doc = json.loads(kairos(tmp_path, agent, "--dry-run", "--json", env={"KAIROS_HOME": str(tmp_path / "k")}).stdout)
+    assert doc["consolidation"] == line
+
+
+def test_integrate_follows_the_configs_consolidation_choices(tmp_path):
+    from consolidation_support import write_config
+
+    home = {"KAIROS_HOME": str(tmp_path / "k")}
+    write_config(tmp_path / "k", '[consolidation]\nmodels = { claude = "sonnet" }\nmax_agent_runs_per_day = 5\n')
+    line = kairos(tmp_path, "claude", "--kairos", KAIROS, env=home).stdout.splitlines()[-1]
+    assert "model sonnet" in line
+    assert "at most 5 runs a day" in line
+    write_config(tmp_path / "k", '[consolidation]\nmode = "offline"\n')
+    line = kairos(tmp_path, "claude", "--kairos", KAIROS, env=home).stdout.splitlines()[-1]
+    assert line == 'consolidation: offline ([consolidation] mode = "offline"): no model reads your claude sessions'
+
+
+def test_the_clis_cost_figures_follow_the_daemons_prompt_and_models():
+    """The CLI may not import kairosd.consolidation: its copies of the model table and of the prompt's
+    size must follow the daemon's. The estimate is checked against a real prompt: 30 typed turns of
+    the typical length, a board of 15 entries, and the definition sent with it."""
+    from datetime import UTC, datetime
+
+    from kairos.commands import integrate
+    from kairosd.agents.catalog import builtin_definition
+    from kairosd.consolidation.board import Board, Entry
+    from kairosd.consolidation.modes import DEFAULT_MODELS
+    from kairosd.consolidation.rem_protocol import chunks, prompt_for
+
+    assert {a: DEFAULT_MODELS[a] for a in integrate.CHEAP_MODELS} == integrate.CHEAP_MODELS
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    board = Board("/p", [Entry(f"b{i:06x}", f"Entry {i}: " + "w" * 80, "rule", "kairos", now, now) for i in range(15)])
+    turns = [f"turn {i} " + "t" * (integrate.TYPICAL_TURN_CHARS - 9) for i in range(integrate.TYPICAL_TURNS)]
+    [pieces] = chunks(turns, 60_000)
+    prompt = prompt_for("/home/me/project", board, pieces, total_turns=len(turns), ended_at=now, now=now)
+    sent = len(builtin_definition().prompt) + len(prompt)
+    assert abs(integrate.estimate_tokens() * integrate.CHARS_PER_TOKEN - sent) <= sent * 0.1

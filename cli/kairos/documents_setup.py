@@ -48,6 +48,7 @@ class IntegrateDoc(Document):
     dry_run: bool
     changes: list[SettingsChange]
     notes: list[str]
+    consolidation: str  # how the agent's ended sessions are consolidated from now on, and what that costs
 
 
 SETUP_DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {

@@ -52,8 +52,14 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     enabled = true                  # KAIROS_CONSOLIDATE=0 (kairosd's or the caller's) turns it off too
     min_interval_minutes = 10       # at most one run per project this often (0: no limit)
     min_user_turns = 3              # sessions with fewer human turns are not consolidated
-    mode = "offline"                # offline (no LLM, the default) or agent (the rem-agent definition)
-    agent_timeout = "5m"            # agent mode: the rem-agent turn's bound; offline is the fallback
+    mode = "auto"                   # auto (the default): the rem-agent through the CLI whose session
+                                    # ended, if `kairos integrate` set that CLI up and it is found, else
+                                    # offline; offline (no LLM) opts out; agent forces the rem-agent
+    agent_timeout = "5m"            # agent mode: the bound of all its turns; offline is the fallback
+    max_agent_runs_per_day = 20     # agent runs a day (all projects); past it, offline (0: never agent)
+    prompt_budget = 60000           # bytes (UTF-8) of typed turns per rem-agent turn; more: several turns
+    max_chunks = 10                 # a session needing more turns than this is consolidated offline
+    models = { claude = "sonnet" }  # the model per CLI (default: a cheap one, see consolidation.modes)
 
     [webhook]                       # webhook:URL targets (see kairosd.delivery.webhook)
     secret_file = "~/.config/kairos/webhook.secret"  # the HMAC-SHA256 key (owner-only file), or:
@@ -240,8 +246,14 @@ class ConsolidationConfig(_Section):
     enabled: bool = True
     min_interval_minutes: float = Field(default=10.0, ge=0, le=7 * 24 * 60)
     min_user_turns: int = Field(default=3, ge=0, le=1000)
-    mode: Literal["offline", "agent"] = "offline"
+    mode: Literal["auto", "offline", "agent"] = "auto"
     agent_timeout: Seconds = Field(default=300.0, gt=0, le=3600)
+    max_agent_runs_per_day: int = Field(default=20, ge=0, le=10_000)
+    # Bytes (UTF-8) of typed turns per rem-agent turn. At most 80k: CLIs that take the prompt as one
+    # command-line argument refuse more than about 100 KB.
+    prompt_budget: int = Field(default=60_000, ge=2_000, le=80_000)
+    max_chunks: int = Field(default=10, ge=1, le=100)
+    models: dict[Annotated[str, Field(pattern=AGENT_NAME_PATTERN)], NonEmpty] = Field(default_factory=dict)
 
 
 class WebhookConfig(_Section):

@@ -136,7 +136,8 @@ def _register_board(subparsers: Any) -> None:
         "restore",
         "put a replaced entry back",
         "Undo a wrong replacement: put an entry that a later one replaced back on the board, pinned (see "
-        "'kairos board show --all'). The entry that replaced it stays; remove it with 'kairos board rm'.",
+        "'kairos board show --all'). The entry that replaced it stays, and the two are marked as in conflict, "
+        "so the next session asks you which holds; remove the other with 'kairos board rm'.",
         "kairos board restore b91c04",
     )
     restore.add_argument("id", metavar="ID")
@@ -378,7 +379,16 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    return _change(args, {"restore": True}, lambda doc: f"restored {_entry(doc['entry'])} (pinned)")
+    def said(doc: dict[str, Any]) -> str:
+        rival = doc["entry"].get("conflicts_with")
+        if not rival:
+            return f"restored {_entry(doc['entry'])} (pinned)"
+        return (
+            f"restored {_entry(doc['entry'])} (pinned); it conflicts with {rival}, which had replaced it: the next "
+            f"session is told to ask you which holds (kairos board rm the other, or kairos board edit one)"
+        )
+
+    return _change(args, {"restore": True}, said)
 
 
 def cmd_rm(args: argparse.Namespace) -> int:

@@ -7,6 +7,10 @@ EVENT`` and the MCP server ``kairos mcp``, both with the absolute path of this k
 ``--dry-run`` prints the diff and writes nothing; a file that cannot be parsed stops the run with
 nothing written. The home folder is ``$HOME`` (``COPILOT_HOME`` and ``CODEX_HOME`` are honoured).
 
+It then says what the agent's sessions cost from now on: ``[consolidation] mode = "auto"`` (the
+default) consolidates an ended session through that agent's own CLI, with a cheap model, in about
+:func:`estimate_tokens` tokens (see :mod:`kairosd.consolidation.modes`), and how to opt out.
+
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module).
 Must not import pydantic or asyncio.
 """
@@ -19,6 +23,20 @@ from typing import Any
 from kairos.commands.common import installed_script, make_parser
 
 AGENTS = ("claude", "copilot", "codex", "gemini")
+# kairosd.consolidation.modes.DEFAULT_MODELS, which the CLI may not import (a test keeps them equal).
+CHEAP_MODELS = {
+    "claude": "haiku",
+    "codex": "gpt-5.1-codex-mini",
+    "gemini": "gemini-2.5-flash-lite",
+    "copilot": "gpt-5-mini",
+}
+# What a rem-agent prompt holds besides the typed turns: the definition, the task's text and a board
+# of about 15 entries (kairosd.consolidation.rem_protocol; a test keeps this within 10% of it).
+PROMPT_OVERHEAD_CHARS = 4600
+TYPICAL_TURNS = 30
+TYPICAL_TURN_CHARS = 250  # what a person types in a turn, on average (a pasted log is much more)
+CHARS_PER_TOKEN = 4
+DEFAULT_RUNS_PER_DAY = 20
 
 
 def register(subparsers: Any) -> None:
@@ -106,6 +124,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
+                "consolidation": consolidation_line(args.agent, *_consolidation_config(), uninstall=args.uninstall),
                 "agent": args.agent,
                 "uninstall": args.uninstall,
                 "dry_run": args.dry_run,
@@ -125,7 +144,54 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         )
         return 0
     _print(args, changes, notes)
+    print(consolidation_line(args.agent, *_consolidation_config(), uninstall=args.uninstall))
     return 0
+
+
+def estimate_tokens(turns: int = TYPICAL_TURNS, turn_chars: int = TYPICAL_TURN_CHARS) -> int:
+    """About how many input tokens kairos' rem-agent prompt takes for a session of ``turns`` typed turns."""
+    return (PROMPT_OVERHEAD_CHARS + turns * turn_chars) // CHARS_PER_TOKEN
+
+
+def consolidation_line(
+    agent: str, section: dict[str, Any], config_path: str = "config.toml", *, uninstall: bool = False
+) -> str:
+    """What consolidating ``agent``'s sessions will cost, given the config's ``[consolidation]``."""
+    mode = section.get("mode", "auto")
+    if uninstall:
+        return f"consolidation: {agent} sessions are no longer handed over; kairos consolidates none of them"
+    if section.get("enabled") is False:
+        return "consolidation: off ([consolidation] enabled = false); nothing is sent to a model"
+    if mode == "offline":
+        return f'consolidation: offline ([consolidation] mode = "offline"): no model reads your {agent} sessions'
+    models = section.get("models")
+    model = (models.get(agent) if isinstance(models, dict) else None) or CHEAP_MODELS[agent]
+    runs = section.get("max_agent_runs_per_day", DEFAULT_RUNS_PER_DAY)
+    tokens = round(estimate_tokens() / 1000, 1)
+    return (
+        f"consolidation: when a {agent} session ends, kairos asks {agent} itself (headless, read-only, model "
+        f"{model}) what the project's board should add, replace or close: about {tokens:g}k input tokens for a "
+        f"typical session of {TYPICAL_TURNS} turns (more when you paste long logs; {agent} adds its own system "
+        f"prompt on top), at most {runs} runs a day; if that fails, kairos falls back to offline mode. "
+        f'Opt out with [consolidation] mode = "offline" in {config_path}; choose the model with '
+        f'[consolidation] models = {{ {agent} = "..." }}.'
+    )
+
+
+def _consolidation_config() -> tuple[dict[str, Any], str]:
+    """The config's ``[consolidation]`` table (empty if none or unreadable: kairosd reports a broken
+    config itself), and the config file's path."""
+    import tomllib
+
+    from kairosd.system.paths import Paths
+
+    path = Paths.from_env().config_dir / "config.toml"
+    try:
+        with open(path, "rb") as file:
+            section = tomllib.load(file).get("consolidation")
+    except (OSError, ValueError):
+        section = None
+    return (section if isinstance(section, dict) else {}), str(path)
 
 
 def _print(args: argparse.Namespace, changes: list[Any], notes: list[str]) -> None:

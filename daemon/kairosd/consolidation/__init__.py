@@ -11,7 +11,11 @@ project's context board (see :mod:`kairosd.consolidation.wiring` for how kairosd
                   starting session sees it, pure) and board_edits (edit, pin, restore; last session)
     supersede     when a later entry replaces an earlier one (pure)
     gates         why a request is not run (pure)
-    agent_mode    the opt-in rem-agent run, with offline mode as its fallback
+    agent_mode    the rem-agent run through an agent CLI, with offline mode as its fallback
+    rem_protocol  what the rem-agent is asked (turns in chunks, the board) and how its answer
+                  (ADD, REPLACE, CLOSE, NONE lines) is read (pure)
+    modes         auto, agent or offline; whether `kairos integrate` set a CLI up; the cheap model
+                  per CLI; the daily cap on agent runs
     worker        the detached process: ``python -m kairosd.consolidation.worker REQUEST``
     spawn         start that process detached; notice when it ends
     service       the daemon side: gates, one run per project, follow-ups, status

@@ -67,6 +67,7 @@ from kairosd.consolidation.board_model import (
 )
 from kairosd.consolidation.entries import KINDS, Candidate, clean, normal_key, unsafe
 from kairosd.consolidation.supersede import superseded as superseded_by_text
+from kairosd.consolidation.supersede import words
 from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
 from kairosd.store.jsonlog import JsonLog
 from kairosd.system.atomic import write_atomic
@@ -234,12 +235,24 @@ class BoardStore:
             index = {normal_key(e.text): e for e in board.entries}
             touched: set[str] = set()
             for candidate in candidates:
+                if candidate.action == "close":
+                    closed = len(result.closed)
+                    self._close(board, candidate, result)
+                    for done in result.closed[closed:]:
+                        index.pop(normal_key(done.text), None)
+                    continue
                 text = clean(candidate.text)
                 key = normal_key(text)
                 if not key or candidate.kind not in KINDS or unsafe(text):
                     continue
                 existing = index.get(key)
                 if existing is not None:
+                    # The same words as an entry already there: a hit for it, and if the answer named
+                    # another entry it replaces, that one still goes (the answer's decision stands).
+                    named = board.find(candidate.supersedes) if candidate.supersedes else None
+                    if named is not None and named is not existing:
+                        self._replace(board, existing, [named], now, result)
+                        index.pop(normal_key(named.text), None)
                     if existing.id in touched:
                         continue  # one hit per run, however often the session said it
                     touched.add(existing.id)
@@ -248,7 +261,10 @@ class BoardStore:
                     result.seen.append(existing)
                     continue
                 entry = Entry(_new_id(board), text, candidate.kind, "kairos", now, now, 1, session, agent)
+                before = len(result.superseded)
                 self._replace(board, entry, self._targets(board, candidate, text, result), now, result)
+                for gone in result.superseded[before:]:
+                    index.pop(normal_key(gone.text), None)
                 board.entries.append(entry)
                 index[key] = entry
                 touched.add(entry.id)
@@ -256,7 +272,7 @@ class BoardStore:
             if len(board.entries) > LIMIT:
                 result.pruned = to_prune(board.entries, now)
                 board.entries = [e for e in board.entries if e not in result.pruned]
-            if not (result.added or result.seen or result.pruned):
+            if not (result.added or result.seen or result.pruned or result.superseded or result.closed):
                 return result
             self.save(board)
             base = {"by": "kairos", "session": session, "agent": agent, "run": run}
@@ -264,6 +280,7 @@ class BoardStore:
             records += [{"action": "seen", **_brief(e), "hits": e.hits, **base} for e in result.seen]
             records += [_supersede_record(e, base) for e in result.superseded]
             records += [{"action": "conflict", **_brief(e), "with": e.conflicts_with, **base} for e in result.conflicts]
+            records += [{"action": "close", **_brief(e), **base} for e in result.closed]
             records += [{"action": "prune", **_brief(e), **base} for e in result.pruned]
             self.record(project, records)
         return result
@@ -278,6 +295,33 @@ class BoardStore:
             result.notes.append(f"no current entry {candidate.supersedes} to supersede; {text!r} added alone")
             return []
         return [named]
+
+    @staticmethod
+    def _close(board: Board, candidate: Candidate, result: MergeResult) -> None:
+        """A to-do is done: the one the answer named, else the one ``candidate.text`` is about (by its
+        words: the single to-do sharing the most meaningful words with it). It leaves the board; the
+        history records it. A user's own or a pinned to-do stays (they remove it), with a note."""
+        if candidate.supersedes is not None:
+            todo = board.find(candidate.supersedes)
+            if todo is None or todo.kind != "todo":
+                result.notes.append(f"no current to-do {candidate.supersedes} to close")
+                return
+        else:
+            said = words(candidate.text)
+            overlaps = [(len(said & words(e.text)), e) for e in board.entries if e.kind == "todo"]
+            best = max((n for n, _ in overlaps), default=0)
+            matches = [e for n, e in overlaps if n == best and n > 0]
+            if len(matches) != 1:
+                why = "no to-do" if not matches else f"{len(matches)} to-dos"
+                result.notes.append(f"{candidate.text!r} says something is done; {why} matched, none closed")
+                return
+            todo = matches[0]
+        if todo.protected:
+            why = "it is the user's own or pinned: left on the board"
+            result.notes.append(f"to-do {todo.id} is done, but {why} (kairos board rm {todo.id})")
+            return
+        board.entries.remove(todo)
+        result.closed.append(todo)
 
     def _replace(self, board: Board, entry: Entry, targets: list[Entry], now: datetime, result: MergeResult) -> None:
         """``entry`` replaces ``targets``: kairos' own become history; beside a protected one it is a conflict."""

@@ -40,7 +40,11 @@ def edit(store: BoardStore, project: str, entry_id: str, text: str | None, kind:
         entry.text = text if text is not None else entry.text
         entry.kind = kind or entry.kind
         entry.author = "user"
-        entry.conflicts_with = None  # the person has decided
+        if entry.conflicts_with:  # the person has decided: neither side is in conflict any more
+            other = board.find(entry.conflicts_with)
+            if other is not None and other.conflicts_with == entry.id:
+                other.conflicts_with = None
+        entry.conflicts_with = None
         store.save(board)
         store.record(project, [{"action": "edit", "id": entry.id, "kind": entry.kind, "text": entry.text,
                                 "before": before, "author": "user", "by": "user"}])  # fmt: skip
@@ -61,8 +65,10 @@ def pin(store: BoardStore, project: str, entry_id: str, pinned: bool = True) -> 
 
 
 def restore(store: BoardStore, project: str, entry_id: str) -> Entry:
-    """Put a replaced entry back on the board (undo a wrong replacement); the entry that replaced
-    it stays (remove it with ``kairos board rm`` if it is wrong)."""
+    """Put a replaced entry back on the board (undo a wrong replacement), pinned. The entry that
+    replaced it stays, and the two are marked as in conflict (``conflicts_with``, each naming the
+    other), so the next session is told they disagree instead of receiving both as if they agreed;
+    the person settles it by removing or editing one (``kairos board rm``, ``edit``)."""
     with store.locked(project) as board:
         entry = next((e for e in board.superseded if e.id == entry_id), None)
         if entry is None:
@@ -75,10 +81,15 @@ def restore(store: BoardStore, project: str, entry_id: str) -> Entry:
         board.superseded.remove(entry)
         entry.superseded_by = entry.superseded_at = None
         entry.pinned = True  # the person chose it over the later words: kairos must not replace it again
+        rival = board.find(replaced_by) if replaced_by else None
+        entry.conflicts_with = rival.id if rival is not None else None
+        if rival is not None:
+            rival.conflicts_with = entry.id
         board.entries.append(entry)
         store.save(board)
         store.record(project, [{"action": "restore", "id": entry.id, "kind": entry.kind, "text": entry.text,
-                                "author": entry.author, "replaced_by": replaced_by, "by": "user"}])  # fmt: skip
+                                "author": entry.author, "replaced_by": replaced_by,
+                                "conflicts_with": entry.conflicts_with, "by": "user"}])  # fmt: skip
     return entry
 
 

@@ -131,6 +131,7 @@ class MergeResult:
     pruned: list[Entry] = field(default_factory=list)
     superseded: list[Entry] = field(default_factory=list)  # each has superseded_by: the entry that replaced it
     conflicts: list[Entry] = field(default_factory=list)  # added beside a user's or pinned entry (conflicts_with)
+    closed: list[Entry] = field(default_factory=list)  # to-dos a later word said are done (off the board)
     notes: list[str] = field(default_factory=list)  # what could not be applied (an unknown id to supersede)
 
     def as_dict(self) -> dict[str, Any]:
@@ -140,6 +141,7 @@ class MergeResult:
             "pruned": [e.to_json() for e in self.pruned],
             "superseded": [e.to_json() for e in self.superseded],
             "conflicts": [e.to_json() for e in self.conflicts],
+            "closed": [e.to_json() for e in self.closed],
             "notes": list(self.notes),
         }
 

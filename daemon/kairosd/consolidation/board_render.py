@@ -60,6 +60,11 @@ def render_context(board: Board, now: datetime, since: datetime | None = None) -
         "comes first; `kairos board show` lists them)."
     )
     changed = changes_line(board, since)
+    if any(e.conflicts_with and board.find(e.conflicts_with) for e in board.entries):
+        header += (
+            ' Notes marked "conflicts with" disagree with each other: follow neither silently; ask the '
+            "user which holds (then `kairos board rm ID` the other)."
+        )
     return f"{header}\n" + (f"{changed}\n" if changed else "") + f"\n{fence}text\n{body}\n{fence}"
 
 
@@ -73,7 +78,10 @@ def _note(board: Board, entry: Entry, since: datetime | None) -> str:
     if entry.conflicts_with:
         other = board.find(entry.conflicts_with)
         if other is not None:
-            notes.append(f'conflicts with "{_short(other.text)}", which the user set: ask them which holds')
+            if other.protected:
+                notes.append(f'conflicts with "{_short(other.text)}", which the user set: ask them which holds')
+            else:
+                notes.append(f'conflicts with "{_short(other.text)}", a later note: ask the user which holds')
     return "; ".join(notes)
 
 

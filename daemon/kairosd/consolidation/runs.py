@@ -126,7 +126,8 @@ class RunTracker:
         spec = StartSpec(
             kind=JobKind.CONSOLIDATION,
             prompt=f"consolidate {req.agent} session {req.session_id} into the context board ({mode})",
-            agent="rem-agent" if mode == "agent" else "offline",  # what runs it (shown by kairos task list)
+            # what runs it (shown by kairos task list); in auto mode the worker decides, offline as the fallback
+            agent="offline" if mode == "offline" else "rem-agent",
             cwd=project,
             session=req.session_id,
             timeout_s=bound_s,

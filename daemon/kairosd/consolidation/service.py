@@ -192,7 +192,7 @@ class Consolidation:
             why = "this session's transcript was consolidated already and has not changed since (a repeated end)"
             return await self._decide(req, project, SKIPPED, "lock", why)
         mode = self.deps.config.mode
-        bound = OFFLINE_BOUND_S + (self.deps.config.agent_timeout if mode == "agent" else 0.0)
+        bound = OFFLINE_BOUND_S + (self.deps.config.agent_timeout if mode != "offline" else 0.0)
         try:
             record = await self.runs.launch(req, project, bound)
         except OSError as exc:

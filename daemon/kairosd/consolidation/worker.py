@@ -6,7 +6,9 @@ kairosd starts it in a new session (its own process group, stdio to the task log
 1. takes the project's run lock (``<board>.run.lock``, held until it exits: one run per project
    even across kairosd restarts);
 2. reads the transcript and extracts candidates offline (always: it is also agent mode's fallback);
-3. in agent mode, asks ``rem-agent`` (bounded) and uses its entries, or falls back to offline;
+3. in agent mode (:mod:`.modes` decides), asks ``rem-agent`` once per chunk of typed turns, merging
+   each answer before the next chunk is asked; any failure falls back to offline mode (for the
+   turns the agent did not reach), and the result says why;
 4. merges the candidates into the board (under the board's lock; the history records it);
 5. writes its result atomically to the request's ``result_path`` and exits 0 (ok) or 1.
 
@@ -14,7 +16,7 @@ kairosd notices the exit (a pidfd, or after a restart the recorded pid and start
 the result file; a worker that died without one is recorded as failed.
 
 The request (JSON, written by :mod:`.runs`): ``run, project, transcript, agent, session_id,
-mode, agent_timeout_s, zone, requested_at, boards_dir, result_path, pid_path, config_dir,
+mode (auto, agent or offline), agent_timeout_s, zone, requested_at, boards_dir, result_path, pid_path, config_dir,
 state_dir, data_dir, runtime_dir``. With ``--detach`` (how kairosd starts it) it forks first: the
 parent writes the worker's pid to ``pid_path`` and exits, the worker leads a new session.
 
@@ -33,21 +35,17 @@ import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from kairosd.consolidation.board import BoardStore
+from kairosd.consolidation.board import BoardStore, MergeResult
 from kairosd.consolidation.extract import Extraction, extract
 from kairosd.consolidation.transcripts import Message, ReadStats, read_file
 from kairosd.core.clock import Clock, SystemClock
 from kairosd.system.atomic import write_atomic
 from kairosd.system.paths import Paths
 
-if TYPE_CHECKING:
-    from kairosd.consolidation.agent_mode import AgentAnswer
-
 REQUEST_VERSION = 1
-MAX_TURNS_KEPT = 200  # the latest human turns kept for agent mode's prompt
 
 
 def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) -> dict[str, Any]:
@@ -62,8 +60,10 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
             return _done(result, clock, started)
         stats = ReadStats()
         turns: list[str] = []
+        wants_agent = request.get("mode", "offline") in ("auto", "agent")
         try:
-            extraction = _offline(request, stats, turns)
+            # An offline run keeps no copy of the typed turns (only agent mode's prompt needs them).
+            extraction = _offline(request, stats, turns if wants_agent else None)
         except OSError as exc:
             result["error"] = f"cannot read the transcript {request.get('transcript')}: {exc.strerror or exc}"
             result["transcript"] = stats.as_dict()
@@ -76,44 +76,56 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
             f"skipped), {stats.human_turns} human turn(s); offline found {len(extraction.candidates)} candidate(s)",
         )
         candidates = extraction.candidates
-        mode = request.get("mode", "offline")
+        merged = MergeResult()
         result["mode"] = "offline"
-        if mode == "agent":
-            answer = _agent(request, boards, project, stats, clock, environ, turns)
-            if answer.rejected:
-                result["agent_rejected"] = answer.rejected
-                _say(f"rem-agent answer: {len(answer.rejected)} line(s) not applied: " + "; ".join(answer.rejected))
-            if answer.error is None:
-                candidates = answer.candidates
-                result["mode"] = "agent"
-                _say(f"rem-agent ({answer.agent}) answered {len(candidates)} entr(y/ies)")
-            else:
-                result["fallback"] = answer.error
-                _say(f"agent mode failed ({answer.error}); using offline mode")
-        merged = boards.merge(
-            project, candidates, session=request.get("session_id"), agent=request.get("agent"), run=request.get("run")
-        )
+        if wants_agent:
+            try:
+                applied, rest = _agent(request, boards, project, stats, clock, environ, turns, result, merged)
+            except Exception as exc:  # agent mode must never cost the run: offline mode takes over
+                _fallback(result, f"internal error in agent mode: {exc!r}")
+                applied, rest = result.get("chunks_applied", 0), result.get("turns_decided", 0)
+                import traceback
+
+                traceback.print_exc()
+            if rest is None:
+                candidates = []  # the rem-agent decided on every turn
+            elif applied:
+                # Its first chunks were applied; offline mode takes the turns it did not reach.
+                try:
+                    candidates = _offline(request, ReadStats(), None, skip_turns=rest).candidates
+                except OSError as exc:
+                    candidates = []
+                    result["fallback"] += f"; the transcript cannot be read again: {exc.strerror or exc}"
+        session, agent, run = request.get("session_id"), request.get("agent"), request.get("run")
+        if candidates:
+            _add(merged, boards.merge(project, candidates, session=session, agent=agent, run=run))
         result["merge"] = merged.as_dict()
         result["board_size"] = len(boards.load(project).entries)
         result["ok"] = True
         _say(
             f"board of {project}: {len(merged.added)} added, {len(merged.seen)} seen again, "
-            f"{len(merged.pruned)} pruned; {result['board_size']} entr(y/ies) now",
+            f"{len(merged.closed)} closed, {len(merged.superseded)} replaced, {len(merged.pruned)} pruned; "
+            f"{result['board_size']} entr(y/ies) now",
         )
     return _done(result, clock, started)
 
 
-def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str]) -> Extraction:
-    """Offline mode's candidates; ``turns`` gets what the person typed (for agent mode's prompt)."""
+def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str] | None, skip_turns: int = 0) -> Extraction:
+    """Offline mode's candidates; ``turns`` gets what the person typed (all of it: agent mode's
+    prompt carries every turn, and the transcript's read cap bounds them). ``skip_turns``: leave out
+    the messages before that typed turn (the ones agent mode already consolidated)."""
     zone = _zone(request.get("zone"))
     anchor = datetime.fromisoformat(request["requested_at"])
 
     def typed(messages: Iterator[Message]) -> Iterator[Message]:
+        seen = 0
         for message in messages:
             if message.human:
-                turns.append(message.text)
-                del turns[:-MAX_TURNS_KEPT]
-            yield message
+                if turns is not None:
+                    turns.append(message.text)
+                seen += 1
+            if seen > skip_turns:
+                yield message
 
     messages = typed(read_file(request["transcript"], request.get("agent"), stats))
     return extract(messages, project=str(request["project"]), anchor=anchor, zone=zone)
@@ -127,10 +139,17 @@ def _agent(
     clock: Clock,
     environ: dict[str, str],
     turns: list[str],
-) -> AgentAnswer:
-    # Imported here: offline runs (the default) never load the agent adapters.
+    result: dict[str, Any],
+    merged: MergeResult,
+) -> tuple[int, int | None]:
+    """Agent mode, chunk by chunk, each merged before the next is asked (so it sees the board as
+    updated). Returns how many chunks were applied and the first turn index (0-based) agent mode
+    did not consolidate (None: it did them all; 0: offline mode does the whole session)."""
+    # Imported here: offline runs never load the agent adapters.
     from kairosd.config import load_config
-    from kairosd.consolidation.agent_mode import AgentAnswer, prompt_for, run_rem_agent
+    from kairosd.consolidation import modes
+    from kairosd.consolidation.agent_mode import choose, run_rem_agent
+    from kairosd.consolidation.rem_protocol import chunks, prompt_for
     from kairosd.core.errors import KairosError
 
     paths = Paths(
@@ -139,17 +158,71 @@ def _agent(
     try:
         config = load_config(paths, environ)
     except KairosError as exc:
-        return AgentAnswer(error=f"the config cannot be used: {exc}")
-    board = boards.load(project)
-    prompt = prompt_for(project, str(request["transcript"]), board, stats.last_at, clock.now(), turns)
-    return run_rem_agent(
-        config=config,
-        project=project,
-        prompt=prompt,
-        timeout_s=float(request["agent_timeout_s"]),
-        environ=environ,
-        known=[e.id for e in board.entries],
-    )
+        return _fallback(result, f"the config cannot be used: {exc}"), 0
+    setup, why = choose(config, str(request.get("mode")), request.get("agent"), project, environ)
+    result["mode_reason"] = why
+    _say(f"consolidation mode: {why}")
+    if setup is None:
+        return 0, 0
+    settings = config.consolidation
+    groups = chunks(turns, settings.prompt_budget) or [[]]  # no typed turn: still one turn, on the board alone
+    if len(groups) > settings.max_chunks:
+        why = (
+            f"the session's typed turns need {len(groups)} rem-agent turns of {settings.prompt_budget} bytes, "
+            f"more than max_chunks = {settings.max_chunks}"
+        )
+        return _fallback(result, why), 0
+    # The day the run was asked for (kairosd's clock), in the user's zone.
+    day = datetime.fromisoformat(request["requested_at"]).astimezone(_zone(request.get("zone"))).date().isoformat()
+    counts = Path(request["state_dir"]) / "consolidation"  # next to the runs, not among the boards
+    taken, before = modes.take_run(counts, day, settings.max_agent_runs_per_day)
+    if not taken:
+        why = f"{before} agent run(s) today already, max_agent_runs_per_day = {settings.max_agent_runs_per_day}"
+        return _fallback(result, why), 0
+    result.update(agent=setup.cli, model=setup.model, chunks=len(groups), agent_rejected=[])
+    deadline = time.monotonic() + float(request["agent_timeout_s"])  # one bound for all the chunks
+    session, run = request.get("session_id"), request.get("run")
+    for index, pieces in enumerate(groups, 1):
+        # how far agent mode got, should this chunk fail (a part of a turn: offline takes it whole)
+        result["chunks_applied"], result["turns_decided"] = index - 1, pieces[0].turn - 1 if pieces else 0
+        board = boards.load(project)
+        prompt = prompt_for(
+            project, board, pieces, total_turns=len(turns), chunk=index, chunks_total=len(groups),
+            ended_at=stats.last_at, now=clock.now(),
+        )  # fmt: skip
+        answer = run_rem_agent(
+            config=config,
+            setup=setup,
+            project=project,
+            prompt=prompt,
+            timeout_s=deadline - time.monotonic(),
+            environ=environ,
+            board={e.id: e.kind for e in board.entries},
+        )
+        if answer.rejected:
+            result["agent_rejected"] += answer.rejected
+            _say(f"rem-agent answer: {len(answer.rejected)} line(s) not applied: " + "; ".join(answer.rejected))
+        if answer.error is not None:
+            where = f" (chunk {index} of {len(groups)}; the first {index - 1} were applied)" if index > 1 else ""
+            _fallback(result, answer.error + where)
+            return result["chunks_applied"], result["turns_decided"]
+        result["mode"] = "agent"
+        _say(f"rem-agent ({answer.agent}) chunk {index} of {len(groups)}: {len(answer.candidates)} decision(s)")
+        if answer.candidates:
+            _add(merged, boards.merge(project, answer.candidates, session=session, agent=request.get("agent"), run=run))
+    result["chunks_applied"], result["turns_decided"] = len(groups), len(turns)
+    return len(groups), None
+
+
+def _fallback(result: dict[str, Any], why: str) -> int:
+    result["fallback"] = why
+    _say(f"agent mode not used ({why}); offline mode")
+    return 0
+
+
+def _add(total: MergeResult, part: MergeResult) -> None:
+    for name in ("added", "seen", "pruned", "superseded", "conflicts", "closed", "notes"):
+        getattr(total, name).extend(getattr(part, name))
 
 
 def _say(text: str) -> None:
