@@ -174,9 +174,9 @@ def test_the_scorer_counts_a_known_case(tmp_path: Path) -> None:
     writer = parse(VALID, "heldout", Path("w-test.json"))
     answers = {
         # a right rule, a wrong entry, the to-do missed
-        0: "- [rule] We use uv, not poetry.\n- [rule] Say thanks.",
+        0: "ADD RULE: We use uv, not poetry.\nADD RULE: Say thanks.",
         # the change names the rule it replaces; the to-do cannot be closed (never learned)
-        1: "- supersede {uv}: [decision] We use pdm now.",
+        1: "REPLACE {uv} DECISION: We use pdm now.",
     }
     calls: list[int] = []
 
@@ -199,7 +199,7 @@ def test_the_scorer_counts_a_known_case(tmp_path: Path) -> None:
 
 def test_a_replacement_not_applied_and_a_todo_left_open_are_counted() -> None:
     writer = parse(VALID, "heldout", Path("w-test.json"))
-    answers = iter(["- [rule] We use uv, not poetry.\n- [todo] The retry cleanup", "- [decision] We use pdm now."])
+    answers = iter(["ADD RULE: We use uv, not poetry.\nADD TODO: The retry cleanup", "ADD DECISION: We use pdm now."])
     outcome = scoring.score("heldout", "agent", lambda prompt, script: next(answers), writers=[writer])
     assert outcome.overall.recall.value == 1.0
     assert (outcome.replacements.hit, outcome.replacements.of) == (0, 1)  # the uv rule is still on the board
@@ -213,9 +213,9 @@ def test_a_change_changed_again_is_judged_by_the_latest_word() -> None:
     doc["projects"][0]["sessions"].append({"format": "codex", "turns": [third]})
     answers = iter(
         [
-            "- [rule] We use uv, not poetry.",
-            "- supersede {uv}: [decision] We use pdm now.",
-            "- supersede {pdm}: [rule] We use hatch now.",
+            "ADD RULE: We use uv, not poetry.",
+            "REPLACE {uv} DECISION: We use pdm now.",
+            "REPLACE {pdm} RULE: We use hatch now.",
         ]
     )
 
@@ -273,10 +273,6 @@ def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_out
     assert all(t.recall.value == 1.0 for t in outcome.by_shape.values())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent answers cannot close a to-do yet: the 'close ID' line comes with the answer format change",
-)
 def test_agent_mode_closes_the_todos_said_done(agent_outcome: scoring.Outcome) -> None:
     assert agent_outcome.closes.of >= 8
     assert agent_outcome.closes.value == 1.0, agent_outcome.failed
@@ -301,9 +297,12 @@ def test_text_injected_as_typed_is_seen(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_the_agent_check_fails_when_the_prompt_loses_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scripted model answers only what reached the prompt, so a prompt that drops turns shows."""
-    from kairosd.consolidation import agent_mode
+    from kairosd.consolidation import rem_protocol
 
-    monkeypatch.setattr(agent_mode, "MAX_PROMPT_TURNS", 3)
+    whole = rem_protocol.prompt_for
+    monkeypatch.setattr(
+        rem_protocol, "prompt_for", lambda project, board, pieces, **kw: whole(project, board, pieces[:3], **kw)
+    )
     outcome = scoring.score("heldout", "agent")
     assert outcome.overall.precision.value == 1.0
     assert outcome.overall.recall.value < 0.8

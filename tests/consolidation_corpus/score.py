@@ -38,7 +38,8 @@ from zoneinfo import ZoneInfo
 
 from consolidation_corpus.corpus import DATA, Expect, Key, Project, Session, Turn, Writer, load
 from consolidation_corpus.shapes import READER, render
-from kairosd.consolidation.board import Board, BoardStore, Entry
+from kairosd.consolidation import rem_protocol
+from kairosd.consolidation.board import Board, BoardStore, Entry, MergeResult
 from kairosd.consolidation.entries import Candidate, clean, normal_key
 from kairosd.consolidation.extract import extract
 from kairosd.consolidation.transcripts import ReadStats, read_file
@@ -174,17 +175,16 @@ def _project(
         _link(items, mine, session, s)
         if mode == "offline":
             candidates = extract(messages, project=cwd, anchor=clock[0], zone=ZoneInfo("UTC")).candidates
+            merged = [store.merge(cwd, candidates, session=sid, agent=READER[fmt], run=f"r{s}")]
         else:
-            board = store.load(cwd)
-            entry_for = {i.expect.key: i.entry for i in items if i.entry and board.find(i.entry)}
-            prompt = _prompt_for(cwd, str(path), board, stats.last_at, clock[0], typed)
-            candidates = _parse(answer_for(prompt, Script(session, board, entry_for)), board)
-        merged = store.merge(cwd, candidates, session=sid, agent=READER[fmt], run=f"r{s}")
+            candidates, merged = _agent_chunks(
+                store, cwd, items, session, typed, stats, clock[0], answer_for, sid, fmt, s
+            )
         turn_of = {when: t for t, when in enumerate(times)}
         by_key: dict[str, datetime | None] = {}
         for candidate in candidates:
             by_key.setdefault(normal_key(clean(candidate.text)), candidate.at)
-        for entry in [*merged.added, *merged.seen]:
+        for entry in [e for m in merged for e in (*m.added, *m.seen)]:
             when = by_key.get(normal_key(entry.text))
             where = f"{writer.writer}/{project.name} s{s}/{fmt}"
             if mode == "offline" and (when is None or when not in turn_of):
@@ -252,32 +252,50 @@ def _done(entry: Entry) -> bool:
     return any(getattr(entry, name, None) for name in ("done", "closed", "closed_at", "done_at"))
 
 
-def _prompt_for(
-    cwd: str, transcript: str, board: Board, ended: datetime | None, now: datetime, typed: list[str]
-) -> str:
-    from kairosd.consolidation.agent_mode import prompt_for
+def _agent_chunks(
+    store: BoardStore,
+    cwd: str,
+    items: list[_Item],
+    session: Session,
+    typed: list[str],
+    stats: ReadStats,
+    now: datetime,
+    answer_for: Callable[[str, Script], str],
+    sid: str,
+    fmt: str,
+    index: int,
+) -> tuple[list[Candidate], list[MergeResult]]:
+    """Agent mode as the worker runs it: the typed turns in chunks, each prompt built by
+    :func:`rem_protocol.prompt_for`, answered by ``answer_for``, parsed by :func:`rem_protocol.read_answer`
+    and merged before the next chunk is asked (so it sees the board as updated)."""
+    groups = rem_protocol.chunks(typed, PROMPT_BUDGET) or [[]]
+    candidates: list[Candidate] = []
+    merged: list[MergeResult] = []
+    for number, pieces in enumerate(groups, 1):
+        board = store.load(cwd)
+        entry_for = {i.expect.key: i.entry for i in items if i.entry and board.find(i.entry)}
+        prompt = rem_protocol.prompt_for(
+            cwd, board, pieces, total_turns=len(typed), chunk=number, chunks_total=len(groups),
+            ended_at=stats.last_at, now=now,
+        )  # fmt: skip
+        answer = answer_for(prompt, Script(session, board, entry_for))
+        chunk = rem_protocol.read_answer(answer, {e.id: e.kind for e in board.entries}).candidates
+        candidates += chunk
+        merged.append(store.merge(cwd, chunk, session=sid, agent=READER[fmt], run=f"r{index}.{number}"))
+    return candidates, merged
 
-    return prompt_for(cwd, transcript, board, ended, now, typed)
 
-
-def _parse(answer: str, board: Board) -> list[Candidate]:
-    from kairosd.consolidation.agent_mode import read_answer
-
-    return read_answer(answer, [e.id for e in board.entries]).candidates
-
+PROMPT_BUDGET = 60_000  # the [consolidation] prompt_budget default (bytes of typed turns per rem-agent turn)
 
 # ---- the scripted capable model ------------------------------------------------------------------
 
 
 def ideal_answer(prompt: str, script: Script) -> str:
-    """What a capable model answers: every expected item of the session whose words reached the
-    prompt, as an entry line; an item a later one of the same session replaces is left out (later
-    words win); one replacing an entry on the board names it.
-
-    Written against the answer format agent_mode.read_answer reads today (``- [KIND] text`` and
-    ``- supersede ID: [KIND] text``; it has no line to close a to-do). When the answer becomes one
-    line per candidate (add / replace ID / close ID / nothing), this function is the one to change.
-    """
+    """What a capable model answers, in the rem-agent's format (``ADD KIND: text``, ``REPLACE ID
+    KIND: text``, ``CLOSE ID``, ``NONE``): every expected item of the session whose words reached
+    the prompt; an item a later one of the same session replaces is left out (later words win); one
+    replacing an entry on the board names it; a to-do on the board that a turn in the prompt says is
+    done is closed."""
     seen = " ".join(prompt.split()).lower()
     later = {e.replaces for t in script.session.turns for e in t.expect if e.replaces is not None}
     lines = []
@@ -288,9 +306,11 @@ def ideal_answer(prompt: str, script: Script) -> str:
             said = evidence(script.session.turns[: index + 1], item)
             if not all(" ".join(part.split()).lower() in seen for part in said):
                 continue  # the prompt lost it: no model could answer it
-            text = " ".join(said)
+            text = " ".join(" ".join(said).split())
             old = script.entry_for.get(item.replaces) if item.replaces is not None else None
-            lines.append(f"- supersede {old}: [{item.kind}] {text}" if old else f"- [{item.kind}] {text}")
+            lines.append(f"REPLACE {old} {item.kind.upper()}: {text}" if old else f"ADD {item.kind.upper()}: {text}")
+        if turn.closes and " ".join(turn.text.split()).lower() in seen:
+            lines += [f"CLOSE {script.entry_for[key]}" for key in turn.closes if key in script.entry_for]
     return "\n".join(lines) or "NONE"
 
 
