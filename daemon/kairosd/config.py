@@ -465,7 +465,8 @@ def _with_env(config: Config, environ: Mapping[str, str]) -> Config:
         field = Limits.model_fields[key]
         low = next(m.ge for m in field.metadata if hasattr(m, "ge"))
         high = next(m.le for m in field.metadata if hasattr(m, "le"))
-        if not raw.isdigit() or not low <= int(raw) <= high:
+        # ASCII only: isdigit() and int() also take Arabic-Indic or fullwidth digits.
+        if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
             raise ConfigError(f"{var} must be a whole number from {low} to {high}, not {raw!r}")
         updates[key] = int(raw)
     if not updates:

@@ -93,6 +93,15 @@ def test_each_failed_start_says_why_once_and_the_copy_is_made_once(home: Home) -
             2,
             "last_scheduled_for",
         ),
+        # Issue 27, finding 6: these stopped kairosd with a raw RecursionError, or were changed silently.
+        (
+            "a task nested 3,000 levels deep",
+            lambda ok: ok.replace(b'"meta":{}', b'"meta":{"k":' + b"[" * 3000 + b"]" * 3000 + b"}", 1),
+            2,
+            "nested deeper than",
+        ),
+        ("1e999 in meta", lambda ok: ok.replace(b'"meta":{}', b'"meta":{"k":1e999}', 1), 2, "not finite"),
+        ("NaN in an unknown field", lambda ok: ok.replace(b'"meta":{}', b'"meta":{},"zz":NaN', 1), 2, "NaN"),
     ],
 )
 def test_a_bad_task_is_set_aside_and_kairosd_starts(

@@ -88,6 +88,26 @@ def test_json_constants_and_deep_bodies_are_400s(daemon: InProcessDaemon):
     assert task_count(daemon) == 0
 
 
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        # Issue 27, finding 6: 1e999 was read as inf and the task saved with meta {"k": null}.
+        (b'{"prompt": "x", "cron": "* * * * *", "meta": {"k": 1e999}}', "the number 1e999 is not finite"),
+        (b'{"prompt": "x", "cron": "* * * * *", "meta": {"k": [-1e999]}}', "not finite"),
+        # A clear line naming the limit, not "maximum recursion depth exceeded".
+        (b'{"prompt": "x", "cron": "* * * * *", "meta": ' + b"[" * 3000 + b"]" * 3000 + b"}", "nested deeper than 32"),
+        # fromisoformat ignores a NUL between date and time and after it.
+        (b'{"prompt": "x", "at": "2099-01-01\\u000010:00"}', "not a time"),
+        (b'{"prompt": "x", "at": "2099-01-01T10:00\\u0000"}', "not a time"),
+    ],
+)
+def test_non_finite_numbers_deep_bodies_and_nuls_are_400s_that_say_why(daemon: InProcessDaemon, raw: bytes, says: str):
+    status, answer = exchange(daemon, "POST", "/v1/tasks", raw)
+    assert status == 400, answer
+    assert says in message(answer)
+    assert task_count(daemon) == 0
+
+
 @pytest.mark.parametrize("limit", ["9" * 5000, "%C2%B2", "-1", "0", "10001", "1e3"])
 def test_run_limit_out_of_range_is_a_400(daemon: InProcessDaemon, limit: str):
     status, answer = exchange(daemon, "GET", f"/v1/runs?limit={limit}")

@@ -259,7 +259,7 @@ def build_start_request(args: argparse.Namespace, environ: dict[str, str] | None
     if parent:
         body["parent_id"] = parent
     depth = env.get("KAIROS_TASK_DEPTH", "").strip()
-    if depth.isdigit():
+    if depth.isascii() and depth.isdigit():  # isdigit() alone takes "٣", which int() reads as 3
         body["parent_depth"] = int(depth)
     return body
 

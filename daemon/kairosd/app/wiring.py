@@ -92,7 +92,8 @@ def _int_env(environ: Mapping[str, str], name: str, default: int, low: int, high
     raw = environ.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    # ASCII only: isdigit() and int() also take Arabic-Indic or fullwidth digits.
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
         raise SystemExit(f"kairosd: {name} must be a whole number from {low} to {high}, not {raw!r}")
     return int(raw)
 

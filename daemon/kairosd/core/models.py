@@ -335,6 +335,14 @@ class Task(BaseModel):
         return _jitter_spec(value)
 
     @model_validator(mode="after")
+    def _check_unknown(self) -> Task:
+        # Kept and written back as they are, so bounded like a request: 1e999 would come back as null.
+        problem = self.__pydantic_extra__ and bounds.json_problem(self.__pydantic_extra__, text=False)
+        if problem:
+            raise ValueError(f"unknown fields: {problem}")
+        return self
+
+    @model_validator(mode="after")
     def _check_schedule(self) -> Task:
         if (self.cron is None) == (self.at is None):
             raise ValueError("a task needs exactly one of 'cron' or 'at'")
