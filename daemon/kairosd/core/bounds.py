@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 EARLIEST_TIME: Final = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_TIME: Final = datetime(2200, 1, 1, tzinfo=UTC)
 LATEST_STORED_TIME: Final = datetime(9000, 1, 1, tzinfo=UTC)
+# How far ahead of the clock a time that records the past (created, last fired, last slot) may be.
+# Further ahead, it would silence the task until then: an import refuses it, a load sets it to now
+# (see kairosd.core.lifecheck). Small, yet above NTP's usual steps and a slow second machine's clock.
+MAX_FUTURE_SKEW_S: Final = 300
 MAX_DURATION_DAYS: Final = 3650  # --in, --every, jitter's max:DUR (jitter has its own, smaller cap)
 MAX_DURATION_S: Final = MAX_DURATION_DAYS * 86400
 MAX_EXPIRY_DAYS: Final = 3650

@@ -14,6 +14,11 @@ Crash-recovery rules (what a user finds after a crash or a bad edit):
   ``scheduled_tasks.quarantine.json`` with the reason (:mod:`kairosd.store.quarantine`),
   durably, before anything else; the other tasks load and run, and the next
   save of the store leaves it out.
+- **A time that records the past lies ahead of the clock** (``created_at``,
+  ``last_fired_at`` or ``last_scheduled_for`` more than
+  :data:`~kairosd.core.bounds.MAX_FUTURE_SKEW_S` ahead: a clock set back, or a
+  bad edit): set to now, with a warning naming the task, so the task is not
+  silenced until that time (see :func:`kairosd.core.lifecheck.clamp_future`).
 - **The store is corrupt** (unreadable, not JSON, or not a store's shape at the
   top level): kairos refuses to start and never overwrites it. It copies the
   file aside as ``scheduled_tasks.json.corrupt-<UTC time>`` (once per distinct
@@ -50,7 +55,7 @@ from pydantic_core import PydanticSerializationError
 from kairosd.core import bounds, jsonsafe
 from kairosd.core.clock import Clock, local_zone_name
 from kairosd.core.errors import StoreCorruptError, StoreError, StoreVersionError
-from kairosd.core.lifecheck import life_problem
+from kairosd.core.lifecheck import clamp_future, life_problem
 from kairosd.core.models import InboxTarget, Task
 from kairosd.store import migrations
 from kairosd.store.migrations import SCHEMA_VERSION
@@ -294,15 +299,23 @@ class JsonStore:
         and the store is left as it is, so no record is ever lost.
         """
         kept = []
+        now = self._clock.now()
+        clamped = 0
         for task in state.tasks:
             problem = life_problem(task)
             if problem is None:
+                task, change = clamp_future(task, now)
+                if change is not None:
+                    clamped += 1
+                    log.warning("task %s: %s, so it is not silenced until then", task.id, change)
                 kept.append(task)
             else:
                 rejected.append((json.loads(_encode_task(task)), problem))
         self.set_aside = len(rejected)
-        if not rejected:
+        if not rejected and not clamped:
             return state
+        if not rejected:
+            return StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=kept, **(state.model_extra or {}))
         try:
             added = self.quarantine.add(rejected)
         except (OSError, ValueError, RecursionError) as exc:
