@@ -93,7 +93,7 @@ from pydantic import (
 
 from kairosd.agents.base import Permissions
 from kairosd.agents.custom import OUTPUTS, template_errors
-from kairosd.core import defaults
+from kairosd.core import bounds, defaults
 from kairosd.core.errors import ConfigError, InvalidTimeError
 from kairosd.core.schedule.durations import parse_duration
 from kairosd.system import filesafety
@@ -146,6 +146,21 @@ class AgentConfig(_Section):
     denied_tools: list[NonEmpty] = Field(default_factory=list)
     timeout: Seconds = Field(default=defaults.TURN_TIMEOUT_S, gt=0, le=7 * 86400)
     env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        # Checked here, not at the first run: a NUL in a name passed doctor, then every run failed.
+        for name, text in value.items():
+            if not name or "=" in name:
+                raise ValueError(f"variable name {name!r} must be non-empty and contain no '='")
+            problem = bounds.text_problem(name)
+            if problem:
+                raise ValueError(f"variable name {name!a} {problem}")
+            problem = bounds.text_problem(text)
+            if problem:
+                raise ValueError(f"the value of {name!a} {problem}")
+        return value
 
     def ceiling(self) -> Permissions:
         """The widest permissions a task run by this agent may have (a task only narrows them)."""
