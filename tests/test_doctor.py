@@ -142,6 +142,17 @@ def test_a_broken_config_is_a_problem(home, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_tz_kairos_cannot_use_is_a_note_naming_the_zone_it_uses(home, tmp_path):
+    """Issue 27, finding 6: a POSIX TZ string fell back silently; doctor now says which zone kairos uses."""
+    env = {"PATH": str(tmp_path), "KAIROS_HOME": str(home), "TZ": "EST5EDT,M3.2.0,M11.1.0"}
+    notes = [n for n in local_report(env)["notes"] if n.startswith("TZ=")]
+    assert len(notes) == 1
+    assert "is a POSIX rule string, which kairos cannot use" in notes[0]
+    assert re.search(r"kairos uses \S+ as the local zone instead$", notes[0])
+    env["TZ"] = "America/New_York"
+    assert not [n for n in local_report(env)["notes"] if n.startswith("TZ=")]
+
+
 @pytest.mark.parametrize(
     ("env", "says"),
     [

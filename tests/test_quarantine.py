@@ -50,6 +50,8 @@ BAD_RECORDS = {
     # These failed the whole load: the store was refused and nothing ran.
     "bad cron": (_bad(cron="61 * * * *"), "cron"),
     "bad zone": (_bad(tz="Mars/Olympus"), "tz"),
+    # Issue 27, finding 6: refused with the reason, never read as UTC.
+    "POSIX zone": (_bad(tz="EST5EDT,M3.2.0,M11.1.0"), "POSIX TZ rule string"),
     "wrong type": (_bad(paused="sometimes"), "paused"),
     "id with a trailing newline": (_bad(id="bad0bad0\n"), "id"),
     "not an object": ("just a string", "invalid"),

@@ -10,6 +10,7 @@ import pytest
 
 from kairosd.api.requests import query_number
 from kairosd.app.wiring import _int_env
+from kairosd.core.clock import tz_env_problem
 from kairosd.core.errors import UsageError
 
 
@@ -28,3 +29,22 @@ def test_a_daemon_environment_number_takes_ascii_digits_only(raw: str) -> None:
     with pytest.raises(SystemExit, match="KAIROS_X must be a whole number"):
         _int_env({"KAIROS_X": raw}, "KAIROS_X", 5, 1, 100)
     assert _int_env({"KAIROS_X": "10"}, "KAIROS_X", 5, 1, 100) == 10
+
+
+@pytest.mark.parametrize("tz", ["EST5EDT,M3.2.0,M11.1.0", "<+03>-3", ":UTC0"])
+def test_a_posix_tz_says_it_cannot_be_used_and_which_zone_is(tmp_path, tz: str) -> None:
+    localtime = tmp_path / "localtime"
+    localtime.symlink_to("/usr/share/zoneinfo/Europe/Berlin")
+    problem = tz_env_problem({"TZ": tz}, localtime)
+    assert problem is not None
+    assert problem.startswith(f"TZ={tz} is a POSIX rule string, which kairos cannot use")
+    assert problem.endswith("kairos uses Europe/Berlin as the local zone instead")
+
+
+@pytest.mark.parametrize(
+    "tz", ["", "America/New_York", ":America/New_York", "/usr/share/zoneinfo/Asia/Tokyo", "EST5EDT"]
+)
+def test_a_tz_kairos_uses_is_no_problem(tmp_path, tz: str) -> None:
+    localtime = tmp_path / "localtime"
+    localtime.symlink_to("/usr/share/zoneinfo/Europe/Berlin")
+    assert tz_env_problem({"TZ": tz}, localtime) is None

@@ -66,6 +66,8 @@ ADD = {"prompt": "x", "cron": "* * * * *"}
         ({"surprise": 1}, "surprise: unknown field"),
         ({"once": "yes"}, "once"),
         ({"expires_after_days": "7"}, "expires_after_days"),
+        ({"tz": "EST5EDT,M3.2.0,M11.1.0"}, "POSIX TZ rule string"),
+        ({"tz": "<+03>-3"}, "POSIX TZ rule string"),
     ],
 )
 def test_out_of_range_add_is_a_400_naming_the_field(daemon: InProcessDaemon, changes: dict[str, object], expect: str):

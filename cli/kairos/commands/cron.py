@@ -87,7 +87,10 @@ def _zone(name: str | None) -> ZoneInfo:
     try:
         return ZoneInfo(zone_name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidTimeError(f"unknown time zone {zone_name!r} (use an IANA name such as Europe/Berlin)") from None
+        from kairosd.core.bounds import zone_hint
+
+        hint = zone_hint(zone_name) or " (use an IANA name such as Europe/Berlin)"
+        raise InvalidTimeError(f"unknown time zone {zone_name!r}{hint}") from None
 
 
 def _after(text: str | None, zone: ZoneInfo) -> datetime:

@@ -28,7 +28,7 @@ from kairosd.app.doctor import doctor_routes
 from kairosd.config import Config
 from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
 from kairosd.core import defaults
-from kairosd.core.clock import Clock, local_zone_name
+from kairosd.core.clock import Clock, local_zone_name, tz_env_problem
 from kairosd.core.events import EventBus
 from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Delivery
@@ -190,6 +190,9 @@ def build_app(
     adapter_for = adapter_for or partial(_adapter, config=settings)
     policy_for = policy_for or partial(agent_policy, settings)
     default_tz = local_zone_name(dict(environ))
+    zone_problem = tz_env_problem(dict(environ))
+    if zone_problem:
+        log.warning("%s", zone_problem)
     json_store: JsonStore | None = None
     if store is None:
         store = json_store = JsonStore(paths.store, clock, local_zone=default_tz)

@@ -103,6 +103,14 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH, *, text: bool = Tr
     return None
 
 
+def zone_hint(name: str) -> str:
+    """What to add to "unknown time zone NAME": a POSIX rule string (``EST5EDT,M3.2.0,M11.1.0``,
+    ``<+03>-3``) is refused, not read as UTC, and the user is told why; otherwise nothing."""
+    if any(ch.isdigit() or ch in ",<>" for ch in name):
+        return " (a POSIX TZ rule string; kairos needs an IANA name such as America/New_York)"
+    return ""
+
+
 def check_text(value: str, field: str, max_chars: int) -> str:
     """``value`` if it is valid text of at most ``max_chars``; else UsageError naming the field and limit."""
     if len(value) > max_chars:

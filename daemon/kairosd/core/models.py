@@ -319,7 +319,7 @@ class Task(BaseModel):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
             # OSError: a zone name is looked up as a file, and a 300-character one fails with ENAMETOOLONG.
-            raise ValueError(f"unknown time zone {value!r}") from exc
+            raise ValueError(f"unknown time zone {value!r}{bounds.zone_hint(value)}") from exc
         return value
 
     @field_validator("cron")
