@@ -250,6 +250,14 @@ def test_a_bad_environment_override_names_the_variable(paths, var, value, messag
         load_config(paths, {var: value})
 
 
+@pytest.mark.parametrize("text", ["[limits]\nkill_grace = nan\n", "[consolidation]\nmin_interval_minutes = inf\n"])
+def test_config_numbers_are_finite(paths, text):
+    """TOML has inf and nan; refused as what they are, not as "should be at most 600"."""
+    write(paths, text)
+    with pytest.raises(ConfigError, match="Input should be a finite number"):
+        load_config(paths, {})
+
+
 def test_config_durations_take_ascii_digits_only(paths):
     write(paths, '[limits]\nkill_grace = "\u0663s"\n')
     with pytest.raises(ConfigError, match="kill_grace"):

@@ -131,7 +131,8 @@ NonEmpty = Annotated[str, Field(min_length=1)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # allow_inf_nan=False: TOML has inf and nan, and "nan: should be <= 600" would say the wrong thing.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class AgentConfig(_Section):
