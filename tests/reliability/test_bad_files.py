@@ -159,6 +159,20 @@ def test_garbled_ledger_lines_do_not_stop_the_daemon(home: Home, tmp_path: Path)
     assert home.stop(proc) == 0
 
 
+def test_deeply_nested_ledger_and_session_files_do_not_stop_the_daemon(home: Home, tmp_path: Path) -> None:
+    """Issue 27, finding 6: a line nested 3,000 levels deep raised RecursionError out of the load."""
+    home.state.mkdir(parents=True, exist_ok=True)
+    home.store.write_bytes(valid_store_bytes(tmp_path))
+    deep = b"[" * 3000 + b"]" * 3000
+    (home.state / "runs.jsonl").write_bytes(deep + b"\n" + deep + b"\n")
+    (home.state / "missed.jsonl").write_bytes(deep + b"\n")
+    (home.state / "sessions.json").write_bytes(b'{"version": 1, "sessions": ' + deep + b"}")
+    proc = home.start()
+    assert home.status()["tasks"] == 3
+    assert "Traceback" not in home.log(proc)
+    assert home.stop(proc) == 0
+
+
 CONFIG_WIRED = "load_config" in Path(kairosd.app.daemon.__file__).read_text()
 config_pending = pytest.mark.skipif(not CONFIG_WIRED, reason="kairosd does not read config.toml yet")
 
