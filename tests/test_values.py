@@ -48,3 +48,24 @@ def test_a_tz_kairos_uses_is_no_problem(tmp_path, tz: str) -> None:
     localtime = tmp_path / "localtime"
     localtime.symlink_to("/usr/share/zoneinfo/Europe/Berlin")
     assert tz_env_problem({"TZ": tz}, localtime) is None
+
+
+DEEP = '{"k":' + "[" * 3000 + "]" * 3000 + "}"
+
+
+def test_an_agent_line_nested_thousands_deep_is_not_an_object() -> None:
+    """Issue 27, finding 6: RecursionError is not a ValueError, and escaped the agent output reader."""
+    from kairosd.agents.common import json_object
+
+    assert json_object(DEEP) is None
+    assert json_object('{"k": 1}') == {"k": 1}
+
+
+def test_a_hook_payload_nested_thousands_deep_is_ignored(monkeypatch) -> None:
+    import io
+    import sys
+
+    from kairos.agents import hook
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DEEP.encode())))
+    assert hook._read_payload() is None
