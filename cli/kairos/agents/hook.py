@@ -133,7 +133,7 @@ def _read_payload() -> dict[str, Any] | None:
         return None
     try:
         payload = cjson.loads(raw) if raw.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a payload nested thousands deep
         return None
     return payload if isinstance(payload, dict) else None
 
