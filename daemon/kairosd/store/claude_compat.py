@@ -142,8 +142,10 @@ def read_claude_tasks(data: bytes | str, local_zone: str) -> ImportResult:
     """Parse a Claude ``scheduled_tasks.json`` into tasks, reporting bad items instead of failing.
 
     Raises :class:`UsageError` only when the document as a whole is not Claude's
-    shape (not JSON, nested deeper than Claude writes, or no ``tasks`` list). A
-    repeated id is rejected after its first appearance.
+    shape (not JSON, its task list nested deeper than :data:`MAX_DEPTH`, or no
+    ``tasks`` list). An item nested too deep or holding a number that is not
+    finite (``1e999``, ``NaN``) is rejected on its own, like a repeated id after
+    its first appearance. Depth is measured before parsing (:mod:`kairosd.core.jsonsafe`).
     """
     try:
         # Lenient: an item nested too deep or holding 1e999 is rejected on its own (see claude_task_to_v2).
