@@ -69,3 +69,11 @@ def test_a_hook_payload_nested_thousands_deep_is_ignored(monkeypatch) -> None:
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DEEP.encode())))
     assert hook._read_payload() is None
+
+
+@pytest.mark.parametrize("raw", ["\u0663" + "\u0660" * 6, "\uff13" + "\uff10" * 6])
+def test_the_watchdog_interval_takes_ascii_digits_only(raw: str) -> None:
+    from kairosd.system.sdnotify import watchdog_interval_s
+
+    assert watchdog_interval_s({"WATCHDOG_USEC": raw}, pid=1) is None
+    assert watchdog_interval_s({"WATCHDOG_USEC": "3000000"}, pid=1) == 1.5
