@@ -116,9 +116,30 @@ def test_read_reports_rejects_with_index_and_reason() -> None:
     assert reasons[5] == "id: '00000001' appears earlier in the file"
 
 
-def test_a_document_nested_deeper_than_claude_writes_is_refused_before_parsing() -> None:
+def test_an_item_nested_deeper_than_claude_writes_is_rejected_and_the_others_convert() -> None:
+    """Measured before parsing (no RecursionError), and only that item is rejected (issue 27, finding 6)."""
+    good = {"id": "0000000a", "cron": "* * * * *", "prompt": "p", "createdAt": 1_700_000_000_000}
+    text = json.dumps({"tasks": [good]})[:-2] + ', {"id": "0000000b", "prompt": ' + "[" * 100_000
+    text += "]" * 100_000 + ', "cron": "* * * * *", "createdAt": 1}]}'
+    result = read_claude_tasks(text, ZONE)
+    assert [t.id for t in result.tasks] == ["0000000a"]
+    assert [(r.id, r.reason) for r in result.rejected] == [("0000000b", "nested deeper than 32 levels")]
+
+
+def test_a_document_whose_task_list_is_too_deep_is_refused() -> None:
     with pytest.raises(UsageError, match="nested deeper than"):
-        read_claude_tasks('{"tasks": [' + "[" * 100_000 + "]" * 100_000 + "]}", ZONE)
+        read_claude_tasks("[" * 100_000 + "]" * 100_000, ZONE)
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "NaN", "Infinity", "1" * 5000])
+def test_an_item_with_a_number_that_is_not_finite_is_rejected(number: str) -> None:
+    """1e999 was read as inf (then written as null); now that item is rejected, naming the number."""
+    text = '{"tasks": [{"id": "0000000b", "cron": "* * * * *", "prompt": "p", "createdAt": ' + number + "}]}"
+    result = read_claude_tasks(text, ZONE)
+    assert result.tasks == []
+    [rejected] = result.rejected
+    assert rejected.id == "0000000b"
+    assert "number" in rejected.reason
 
 
 def test_read_accepts_str_and_empty_list() -> None:

@@ -287,6 +287,31 @@ def test_an_import_with_a_far_slot_neither_crashes_nor_saves_what_would_crash(tm
     asyncio.run(main())
 
 
+def test_an_import_refuses_times_ahead_of_the_clock_that_would_silence_a_task(tmp_path: Path) -> None:
+    """Issue 27, finding 6: a lastFiredAt 32 years ahead silenced the task until 2058; year 3000 loaded silently."""
+    base = {"cron": "* * * * *", "prompt": "p", "createdAt": ms(NOW - timedelta(days=1)), "recurring": True}
+    doc = {
+        "tasks": [
+            {**base, "id": "aa11bb21", "lastFiredAt": ms(NOW.replace(year=2058))},
+            {**base, "id": "aa11bb22", "createdAt": ms(NOW.replace(year=3000))},
+            {**base, "id": "aa11bb23", "lastFiredAt": ms(NOW + timedelta(seconds=60))},  # within the skew
+            {**base, "id": "aa11bb24"},
+        ]
+    }
+
+    async def main() -> None:
+        kd = await Kd(tmp_path).start()
+        report = await kd.import_(doc)
+        assert sorted(t["id"] for t in report["imported"]) == ["aa11bb23", "aa11bb24"]
+        reasons = {r["id"]: r["reason"] for r in report["rejected"]}
+        assert reasons["aa11bb21"].startswith("last_fired_at 2058-03-02T23:00:00+00:00 is 32 years ahead of the clock")
+        assert reasons["aa11bb22"].startswith("created_at 3000-03-02T23:00:00+00:00 is 974 years ahead")
+        await kd.minutes(2)
+        assert {h.task_id for h in kd.delivery.handoffs} == {"aa11bb23", "aa11bb24"}
+
+    asyncio.run(main())
+
+
 def test_project_sends_the_imported_tasks_to_a_live_session_there(tmp_path: Path) -> None:
     import pytest
 

@@ -41,6 +41,18 @@ def test_an_unknown_zone_in_tz_is_refused_as_tz_option_is(capsys, monkeypatch):
     assert run(["add", "--in", "5m", "--tz", "UTC", "y"]) == 3
 
 
+@pytest.mark.parametrize("tz", ["EST5EDT,M3.2.0,M11.1.0", "<+03>-3", "CET-1CEST"])
+def test_a_posix_rule_string_in_tz_is_refused_naming_the_zone_kairos_would_use(capsys, monkeypatch, tz):
+    """Issue 27, finding 6: such a TZ fell back to the system zone (or UTC) without a word."""
+    monkeypatch.setenv("TZ", tz)
+    assert run(["add", "--in", "5m", "y"]) == 2
+    err = capsys.readouterr().err
+    assert f"TZ={tz} is a POSIX rule string, which kairos cannot use" in err
+    assert "kairos uses " in err
+    assert err.count("\n") == 1
+    assert run(["add", "--in", "5m", "--tz", "UTC", "y"]) == 3  # --tz names the zone: only the daemon is missing
+
+
 def test_a_prompt_that_only_looks_like_a_schedule_is_kept(capsys):
     """Words that are not a cron expression stay the prompt: only the daemon is missing."""
     assert run(["add", "--in", "5m", "0 9 is the time"]) == 3

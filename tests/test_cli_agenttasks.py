@@ -135,6 +135,16 @@ def test_start_inside_a_task_sends_its_parent(fake, capsys, monkeypatch):
     assert (req.body["parent_id"], req.body["parent_depth"]) == ("t9999999999", 2)
 
 
+def test_a_depth_in_other_digits_is_not_sent(fake, capsys, monkeypatch):
+    """Issue 27, finding 6: KAIROS_TASK_DEPTH="٣" was sent as depth 3 (isdigit and int read it)."""
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task(parent_id="t9999999999", depth=1)})
+    monkeypatch.setenv("KAIROS_TASK_ID", "t9999999999")
+    monkeypatch.setenv("KAIROS_TASK_DEPTH", "\u0663")
+    assert _run(capsys, "start", "--agent", "codex", "sub-task")[0] == 0
+    (req,) = fake.sent("POST", "/v1/registry")
+    assert "parent_depth" not in req.body
+
+
 def test_start_wait_long_polls_until_the_turn_ends(fake, capsys):
     """--wait sends mode sync, then long-polls /wait until it is not timed out; prints the response."""
     fake.routes[("POST", "/v1/registry")] = (201, {"task": _task()})

@@ -181,7 +181,7 @@ def test_argparse_error_exits_2(capsys):
         run(["cron", "next", "* * * * *", "-n", "abc"])
     assert info.value.code == 2
     _out, err = capsys.readouterr()
-    assert err.splitlines()[-1] == "kairos: argument -n: invalid int value: 'abc'"
+    assert err.splitlines()[-1] == "kairos: argument -n: expected a whole number in ASCII digits, not 'abc'"
 
 
 def test_explain(capsys):
@@ -303,3 +303,34 @@ def test_console_script_end_to_end():
         [sys.executable, "-m", "kairos", "--version"], capture_output=True, text=True, timeout=60, check=False
     )
     assert (module.returncode, module.stdout) == (0, f"kairos {__version__}\n")
+
+
+@pytest.mark.parametrize(
+    "after",
+    ["9999-12-31", "9999-12-31T23:59", "0001-01-01", "0001-01-01T00:00+14:00", "2200-01-01", "2026-01-01T10:00\0"],
+)
+def test_next_after_out_of_range_is_one_line_and_exit_2(capsys, after):
+    """Issue 27, finding 6: ``--after 9999-12-31`` printed an OverflowError traceback."""
+    code, out, err = _run(capsys, "cron", "next", "0 9 * * *", "--tz", "UTC", "--after", after)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("kairos: --after ")
+
+
+def test_next_many_fires_of_a_sparse_expression_from_the_last_year_stay_in_range(capsys):
+    code, out, err = _run(
+        capsys, "cron", "next", "0 9 29 2 *", "--tz", "Etc/GMT-14", "--after", "2199-12-31T23:59", "-n", "1000"
+    )
+    assert code == 0, err
+    fires = out.split()
+    assert len(fires) == 1000
+    assert fires[-1].startswith("6324-02-29")
+
+
+@pytest.mark.parametrize("count", ["\u0663", "\uff13", "1_0"])
+def test_next_count_takes_ascii_digits_only(capsys, count):
+    with pytest.raises(SystemExit) as exit_info:
+        run(["cron", "next", "* * * * *", "--tz", "UTC", "--after", "2026-01-01", "-n", count])
+    assert exit_info.value.code == 2
+    assert "expected a whole number in ASCII digits" in capsys.readouterr().err

@@ -240,11 +240,28 @@ def test_the_environment_overrides_the_limits(paths):
         ("KAIROS_MAX_CONCURRENT", "257", "from 1 to 256"),
         ("KAIROS_MAX_CONCURRENT", "four", "not 'four'"),
         ("KAIROS_MAX_DEPTH", "-1", "KAIROS_MAX_DEPTH must be a whole number from 0 to 64"),
+        # Issue 27, finding 6: isdigit() and int() read Arabic-Indic and fullwidth digits as 3.
+        ("KAIROS_MAX_DEPTH", "\u0663", "KAIROS_MAX_DEPTH must be a whole number"),
+        ("KAIROS_MAX_CONCURRENT", "\uff13", "KAIROS_MAX_CONCURRENT must be a whole number"),
     ],
 )
 def test_a_bad_environment_override_names_the_variable(paths, var, value, message):
     with pytest.raises(ConfigError, match=message):
         load_config(paths, {var: value})
+
+
+@pytest.mark.parametrize("text", ["[limits]\nkill_grace = nan\n", "[consolidation]\nmin_interval_minutes = inf\n"])
+def test_config_numbers_are_finite(paths, text):
+    """TOML has inf and nan; refused as what they are, not as "should be at most 600"."""
+    write(paths, text)
+    with pytest.raises(ConfigError, match="Input should be a finite number"):
+        load_config(paths, {})
+
+
+def test_config_durations_take_ascii_digits_only(paths):
+    write(paths, '[limits]\nkill_grace = "\u0663s"\n')
+    with pytest.raises(ConfigError, match="kill_grace"):
+        load_config(paths, {})
 
 
 def test_xdg_config_home_is_honoured(tmp_path):

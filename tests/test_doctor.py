@@ -142,6 +142,38 @@ def test_a_broken_config_is_a_problem(home, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_tz_kairos_cannot_use_is_a_note_naming_the_zone_it_uses(home, tmp_path):
+    """Issue 27, finding 6: a POSIX TZ string fell back silently; doctor now says which zone kairos uses."""
+    env = {"PATH": str(tmp_path), "KAIROS_HOME": str(home), "TZ": "EST5EDT,M3.2.0,M11.1.0"}
+    notes = [n for n in local_report(env)["notes"] if n.startswith("TZ=")]
+    assert len(notes) == 1
+    assert "is a POSIX rule string, which kairos cannot use" in notes[0]
+    assert re.search(r"kairos uses \S+ as the local zone instead$", notes[0])
+    env["TZ"] = "America/New_York"
+    assert not [n for n in local_report(env)["notes"] if n.startswith("TZ=")]
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ('"A\\u0000B" = "x"', "variable name 'A\\x00B' contains a NUL"),
+        ('"" = "x"', "must be non-empty"),
+        ('"A=B" = "x"', "contain no '='"),
+        ('OK = "a\\u0000b"', "the value of 'OK' contains a NUL"),
+    ],
+)
+def test_an_agent_env_that_no_run_could_use_is_a_config_problem(home, tmp_path, env, says):
+    """Issue 27, finding 6: a NUL in an env-var name passed doctor, then every run of that agent failed."""
+    (home / "config").mkdir(mode=0o700)
+    (home / "config" / "config.toml").write_text(f"[agents.claude.env]\n{env}\n")
+    (home / "config" / "config.toml").chmod(0o600)
+    report = local_report({"PATH": str(tmp_path), "KAIROS_HOME": str(home)})
+    assert report["config"]["ok"] is False
+    assert says in report["config"]["error"]
+    assert "agents.claude.env" in report["config"]["error"]
+    assert [p.split(":")[0] for p in report["problems"]] == ["config"]
+
+
 def test_the_api_route_reports_from_the_daemon(bin_dir, home, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     ((pattern, methods),) = doctor_routes(Config())

@@ -41,6 +41,25 @@ def test_parse_duration_rejects(text):
     assert info.value.exit_code == 2
 
 
+# Issue 27, finding 6: "\d" and float() read these as 3, so "٣m" was three minutes.
+UNICODE_DIGITS = ["\u0663m", "\uff13m", "1\u0660s", "\u09e7h", "\u0663.5h", "max:\u0663m"]
+
+
+@pytest.mark.parametrize("text", UNICODE_DIGITS[:-1])
+def test_parse_duration_takes_ascii_digits_only(text):
+    with pytest.raises(InvalidTimeError, match="is not a duration"):
+        parse_duration(text)
+
+
+def test_jitter_and_intervals_take_ascii_digits_only():
+    from kairosd.core.schedule.jitter import parse_jitter
+
+    with pytest.raises(InvalidTimeError):
+        parse_jitter(UNICODE_DIGITS[-1])
+    with pytest.raises(InvalidTimeError):
+        every_to_cron("\uff15m")
+
+
 def test_parse_duration_zero_message():
     """A zero duration is rejected with a message that says it must be longer than zero."""
     with pytest.raises(InvalidTimeError, match="longer than zero"):

@@ -50,6 +50,8 @@ BAD_RECORDS = {
     # These failed the whole load: the store was refused and nothing ran.
     "bad cron": (_bad(cron="61 * * * *"), "cron"),
     "bad zone": (_bad(tz="Mars/Olympus"), "tz"),
+    # Issue 27, finding 6: refused with the reason, never read as UTC.
+    "POSIX zone": (_bad(tz="EST5EDT,M3.2.0,M11.1.0"), "POSIX TZ rule string"),
     "wrong type": (_bad(paused="sometimes"), "paused"),
     "id with a trailing newline": (_bad(id="bad0bad0\n"), "id"),
     "not an object": ("just a string", "invalid"),
@@ -99,6 +101,39 @@ def test_a_bad_record_is_set_aside_and_the_others_fire(tmp_path: Path, name: str
     assert [t["id"] for t in saved["tasks"]] == [GOOD_ID]
     JsonStore(path, clock, local_zone="UTC").load()
     assert len(store.quarantine.entries()) == 1
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"last_fired_at": "2058-03-02T10:00:00Z", "last_scheduled_for": "2058-03-02T10:00:00Z"},
+        {"created_at": "3000-01-01T00:00:00Z"},
+        {"created_at": "2026-03-03T10:00:00Z", "last_scheduled_for": "2026-03-02T10:06:00Z"},
+    ],
+)
+def test_a_stored_time_ahead_of_the_clock_is_set_to_now_with_a_warning_and_the_task_fires(
+    tmp_path: Path, fields: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27, finding 6: such a task loaded silently and stayed silent until 2058 (or year 3000).
+
+    Set to now rather than aside: the daemon's own clock stamped these times, and a clock
+    that was set back must not cost the user their tasks.
+    """
+    clock = FakeClock(T0)
+    path = tmp_path / "scheduled_tasks.json"
+    ahead = _bad(**fields)
+    _write(path, [ahead, _good()])
+    store = JsonStore(path, clock, local_zone="UTC")
+    book, ledger = asyncio.run(_run_a_minute(store, clock, tmp_path))
+
+    assert sorted(t.id for t in book) == sorted([GOOD_ID, "bad0bad0"])
+    assert [r.outcome for r in ledger.list("bad0bad0")] == [Outcome.DELIVERED] * 2
+    assert store.quarantine.entries() == []
+    warned = [r.getMessage() for r in caplog.records if "bad0bad0" in r.getMessage()]
+    assert len(warned) == 1
+    assert "lay ahead of the clock; set to now" in warned[0]
+    for name in fields:
+        assert getattr(book.get("bad0bad0"), name) <= clock.now()
 
 
 def test_a_record_set_aside_twice_is_kept_once(tmp_path: Path) -> None:

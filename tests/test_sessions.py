@@ -264,7 +264,8 @@ def test_the_waiters_timeout_defaults_and_is_capped(raw, expected):
 @pytest.mark.parametrize(
     ("raw", "message"),
     [("x" * 50, "timeout must be a number of seconds, not '" + "x" * 40 + "'"),
-     ("-1", "timeout must be 0 or more seconds"), ("inf", "timeout must be 0 or more seconds")],
+     ("-1", "timeout must be 0 or more seconds"), ("inf", "timeout must be a number of seconds, not 'inf'"),
+     ("\u0663", "timeout must be a number of seconds, not '\u0663'")],
 )  # fmt: skip
 def test_a_bad_waiter_timeout_is_one_clear_line(raw, message):
     with pytest.raises(UsageError) as caught:

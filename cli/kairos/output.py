@@ -135,7 +135,8 @@ def terminal_columns(fallback: int = DEFAULT_COLUMNS) -> int:
     importing shutil (it pulls in the compression modules: ~5 ms per call).
     """
     try:
-        columns = int(os.environ["COLUMNS"])
+        raw = os.environ["COLUMNS"].strip()
+        columns = int(raw) if raw.isascii() else 0  # int() alone reads "٨٠" as 80
     except (KeyError, ValueError):
         columns = 0
     if columns <= 0:

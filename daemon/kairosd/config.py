@@ -99,7 +99,7 @@ from pydantic import (
 
 from kairosd.agents.base import Permissions
 from kairosd.agents.custom import OUTPUTS, template_errors
-from kairosd.core import defaults
+from kairosd.core import bounds, defaults
 from kairosd.core.errors import ConfigError, InvalidTimeError
 from kairosd.core.schedule.durations import parse_duration
 from kairosd.system import filesafety
@@ -137,7 +137,8 @@ NonEmpty = Annotated[str, Field(min_length=1)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # allow_inf_nan=False: TOML has inf and nan, and "nan: should be <= 600" would say the wrong thing.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class AgentConfig(_Section):
@@ -152,6 +153,21 @@ class AgentConfig(_Section):
     denied_tools: list[NonEmpty] = Field(default_factory=list)
     timeout: Seconds = Field(default=defaults.TURN_TIMEOUT_S, gt=0, le=7 * 86400)
     env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        # Checked here, not at the first run: a NUL in a name passed doctor, then every run failed.
+        for name, text in value.items():
+            if not name or "=" in name:
+                raise ValueError(f"variable name {name!r} must be non-empty and contain no '='")
+            problem = bounds.text_problem(name)
+            if problem:
+                raise ValueError(f"variable name {name!a} {problem}")
+            problem = bounds.text_problem(text)
+            if problem:
+                raise ValueError(f"the value of {name!a} {problem}")
+        return value
 
     def ceiling(self) -> Permissions:
         """The widest permissions a task run by this agent may have (a task only narrows them)."""
@@ -477,7 +493,8 @@ def _with_env(config: Config, environ: Mapping[str, str]) -> Config:
         field = Limits.model_fields[key]
         low = next(m.ge for m in field.metadata if hasattr(m, "ge"))
         high = next(m.le for m in field.metadata if hasattr(m, "le"))
-        if not raw.isdigit() or not low <= int(raw) <= high:
+        # ASCII only: isdigit() and int() also take Arabic-Indic or fullwidth digits.
+        if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
             raise ConfigError(f"{var} must be a whole number from {low} to {high}, not {raw!r}")
         updates[key] = int(raw)
     if not updates:

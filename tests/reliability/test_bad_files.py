@@ -93,6 +93,15 @@ def test_each_failed_start_says_why_once_and_the_copy_is_made_once(home: Home) -
             2,
             "last_scheduled_for",
         ),
+        # Issue 27, finding 6: these stopped kairosd with a raw RecursionError, or were changed silently.
+        (
+            "a task nested 3,000 levels deep",
+            lambda ok: ok.replace(b'"meta":{}', b'"meta":{"k":' + b"[" * 3000 + b"]" * 3000 + b"}", 1),
+            2,
+            "nested deeper than",
+        ),
+        ("1e999 in meta", lambda ok: ok.replace(b'"meta":{}', b'"meta":{"k":1e999}', 1), 2, "not finite"),
+        ("NaN in an unknown field", lambda ok: ok.replace(b'"meta":{}', b'"meta":{},"zz":NaN', 1), 2, "NaN"),
     ],
 )
 def test_a_bad_task_is_set_aside_and_kairosd_starts(
@@ -147,6 +156,20 @@ def test_garbled_ledger_lines_do_not_stop_the_daemon(home: Home, tmp_path: Path)
     proc = home.start()
     assert home.status()["tasks"] == 3
     assert "skipping garbled line" in home.log(proc)
+    assert home.stop(proc) == 0
+
+
+def test_deeply_nested_ledger_and_session_files_do_not_stop_the_daemon(home: Home, tmp_path: Path) -> None:
+    """Issue 27, finding 6: a line nested 3,000 levels deep raised RecursionError out of the load."""
+    home.state.mkdir(parents=True, exist_ok=True)
+    home.store.write_bytes(valid_store_bytes(tmp_path))
+    deep = b"[" * 3000 + b"]" * 3000
+    (home.state / "runs.jsonl").write_bytes(deep + b"\n" + deep + b"\n")
+    (home.state / "missed.jsonl").write_bytes(deep + b"\n")
+    (home.state / "sessions.json").write_bytes(b'{"version": 1, "sessions": ' + deep + b"}")
+    proc = home.start()
+    assert home.status()["tasks"] == 3
+    assert "Traceback" not in home.log(proc)
     assert home.stop(proc) == 0
 
 

@@ -66,6 +66,8 @@ ADD = {"prompt": "x", "cron": "* * * * *"}
         ({"surprise": 1}, "surprise: unknown field"),
         ({"once": "yes"}, "once"),
         ({"expires_after_days": "7"}, "expires_after_days"),
+        ({"tz": "EST5EDT,M3.2.0,M11.1.0"}, "POSIX TZ rule string"),
+        ({"tz": "<+03>-3"}, "POSIX TZ rule string"),
     ],
 )
 def test_out_of_range_add_is_a_400_naming_the_field(daemon: InProcessDaemon, changes: dict[str, object], expect: str):
@@ -85,6 +87,26 @@ def test_json_constants_and_deep_bodies_are_400s(daemon: InProcessDaemon):
     ):
         status, answer = exchange(daemon, "POST", "/v1/tasks", raw)
         assert status == 400, answer
+    assert task_count(daemon) == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        # Issue 27, finding 6: 1e999 was read as inf and the task saved with meta {"k": null}.
+        (b'{"prompt": "x", "cron": "* * * * *", "meta": {"k": 1e999}}', "the number 1e999 is not finite"),
+        (b'{"prompt": "x", "cron": "* * * * *", "meta": {"k": [-1e999]}}', "not finite"),
+        # A clear line naming the limit, not "maximum recursion depth exceeded".
+        (b'{"prompt": "x", "cron": "* * * * *", "meta": ' + b"[" * 3000 + b"]" * 3000 + b"}", "nested deeper than 32"),
+        # fromisoformat ignores a NUL between date and time and after it.
+        (b'{"prompt": "x", "at": "2099-01-01\\u000010:00"}', "not a time"),
+        (b'{"prompt": "x", "at": "2099-01-01T10:00\\u0000"}', "not a time"),
+    ],
+)
+def test_non_finite_numbers_deep_bodies_and_nuls_are_400s_that_say_why(daemon: InProcessDaemon, raw: bytes, says: str):
+    status, answer = exchange(daemon, "POST", "/v1/tasks", raw)
+    assert status == 400, answer
+    assert says in message(answer)
     assert task_count(daemon) == 0
 
 

@@ -133,7 +133,7 @@ def _read_payload() -> dict[str, Any] | None:
         return None
     try:
         payload = cjson.loads(raw) if raw.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a payload nested thousands deep
         return None
     return payload if isinstance(payload, dict) else None
 
@@ -161,7 +161,8 @@ def _session_body(agent: str, payload: dict[str, Any]) -> dict[str, Any]:
 def _block_cap(agent: str) -> int | None:
     """Claude Code's cap on consecutive Stop blocks when the user changed it (the default is 8)."""
     raw = os.environ.get("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "") if agent == "claude" else ""
-    return int(raw) if raw.strip().isdigit() else None
+    raw = raw.strip()
+    return int(raw) if raw.isascii() and raw.isdigit() else None  # isdigit() alone takes "٣"
 
 
 def _deliver(agent: str, event: str, native: str, session_id: str, payload: dict[str, Any]) -> int:

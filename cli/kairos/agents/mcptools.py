@@ -253,7 +253,7 @@ class _Tools:
         if parent:
             body["parent_id"] = parent
         depth = self.env.get("KAIROS_TASK_DEPTH", "").strip()
-        if depth.isdigit():
+        if depth.isascii() and depth.isdigit():  # isdigit() alone takes "٣", which int() reads as 3
             body["parent_depth"] = int(depth)
         task = (await self._call("POST", route_path("registry"), body))["task"]
         return (

@@ -178,22 +178,17 @@ def _glue_values(args: Any) -> Any:
 
 
 def _check_env_zone() -> None:
-    """``TZ=Foo/Bar kairos add``: refuse as ``--tz Foo/Bar`` is refused, instead of silently using UTC.
+    """``TZ=Foo/Bar kairos add``: refuse as ``--tz Foo/Bar`` is refused, instead of silently using another zone.
 
-    POSIX rule strings (``CET-1CEST``, with digits) have no IANA name and are left to the
-    usual fallback; a path or a name without digits that is not a zone is a mistake.
+    A POSIX rule string (``EST5EDT,M3.2.0,M11.1.0``, ``<+03>-3``) has no IANA name for kairos
+    to pin the task to, so it is refused too, naming the zone kairos would have used.
     """
-    import os
-
-    from kairosd.core.clock import local_zone_name
+    from kairosd.core.clock import tz_env_problem
     from kairosd.core.errors import UsageError
 
-    raw = os.environ.get("TZ", "").strip()
-    name = raw[1:] if raw.startswith(":") else raw
-    if not name or name.startswith("/") or any(c.isdigit() for c in name):
-        return
-    if local_zone_name() != name:
-        raise UsageError(f"TZ={raw} is not a known time zone (use an IANA name such as Europe/Berlin, or --tz)")
+    problem = tz_env_problem()
+    if problem:
+        raise UsageError(f"{problem}; give --tz ZONE, or set TZ to an IANA name")
 
 
 def _refuse_cron_with(flag: str, words: list[str]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser, print_block, print_listing, printed_json
+from kairos.commands.common import make_parser, print_block, print_listing, printed_json, whole_number
 
 if TYPE_CHECKING:
     from kairos.client import Client
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
     )
     wait.add_argument("id", metavar="ID")
     wait.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long (default: never)")
-    wait.add_argument("--since-turn", type=int, metavar="N", help="wait for a turn numbered above N")
+    wait.add_argument("--since-turn", type=whole_number, metavar="N", help="wait for a turn numbered above N")
     wait.set_defaults(handler=cmd_wait)
 
     logs = make_parser(
@@ -259,7 +259,7 @@ def build_start_request(args: argparse.Namespace, environ: dict[str, str] | None
     if parent:
         body["parent_id"] = parent
     depth = env.get("KAIROS_TASK_DEPTH", "").strip()
-    if depth.isdigit():
+    if depth.isascii() and depth.isdigit():  # isdigit() alone takes "٣", which int() reads as 3
         body["parent_depth"] = int(depth)
     return body
 

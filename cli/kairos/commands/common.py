@@ -176,3 +176,14 @@ def installed_script(name: str, option: str) -> str:
         f"cannot find the {name} script of this installation (looked in {', '.join(dict.fromkeys(folders))}); "
         f"pass {option} PATH"
     )
+
+
+def whole_number(text: str) -> int:
+    """An argparse ``type`` for a count: ASCII digits, optionally signed (``int`` alone also reads
+    ``"٣"``, ``"３"`` and ``"1_000"``). Out-of-range values are each verb's to refuse."""
+    import argparse
+
+    digits = text.strip().removeprefix("-")
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 12):
+        raise argparse.ArgumentTypeError(f"expected a whole number in ASCII digits, not {text[:40]!r}")
+    return int(text)

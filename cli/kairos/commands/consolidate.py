@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser
+from kairos.commands.common import make_parser, whole_number
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
@@ -168,7 +168,9 @@ def _register_board(subparsers: Any) -> None:
         "replaced which), conflicts with your entries, edits, pins, restores, removals, prunes.",
         "kairos board history\n  kairos board history -n 0 --json",
     )
-    history.add_argument("-n", type=int, default=50, metavar="N", help="the last N changes (0: all; default 50)")
+    history.add_argument(
+        "-n", type=whole_number, default=50, metavar="N", help="the last N changes (0: all; default 50)"
+    )
     _cwd(history)
     history.set_defaults(handler=cmd_history)
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime
-from itertools import islice
+from itertools import islice, takewhile
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from kairos.commands.common import whole_number
 from kairos.output import print_json
 from kairosd.core.clock import SystemClock, local_zone_name
 from kairosd.core.errors import InvalidTimeError, UsageError
@@ -44,7 +45,7 @@ def register(subparsers: Any) -> None:
         metavar="ISO8601",
         help="start after this time (default: now; no offset = wall time in --tz)",
     )
-    nxt.add_argument("-n", type=int, default=5, metavar="N", help="how many fire times (default 5)")
+    nxt.add_argument("-n", type=whole_number, default=5, metavar="N", help="how many fire times (default 5)")
     nxt.add_argument("--json", action="store_true", help="print one JSON document")
     nxt.set_defaults(handler=cmd_next)
 
@@ -86,20 +87,37 @@ def _zone(name: str | None) -> ZoneInfo:
     try:
         return ZoneInfo(zone_name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidTimeError(f"unknown time zone {zone_name!r} (use an IANA name such as Europe/Berlin)") from None
+        from kairosd.core.bounds import zone_hint
+
+        hint = zone_hint(zone_name) or " (use an IANA name such as Europe/Berlin)"
+        raise InvalidTimeError(f"unknown time zone {zone_name!r}{hint}") from None
 
 
 def _after(text: str | None, zone: ZoneInfo) -> datetime:
+    """``--after`` as an aware time, inside the years kairos can compute fires from.
+
+    Checked before any arithmetic: a start in 9999 (or in year 1 with an offset) made
+    the search for the next fire overflow, and the user saw a traceback.
+    """
+    from kairosd.core.bounds import EARLIEST_TIME, LATEST_TIME
+
     if text is None:
         return SystemClock().now()
     try:
+        if not (text.isascii() and text.isprintable()):  # fromisoformat skips a NUL, reads "٣" as 3
+            raise ValueError(text)
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidTimeError(f"--after {text!r} is not an ISO 8601 time") from None
+        raise InvalidTimeError(f"--after {text[:40]!r} is not an ISO 8601 time") from None
+    if not EARLIEST_TIME.year < parsed.year < LATEST_TIME.year:  # the years ``kairos add --at`` takes
+        raise InvalidTimeError(
+            f"--after {text[:40]!r} is outside the supported years {EARLIEST_TIME.year + 1}-{LATEST_TIME.year - 1}"
+        )
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=zone)
 
 
 def cmd_next(args: argparse.Namespace) -> int:
+    from kairosd.core.bounds import LATEST_STORED_TIME
     from kairosd.core.schedule.cron import parse_cron
     from kairosd.core.schedule.durations import every_to_cron
     from kairosd.core.schedule.explain import explain
@@ -117,7 +135,10 @@ def cmd_next(args: argparse.Namespace) -> int:
     expr = parse_cron(text)
     zone = _zone(args.tz)
     after = _after(args.after, zone)
-    fires = [f.isoformat() for f in islice(iter_fires(expr, after, zone), args.n)]
+    # Each search looks a century ahead at most, so stopping at LATEST_STORED_TIME keeps every one in range
+    # (1,000 fires of the sparsest expression, February 29, from 2199 end near year 6300).
+    in_range = takewhile(lambda fire: fire < LATEST_STORED_TIME, iter_fires(expr, after, zone))
+    fires = [f.isoformat() for f in islice(in_range, args.n)]
     if args.json:
         print_json(
             {

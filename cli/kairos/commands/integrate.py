@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kairos.commands.common import installed_script, make_parser
+from kairos.commands.common import installed_script, make_parser, whole_number
 
 AGENTS = ("claude", "copilot", "codex", "gemini")
 # kairosd.consolidation.modes.DEFAULT_MODELS, which the CLI may not import (a test keeps them equal).
@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--with-rewake", action="store_true", help="claude: the default; kept for old scripts")
     parser.add_argument(
         "--rewake-lifetime",
-        type=int,
+        type=whole_number,
         metavar="SECONDS",
         default=None,
         help="claude: how long one waiter lasts while the session is idle (default 86400, a day; every turn "

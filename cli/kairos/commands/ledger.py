@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from kairos.commands.common import make_parser
+from kairos.commands.common import make_parser, whole_number
 from kairosd.core.protocol import route_path
 
 MAX_HISTORY = 10_000
@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
         "kairos history\n  kairos history 3f2a9c1d -n 5",
     )
     history.add_argument("id", nargs="?", metavar="ID", help="only this task's runs")
-    history.add_argument("-n", type=int, default=20, metavar="N", help="how many runs (default 20)")
+    history.add_argument("-n", type=whole_number, default=20, metavar="N", help="how many runs (default 20)")
     history.set_defaults(handler=cmd_history)
 
     missed = make_parser(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser
+from kairos.commands.common import make_parser, whole_number
 from kairos.commands.units import (
     SERVICE,
     SOCKET,
@@ -105,7 +105,9 @@ def register(subparsers: Any) -> None:
         "last lines of the journal. Exits 3 when neither the service runs nor the socket listens.",
         "kairos systemd status\n  kairos systemd status -n 50",
     )
-    status.add_argument("-n", "--lines", type=int, default=JOURNAL_LINES, metavar="N", help="journal lines to show")
+    status.add_argument(
+        "-n", "--lines", type=whole_number, default=JOURNAL_LINES, metavar="N", help="journal lines to show"
+    )
     status.set_defaults(handler=cmd_status)
 
     systemd.set_defaults(handler=lambda _args: _help(systemd))

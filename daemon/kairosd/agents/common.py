@@ -99,7 +99,7 @@ def json_object(line: str) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: an agent's line nested thousands deep
         return None
     return value if isinstance(value, dict) else None
 

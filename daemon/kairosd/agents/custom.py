@@ -158,7 +158,7 @@ class CustomAdapter:
         if self.spec.output == "json":
             try:
                 document = json.loads(stdout)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: output nested thousands deep
                 document = None
         else:
             for line in reversed(stdout.splitlines()):

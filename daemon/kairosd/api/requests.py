@@ -16,6 +16,7 @@ Must not import any capability, the store or the server.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -98,11 +99,16 @@ def validation_message(exc: ValidationError) -> str:
 def query_number(raw: str | None, what: str, *, quoted: int | None = None) -> float | None:
     """A query parameter as a number; None when it is absent or empty.
 
-    Not a number: one UsageError line, ``what`` and then the text sent (its first ``quoted`` characters).
+    Not a finite number in ASCII: one UsageError line, ``what`` and then the text sent
+    (its first ``quoted`` characters).
     """
     if raw is None or raw == "":
         return None
     try:
-        return float(raw)
+        # float() alone also reads "inf", "nan", "1e999" and Arabic-Indic or fullwidth digits.
+        value = float(raw) if raw.isascii() else math.nan
     except ValueError:
-        raise UsageError(f"{what}, not {raw[:quoted]!r}") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise UsageError(f"{what}, not {raw[:quoted]!r}")
+    return value

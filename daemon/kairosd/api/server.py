@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http
-import json
 import logging
 import os
 import socket
@@ -55,7 +54,7 @@ from kairosd.api.http_types import (
     compact_json,
 )
 from kairosd.api.unixsocket import bind_private, peer_credentials, unlink_if_same, watch_hangup
-from kairosd.core import bounds, protocol
+from kairosd.core import bounds, jsonsafe, protocol
 from kairosd.core.errors import KairosError
 
 # Route modules import these from here too (the server's public face).
@@ -424,19 +423,17 @@ def _build_request(head: h11.Request, body: bytes, peer_uid: int) -> Request:
     parsed: Any = None
     if body:
         try:
-            parsed = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+            # Depth measured before parsing, so no RecursionError; see core.jsonsafe.
+            parsed = jsonsafe.loads(body.decode("utf-8"), bounds.MAX_JSON_DEPTH, lenient=True)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _HttpError(400, "bad_request", f"body is not valid JSON: {exc}") from exc
+        odd = jsonsafe.find_odd(parsed)  # nested too deep, or a number such as 1e999 or NaN: say where
+        if odd is not None:
+            raise _HttpError(400, "bad_request", f"{odd[0] or 'the body'}: {odd[1].reason}")
         problem = bounds.json_problem(parsed)
         if problem:
             raise _HttpError(400, "bad_request", problem)
     return Request(bytes(head.method).decode("ascii"), path, query, parsed, peer_uid)
-
-
-def _no_constant(name: str) -> Any:
-    # Python's json takes NaN and Infinity, which JSON does not have; a timeout of Infinity
-    # would pass a "> 0" check and overflow later.
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _header_too_large() -> _HttpError:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kairosd import __version__
 from kairosd.config import Config, config_path, load_config
+from kairosd.core.clock import tz_env_problem
 from kairosd.core.errors import KairosError
 from kairosd.store.quarantine import FILE_NAME as QUARANTINE_NAME
 from kairosd.store.quarantine import Quarantine
@@ -86,6 +87,10 @@ def doctor_report(
             "see: kairos list --problems"
         )
     notes = []
+    zone_problem = tz_env_problem(env)
+    if zone_problem:
+        # A note, not a failure: kairos runs, in the zone named, and tasks added with --tz are exact.
+        notes.append(zone_problem)
     if not usable:
         # Information, not failure: the inbox, shell and webhook targets need no agent CLI.
         notes.append(

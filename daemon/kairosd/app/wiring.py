@@ -28,7 +28,7 @@ from kairosd.app.doctor import doctor_routes
 from kairosd.config import Config
 from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
 from kairosd.core import defaults
-from kairosd.core.clock import Clock, local_zone_name
+from kairosd.core.clock import Clock, local_zone_name, tz_env_problem
 from kairosd.core.events import EventBus
 from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Delivery
@@ -92,7 +92,8 @@ def _int_env(environ: Mapping[str, str], name: str, default: int, low: int, high
     raw = environ.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    # ASCII only: isdigit() and int() also take Arabic-Indic or fullwidth digits.
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
         raise SystemExit(f"kairosd: {name} must be a whole number from {low} to {high}, not {raw!r}")
     return int(raw)
 
@@ -189,6 +190,9 @@ def build_app(
     adapter_for = adapter_for or partial(_adapter, config=settings)
     policy_for = policy_for or partial(agent_policy, settings)
     default_tz = local_zone_name(dict(environ))
+    zone_problem = tz_env_problem(dict(environ))
+    if zone_problem:
+        log.warning("%s", zone_problem)
     json_store: JsonStore | None = None
     if store is None:
         store = json_store = JsonStore(paths.store, clock, local_zone=default_tz)

@@ -93,6 +93,6 @@ class _Routes:
 
     async def history(self, req: Request, m: re.Match[str]) -> Response:
         raw = req.query.get("limit", "100")
-        if not raw.isdigit() or not 0 <= int(raw) <= MAX_HISTORY:
+        if not (raw.isascii() and raw.isdigit()) or not 0 <= int(raw) <= MAX_HISTORY:
             raise UsageError(f"limit must be a whole number from 0 to {MAX_HISTORY} (0: all)")
         return Response(200, await self.service.history(req.query.get("cwd"), int(raw)))

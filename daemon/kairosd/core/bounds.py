@@ -13,6 +13,7 @@ pydantic, asyncio or any kairosd module but :mod:`kairosd.core.errors`.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from kairosd.core.errors import UsageError
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 EARLIEST_TIME: Final = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_TIME: Final = datetime(2200, 1, 1, tzinfo=UTC)
 LATEST_STORED_TIME: Final = datetime(9000, 1, 1, tzinfo=UTC)
+# How far ahead of the clock a time that records the past (created, last fired, last slot) may be.
+# Further ahead, it would silence the task until then: an import refuses it, a load sets it to now
+# (see kairosd.core.lifecheck). Small, yet above NTP's usual steps and a slow second machine's clock.
+MAX_FUTURE_SKEW_S: Final = 300
 MAX_DURATION_DAYS: Final = 3650  # --in, --every, jitter's max:DUR (jitter has its own, smaller cap)
 MAX_DURATION_S: Final = MAX_DURATION_DAYS * 86400
 MAX_EXPIRY_DAYS: Final = 3650
@@ -43,6 +48,8 @@ MAX_ARG_CHARS: Final = 32_768
 MAX_META_BYTES: Final = 16 * 1024  # a task's meta, as compact JSON
 MAX_META_DEPTH: Final = 8
 MAX_JSON_DEPTH: Final = 32  # any request body
+# A stored document: the store (1), its task list (2), then a task as deep as a request may be.
+MAX_STORED_DEPTH: Final = MAX_JSON_DEPTH + 2
 MAX_LIST_ITEMS: Final = 10_000  # ids to acknowledge or remove in one request
 MAX_QUERY_DIGITS: Final = 12
 
@@ -67,9 +74,12 @@ def text_problem(value: str) -> str | None:
     return unicode_problem(value) or ("contains a NUL character" if "\0" in value else None)
 
 
-def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
-    """Why a parsed JSON value is unacceptable (nested deeper than ``max_depth``, or text that is
-    not valid Unicode anywhere in it), or None. Iterative, so a deep value cannot exhaust the stack."""
+def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH, *, text: bool = True) -> str | None:
+    """Why a parsed JSON value is unacceptable (nested deeper than ``max_depth``, a number that
+    is not finite, or text that is not valid Unicode anywhere in it), or None. Iterative, so a
+    deep value cannot exhaust the stack. ``inf`` (JSON's ``1e999``) would be written back as
+    ``null``, so it is refused rather than silently changed. ``text=False`` leaves strings alone
+    (a task's unknown fields keep whatever a newer kairos wrote)."""
     stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
         item, depth, where = stack.pop()
@@ -78,17 +88,27 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
         if isinstance(item, dict):
             for key, child in item.items():
                 path = f"{where}.{key}" if where else str(key)
-                problem = unicode_problem(key) if isinstance(key, str) else None
+                problem = unicode_problem(key) if text and isinstance(key, str) else None
                 if problem:
                     return f"a key in {where or 'the body'} {problem}"
                 stack.append((child, depth + 1, path))
         elif isinstance(item, list):
             stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(item))
-        elif isinstance(item, str):
+        elif isinstance(item, str) and text:
             problem = unicode_problem(item)  # NUL is refused by the fields that reach a process
             if problem:
                 return f"{where or 'the body'} {problem}"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{where or 'the body'} is not a finite number"
     return None
+
+
+def zone_hint(name: str) -> str:
+    """What to add to "unknown time zone NAME": a POSIX rule string (``EST5EDT,M3.2.0,M11.1.0``,
+    ``<+03>-3``) is refused, not read as UTC, and the user is told why; otherwise nothing."""
+    if any(ch.isdigit() or ch in ",<>" for ch in name):
+        return " (a POSIX TZ rule string; kairos needs an IANA name such as America/New_York)"
+    return ""
 
 
 def check_text(value: str, field: str, max_chars: int) -> str:

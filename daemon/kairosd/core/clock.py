@@ -84,6 +84,34 @@ def local_zone_name(environ: Mapping[str, str] | None = None, localtime: StrPath
     return "UTC"
 
 
+def tz_env_problem(environ: Mapping[str, str] | None = None, localtime: StrPath | None = None) -> str | None:
+    """Why ``TZ`` is set yet is not the zone kairos uses as local (it says which it uses); None if it is.
+
+    kairos needs an IANA name to pin a task's zone; a POSIX rule string such as
+    ``EST5EDT,M3.2.0,M11.1.0`` or ``<+03>-3`` has none, so :func:`local_zone_name`
+    falls back to the system's zone. ``kairos doctor`` and kairosd's log say so,
+    and ``kairos add`` refuses to guess (see ``kairos.commands.add``).
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get("TZ", "").strip()
+    if not raw:
+        return None
+    used = local_zone_name(env, localtime)
+    name = raw[1:] if raw.startswith(":") else raw
+    if name.startswith("/"):
+        try:
+            name = _zone_from_path(os.path.realpath(name)) or _zone_from_path(name) or ""
+        except (OSError, ValueError):
+            name = ""
+    if name == used:
+        return None
+    kind = "a POSIX rule string" if any(ch.isdigit() or ch in ",<>" for ch in raw) else "not a known time zone"
+    return (
+        f"TZ={ascii(raw[:60])[1:-1]} is {kind}, which kairos cannot use (it needs an IANA name such as Europe/Berlin); "
+        f"kairos uses {used} as the local zone instead"
+    )
+
+
 def _is_zone(name: str) -> bool:
     if name == "UTC":
         # local_zone_name falls back to UTC anyway, so its answer is the same

@@ -319,7 +319,7 @@ class Task(BaseModel):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
             # OSError: a zone name is looked up as a file, and a 300-character one fails with ENAMETOOLONG.
-            raise ValueError(f"unknown time zone {value!r}") from exc
+            raise ValueError(f"unknown time zone {value!r}{bounds.zone_hint(value)}") from exc
         return value
 
     @field_validator("cron")
@@ -333,6 +333,14 @@ class Task(BaseModel):
     @classmethod
     def _check_jitter(cls, value: str) -> str:
         return _jitter_spec(value)
+
+    @model_validator(mode="after")
+    def _check_unknown(self) -> Task:
+        # Kept and written back as they are, so bounded like a request: 1e999 would come back as null.
+        problem = self.__pydantic_extra__ and bounds.json_problem(self.__pydantic_extra__, text=False)
+        if problem:
+            raise ValueError(f"unknown fields: {problem}")
+        return self
 
     @model_validator(mode="after")
     def _check_schedule(self) -> Task:

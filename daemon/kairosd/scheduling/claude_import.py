@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kairosd.core.lifecheck import life_problem
+from kairosd.core.lifecheck import future_problem, life_problem
 from kairosd.core.models import SessionTarget, Task
 from kairosd.scheduling.firing import IMPORTED, FireBounds, InFlight, decide, due_slots
 from kairosd.scheduling.scheduler import Scheduler
@@ -90,7 +90,7 @@ def plan_import(
             plan.skipped.append({"id": task.id, "reason": reason})
         elif task.id in book:
             plan.skipped.append({"id": task.id, "reason": "a task with this id already exists"})
-        elif (problem := life_problem(task)) is not None:
+        elif (problem := life_problem(task) or future_problem(task, now)) is not None:
             plan.rejected.append({"index": None, "id": task.id, "reason": problem})
         else:
             plan.added.append(task)

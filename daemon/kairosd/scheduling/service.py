@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from kairosd import __version__
 from kairosd.api.requests import parse_body, validation_message
+from kairosd.core import bounds
 from kairosd.core.clock import Clock
 from kairosd.core.errors import InvalidTimeError, StoreError, UsageError
 from kairosd.core.events import EventBus
@@ -147,7 +148,8 @@ class Service:
         except (ZoneInfoNotFoundError, ValueError, OSError):
             # OSError: ZoneInfo opens a file named after the zone (a 300-character name is ENAMETOOLONG).
             shown = zone if len(zone) <= 80 else zone[:80] + "..."
-            raise InvalidTimeError(f"unknown time zone {shown!r} (use an IANA name such as Europe/Berlin)") from None
+            hint = bounds.zone_hint(shown) or " (use an IANA name such as Europe/Berlin)"
+            raise InvalidTimeError(f"unknown time zone {shown!r}{hint}") from None
         return zone
 
     async def add(self, body: AddRequest | Mapping[str, Any]) -> dict[str, Any]:

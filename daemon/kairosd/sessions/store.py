@@ -174,7 +174,7 @@ class SessionStore:
                 if doc.get("version", FILE_VERSION) > FILE_VERSION:
                     raise ValueError(f"written by a newer kairos (version {doc.get('version')})")
                 sessions = [LiveSession.model_validate(entry) for entry in doc["sessions"]]
-            except (ValueError, ValidationError) as exc:
+            except (ValueError, ValidationError, RecursionError) as exc:  # RecursionError: nested thousands deep
                 aside = self.path.with_name(f"{self.path.name}.corrupt-{self._clock.now():%Y%m%dT%H%M%SZ}")
                 shutil.copyfile(self.path, aside)
                 log.error("%s is unusable (%s); copied to %s and starting without sessions", self.path, exc, aside)

@@ -19,7 +19,6 @@ local zone name. Must not import the store, the server or anything with I/O.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,13 +26,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kairosd.core import jsonsafe
 from kairosd.core.errors import UsageError
 from kairosd.core.models import CatchUp, CreatedBy, Task
 
 # The keys Claude Code writes; nothing else is read.
 CLAUDE_KEYS = ("id", "cron", "prompt", "createdAt", "lastFiredAt", "recurring", "permanent")
 CLAUDE_ID = re.compile(r"[0-9a-f]{8}")
-# Nested deeper than this, a document is not Claude's (Claude writes depth 3); refused before parsing.
+# Claude writes depth 3; an item nested deeper than this is rejected, measured before parsing.
 MAX_DEPTH = 32
 
 
@@ -97,6 +97,9 @@ def claude_task_to_v2(item: dict[str, Any], local_zone: str) -> dict[str, Any]:
     """
     if not isinstance(item, dict):
         raise ValueError(f"expected an object, got {type(item).__name__}")
+    odd = jsonsafe.odd_in(item)  # a value nested too deep, or a number such as 1e999 (see core.jsonsafe)
+    if odd is not None:
+        raise ValueError(odd.reason)
     for key in ("id", "cron", "prompt", "createdAt"):
         if key not in item:
             raise ValueError(f"missing {key!r}")
@@ -135,43 +138,24 @@ def _first_error(exc: ValidationError) -> str:
     return f"{loc}: {msg}" if loc else msg
 
 
-def _too_deep(data: bytes | str, limit: int) -> bool:
-    """Whether brackets nest deeper than ``limit`` (outside strings): checked before json.loads recurses."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    depth, in_string, escaped = 0, False, False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
-
-
 def read_claude_tasks(data: bytes | str, local_zone: str) -> ImportResult:
     """Parse a Claude ``scheduled_tasks.json`` into tasks, reporting bad items instead of failing.
 
     Raises :class:`UsageError` only when the document as a whole is not Claude's
-    shape (not JSON, nested deeper than Claude writes, or no ``tasks`` list). A
-    repeated id is rejected after its first appearance.
+    shape (not JSON, its task list nested deeper than :data:`MAX_DEPTH`, or no
+    ``tasks`` list). An item nested too deep or holding a number that is not
+    finite (``1e999``, ``NaN``) is rejected on its own, like a repeated id after
+    its first appearance. Depth is measured before parsing (:mod:`kairosd.core.jsonsafe`).
     """
-    if _too_deep(data, MAX_DEPTH):
-        raise UsageError(f"not a Claude scheduled_tasks.json: nested deeper than {MAX_DEPTH} levels")
     try:
-        doc = json.loads(data)
+        # Lenient: an item nested too deep or holding 1e999 is rejected on its own (see claude_task_to_v2).
+        doc = jsonsafe.loads(data, MAX_DEPTH, lenient=True)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
         raise UsageError(f"not a Claude scheduled_tasks.json: invalid JSON ({exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), list):
+        odd = jsonsafe.odd_in(doc.get("tasks") if isinstance(doc, dict) else doc)
+        if odd is not None:
+            raise UsageError(f"not a Claude scheduled_tasks.json: {odd.reason}")
         raise UsageError("not a Claude scheduled_tasks.json: expected an object with a 'tasks' list")
     result = ImportResult()
     seen: set[str] = set()

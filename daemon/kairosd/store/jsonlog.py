@@ -105,7 +105,7 @@ class JsonLog:
             problem = ""
             try:
                 record = json.loads(raw)
-            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError; a line nested deep
                 problem = str(exc)
             else:
                 if isinstance(record, dict):

@@ -7,11 +7,18 @@ Crash-recovery rules (what a user finds after a crash or a bad edit):
   The store itself is intact, because a write only becomes the store by an
   atomic rename after it is fully on disk.
 - **One task is bad** (it does not validate: a bad cron or zone, a wrong type,
-  an id of the wrong shape, a repeated id; or its dates would overflow over
-  its life, see :mod:`kairosd.core.lifecheck`): it is set aside in
+  an id of the wrong shape, a repeated id, a value nested deeper than
+  :data:`~kairosd.core.bounds.MAX_STORED_DEPTH` or a number that is not finite
+  such as ``1e999``, see :mod:`kairosd.core.jsonsafe`; or its dates would
+  overflow over its life, see :mod:`kairosd.core.lifecheck`): it is set aside in
   ``scheduled_tasks.quarantine.json`` with the reason (:mod:`kairosd.store.quarantine`),
   durably, before anything else; the other tasks load and run, and the next
   save of the store leaves it out.
+- **A time that records the past lies ahead of the clock** (``created_at``,
+  ``last_fired_at`` or ``last_scheduled_for`` more than
+  :data:`~kairosd.core.bounds.MAX_FUTURE_SKEW_S` ahead: a clock set back, or a
+  bad edit): set to now, with a warning naming the task, so the task is not
+  silenced until that time (see :func:`kairosd.core.lifecheck.clamp_future`).
 - **The store is corrupt** (unreadable, not JSON, or not a store's shape at the
   top level): kairos refuses to start and never overwrites it. It copies the
   file aside as ``scheduled_tasks.json.corrupt-<UTC time>`` (once per distinct
@@ -45,9 +52,10 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticSerializationError
 
+from kairosd.core import bounds, jsonsafe
 from kairosd.core.clock import Clock, local_zone_name
 from kairosd.core.errors import StoreCorruptError, StoreError, StoreVersionError
-from kairosd.core.lifecheck import life_problem
+from kairosd.core.lifecheck import clamp_future, life_problem
 from kairosd.core.models import InboxTarget, Task
 from kairosd.store import migrations
 from kairosd.store.migrations import SCHEMA_VERSION
@@ -239,7 +247,8 @@ class JsonStore:
         if fast is not None:
             return self._keep_viable(fast, [])
         try:
-            raw = json.loads(data)
+            # Lenient: a record nested too deep or holding 1e999 parses, and is set aside below on its own.
+            raw = jsonsafe.loads(data, bounds.MAX_STORED_DEPTH, lenient=True)
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
             raise self._corrupt(f"is not valid JSON ({exc})", data) from exc
         if not isinstance(raw, dict):
@@ -264,7 +273,8 @@ class JsonStore:
         tasks: list[Task] = []
         seen: set[str] = set()
         for item in items:
-            task = _task_or_reason(item)
+            odd = jsonsafe.odd_in(item)
+            task = f"invalid: {odd.reason}" if odd is not None else _task_or_reason(item)
             if isinstance(task, str):
                 rejected.append((item, task))
             elif task.id in seen:
@@ -273,6 +283,10 @@ class JsonStore:
                 seen.add(task.id)
                 tasks.append(task)
         extra = {k: v for k, v in upgraded.items() if k not in ("schema_version", "tasks")}
+        for key, value in list(extra.items()):
+            odd = jsonsafe.odd_in(value)
+            if odd is not None:  # kept, it would be written back changed (1e999 as null) or not at all
+                rejected.append(({key: extra.pop(key)}, f"top-level field {key!r}: {odd.reason}"))
         state = StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=tasks, **extra)
         if version < SCHEMA_VERSION:
             log.info("upgraded %s from schema %d to %d in memory", self._path, version, SCHEMA_VERSION)
@@ -285,15 +299,23 @@ class JsonStore:
         and the store is left as it is, so no record is ever lost.
         """
         kept = []
+        now = self._clock.now()
+        clamped = 0
         for task in state.tasks:
             problem = life_problem(task)
             if problem is None:
+                task, change = clamp_future(task, now)
+                if change is not None:
+                    clamped += 1
+                    log.warning("task %s: %s, so it is not silenced until then", task.id, change)
                 kept.append(task)
             else:
                 rejected.append((json.loads(_encode_task(task)), problem))
         self.set_aside = len(rejected)
-        if not rejected:
+        if not rejected and not clamped:
             return state
+        if not rejected:
+            return StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=kept, **(state.model_extra or {}))
         try:
             added = self.quarantine.add(rejected)
         except (OSError, ValueError, RecursionError) as exc:
@@ -331,7 +353,7 @@ class JsonStore:
             for line in head[2:]:
                 if not line.endswith(b","):
                     return None
-                item = json.loads(b"{" + line[:-1] + b"}")
+                item = jsonsafe.loads(b"{" + line[:-1] + b"}", bounds.MAX_STORED_DEPTH - 1)
                 if not isinstance(item, dict) or set(item) & {"schema_version", "tasks"}:
                     return None
                 extra.update(item)
@@ -369,7 +391,7 @@ class JsonStore:
                     # Frozen, so equal inbox targets can be one object (400 bytes a task).
                     task.__dict__["target"] = targets.setdefault(target.session, target)
                 _lean_dict(task)
-        except (ValidationError, ValueError, OSError, IndexError):
+        except (ValidationError, ValueError, OSError, IndexError, RecursionError):
             return None
         return StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=tasks, **extra)
 

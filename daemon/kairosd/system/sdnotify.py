@@ -94,7 +94,7 @@ def listen_sockets(environ: Mapping[str, str], pid: int | None = None) -> list[t
     if environ.get("LISTEN_PID", "").strip() != str(own_pid):
         return []
     raw = environ.get("LISTEN_FDS", "").strip()
-    if not raw.isdigit() or int(raw) == 0:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) == 0:
         if raw:
             log.warning("ignoring LISTEN_FDS=%r: not a positive whole number", raw)
         return []
@@ -128,7 +128,7 @@ def watchdog_interval_s(environ: Mapping[str, str], pid: int | None = None) -> f
     watchdog_pid = environ.get("WATCHDOG_PID", "").strip()
     if watchdog_pid and watchdog_pid != str(os.getpid() if pid is None else pid):
         return None  # meant for another process (e.g. the one that exec'd us under a wrapper)
-    if not raw.isdigit() or int(raw) == 0:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) == 0:
         log.warning("ignoring WATCHDOG_USEC=%r: not a positive whole number", raw)
         return None
     return int(raw) / 1_000_000 / 2

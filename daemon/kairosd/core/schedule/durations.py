@@ -19,7 +19,8 @@ from kairosd.core.bounds import MAX_DURATION_DAYS, MAX_DURATION_S
 from kairosd.core.errors import InvalidTimeError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_PART_RE = re.compile(r"(\d+(?:\.\d+)?)(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w)")
+# re.ASCII: "\d" alone also matches Arabic-Indic ("٣") or fullwidth ("３") digits, which float() reads.
+_PART_RE = re.compile(r"(\d+(?:\.\d+)?)(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w)", re.ASCII)
 _MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
 _HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12)
 # Every interval under a day that cron repeats evenly, in minutes (a day included, so

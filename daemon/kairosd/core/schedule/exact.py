@@ -20,7 +20,8 @@ from kairosd.core.errors import InvalidTimeError
 from kairosd.core.schedule.durations import parse_duration
 from kairosd.core.schedule.fires import resolve_wall
 
-_CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
+# ASCII digits only: "\d" alone also matches Arabic-Indic or fullwidth digits.
+_CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$", re.ASCII)
 
 
 def resolve_in(text: str, now: datetime) -> datetime:
@@ -34,6 +35,9 @@ def resolve_in(text: str, now: datetime) -> datetime:
 def resolve_at(text: str, now: datetime, zone: ZoneInfo) -> datetime:
     """The UTC instant ``text`` names (see module docstring); must be after ``now``."""
     raw = text.strip()
+    if not (raw.isascii() and raw.isprintable()):
+        # fromisoformat skips a NUL between date and time or after them, and reads non-ASCII digits.
+        raise InvalidTimeError(f"{text[:40]!r} is not a time: only ASCII digits, letters and punctuation")
     clock = _CLOCK_RE.match(raw)
     if clock:
         hour, minute, second = int(clock[1]), int(clock[2]), int(clock[3] or 0)
