@@ -207,7 +207,9 @@ def probe_consolidate_paths(home: Home, rounds: int) -> Tally:
             t.join(WAIT_S)
         for path in paths:
             answered = [status for p, status in results if p == path]
-            tally.check(bool(answered) and answered[0] < 500, f"consolidate {path}: {answered or 'no answer'}")
+            # 503 is the refusal past the reads kairosd takes at once: clear, and not a break.
+            ok = bool(answered) and (answered[0] < 500 or answered[0] == 503)
+            tally.check(ok, f"consolidate {path}: {answered or 'no answer'}")
     status, task = home.call("POST", "/v1/tasks", {"in": "1s", "prompt": "after the hostile paths"})
     tally.check(status == 200, f"an add after the hostile paths: {status} {task}")
     if status == 200:
@@ -350,10 +352,14 @@ def probe_store_records(home: Home, now: datetime) -> Tally:
             continue
         _status, doc = home.call("GET", "/v1/tasks")
         tasks = doc.get("tasks", doc) if isinstance(doc, dict) else doc
-        ids = {t.get("id") for t in tasks} if isinstance(tasks, list) else set()
-        bad_kept = record["id"] in ids and what != "lastFiredAt 32 years ahead"
+        kept = {t.get("id"): t for t in tasks} if isinstance(tasks, list) else {}
+        # A bad record is set aside, or kept with its time set right: never kept as it was.
+        bad = kept.get(record["id"])
+        as_was = bad is not None and (
+            "meta" in record or str(bad.get("created_at", "")) > (now + timedelta(days=1)).isoformat()
+        )
         silenced = record["id"] in silenced_tasks(home, now)
-        tally.check("0000aaaa" in ids and not bad_kept and not silenced, f"a store holding {what}: tasks {ids}")
+        tally.check("0000aaaa" in kept and not as_was and not silenced, f"a store holding {what}: tasks {set(kept)}")
     return tally
 
 
