@@ -66,6 +66,7 @@ from kairosd.consolidation.board_model import (
     to_prune,
 )
 from kairosd.consolidation.entries import KINDS, Candidate, clean, normal_key, unsafe
+from kairosd.consolidation.supersede import closed as closed_by_text
 from kairosd.consolidation.supersede import superseded as superseded_by_text
 from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
 from kairosd.store.jsonlog import JsonLog
@@ -238,6 +239,9 @@ class BoardStore:
                 key = normal_key(text)
                 if not key or candidate.kind not in KINDS or unsafe(text):
                     continue
+                if candidate.action == "close":
+                    self._close(board, candidate, text, now, result)
+                    continue
                 existing = index.get(key)
                 if existing is not None:
                     if existing.id in touched:
@@ -256,7 +260,7 @@ class BoardStore:
             if len(board.entries) > LIMIT:
                 result.pruned = to_prune(board.entries, now)
                 board.entries = [e for e in board.entries if e not in result.pruned]
-            if not (result.added or result.seen or result.pruned):
+            if not (result.added or result.seen or result.pruned or result.superseded):
                 return result
             self.save(board)
             base = {"by": "kairos", "session": session, "agent": agent, "run": run}
@@ -278,6 +282,22 @@ class BoardStore:
             result.notes.append(f"no current entry {candidate.supersedes} to supersede; {text!r} added alone")
             return []
         return [named]
+
+    @staticmethod
+    def _close(board: Board, candidate: Candidate, text: str, now: datetime, result: MergeResult) -> None:
+        """A to-do said done leaves the board (as history): the one the answer named, else by its words."""
+        if candidate.supersedes is not None:
+            named = board.find(candidate.supersedes)
+            targets = [named] if named is not None and named.kind == "todo" else []
+        else:
+            targets = [e for e in closed_by_text(text, board.entries) if isinstance(e, Entry)]
+        for old in targets:
+            if old.protected:
+                continue
+            old.superseded_by, old.superseded_at = "done", now
+            board.entries.remove(old)
+            board.superseded.append(old)
+            result.superseded.append(old)
 
     def _replace(self, board: Board, entry: Entry, targets: list[Entry], now: datetime, result: MergeResult) -> None:
         """``entry`` replaces ``targets``: kairos' own become history; beside a protected one it is a conflict."""

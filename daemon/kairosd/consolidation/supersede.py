@@ -115,3 +115,26 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
 def superseded(new_kind: str, new_text: str, current: Iterable[Item]) -> list[Item]:
     """The current entries a new entry replaces, in board order."""
     return [old for old in current if supersedes(new_kind, new_text, old)]
+
+
+# What a person says of a to-do that is done: not the words that name the to-do.
+_DONE_WORDS_TEXT = """done fixed finished sorted closed closing close resolved merged written documented migrated
+    complete completed cross crossed off out now thing stuff btw that's thats all there ready shipped landed answer got
+    list"""
+_DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
+
+
+def closed(text: str, current: Iterable[Item]) -> list[Item]:
+    """The open to-do ``text`` says is done: the one sharing the most words with it, if only one does."""
+    said = words(text) - _DONE_WORDS
+    best: list[Item] = []
+    most = 0
+    for old in current:
+        if old.kind != "todo":
+            continue
+        shared = len(said & words(old.text))
+        if shared > most:
+            best, most = [old], shared
+        elif shared == most and shared:
+            best.append(old)
+    return best if len(best) == 1 else []  # two equally likely: closing either could be wrong
