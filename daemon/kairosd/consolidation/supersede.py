@@ -34,11 +34,11 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]|[a-z0-9]")
 _STOP_WORDS = """a an the this that these those it its is are be been was were to of in on at for from by with and
 or but so we i you our my your us me please pls also just now here there then always never don't dont do not no use
 using used make sure should must will would can let's lets go going with repo project codebase actually scratch
-instead rather than over anymore longer stop drop ok okay yes"""
+instead rather than over anymore longer stop drop ok okay yes only"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|over|away\s+from|replaces?)\s+((?:the\s+)?[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[a-z0-9][a-z0-9._/:@*+-]*)?)",
+    r"drop|over|away\s+from|replaces?)\s+((?:the\s+)?[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
     re.IGNORECASE,
 )
 _POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
@@ -46,9 +46,11 @@ _FACT_SPLIT = re.compile(
     r"\b(?:is|are)\s+(?:called|named)\b|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|"
     r"managed|built|published|configured|defined))\s+(?:on|in|at|under|with|by)\b|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\b"
     r"|\b(?:is|are)\s+(?:owned|maintained)\s+by\b|\b(?:owns?|maintains?|uses)\b"
-    r"|\b(?:is|are)\s+(?:read-only|frozen|locked)\b",
+    r"|\b(?:is|are)\s+(?:read-only|frozen|locked)\b|\bpinned\s+(?:to|at)\b|\blistens?\s+on\b|\bbehind\b"
+    r"|\b(?:was|were|has\s+been|is|are)\s+renamed\s+to\b|\b(?:is|are)\s+at\b|\bmoved\s+to\b",
     re.IGNORECASE,
 )
+_DISTINCT = re.compile(r"[0-9_./:@-]")  # a version, a host, a flag, a path: one thing, whatever its kind
 
 
 class Item(Protocol):
@@ -69,11 +71,13 @@ def ruled_out(text: str) -> set[str]:
     """What ``text`` says not to use or do any more ("use yarn, not pnpm" -> {"pnpm"})."""
     found = set()
     for match in _OUT.finditer(text.replace("\u2019", "'")):
-        # the thing ruled out: the first word that carries meaning ("not make test" -> "test")
-        named = [w.rstrip(".:/-") for w in match[1].lower().split()]
-        word = next((w for w in named if w and w not in _STOP), None)
-        if word:
-            found.add(word)
+        # the thing ruled out: the first word that carries meaning ("not make test" -> "test"),
+        # and any version, flag or name right after it ("not draining with --delete-emptydir-data")
+        named = [w.strip("`'\"").lstrip("-").rstrip(".:/-,") for w in match[1].lower().split()]
+        content = [w for w in named if w and w not in _STOP]
+        if content:
+            found.add(content[0])
+            found.update(w for w in content[1:] if _DISTINCT.search(w))
     return found
 
 
@@ -98,9 +102,15 @@ def _subject(text: str) -> tuple[str, str] | None:
 
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
-    if FAMILY.get(new_kind) != FAMILY.get(old.kind):
-        return False
     out = ruled_out(new_text)
+    if FAMILY.get(new_kind) != FAMILY.get(old.kind):
+        # "not 5.4.0, pin it to 5.6.1" (a correction) replaces "the client is pinned to 5.4.0" (a fact):
+        # a version, host or flag ruled out by name is the same thing whatever the entry's kind
+        families = {FAMILY.get(new_kind), FAMILY.get(old.kind)}
+        distinct = {w for w in out if _DISTINCT.search(w)}
+        return (
+            families == {"rule", "fact"} and bool(distinct & _asks_for(old.text)) and not distinct & _asks_for(new_text)
+        )
     if out and out & _asks_for(old.text) and not out & _asks_for(new_text):
         return True
     new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
@@ -108,7 +118,11 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
         return True
     if FAMILY[new_kind] == "fact":
         new_subject, old_subject = _subject(new_text), _subject(old.text)
-        return new_subject is not None and new_subject == old_subject
+        if new_subject is None or old_subject is None or new_subject[1] != old_subject[1]:
+            return False
+        # the same subject, or one named more briefly ("the worker" after "the sync worker")
+        new_words, old_words = set(new_subject[0].split()), set(old_subject[0].split())
+        return new_words <= old_words or old_words <= new_words
     return False
 
 

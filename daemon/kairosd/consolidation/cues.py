@@ -1,0 +1,316 @@
+"""What one sentence a person typed is worth on the board, and as what: the offline cues.
+
+Precision first: an entry is given to every later session as an instruction, so a sentence
+becomes one only on a clear cue, and whatever is unsure stays out. The cues, in the order they
+are tried:
+
+- **close**: a to-do said done ("the iam thing is fixed", "cross that off"): no new entry, the
+  board closes the open to-do that shares its words;
+- **correction**: "wait no, ...", "sorry, I was wrong: ...", "scratch that, ..." anywhere, and
+  "no, ..." / "actually ..." at the start of a turn that answers the agent; only when what
+  follows is durable (a contrast "not X", "should", a fact), never a one-off ("use a dict there").
+  A corrected fact is kept as a fact, so it replaces the old fact;
+- questions are dropped, except a polite request that is a rule ("could you stop using any?")
+  or a to-do ("would it be possible to add X at some point?");
+- **decision**: "decided with the team: ...", "we agreed in standup: ...", "change of plan: ...",
+  "let's go with ...", "we're switching to ...";
+- **todo**: "todo: ...", "put X on the list", "add X to the backlog", "remind me next week to ...",
+  "don't forget to ...", "note to self", "... later";
+- **rule**: "always/never/don't/make sure/from now on ..." at the start or mid-sentence after a
+  subject, and rules with no such word: "we use uv not poetry", "new code should use polars",
+  "CSS modules only. no tailwind", "X is deprecated, use Y";
+- **preference**: "I prefer ...", "use X instead of Y", "I'd rather ...";
+- **fact**: "X is at host:port", "X listens on :8002", "X is pinned to 1.5.7", "X is behind the F
+  flag", "X was renamed to Y", "X lives in / runs on Y", and plain statements that open with
+  "fyi", "heads up" or "by the way".
+
+Pure: no I/O. Must not import the board, the extractor or anything that does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MIN_TEXT = 8
+
+
+@dataclass(frozen=True)
+class Signal:
+    """What a sentence says for the board: its kind, the entry's text, and "add" or "close"."""
+
+    kind: str
+    text: str
+    action: str = "add"
+
+
+_I = re.IGNORECASE
+# Words that open a sentence without changing what it says; the second group marks a notice.
+_LEAD = re.compile(
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|reminder|"
+    r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|"
+    r"for\s+the\s+record|just\s+so\s+you\s+know|let'?s\s+note\s+that|ps|p\.s\.)\b[,:!.-]*\s+)+",
+    _I,
+)
+_NOTICE = re.compile(
+    r"^(?:\S+\s+)?(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
+    r"just\s+so\s+you\s+know|let'?s\s+note)\b",
+    _I,
+)
+_NOT_A_SUBJECT = re.compile(
+    r"^(?:i|i'?m|i'?ve|i'?d|you|you'?re|it|it'?s|its|this|that|these|those|there|here|he|she|they|what|why|how|when|"
+    r"where|who|which|can|could|should|would|will|do|does|did|is|are|was|were|let'?s|lets|pls|please|maybe|"
+    r"perhaps|ok|okay|hmm+|so|just|if|and|but|or|then|also|now|well|yes|no|yeah|yep|nah|nope|lol|thanks|thx|ty|"
+    r"sure|cool|great|nice|looks?|seems?|sounds?|not|any|some|one|idk|eh|ugh|huh|wow|anyway|still)\b",
+    _I,
+)
+_HEDGE = re.compile(
+    r"\b(?:i\s+think|i\s+guess|i\s+believe|i\s+wonder|maybe|probably|perhaps|seems?|might|apparently|not\s+sure|"
+    r"idk|i\s+forget|failed|broke|again|yesterday|right\s+now|last\s+time|earlier\s+today|for\s+now)\b",
+    _I,
+)
+_PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
+_CHATTER = re.compile(
+    r"\b(?:don'?t|do\s+not|never)\s+(?:worry|bother|mind|care|know|think|understand|see\s+why)\b"
+    r"|^(?:i\s+)?(?:never|always)\s+(?:seen|heard|had|been|liked|understood|thought|fun|nice|great|happy|good|"
+    r"a\s+pleasure|would\s+have|could\s+have)\b|\b(?:see|talk|catch)\s+(?:you|ya)\s+later\b|^later[!.]*$"
+    r"|\balways\s+happy\b",
+    _I,
+)
+# A one-off: about this spot, this once ("use a dict there", "make it horizontal").
+_ONE_OFF = re.compile(
+    r"\b(?:there|this\s+one|that\s+one|just\s+this\s+once|this\s+once|for\s+now|this\s+time|"
+    r"in\s+this\s+(?:file|function|one|commit|pr|test|line|cell)|just\s+for\s+this|"
+    r"(?:make|put|rename|move|set|change|turn|call|do)\s+(?:it|that|this|them)\b)",
+    _I,
+)
+_CONTRAST = re.compile(
+    r"\bnot\s+(?!(?:like|that|this|it|what|quite|sure|really|so|too|yet|now|a\s+big|the\s+way|bad|great)\b)"
+    r"[\w`'\"./:@-]+|\binstead\s+of\b|\brather\s+than\b|\bno\s+longer\b|\bpin(?:ned)?\s+(?:it\s+)?(?:to|at)\b",
+    _I,
+)
+_MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
+
+# ---- corrections ---------------------------------------------------------------------------
+_FILLER = r"(?:(?:ugh|oh|oops|argh|hmm+|ah|damn|ok|okay)[,.!]*\s+)?"
+_STRONG_CORRECTION = re.compile(
+    _FILLER + r"(?:"
+    r"(?:wait|hold\s+on)[,.!]*\s+(?:no+|nope)\b"
+    r"|no+[,.!]*\s+wait\b"
+    r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:i\s+was\s+wrong|i\s+misspoke|my\s+mistake|my\s+bad)"
+    r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
+    r"|scratch\s+that|correction(?=\s*[:,-])"
+    r")[\s,.:;!-]*",
+    _I,
+)
+_WEAK_CORRECTION = re.compile(
+    r"^(?:(?:no+[\s,.!]+)*no+\b|nope\b|wrong\b|incorrect\b|not\s+quite\b|actually\b|that'?s\s+(?:not|wrong|incorrect)\b"
+    r"|that\s+is\s+(?:not|wrong|incorrect)\b|you\s+(?:forgot|missed|misunderstood)\b"
+    r"|i\s+(?:said|meant|told\s+you)\b)[\s,.!:;-]*(?:what\s+i\s+meant[\s,.!:;-]*)?",
+    _I,
+)
+_IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
+
+# ---- to-dos said done -----------------------------------------------------------------------
+_DONE = re.compile(
+    r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
+    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed)\b"
+    r"|\bthat'?s\s+(?:done|sorted|fixed|finished)\b|\bcross\s+(?:that|it|this)\s+off\b"
+    r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
+    _I,
+)
+_NOT_DONE = re.compile(r"\b(?:not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b", _I)
+
+# ---- polite questions ----------------------------------------------------------------------
+_POLITE_RULE = re.compile(
+    r"^(?:could|would)\s+you\s+(?:please\s+|kindly\s+)?(?:mind\s+)?(?:always|never|stop|not|no\s+longer|avoid)\b",
+    _I,
+)
+_POLITE_HEAD = re.compile(r"^(?:could|would)\s+you\s+(?:please\s+|kindly\s+)?(?:mind\s+)?", _I)
+_POLITE_TODO = re.compile(
+    r"^(?:would\s+it\s+be\s+possible\s+to|could\s+(?:you|we)|can\s+(?:you|we))\b.*"
+    r"\b(?:at\s+some\s+point|eventually|later|next\s+(?:week|sprint|time))\b",
+    _I,
+)
+
+# ---- decisions, to-dos, rules, preferences ---------------------------------------------------
+_DECISION = re.compile(
+    r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
+    r"(?:decided|agreed)\b|^decision\s*:|^(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b"
+    r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
+    r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
+    r"|^(?:let'?s\s+)?go\s+with\b",
+    _I,
+)
+_TODO = re.compile(
+    r"^(?:todo|fixme)\b[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"still\s+need\s+to)\b|^note\s+to\s+self\b"
+    r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
+    r"|\badd\s+.{1,80}?\s+to\s+the\s+(?:backlog|list|to-?do\s+list)\b",
+    _I,
+)
+_TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
+_TODO_VAGUE = re.compile(r"\b(?:later|next\s+time|follow[\s-]?up|at\s+some\s+point)\b", _I)
+_RULE = re.compile(
+    r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
+    r"(?:always|never|don'?t|dont|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on|going\s+forward)\b"
+    r"|^(?:remember|keep\s+in\s+mind|note\s+for\s+the\s+future)\b",
+    _I,
+)
+# Rules with no rule word: the shapes people use for standing instructions.
+_RULE_PLAIN = re.compile(
+    r"^(?:we|i)\s+(?:only\s+)?use\s+[^,.;]{1,40}?,?\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
+    r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,3}?(?:should|must|needs?|has\s+to|have\s+to|gets?)\b"
+    r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
+    r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
+    r"|\b(?:going\s+forward|from\s+now\s+on|moving\s+forward|in\s+(?:the\s+)?future)\b|\bstop\s+using\b",
+    _I,
+)
+# "jobs must finish in 15 minutes", "Random seed is always 42": a subject, then the rule word.
+_RULE_MID = re.compile(
+    r"^(?:\S+\s+){1,5}?(?:should|must)(?:\s+not|n'?t)?\s+(?:always\s+|never\s+|only\s+)?(?:be|use|go|run|do|have|"
+    r"finish|stay|live|take|get|pass|land|come|point)\b|^(?:\S+\s+){1,8}?(?:always|never)\b",
+    _I,
+)
+_OBSERVED = re.compile(r"\b(?:fail(?:s|ed|ing)?|break(?:s|ing)?|crash(?:es|ed)?|happens?|flak\w*|times?\s+out)\b", _I)
+_PREFERENCE = re.compile(
+    r"(?:^|\b(?:i|we)(?:\s+would\s+|'d\s+|\s+))prefer\b|\bi'?d\s+rather\b|\b(?:i|we)\s+like\s+to\s+use\b"
+    r"|\buse\s+\S+(?:\s+\S+)?\s+(?:instead\s+of|rather\s+than|over)\b",
+    _I,
+)
+
+# ---- facts ---------------------------------------------------------------------------------
+_FACT = re.compile(
+    r"\b(?:is|are)\s+(?:at|on|in)\s+(?:the\s+)?(?!line\b|row\b|step\b|page\b)(?:\w+\s+)?"
+    r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|:\d{2,5})"
+    r"|\blistens?\s+on\s+\S|\bbehind\s+(?:the\s+|a\s+)?[\w.-]+\s+(?:feature\s+)?flag\b"
+    r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S"
+    r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
+    r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
+    r"|\b(?:is|are)\s+(?:partitioned|sharded|keyed|indexed)\s+(?:by|on)\b"
+    r"|\b(?:is|are)\s+(?:published|pushed|uploaded)\s+to\b|\b(?:is|are)\s+(?:being\s+)?(?:decommissioned|retired)\b"
+    r"|\b(?:is|are)\s+(?:called|named)\s+\S"
+    r"|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|managed|built|configured|defined|"
+    r"tracked|written))\s+(?:on|in|at|under|with|by|via|through)\s+\S"
+    r"|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\s+\S|\b(?:is|are)\s+(?:read-only|frozen|protected|locked)\b"
+    r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
+    r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
+    _I,
+)
+_FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
+_STATEMENT = re.compile(r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs)\b", _I)
+
+
+def _subject_first(body: str, start: int, most: int = 8) -> bool:
+    """A thing names the statement: at most ``most`` words before ``start``, not a pronoun."""
+    return start > 0 and len(body[:start].split()) <= most and _NOT_A_SUBJECT.match(body) is None
+
+
+def is_fact(body: str, notice: bool = False) -> bool:
+    """A statement about the project worth a ``fact`` entry (see the module docstring)."""
+    if _HEDGE.search(body) or body.endswith("?"):
+        return False
+    if _FACT_WE_USE.match(body) and not _PAST.search(body):
+        return True
+    match = _FACT.search(body)
+    if match is not None and _subject_first(body, match.start()) and not _PAST.search(body[: match.end()]):
+        return True
+    if notice:  # "fyi the staging account id changes next month"
+        said = _STATEMENT.search(body)
+        return said is not None and _subject_first(body, said.start(), 5) and len(body.split()) >= 4
+    return False
+
+
+def _rule(body: str) -> bool:
+    if _RULE.match(body) or _RULE_PLAIN.search(body):
+        return True
+    mid = _RULE_MID.match(body)
+    return mid is not None and _NOT_A_SUBJECT.match(body) is None and _OBSERVED.search(body) is None
+
+
+def _durable(rest: str) -> bool:
+    """What a correction says is worth keeping: a contrast, a "should", not a one-off tweak."""
+    if _CONTRAST.search(rest):
+        return True
+    if _ONE_OFF.search(rest):
+        return False
+    return (
+        _MODAL.search(rest) is not None
+        or re.match(r"^(?:use|switch\s+to|stick\s+with|pin|keep)\b", rest, _I) is not None
+    )
+
+
+def _tidy(text: str) -> str:
+    text = re.sub(r"^(?:please|pls)[,\s]+", "", text.strip(), flags=_I).strip()
+    return text[:1].upper() + text[1:]
+
+
+def _correction(rest: str, about: str | None, forgot: bool = False) -> Signal | None:
+    rest = rest.strip()
+    if about and _IT_IS.match(rest):  # "I was wrong about the pool: it's called X" -> "the pool is called X"
+        rest = f"{about.strip()} is {_IT_IS.sub('', rest, count=1)}"
+    body = _LEAD.sub("", rest)
+    if len(body) < MIN_TEXT or not re.search(r"[A-Za-z]{3}", body) or body.endswith("?"):
+        return None
+    if is_fact(body):
+        return Signal("fact", _tidy(body))
+    if _durable(body) or (forgot and not _ONE_OFF.search(body)):
+        return Signal("correction", _tidy(sentence_of(body, forgot)))
+    return None
+
+
+def sentence_of(body: str, forgot: bool) -> str:
+    """ "you forgot to update the .nvmrc" is kept whole: "to update the .nvmrc" says nothing alone."""
+    return f"You forgot {body}" if forgot else body
+
+
+def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
+    """What ``sentence`` says for the board, or None. ``after_agent``/``first``: it opens a turn
+    that answers the agent (only then do "no, ..." and "actually ..." correct it)."""
+    sentence = sentence.strip()
+    strong = _STRONG_CORRECTION.match(sentence)
+    if strong is not None and strong.end() < len(sentence):
+        return _correction(sentence[strong.end() :], strong.group("about"))
+    if first and after_agent:
+        weak = _WEAK_CORRECTION.match(sentence)
+        if weak is not None:
+            forgot = re.match(r"you\s+(?:forgot|missed)\b", sentence, _I) is not None
+            return _correction(sentence[weak.end() :], None, forgot)
+    if sentence.endswith("?"):
+        if _POLITE_RULE.match(sentence) and not _HEDGE.search(sentence):
+            return Signal("rule", _tidy(_POLITE_HEAD.sub("", sentence).rstrip("?").strip()))
+        if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
+            return Signal("todo", _tidy(sentence))
+        return None  # a question asks; it does not decide or instruct
+    if _DONE.search(sentence) and not _NOT_DONE.search(sentence) and not _HEDGE.search(sentence):
+        return Signal("todo", sentence, "close")
+    notice = _NOTICE.match(sentence) is not None
+    body = _LEAD.sub("", sentence) if not re.match(r"^note\s+to\s+self\b", sentence, _I) else sentence
+    if len(body) < MIN_TEXT:
+        return None
+    if _TODO.search(body):
+        return Signal("todo", _tidy(body))
+    if _CHATTER.search(body):
+        return None
+    if _DECISION.search(body) and not _HEDGE.search(body):
+        return Signal("decision", _tidy(body))
+    if _rule(body) and not _HEDGE.search(body):
+        return Signal("rule", _tidy(body))
+    if _TODO_VAGUE.search(body) and not _HEDGE.search(body):
+        return Signal("todo", _tidy(body))
+    if _PREFERENCE.search(body) and not _ONE_OFF.search(body) and not _HEDGE.search(body):
+        return Signal("preference", _tidy(body))
+    if is_fact(body, notice):
+        return Signal("fact", _tidy(body))
+    return None
+
+
+def refers_back(sentence: str) -> bool:
+    """ "put that on the list": a to-do whose subject is the sentence before it."""
+    return _TODO_THAT.search(sentence) is not None and not sentence.endswith("?")
+
+
+def classify(sentence: str, *, after_agent: bool, first: bool) -> str | None:
+    """The kind of a sentence a person wrote (None: nothing for the board, or a to-do said done)."""
+    signal = read(sentence, after_agent=after_agent, first=first)
+    return signal.kind if signal is not None and signal.action == "add" else None
