@@ -49,12 +49,14 @@ _I = re.IGNORECASE
 _LEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|reminder|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|"
-    r"for\s+the\s+record|just\s+so\s+you\s+know|let'?s\s+note\s+that|ps|p\.s\.)\b[,:!.-]*\s+)+",
+    r"for\s+the\s+record|just\s+so\s+you\s+know|let'?s\s+note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
+    r"i\s+(?:checked|looked|asked|confirmed)|(?:my|our|the)\s+(?:lead|mentor|manager|boss|team\s+lead|tl|cto|team)\s+"
+    r"(?:said|says|wants|told\s+me)(?:\s+that)?)\b[,:!.-]*\s+)+",
     _I,
 )
 _NOTICE = re.compile(
     r"^(?:\S+\s+)?(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
-    r"just\s+so\s+you\s+know|let'?s\s+note)\b",
+    r"just\s+so\s+you\s+know|let'?s\s+note|for\s+context|as\s+context)\b",
     _I,
 )
 _NOT_A_SUBJECT = re.compile(
@@ -69,6 +71,7 @@ _HEDGE = re.compile(
     r"idk|i\s+forget|failed|broke|again|yesterday|right\s+now|last\s+time|earlier\s+today|for\s+now)\b",
     _I,
 )
+_UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
 _PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
 _CHATTER = re.compile(
     r"\b(?:don'?t|do\s+not|never)\s+(?:worry|bother|mind|care|know|think|understand|see\s+why)\b"
@@ -97,7 +100,8 @@ _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
     r"(?:wait|hold\s+on)[,.!]*\s+(?:no+|nope)\b"
     r"|no+[,.!]*\s+wait\b"
-    r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:i\s+was\s+wrong|i\s+misspoke|my\s+mistake|my\s+bad)"
+    r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
+    r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that)\s+wrong)"
     r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
     r"|scratch\s+that|correction(?=\s*[:,-])"
     r")[\s,.:;!-]*",
@@ -114,7 +118,7 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 # ---- to-dos said done -----------------------------------------------------------------------
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
-    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed)\b"
+    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone)\b"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished)\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
     _I,
@@ -139,21 +143,23 @@ _DECISION = re.compile(
     r"(?:decided|agreed)\b|^decision\s*:|^(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b"
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
-    r"|^(?:let'?s\s+)?go\s+with\b",
+    r"|^(?:let'?s\s+)?go\s+with\b|^(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
+    r"|^change\s+of\s+heart\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
+    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b",
     _I,
 )
 _TODO = re.compile(
     r"^(?:todo|fixme)\b[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
-    r"|\badd\s+.{1,80}?\s+to\s+the\s+(?:backlog|list|to-?do\s+list)\b",
+    r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
     _I,
 )
 _TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
 _TODO_VAGUE = re.compile(r"\b(?:later|next\s+time|follow[\s-]?up|at\s+some\s+point)\b", _I)
 _RULE = re.compile(
     r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
-    r"(?:always|never|don'?t|dont|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on|going\s+forward)\b"
+    r"(?:always|never|don'?t|dont|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on|going\s+forward|avoid)\b"
     r"|^(?:remember|keep\s+in\s+mind|note\s+for\s+the\s+future)\b",
     _I,
 )
@@ -163,13 +169,15 @@ _RULE_PLAIN = re.compile(
     r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,3}?(?:should|must|needs?|has\s+to|have\s+to|gets?)\b"
     r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
-    r"|\b(?:going\s+forward|from\s+now\s+on|moving\s+forward|in\s+(?:the\s+)?future)\b|\bstop\s+using\b",
+    r"|\b(?:going\s+forward|from\s+now\s+on|moving\s+forward|in\s+(?:the\s+)?future)\b|\bstop\s+using\b"
+    r"|\b(?:for|in)\s+(?:all\s+|any\s+)?new\s+(?:code|screens?|pages?|components?|files?|modules?|services?|features?|"
+    r"tests?|endpoints?|projects?|repos?)\b|^no\s+[\w.-]+(?:\s+[\w.-]+)?[,.;]\s*(?:we\s+)?use\s+\S",
     _I,
 )
 # "jobs must finish in 15 minutes", "Random seed is always 42": a subject, then the rule word.
 _RULE_MID = re.compile(
     r"^(?:\S+\s+){1,5}?(?:should|must)(?:\s+not|n'?t)?\s+(?:always\s+|never\s+|only\s+)?(?:be|use|go|run|do|have|"
-    r"finish|stay|live|take|get|pass|land|come|point)\b|^(?:\S+\s+){1,8}?(?:always|never)\b",
+    r"finish|stay|live|take|get|pass|land|come|point)\b|^(?:\S+\s+){1,10}?(?:always|never)\b",
     _I,
 )
 _OBSERVED = re.compile(r"\b(?:fail(?:s|ed|ing)?|break(?:s|ing)?|crash(?:es|ed)?|happens?|flak\w*|times?\s+out)\b", _I)
@@ -178,6 +186,8 @@ _PREFERENCE = re.compile(
     r"|\buse\s+\S+(?:\s+\S+)?\s+(?:instead\s+of|rather\s+than|over)\b",
     _I,
 )
+
+_I_PREFER = re.compile(r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b", _I)
 
 # ---- facts ---------------------------------------------------------------------------------
 _FACT = re.compile(
@@ -194,7 +204,9 @@ _FACT = re.compile(
     r"tracked|written))\s+(?:on|in|at|under|with|by|via|through)\s+\S"
     r"|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\s+\S|\b(?:is|are)\s+(?:read-only|frozen|protected|locked)\b"
     r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
-    r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
+    r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
+    r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
+    r"|\b(?:reads?|writes?|pulls?|pushes)\s+(?:from|to)\s+\S|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
     _I,
 )
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
@@ -282,7 +294,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
             return Signal("todo", _tidy(sentence))
         return None  # a question asks; it does not decide or instruct
-    if _DONE.search(sentence) and not _NOT_DONE.search(sentence) and not _HEDGE.search(sentence):
+    if _DONE.search(sentence) and not _NOT_DONE.search(sentence) and not _UNSURE.search(sentence):
         return Signal("todo", sentence, "close")
     notice = _NOTICE.match(sentence) is not None
     body = _LEAD.sub("", sentence) if not re.match(r"^note\s+to\s+self\b", sentence, _I) else sentence
@@ -294,6 +306,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return None
     if _DECISION.search(body) and not _HEDGE.search(body):
         return Signal("decision", _tidy(body))
+    if _I_PREFER.search(body) and not _HEDGE.search(body):
+        return Signal("preference", _tidy(body))
     if _rule(body) and not _HEDGE.search(body):
         return Signal("rule", _tidy(body))
     if _TODO_VAGUE.search(body) and not _HEDGE.search(body):

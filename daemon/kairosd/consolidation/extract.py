@@ -65,6 +65,12 @@ MAX_SENTENCE_SOURCE = MAX_LINE  # longer "sentences" are pasted text, not someth
 CAPS = {"rule": 8, "decision": 4, "todo": 4, "command": 3, "file": 3}
 _CAP_GROUP = {"rule": "rule", "preference": "rule", "correction": "rule", "decision": "decision", "todo": "todo"}
 REPEATED_COMMAND = 3
+# A close that names nothing ("so that's done") beyond words like these refers to what came before.
+_NAMES = re.compile(
+    r"\b(?!(?:so|that'?s|that|this|it'?s|it|is|are|was|all|now|done|fixed|sorted|finished|closed|too|also|ok|okay|"
+    r"btw|then|well|yep|yes|and)\b)[a-z][a-z0-9_-]{2,}",
+    re.IGNORECASE,
+)
 _USE_NEXT = re.compile(r"^use\s+\S+(?:\s+\S+){0,5}[.!]?$", re.IGNORECASE)
 
 _TRIVIAL_COMMANDS = frozenset(
@@ -115,6 +121,9 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             found[-1] = previous_signal = Signal("rule", f"{previous_signal.text.rstrip('.!')}. {sentence}")
             previous = sentence
             continue
+        if signal is not None and signal.action == "close" and previous is not None and not _NAMES.search(signal.text):
+            # "got read access today!! so that's done": what is done is the sentence before
+            signal = Signal("todo", f"{previous} {signal.text}", "close")
         if signal is not None:
             found.append(signal)
         previous, previous_signal = sentence, signal

@@ -38,7 +38,7 @@ instead rather than over anymore longer stop drop ok okay yes only"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|over|away\s+from|replaces?)\s+((?:the\s+)?[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
+    r"drop|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+from|replaces?)\s+((?:the\s+)?[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
     re.IGNORECASE,
 )
 _POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
@@ -81,6 +81,12 @@ def ruled_out(text: str) -> set[str]:
     return found
 
 
+def _first_words(text: str) -> set[str]:
+    """What a fact is about: the meaningful words before its first "is"/"are"."""
+    head = re.split(r"\b(?:is|are|was|were)\b", text.lower(), maxsplit=1)[0]
+    return words(head) if len(head.split()) <= 4 else set()
+
+
 def _asks_for(text: str) -> set[str]:
     return words(text) - ruled_out(text)
 
@@ -108,9 +114,12 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
         # a version, host or flag ruled out by name is the same thing whatever the entry's kind
         families = {FAMILY.get(new_kind), FAMILY.get(old.kind)}
         distinct = {w for w in out if _DISTINCT.search(w)}
-        return (
-            families == {"rule", "fact"} and bool(distinct & _asks_for(old.text)) and not distinct & _asks_for(new_text)
-        )
+        if families != {"rule", "fact"}:
+            return False
+        if distinct & _asks_for(old.text) and not distinct & _asks_for(new_text):
+            return True
+        # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject
+        return old.kind == "fact" and bool(out & _first_words(old.text)) and not out & _asks_for(new_text)
     if out and out & _asks_for(old.text) and not out & _asks_for(new_text):
         return True
     new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
