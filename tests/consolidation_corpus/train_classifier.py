@@ -19,6 +19,7 @@ writers left out were still tuned on by the cues, except as noted in the design 
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sys
@@ -27,7 +28,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from consolidation_corpus.train_score import Figures, load, score_writer
-
 from kairosd.consolidation import cues
 from kairosd.consolidation import extract as extract_module
 from kairosd.consolidation.clauses import sentences
@@ -39,7 +39,7 @@ UNION_CONFIDENCE = 0.95
 
 def features(sentence: str) -> list[str]:
     words = re.findall(r"[a-z0-9_'.:/-]+", sentence.lower())
-    grams = [f"w:{w}" for w in words] + [f"b:{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+    grams = [f"w:{w}" for w in words] + [f"b:{a} {b}" for a, b in itertools.pairwise(words)]
     for word in words:
         padded = f" {word} "
         grams += [f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2)]

@@ -110,7 +110,8 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
         if signal is None and previous is not None and refers_back(sentence):
             # "write the runbook. put that on the list": the to-do is the sentence before
             if previous_signal is None or previous_signal.kind != "todo":
-                signal = Signal("todo", f"{previous.rstrip('.!')}: {sentence}")
+                said = f"{previous.rstrip('.!')}: {sentence}"
+                signal = Signal("todo", said[:1].upper() + said[1:])
         elif (
             signal is None
             and previous_signal is not None

@@ -1,0 +1,229 @@
+"""The offline extractor by sentence: what a person typed is split from what they pasted, each
+sentence is read for a clear cue (precision first), and later words replace or close earlier ones
+on the board (issue 22's hard cases and the noise that got through)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from kairosd.consolidation.board import BoardStore
+from kairosd.consolidation.clauses import is_log_line, sentences
+from kairosd.consolidation.cues import classify, read
+from kairosd.consolidation.entries import Candidate
+from kairosd.consolidation.extract import extract
+from kairosd.consolidation.transcripts import Message
+
+UTC_ZONE = ZoneInfo("UTC")
+ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def _session(*typed: str, day: int = 0) -> list[Candidate]:
+    messages = []
+    for step, text in enumerate(typed):
+        when = ANCHOR + timedelta(days=day, minutes=step)
+        messages += [Message("user", text, human=True, at=when), Message("assistant", "Done.", at=when)]
+    return extract(messages, project="/p", anchor=ANCHOR, zone=UTC_ZONE).candidates
+
+
+def _kinds(*typed: str) -> list[tuple[str, str]]:
+    return [(c.kind, c.text) for c in _session(*typed)]
+
+
+# ---- sentences and what is pasted ----------------------------------------------------------
+
+
+def test_sentences_split_after_a_lower_case_full_stop_and_keep_abbreviations() -> None:
+    assert sentences("ok looks sane. next: silences. dont ever create silences longer than 24h.") == [
+        "ok looks sane.",
+        "next: silences.",
+        "dont ever create silences longer than 24h.",
+    ]
+    assert sentences("use e.g. polars here. And pin v1.2.3 please.") == [
+        "use e.g. polars here.",
+        "And pin v1.2.3 please.",
+    ]
+    assert sentences("By the way, the API is at https://api.shop.internal:8443.") == [
+        "By the way, the API is at https://api.shop.internal:8443."
+    ]
+    # one rule said in two sentences stays one
+    assert sentences("CSS modules only. No tailwind, please.") == ["CSS modules only. No tailwind, please."]
+    assert sentences("- alertmanager is at a:9093\n- grafana is at g:3000") == [
+        "alertmanager is at a:9093",
+        "grafana is at g:3000",
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "warning: unused variable `amt`, fix later",
+        "error[E0308]: mismatched types",
+        "app/refund.py:12:5: UP006 Use `list` instead of `List` for type annotation",
+        "  12:3  warning  Prefer `const` over `let`  prefer-const",
+        "##[warning]Node.js 16 actions are deprecated. Please update to use Node.js 20 instead of Node.js 16.",
+        "W1002 10:02:11 warnings.go:70] policy/v1beta1 PodSecurityPolicy is deprecated",
+        'level=warn ts=2026-10-01T02:11Z msg="Notify attempt failed, will retry later"',
+        "[2026-10-03 01:00:12] WARNING - Task exceeded its SLA. Consider retrying later.",
+        "DeprecationWarning: datetime.utcnow() is deprecated, use datetime.now(UTC)",
+        "│ Use `aws_s3_bucket_versioning` instead of `versioning` block",
+        "FAILED tests/test_sync.py::test_replay - AssertionError: always expected 3 rows",
+    ],
+)
+def test_lines_a_program_printed_are_not_the_persons(line: str) -> None:
+    assert is_log_line(line)
+    assert sentences(f"look:\n{line}\nwhat now") == ["look:", "what now"]
+
+
+@pytest.mark.parametrize(
+    "line", ["Note: the label column is called churned_90d", "we use uv not poetry", "fyi the db is at db:5433"]
+)
+def test_lines_a_person_typed_are_kept(line: str) -> None:
+    assert not is_log_line(line)
+
+
+# ---- the hard cases the issue names -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # plain facts
+        ("fyi the ledger db is at ledger.internal:5433", "fact"),
+        ("the webhook listener listens on :8002", "fact"),
+        ("terraform is pinned to 1.5.7", "fact"),
+        ("the fraud check is behind the checkout_v2 flag", "fact"),
+        ("the vpn gateway was renamed to edge-gw-2", "fact"),
+        ("heads up: web-7 is being decommissioned friday", "fact"),
+        ("Heads up: the blog is moving to a headless CMS next quarter.", "fact"),
+        # rules with no rule word
+        ("we use uv not poetry", "rule"),
+        ("new code should use polars", "rule"),
+        ("CSS modules only. No tailwind, please.", "rule"),
+        ("orjson is deprecated here, use msgspec", "rule"),
+        ("Random seed is always 42 in this repo", "rule"),
+        ("jobs must finish in under 15 minutes, split them if not", "rule"),
+        # polite questions that are rules
+        ("could you stop using any?", "rule"),
+        ("Would you mind always running the type check before you say it's done?", "rule"),
+        # decisions taken with others
+        ("decided with the team: refunds go through the outbox, never direct", "decision"),
+        ("we agreed in standup: no new endpoints without an openapi entry", "decision"),
+        ("change of plan: we deploy on thursdays now, not tuesdays", "decision"),
+        # to-dos
+        ("put the retry cleanup on the list", "todo"),
+        ("remind me next week to rotate the stripe webhook secret", "todo"),
+        ('Please add "migrate the remaining class components" to the backlog.', "todo"),
+    ],
+)
+def test_hard_cases(sentence: str, kind: str) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+@pytest.mark.parametrize(
+    ("typed", "kind", "text"),
+    [
+        ("ugh wait no, not 5.4.0, pin it to 5.6.1", "correction", "Not 5.4.0, pin it to 5.6.1"),
+        ("wait, sorry, I was wrong: the worker runs on batch-04 now", "fact", "The worker runs on batch-04 now"),
+        ("sorry, I was wrong about the pool: it's called spot-batch-2", "fact", "The pool is called spot-batch-2"),
+        ("scratch that, terraform is pinned to 1.6.2 now", "fact", "Terraform is pinned to 1.6.2 now"),
+        ("no, the worker should retry 3 times, not 5", "correction", "The worker should retry 3 times, not 5"),
+    ],
+)
+def test_corrections_keep_what_is_right_now(typed: str, kind: str, text: str) -> None:
+    signal = read(typed, after_agent=True, first=True)
+    assert signal is not None
+    assert (signal.kind, signal.text) == (kind, text)
+
+
+def test_put_that_on_the_list_is_the_sentence_before() -> None:
+    assert _kinds("ok. write the runbook for the disk alert. put that on the list") == [
+        ("todo", "Write the runbook for the disk alert: put that on the list")
+    ]
+    assert _kinds("put that on the list") == []  # "that" is what the agent said: unknown, kept out
+
+
+# ---- the noise that got through ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "actually use a dict there",  # a one-off
+        "actually make it horizontal",
+        "no not like that, put it in the cli module",
+        "what did that helper `to_cents` do again? the one from yesterday",  # a question about earlier work
+        "did the migration from last time actually run?",
+        "should we always use the retry helper from yesterday? we added it last week",
+        "here's the log:\n```\nwarning: unused variable `amt`, fix later\n```",  # a compiler warning saying later
+        "warning: unused variable `amt`, fix later",  # the same, pasted without a fence
+        "app/refund.py:12:5: UP006 Use `list` instead of `List` for type annotation\nwhats this",  # a linter
+        "Here is what the linter said:\n  40:1  error  Always use `===` instead of `==`  eqeqeq",
+        "interesting. never would have guessed",  # chit-chat with a rule word
+        "Could you use a Map here instead?",
+        "Hmm, maybe we should rethink the spacing scale at some point? Not sure yet.",
+        "lol nice",
+    ],
+)
+def test_noise_makes_no_entry(typed: str) -> None:
+    assert _kinds(typed) == []
+    assert _kinds("Set it up.", typed) == []  # nor when it answers the agent
+
+
+# ---- later words replace, done to-dos close --------------------------------------------------
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> BoardStore:
+    return BoardStore(tmp_path / "boards", lambda: ANCHOR)
+
+
+def _board(store: BoardStore, *sessions: tuple[str, ...]) -> list[str]:
+    for day, typed in enumerate(sessions):
+        store.merge("/p", _session(*typed, day=day))
+    return sorted(e.text for e in store.load("/p").entries)
+
+
+def test_a_change_of_plan_across_sessions_replaces_the_old_rule(store: BoardStore) -> None:
+    board = _board(
+        store, ("from now on, deploy on tuesdays",), ("change of plan: we deploy on thursdays now, not tuesdays",)
+    )
+    assert board == ["Change of plan: we deploy on thursdays now, not tuesdays"]
+
+
+def test_a_correction_within_a_session_replaces_the_fact(store: BoardStore) -> None:
+    board = _board(
+        store, ("the stripe client is pinned to 5.4.0, dont bump it", "ugh wait no, not 5.4.0, pin it to 5.6.1")
+    )
+    assert board == ["Not 5.4.0, pin it to 5.6.1"]
+    board = _board(
+        store, ("the sync worker runs on batch-03",), ("wait, sorry, I was wrong: the worker runs on batch-04 now",)
+    )
+    assert "The sync worker runs on batch-03" not in board
+    assert "The worker runs on batch-04 now" in board
+
+
+def test_moving_away_from_a_tool_replaces_the_fact_about_it(store: BoardStore) -> None:
+    board = _board(
+        store, ("Hilt is our DI framework.",), ("Change of heart on the DI thing, we're moving from Hilt to Koin.",)
+    )
+    assert board == ["Change of heart on the DI thing, we're moving from Hilt to Koin."]
+
+
+def test_a_todo_said_done_is_closed(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("put the iam cleanup on the list", "remind me next week to rotate the secret"),
+        ("the iam thing is fixed",),
+    )
+    assert board == ["Remind me the week of 2026-11-23 to rotate the secret"]
+    [close] = [c for c in _session("got read access today!! so that's done") if c.action == "close"]
+    assert (close.kind, close.text) == ("todo", "got read access on 2026-11-20!! so that's done")
+
+
+def test_a_todo_not_yet_done_is_not_closed() -> None:
+    assert _session("the iam thing is not fixed yet") == []
+    assert _session("is the iam thing fixed?") == []
