@@ -17,19 +17,21 @@ MAX_LINE = 600  # a longer "line" is pasted text, not something a person typed
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # A line that a program printed, not a person: each alternative is a shape tools print in.
-_LOG_LINE = re.compile(
-    r"Traceback \(most recent call last\)|^\s+File \"|^\s*at \S+\(|^\s*\$ |^[\w.-]+@[\w.-]+:.*\$ |^\s*>>> "
-    r"|^\s*\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|^\s*\[?\d\d:\d\d:\d\d\b|^\s*[WEIF]\d{4} \d\d:\d\d"  # timestamps, klog
-    r"|\blevel=\w+|\bts=\d|^\s*(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE)\b[:\]\s-]"
-    r"|^\s*\[(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL)\]|^\s*##\[\w+\]|^\s*\(!\)\s"
-    r"|^\s*(?:warning|error|fatal|hint)(?:\[[\w-]+\])?:\s"  # compilers: "warning: unused ...", "error[E0308]:"
-    r"|^\s*\w[\w./\\-]*\.(?:py|pyi|js|jsx|ts|tsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh|ya?ml"
+# A line that a program printed, not a person: each alternative is a shape tools print in. Most
+# are anchored at the line's start (tried there only, with ``match``); a few may come anywhere.
+_LOG_START = re.compile(
+    r"\s*(?:File \"|at \S+\(|\$ |>>> |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|[WEIF]\d{4} \d\d:\d\d"
+    r"|(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE)\b[:\]\s-]"
+    r"|\[(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL)\]|##\[\w+\]|\(!\)\s"
+    r"|(?:warning|error|fatal|hint)(?:\[[\w-]+\])?:\s"  # compilers: "warning: unused ...", "error[E0308]:"
+    r"|\w[\w./\\-]*\.(?:py|pyi|js|jsx|ts|tsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh|ya?ml"
     r"|toml|json|css|scss|sql|tf|md)(?::\d+){1,2}\b"  # "app/x.py:12:5: UP006 ..."
-    r"|^\s*\d+:\d+\s+(?:error|warning|warn)\b"  # eslint's "12:3  warning  ..."
-    r"|^\s*(?:FAILED|PASSED|ERROR|XFAIL|SKIPPED)\s|^\s*E\s{2,}|^\s*[│┃|]\s|^\s*(?:TASK|PLAY|RUNNING HANDLER) \["
-    r"|^\s*(?:fatal|ok|changed|failed|skipping):\s*\[|^\s*\w+(?:Warning|Error|Exception):\s"
-    r"|^\s*(?:npm|yarn|pnpm) (?:WARN|ERR)|^\s*Error: |^\s*warning\s+\S+:\s|^\s*[-=*#]{4,}\s*$",
+    r"|\d+:\d+\s+(?:error|warning|warn)\b"  # eslint's "12:3  warning  ..."
+    r"|(?:FAILED|PASSED|ERROR|XFAIL|SKIPPED)\s|E\s{2,}|[│┃|]\s|(?:TASK|PLAY|RUNNING HANDLER) \["
+    r"|(?:fatal|ok|changed|failed|skipping):\s*\[|\w+(?:Warning|Error|Exception):\s"
+    r"|(?:npm|yarn|pnpm) (?:WARN|ERR)|Error: |warning\s+\S+:\s|[-=*#]{4,}\s*$)",
 )
+_LOG_ANYWHERE = re.compile(r"Traceback \(most recent call last\)|\blevel=\w+|\bts=\d|^[\w.-]+@[\w.-]+:.*\$ ")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+")
 # A sentence ends at . ! ? (or …) followed by a space, whatever case comes next; not after a
 # short abbreviation ("e.g.", "i.e.", "etc.", "vs.").
@@ -41,7 +43,7 @@ _NO_NEXT = re.compile(r"^no\s+\w", re.IGNORECASE)
 
 def is_log_line(line: str) -> bool:
     """Whether ``line`` looks printed by a program (a log, a compiler, a linter, CI), not typed."""
-    return _LOG_LINE.search(line) is not None
+    return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
 
 
 def typed_lines(text: str) -> list[str]:

@@ -213,6 +213,22 @@ _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _
 _STATEMENT = re.compile(r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs)\b", _I)
 
 
+# Every word (as [a-z]+ runs: "don't" is "don" and "t") that some cue after the question test needs.
+_TRIGGER_WORDS = """
+is are s was were got has have been that cross closing gone todo fixme forget remind still note put add do to backlog
+list decided agreed decision change plan plans let lets ll will go going switching moving standardising standardizing
+settled chose picked went opted heart gonna team prefer rather always never don dont not must make from avoid remember
+keep use using uses new all every each deprecated only forward future stop no should later next follow followup point
+like listens listen behind pinned moved migrated talks talk runs run lives live sits sit goes owns own maintains
+maintain reads read writes write pulls pull pushes push handles vendored called named hosted deployed stored kept
+managed built configured defined tracked written powered backed served fronted owned maintained partitioned sharded
+keyed indexed published pushed uploaded decommissioned retired changes moves gets needs needs read-only frozen
+protected locked instead over
+"""
+_TRIGGERS = frozenset(_TRIGGER_WORDS.split())
+_TOKEN = re.compile(r"[a-z]+")
+
+
 def _subject_first(body: str, start: int, most: int = 8) -> bool:
     """A thing names the statement: at most ``most`` words before ``start``, not a pronoun."""
     return start > 0 and len(body[:start].split()) <= most and _NOT_A_SUBJECT.match(body) is None
@@ -294,6 +310,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
             return Signal("todo", _tidy(sentence))
         return None  # a question asks; it does not decide or instruct
+    if not _TRIGGERS.intersection(_TOKEN.findall(sentence.lower())):
+        return None  # no word any cue below needs: most sentences ("fix the test") stop here
     if _DONE.search(sentence) and not _NOT_DONE.search(sentence) and not _UNSURE.search(sentence):
         return Signal("todo", sentence, "close")
     notice = _NOTICE.match(sentence) is not None
