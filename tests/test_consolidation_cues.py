@@ -117,6 +117,12 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("put the retry cleanup on the list", "todo"),
         ("remind me next week to rotate the stripe webhook secret", "todo"),
         ('Please add "migrate the remaining class components" to the backlog.', "todo"),
+        ("reminder for next sprint: load test the lobby with 10k bots", "todo"),
+        ("Decision from the architecture review: events go to Kafka, not RabbitMQ.", "decision"),
+        ("Migrations are run by the deploy pipeline, don't run them by hand.", "rule"),  # the rule clause wins
+        ("no unwrap() in the networking code, ever.", "rule"),
+        ("so the matchmaker binds to 0.0.0.0:7777", "fact"),
+        ("Spring Boot is at 3.2.4 for now, upgrade is planned for Q1.", "fact"),
     ],
 )
 def test_hard_cases(sentence: str, kind: str) -> None:
@@ -224,6 +230,27 @@ def test_a_todo_said_done_is_closed(store: BoardStore) -> None:
     assert (close.kind, close.text) == ("todo", "got read access on 2026-11-20!! so that's done")
 
 
+def test_a_todo_said_done_in_few_words_is_closed() -> None:
+    signal = read("load test done, lobby held 10k fine", after_agent=True, first=False)
+    assert signal is not None
+    assert (signal.kind, signal.action) == ("todo", "close")
+    # a decision that mentions something gone is a decision, not a close
+    signal = read("we went with redis sorted sets, the old postgres table is gone", after_agent=True, first=False)
+    assert signal is not None
+    assert (signal.kind, signal.action) == ("decision", "add")
+
+
 def test_a_todo_not_yet_done_is_not_closed() -> None:
     assert _session("the iam thing is not fixed yet") == []
     assert _session("is the iam thing fixed?") == []
+
+
+def test_a_new_name_or_place_for_the_same_subject_replaces_the_fact(store: BoardStore) -> None:
+    board = _board(store, ("The topic is called orders.v1.",), ("Small update, the topic got renamed to orders.v2.",))
+    assert board == ["The topic got renamed to orders.v2."]
+    board = _board(
+        store,
+        ("the metrics endpoint is /metrics on port 9100",),
+        ("correction on yesterday: metrics is on port 9102, 9100 is the node exporter",),
+    )
+    assert "The metrics endpoint is /metrics on port 9100" not in board

@@ -47,9 +47,11 @@ class Signal:
 _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
 _LEAD = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|reminder|"
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
+    r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|"
     r"for\s+the\s+record|just\s+so\s+you\s+know|let'?s\s+note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
+    r"(?:small|quick|tiny)\s+update|update|"
     r"i\s+(?:checked|looked|asked|confirmed)|(?:my|our|the)\s+(?:lead|mentor|manager|boss|team\s+lead|tl|cto|team)\s+"
     r"(?:said|says|wants|told\s+me)(?:\s+that)?)\b[,:!.-]*\s+)+",
     _I,
@@ -68,7 +70,7 @@ _NOT_A_SUBJECT = re.compile(
 )
 _HEDGE = re.compile(
     r"\b(?:i\s+think|i\s+guess|i\s+believe|i\s+wonder|maybe|probably|perhaps|seems?|might|apparently|not\s+sure|"
-    r"idk|i\s+forget|failed|broke|again|yesterday|right\s+now|last\s+time|earlier\s+today|for\s+now)\b",
+    r"idk|i\s+forget|failed|broke|again|yesterday|right\s+now|last\s+time|earlier\s+today)\b",
     _I,
 )
 _UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
@@ -103,12 +105,12 @@ _STRONG_CORRECTION = re.compile(
     r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
     r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that)\s+wrong)"
     r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
-    r"|scratch\s+that|correction(?=\s*[:,-])"
+    r"|scratch\s+that|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
     _I,
 )
 _WEAK_CORRECTION = re.compile(
-    r"^(?:(?:no+[\s,.!]+)*no+\b|nope\b|wrong\b|incorrect\b|not\s+quite\b|actually\b|that'?s\s+(?:not|wrong|incorrect)\b"
+    r"^(?:(?:no+[\s,.!]+)*no+(?=\s*[,.!:;-])|no+\s+no+\b|nope\b|wrong\b|incorrect\b|not\s+quite\b|actually\b|that'?s\s+(?:not|wrong|incorrect)\b"
     r"|that\s+is\s+(?:not|wrong|incorrect)\b|you\s+(?:forgot|missed|misunderstood)\b"
     r"|i\s+(?:said|meant|told\s+you)\b)[\s,.!:;-]*(?:what\s+i\s+meant[\s,.!:;-]*)?",
     _I,
@@ -119,6 +121,7 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone)\b"
+    r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped)(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished)\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
     _I,
@@ -140,7 +143,7 @@ _POLITE_TODO = re.compile(
 # ---- decisions, to-dos, rules, preferences ---------------------------------------------------
 _DECISION = re.compile(
     r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
-    r"(?:decided|agreed)\b|^decision\s*:|^(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b"
+    r"(?:decided|agreed)\b|^decision\b[^:]{0,50}:|^(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b"
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
     r"|^(?:let'?s\s+)?go\s+with\b|^(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
@@ -150,7 +153,7 @@ _DECISION = re.compile(
 )
 _TODO = re.compile(
     r"^(?:todo|fixme)\b[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
-    r"still\s+need\s+to)\b|^note\s+to\s+self\b"
+    r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
     _I,
@@ -171,7 +174,9 @@ _RULE_PLAIN = re.compile(
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
     r"|\b(?:going\s+forward|from\s+now\s+on|moving\s+forward|in\s+(?:the\s+)?future)\b|\bstop\s+using\b"
     r"|\b(?:for|in)\s+(?:all\s+|any\s+)?new\s+(?:code|screens?|pages?|components?|files?|modules?|services?|features?|"
-    r"tests?|endpoints?|projects?|repos?)\b|^no\s+[\w.-]+(?:\s+[\w.-]+)?[,.;]\s*(?:we\s+)?use\s+\S",
+    r"tests?|endpoints?|projects?|repos?)\b|^no\s+[\w.-]+(?:\s+[\w.-]+)?[,.;]\s*(?:we\s+)?use\s+\S"
+    r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
+    r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b",
     _I,
 )
 # "jobs must finish in 15 minutes", "Random seed is always 42": a subject, then the rule word.
@@ -193,7 +198,7 @@ _I_PREFER = re.compile(r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b
 _FACT = re.compile(
     r"\b(?:is|are)\s+(?:at|on|in)\s+(?:the\s+)?(?!line\b|row\b|step\b|page\b)(?:\w+\s+)?"
     r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|:\d{2,5})"
-    r"|\blistens?\s+on\s+\S|\bbehind\s+(?:the\s+|a\s+)?[\w.-]+\s+(?:feature\s+)?flag\b"
+    r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bon\s+port\s+\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?[\w.-]+\s+(?:feature\s+)?flag\b"
     r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S"
     r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
     r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
@@ -223,7 +228,8 @@ like listens listen behind pinned moved migrated talks talk runs run lives live 
 maintain reads read writes write pulls pull pushes push handles vendored called named hosted deployed stored kept
 managed built configured defined tracked written powered backed served fronted owned maintained partitioned sharded
 keyed indexed published pushed uploaded decommissioned retired changes moves gets needs needs read-only frozen
-protected locked instead over
+protected locked instead over binds bind port reminder ever anywhere allowed
+done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _TOKEN = re.compile(r"[a-z]+")
@@ -312,7 +318,12 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return None  # a question asks; it does not decide or instruct
     if not _TRIGGERS.intersection(_TOKEN.findall(sentence.lower())):
         return None  # no word any cue below needs: most sentences ("fix the test") stop here
-    if _DONE.search(sentence) and not _NOT_DONE.search(sentence) and not _UNSURE.search(sentence):
+    if (
+        _DONE.search(sentence)
+        and not _NOT_DONE.search(sentence)
+        and not _UNSURE.search(sentence)
+        and not _DECISION.search(_LEAD.sub("", sentence))
+    ):
         return Signal("todo", sentence, "close")
     notice = _NOTICE.match(sentence) is not None
     body = _LEAD.sub("", sentence) if not re.match(r"^note\s+to\s+self\b", sentence, _I) else sentence

@@ -47,7 +47,8 @@ _FACT_SPLIT = re.compile(
     r"managed|built|published|configured|defined))\s+(?:on|in|at|under|with|by)\b|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\b"
     r"|\b(?:is|are)\s+(?:owned|maintained)\s+by\b|\b(?:owns?|maintains?|uses)\b"
     r"|\b(?:is|are)\s+(?:read-only|frozen|locked)\b|\bpinned\s+(?:to|at)\b|\blistens?\s+on\b|\bbehind\b"
-    r"|\b(?:was|were|has\s+been|is|are)\s+renamed\s+to\b|\b(?:is|are)\s+at\b|\bmoved\s+to\b",
+    r"|\b(?:was|were|has\s+been|is|are|got)\s+renamed\s+to\b|\b(?:is|are)\s+(?:at|on)\b|\bmoved\s+to\b"
+    r"|\b(?:binds?|listens?)\s+(?:to|on)\b|\bon\s+port\b",
     re.IGNORECASE,
 )
 _DISTINCT = re.compile(r"[0-9_./:@-]")  # a version, a host, a flag, a path: one thing, whatever its kind
@@ -106,6 +107,15 @@ def _subject(text: str) -> tuple[str, str] | None:
     return (subject, verb) if subject else None
 
 
+def _verb_class(verb: str) -> str:
+    """Verbs that say the same of a subject: its name, its place, its version."""
+    if re.search(r"called|named|renamed", verb):
+        return "name"
+    if re.search(r"^(?:runs?|lives?|sits?|binds?|listens?|moved)\b|hosted|deployed|\b(?:at|on)$|port", verb):
+        return "place"
+    return verb
+
+
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
     out = ruled_out(new_text)
@@ -127,7 +137,7 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
         return True
     if FAMILY[new_kind] == "fact":
         new_subject, old_subject = _subject(new_text), _subject(old.text)
-        if new_subject is None or old_subject is None or new_subject[1] != old_subject[1]:
+        if new_subject is None or old_subject is None or _verb_class(new_subject[1]) != _verb_class(old_subject[1]):
             return False
         # the same subject, or one named more briefly ("the worker" after "the sync worker")
         new_words, old_words = set(new_subject[0].split()), set(old_subject[0].split())
