@@ -123,6 +123,15 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("no unwrap() in the networking code, ever.", "rule"),
         ("so the matchmaker binds to 0.0.0.0:7777", "fact"),
         ("Spring Boot is at 3.2.4 for now, upgrade is planned for Q1.", "fact"),
+        ("module path is github.com/acme/billing", "fact"),
+        ("Our SDK package on PyPI is acme-sdk and the import name is acme.", "fact"),
+        ("Stripe webhooks hit /hooks/stripe, port 8081 in all envs", "fact"),
+        ("todo(me): ask legal about the VAT wording on invoices", "todo"),
+        ("please no global state, pass deps through the Server struct", "rule"),
+        ("All code samples in the docs have to compile, we check them in CI.", "rule"),
+        ("When you mention the rate limit, please always link to the limits page.", "rule"),
+        ("kill the thing on port 8080", None),  # an imperative, not a fact
+        ("no worries, just use whatever", None),
     ],
 )
 def test_hard_cases(sentence: str, kind: str) -> None:
@@ -238,6 +247,15 @@ def test_a_todo_said_done_in_few_words_is_closed() -> None:
     signal = read("we went with redis sorted sets, the old postgres table is gone", after_agent=True, first=False)
     assert signal is not None
     assert (signal.kind, signal.action) == ("decision", "add")
+
+
+@pytest.mark.parametrize(
+    "typed", ["legal answered about VAT, sorted", "I wrote the troubleshooting section, so that's off my plate."]
+)
+def test_other_ways_to_say_done(typed: str) -> None:
+    signal = read(typed, after_agent=True, first=False)
+    assert signal is not None
+    assert signal.action == "close"
 
 
 def test_a_todo_not_yet_done_is_not_closed() -> None:

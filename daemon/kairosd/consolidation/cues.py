@@ -47,7 +47,7 @@ class Signal:
 _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
 _LEAD = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
     r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|"
     r"for\s+the\s+record|just\s+so\s+you\s+know|let'?s\s+note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
@@ -122,7 +122,8 @@ _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone)\b"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped)(?:\s*[,.!;]|$)"
-    r"|\bthat'?s\s+(?:done|sorted|fixed|finished)\b|\bcross\s+(?:that|it|this)\s+off\b"
+    r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished)[.!]*$"
+    r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
     _I,
 )
@@ -152,7 +153,7 @@ _DECISION = re.compile(
     _I,
 )
 _TODO = re.compile(
-    r"^(?:todo|fixme)\b[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
@@ -169,13 +170,15 @@ _RULE = re.compile(
 # Rules with no rule word: the shapes people use for standing instructions.
 _RULE_PLAIN = re.compile(
     r"^(?:we|i)\s+(?:only\s+)?use\s+[^,.;]{1,40}?,?\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
-    r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,3}?(?:should|must|needs?|has\s+to|have\s+to|gets?)\b"
+    r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,5}?(?:should|must|needs?|has\s+to|have\s+to|gets?)\b"
     r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
     r"|\b(?:going\s+forward|from\s+now\s+on|moving\s+forward|in\s+(?:the\s+)?future)\b|\bstop\s+using\b"
     r"|\b(?:for|in)\s+(?:all\s+|any\s+)?new\s+(?:code|screens?|pages?|components?|files?|modules?|services?|features?|"
     r"tests?|endpoints?|projects?|repos?)\b|^no\s+[\w.-]+(?:\s+[\w.-]+)?[,.;]\s*(?:we\s+)?use\s+\S"
-    r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
+    r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
+    r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
+    r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
     r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b",
     _I,
 )
@@ -198,7 +201,7 @@ _I_PREFER = re.compile(r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b
 _FACT = re.compile(
     r"\b(?:is|are)\s+(?:at|on|in)\s+(?:the\s+)?(?!line\b|row\b|step\b|page\b)(?:\w+\s+)?"
     r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|:\d{2,5})"
-    r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bon\s+port\s+\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?[\w.-]+\s+(?:feature\s+)?flag\b"
+    r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?[\w.-]+\s+(?:feature\s+)?flag\b"
     r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S"
     r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
     r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
@@ -212,6 +215,21 @@ _FACT = re.compile(
     r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
     r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
     r"|\b(?:reads?|writes?|pulls?|pushes)\s+(?:from|to)\s+\S|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
+    _I,
+)
+# "the module path is github.com/acme/billing", "our SDK package on PyPI is acme-sdk": a name's value.
+_NAMED_VALUE = re.compile(
+    r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
+    r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
+    r"channel|index|region|prefix|org|team)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
+    _I,
+)
+# An imperative is not a statement about the project ("kill the thing on port 8080").
+_IMPERATIVE = re.compile(
+    r"^(?:kill|run|fix|add|make|use|check|open|close|restart|stop|start|bump|set|change|update|remove|delete|try|look|"
+    r"write|create|move|rename|deploy|build|test|show|print|give|put|help|find|grep|print|revert|merge|push|pull|"
+    r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
 )
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
@@ -228,7 +246,7 @@ like listens listen behind pinned moved migrated talks talk runs run lives live 
 maintain reads read writes write pulls pull pushes push handles vendored called named hosted deployed stored kept
 managed built configured defined tracked written powered backed served fronted owned maintained partitioned sharded
 keyed indexed published pushed uploaded decommissioned retired changes moves gets needs needs read-only frozen
-protected locked instead over binds bind port reminder ever anywhere allowed
+protected locked instead over binds bind port reminder ever anywhere allowed plate
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
@@ -242,8 +260,10 @@ def _subject_first(body: str, start: int, most: int = 8) -> bool:
 
 def is_fact(body: str, notice: bool = False) -> bool:
     """A statement about the project worth a ``fact`` entry (see the module docstring)."""
-    if _HEDGE.search(body) or body.endswith("?"):
+    if _HEDGE.search(body) or body.endswith("?") or _IMPERATIVE.match(body):
         return False
+    if _NAMED_VALUE.match(body):
+        return True
     if _FACT_WE_USE.match(body) and not _PAST.search(body):
         return True
     match = _FACT.search(body)

@@ -51,6 +51,7 @@ _FACT_SPLIT = re.compile(
     r"|\b(?:binds?|listens?)\s+(?:to|on)\b|\bon\s+port\b",
     re.IGNORECASE,
 )
+_IS = re.compile(r"\b(?:is|are)\b", re.IGNORECASE)
 _DISTINCT = re.compile(r"[0-9_./:@-]")  # a version, a host, a flag, a path: one thing, whatever its kind
 
 
@@ -99,7 +100,7 @@ def _polarity(text: str) -> int:
 
 def _subject(text: str) -> tuple[str, str] | None:
     """A fact's (subject, verb): the words before its verb, and the verb."""
-    match = _FACT_SPLIT.search(text)
+    match = _FACT_SPLIT.search(text) or _IS.search(text)  # "the package is acme-client": a plain "is" last
     if match is None or match.start() == 0:
         return None
     subject = " ".join(sorted(words(text[: match.start()])))
