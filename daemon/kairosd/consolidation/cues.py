@@ -250,6 +250,29 @@ protected locked instead over binds bind port reminder ever anywhere allowed pla
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
+_DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
+landed closed gone cross closing wiki docs readme plate"""
+_DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
+
+
+# The costly unanchored patterns, each run only when the sentence has a word it needs.
+def _needs(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_NEEDS = {
+    "hedge": _needs(
+        "think guess believe wonder maybe probably perhaps seem seems might apparently sure idk forget failed broke "
+        "again yesterday now time today"
+    ),
+    "chatter": _needs("don dont do never always see talk catch later happy"),
+    "decision": _needs(
+        "decided agreed decision change plan plans new let lets ll will go going switching moving standardising "
+        "standardizing settled chose picked went opted heart gonna team i we"
+    ),
+    "vague": _needs("later next follow followup point"),
+    "preference": _needs("prefer rather like instead over"),
+}
 _TOKEN = re.compile(r"[a-z]+")
 
 
@@ -336,10 +359,12 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
             return Signal("todo", _tidy(sentence))
         return None  # a question asks; it does not decide or instruct
-    if not _TRIGGERS.intersection(_TOKEN.findall(sentence.lower())):
+    tokens = set(_TOKEN.findall(sentence.lower()))
+    if not _TRIGGERS.intersection(tokens):
         return None  # no word any cue below needs: most sentences ("fix the test") stop here
     if (
-        _DONE.search(sentence)
+        _DONE_WORDS.intersection(tokens)
+        and _DONE.search(sentence)
         and not _NOT_DONE.search(sentence)
         and not _UNSURE.search(sentence)
         and not _DECISION.search(_LEAD.sub("", sentence))
@@ -351,17 +376,17 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return None
     if _TODO.search(body):
         return Signal("todo", _tidy(body))
-    if _CHATTER.search(body):
-        return None
-    if _DECISION.search(body) and not _HEDGE.search(body):
+    if (_NEEDS["chatter"] & tokens and _CHATTER.search(body)) or (_NEEDS["hedge"] & tokens and _HEDGE.search(body)):
+        return None  # chit-chat, or not sure: when unsure, keep nothing
+    if _NEEDS["decision"] & tokens and _DECISION.search(body):
         return Signal("decision", _tidy(body))
-    if _I_PREFER.search(body) and not _HEDGE.search(body):
+    if _I_PREFER.search(body):
         return Signal("preference", _tidy(body))
-    if _rule(body) and not _HEDGE.search(body):
+    if _rule(body):
         return Signal("rule", _tidy(body))
-    if _TODO_VAGUE.search(body) and not _HEDGE.search(body):
+    if _NEEDS["vague"] & tokens and _TODO_VAGUE.search(body):
         return Signal("todo", _tidy(body))
-    if _PREFERENCE.search(body) and not _ONE_OFF.search(body) and not _HEDGE.search(body):
+    if _NEEDS["preference"] & tokens and _PREFERENCE.search(body) and not _ONE_OFF.search(body):
         return Signal("preference", _tidy(body))
     if is_fact(body, notice):
         return Signal("fact", _tidy(body))
