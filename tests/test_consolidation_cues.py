@@ -131,6 +131,12 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("All code samples in the docs have to compile, we check them in CI.", "rule"),
         ("When you mention the rate limit, please always link to the limits page.", "rule"),
         ("kill the thing on port 8080", None),  # an imperative, not a fact
+        ("we're on rails 7.1, ruby 3.3", "fact"),
+        ("no new gems without a heads up in #backend first", "rule"),
+        ("the digest feature is behind the weekly_digest flipper flag", "fact"),
+        ("jot down: write a data migration for the old digest prefs", "todo"),
+        ("we talked it over and we're dropping the digest email for sms", "decision"),
+        ("Passwords are hashed with argon2id.", "fact"),
         ("no worries, just use whatever", None),
     ],
 )

@@ -148,13 +148,14 @@ _DECISION = re.compile(
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
     r"|^(?:let'?s\s+)?go\s+with\b|^(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
-    r"|^change\s+of\s+heart\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
+    r"|^change\s+of\s+heart\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
     r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b",
     _I,
 )
 _TODO = re.compile(
     r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
+    r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog))\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
     _I,
@@ -179,7 +180,7 @@ _RULE_PLAIN = re.compile(
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
-    r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b",
+    r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b|^no\s+(?:new\s+|more\s+)?[\w-]+(?:\s+[\w-]+)?\s+without\b",
     _I,
 )
 # "jobs must finish in 15 minutes", "Random seed is always 42": a subject, then the rule word.
@@ -201,7 +202,9 @@ _I_PREFER = re.compile(r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b
 _FACT = re.compile(
     r"\b(?:is|are)\s+(?:at|on|in)\s+(?:the\s+)?(?!line\b|row\b|step\b|page\b)(?:\w+\s+)?"
     r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|:\d{2,5})"
-    r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?[\w.-]+\s+(?:feature\s+)?flag\b"
+    r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?(?:[\w.-]+\s+){1,2}(?:feature\s+)?(?:flag|toggle)\b"
+    r"|\b(?:is|are)\s+(?:hashed|encrypted|signed|encoded|serialized|generated|compiled|bundled|formatted|linted|"
+    r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated)\s+(?:with|by|using|via|through|in|on)\s+\S"
     r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S"
     r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
     r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
@@ -232,6 +235,7 @@ _IMPERATIVE = re.compile(
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
 )
+_WE_ARE_ON = re.compile(r"^(?:we'?re|we\s+are)\s+(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
 _STATEMENT = re.compile(r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs)\b", _I)
 
@@ -246,7 +250,8 @@ like listens listen behind pinned moved migrated talks talk runs run lives live 
 maintain reads read writes write pulls pull pushes push handles vendored called named hosted deployed stored kept
 managed built configured defined tracked written powered backed served fronted owned maintained partitioned sharded
 keyed indexed published pushed uploaded decommissioned retired changes moves gets needs needs read-only frozen
-protected locked instead over binds bind port reminder ever anywhere allowed plate
+protected locked instead over binds bind port reminder ever anywhere allowed plate jot re dropping ditching retiring
+replacing killing without toggle
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
@@ -268,7 +273,8 @@ _NEEDS = {
     "chatter": _needs("don dont do never always see talk catch later happy"),
     "decision": _needs(
         "decided agreed decision change plan plans new let lets ll will go going switching moving standardising "
-        "standardizing settled chose picked went opted heart gonna team i we"
+        "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
+        "killing"
     ),
     "vague": _needs("later next follow followup point"),
     "preference": _needs("prefer rather like instead over"),
@@ -285,7 +291,7 @@ def is_fact(body: str, notice: bool = False) -> bool:
     """A statement about the project worth a ``fact`` entry (see the module docstring)."""
     if _HEDGE.search(body) or body.endswith("?") or _IMPERATIVE.match(body):
         return False
-    if _NAMED_VALUE.match(body):
+    if _NAMED_VALUE.match(body) or _WE_ARE_ON.match(body):
         return True
     if _FACT_WE_USE.match(body) and not _PAST.search(body):
         return True
