@@ -137,6 +137,12 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("jot down: write a data migration for the old digest prefs", "todo"),
         ("we talked it over and we're dropping the digest email for sms", "decision"),
         ("Passwords are hashed with argon2id.", "fact"),
+        ("python client version is fixed to 8.11.0", "fact"),  # "fixed to 8.11.0" says nothing is done
+        ("conventions: snake_case json fields; cursor pagination, no offsets", "rule"),
+        ("v1 endpoints are deprecated; new clients go to v2", "rule"),
+        ("please not commit the .env file never", "rule"),
+        ("need to remember: write alert for indexing lag", "todo"),
+        ("re the limiter: it's 200 rps per token now, not 100", "fact"),
         ("no worries, just use whatever", None),
     ],
 )

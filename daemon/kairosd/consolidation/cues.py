@@ -115,6 +115,10 @@ _WEAK_CORRECTION = re.compile(
     r"|i\s+(?:said|meant|told\s+you)\b)[\s,.!:;-]*(?:what\s+i\s+meant[\s,.!:;-]*)?",
     _I,
 )
+_RE_ABOUT = re.compile(
+    r"^(?:re|regarding|about|as\s+for)[:\s]\s*(?P<about>(?:the\s+)?[^:,;]{1,40}):\s*(?:it'?s|it\s+is|they'?re|they\s+are)\s+",
+    _I,
+)
 _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 
 # ---- to-dos said done -----------------------------------------------------------------------
@@ -127,7 +131,10 @@ _DONE = re.compile(
     r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
     _I,
 )
-_NOT_DONE = re.compile(r"\b(?:not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b", _I)
+_NOT_DONE = re.compile(
+    r"\b(?:(?:fixed|locked|closed)\s+(?:to|at|on)|not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b",
+    _I,
+)
 
 # ---- polite questions ----------------------------------------------------------------------
 _POLITE_RULE = re.compile(
@@ -148,14 +155,14 @@ _DECISION = re.compile(
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
     r"|^(?:let'?s\s+)?go\s+with\b|^(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
-    r"|^change\s+of\s+heart\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
+    r"|^change\s+of\s+heart\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
     r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b",
     _I,
 )
 _TODO = re.compile(
     r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
-    r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog))\s*:"
+    r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
     _I,
@@ -180,6 +187,8 @@ _RULE_PLAIN = re.compile(
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
+    r"|^(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide)\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
+    r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
     r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b|^no\s+(?:new\s+|more\s+)?[\w-]+(?:\s+[\w-]+)?\s+without\b",
     _I,
 )
@@ -205,7 +214,7 @@ _FACT = re.compile(
     r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?(?:[\w.-]+\s+){1,2}(?:feature\s+)?(?:flag|toggle)\b"
     r"|\b(?:is|are)\s+(?:hashed|encrypted|signed|encoded|serialized|generated|compiled|bundled|formatted|linted|"
     r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated)\s+(?:with|by|using|via|through|in|on)\s+\S"
-    r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S"
+    r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S|\b(?:fixed|locked|held|frozen)\s+(?:to|at)\s+v?\d"
     r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
     r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
     r"|\b(?:is|are)\s+(?:partitioned|sharded|keyed|indexed)\s+(?:by|on)\b"
@@ -251,7 +260,8 @@ maintain reads read writes write pulls pull pushes push handles vendored called 
 managed built configured defined tracked written powered backed served fronted owned maintained partitioned sharded
 keyed indexed published pushed uploaded decommissioned retired changes moves gets needs needs read-only frozen
 protected locked instead over binds bind port reminder ever anywhere allowed plate jot re dropping ditching retiring
-replacing killing without toggle
+replacing killing without toggle conventions convention rules guidelines style
+fixed locked held
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
@@ -351,6 +361,9 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     """What ``sentence`` says for the board, or None. ``after_agent``/``first``: it opens a turn
     that answers the agent (only then do "no, ..." and "actually ..." correct it)."""
     sentence = sentence.strip()
+    about = _RE_ABOUT.match(sentence)
+    if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
+        sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
     strong = _STRONG_CORRECTION.match(sentence)
     if strong is not None and strong.end() < len(sentence):
         return _correction(sentence[strong.end() :], strong.group("about"))
