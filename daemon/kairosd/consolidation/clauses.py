@@ -32,6 +32,10 @@ _LOG_START = re.compile(
     r"|(?:npm|yarn|pnpm) (?:WARN|ERR)|Error: |warning\s+\S+:\s|[-=*#]{4,}\s*$)",
 )
 _LOG_ANYWHERE = re.compile(r"Traceback \(most recent call last\)|\blevel=\w+|\bts=\d|^[\w.-]+@[\w.-]+:.*\$ ")
+_LOG_CHARS = frozenset(":[(=$|│┃>#")
+_LOG_WORD = re.compile(
+    r"WARN|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE|FAILED|PASSED|XFAIL|SKIPPED|E  |npm |yarn |pnpm |[-*]{4}"
+)
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+")
 # A sentence ends at . ! ? (or …) followed by a space, whatever case comes next; not after a
 # short abbreviation ("e.g.", "i.e.", "etc.", "vs.").
@@ -43,6 +47,8 @@ _NO_NEXT = re.compile(r"^no\s+\w", re.IGNORECASE)
 
 def is_log_line(line: str) -> bool:
     """Whether ``line`` looks printed by a program (a log, a compiler, a linter, CI), not typed."""
+    if not (_LOG_CHARS.intersection(line) or line[:1].isspace() or _LOG_WORD.match(line)):
+        return False  # what every shape below needs (a cheap test first: it runs on every typed line)
     return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
 
 
