@@ -143,6 +143,15 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("please not commit the .env file never", "rule"),
         ("need to remember: write alert for indexing lag", "todo"),
         ("re the limiter: it's 200 rps per token now, not 100", "fact"),
+        ("stick to the official clickhouse-connect driver, not the community one", "rule"),
+        ("collectors push to kafka topic telemetry.raw", "fact"),
+        ("the enricher is in enricher/ and the schema in schema/events.sql", "fact"),
+        ("the team signed off on daily partitions, monthly was too coarse", "decision"),
+        ("GraphQL is off the table, we stay with REST for the BFF.", "decision"),
+        ("ping me tomorrow about the clickhouse upgrade", "todo"),
+        ("The BFF is a Node 20 service deployed on Cloud Run.", "fact"),
+        ("We only ever return camelCase to the apps.", "rule"),
+        ("Timeouts to upstreams are 2 seconds max.", "rule"),
         ("no worries, just use whatever", None),
     ],
 )
@@ -180,6 +189,8 @@ def test_put_that_on_the_list_is_the_sentence_before() -> None:
     "typed",
     [
         "actually use a dict there",  # a one-off
+        "actually use a dict there, not a list",  # a one-off, even with a contrast
+        "use a Map in this one, not an object",
         "actually make it horizontal",
         "no not like that, put it in the cli module",
         "what did that helper `to_cents` do again? the one from yesterday",  # a question about earlier work

@@ -89,6 +89,10 @@ _ONE_OFF = re.compile(
     r"(?:make|put|rename|move|set|change|turn|call|do)\s+(?:it|that|this|them)\b)",
     _I,
 )
+_STANDING = re.compile(
+    r"\b(?:always|never|from\s+now\s+on|going\s+forward|every\s+time|whenever|in\s+this\s+(?:repo|project|codebase))\b",
+    _I,
+)
 _CONTRAST = re.compile(
     r"\bnot\s+(?!(?:like|that|this|it|what|quite|sure|really|so|too|yet|now|a\s+big|the\s+way|bad|great)\b)"
     r"[\w`'\"./:@-]+|\binstead\s+of\b|\brather\s+than\b|\bno\s+longer\b|\bpin(?:ned)?\s+(?:it\s+)?(?:to|at)\b",
@@ -97,13 +101,13 @@ _CONTRAST = re.compile(
 _MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
 
 # ---- corrections ---------------------------------------------------------------------------
-_FILLER = r"(?:(?:ugh|oh|oops|argh|hmm+|ah|damn|ok|okay)[,.!]*\s+)?"
+_FILLER = r"(?:(?:ugh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops)[,.!]*\s+){0,2}"
 _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
     r"(?:wait|hold\s+on)[,.!]*\s+(?:no+|nope)\b"
     r"|no+[,.!]*\s+wait\b"
     r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
-    r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that)\s+wrong)"
+    r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
     r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
     r"|scratch\s+that|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
@@ -125,7 +129,8 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone)\b"
-    r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped)(?:\s*[,.!;]|$)"
+    r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
+    r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished)[.!]*$"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
@@ -155,12 +160,13 @@ _DECISION = re.compile(
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
     r"|^(?:let'?s\s+)?go\s+with\b|^(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
-    r"|^change\s+of\s+heart\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
+    r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
+    r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
     r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b",
     _I,
 )
 _TODO = re.compile(
-    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|remind\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
@@ -189,6 +195,8 @@ _RULE_PLAIN = re.compile(
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
     r"|^(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide)\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
     r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
+    r"|^(?:use|stick\s+(?:to|with)|go\s+with)\s+[^,;]{1,60}?,?\s+not\s+\S"  # "use X instead of Y": a preference
+    r"|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
     r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b|^no\s+(?:new\s+|more\s+)?[\w-]+(?:\s+[\w-]+)?\s+without\b",
     _I,
 )
@@ -210,7 +218,7 @@ _I_PREFER = re.compile(r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b
 # ---- facts ---------------------------------------------------------------------------------
 _FACT = re.compile(
     r"\b(?:is|are)\s+(?:at|on|in)\s+(?:the\s+)?(?!line\b|row\b|step\b|page\b)(?:\w+\s+)?"
-    r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|:\d{2,5})"
+    r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|[\w.-]+/[\w./-]*|:\d{2,5})"
     r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?(?:[\w.-]+\s+){1,2}(?:feature\s+)?(?:flag|toggle)\b"
     r"|\b(?:is|are)\s+(?:hashed|encrypted|signed|encoded|serialized|generated|compiled|bundled|formatted|linted|"
     r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated)\s+(?:with|by|using|via|through|in|on)\s+\S"
@@ -226,7 +234,7 @@ _FACT = re.compile(
     r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
     r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
     r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
-    r"|\b(?:reads?|writes?|pulls?|pushes)\s+(?:from|to)\s+\S|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
+    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
     _I,
 )
 # "the module path is github.com/acme/billing", "our SDK package on PyPI is acme-sdk": a name's value.
@@ -261,7 +269,8 @@ managed built configured defined tracked written powered backed served fronted o
 keyed indexed published pushed uploaded decommissioned retired changes moves gets needs needs read-only frozen
 protected locked instead over binds bind port reminder ever anywhere allowed plate jot re dropping ditching retiring
 replacing killing without toggle conventions convention rules guidelines style
-fixed locked held
+fixed locked held push publish publishes emits emit sends send deployed hosted running signed
+table stay stick ping nudge max maximum tops least most ever landed
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
@@ -321,12 +330,17 @@ def _rule(body: str) -> bool:
     return mid is not None and _NOT_A_SUBJECT.match(body) is None and _OBSERVED.search(body) is None
 
 
+def _one_off(text: str) -> bool:
+    """About this spot, this once ("use a dict there, not a list"), with no word that makes it standing."""
+    return _ONE_OFF.search(text) is not None and _STANDING.search(text) is None
+
+
 def _durable(rest: str) -> bool:
     """What a correction says is worth keeping: a contrast, a "should", not a one-off tweak."""
+    if _one_off(rest):
+        return False
     if _CONTRAST.search(rest):
         return True
-    if _ONE_OFF.search(rest):
-        return False
     return (
         _MODAL.search(rest) is not None
         or re.match(r"^(?:use|switch\s+to|stick\s+with|pin|keep)\b", rest, _I) is not None
@@ -347,6 +361,8 @@ def _correction(rest: str, about: str | None, forgot: bool = False) -> Signal | 
         return None
     if is_fact(body):
         return Signal("fact", _tidy(body))
+    if _DECISION.search(body) and not _HEDGE.search(body):  # "actually, let's use GraphQL after all"
+        return Signal("decision", _tidy(body))
     if _durable(body) or (forgot and not _ONE_OFF.search(body)):
         return Signal("correction", _tidy(sentence_of(body, forgot)))
     return None
@@ -366,7 +382,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
     strong = _STRONG_CORRECTION.match(sentence)
     if strong is not None and strong.end() < len(sentence):
-        return _correction(sentence[strong.end() :], strong.group("about"))
+        return _correction(sentence[strong.end() :], strong.group("about") or strong.group("got"))
     if first and after_agent:
         weak = _WEAK_CORRECTION.match(sentence)
         if weak is not None:
@@ -401,11 +417,11 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return Signal("decision", _tidy(body))
     if _I_PREFER.search(body):
         return Signal("preference", _tidy(body))
-    if _rule(body):
+    if _rule(body) and not _one_off(body):
         return Signal("rule", _tidy(body))
     if _NEEDS["vague"] & tokens and _TODO_VAGUE.search(body):
         return Signal("todo", _tidy(body))
-    if _NEEDS["preference"] & tokens and _PREFERENCE.search(body) and not _ONE_OFF.search(body):
+    if _NEEDS["preference"] & tokens and _PREFERENCE.search(body) and not _one_off(body):
         return Signal("preference", _tidy(body))
     if is_fact(body, notice):
         return Signal("fact", _tidy(body))
