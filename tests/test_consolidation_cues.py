@@ -152,6 +152,11 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("The BFF is a Node 20 service deployed on Cloud Run.", "fact"),
         ("We only ever return camelCase to the apps.", "rule"),
         ("Timeouts to upstreams are 2 seconds max.", "rule"),
+        ("the raw sales extract lands in gs://acme-forecast/raw every night at 2am", "fact"),
+        ("prophet gave us garbage so we're using statsforecast from here on", "rule"),
+        ("note that the store_id column is a string, not an int", "fact"),
+        ("someday we should try hierarchical reconciliation, park it in the backlog", "todo"),
+        ("Rule of thumb for this app: every table gets server-side pagination.", "rule"),
         ("no worries, just use whatever", None),
     ],
 )
@@ -295,3 +300,21 @@ def test_a_new_name_or_place_for_the_same_subject_replaces_the_fact(store: Board
         ("correction on yesterday: metrics is on port 9102, 9100 is the node exporter",),
     )
     assert "The metrics endpoint is /metrics on port 9100" not in board
+
+
+def test_scratch_what_i_said_about_x_replaces_x(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("We chose Tanstack Query over SWR, decided in the frontend sync.",),
+        ("Wait, scratch what I said about Tanstack, the sync went the other way: we're on SWR.",),
+    )
+    assert board == ["We're on SWR (not Tanstack)"]
+
+
+def test_a_name_that_grew_a_version_replaces_the_old_name(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("the forecast job runs on airflow, dag name is forecast_weekly",),
+        ("oops the dag is called forecast_weekly_v2 now, they redeployed it",),
+    )
+    assert board == ["The dag is called forecast_weekly_v2 now, they redeployed it"]

@@ -47,10 +47,10 @@ class Signal:
 _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
 _LEAD = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|oops|whoops|ugh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
     r"reminder(?=\s*[:,!-])|"
-    r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|"
-    r"for\s+the\s+record|just\s+so\s+you\s+know|let'?s\s+note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
+    r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
+    r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
     r"(?:small|quick|tiny)\s+update|update|"
     r"i\s+(?:checked|looked|asked|confirmed)|(?:my|our|the)\s+(?:lead|mentor|manager|boss|team\s+lead|tl|cto|team)\s+"
     r"(?:said|says|wants|told\s+me)(?:\s+that)?)\b[,:!.-]*\s+)+",
@@ -90,7 +90,7 @@ _ONE_OFF = re.compile(
     _I,
 )
 _STANDING = re.compile(
-    r"\b(?:always|never|from\s+now\s+on|going\s+forward|every\s+time|whenever|in\s+this\s+(?:repo|project|codebase))\b",
+    r"\b(?:always|never|from\s+now\s+on|from\s+here\s+on|going\s+forward|every\s+time|whenever|in\s+this\s+(?:repo|project|codebase))\b",
     _I,
 )
 _CONTRAST = re.compile(
@@ -101,7 +101,7 @@ _CONTRAST = re.compile(
 _MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
 
 # ---- corrections ---------------------------------------------------------------------------
-_FILLER = r"(?:(?:ugh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops)[,.!]*\s+){0,2}"
+_FILLER = r"(?:(?:ugh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
 _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
     r"(?:wait|hold\s+on)[,.!]*\s+(?:no+|nope)\b"
@@ -109,7 +109,7 @@ _STRONG_CORRECTION = re.compile(
     r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
     r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
     r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
-    r"|scratch\s+that|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    r"|scratch\s+(?:that|what\s+i\s+said(?:\s+about\s+(?P<scratched>[^,;:]{1,30}))?)|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
     _I,
 )
@@ -168,13 +168,16 @@ _DECISION = re.compile(
 _TODO = re.compile(
     r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
+    r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
     _I,
 )
 _TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
-_TODO_VAGUE = re.compile(r"\b(?:later|next\s+time|follow[\s-]?up|at\s+some\s+point)\b", _I)
+_TODO_VAGUE = re.compile(
+    r"\b(?:later|next\s+time|follow[\s-]?up|at\s+some\s+point|someday|some\s+day|eventually)\b", _I
+)
 _RULE = re.compile(
     r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
     r"(?:always|never|don'?t|dont|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on|going\s+forward|avoid)\b"
@@ -187,13 +190,15 @@ _RULE_PLAIN = re.compile(
     r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,5}?(?:should|must|needs?|has\s+to|have\s+to|gets?)\b"
     r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
-    r"|\b(?:going\s+forward|from\s+now\s+on|moving\s+forward|in\s+(?:the\s+)?future)\b|\bstop\s+using\b"
+    r"|\b(?:going\s+forward|from\s+now\s+on|from\s+here\s+on|moving\s+forward|in\s+(?:the\s+)?future|henceforth)\b"
+    r"|\bstop\s+using\b"
     r"|\b(?:for|in)\s+(?:all\s+|any\s+)?new\s+(?:code|screens?|pages?|components?|files?|modules?|services?|features?|"
     r"tests?|endpoints?|projects?|repos?)\b|^no\s+[\w.-]+(?:\s+[\w.-]+)?[,.;]\s*(?:we\s+)?use\s+\S"
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
-    r"|^(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide)\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
+    r"|^(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?)"
+    r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
     r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
     r"|^(?:use|stick\s+(?:to|with)|go\s+with)\s+[^,;]{1,60}?,?\s+not\s+\S"  # "use X instead of Y": a preference
     r"|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
@@ -234,7 +239,9 @@ _FACT = re.compile(
     r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
     r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
     r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
-    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
+    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S"
+    r"|\bbehind\s+(?:the\s+)?[\w.-]*[_\d][\w.-]*\b|\b(?:is|are)\s+(?:a|an)\s+(?:string|int|integer|float|uuid|bool|boolean|"
+    r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
     _I,
 )
 # "the module path is github.com/acme/billing", "our SDK package on PyPI is acme-sdk": a name's value.
@@ -252,6 +259,7 @@ _IMPERATIVE = re.compile(
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
 )
+_WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
 _WE_ARE_ON = re.compile(r"^(?:we'?re|we\s+are)\s+(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
 _STATEMENT = re.compile(r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs)\b", _I)
@@ -270,7 +278,8 @@ keyed indexed published pushed uploaded decommissioned retired changes moves get
 protected locked instead over binds bind port reminder ever anywhere allowed plate jot re dropping ditching retiring
 replacing killing without toggle conventions convention rules guidelines style
 fixed locked held push publish publishes emits emit sends send deployed hosted running signed
-table stay stick ping nudge max maximum tops least most ever landed
+table stay stick ping nudge max maximum tops least most ever landed lands land arrives ends
+here henceforth park someday eventually thumb scratch string int integer
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
@@ -295,7 +304,7 @@ _NEEDS = {
         "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
         "killing"
     ),
-    "vague": _needs("later next follow followup point"),
+    "vague": _needs("later next follow followup point someday some eventually"),
     "preference": _needs("prefer rather like instead over"),
 }
 _TOKEN = re.compile(r"[a-z]+")
@@ -352,8 +361,13 @@ def _tidy(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _correction(rest: str, about: str | None, forgot: bool = False) -> Signal | None:
+def _correction(rest: str, about: str | None, forgot: bool = False, scratched: str | None = None) -> Signal | None:
     rest = rest.strip()
+    if scratched:
+        # "scratch what I said about Tanstack, the sync went the other way: we're on SWR"
+        rest = rest.rsplit(":", 1)[-1].strip().rstrip(".!")
+        if _WE_ARE_ON_NAME.match(rest):
+            return Signal("decision", _tidy(f"{rest} (not {scratched.strip()})"))
     if about and _IT_IS.match(rest):  # "I was wrong about the pool: it's called X" -> "the pool is called X"
         rest = f"{about.strip()} is {_IT_IS.sub('', rest, count=1)}"
     body = _LEAD.sub("", rest)
@@ -382,7 +396,9 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
     strong = _STRONG_CORRECTION.match(sentence)
     if strong is not None and strong.end() < len(sentence):
-        return _correction(sentence[strong.end() :], strong.group("about") or strong.group("got"))
+        return _correction(
+            sentence[strong.end() :], strong.group("about") or strong.group("got"), scratched=strong.group("scratched")
+        )
     if first and after_agent:
         weak = _WEAK_CORRECTION.match(sentence)
         if weak is not None:

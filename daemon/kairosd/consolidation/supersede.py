@@ -108,6 +108,20 @@ def _subject(text: str) -> tuple[str, str] | None:
     return (subject, verb) if subject else None
 
 
+def _next_version(new_text: str, old_text: str) -> bool:
+    """ "the dag is called forecast_weekly_v2 now" after "dag name is forecast_weekly": a name that
+    grew a version suffix, about the same thing (another meaningful word in common)."""
+    new_words, old_words = words(new_text), words(old_text)
+    for old_name in old_words - new_words:
+        if len(old_name) < 5 or not _DISTINCT.search(old_name):
+            continue
+        for new_name in new_words - old_words:
+            if re.fullmatch(re.escape(old_name) + r"[-_.]v?\d+(?:\.\d+)*", new_name):
+                shared = (new_words & old_words) - {old_name}
+                return bool(shared)
+    return False
+
+
 def _verb_class(verb: str) -> str:
     """Verbs that say the same of a subject: its name, its place, its version."""
     if re.search(r"called|named|renamed", verb):
@@ -137,6 +151,8 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     if new_words and new_words == old_words and _polarity(new_text) != _polarity(old.text):
         return True
     if FAMILY[new_kind] == "fact":
+        if _next_version(new_text, old.text):
+            return True
         new_subject, old_subject = _subject(new_text), _subject(old.text)
         if new_subject is None or old_subject is None or _verb_class(new_subject[1]) != _verb_class(old_subject[1]):
             return False
