@@ -157,6 +157,10 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("note that the store_id column is a string, not an int", "fact"),
         ("someday we should try hierarchical reconciliation, park it in the backlog", "todo"),
         ("Rule of thumb for this app: every table gets server-side pagination.", "rule"),
+        ("ledger writes go through the ledger-writer service only, nothing else touches the ledger tables", "rule"),
+        ("after talking to finance we settled on reconciling per currency, not globally", "decision"),
+        ("the currency rates come from the fx-rates service on port 7070", "fact"),
+        ("heads up: finance wants the recon report by 9am daily", "fact"),
         ("no worries, just use whatever", None),
     ],
 )
@@ -278,7 +282,12 @@ def test_a_todo_said_done_in_few_words_is_closed() -> None:
 
 
 @pytest.mark.parametrize(
-    "typed", ["legal answered about VAT, sorted", "I wrote the troubleshooting section, so that's off my plate."]
+    "typed",
+    [
+        "legal answered about VAT, sorted",
+        "I wrote the troubleshooting section, so that's off my plate.",
+        "idempotency key for recon runs is in, shipped this morning",
+    ],
 )
 def test_other_ways_to_say_done(typed: str) -> None:
     signal = read(typed, after_agent=True, first=False)
@@ -318,3 +327,21 @@ def test_a_name_that_grew_a_version_replaces_the_old_name(store: BoardStore) -> 
         ("oops the dag is called forecast_weekly_v2 now, they redeployed it",),
     )
     assert board == ["The dag is called forecast_weekly_v2 now, they redeployed it"]
+
+
+def test_a_small_correction_replaces_what_it_corrects(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("We agreed at the guild that RFCs stay open for review for at least five working days.",),
+        ("Small correction: review stays open for three working days, not five.",),
+    )
+    assert board == ["Review stays open for three working days, not five."]
+    # "urgh no, ..." answers the agent: the same session, after the agent spoke
+    board = _board(
+        store,
+        (
+            "the currency rates come from the fx-rates service on port 7070",
+            "urgh no, rates are on port 7071, 7070 is the old one",
+        ),
+    )
+    assert "The currency rates come from the fx-rates service on port 7070" not in board

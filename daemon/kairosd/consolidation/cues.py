@@ -47,7 +47,7 @@ class Signal:
 _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
 _LEAD = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|oops|whoops|ugh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
     r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
     r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
@@ -101,7 +101,7 @@ _CONTRAST = re.compile(
 _MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
 
 # ---- corrections ---------------------------------------------------------------------------
-_FILLER = r"(?:(?:ugh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
+_FILLER = r"(?:(?:ugh|urgh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
 _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
     r"(?:wait|hold\s+on)[,.!]*\s+(?:no+|nope)\b"
@@ -109,12 +109,13 @@ _STRONG_CORRECTION = re.compile(
     r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
     r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
     r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
+    r"|(?:(?:small|quick|minor|one)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r"|scratch\s+(?:that|what\s+i\s+said(?:\s+about\s+(?P<scratched>[^,;:]{1,30}))?)|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
     _I,
 )
 _WEAK_CORRECTION = re.compile(
-    r"^(?:(?:no+[\s,.!]+)*no+(?=\s*[,.!:;-])|no+\s+no+\b|nope\b|wrong\b|incorrect\b|not\s+quite\b|actually\b|that'?s\s+(?:not|wrong|incorrect)\b"
+    r"^(?:(?:ugh|urgh|argh|oh|hmm+|ah)[,.!]*\s+)?(?:(?:no+[\s,.!]+)*no+(?=\s*[,.!:;-])|no+\s+no+\b|nope\b|wrong\b|incorrect\b|not\s+quite\b|actually\b|that'?s\s+(?:not|wrong|incorrect)\b"
     r"|that\s+is\s+(?:not|wrong|incorrect)\b|you\s+(?:forgot|missed|misunderstood)\b"
     r"|i\s+(?:said|meant|told\s+you)\b)[\s,.!:;-]*(?:what\s+i\s+meant[\s,.!:;-]*)?",
     _I,
@@ -131,7 +132,8 @@ _DONE = re.compile(
     r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone)\b"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
     r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
-    r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished)[.!]*$"
+    r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
+    r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
     _I,
@@ -159,7 +161,7 @@ _DECISION = re.compile(
     r"(?:decided|agreed)\b|^decision\b[^:]{0,50}:|^(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b"
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
-    r"|^(?:let'?s\s+)?go\s+with\b|^(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
+    r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
     r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
     r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b",
@@ -202,6 +204,8 @@ _RULE_PLAIN = re.compile(
     r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
     r"|^(?:use|stick\s+(?:to|with)|go\s+with)\s+[^,;]{1,60}?,?\s+not\s+\S"  # "use X instead of Y": a preference
     r"|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
+    r"|\b(?:nothing|nobody|no\s+one)\s+else\s+(?:touches|writes|reads|uses|calls|should|may|can)\b"
+    r"|\bgo(?:es)?\s+through\s+.{1,40}\bonly\b"
     r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b|^no\s+(?:new\s+|more\s+)?[\w-]+(?:\s+[\w-]+)?\s+without\b",
     _I,
 )
@@ -262,7 +266,9 @@ _IMPERATIVE = re.compile(
 _WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
 _WE_ARE_ON = re.compile(r"^(?:we'?re|we\s+are)\s+(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
-_STATEMENT = re.compile(r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs)\b", _I)
+_STATEMENT = re.compile(
+    r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs|wants|requires|expects)\b", _I
+)
 
 
 # Every word (as [a-z]+ runs: "don't" is "don" and "t") that some cue after the question test needs.
@@ -279,12 +285,13 @@ protected locked instead over binds bind port reminder ever anywhere allowed pla
 replacing killing without toggle conventions convention rules guidelines style
 fixed locked held push publish publishes emits emit sends send deployed hosted running signed
 table stay stick ping nudge max maximum tops least most ever landed lands land arrives ends
-here henceforth park someday eventually thumb scratch string int integer
+here henceforth park someday eventually thumb scratch string int integer nothing nobody
+wants requires expects correction through in
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
-landed closed gone cross closing wiki docs readme plate"""
+landed closed gone cross closing wiki docs readme plate in"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
@@ -310,7 +317,7 @@ _NEEDS = {
 _TOKEN = re.compile(r"[a-z]+")
 
 
-def _subject_first(body: str, start: int, most: int = 8) -> bool:
+def _subject_first(body: str, start: int, most: int = 10) -> bool:
     """A thing names the statement: at most ``most`` words before ``start``, not a pronoun."""
     return start > 0 and len(body[:start].split()) <= most and _NOT_A_SUBJECT.match(body) is None
 
