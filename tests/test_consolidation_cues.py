@@ -161,6 +161,12 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("after talking to finance we settled on reconciling per currency, not globally", "decision"),
         ("the currency rates come from the fx-rates service on port 7070", "fact"),
         ("heads up: finance wants the recon report by 9am daily", "fact"),
+        ("we're going to batch emails per user per hour, the team voted on it", "decision"),
+        ("the sender address is noreply@notify.acme.io", "fact"),
+        ("idempotency keys are mandatory on every send call", "rule"),
+        ("Models are registered in MLflow at mlflow.ml.internal:5000.", "fact"),
+        ("We should add drift monitoring to the churn model next sprint.", "todo"),
+        ("push the branch and open a PR", None),  # an imperative, not "push goes through ..."
         ("no worries, just use whatever", None),
     ],
 )
@@ -345,3 +351,12 @@ def test_a_small_correction_replaces_what_it_corrects(store: BoardStore) -> None
         ),
     )
     assert "The currency rates come from the fx-rates service on port 7070" not in board
+
+
+def test_a_value_changed_replaces_the_old_value(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("the sender address is noreply@notify.acme.io",),
+        ("sender address changed to alerts@notify.acme.io btw",),
+    )
+    assert board == ["Sender address changed to alerts@notify.acme.io btw"]

@@ -164,13 +164,14 @@ _DECISION = re.compile(
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
     r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
-    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b",
+    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
     _I,
 )
 _TODO = re.compile(
     r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
+    r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
@@ -206,6 +207,7 @@ _RULE_PLAIN = re.compile(
     r"|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
     r"|\b(?:nothing|nobody|no\s+one)\s+else\s+(?:touches|writes|reads|uses|calls|should|may|can)\b"
     r"|\bgo(?:es)?\s+through\s+.{1,40}\bonly\b"
+    r"|\b(?:is|are)\s+(?:mandatory|required|compulsory|forbidden|banned|not\s+allowed|disallowed)\b"
     r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b|^no\s+(?:new\s+|more\s+)?[\w-]+(?:\s+[\w-]+)?\s+without\b",
     _I,
 )
@@ -243,7 +245,8 @@ _FACT = re.compile(
     r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
     r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
     r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
-    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S"
+    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S|\bgo(?:es)?\s+through\s+\S"
+    r"|\b(?:is|are)\s+registered\s+(?:in|with|at)\s+\S|\bat\s+[\w-]+(?:\.[\w-]+)+:\d{2,5}\b|\bchanged\s+to\s+\S"
     r"|\bbehind\s+(?:the\s+)?[\w.-]*[_\d][\w.-]*\b|\b(?:is|are)\s+(?:a|an)\s+(?:string|int|integer|float|uuid|bool|boolean|"
     r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
     _I,
@@ -252,7 +255,7 @@ _FACT = re.compile(
 _NAMED_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
     r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
-    r"channel|index|region|prefix|org|team)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
     r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
     _I,
 )
@@ -286,7 +289,8 @@ replacing killing without toggle conventions convention rules guidelines style
 fixed locked held push publish publishes emits emit sends send deployed hosted running signed
 table stay stick ping nudge max maximum tops least most ever landed lands land arrives ends
 here henceforth park someday eventually thumb scratch string int integer nothing nobody
-wants requires expects correction through in
+wants requires expects correction through in registered changed voted mandatory required
+compulsory forbidden banned disallowed sprint
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())

@@ -48,7 +48,7 @@ _FACT_SPLIT = re.compile(
     r"|\b(?:is|are)\s+(?:owned|maintained)\s+by\b|\b(?:owns?|maintains?|uses)\b"
     r"|\b(?:is|are)\s+(?:read-only|frozen|locked)\b|\bpinned\s+(?:to|at)\b|\blistens?\s+on\b|\bbehind\b"
     r"|\b(?:was|were|has\s+been|is|are|got)\s+renamed\s+to\b|\b(?:is|are)\s+(?:at|on)\b|\bmoved\s+to\b"
-    r"|\b(?:binds?|listens?)\s+(?:to|on)\b|\bon\s+port\b",
+    r"|\b(?:binds?|listens?)\s+(?:to|on)\b|\bon\s+port\b|\bchanged\s+to\b",
     re.IGNORECASE,
 )
 _IS = re.compile(r"\b(?:is|are)\b", re.IGNORECASE)
@@ -128,6 +128,8 @@ def _verb_class(verb: str) -> str:
         return "name"
     if re.search(r"^(?:runs?|lives?|sits?|binds?|listens?|moved)\b|hosted|deployed|\b(?:at|on)$|port", verb):
         return "place"
+    if verb in ("is", "are") or verb.startswith("changed"):
+        return "value"  # "the sender address is X", "sender address changed to Y"
     return verb
 
 
