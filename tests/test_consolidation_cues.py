@@ -51,6 +51,9 @@ def test_sentences_split_after_a_lower_case_full_stop_and_keep_abbreviations() -
     ]
     # one rule said in two sentences stays one
     assert sentences("CSS modules only. No tailwind, please.") == ["CSS modules only. No tailwind, please."]
+    assert sentences("no dynamic allocation after boot. static buffers only") == [
+        "no dynamic allocation after boot. static buffers only"
+    ]
     assert sentences("- alertmanager is at a:9093\n- grafana is at g:3000") == [
         "alertmanager is at a:9093",
         "grafana is at g:3000",
@@ -167,6 +170,11 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("Models are registered in MLflow at mlflow.ml.internal:5000.", "fact"),
         ("We should add drift monitoring to the churn model next sprint.", "todo"),
         ("push the branch and open a PR", None),  # an imperative, not "push goes through ..."
+        ("toolchain is arm-none-eabi-gcc 12.2, zephyr 3.5", "fact"),
+        ("no dynamic allocation after boot.", "rule"),
+        ("no luck in prod", None),
+        ("all ISRs shall be shorter than 50us, defer work to a workqueue", "rule"),
+        ("Let's make it a rule that every bug fix PR comes with a regression test.", "rule"),
         ("no worries, just use whatever", None),
     ],
 )

@@ -83,8 +83,12 @@ def sentences(text: str) -> list[str]:
             sentence = sentence.strip()
             if not sentence:
                 continue
-            # "CSS modules only. No tailwind." is one rule said in two sentences
-            if out and _ONLY_THEN_NO.search(out[-1]) and _NO_NEXT.match(sentence):
+            # "CSS modules only. No tailwind." (or "no malloc after boot. static buffers only") is one
+            # rule said in two sentences
+            if out and (
+                (_ONLY_THEN_NO.search(out[-1]) and _NO_NEXT.match(sentence))
+                or (_NO_NEXT.match(out[-1]) and _ONLY_THEN_NO.search(sentence))
+            ):
                 out[-1] = f"{out[-1]} {sentence}"
                 continue
             out.append(sentence)

@@ -90,7 +90,7 @@ _ONE_OFF = re.compile(
     _I,
 )
 _STANDING = re.compile(
-    r"\b(?:always|never|from\s+now\s+on|from\s+here\s+on|going\s+forward|every\s+time|whenever|in\s+this\s+(?:repo|project|codebase))\b",
+    r"\b(?:always|never|from\s+now\s+on|from\s+here\s+on|going\s+forward|make\s+it\s+a\s+rule|every\s+time|whenever|in\s+this\s+(?:repo|project|codebase))\b",
     _I,
 )
 _CONTRAST = re.compile(
@@ -190,7 +190,10 @@ _RULE = re.compile(
 # Rules with no rule word: the shapes people use for standing instructions.
 _RULE_PLAIN = re.compile(
     r"^(?:we|i)\s+(?:only\s+)?use\s+[^,.;]{1,40}?,?\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
-    r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,5}?(?:should|must|needs?|has\s+to|have\s+to|gets?)\b"
+    r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,5}?(?:should|must|shall|needs?|has\s+to|have\s+to|gets?)\b"
+    r"|\bmake\s+it\s+a\s+rule\b|\bas\s+a\s+rule\b|\bhouse\s+rule\b"
+    r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
+    r"(?:\s+[\w-]+)?\s+(?:after|before|in|on|during|inside|outside|at|from)\s+\w+(?:\s+\w+)?[.!]*$"
     r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
     r"|\b(?:going\s+forward|from\s+now\s+on|from\s+here\s+on|moving\s+forward|in\s+(?:the\s+)?future|henceforth)\b"
@@ -213,7 +216,7 @@ _RULE_PLAIN = re.compile(
 )
 # "jobs must finish in 15 minutes", "Random seed is always 42": a subject, then the rule word.
 _RULE_MID = re.compile(
-    r"^(?:\S+\s+){1,5}?(?:should|must)(?:\s+not|n'?t)?\s+(?:always\s+|never\s+|only\s+)?(?:be|use|go|run|do|have|"
+    r"^(?:\S+\s+){1,5}?(?:should|must|shall)(?:\s+not|n'?t)?\s+(?:always\s+|never\s+|only\s+)?(?:be|use|go|run|do|have|"
     r"finish|stay|live|take|get|pass|land|come|point)\b|^(?:\S+\s+){1,10}?(?:always|never)\b",
     _I,
 )
@@ -255,7 +258,8 @@ _FACT = re.compile(
 _NAMED_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
     r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
-    r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri|toolchain|compiler|runtime|framework|sdk|"
+    r"bootloader|platform|kernel)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
     r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
     _I,
 )
@@ -290,7 +294,7 @@ fixed locked held push publish publishes emits emit sends send deployed hosted r
 table stay stick ping nudge max maximum tops least most ever landed lands land arrives ends
 here henceforth park someday eventually thumb scratch string int integer nothing nobody
 wants requires expects correction through in registered changed voted mandatory required
-compulsory forbidden banned disallowed sprint
+compulsory forbidden banned disallowed sprint shall toolchain
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
