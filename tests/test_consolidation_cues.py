@@ -172,6 +172,7 @@ def test_lines_a_person_typed_are_kept(line: str) -> None:
         ("push the branch and open a PR", None),  # an imperative, not "push goes through ..."
         ("toolchain is arm-none-eabi-gcc 12.2, zephyr 3.5", "fact"),
         ("no dynamic allocation after boot.", "rule"),
+        ("no dynamic allocation after boot. static buffers only", "rule"),
         ("no luck in prod", None),
         ("all ISRs shall be shorter than 50us, defer work to a workqueue", "rule"),
         ("Let's make it a rule that every bug fix PR comes with a regression test.", "rule"),
