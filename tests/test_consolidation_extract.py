@@ -92,7 +92,8 @@ def test_classify(sentence, kind):
 def test_a_correction_needs_the_agent_to_have_spoken_and_some_content():
     """'No, ...' answering the agent is a correction; a bare 'No.' or a first message is not."""
     assert classify("No, use pnpm here.", after_agent=True, first=True) == "correction"
-    assert classify("Actually, the config lives in /etc/app.", after_agent=True, first=True) == "correction"
+    # a corrected fact is kept as a fact, so it replaces the fact it corrects (same family)
+    assert classify("Actually, the config lives in /etc/app.", after_agent=True, first=True) == "fact"
     assert classify("No.", after_agent=True, first=True) is None
     assert classify("No, use pnpm here.", after_agent=False, first=True) is None
     assert classify("No, use pnpm here.", after_agent=True, first=False) is None

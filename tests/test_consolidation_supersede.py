@@ -236,3 +236,22 @@ def test_a_person_adding_later_words_replaces_kairos_entry_not_their_own(store: 
     assert {e.text for e in board.entries} == {mine.text, YARN, "Never run the migrations on deploy"}
     assert [r["by"] for r in store.history("/p") if r["action"] == "supersede"] == ["user"]
     assert board.entries[-1].conflicts_with == mine.id  # their own contradiction: shown, not resolved
+
+
+def test_a_todo_said_done_is_closed_by_its_words(store: BoardStore) -> None:
+    store.merge("/p", [Candidate("todo", "Put the iam cleanup on the list"),
+                       Candidate("todo", "Remind me to rotate the webhook secret"),
+                       Candidate("rule", "Never apply terraform from a laptop")])  # fmt: skip
+    result = store.merge("/p", [Candidate("todo", "the iam thing is fixed", action="close")])
+    board = store.load("/p")
+    assert sorted(e.text for e in board.entries) == ["Never apply terraform from a laptop",
+                                                     "Remind me to rotate the webhook secret"]  # fmt: skip
+    assert [e.text for e in result.superseded] == ["Put the iam cleanup on the list"]
+    assert [(e.text, e.superseded_by) for e in board.superseded] == [("Put the iam cleanup on the list", "done")]
+
+
+def test_a_close_that_names_no_single_todo_closes_nothing(store: BoardStore) -> None:
+    store.merge("/p", [Candidate("todo", "Fix the login test"), Candidate("todo", "Fix the signup test")])
+    store.merge("/p", [Candidate("todo", "the test is fixed", action="close")])  # which one? neither
+    store.merge("/p", [Candidate("todo", "the docs are done", action="close")])  # no to-do about docs
+    assert len(store.load("/p").entries) == 2

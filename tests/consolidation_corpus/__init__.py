@@ -8,6 +8,10 @@ v2 (the labeled data in ``data/<split>/<writer>.json``; ``heldout`` is the quali
     score      consolidate each project's sessions in order onto one board (offline, or agent mode
                with a scripted model) and score the board against the labels
     report     print the figures: python -m tests.consolidation_corpus.report --split --mode
+    data/train the offline tuner's split (one file per invented writer; tuned on, never a quality figure)
+    train_score       the tuner's own scorer over data/train (messages fed directly, no renderers)
+    train_classifier  leave-one-writer-out comparison of a naive Bayes classifier with the cues
+                      (why the offline extractor ships no model)
 
 v1 (the corpus the offline extractor was tuned on; kept working, not a quality figure):
 

@@ -66,8 +66,8 @@ from kairosd.consolidation.board_model import (
     to_prune,
 )
 from kairosd.consolidation.entries import KINDS, Candidate, clean, normal_key, unsafe
+from kairosd.consolidation.supersede import closed as closed_by_text
 from kairosd.consolidation.supersede import superseded as superseded_by_text
-from kairosd.consolidation.supersede import words
 from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
 from kairosd.store.jsonlog import JsonLog
 from kairosd.system.atomic import write_atomic
@@ -299,7 +299,7 @@ class BoardStore:
     @staticmethod
     def _close(board: Board, candidate: Candidate, result: MergeResult) -> None:
         """A to-do is done: the one the answer named, else the one ``candidate.text`` is about (by its
-        words: the single to-do sharing the most meaningful words with it). It leaves the board; the
+        words: :func:`.supersede.closed`). It leaves the board; the
         history records it. A user's own or a pinned to-do stays (they remove it), with a note."""
         if candidate.supersedes is not None:
             todo = board.find(candidate.supersedes)
@@ -307,13 +307,9 @@ class BoardStore:
                 result.notes.append(f"no current to-do {candidate.supersedes} to close")
                 return
         else:
-            said = words(candidate.text)
-            overlaps = [(len(said & words(e.text)), e) for e in board.entries if e.kind == "todo"]
-            best = max((n for n, _ in overlaps), default=0)
-            matches = [e for n, e in overlaps if n == best and n > 0]
-            if len(matches) != 1:
-                why = "no to-do" if not matches else f"{len(matches)} to-dos"
-                result.notes.append(f"{candidate.text!r} says something is done; {why} matched, none closed")
+            matches = [e for e in closed_by_text(candidate.text, board.entries) if isinstance(e, Entry)]
+            if not matches:
+                result.notes.append(f"{candidate.text!r} says something is done; no single to-do matched, none closed")
                 return
             todo = matches[0]
         if todo.protected:

@@ -34,11 +34,11 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]|[a-z0-9]")
 _STOP_WORDS = """a an the this that these those it its is are be been was were to of in on at for from by with and
 or but so we i you our my your us me please pls also just now here there then always never don't dont do not no use
 using used make sure should must will would can let's lets go going with repo project codebase actually scratch
-instead rather than over anymore longer stop drop ok okay yes"""
+instead rather than over anymore longer stop drop ok okay yes only"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|over|away\s+from|replaces?)\s+((?:the\s+)?[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[a-z0-9][a-z0-9._/:@*+-]*)?)",
+    r"drop|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+from|replaces?)\s+((?:the\s+)?[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
     re.IGNORECASE,
 )
 _POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
@@ -46,9 +46,13 @@ _FACT_SPLIT = re.compile(
     r"\b(?:is|are)\s+(?:called|named)\b|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|"
     r"managed|built|published|configured|defined))\s+(?:on|in|at|under|with|by)\b|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\b"
     r"|\b(?:is|are)\s+(?:owned|maintained)\s+by\b|\b(?:owns?|maintains?|uses)\b"
-    r"|\b(?:is|are)\s+(?:read-only|frozen|locked)\b",
+    r"|\b(?:is|are)\s+(?:read-only|frozen|locked)\b|\bpinned\s+(?:to|at)\b|\blistens?\s+on\b|\bbehind\b"
+    r"|\b(?:was|were|has\s+been|is|are|got)\s+renamed\s+to\b|\b(?:is|are)\s+(?:at|on)\b|\bmoved\s+to\b"
+    r"|\b(?:binds?|listens?)\s+(?:to|on)\b|\bon\s+port\b|\bchanged\s+to\b",
     re.IGNORECASE,
 )
+_IS = re.compile(r"\b(?:is|are)\b", re.IGNORECASE)
+_DISTINCT = re.compile(r"[0-9_./:@-]")  # a version, a host, a flag, a path: one thing, whatever its kind
 
 
 class Item(Protocol):
@@ -69,12 +73,20 @@ def ruled_out(text: str) -> set[str]:
     """What ``text`` says not to use or do any more ("use yarn, not pnpm" -> {"pnpm"})."""
     found = set()
     for match in _OUT.finditer(text.replace("\u2019", "'")):
-        # the thing ruled out: the first word that carries meaning ("not make test" -> "test")
-        named = [w.rstrip(".:/-") for w in match[1].lower().split()]
-        word = next((w for w in named if w and w not in _STOP), None)
-        if word:
-            found.add(word)
+        # the thing ruled out: the first word that carries meaning ("not make test" -> "test"),
+        # and any version, flag or name right after it ("not draining with --delete-emptydir-data")
+        named = [w.strip("`'\"").lstrip("-").rstrip(".:/-,") for w in match[1].lower().split()]
+        content = [w for w in named if w and w not in _STOP]
+        if content:
+            found.add(content[0])
+            found.update(w for w in content[1:] if _DISTINCT.search(w))
     return found
+
+
+def _first_words(text: str) -> set[str]:
+    """What a fact is about: the meaningful words before its first "is"/"are"."""
+    head = re.split(r"\b(?:is|are|was|were)\b", text.lower(), maxsplit=1)[0]
+    return words(head) if len(head.split()) <= 4 else set()
 
 
 def _asks_for(text: str) -> set[str]:
@@ -88,7 +100,7 @@ def _polarity(text: str) -> int:
 
 def _subject(text: str) -> tuple[str, str] | None:
     """A fact's (subject, verb): the words before its verb, and the verb."""
-    match = _FACT_SPLIT.search(text)
+    match = _FACT_SPLIT.search(text) or _IS.search(text)  # "the package is acme-client": a plain "is" last
     if match is None or match.start() == 0:
         return None
     subject = " ".join(sorted(words(text[: match.start()])))
@@ -96,22 +108,85 @@ def _subject(text: str) -> tuple[str, str] | None:
     return (subject, verb) if subject else None
 
 
+def _next_version(new_text: str, old_text: str) -> bool:
+    """ "the dag is called forecast_weekly_v2 now" after "dag name is forecast_weekly": a name that
+    grew a version suffix, about the same thing (another meaningful word in common)."""
+    new_words, old_words = words(new_text), words(old_text)
+    for old_name in old_words - new_words:
+        if len(old_name) < 5 or not _DISTINCT.search(old_name):
+            continue
+        for new_name in new_words - old_words:
+            if re.fullmatch(re.escape(old_name) + r"[-_.]v?\d+(?:\.\d+)*", new_name):
+                shared = (new_words & old_words) - {old_name}
+                return bool(shared)
+    return False
+
+
+def _verb_class(verb: str) -> str:
+    """Verbs that say the same of a subject: its name, its place, its version."""
+    if re.search(r"called|named|renamed", verb):
+        return "name"
+    if re.search(r"^(?:runs?|lives?|sits?|binds?|listens?|moved)\b|hosted|deployed|\b(?:at|on)$|port", verb):
+        return "place"
+    if verb in ("is", "are") or verb.startswith("changed"):
+        return "value"  # "the sender address is X", "sender address changed to Y"
+    return verb
+
+
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
-    if FAMILY.get(new_kind) != FAMILY.get(old.kind):
-        return False
     out = ruled_out(new_text)
+    if FAMILY.get(new_kind) != FAMILY.get(old.kind):
+        # "not 5.4.0, pin it to 5.6.1" (a correction) replaces "the client is pinned to 5.4.0" (a fact):
+        # a version, host or flag ruled out by name is the same thing whatever the entry's kind
+        families = {FAMILY.get(new_kind), FAMILY.get(old.kind)}
+        distinct = {w for w in out if _DISTINCT.search(w)}
+        if families != {"rule", "fact"}:
+            return False
+        if distinct & _asks_for(old.text) and not distinct & _asks_for(new_text):
+            return True
+        # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject
+        return old.kind == "fact" and bool(out & _first_words(old.text)) and not out & _asks_for(new_text)
     if out and out & _asks_for(old.text) and not out & _asks_for(new_text):
         return True
     new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
     if new_words and new_words == old_words and _polarity(new_text) != _polarity(old.text):
         return True
     if FAMILY[new_kind] == "fact":
+        if _next_version(new_text, old.text):
+            return True
         new_subject, old_subject = _subject(new_text), _subject(old.text)
-        return new_subject is not None and new_subject == old_subject
+        if new_subject is None or old_subject is None or _verb_class(new_subject[1]) != _verb_class(old_subject[1]):
+            return False
+        # the same subject, or one named more briefly ("the worker" after "the sync worker")
+        new_words, old_words = set(new_subject[0].split()), set(old_subject[0].split())
+        return new_words <= old_words or old_words <= new_words
     return False
 
 
 def superseded(new_kind: str, new_text: str, current: Iterable[Item]) -> list[Item]:
     """The current entries a new entry replaces, in board order."""
     return [old for old in current if supersedes(new_kind, new_text, old)]
+
+
+# What a person says of a to-do that is done: not the words that name the to-do.
+_DONE_WORDS_TEXT = """done fixed finished sorted closed closing close resolved merged written documented migrated
+    complete completed cross crossed off out now thing stuff btw that's thats all there ready shipped landed answer got
+    list"""
+_DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
+
+
+def closed(text: str, current: Iterable[Item]) -> list[Item]:
+    """The open to-do ``text`` says is done: the one sharing the most words with it, if only one does."""
+    said = words(text) - _DONE_WORDS
+    best: list[Item] = []
+    most = 0
+    for old in current:
+        if old.kind != "todo":
+            continue
+        shared = len(said & words(old.text))
+        if shared > most:
+            best, most = [old], shared
+        elif shared == most and shared:
+            best.append(old)
+    return best if len(best) == 1 else []  # two equally likely: closing either could be wrong

@@ -1,0 +1,95 @@
+"""What a person wrote in a turn, as sentences: pasted logs, code and quoted tool output left out.
+
+A typed turn mixes what the person says with what they paste: fenced code, stack traces,
+compiler and linter lines, CI annotations, shell prompts, quoted replies. Those carry the words
+of rules ("later", "use X instead of Y", "always") without being the person's words, so they go
+before anything is classified. What remains is split into sentences, also where a lower-case
+writer starts the next sentence without a capital ("ok looks sane. next: dont ever ...").
+
+Pure: no I/O; must not import the board or the extractor.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_LINE = 600  # a longer "line" is pasted text, not something a person typed
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+# A line that a program printed, not a person: each alternative is a shape tools print in.
+# A line that a program printed, not a person: each alternative is a shape tools print in. Most
+# are anchored at the line's start (tried there only, with ``match``); a few may come anywhere.
+_LOG_START = re.compile(
+    r"\s*(?:File \"|at \S+\(|\$ |>>> |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|[WEIF]\d{4} \d\d:\d\d"
+    r"|(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE)\b[:\]\s-]"
+    r"|\[(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL)\]|##\[\w+\]|\(!\)\s"
+    r"|(?:warning|error|fatal|hint)(?:\[[\w-]+\])?:\s"  # compilers: "warning: unused ...", "error[E0308]:"
+    r"|\w[\w./\\-]*\.(?:py|pyi|js|jsx|ts|tsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh|ya?ml"
+    r"|toml|json|css|scss|sql|tf|md)(?::\d+){1,2}\b"  # "app/x.py:12:5: UP006 ..."
+    r"|\d+:\d+\s+(?:error|warning|warn)\b"  # eslint's "12:3  warning  ..."
+    r"|(?:FAILED|PASSED|ERROR|XFAIL|SKIPPED)\s|E\s{2,}|[│┃|]\s|(?:TASK|PLAY|RUNNING HANDLER) \["
+    r"|(?:fatal|ok|changed|failed|skipping):\s*\[|\w+(?:Warning|Error|Exception):\s"
+    r"|(?:npm|yarn|pnpm) (?:WARN|ERR)|Error: |warning\s+\S+:\s|[-=*#]{4,}\s*$)",
+)
+_LOG_ANYWHERE = re.compile(r"Traceback \(most recent call last\)|\blevel=\w+|\bts=\d|^[\w.-]+@[\w.-]+:.*\$ ")
+_LOG_CHARS = frozenset(":[(=$|│┃>#")
+_LOG_WORD = re.compile(
+    r"WARN|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE|FAILED|PASSED|XFAIL|SKIPPED|E  |npm |yarn |pnpm |[-*]{4}"
+)
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+")
+# A sentence ends at . ! ? (or …) followed by a space, whatever case comes next; not after a
+# short abbreviation ("e.g.", "i.e.", "etc.", "vs.").
+_SPLIT = re.compile(r"(?<=[.!?…])\s+")
+_ABBREVIATION = re.compile(r"(?:\b(?:etc|e\.g|i\.e|vs|approx|incl|cf|ca)|\b[A-Za-z]\.[A-Za-z])\.$", re.IGNORECASE)
+_ONLY_THEN_NO = re.compile(r"\bonly[.!]?$", re.IGNORECASE)
+_NO_NEXT = re.compile(r"^no\s+\w", re.IGNORECASE)
+
+
+def is_log_line(line: str) -> bool:
+    """Whether ``line`` looks printed by a program (a log, a compiler, a linter, CI), not typed."""
+    if not (_LOG_CHARS.intersection(line) or line[:1].isspace() or _LOG_WORD.match(line)):
+        return False  # what every shape below needs (a cheap test first: it runs on every typed line)
+    return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
+
+
+def typed_lines(text: str) -> list[str]:
+    """The lines the person typed: fenced blocks, quoted lines, log lines and walls left out."""
+    kept = []
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or line.lstrip().startswith(">") or is_log_line(line):
+            continue
+        line = _BULLET.sub("", line).strip()
+        if line and len(line) <= MAX_LINE:
+            kept.append(line)
+    return kept
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a typed turn, in order (see the module docstring)."""
+    text = text.replace("\u2019", "'")
+    out: list[str] = []
+    for line in typed_lines(text):
+        pieces: list[str] = []
+        for piece in _SPLIT.split(line):
+            if pieces and _ABBREVIATION.search(pieces[-1]):
+                pieces[-1] = f"{pieces[-1]} {piece}"  # "e.g. this" goes on
+            else:
+                pieces.append(piece)
+        for sentence in pieces:
+            sentence = sentence.strip()
+            if not sentence:
+                continue
+            # "CSS modules only. No tailwind." (or "no malloc after boot. static buffers only") is one
+            # rule said in two sentences
+            if out and (
+                (_ONLY_THEN_NO.search(out[-1]) and _NO_NEXT.match(sentence))
+                or (_NO_NEXT.match(out[-1]) and _ONLY_THEN_NO.search(sentence))
+            ):
+                out[-1] = f"{out[-1]} {sentence}"
+                continue
+            out.append(sentence)
+    return out

@@ -1,0 +1,471 @@
+"""What one sentence a person typed is worth on the board, and as what: the offline cues.
+
+Precision first: an entry is given to every later session as an instruction, so a sentence
+becomes one only on a clear cue, and whatever is unsure stays out. The cues, in the order they
+are tried:
+
+- **close**: a to-do said done ("the iam thing is fixed", "cross that off"): no new entry, the
+  board closes the open to-do that shares its words;
+- **correction**: "wait no, ...", "sorry, I was wrong: ...", "scratch that, ..." anywhere, and
+  "no, ..." / "actually ..." at the start of a turn that answers the agent; only when what
+  follows is durable (a contrast "not X", "should", a fact), never a one-off ("use a dict there").
+  A corrected fact is kept as a fact, so it replaces the old fact;
+- questions are dropped, except a polite request that is a rule ("could you stop using any?")
+  or a to-do ("would it be possible to add X at some point?");
+- **decision**: "decided with the team: ...", "we agreed in standup: ...", "change of plan: ...",
+  "let's go with ...", "we're switching to ...";
+- **todo**: "todo: ...", "put X on the list", "add X to the backlog", "remind me next week to ...",
+  "don't forget to ...", "note to self", "... later";
+- **rule**: "always/never/don't/make sure/from now on ..." at the start or mid-sentence after a
+  subject, and rules with no such word: "we use uv not poetry", "new code should use polars",
+  "CSS modules only. no tailwind", "X is deprecated, use Y";
+- **preference**: "I prefer ...", "use X instead of Y", "I'd rather ...";
+- **fact**: "X is at host:port", "X listens on :8002", "X is pinned to 1.5.7", "X is behind the F
+  flag", "X was renamed to Y", "X lives in / runs on Y", and plain statements that open with
+  "fyi", "heads up" or "by the way".
+
+Pure: no I/O. Must not import the board, the extractor or anything that does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MIN_TEXT = 8
+
+
+@dataclass(frozen=True)
+class Signal:
+    """What a sentence says for the board: its kind, the entry's text, and "add" or "close"."""
+
+    kind: str
+    text: str
+    action: str = "add"
+
+
+_I = re.IGNORECASE
+# Words that open a sentence without changing what it says; the second group marks a notice.
+_LEAD = re.compile(
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
+    r"reminder(?=\s*[:,!-])|"
+    r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
+    r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
+    r"(?:small|quick|tiny)\s+update|update|"
+    r"i\s+(?:checked|looked|asked|confirmed)|(?:my|our|the)\s+(?:lead|mentor|manager|boss|team\s+lead|tl|cto|team)\s+"
+    r"(?:said|says|wants|told\s+me)(?:\s+that)?)\b[,:!.-]*\s+)+",
+    _I,
+)
+_NOTICE = re.compile(
+    r"^(?:\S+\s+)?(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
+    r"just\s+so\s+you\s+know|let'?s\s+note|for\s+context|as\s+context)\b",
+    _I,
+)
+_NOT_A_SUBJECT = re.compile(
+    r"^(?:i|i'?m|i'?ve|i'?d|you|you'?re|it|it'?s|its|this|that|these|those|there|here|he|she|they|what|why|how|when|"
+    r"where|who|which|can|could|should|would|will|do|does|did|is|are|was|were|let'?s|lets|pls|please|maybe|"
+    r"perhaps|ok|okay|hmm+|so|just|if|and|but|or|then|also|now|well|yes|no|yeah|yep|nah|nope|lol|thanks|thx|ty|"
+    r"sure|cool|great|nice|looks?|seems?|sounds?|not|any|some|one|idk|eh|ugh|huh|wow|anyway|still)\b",
+    _I,
+)
+_HEDGE = re.compile(
+    r"\b(?:i\s+think|i\s+guess|i\s+believe|i\s+wonder|maybe|probably|perhaps|seems?|might|apparently|not\s+sure|"
+    r"idk|i\s+forget|failed|broke|again|yesterday|right\s+now|last\s+time|earlier\s+today)\b",
+    _I,
+)
+_UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
+_PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
+_CHATTER = re.compile(
+    r"\b(?:don'?t|do\s+not|never)\s+(?:worry|bother|mind|care|know|think|understand|see\s+why)\b"
+    r"|^(?:i\s+)?(?:never|always)\s+(?:seen|heard|had|been|liked|understood|thought|fun|nice|great|happy|good|"
+    r"a\s+pleasure|would\s+have|could\s+have)\b|\b(?:see|talk|catch)\s+(?:you|ya)\s+later\b|^later[!.]*$"
+    r"|\balways\s+happy\b",
+    _I,
+)
+# A one-off: about this spot, this once ("use a dict there", "make it horizontal").
+_ONE_OFF = re.compile(
+    r"\b(?:there|this\s+one|that\s+one|just\s+this\s+once|this\s+once|for\s+now|this\s+time|"
+    r"in\s+this\s+(?:file|function|one|commit|pr|test|line|cell)|just\s+for\s+this|"
+    r"(?:make|put|rename|move|set|change|turn|call|do)\s+(?:it|that|this|them)\b)",
+    _I,
+)
+_STANDING = re.compile(
+    r"\b(?:always|never|from\s+now\s+on|from\s+here\s+on|going\s+forward|make\s+it\s+a\s+rule|every\s+time|whenever|in\s+this\s+(?:repo|project|codebase))\b",
+    _I,
+)
+_CONTRAST = re.compile(
+    r"\bnot\s+(?!(?:like|that|this|it|what|quite|sure|really|so|too|yet|now|a\s+big|the\s+way|bad|great)\b)"
+    r"[\w`'\"./:@-]+|\binstead\s+of\b|\brather\s+than\b|\bno\s+longer\b|\bpin(?:ned)?\s+(?:it\s+)?(?:to|at)\b",
+    _I,
+)
+_MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
+
+# ---- corrections ---------------------------------------------------------------------------
+_FILLER = r"(?:(?:ugh|urgh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
+_STRONG_CORRECTION = re.compile(
+    _FILLER + r"(?:"
+    r"(?:wait|hold\s+on)[,.!]*\s+(?:no+|nope)\b"
+    r"|no+[,.!]*\s+wait\b"
+    r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
+    r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
+    r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
+    r"|(?:(?:small|quick|minor|one)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    r"|scratch\s+(?:that|what\s+i\s+said(?:\s+about\s+(?P<scratched>[^,;:]{1,30}))?)|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    r")[\s,.:;!-]*",
+    _I,
+)
+_WEAK_CORRECTION = re.compile(
+    r"^(?:(?:ugh|urgh|argh|oh|hmm+|ah)[,.!]*\s+)?(?:(?:no+[\s,.!]+)*no+(?=\s*[,.!:;-])|no+\s+no+\b|nope\b|wrong\b|incorrect\b|not\s+quite\b|actually\b|that'?s\s+(?:not|wrong|incorrect)\b"
+    r"|that\s+is\s+(?:not|wrong|incorrect)\b|you\s+(?:forgot|missed|misunderstood)\b"
+    r"|i\s+(?:said|meant|told\s+you)\b)[\s,.!:;-]*(?:what\s+i\s+meant[\s,.!:;-]*)?",
+    _I,
+)
+_RE_ABOUT = re.compile(
+    r"^(?:re|regarding|about|as\s+for)[:\s]\s*(?P<about>(?:the\s+)?[^:,;]{1,40}):\s*(?:it'?s|it\s+is|they'?re|they\s+are)\s+",
+    _I,
+)
+_IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
+
+# ---- to-dos said done -----------------------------------------------------------------------
+_DONE = re.compile(
+    r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
+    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone)\b"
+    r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
+    r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
+    r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
+    r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
+    r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
+    r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
+    _I,
+)
+_NOT_DONE = re.compile(
+    r"\b(?:(?:fixed|locked|closed)\s+(?:to|at|on)|not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b",
+    _I,
+)
+
+# ---- polite questions ----------------------------------------------------------------------
+_POLITE_RULE = re.compile(
+    r"^(?:could|would)\s+you\s+(?:please\s+|kindly\s+)?(?:mind\s+)?(?:always|never|stop|not|no\s+longer|avoid)\b",
+    _I,
+)
+_POLITE_HEAD = re.compile(r"^(?:could|would)\s+you\s+(?:please\s+|kindly\s+)?(?:mind\s+)?", _I)
+_POLITE_TODO = re.compile(
+    r"^(?:would\s+it\s+be\s+possible\s+to|could\s+(?:you|we)|can\s+(?:you|we))\b.*"
+    r"\b(?:at\s+some\s+point|eventually|later|next\s+(?:week|sprint|time))\b",
+    _I,
+)
+
+# ---- decisions, to-dos, rules, preferences ---------------------------------------------------
+_DECISION = re.compile(
+    r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
+    r"(?:decided|agreed)\b|^decision\b[^:]{0,50}:|^(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b"
+    r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
+    r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
+    r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
+    r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
+    r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
+    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
+    _I,
+)
+_TODO = re.compile(
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
+    r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
+    r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
+    r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
+    r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
+    r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
+    _I,
+)
+_TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
+_TODO_VAGUE = re.compile(
+    r"\b(?:later|next\s+time|follow[\s-]?up|at\s+some\s+point|someday|some\s+day|eventually)\b", _I
+)
+_RULE = re.compile(
+    r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
+    r"(?:always|never|don'?t|dont|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on|going\s+forward|avoid)\b"
+    r"|^(?:remember|keep\s+in\s+mind|note\s+for\s+the\s+future)\b",
+    _I,
+)
+# Rules with no rule word: the shapes people use for standing instructions.
+_RULE_PLAIN = re.compile(
+    r"^(?:we|i)\s+(?:only\s+)?use\s+[^,.;]{1,40}?,?\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
+    r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,5}?(?:should|must|shall|needs?|has\s+to|have\s+to|gets?)\b"
+    r"|\bmake\s+it\s+a\s+rule\b|\bas\s+a\s+rule\b|\bhouse\s+rule\b"
+    r"|^no\s+.{3,60}[.;,]\s+\S+(?:\s+\S+){0,3}\s+only[.!]*$"
+    r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
+    r"(?:\s+[\w-]+)?\s+(?:after|before|in|on|during|inside|outside|at|from)\s+\w+(?:\s+\w+)?[.!]*$"
+    r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
+    r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
+    r"|\b(?:going\s+forward|from\s+now\s+on|from\s+here\s+on|moving\s+forward|in\s+(?:the\s+)?future|henceforth)\b"
+    r"|\bstop\s+using\b"
+    r"|\b(?:for|in)\s+(?:all\s+|any\s+)?new\s+(?:code|screens?|pages?|components?|files?|modules?|services?|features?|"
+    r"tests?|endpoints?|projects?|repos?)\b|^no\s+[\w.-]+(?:\s+[\w.-]+)?[,.;]\s*(?:we\s+)?use\s+\S"
+    r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
+    r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
+    r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
+    r"|^(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?)"
+    r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
+    r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
+    r"|^(?:use|stick\s+(?:to|with)|go\s+with)\s+[^,;]{1,60}?,?\s+not\s+\S"  # "use X instead of Y": a preference
+    r"|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
+    r"|\b(?:nothing|nobody|no\s+one)\s+else\s+(?:touches|writes|reads|uses|calls|should|may|can)\b"
+    r"|\bgo(?:es)?\s+through\s+.{1,40}\bonly\b"
+    r"|\b(?:is|are)\s+(?:mandatory|required|compulsory|forbidden|banned|not\s+allowed|disallowed)\b"
+    r"|^no\s+.{1,40}\b(?:ever|anywhere|allowed)\b|^no\s+(?:new\s+|more\s+)?[\w-]+(?:\s+[\w-]+)?\s+without\b",
+    _I,
+)
+# "jobs must finish in 15 minutes", "Random seed is always 42": a subject, then the rule word.
+_RULE_MID = re.compile(
+    r"^(?:\S+\s+){1,5}?(?:should|must|shall)(?:\s+not|n'?t)?\s+(?:always\s+|never\s+|only\s+)?(?:be|use|go|run|do|have|"
+    r"finish|stay|live|take|get|pass|land|come|point)\b|^(?:\S+\s+){1,10}?(?:always|never)\b",
+    _I,
+)
+_OBSERVED = re.compile(r"\b(?:fail(?:s|ed|ing)?|break(?:s|ing)?|crash(?:es|ed)?|happens?|flak\w*|times?\s+out)\b", _I)
+_PREFERENCE = re.compile(
+    r"(?:^|\b(?:i|we)(?:\s+would\s+|'d\s+|\s+))prefer\b|\bi'?d\s+rather\b|\b(?:i|we)\s+like\s+to\s+use\b"
+    r"|\buse\s+\S+(?:\s+\S+)?\s+(?:instead\s+of|rather\s+than|over)\b",
+    _I,
+)
+
+_I_PREFER = re.compile(r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b", _I)
+
+# ---- facts ---------------------------------------------------------------------------------
+_FACT = re.compile(
+    r"\b(?:is|are)\s+(?:at|on|in)\s+(?:the\s+)?(?!line\b|row\b|step\b|page\b)(?:\w+\s+)?"
+    r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|[\w.-]+/[\w./-]*|:\d{2,5})"
+    r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?(?:[\w.-]+\s+){1,2}(?:feature\s+)?(?:flag|toggle)\b"
+    r"|\b(?:is|are)\s+(?:hashed|encrypted|signed|encoded|serialized|generated|compiled|bundled|formatted|linted|"
+    r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated)\s+(?:with|by|using|via|through|in|on)\s+\S"
+    r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S|\b(?:fixed|locked|held|frozen)\s+(?:to|at)\s+v?\d"
+    r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
+    r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
+    r"|\b(?:is|are)\s+(?:partitioned|sharded|keyed|indexed)\s+(?:by|on)\b"
+    r"|\b(?:is|are)\s+(?:published|pushed|uploaded)\s+to\b|\b(?:is|are)\s+(?:being\s+)?(?:decommissioned|retired)\b"
+    r"|\b(?:is|are)\s+(?:called|named)\s+\S"
+    r"|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|managed|built|configured|defined|"
+    r"tracked|written))\s+(?:on|in|at|under|with|by|via|through)\s+\S"
+    r"|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\s+\S|\b(?:is|are)\s+(?:read-only|frozen|protected|locked)\b"
+    r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
+    r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
+    r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
+    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S|\bgo(?:es)?\s+through\s+\S"
+    r"|\b(?:is|are)\s+registered\s+(?:in|with|at)\s+\S|\bat\s+[\w-]+(?:\.[\w-]+)+:\d{2,5}\b|\bchanged\s+to\s+\S"
+    r"|\bbehind\s+(?:the\s+)?[\w.-]*[_\d][\w.-]*\b|\b(?:is|are)\s+(?:a|an)\s+(?:string|int|integer|float|uuid|bool|boolean|"
+    r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
+    _I,
+)
+# "the module path is github.com/acme/billing", "our SDK package on PyPI is acme-sdk": a name's value.
+_NAMED_VALUE = re.compile(
+    r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
+    r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
+    r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri|toolchain|compiler|runtime|framework|sdk|"
+    r"bootloader|platform|kernel)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
+    _I,
+)
+# An imperative is not a statement about the project ("kill the thing on port 8080").
+_IMPERATIVE = re.compile(
+    r"^(?:kill|run|fix|add|make|use|check|open|close|restart|stop|start|bump|set|change|update|remove|delete|try|look|"
+    r"write|create|move|rename|deploy|build|test|show|print|give|put|help|find|grep|print|revert|merge|push|pull|"
+    r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
+    _I,
+)
+_WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
+_WE_ARE_ON = re.compile(r"^(?:we'?re|we\s+are)\s+(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
+_FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
+_STATEMENT = re.compile(
+    r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs|wants|requires|expects)\b", _I
+)
+
+
+# Every word (as [a-z]+ runs: "don't" is "don" and "t") that some cue after the question test needs.
+_TRIGGER_WORDS = """
+is are s was were got has have been that cross closing gone todo fixme forget remind still note put add do to backlog
+list decided agreed decision change plan plans let lets ll will go going switching moving standardising standardizing
+settled chose picked went opted heart gonna team prefer rather always never don dont not must make from avoid remember
+keep use using uses new all every each deprecated only forward future stop no should later next follow followup point
+like listens listen behind pinned moved migrated talks talk runs run lives live sits sit goes owns own maintains
+maintain reads read writes write pulls pull pushes push handles vendored called named hosted deployed stored kept
+managed built configured defined tracked written powered backed served fronted owned maintained partitioned sharded
+keyed indexed published pushed uploaded decommissioned retired changes moves gets needs needs read-only frozen
+protected locked instead over binds bind port reminder ever anywhere allowed plate jot re dropping ditching retiring
+replacing killing without toggle conventions convention rules guidelines style
+fixed locked held push publish publishes emits emit sends send deployed hosted running signed
+table stay stick ping nudge max maximum tops least most ever landed lands land arrives ends
+here henceforth park someday eventually thumb scratch string int integer nothing nobody
+wants requires expects correction through in registered changed voted mandatory required
+compulsory forbidden banned disallowed sprint shall toolchain
+done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
+"""
+_TRIGGERS = frozenset(_TRIGGER_WORDS.split())
+_DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
+landed closed gone cross closing wiki docs readme plate in"""
+_DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
+
+
+# The costly unanchored patterns, each run only when the sentence has a word it needs.
+def _needs(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_NEEDS = {
+    "hedge": _needs(
+        "think guess believe wonder maybe probably perhaps seem seems might apparently sure idk forget failed broke "
+        "again yesterday now time today"
+    ),
+    "chatter": _needs("don dont do never always see talk catch later happy"),
+    "decision": _needs(
+        "decided agreed decision change plan plans new let lets ll will go going switching moving standardising "
+        "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
+        "killing"
+    ),
+    "vague": _needs("later next follow followup point someday some eventually"),
+    "preference": _needs("prefer rather like instead over"),
+}
+_TOKEN = re.compile(r"[a-z]+")
+
+
+def _subject_first(body: str, start: int, most: int = 10) -> bool:
+    """A thing names the statement: at most ``most`` words before ``start``, not a pronoun."""
+    return start > 0 and len(body[:start].split()) <= most and _NOT_A_SUBJECT.match(body) is None
+
+
+def is_fact(body: str, notice: bool = False) -> bool:
+    """A statement about the project worth a ``fact`` entry (see the module docstring)."""
+    if _HEDGE.search(body) or body.endswith("?") or _IMPERATIVE.match(body):
+        return False
+    if _NAMED_VALUE.match(body) or _WE_ARE_ON.match(body):
+        return True
+    if _FACT_WE_USE.match(body) and not _PAST.search(body):
+        return True
+    match = _FACT.search(body)
+    if match is not None and _subject_first(body, match.start()) and not _PAST.search(body[: match.end()]):
+        return True
+    if notice:  # "fyi the staging account id changes next month"
+        said = _STATEMENT.search(body)
+        return said is not None and _subject_first(body, said.start(), 5) and len(body.split()) >= 4
+    return False
+
+
+def _rule(body: str) -> bool:
+    if _RULE.match(body) or _RULE_PLAIN.search(body):
+        return True
+    mid = _RULE_MID.match(body)
+    return mid is not None and _NOT_A_SUBJECT.match(body) is None and _OBSERVED.search(body) is None
+
+
+def _one_off(text: str) -> bool:
+    """About this spot, this once ("use a dict there, not a list"), with no word that makes it standing."""
+    return _ONE_OFF.search(text) is not None and _STANDING.search(text) is None
+
+
+def _durable(rest: str) -> bool:
+    """What a correction says is worth keeping: a contrast, a "should", not a one-off tweak."""
+    if _one_off(rest):
+        return False
+    if _CONTRAST.search(rest):
+        return True
+    return (
+        _MODAL.search(rest) is not None
+        or re.match(r"^(?:use|switch\s+to|stick\s+with|pin|keep)\b", rest, _I) is not None
+    )
+
+
+def _tidy(text: str) -> str:
+    text = re.sub(r"^(?:please|pls)[,\s]+", "", text.strip(), flags=_I).strip()
+    return text[:1].upper() + text[1:]
+
+
+def _correction(rest: str, about: str | None, forgot: bool = False, scratched: str | None = None) -> Signal | None:
+    rest = rest.strip()
+    if scratched:
+        # "scratch what I said about Tanstack, the sync went the other way: we're on SWR"
+        rest = rest.rsplit(":", 1)[-1].strip().rstrip(".!")
+        if _WE_ARE_ON_NAME.match(rest):
+            return Signal("decision", _tidy(f"{rest} (not {scratched.strip()})"))
+    if about and _IT_IS.match(rest):  # "I was wrong about the pool: it's called X" -> "the pool is called X"
+        rest = f"{about.strip()} is {_IT_IS.sub('', rest, count=1)}"
+    body = _LEAD.sub("", rest)
+    if len(body) < MIN_TEXT or not re.search(r"[A-Za-z]{3}", body) or body.endswith("?"):
+        return None
+    if is_fact(body):
+        return Signal("fact", _tidy(body))
+    if _DECISION.search(body) and not _HEDGE.search(body):  # "actually, let's use GraphQL after all"
+        return Signal("decision", _tidy(body))
+    if _durable(body) or (forgot and not _ONE_OFF.search(body)):
+        return Signal("correction", _tidy(sentence_of(body, forgot)))
+    return None
+
+
+def sentence_of(body: str, forgot: bool) -> str:
+    """ "you forgot to update the .nvmrc" is kept whole: "to update the .nvmrc" says nothing alone."""
+    return f"You forgot {body}" if forgot else body
+
+
+def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
+    """What ``sentence`` says for the board, or None. ``after_agent``/``first``: it opens a turn
+    that answers the agent (only then do "no, ..." and "actually ..." correct it)."""
+    sentence = sentence.strip()
+    about = _RE_ABOUT.match(sentence)
+    if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
+        sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
+    strong = _STRONG_CORRECTION.match(sentence)
+    if strong is not None and strong.end() < len(sentence):
+        return _correction(
+            sentence[strong.end() :], strong.group("about") or strong.group("got"), scratched=strong.group("scratched")
+        )
+    if first and after_agent:
+        weak = _WEAK_CORRECTION.match(sentence)
+        if weak is not None:
+            forgot = re.match(r"you\s+(?:forgot|missed)\b", sentence, _I) is not None
+            return _correction(sentence[weak.end() :], None, forgot)
+    if sentence.endswith("?"):
+        if _POLITE_RULE.match(sentence) and not _HEDGE.search(sentence):
+            return Signal("rule", _tidy(_POLITE_HEAD.sub("", sentence).rstrip("?").strip()))
+        if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
+            return Signal("todo", _tidy(sentence))
+        return None  # a question asks; it does not decide or instruct
+    tokens = set(_TOKEN.findall(sentence.lower()))
+    if not _TRIGGERS.intersection(tokens):
+        return None  # no word any cue below needs: most sentences ("fix the test") stop here
+    if (
+        _DONE_WORDS.intersection(tokens)
+        and _DONE.search(sentence)
+        and not _NOT_DONE.search(sentence)
+        and not _UNSURE.search(sentence)
+        and not _DECISION.search(_LEAD.sub("", sentence))
+    ):
+        return Signal("todo", sentence, "close")
+    notice = _NOTICE.match(sentence) is not None
+    body = _LEAD.sub("", sentence) if not re.match(r"^note\s+to\s+self\b", sentence, _I) else sentence
+    if len(body) < MIN_TEXT:
+        return None
+    if _TODO.search(body):
+        return Signal("todo", _tidy(body))
+    if (_NEEDS["chatter"] & tokens and _CHATTER.search(body)) or (_NEEDS["hedge"] & tokens and _HEDGE.search(body)):
+        return None  # chit-chat, or not sure: when unsure, keep nothing
+    if _NEEDS["decision"] & tokens and _DECISION.search(body):
+        return Signal("decision", _tidy(body))
+    if _I_PREFER.search(body):
+        return Signal("preference", _tidy(body))
+    if _rule(body) and not _one_off(body):
+        return Signal("rule", _tidy(body))
+    if _NEEDS["vague"] & tokens and _TODO_VAGUE.search(body):
+        return Signal("todo", _tidy(body))
+    if _NEEDS["preference"] & tokens and _PREFERENCE.search(body) and not _one_off(body):
+        return Signal("preference", _tidy(body))
+    if is_fact(body, notice):
+        return Signal("fact", _tidy(body))
+    return None
+
+
+def refers_back(sentence: str) -> bool:
+    """ "put that on the list": a to-do whose subject is the sentence before it."""
+    return _TODO_THAT.search(sentence) is not None and not sentence.endswith("?")
+
+
+def classify(sentence: str, *, after_agent: bool, first: bool) -> str | None:
+    """The kind of a sentence a person wrote (None: nothing for the board, or a to-do said done)."""
+    signal = read(sentence, after_agent=after_agent, first=first)
+    return signal.kind if signal is not None and signal.action == "add" else None

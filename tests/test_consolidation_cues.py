@@ -1,0 +1,371 @@
+"""The offline extractor by sentence: what a person typed is split from what they pasted, each
+sentence is read for a clear cue (precision first), and later words replace or close earlier ones
+on the board (issue 22's hard cases and the noise that got through)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from kairosd.consolidation.board import BoardStore
+from kairosd.consolidation.clauses import is_log_line, sentences
+from kairosd.consolidation.cues import classify, read
+from kairosd.consolidation.entries import Candidate
+from kairosd.consolidation.extract import extract
+from kairosd.consolidation.transcripts import Message
+
+UTC_ZONE = ZoneInfo("UTC")
+ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def _session(*typed: str, day: int = 0) -> list[Candidate]:
+    messages = []
+    for step, text in enumerate(typed):
+        when = ANCHOR + timedelta(days=day, minutes=step)
+        messages += [Message("user", text, human=True, at=when), Message("assistant", "Done.", at=when)]
+    return extract(messages, project="/p", anchor=ANCHOR, zone=UTC_ZONE).candidates
+
+
+def _kinds(*typed: str) -> list[tuple[str, str]]:
+    return [(c.kind, c.text) for c in _session(*typed)]
+
+
+# ---- sentences and what is pasted ----------------------------------------------------------
+
+
+def test_sentences_split_after_a_lower_case_full_stop_and_keep_abbreviations() -> None:
+    assert sentences("ok looks sane. next: silences. dont ever create silences longer than 24h.") == [
+        "ok looks sane.",
+        "next: silences.",
+        "dont ever create silences longer than 24h.",
+    ]
+    assert sentences("use e.g. polars here. And pin v1.2.3 please.") == [
+        "use e.g. polars here.",
+        "And pin v1.2.3 please.",
+    ]
+    assert sentences("By the way, the API is at https://api.shop.internal:8443.") == [
+        "By the way, the API is at https://api.shop.internal:8443."
+    ]
+    # one rule said in two sentences stays one
+    assert sentences("CSS modules only. No tailwind, please.") == ["CSS modules only. No tailwind, please."]
+    assert sentences("no dynamic allocation after boot. static buffers only") == [
+        "no dynamic allocation after boot. static buffers only"
+    ]
+    assert sentences("- alertmanager is at a:9093\n- grafana is at g:3000") == [
+        "alertmanager is at a:9093",
+        "grafana is at g:3000",
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "warning: unused variable `amt`, fix later",
+        "error[E0308]: mismatched types",
+        "app/refund.py:12:5: UP006 Use `list` instead of `List` for type annotation",
+        "  12:3  warning  Prefer `const` over `let`  prefer-const",
+        "##[warning]Node.js 16 actions are deprecated. Please update to use Node.js 20 instead of Node.js 16.",
+        "W1002 10:02:11 warnings.go:70] policy/v1beta1 PodSecurityPolicy is deprecated",
+        'level=warn ts=2026-10-01T02:11Z msg="Notify attempt failed, will retry later"',
+        "[2026-10-03 01:00:12] WARNING - Task exceeded its SLA. Consider retrying later.",
+        "DeprecationWarning: datetime.utcnow() is deprecated, use datetime.now(UTC)",
+        "│ Use `aws_s3_bucket_versioning` instead of `versioning` block",
+        "FAILED tests/test_sync.py::test_replay - AssertionError: always expected 3 rows",
+    ],
+)
+def test_lines_a_program_printed_are_not_the_persons(line: str) -> None:
+    assert is_log_line(line)
+    assert sentences(f"look:\n{line}\nwhat now") == ["look:", "what now"]
+
+
+@pytest.mark.parametrize(
+    "line", ["Note: the label column is called churned_90d", "we use uv not poetry", "fyi the db is at db:5433"]
+)
+def test_lines_a_person_typed_are_kept(line: str) -> None:
+    assert not is_log_line(line)
+
+
+# ---- the hard cases the issue names -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # plain facts
+        ("fyi the ledger db is at ledger.internal:5433", "fact"),
+        ("the webhook listener listens on :8002", "fact"),
+        ("terraform is pinned to 1.5.7", "fact"),
+        ("the fraud check is behind the checkout_v2 flag", "fact"),
+        ("the vpn gateway was renamed to edge-gw-2", "fact"),
+        ("heads up: web-7 is being decommissioned friday", "fact"),
+        ("Heads up: the blog is moving to a headless CMS next quarter.", "fact"),
+        # rules with no rule word
+        ("we use uv not poetry", "rule"),
+        ("new code should use polars", "rule"),
+        ("CSS modules only. No tailwind, please.", "rule"),
+        ("orjson is deprecated here, use msgspec", "rule"),
+        ("Random seed is always 42 in this repo", "rule"),
+        ("jobs must finish in under 15 minutes, split them if not", "rule"),
+        # polite questions that are rules
+        ("could you stop using any?", "rule"),
+        ("Would you mind always running the type check before you say it's done?", "rule"),
+        # decisions taken with others
+        ("decided with the team: refunds go through the outbox, never direct", "decision"),
+        ("we agreed in standup: no new endpoints without an openapi entry", "decision"),
+        ("change of plan: we deploy on thursdays now, not tuesdays", "decision"),
+        # to-dos
+        ("put the retry cleanup on the list", "todo"),
+        ("remind me next week to rotate the stripe webhook secret", "todo"),
+        ('Please add "migrate the remaining class components" to the backlog.', "todo"),
+        ("reminder for next sprint: load test the lobby with 10k bots", "todo"),
+        ("Decision from the architecture review: events go to Kafka, not RabbitMQ.", "decision"),
+        ("Migrations are run by the deploy pipeline, don't run them by hand.", "rule"),  # the rule clause wins
+        ("no unwrap() in the networking code, ever.", "rule"),
+        ("so the matchmaker binds to 0.0.0.0:7777", "fact"),
+        ("Spring Boot is at 3.2.4 for now, upgrade is planned for Q1.", "fact"),
+        ("module path is github.com/acme/billing", "fact"),
+        ("Our SDK package on PyPI is acme-sdk and the import name is acme.", "fact"),
+        ("Stripe webhooks hit /hooks/stripe, port 8081 in all envs", "fact"),
+        ("todo(me): ask legal about the VAT wording on invoices", "todo"),
+        ("please no global state, pass deps through the Server struct", "rule"),
+        ("All code samples in the docs have to compile, we check them in CI.", "rule"),
+        ("When you mention the rate limit, please always link to the limits page.", "rule"),
+        ("kill the thing on port 8080", None),  # an imperative, not a fact
+        ("we're on rails 7.1, ruby 3.3", "fact"),
+        ("no new gems without a heads up in #backend first", "rule"),
+        ("the digest feature is behind the weekly_digest flipper flag", "fact"),
+        ("jot down: write a data migration for the old digest prefs", "todo"),
+        ("we talked it over and we're dropping the digest email for sms", "decision"),
+        ("Passwords are hashed with argon2id.", "fact"),
+        ("python client version is fixed to 8.11.0", "fact"),  # "fixed to 8.11.0" says nothing is done
+        ("conventions: snake_case json fields; cursor pagination, no offsets", "rule"),
+        ("v1 endpoints are deprecated; new clients go to v2", "rule"),
+        ("please not commit the .env file never", "rule"),
+        ("need to remember: write alert for indexing lag", "todo"),
+        ("re the limiter: it's 200 rps per token now, not 100", "fact"),
+        ("stick to the official clickhouse-connect driver, not the community one", "rule"),
+        ("collectors push to kafka topic telemetry.raw", "fact"),
+        ("the enricher is in enricher/ and the schema in schema/events.sql", "fact"),
+        ("the team signed off on daily partitions, monthly was too coarse", "decision"),
+        ("GraphQL is off the table, we stay with REST for the BFF.", "decision"),
+        ("ping me tomorrow about the clickhouse upgrade", "todo"),
+        ("The BFF is a Node 20 service deployed on Cloud Run.", "fact"),
+        ("We only ever return camelCase to the apps.", "rule"),
+        ("Timeouts to upstreams are 2 seconds max.", "rule"),
+        ("the raw sales extract lands in gs://acme-forecast/raw every night at 2am", "fact"),
+        ("prophet gave us garbage so we're using statsforecast from here on", "rule"),
+        ("note that the store_id column is a string, not an int", "fact"),
+        ("someday we should try hierarchical reconciliation, park it in the backlog", "todo"),
+        ("Rule of thumb for this app: every table gets server-side pagination.", "rule"),
+        ("ledger writes go through the ledger-writer service only, nothing else touches the ledger tables", "rule"),
+        ("after talking to finance we settled on reconciling per currency, not globally", "decision"),
+        ("the currency rates come from the fx-rates service on port 7070", "fact"),
+        ("heads up: finance wants the recon report by 9am daily", "fact"),
+        ("we're going to batch emails per user per hour, the team voted on it", "decision"),
+        ("the sender address is noreply@notify.acme.io", "fact"),
+        ("idempotency keys are mandatory on every send call", "rule"),
+        ("Models are registered in MLflow at mlflow.ml.internal:5000.", "fact"),
+        ("We should add drift monitoring to the churn model next sprint.", "todo"),
+        ("push the branch and open a PR", None),  # an imperative, not "push goes through ..."
+        ("toolchain is arm-none-eabi-gcc 12.2, zephyr 3.5", "fact"),
+        ("no dynamic allocation after boot.", "rule"),
+        ("no dynamic allocation after boot. static buffers only", "rule"),
+        ("no luck in prod", None),
+        ("all ISRs shall be shorter than 50us, defer work to a workqueue", "rule"),
+        ("Let's make it a rule that every bug fix PR comes with a regression test.", "rule"),
+        ("no worries, just use whatever", None),
+    ],
+)
+def test_hard_cases(sentence: str, kind: str) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+@pytest.mark.parametrize(
+    ("typed", "kind", "text"),
+    [
+        ("ugh wait no, not 5.4.0, pin it to 5.6.1", "correction", "Not 5.4.0, pin it to 5.6.1"),
+        ("wait, sorry, I was wrong: the worker runs on batch-04 now", "fact", "The worker runs on batch-04 now"),
+        ("sorry, I was wrong about the pool: it's called spot-batch-2", "fact", "The pool is called spot-batch-2"),
+        ("scratch that, terraform is pinned to 1.6.2 now", "fact", "Terraform is pinned to 1.6.2 now"),
+        ("no, the worker should retry 3 times, not 5", "correction", "The worker should retry 3 times, not 5"),
+    ],
+)
+def test_corrections_keep_what_is_right_now(typed: str, kind: str, text: str) -> None:
+    signal = read(typed, after_agent=True, first=True)
+    assert signal is not None
+    assert (signal.kind, signal.text) == (kind, text)
+
+
+def test_put_that_on_the_list_is_the_sentence_before() -> None:
+    assert _kinds("ok. write the runbook for the disk alert. put that on the list") == [
+        ("todo", "Write the runbook for the disk alert: put that on the list")
+    ]
+    assert _kinds("put that on the list") == []  # "that" is what the agent said: unknown, kept out
+
+
+# ---- the noise that got through ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "actually use a dict there",  # a one-off
+        "actually use a dict there, not a list",  # a one-off, even with a contrast
+        "use a Map in this one, not an object",
+        "actually make it horizontal",
+        "no not like that, put it in the cli module",
+        "what did that helper `to_cents` do again? the one from yesterday",  # a question about earlier work
+        "did the migration from last time actually run?",
+        "should we always use the retry helper from yesterday? we added it last week",
+        "here's the log:\n```\nwarning: unused variable `amt`, fix later\n```",  # a compiler warning saying later
+        "warning: unused variable `amt`, fix later",  # the same, pasted without a fence
+        "app/refund.py:12:5: UP006 Use `list` instead of `List` for type annotation\nwhats this",  # a linter
+        "Here is what the linter said:\n  40:1  error  Always use `===` instead of `==`  eqeqeq",
+        "interesting. never would have guessed",  # chit-chat with a rule word
+        "Could you use a Map here instead?",
+        "Hmm, maybe we should rethink the spacing scale at some point? Not sure yet.",
+        "lol nice",
+    ],
+)
+def test_noise_makes_no_entry(typed: str) -> None:
+    assert _kinds(typed) == []
+    assert _kinds("Set it up.", typed) == []  # nor when it answers the agent
+
+
+# ---- later words replace, done to-dos close --------------------------------------------------
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> BoardStore:
+    return BoardStore(tmp_path / "boards", lambda: ANCHOR)
+
+
+def _board(store: BoardStore, *sessions: tuple[str, ...]) -> list[str]:
+    for day, typed in enumerate(sessions):
+        store.merge("/p", _session(*typed, day=day))
+    return sorted(e.text for e in store.load("/p").entries)
+
+
+def test_a_change_of_plan_across_sessions_replaces_the_old_rule(store: BoardStore) -> None:
+    board = _board(
+        store, ("from now on, deploy on tuesdays",), ("change of plan: we deploy on thursdays now, not tuesdays",)
+    )
+    assert board == ["Change of plan: we deploy on thursdays now, not tuesdays"]
+
+
+def test_a_correction_within_a_session_replaces_the_fact(store: BoardStore) -> None:
+    board = _board(
+        store, ("the stripe client is pinned to 5.4.0, dont bump it", "ugh wait no, not 5.4.0, pin it to 5.6.1")
+    )
+    assert board == ["Not 5.4.0, pin it to 5.6.1"]
+    board = _board(
+        store, ("the sync worker runs on batch-03",), ("wait, sorry, I was wrong: the worker runs on batch-04 now",)
+    )
+    assert "The sync worker runs on batch-03" not in board
+    assert "The worker runs on batch-04 now" in board
+
+
+def test_moving_away_from_a_tool_replaces_the_fact_about_it(store: BoardStore) -> None:
+    board = _board(
+        store, ("Hilt is our DI framework.",), ("Change of heart on the DI thing, we're moving from Hilt to Koin.",)
+    )
+    assert board == ["Change of heart on the DI thing, we're moving from Hilt to Koin."]
+
+
+def test_a_todo_said_done_is_closed(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("put the iam cleanup on the list", "remind me next week to rotate the secret"),
+        ("the iam thing is fixed",),
+    )
+    assert board == ["Remind me the week of 2026-11-23 to rotate the secret"]
+    [close] = [c for c in _session("got read access today!! so that's done") if c.action == "close"]
+    assert (close.kind, close.text) == ("todo", "got read access on 2026-11-20!! so that's done")
+
+
+def test_a_todo_said_done_in_few_words_is_closed() -> None:
+    signal = read("load test done, lobby held 10k fine", after_agent=True, first=False)
+    assert signal is not None
+    assert (signal.kind, signal.action) == ("todo", "close")
+    # a decision that mentions something gone is a decision, not a close
+    signal = read("we went with redis sorted sets, the old postgres table is gone", after_agent=True, first=False)
+    assert signal is not None
+    assert (signal.kind, signal.action) == ("decision", "add")
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "legal answered about VAT, sorted",
+        "I wrote the troubleshooting section, so that's off my plate.",
+        "idempotency key for recon runs is in, shipped this morning",
+    ],
+)
+def test_other_ways_to_say_done(typed: str) -> None:
+    signal = read(typed, after_agent=True, first=False)
+    assert signal is not None
+    assert signal.action == "close"
+
+
+def test_a_todo_not_yet_done_is_not_closed() -> None:
+    assert _session("the iam thing is not fixed yet") == []
+    assert _session("is the iam thing fixed?") == []
+
+
+def test_a_new_name_or_place_for_the_same_subject_replaces_the_fact(store: BoardStore) -> None:
+    board = _board(store, ("The topic is called orders.v1.",), ("Small update, the topic got renamed to orders.v2.",))
+    assert board == ["The topic got renamed to orders.v2."]
+    board = _board(
+        store,
+        ("the metrics endpoint is /metrics on port 9100",),
+        ("correction on yesterday: metrics is on port 9102, 9100 is the node exporter",),
+    )
+    assert "The metrics endpoint is /metrics on port 9100" not in board
+
+
+def test_scratch_what_i_said_about_x_replaces_x(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("We chose Tanstack Query over SWR, decided in the frontend sync.",),
+        ("Wait, scratch what I said about Tanstack, the sync went the other way: we're on SWR.",),
+    )
+    assert board == ["We're on SWR (not Tanstack)"]
+
+
+def test_a_name_that_grew_a_version_replaces_the_old_name(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("the forecast job runs on airflow, dag name is forecast_weekly",),
+        ("oops the dag is called forecast_weekly_v2 now, they redeployed it",),
+    )
+    assert board == ["The dag is called forecast_weekly_v2 now, they redeployed it"]
+
+
+def test_a_small_correction_replaces_what_it_corrects(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("We agreed at the guild that RFCs stay open for review for at least five working days.",),
+        ("Small correction: review stays open for three working days, not five.",),
+    )
+    assert board == ["Review stays open for three working days, not five."]
+    # "urgh no, ..." answers the agent: the same session, after the agent spoke
+    board = _board(
+        store,
+        (
+            "the currency rates come from the fx-rates service on port 7070",
+            "urgh no, rates are on port 7071, 7070 is the old one",
+        ),
+    )
+    assert "The currency rates come from the fx-rates service on port 7070" not in board
+
+
+def test_a_value_changed_replaces_the_old_value(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("the sender address is noreply@notify.acme.io",),
+        ("sender address changed to alerts@notify.acme.io btw",),
+    )
+    assert board == ["Sender address changed to alerts@notify.acme.io btw"]

@@ -1,0 +1,67 @@
+"""The train split the offline extractor is tuned on: well-formed, big enough, and held to floors.
+
+The floors are a regression guard on TUNED text (a change that loses what the cues were written
+for fails here), never a quality figure: quality is measured on the held-out and fresh splits,
+which the tuner never opens.
+"""
+
+from __future__ import annotations
+
+import pytest
+from consolidation_corpus.train_score import Figures, load, score_writer
+
+from kairosd.consolidation.entries import KINDS
+
+FORMATS = {"claude", "codex", "codex-0.169", "gemini", "gemini-jsonl", "copilot"}
+
+
+def _items(docs: list[dict]) -> list[dict]:
+    return [
+        item
+        for doc in docs
+        for project in doc["projects"]
+        for session in project["sessions"]
+        for turn in session["turns"]
+        for item in turn["expect"]
+    ]
+
+
+def test_the_train_split_is_big_varied_and_well_formed() -> None:
+    docs = load()
+    turns = [t for d in docs for p in d["projects"] for s in p["sessions"] for t in s["turns"]]
+    assert len(docs) >= 3
+    assert len({d["writer"] for d in docs}) == len(docs)
+    assert all(d["voice"].strip() and not d["writer"].startswith("w-heldout") for d in docs)
+    assert len(turns) >= 300
+    formats = {s["format"] for d in docs for p in d["projects"] for s in p["sessions"]}
+    assert formats == FORMATS
+    for turn in turns:
+        assert turn["text"].strip()
+        for item in turn["expect"]:
+            kinds = {item["kind"]} if isinstance(item["kind"], str) else set(item["kind"])
+            assert kinds <= set(KINDS), item
+            assert item["key"], item
+            assert all(k == k.lower() for k in item["key"]), item
+    labeled = {item["kind"] if isinstance(item["kind"], str) else item["kind"][0] for item in _items(docs)}
+    assert labeled == set(KINDS)
+    assert sum("replaces" in item for item in _items(docs)) >= 10
+    assert sum(len(t.get("closes", [])) for t in turns) >= 10
+    assert sum(not t["expect"] and not t.get("closes") for t in turns) >= 120  # noise
+
+
+@pytest.fixture(scope="module")
+def figures() -> Figures:
+    total = Figures()
+    for doc in load():
+        total.add(score_writer(doc))
+    return total
+
+
+def test_the_tuned_figures_hold(figures: Figures) -> None:
+    assert figures.precision >= 0.97, figures.false
+    assert figures.recall >= 0.95, figures.missed
+    # a little under today's 0.89: the last blind writer's two misses are left in on purpose (the
+    # cues were not changed after it, so its figure stays an honest one)
+    assert figures.replacements >= 0.85, figures.not_replaced
+    assert figures.closes >= 0.9, figures.not_replaced
+    assert figures.wrong_closes == 0
