@@ -246,8 +246,10 @@ def test_a_todo_said_done_is_closed_by_its_words(store: BoardStore) -> None:
     board = store.load("/p")
     assert sorted(e.text for e in board.entries) == ["Never apply terraform from a laptop",
                                                      "Remind me to rotate the webhook secret"]  # fmt: skip
-    assert [e.text for e in result.superseded] == ["Put the iam cleanup on the list"]
-    assert [(e.text, e.superseded_by) for e in board.superseded] == [("Put the iam cleanup on the list", "done")]
+    assert [e.text for e in result.closed] == ["Put the iam cleanup on the list"]
+    assert [(r["action"], r["text"]) for r in store.history("/p") if r["action"] == "close"] == [
+        ("close", "Put the iam cleanup on the list")
+    ]
 
 
 def test_a_close_that_names_no_single_todo_closes_nothing(store: BoardStore) -> None:
