@@ -731,3 +731,30 @@ def _read_until(s: socket.socket, mark: bytes) -> None:
         chunk = s.recv(4096)
         assert chunk, f"closed before {mark!r}: {seen!r}"
         seen += chunk
+
+
+def test_connection_limits_fit_the_descriptor_limit(caplog: pytest.LogCaptureFixture) -> None:
+    """Configured limits a low RLIMIT_NOFILE cannot hold are lowered, with a warning that says so."""
+    from kairosd.system.fdlimit import fit_connections
+
+    assert fit_connections(256, 64, 65536) == (256, 64)
+    assert fit_connections(256, 64, 1024) == (256, 64)  # (1024 - 256) // 3 = 256
+    assert fit_connections(1000, 500, 1024) == (256, 256)
+    assert "limits.max_connections = 1000 needs more descriptors than the limit of 1024 allows" in caplog.text
+    assert fit_connections(256, 64, 100) == (8, 8)
+
+
+RAISE_LIMIT = """
+import resource
+from kairosd.system.fdlimit import raise_open_files_limit
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+got = raise_open_files_limit()
+print(got, resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)
+"""
+
+
+def test_the_soft_descriptor_limit_is_raised_to_the_hard_one() -> None:
+    done = subprocess.run([sys.executable, "-c", RAISE_LIMIT], capture_output=True, text=True, check=True, timeout=30)
+    got, soft, hard = (int(n) for n in done.stdout.split())
+    assert got == soft == min(hard, 65536)

@@ -21,3 +21,4 @@ RUNS_PER_TASK = 50  # runs the run ledger keeps per scheduled task (KAIROS_RUNS_
 # hang-up watch), and the store, logs and running children need theirs too.
 MAX_CONNECTIONS = 256
 MAX_STREAMS = 64
+MAX_SESSIONS = 1000  # live agent sessions registered at once; the longest idle expire first past it
