@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kairosd.core.clock import Clock
@@ -53,6 +53,8 @@ class SessionCore:
         self._save_lock = asyncio.Lock()
         self._save_timer: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        # What becomes of a session evicted at the cap (the hub hands its items on, as for an end).
+        self.on_evicted: Callable[[LiveSession], None] | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -120,6 +122,17 @@ class SessionCore:
         session, created = self.store.touch(agent, session_id, self.clock.now(), cwd=cwd, transcript_path=transcript)
         if created:
             self.events.publish("session_started", agent=agent, session_id=session_id, cwd=session.cwd)
+            for gone in self.store.evict_idle(keep=session.key):
+                log.warning(
+                    "%s %s evicted: %d sessions are registered, the limit (limits.max_sessions); it was the "
+                    "longest idle",
+                    gone.agent,
+                    gone.session_id,
+                    self.store.max_sessions,
+                )
+                self.events.publish("session_ended", agent=gone.agent, session_id=gone.session_id, reason="evicted")
+                if self.on_evicted is not None:
+                    self.on_evicted(gone)
             self.notify()
         return session
 
