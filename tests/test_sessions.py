@@ -275,7 +275,7 @@ def test_a_bad_waiter_timeout_is_one_clear_line(raw, message):
 # ---- bounds (issue 27, finding 4) ------------------------------------------------------------
 
 
-def test_past_max_sessions_the_longest_idle_go_and_their_items_move_on(tmp_path):
+def test_past_max_sessions_the_longest_idle_go_and_their_items_move_on(tmp_path, caplog):
     """Any client can register any id: past the cap the longest idle session is evicted (announced,
     logged), and its item takes its fallback as if the session had ended; a recently seen one stays."""
     from kairosd.sessions.requests import RegisterRequest
@@ -303,6 +303,11 @@ def test_past_max_sessions_the_longest_idle_go_and_their_items_move_on(tmp_path)
         await hub.register(RegisterRequest(agent="claude", session_id="s5"))
         assert sorted(s.session_id for s in store) == ["s1", "s4", "s5"]
         assert [(await anext(ended))["session_id"] for _ in range(2)] == ["s2", "s3"]
+        # Logged once, not per eviction (a client registering in a loop must not flood the log).
+        assert [r.message for r in caplog.records if "evicted" in r.message] == [
+            "1 session(s) evicted, the last claude s2: 3 are registered, the limit (limits.max_sessions); "
+            "the longest idle go first"
+        ]
 
         await hub.register(RegisterRequest(agent="claude", session_id="s6"))  # s1 is now the longest idle
         assert (await anext(ended))["reason"] == "evicted"

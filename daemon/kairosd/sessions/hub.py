@@ -262,6 +262,9 @@ class SessionHub:
         return {"acked": [item.run_id for item in taken]}
 
     def _evicted(self, session: LiveSession) -> None:
+        if not session.items:
+            self._core.save_soon()  # nothing to hand on; the next coalesced write drops it
+            return
         limit = self.store.max_sessions
         why = f"{describe(session)} was evicted (the longest idle of {limit}, limits.max_sessions) before its next turn"
         self._core.spawn(self._router.retire(session, why))

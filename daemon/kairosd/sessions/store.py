@@ -30,6 +30,7 @@ or the CLI.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import posixpath
@@ -276,8 +277,8 @@ class SessionStore:
             excess = len(self._sessions) - self.max_sessions
             if excess <= 0:
                 return []
-            idle = sorted((s for s in self._sessions.values() if s.key != keep), key=lambda s: s.last_active)
-            gone = idle[:excess]
+            others = (s for s in self._sessions.values() if s.key != keep)
+            gone = heapq.nsmallest(excess, others, key=lambda s: s.last_active)  # one pass, not a sort
             for session in gone:
                 del self._sessions[session.key]
             self._dirty = True
