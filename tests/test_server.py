@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import os
 import shutil
 import socket
@@ -758,3 +759,26 @@ def test_the_soft_descriptor_limit_is_raised_to_the_hard_one() -> None:
     done = subprocess.run([sys.executable, "-c", RAISE_LIMIT], capture_output=True, text=True, check=True, timeout=30)
     got, soft, hard = (int(n) for n in done.stdout.split())
     assert got == soft == min(hard, 65536)
+
+
+def test_requests_that_cannot_be_watched_are_logged_once(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Out of descriptors, no request can get its hang-up watch: they are served, and the log says so
+    once with a count, not once per request."""
+    import errno
+
+    from kairosd.api import unixsocket
+    from kairosd.api.throttle import LogThrottle
+
+    def no_descriptors(fd: int) -> int:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    monkeypatch.setattr(unixsocket, "_unwatched", LogThrottle(unixsocket.log, logging.WARNING))
+    monkeypatch.setattr(unixsocket.os, "dup", no_descriptors)
+    harness.start()
+    for _ in range(5):
+        assert harness.client().call("GET", "/ok")["path"] == "/v1/ok"
+    warnings = [r.getMessage() for r in caplog.records if "cannot watch a client" in r.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].endswith("(1 time(s) since the last report)")

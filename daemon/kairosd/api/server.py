@@ -29,7 +29,7 @@ Limits. At most ``max_connections`` connections are served at once, and of those
 naming the limit (the refusal itself is bounded: past :data:`MAX_REFUSING` refusals in flight a
 new connection is closed at once). The accept loop is our own rather than asyncio's, whose
 3.11 loop logs a traceback for every failed accept() when descriptors run out: ours waits with
-a growing pause, logs that once per :data:`LOG_EVERY_S`, and says when it accepts again.
+a growing pause, logs that once a minute (:mod:`kairosd.api.throttle`), and says when it accepts again.
 
 Linux only (``SO_PEERCRED``). Must not import the store, the scheduler or the
 CLI; it knows nothing about routes.
@@ -62,6 +62,7 @@ from kairosd.api.http_types import (
     cancel_on_disconnect,
     compact_json,
 )
+from kairosd.api.throttle import LogThrottle
 from kairosd.api.unixsocket import bind_private, peer_credentials, unlink_if_same, watch_hangup
 from kairosd.core import bounds, defaults, protocol
 from kairosd.core.errors import KairosError
@@ -85,8 +86,6 @@ INTERNAL_MESSAGE: Final = "internal error; see the kairosd log"
 _STARVED_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 ACCEPT_PAUSE_MIN_S: Final = 0.05
 ACCEPT_PAUSE_MAX_S: Final = 1.0
-# A condition that repeats (out of descriptors, clients refused at a limit) is logged at most this often.
-LOG_EVERY_S: Final = 60.0
 # Busy refusals in flight; each holds a descriptor for up to LINGER_S, so they are bounded too.
 MAX_REFUSING: Final = 16
 
@@ -106,23 +105,6 @@ class _Connection(h11.Connection):
     a response to HEAD must not carry the body its Content-Length announces."""
 
     head_only = False
-
-
-class _Throttled:
-    """Logs a condition that repeats at most once per ``every_s``, counting the times in between."""
-
-    def __init__(self, level: int, every_s: float = LOG_EVERY_S) -> None:
-        self._level = level
-        self._every_s = every_s
-        self._last: float | None = None
-        self._count = 0
-
-    def hit(self, now: float, message: str, *args: object) -> None:
-        self._count += 1
-        if self._last is not None and now - self._last < self._every_s:
-            return
-        log.log(self._level, "%s (%d time(s) since the last report)", message % args, self._count)
-        self._last, self._count = now, 0
 
 
 class UnixHttpServer:
@@ -158,9 +140,9 @@ class UnixHttpServer:
         self._busy: set[asyncio.Task[Any]] = set()  # requests handed to the handler (streams included)
         self._streams: set[asyncio.Task[Any]] = set()  # connections streaming now
         self._refusing: set[asyncio.Task[Any]] = set()  # busy refusals in flight
-        self._starved_log = _Throttled(logging.ERROR)
-        self._refused_log = _Throttled(logging.WARNING)
-        self._accept_log = _Throttled(logging.WARNING)
+        self._starved_log = LogThrottle(log, logging.ERROR)
+        self._refused_log = LogThrottle(log, logging.WARNING)
+        self._accept_log = LogThrottle(log, logging.WARNING)
 
     @property
     def path(self) -> Path:
