@@ -309,3 +309,12 @@ def test_every_part_shares_one_set_of_defaults(tmp_path):
         import inspect
 
         assert inspect.signature(cls).parameters["kill_grace_s"].default == config.kill_grace
+
+
+def test_client_limits_are_read_and_checked(paths):
+    write(paths, "[limits]\nmax_connections = 40\nmax_streams = 10\nmax_sessions = 50\n")
+    limits = load_config(paths, {}).limits
+    assert (limits.max_connections, limits.max_streams, limits.max_sessions) == (40, 10, 50)
+    write(paths, "[limits]\nmax_connections = 4\nmax_streams = 10\n")
+    with pytest.raises(ConfigError, match="max_streams \\(10\\) must not exceed max_connections \\(4\\)"):
+        load_config(paths, {})

@@ -651,3 +651,30 @@ def test_a_session_end_reported_three_times_consolidates_once(tmp_path):
         await h.stop()
 
     run(main())
+
+
+def test_per_project_tables_stay_bounded(tmp_path, monkeypatch):
+    """Any client can name any existing folder: a project's lock goes once nobody holds it, and only
+    the last LAST_RUNS_KEPT projects' runs are remembered."""
+    from kairosd.consolidation import service as service_module
+
+    monkeypatch.setattr(service_module, "LAST_RUNS_KEPT", 1)
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        first = await h.ask("s1")
+        assert first["status"] == "started"
+        other = tmp_path / "other"
+        (other / ".git").mkdir(parents=True)
+        transcript = write_transcript(tmp_path / "t-other", "codex", str(other))
+        elsewhere = await h.service.request(
+            ConsolidationRequest(agent="codex", session_id="s3", transcript_path=str(transcript), cwd=str(other))
+        )
+        assert elsewhere["status"] == "started"
+        assert h.service.project_locks == 0
+        assert list(h.service._last_run_of) == [str(other.resolve())]
+        await h.settled(first["run"]["id"])
+        await h.settled(elsewhere["run"]["id"])
+        await h.stop()
+
+    run(main())

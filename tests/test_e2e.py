@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -158,3 +159,21 @@ def test_kill_switch_fires_nothing_and_status_says_why(env):
     due = time.time() + 2
     wait_for(lambda: time.time() > due, what="the task's time to pass")
     assert env.json("inbox")["items"] == []
+
+
+def test_a_stream_past_the_configured_limit_is_refused_with_a_clear_line(env):
+    """[limits] max_streams from config.toml reaches the server: with one stream open, `kairos watch`
+    is refused at once with the limit in its message (issue 27, finding 4)."""
+    config = env.home / "config"
+    config.mkdir(mode=0o700)
+    (config / "config.toml").write_text("[limits]\nmax_connections = 8\nmax_streams = 1\n")
+    env.start_daemon()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as first:
+        first.settimeout(15)
+        first.connect(str(env.socket))
+        first.sendall(b"GET /v1/events HTTP/1.1\r\nHost: kairosd\r\n\r\n")
+        assert first.recv(4096).startswith(b"HTTP/1.1 200 ")
+        refused = env.kairos("watch", check=False)
+    assert refused.returncode == 1
+    assert "kairosd has 1 streams open, its limit (limits.max_streams in config.toml)" in refused.stderr
+    assert env.kairos("status", check=False).returncode == 0

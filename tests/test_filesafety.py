@@ -125,3 +125,32 @@ def test_a_file_of_another_user_is_unsafe(folder):
     (unsafe,) = check_command([str(hook)], {})
     assert unsafe.path == folder
     assert unsafe.fix == "move it to a folder you own"
+
+
+def test_export_never_writes_through_a_planted_link(tmp_path):
+    """Another user who can write to --out plants links at the old predictable temp name and at
+    the target: the files they point to stay as they were, and the export lands in --out."""
+    from kairos.commands.export import _write
+
+    out = tmp_path / "units"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    name = "kairos-abc.timer"
+    os.symlink(victim, out / f"{name}.tmp-{os.getpid()}")
+    os.symlink(victim, out / "kairos-abc.service")
+
+    written = _write(
+        str(out),
+        [{"files": [{"name": name, "text": "[Timer]\n"}, {"name": "kairos-abc.service", "text": "[Service]\n"}]}],
+    )
+
+    assert written == [str(out / name), str(out / "kairos-abc.service")]
+    assert victim.read_text() == "precious\n"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o600
+    assert (out / name).read_text() == "[Timer]\n"
+    # The link at the target was replaced, not followed.
+    assert not (out / "kairos-abc.service").is_symlink()
+    assert (out / "kairos-abc.service").read_text() == "[Service]\n"
+    assert stat.S_IMODE((out / name).stat().st_mode) == 0o644

@@ -351,3 +351,23 @@ def test_fake_delivery_error_is_raised_and_forgotten() -> None:
 
     asyncio.run(main())
     assert [handoff.run_id for handoff in fake.handoffs] == ["r1", "r1"]
+
+
+def test_asking_for_many_sessions_keeps_the_cache_bounded(tmp_path: Path, clock: FakeClock) -> None:
+    """Any client can name any session; the cache holds the recently used ones only, and a session
+    dropped from it is read back whole from disk on its next use."""
+    store = InboxStore(tmp_path / "inbox", clock, max_cached=8)
+    store.put(_item("r1", session="kept"))
+    store.put(_item("r2", session="kept", minute=1))
+    for n in range(100):
+        assert store.list(f"probe-{n}") == []
+    assert store.cached_sessions == 8
+    assert _ids(store.list("kept")) == ["r1", "r2"]  # read again from its log
+    assert store.ack("kept", ["r1"]) == ["r1"]
+    for n in range(100, 120):
+        store.list(f"probe-{n}")
+    assert _ids(store.list("kept")) == ["r2"]
+    assert _ids(store.list("kept", include_acked=True)) == ["r1", "r2"]
+    assert store.sessions() == ["kept"]  # asking created no files
+    assert store.ack(None, None) == ["r2"]  # every session, with more on disk than the cache holds
+    assert store.cached_sessions <= 8

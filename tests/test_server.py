@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import os
 import shutil
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +26,9 @@ from kairos.client import ApiError, Client, DaemonNotRunning
 from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
 from kairosd.core import protocol
 from kairosd.core.errors import CronSyntaxError, KairosError, LockHeldError, NotFoundError
+from kairosd.testing import FakeClock
 
+T0 = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 WAIT_S = 10.0  # upper bound of every wait; tests pass far sooner
 T = TypeVar("T")
 
@@ -547,3 +552,233 @@ def test_curl(harness: Harness) -> None:
         timeout=WAIT_S,
     )
     assert out.stdout == b"404"
+
+
+# --- limits (issue 27, finding 4) -----------------------------------------------------------------
+
+
+def _bus_handler(bus: Any) -> Callable[[Request], Coroutine[Any, Any, Response | StreamResponse]]:
+    proceed = asyncio.Event()
+
+    async def handler(request: Request) -> Response | StreamResponse:
+        if request.path == "/v1/events":
+            stream = bus.subscribe()
+            bus.publish("hello")  # every stream open so far sees one when another starts
+            return StreamResponse(stream)
+        if request.path == "/v1/slow":
+            await proceed.wait()
+        return Response(200, {"ok": True})
+
+    handler.proceed = proceed  # type: ignore[attr-defined]
+    return handler
+
+
+def test_streams_past_the_limit_are_refused_as_busy(harness: Harness) -> None:
+    """A stream past max_streams gets 503 ``busy`` naming the limit, its subscription is released, and
+    a stream is accepted again once one ends; other requests still work meanwhile."""
+    from kairosd.core.events import EventBus
+
+    bus = EventBus(FakeClock(T0).now)
+    server = harness.start(_bus_handler(bus), max_streams=2)
+    first = harness.client().stream("/events")
+    second = harness.client().stream("/events")
+    assert next(first)["type"] == next(second)["type"] == "hello"
+
+    with pytest.raises(ApiError) as err:
+        next(harness.client().stream("/events"))
+    assert (err.value.status, err.value.code) == (503, "busy")
+    assert "2 streams open, its limit (limits.max_streams" in err.value.message
+    assert harness.loop.call(lambda: bus.subscribers) == 2  # the refused one let go of its subscription
+    assert harness.client().call("GET", "/ok") == {"ok": True}
+
+    first.close()
+    wait_for(lambda: server.active_requests == 1, "the first stream to end")
+    third = harness.client().stream("/events")
+    assert next(third)["type"] == "hello"
+    third.close()
+    second.close()
+
+
+def test_connections_past_the_limit_are_refused_as_busy(harness: Harness) -> None:
+    """Past max_connections a client is answered 503 ``busy`` at once, not left waiting; a slot that
+    frees up is used again."""
+    handler = _bus_handler(None)
+    server = harness.start(handler, max_connections=2)
+    results: list[Any] = []
+    callers = [
+        threading.Thread(target=lambda: results.append(harness.client().call("POST", "/slow"))) for _ in range(2)
+    ]
+    for caller in callers:
+        caller.start()
+    wait_for(lambda: server.active_requests == 2, "both slow requests to be in flight")
+
+    with pytest.raises(ApiError) as err:
+        harness.client().call("GET", "/ok")
+    assert (err.value.status, err.value.code) == (503, "busy")
+    assert "serving 2 connections, its limit (limits.max_connections" in err.value.message
+
+    harness.loop.call(handler.proceed.set)  # type: ignore[attr-defined]
+    for caller in callers:
+        caller.join(WAIT_S)
+    assert results == [{"ok": True}, {"ok": True}]
+    wait_for(lambda: server.open_connections == 0, "the connections to close")
+    assert harness.client().call("GET", "/ok") == {"ok": True}
+
+
+def test_an_unread_subscription_is_released_by_aclose() -> None:
+    """The server closes a stream it refuses before reading it: its subscriber must go, or every
+    refused stream would leak a queue that fills with events."""
+    from kairosd.core.events import EventBus
+
+    async def scenario() -> tuple[int, int, int]:
+        bus = EventBus(FakeClock(T0).now)
+        stream = bus.subscribe()
+        during = bus.subscribers
+        await stream.aclose()
+        dropped = bus.subscribers
+        kept = bus.subscribe()
+        del kept  # dropped without aclose: garbage collection frees it too
+        return during, dropped, bus.subscribers
+
+    assert asyncio.run(scenario()) == (1, 0, 0)
+
+
+STARVED_SERVER = """
+import asyncio, logging, resource, sys
+from pathlib import Path
+from kairosd.api.server import Response, StreamResponse, UnixHttpServer
+
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s")
+resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+
+async def forever():
+    yield {"hello": 1}
+    await asyncio.Event().wait()
+
+async def handler(request):
+    if request.path == "/v1/events":
+        return StreamResponse(forever())
+    return Response(200, {"ok": True})
+
+async def main():
+    server = UnixHttpServer(Path(sys.argv[1]), handler, max_connections=1000, max_streams=1000)
+    await server.start()
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    await server.close(grace_s=0.5)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_out_of_descriptors_is_logged_once_and_recovers(harness: Harness) -> None:
+    """With limits set above what RLIMIT_NOFILE allows, streams use up the descriptors: the server
+    logs that once (not a traceback per accept), keeps the clients that wait, and serves again as soon
+    as descriptors are freed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STARVED_SERVER, os.fspath(harness.sock)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    log_lines: list[str] = []
+    reader = threading.Thread(target=lambda: log_lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
+    streams: list[socket.socket] = []
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        for _ in range(60):  # more than 48 descriptors allow
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(WAIT_S)
+            s.connect(os.fspath(harness.sock))
+            s.sendall(b"GET /v1/events HTTP/1.1\r\nHost: k\r\n\r\n")
+            streams.append(s)
+        for s in streams[:30]:
+            _read_until(s, b'"hello"')
+        # Ours says "cannot accept a client"; asyncio's own accept loop said "socket.accept() out of system resource".
+        wait_for(lambda: any("accept" in line for line in log_lines), "the server to run out")
+        # The rest wait in the backlog while accept() fails; a request now waits too.
+        results: list[Any] = []
+        waiting = threading.Thread(target=lambda: results.append(Client(harness.sock).call("GET", "/ok")))
+        waiting.start()
+        for s in streams[:30]:
+            s.close()  # frees descriptors: the waiting clients are served
+        waiting.join(WAIT_S)
+        assert results == [{"ok": True}]
+        for s in streams[30:]:
+            _read_until(s, b'"hello"')
+    finally:
+        for s in streams:
+            s.close()
+        proc.communicate("stop\n", timeout=WAIT_S)
+        reader.join(WAIT_S)
+    err = "".join(log_lines)
+    starved = [line for line in log_lines if "cannot accept a client" in line]
+    assert len(starved) == 1, err
+    assert "Too many open files" in starved[0]
+    assert "accepting clients again" in err
+    assert "Traceback" not in err
+    assert "out of system resource" not in err
+    assert proc.returncode == 0
+
+
+def _read_until(s: socket.socket, mark: bytes) -> None:
+    seen = b""
+    while mark not in seen:
+        chunk = s.recv(4096)
+        assert chunk, f"closed before {mark!r}: {seen!r}"
+        seen += chunk
+
+
+def test_connection_limits_fit_the_descriptor_limit(caplog: pytest.LogCaptureFixture) -> None:
+    """Configured limits a low RLIMIT_NOFILE cannot hold are lowered, with a warning that says so."""
+    from kairosd.system.fdlimit import fit_connections
+
+    assert fit_connections(256, 64, 65536) == (256, 64)
+    assert fit_connections(256, 64, 1024) == (256, 64)  # (1024 - 256) // 3 = 256
+    assert fit_connections(1000, 500, 1024) == (256, 256)
+    assert "limits.max_connections = 1000 needs more descriptors than the limit of 1024 allows" in caplog.text
+    assert fit_connections(256, 64, 100) == (8, 8)
+
+
+RAISE_LIMIT = """
+import resource
+from kairosd.system.fdlimit import raise_open_files_limit
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+got = raise_open_files_limit()
+print(got, resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)
+"""
+
+
+def test_the_soft_descriptor_limit_is_raised_to_the_hard_one() -> None:
+    done = subprocess.run([sys.executable, "-c", RAISE_LIMIT], capture_output=True, text=True, check=True, timeout=30)
+    got, soft, hard = (int(n) for n in done.stdout.split())
+    assert got == soft == min(hard, 65536)
+
+
+def test_requests_that_cannot_be_watched_are_logged_once(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Out of descriptors, no request can get its hang-up watch: they are served, and the log says so
+    once with a count, not once per request."""
+    import errno
+
+    from kairosd.api import unixsocket
+    from kairosd.api.throttle import LogThrottle
+
+    def no_descriptors(fd: int) -> int:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    monkeypatch.setattr(unixsocket, "_unwatched", LogThrottle(unixsocket.log, logging.WARNING))
+    monkeypatch.setattr(unixsocket.os, "dup", no_descriptors)
+    harness.start()
+    for _ in range(5):
+        assert harness.client().call("GET", "/ok")["path"] == "/v1/ok"
+    warnings = [r.getMessage() for r in caplog.records if "cannot watch a client" in r.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].endswith("(1 time(s) since the last report)")

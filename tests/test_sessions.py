@@ -271,3 +271,74 @@ def test_a_bad_waiter_timeout_is_one_clear_line(raw, message):
     with pytest.raises(UsageError) as caught:
         _timeout(Request("GET", "/v1/sessions/s1/next", {"timeout": raw}, None, 0))
     assert caught.value.message == message
+
+
+# ---- bounds (issue 27, finding 4) ------------------------------------------------------------
+
+
+def test_past_max_sessions_the_longest_idle_go_and_their_items_move_on(tmp_path, caplog):
+    """Any client can register any id: past the cap the longest idle session is evicted (announced,
+    logged), and its item takes its fallback as if the session had ended; a recently seen one stays."""
+    from kairosd.sessions.requests import RegisterRequest
+
+    async def main() -> None:
+        clock = FakeClock(T0)
+        ledger = RunLedger(tmp_path / "runs.jsonl", clock)
+        ledger.load()
+        ledger.record(
+            Run(run_id="r000000000001", task_id="3f2a9c1d", scheduled_for=T0, planned_for=T0,
+                outcome=Outcome.QUEUED, awaiting="session")
+        )  # fmt: skip
+        events = EventBus(clock.now)
+        ended = events.subscribe(frozenset({"session_ended"}))
+        store = SessionStore(tmp_path / "s.json", clock, max_sessions=3)
+        hub = SessionHub(store, ledger, events, clock, {})
+        for name in ("s1", "s2", "s3"):
+            await hub.register(RegisterRequest(agent="claude", session_id=name))
+            clock.advance(60)
+        pinned = _item().model_copy(update={"target": {"kind": "session", "session_id": "s1"}})
+        store.add(store.get(("claude", "s1")), pinned)  # for s1 only: no other session may take it
+        await hub.register(RegisterRequest(agent="claude", session_id="s1"))  # seen again: now the newest
+        clock.advance(60)
+        await hub.register(RegisterRequest(agent="claude", session_id="s4"))
+        await hub.register(RegisterRequest(agent="claude", session_id="s5"))
+        assert sorted(s.session_id for s in store) == ["s1", "s4", "s5"]
+        assert [(await anext(ended))["session_id"] for _ in range(2)] == ["s2", "s3"]
+        # Logged once, not per eviction (a client registering in a loop must not flood the log).
+        assert [r.message for r in caplog.records if "evicted" in r.message] == [
+            "1 session(s) evicted, the last claude s2: 3 are registered, the limit (limits.max_sessions); "
+            "the longest idle go first"
+        ]
+
+        await hub.register(RegisterRequest(agent="claude", session_id="s6"))  # s1 is now the longest idle
+        assert (await anext(ended))["reason"] == "evicted"
+        await hub.stop()  # lets the fallback in flight finish
+        done = ledger.get("r000000000001")
+        assert done.outcome is Outcome.FAILED
+        assert done.reason == (
+            "claude session s1 was evicted (the longest idle of 3, limits.max_sessions) before its next turn; "
+            "no inbox to fall back to"
+        )
+        assert sorted(s.session_id for s in store) == ["s4", "s5", "s6"]
+
+    asyncio.run(main())
+
+
+def test_registrations_are_written_together_not_one_rewrite_each(tmp_path):
+    """A burst of registrations does not rewrite sessions.json per call: the write is coalesced (within
+    a couple of seconds) and the stop writes what is left."""
+    from kairosd.sessions.requests import RegisterRequest
+
+    async def main() -> None:
+        clock = FakeClock(T0)
+        ledger = RunLedger(tmp_path / "runs.jsonl", clock)
+        ledger.load()
+        path = tmp_path / "s.json"
+        hub = SessionHub(SessionStore(path, clock), ledger, EventBus(clock.now), clock, {})
+        for n in range(50):
+            await hub.register(RegisterRequest(agent="claude", session_id=f"s{n}"))
+        assert not path.exists()  # nothing written per registration
+        await hub.stop()
+        assert len(json.loads(path.read_text())["sessions"]) == 50
+
+    asyncio.run(main())

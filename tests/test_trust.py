@@ -198,3 +198,61 @@ def test_doctor_names_an_unsafe_folder(base: Path) -> None:
     report = local_report({"PATH": str(base), "KAIROS_HOME": str(base)})
     assert not report["ok"]
     assert any(p.startswith("paths: ") and f"chmod go-w {base}" in p for p in report["problems"])
+
+
+@pytest.fixture
+def no_runtime_dir(base: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No XDG_RUNTIME_DIR and no /run/user/<uid>: the shared fallback is ``base/tmp/runtime-<uid>``."""
+    from kairosd.system import paths as paths_module
+
+    (base / "tmp").mkdir()
+    (base / "tmp").chmod(0o1777)
+    monkeypatch.setattr(paths_module, "RUN_USER_DIR", str(base / "no-such-run" / "{uid}"))
+    monkeypatch.setattr(paths_module, "SHARED_RUNTIME_DIR", str(base / "tmp" / "runtime-{uid}"))
+    return base / "tmp" / f"runtime-{os.getuid()}"
+
+
+def _start_paths(base: Path) -> tuple[Paths, str]:
+    env = {"HOME": str(base)}
+    return Paths.from_env(env), socket_path(env)
+
+
+def test_an_own_shared_runtime_dir_is_used(base: Path, no_runtime_dir: Path) -> None:
+    paths, cli_socket = _start_paths(base)
+    assert str(paths.socket) == cli_socket == str(no_runtime_dir / "kairos" / "kairosd.sock")
+    trust.prepare(paths)  # creates it, 0700
+    assert stat.S_IMODE(no_runtime_dir.stat().st_mode) == 0o700
+    assert Paths.from_env({"HOME": str(base)}).socket == paths.socket  # and keeps it
+
+
+@pytest.mark.parametrize("planted", ["other_owner", "world_writable", "symlink"])
+def test_a_planted_shared_runtime_dir_does_not_keep_kairosd_from_starting(
+    base: Path, no_runtime_dir: Path, planted: str
+) -> None:
+    """Another user made /tmp/runtime-<uid> first: kairosd uses a private folder under the state
+    home instead, the CLI looks for the socket there too, and the planted folder is left alone."""
+    if planted == "symlink":
+        (base / "theirs").mkdir()
+        no_runtime_dir.symlink_to(base / "theirs")
+    else:
+        no_runtime_dir.mkdir()
+        if planted == "other_owner":
+            needs_root()
+            os.chown(no_runtime_dir, OTHER_UID, OTHER_UID)
+        else:
+            no_runtime_dir.chmod(0o777)
+    paths, cli_socket = _start_paths(base)
+    fallback = base / ".local" / "state" / "kairos" / "runtime" / "kairos"
+    assert str(paths.socket) == cli_socket == str(fallback / "kairosd.sock")
+    trust.prepare(paths)  # the start goes on
+    assert stat.S_IMODE(fallback.stat().st_mode) == 0o700
+    assert not (no_runtime_dir / "kairos").exists()
+
+    # The stranger's folder goes away while kairosd serves: both sides stay with the fallback.
+    fallback.joinpath("kairosd.sock").touch()
+    if planted == "symlink":
+        no_runtime_dir.unlink()
+    else:
+        no_runtime_dir.rmdir()
+    paths, cli_socket = _start_paths(base)
+    assert str(paths.socket) == cli_socket == str(fallback / "kairosd.sock")

@@ -41,6 +41,9 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     max_depth = 5                   # task nesting, 0..64            (env KAIROS_MAX_DEPTH)
     kill_grace = "10s"              # SIGTERM, then SIGKILL after this
     keep_finished = 1000            # finished background tasks kept (the oldest are pruned)
+    max_connections = 256           # clients served at once; past it a client gets 503 "busy"
+    max_streams = 64                # of those, open streams (kairos watch, --follow), 1..max_connections
+    max_sessions = 1000             # live agent sessions registered at once (the longest idle go first)
 
     [[hooks.task_completed]]        # task_created, task_completed, scheduled_task_fired,
     argv = ["notify-send", "kairos"]    # scheduled_task_missed, scheduled_task_expired
@@ -215,6 +218,17 @@ class Limits(_Section):
     max_depth: int = Field(default=defaults.MAX_DEPTH, ge=0, le=MAX_DEPTH_LIMIT)
     kill_grace: Seconds = Field(default=defaults.KILL_GRACE_S, gt=0, le=600)
     keep_finished: int = Field(default=defaults.KEEP_FINISHED, ge=1, le=1_000_000)
+    max_connections: int = Field(default=defaults.MAX_CONNECTIONS, ge=1, le=65_536)
+    max_streams: int = Field(default=defaults.MAX_STREAMS, ge=1, le=65_536)
+    max_sessions: int = Field(default=defaults.MAX_SESSIONS, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _streams_fit(self) -> Limits:
+        if self.max_streams > self.max_connections:
+            raise ValueError(
+                f"max_streams ({self.max_streams}) must not exceed max_connections ({self.max_connections})"
+            )
+        return self
 
 
 class HookCommand(_Section):

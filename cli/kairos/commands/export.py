@@ -19,6 +19,7 @@ from kairos.commands.common import make_parser
 from kairosd.core.protocol import route_path
 
 ENGINES = ("systemd", "kubernetes", "github-actions")
+EXPORT_MODE = 0o644
 
 
 def register(subparsers: Any) -> None:
@@ -106,10 +107,17 @@ def _print(exports: list[dict[str, Any]], separator: str) -> None:
 
 
 def _write(out: str, exports: list[dict[str, Any]]) -> list[str]:
-    """Write each file into ``out`` (created if needed) through a temp file and a rename."""
+    """Write each file into ``out`` (created if needed) by an atomic replace.
+
+    ``out`` may be a folder others can write to (a shared repository checkout), so the temp file
+    gets a random name and is created exclusively without following a link (write_atomic), and the
+    rename replaces a link planted at the target itself rather than writing through it.
+    """
     import os
+    from pathlib import Path
 
     from kairosd.core.errors import KairosError
+    from kairosd.system.atomic import write_atomic
 
     os.makedirs(out, exist_ok=True)
     written = []
@@ -119,9 +127,10 @@ def _write(out: str, exports: list[dict[str, Any]]) -> list[str]:
             if os.sep in name or name.startswith("."):
                 raise KairosError(f"kairosd sent a bad file name {name!r}")
             path = os.path.join(out, name)
-            tmp = f"{path}.tmp-{os.getpid()}"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(str(file["text"]))
-            os.replace(tmp, path)
+            try:
+                # Unit files and workflows are read by other programs (systemd, git), not secrets.
+                write_atomic(Path(path), str(file["text"]).encode("utf-8"), mode=EXPORT_MODE)
+            except OSError as exc:
+                raise KairosError(f"cannot write {path}: {exc.strerror or exc}") from exc
             written.append(path)
     return written

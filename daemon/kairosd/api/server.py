@@ -24,6 +24,13 @@ or writing. A stream is the exception: it ends at the client's end of input,
 half-close included, because it has no end of its own and a client that sent
 all it will send and then waits for the server to close would wait forever.
 
+Limits. At most ``max_connections`` connections are served at once, and of those at most
+``max_streams`` streams; a client past either gets a 503 with the code ``busy`` and a message
+naming the limit (the refusal itself is bounded: past :data:`MAX_REFUSING` refusals in flight a
+new connection is closed at once). The accept loop is our own rather than asyncio's, whose
+3.11 loop logs a traceback for every failed accept() when descriptors run out: ours waits with
+a growing pause, logs that once a minute (:mod:`kairosd.api.throttle`), and says when it accepts again.
+
 Linux only (``SO_PEERCRED``). Must not import the store, the scheduler or the
 CLI; it knows nothing about routes.
 """
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import http
 import logging
 import os
@@ -53,8 +61,9 @@ from kairosd.api.http_types import (
     cancel_on_disconnect,
     compact_json,
 )
+from kairosd.api.throttle import LogThrottle
 from kairosd.api.unixsocket import bind_private, peer_credentials, unlink_if_same, watch_hangup
-from kairosd.core import bounds, jsonsafe, protocol
+from kairosd.core import bounds, defaults, jsonsafe, protocol
 from kairosd.core.errors import KairosError
 
 # Route modules import these from here too (the server's public face).
@@ -72,6 +81,12 @@ ACLOSE_TIMEOUT_S: Final = 2.0
 # A connection's transport normally closes once its buffer is flushed; a peer that never reads is aborted.
 CLOSE_TIMEOUT_S: Final = 1.0
 INTERNAL_MESSAGE: Final = "internal error; see the kairosd log"
+# accept() failing for want of descriptors or memory: wait for some to be freed (growing pauses), never spin.
+_STARVED_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_PAUSE_MIN_S: Final = 0.05
+ACCEPT_PAUSE_MAX_S: Final = 1.0
+# Busy refusals in flight; each holds a descriptor for up to LINGER_S, so they are bounded too.
+MAX_REFUSING: Final = 16
 
 
 class _HttpError(Exception):
@@ -106,17 +121,27 @@ class UnixHttpServer:
         *,
         uid: int | None = None,
         sock: socket.socket | None = None,
+        max_connections: int = defaults.MAX_CONNECTIONS,
+        max_streams: int = defaults.MAX_STREAMS,
     ) -> None:
         self._path = path
         self._handler = handler
         self._uid = os.getuid() if uid is None else uid
         self._given_sock = sock
-        self._server: asyncio.Server | None = None
+        self._max_connections = max(1, max_connections)
+        self._max_streams = max(1, min(max_streams, self._max_connections))
+        self._sock: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
         self._file_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket file we bound
         self._closing = asyncio.Event()  # binds to a loop on first use, not here
         self._connections: set[asyncio.Task[Any]] = set()
         self._reading: set[asyncio.Task[Any]] = set()  # still reading their request: cancelled on close
         self._busy: set[asyncio.Task[Any]] = set()  # requests handed to the handler (streams included)
+        self._streams: set[asyncio.Task[Any]] = set()  # connections streaming now
+        self._refusing: set[asyncio.Task[Any]] = set()  # busy refusals in flight
+        self._starved_log = LogThrottle(log, logging.ERROR)
+        self._refused_log = LogThrottle(log, logging.WARNING)
+        self._accept_log = LogThrottle(log, logging.WARNING)
 
     @property
     def path(self) -> Path:
@@ -127,23 +152,22 @@ class UnixHttpServer:
         """Requests parsed and not yet fully answered; open streams count."""
         return len(self._busy)
 
+    @property
+    def open_connections(self) -> int:
+        """Connections being served now (a busy refusal is not one)."""
+        return len(self._connections)
+
     async def start(self) -> None:
         """Listen. Raises LockHeldError if another server answers on the path."""
-        if self._server is not None or self._closing.is_set():
+        if self._sock is not None or self._closing.is_set():
             raise RuntimeError("UnixHttpServer.start() called twice")
         if self._given_sock is not None:
             sock = self._given_sock
+            sock.setblocking(False)
         else:
             sock = await asyncio.to_thread(self._bind)
-        try:
-            self._server = await asyncio.start_unix_server(
-                self._on_connection, sock=sock, backlog=BACKLOG, limit=READ_CHUNK
-            )
-        except BaseException:
-            if self._given_sock is None:
-                sock.close()
-                self._unlink_own_socket()
-            raise
+        self._sock = sock
+        self._accepting = asyncio.create_task(self._accept_loop(sock))
         log.info("listening on %s", self._path)
 
     async def close(self, grace_s: float = 5.0) -> None:
@@ -156,11 +180,14 @@ class UnixHttpServer:
         if self._closing.is_set():
             return
         self._closing.set()
-        if self._server is not None:
-            self._server.close()
+        if self._accepting is not None:
+            self._accepting.cancel()
+            await asyncio.gather(self._accepting, return_exceptions=True)
+        if self._sock is not None:
+            self._sock.close()
         self._unlink_own_socket()
         current = asyncio.current_task()
-        for task in self._reading:
+        for task in self._reading | self._refusing:
             if task is not current:
                 task.cancel()
         pending = {task for task in self._connections if task is not current}
@@ -171,11 +198,8 @@ class UnixHttpServer:
                 for task in late:
                     task.cancel()
                 await asyncio.wait(late, timeout=CLOSE_TIMEOUT_S)
-        if self._server is not None:
-            # Python 3.12+ also waits for connections here; all of ours are done or cancelled by now.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(CLOSE_TIMEOUT_S):
-                    await self._server.wait_closed()
+        if self._refusing:
+            await asyncio.wait(set(self._refusing), timeout=CLOSE_TIMEOUT_S)
         log.info("stopped serving on %s", self._path)
 
     # -- socket file -----------------------------------------------------------------------------------
@@ -190,17 +214,94 @@ class UnixHttpServer:
         file_id, self._file_id = self._file_id, None
         unlink_if_same(self._path, file_id)
 
+    # -- accepting -------------------------------------------------------------------------------------
+
+    async def _accept_loop(self, sock: socket.socket) -> None:
+        """Accept until closed; out of descriptors, pause and retry (see the module docstring)."""
+        loop = asyncio.get_running_loop()
+        pause = ACCEPT_PAUSE_MIN_S
+        starved = False
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(sock)
+            except OSError as exc:
+                if exc.errno in _STARVED_ERRNOS:
+                    starved = True
+                    self._starved_log.hit(
+                        loop.time(),
+                        "cannot accept a client: %s; %d connection(s) open; "
+                        "retrying as descriptors free up (raise LimitNOFILE= or lower limits.max_connections)",
+                        os.strerror(exc.errno or 0),
+                        len(self._connections),
+                    )
+                else:
+                    self._accept_log.hit(loop.time(), "accept() failed: %r", exc)
+                await asyncio.sleep(pause)  # an error that repeats must never become a busy loop
+                pause = min(pause * 2, ACCEPT_PAUSE_MAX_S)
+                continue
+            if starved:
+                log.warning("accepting clients again (%d connection(s) open)", len(self._connections))
+                starved = False
+            pause = ACCEPT_PAUSE_MIN_S
+            self._admit(conn)
+
+    def _admit(self, conn: socket.socket) -> None:
+        """Serve a new connection, or refuse it with ``busy`` if the connection limit is reached."""
+        conn.setblocking(False)
+        if len(self._connections) < self._max_connections:
+            task = asyncio.create_task(self._connection(conn))
+            self._connections.add(task)  # counted at once, not when the task first runs
+            task.add_done_callback(self._connections.discard)
+            return
+        now = asyncio.get_running_loop().time()
+        self._refused_log.hit(now, "refusing clients: %d connections open, the limit", self._max_connections)
+        if len(self._refusing) >= MAX_REFUSING:
+            conn.close()  # a flood: even the refusals are bounded
+            return
+        message = (
+            f"kairosd is serving {self._max_connections} connections, its limit "
+            "(limits.max_connections in config.toml); try again later"
+        )
+        refusal = asyncio.create_task(self._refuse_busy(conn, message))
+        self._refusing.add(refusal)
+        refusal.add_done_callback(self._refusing.discard)
+
+    async def _refuse_busy(self, conn: socket.socket, message: str) -> None:
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=conn, limit=READ_CHUNK)
+        except OSError:
+            conn.close()
+            return
+        try:
+            conn_state = _Connection(h11.SERVER, max_incomplete_event_size=protocol.MAX_HEADER_BYTES)
+            await self._refuse(conn_state, reader, writer, protocol.status_for("busy"), "busy", message)
+        except asyncio.CancelledError:
+            pass  # close() ends refusals; this task is ours alone
+        finally:
+            await _close_writer(writer)
+
+    async def _connection(self, conn: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=conn, limit=READ_CHUNK)
+        except OSError as exc:
+            conn.close()
+            log.info("could not set up a client connection: %r", exc)
+            return
+        except asyncio.CancelledError:
+            conn.close()
+            return
+        await self._on_connection(reader, writer)
+
     # -- connections -----------------------------------------------------------------------------------
 
     async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        assert task is not None  # a stream callback always runs in a task
+        assert task is not None  # a connection always runs in a task
         self._connections.add(task)
         try:
             await self._serve(task, reader, writer)
         except asyncio.CancelledError:
-            # Only close() cancels a connection. This task is top level (nobody awaits its result), and
-            # asyncio 3.11 logs a spurious error for a stream callback task that ends cancelled.
+            # Only close() cancels a connection; this task is top level (nobody awaits its result).
             log.debug("connection cancelled by close()")
         except OSError as exc:  # includes TimeoutError from a peer that stopped reading
             log.info("client went away before its answer was sent: %r", exc)
@@ -249,7 +350,15 @@ class UnixHttpServer:
                     log.info("client hung up; %s %s was cancelled", request.method, request.path)
                     return
             if isinstance(result, StreamResponse):
-                await self._stream(conn, reader, writer, result)
+                if len(self._streams) >= self._max_streams:
+                    await _aclose(result.lines)
+                    await self._refuse_stream(conn, writer)
+                    return
+                self._streams.add(task)
+                try:
+                    await self._stream(conn, reader, writer, result)
+                finally:
+                    self._streams.discard(task)
             else:
                 await self._send_json(conn, writer, result.status, result.body)
             log.debug("%s %s -> %d", request.method, request.path, result.status)
@@ -336,6 +445,15 @@ class UnixHttpServer:
         out += conn.send(h11.EndOfMessage()) or b""
         writer.write(out)
         await _drain(writer)
+
+    async def _refuse_stream(self, conn: h11.Connection, writer: asyncio.StreamWriter) -> None:
+        now = asyncio.get_running_loop().time()
+        self._refused_log.hit(now, "refusing a stream: %d streams open, the limit", self._max_streams)
+        message = (
+            f"kairosd has {self._max_streams} streams open, its limit (limits.max_streams in config.toml); "
+            "close a `kairos watch` or a follow, or try again later"
+        )
+        await self._send_json(conn, writer, protocol.status_for("busy"), protocol.error_body("busy", message))
 
     async def _refuse(
         self,

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+from kairosd.api.throttle import LogThrottle
 from kairosd.core.errors import KairosError, LockHeldError, UsageError
 
 # The server's name: these lines are part of what it reports about its socket and clients.
@@ -138,6 +139,10 @@ def peer_credentials(writer: asyncio.StreamWriter) -> tuple[int, int, int] | Non
     return int(pid), int(uid), int(gid)
 
 
+# Out of descriptors, every request would fail to be watched: said once a minute, not per request.
+_unwatched = LogThrottle(log, logging.WARNING)
+
+
 @contextlib.contextmanager
 def watch_hangup(writer: asyncio.StreamWriter, disconnected: asyncio.Event) -> Iterator[None]:
     """Set ``disconnected`` if the peer hangs up (EPOLLHUP/EPOLLERR; see the module docstring) meanwhile.
@@ -165,7 +170,7 @@ def watch_hangup(writer: asyncio.StreamWriter, disconnected: asyncio.Event) -> I
             watch.register(dup, _HANGUP_EVENTS)
             loop.add_reader(watch.fileno(), hung_up)
         except (AttributeError, OSError) as exc:
-            log.warning("cannot watch a client for a hang-up, so a long poll may outlive it: %r", exc)
+            _unwatched.hit(loop.time(), "cannot watch a client for a hang-up, so a long poll may outlive it: %r", exc)
         yield
     finally:
         if watch is not None:

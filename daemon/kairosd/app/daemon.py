@@ -30,7 +30,7 @@ from kairosd.app.wiring import App, AppConfig, build_app
 from kairosd.config import load_config
 from kairosd.core.clock import Clock, SystemClock
 from kairosd.store.locking import StoreLock
-from kairosd.system import trust
+from kairosd.system import fdlimit, trust
 from kairosd.system.paths import Paths
 from kairosd.system.sdnotify import (
     Notifier,
@@ -118,11 +118,17 @@ async def run(
     then shuts down in order. The caller holds the store lock.
     """
     notifier = notifier or Notifier(None)
+    # Before anything opens files or starts children: the limit bounds the connections served below.
+    open_files = fdlimit.raise_open_files_limit()
     app.load()
     await app.start()
     scheduler, stop_event = app.scheduler, app.stop_event
     socket_file = app.config.socket_path
-    server = UnixHttpServer(socket_file, app.api.handle, sock=listen_sock)
+    limits = app.config.settings.limits
+    max_connections, max_streams = fdlimit.fit_connections(limits.max_connections, limits.max_streams, open_files)
+    server = UnixHttpServer(
+        socket_file, app.api.handle, sock=listen_sock, max_connections=max_connections, max_streams=max_streams
+    )
     await server.start()
     tasks = len(app.book)
     log.info("kairosd %s serving on %s with %d task(s)", __version__, socket_file, tasks)

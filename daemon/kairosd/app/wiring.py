@@ -228,6 +228,7 @@ def build_app(
     }
     sessions = build_sessions(
         paths, clock, events, ledger, targets, default_tz=default_tz, closing=stop_event, environ=environ,
+        max_sessions=settings.limits.max_sessions,
     )  # fmt: skip
     targets.update(sessions.deliveries)  # before the scheduler copies the dict
     targets.update(deliveries or {})  # a test's fakes; the session hub sees this dict too

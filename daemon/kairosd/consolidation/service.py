@@ -30,8 +30,8 @@ import contextlib
 import logging
 import os
 import threading
-from collections import deque
-from collections.abc import Callable
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
@@ -68,6 +68,8 @@ _T = TypeVar("_T")
 # rather than in .runs, so that patching it on this module (as the tests do) still takes effect.
 OFFLINE_BOUND_S = 900.0
 RECENT_KEPT = 100
+# Projects whose last run is remembered (to skip a repeated end): a client can name any folder.
+LAST_RUNS_KEPT = 1024
 DECISIONS_KEEP = 2000
 SKIPPED, STARTED, COALESCED, FAILED = "skipped", "started", "coalesced", "failed"
 
@@ -115,9 +117,11 @@ class Consolidation:
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_KEPT)
         self.running: dict[str, Run] = self.runs.running  # project -> its run (the same dict)
         self.pending: dict[str, ConsolidationRequest] = {}  # project -> the follow-up to start after
-        self._project_locks: dict[str, asyncio.Lock] = {}
-        # project -> (session, transcript, its size and mtime) of the last run started: a repeat is not rerun
-        self._last_run_of: dict[str, tuple[str, str | None, tuple[int, int] | None]] = {}
+        # project -> its lock and how many hold or wait for it; dropped when none do (any folder can be named)
+        self._project_locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        # project -> (session, transcript, its size and mtime) of the last run started: a repeat is not rerun.
+        # The least recently started go first past LAST_RUNS_KEPT (the interval gate still holds for them).
+        self._last_run_of: OrderedDict[str, tuple[str, str | None, tuple[int, int] | None]] = OrderedDict()
         self._closing = False
         self._reads = _ReadPool(READS_IN_FLIGHT)
 
@@ -170,8 +174,7 @@ class Consolidation:
         if not exists:
             why = f"the project folder does not exist: {project}"
             return await self._decide(req, project, SKIPPED, "user_turns", why)
-        lock = self._project_locks.setdefault(project, asyncio.Lock())
-        async with lock:  # the interval and lock gates, and the start, happen as one step per project
+        async with self._project_lock(project):  # the interval and lock gates, and the start, as one step
             minutes = self.deps.config.min_interval_minutes
             reason = gates.check_interval(self._last_start(project), self.deps.clock.now(), minutes)
             if reason is not None:
@@ -198,15 +201,35 @@ class Consolidation:
         except OSError as exc:
             return await self._decide(req, project, FAILED, None, f"cannot start the worker: {exc.strerror or exc}")
         self._last_run_of[project] = seen
+        self._last_run_of.move_to_end(project)
+        while len(self._last_run_of) > LAST_RUNS_KEPT:
+            self._last_run_of.popitem(last=False)
         started = f"consolidation started ({self.deps.config.mode})"
         return await self._decide(req, project, STARTED, None, started, record.id)
+
+    @contextlib.asynccontextmanager
+    async def _project_lock(self, project: str) -> AsyncIterator[None]:
+        """Hold ``project``'s lock; the entry goes when nobody holds or waits for it."""
+        lock, users = self._project_locks.setdefault(project, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if users[0] == 0:
+                del self._project_locks[project]
+
+    @property
+    def project_locks(self) -> int:
+        """Project locks held or waited for now."""
+        return len(self._project_locks)
 
     async def _follow_up(self, project: str) -> None:
         """A run of ``project`` was settled: start its pending follow-up, if any."""
         follow_up = self.pending.pop(project, None)
         if follow_up is not None and not self._closing:
-            lock = self._project_locks.setdefault(project, asyncio.Lock())
-            async with lock:
+            async with self._project_lock(project):
                 # It passed gates 1 to 4 when it came; only the lock kept it waiting.
                 await self._start_or_coalesce(follow_up, project)
 

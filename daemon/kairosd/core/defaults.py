@@ -16,3 +16,9 @@ KILL_GRACE_S = 10.0  # SIGTERM to SIGKILL, for every process kairos stops
 TURN_TIMEOUT_S = 3600.0  # one background agent turn, unless the start asks for another
 KEEP_FINISHED = 1000  # finished background task records kept
 RUNS_PER_TASK = 50  # runs the run ledger keeps per scheduled task (KAIROS_RUNS_PER_TASK)
+# Client connections kairosd serves at once, and of those the open streams (watch, follow). Well
+# below the usual 1,024 descriptors: a connection can hold three while it runs (the socket and a
+# hang-up watch), and the store, logs and running children need theirs too.
+MAX_CONNECTIONS = 256
+MAX_STREAMS = 64
+MAX_SESSIONS = 1000  # live agent sessions registered at once; the longest idle expire first past it

@@ -4,6 +4,10 @@ Publishing never blocks the scheduler: each subscriber has a bounded queue,
 and a subscriber that falls behind gets one ``overflow`` event and loses the
 rest until it catches up (a slow ``kairos watch`` must not stall firing).
 
+A subscription counts from :meth:`EventBus.subscribe` on (so nothing published
+in between is lost) until it ends, is closed (``aclose``, even before the first
+event: the server closes a stream it refuses at its limit) or is garbage collected.
+
 Must not import the scheduler, the store or the server.
 """
 
@@ -31,28 +35,58 @@ class EventBus:
         for sub in list(self._subscribers):
             sub.offer(event)
 
-    def subscribe(
-        self, types: frozenset[str] | None = None, session: str | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    def subscribe(self, types: frozenset[str] | None = None, session: str | None = None) -> Subscription:
         """Events from now on, optionally only some types or one session's."""
         sub = _Subscriber(types, session)
         self._subscribers.add(sub)
-        return self._iterate(sub)
+        return Subscription(self, sub)
 
-    async def _iterate(self, sub: _Subscriber) -> AsyncIterator[dict[str, Any]]:
-        try:
-            while not self._closed:
-                event = await sub.queue.get()
-                if event is None:
-                    return
-                yield event
-        finally:
-            self._subscribers.discard(sub)
+    def _release(self, sub: _Subscriber) -> None:
+        self._subscribers.discard(sub)
 
     def close(self) -> None:
         self._closed = True
         for sub in list(self._subscribers):
             sub.end()
+
+
+class Subscription(AsyncIterator[dict[str, Any]]):
+    """The events of one subscriber; ``aclose`` (or the end) releases it."""
+
+    def __init__(self, bus: EventBus, sub: _Subscriber) -> None:
+        self._bus: EventBus | None = bus
+        self._sub = sub
+
+    async def __anext__(self) -> dict[str, Any]:
+        bus = self._bus
+        if bus is None or bus._closed:
+            self._release()
+            raise StopAsyncIteration
+        try:
+            event = await self._sub.queue.get()
+        except BaseException:  # cancelled: the consumer is going away
+            self._release()
+            raise
+        if event is None:
+            self._release()
+            raise StopAsyncIteration
+        return event
+
+    async def aclose(self) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        bus, self._bus = self._bus, None
+        if bus is not None:
+            bus._release(self._sub)
+
+    def __del__(self) -> None:
+        # A consumer that drops the iterator without closing it (``async for`` does not) frees it too.
+        self._release()
 
 
 class _Subscriber:

@@ -157,6 +157,7 @@ ERROR_STATUS: Final[dict[str, int]] = {
     "config": 500,
     "internal": 500,
     "unavailable": 503,
+    "busy": 503,  # a connection or stream limit; try again later
 }
 _USAGE_CODES: Final = frozenset(
     {"usage", "bad_request", "cron_syntax", "invalid_time", "too_large", "method_not_allowed"}

@@ -10,6 +10,7 @@ Must not import the scheduler internals, the store or the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 from collections.abc import AsyncIterator, Callable
@@ -122,16 +123,16 @@ class Api(Router):
     async def _follow_inbox(self, session: str | None, include_acked: bool) -> AsyncIterator[Any]:
         # Subscribe first, then send the backlog, so nothing falls in between;
         # an item can then show up twice, so dedupe by id.
-        stream = self.service.events.subscribe(frozenset({"inbox_item"}), session)
-        seen: set[str] = set()
-        for item in self.service.inbox_items(session, include_acked):
-            seen.add(item["id"])
-            yield item
-        async for event in stream:
-            item = event.get("item", {})
-            if item.get("id") not in seen:
-                seen.add(item.get("id"))
+        async with contextlib.aclosing(self.service.events.subscribe(frozenset({"inbox_item"}), session)) as stream:
+            seen: set[str] = set()
+            for item in self.service.inbox_items(session, include_acked):
+                seen.add(item["id"])
                 yield item
+            async for event in stream:
+                item = event.get("item", {})
+                if item.get("id") not in seen:
+                    seen.add(item.get("id"))
+                    yield item
 
     @typed(AckRequest)
     async def ack(self, req: Request, m: re.Match[str]) -> Response:

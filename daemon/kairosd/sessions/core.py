@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kairosd.core.clock import Clock
@@ -37,6 +37,7 @@ log = logging.getLogger("kairosd.sessions.hub")
 # Last-active touches reach the file this long after they happen at most (one write per burst).
 TOUCH_SAVE_DELAY_S = 2.0
 STOP_GRACE_S = 5.0
+EVICTION_LOG_EVERY_S = 60.0
 
 
 class SessionCore:
@@ -53,6 +54,10 @@ class SessionCore:
         self._save_lock = asyncio.Lock()
         self._save_timer: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        # What becomes of a session evicted at the cap (the hub hands its items on, as for an end).
+        self.on_evicted: Callable[[LiveSession], None] | None = None
+        self._evictions = 0
+        self._eviction_logged_at: float | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -120,8 +125,29 @@ class SessionCore:
         session, created = self.store.touch(agent, session_id, self.clock.now(), cwd=cwd, transcript_path=transcript)
         if created:
             self.events.publish("session_started", agent=agent, session_id=session_id, cwd=session.cwd)
+            for gone in self.store.evict_idle(keep=session.key):
+                self._log_eviction(gone)
+                self.events.publish("session_ended", agent=gone.agent, session_id=gone.session_id, reason="evicted")
+                if self.on_evicted is not None:
+                    self.on_evicted(gone)
             self.notify()
         return session
+
+    def _log_eviction(self, gone: LiveSession) -> None:
+        # A client registering ids in a loop evicts one per call: say so once per EVICTION_LOG_EVERY_S.
+        self._evictions += 1
+        now = self.clock.monotonic()
+        if self._eviction_logged_at is not None and now - self._eviction_logged_at < EVICTION_LOG_EVERY_S:
+            return
+        log.warning(
+            "%d session(s) evicted, the last %s %s: %d are registered, the limit (limits.max_sessions); "
+            "the longest idle go first",
+            self._evictions,
+            gone.agent,
+            gone.session_id,
+            self.store.max_sessions,
+        )
+        self._evictions, self._eviction_logged_at = 0, now
 
     # ---- settling runs ------------------------------------------------------------------------
 

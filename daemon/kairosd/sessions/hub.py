@@ -108,6 +108,7 @@ class SessionHub:
         # Hook point for the consolidation issue: the project's context board for a starting session.
         self.context_board_for = context_board
         self.successor_grace_s = SUCCESSOR_GRACE_S
+        self._core.on_evicted = self._evicted
 
     @property
     def queue_limit(self) -> int:
@@ -188,7 +189,10 @@ class SessionHub:
         """Register (or refresh) a session."""
         session = self._core.touch(request.agent, request.session_id, request.cwd, request.transcript_path)
         session.in_turn, session.consecutive_blocks = False, 0
-        await self._core.save_quietly()
+        # Coalesced like a hook's touch: a registration lost to a crash costs only a re-registration
+        # (every hook call registers an unknown session), and a burst of them must not rewrite the
+        # whole file each time. A session's items are written before their answer, as always.
+        self._core.save_soon()
         return session.view(self.store.ttl)
 
     # ---- hook events --------------------------------------------------------------------------
@@ -256,6 +260,14 @@ class SessionHub:
             await self._core.save_quietly()
             self._core.notify()
         return {"acked": [item.run_id for item in taken]}
+
+    def _evicted(self, session: LiveSession) -> None:
+        if not session.items:
+            self._core.save_soon()  # nothing to hand on; the next coalesced write drops it
+            return
+        limit = self.store.max_sessions
+        why = f"{describe(session)} was evicted (the longest idle of {limit}, limits.max_sessions) before its next turn"
+        self._core.spawn(self._router.retire(session, why))
 
     async def end(self, session_id: str, agent: str, reason: str | None = None) -> dict[str, Any]:
         """Deregister a session (SessionEnd); its pending items move on or take their fallback."""

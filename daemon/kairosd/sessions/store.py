@@ -6,6 +6,9 @@ through its SessionStart hook or the API, and every hook call registers it
 again if it is unknown (a hook installed mid-session, a lost SessionStart) and
 moves its last-active time. A session not seen for ``ttl`` (24 h by default) is
 no longer live: it expires, so a dead session does not collect items forever.
+At most ``max_sessions`` are known at once (any client can register any id): a
+new one past that makes the longest idle go first (:meth:`SessionStore.evict_idle`),
+and its items move on as if it had ended.
 
 A pending item is a fired prompt bound to one session, waiting for that
 session's hook to hand it to the agent. A hook *claims* items (a lease of
@@ -27,6 +30,7 @@ or the CLI.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import posixpath
@@ -40,6 +44,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.models import SessionTarget
 from kairosd.system.atomic import remove_stale_temp_files, write_atomic
@@ -144,11 +149,16 @@ def is_inside(path: str, folder: str) -> bool:
 class SessionStore:
     """The sessions, by (agent, session id), with their pending items."""
 
-    def __init__(self, path: Path, clock: Clock, ttl: timedelta = DEFAULT_TTL) -> None:
+    def __init__(
+        self, path: Path, clock: Clock, ttl: timedelta = DEFAULT_TTL, max_sessions: int = defaults.MAX_SESSIONS
+    ) -> None:
         if ttl <= timedelta(0):
             raise ValueError("the session ttl must be positive")
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
         self.path = path
         self.ttl = ttl
+        self.max_sessions = max_sessions
         self._clock = clock
         self._sessions: dict[SessionKey, LiveSession] = {}
         self._dirty = False
@@ -260,6 +270,19 @@ class SessionStore:
             if session is not None:
                 self._dirty = True
             return session
+
+    def evict_idle(self, keep: SessionKey) -> list[LiveSession]:
+        """Remove the longest idle sessions (never ``keep``) until at most ``max_sessions`` are left; returns them."""
+        with self._lock:
+            excess = len(self._sessions) - self.max_sessions
+            if excess <= 0:
+                return []
+            others = (s for s in self._sessions.values() if s.key != keep)
+            gone = heapq.nsmallest(excess, others, key=lambda s: s.last_active)  # one pass, not a sort
+            for session in gone:
+                del self._sessions[session.key]
+            self._dirty = True
+            return gone
 
     def expired(self, now: datetime) -> list[LiveSession]:
         return [s for s in self._sessions.values() if not self.is_live(s, now)]

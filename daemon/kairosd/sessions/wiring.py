@@ -33,6 +33,7 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from kairosd.api.router import RouteHandler
+from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import InvalidTimeError, UsageError
 from kairosd.core.events import EventBus
@@ -88,13 +89,14 @@ def build_sessions(
     closing: asyncio.Event | None = None,
     environ: Mapping[str, str] | None = None,
     queue_limit: int = 10,
+    max_sessions: int = defaults.MAX_SESSIONS,
 ) -> SessionParts:
     """Build the session store, the hub, the ``session`` delivery target and the routes.
 
     Raises UsageError for a bad ``KAIROS_SESSION_TTL`` before anything runs.
     """
     ttl = session_ttl(os.environ if environ is None else environ)
-    store = SessionStore(paths.state_dir / SESSIONS_FILE, clock, ttl)
+    store = SessionStore(paths.state_dir / SESSIONS_FILE, clock, ttl, max_sessions)
     hub = SessionHub(store, ledger, events, clock, deliveries, zone=default_tz, queue_limit=queue_limit)
     background: list[asyncio.Task[None]] = []
 

@@ -13,6 +13,11 @@ to more than twice the records worth keeping: items acked more than
 :data:`ACKED_RETENTION` ago are dropped and acks are folded into their items.
 Unacknowledged items are never dropped.
 
+Sessions are cached once loaded, at most :data:`MAX_CACHED_SESSIONS` of them, least recently
+used out first: any client can name any session (``GET /v1/inbox?session=NAME``), so an
+unbounded cache would grow with every name asked for. Dropping a session from the cache loses
+nothing, since every item and ack is on disk before the cache changes; its next use reads it again.
+
 Items are unique by id within a session (the id is the run id, and a retried
 delivery goes to the same session), which makes :meth:`InboxStore.put`
 idempotent. Single writer: the daemon. Blocking I/O; async callers use a thread.
@@ -27,6 +32,7 @@ import hashlib
 import logging
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -40,11 +46,12 @@ from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.records import InboxItem
 from kairosd.store.jsonlog import JsonLog
 
-__all__ = ["ACKED_RETENTION", "MAX_SESSION_CHARS", "InboxStore", "session_file_name"]
+__all__ = ["ACKED_RETENTION", "MAX_CACHED_SESSIONS", "MAX_SESSION_CHARS", "InboxStore", "session_file_name"]
 
 log = logging.getLogger(__name__)
 
 MAX_SESSION_CHARS = 200
+MAX_CACHED_SESSIONS = 256
 ACKED_RETENTION = timedelta(days=7)
 SUFFIX = ".jsonl"
 
@@ -99,18 +106,25 @@ class _Session:
 
 
 class InboxStore:
-    """Inboxes under ``folder``, loaded per session on first use and then cached."""
+    """Inboxes under ``folder``, loaded per session on first use and then cached (at most ``max_cached``)."""
 
-    def __init__(self, folder: Path, clock: Clock) -> None:
+    def __init__(self, folder: Path, clock: Clock, max_cached: int = MAX_CACHED_SESSIONS) -> None:
         self._folder = folder
         self._clock = clock
-        self._sessions: dict[str, _Session] = {}
+        self._max_cached = max(1, max_cached)
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently used first
         # put runs in worker threads (one per delivery); reads come from the event loop.
         self._lock = threading.RLock()
 
     @property
     def folder(self) -> Path:
         return self._folder
+
+    @property
+    def cached_sessions(self) -> int:
+        """How many sessions are held in memory now."""
+        with self._lock:
+            return len(self._sessions)
 
     def put(self, item: InboxItem) -> bool:
         """Add ``item`` to its session's inbox; False if that id is already there (a retry).
@@ -146,6 +160,7 @@ class InboxStore:
         """
         with self._lock:
             chosen = self._chosen(session)
+            by_name = {s.name: s for s in chosen}  # held here: the cache may drop them meanwhile
             targets: dict[str, builtins.list[str]] = {}  # session name -> ids to ack there
             if ids is None:
                 for s in chosen:
@@ -166,7 +181,7 @@ class InboxStore:
             for name, item_ids in targets.items():
                 if not item_ids:
                     continue
-                s = self._sessions[name]
+                s = by_name[name]
                 s.log.append([{"ack": item_id, "at": now.isoformat()} for item_id in item_ids])
                 for item_id in item_ids:
                     s.items[item_id] = s.items[item_id].model_copy(update={"acked_at": now})
@@ -190,9 +205,7 @@ class InboxStore:
     def _chosen(self, session: str | None) -> builtins.list[_Session]:
         if session is not None:
             return [self._session(session)]
-        for name in self.sessions():
-            self._session(name)
-        return [self._sessions[name] for name in sorted(self._sessions)]
+        return [self._session(name) for name in self.sessions()]
 
     def _files(self) -> builtins.list[Path]:
         try:
@@ -215,6 +228,7 @@ class InboxStore:
     def _session(self, name: str) -> _Session:
         cached = self._sessions.get(name)
         if cached is not None:
+            self._sessions.move_to_end(name)
             return cached
         # The folder and the file are created by the first append, not by a read.
         session = _Session(name, JsonLog(self._folder / session_file_name(name)))
@@ -222,6 +236,8 @@ class InboxStore:
         for record in session.log.read():
             self._replay(session, record)
         self._sessions[name] = session
+        while len(self._sessions) > self._max_cached:
+            self._sessions.popitem(last=False)
         self._maybe_compact(session)
         return session
 

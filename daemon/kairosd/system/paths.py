@@ -21,6 +21,7 @@ need them.
 from __future__ import annotations
 
 import os
+import stat  # loaded by os already: free on the CLI's hot path
 from collections.abc import Mapping
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the CLI ~8 ms
@@ -32,6 +33,9 @@ APP = "kairos"
 STORE_NAME = "scheduled_tasks.json"
 LOCK_NAME = "scheduled_tasks.lock"
 SOCKET_NAME = "kairosd.sock"
+# The runtime folders tried without XDG_RUNTIME_DIR ({uid} filled in); tests point them elsewhere.
+RUN_USER_DIR = "/run/user/{uid}"
+SHARED_RUNTIME_DIR = "/tmp/runtime-{uid}"  # noqa: S108 (used only when it is this user's own; see runtime_root)
 
 
 class Paths:
@@ -86,7 +90,7 @@ class Paths:
             return Path(value) if os.path.isabs(value) else default
 
         return cls(
-            xdg("XDG_STATE_HOME", user_home / ".local" / "state") / APP,
+            xdg("XDG_STATE_HOME", user_home / ".local" / "state") / APP,  # the same as _state_home()
             Path(runtime_root(env)) / APP,
             xdg("XDG_DATA_HOME", user_home / ".local" / "share") / APP,
             xdg("XDG_CONFIG_HOME", user_home / ".config") / APP,
@@ -100,15 +104,44 @@ def runtime_root(environ: Mapping[str, str] | None = None) -> str:
     keeps its socket in its own 0700 ``kairos`` folder inside it, and kairosd
     refuses to start when that folder or ``$XDG_RUNTIME_DIR`` is not safe
     (:mod:`kairosd.system.trust`), so the two sides never look in different places.
-    Without it ``/run/user/<uid>`` if that folder exists, else ``/tmp/runtime-<uid>``.
+    Without it ``/run/user/<uid>`` if that folder exists, else ``/tmp/runtime-<uid>``
+    when that is this user's own folder (not a link, not writable by others) or
+    does not exist yet. Anyone can create that name in /tmp first, to keep kairosd
+    from starting; then the runtime folder is ``<state home>/kairos/runtime``
+    instead (also while a socket is there, so the daemon and the CLI agree when
+    the stranger's folder is gone again).
     """
     env = os.environ if environ is None else environ
     value = env.get("XDG_RUNTIME_DIR", "").strip()
     if os.path.isabs(value):
         return value
     uid = os.getuid()
-    default = f"/run/user/{uid}"
-    return default if os.path.isdir(default) else f"/tmp/runtime-{uid}"  # noqa: S108 (checked by kairosd.system.trust)
+    default = RUN_USER_DIR.format(uid=uid)
+    if os.path.isdir(default):
+        return default
+    shared = SHARED_RUNTIME_DIR.format(uid=uid)
+    fallback = os.path.join(_state_home(env), APP, "runtime")
+    if _is_own_folder(shared, uid):
+        return shared
+    if not os.path.lexists(shared) and not os.path.lexists(os.path.join(fallback, APP, SOCKET_NAME)):
+        return shared  # kairosd creates it, 0700
+    return fallback
+
+
+def _state_home(env: Mapping[str, str]) -> str:
+    value = env.get("XDG_STATE_HOME", "").strip()
+    if os.path.isabs(value):
+        return value
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+
+
+def _is_own_folder(path: str, uid: int) -> bool:
+    """A real folder (not a link) of ``uid`` that nobody else can write to."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o022
 
 
 def socket_path(environ: Mapping[str, str] | None = None) -> str:
