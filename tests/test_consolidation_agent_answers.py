@@ -167,6 +167,6 @@ def test_every_corpus_session_reaches_agent_mode_as_typed(tmp_path: Path, fmt: s
         worker._offline(request, ReadStats(), typed)
         assert typed == [text for _, text in session]
         prompt = prompt_for("/p", str(path), Board("/p"), NOW, NOW, typed)
-        assert "Scheduled reminder from kairos" not in prompt
+        assert "carry out this scheduled task now" not in prompt
         assert "session_context" not in prompt
         assert "kairos context board for" not in prompt

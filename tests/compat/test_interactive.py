@@ -11,6 +11,7 @@ import re
 import time
 
 import pytest
+from environment_support import suite_setting
 
 from compat.conftest import UNSUPPORTED, wait_for
 from compat.fakemodel import last_user_text
@@ -41,7 +42,7 @@ def test_a_prompt_due_while_the_session_is_idle_wakes_it(cli, world_factory):
         "the idle session to be woken",
         90,
     )
-    assert "Scheduled reminder from kairos" in (last_user_text(woken[0]) or "")
+    assert "carry out this scheduled task now" in (last_user_text(woken[0]) or "")
     wait_for(lambda: "woken" in world.screen(), "the answer on screen", 30)
     runs = world.kairos_json("list")["tasks"]
     assert runs == [] or all(t.get("prompt") != "SAY:woken" or t.get("status") != "scheduled" for t in runs)
@@ -128,11 +129,9 @@ LONG_IDLE_S = 660  # past Claude Code's default 600 s hook timeout, which ended 
 def test_long_idle_wake_and_the_waiters_cost(cli, world_factory, capsys):
     """The long case (KAIROS_COMPAT_LONG=1, about 12 minutes): a prompt due 11 minutes into idleness wakes
     the session with the default integrate (lifetime a day), and the waiter's RSS and wakeups are printed."""
-    import os
-
     import psutil
 
-    if os.environ.get("KAIROS_COMPAT_LONG") != "1":
+    if suite_setting("KAIROS_COMPAT_LONG") != "1":
         pytest.skip("the 12-minute idle case runs with KAIROS_COMPAT_LONG=1")
     world = world_factory(cli)
     world.start_daemon()
