@@ -18,7 +18,13 @@ from compat.fakemodel import last_user_text
 
 NO_IDLE_WAKE = {
     "codex": "Codex hooks cannot start a turn; only its app-server (turn/start) can, for a TUI started as its client",
-    "gemini": "Gemini CLI hooks cannot start a turn while the session is idle",
+    # Checked against Gemini CLI 0.61 (issue 23): --acp starts a separate agent process, and an AfterAgent
+    # hook that waits (to "deny" with a due prompt) shows the session busy and queues the user's own prompts.
+    "gemini": (
+        "Gemini CLI has no way into a live session: nothing outside the process reaches a running TUI "
+        "(--acp starts a separate agent), and an AfterAgent hook that waits for a due prompt would hold up "
+        "the user's own prompts for as long as it waits"
+    ),
     "copilot": "Copilot CLI hooks cannot start a turn; only its SDK in --ui-server mode can",
     "opencode": "kairos does not integrate opencode (its /tui HTTP endpoints could, later)",
 }
