@@ -456,3 +456,61 @@ def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
         assert hook_agent in hook.AGENTS
         # kairos hook matches events case- and separator-insensitively.
         assert "".join(ch for ch in event.lower() if ch.isalnum()) in hook.EVENTS, event
+
+
+# ---- versions -----------------------------------------------------------------------------------------
+
+
+def fake_cli(folder: Path, name: str, prints: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo '{prints}'\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("agent", "old", "new", "lacks"),
+    [
+        ("claude", "2.1.197 (Claude Code)", "2.1.332 (Claude Code)", "turn-end delivery (the Stop hook's reason)"),
+        ("codex", "codex-cli 0.150.0", "codex-cli 0.170.1", "idle wake (codex queue"),
+        ("copilot", "GitHub Copilot CLI 1.0.61.", "GitHub Copilot CLI 1.0.102.", "hooks file"),
+        ("gemini", "0.60.9", "0.61.0", "BeforeAgent, AfterAgent"),
+    ],
+)
+def test_integrate_says_when_the_installed_cli_is_older_than_kairos_supports(tmp_path, agent, old, new, lacks):
+    """Issue 23: Claude Code 2.1.197 (a plain npm install could still give it) got neither Stop-hook delivery
+    nor kairos' MCP tools, and integrate said nothing. It now asks the CLI on PATH for its --version."""
+    bin_dir = tmp_path / "bin"
+    home = tmp_path / "home"
+    home.mkdir()
+    fake_cli(bin_dir, agent, old)
+    proc = kairos(home, agent, "--dry-run", "--kairos", KAIROS, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stdout.splitlines() if " is older than " in line]
+    assert len(notes) == 1, proc.stdout
+    assert lacks in notes[0]
+    assert "the oldest kairos supports" in notes[0]
+
+    fake_cli(bin_dir, agent, new)
+    proc = kairos(home, agent, "--json", "--dry-run", "--kairos", KAIROS, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert not [n for n in json.loads(proc.stdout)["notes"] if "version" in n or "older" in n]
+
+
+def test_integrate_says_when_it_could_not_check_the_version(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = kairos(home, "codex", "--json", "--dry-run", "--kairos", KAIROS, env={"PATH": str(tmp_path / "none")})
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "codex is not on PATH, so its version was not checked (kairos supports 0.169.0 or newer)"
+        in (json.loads(proc.stdout)["notes"])
+    )
+    broken = tmp_path / "bin"
+    (broken).mkdir()
+    (broken / "codex").write_text("#!/bin/sh\necho 'codex: missing optional dependency' >&2\nexit 1\n")
+    (broken / "codex").chmod(0o755)
+    proc = kairos(home, "codex", "--json", "--dry-run", "--kairos", KAIROS, env={"PATH": str(broken)})
+    notes = json.loads(proc.stdout)["notes"]
+    assert any(n.startswith("could not check codex's version") and "exited with 1" in n for n in notes), notes

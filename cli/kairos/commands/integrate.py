@@ -6,6 +6,8 @@ EVENT`` and the MCP server ``kairos mcp``, both with the absolute path of this k
 ``--uninstall`` removes exactly kairos' entries. Files are backed up before they change;
 ``--dry-run`` prints the diff and writes nothing; a file that cannot be parsed stops the run with
 nothing written. The home folder is ``$HOME`` (``COPILOT_HOME`` and ``CODEX_HOME`` are honoured).
+When installing, the CLI on PATH is asked for its ``--version``; one older than the oldest kairos
+supports (:mod:`kairosd.core.agentversions`) gets a note saying what will not work.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module).
 Must not import pydantic or asyncio.
@@ -19,6 +21,7 @@ from typing import Any
 from kairos.commands.common import installed_script, make_parser
 
 AGENTS = ("claude", "copilot", "codex", "gemini")
+VERSION_TIMEOUT_S = 5.0  # `<cli> --version`: a node CLI answers in about a second
 
 
 def register(subparsers: Any) -> None:
@@ -99,6 +102,10 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     plans, notes = agents.plan(args.agent, ctx)
     changes = files.plan_changes(plans)  # Refused (exit 1, nothing written) for a file it cannot use
     notes = [n for c in changes for n in c.notes] + notes
+    if not args.uninstall:
+        version = version_note(args.agent, os.environ)
+        if version:
+            notes.append(version)
     if not args.dry_run:
         from kairosd.core.clock import SystemClock
 
@@ -128,6 +135,24 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def version_note(agent: str, environ: Any) -> str | None:
+    """What the installed ``agent`` CLI (on PATH) will not do with kairos because it is too old, or why its
+    version could not be checked; None when it is new enough."""
+    import shutil
+
+    from kairosd.core.agentversions import OLDEST, outdated
+    from kairosd.system.versionprobe import version_of
+
+    oldest = OLDEST[agent].version
+    path = shutil.which(agent, path=environ.get("PATH"))
+    if path is None:
+        return f"{agent} is not on PATH, so its version was not checked (kairos supports {oldest} or newer)"
+    ok, output = version_of(path, environ, VERSION_TIMEOUT_S)
+    if not ok:
+        return f"could not check {agent}'s version ({output}); kairos supports {oldest} or newer"
+    return outdated(agent, output)
+
+
 def _print(args: argparse.Namespace, changes: list[Any], notes: list[str]) -> None:
     import sys
 
@@ -136,6 +161,8 @@ def _print(args: argparse.Namespace, changes: list[Any], notes: list[str]) -> No
             sys.stdout.write(change.diff())
         if all(c.action == "unchanged" for c in changes):
             print(f"{args.agent}: nothing to change")
+        for note in notes:
+            print(f"note: {note}")
         print("dry run: nothing was written")
         return
     verb = {"create": "created", "update": "updated", "delete": "removed", "unchanged": "unchanged"}
