@@ -42,6 +42,7 @@ from kairosd.scheduling.ledger import RunLedger
 from kairosd.sessions.api import session_routes
 from kairosd.sessions.delivery import SessionDelivery
 from kairosd.sessions.hub import SessionHub
+from kairosd.sessions.routing import Waker
 from kairosd.sessions.store import DEFAULT_TTL, SessionStore
 from kairosd.system.paths import Paths
 
@@ -88,6 +89,7 @@ def build_sessions(
     closing: asyncio.Event | None = None,
     environ: Mapping[str, str] | None = None,
     queue_limit: int = 10,
+    wakers: Mapping[str, Waker] | None = None,
 ) -> SessionParts:
     """Build the session store, the hub, the ``session`` delivery target and the routes.
 
@@ -95,7 +97,7 @@ def build_sessions(
     """
     ttl = session_ttl(os.environ if environ is None else environ)
     store = SessionStore(paths.state_dir / SESSIONS_FILE, clock, ttl)
-    hub = SessionHub(store, ledger, events, clock, deliveries, zone=default_tz, queue_limit=queue_limit)
+    hub = SessionHub(store, ledger, events, clock, deliveries, zone=default_tz, queue_limit=queue_limit, wakers=wakers)
     background: list[asyncio.Task[None]] = []
 
     async def watch_closing() -> None:
