@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from session_support import Kairosd, call_hook, fixture, hook_home, remove_home, session_of, short_home
 
+from kairos.agents.integrations import merge
 from kairosd.agents.codexqueue import AppServerError, loaded_threads
 from kairosd.core.records import Outcome
 
@@ -145,7 +146,10 @@ def calls_of(calls: Path) -> list[list[str]]:
     return [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
 
 
-def start_kd(home: Path, codex_home: Path, bin_dir: Path) -> Kairosd:
+def start_kd(home: Path, codex_home: Path, bin_dir: Path, config: str | None = None) -> Kairosd:
+    """kairosd with Codex's home at ``codex_home``, whose config.toml is ``config`` (default: what
+    ``kairos integrate codex`` writes first, thread_unload_delay_secs = 0)."""
+    (codex_home / "config.toml").write_text(merge.UNLOAD_LINE + 'model = "o3"\n' if config is None else config)
     environ = {"CODEX_HOME": str(codex_home), "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}
     return Kairosd(home, environ=environ).start()
 
@@ -253,6 +257,28 @@ def test_a_failing_codex_queue_leaves_the_prompt_pending(home, codex_home, tmp_p
         assert run.outcome is Outcome.QUEUED
         assert run.reason.endswith("(codex queue exited with 3: error: thread not found)")
         assert kd.pending() == [run_id]
+    finally:
+        kd.stop()
+
+
+@pytest.mark.parametrize("config", ['model = "o3"\n', "thread_unload_delay_secs = 60\n", "not toml ["])
+def test_no_idle_wake_while_a_quit_tuis_thread_stays_loaded(config, home, codex_home, tmp_path, monkeypatch):
+    """Without thread_unload_delay_secs = 0 the app-server keeps a quit TUI's thread loaded for a minute:
+    loaded does not mean someone sees it, so nothing is queued (not even a question to the app-server)."""
+    calls = fake_codex(tmp_path / "bin")
+    kd = start_kd(home, codex_home, tmp_path / "bin", config)
+    try:
+        sid = register_codex(monkeypatch)
+        app = FakeAppServer(codex_home / "app-server-control" / "app-server-control.sock", [sid])
+        try:
+            run_id = fire(kd, "look at the deploy")
+        finally:
+            app.close()
+        assert app.methods == []
+        assert calls_of(calls) == []
+        run = kd.run_record(run_id)
+        assert run.outcome is Outcome.QUEUED
+        assert "does not set thread_unload_delay_secs = 0 (kairos integrate codex does)" in run.reason
     finally:
         kd.stop()
 

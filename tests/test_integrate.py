@@ -216,10 +216,11 @@ args = ["-y", "docs-mcp"]
 
 
 def test_codex_config_keeps_the_rest_byte_for_byte(tmp_path):
-    """kairos' block is appended; comments and layout stay; uninstall gives back the exact text."""
+    """kairos' block is appended and its unload-delay line put first; comments and layout stay; uninstall
+    gives back the exact text."""
     path = tmp_path / ".codex" / "config.toml"
     installed, _ = transform("codex", ctx(tmp_path), path, CODEX_CONFIG)
-    assert installed.startswith(CODEX_CONFIG)
+    assert installed.startswith(merge.UNLOAD_LINE + CODEX_CONFIG)
     parsed = tomllib.loads(installed)
     expected = {"command": KAIROS, "args": ["mcp"], "default_tools_approval_mode": "approve", "required": True}
     assert parsed["mcp_servers"]["kairos"] == expected
@@ -233,7 +234,7 @@ def test_codex_config_registration_by_hand_is_left_alone(tmp_path):
     path = tmp_path / ".codex" / "config.toml"
     text = f'[mcp_servers.kairos]\ncommand = "{KAIROS}"\nargs = ["mcp"]\n'
     new, notes = transform("codex", ctx(tmp_path), path, text)
-    assert new == text
+    assert new == merge.UNLOAD_LINE + text
     assert "added by hand" in notes[0]
 
 
@@ -514,3 +515,48 @@ def test_integrate_says_when_it_could_not_check_the_version(tmp_path):
     proc = kairos(home, "codex", "--json", "--dry-run", "--kairos", KAIROS, env={"PATH": str(broken)})
     notes = json.loads(proc.stdout)["notes"]
     assert any(n.startswith("could not check codex's version") and "exited with 1" in n for n in notes), notes
+
+
+# ---- Codex: a quit TUI ends its session at once ---------------------------------------------------------
+
+
+def test_codex_gets_thread_unload_delay_0_first_and_uninstall_takes_only_that_line(tmp_path):
+    """Issue 23: with Codex's shared app-server, /quit fired SessionEnd only when the thread was unloaded, 60 s
+    later. thread_unload_delay_secs = 0 (a top-level key, so before every table) ends it at once."""
+    path = tmp_path / ".codex" / "config.toml"
+    installed, notes = transform("codex", ctx(tmp_path), path, CODEX_CONFIG)
+    assert installed.splitlines()[0] == merge.UNLOAD_LINE.rstrip("\n")
+    parsed = tomllib.loads(installed)
+    assert parsed["thread_unload_delay_secs"] == 0
+    assert parsed["model"] == "o3"
+    assert notes == []
+    assert transform("codex", ctx(tmp_path), path, installed)[0] == installed
+    # The user's own lines after kairos' line survive an uninstall untouched.
+    edited = installed.replace('model = "o3"', 'model = "o4"')
+    removed, _ = transform("codex", ctx(tmp_path, install=False), path, edited)
+    assert removed == CODEX_CONFIG.replace('model = "o3"', 'model = "o4"')
+
+
+@pytest.mark.parametrize("value", ["0", "120"])
+def test_codex_unload_delay_the_user_set_is_left_alone(tmp_path, value):
+    path = tmp_path / ".codex" / "config.toml"
+    text = f"thread_unload_delay_secs = {value}\n" + CODEX_CONFIG
+    installed, notes = transform("codex", ctx(tmp_path), path, text)
+    assert installed.startswith(text)
+    assert tomllib.loads(installed)["thread_unload_delay_secs"] == int(value)
+    unload_notes = [n for n in notes if "thread_unload_delay_secs" in n]
+    if value == "0":
+        assert unload_notes == []
+    else:
+        assert "a quit Codex TUI ends its session" in unload_notes[0]
+    assert transform("codex", ctx(tmp_path, install=False), path, installed)[0] == text
+
+
+def test_codex_dry_run_shows_the_unload_delay_and_writes_nothing(tmp_path):
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text(CODEX_CONFIG)
+    before = tree(tmp_path)
+    proc = kairos(tmp_path, "codex", "--dry-run", "--kairos", KAIROS)
+    assert proc.returncode == 0, proc.stderr
+    assert "+" + merge.UNLOAD_LINE in proc.stdout
+    assert tree(tmp_path) == before

@@ -12,7 +12,10 @@ session's next turn boundary, or its fallback when the session ends):
    control socket (``$CODEX_HOME/app-server-control/app-server-control.sock``, a
    WebSocket over a Unix socket). No socket, no answer in time, a malformed answer:
    not queued. A TUI that quit, or one started with ``--no-daemon``, is not listed.
-2. ``codex queue`` runs without ``--resume``: on a thread that is not loaded it would
+2. Codex's ``config.toml`` must set ``thread_unload_delay_secs = 0`` (``kairos integrate
+   codex`` does). Otherwise the app-server keeps a quit TUI's thread loaded for a minute
+   (the default), and a turn queued then would run with nobody to see it.
+3. ``codex queue`` runs without ``--resume``: on a thread that is not loaded it would
    only store the message, and ``--resume`` would resume a closed thread headless.
 
 Must not import the registry, the sessions, the config module or the server.
@@ -28,9 +31,12 @@ import os
 import secrets
 import socket
 import struct
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from kairosd.system.boundedread import read_capped
 
 SOCKET = Path("app-server-control") / "app-server-control.sock"
 QUERY_TIMEOUT_S = 3.0
@@ -38,6 +44,8 @@ QUEUE_TIMEOUT_S = 20.0  # under the 30 s claim lease the caller holds while this
 _MAX_FRAME = 4 << 20
 _MAX_PAGES = 20
 _CLIENT = {"name": "kairos", "version": "1"}
+_CONFIG_MAX_BYTES = 1 << 20
+UNLOAD_KEY = "thread_unload_delay_secs"
 
 
 class AppServerError(Exception):
@@ -50,6 +58,12 @@ def codex_home(environ: Mapping[str, str]) -> Path | None:
         return Path(environ["CODEX_HOME"]).expanduser()
     home = environ.get("HOME", "").strip()
     return Path(home) / ".codex" if home else None
+
+
+def unload_delay(home: Path) -> object:
+    """``thread_unload_delay_secs`` in ``home/config.toml`` (None when unset); raises OSError/ValueError."""
+    text = read_capped(home / "config.toml", _CONFIG_MAX_BYTES).decode()
+    return tomllib.loads(text).get(UNLOAD_KEY)
 
 
 def loaded_threads(sock_path: Path, timeout: float = QUERY_TIMEOUT_S) -> set[str]:
@@ -177,6 +191,15 @@ class CodexQueue:
         home = codex_home(self.environ)
         if home is None:
             return False, "not queued with codex queue: neither CODEX_HOME nor HOME is set for kairosd"
+        try:
+            delay = await asyncio.to_thread(unload_delay, home)
+        except (OSError, ValueError) as exc:
+            delay = f"unreadable: {exc}"
+        if delay != 0 or isinstance(delay, bool):
+            return False, (
+                f"not queued with codex queue: {home / 'config.toml'} does not set {UNLOAD_KEY} = 0 "
+                f"(kairos integrate codex does), so a loaded thread may be a quit TUI's"
+            )
         try:
             loaded = await asyncio.to_thread(loaded_threads, home / SOCKET)
         except (AppServerError, OSError) as exc:
