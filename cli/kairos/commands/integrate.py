@@ -32,10 +32,11 @@ def register(subparsers: Any) -> None:
         "Install (or with --uninstall remove) kairos' hooks and its MCP server in the USER-level configuration "
         "of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
         "(~/.copilot/hooks/kairos.json, ~/.copilot/mcp-config.json), Codex (~/.codex/hooks.json, "
-        "~/.codex/config.toml) or Gemini CLI (~/.gemini/settings.json). Other entries are kept; kairos' own "
-        "are recognised by what they run ('kairos hook ...', 'kairos mcp'), so running it again replaces "
-        "them. Each changed file is first copied to FILE.kairos-backup-<UTC time>. Project folders are never "
-        "touched.",
+        "~/.codex/config.toml, where thread_unload_delay_secs = 0 makes a quit TUI end its session at once; "
+        "kairosd then wakes idle Codex sessions with codex queue) or Gemini CLI (~/.gemini/settings.json). "
+        "Other entries are kept; kairos' own are recognised by what they run ('kairos hook ...', "
+        "'kairos mcp'), so running it again replaces them. Each changed file is first copied to "
+        "FILE.kairos-backup-<UTC time>. Project folders are never touched.",
         """
         kairos integrate claude --dry-run         # show the diff, write nothing
         kairos integrate claude --no-rewake       # without the waiter that wakes idle sessions

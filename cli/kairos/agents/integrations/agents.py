@@ -90,7 +90,7 @@ class FilePlan:
     """One file to change: ``transform`` maps its text (None: no file) to the new text (None: no file)."""
 
     path: Path
-    what: str  # "hooks" or "MCP server", for messages
+    what: str  # "hooks", "MCP server", ..., for messages
     transform: Transform
 
 
@@ -242,7 +242,10 @@ def _codex(ctx: Context) -> tuple[list[FilePlan], list[str]]:
             return None, []  # only kairos' hooks were in it: remove the file rather than leave "{}"
         return merge.dump_json(new, text), []
 
-    plans = [FilePlan(hooks_path, "hooks", hooks_transform), FilePlan(config_path, "MCP server", config_transform)]
+    plans = [
+        FilePlan(hooks_path, "hooks", hooks_transform),
+        FilePlan(config_path, "MCP server; thread_unload_delay_secs = 0", config_transform),
+    ]
     notes = (
         ["Codex runs a new or changed hook only after you review and trust it: open /hooks in Codex."]
         if ctx.install
