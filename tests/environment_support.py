@@ -4,6 +4,13 @@ kairos reads many variables (``KAIROS_*``, Claude Code's kill switch and Stop-ho
 cap, ``NO_COLOR``); a developer who has one set, or a CI run inside a kairos task
 (``KAIROS_TASK_ID``, ``KAIROS_SPAWNED``), must get the same results as a clean
 shell.
+
+The compatibility suite's own settings (``KAIROS_COMPAT_*``, exported by
+``scripts/compat``) leave the environment too, so no kairos process or fake agent
+ever sees them, but their values are kept: tests/compat reads them through
+:func:`suite_setting`. Stripping them outright made ``scripts/compat --latest``
+test the pinned versions, ``--capture`` write nothing and the long idle case
+impossible to switch on (issue 23).
 """
 
 from __future__ import annotations
@@ -13,6 +20,17 @@ from collections.abc import Mapping
 
 # Read by kairos besides its own KAIROS_* names.
 READ_BY_KAIROS = ("CLAUDE_CODE_DISABLE_CRON", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "NO_COLOR")
+# The compat suite's settings (scripts/compat, tests/compat): never read by kairos itself.
+SUITE_SETTINGS = (
+    "KAIROS_COMPAT",
+    "KAIROS_COMPAT_VERSIONS",
+    "KAIROS_COMPAT_CACHE",
+    "KAIROS_COMPAT_RESULTS",
+    "KAIROS_COMPAT_CAPTURE",
+    "KAIROS_COMPAT_KEEP",
+    "KAIROS_COMPAT_LONG",
+)
+_kept: dict[str, str] = {}
 
 
 def caller_variables(environ: Mapping[str, str]) -> list[str]:
@@ -21,6 +39,17 @@ def caller_variables(environ: Mapping[str, str]) -> list[str]:
 
 
 def clean_environment() -> None:
-    """Remove :func:`caller_variables` from this process (and so from the subprocesses it starts)."""
+    """Remove :func:`caller_variables` from this process (and so from the subprocesses it starts),
+    keeping the values of :data:`SUITE_SETTINGS` for :func:`suite_setting`."""
     for name in caller_variables(os.environ):
-        del os.environ[name]
+        value = os.environ.pop(name)
+        if name in SUITE_SETTINGS:
+            _kept[name] = value
+
+
+def suite_setting(name: str) -> str | None:
+    """The compat suite's setting ``name`` as the caller gave it: kept by :func:`clean_environment`,
+    else still in the environment (``scripts/compat`` imports ``compat.clis`` without the conftest)."""
+    if name not in SUITE_SETTINGS:
+        raise KeyError(f"{name} is not one of the compat suite's settings")
+    return _kept[name] if name in _kept else os.environ.get(name)

@@ -109,7 +109,12 @@ class Kairosd:
         async def build() -> None:
             for folder in (self.paths.state_dir, self.paths.runtime_dir, self.paths.data_dir):
                 folder.mkdir(parents=True, exist_ok=True)
-            environ = {"TZ": "UTC", "PATH": os.environ.get("PATH", ""), **self.config.get("environ", {})}
+            environ = {
+                "TZ": "UTC",
+                "PATH": os.environ.get("PATH", ""),
+                "CODEX_HOME": str(self.home / "codex"),  # never the real ~/.codex (Codex idle wake asks there)
+                **self.config.get("environ", {}),
+            }
             limits = Limits(max_concurrent=self.config.get("max_concurrent", 4), kill_grace=1.0)
             settings = Config(limits=limits, consolidation=ConsolidationConfig(enabled=False))
             self.app = app = build_app(

@@ -324,7 +324,7 @@ def test_every_corpus_session_reaches_agent_mode_as_typed(tmp_path: Path, fmt: s
         [pieces] = chunks(typed, 60_000)
         prompt = prompt_for("/p", Board("/p"), pieces, total_turns=len(typed), ended_at=NOW, now=NOW)
         assert all(text.strip() in prompt for text in typed)
-        assert "Scheduled reminder from kairos" not in prompt
+        assert "carry out this scheduled task now" not in prompt
         assert "session_context" not in prompt
         assert "kairos context board for" not in prompt
 

@@ -162,7 +162,7 @@ def test_the_noise_is_there_to_be_dropped(tmp_path: Path) -> None:
     turns = [(f"turn {i}", scoring.BASE + timedelta(minutes=i)) for i in range(5)]
     for shape in SHAPES:
         text = render(tmp_path, shape, turns, "/home/w/app", "s").read_text()
-        assert "kairos context board for" in text or "Scheduled reminder from kairos" in text, shape
+        assert "kairos context board for" in text or "carry out this scheduled task now" in text, shape
         assert "TODO: always validate the input later" in text or "Use `list` instead of" in text, shape
 
 

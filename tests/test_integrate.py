@@ -217,10 +217,11 @@ args = ["-y", "docs-mcp"]
 
 
 def test_codex_config_keeps_the_rest_byte_for_byte(tmp_path):
-    """kairos' block is appended; comments and layout stay; uninstall gives back the exact text."""
+    """kairos' block is appended and its unload-delay line put first; comments and layout stay; uninstall
+    gives back the exact text."""
     path = tmp_path / ".codex" / "config.toml"
     installed, _ = transform("codex", ctx(tmp_path), path, CODEX_CONFIG)
-    assert installed.startswith(CODEX_CONFIG)
+    assert installed.startswith(merge.UNLOAD_LINE + CODEX_CONFIG)
     parsed = tomllib.loads(installed)
     expected = {"command": KAIROS, "args": ["mcp"], "default_tools_approval_mode": "approve", "required": True}
     assert parsed["mcp_servers"]["kairos"] == expected
@@ -234,7 +235,7 @@ def test_codex_config_registration_by_hand_is_left_alone(tmp_path):
     path = tmp_path / ".codex" / "config.toml"
     text = f'[mcp_servers.kairos]\ncommand = "{KAIROS}"\nargs = ["mcp"]\n'
     new, notes = transform("codex", ctx(tmp_path), path, text)
-    assert new == text
+    assert new == merge.UNLOAD_LINE + text
     assert "added by hand" in notes[0]
 
 
@@ -509,3 +510,106 @@ def test_the_clis_cost_figures_follow_the_daemons_prompt_and_models():
     prompt = prompt_for("/home/me/project", board, pieces, total_turns=len(turns), ended_at=now, now=now)
     sent = len(builtin_definition().prompt) + len(prompt)
     assert abs(integrate.estimate_tokens() * integrate.CHARS_PER_TOKEN - sent) <= sent * 0.1
+
+
+# ---- versions -----------------------------------------------------------------------------------------
+
+
+def fake_cli(folder: Path, name: str, prints: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo '{prints}'\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("agent", "old", "new", "lacks"),
+    [
+        ("claude", "2.1.197 (Claude Code)", "2.1.332 (Claude Code)", "turn-end delivery (the Stop hook's reason)"),
+        ("codex", "codex-cli 0.150.0", "codex-cli 0.170.1", "idle wake (codex queue"),
+        ("copilot", "GitHub Copilot CLI 1.0.61.", "GitHub Copilot CLI 1.0.102.", "hooks file"),
+        ("gemini", "0.60.9", "0.61.0", "BeforeAgent, AfterAgent"),
+    ],
+)
+def test_integrate_says_when_the_installed_cli_is_older_than_kairos_supports(tmp_path, agent, old, new, lacks):
+    """Issue 23: Claude Code 2.1.197 (a plain npm install could still give it) got neither Stop-hook delivery
+    nor kairos' MCP tools, and integrate said nothing. It now asks the CLI on PATH for its --version."""
+    bin_dir = tmp_path / "bin"
+    home = tmp_path / "home"
+    home.mkdir()
+    fake_cli(bin_dir, agent, old)
+    proc = kairos(home, agent, "--dry-run", "--kairos", KAIROS, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stdout.splitlines() if " is older than " in line]
+    assert len(notes) == 1, proc.stdout
+    assert lacks in notes[0]
+    assert "the oldest kairos supports" in notes[0]
+
+    fake_cli(bin_dir, agent, new)
+    proc = kairos(home, agent, "--json", "--dry-run", "--kairos", KAIROS, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert not [n for n in json.loads(proc.stdout)["notes"] if "version" in n or "older" in n]
+
+
+def test_integrate_says_when_it_could_not_check_the_version(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = kairos(home, "codex", "--json", "--dry-run", "--kairos", KAIROS, env={"PATH": str(tmp_path / "none")})
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "codex is not on PATH, so its version was not checked (kairos supports 0.169.0 or newer)"
+        in (json.loads(proc.stdout)["notes"])
+    )
+    broken = tmp_path / "bin"
+    (broken).mkdir()
+    (broken / "codex").write_text("#!/bin/sh\necho 'codex: missing optional dependency' >&2\nexit 1\n")
+    (broken / "codex").chmod(0o755)
+    proc = kairos(home, "codex", "--json", "--dry-run", "--kairos", KAIROS, env={"PATH": str(broken)})
+    notes = json.loads(proc.stdout)["notes"]
+    assert any(n.startswith("could not check codex's version") and "exited with 1" in n for n in notes), notes
+
+
+# ---- Codex: a quit TUI ends its session at once ---------------------------------------------------------
+
+
+def test_codex_gets_thread_unload_delay_0_first_and_uninstall_takes_only_that_line(tmp_path):
+    """Issue 23: with Codex's shared app-server, /quit fired SessionEnd only when the thread was unloaded, 60 s
+    later. thread_unload_delay_secs = 0 (a top-level key, so before every table) ends it at once."""
+    path = tmp_path / ".codex" / "config.toml"
+    installed, notes = transform("codex", ctx(tmp_path), path, CODEX_CONFIG)
+    assert installed.splitlines()[0] == merge.UNLOAD_LINE.rstrip("\n")
+    parsed = tomllib.loads(installed)
+    assert parsed["thread_unload_delay_secs"] == 0
+    assert parsed["model"] == "o3"
+    assert notes == []
+    assert transform("codex", ctx(tmp_path), path, installed)[0] == installed
+    # The user's own lines after kairos' line survive an uninstall untouched.
+    edited = installed.replace('model = "o3"', 'model = "o4"')
+    removed, _ = transform("codex", ctx(tmp_path, install=False), path, edited)
+    assert removed == CODEX_CONFIG.replace('model = "o3"', 'model = "o4"')
+
+
+@pytest.mark.parametrize("value", ["0", "120"])
+def test_codex_unload_delay_the_user_set_is_left_alone(tmp_path, value):
+    path = tmp_path / ".codex" / "config.toml"
+    text = f"thread_unload_delay_secs = {value}\n" + CODEX_CONFIG
+    installed, notes = transform("codex", ctx(tmp_path), path, text)
+    assert installed.startswith(text)
+    assert tomllib.loads(installed)["thread_unload_delay_secs"] == int(value)
+    unload_notes = [n for n in notes if "thread_unload_delay_secs" in n]
+    if value == "0":
+        assert unload_notes == []
+    else:
+        assert "a quit Codex TUI ends its session" in unload_notes[0]
+    assert transform("codex", ctx(tmp_path, install=False), path, installed)[0] == text
+
+
+def test_codex_dry_run_shows_the_unload_delay_and_writes_nothing(tmp_path):
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text(CODEX_CONFIG)
+    before = tree(tmp_path)
+    proc = kairos(tmp_path, "codex", "--dry-run", "--kairos", KAIROS)
+    assert proc.returncode == 0, proc.stderr
+    assert "+" + merge.UNLOAD_LINE in proc.stdout
+    assert tree(tmp_path) == before

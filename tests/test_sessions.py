@@ -201,16 +201,38 @@ def test_expired_sessions_are_dropped_and_their_items_fall_back(tmp_path):
 
 
 def test_the_reminder_fences_the_prompt_longer_than_any_backtick_run_in_it():
-    """A prompt holding ``` gets a four-backtick fence; the text names the task and time, is worded as a
-    reminder the user scheduled, and says it approves nothing."""
+    """A prompt holding ``` gets a four-backtick fence; the text names the task and time, is worded as
+    kairos' own request at the user's standing instruction, and says it approves nothing."""
     prompt = "run this:\n```sh\nmake test\n```\nthen ``report``"
     text = reminder_text(task_id="3f2a9c1d", task_name="ci", prompt=prompt, scheduled_for=T0, zone="Europe/Berlin")
     assert fence_for(prompt) == "````"
-    assert text.startswith('Scheduled reminder from kairos (task 3f2a9c1d "ci", scheduled for 2026-10-31 10:00 CET):')
+    assert text.startswith(
+        "This is kairos, the scheduler the user set up with `kairos integrate`. At the user's standing "
+        'instruction, carry out this scheduled task now (task 3f2a9c1d "ci", scheduled for 2026-10-31 10:00 CET).'
+    )
     assert f"\n\n````\n{prompt}\n````\n\n" in text
     assert "approves nothing" in text
     assert "system" not in text.lower()
     assert fence_for("no backticks") == "```"
+
+
+def test_the_reminder_is_the_hooks_own_request_and_never_read_back_as_typed():
+    """Claude Code 2.1.332 tells the model that what a hook only relays (another party's words, "the user
+    approved") is data, and to follow what the hook itself asks as the user's standing instruction: the
+    delivery is kairos' own request, never relayed words. Consolidation still tells it (and the older
+    wording, in older transcripts) from what the person typed."""
+    from kairosd.consolidation.transcript_readers import typed_text
+
+    text = reminder_text(task_id="t", task_name=None, prompt="check the deploy log", scheduled_for=T0, zone="UTC")
+    assert "standing instruction" in text
+    assert "`kairos integrate`" in text
+    for relayed in ("as they wrote it", "Their prompt", "the user's prompt", "user approved"):
+        assert relayed not in text
+    assert typed_text(text) == ""
+    assert typed_text("  " + text) == ""
+    old = "Scheduled reminder from kairos (task t, scheduled for 2026-10-05 09:30): the user scheduled this prompt"
+    assert typed_text(old) == ""
+    assert typed_text("check the deploy log") == "check the deploy log"
 
 
 def test_late_and_catch_up_fires_say_so():

@@ -179,6 +179,13 @@ class AgentConfig(_Section):
         return Permissions(self.permission_mode, allowed, denied)
 
 
+class CodexConfig(AgentConfig):
+    """Codex, which also has idle wake: kairosd starts a turn in an idle live Codex session with
+    ``codex queue`` when a prompt for it fires (``idle_wake = false`` leaves that out)."""
+
+    idle_wake: bool = True
+
+
 class CustomAgentConfig(AgentConfig):
     """A custom agent: a command template. ``binary`` is argv[0]; ``extra_args`` do not apply."""
 
@@ -208,7 +215,7 @@ class CustomAgentConfig(AgentConfig):
 class Agents(_Section):
     claude: AgentConfig = AgentConfig()
     copilot: AgentConfig = AgentConfig()
-    codex: AgentConfig = AgentConfig()
+    codex: CodexConfig = CodexConfig()
     gemini: AgentConfig = AgentConfig()
     opencode: AgentConfig = AgentConfig()
 

@@ -22,6 +22,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from environment_support import suite_setting
+
 PINNED = {
     "claude": ("@anthropic-ai/claude-code", "2.1.330"),
     "codex": ("@openai/codex", "0.169.0"),
@@ -58,11 +60,11 @@ def node_too_old(cli: str) -> str | None:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("KAIROS_COMPAT_CACHE") or Path.home() / ".cache" / "kairos-compat")
+    return Path(suite_setting("KAIROS_COMPAT_CACHE") or Path.home() / ".cache" / "kairos-compat")
 
 
 def version(cli: str) -> str:
-    chosen = json.loads(os.environ.get("KAIROS_COMPAT_VERSIONS") or "{}")
+    chosen = json.loads(suite_setting("KAIROS_COMPAT_VERSIONS") or "{}")
     return str(chosen.get(cli) or PINNED[cli][1])
 
 

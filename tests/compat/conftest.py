@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from environment_support import suite_setting
 
 from compat import clis
 from compat.capture import capture
@@ -37,7 +38,7 @@ _results: dict[tuple[str, str], dict[str, str]] = {}
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
-    selected = "compat" in (config.option.markexpr or "") or os.environ.get("KAIROS_COMPAT") == "1"
+    selected = "compat" in (config.option.markexpr or "") or suite_setting("KAIROS_COMPAT") == "1"
     missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     for item in items:
         if here not in Path(str(item.fspath)).parents:
@@ -52,6 +53,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="real agent CLIs: run scripts/compat (or pytest -m compat)"))
         elif missing:
             item.add_marker(pytest.mark.skip(reason=f"real agent CLIs need {' and '.join(missing)}, not installed"))
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """What this run tests and where it writes: the versions (pinned, or ``--latest``'s) and the suite's
+    settings, as the tests will read them."""
+    versions = ", ".join(f"{cli} {clis.version(cli)}" for cli in clis.CLIS)
+    chosen = "newest" if suite_setting("KAIROS_COMPAT_VERSIONS") else "pinned"
+    return [
+        f"compat versions ({chosen}): {versions}",
+        f"compat results: {results_path()}",
+        f"compat capture: {suite_setting('KAIROS_COMPAT_CAPTURE') or 'off'}; "
+        f"keep sandboxes: {'on' if suite_setting('KAIROS_COMPAT_KEEP') == '1' else 'off'}; "
+        f"long idle case: {'on' if suite_setting('KAIROS_COMPAT_LONG') == '1' else 'off'}",
+    ]
+
+
+def results_path() -> Path:
+    return Path(suite_setting("KAIROS_COMPAT_RESULTS") or clis.cache_dir() / "last-run.json")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -88,7 +107,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if not _results or all(r["status"] == "skipped" for r in _results.values()):
         return
-    out = Path(os.environ.get("KAIROS_COMPAT_RESULTS") or clis.cache_dir() / "last-run.json")
+    out = results_path()
     data = {
         "versions": {cli: clis.version(cli) for cli in clis.CLIS},
         "results": [{"cli": c, "feature": f, **r} for (c, f), r in sorted(_results.items())],
@@ -282,9 +301,9 @@ def world_factory(model: FakeModel) -> Iterator[Callable[[str], World]]:
     yield make
     for world, root in made:
         world.stop()
-        captures = os.environ.get("KAIROS_COMPAT_CAPTURE")
+        captures = suite_setting("KAIROS_COMPAT_CAPTURE")
         if captures:  # sanitized transcripts for transcript readers (scripts/compat --capture DIR)
             test = os.environ.get("PYTEST_CURRENT_TEST", "test").split("::")[-1].split(" ")[0]
             capture(world.cli, world.home, root, Path(captures) / world.cli / test)
-        if os.environ.get("KAIROS_COMPAT_KEEP") != "1":
+        if suite_setting("KAIROS_COMPAT_KEEP") != "1":
             shutil.rmtree(root, ignore_errors=True)

@@ -116,7 +116,7 @@ def test_prompt_due_at_turn_end_becomes_the_next_request(cli, world_factory):
     users = [last_user_text(r) or "" for r in world.model.conversation()]
     delivered = [u for u in users if "SAY:second" in u]
     assert delivered, f"the due prompt never reached the model: {users}"
-    assert "Scheduled reminder from kairos" in delivered[0]
+    assert "carry out this scheduled task now" in delivered[0]
     assert outcome.ok, (outcome.error, stderr[-1500:])
     assert outcome.final_text == "second", stdout[-3000:]
 

@@ -1,23 +1,31 @@
 """Interactive sessions of the real CLIs under tmux: idle wake, and MCP tools called from a typed prompt.
 
-Idle wake needs a hook that runs while the session waits for the user and can start a turn by
-itself: only Claude Code has one (``asyncRewake``). The others deliver at the next turn boundary.
+Idle wake needs something that can start a turn while the session waits for the user: Claude Code's
+``asyncRewake`` hook, and for Codex kairosd itself (``codex queue`` into the thread the shared app-server
+has loaded). The others deliver at the next turn boundary.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
 
 import pytest
+from environment_support import suite_setting
 
 from compat.conftest import UNSUPPORTED, wait_for
 from compat.fakemodel import last_user_text
 
 NO_IDLE_WAKE = {
-    "codex": "Codex hooks cannot start a turn; only its app-server (turn/start) can, for a TUI started as its client",
-    "gemini": "Gemini CLI hooks cannot start a turn while the session is idle",
+    # Checked against Gemini CLI 0.61 (issue 23): --acp starts a separate agent process, and an AfterAgent
+    # hook that waits (to "deny" with a due prompt) shows the session busy and queues the user's own prompts.
+    "gemini": (
+        "Gemini CLI has no way into a live session: nothing outside the process reaches a running TUI "
+        "(--acp starts a separate agent), and an AfterAgent hook that waits for a due prompt would hold up "
+        "the user's own prompts for as long as it waits"
+    ),
     "copilot": "Copilot CLI hooks cannot start a turn; only its SDK in --ui-server mode can",
     "opencode": "kairos does not integrate opencode (its /tui HTTP endpoints could, later)",
 }
@@ -41,7 +49,7 @@ def test_a_prompt_due_while_the_session_is_idle_wakes_it(cli, world_factory):
         "the idle session to be woken",
         90,
     )
-    assert "Scheduled reminder from kairos" in (last_user_text(woken[0]) or "")
+    assert "carry out this scheduled task now" in (last_user_text(woken[0]) or "")
     wait_for(lambda: "woken" in world.screen(), "the answer on screen", 30)
     runs = world.kairos_json("list")["tasks"]
     assert runs == [] or all(t.get("prompt") != "SAY:woken" or t.get("status") != "scheduled" for t in runs)
@@ -128,11 +136,9 @@ LONG_IDLE_S = 660  # past Claude Code's default 600 s hook timeout, which ended 
 def test_long_idle_wake_and_the_waiters_cost(cli, world_factory, capsys):
     """The long case (KAIROS_COMPAT_LONG=1, about 12 minutes): a prompt due 11 minutes into idleness wakes
     the session with the default integrate (lifetime a day), and the waiter's RSS and wakeups are printed."""
-    import os
-
     import psutil
 
-    if os.environ.get("KAIROS_COMPAT_LONG") != "1":
+    if suite_setting("KAIROS_COMPAT_LONG") != "1":
         pytest.skip("the 12-minute idle case runs with KAIROS_COMPAT_LONG=1")
     world = world_factory(cli)
     world.start_daemon()
@@ -171,3 +177,96 @@ def test_long_idle_wake_and_the_waiters_cost(cli, world_factory, capsys):
             f"\nwaiter: peak RSS {seen['rss_mb']:.1f} MB; {seen['switches']:.0f} voluntary context switches "
             f"in {LONG_IDLE_S} s of idleness"
         )
+
+
+def codex_tui(world_factory):
+    """A Codex TUI (a client of Codex's shared app-server, the default) in an integrated sandbox, with kairosd
+    running Codex's own binary for ``codex queue``; returns the world and the registered session id."""
+    world = world_factory("codex")
+    config = world.sandbox.kairos_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[agents.codex]\nbinary = "{world.binary}"\n')
+    config.chmod(0o600)
+    world.start_daemon()
+    world.integrate()
+    assert world.trust_codex_hooks() == 4
+    world.start_interactive([world.binary])
+
+    def prompt_box() -> bool:
+        screen = world.screen()
+        if re.search(r"trust this folder\?", screen, re.IGNORECASE):
+            world.tmux("send-keys", "-t", "cli", "Enter")  # the first option: yes, trust it
+            time.sleep(1)
+        return "Ask Codex to do anything" in screen
+
+    def answered() -> bool:
+        if world.model.conversation():
+            return True
+        world.tmux("send-keys", "-t", "cli", "Enter")  # again: a TUI can take the first Enter as part of a paste
+        time.sleep(2)
+        return bool(world.model.conversation())
+
+    try:
+        wait_for(prompt_box, "the Codex prompt box", 90)
+        # Codex starts its thread (and runs SessionStart) with the first prompt.
+        world.type("SAY:hello", enter=False)
+        wait_for(lambda: "SAY:hello" in world.screen(), "the typed prompt on screen", 30)
+        wait_for(answered, "the first prompt to reach the model", 60)
+        wait_for(lambda: "hello" in world.screen().split("SAY:hello")[-1], "the answer on screen", 30)
+        sessions = wait_for(lambda: world.kairos_json("sessions")["sessions"], "the Codex session to register", 30)
+    except AssertionError as exc:
+        screen = world.screen()
+        stop_codex_daemon(world)
+        raise AssertionError(f"{exc}\n{screen}") from None
+    return world, str(sessions[0]["session_id"])
+
+
+def stop_codex_daemon(world) -> None:
+    """Codex's shared app-server outlives the TUI: stop it (and what it started) by pid, as the user's is not ours."""
+    import psutil
+
+    world.run([world.binary, "app-server", "daemon", "stop"], timeout=60)
+    mine = str(world.home) + "/"
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if cmdline and cmdline[0].startswith(mine):  # the daemon Codex installed under this sandbox's home
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+
+
+@pytest.mark.feature("idle wake")
+@pytest.mark.parametrize("cli", ["codex"])
+def test_codex_idle_wake_through_codex_queue_and_quit_ends_the_session(cli, world_factory):
+    """kairosd queues a due prompt into the idle Codex TUI (codex queue, the thread loaded in the shared
+    app-server); /quit ends the session within 30 s (thread_unload_delay_secs = 0 from integrate), and a
+    prompt due after the quit is not queued into the closed thread."""
+    world, sid = codex_tui(world_factory)
+    try:
+        time.sleep(3)  # idle: nobody types
+        asked = len(world.model.conversation())
+        world.kairos("add", "--in", "3s", "--project", str(world.project), "--fallback", "drop", "SAY:woken")
+        try:
+            woken = wait_for(
+                lambda: [r for r in world.model.conversation() if "SAY:woken" in (last_user_text(r) or "")],
+                "the idle Codex session to be woken",
+                90,
+            )
+        except AssertionError as exc:
+            runs = world.kairos_json("history")
+            raise AssertionError(f"{exc}\n{json.dumps(runs)[:3000]}\n{world.screen()}") from None
+        assert "carry out this scheduled task now" in (last_user_text(woken[0]) or "")
+        assert len(world.model.conversation()) > asked
+        wait_for(lambda: "woken" in world.screen(), "the answer on screen", 30)
+        runs = world.kairos_json("history")["runs"]
+        assert any("codex queue" in str(r.get("reason")) and r.get("outcome") == "delivered" for r in runs), runs
+
+        world.type("/quit", enter=False)
+        wait_for(lambda: "/quit" in world.screen(), "/quit typed", 30)
+        world.tmux("send-keys", "-t", "cli", "Enter")
+        wait_for(lambda: not world.kairos_json("sessions")["sessions"], "the quit session to end", 30)
+        before = len(world.model.conversation())
+        world.kairos("add", "--in", "1s", "--session-target", sid, "--fallback", "drop", "SAY:late")
+        time.sleep(8)
+        assert len(world.model.conversation()) == before
+    finally:
+        stop_codex_daemon(world)

@@ -6,6 +6,8 @@ EVENT`` and the MCP server ``kairos mcp``, both with the absolute path of this k
 ``--uninstall`` removes exactly kairos' entries. Files are backed up before they change;
 ``--dry-run`` prints the diff and writes nothing; a file that cannot be parsed stops the run with
 nothing written. The home folder is ``$HOME`` (``COPILOT_HOME`` and ``CODEX_HOME`` are honoured).
+When installing, the CLI on PATH is asked for its ``--version``; one older than the oldest kairos
+supports (:mod:`kairosd.core.agentversions`) gets a note saying what will not work.
 
 It then says what the agent's sessions cost from now on: ``[consolidation] mode = "auto"`` (the
 default) consolidates an ended session through that agent's own CLI, with a cheap model, in about
@@ -37,6 +39,7 @@ TYPICAL_TURNS = 30
 TYPICAL_TURN_CHARS = 250  # what a person types in a turn, on average (a pasted log is much more)
 CHARS_PER_TOKEN = 4
 DEFAULT_RUNS_PER_DAY = 20
+VERSION_TIMEOUT_S = 5.0  # `<cli> --version`: a node CLI answers in about a second
 
 
 def register(subparsers: Any) -> None:
@@ -47,10 +50,11 @@ def register(subparsers: Any) -> None:
         "Install (or with --uninstall remove) kairos' hooks and its MCP server in the USER-level configuration "
         "of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
         "(~/.copilot/hooks/kairos.json, ~/.copilot/mcp-config.json), Codex (~/.codex/hooks.json, "
-        "~/.codex/config.toml) or Gemini CLI (~/.gemini/settings.json). Other entries are kept; kairos' own "
-        "are recognised by what they run ('kairos hook ...', 'kairos mcp'), so running it again replaces "
-        "them. Each changed file is first copied to FILE.kairos-backup-<UTC time>. Project folders are never "
-        "touched.",
+        "~/.codex/config.toml, where thread_unload_delay_secs = 0 makes a quit TUI end its session at once; "
+        "kairosd then wakes idle Codex sessions with codex queue) or Gemini CLI (~/.gemini/settings.json). "
+        "Other entries are kept; kairos' own are recognised by what they run ('kairos hook ...', "
+        "'kairos mcp'), so running it again replaces them. Each changed file is first copied to "
+        "FILE.kairos-backup-<UTC time>. Project folders are never touched.",
         """
         kairos integrate claude --dry-run         # show the diff, write nothing
         kairos integrate claude --no-rewake       # without the waiter that wakes idle sessions
@@ -117,6 +121,10 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     plans, notes = agents.plan(args.agent, ctx)
     changes = files.plan_changes(plans)  # Refused (exit 1, nothing written) for a file it cannot use
     notes = [n for c in changes for n in c.notes] + notes
+    if not args.uninstall:
+        version = version_note(args.agent, os.environ)
+        if version:
+            notes.append(version)
     if not args.dry_run:
         from kairosd.core.clock import SystemClock
 
@@ -194,6 +202,24 @@ def _consolidation_config() -> tuple[dict[str, Any], str]:
     return (section if isinstance(section, dict) else {}), str(path)
 
 
+def version_note(agent: str, environ: Any) -> str | None:
+    """What the installed ``agent`` CLI (on PATH) will not do with kairos because it is too old, or why its
+    version could not be checked; None when it is new enough."""
+    import shutil
+
+    from kairosd.core.agentversions import OLDEST, outdated
+    from kairosd.system.versionprobe import version_of
+
+    oldest = OLDEST[agent].version
+    path = shutil.which(agent, path=environ.get("PATH"))
+    if path is None:
+        return f"{agent} is not on PATH, so its version was not checked (kairos supports {oldest} or newer)"
+    ok, output = version_of(path, environ, VERSION_TIMEOUT_S)
+    if not ok:
+        return f"could not check {agent}'s version ({output}); kairos supports {oldest} or newer"
+    return outdated(agent, output)
+
+
 def _print(args: argparse.Namespace, changes: list[Any], notes: list[str]) -> None:
     import sys
 
@@ -202,6 +228,8 @@ def _print(args: argparse.Namespace, changes: list[Any], notes: list[str]) -> No
             sys.stdout.write(change.diff())
         if all(c.action == "unchanged" for c in changes):
             print(f"{args.agent}: nothing to change")
+        for note in notes:
+            print(f"note: {note}")
         print("dry run: nothing was written")
         return
     verb = {"create": "created", "update": "updated", "delete": "removed", "unchanged": "unchanged"}

@@ -3,7 +3,9 @@
 :func:`doctor_report` checks, for each agent (built-in and custom): whether its
 binary is found (on the given PATH, or at the configured path), and whether
 ``BINARY --version`` answers within a few seconds (custom agents are only looked
-up: kairos does not know how to ask them for a version). It re-reads the config
+up: kairos does not know how to ask them for a version), and whether that version is
+older than the oldest kairos supports (:mod:`kairosd.core.agentversions`; a note says what
+will not work). It re-reads the config
 file to report its state now, lists the socket and store paths, and asks
 ``loginctl`` whether the user lingers (so a systemd user service keeps running
 after logout), when ``loginctl`` exists. Each configured hook command is
@@ -31,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 from kairosd import __version__
 from kairosd.config import Config, config_path, load_config
 from kairosd.core.clock import tz_env_problem
+from kairosd.core.agentversions import outdated
 from kairosd.core.errors import KairosError
 from kairosd.store.quarantine import FILE_NAME as QUARANTINE_NAME
 from kairosd.store.quarantine import Quarantine
 from kairosd.system import filesafety, trust
 from kairosd.system.paths import Paths
+from kairosd.system.versionprobe import version_of
 
 if TYPE_CHECKING:
     import re
@@ -86,7 +90,8 @@ def doctor_report(
             f"{quarantine['count']} task(s) could not be used and were set aside in {quarantine['path']}; "
             "see: kairos list --problems"
         )
-    notes = []
+    # A CLI older than the oldest kairos supports is usable, but some of kairos will not work with it.
+    notes: list[str] = [str(a["outdated"]) for a in agents if a["outdated"]]
     zone_problem = tz_env_problem(env)
     if zone_problem:
         # A note, not a failure: kairos runs, in the zone named, and tasks added with --tz are exact.
@@ -162,6 +167,7 @@ def _check_agent(name: str, config: Config, env: Mapping[str, str], timeout: flo
         "permission_mode": settings.permission_mode,
         "features": [],
         "note": None,
+        "outdated": None,
     }
     if not settings.enabled:
         entry["reason"] = "disabled in the config (enabled = false)"
@@ -184,11 +190,13 @@ def _check_agent(name: str, config: Config, env: Mapping[str, str], timeout: flo
     if custom:
         entry["usable"], entry["reason"] = True, "found (custom agents are not probed)"
         return entry
-    ok, output = _version(path, env, timeout)
+    ok, output = version_of(path, env, timeout)
     entry["version"] = output if ok else None
     entry["usable"] = ok
     entry["reason"] = None if ok else output
     entry["note"] = _agent_note(name, settings.env, settings.extra_args) if ok else None
+    # Older than the oldest kairos supports: usable, but say what will not work (issue 23).
+    entry["outdated"] = outdated(name, output) if ok else None
     return entry
 
 
@@ -219,30 +227,6 @@ def _which(binary: str, env: Mapping[str, str]) -> str | None:
     if os.sep in binary:
         return binary if os.path.isfile(binary) and os.access(binary, os.X_OK) else None
     return shutil.which(binary, path=env.get("PATH", os.defpath))
-
-
-def _version(path: str, env: Mapping[str, str], timeout: float) -> tuple[bool, str]:
-    """(answered, first line of output or why not)."""
-    try:
-        done = subprocess.run(
-            [path, "--version"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            env=dict(env),
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return False, f"{path} --version did not answer within {timeout:g}s"
-    except OSError as exc:
-        return False, f"cannot run {path}: {exc.strerror or exc}"
-    output = (done.stdout.strip() or done.stderr.strip()).splitlines()
-    first = output[0][:_OUTPUT_CHARS] if output else ""
-    if done.returncode != 0:
-        return False, f"{path} --version exited with {done.returncode}" + (f": {first}" if first else "")
-    return True, first or "(no version printed)"
 
 
 def _config_state(paths: Paths, env: Mapping[str, str], fallback_error: str | None) -> dict[str, Any]:

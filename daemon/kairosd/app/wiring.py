@@ -43,6 +43,7 @@ from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.service import Service
 from kairosd.scheduling.taskbook import TaskBook
+from kairosd.sessions.routing import Waker
 from kairosd.sessions.wiring import SessionParts, build_sessions
 from kairosd.store.inbox import InboxStore
 from kairosd.store.store import JsonStore, Store
@@ -86,6 +87,17 @@ def _adapter(cli: str, config: Config) -> AgentAdapter:
     from kairosd.agents.adapters import adapter_for
 
     return adapter_for(cli, config)
+
+
+def _wakers(settings: Config, environ: Mapping[str, str]) -> dict[str, Waker]:
+    """Idle wake that kairosd does itself at fire time: Codex through ``codex queue`` (unless
+    ``[agents.codex]`` has ``enabled = false`` or ``idle_wake = false``)."""
+    codex = settings.agents.codex
+    if not (codex.enabled and codex.idle_wake):
+        return {}
+    from kairosd.agents.codexqueue import CodexQueue
+
+    return {"codex": CodexQueue(codex.binary or "codex", {**environ, **codex.env})}
 
 
 def _int_env(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -229,6 +241,7 @@ def build_app(
     sessions = build_sessions(
         paths, clock, events, ledger, targets, default_tz=default_tz, closing=stop_event, environ=environ,
         max_sessions=settings.limits.max_sessions,
+        wakers=_wakers(settings, environ),
     )  # fmt: skip
     targets.update(sessions.deliveries)  # before the scheduler copies the dict
     targets.update(deliveries or {})  # a test's fakes; the session hub sees this dict too

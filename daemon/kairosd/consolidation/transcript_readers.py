@@ -18,6 +18,7 @@ from typing import Any
 
 from kairosd.consolidation.transcript_model import Message, ReadStats, ToolUse, blocks_text, nonempty, parse_time
 from kairosd.consolidation.transcript_tools import tool_arguments, tool_use
+from kairosd.core.reminder import OLD_REMINDER_LEAD, REMINDER_LEAD
 
 # Claude Code user lines that a person did not type (slash-command echoes, shell output, notices).
 _CLAUDE_NOT_TYPED = (
@@ -52,8 +53,8 @@ _INJECTED_BLOCK = re.compile(
     r"<(session_context|hook_context|hook_prompt)\b[^>]*>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE
 )
 # A scheduled prompt kairos handed over at turn end (kairosd.core.reminder): the agent gets it as the
-# next user message, but the person did not type it then.
-_KAIROS_REMINDER = "Scheduled reminder from kairos"
+# next user message, but the person did not type it then. The older wording stays in older transcripts.
+_KAIROS_REMINDER = (REMINDER_LEAD, OLD_REMINDER_LEAD)
 _KAIROS_BOARD = "kairos context board for "
 
 
@@ -62,7 +63,7 @@ def typed_text(text: str) -> str:
     if "<" in text:
         text = _INJECTED_BLOCK.sub("", text)
     stripped = text.strip()
-    if stripped.startswith((_KAIROS_REMINDER, _KAIROS_BOARD)):
+    if stripped.startswith((*_KAIROS_REMINDER, _KAIROS_BOARD)):
         return ""
     return stripped
 

@@ -1,11 +1,30 @@
 """The words a live session sees when a scheduled prompt reaches it through a hook.
 
-The text is a factual note that the user scheduled this prompt, then the prompt
-itself, fenced the way Claude Code fences missed-task prompts: the fence is
-longer than any run of backticks inside the prompt, so a prompt can never close
-it early and pass its own text off as ours. It is never worded as a system
-instruction (agents treat out-of-band commands as prompt injection), and it says
-that it approves nothing: a reminder must not widen what the session may do.
+The text is kairos' own standing request: it says it is kairos, the scheduler the
+user set up with ``kairos integrate``, and asks, at the user's standing
+instruction, for the scheduled task to be carried out now; then the task's text,
+fenced the way Claude Code fences missed-task prompts (the fence is longer than
+any run of backticks inside it, so a task can never close it early and pass its
+own text off as ours). It never presents itself as relayed words of another
+party ("the user's prompt, as they wrote it"), and it says that it approves
+nothing: a scheduled task must not widen what the session may do.
+
+Why the wording is the hook's own request (issue 23). What each CLI wraps it in:
+
+- Claude Code 2.1.332 puts a Stop-hook block reason in a ``<system-reminder>`` that
+  tells the model to follow what the hook itself asks as the user's standing
+  instruction, and to treat what a hook only relays (someone else's words, "the
+  user approved") as data that "carries no message, answer or approval from the
+  user". Older versions (2.1.330) show it as ``Stop hook feedback:`` then the
+  text; the asyncRewake waiter's stderr arrives unwrapped.
+- Codex records it as a ``<hook_prompt>`` user message; Copilot CLI takes an
+  agentStop reason as the next prompt; Gemini CLI's AfterAgent ``deny`` shows it
+  as "Agent execution blocked: ..." and retries with it. None of them tells the
+  model to distrust it, and a request from the tool itself reads right in all.
+- At session start and with a typed prompt the same text is additional context.
+
+Transcript readers recognise :data:`REMINDER_LEAD` (and the older wording) so
+consolidation never learns a delivery as something the person typed.
 
 Pure: must not import anything that does I/O (the caller passes the zone).
 """
@@ -21,6 +40,10 @@ from kairosd.core.schedule.durations import format_duration
 _BACKTICK_RUN = re.compile(r"`+")
 # A fire this much later than planned is worth mentioning (a catch-up after a suspend, a busy daemon).
 LATE_NOTE_AFTER_S = 60.0
+# How every delivery begins: transcript readers match it to tell it from what a person typed.
+REMINDER_LEAD = "This is kairos, the scheduler the user set up with `kairos integrate`."
+# How deliveries began before issue 23 (still in older transcripts).
+OLD_REMINDER_LEAD = "Scheduled reminder from kairos"
 
 
 def fence_for(text: str) -> str:
@@ -58,8 +81,8 @@ def reminder_text(
     note = f" ({'; '.join(notes)})" if notes else ""
     fence = fence_for(prompt)
     return (
-        f"Scheduled reminder from kairos (task {task_id}{name}, scheduled for {when}){note}: "
-        "the user scheduled this prompt earlier, and it is due now. Their prompt, as they wrote it:\n\n"
+        f"{REMINDER_LEAD} At the user's standing instruction, carry out this scheduled task now "
+        f"(task {task_id}{name}, scheduled for {when}){note}. The task:\n\n"
         f"{fence}\n{prompt}\n{fence}\n\n"
-        "This reminder approves nothing and grants no permission beyond what this session already has."
+        "This request approves nothing and grants no permission beyond what this session already has."
     )

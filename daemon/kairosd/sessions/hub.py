@@ -7,7 +7,10 @@ How a fire reaches a session:
   written durably, and the run is reported ``pending`` (the scheduler records it
   ``queued``, "waiting for claude session X's next turn", and frees its slot).
   Not found: the target's fallback applies at once (``inbox``, ``headless`` or
-  ``drop``).
+  ``drop``). An idle session of an agent with a *waker* (Codex: ``codex queue``,
+  :mod:`kairosd.agents.codexqueue`) gets the prompt at once instead: kairosd starts a
+  turn with it and the run is ``delivered``; if the waker declines (the thread is not
+  loaded, the app-server cannot be asked) the item stays pending.
 * A hook of that session claims items (:meth:`SessionHub.hook`), writes them
   into the agent, then acknowledges them (:meth:`SessionHub.ack`); only then is
   the run settled ``delivered`` in the run ledger, with a ``run_finished`` event.
@@ -56,7 +59,7 @@ from kairosd.sessions.core import SessionCore
 from kairosd.sessions.requests import ClaimAckRequest, HookRequest, RegisterRequest
 from kairosd.sessions.routing import DEFAULT_INBOX_SESSION as DEFAULT_INBOX_SESSION
 from kairosd.sessions.routing import SWEEP_MAX_S as SWEEP_MAX_S
-from kairosd.sessions.routing import SessionRouter
+from kairosd.sessions.routing import SessionRouter, Waker
 from kairosd.sessions.rules import AGENT_BLOCK_CAPS, MAX_CHAIN, chain_limit, item_text, item_view
 from kairosd.sessions.rules import check_session_id as check_session_id
 from kairosd.sessions.rules import describe as describe
@@ -92,6 +95,7 @@ class SessionHub:
         zone: str = "UTC",
         queue_limit: int = 10,
         context_board: ContextBoard | None = None,
+        wakers: Mapping[str, Waker] | None = None,
     ) -> None:
         self.store = store
         self.ledger = ledger
@@ -99,7 +103,9 @@ class SessionHub:
         self.clock = clock
         self.zone = zone
         self._core = SessionCore(store, ledger, events, clock)
-        self._router = SessionRouter(self._core, deliveries, queue_limit=queue_limit)
+        self._router = SessionRouter(
+            self._core, deliveries, queue_limit=queue_limit, wakers=wakers, text_for=self.text_for
+        )
         self._waiting = Waiters(self._core, self.text_for)
         # The asyncRewake waiter's long-poll is the waiters' own (same signature, nothing to add here).
         self.next_item = self._waiting.next_item

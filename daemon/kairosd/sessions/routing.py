@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from pydantic import ValidationError
 
@@ -34,7 +34,11 @@ from kairosd.sessions.core import SessionCore
 from kairosd.sessions.rules import describe, fire_fields, waiting_reason
 from kairosd.sessions.store import LiveSession, PendingItem
 
-__all__ = ["DEFAULT_INBOX_SESSION", "SWEEP_MAX_S", "SessionRouter"]
+__all__ = ["DEFAULT_INBOX_SESSION", "SWEEP_MAX_S", "SessionRouter", "Waker"]
+
+# Starts a turn in an idle live session of one agent CLI with the given text as its prompt:
+# (session id, text) -> (started, what happened). Codex's is kairosd.agents.codexqueue.CodexQueue.
+Waker = Callable[[str, str], Awaitable[tuple[bool, str]]]
 
 # The hub's parts log under the hub's name: operators filter and read the journal by it.
 log = logging.getLogger("kairosd.sessions.hub")
@@ -46,8 +50,19 @@ SWEEP_MAX_S = 60.0
 class SessionRouter:
     """Queues fires on live sessions, re-homes the items of sessions that go, applies fallbacks."""
 
-    def __init__(self, core: SessionCore, deliveries: Mapping[str, Delivery], *, queue_limit: int) -> None:
+    def __init__(
+        self,
+        core: SessionCore,
+        deliveries: Mapping[str, Delivery],
+        *,
+        queue_limit: int,
+        wakers: Mapping[str, Waker] | None = None,
+        text_for: Callable[[PendingItem], str] | None = None,
+    ) -> None:
         self.core = core
+        # Idle wake done by kairosd itself at fire time, by agent (Codex: codex queue).
+        self.wakers = dict(wakers or {})
+        self._text_for = text_for
         self.store = core.store
         self.clock = core.clock
         # Looked up when a fallback runs, not now: the composition root may add "agent" later.
@@ -93,8 +108,36 @@ class SessionRouter:
             self.store.drop({handoff.run_id})
             why = f"could not record the pending item in {self.store.path}: {exc.strerror or exc}"
             return Result("failed", started, self.clock.now(), reason=why)
+        waker = self.wakers.get(live.agent)
+        if waker is not None and self._text_for is not None and not live.in_turn:
+            woken, how = await self._wake(live, item, waker, self._text_for(item))
+            if woken is not None:
+                return woken
+            self.core.notify()
+            return Result("pending", started, reason=f"{waiting_reason(live)} ({how})")
         self.core.notify()
         return Result("pending", started, reason=waiting_reason(live))
+
+    async def _wake(self, live: LiveSession, item: PendingItem, waker: Waker, text: str) -> tuple[Result | None, str]:
+        """Start a turn in ``live`` (idle) with ``item`` now: its delivered result, or None when the waker
+        declined or failed (then the item stays pending for the session's next turn boundary, or its
+        fallback when the session ends). The item is held meanwhile, so no hook hands it out too."""
+        claim = self.store.hold(item, self.clock.now())
+        try:
+            started, how = await waker(live.session_id, text)
+        except Exception as exc:  # a broken waker must not cost the run: it stays pending
+            log.exception("idle wake of %s failed", describe(live))
+            started, how = False, f"idle wake failed: {exc}"
+        if started and self.store.take(live, claim, {item.run_id}):
+            # Taken out before it is recorded: the turn it started must not get it again at its Stop.
+            await self.core.save_quietly()
+            log.info("run %s: %s %s", item.run_id, describe(live), how)
+            why = f"delivered into idle {describe(live)}: kairosd {how}"
+            return Result("delivered", item.dispatched_at, self.clock.now(), reason=why), how
+        if item.claim == claim:
+            item.claim = item.claimed_until = None
+        log.info("run %s stays pending for %s: %s", item.run_id, describe(live), how)
+        return None, how
 
     async def fallback(
         self,

@@ -339,6 +339,12 @@ class SessionStore:
             item.claim, item.claimed_until = token, now + CLAIM_LEASE
         return token, ready
 
+    def hold(self, item: PendingItem, now: datetime) -> str:
+        """Claim this one item (a lease, like a hook's) while kairosd itself hands it to the agent."""
+        token = "w" + secrets.token_hex(8)
+        item.claim, item.claimed_until = token, now + CLAIM_LEASE
+        return token
+
     def take(self, session: LiveSession, claim: str, run_ids: set[str]) -> list[PendingItem]:
         """Remove the items of ``run_ids`` that ``claim`` still holds (a lease that ran out counts,
         unless another claim took the item since): the hook wrote them out."""

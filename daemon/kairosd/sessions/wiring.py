@@ -43,6 +43,7 @@ from kairosd.scheduling.ledger import RunLedger
 from kairosd.sessions.api import session_routes
 from kairosd.sessions.delivery import SessionDelivery
 from kairosd.sessions.hub import SessionHub
+from kairosd.sessions.routing import Waker
 from kairosd.sessions.store import DEFAULT_TTL, SessionStore
 from kairosd.system.paths import Paths
 
@@ -90,6 +91,7 @@ def build_sessions(
     environ: Mapping[str, str] | None = None,
     queue_limit: int = 10,
     max_sessions: int = defaults.MAX_SESSIONS,
+    wakers: Mapping[str, Waker] | None = None,
 ) -> SessionParts:
     """Build the session store, the hub, the ``session`` delivery target and the routes.
 
@@ -97,7 +99,7 @@ def build_sessions(
     """
     ttl = session_ttl(os.environ if environ is None else environ)
     store = SessionStore(paths.state_dir / SESSIONS_FILE, clock, ttl, max_sessions)
-    hub = SessionHub(store, ledger, events, clock, deliveries, zone=default_tz, queue_limit=queue_limit)
+    hub = SessionHub(store, ledger, events, clock, deliveries, zone=default_tz, queue_limit=queue_limit, wakers=wakers)
     background: list[asyncio.Task[None]] = []
 
     async def watch_closing() -> None:

@@ -6,6 +6,7 @@
     atomic      replace a file atomically (temp, fsync, rename, fsync the folder) and clear stale temps
     procgroup   start, feed and kill process groups
     runner      run one process with a deadline, collecting its output
+    versionprobe  ask an executable for its version (``--version``, with a deadline)
     lifecycle   the user's lifecycle hook commands, run on daemon events
     sdnotify    tell systemd we are ready, alive or stopping
 

@@ -19,7 +19,9 @@ Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' fol
 - Claude Code: hooks and the ``mcp__kairos`` allow rule in ``~/.claude/settings.json``; MCP server
   (user scope) in ``~/.claude.json``.
 - Copilot CLI: hooks in ``~/.copilot/hooks/kairos.json`` (a file of its own); MCP in ``~/.copilot/mcp-config.json``.
-- Codex: hooks in ``~/.codex/hooks.json``; MCP as ``[mcp_servers.kairos]`` in ``~/.codex/config.toml``.
+- Codex: hooks in ``~/.codex/hooks.json``; MCP as ``[mcp_servers.kairos]`` in ``~/.codex/config.toml``, and
+  there ``thread_unload_delay_secs = 0`` (first line), so a quit TUI ends its session at once rather than a
+  minute later, when the shared app-server unloads the thread (a value the user set is kept).
 - Gemini CLI: hooks and MCP in ``~/.gemini/settings.json``.
 
 Timeouts are in each CLI's unit (seconds; Gemini milliseconds). Claude's SessionEnd hook has no
@@ -88,7 +90,7 @@ class FilePlan:
     """One file to change: ``transform`` maps its text (None: no file) to the new text (None: no file)."""
 
     path: Path
-    what: str  # "hooks" or "MCP server", for messages
+    what: str  # "hooks", "MCP server", ..., for messages
     transform: Transform
 
 
@@ -221,6 +223,9 @@ def _codex(ctx: Context) -> tuple[list[FilePlan], list[str]]:
 
     def config_transform(text: str | None) -> tuple[str | None, list[str]]:
         new, notes = merge.merge_toml_mcp(text, block, str(config_path), install=ctx.install)
+        if new is not None:
+            new, more = merge.merge_toml_unload_delay(new, str(config_path), install=ctx.install)
+            notes += more
         hooks = merge.parse_toml(text, str(config_path)).get("hooks")
         if ctx.install and isinstance(hooks, dict) and set(hooks) - {"state"}:
             notes.append(f"{config_path} also defines [hooks]; Codex merges them with hooks.json and warns at start-up")
@@ -237,7 +242,10 @@ def _codex(ctx: Context) -> tuple[list[FilePlan], list[str]]:
             return None, []  # only kairos' hooks were in it: remove the file rather than leave "{}"
         return merge.dump_json(new, text), []
 
-    plans = [FilePlan(hooks_path, "hooks", hooks_transform), FilePlan(config_path, "MCP server", config_transform)]
+    plans = [
+        FilePlan(hooks_path, "hooks", hooks_transform),
+        FilePlan(config_path, "MCP server; thread_unload_delay_secs = 0", config_transform),
+    ]
     notes = (
         ["Codex runs a new or changed hook only after you review and trust it: open /hooks in Codex."]
         if ctx.install

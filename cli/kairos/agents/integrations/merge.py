@@ -359,3 +359,41 @@ def merge_toml_mcp(text: str | None, block: str, where: str, *, install: bool) -
     if not is_kairos_mcp_server(parsed.get("mcp_servers", {}).get(MCP_NAME)):
         raise Refused(f"{where}: adding [mcp_servers.{MCP_NAME}] at the end did not register it; add it by hand")
     return new, notes
+
+
+# Codex's app-server keeps a thread loaded this long after its last client (a quit TUI) detached, and
+# fires SessionEnd only then: 60 s by default. 0 ends a quit session at once, and makes "loaded" mean
+# "a TUI has it open", which kairosd's idle wake (codex queue) relies on.
+UNLOAD_KEY = "thread_unload_delay_secs"
+UNLOAD_MARK = "# kairos: /quit ends the session at once (kairos integrate codex --uninstall removes this line)"
+UNLOAD_LINE = f"{UNLOAD_KEY} = 0  {UNLOAD_MARK}\n"
+
+
+def _is_unload_line(line: str) -> bool:
+    return line.lstrip().startswith(UNLOAD_KEY) and line.rstrip().endswith(UNLOAD_MARK)
+
+
+def merge_toml_unload_delay(text: str | None, where: str, *, install: bool) -> tuple[str | None, list[str]]:
+    """Codex's top-level ``thread_unload_delay_secs = 0``, on a line of its own that kairos recognises by
+    its comment; a value the user set is left alone (with a note). The rest is kept byte for byte."""
+    notes: list[str] = []
+    lines = (text or "").splitlines(keepends=True)
+    ours = [i for i, line in enumerate(lines) if _is_unload_line(line)]
+    rest = "".join(line for i, line in enumerate(lines) if i not in ours)
+    if not install:
+        return (rest if ours else text), notes
+    theirs = parse_toml(rest, where).get(UNLOAD_KEY)
+    if theirs is not None:
+        if theirs != 0:
+            notes.append(
+                f"{where} sets {UNLOAD_KEY} = {theirs!r}; kairos leaves it, so a quit Codex TUI ends its session "
+                f"(and is consolidated) only that long after, and kairosd does not wake idle Codex sessions"
+            )
+        return (rest if ours else text), notes
+    if ours:
+        return text, notes
+    # First in the file: a top-level key must come before every [table].
+    new = UNLOAD_LINE + rest
+    if parse_toml(new, where + " (with kairos' line)").get(UNLOAD_KEY) != 0:
+        raise Refused(f"{where}: adding {UNLOAD_KEY} = 0 did not set it; add it by hand")
+    return new, notes
