@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from kairosd import __version__
 from kairosd.config import Config, config_path, load_config
-from kairosd.core.clock import tz_env_problem
 from kairosd.core.agentversions import outdated
+from kairosd.core.clock import tz_env_problem
 from kairosd.core.errors import KairosError
 from kairosd.store.quarantine import FILE_NAME as QUARANTINE_NAME
 from kairosd.store.quarantine import Quarantine
