@@ -330,9 +330,9 @@ class Scheduler:
     async def _pass_disabled(self, now: datetime) -> None:
         """The kill switch is on: record what comes due as missed, saying why (see ``decide_disabled``)."""
         tasks = self._pop_due(now)
-        grace = self.config.catch_up_grace
-        due = [due_slots(task, self._anchors.anchor(task), now, grace) for task in tasks if not task.paused]
-        due = [item for item in due if item.slots]
+        grace, most = self.config.catch_up_grace, self.config.catch_up_max
+        due = [due_slots(task, self._anchors.anchor(task), now, grace, most) for task in tasks if not task.paused]
+        due = [item for item in due if item.count]
         await self._commit(decide_disabled(due, now, f"firing was disabled ({self.disabled_reason})"))
         for task in tasks:
             self._replan(task.id)
@@ -356,8 +356,8 @@ class Scheduler:
 
     def _due(self, tasks: list[Task], now: datetime) -> list[Due]:
         """The due fires of each task; a task whose fires cannot be computed is set aside."""
-        grace, anchor = self.config.catch_up_grace, self._anchors.anchor
-        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace), self._set_aside)
+        grace, most, anchor = self.config.catch_up_grace, self.config.catch_up_max, self._anchors.anchor
+        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace, most), self._set_aside)
 
     def _decide(self, due: list[Due], now: datetime, missed_reason: str | None) -> Decision:
         """One decision for the pass; the tasks whose decision raises are set aside."""
