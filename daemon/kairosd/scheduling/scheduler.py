@@ -124,7 +124,8 @@ class Scheduler:
         # Unjittered first fire after an anchor, by schedule: (cron, at, tz, anchor) -> Fire (see next_fire).
         self._first_after: dict[tuple[str | None, datetime | None, str, datetime], Fire | None] = {}
         self._anchors = Anchors(book, ledger, events, self.config.persist_delay_s, self._replan, self._set_aside)
-        # Why fires were missed, for tasks whose pass the run ledger refused (task id -> reason).
+        # Why fires were missed, for tasks whose pass the run ledger refused, or whose catch-up waits
+        # for the loop's first tick (see start): task id -> reason.
         self._unrecorded: dict[str, str] = {}
 
     # ---- planning -------------------------------------------------------
@@ -204,20 +205,27 @@ class Scheduler:
     def disabled_reason(self) -> str | None:
         return self.config.disabled_reason
 
-    async def start(self) -> None:
+    async def start(self, defer_catch_up: bool = False) -> None:
         """Catch the store up with the run ledger, plan every task, and handle what was
-        missed while kairosd was not running. Call after the ledger is loaded."""
+        missed while kairosd was not running. Call after the ledger is loaded.
+
+        With ``defer_catch_up`` the missed fires are left for the loop's first
+        tick (:meth:`run`): the daemon tells systemd it is ready first, so no
+        absence, however long, delays READY=1.
+        """
         self._last = (self.clock.now(), self.clock.monotonic())
         self._anchors.recover()
-        await self.admit(self.book, NOT_RUNNING)
+        await self.admit(self.book, NOT_RUNNING, defer=defer_catch_up)
         await self._anchors.persist_now()
         self._started = True
 
-    async def admit(self, tasks: Iterable[Task], missed_reason: str) -> None:
+    async def admit(self, tasks: Iterable[Task], missed_reason: str, defer: bool = False) -> None:
         """Plan tasks new to the loop: every task at start, or tasks just imported.
 
         Fires already due were missed (``missed_reason`` says why) and follow each
-        task's catch-up policy: the one rule for a restart and for an import.
+        task's catch-up policy: the one rule for a restart and for an import. With
+        ``defer`` they are planned as due now, with their reason kept, and the
+        next tick decides them.
         """
         now = self.clock.now()
         due: list[Task] = []
@@ -233,10 +241,13 @@ class Scheduler:
             if fire is None:
                 continue
             if fire.planned_for <= now and firing:
-                due.append(task)  # missed while kairosd was not running; the pass below plans it
-            else:
-                self._next[task.id] = fire
-                planned.append((fire.planned_for, next(seq), task.id))
+                # Missed while kairosd was not running: the pass below (or the next tick) handles it.
+                if not defer:
+                    due.append(task)
+                    continue
+                self._unrecorded[task.id] = missed_reason
+            self._next[task.id] = fire
+            planned.append((fire.planned_for, next(seq), task.id))
         heapq.heapify(planned)  # one O(n) heapify rather than a push per task
         self._wake.set()
         if due:
