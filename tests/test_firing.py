@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from kairosd.core.models import CatchUp, CreatedBy, Overlap, Task, new_task
-from kairosd.core.plan import Fire
+from kairosd.core.plan import Fire, fire_for, scheduled_after
 from kairosd.core.records import Outcome
+from kairosd.core.schedule.jitter import parse_jitter
 from kairosd.scheduling import firing
 from kairosd.scheduling.firing import (
     NOT_RUNNING,
@@ -465,3 +466,36 @@ def test_advanced_expires_a_task_at_its_first_fire_past_the_expiry():
     assert advanced(t, Fire(after, after), after, fired=False)[1] is None  # a miss does not expire it
     assert advanced(t, Fire(after, after), after, fired=True)[1] == "expired"
     assert advanced(t.model_copy(update={"permanent": True}), Fire(after, after), after, fired=True)[1] is None
+
+
+# ---- the summary against the full list --------------------------------------
+
+
+def listed(t: Task, anchor: datetime, now: datetime) -> list[Fire]:
+    """Every due fire of ``t``, one by one: what due_slots summarises."""
+    out = []
+    for scheduled in scheduled_after(t, anchor):
+        fire = fire_for(t, scheduled)
+        if scheduled > now or fire.planned_for > now:
+            break
+        out.append(fire)
+    return out
+
+
+@pytest.mark.parametrize("jitter", ["none", "claude", "max:20m", "max:1d"])
+@pytest.mark.parametrize("cron", ["*/5 * * * *", "0 * * * *", "*/7 9-17 * * 1-5"])
+@pytest.mark.parametrize("back", [timedelta(minutes=3), timedelta(hours=5), timedelta(days=3)])
+def test_the_summary_has_the_count_first_and_newest_of_the_full_list(jitter: str, cron: str, back: timedelta):
+    """A fire whose slot has passed but whose jittered time has not is not due, summary or not. (Slots
+    older than the most jitter can delay are due whatever it is; their planned time is taken as the
+    slot, as before, so only the slots are compared for them.)"""
+    for task_id in ("00000000", "80000000", "ffffffff"):
+        t = task(cron, jitter=jitter, task_id=task_id, catch_up=CatchUp.ALL)
+        anchor = NOW - back
+        full = listed(t, anchor, NOW)
+        due = due_slots(t, anchor, NOW, LIMITS.grace, catch_up_max=4)
+        assert due.count == len(full)
+        assert [f.scheduled_for for f in [due.first] if f] == [f.scheduled_for for f in full[:1]]
+        assert [f.scheduled_for for f in due.newest] == [f.scheduled_for for f in full[-5:]]
+        reach = NOW - parse_jitter(jitter).max_delay - timedelta(seconds=1)
+        assert [f for f in due.newest if f.scheduled_for > reach] == [f for f in full[-5:] if f.scheduled_for > reach]

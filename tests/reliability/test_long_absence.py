@@ -28,6 +28,7 @@ from kairosd.core.clock import Clock
 from kairosd.core.models import CatchUp, Task, new_task
 from kairosd.core.records import Outcome
 from kairosd.core.schedule import fires
+from kairosd.scheduling import firing
 from kairosd.scheduling.firing import NOT_RUNNING
 from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 from kairosd.system.paths import Paths
@@ -53,6 +54,7 @@ def work(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return real(*args, **kwargs)
 
     monkeypatch.setattr(fires, "next_wall_match", counted)
+    firing._due_before.cache_clear()  # tasks that share a schedule and a last slot share work; these must not
     return calls
 
 
