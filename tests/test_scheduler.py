@@ -541,3 +541,39 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
         assert h.delivery.handoffs == []
 
     run(main())
+
+
+def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight(tmp_path):
+    """After a long stop every task's catch-up fire starts at once: at most max_concurrent deliveries exist
+    as coroutines, the rest wait as data, in order, and all are delivered. Stopped with some still
+    waiting, each of those is recorded as failed, saying why."""
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=3)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(60)
+        ]
+        gate = asyncio.Event()
+        h = Harness(tmp_path, tasks, FakeClock(T0), gate=gate, max_concurrent=3)
+        await h.sched.start()
+        await until(lambda: len(h.delivery.in_flight) == 3, "three deliveries to be held")
+        assert len(h.sched._dispatch.inflight) == 3  # not 60 waiting coroutines
+        gate.set()
+        assert await h.sched.drain(10)
+        assert sorted(j.task_id for j in h.delivery.handoffs) == sorted(t.id for t in tasks)
+        assert all(r.outcome is Outcome.DELIVERED for r in h.ledger.list(limit=1000) if r.catch_up)
+
+        # Again, stopped while most still wait.
+        h2 = Harness(tmp_path / "again", tasks, FakeClock(T0), gate=asyncio.Event(), max_concurrent=3)
+        await h2.sched.start()
+        await until(lambda: len(h2.delivery.in_flight) == 3, "three deliveries to be held")
+        await h2.sched.shutdown(0.05)
+        fired = [r for r in h2.ledger.list(limit=1000) if r.catch_up]
+        assert len(fired) == 60
+        assert {r.outcome for r in fired} == {Outcome.FAILED}
+        assert {r.reason for r in fired} == {"kairosd stopped before the target confirmed delivery"}
+
+    run(main())
