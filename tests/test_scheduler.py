@@ -17,6 +17,7 @@ from registry_support import until
 from kairosd.core.events import EventBus
 from kairosd.core.models import CatchUp, CreatedBy, Overlap, Task, new_task
 from kairosd.core.records import Outcome
+from kairosd.scheduling import scheduler
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.taskbook import TaskBook
@@ -543,10 +544,13 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
     run(main())
 
 
-def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight(tmp_path):
+@pytest.mark.parametrize("chunk", [1000, 7])
+def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight(tmp_path, monkeypatch, chunk):
     """After a long stop every task's catch-up fire starts at once: at most max_concurrent deliveries exist
     as coroutines, the rest wait as data, in order, and all are delivered. Stopped with some still
-    waiting, each of those is recorded as failed, saying why."""
+    waiting, each of those is recorded as failed, saying why. A pass bigger than a chunk is decided and
+    recorded in chunks, all of them before the first delivery starts."""
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", chunk)
 
     async def main():
         anchor = T0.replace(second=0) - timedelta(days=3)
@@ -558,9 +562,19 @@ def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight
         ]
         gate = asyncio.Event()
         h = Harness(tmp_path, tasks, FakeClock(T0), gate=gate, max_concurrent=3)
+        recorded_at_first: list[int] = []
+        deliver = h.delivery.deliver
+
+        async def noting(handoff):
+            if not recorded_at_first:
+                recorded_at_first.append(len(h.missed.list()))
+            return await deliver(handoff)
+
+        h.delivery.deliver = noting  # type: ignore[method-assign]
         await h.sched.start()
         await until(lambda: len(h.delivery.in_flight) == 3, "three deliveries to be held")
         assert len(h.sched._dispatch.inflight) == 3  # not 60 waiting coroutines
+        assert recorded_at_first == [60]
         gate.set()
         assert await h.sched.drain(10)
         assert sorted(j.task_id for j in h.delivery.handoffs) == sorted(t.id for t in tasks)

@@ -59,6 +59,7 @@ class Dispatcher:
         self._max = max_concurrent
         # Started runs waiting for a free delivery slot, oldest first (see start).
         self._backlog: deque[tuple[Task, Run]] = deque()
+        self._held = False
 
     def in_flight(self) -> InFlight:
         """What runs and waits now, for the overlap rule."""
@@ -82,10 +83,19 @@ class Dispatcher:
         self.events.publish(
             "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
         )
-        if len(self.inflight) < self._max:
+        if len(self.inflight) < self._max and not self._held:
             self._spawn(task, run)
         else:
             self._backlog.append((task, run))
+
+    def hold(self) -> None:
+        """Start nothing until :meth:`release`: runs started meanwhile wait in order (see :meth:`start`)."""
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        while self._backlog and len(self.inflight) < self._max:
+            self._spawn(*self._backlog.popleft())
 
     def _spawn(self, task: Task, run: Run) -> None:
         handoff = Handoff(
@@ -108,7 +118,7 @@ class Dispatcher:
 
     def _done(self, handle: asyncio.Task[None]) -> None:
         self.inflight.discard(handle)
-        while self._backlog and len(self.inflight) < self._max:
+        while self._backlog and len(self.inflight) < self._max and not self._held:
             self._spawn(*self._backlog.popleft())
 
     async def cancel(self) -> None:

@@ -72,9 +72,10 @@ log = logging.getLogger(__name__)
 
 # Remembered first-fire-after answers (see Scheduler.next_fire); cleared when full.
 _FIRST_AFTER_CACHE = 4096
-# A pass decides and records at most this many tasks at a time. After a long stop every task is due at
-# once: one decision for 10,000 tasks held 20,000 records, and their JSON, in memory together.
-PASS_CHUNK = 500
+# A pass decides and records at most this many tasks at a time (two fsynced appends each time). After a
+# long stop every task is due at once: one decision for 10,000 tasks held 20,000 records, and their JSON,
+# in memory together.
+PASS_CHUNK = 1000
 
 
 @dataclass(frozen=True)
@@ -354,13 +355,22 @@ class Scheduler:
     async def _pass(self, now: datetime, missed_reason: str | None, tasks: list[Task] | None = None) -> None:
         if tasks is None:
             tasks = self._pop_due(now)
-        for first in range(0, len(tasks), PASS_CHUNK):
-            if not await self._pass_some(now, missed_reason, tasks[first : first + PASS_CHUNK]):
-                # The run ledger refused: the rest would be refused too. Keep why they were missed.
-                for task in tasks[first + PASS_CHUNK :]:
-                    self._keep_reason(task.id, missed_reason, recorded=False)
-                    self._replan(task.id)
-                return
+        if len(tasks) <= PASS_CHUNK:
+            await self._pass_some(now, missed_reason, tasks)
+            return
+        # A big pass (every task after a long stop) is decided and recorded before its deliveries start:
+        # they would compete with it for the run ledger, and the loop would be behind for longer.
+        self._dispatch.hold()
+        try:
+            for first in range(0, len(tasks), PASS_CHUNK):
+                if not await self._pass_some(now, missed_reason, tasks[first : first + PASS_CHUNK]):
+                    # The run ledger refused: the rest would be refused too. Keep why they were missed.
+                    for task in tasks[first + PASS_CHUNK :]:
+                        self._keep_reason(task.id, missed_reason, recorded=False)
+                        self._replan(task.id)
+                    return
+        finally:
+            self._dispatch.release()
 
     async def _pass_some(self, now: datetime, missed_reason: str | None, tasks: list[Task]) -> bool:
         """Decide, record and start the due fires of ``tasks``; False when the run ledger refused them."""
