@@ -591,3 +591,38 @@ def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight
         assert {r.reason for r in fired} == {"kairosd stopped before the target confirmed delivery"}
 
     run(main())
+
+
+def test_a_pass_in_many_chunks_writes_the_store_once_at_its_end(tmp_path, monkeypatch):
+    """Anchors move in every chunk; the whole store is written after the last one, not between chunks
+    (each write is of every task: 10,000 of them after a long stop)."""
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", 7)
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=3)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor, catch_up=CatchUp.SKIP).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(60)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0), persist_delay_s=0.0)
+        saves_in_pass: list[int] = []
+        commit = h.sched._commit
+
+        async def slow_commit(decision):
+            recorded = await commit(decision)
+            await asyncio.sleep(0.02)  # room for a background store write between chunks
+            saves_in_pass.append(h.store.saves)
+            return recorded
+
+        h.sched._commit = slow_commit  # type: ignore[method-assign]
+        await h.sched.start()
+        await h.sched.drain(5)
+        assert len(saves_in_pass) == 9
+        assert set(saves_in_pass) == {saves_in_pass[0]}  # nothing written while the pass ran
+        assert h.store.saves == saves_in_pass[0] + 1
+        assert all(h.book.get(t.id).last_scheduled_for == T0.replace(minute=0, second=0) for t in tasks)
+        assert all(t.last_scheduled_for == T0.replace(minute=0, second=0) for t in h.store.load().tasks)
+
+    run(main())

@@ -358,9 +358,10 @@ class Scheduler:
         if len(tasks) <= PASS_CHUNK:
             await self._pass_some(now, missed_reason, tasks)
             return
-        # A big pass (every task after a long stop) is decided and recorded before its deliveries start:
-        # they would compete with it for the run ledger, and the loop would be behind for longer.
+        # A big pass (every task after a long stop) is decided and recorded before its deliveries start
+        # and before the store is written: both would compete with it, and the loop be behind for longer.
         self._dispatch.hold()
+        self._anchors.hold()
         try:
             for first in range(0, len(tasks), PASS_CHUNK):
                 if not await self._pass_some(now, missed_reason, tasks[first : first + PASS_CHUNK]):
@@ -370,6 +371,7 @@ class Scheduler:
                         self._replan(task.id)
                     return
         finally:
+            self._anchors.release()
             self._dispatch.release()
 
     async def _pass_some(self, now: datetime, missed_reason: str | None, tasks: list[Task]) -> bool:
