@@ -15,6 +15,12 @@ How it keeps time:
   was stepped: fires that fell in between are *missed* and follow their task's
   catch-up policy, exactly as at start-up. A backward jump needs nothing: fires
   are anchored on the last handled slot, so none repeats.
+* Missed fires cost work per task, not per missed slot: they are counted, not
+  listed (:func:`kairosd.scheduling.firing.due_slots`). After a long stop (or
+  suspend) every task is due at once; the pass decides and records them
+  ``PASS_CHUNK`` at a time, and starts their deliveries and writes the store
+  only once all are recorded. At start-up this happens in the loop's first
+  tick, after the daemon said READY=1 (:meth:`Scheduler.start`).
 * A fire is recorded in the run ledger (one small fsynced append) before it is
   handed to its target, so a crash can lose a delivery but never repeat one;
   the run then shows as failed ("interrupted"), never as delivered. The task's
