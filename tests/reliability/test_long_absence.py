@@ -163,3 +163,23 @@ def test_ready_is_sent_before_the_catch_up_of_a_long_absence():
         shutil.rmtree(home, ignore_errors=True)
     ready_at = [missed for assignments, missed in sent if "READY=1" in assignments]
     assert ready_at == [0]  # nothing recorded yet when READY=1 went out
+
+
+@pytest.mark.parametrize("jitter", ["claude", "max:1d"])
+def test_jitter_does_not_make_the_work_grow_with_its_reach(tmp_path, work, jitter: str):
+    """A minutely task with jitter up to a day: only the newest slot can still be held back by it (a
+    recurring fire's jitter is under its period), so the day of slots within its reach is not walked."""
+
+    async def main() -> None:
+        t = minutely(CatchUp.ONCE, SLOT - timedelta(minutes=MISSED)).model_copy(update={"jitter": jitter})
+        h = SchedHarness(tmp_path, FlakyStore(StoreState(schema_version=SCHEMA_VERSION, tasks=[t])), FakeClock(NOW))
+        work[0] = 0
+        await h.start()
+        assert work[0] <= MAX_NEXT_FIRE_WORK, work[0]
+        (record,) = h.missed.list()
+        fired = [s for _, s in h.delivered(t.id)]
+        # The newest slot fires if its jitter lets it be due by now, else it waits (planned next).
+        assert record.count + len(fired) in (MISSED, MISSED - 1)
+        assert record.first_scheduled_for == SLOT - timedelta(minutes=MISSED - 1)
+
+    asyncio.run(main())

@@ -151,10 +151,10 @@ def lookahead(task: Task) -> timedelta:
 def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta, catch_up_max: int = 10) -> Due:
     """The fires of ``task`` after ``anchor`` (its last handled slot) planned at or before ``now``.
 
-    Bounded work however long ago the anchor is: fires old enough to be due
-    whatever their jitter are counted (:func:`count_fires`) and only the first and
-    the newest few computed (:func:`last_fires`); only the fires within the
-    jitter's reach of ``now`` are looked at one by one.
+    Bounded work however long ago the anchor is: the slots up to ``now`` are
+    counted (:func:`count_fires`) and only the first and the newest few computed
+    (:func:`last_fires`); jitter is applied to those of them within its reach of
+    ``now`` (the planned time of older ones is taken as their slot).
     """
     keep = keep_for(task, catch_up_max)
     behind = task.recurring and anchor < now - grace
@@ -165,20 +165,17 @@ def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta, cat
         # Planned is scheduled: everything due depends on the schedule alone (and is shared, see _due_before).
         count, first, shared = _due_before(task.cron, task.tz, anchor, now, keep)
         return Due(task, count, first, list(shared), behind)
-    # Slots older than any jitter are due whatever it is: count them, planned = scheduled.
-    edge = max(anchor, now - jitter.max_delay - timedelta(seconds=1))
-    old, first, older = _due_before(task.cron, task.tz, anchor, edge, keep)
-    newest = list(older)
-    recent = 0
-    for scheduled in scheduled_after(task, edge):
-        fire = fire_for(task, scheduled)
-        if scheduled > now or fire.planned_for > now:
-            break
-        recent += 1
-        newest.append(fire)
-        first = first or fire
-        del newest[:-keep]
-    return Due(task, old + recent, first, newest, behind)
+    # A recurring fire's jitter is less than its period (at most a tenth, or a half: see planned_time),
+    # so of the slots up to now only the newest can still be held back by it; the others are due.
+    count, first, shared = _due_before(task.cron, task.tz, anchor, now, keep + 1)
+    reach = now - jitter.max_delay - timedelta(seconds=1)  # slots older than this are due whatever the jitter
+    newest = [f if f.scheduled_for < reach else fire_for(task, f.scheduled_for) for f in shared]
+    if newest and newest[-1].planned_for > now:
+        newest.pop()
+        count -= 1
+    if first is not None and first.scheduled_for >= reach:
+        first = fire_for(task, first.scheduled_for)
+    return Due(task, count, first if count else None, newest[-keep:], behind)
 
 
 @lru_cache(maxsize=256)
