@@ -626,3 +626,27 @@ def test_a_pass_in_many_chunks_writes_the_store_once_at_its_end(tmp_path, monkey
         assert all(t.last_scheduled_for == T0.replace(minute=0, second=0) for t in h.store.load().tasks)
 
     run(main())
+
+
+def test_a_catch_up_moves_each_task_once_to_its_newest_slot(tmp_path):
+    """Missed slots and the catch-up fire of one task are one move of its anchor (one copy of the task),
+    to the fired slot, with last_fired_at set."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.ONCE)
+        h = Harness(tmp_path, [t], clock)
+        puts: list[Any] = []
+        put = h.book.put
+
+        def counting(task: Task) -> None:
+            puts.append(task.last_scheduled_for)
+            put(task)
+
+        h.book.put = counting  # type: ignore[method-assign]
+        await h.start()
+        assert len(h.missed.list()) == 1
+        (fired,) = h.delivery.handoffs
+        assert puts == [fired.scheduled_for]
+        assert h.book.get(t.id).last_fired_at == clock.now()
+
+    run(main())

@@ -93,8 +93,16 @@ class Anchors:
 
     def advance(self, advances: Iterable[Advance]) -> None:
         """Move the anchors of fires the run ledger now holds; the store follows in the background."""
+        # One move per task: a pass moves a task past its misses, then past the fire that catches up;
+        # the newest slot is where it ends, fired if any of them was. Each move copies the task.
+        newest: dict[str, Advance] = {}
+        for item in advances:
+            seen = newest.get(item.task.id)
+            if seen is not None and seen.fire.scheduled_for > item.fire.scheduled_for:
+                item, seen = seen, item
+            newest[item.task.id] = item._replace(fired=item.fired or (seen is not None and seen.fired))
         moved = False
-        for task, fire, when, fired in advances:
+        for task, fire, when, fired in newest.values():
             known = self._handled.get(task.id)
             if known is None or known[0].scheduled_for < fire.scheduled_for:
                 self._handled[task.id] = (fire, when, fired)
