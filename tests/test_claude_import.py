@@ -223,8 +223,9 @@ def test_a_recurring_import_follows_the_same_catch_up_rule_as_the_same_file_copi
     assert by_import == by_store == [(datetime(2026, 3, 2, 9, tzinfo=UTC), Outcome.DELIVERED, True, 14 * 3600.0)]
 
 
-def test_an_old_recurring_import_reports_the_last_seven_days(tmp_path: Path) -> None:
-    """Issue #15 item 8: the record said count 1008 over the first slots after creation."""
+def test_an_old_recurring_import_reports_every_miss_since_its_creation(tmp_path: Path) -> None:
+    """Issue #15 item 8: the record said count 1008 over the first slots after creation. Issue 27: the
+    year's misses are counted (not listed), from the first slot after creation."""
     doc = {
         "tasks": [
             {
@@ -242,8 +243,9 @@ def test_an_old_recurring_import_reports_the_last_seven_days(tmp_path: Path) -> 
         await kd.import_(doc)
         [record] = kd.missed.list()
         assert record.first_scheduled_for is not None
-        assert NOW - timedelta(days=7) <= record.first_scheduled_for <= NOW - timedelta(days=7, minutes=-10)
-        assert record.count == 7 * 24 * 6 - 1
+        created = NOW - timedelta(days=365)
+        assert created < record.first_scheduled_for <= created + timedelta(minutes=10)
+        assert record.count == 365 * 24 * 6 - 1
         [fired] = [r for r in kd.runs() if r.outcome is Outcome.DELIVERED]
         assert (fired.scheduled_for, fired.catch_up) == (NOW, True)
 

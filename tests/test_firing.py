@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from kairosd.core.models import CatchUp, CreatedBy, Overlap, Task, new_task
-from kairosd.core.plan import Fire
+from kairosd.core.plan import Fire, fire_for, scheduled_after
 from kairosd.core.records import Outcome
+from kairosd.core.schedule.jitter import parse_jitter
 from kairosd.scheduling import firing
 from kairosd.scheduling.firing import (
     NOT_RUNNING,
@@ -65,21 +66,22 @@ def hours(fires: list[Any]) -> list[tuple[int, int]]:
 # ---- due slots ------------------------------------------------------------
 
 
-def test_due_slots_are_the_fires_after_the_anchor_up_to_now_oldest_first():
+def test_due_slots_count_the_fires_after_the_anchor_and_keep_the_first_and_the_newest():
     due = due_slots(hourly(CatchUp.ONCE), THREE_DAYS_AGO, NOW, LIMITS.grace)
-    assert len(due.slots) == 72
-    assert due.slots[0].scheduled_for == datetime(2026, 3, 2, 11, tzinfo=UTC)
-    assert due.slots[-1].scheduled_for == datetime(2026, 3, 5, 10, tzinfo=UTC)
-    assert due.truncated is False
+    assert due.count == 72
+    assert due.first == Fire(datetime(2026, 3, 2, 11, tzinfo=UTC), datetime(2026, 3, 2, 11, tzinfo=UTC))
+    assert hours(due.newest) == [(5, 9), (5, 10)]  # catch_up=once needs the latest and the one before it
+    assert due.behind is False
+    everything = due_slots(hourly(CatchUp.ALL), THREE_DAYS_AGO, NOW, LIMITS.grace, catch_up_max=4)
+    assert hours(everything.newest) == [(5, h) for h in range(6, 11)]  # catch_up=all: catch_up_max + 1
 
 
-def test_due_slots_start_at_the_grace_window_and_say_older_ones_were_left_out():
+def test_due_slots_say_when_the_anchor_is_older_than_the_window_and_still_count_every_fire():
     due = due_slots(hourly(CatchUp.ALL), THREE_DAYS_AGO, NOW, timedelta(days=1))
-    assert due.truncated is True
-    # The newest slot before the window stands for the ones left out; then the window's own.
-    assert due.slots[0].scheduled_for == datetime(2026, 3, 4, 10, tzinfo=UTC)
-    assert due.slots[1].scheduled_for == datetime(2026, 3, 4, 11, tzinfo=UTC)
-    assert len(due.slots) == 25
+    assert due.behind is True
+    assert due.count == 72
+    assert due.first is not None
+    assert due.first.scheduled_for == datetime(2026, 3, 2, 11, tzinfo=UTC)
 
 
 def monthly(catch_up: CatchUp, anchor: datetime) -> Task:
@@ -93,17 +95,16 @@ def test_a_task_with_no_slot_inside_the_window_records_the_older_miss_and_moves_
     now = datetime(2026, 2, 20, 12, tzinfo=UTC)
     t = monthly(catch_up, datetime(2026, 1, 1, 9, tzinfo=UTC))
     due = due_slots(t, datetime(2026, 1, 1, 9, tzinfo=UTC), now, LIMITS.grace)
-    assert [f.scheduled_for for f in due.slots] == [datetime(2026, 2, 1, 9, tzinfo=UTC)]
-    assert due.truncated is True
+    assert [f.scheduled_for for f in due.newest] == [datetime(2026, 2, 1, 9, tzinfo=UTC)]
+    assert (due.count, due.behind) == (1, True)
     decision = one_pass(t, now=now)
     assert decision.start == []
     (missed,) = decision.missed
-    assert missed.scheduled_for == datetime(2026, 2, 1, 9, tzinfo=UTC)
-    assert "misses before 2026-02-01T09:00:00+00:00 are not counted" in missed.reason
+    assert (missed.scheduled_for, missed.count) == (datetime(2026, 2, 1, 9, tzinfo=UTC), 1)
     assert {a.fire.scheduled_for for a in decision.advances} == {datetime(2026, 2, 1, 9, tzinfo=UTC)}
     moved, removed = advanced(t, decision.advances[-1].fire, now, fired=False)
     assert removed is None
-    assert due_slots(moved, datetime(2026, 2, 1, 9, tzinfo=UTC), now, LIMITS.grace).slots == []  # next: Mar 1
+    assert due_slots(moved, datetime(2026, 2, 1, 9, tzinfo=UTC), now, LIMITS.grace).count == 0  # next: Mar 1
 
 
 def test_the_older_miss_of_a_task_with_a_slot_inside_the_window_is_recorded_and_the_slot_fires():
@@ -124,7 +125,7 @@ def test_catch_up_all_records_the_misses_older_than_the_window_even_when_it_fire
     assert len(decision.start) + len(decision.queue) == 7
     (missed,) = decision.missed
     assert missed.scheduled_for == datetime(2026, 2, 26, 9, tzinfo=UTC)  # the newest before the window
-    assert "are not counted" in missed.reason
+    assert (missed.first_scheduled_for, missed.count) == (datetime(2026, 2, 4, 9, tzinfo=UTC), 23)
 
 
 def test_a_task_far_behind_without_a_reason_follows_catch_up_rather_than_firing_weeks_late():
@@ -137,25 +138,18 @@ def test_a_task_far_behind_without_a_reason_follows_catch_up_rather_than_firing_
     assert missed.reason.startswith(firing.BEHIND)
 
 
-def test_due_slots_keep_only_the_newest_max_slots(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(firing, "MAX_SLOTS", 5)
-    due = due_slots(hourly(CatchUp.ALL), THREE_DAYS_AGO, NOW, LIMITS.grace)
-    assert due.truncated is True
-    assert hours(due.slots) == [(5, h) for h in range(6, 11)]
-
-
 def test_a_future_slot_is_not_due():
     t = task(at=NOW + timedelta(seconds=1))
-    assert due_slots(t, t.created_at, NOW, LIMITS.grace).slots == []
+    assert due_slots(t, t.created_at, NOW, LIMITS.grace).count == 0
 
 
 def test_a_claude_one_shot_is_due_up_to_its_lead_before_the_slot():
     # Task id ffffffff: nearly the full 90 s lead, so 11:00 is planned just before 10:58:31.
     t = task("0 11 5 3 *", recurring=False, jitter="claude", task_id="ffffffff")
     slot = datetime(2026, 3, 5, 11, tzinfo=UTC)
-    assert due_slots(t, t.created_at, slot - timedelta(seconds=91), LIMITS.grace).slots == []
+    assert due_slots(t, t.created_at, slot - timedelta(seconds=91), LIMITS.grace).count == 0
     due = due_slots(t, t.created_at, slot - timedelta(seconds=89), LIMITS.grace)
-    assert [f.scheduled_for for f in due.slots] == [slot]
+    assert [f.scheduled_for for f in due.newest] == [slot]
 
 
 # ---- catch-up of recurring tasks ------------------------------------------
@@ -192,13 +186,14 @@ def test_catch_up_once_counts_the_misses_within_the_grace_window():
     d = one_pass(hourly(CatchUp.ONCE), limits=limits)
     assert hours([r for _, r in d.start]) == [(5, 10)]
     (missed,) = d.missed
-    # 08:00 and 09:00: the window. 07:00 (before it) moved the anchor but is not counted.
-    assert (missed.count, missed.first_scheduled_for) == (2, datetime(2026, 3, 5, 8, tzinfo=UTC))
-    assert missed.reason == NOT_RUNNING + "; misses before 2026-03-05T08:00:00+00:00 are not counted"
+    # Every miss is counted, inside the window or before it.
+    assert (missed.count, missed.first_scheduled_for) == (71, datetime(2026, 3, 2, 11, tzinfo=UTC))
+    assert missed.reason == NOT_RUNNING
 
 
-def test_a_year_old_anchor_reports_the_last_seven_days_not_the_first_slots_after_it():
-    """Issue #15 item 8: an old import's record said count 1008 over its first slots after creation."""
+def test_a_year_old_anchor_reports_every_miss_of_the_year():
+    """Issue #15 item 8: an old import's record said count 1008 over its first slots after creation.
+    Issue 27: the count is now the year's, counted rather than listed."""
     created = NOW - timedelta(days=365)
     task = new_task(prompt="p", cron="*/10 * * * *", tz="UTC", created_at=created, created_by=CreatedBy.IMPORT)
     limits = FireBounds(grace=timedelta(days=7), catch_up_max=10, queue_limit=10)
@@ -206,12 +201,9 @@ def test_a_year_old_anchor_reports_the_last_seven_days_not_the_first_slots_after
     d = decide([due], NOW, NOT_RUNNING, limits, InFlight())
     ((_, run),) = d.start
     (missed,) = d.missed
-    window = NOW - limits.grace
-    assert missed.first_scheduled_for is not None
-    assert window < missed.first_scheduled_for <= window + timedelta(minutes=10)
+    assert missed.first_scheduled_for == created + timedelta(minutes=10)
     assert missed.scheduled_for == run.scheduled_for - timedelta(minutes=10)
-    assert missed.count == 7 * 24 * 6 - 1  # every slot of the week but the one fired
-    assert f"misses before {missed.first_scheduled_for.isoformat()} are not counted" in missed.reason
+    assert missed.count == 365 * 24 * 6 - 1  # every slot of the year but the one fired
 
 
 def test_catch_up_all_fires_at_most_catch_up_max_one_after_another():
@@ -248,14 +240,14 @@ def test_catch_up_never_fires_a_slot_planned_before_the_grace_window():
     t = hourly(CatchUp.ALL)
     slots = [Fire(NOW - timedelta(hours=h), NOW - timedelta(hours=h)) for h in (5, 4, 3, 2, 1)]
     limits = FireBounds(grace=timedelta(hours=2), catch_up_max=10, queue_limit=10)
-    d = decide([Due(t, slots, False)], NOW, NOT_RUNNING, limits, InFlight())
+    d = decide([Due.of(t, slots)], NOW, NOT_RUNNING, limits, InFlight())
     assert [r.scheduled_for for _, r in d.start + d.queue] == [NOW - timedelta(hours=2), NOW - timedelta(hours=1)]
     assert d.missed[0].count == 3
     once = hourly(CatchUp.ONCE)
-    d = decide([Due(once, slots[:3], False)], NOW, NOT_RUNNING, limits, InFlight())
+    d = decide([Due.of(once, slots[:3])], NOW, NOT_RUNNING, limits, InFlight())
     assert d.start == []
     assert d.missed[0].count == 3
-    d = decide([Due(once, slots[:4], False)], NOW, NOT_RUNNING, limits, InFlight())  # latest: on the edge
+    d = decide([Due.of(once, slots[:4])], NOW, NOT_RUNNING, limits, InFlight())  # latest: on the edge
     assert [r.scheduled_for for _, r in d.start] == [NOW - timedelta(hours=2)]
 
 
@@ -303,7 +295,7 @@ def test_a_missed_one_shot_older_than_the_grace_window_is_recorded():
     d = one_pass(task(at=NOW - timedelta(days=8), catch_up=CatchUp.ONCE))
     assert d.start == []
     (missed,) = d.missed
-    assert (missed.action, missed.reason) == ("recorded", NOT_RUNNING)  # one-shots are never "truncated"
+    assert (missed.action, missed.reason) == ("recorded", NOT_RUNNING)  # one-shots are never "behind"
 
 
 def _cases() -> list[tuple[str, Task, str | None, datetime]]:
@@ -474,3 +466,36 @@ def test_advanced_expires_a_task_at_its_first_fire_past_the_expiry():
     assert advanced(t, Fire(after, after), after, fired=False)[1] is None  # a miss does not expire it
     assert advanced(t, Fire(after, after), after, fired=True)[1] == "expired"
     assert advanced(t.model_copy(update={"permanent": True}), Fire(after, after), after, fired=True)[1] is None
+
+
+# ---- the summary against the full list --------------------------------------
+
+
+def listed(t: Task, anchor: datetime, now: datetime) -> list[Fire]:
+    """Every due fire of ``t``, one by one: what due_slots summarises."""
+    out = []
+    for scheduled in scheduled_after(t, anchor):
+        fire = fire_for(t, scheduled)
+        if scheduled > now or fire.planned_for > now:
+            break
+        out.append(fire)
+    return out
+
+
+@pytest.mark.parametrize("jitter", ["none", "claude", "max:20m", "max:1d"])
+@pytest.mark.parametrize("cron", ["*/5 * * * *", "0 * * * *", "*/7 9-17 * * 1-5"])
+@pytest.mark.parametrize("back", [timedelta(minutes=3), timedelta(hours=5), timedelta(days=3)])
+def test_the_summary_has_the_count_first_and_newest_of_the_full_list(jitter: str, cron: str, back: timedelta):
+    """A fire whose slot has passed but whose jittered time has not is not due, summary or not. (Slots
+    older than the most jitter can delay are due whatever it is; their planned time is taken as the
+    slot, as before, so only the slots are compared for them.)"""
+    for task_id in ("00000000", "80000000", "ffffffff"):
+        t = task(cron, jitter=jitter, task_id=task_id, catch_up=CatchUp.ALL)
+        anchor = NOW - back
+        full = listed(t, anchor, NOW)
+        due = due_slots(t, anchor, NOW, LIMITS.grace, catch_up_max=4)
+        assert due.count == len(full)
+        assert [f.scheduled_for for f in [due.first] if f] == [f.scheduled_for for f in full[:1]]
+        assert [f.scheduled_for for f in due.newest] == [f.scheduled_for for f in full[-5:]]
+        reach = NOW - parse_jitter(jitter).max_delay - timedelta(seconds=1)
+        assert [f for f in due.newest if f.scheduled_for > reach] == [f for f in full[-5:] if f.scheduled_for > reach]

@@ -264,3 +264,33 @@ def test_clear_empties_the_missed_ledger(tmp_path: Path, clock: FakeClock) -> No
     assert ledger.list() == []
     assert _missed_ledger(tmp_path, clock).list() == []
     assert ledger.clear() == 0
+
+
+def test_a_batch_bigger_than_the_bound_keeps_its_newest_and_drops_what_its_older_ones_replace(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """One record per task after a long stop: the batch's last ``keep`` stay; an older one of the batch
+    that updates a kept record (same id) removes it, as adding them one by one would."""
+    ledger = _missed_ledger(tmp_path, clock, keep=3)
+    ledger.add([_missed(90), _missed(91)])
+    ledger.add([_missed(91).model_copy(update={"count": 5})] + [_missed(i, minute=i) for i in range(5)])
+    assert [m.id for m in ledger.list()] == ["m4", "m3", "m2"]
+    assert [m.id for m in _missed_ledger(tmp_path, clock, keep=3).list()] == ["m4", "m3", "m2"]
+
+
+def test_recorded_records_do_not_change_with_the_objects_they_came_from(tmp_path: Path, clock: FakeClock) -> None:
+    """The ledgers keep copies: a caller that changes its Run (target, extra fields) after recording
+    it does not change history."""
+    ledger = _ledger(tmp_path, clock)
+    run = _run("r1", target={"kind": "webhook", "headers": {"a": "1"}}, note={"seen": [1]})
+    ledger.record(run)
+    run.target["headers"]["a"] = "changed"
+    run.note["seen"].append(2)  # type: ignore[attr-defined]
+    run.reason = "changed"
+    kept = ledger.get("r1")
+    assert (kept.target, kept.note, kept.reason) == ({"kind": "webhook", "headers": {"a": "1"}}, {"seen": [1]}, None)  # type: ignore[attr-defined]
+    missed = _missed_ledger(tmp_path, clock)
+    record = _missed(1).model_copy(update={"extra_info": {"n": [1]}})
+    missed.add([record])
+    record.extra_info["n"].append(2)  # type: ignore[attr-defined]
+    assert missed.list()[0].extra_info == {"n": [1]}  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from registry_support import until
 from kairosd.core.events import EventBus
 from kairosd.core.models import CatchUp, CreatedBy, Overlap, Task, new_task
 from kairosd.core.records import Outcome
+from kairosd.scheduling import scheduler
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.taskbook import TaskBook
@@ -539,5 +540,113 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
         assert all(r.outcome is Outcome.MISSED for r in runs)
         assert all(r.reason.startswith("kairosd was not running") for r in runs)
         assert h.delivery.handoffs == []
+
+    run(main())
+
+
+@pytest.mark.parametrize("chunk", [1000, 7])
+def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight(tmp_path, monkeypatch, chunk):
+    """After a long stop every task's catch-up fire starts at once: at most max_concurrent deliveries exist
+    as coroutines, the rest wait as data, in order, and all are delivered. Stopped with some still
+    waiting, each of those is recorded as failed, saying why. A pass bigger than a chunk is decided and
+    recorded in chunks, all of them before the first delivery starts."""
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", chunk)
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=3)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(60)
+        ]
+        gate = asyncio.Event()
+        h = Harness(tmp_path, tasks, FakeClock(T0), gate=gate, max_concurrent=3)
+        recorded_at_first: list[int] = []
+        deliver = h.delivery.deliver
+
+        async def noting(handoff):
+            if not recorded_at_first:
+                recorded_at_first.append(len(h.missed.list()))
+            return await deliver(handoff)
+
+        h.delivery.deliver = noting  # type: ignore[method-assign]
+        await h.sched.start()
+        await until(lambda: len(h.delivery.in_flight) == 3, "three deliveries to be held")
+        assert len(h.sched._dispatch.inflight) == 3  # not 60 waiting coroutines
+        assert recorded_at_first == [60]
+        gate.set()
+        assert await h.sched.drain(10)
+        assert sorted(j.task_id for j in h.delivery.handoffs) == sorted(t.id for t in tasks)
+        assert all(r.outcome is Outcome.DELIVERED for r in h.ledger.list(limit=1000) if r.catch_up)
+
+        # Again, stopped while most still wait.
+        h2 = Harness(tmp_path / "again", tasks, FakeClock(T0), gate=asyncio.Event(), max_concurrent=3)
+        await h2.sched.start()
+        await until(lambda: len(h2.delivery.in_flight) == 3, "three deliveries to be held")
+        await h2.sched.shutdown(0.05)
+        fired = [r for r in h2.ledger.list(limit=1000) if r.catch_up]
+        assert len(fired) == 60
+        assert {r.outcome for r in fired} == {Outcome.FAILED}
+        assert {r.reason for r in fired} == {"kairosd stopped before the target confirmed delivery"}
+
+    run(main())
+
+
+def test_a_pass_in_many_chunks_writes_the_store_once_at_its_end(tmp_path, monkeypatch):
+    """Anchors move in every chunk; the whole store is written after the last one, not between chunks
+    (each write is of every task: 10,000 of them after a long stop)."""
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", 7)
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=3)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor, catch_up=CatchUp.SKIP).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(60)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0), persist_delay_s=0.0)
+        saves_in_pass: list[int] = []
+        commit = h.sched._commit
+
+        async def slow_commit(decision):
+            recorded = await commit(decision)
+            await asyncio.sleep(0.02)  # room for a background store write between chunks
+            saves_in_pass.append(h.store.saves)
+            return recorded
+
+        h.sched._commit = slow_commit  # type: ignore[method-assign]
+        await h.sched.start()
+        await h.sched.drain(5)
+        assert len(saves_in_pass) == 9
+        assert set(saves_in_pass) == {saves_in_pass[0]}  # nothing written while the pass ran
+        assert h.store.saves == saves_in_pass[0] + 1
+        assert all(h.book.get(t.id).last_scheduled_for == T0.replace(minute=0, second=0) for t in tasks)
+        assert all(t.last_scheduled_for == T0.replace(minute=0, second=0) for t in h.store.load().tasks)
+
+    run(main())
+
+
+def test_a_catch_up_moves_each_task_once_to_its_newest_slot(tmp_path):
+    """Missed slots and the catch-up fire of one task are one move of its anchor (one copy of the task),
+    to the fired slot, with last_fired_at set."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.ONCE)
+        h = Harness(tmp_path, [t], clock)
+        puts: list[Any] = []
+        put = h.book.put
+
+        def counting(task: Task) -> None:
+            puts.append(task.last_scheduled_for)
+            put(task)
+
+        h.book.put = counting  # type: ignore[method-assign]
+        await h.start()
+        assert len(h.missed.list()) == 1
+        (fired,) = h.delivery.handoffs
+        assert puts == [fired.scheduled_for]
+        assert h.book.get(t.id).last_fired_at == clock.now()
 
     run(main())

@@ -4,12 +4,13 @@ Start-up order: refuse folders and files another user could change
 (:mod:`kairosd.system.trust`), read the config, take the store lock (one owner per store),
 build the app (:func:`kairosd.app.wiring.build_app`, no I/O), load the store (refusing a
 corrupt or newer one) and the ledgers (runs left in flight by a crash become failed
-"interrupted"), start the parts (plan every task and handle what was missed), then open
-the socket (or take the one systemd passed by socket activation) and tell systemd
-READY=1. While it runs it pings systemd's watchdog as long as the scheduler loop makes
-progress. Shutdown on SIGTERM/SIGINT or an API request: STOPPING=1, stop accepting, let
-in-flight deliveries finish (bounded), record the rest, write the store, remove the
-socket, release the lock.
+"interrupted"), start the parts (plan every task), then open the socket (or take the one
+systemd passed by socket activation) and tell systemd READY=1. What was missed while
+kairosd was down is handled after that, by the scheduler loop's first tick: its work is
+bounded, but a start must never wait on it (issue 27). While it runs it pings systemd's
+watchdog as long as the scheduler loop makes progress. Shutdown on SIGTERM/SIGINT or an
+API request: STOPPING=1, stop accepting, let in-flight deliveries finish (bounded), record
+the rest, write the store, remove the socket, release the lock.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ async def run(
     # Before anything opens files or starts children: the limit bounds the connections served below.
     open_files = fdlimit.raise_open_files_limit()
     app.load()
-    await app.start()
+    await app.start(defer_catch_up=True)  # missed fires: the loop's first tick, after READY=1
     scheduler, stop_event = app.scheduler, app.stop_event
     socket_file = app.config.socket_path
     limits = app.config.settings.limits

@@ -157,15 +157,17 @@ class App:
             log.warning("run %s of task %s was interrupted by a previous stop", run.run_id, run.task_id)
         self.missed.load()
 
-    async def start(self) -> None:
-        """Start the parts, after :meth:`load`; catch-up fires happen here, before anything is served."""
+    async def start(self, defer_catch_up: bool = False) -> None:
+        """Start the parts, after :meth:`load`. Catch-up fires happen here, before anything is served,
+        unless ``defer_catch_up``: then the scheduler loop's first tick handles them (the daemon does
+        that, so it is ready, and says so, before any catch-up work)."""
         if self.scheduler.config.disabled_reason:
             log.warning("%s", self.scheduler.config.disabled_reason)
         # The registry first: catch-up fires at start-up may start agent runs.
         await self.background.start()
         await self.consolidation.start()  # settles or re-adopts runs a previous kairosd left
         await self.sessions.start()  # after the ledger is loaded: pending session runs are matched to items
-        await self.scheduler.start()
+        await self.scheduler.start(defer_catch_up)
 
     def release_waiters(self) -> None:
         """The first step of a shutdown, before the server closes: long polls and event streams end."""

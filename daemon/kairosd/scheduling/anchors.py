@@ -65,6 +65,7 @@ class Anchors:
         self.writing: set[asyncio.Task[None]] = set()  # the background store write, while it runs
         self._flush = asyncio.Event()  # set: write the book now rather than after persist_delay_s
         self._wanted = False
+        self._held = False
         book.on_rollback.append(self._rolled_back)
 
     def anchor(self, task: Task) -> datetime:
@@ -92,8 +93,16 @@ class Anchors:
 
     def advance(self, advances: Iterable[Advance]) -> None:
         """Move the anchors of fires the run ledger now holds; the store follows in the background."""
+        # One move per task: a pass moves a task past its misses, then past the fire that catches up;
+        # the newest slot is where it ends, fired if any of them was. Each move copies the task.
+        newest: dict[str, Advance] = {}
+        for item in advances:
+            seen = newest.get(item.task.id)
+            if seen is not None and seen.fire.scheduled_for > item.fire.scheduled_for:
+                item, seen = seen, item
+            newest[item.task.id] = item._replace(fired=item.fired or (seen is not None and seen.fired))
         moved = False
-        for task, fire, when, fired in advances:
+        for task, fire, when, fired in newest.values():
             known = self._handled.get(task.id)
             if known is None or known[0].scheduled_for < fire.scheduled_for:
                 self._handled[task.id] = (fire, when, fired)
@@ -144,11 +153,26 @@ class Anchors:
         fires close together then share one write of the store.
         """
         self._wanted = True
-        if self.writing:
+        if not self._held:
+            self._start_writer()
+
+    def _start_writer(self) -> None:
+        if any(not handle.done() for handle in self.writing):
             return  # the writer below loops until nothing more is wanted
         handle = asyncio.ensure_future(self._persist_later())
         self.writing.add(handle)
         handle.add_done_callback(self.writing.discard)
+
+    def hold(self) -> None:
+        """Write nothing until :meth:`release`: a pass of many chunks moves anchors for seconds, and a
+        write of the whole store every ``persist_delay_s`` meanwhile (10,000 tasks each time) only
+        slows it down. The run ledger holds every anchor moved meanwhile."""
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        if self._wanted:
+            self._start_writer()
 
     def flush(self) -> None:
         """Have the background write (if any) go now rather than after ``persist_delay_s``."""
@@ -156,10 +180,12 @@ class Anchors:
             self._flush.set()
 
     async def _persist_later(self) -> None:
-        while self._wanted:
+        while self._wanted and not self._held:
             if not self._flush.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._flush.wait(), self.persist_delay_s)
+                if self._held:
+                    return  # release() starts a writer again
             self._flush.clear()
             self._wanted = False
             await self.persist_now()

@@ -101,7 +101,7 @@ def each_due(tasks: Iterable[Task], due_of: Callable[[Task], Due], on_error: Set
         except Exception as exc:
             on_error(task.id, "plan", exc, None)
             continue
-        if item.slots:
+        if item.count:
             due.append(item)
     return due
 
@@ -121,7 +121,7 @@ def decide_each(due: list[Due], decide: Callable[[list[Due]], Decision], on_erro
         try:
             one = decide([item])
         except Exception as exc:
-            on_error(item.task.id, "fire", exc, item.slots[-1].scheduled_for)
+            on_error(item.task.id, "fire", exc, item.newest[-1].scheduled_for)
             continue
         merged.runs += one.runs
         merged.missed += one.missed

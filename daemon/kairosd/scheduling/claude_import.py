@@ -106,8 +106,8 @@ def plan_import(
 def _on_import(task: Task, now: datetime, limits: FireBounds) -> str:
     """What the task does at import: nothing due, a catch-up fire, or misses recorded or surfaced."""
     try:
-        due = due_slots(task, task.last_scheduled_for or task.created_at, now, limits.grace)
-        if not due.slots:
+        due = due_slots(task, task.last_scheduled_for or task.created_at, now, limits.grace, limits.catch_up_max)
+        if not due.count:
             return "nothing due yet"
         decision = decide([due], now, IMPORTED, limits, InFlight())
     except Exception as exc:  # the scheduler sets such a task aside; say so now

@@ -30,6 +30,8 @@ from kairosd.scheduling.taskbook import TaskBook
 # The scheduler's name: these lines are part of what it reports about runs.
 log = logging.getLogger("kairosd.scheduling.scheduler")
 
+STOPPED_REASON = "kairosd stopped before the target confirmed delivery"
+
 
 class Dispatcher:
     def __init__(
@@ -54,6 +56,10 @@ class Dispatcher:
         self.queues: dict[str, deque[Run]] = {}
         self.inflight: set[asyncio.Task[None]] = set()
         self._sem = asyncio.Semaphore(max_concurrent)
+        self._max = max_concurrent
+        # Started runs waiting for a free delivery slot, oldest first (see start).
+        self._backlog: deque[tuple[Task, Run]] = deque()
+        self._held = False
 
     def in_flight(self) -> InFlight:
         """What runs and waits now, for the overlap rule."""
@@ -67,11 +73,31 @@ class Dispatcher:
         self.queues.setdefault(task.id, deque()).append(run)
 
     def start(self, task: Task, run: Run) -> None:
-        """Deliver ``run`` (already recorded as dispatched) in the background."""
+        """Deliver ``run`` (already recorded as dispatched) in the background.
+
+        At most ``max_concurrent`` deliveries exist at once; the rest wait in
+        order as plain data, not as coroutines: after a long stop 10,000
+        catch-up fires come at once, and as many waiting tasks cost tens of MB.
+        """
         self.running[task.id] = run.run_id
         self.events.publish(
             "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
         )
+        if len(self.inflight) < self._max and not self._held:
+            self._spawn(task, run)
+        else:
+            self._backlog.append((task, run))
+
+    def hold(self) -> None:
+        """Start nothing until :meth:`release`: runs started meanwhile wait in order (see :meth:`start`)."""
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        while self._backlog and len(self.inflight) < self._max:
+            self._spawn(*self._backlog.popleft())
+
+    def _spawn(self, task: Task, run: Run) -> None:
         handoff = Handoff(
             run_id=run.run_id,
             task_id=task.id,
@@ -87,13 +113,22 @@ class Dispatcher:
         )
         handle = asyncio.ensure_future(self._deliver(task, run, handoff))
         self.inflight.add(handle)
-        handle.add_done_callback(self.inflight.discard)
+        # Before anyone waiting on it (drain) wakes up: the next one is in flight by then.
+        handle.add_done_callback(self._done)
+
+    def _done(self, handle: asyncio.Task[None]) -> None:
+        self.inflight.discard(handle)
+        while self._backlog and len(self.inflight) < self._max and not self._held:
+            self._spawn(*self._backlog.popleft())
 
     async def cancel(self) -> None:
-        """Stop every delivery in flight; each records why (see :meth:`_deliver`)."""
+        """Stop every delivery in flight or waiting; each records why (see :meth:`_deliver`)."""
+        waiting, self._backlog = self._backlog, deque()
         for handle in list(self.inflight):
             handle.cancel()
         await asyncio.gather(*self.inflight, return_exceptions=True)
+        for task, run in waiting:
+            await self._finish(task, run, Result("failed", reason=STOPPED_REASON))
 
     def drop_queued(self, now: datetime) -> list[Run]:
         """Forget the queued runs; what to record for them (skipped, "kairosd stopped")."""
@@ -114,7 +149,7 @@ class Dispatcher:
                 async with self._sem:
                     result = await delivery.deliver(handoff)
         except asyncio.CancelledError:
-            result = Result("failed", reason="kairosd stopped before the target confirmed delivery")
+            result = Result("failed", reason=STOPPED_REASON)
             await self._finish(task, run, result)
             raise
         except Exception as exc:  # a target bug must not stop the scheduler

@@ -1,8 +1,9 @@
 """What to do with fires that are due: start, queue or skip them, or record them as missed.
 
 The scheduler's decisions, kept apart from its loop so they can be checked as
-plain function calls. :func:`due_slots` lists the fires of a task that are due
-at ``now``; :func:`decide` turns the due fires of one pass into a
+plain function calls. :func:`due_slots` summarises the fires of a task that are
+due at ``now`` (how many, the first, the newest few: never a list as long as the
+absence); :func:`decide` turns the due fires of one pass into a
 :class:`Decision` (the runs to record, the misses to report, the deliveries to
 start or queue, the anchors to move); :func:`fire_now` does the same for a
 manual ``kairos run``; :func:`advanced` says what becomes of a task once one of
@@ -16,9 +17,8 @@ The rules decided here:
   the latest, ``all`` the latest ``catch_up_max`` (one after another), in both
   cases only if planned within the grace window; a one-shot fires if its
   policy allows and it is within the window, else it is recorded (``surface``:
-  surfaced to the user). Misses older than the window are summarised, not
-  listed: the newest of them stands for all (so a task whose fires are rarer
-  than the window still moves past them and is planned again).
+  surfaced to the user). Every missed fire is counted, older than the window
+  or not, in one record per task and pass: the count, the first and the last.
 * A recurring task whose last handled fire is older than the window (an
   imported task, say) follows the same catch-up rules even when the loop was
   not late: a fire weeks old is never sent as if it were merely late.
@@ -34,26 +34,27 @@ Must not import the scheduler, the store, the ledgers, the event bus or delivery
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any, NamedTuple
+from zoneinfo import ZoneInfo
 
 from kairosd.core.models import CatchUp, Overlap, Task
 from kairosd.core.plan import Fire, fire_for, scheduled_after
 from kairosd.core.records import MissedRecord, Outcome, Run
+from kairosd.core.schedule.counting import count_fires, last_fires
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.fires import next_fire
 from kairosd.core.schedule.jitter import CLAUDE_ONESHOT_LEAD, parse_jitter
-
-# Enumerating missed slots stops here; older ones are summarised, not listed.
-MAX_SLOTS = 20_000
 
 # Why fires were missed (the start of MissedRecord.reason and of the missed run's reason).
 NOT_RUNNING = "kairosd was not running"
 IMPORTED = "the fire was due before the task was imported"
 TOO_BUSY = "kairosd was too busy to fire on time"
 BEHIND = "the fires were older than the catch-up window"
-# How far before the catch-up window due_slots walks looking for the newest missed fire there.
-OLDER_SCAN = 1_000
 
 
 def clock_jump_reason(drift_s: float) -> str:
@@ -97,15 +98,49 @@ class Decision:
     start: list[tuple[Task, Run]] = field(default_factory=list)
     queue: list[tuple[Task, Run]] = field(default_factory=list)
     advances: list[Advance] = field(default_factory=list)
+    # Per task id, the runs this decision starts and queues. The overlap rule asks for every fire;
+    # scanning start and queue instead made a pass over 10,000 catch-up fires quadratic (27 s).
+    started: set[str] = field(default_factory=set, repr=False, compare=False)
+    queued: Counter[str] = field(default_factory=Counter, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
 class Due:
-    """The fires of ``task`` due now, oldest first; ``truncated`` when older ones were left out."""
+    """What of ``task`` is due now, summarised: never a list as long as the absence.
+
+    ``count`` fires are due; ``first`` is the oldest and ``newest`` the latest few,
+    oldest first (enough for the catch-up policy: see :func:`keep_for`). ``behind``
+    says the task's last handled slot is older than the catch-up window, so its
+    fires follow the catch-up policy even when the loop was not late.
+    """
 
     task: Task
-    slots: list[Fire]
-    truncated: bool
+    count: int
+    first: Fire | None
+    newest: list[Fire]
+    behind: bool = False
+
+    @classmethod
+    def of(cls, task: Task, slots: list[Fire], behind: bool = False) -> Due:
+        """The summary of a full list of due fires, oldest first."""
+        return cls(task, len(slots), slots[0] if slots else None, slots[-NEWEST_MAX:], behind)
+
+    def before(self, fire: Fire) -> Fire:
+        """The due fire just before ``fire`` (one of :attr:`newest`, not the first of them)."""
+        index = self.newest.index(fire)
+        if index == 0:
+            raise ValueError("the fire before the oldest of the newest due fires is not known")
+        return self.newest[index - 1]
+
+
+# Due.newest holds at most this many fires (a bound on catch_up_max + 1 as well).
+NEWEST_MAX = 101
+
+
+def keep_for(task: Task, catch_up_max: int) -> int:
+    """How many of the newest due fires the decision can need: those ``catch_up=all`` fires, plus the
+    newest one left missed (for its record); the latest and the one before it otherwise."""
+    return min(NEWEST_MAX, catch_up_max + 1) if task.catch_up is CatchUp.ALL else 2
 
 
 def lookahead(task: Task) -> timedelta:
@@ -113,49 +148,64 @@ def lookahead(task: Task) -> timedelta:
     return CLAUDE_ONESHOT_LEAD if task.jitter == "claude" and not task.recurring else timedelta(0)
 
 
-def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta) -> Due:
-    """Fires of ``task`` after ``anchor`` (its last handled slot) planned at or before ``now``.
+def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta, catch_up_max: int = 10) -> Due:
+    """The fires of ``task`` after ``anchor`` (its last handled slot) planned at or before ``now``.
 
-    A recurring task's slots older than the grace window are not enumerated,
-    nor any beyond the newest :data:`MAX_SLOTS`; ``truncated`` then says so.
-    The newest slot before the window comes first and stands for those left
-    out: without it, a task with no slot inside the window would never move
-    its anchor past them (and would never be planned again).
+    Bounded work however long ago the anchor is: the slots up to ``now`` are
+    counted (:func:`count_fires`) and only the first and the newest few computed
+    (:func:`last_fires`); jitter is applied to those of them within its reach of
+    ``now`` (the planned time of older ones is taken as their slot).
     """
-    horizon = now - grace
-    truncated = anchor < horizon and task.recurring
-    start = horizon if truncated else anchor
-    slots: list[Fire] = []
-    if truncated:
-        older = _newest_up_to(task, anchor, horizon)
-        if older is not None:
-            slots.append(Fire(older, older))
-    # Slots older than any jitter are due whatever it is: skip computing it (planned = scheduled).
-    edge = now - parse_jitter(task.jitter).max_delay - timedelta(seconds=1)
-    for scheduled in scheduled_after(task, start):
+    keep = keep_for(task, catch_up_max)
+    behind = task.recurring and anchor < now - grace
+    if not task.recurring or task.cron is None:
+        return Due.of(task, _one_shot_due(task, anchor, now), behind)
+    jitter = parse_jitter(task.jitter)
+    if jitter.kind == "none":
+        # Planned is scheduled: everything due depends on the schedule alone (and is shared, see _due_before).
+        count, first, shared = _due_before(task.cron, task.tz, anchor, now, keep)
+        return Due(task, count, first, list(shared), behind)
+    # A recurring fire's jitter is less than its period (at most a tenth, or a half: see planned_time),
+    # so of the slots up to now only the newest can still be held back by it; the others are due.
+    count, first, shared = _due_before(task.cron, task.tz, anchor, now, keep + 1)
+    reach = now - jitter.max_delay - timedelta(seconds=1)  # slots older than this are due whatever the jitter
+    newest = [f if f.scheduled_for < reach else fire_for(task, f.scheduled_for) for f in shared]
+    if newest and newest[-1].planned_for > now:
+        newest.pop()
+        count -= 1
+    if first is not None and first.scheduled_for >= reach:
+        first = fire_for(task, first.scheduled_for)
+    return Due(task, count, first if count else None, newest[-keep:], behind)
+
+
+@lru_cache(maxsize=256)
+def _due_before(
+    cron: str, tz: str, anchor: datetime, edge: datetime, keep: int
+) -> tuple[int, Fire | None, tuple[Fire, ...]]:
+    """The fires of ``cron`` in ``tz`` in ``(anchor, edge]``: how many, the first, the newest ``keep``.
+
+    Remembered: tasks with the same schedule and the same last slot (most of
+    10,000 tasks back from a long stop) share one answer in a pass.
+    """
+    expr, zone = parse_cron(cron), ZoneInfo(tz)
+    count = count_fires(expr, anchor, edge, zone)
+    if not count:
+        return 0, None, ()
+    first = next_fire(expr, anchor, zone)
+    newest = tuple(Fire(s, s) for s in last_fires(expr, anchor, edge, zone, keep))
+    return count, None if first is None else Fire(first, first), newest
+
+
+def _one_shot_due(task: Task, anchor: datetime, now: datetime) -> list[Fire]:
+    """A one-shot's fire, if it is due (at most one)."""
+    for scheduled in scheduled_after(task, anchor):
         if scheduled > now + lookahead(task):
             break
-        fire = fire_for(task, scheduled) if scheduled >= edge else Fire(scheduled, scheduled)
-        if fire.planned_for > now:
-            break
-        slots.append(fire)
-        if len(slots) > MAX_SLOTS:
-            slots.pop(0)
-            truncated = True
-    return Due(task, slots, truncated)
-
-
-def _newest_up_to(task: Task, anchor: datetime, horizon: datetime) -> datetime | None:
-    """The newest slot in (anchor, horizon], or the :data:`OLDER_SCAN`-th when there are more (the next
-    pass walks on from there)."""
-    newest = None
-    for count, scheduled in enumerate(scheduled_after(task, anchor), start=1):
-        if scheduled > horizon:
-            break
-        newest = scheduled
-        if count >= OLDER_SCAN:
-            break
-    return newest
+        fire = fire_for(task, scheduled)
+        if fire.planned_for <= now:
+            return [fire]
+        break
+    return []
 
 
 def decide(
@@ -178,16 +228,17 @@ def decide(
     """
     decision = Decision()
     for item in due:
-        task, slots = item.task, item.slots
-        if task.paused or not slots:
+        task = item.task
+        if task.paused or not item.count:
             continue
         reason = missed_reason or (pending or {}).get(task.id)
-        if reason is not None or item.truncated:
+        if reason is not None or item.behind:
             _catch_up(item, now, reason or BEHIND, limits, in_flight, decision)
         else:
-            if len(slots) > 1:
-                _record_missed(task, slots[:-1], item.truncated, now, TOO_BUSY, "recorded", decision)
-            _fire(task, slots[-1], now, limits, in_flight, decision, catch_up=False)
+            latest = item.newest[-1]
+            if item.count > 1:
+                _record_missed(item, item.count - 1, item.before(latest), now, TOO_BUSY, "recorded", decision)
+            _fire(task, latest, now, limits, in_flight, decision, catch_up=False)
     return decision
 
 
@@ -224,33 +275,36 @@ def decide_disabled(due: Iterable[Due], now: datetime, reason: str) -> Decision:
     """
     decision = Decision()
     for item in due:
-        if not item.task.paused and item.slots:
-            _record_missed(item.task, item.slots, item.truncated, now, reason, "recorded", decision)
+        if not item.task.paused and item.count:
+            _record_missed(item, item.count, item.newest[-1], now, reason, "recorded", decision)
     return decision
 
 
 def _catch_up(
     item: Due, now: datetime, reason: str, limits: FireBounds, in_flight: InFlight, decision: Decision
 ) -> None:
-    task, slots, truncated = item.task, item.slots, item.truncated
+    task, newest = item.task, item.newest
     grace_start = now - limits.grace
     policy = task.catch_up
     if not task.recurring:
-        if policy in (CatchUp.SURFACE, CatchUp.SKIP) or slots[-1].planned_for < grace_start:
+        if policy in (CatchUp.SURFACE, CatchUp.SKIP) or newest[-1].planned_for < grace_start:
             action = "surfaced" if policy is CatchUp.SURFACE else "recorded"
-            _record_missed(task, slots, truncated, now, reason, action, decision, grace_start)  # moves the anchor
+            _record_missed(item, item.count, newest[-1], now, reason, action, decision)  # moves the anchor
         else:
-            _fire(task, slots[-1], now, limits, in_flight, decision, catch_up=True)
+            _fire(task, newest[-1], now, limits, in_flight, decision, catch_up=True)
         return
     to_fire: list[Fire] = []
     if policy is CatchUp.ONCE:
-        to_fire = [f for f in slots[-1:] if f.planned_for >= grace_start]
+        to_fire = [f for f in newest[-1:] if f.planned_for >= grace_start]
     elif policy is CatchUp.ALL:
-        to_fire = [f for f in slots[-limits.catch_up_max :] if f.planned_for >= grace_start]
-    missed = slots[: len(slots) - len(to_fire)]  # all of them when nothing fires
+        # Due.newest holds one more than the fires that may go out, for the record of the missed ones.
+        most = min(limits.catch_up_max, NEWEST_MAX - 1)
+        to_fire = [f for f in newest[-most:] if f.planned_for >= grace_start]
+    missed = item.count - len(to_fire)  # all of them when nothing fires
     if missed:
         action = {CatchUp.SURFACE: "surfaced", CatchUp.SKIP: "recorded"}.get(policy, "recorded")
-        _record_missed(task, missed, truncated, now, reason, action, decision, grace_start)
+        latest = item.before(to_fire[0]) if to_fire else newest[-1]
+        _record_missed(item, missed, latest, now, reason, action, decision)
     if not to_fire:
         return  # every slot was missed: _record_missed moved the anchor past the last one
     for index, fire in enumerate(to_fire):
@@ -259,28 +313,16 @@ def _catch_up(
 
 
 def _record_missed(
-    task: Task,
-    slots: list[Fire],
-    truncated: bool,
-    now: datetime,
-    reason: str,
-    action: str,
-    decision: Decision,
-    window_start: datetime | None = None,
+    item: Due, count: int, latest: Fire, now: datetime, reason: str, action: str, decision: Decision
 ) -> None:
-    """Record ``slots`` (oldest first) as missed, in one summary, and move the anchor past the latest.
+    """Record the oldest ``count`` due fires of ``item`` (``latest`` the newest of them) as missed, in one
+    summary, and move the anchor past ``latest``.
 
-    When older misses were left out (``truncated``), the record describes the
-    catch-up window (from ``window_start``): the slots in it, counted, and a note
-    that older ones are not. The slot that stood for the older ones (see
-    :func:`due_slots`) is not part of that count unless nothing else is left.
+    The record says how many were missed, the first and the last: however many
+    there were, it is one record, and nothing was listed to make it.
     """
-    latest = slots[-1]
-    counted = slots
-    if truncated and window_start is not None:
-        counted = [s for s in slots if s.scheduled_for >= window_start] or slots[-1:]
-    note = f"; misses before {counted[0].scheduled_for.isoformat()} are not counted" if truncated else ""
-    slots = counted
+    task = item.task
+    first = item.first if item.first is not None else latest
     decision.missed.append(
         MissedRecord(
             task_id=task.id,
@@ -288,10 +330,10 @@ def _record_missed(
             prompt=task.prompt,
             schedule=task.cron or (task.at.isoformat() if task.at else ""),
             scheduled_for=latest.scheduled_for,
-            first_scheduled_for=slots[0].scheduled_for if len(slots) > 1 else None,
-            count=len(slots),
+            first_scheduled_for=first.scheduled_for if count > 1 else None,
+            count=count,
             detected_at=now,
-            reason=reason + note,
+            reason=reason,
             action=action,
         )
     )
@@ -303,7 +345,7 @@ def _record_missed(
             planned_for=latest.planned_for,
             finished_at=now,
             outcome=Outcome.MISSED,
-            reason=f"{reason} ({len(slots)} fire{'s' if len(slots) != 1 else ''} {action})",
+            reason=f"{reason} ({count:,} fire{'s' if count != 1 else ''} {action})",
             target=task.target.model_dump(mode="json"),
             late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
         )
@@ -336,7 +378,7 @@ def _fire(
     )
     if not manual:
         decision.advances.append(Advance(task, fire, now, True))
-    busy = task.id in in_flight.running or serial or any(t.id == task.id for t, _ in decision.start)
+    busy = task.id in in_flight.running or serial or task.id in decision.started
     if busy and not serial and task.overlap is Overlap.SKIP:
         run.outcome = Outcome.SKIPPED
         run.finished_at = now
@@ -344,7 +386,7 @@ def _fire(
         decision.runs.append(run)
         return run
     if busy:
-        pending = in_flight.queued.get(task.id, 0) + sum(1 for t, _ in decision.queue if t.id == task.id)
+        pending = in_flight.queued.get(task.id, 0) + decision.queued[task.id]
         if pending >= limits.queue_limit:
             run.outcome = Outcome.SKIPPED
             run.finished_at = now
@@ -355,7 +397,9 @@ def _fire(
         run.reason = "waiting for the previous run of this task"
         decision.runs.append(run)
         decision.queue.append((task, run))
+        decision.queued[task.id] += 1
         return run
     decision.runs.append(run)
     decision.start.append((task, run))
+    decision.started.add(task.id)
     return run

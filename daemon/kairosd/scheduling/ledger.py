@@ -23,9 +23,10 @@ import builtins
 import logging
 import threading
 from collections.abc import Iterable
+from copy import deepcopy
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -53,6 +54,20 @@ def _needs_compaction(lines: int, kept: int) -> bool:
 def _in_flight(run: Run) -> bool:
     """No outcome yet, or queued and held by a target that will settle it (``awaiting``)."""
     return run.outcome is None or (run.outcome is Outcome.QUEUED and bool(run.awaiting))
+
+
+_Record = TypeVar("_Record", Run, MissedRecord)
+
+
+def _detached(record: _Record) -> _Record:
+    """A copy of ``record`` that shares nothing mutable with it: its dicts and lists (the target, extra
+    fields) are copied, its strings, datetimes and numbers (immutable) shared.
+
+    ``model_copy(deep=True)`` also sent every datetime through ``copy.deepcopy``: 0.1 ms a record,
+    two seconds for the 20,000 records of one catch-up pass over 10,000 tasks.
+    """
+    values = {**record.__dict__, **(record.__pydantic_extra__ or {})}
+    return record.model_copy(update={k: deepcopy(v) for k, v in values.items() if isinstance(v, dict | list | set)})
 
 
 def _problem(exc: ValidationError) -> str:
@@ -199,7 +214,7 @@ class RunLedger:
         self._log.append([run.model_dump(mode="json") for run in runs])
         # Copies: a caller that keeps mutating its Run must not change history behind the file's back.
         for run in runs:
-            self._put(run.model_copy(deep=True))
+            self._put(_detached(run))
         self._trim({run.task_id for run in runs})
         self._maybe_compact()
 
@@ -309,8 +324,13 @@ class MissedLedger:
         with self._lock:
             self._require_loaded()
             self._log.append([record.model_dump(mode="json") for record in records])
-            for record in records:
-                self._put(record.model_copy(deep=True))
+            # Only the newest ``keep`` stay in memory: the older ones of a big batch (one per task after a
+            # long stop) would be trimmed at once, so they only replace what they update.
+            kept = len(records) - self._keep
+            for record in records[:kept] if kept > 0 else ():
+                self._records.pop(record.id, None)
+            for record in records[max(kept, 0) :]:
+                self._put(_detached(record))
             self._trim()
             self._maybe_compact()
 

@@ -15,6 +15,12 @@ How it keeps time:
   was stepped: fires that fell in between are *missed* and follow their task's
   catch-up policy, exactly as at start-up. A backward jump needs nothing: fires
   are anchored on the last handled slot, so none repeats.
+* Missed fires cost work per task, not per missed slot: they are counted, not
+  listed (:func:`kairosd.scheduling.firing.due_slots`). After a long stop (or
+  suspend) every task is due at once; the pass decides and records them
+  ``PASS_CHUNK`` at a time, and starts their deliveries and writes the store
+  only once all are recorded. At start-up this happens in the loop's first
+  tick, after the daemon said READY=1 (:meth:`Scheduler.start`).
 * A fire is recorded in the run ledger (one small fsynced append) before it is
   handed to its target, so a crash can lose a delivery but never repeat one;
   the run then shows as failed ("interrupted"), never as delivered. The task's
@@ -72,6 +78,10 @@ log = logging.getLogger(__name__)
 
 # Remembered first-fire-after answers (see Scheduler.next_fire); cleared when full.
 _FIRST_AFTER_CACHE = 4096
+# A pass decides and records at most this many tasks at a time (two fsynced appends each time). After a
+# long stop every task is due at once: one decision for 10,000 tasks held 20,000 records, and their JSON,
+# in memory together.
+PASS_CHUNK = 1000
 
 
 @dataclass(frozen=True)
@@ -124,7 +134,8 @@ class Scheduler:
         # Unjittered first fire after an anchor, by schedule: (cron, at, tz, anchor) -> Fire (see next_fire).
         self._first_after: dict[tuple[str | None, datetime | None, str, datetime], Fire | None] = {}
         self._anchors = Anchors(book, ledger, events, self.config.persist_delay_s, self._replan, self._set_aside)
-        # Why fires were missed, for tasks whose pass the run ledger refused (task id -> reason).
+        # Why fires were missed, for tasks whose pass the run ledger refused, or whose catch-up waits
+        # for the loop's first tick (see start): task id -> reason.
         self._unrecorded: dict[str, str] = {}
 
     # ---- planning -------------------------------------------------------
@@ -204,20 +215,27 @@ class Scheduler:
     def disabled_reason(self) -> str | None:
         return self.config.disabled_reason
 
-    async def start(self) -> None:
+    async def start(self, defer_catch_up: bool = False) -> None:
         """Catch the store up with the run ledger, plan every task, and handle what was
-        missed while kairosd was not running. Call after the ledger is loaded."""
+        missed while kairosd was not running. Call after the ledger is loaded.
+
+        With ``defer_catch_up`` the missed fires are left for the loop's first
+        tick (:meth:`run`): the daemon tells systemd it is ready first, so no
+        absence, however long, delays READY=1.
+        """
         self._last = (self.clock.now(), self.clock.monotonic())
         self._anchors.recover()
-        await self.admit(self.book, NOT_RUNNING)
+        await self.admit(self.book, NOT_RUNNING, defer=defer_catch_up)
         await self._anchors.persist_now()
         self._started = True
 
-    async def admit(self, tasks: Iterable[Task], missed_reason: str) -> None:
+    async def admit(self, tasks: Iterable[Task], missed_reason: str, defer: bool = False) -> None:
         """Plan tasks new to the loop: every task at start, or tasks just imported.
 
         Fires already due were missed (``missed_reason`` says why) and follow each
-        task's catch-up policy: the one rule for a restart and for an import.
+        task's catch-up policy: the one rule for a restart and for an import. With
+        ``defer`` they are planned as due now, with their reason kept, and the
+        next tick decides them.
         """
         now = self.clock.now()
         due: list[Task] = []
@@ -233,10 +251,13 @@ class Scheduler:
             if fire is None:
                 continue
             if fire.planned_for <= now and firing:
-                due.append(task)  # missed while kairosd was not running; the pass below plans it
-            else:
-                self._next[task.id] = fire
-                planned.append((fire.planned_for, next(seq), task.id))
+                # Missed while kairosd was not running: the pass below (or the next tick) handles it.
+                if not defer:
+                    due.append(task)
+                    continue
+                self._unrecorded[task.id] = missed_reason
+            self._next[task.id] = fire
+            planned.append((fire.planned_for, next(seq), task.id))
         heapq.heapify(planned)  # one O(n) heapify rather than a push per task
         self._wake.set()
         if due:
@@ -330,9 +351,9 @@ class Scheduler:
     async def _pass_disabled(self, now: datetime) -> None:
         """The kill switch is on: record what comes due as missed, saying why (see ``decide_disabled``)."""
         tasks = self._pop_due(now)
-        grace = self.config.catch_up_grace
-        due = [due_slots(task, self._anchors.anchor(task), now, grace) for task in tasks if not task.paused]
-        due = [item for item in due if item.slots]
+        grace, most = self.config.catch_up_grace, self.config.catch_up_max
+        due = [due_slots(task, self._anchors.anchor(task), now, grace, most) for task in tasks if not task.paused]
+        due = [item for item in due if item.count]
         await self._commit(decide_disabled(due, now, f"firing was disabled ({self.disabled_reason})"))
         for task in tasks:
             self._replan(task.id)
@@ -340,24 +361,48 @@ class Scheduler:
     async def _pass(self, now: datetime, missed_reason: str | None, tasks: list[Task] | None = None) -> None:
         if tasks is None:
             tasks = self._pop_due(now)
+        if len(tasks) <= PASS_CHUNK:
+            await self._pass_some(now, missed_reason, tasks)
+            return
+        # A big pass (every task after a long stop) is decided and recorded before its deliveries start
+        # and before the store is written: both would compete with it, and the loop be behind for longer.
+        self._dispatch.hold()
+        self._anchors.hold()
+        try:
+            for first in range(0, len(tasks), PASS_CHUNK):
+                if not await self._pass_some(now, missed_reason, tasks[first : first + PASS_CHUNK]):
+                    # The run ledger refused: the rest would be refused too. Keep why they were missed.
+                    for task in tasks[first + PASS_CHUNK :]:
+                        self._keep_reason(task.id, missed_reason, recorded=False)
+                        self._replan(task.id)
+                    return
+        finally:
+            self._anchors.release()
+            self._dispatch.release()
+
+    async def _pass_some(self, now: datetime, missed_reason: str | None, tasks: list[Task]) -> bool:
+        """Decide, record and start the due fires of ``tasks``; False when the run ledger refused them."""
         due = self._due(tasks, now)
-        pending = self._unrecorded
         decision = self._decide(due, now, missed_reason)
         recorded = await self._commit(decision)
         for item in due:
-            task_id = item.task.id
-            reason = missed_reason or pending.get(task_id)
-            if recorded or reason is None:
-                pending.pop(task_id, None)
-            else:
-                # Decided again next tick: keep why these fires were missed, or they would pass as late.
-                pending[task_id] = reason
-            self._replan(task_id)
+            self._keep_reason(item.task.id, missed_reason, recorded)
+            self._replan(item.task.id)
+        return recorded
+
+    def _keep_reason(self, task_id: str, missed_reason: str | None, recorded: bool) -> None:
+        pending = self._unrecorded
+        reason = missed_reason or pending.get(task_id)
+        if recorded or reason is None:
+            pending.pop(task_id, None)
+        else:
+            # Decided again next tick: keep why these fires were missed, or they would pass as late.
+            pending[task_id] = reason
 
     def _due(self, tasks: list[Task], now: datetime) -> list[Due]:
         """The due fires of each task; a task whose fires cannot be computed is set aside."""
-        grace, anchor = self.config.catch_up_grace, self._anchors.anchor
-        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace), self._set_aside)
+        grace, most, anchor = self.config.catch_up_grace, self.config.catch_up_max, self._anchors.anchor
+        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace, most), self._set_aside)
 
     def _decide(self, due: list[Due], now: datetime, missed_reason: str | None) -> Decision:
         """One decision for the pass; the tasks whose decision raises are set aside."""

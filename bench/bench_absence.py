@@ -1,0 +1,165 @@
+"""Start-up after a long absence: 10,000 ``*/5`` tasks last handled 7 days ago, against nothing missed.
+
+Each start spawns a real kairosd on a store written just before it. Two stores of
+the same 10,000 ``*/5`` tasks (UTC, the default inbox target):
+
+* **nothing missed** (the baseline): every task's last handled slot is the latest ``*/5`` slot;
+* **7 days away**: every task's last handled slot is that slot minus 7 days (2,016 missed
+  slots each, 20 million in all), with the catch-up policy ``once`` (the default: one catch-up
+  fire per task) or ``skip`` (record only).
+
+Figures, median of ``--repeats`` starts each:
+
+* spawn to first answer (kairosd answers once it has told systemd READY=1);
+* spawn to caught up: the first ``GET /v1/status`` (polled every 10 ms) whose next planned
+  fire is in the future, i.e. every missed fire was decided and every task is planned again;
+* RSS when caught up (psutil) and the peak RSS of the whole run up to then (``VmHWM``).
+
+Each start waits until at least 15 s remain before the next ``*/5`` slot, so no real slot
+comes due during it. Goal (issue 27): caught up after 7 days away within 2x the
+nothing-missed start, measured in the same run, and at most 100 MB.
+
+    python bench/bench_absence.py [--tasks 10000] [--repeats 3] [--policies once,skip]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psutil
+from _common import Row, bench_main, daemon, precompile, wait_for
+
+SLOT = timedelta(minutes=5)
+AWAY = timedelta(days=7)
+SAFE = timedelta(seconds=15)
+
+
+def latest_slot(now: datetime) -> datetime:
+    return now.replace(minute=now.minute - now.minute % 5, second=0, microsecond=0)
+
+
+def wait_for_a_quiet_slot() -> None:
+    """Sleep until the next */5 slot is at least SAFE away (a start must not meet a real slot)."""
+    while True:
+        now = datetime.now(UTC)
+        remaining = latest_slot(now) + SLOT - now
+        if remaining >= SAFE:
+            return
+        time.sleep(remaining.total_seconds() + 0.5)
+
+
+def write_absent_store(home: Path, n_tasks: int, away: timedelta, policy: str) -> None:
+    """``n_tasks`` */5 tasks whose last handled slot is the latest slot minus ``away``."""
+    from kairosd.core.clock import SystemClock
+    from kairosd.core.models import CatchUp, new_task
+    from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
+
+    anchor = latest_slot(datetime.now(UTC)) - away
+    tasks = [
+        new_task(
+            prompt=f"bench task {i}: summarise the open PRs",
+            created_at=anchor - timedelta(minutes=1),
+            tz="UTC",
+            cron="*/5 * * * *",
+            catch_up=CatchUp(policy),
+            task_id=f"{0x10000000 + i:08x}",
+        ).model_copy(update={"last_scheduled_for": anchor})
+        for i in range(n_tasks)
+    ]
+    JsonStore(home / "state" / "scheduled_tasks.json", SystemClock()).save(
+        StoreState(schema_version=SCHEMA_VERSION, tasks=tasks)
+    )
+
+
+def caught_up(status: dict[str, Any]) -> bool:
+    upcoming = status.get("next_fire")
+    if upcoming is None:
+        return False
+    return datetime.fromisoformat(upcoming["planned_for"]) > datetime.now(UTC)
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start_once(n_tasks: int, away: timedelta, policy: str) -> dict[str, float]:
+    """One start: seconds to first answer and to caught up, RSS then and peak RSS (MB)."""
+    wait_for_a_quiet_slot()
+    with daemon("kba") as d:
+        write_absent_store(d.home, n_tasks, away, policy)
+        first = d.start(timeout=600)
+        client = d.client()
+        t0 = time.perf_counter() - first
+        wait_for(lambda: caught_up(client.call("GET", "/v1/status")), 600, "kairosd to catch up")
+        done = time.perf_counter() - t0
+        assert d.proc is not None
+        pid = d.proc.pid
+        return {
+            "first": first,
+            "done": done,
+            "rss": psutil.Process(pid).memory_info().rss / 2**20,
+            "peak": peak_rss_mb(pid),
+        }
+
+
+def median_of(results: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in results)
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    precompile()
+    n = args.tasks
+    # Interleaved, so load on the shared machine falls on both alike.
+    plans = [("nothing missed", timedelta(0), "once")] + [
+        (f"7 days away, catch-up {p}", AWAY, p) for p in args.policies
+    ]
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in plans}
+    for _ in range(args.repeats):
+        for name, away, policy in plans:
+            results[name].append(start_once(n, away, policy))
+            if args.verbose:
+                print(name, results[name][-1], flush=True)
+    base = results["nothing missed"]
+    base_done = median_of(base, "done")
+    base_peak = median_of(base, "peak")
+    rows = [
+        Row(f"start, {n:,} */5 tasks, nothing missed", "spawn to caught up", base_done * 1e3, "ms",
+            "spawn to first answer", median_of(base, "first") * 1e3),
+    ]  # fmt: skip
+    for name, _, _ in plans[1:]:
+        res = results[name]
+        done, peak = median_of(res, "done"), median_of(res, "peak")
+        bench = f"start, {n:,} */5 tasks, {name}"
+        rows += [
+            Row(bench, "spawn to first answer", median_of(res, "first") * 1e3, "ms",
+                "nothing missed, spawn to first answer", median_of(base, "first") * 1e3),
+            Row(bench, "spawn to caught up", done * 1e3, "ms", "nothing missed, spawn to caught up",
+                base_done * 1e3, "<= 2x the baseline", done <= 2 * base_done),
+            Row(bench, "RSS when caught up", median_of(res, "rss"), "MB", "nothing missed, RSS then",
+                median_of(base, "rss")),
+            Row(bench, "peak RSS (VmHWM)", peak, "MB", "nothing missed, peak RSS", base_peak,
+                "<= 100 MB", peak <= 100),
+        ]  # fmt: skip
+    return rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--policies", type=lambda s: s.split(","), default=["once", "skip"])
+
+
+def main() -> int:
+    return bench_main(__doc__, add_arguments, run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
