@@ -41,6 +41,9 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     max_depth = 5                   # task nesting, 0..64            (env KAIROS_MAX_DEPTH)
     kill_grace = "10s"              # SIGTERM, then SIGKILL after this
     keep_finished = 1000            # finished background tasks kept (the oldest are pruned)
+    max_output = "1MiB"             # output logged per run (shell targets, background tasks): bytes,
+                                    # or with KiB, MiB, GiB (also KB, MB, GB); the rest is counted, then
+                                    # noted as cut at the end of the log
 
     [[hooks.task_completed]]        # task_created, task_completed, scheduled_task_fired,
     argv = ["notify-send", "kairos"]    # scheduled_task_missed, scheduled_task_expired
@@ -73,6 +76,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -127,6 +131,25 @@ def _seconds(value: Any) -> Any:
 
 
 Seconds = Annotated[float, BeforeValidator(_seconds)]
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 1000**2, "mb": 1000**2, "mib": 1 << 20,
+               "g": 1000**3, "gb": 1000**3, "gib": 1 << 30}  # fmt: skip
+
+
+def _bytes(value: Any) -> Any:
+    """A number of bytes, or a size such as ``512KiB``, ``1MiB`` or ``2MB``."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number of bytes or a size such as 512KiB or 1MiB")
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9]+)\s*([A-Za-z]*)\s*", value, re.ASCII)
+        unit = _SIZE_UNITS.get(match[2].lower()) if match else None
+        if match is None or unit is None:
+            raise ValueError(f"not a size: {value!r} (bytes, or a number with KiB, MiB, GiB, KB, MB or GB)")
+        return int(match[1]) * unit
+    return value
+
+
+Bytes = Annotated[int, BeforeValidator(_bytes)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
@@ -193,6 +216,7 @@ class Limits(_Section):
     max_depth: int = Field(default=defaults.MAX_DEPTH, ge=0, le=MAX_DEPTH_LIMIT)
     kill_grace: Seconds = Field(default=defaults.KILL_GRACE_S, gt=0, le=600)
     keep_finished: int = Field(default=defaults.KEEP_FINISHED, ge=1, le=1_000_000)
+    max_output: Bytes = Field(default=defaults.MAX_OUTPUT_BYTES, ge=1024, le=1 << 30)
 
 
 class HookCommand(_Section):

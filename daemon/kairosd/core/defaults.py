@@ -16,3 +16,4 @@ KILL_GRACE_S = 10.0  # SIGTERM to SIGKILL, for every process kairos stops
 TURN_TIMEOUT_S = 3600.0  # one background agent turn, unless the start asks for another
 KEEP_FINISHED = 1000  # finished background task records kept
 RUNS_PER_TASK = 50  # runs the run ledger keeps per scheduled task (KAIROS_RUNS_PER_TASK)
+MAX_OUTPUT_BYTES = 1 << 20  # output kept per run of a shell target or background task ([limits] max_output)

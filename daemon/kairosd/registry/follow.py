@@ -46,6 +46,14 @@ class Followers:
                 follower.lost = True
                 follower.queue.put_nowait({"lost": True, "note": "the follower fell behind; see kairos task logs"})
 
+    def skipped(self, task_id: str, count: int) -> None:
+        """``count`` lines were written to the log but not passed on live (a flood)."""
+        for follower in self._by_task.get(task_id, ()):
+            if not follower.lost and follower.queue.qsize() < FOLLOW_QUEUE:
+                follower.lost = True
+                note = f"{count} line(s) of a flood of output were not shown live; see kairos task logs"
+                follower.queue.put_nowait({"lost": True, "note": note})
+
     async def follow(
         self, task_id: str, log_path: Path, running: Callable[[], bool], status: Callable[[], str]
     ) -> AsyncIterator[dict[str, Any]]:

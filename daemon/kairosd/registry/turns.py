@@ -32,6 +32,9 @@ from kairosd.registry.model import MAX_LINE_CHARS, JobRecord, JobStatus, Progres
 from kairosd.registry.slots import Slots
 from kairosd.system.runner import ProcessResult, ProcessRun, ProcessSpec
 
+# Output lines of one chunk published live (events, followers); the log gets them all.
+LIVE_LINES_PER_CHUNK = 256
+
 # Named as before the registry was split into modules, so its log lines read as they did.
 log = logging.getLogger("kairosd.registry.registry")
 
@@ -130,8 +133,9 @@ class Turns:
         # No await between taking the slot and setting the process, so cancel() always finds one of the two.
         live.process = ProcessRun(
             self._process_spec(record, live.command),
-            functools.partial(self._on_line, task_id, live),
+            functools.partial(self._on_lines, task_id, live),
             kill_grace_s=self._limits.kill_grace_s,
+            max_output=self._limits.max_output,
             on_spawn=functools.partial(self._on_spawn, task_id),
         )
         ended = False
@@ -191,8 +195,17 @@ class Turns:
         self._book.apply(task_id, {"pid": pid, "pid_started": started})
         self._book.soon(self._book.save(task_id))
 
-    def _on_line(self, task_id: str, live: _Live, stream: str, line: str) -> None:
-        self._log_line(task_id, live, stream, line)
+    def _on_lines(self, task_id: str, live: _Live, stream: str, lines: list[str]) -> None:
+        """The lines of one chunk of output: logged in one write, fanned out within a budget."""
+        self._log_lines(task_id, live, stream, lines)
+        if stream == "stdout" and live.adapter is None:
+            # Only the last line shows as progress: the rest of the chunk needs no look.
+            self._progress(task_id, live, stream, lines[-1])
+            return
+        for line in lines:
+            self._progress(task_id, live, stream, line)
+
+    def _progress(self, task_id: str, live: _Live, stream: str, line: str) -> None:
         record = self._book.records[task_id]
         progress = record.progress
         parsed = None
@@ -225,18 +238,31 @@ class Turns:
             )
 
     def _log_line(self, task_id: str, live: _Live, stream: str, line: str) -> None:
+        self._log_lines(task_id, live, stream, [line])
+
+    def _log_lines(self, task_id: str, live: _Live, stream: str, lines: list[str]) -> None:
+        """Append ``lines`` to the log (one write) and pass on at most :data:`LIVE_LINES_PER_CHUNK` of them.
+
+        Each line keeps its ``seq`` (its number in the log); a chunk with more lines than the budget
+        publishes its first ones and tells followers that lines were skipped, so a flood costs the
+        event loop the same per chunk however short its lines are (issue 27).
+        """
         if live.log_fd is not None:
             try:
-                tasklog.append_line(live.log_fd, line)
+                tasklog.append_lines(live.log_fd, lines)
             except OSError as exc:
                 log.warning("task %s: cannot write its log (%s); not logging this turn further", task_id, exc)
                 os.close(live.log_fd)
                 live.log_fd = None
-        item = {"seq": live.seq, "stream": stream, "line": line}
-        live.seq += 1
         session = self._book.records[task_id].session
-        self._book.events.publish("task_notification", task_id=task_id, session=session, **item)
-        self._followers.tell(task_id, item)
+        first = live.seq
+        live.seq += len(lines)
+        for number, line in enumerate(lines[:LIVE_LINES_PER_CHUNK]):
+            item = {"seq": first + number, "stream": stream, "line": line}
+            self._book.events.publish("task_notification", task_id=task_id, session=session, **item)
+            self._followers.tell(task_id, item)
+        if len(lines) > LIVE_LINES_PER_CHUNK:
+            self._followers.skipped(task_id, len(lines) - LIVE_LINES_PER_CHUNK)
 
     def _outcome(self, task_id: str, live: _Live, result: ProcessResult) -> dict[str, Any]:
         """How the turn ended: turn fields and the task's new status."""

@@ -2,9 +2,12 @@
 
 The command runs in a new session (so it and everything it spawns share one
 process group), with stdin from a text (or /dev/null) and stdout and stderr on
-pipes. Each complete line goes to ``on_line(stream, line)`` as it arrives (the
-registry writes it to the task log and publishes it); the whole output is also
-kept, bounded, for the adapter's ``result()``. A timeout or :meth:`ProcessRun.stop`
+pipes. The complete lines of each chunk read go to ``on_lines(stream, lines)``
+as they arrive (the registry writes them to the task log and publishes them),
+up to the run's output cap (:class:`~kairosd.system.outputcap.OutputCap`: past
+it, output is read and counted, and one note line, stream ``kairos``, ends the
+run); the tail of the whole output is also kept, bounded, for the adapter's
+``result()``. A timeout or :meth:`ProcessRun.stop`
 ends the group: SIGTERM, a grace period, SIGKILL. Cancelling :meth:`ProcessRun.run`
 kills the group at once.
 
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kairosd.core import defaults
+from kairosd.system.outputcap import OutputCap
 from kairosd.system.procgroup import feed_stdin, signal_group, spawn_failure, terminate_group
 
 log = logging.getLogger(__name__)
@@ -38,7 +42,7 @@ MAX_KEPT_BYTES = {"stdout": 16 << 20, "stderr": 1 << 20}
 # After the leader exits, a leftover grandchild may hold the pipes open; read on this long, then give up.
 DRAIN_S = 2.0
 
-LineSink = Callable[[str, str], None]
+LineSink = Callable[[str, list[str]], None]
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class ProcessResult:
     timed_out: bool = False
     stopped: bool = False  # ended by stop()
     error: str | None = None  # why it could not start
+    discarded: int = 0  # output bytes past the cap, read and dropped
 
 
 @dataclass
@@ -84,14 +89,16 @@ class ProcessRun:
     def __init__(
         self,
         spec: ProcessSpec,
-        on_line: LineSink,
+        on_lines: LineSink,
         *,
         kill_grace_s: float = defaults.KILL_GRACE_S,
         on_spawn: Callable[[int], None] | None = None,
+        max_output: int = defaults.MAX_OUTPUT_BYTES,
     ) -> None:
         self.spec = spec
         self.pid: int | None = None
-        self._on_line = on_line
+        self._on_lines = on_lines
+        self._cap = OutputCap(max_output)
         self._on_spawn = on_spawn
         self._grace = kill_grace_s
         self._proc: asyncio.subprocess.Process | None = None
@@ -166,6 +173,9 @@ class ProcessRun:
             _, pending = await asyncio.wait(readers, timeout=DRAIN_S)
             for reader in pending:
                 reader.cancel()
+            note = self._cap.note()
+            if note is not None:
+                self._emit("kairos", [note])
         except asyncio.CancelledError:
             # Cancellation means "stop now": no grace period, the whole group is killed at once.
             await self._kill_and_reap(proc, readers)
@@ -191,6 +201,7 @@ class ProcessRun:
             kept["stderr"].text(),
             timed_out=timed_out,
             stopped=self._stop_requested,
+            discarded=self._cap.discarded,
         )
 
     @staticmethod
@@ -202,26 +213,38 @@ class ProcessRun:
             await proc.wait()  # reap it, so no zombie or open transport outlives the run
 
     async def _pump(self, stream: asyncio.StreamReader, name: str, kept: _Kept) -> None:
-        """Read ``stream`` to its end, passing on each line (a last one without newline too)."""
+        """Read ``stream`` to its end, passing on the lines of each chunk (a last one without newline too).
+
+        Bounded work per chunk: one call of the sink with at most :data:`READ_CHUNK` bytes of lines,
+        nothing at all past the cap, and a turn of the event loop between chunks.
+        """
         pending = b""
         while True:
             data = await stream.read(READ_CHUNK)
             if not data:
                 break
             kept.add(data)
-            pending += data
-            *lines, pending = pending.split(b"\n")
-            while len(pending) > MAX_LINE_BYTES:
-                lines.append(pending[:MAX_LINE_BYTES])
-                pending = pending[MAX_LINE_BYTES:]
-            for line in lines:
-                self._emit(name, line)
+            data = self._cap.take(data)
+            if data:
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                while len(pending) > MAX_LINE_BYTES:
+                    lines.append(pending[:MAX_LINE_BYTES])
+                    pending = pending[MAX_LINE_BYTES:]
+                if lines:
+                    self._emit(name, [_text(line) for line in lines])
+            # The stream's buffer may never run dry under a flood: let the API's callbacks run.
+            await asyncio.sleep(0)
         if pending:
-            self._emit(name, pending)
+            self._emit(name, [_text(pending)])
 
-    def _emit(self, name: str, raw: bytes) -> None:
+    def _emit(self, name: str, lines: list[str]) -> None:
         try:
-            self._on_line(name, raw.decode("utf-8", "replace").rstrip("\r"))
+            self._on_lines(name, lines)
         except Exception:
             # A broken sink must not stop reading: an unread pipe would block the command.
-            log.exception("handling an output line of %s failed", self.spec.argv[0])
+            log.exception("handling output lines of %s failed", self.spec.argv[0])
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace").rstrip("\r")

@@ -1,0 +1,100 @@
+"""The per-run output cap: what a command prints is kept up to a number of bytes, the rest is counted.
+
+Shell targets and background tasks share one rule (issue 27): a run's output
+(stdout and stderr together) is passed on up to ``limit`` bytes; what comes
+after is read, so the command never blocks on a full pipe, but only counted,
+and the run ends with one note saying what was cut (:meth:`OutputCap.note`).
+The cap is ``[limits] max_output`` in the config.
+
+:func:`pump_to_fd` is the shell target's reader: a pipe copied into a log file
+in chunks of at most :data:`READ_CHUNK` bytes, one ``write`` per chunk, so the
+event loop does bounded work per chunk however fast the command prints.
+
+Must not import the scheduler, the store, the server or the registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 64 << 10
+
+
+class OutputCap:
+    """Counts a run's output against ``limit`` bytes; :meth:`take` says how much of a chunk may pass."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.passed = 0
+        self.discarded = 0
+
+    def take(self, data: bytes) -> bytes:
+        """The part of ``data`` that fits under the cap (the rest is counted as discarded)."""
+        room = max(self.limit - self.passed, 0)
+        kept = data[:room]
+        self.passed += len(kept)
+        self.discarded += len(data) - len(kept)
+        return kept
+
+    def note(self) -> str | None:
+        """One line saying what was cut, or None if nothing was."""
+        if not self.discarded:
+            return None
+        return f"[kairos: output cut after {self.passed} bytes; {self.discarded} more bytes discarded]"
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+async def pump_to_fd(read_fd: int, write_fd: int, cap: OutputCap) -> None:
+    """Copy the pipe ``read_fd`` into ``write_fd`` until end of file, under ``cap``; closes ``read_fd``.
+
+    Output past the cap is read and dropped; the note goes at the end of the
+    file. A file that cannot be written any more is left alone: the pipe is
+    still drained. Cancelling stops reading at once (the note is still written).
+    """
+    loop = asyncio.get_running_loop()
+    writing = True
+    try:
+        os.set_blocking(read_fd, False)
+        while True:
+            try:
+                data = os.read(read_fd, READ_CHUNK)
+            except BlockingIOError:
+                readable: asyncio.Future[None] = loop.create_future()
+                loop.add_reader(read_fd, _resolve, readable)
+                try:
+                    await readable
+                finally:
+                    loop.remove_reader(read_fd)
+                continue
+            if not data:
+                break
+            kept = cap.take(data)
+            if kept and writing:
+                try:
+                    write_all(write_fd, kept)
+                except OSError as exc:
+                    log.warning("cannot write a run log (%s); its output is dropped from here on", exc)
+                    writing = False
+            # Let other callbacks run between chunks even when the pipe is never empty.
+            await asyncio.sleep(0)
+    finally:
+        os.close(read_fd)
+        note = cap.note()
+        if note is not None and writing:
+            with contextlib.suppress(OSError):
+                write_all(write_fd, f"\n{note}\n".encode())
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
