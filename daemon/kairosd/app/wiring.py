@@ -218,7 +218,12 @@ def build_app(
     )
     targets: dict[str, Delivery] = {
         "inbox": InboxDelivery(inbox, clock, on_item),
-        "shell": ShellDelivery(paths.data_dir / "runs", clock, kill_grace_s=settings.limits.kill_grace),
+        "shell": ShellDelivery(
+            paths.data_dir / "runs",
+            clock,
+            kill_grace_s=settings.limits.kill_grace,
+            max_output=settings.limits.max_output,
+        ),
         "webhook": WebhookDelivery.from_config(settings.webhook, clock),
         **background.deliveries,
     }

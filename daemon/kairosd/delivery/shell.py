@@ -3,8 +3,12 @@
 ``target["argv"]`` is executed directly (no shell unless the user wrote
 ``sh -c``) in its own session, so the command and everything it spawns share
 one process group that a timeout, a cancellation or :meth:`ShellDelivery.close`
-can signal as a whole. stdout and stderr go straight from the child into
-``<runs_dir>/<task_id>/<run_id>.log``; nothing is pumped through the daemon.
+can signal as a whole. stdout and stderr share one pipe that kairosd copies
+into ``<runs_dir>/<task_id>/<run_id>.log`` up to the output cap
+(:class:`~kairosd.system.outputcap.OutputCap`, ``[limits] max_output``): past
+it the output is read and counted, and the log ends with a note of what was
+cut. When the command exits, whatever it left running in its group is stopped
+too (TERM, grace, KILL).
 
 A run is ``delivered`` only when the command exits 0. Every ordinary failure
 (command not found, bad cwd, non-zero exit, signal, timeout) comes back as a
@@ -37,9 +41,21 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
 from kairosd.core.models import ShellTarget, Target
 from kairosd.delivery.base import Handoff, Result
-from kairosd.system.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
+from kairosd.system.outputcap import OutputCap, close_when_done, pump_to_fd
+from kairosd.system.procgroup import (
+    describe_exit,
+    feed_stdin,
+    group_alive,
+    signal_group,
+    spawn_failure,
+    terminate_group,
+)
 
 log = logging.getLogger(__name__)
+
+# After the command (and its group) ended, a process that left the group may still hold the output
+# pipe open: read on this long, then stop reading.
+DRAIN_S = 2.0
 
 # Results kept in memory for repeated deliveries of a run; older runs are still
 # protected by their log file, which is what a restarted daemon sees anyway.
@@ -71,10 +87,12 @@ class ShellDelivery:
         clock: Clock,
         kill_grace_s: float = defaults.KILL_GRACE_S,
         env: Mapping[str, str] | None = None,
+        max_output: int = defaults.MAX_OUTPUT_BYTES,
     ) -> None:
         self._runs_dir = runs_dir
         self._clock = clock
         self._kill_grace_s = kill_grace_s
+        self._max_output = max_output
         self._env = None if env is None else dict(env)
         self._running: dict[str, _Running] = {}
         self._pending: dict[str, asyncio.Future[Result]] = {}
@@ -149,7 +167,8 @@ class ShellDelivery:
         if problem:
             return self._failed(started_at, problem)
 
-        log_path = self._runs_dir / handoff.task_id / f"{handoff.run_id}.log"
+        task_id = handoff.task_id
+        log_path = self._runs_dir / task_id / f"{handoff.run_id}.log"
         try:
             log_fd = self._open_log(log_path)
         except FileExistsError:
@@ -170,33 +189,39 @@ class ShellDelivery:
             os.close(log_fd)
             return self._failed(started_at, f"the prompt cannot be passed on stdin: {exc.reason}")
         stdin_read, stdin_write = os.pipe()
+        out_read, out_write = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *spec.argv,
                 stdin=stdin_read,
-                stdout=log_fd,
-                stderr=log_fd,
+                stdout=out_write,
+                stderr=out_write,
                 cwd=spec.cwd,
                 env=self._child_env(handoff),
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:
             os.close(stdin_write)
+            os.close(out_read)
             reason = spawn_failure(exc, spec.argv[0], spec.cwd, big=" (the prompt is in KAIROS_PROMPT)")
             with contextlib.suppress(OSError):
                 os.write(log_fd, f"kairos: {reason}\n".encode())
+            os.close(log_fd)
             log.warning("shell run %s of task %s could not start: %s", handoff.run_id, handoff.task_id, reason)
             return self._failed(started_at, reason, output_path=str(log_path))
         except BaseException:
             os.close(stdin_write)
+            os.close(out_read)
+            os.close(log_fd)
             raise
         finally:
             # The child has its own copies now (or never started).
             os.close(stdin_read)
-            os.close(log_fd)
+            os.close(out_write)
 
         running = _Running(proc, proc.pid)  # a new session's leader leads its own group: pgid == pid
         self._running[handoff.run_id] = running
+        pump = asyncio.create_task(pump_to_fd(out_read, log_fd, OutputCap(self._max_output)))
         feeder: asyncio.Task[None] | None = None
         timed_out = False
         try:
@@ -220,6 +245,11 @@ class ShellDelivery:
                     spec.timeout_s,
                 )
                 await self._stop_group(running)
+            if group_alive(running.pgid):
+                # The command exited but left processes in its group: nothing it started outlives the run.
+                log.info("shell run %s of task %s left processes behind; stopping them", handoff.run_id, task_id)
+                await self._stop_group(running)
+            await asyncio.wait({pump}, timeout=DRAIN_S)
         except asyncio.CancelledError:
             # Cancellation means "stop now": no grace period, the whole group is killed at once.
             await _kill_and_reap(running)
@@ -238,6 +268,11 @@ class ShellDelivery:
             else:
                 feeder.cancel()  # its finally closes our end of the stdin pipe
             del self._running[handoff.run_id]
+            pump.cancel()  # a pipe still held open after the drain: stop reading, note the cut
+            try:
+                await asyncio.shield(_settle(pump))
+            finally:
+                close_when_done(pump, out_read, log_fd)  # never under a pump still running
 
         finished_at = self._clock.now()
         code = proc.returncode
@@ -308,6 +343,16 @@ async def _kill_and_reap(running: _Running) -> None:
     signal_group(running.pgid, signal.SIGKILL)
     with contextlib.suppress(asyncio.CancelledError):
         await running.proc.wait()  # reap it, so no zombie or open transport outlives the run
+
+
+async def _settle(task: asyncio.Task[None]) -> None:
+    """Wait for a cancelled task to finish its cleanup; its own errors are logged, not raised."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    except Exception:
+        log.exception("copying a shell run's output failed")
 
 
 def _spec(target: ShellTarget) -> _Spec:

@@ -55,11 +55,12 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 async def pump_to_fd(read_fd: int, write_fd: int, cap: OutputCap) -> None:
-    """Copy the pipe ``read_fd`` into ``write_fd`` until end of file, under ``cap``; closes ``read_fd``.
+    """Copy the pipe ``read_fd`` into ``write_fd`` until end of file, under ``cap``.
 
     Output past the cap is read and dropped; the note goes at the end of the
     file. A file that cannot be written any more is left alone: the pipe is
     still drained. Cancelling stops reading at once (the note is still written).
+    The caller closes both descriptors once this is done (see :func:`close_when_done`).
     """
     loop = asyncio.get_running_loop()
     writing = True
@@ -88,11 +89,24 @@ async def pump_to_fd(read_fd: int, write_fd: int, cap: OutputCap) -> None:
             # Let other callbacks run between chunks even when the pipe is never empty.
             await asyncio.sleep(0)
     finally:
-        os.close(read_fd)
         note = cap.note()
         if note is not None and writing:
             with contextlib.suppress(OSError):
                 write_all(write_fd, f"\n{note}\n".encode())
+
+
+def close_when_done(task: asyncio.Task[None], *fds: int) -> None:
+    """Close ``fds`` once ``task`` (a :func:`pump_to_fd`) has finished, now if it has."""
+
+    def close(_: object = None) -> None:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    if task.done():
+        close()
+    else:
+        task.add_done_callback(close)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
