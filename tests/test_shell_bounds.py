@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_shell_delivery import delivery, gone, handoff, kill_leftover, run, script, wait_until
+from test_shell_delivery import delivery, gone, handoff, kill_leftover, pid_in, run, script, wait_until
 
 CAP = 64 << 10
 
@@ -61,5 +61,41 @@ def test_processes_left_in_the_group_when_the_leader_exits_are_stopped(tmp_path:
         assert result.outcome == "delivered", result.reason
         left = int(pid_file.read_text())
         assert wait_until(lambda: gone(left)), "a process the command left in its group outlived the run"
+    finally:
+        kill_leftover(pid_file)
+
+
+# The leader starts a process that leaves its group and session (setsid), ignores SIGTERM, and exits.
+ESCAPER = """#!/bin/sh
+setsid sh -c 'trap "" TERM; echo $$ > "$1"; exec sleep 60' escaper "$1" &
+while [ ! -s "$1" ]; do sleep 0.02; done
+exit 0
+"""
+
+
+def test_a_process_that_left_the_group_with_setsid_is_stopped_at_the_end(tmp_path: Path) -> None:
+    escaper = script(tmp_path, "escaper.sh", ESCAPER)
+    pid_file = tmp_path / "escaped.pid"
+    shell = delivery(tmp_path, kill_grace_s=0.3)
+    try:
+        result = run(shell.deliver(handoff([str(escaper), str(pid_file)], timeout_s=30)))
+        assert result.outcome == "delivered", result.reason
+        escaped = int(pid_file.read_text())
+        assert wait_until(lambda: gone(escaped)), "a process that left the group with setsid outlived the run"
+    finally:
+        kill_leftover(pid_file)
+
+
+def test_a_setsid_escapee_is_stopped_on_timeout_too(tmp_path: Path) -> None:
+    pid_file = tmp_path / "escaped.pid"
+    argv = ["sh", "-c", f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 60' & exec sleep 60"]
+    shell = delivery(tmp_path, kill_grace_s=0.3)
+    try:
+        result = run(shell.deliver(handoff(argv, timeout_s=0.5)))
+        assert result.reason == "timed out after 0.5s (process group killed)"
+        assert wait_until(lambda: pid_in(pid_file) is not None)
+        escaped = pid_in(pid_file)
+        assert escaped is not None
+        assert wait_until(lambda: gone(escaped)), "a setsid child outlived its run's timeout"
     finally:
         kill_leftover(pid_file)

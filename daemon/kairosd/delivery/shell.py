@@ -8,7 +8,8 @@ into ``<runs_dir>/<task_id>/<run_id>.log`` up to the output cap
 (:class:`~kairosd.system.outputcap.OutputCap`, ``[limits] max_output``): past
 it the output is read and counted, and the log ends with a note of what was
 cut. When the command exits, whatever it left running in its group is stopped
-too (TERM, grace, KILL).
+too (TERM, grace, KILL), and so is what left the group (``setsid``), found by
+its ``KAIROS_RUN_ID`` (:func:`~kairosd.system.procgroup.find_strays`).
 
 A run is ``delivered`` only when the command exits 0. Every ordinary failure
 (command not found, bad cwd, non-zero exit, signal, timeout) comes back as a
@@ -45,9 +46,12 @@ from kairosd.system.outputcap import OutputCap, close_when_done, pump_to_fd
 from kairosd.system.procgroup import (
     describe_exit,
     feed_stdin,
+    find_strays,
     group_alive,
+    process_start,
     signal_group,
     spawn_failure,
+    stop_strays,
     terminate_group,
 )
 
@@ -73,6 +77,7 @@ class _Spec:
 class _Running:
     proc: asyncio.subprocess.Process
     pgid: int
+    since: float | None  # the leader's start: what it started began later
     stopping: bool = False  # set by close(): the run ends because the daemon shuts down
 
 
@@ -219,7 +224,8 @@ class ShellDelivery:
             os.close(stdin_read)
             os.close(out_write)
 
-        running = _Running(proc, proc.pid)  # a new session's leader leads its own group: pgid == pid
+        # A new session's leader leads its own group: pgid == pid.
+        running = _Running(proc, proc.pid, process_start(proc.pid))
         self._running[handoff.run_id] = running
         pump = asyncio.create_task(pump_to_fd(out_read, log_fd, OutputCap(self._max_output)))
         feeder: asyncio.Task[None] | None = None
@@ -249,17 +255,19 @@ class ShellDelivery:
                 # The command exited but left processes in its group: nothing it started outlives the run.
                 log.info("shell run %s of task %s left processes behind; stopping them", handoff.run_id, task_id)
                 await self._stop_group(running)
+            strays = await asyncio.to_thread(find_strays, "KAIROS_RUN_ID", handoff.run_id, running.since, running.pgid)
+            await stop_strays(strays, self._kill_grace_s)
             await asyncio.wait({pump}, timeout=DRAIN_S)
         except asyncio.CancelledError:
             # Cancellation means "stop now": no grace period, the whole group is killed at once.
-            await _kill_and_reap(running)
+            await _kill_and_reap(running, handoff.run_id)
             raise
         except Exception as exc:
             # kairos itself failed after the command started: nothing it started may outlive the run.
             log.exception(
                 "shell run %s of task %s failed in kairos; killing its process group", handoff.run_id, handoff.task_id
             )
-            await _kill_and_reap(running)
+            await _kill_and_reap(running, handoff.run_id)
             reason = f"target error: {exc!r} (process group killed)"
             return self._failed(started_at, reason, output_path=str(log_path))
         finally:
@@ -338,11 +346,13 @@ class ShellDelivery:
             self._results.popitem(last=False)
 
 
-async def _kill_and_reap(running: _Running) -> None:
-    """SIGKILL the whole group at once and reap its leader, even if we are cancelled meanwhile."""
+async def _kill_and_reap(running: _Running, run_id: str) -> None:
+    """SIGKILL the whole group (and what left it) at once and reap its leader, even if cancelled meanwhile."""
     signal_group(running.pgid, signal.SIGKILL)
     with contextlib.suppress(asyncio.CancelledError):
         await running.proc.wait()  # reap it, so no zombie or open transport outlives the run
+        strays = await asyncio.to_thread(find_strays, "KAIROS_RUN_ID", run_id, running.since, running.pgid)
+        await stop_strays(strays, 0, at_once=True)
 
 
 async def _settle(task: asyncio.Task[None]) -> None:

@@ -136,6 +136,7 @@ class Turns:
             functools.partial(self._on_lines, task_id, live),
             kill_grace_s=self._limits.kill_grace_s,
             max_output=self._limits.max_output,
+            marker="KAIROS_TASK_ID",  # what a turn starts carries it, also after leaving the group
             on_spawn=functools.partial(self._on_spawn, task_id),
         )
         ended = False

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import AsyncIterator
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,31 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+async def read_chunks(fd: int) -> AsyncIterator[bytes]:
+    """The data of the pipe ``fd`` until end of file, in chunks of at most :data:`READ_CHUNK` bytes.
+
+    Between two chunks the event loop gets a turn, even when the pipe is never empty.
+    The caller closes ``fd``.
+    """
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
+    while True:
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            readable: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(fd, _resolve, readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(fd)
+            continue
+        if not data:
+            return
+        yield data
+        await asyncio.sleep(0)
+
+
 async def pump_to_fd(read_fd: int, write_fd: int, cap: OutputCap) -> None:
     """Copy the pipe ``read_fd`` into ``write_fd`` until end of file, under ``cap``.
 
@@ -62,23 +88,9 @@ async def pump_to_fd(read_fd: int, write_fd: int, cap: OutputCap) -> None:
     still drained. Cancelling stops reading at once (the note is still written).
     The caller closes both descriptors once this is done (see :func:`close_when_done`).
     """
-    loop = asyncio.get_running_loop()
     writing = True
     try:
-        os.set_blocking(read_fd, False)
-        while True:
-            try:
-                data = os.read(read_fd, READ_CHUNK)
-            except BlockingIOError:
-                readable: asyncio.Future[None] = loop.create_future()
-                loop.add_reader(read_fd, _resolve, readable)
-                try:
-                    await readable
-                finally:
-                    loop.remove_reader(read_fd)
-                continue
-            if not data:
-                break
+        async for data in read_chunks(read_fd):
             kept = cap.take(data)
             if kept and writing:
                 try:
@@ -86,8 +98,6 @@ async def pump_to_fd(read_fd: int, write_fd: int, cap: OutputCap) -> None:
                 except OSError as exc:
                     log.warning("cannot write a run log (%s); its output is dropped from here on", exc)
                     writing = False
-            # Let other callbacks run between chunks even when the pipe is never empty.
-            await asyncio.sleep(0)
     finally:
         note = cap.note()
         if note is not None and writing:
