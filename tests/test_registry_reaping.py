@@ -65,3 +65,25 @@ def test_cancel_reaches_a_setsid_child_of_the_turn(tmp_path: Path) -> None:
         run(main())
     finally:
         kill_leftovers(tmp_path)
+
+
+def test_cancel_reports_a_task_that_ignored_sigterm_as_killed(tmp_path: Path) -> None:
+    """``kairos task cancel`` tells why it took the grace: the task was killed with SIGKILL."""
+    stubborn = ["sh", "-c", "trap '' TERM; echo $$ > in.pid; while :; do sleep 0.05; done"]
+
+    async def main() -> None:
+        reg = make_registry(tmp_path, kill_grace_s=0.3)
+        hard = await reg.start(StartSpec(kind=JobKind.SHELL, argv=stubborn, cwd=str(tmp_path)))
+        await asyncio.to_thread(wait_file, tmp_path / "in.pid")
+        soft = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["sleep", "60"], parent_id=hard.id))
+        await until(lambda: reg.get(soft.id).pid is not None, "the child's pid")
+        report = await reg.cancel_report(hard.id)
+        assert [r.id for r in report.cancelled] == [hard.id, soft.id]
+        assert report.killed == [hard.id]  # the child went at SIGTERM
+        assert reg.get(hard.id).status is JobStatus.CANCELLED
+        await reg.stop()
+
+    try:
+        run(main())
+    finally:
+        kill_leftovers(tmp_path)

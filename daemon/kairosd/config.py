@@ -214,7 +214,7 @@ class Agents(_Section):
 class Limits(_Section):
     max_concurrent: int = Field(default=defaults.MAX_CONCURRENT, ge=1, le=MAX_CONCURRENT_LIMIT)
     max_depth: int = Field(default=defaults.MAX_DEPTH, ge=0, le=MAX_DEPTH_LIMIT)
-    kill_grace: Seconds = Field(default=defaults.KILL_GRACE_S, gt=0, le=600)
+    kill_grace: Seconds = Field(default=defaults.KILL_GRACE_S, gt=0, le=defaults.MAX_KILL_GRACE_S)
     keep_finished: int = Field(default=defaults.KEEP_FINISHED, ge=1, le=1_000_000)
     max_output: Bytes = Field(default=defaults.MAX_OUTPUT_BYTES, ge=1024, le=1 << 30)
 

@@ -61,7 +61,7 @@ from kairosd.core.errors import ConflictError, UnavailableError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.registry import detached, recovery, rules
 from kairosd.registry.book import Book
-from kairosd.registry.cancel import Cancels
+from kairosd.registry.cancel import CancelReport, Cancels
 from kairosd.registry.follow import Followers
 from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import (
@@ -325,6 +325,10 @@ class Registry:
 
     async def cancel(self, task_id: str) -> list[JobRecord]:
         """Cancel the task and every descendant still going; returns those it cancelled (the task first)."""
+        return (await self._cancels.cancel(task_id)).cancelled
+
+    async def cancel_report(self, task_id: str) -> CancelReport:
+        """:meth:`cancel`, also saying which tasks ignored SIGTERM and were killed after the grace."""
         return await self._cancels.cancel(task_id)
 
     # ---- waiting ------------------------------------------------------------------

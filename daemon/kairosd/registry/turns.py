@@ -92,14 +92,15 @@ class Turns:
         live.handle.add_done_callback(self._tasks.discard)
         book.notify()
 
-    async def cancel(self, task_id: str) -> bool:
-        """Stop the turn in flight as cancelled and wait until its end is recorded; False if none."""
+    async def cancel(self, task_id: str) -> bool | None:
+        """Stop the turn in flight as cancelled and wait until its end is recorded; None if there was
+        none, else whether SIGKILL was needed (something outlived SIGTERM and the grace)."""
         live = self._live.get(task_id)
         if live is None:
-            return False
+            return None
         live.cancel_requested = True
         await self._halt(live)
-        return True
+        return live.process is not None and live.process.killed
 
     async def stop(self) -> None:
         """At shutdown: stop every turn in flight, then wait for all turns to record their end."""
