@@ -16,6 +16,10 @@ A run is ``delivered`` only when the command exits 0. Every ordinary failure
 failed :class:`~kairosd.delivery.base.Result` with a reason, never as an
 exception.
 
+Run logs go with the run history: :meth:`ShellDelivery.forget_runs` is the run
+ledger's eviction hook, :meth:`ShellDelivery.remove_task_logs` runs at ``kairos
+rm``, and :meth:`ShellDelivery.sweep` deletes at start-up what older versions left.
+
 Idempotence per ``run_id`` (the Delivery contract): a repeated ``deliver`` of
 the same run returns the first result (or waits for it, if still running), and
 after a daemon restart the existing run log tells us the command was already
@@ -30,12 +34,14 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from kairosd.core import defaults
 from kairosd.core.clock import Clock
@@ -79,6 +85,16 @@ class _Running:
     pgid: int
     since: float | None  # the leader's start: what it started began later
     stopping: bool = False  # set by close(): the run ends because the daemon shuts down
+
+
+class RunRef(Protocol):
+    """What names a run's log: a ledger's :class:`~kairosd.core.records.Run` will do."""
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def run_id(self) -> str: ...
 
 
 class ShellDelivery:
@@ -301,6 +317,47 @@ class ShellDelivery:
     async def _stop_group(self, running: _Running) -> None:
         """SIGTERM the group, give it ``kill_grace_s`` to go, SIGKILL what is left, reap the leader."""
         await terminate_group(running.pgid, self._kill_grace_s, running.proc.wait)
+
+    # ---- run logs ------------------------------------------------------------
+
+    def forget_runs(self, runs: Iterable[RunRef]) -> None:
+        """Delete the logs of runs the run history let go (blocking, one unlink each)."""
+        for run in runs:
+            if _bad_name(run.task_id, "task id") or _bad_name(run.run_id, "run id"):
+                continue
+            with contextlib.suppress(OSError):
+                (self._runs_dir / run.task_id / f"{run.run_id}.log").unlink()
+
+    def remove_task_logs(self, task_id: str) -> None:
+        """Delete every run log of a task (``kairos rm``); blocking."""
+        if _bad_name(task_id, "task id"):
+            return
+        shutil.rmtree(self._runs_dir / task_id, ignore_errors=True)
+
+    def sweep(self, known: Callable[[str], bool]) -> int:
+        """Delete the logs of runs the history does not know (let go before logs were pruned with it).
+
+        Call at start-up, before any run starts: a run is in the history before its log exists.
+        Returns how many were deleted.
+        """
+        removed = 0
+        try:
+            folders = list(os.scandir(self._runs_dir))
+        except FileNotFoundError:
+            return 0
+        for folder in folders:
+            if not folder.is_dir(follow_symlinks=False):
+                continue
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(folder.path):
+                    run_id, dot, ext = entry.name.rpartition(".")
+                    if dot and ext == "log" and not known(run_id):
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)
+                            removed += 1
+        if removed:
+            log.info("deleted %d run log(s) of runs no longer in the run history", removed)
+        return removed
 
     # ---- helpers -------------------------------------------------------------
 
