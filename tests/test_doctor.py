@@ -79,7 +79,13 @@ def test_agents_on_the_path_are_found_and_probed(bin_dir, home):
         "ok": True,
         "error": None,
     }
-    assert report["limits"] == {"max_concurrent": 4, "max_depth": 5, "kill_grace": 10.0, "keep_finished": 1000}
+    assert report["limits"] == {
+        "max_concurrent": 4,
+        "max_depth": 5,
+        "kill_grace": 10.0,
+        "keep_finished": 1000,
+        "max_output": 1 << 20,
+    }
     json.dumps(report)  # all plain data
 
 
@@ -281,7 +287,13 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     settings = local_report(env)["settings"]
-    assert settings["limits"] == {"max_concurrent": 3, "max_depth": 7, "kill_grace": 120.0, "keep_finished": 1000}
+    assert settings["limits"] == {
+        "max_concurrent": 3,
+        "max_depth": 7,
+        "kill_grace": 120.0,
+        "keep_finished": 1000,
+        "max_output": 1 << 20,
+    }
     assert settings["consolidation"] == {**settings["consolidation"], "mode": "agent", "min_user_turns": 3}
     assert settings["webhook"] == {**settings["webhook"], "secret": "**********", "max_attempts": 2, "timeout": 30.0}
     assert settings["agents"]["claude"]["timeout"] == 3600.0
@@ -289,7 +301,10 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
 
     assert run(["doctor"]) == 0
     out = capsys.readouterr().out
-    assert "  limits:        max_concurrent 3, max_depth 7, kill_grace 120, keep_finished 1000\n" in out
+    assert (
+        "  limits:        max_concurrent 3, max_depth 7, kill_grace 120, keep_finished 1000, max_output 1048576\n"
+        in out
+    )
     assert "  consolidation: enabled yes, min_interval_minutes 10, min_user_turns 3, mode agent," in out
     assert "  webhook:       secret **********, secret_file -, allow_non_loopback no," in out
     assert secret not in out
