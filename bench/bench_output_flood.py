@@ -6,7 +6,9 @@ and their logs grew without bound. A real kairosd in a temporary KAIROS_HOME; on
     baseline   GET /v1/status, median / p99 / max of N requests, nothing running
     flood      the same while four `yes` background tasks run (started with POST /v1/registry)
 
-and the bytes the four task logs hold at the end (each turn is capped at ``[limits] max_output``,
+the CPU kairosd uses in each phase (past the cap, output is read in 1 MiB chunks with a pause
+between them, so a flood is slowed rather than burning a core), and the bytes the four task logs
+hold at the end (each turn is capped at ``[limits] max_output``,
 1 MiB by default). Goal: the flood's p99 stays far below the hooks' 3 s (within 10x the baseline's).
 
     python bench/bench_output_flood.py [--requests N] [--floods F]
@@ -15,6 +17,7 @@ and the bytes the four task logs hold at the end (each turn is capped at ``[limi
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,18 +39,29 @@ def _latencies(client: object, n: int) -> list[float]:
     return times
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU time (user + system) of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(args: argparse.Namespace) -> list[Row]:
     precompile()
     with daemon("kf") as d:
         d.start()
+        assert d.proc is not None
         client = d.client()
+        cpu0, t0 = _cpu_s(d.proc.pid), time.perf_counter()
         base = _latencies(client, args.requests)
+        idle_cpu = (_cpu_s(d.proc.pid) - cpu0) / (time.perf_counter() - t0)
         ids = []
         for _ in range(args.floods):
             doc = client.call("POST", "/v1/registry", {"kind": "shell", "argv": ["yes"], "timeout_s": 600.0})
             ids.append(doc["task"]["id"])
         time.sleep(1.0)  # let the floods get going
+        cpu0, t0 = _cpu_s(d.proc.pid), time.perf_counter()
         flood = _latencies(client, args.requests)
+        flood_cpu = (_cpu_s(d.proc.pid) - cpu0) / (time.perf_counter() - t0)
         for task_id in ids:
             client.call("POST", f"/v1/registry/{task_id}/cancel")
         logs = sum(f.stat().st_size for f in (d.home / "data" / "tasks").glob("*.log"))
@@ -68,6 +82,16 @@ def run(args: argparse.Namespace) -> list[Row]:
                 met,
             )
         )
+    rows.append(
+        Row(
+            BENCH,
+            f"kairosd CPU, {args.floods} yes tasks",
+            flood_cpu * 100,
+            "% core",
+            "kairosd CPU, idle",
+            max(idle_cpu * 100, 0.1),
+        )
+    )
     rows.append(
         Row(
             BENCH,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -24,6 +25,8 @@ from collections.abc import AsyncIterator
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 64 << 10
+DRAIN_CHUNK = 1 << 20  # past the cap: read (and drop) in larger chunks
+DRAIN_PAUSE_S = 0.01  # ... with a pause between them: at most ~100 MiB/s is read to be dropped
 
 
 class OutputCap:
@@ -55,17 +58,38 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-async def read_chunks(fd: int) -> AsyncIterator[bytes]:
+class Chunks:
     """The data of the pipe ``fd`` until end of file, in chunks of at most :data:`READ_CHUNK` bytes.
 
     Between two chunks the event loop gets a turn, even when the pipe is never empty.
-    The caller closes ``fd``.
+    :meth:`drain` switches to discarding a flood: the pipe is widened and read in
+    chunks of :data:`DRAIN_CHUNK` with a pause of :data:`DRAIN_PAUSE_S` between
+    them, so output past the cap costs kairosd little CPU (the command waits on
+    its full pipe meanwhile). The caller closes ``fd``.
     """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = READ_CHUNK
+
+    def drain(self) -> None:
+        if self.size == DRAIN_CHUNK:
+            return
+        self.size = DRAIN_CHUNK
+        with contextlib.suppress(OSError, AttributeError):  # Linux only, and capped by pipe-max-size
+            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, DRAIN_CHUNK)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return _read(self)
+
+
+async def _read(chunks: Chunks) -> AsyncIterator[bytes]:
+    fd = chunks.fd
     loop = asyncio.get_running_loop()
     os.set_blocking(fd, False)
     while True:
         try:
-            data = os.read(fd, READ_CHUNK)
+            data = os.read(fd, chunks.size)
         except BlockingIOError:
             readable: asyncio.Future[None] = loop.create_future()
             loop.add_reader(fd, _resolve, readable)
@@ -77,7 +101,9 @@ async def read_chunks(fd: int) -> AsyncIterator[bytes]:
         if not data:
             return
         yield data
-        await asyncio.sleep(0)
+        # Draining: a pause lets the pipe fill, so a command flooding past the cap is slowed to
+        # about DRAIN_CHUNK / DRAIN_PAUSE_S instead of costing kairosd a core until its timeout.
+        await asyncio.sleep(DRAIN_PAUSE_S if chunks.size == DRAIN_CHUNK else 0)
 
 
 async def pump_to_fd(read_fd: int, write_fd: int, cap: OutputCap) -> None:
@@ -89,9 +115,12 @@ async def pump_to_fd(read_fd: int, write_fd: int, cap: OutputCap) -> None:
     The caller closes both descriptors once this is done (see :func:`close_when_done`).
     """
     writing = True
+    chunks = Chunks(read_fd)
     try:
-        async for data in read_chunks(read_fd):
+        async for data in chunks:
             kept = cap.take(data)
+            if cap.discarded:
+                chunks.drain()
             if kept and writing:
                 try:
                     write_all(write_fd, kept)

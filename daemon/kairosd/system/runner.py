@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kairosd.core import defaults
-from kairosd.system.outputcap import OutputCap, close_when_done, read_chunks
+from kairosd.system.outputcap import Chunks, OutputCap, close_when_done
 from kairosd.system.procgroup import (
     feed_stdin,
     find_strays,
@@ -257,10 +257,12 @@ class ProcessRun:
         nothing at all past the cap, and a turn of the event loop between chunks.
         """
         pending = b""
-        async for chunk in read_chunks(fd):
+        chunks = Chunks(fd)
+        async for chunk in chunks:
             kept.add(chunk)
             data = self._cap.take(chunk)
             if not data:
+                chunks.drain()  # past the cap: read and drop in larger chunks
                 continue
             pending += data
             *lines, pending = pending.split(b"\n")
