@@ -90,8 +90,9 @@ def test_several_floods_leave_the_loop_free_for_other_work(tmp_path: Path) -> No
             worst = max(worst, loop.time() - before)
         for task in tasks:
             await reg.cancel(task.id)
-        # Generous: a loop held by a chunk of 32 Ki lines at a time took seconds here before the fix.
-        assert worst < 1.0, worst
+        # Generous (a shared machine): with every line published on its own, `kairos status` took 16 s
+        # under four floods (bench/bench_output_flood.py); the count of work per tick is pinned above.
+        assert worst < 2.0, worst
         await reg.stop()
         return [reg.get(task.id).log_path for task in tasks]
 
