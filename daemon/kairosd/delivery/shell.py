@@ -52,12 +52,12 @@ from kairosd.system.outputcap import OutputCap, close_when_done, pump_to_fd
 from kairosd.system.procgroup import (
     describe_exit,
     feed_stdin,
-    find_strays,
     group_alive,
     process_start,
     signal_group,
     spawn_failure,
     stop_strays,
+    strays_of,
     terminate_group,
 )
 
@@ -271,7 +271,7 @@ class ShellDelivery:
                 # The command exited but left processes in its group: nothing it started outlives the run.
                 log.info("shell run %s of task %s left processes behind; stopping them", handoff.run_id, task_id)
                 await self._stop_group(running)
-            strays = await asyncio.to_thread(find_strays, "KAIROS_RUN_ID", handoff.run_id, running.since, running.pgid)
+            strays = await strays_of("KAIROS_RUN_ID", handoff.run_id, running.since, running.pgid)
             await stop_strays(strays, self._kill_grace_s)
             await asyncio.wait({pump}, timeout=DRAIN_S)
         except asyncio.CancelledError:
@@ -408,7 +408,7 @@ async def _kill_and_reap(running: _Running, run_id: str) -> None:
     signal_group(running.pgid, signal.SIGKILL)
     with contextlib.suppress(asyncio.CancelledError):
         await running.proc.wait()  # reap it, so no zombie or open transport outlives the run
-        strays = await asyncio.to_thread(find_strays, "KAIROS_RUN_ID", run_id, running.since, running.pgid)
+        strays = await strays_of("KAIROS_RUN_ID", run_id, running.since, running.pgid)
         await stop_strays(strays, 0, at_once=True)
 
 

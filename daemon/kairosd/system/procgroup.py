@@ -19,6 +19,7 @@ process ids and file descriptors only.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import errno
 import logging
@@ -96,7 +97,7 @@ def find_strays(name: str, value: str, since: float | None, group: int) -> list[
     """This user's processes started at or after ``since`` (outside ``group``) whose environment has
     ``name=value`` and ``KAIROS_SPAWNED=1``: what a run started and that left its group.
 
-    Blocking (it reads /proc): call it in a thread. Only processes started since the run began
+    Blocking (it reads /proc): call it through :func:`strays_of`. Only processes started since the run began
     have their environment read, so the cost is a listing of /proc and a few small reads.
     """
     import psutil
@@ -119,6 +120,19 @@ def find_strays(name: str, value: str, since: float | None, group: int) -> list[
         if env.get(name) == value and env.get("KAIROS_SPAWNED") == "1":
             found.append(proc.pid)
     return found
+
+
+_scanner: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+async def strays_of(name: str, value: str, since: float | None, group: int) -> list[int]:
+    """:func:`find_strays` on a thread of its own: never queued with the store's writes in the
+    default pool, and one scan at a time however many runs end together."""
+    global _scanner
+    if _scanner is None:
+        _scanner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kairos-strays")
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_scanner, find_strays, name, value, since, group)
 
 
 async def stop_strays(pids: list[int], grace_s: float, *, at_once: bool = False) -> bool:

@@ -36,12 +36,12 @@ from kairosd.core import defaults
 from kairosd.system.outputcap import Chunks, OutputCap, close_when_done
 from kairosd.system.procgroup import (
     feed_stdin,
-    find_strays,
     group_alive,
     process_start,
     signal_group,
     spawn_failure,
     stop_strays,
+    strays_of,
     terminate_group,
 )
 
@@ -238,7 +238,7 @@ class ProcessRun:
                 self.killed |= await terminate_group(pgid, self._grace)
         value = self.spec.env.get(self._marker) if self._marker else None
         if self._marker and value:
-            strays = await asyncio.to_thread(find_strays, self._marker, value, self._since, pgid)
+            strays = await strays_of(self._marker, value, self._since, pgid)
             if strays:
                 self.killed |= await stop_strays(strays, self._grace, at_once=at_once)
 
