@@ -3,7 +3,9 @@
 A follower registers before it reads the backlog, so no line falls in between;
 ``seq`` (the line's number in the log) drops the lines it then sees twice. Each
 follower has a bounded queue: one that falls behind gets a single "lost" note
-and misses lines until it catches up, and never slows a running task.
+and misses lines until it catches up, and never slows a running task. A flood
+(a chunk of output with more lines than the turn passes on live) also gets a
+"lost" note for the lines only the log has (:meth:`Followers.skipped`).
 
 Must not import the registry's state, the scheduler or the server.
 """

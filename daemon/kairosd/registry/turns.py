@@ -2,11 +2,14 @@
 
 A turn waits for a slot (:class:`~kairosd.registry.slots.Slots`), is written
 durably as started, then runs its process (:class:`~kairosd.system.runner.ProcessRun`)
-with the task's ``KAIROS_*`` environment. Each output line goes to the task log,
-to log followers and out as a ``task_notification``; what the adapter makes of
-it updates the progress (``task_progress``, in memory until the turn ends). The
-outcome (:mod:`~kairosd.registry.rules`) is recorded, then the slot and the
-turn are let go in one step. A turn is stopped by a cancel or at shutdown.
+with the task's ``KAIROS_*`` environment. Each output line goes to the task log
+(one write per chunk read, up to the turn's output cap); at most
+:data:`LIVE_LINES_PER_CHUNK` lines of a chunk go to log followers and out as
+``task_notification`` events, so a flood costs the event loop a bounded amount
+per chunk. What the adapter makes of each line updates the progress
+(``task_progress``, in memory until the turn ends). The outcome
+(:mod:`~kairosd.registry.rules`) is recorded, then the slot and the turn are
+let go in one step. A turn is stopped by a cancel or at shutdown.
 
 Must not import the registry's use-cases (:mod:`~kairosd.registry.registry`),
 the scheduler or the server.

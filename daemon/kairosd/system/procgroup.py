@@ -9,8 +9,8 @@ marker every run puts in its environment (``KAIROS_RUN_ID`` of a shell run,
 ``KAIROS_TASK_ID`` of a background task's turn) and :func:`stop_strays` ends
 them the same way, so a run's end reaches everything it started however it
 ends (issue 27). A process that rewrites or clears its environment escapes
-this; nothing short of a cgroup would catch it. :func:`feed_stdin` writes a text into a child's stdin
-pipe without ever blocking the event loop.
+this; nothing short of a cgroup would catch it. :func:`feed_stdin` writes a
+text into a child's stdin pipe without ever blocking the event loop.
 
 Must not import the scheduler, the store, the server or the registry: it knows
 process ids and file descriptors only.
@@ -97,8 +97,8 @@ def find_strays(name: str, value: str, since: float | None, group: int) -> list[
     """This user's processes started at or after ``since`` (outside ``group``) whose environment has
     ``name=value`` and ``KAIROS_SPAWNED=1``: what a run started and that left its group.
 
-    Blocking (it reads /proc): call it through :func:`strays_of`. Only processes started since the run began
-    have their environment read, so the cost is a listing of /proc and a few small reads.
+    Blocking (it reads /proc): call it through :func:`strays_of`. Only processes started since the
+    run began have their environment read, so the cost is a listing of /proc and a few small reads.
     """
     import psutil
 
