@@ -541,3 +541,26 @@ def test_a_board_change_prints_the_entry_or_with_json_the_answer(fake, capsys):
         {"cwd": str(Path.cwd()), "pinned": False},
         {"cwd": str(Path.cwd()), "pinned": False},
     ]
+
+
+def test_cancel_waits_out_the_kill_grace_and_says_what_was_killed(fake, capsys, monkeypatch):
+    """The red-team case: a task ignoring SIGTERM made cancel exit 1 after 10 s although it was cancelled.
+
+    The daemon answers once every process is gone, after the kill grace (10 s by default, the
+    client's ordinary timeout). Here the ordinary timeout is 0.2 s and the answer takes 0.6 s.
+    """
+    import time
+
+    from kairos.client import Client
+
+    monkeypatch.setattr(Client.__init__, "__defaults__", (None, 0.2, None))
+
+    def slow(_req: Any) -> tuple[int, dict[str, Any]]:
+        time.sleep(0.6)  # the kill grace, as the daemon sits it out
+        body = {"task": _task(status="cancelled"), "cancelled": [TASK_ID], "killed": [TASK_ID], "kill_grace_s": 10.0}
+        return 200, body
+
+    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = slow
+    code, out, err = _run(capsys, "cancel", TASK_ID)
+    assert (code, err) == (0, "")
+    assert out == f"cancelled {TASK_ID}\n{TASK_ID} ignored SIGTERM: killed with SIGKILL after the 10s grace\n"

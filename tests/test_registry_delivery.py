@@ -107,6 +107,9 @@ def test_a_run_interrupted_by_shutdown_is_failed_and_close_refuses_new_runs(tmp_
         delivery = AgentDelivery(reg, reg._clock)
         pending = asyncio.create_task(delivery.deliver(_job(prompt=f"hang:{tmp_path / 'pid'}")))
         await until(lambda: bool(reg.list_tasks()) and reg.list_tasks()[0].pid is not None, "the agent to run")
+        # The pid's change woke the delivery's wait; one turn of the loop lets it look and wait again, else
+        # it would look only once the shutdown began, and give up on a turn that is about to record its end.
+        await asyncio.sleep(0)
         await delivery.close()
         await reg.stop()
         result = await pending

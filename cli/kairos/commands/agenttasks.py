@@ -91,7 +91,8 @@ def register(subparsers: Any) -> None:
         "cancel",
         "cancel a task and its descendants",
         "Cancel a task and every task it started (recursively): running process groups get SIGTERM, "
-        "then SIGKILL after a grace period. A completed, failed or cancelled task cannot be cancelled.",
+        "then SIGKILL after a grace period ([limits] kill_grace; the answer says which were killed so). "
+        "A completed, failed or cancelled task cannot be cancelled.",
         "kairos task cancel t0a1b2c3d4e",
     )
     cancel.add_argument("id", metavar="ID")
@@ -460,11 +461,20 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    doc = _client().call("POST", _path(args.id, "cancel"))
+    from kairos.client import Client
+    from kairosd.core.defaults import MAX_KILL_GRACE_S
+
+    # The answer comes once every process is gone: after the kill grace, if one ignores SIGTERM.
+    doc = Client(timeout=MAX_KILL_GRACE_S + POLL_MARGIN_S).call("POST", _path(args.id, "cancel"))
     if printed_json(args, doc):
         return 0
     others = [t for t in doc.get("cancelled") or [] if t != args.id]
     print(f"cancelled {args.id}" + (f" and {len(others)} descendant(s): {', '.join(others)}" if others else ""))
+    killed = doc.get("killed") or []
+    if killed:
+        grace = doc.get("kill_grace_s")
+        after = f" after the {grace:g}s grace" if isinstance(grace, int | float) else ""
+        print(f"{', '.join(killed)} ignored SIGTERM: killed with SIGKILL{after}")
     return 0
 
 

@@ -91,8 +91,15 @@ class _Routes:
         return Response(200, body)
 
     async def cancel(self, req: Request, m: re.Match[str]) -> Response:
-        cancelled = await self.registry.cancel(m["id"])
-        return Response(200, {"task": view(cancelled[0]), "cancelled": [r.id for r in cancelled]})
+        report = await self.registry.cancel_report(m["id"])
+        body = {
+            "task": view(report.cancelled[0]),
+            "cancelled": [r.id for r in report.cancelled],
+            # Ignored SIGTERM for the whole grace: killed with SIGKILL (why the cancel took that long).
+            "killed": report.killed,
+            "kill_grace_s": self.registry.limits.kill_grace_s,
+        }
+        return Response(200, body)
 
     @typed(SendRequest)
     async def send(self, req: Request, m: re.Match[str]) -> Response:

@@ -9,6 +9,7 @@ Must not import the server or the CLI.
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import os
 from collections.abc import Callable, Mapping
@@ -62,8 +63,10 @@ class Service:
         default_tz: str,
         info: dict[str, Any] | None = None,
         extra_status: dict[str, Callable[[], Any]] | None = None,
+        remove_logs: Callable[[str], None] | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.remove_logs = remove_logs  # deletes a removed task's run logs (blocking)
         self.book = scheduler.book
         self.inbox = inbox
         self.clock = clock
@@ -281,6 +284,10 @@ class Service:
         await self.book.commit()
         for task_id in task_ids:
             self.events.publish("task_removed", task_id=task_id, reason="removed")
+        if self.remove_logs is not None:
+            remove = self.remove_logs
+            # Its run history stays (it outlives tasks), but `rm` means the output goes too.
+            await asyncio.to_thread(lambda: [remove(task_id) for task_id in task_ids])
         return task_ids
 
     async def set_paused(self, task_id: str, paused: bool) -> dict[str, Any]:
