@@ -320,10 +320,43 @@ def test_add_shell_target(fake, capsys, home, monkeypatch):
     }
 
 
-def test_add_cmd_implies_shell(fake, capsys):
+@pytest.mark.parametrize(("given", "seconds"), [("30", 30.0), ("2.5", 2.5), ("5m", 300.0), ("1h30m", 5400.0)])
+def test_add_timeout_takes_a_duration(fake, capsys, given, seconds):
+    """Issue 24, item 11: `--timeout 5m` failed with argparse's "invalid float value"."""
+    body = _add_body(fake, capsys, "--every", "1h", "--cmd", "true", "--timeout", given, "x")
+    assert body["target"]["timeout_s"] == seconds
+
+
+def test_add_cmd_implies_shell(fake, capsys, home, monkeypatch):
     """--cmd alone picks the shell target."""
+    monkeypatch.chdir(home)
     body = _add_body(fake, capsys, "--every", "1h", "--cmd", "true", "x")
-    assert body["target"] == {"kind": "shell", "argv": ["true"]}
+    assert body["target"] == {"kind": "shell", "argv": ["true"], "cwd": str(home)}
+
+
+@pytest.mark.parametrize("argv", [["--cmd", "true"], ["--agent", "claude"]])
+def test_add_without_cwd_records_the_folder_add_ran_in(fake, capsys, home, monkeypatch, argv):
+    """Issue 24, item 1: without --cwd the task ran in kairosd's folder (/); it runs where `add` ran,
+    as `kairos task start` does, and the folder is in the task."""
+    work = home / "proj"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    body = _add_body(fake, capsys, "--every", "1h", *argv, "x")
+    assert body["target"]["cwd"] == str(work)
+
+
+def test_add_help_names_the_default_folder(capsys):
+    with pytest.raises(SystemExit):
+        run(["add", "--help"])
+    assert "default: the folder you run add in" in " ".join(capsys.readouterr().out.split())
+
+
+def test_show_names_the_folder_of_a_task_stored_without_one(fake, capsys):
+    """A task stored without cwd (an old store, an API client) says where it runs: the home folder."""
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(target={"kind": "agent", "agent": "claude"})})
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert code == 0
+    assert "target:      agent: claude, in ~ (no folder recorded: the home folder)\n" in out
 
 
 def test_add_prompt_from_stdin_must_be_utf8(fake, capsys, monkeypatch):

@@ -339,3 +339,20 @@ def test_invalid_target_is_failed(tmp_path: Path) -> None:
 
     assert result.outcome == "failed"
     assert result.reason == "not a shell target: inbox"
+
+
+def test_a_target_without_a_folder_runs_in_home_not_in_kairosds_folder(tmp_path: Path, monkeypatch) -> None:
+    """Issue 24, item 1: a shell target stored without cwd ran in kairosd's folder (``/`` under systemd).
+    It runs in $HOME, as crontab and systemd user units do."""
+    echo = script(tmp_path, "echo.py", ECHO)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.chdir("/")
+    shell = delivery(tmp_path, env={"PATH": os.environ["PATH"], "HOME": str(home)})
+
+    result = run(shell.deliver(handoff([str(echo)])))
+
+    assert result.outcome == "delivered"
+    text = (tmp_path / "runs" / TASK_ID / "r000000000001.log").read_text(encoding="utf-8")
+    seen = json.loads(next(line for line in text.splitlines() if line.startswith("{")))
+    assert seen["cwd"] == str(home)

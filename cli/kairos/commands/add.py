@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from kairos.commands.common import client, local_zone, make_parser
+from kairos.commands.common import client, local_zone, make_parser, seconds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,8 +94,17 @@ def register(subparsers: Any) -> None:
         help="agent target: run this agent headlessly on each fire (claude, codex, ...). Implies --target agent",
     )
     where.add_argument("--model", metavar="MODEL", help="agent target: the agent's model")
-    where.add_argument("--cwd", metavar="DIR", help="shell or agent target: working directory (made absolute here)")
-    where.add_argument("--timeout", type=float, metavar="SECONDS", help="shell or agent target: kill after this long")
+    where.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="shell or agent target: working directory (default: the folder you run add in; recorded in the task)",
+    )
+    where.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="DURATION",
+        help="shell, agent or webhook target: give up after this long (5m, 90s, 600)",
+    )
     live = add.add_argument_group(
         "live session target (--session-target, --project or --user-session; each implies --target session)",
         "The prompt goes into a live agent session at its next turn, through kairos' hooks "
@@ -151,7 +160,7 @@ def _allow_intermixed(parser: argparse.ArgumentParser) -> None:
     setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
 
 
-VALUE_OPTIONS = ("--in", "--every", "--at", "--expires", "--jitter")
+VALUE_OPTIONS = ("--in", "--every", "--at", "--expires", "--jitter", "--timeout")
 
 
 def _glue_values(args: Any) -> Any:
@@ -307,14 +316,26 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
         if not argv:
             raise UsageError("--cmd is empty: give the command to run, e.g. --cmd 'notify-send kairos'")
         target = {"kind": "shell", "argv": argv}
-    if args.cwd:
-        # The daemon's working directory is not the user's: resolve it here.
-        target["cwd"] = os.path.abspath(os.path.expanduser(args.cwd))
+    # The daemon's working directory is not the user's: resolve it here. Without --cwd the task runs
+    # in the folder `add` ran in, as `kairos task start` does, and the folder is recorded in the task.
+    target["cwd"] = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else _here()
     if args.timeout is not None:
         if not args.timeout > 0:
             raise UsageError("--timeout must be more than 0 seconds")
         target["timeout_s"] = args.timeout
     return target
+
+
+def _here() -> str:
+    """The folder ``add`` runs in, for a shell or agent target without ``--cwd``."""
+    import os
+
+    from kairosd.core.errors import UsageError
+
+    try:
+        return os.getcwd()
+    except OSError:
+        raise UsageError("the current folder is gone (removed?): give the target's folder with --cwd DIR") from None
 
 
 def _session_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser, print_block, print_listing, printed_json, whole_number
+from kairos.commands.common import make_parser, print_block, print_listing, printed_json, seconds, whole_number
 
 if TYPE_CHECKING:
     from kairos.client import Client
@@ -70,7 +70,9 @@ def register(subparsers: Any) -> None:
         "kairos task wait t0a1b2c3d4e\n  kairos task wait t0a1b2c3d4e --timeout 60 --since-turn 1",
     )
     wait.add_argument("id", metavar="ID")
-    wait.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long (default: never)")
+    wait.add_argument(
+        "--timeout", type=seconds, metavar="DURATION", help="give up after this long: 10m, 90s, 600 (default: never)"
+    )
     wait.add_argument("--since-turn", type=whole_number, metavar="N", help="wait for a turn numbered above N")
     wait.set_defaults(handler=cmd_wait)
 
@@ -152,7 +154,7 @@ def _register_start(verbs: Any) -> None:
     start.add_argument("--cwd", metavar="DIR", help="working directory (default: this one)")
     start.add_argument("--session", metavar="NAME", help="the session the work is for")
     start.add_argument("--model", metavar="MODEL", help="the agent's model")
-    start.add_argument("--timeout", type=float, metavar="SECONDS", help="kill a turn after this long")
+    start.add_argument("--timeout", type=seconds, metavar="DURATION", help="kill a turn after this long (5m, 90s, 600)")
     start.add_argument("--permission-mode", choices=PERMISSION_MODES, help="narrow the permission mode")
     start.add_argument("--allow-tool", action="append", metavar="TOOL", help="allow only these tools (repeatable)")
     start.add_argument("--deny-tool", action="append", metavar="TOOL", help="deny this tool (repeatable)")

@@ -187,3 +187,22 @@ def whole_number(text: str) -> int:
     if not (digits.isascii() and digits.isdigit() and len(digits) <= 12):
         raise argparse.ArgumentTypeError(f"expected a whole number in ASCII digits, not {text[:40]!r}")
     return int(text)
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type`` for a timeout: a duration as everywhere else in kairos (``90s``, ``5m``,
+    ``1h30m``) or a plain number of seconds (``600``, ``2.5``; ``0`` too, for the verbs that take it)."""
+    import argparse
+    import re
+
+    raw = text.strip()
+    # ASCII only: float() also reads "٣" and "1_000", and "nan"/"inf" are not timeouts.
+    if re.fullmatch(r"\d+(?:\.\d+)?", raw, re.ASCII):
+        return float(raw)
+    from kairosd.core.errors import InvalidTimeError
+    from kairosd.core.schedule.durations import parse_duration
+
+    try:
+        return parse_duration(raw)
+    except InvalidTimeError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None

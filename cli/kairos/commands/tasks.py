@@ -293,6 +293,8 @@ def _target_detail(target: Any) -> str:
         parts = [f"shell: {shlex.join(str(a) for a in target.get('argv') or [])}"]
     if target.get("cwd"):
         parts.append(f"in {target['cwd']}")
+    elif target["kind"] != "webhook":
+        parts.append("in ~ (no folder recorded: the home folder)")  # what kairosd runs it in
     if target.get("timeout_s") is not None:
         parts.append(f"timeout {fmt_seconds(target['timeout_s'])}")
     return ", ".join(parts)

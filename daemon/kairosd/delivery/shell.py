@@ -49,7 +49,7 @@ _REMEMBERED_RESULTS = 1024
 @dataclass(frozen=True)
 class _Spec:
     argv: list[str]
-    cwd: str | None
+    cwd: str
     timeout_s: float
 
 
@@ -144,7 +144,7 @@ class ShellDelivery:
     async def _run(self, handoff: Handoff, started_at: datetime) -> Result:
         if not isinstance(handoff.target, ShellTarget):
             return self._failed(started_at, f"not a shell target: {handoff.target.kind}")
-        spec = _spec(handoff.target)
+        spec = _spec(handoff.target, self._home())
         problem = _cwd_problem(spec.cwd) or _bad_name(handoff.task_id, "task id") or _bad_name(handoff.run_id, "run id")
         if problem:
             return self._failed(started_at, problem)
@@ -276,6 +276,12 @@ class ShellDelivery:
             raise
         return fd
 
+    def _home(self) -> str:
+        """Where a target that records no folder runs (older tasks, API clients that leave ``cwd`` out):
+        the user's home, as crontab and systemd user units do; never kairosd's own folder (``/``)."""
+        env = os.environ if self._env is None else self._env
+        return env.get("HOME") or os.path.expanduser("~")
+
     def _child_env(self, handoff: Handoff) -> dict[str, str]:
         # Read at each run, so the child sees the daemon's environment as it is now.
         env = dict(os.environ if self._env is None else self._env)
@@ -310,9 +316,9 @@ async def _kill_and_reap(running: _Running) -> None:
         await running.proc.wait()  # reap it, so no zombie or open transport outlives the run
 
 
-def _spec(target: ShellTarget) -> _Spec:
-    """The runnable parts of a shell target (checked when its task was made)."""
-    return _Spec(list(target.argv), os.path.expanduser(target.cwd) if target.cwd else None, target.timeout_s)
+def _spec(target: ShellTarget, home: str) -> _Spec:
+    """The runnable parts of a shell target (checked when its task was made); no folder recorded is ``home``."""
+    return _Spec(list(target.argv), os.path.expanduser(target.cwd) if target.cwd else home, target.timeout_s)
 
 
 def _cwd_problem(cwd: str | None) -> str | None:
