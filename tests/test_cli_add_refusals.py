@@ -24,6 +24,11 @@ def _no_daemon(tmp_path, monkeypatch):
         (["add", "--at", "17:30", "0 9 * * 1-5", "y"], "is a cron expression and --at is another schedule"),
         (["add", "--in", "-5m", "y"], "'-5m': durations must be positive"),
         (["add", "--every", "-5m", "y"], "'-5m': durations must be positive"),
+        # Issue 24, item 4: contradictions were accepted (permanent won; a one-shot ignored --expires).
+        (["add", "--every", "1h", "--expires", "3", "--permanent", "y"], "--expires 3 and --permanent contradict"),
+        (["add", "--in", "5m", "--expires", "3", "y"], "--expires is for recurring tasks"),
+        (["add", "--at", "17:30", "--expires", "never", "y"], "--expires is for recurring tasks"),
+        (["add", "0 3 * * *", "--once", "--expires", "3", "y"], "--expires is for recurring tasks"),
     ],
 )
 def test_refused_with_the_reason(capsys, argv, message):

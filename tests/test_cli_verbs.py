@@ -351,6 +351,19 @@ def test_add_help_names_the_default_folder(capsys):
     assert "default: the folder you run add in" in " ".join(capsys.readouterr().out.split())
 
 
+def test_show_gives_the_jitter_half_the_period_caps(fake, capsys):
+    """Issue 24, item 4: `show` said max:1h for a */5 task whose fires move at most 2m30s."""
+    fires = [_fire(f"2026-11-23T09:{m:02d}:00+01:00") for m in (0, 5, 10, 15, 20)]
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (
+        200, {"task": _task(cron="*/5 * * * *", jitter="max:1h", next_fires=fires)}
+    )  # fmt: skip
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert code == 0
+    assert "jitter:      max:1h, capped at 2m30s for this task (half the 5m between its fires)\n" in out
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(jitter="max:1h")})  # days apart: as asked
+    assert "jitter:      max:1h\n" in _run(capsys, "show", "3f2a9c1d")[1]
+
+
 def test_show_names_the_folder_of_a_task_stored_without_one(fake, capsys):
     """A task stored without cwd (an old store, an API client) says where it runs: the home folder."""
     fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(target={"kind": "agent", "agent": "claude"})})

@@ -428,7 +428,14 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
 
         body["jitter"] = parse_jitter(args.jitter).spec
     if args.expires is not None:
-        body["expires_after_days"] = _expires(args.expires)
+        days = _expires(args.expires)
+        if args.in_ is not None or args.at is not None or args.once:
+            raise UsageError(
+                "--expires is for recurring tasks; a one-shot (--in, --at, --once) is removed once it fires"
+            )
+        if days is not None and args.permanent:
+            raise UsageError(f"--expires {days} and --permanent contradict each other: give one of them")
+        body["expires_after_days"] = days
     if args.permanent:
         body["permanent"] = True
     if args.catch_up:

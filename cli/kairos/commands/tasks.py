@@ -300,6 +300,31 @@ def _target_detail(target: Any) -> str:
     return ", ".join(parts)
 
 
+def _jitter_text(task: dict[str, Any]) -> str:
+    """The jitter as asked, and what it really is when half the period caps it (issue 24, item 4)."""
+    import itertools
+    from datetime import datetime
+
+    from kairosd.core.schedule.durations import format_duration
+    from kairosd.core.schedule.jitter import capped_jitter
+
+    spec = str(task.get("jitter") or "none")
+    if not task.get("recurring", True) or not spec.startswith("max:"):
+        return spec
+    try:
+        times = [datetime.fromisoformat(str(f["scheduled_for"])) for f in task.get("next_fires") or []]
+    except (KeyError, TypeError, ValueError):
+        return spec
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    cap = capped_jitter(spec, gaps)
+    if cap is None:
+        return spec
+    return (
+        f"{spec}, capped at {format_duration(cap.total_seconds())} for this task "
+        f"(half the {format_duration(min(gaps).total_seconds())} between its fires)"
+    )
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     import json
 
@@ -318,7 +343,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("schedule", schedule),
         ("meaning", describe(task)),
         ("target", _target_detail(task.get("target"))),
-        ("jitter", task.get("jitter", "none")),
+        ("jitter", _jitter_text(task)),
         ("catch-up", task.get("catch_up", "-")),
         ("overlap", task.get("overlap", "-")),
         ("expires", _expiry_text(task)),
