@@ -13,6 +13,7 @@ import pytest
 
 from kairosd.core.errors import UsageError
 from kairosd.core.events import EventBus
+from kairosd.delivery.shell import ShellDelivery
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.scheduling.service import Service
@@ -34,7 +35,9 @@ def _with_service(tmp_path: Path, body: Callable[[Service], Awaitable[Any]]) -> 
         missed = MissedLedger(tmp_path / "missed.jsonl", clock)
         missed.load()
         events = EventBus(clock.now)
-        scheduler = Scheduler(book, ledger, missed, {"inbox": FakeDelivery("inbox")}, clock, events)
+        shell = ShellDelivery(tmp_path / "runs", clock, env={"PATH": "/nonexistent", "HOME": str(tmp_path)})
+        deliveries = {"inbox": FakeDelivery("inbox"), "shell": shell}
+        scheduler = Scheduler(book, ledger, missed, deliveries, clock, events)
         await scheduler.start()
         service = Service(scheduler, InboxStore(tmp_path / "inbox", clock), clock, events, "UTC")
         try:
@@ -118,3 +121,13 @@ def test_a_clock_time_in_tomorrows_gap_is_named(tmp_path):
         return await service.add({"prompt": "p", "at": "02:30", "tz": "Europe/Berlin"})
 
     assert "02:30 does not exist in Europe/Berlin" in _with_service(tmp_path, body)["note"]
+
+
+def test_check_target_false_skips_only_the_checks_that_may_pass_later(tmp_path):
+    """Issue 24, item 7: a command not on the PATH is refused; `add --no-check` (check_target false) adds it."""
+    target = {"kind": "shell", "argv": ["nosuchprogram"], "cwd": str(tmp_path)}
+    with pytest.raises(UsageError, match="nosuchprogram is not found on kairosd's PATH"):
+        _add(tmp_path, {"cron": "0 9 * * *", "target": target})
+    assert _add(tmp_path, {"cron": "0 9 * * *", "target": target, "check_target": False})["id"]
+    with pytest.raises(UsageError, match="working directory does not exist"):
+        _add(tmp_path, {"cron": "0 9 * * *", "target": {**target, "cwd": "/nonexistent"}, "check_target": False})

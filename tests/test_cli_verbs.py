@@ -327,6 +327,13 @@ def test_add_timeout_takes_a_duration(fake, capsys, given, seconds):
     assert body["target"]["timeout_s"] == seconds
 
 
+def test_add_no_check_is_sent(fake, capsys):
+    """Issue 24, item 7: --no-check asks kairosd to skip the checks that may pass later."""
+    assert _add_body(fake, capsys, "--every", "1h", "--cmd", "later", "--no-check", "x")["check_target"] is False
+    fake.requests.clear()
+    assert "check_target" not in _add_body(fake, capsys, "--every", "1h", "--cmd", "true", "x")
+
+
 def test_add_cmd_implies_shell(fake, capsys, home, monkeypatch):
     """--cmd alone picks the shell target."""
     monkeypatch.chdir(home)

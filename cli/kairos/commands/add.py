@@ -123,6 +123,12 @@ def register(subparsers: Any) -> None:
         help="when no such session is live, or it ends first: inbox (default), headless (run the agent "
         "in the background) or drop (recorded as skipped)",
     )
+    where.add_argument(
+        "--no-check",
+        action="store_true",
+        help="add even if the webhook host does not resolve or the --cmd program is not on kairosd's PATH "
+        "now (name lookups down, a program still to be installed); other target checks still refuse",
+    )
     how = add.add_argument_group("behaviour")
     how.add_argument(
         "--jitter",
@@ -423,6 +429,8 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
         _check_env_zone()
     body["tz"] = args.tz or local_zone()
     body["target"] = _target(args)
+    if args.no_check:
+        body["check_target"] = False
     if args.jitter is not None:
         from kairosd.core.schedule.jitter import parse_jitter
 

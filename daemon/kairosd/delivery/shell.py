@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -36,7 +37,7 @@ from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
 from kairosd.core.models import ShellTarget, Target
-from kairosd.delivery.base import Handoff, Result
+from kairosd.delivery.base import SKIP_LATER_CHECKS, Handoff, Result
 from kairosd.system.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
 
 log = logging.getLogger(__name__)
@@ -119,9 +120,15 @@ class ShellDelivery:
         return result
 
     async def check(self, target: Target) -> None:
-        """At add time: a working directory that does not exist would fail every fire."""
-        cwd = target.cwd if isinstance(target, ShellTarget) else None
-        problem = _cwd_problem(cwd) if cwd else None
+        """At add time: a working directory that does not exist, or a command that is not found on the
+        PATH the command will run with (unless ``SKIP_LATER_CHECKS``), would fail every fire."""
+        if not isinstance(target, ShellTarget):
+            return
+        env = os.environ if self._env is None else self._env
+        spec = _spec(target, self._home())
+        later = not SKIP_LATER_CHECKS.get()
+        # In a thread: stat calls on a slow or hung mount must not stall the daemon's loop.
+        problem = await asyncio.to_thread(_target_problem, spec, env.get("PATH", os.defpath), later)
         if problem:
             raise UsageError(f"shell target: {problem}")
 
@@ -326,6 +333,33 @@ def _cwd_problem(cwd: str | None) -> str | None:
         return None
     what = "is not a directory" if os.path.exists(cwd) else "does not exist"
     return f"working directory {what}: {cwd}"
+
+
+def _target_problem(spec: _Spec, path: str, program_too: bool) -> str | None:
+    """Why every fire of ``spec`` would fail: its folder, or (``program_too``) its program."""
+    return _cwd_problem(spec.cwd) or (_program_problem(spec.argv[0], path, spec.cwd) if program_too else None)
+
+
+def _program_problem(program: str, path: str, cwd: str) -> str | None:
+    """Why ``program`` cannot be started (as execvpe would look for it), if it cannot."""
+    if os.sep in program:
+        # A relative path such as ./job.sh is found from the working directory, as at every fire.
+        where = os.path.join(cwd, program)
+        if not os.path.isfile(where):
+            return (
+                f"{program} does not exist (looked in {cwd})"
+                if not os.path.isabs(program)
+                else f"{program} does not exist"
+            )
+        if not os.access(where, os.X_OK):
+            return f"{program} is not executable"
+        return None
+    if shutil.which(program, path=path) is None:
+        return (
+            f"{program} is not found on kairosd's PATH ({path}); give its full path, install it, "
+            "or add the task with --no-check if it will be there by the first fire"
+        )
+    return None
 
 
 def _bad_name(value: str, what: str) -> str | None:

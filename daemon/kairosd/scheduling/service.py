@@ -40,6 +40,7 @@ from kairosd.core.schedule.durations import every_to_cron
 from kairosd.core.schedule.exact import resolve_at_noted, resolve_in
 from kairosd.core.schedule.explain import explain
 from kairosd.core.schedule.jitter import capped_jitter_note
+from kairosd.delivery.base import SKIP_LATER_CHECKS
 from kairosd.scheduling.firing import FireBounds
 from kairosd.scheduling.requests import AddRequest
 from kairosd.scheduling.scheduler import Scheduler
@@ -193,7 +194,11 @@ class Service:
             if getattr(req, key) is not None:
                 fields[key] = getattr(req, key)
         if req.target is not None:
-            await self.scheduler.check_target(req.target)
+            skip = SKIP_LATER_CHECKS.set(not req.check_target)
+            try:
+                await self.scheduler.check_target(req.target)
+            finally:
+                SKIP_LATER_CHECKS.reset(skip)
             fields["target"] = req.target
         try:
             task = new_task(
