@@ -79,3 +79,16 @@ def test_a_socket_path_too_long_is_explained(capsys, monkeypatch, tmp_path):
     err = capsys.readouterr().err
     assert "is longer than 107 bytes, the limit of Unix sockets; set KAIROS_HOME or XDG_RUNTIME_DIR" in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["export", "--to", "systemd"], "kairos: say which tasks to export: give their ids, or --all\n"),
+        (["export", "3f2a9c1d", "--all", "--to", "systemd"], "kairos: give task ids or --all, not both\n"),
+    ],
+)
+def test_export_says_what_is_missing(capsys, argv, message):
+    """Issue 24, item 14: `export` with no ids said "give task ids or --all (not both)"."""
+    assert run(argv) == 2
+    assert capsys.readouterr().err == message

@@ -366,8 +366,13 @@ def test_add_agent_target(fake, capsys, home):
         (["--agent", "claude", "--cmd", "ls"], "give --cmd (a shell target) or --agent (an agent target), not both"),
         (["--target", "agent", "--cmd", "ls"], "--cmd is for the shell target"),
         (["--agent", "claude", "--session", "s"], "--session is for the inbox target; the agent target has none"),
-        (["--target", "inbox", "--model", "m"], "--model only go(es) with --target shell or agent"),
-        (["--cmd", "ls", "--model", "m"], "--model only go(es) with --target agent"),
+        # Issue 24, item 14: "--model only go(es) with --target shell or agent", though it is agent-only.
+        (["--target", "inbox", "--model", "m"], "--model goes only with an agent target (--agent NAME); the inbox"),
+        (["--cmd", "ls", "--model", "m"], "--model goes only with an agent target (--agent NAME)"),
+        (
+            ["--target", "inbox", "--cwd", ".", "--model", "m"],
+            "--cwd goes only with a shell or agent target; --model goes only with an agent target",
+        ),
     ],
 )
 def test_add_agent_target_usage_errors(fake, capsys, argv, message):

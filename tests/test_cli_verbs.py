@@ -654,6 +654,26 @@ def test_history(fake, capsys):
     assert "delivered (manual)" in lines[2]
 
 
+@pytest.mark.parametrize(
+    ("exit_code", "reason", "shown"),
+    [
+        (3, "exit code 3", "exit code 3"),  # was "exit 3; exit code 3"
+        (-15, "killed by SIGTERM after the 5m timeout, with its process group", "killed by SIGTERM after the 5m"),
+        (-15, None, "killed by SIGTERM"),  # was "exit -15"
+        (-9, "cancelled", "killed by SIGKILL; cancelled"),
+        (2, "agent task t0a1b2 failed", "exit 2; agent task t0a1b2 failed"),
+    ],
+)
+def test_history_says_the_exit_once_and_names_a_signal(fake, capsys, exit_code, reason, shown):
+    """Issue 24, item 14: `history` showed "exit 3; exit code 3", and a timeout as "exit -15"."""
+    fake.routes[("GET", "/v1/runs?limit=20")] = (
+        200, {"runs": [_run_record(outcome="failed", exit_code=exit_code, reason=reason)]}
+    )  # fmt: skip
+    line = " ".join(_run(capsys, "history")[1].splitlines()[1].split())
+    assert line.split(" failed ", 1)[1].startswith(f"- {shown}")
+    assert line.count("exit") <= 1
+
+
 def test_history_empty_and_bad_n(fake, capsys):
     """No runs says so; -n out of range is a usage error."""
     fake.routes[("GET", "/v1/runs?limit=20")] = (200, {"runs": []})
@@ -1063,3 +1083,27 @@ def test_daemon_start_then_stop(home, capsys, monkeypatch):
     finally:
         if daemon_cmd._alive(pid):
             os.kill(pid, 9)
+
+
+def test_every_timeout_option_takes_a_duration():
+    """Issue 24, item 11: `--timeout 5m` failed with "invalid float value"; every verb's --timeout takes
+    the durations the rest of kairos takes (and plain seconds, as before)."""
+    import argparse
+
+    from kairos.app import build_parser
+
+    found = []
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in dict.fromkeys(action.choices.values()):
+                    walk(sub)
+            elif "--timeout" in action.option_strings:
+                found.append(parser.prog)
+                assert action.type is not None, parser.prog
+                assert action.type("5m") == 300.0, parser.prog
+                assert action.type("600") == 600.0, parser.prog
+
+    walk(build_parser())
+    assert {"kairos add", "kairos task start", "kairos task wait", "kairos consolidate"} <= set(found)

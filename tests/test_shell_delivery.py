@@ -213,7 +213,8 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         elapsed = time.monotonic() - started
 
         assert result.outcome == "failed"
-        assert result.reason == "timed out after 0.5s (process group killed)"
+        # Issue 24, item 14: history showed "exit -15" for this.
+        assert result.reason == "killed by SIGTERM after the 0.5s timeout, with its process group"
         assert result.exit_code == -signal.SIGTERM  # the leader itself obeyed SIGTERM
         assert elapsed < 10
         grandchild = int(pid_file.read_text())

@@ -298,7 +298,7 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
     kind = args.target or ("shell" if args.cmd is not None else "agent" if args.agent else "inbox")
     if kind == "inbox":
         if shell_opts or agent_opts:
-            raise UsageError(f"{', '.join(shell_opts + agent_opts)} only go(es) with --target shell or agent")
+            raise UsageError(_only_with(shell_opts + agent_opts) + "; the inbox target takes none of them")
         return {"kind": "inbox", "session": args.session or "default"}
     if args.session:
         raise UsageError(f"--session is for the inbox target; the {kind} target has none")
@@ -312,7 +312,7 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
             target["model"] = args.model
     else:
         if agent_opts:
-            raise UsageError(f"{', '.join(agent_opts)} only go(es) with --target agent")
+            raise UsageError(_only_with(agent_opts))
         if args.cmd is None:
             raise UsageError("--target shell needs --cmd 'PROGRAM ARGS...'")
         try:
@@ -330,6 +330,21 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("--timeout must be more than 0 seconds")
         target["timeout_s"] = args.timeout
     return target
+
+
+# The targets each target option goes with, as the errors name them.
+OPTION_TARGETS = {
+    "--cmd": "a shell target",
+    "--cwd": "a shell or agent target",
+    "--timeout": "a shell, agent or webhook target",
+    "--agent": "an agent target",
+    "--model": "an agent target (--agent NAME)",
+}
+
+
+def _only_with(options: list[str]) -> str:
+    """``--model goes only with an agent target (--agent NAME)`` for each misplaced option, in one line."""
+    return "; ".join(f"{o} goes only with {OPTION_TARGETS[o]}" for o in options)
 
 
 def _here() -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser, whole_number
+from kairos.commands.common import make_parser, seconds, whole_number
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
@@ -59,7 +59,11 @@ def _register_consolidate(subparsers: Any) -> None:
     parser.add_argument("--reason", default="manual", metavar="TEXT", help="why (recorded with the decision)")
     parser.add_argument("--wait", action="store_true", help="wait for the run and print what it changed")
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_WAIT_S, metavar="SECONDS", help="give up waiting after this long"
+        "--timeout",
+        type=seconds,
+        default=DEFAULT_WAIT_S,
+        metavar="DURATION",
+        help="give up waiting after this long (10m, 90s, 600)",
     )
     parser.set_defaults(handler=cmd_consolidate)
 

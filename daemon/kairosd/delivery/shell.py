@@ -38,7 +38,14 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
 from kairosd.core.models import ShellTarget, Target
 from kairosd.delivery.base import SKIP_LATER_CHECKS, Handoff, Result
-from kairosd.system.procgroup import describe_exit, feed_stdin, signal_group, spawn_failure, terminate_group
+from kairosd.system.procgroup import (
+    describe_exit,
+    feed_stdin,
+    signal_group,
+    spawn_failure,
+    terminate_group,
+    timeout_reason,
+)
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +258,7 @@ class ShellDelivery:
         assert code is not None  # wait() returned
         output_path = str(log_path)
         if timed_out:
-            reason = f"timed out after {spec.timeout_s:g}s (process group killed)"
+            reason = timeout_reason(code, spec.timeout_s)
         elif running.stopping:
             reason = f"stopped at daemon shutdown ({describe_exit(code)})"
         elif code == 0:

@@ -20,6 +20,8 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 
+from kairosd.core.schedule.durations import format_duration
+
 log = logging.getLogger(__name__)
 
 # How often a terminating group is checked for stragglers during the kill grace.
@@ -66,6 +68,14 @@ async def terminate_group(pgid: int, grace_s: float, reap: Callable[[], Awaitabl
             signal_group(pgid, signal.SIGKILL)
         if reaper is not None:
             await reaper
+
+
+def timeout_reason(code: int, timeout_s: float) -> str:
+    """``killed by SIGTERM after the 5m timeout, with its process group``: how a timed-out run ended."""
+    after = f"after the {format_duration(timeout_s)} timeout, with its process group"
+    if code < 0:
+        return f"{describe_exit(code).replace('by signal ', 'by ')} {after}"
+    return f"stopped {after} ({describe_exit(code)} on SIGTERM)"
 
 
 def describe_exit(code: int) -> str:
