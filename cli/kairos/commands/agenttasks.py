@@ -29,6 +29,9 @@ OK_STATUSES = ("idle", "completed")
 POLL_MARGIN_S = 15.0
 
 
+BACKGROUND_ID_HELP = "background task id (t and 10 hex digits; kairos task list shows them)"
+
+
 def register(subparsers: Any) -> None:
     task = subparsers.add_parser(
         "task",
@@ -57,7 +60,7 @@ def register(subparsers: Any) -> None:
     show = make_parser(
         verbs, "show", "show one task", "Show a task's fields, progress and turns.", "kairos task show t0a1b2c3d4e"
     )
-    show.add_argument("id", metavar="ID")
+    show.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     show.set_defaults(handler=cmd_show)
 
     wait = make_parser(
@@ -69,7 +72,7 @@ def register(subparsers: Any) -> None:
         "response. Exit 0 if it ended idle or completed, 1 otherwise (also on --timeout).",
         "kairos task wait t0a1b2c3d4e\n  kairos task wait t0a1b2c3d4e --timeout 60 --since-turn 1",
     )
-    wait.add_argument("id", metavar="ID")
+    wait.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     wait.add_argument(
         "--timeout", type=seconds, metavar="DURATION", help="give up after this long: 10m, 90s, 600 (default: never)"
     )
@@ -84,7 +87,7 @@ def register(subparsers: Any) -> None:
         "printing new lines until the task stops running.",
         "kairos task logs t0a1b2c3d4e\n  kairos task logs -f t0a1b2c3d4e",
     )
-    logs.add_argument("id", metavar="ID")
+    logs.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     logs.add_argument("-f", "--follow", action="store_true", help="follow new output until the task stops running")
     logs.set_defaults(handler=cmd_logs)
 
@@ -96,7 +99,7 @@ def register(subparsers: Any) -> None:
         "then SIGKILL after a grace period. A completed, failed or cancelled task cannot be cancelled.",
         "kairos task cancel t0a1b2c3d4e",
     )
-    cancel.add_argument("id", metavar="ID")
+    cancel.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     cancel.set_defaults(handler=cmd_cancel)
 
     send = make_parser(
@@ -106,8 +109,8 @@ def register(subparsers: Any) -> None:
         "Resume an idle multi-turn agent task's session with a follow-up prompt ('-' reads stdin).",
         "kairos task send t0a1b2c3d4e 'now add a test'\n  kairos task send --wait t0a1b2c3d4e 'and commit'",
     )
-    send.add_argument("id", metavar="ID")
-    send.add_argument("message", nargs="+", metavar="MESSAGE")
+    send.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
+    send.add_argument("message", nargs="+", metavar="MESSAGE", help="the next prompt for the task's session")
     send.add_argument("--wait", action="store_true", help="wait for the turn and print its response")
     send.set_defaults(handler=cmd_send)
 
@@ -118,7 +121,7 @@ def register(subparsers: Any) -> None:
         "Mark an idle agent task completed: it takes no more follow-ups.",
         "kairos task close t0a1b2c3d4e",
     )
-    close.add_argument("id", metavar="ID")
+    close.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     close.set_defaults(handler=cmd_close)
 
     task.set_defaults(handler=lambda _args: _help(task))

@@ -69,10 +69,14 @@ def make_parser(subparsers: Any, name: str, help_text: str, description: str, ex
 
 
 def _dedent(text: str) -> str:
-    """``textwrap.dedent`` for the examples of a verb (spaces only), without importing textwrap (re-based)."""
-    lines = text.split("\n")
-    margin = min((len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0)
-    return "\n".join(line[margin:] if line.strip() else "" for line in lines)
+    """``inspect.cleandoc`` for the examples of a verb (spaces only), without importing inspect.
+
+    The first line's own indentation does not count: ``"kairos x\n  kairos y"`` (the first example
+    right after the quote) is two examples at one margin, not a second one indented by two more.
+    """
+    first, *rest = text.split("\n")
+    margin = min((len(line) - len(line.lstrip(" ")) for line in rest if line.strip()), default=0)
+    return "\n".join([first.lstrip(" "), *(line[margin:] if line.strip() else "" for line in rest)])
 
 
 def _indent(text: str, prefix: str) -> str:

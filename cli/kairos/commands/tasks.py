@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 # ---- helpers ----------------------------------------------------------------
 
 
+TASK_ID_HELP = "task id: 8 hex digits, or a unique prefix of 4 or more (kairos list shows them)"
+
+
 def task_path(task_id: str, action: str = "") -> str:
     from kairosd.core.protocol import route_path
 
@@ -64,7 +67,7 @@ def register(subparsers: Any) -> None:
         "Show every field of a task and its next five fire times.",
         "kairos show 3f2a9c1d",
     )
-    show.add_argument("id", metavar="ID", help="task id (8 hex characters)")
+    show.add_argument("id", metavar="ID", help=TASK_ID_HELP)
     show.set_defaults(handler=cmd_show)
 
     rm = make_parser(
@@ -74,7 +77,7 @@ def register(subparsers: Any) -> None:
         "Remove one or more tasks. Ids are removed in order; the first error stops the rest.",
         "kairos rm 3f2a9c1d\n  kairos rm 3f2a9c1d 0b1c2d3e",
     )
-    rm.add_argument("ids", nargs="+", metavar="ID", help="task id(s)")
+    rm.add_argument("ids", nargs="+", metavar="ID", help="task id(s): " + TASK_ID_HELP)
     rm.set_defaults(handler=cmd_rm)
 
     pause = make_parser(
@@ -84,7 +87,7 @@ def register(subparsers: Any) -> None:
         "Pause a task: it keeps its schedule but does not fire until resumed.",
         "kairos pause 3f2a9c1d",
     )
-    pause.add_argument("id", metavar="ID")
+    pause.add_argument("id", metavar="ID", help=TASK_ID_HELP)
     pause.set_defaults(handler=cmd_pause)
 
     resume = make_parser(
@@ -94,7 +97,7 @@ def register(subparsers: Any) -> None:
         "Resume a paused task. Fires that fell in the pause are not counted as missed.",
         "kairos resume 3f2a9c1d",
     )
-    resume.add_argument("id", metavar="ID")
+    resume.add_argument("id", metavar="ID", help=TASK_ID_HELP)
     resume.set_defaults(handler=cmd_resume)
 
     run = make_parser(
@@ -105,7 +108,7 @@ def register(subparsers: Any) -> None:
         "Prints the run id; see the outcome with 'kairos history ID'.",
         "kairos run 3f2a9c1d",
     )
-    run.add_argument("id", metavar="ID")
+    run.add_argument("id", metavar="ID", help=TASK_ID_HELP)
     run.set_defaults(handler=cmd_run)
 
 
