@@ -408,7 +408,7 @@ def test_add_prompt_from_stdin(fake, capsys, monkeypatch):
         (["--every", "5m", "--once", "x"], "--once goes with a cron expression"),
         (["--every", "5m"], "non-empty prompt"),
         (["--every", "5m", "--target", "shell", "x"], "needs --cmd"),
-        (["--every", "5m", "--target", "inbox", "--cmd", "true", "x"], "--target shell"),
+        (["--every", "5m", "--target", "inbox", "--cmd", "true", "x"], "--cmd goes only with a shell target"),
         (["--every", "5m", "--expires", "soon", "x"], "--expires takes"),
         (["--every", "5m", "--jitter", "lots", "x"], "unknown jitter"),
         (["--every", "0m", "x"], "must be longer than zero"),
