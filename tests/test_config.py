@@ -139,12 +139,14 @@ def test_a_file_that_is_not_utf8_is_refused(paths):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[limits]\nmax_concurent = 3", "limits.max_concurent: unknown key (check the spelling)"),
-        ("[agents.claud]\nmodel = 'x'", "agents.claud: unknown key"),
-        ("[consolidation]\nenable = true", "consolidation.enable: unknown key"),
+        # Issue 24, item 14: a typo names the key it probably meant.
+        ("[limits]\nmax_concurent = 3", "limits.max_concurent: unknown key (did you mean 'max_concurrent'?)"),
+        ("[agents.claud]\nmodel = 'x'", "agents.claud: unknown key (did you mean 'claude'?)"),
+        ("[consolidation]\nenable = true", "consolidation.enable: unknown key (did you mean 'enabled'?)"),
         ("[hooks]\ntask_exploded = ['x']", "hooks.task_exploded: unknown key"),
-        ("[agents.claude]\nmodle = 'x'", "agents.claude.modle: unknown key"),
-        ("path = '/etc/passwd'", "path: unknown key"),
+        ("[agents.claude]\nmodle = 'x'", "agents.claude.modle: unknown key (did you mean 'model'?)"),
+        ("[custom.mine]\nargv = ['x']\npromt_stdin = true", "promt_stdin: unknown key (did you mean 'prompt_stdin'?)"),
+        ("path = '/etc/passwd'", "path: unknown key (check the spelling)"),
     ],
 )
 def test_unknown_keys_are_errors_naming_the_key(paths, text, message):

@@ -153,3 +153,21 @@ def test_scheduler_fires_an_agent_target_into_the_registry(tmp_path, adapter):
         await reg.stop()
 
     run(main())
+
+
+def test_an_agent_target_without_a_folder_runs_in_home(tmp_path, adapter, monkeypatch):
+    """Issue 24, item 1: without a recorded cwd the agent ran in kairosd's folder (/); it runs in $HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+    async def main() -> None:
+        reg = make_registry(tmp_path, adapter)
+        delivery = AgentDelivery(reg, reg._clock)
+        result = await delivery.deliver(_job())
+        (record,) = reg.list_tasks()
+        assert result.outcome == "delivered"
+        assert record.cwd == str(home)
+        await reg.stop()
+
+    run(main())

@@ -520,13 +520,40 @@ def _describe(exc: ValidationError) -> str:
             message = "not a valid agent name (letters, digits, '.', '_' and '-'; at most 64)"
         key = ".".join(loc)
         if error["type"] == "extra_forbidden":
-            message = "unknown key (check the spelling)"
+            near = _near_key(loc)
+            message = f"unknown key (did you mean {near!r}?)" if near else "unknown key (check the spelling)"
         message = message.removeprefix("Value error, ")
         problems.append(f"{key}: {message}" if key else message)
     # One line per problem would be unreadable in a log; the first few say enough.
     shown = problems[:5]
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return "; ".join(shown) + more
+
+
+def _near_key(loc: list[str]) -> str | None:
+    """The known key closest to the unknown one at ``loc`` (``max_concurent`` -> ``max_concurrent``)."""
+    import difflib
+    import typing
+
+    model: Any = Config
+    for part in loc[:-1]:
+        fields = getattr(model, "model_fields", None)
+        if fields is None:
+            return None
+        if part not in fields:
+            continue  # a name under a dict of sections ([custom.NAME]): its model is the dict's value
+        inner = fields[part].annotation
+        while not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            args = [a for a in typing.get_args(inner) if a is not type(None)]
+            if not args:
+                return None
+            inner = args[-1]  # dict[K, V] -> V; X | None -> X (pydantic has already taken Annotated off)
+        model = inner
+    known = list(getattr(model, "model_fields", {}))
+    if not loc or not known:
+        return None
+    matches = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
+    return matches[0] if matches else None
 
 
 def _with_env(config: Config, environ: Mapping[str, str]) -> Config:

@@ -142,12 +142,24 @@ def _outcome(run: dict[str, Any]) -> str:
 
 
 def _reason(run: dict[str, Any]) -> str:
-    parts = []
-    if run.get("exit_code") is not None:
-        parts.append(f"exit {run['exit_code']}")
-    if run.get("reason"):
-        parts.append(str(run["reason"]))
-    return "; ".join(parts) or "-"
+    """The exit status and the reason, each said once: "exit 3; exit code 3" and a timeout shown as
+    "exit -15" were what a run said before (issue 24, item 14)."""
+    code, reason = run.get("exit_code"), str(run.get("reason") or "")
+    status = None
+    if isinstance(code, int) and not isinstance(code, bool):
+        status = f"exit {code}" if code >= 0 else _signal_text(-code)
+        if f"exit code {code}" in reason or (code < 0 and "killed by" in reason):
+            status = None  # the reason says it already
+    return "; ".join(p for p in (status, reason) if p) or "-"
+
+
+def _signal_text(number: int) -> str:
+    import signal
+
+    try:
+        return f"killed by {signal.Signals(number).name}"
+    except ValueError:
+        return f"killed by signal {number}"
 
 
 def cmd_history(args: argparse.Namespace) -> int:

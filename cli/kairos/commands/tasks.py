@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 # ---- helpers ----------------------------------------------------------------
 
 
+TASK_ID_HELP = "task id: 8 hex digits, or a unique prefix of 4 or more (kairos list shows them)"
+
+
 def task_path(task_id: str, action: str = "") -> str:
     from kairosd.core.protocol import route_path
 
@@ -64,7 +67,7 @@ def register(subparsers: Any) -> None:
         "Show every field of a task and its next five fire times.",
         "kairos show 3f2a9c1d",
     )
-    show.add_argument("id", metavar="ID", help="task id (8 hex characters)")
+    show.add_argument("id", metavar="ID", help=TASK_ID_HELP)
     show.set_defaults(handler=cmd_show)
 
     rm = make_parser(
@@ -74,7 +77,7 @@ def register(subparsers: Any) -> None:
         "Remove one or more tasks. Ids are removed in order; the first error stops the rest.",
         "kairos rm 3f2a9c1d\n  kairos rm 3f2a9c1d 0b1c2d3e",
     )
-    rm.add_argument("ids", nargs="+", metavar="ID", help="task id(s)")
+    rm.add_argument("ids", nargs="+", metavar="ID", help="task id(s): " + TASK_ID_HELP)
     rm.set_defaults(handler=cmd_rm)
 
     pause = make_parser(
@@ -84,7 +87,7 @@ def register(subparsers: Any) -> None:
         "Pause a task: it keeps its schedule but does not fire until resumed.",
         "kairos pause 3f2a9c1d",
     )
-    pause.add_argument("id", metavar="ID")
+    pause.add_argument("id", metavar="ID", help=TASK_ID_HELP)
     pause.set_defaults(handler=cmd_pause)
 
     resume = make_parser(
@@ -94,7 +97,7 @@ def register(subparsers: Any) -> None:
         "Resume a paused task. Fires that fell in the pause are not counted as missed.",
         "kairos resume 3f2a9c1d",
     )
-    resume.add_argument("id", metavar="ID")
+    resume.add_argument("id", metavar="ID", help=TASK_ID_HELP)
     resume.set_defaults(handler=cmd_resume)
 
     run = make_parser(
@@ -105,7 +108,7 @@ def register(subparsers: Any) -> None:
         "Prints the run id; see the outcome with 'kairos history ID'.",
         "kairos run 3f2a9c1d",
     )
-    run.add_argument("id", metavar="ID")
+    run.add_argument("id", metavar="ID", help=TASK_ID_HELP)
     run.set_defaults(handler=cmd_run)
 
 
@@ -293,9 +296,36 @@ def _target_detail(target: Any) -> str:
         parts = [f"shell: {shlex.join(str(a) for a in target.get('argv') or [])}"]
     if target.get("cwd"):
         parts.append(f"in {target['cwd']}")
+    elif target["kind"] != "webhook":
+        parts.append("in ~ (no folder recorded: the home folder)")  # what kairosd runs it in
     if target.get("timeout_s") is not None:
         parts.append(f"timeout {fmt_seconds(target['timeout_s'])}")
     return ", ".join(parts)
+
+
+def _jitter_text(task: dict[str, Any]) -> str:
+    """The jitter as asked, and what it really is when half the period caps it (issue 24, item 4)."""
+    import itertools
+    from datetime import datetime
+
+    from kairosd.core.schedule.durations import format_duration
+    from kairosd.core.schedule.jitter import capped_jitter
+
+    spec = str(task.get("jitter") or "none")
+    if not task.get("recurring", True) or not spec.startswith("max:"):
+        return spec
+    try:
+        times = [datetime.fromisoformat(str(f["scheduled_for"])) for f in task.get("next_fires") or []]
+    except (KeyError, TypeError, ValueError):
+        return spec
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    cap = capped_jitter(spec, gaps)
+    if cap is None:
+        return spec
+    return (
+        f"{spec}, capped at {format_duration(cap.total_seconds())} for this task "
+        f"(half the {format_duration(min(gaps).total_seconds())} between its fires)"
+    )
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -316,7 +346,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("schedule", schedule),
         ("meaning", describe(task)),
         ("target", _target_detail(task.get("target"))),
-        ("jitter", task.get("jitter", "none")),
+        ("jitter", _jitter_text(task)),
         ("catch-up", task.get("catch_up", "-")),
         ("overlap", task.get("overlap", "-")),
         ("expires", _expiry_text(task)),

@@ -164,16 +164,19 @@ class Consolidation:
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "not_spawned", reason)
         count, cwd_seen, problem = await self._count_turns(req)
-        reason = gates.check_user_turns(count, self.deps.config.min_user_turns, problem)
+        if problem is not None:
+            # Named for what stopped it: a missing transcript is not "too few turns" (issue 24, item 14).
+            return await self._decide(req, None, SKIPPED, "transcript", problem)
+        reason = gates.check_user_turns(count, self.deps.config.min_user_turns)
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "user_turns", reason)
         cwd = req.cwd or cwd_seen
         if cwd is None:
-            return await self._decide(req, None, SKIPPED, "user_turns", "no cwd given and the transcript names none")
+            return await self._decide(req, None, SKIPPED, "project", "no cwd given and the transcript names none")
         project, exists = await asyncio.to_thread(_project_of, cwd)
         if not exists:
             why = f"the project folder does not exist: {project}"
-            return await self._decide(req, project, SKIPPED, "user_turns", why)
+            return await self._decide(req, project, SKIPPED, "project", why)
         async with self._project_lock(project):  # the interval and lock gates, and the start, as one step
             minutes = self.deps.config.min_interval_minutes
             reason = gates.check_interval(self._last_start(project), self.deps.clock.now(), minutes)

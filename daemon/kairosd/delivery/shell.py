@@ -47,7 +47,7 @@ from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
 from kairosd.core.models import ShellTarget, Target
-from kairosd.delivery.base import Handoff, Result
+from kairosd.delivery.base import SKIP_LATER_CHECKS, Handoff, Result
 from kairosd.system.outputcap import OutputCap, close_when_done, pump_to_fd
 from kairosd.system.procgroup import (
     describe_exit,
@@ -59,6 +59,7 @@ from kairosd.system.procgroup import (
     stop_strays,
     strays_of,
     terminate_group,
+    timeout_reason,
 )
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ _REMEMBERED_RESULTS = 1024
 @dataclass(frozen=True)
 class _Spec:
     argv: list[str]
-    cwd: str | None
+    cwd: str
     timeout_s: float
 
 
@@ -158,9 +159,15 @@ class ShellDelivery:
         return result
 
     async def check(self, target: Target) -> None:
-        """At add time: a working directory that does not exist would fail every fire."""
-        cwd = target.cwd if isinstance(target, ShellTarget) else None
-        problem = _cwd_problem(cwd) if cwd else None
+        """At add time: a working directory that does not exist, or a command that is not found on the
+        PATH the command will run with (unless ``SKIP_LATER_CHECKS``), would fail every fire."""
+        if not isinstance(target, ShellTarget):
+            return
+        env = os.environ if self._env is None else self._env
+        spec = _spec(target, self._home())
+        later = not SKIP_LATER_CHECKS.get()
+        # In a thread: stat calls on a slow or hung mount must not stall the daemon's loop.
+        problem = await asyncio.to_thread(_target_problem, spec, env.get("PATH", os.defpath), later)
         if problem:
             raise UsageError(f"shell target: {problem}")
 
@@ -183,7 +190,7 @@ class ShellDelivery:
     async def _run(self, handoff: Handoff, started_at: datetime) -> Result:
         if not isinstance(handoff.target, ShellTarget):
             return self._failed(started_at, f"not a shell target: {handoff.target.kind}")
-        spec = _spec(handoff.target)
+        spec = _spec(handoff.target, self._home())
         problem = _cwd_problem(spec.cwd) or _bad_name(handoff.task_id, "task id") or _bad_name(handoff.run_id, "run id")
         if problem:
             return self._failed(started_at, problem)
@@ -303,7 +310,7 @@ class ShellDelivery:
         assert code is not None  # wait() returned
         output_path = str(log_path)
         if timed_out:
-            reason = f"timed out after {spec.timeout_s:g}s (process group killed)"
+            reason = timeout_reason(code, spec.timeout_s)
         elif running.stopping:
             reason = f"stopped at daemon shutdown ({describe_exit(code)})"
         elif code == 0:
@@ -376,6 +383,12 @@ class ShellDelivery:
             raise
         return fd
 
+    def _home(self) -> str:
+        """Where a target that records no folder runs (older tasks, API clients that leave ``cwd`` out):
+        the user's home, as crontab and systemd user units do; never kairosd's own folder (``/``)."""
+        env = os.environ if self._env is None else self._env
+        return env.get("HOME") or os.path.expanduser("~")
+
     def _child_env(self, handoff: Handoff) -> dict[str, str]:
         # Read at each run, so the child sees the daemon's environment as it is now.
         env = dict(os.environ if self._env is None else self._env)
@@ -422,9 +435,9 @@ async def _settle(task: asyncio.Task[None]) -> None:
         log.exception("copying a shell run's output failed")
 
 
-def _spec(target: ShellTarget) -> _Spec:
-    """The runnable parts of a shell target (checked when its task was made)."""
-    return _Spec(list(target.argv), os.path.expanduser(target.cwd) if target.cwd else None, target.timeout_s)
+def _spec(target: ShellTarget, home: str) -> _Spec:
+    """The runnable parts of a shell target (checked when its task was made); no folder recorded is ``home``."""
+    return _Spec(list(target.argv), os.path.expanduser(target.cwd) if target.cwd else home, target.timeout_s)
 
 
 def _cwd_problem(cwd: str | None) -> str | None:
@@ -432,6 +445,33 @@ def _cwd_problem(cwd: str | None) -> str | None:
         return None
     what = "is not a directory" if os.path.exists(cwd) else "does not exist"
     return f"working directory {what}: {cwd}"
+
+
+def _target_problem(spec: _Spec, path: str, program_too: bool) -> str | None:
+    """Why every fire of ``spec`` would fail: its folder, or (``program_too``) its program."""
+    return _cwd_problem(spec.cwd) or (_program_problem(spec.argv[0], path, spec.cwd) if program_too else None)
+
+
+def _program_problem(program: str, path: str, cwd: str) -> str | None:
+    """Why ``program`` cannot be started (as execvpe would look for it), if it cannot."""
+    if os.sep in program:
+        # A relative path such as ./job.sh is found from the working directory, as at every fire.
+        where = os.path.join(cwd, program)
+        if not os.path.isfile(where):
+            return (
+                f"{program} does not exist (looked in {cwd})"
+                if not os.path.isabs(program)
+                else f"{program} does not exist"
+            )
+        if not os.access(where, os.X_OK):
+            return f"{program} is not executable"
+        return None
+    if shutil.which(program, path=path) is None:
+        return (
+            f"{program} is not found on kairosd's PATH ({path}); give its full path, install it, "
+            "or add the task with --no-check if it will be there by the first fire"
+        )
+    return None
 
 
 def _bad_name(value: str, what: str) -> str | None:

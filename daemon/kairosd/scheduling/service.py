@@ -10,6 +10,7 @@ Must not import the server or the CLI.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import operator
 import os
 from collections.abc import Callable, Mapping
@@ -37,14 +38,26 @@ from kairosd.core.models import (
 )
 from kairosd.core.plan import Fire, upcoming
 from kairosd.core.schedule.durations import every_to_cron
-from kairosd.core.schedule.exact import resolve_at, resolve_in
+from kairosd.core.schedule.exact import resolve_at_noted, resolve_in
 from kairosd.core.schedule.explain import explain
+from kairosd.core.schedule.jitter import capped_jitter_note
+from kairosd.delivery.base import SKIP_LATER_CHECKS
 from kairosd.scheduling.firing import FireBounds
 from kairosd.scheduling.requests import AddRequest
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.store.inbox import InboxStore
 
 MAX_TASKS = 100_000
+JITTER_SAMPLE = 25  # fires looked at for the shortest period that caps a max:DUR jitter
+
+
+def _refuse_contradictions(req: AddRequest, recurring: bool) -> None:
+    """Options that cannot all hold: one of them would be dropped without a word (issue 24, item 4)."""
+    days = req.expires_after_days
+    if days is not None and not recurring:
+        raise UsageError("expires_after_days is for recurring tasks; a one-shot is removed once it fires")
+    if days is not None and req.permanent:
+        raise UsageError(f"expires_after_days {days} and permanent contradict each other: give one of them")
 
 
 def _store_error(path: object, exc: OSError) -> StoreError:
@@ -177,13 +190,18 @@ class Service:
             at, recurring = resolve_in(req.in_, now), False
         else:
             assert req.at is not None
-            at, recurring = resolve_at(req.at, now, ZoneInfo(tz)), False
+            (at, note), recurring = resolve_at_noted(req.at, now, ZoneInfo(tz)), False
+        _refuse_contradictions(req, recurring)
         fields: dict[str, Any] = {"permanent": req.permanent, "meta": req.meta}
         for key in ("name", "jitter", "overlap"):
             if getattr(req, key) is not None:
                 fields[key] = getattr(req, key)
         if req.target is not None:
-            await self.scheduler.check_target(req.target)
+            skip = SKIP_LATER_CHECKS.set(not req.check_target)
+            try:
+                await self.scheduler.check_target(req.target)
+            finally:
+                SKIP_LATER_CHECKS.reset(skip)
             fields["target"] = req.target
         try:
             task = new_task(
@@ -211,9 +229,16 @@ class Service:
         await self.book.commit()
         self.scheduler.schedule(task)
         doc = self.view(task)
-        doc["note"] = note
+        doc["note"] = "; ".join(n for n in (note, self._jitter_note(task, now)) if n) or None
         self.events.publish("task_added", task_id=task.id, task=doc)
         return doc
+
+    def _jitter_note(self, task: Task, now: datetime) -> str | None:
+        """Say when ``max:DUR`` jitter is cut to half the period (a */5 task cannot move 1h)."""
+        if not task.recurring or not task.jitter.startswith("max:"):
+            return None
+        times = [f.scheduled_for for f in upcoming(task, now, JITTER_SAMPLE)]
+        return capped_jitter_note(task.jitter, [b - a for a, b in itertools.pairwise(times)])
 
     def _unused_id(self) -> str:
         """A fresh id no task holds: ids are 8 hex digits (as Claude Code's), so two can collide.

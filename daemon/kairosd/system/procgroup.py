@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import psutil
 
+from kairosd.core.schedule.durations import format_duration
+
 log = logging.getLogger(__name__)
 
 # How often a terminating group is checked for stragglers during the kill grace.
@@ -178,6 +180,14 @@ def _signal_strays(procs: list[psutil.Process], sig: signal.Signals) -> None:
             if os.getpgid(proc.pid) == proc.pid:
                 signal_group(proc.pid, sig)  # it made its own group (setsid): its children go too
             proc.send_signal(sig)
+
+
+def timeout_reason(code: int, timeout_s: float) -> str:
+    """``killed by SIGTERM after the 5m timeout, with its process group``: how a timed-out run ended."""
+    after = f"after the {format_duration(timeout_s)} timeout, with its process group"
+    if code < 0:
+        return f"{describe_exit(code).replace('by signal ', 'by ')} {after}"
+    return f"stopped {after} ({describe_exit(code)} on SIGTERM)"
 
 
 def describe_exit(code: int) -> str:
