@@ -45,7 +45,7 @@ def test_output_under_the_cap_is_kept_whole_in_order(tmp_path: Path) -> None:
 def test_a_timed_out_flood_stays_within_the_cap(tmp_path: Path) -> None:
     shell = delivery(tmp_path, max_output=CAP, kill_grace_s=0.5)
     result = run(shell.deliver(handoff(["yes"], timeout_s=0.5)))
-    assert result.reason == "timed out after 0.5s (process group killed)"
+    assert result.reason == "killed by SIGTERM after the 0.5s timeout, with its process group"
     assert result.output_path is not None
     data = Path(result.output_path).read_text()
     assert data.splitlines()[-1].startswith(f"[kairos: output cut after {CAP} bytes; ")
@@ -92,7 +92,7 @@ def test_a_setsid_escapee_is_stopped_on_timeout_too(tmp_path: Path) -> None:
     shell = delivery(tmp_path, kill_grace_s=0.3)
     try:
         result = run(shell.deliver(handoff(argv, timeout_s=0.5)))
-        assert result.reason == "timed out after 0.5s (process group killed)"
+        assert result.reason == "killed by SIGTERM after the 0.5s timeout, with its process group"
         assert wait_until(lambda: pid_in(pid_file) is not None)
         escaped = pid_in(pid_file)
         assert escaped is not None
