@@ -79,13 +79,20 @@ def _project_of(cwd: str) -> tuple[str, bool]:
     return project, os.path.isdir(project)
 
 
-def _fingerprint(path: str | None) -> tuple[int, int] | None:
-    """A transcript's size and modification time; None if it cannot be read."""
+def _fingerprint(path: str | None) -> tuple[int, ...] | None:
+    """A transcript's size and modification time; None if it cannot be read. A SQLite transcript
+    (opencode's database) takes new turns into its ``-wal`` file first: that file's count too."""
     try:
         info = os.stat(path) if path else None
     except OSError:
         return None
-    return (info.st_size, info.st_mtime_ns) if info else None
+    if info is None:
+        return None
+    try:
+        wal = os.stat(f"{path}-wal")
+    except OSError:
+        return (info.st_size, info.st_mtime_ns)
+    return (info.st_size, info.st_mtime_ns, wal.st_size, wal.st_mtime_ns)
 
 
 # Transcripts are read for the turn gate on threads of their own, never the default pool that does
@@ -117,7 +124,7 @@ class Consolidation:
         self.pending: dict[str, ConsolidationRequest] = {}  # project -> the follow-up to start after
         self._project_locks: dict[str, asyncio.Lock] = {}
         # project -> (session, transcript, its size and mtime) of the last run started: a repeat is not rerun
-        self._last_run_of: dict[str, tuple[str, str | None, tuple[int, int] | None]] = {}
+        self._last_run_of: dict[str, tuple[str, str | None, tuple[int, ...] | None]] = {}
         self._closing = False
         self._reads = _ReadPool(READS_IN_FLIGHT)
 
@@ -277,7 +284,9 @@ class Consolidation:
         hint = AGENT_FORMATS.get(req.agent)
         stop_at = self.deps.config.min_user_turns
         try:
-            count, stats = await self._reads.run(count_human_turns, path, hint, stop_at, GATE_READ_BYTES)
+            count, stats = await self._reads.run(
+                count_human_turns, path, hint, stop_at, GATE_READ_BYTES, req.session_id
+            )
         except FileNotFoundError:
             return 0, None, f"transcript not found: {path}"
         except IsADirectoryError:
