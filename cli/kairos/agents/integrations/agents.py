@@ -21,6 +21,9 @@ Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' fol
 - Copilot CLI: hooks in ``~/.copilot/hooks/kairos.json`` (a file of its own); MCP in ``~/.copilot/mcp-config.json``.
 - Codex: hooks in ``~/.codex/hooks.json``; MCP as ``[mcp_servers.kairos]`` in ``~/.codex/config.toml``.
 - Gemini CLI: hooks and MCP in ``~/.gemini/settings.json``.
+- opencode: no hooks but a plugin, ``~/.config/opencode/plugin/kairos.js``, that runs ``kairos hook
+  opencode EVENT`` with Claude's event names; MCP in ``~/.config/opencode/opencode.json`` (see
+  :mod:`kairos.agents.integrations.opencode`; ``XDG_CONFIG_HOME`` moves the folder).
 
 Timeouts are in each CLI's unit (seconds; Gemini milliseconds). Claude's SessionEnd hook has no
 timeout of its own: Claude gives SessionEnd hooks 1.5 s in all and kairos answers well within it.
@@ -41,7 +44,7 @@ from typing import Any
 
 from kairos.agents.integrations import merge
 
-AGENTS = ("claude", "copilot", "codex", "gemini")
+AGENTS = ("claude", "copilot", "codex", "gemini")  # opencode: :mod:`.opencode` plans its own files
 HOOK_TIMEOUT_S = 10
 # The waiter covers a whole idle day: Claude's async hook runs until its `timeout`, and the waiter's own
 # lifetime (`--max-wait`) ends a minute before it, so it exits by itself rather than being killed.
