@@ -253,3 +253,47 @@ def test_a_resumed_session_with_new_turns_in_the_wal_is_consolidated_again(tmp_p
         await h.stop()
 
     run(main())
+
+
+def test_a_second_session_of_the_same_database_ending_during_a_run_follows_it(tmp_path: Path):
+    """Every opencode session is in one database: a second session's end is not the same transcript again."""
+    from consolidation_support import fake_claude, write_config
+    from registry_support import until
+    from test_consolidation_service import Harness, run
+
+    from kairosd.consolidation.request import ConsolidationRequest
+    from kairosd.registry.model import JobStatus
+
+    release = tmp_path / "release"
+    h = Harness(tmp_path, mode="agent", min_interval_minutes=0)
+    folder = tmp_path / "bin"
+    binary = fake_claude(folder)  # it holds the first run until `release` exists; its answer is no use
+    (folder / "wait-for").write_text(str(release))
+    write_config(tmp_path, f'[agents.opencode]\nbinary = "{binary}"\n')
+    db = Db(tmp_path / "opencode.db")
+    for sid, word in ((SESSION, "module"), ("ses_other", "folder")):
+        db.session(sid, str(h.project))
+        for i in range(3):
+            db.message("user", text(f"Always keep {word} {i} small."), sid=sid)
+
+    def ended(sid: str) -> ConsolidationRequest:
+        return ConsolidationRequest(agent="opencode", session_id=sid, transcript_path=str(db.path))
+
+    async def main() -> None:
+        await h.start()
+        first = await h.service.request(ended(SESSION))
+        assert first["status"] == "started", first
+        other = await h.service.request(ended("ses_other"))
+        assert other["status"] == "coalesced"
+        assert "follows when it ends" in other["reason"]
+        release.write_text("go")
+        assert (await h.settled(first["run"]["id"])).status is JobStatus.COMPLETED
+        await until(lambda: len(h.registry.list_tasks()) == 2, "the follow-up run to start")
+        [follow_up] = [t for t in h.registry.list_tasks() if t.id != first["run"]["id"]]
+        assert follow_up.session == "ses_other"
+        await h.settled(follow_up.id)
+        texts = {e["text"] for e in h.board()}
+        assert {f"Always keep folder {i} small." for i in range(3)} <= texts
+        await h.stop()
+
+    run(main())

@@ -190,7 +190,8 @@ class Consolidation:
         if run is not None:
             run.followers.append(req.session_id)
             detail = f"a run for this project is going on ({run.task_id}); coalesced into it"
-            if req.transcript_path and req.transcript_path != run.transcript:
+            # Another transcript, or another session in the same one (opencode keeps all in one database).
+            if req.transcript_path and (req.transcript_path != run.transcript or req.session_id != run.session):
                 self.pending[project] = req
                 detail += "; this session's transcript follows when it ends"
             return await self._decide(req, project, COALESCED, "lock", detail, run.task_id)
