@@ -297,3 +297,54 @@ def test_a_second_session_of_the_same_database_ending_during_a_run_follows_it(tm
         await h.stop()
 
     run(main())
+
+
+def test_auto_mode_runs_the_rem_agent_through_opencode_once_the_plugin_is_installed(tmp_path: Path):
+    """``kairos integrate opencode``'s plugin is what auto mode looks for; the rem-agent then runs as
+    ``opencode run`` (the fake one parses its real flags) with the prompt on stdin, and its answer lands."""
+    from fake_agents import write_fake_agents
+    from test_consolidation_service import Harness, clean_environ, run
+
+    from kairos.agents.integrations import opencode
+    from kairos.agents.integrations.agents import Context
+    from kairosd.consolidation.request import ConsolidationRequest
+
+    bin_dir = tmp_path / "bin"
+    write_fake_agents(bin_dir, ("opencode",))
+    log = tmp_path / "agents.log"
+    home = tmp_path / "home"
+    environ = clean_environ(HOME=str(home), PATH=f"{bin_dir}:{clean_environ()['PATH']}",
+                            FAKE_AGENT_TEXT="ADD rule: Always write the test first.", FAKE_AGENT_TOOLS="0",
+                            FAKE_AGENT_LOG=str(log))  # fmt: skip
+    environ.pop("XDG_CONFIG_HOME", None)
+    h = Harness(tmp_path, environ=environ)
+    db = Db(tmp_path / "opencode.db")
+    db.session(directory=str(h.project))
+    for i in range(3):
+        db.message("user", text(f"Always keep module {i} small."))
+    request = ConsolidationRequest(agent="opencode", session_id=SESSION, transcript_path=str(db.path))
+
+    async def main() -> None:
+        await h.start()
+        for integrated in (False, True):
+            if integrated:
+                [plugin, _config] = opencode.plan(Context(home=home, kairos="/usr/bin/kairos"))[0]
+                plugin.path.parent.mkdir(parents=True)
+                plugin.path.write_text(plugin.transform(None)[0] or "")
+                h.clock.advance(3600)
+                db.message("user", text("Always keep module 3 small."))  # or it is the same session again
+            decision = await h.service.request(request)
+            record = await h.settled(decision["run"]["id"])
+            result = (await h.service.run_info(record.id))["result"]
+            if not integrated:
+                assert result["mode"] == "offline"
+                assert "opencode is not integrated" in result["mode_reason"]
+                continue
+            assert (result["mode"], result["agent"]) == ("agent", "opencode")
+            assert result["mode_reason"].startswith("auto: through opencode ")
+            [called] = [json.loads(line) for line in log.read_text().splitlines()]
+            assert "Always keep module 2 small." in called["stdin"]
+            assert "Always write the test first." in {e["text"] for e in h.board()}
+        await h.stop()
+
+    run(main())
