@@ -1,7 +1,8 @@
 """Interactive sessions of the real CLIs under tmux: idle wake, and MCP tools called from a typed prompt.
 
 Idle wake needs a hook that runs while the session waits for the user and can start a turn by
-itself: only Claude Code has one (``asyncRewake``). The others deliver at the next turn boundary.
+itself: Claude Code has one (``asyncRewake``), and opencode's kairos plugin does it (its TUI is in
+``test_opencode_tui.py``). The others deliver at the next turn boundary.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ NO_IDLE_WAKE = {
     "codex": "Codex hooks cannot start a turn; only its app-server (turn/start) can, for a TUI started as its client",
     "gemini": "Gemini CLI hooks cannot start a turn while the session is idle",
     "copilot": "Copilot CLI hooks cannot start a turn; only its SDK in --ui-server mode can",
-    "opencode": "kairos does not integrate opencode (its /tui HTTP endpoints could, later)",
 }
 
 
