@@ -179,3 +179,14 @@ def test_nothing_breaks_when_kairosd_is_down_or_kairos_is_missing(home, project,
         finally:
             oc.close()
         assert oc.proc.returncode == 0
+
+
+def test_a_typed_prompt_claims_nothing_and_the_turn_end_delivers(kd, oc):
+    """opencode's plugin does not read UserPromptSubmit's output: a prompt due then waits for the turn's end."""
+    oc.hook("chat.message")
+    run_id = kd.fire(kd.add("look at the deploy", {"kind": "session", "session_id": SID}))
+    oc.hook("chat.message")
+    assert kd.pending() == [run_id]
+    result = oc.hook("experimental.text.complete", messageID="msg_1", partID="prt_1")
+    assert "look at the deploy" in prompts(result, "prompt")[0]
+    assert kd.run_record(run_id).outcome is Outcome.DELIVERED
