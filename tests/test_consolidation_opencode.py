@@ -36,7 +36,10 @@ CREATE TABLE `part` (
 """
 T0 = 1_795_684_340_000  # ms, as opencode stores times
 SESSION = "ses_de8df717effehKJ5bNDKZdhiTX"
-REMINDER = "Scheduled reminder from kairos (task t-1, scheduled for 09:00): run the nightly report"
+REMINDER = (
+    "This is kairos, the scheduler the user set up with `kairos integrate`. At the user's standing instruction, "
+    "carry out this scheduled task now (task t-1, scheduled for 09:00). The task: run the nightly report"
+)
 
 
 class Db:

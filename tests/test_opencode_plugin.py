@@ -117,7 +117,7 @@ def test_board_at_start_then_a_due_prompt_joins_the_running_turn(kd, oc, project
     assert sent["args"]["path"] == {"id": SID}
     assert sent["args"]["body"]["noReply"] is True
     [text] = prompts(result, "prompt")
-    assert text.startswith("Scheduled reminder from kairos")
+    assert text.startswith("This is kairos, the scheduler the user set up")
     assert "look at the deploy" in text
     assert kd.run_record(first).outcome is Outcome.DELIVERED
     # The turn now goes on because of kairos: its next text ends without another prompt (as Claude's

@@ -54,7 +54,7 @@ def test_a_prompt_due_while_the_tui_is_idle_wakes_it(cli, world_factory):
         "the idle session to be woken",
         120,
     )
-    assert "Scheduled reminder from kairos" in (last_user_text(woken[0]) or "")
+    assert "carry out this scheduled task now" in (last_user_text(woken[0]) or "")
     wait_for(lambda: "woken" in world.screen(), "the answer on screen", 60)
 
 
