@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from kairosd import __version__
+from kairosd.api.http_types import compact_json
 from kairosd.api.requests import parse_body, validation_message
 from kairosd.core.clock import Clock
 from kairosd.core.errors import InvalidTimeError, StoreError, UsageError
@@ -71,11 +72,11 @@ class Service:
         self.info = info or {}
         self.extra_status = extra_status or {}  # e.g. {"background": registry.status}
         self.started_at = clock.now()
-        self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
-        self._summaries: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
-        self._views: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
-        # The last list of each kind (summary or not): its views in book order, and sorted.
-        self._listed: dict[bool, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        # Each listed view's JSON, by task id, for each kind (summary or not): (task, fire, running, JSON).
+        # One representation (bytes), kept while the same task object, planned fire and running state
+        # are listed; entries of removed tasks go once there are more entries than tasks (issue 28: the
+        # four caches before held ~5.5 KB a task for the daemon's life).
+        self._listed: dict[bool, dict[str, tuple[Task, Fire | None, bool, bytes]]] = {False: {}, True: {}}
         self.new_id: Callable[[], str] = new_task_id  # replaced by tests that force a collision
 
     # ---- views ----------------------------------------------------------
@@ -92,51 +93,75 @@ class Service:
         return self._view(task, fires, self.scheduler.is_running(task.id))
 
     def _view(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
-        doc = dict(self._dump(task))
-        doc["status"] = "paused" if task.paused else ("scheduled" if fires else "done")
-        doc["schedule"] = task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None)
-        doc["explanation"] = explain(task.cron) if task.cron else "once, at the exact time"
-        doc["next_fires"] = [
+        return {**self._dump(task), **self._view_tail(task, fires, running)}
+
+    def _view_tail(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
+        """What a view adds to the task's own fields."""
+        next_fires = [
             {"scheduled_for": f.scheduled_for.isoformat(), "planned_for": f.planned_for.isoformat()} for f in fires
         ]
-        doc["planned_for"] = doc["next_fires"][0]["planned_for"] if fires else None
-        doc["running"] = running
-        return doc
-
-    def listed_view(self, task: Task, now: datetime) -> dict[str, Any]:
-        """``view(task, 1)``, as ``GET /tasks`` lists it: cached, since building 10,000 views is most of the call.
-
-        The view then depends only on the task object, its planned fire and whether it
-        runs, so a cached one is good while those three are the same (a task paused
-        or resumed is a new object; a re-planned fire with other times is another Fire, and Fires are
-        frozen, so the same Fire object always holds the same times). A fire that is
-        already due makes ``view`` ask the clock instead; those are never cached.
-        """
-        planned = None if task.paused else self.scheduler.planned(task.id)
-        if not task.paused and (planned is None or planned.planned_for <= now):
-            return self.view(task, 1)
-        running = self.scheduler.is_running(task.id)
-        cached = self._views.get(task.id)
-        if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
-            return cached[2]
-        doc = self._view(task, [] if planned is None else [planned], running)
-        self._views[task.id] = (task, planned, doc)
-        if len(self._views) > 2 * len(self.book) + 1000:
-            self._views = {k: v for k, v in self._views.items() if k in self.book}
-        return doc
+        return {
+            "status": "paused" if task.paused else ("scheduled" if fires else "done"),
+            "schedule": task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None),
+            "explanation": explain(task.cron) if task.cron else "once, at the exact time",
+            "next_fires": next_fires,
+            "planned_for": next_fires[0]["planned_for"] if fires else None,
+            "running": running,
+        }
 
     def _dump(self, task: Task) -> dict[str, Any]:
-        # Tasks are replaced, never changed in place, so a dump stays good for as
-        # long as the same object is in the book (serialising is most of a list).
-        cached = self._dumps.get(task.id)
-        if cached is None or cached[0] is not task:
-            cached = (task, task.model_dump(mode="json"))
-            self._dumps[task.id] = cached
-            if len(self._dumps) > 2 * len(self.book) + 1000:
-                self._dumps = {k: v for k, v in self._dumps.items() if k in self.book}
-        return cached[1]
+        return task.model_dump(mode="json")
 
-    # ---- tasks ----------------------------------------------------------
+    def listing(self, summary: bool = False) -> list[tuple[Task, Fire | None, bool]]:
+        """What ``GET /tasks`` lists, in its order: each task with the fire it shows and whether it runs.
+
+        Sorted by the instant of that fire (not by ISO text: the same instant in other offsets sorts
+        differently as text), tasks with none last. A full view of a task whose planned fire is due
+        (or unknown) asks the clock for its next one, as :meth:`view` does; a summary shows the plan.
+        """
+        now = self.clock.now()  # one instant for the whole list
+        planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
+        rows = []
+        for task in self.book:
+            fire = None if task.paused else planned_of(task.id)
+            if not summary and not task.paused and (fire is None or fire.planned_for <= now):
+                fires = upcoming(task, now, 1, after=task.last_scheduled_for)
+                fire = fires[0] if fires else None
+            key = (fire is None, fire.planned_for.timestamp() if fire is not None else 0.0, task.id)
+            rows.append((key, task, fire, running_of(task.id)))
+        rows.sort(key=operator.itemgetter(0))
+        return [(task, fire, running) for _, task, fire, running in rows]
+
+    def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
+        """The listed views as documents (``GET /tasks`` sends :meth:`listed_json` instead)."""
+        make = self._summary if summary else (lambda t, f, r: self._view(t, [] if f is None else [f], r))
+        return [make(task, fire, running) for task, fire, running in self.listing(summary)]
+
+    def listed_json(self, task: Task, fire: Fire | None, running: bool, summary: bool) -> bytes:
+        """One row of :meth:`listing` as the compact JSON of its view (what ``compact_json`` gives), cached."""
+        cache = self._listed[summary]
+        hit = cache.get(task.id)
+        if hit is not None and hit[0] is task and hit[1] is fire and hit[2] == running:
+            return hit[3]
+        data = compact_json(self._summary(task, fire, running)) if summary else self._view_json(task, fire, running)
+        if fire is None or fire is self.scheduler.planned(task.id):  # a fire computed here is new each time
+            cache[task.id] = (task, fire, running, data)
+            if len(cache) > len(self.book) + 1000:
+                self._listed[summary] = {k: v for k, v in cache.items() if k in self.book}
+        return data
+
+    def _view_json(self, task: Task, fire: Fire | None, running: bool) -> bytes:
+        """``compact_json(self._view(...))``, from the store's own JSON of the task where that is the same text."""
+        fires = [] if fire is None else [fire]
+        head = self.book.encoded(task)
+        if task.meta or task.model_extra or not head.isascii():
+            # The store's JSON and json.dumps agree on ASCII strings, not on every float in meta or on
+            # non-ASCII text (escaped here); an unknown field could also be named like a view's key.
+            return compact_json(self._view(task, fires, running))
+        tail = compact_json(self._view_tail(task, fires, running))
+        return head[:-1].encode() + b"," + tail[1:]
+
+    # ---- tasks ----    # ---- tasks ----------------------------------------------------------
 
     def _zone(self, name: Any) -> str:
         if name is not None and not isinstance(name, str):
@@ -221,19 +246,6 @@ class Service:
             if task_id not in self.book:
                 return task_id
 
-    def summary(self, task: Task) -> dict[str, Any]:
-        """The few fields a table shows; cheap enough to list 10,000 tasks on every call."""
-        planned = None if task.paused else self.scheduler.planned(task.id)
-        running = self.scheduler.is_running(task.id)
-        cached = self._summaries.get(task.id)
-        if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
-            return cached[2]
-        doc = self._summary(task, planned, running)
-        self._summaries[task.id] = (task, planned, doc)
-        if len(self._summaries) > 2 * len(self.book) + 1000:
-            self._summaries = {k: v for k, v in self._summaries.items() if k in self.book}
-        return doc
-
     def _summary(self, task: Task, planned: Fire | None, running: bool) -> dict[str, Any]:
         return {
             "id": task.id,
@@ -249,22 +261,6 @@ class Service:
             "planned_for": planned.planned_for.isoformat() if planned else None,
             "running": running,
         }
-
-    def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
-        if summary:
-            views = [self.summary(t) for t in self.book]
-        else:
-            now = self.clock.now()  # one instant for the whole list
-            views = [self.listed_view(t, now) for t in self.book]
-        last = self._listed.get(summary)
-        if last is not None and len(last[0]) == len(views) and all(map(operator.is_, views, last[0])):
-            # The same view objects as last time, so the same order: sorting 2,000 took ~2 ms of a
-            # `kairos list --json` that bench/bench_cli.py wants within 3x a bare interpreter.
-            return list(last[1])
-        # By instant, not by ISO text: the same instant in other offsets sorts differently as text.
-        ordered = sorted(views, key=_by_planned_instant)
-        self._listed[summary] = (views, ordered)
-        return list(ordered)
 
     def get(self, task_id: str) -> dict[str, Any]:
         return self.view(self.book.get(self.book.resolve(task_id)), 5)
@@ -370,11 +366,6 @@ class Service:
             "overlap_default": Overlap.SKIP.value,
             **{name: get() for name, get in self.extra_status.items()},
         }
-
-
-def _by_planned_instant(view: dict[str, Any]) -> tuple[bool, float, str]:
-    planned = view["planned_for"]
-    return (planned is None, datetime.fromisoformat(planned).timestamp() if planned else 0.0, view["id"])
 
 
 def _summary_target(task: Task) -> dict[str, Any]:

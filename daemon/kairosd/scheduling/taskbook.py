@@ -29,7 +29,7 @@ from typing import Any
 
 from kairosd.core.errors import NotFoundError, StoreError, UsageError
 from kairosd.core.models import Task
-from kairosd.store.store import SCHEMA_VERSION, Store, StoreState
+from kairosd.store.store import SCHEMA_VERSION, Store, StoreState, encode_task
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,11 @@ class TaskBook:
         task = self._tasks.pop(task_id)
         self._version += 1
         return task
+
+    def encoded(self, task: Task) -> str:
+        """``task`` as compact JSON, as the store writes it (cached by a store that keeps it)."""
+        fragment = getattr(self._store, "fragment", None)
+        return fragment(task) if fragment is not None else encode_task(task)
 
     def get_field(self, key: str) -> Any:
         """A top-level field of the store besides the tasks (None when absent)."""

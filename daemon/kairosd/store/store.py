@@ -55,7 +55,7 @@ from kairosd.store.quarantine import FILE_NAME as QUARANTINE_NAME
 from kairosd.store.quarantine import Quarantine
 from kairosd.system.atomic import remove_stale_temp_files, write_atomic
 
-__all__ = ["JOURNAL_NAME", "SCHEMA_VERSION", "JsonStore", "Store", "StoreState", "read_folded"]
+__all__ = ["JOURNAL_NAME", "SCHEMA_VERSION", "JsonStore", "Store", "StoreState", "encode_task", "read_folded"]
 
 log = logging.getLogger(__name__)
 
@@ -183,8 +183,8 @@ _TASKS_NONE = b'  "tasks": []\n}\n'
 _TASKS_CLOSE = b"\n  ]\n}\n"
 
 
-def _encode_task(task: Task) -> str:
-    """One task as compact JSON on one line."""
+def encode_task(task: Task) -> str:
+    """One task as compact JSON on one line (as the store writes it)."""
     try:
         return task.model_dump_json()
     except PydanticSerializationError:
@@ -343,7 +343,7 @@ class JsonStore:
             if problem is None:
                 kept.append(task)
             else:
-                rejected.append((json.loads(_encode_task(task)), problem))
+                rejected.append((json.loads(encode_task(task)), problem))
         self.set_aside = len(rejected)
         if not rejected:
             return state
@@ -442,7 +442,7 @@ class JsonStore:
         for task in state.tasks:
             cached = cache.get(task.id)
             if cached is None or cached[0] is not task:
-                cached = (task, _encode_task(task))
+                cached = (task, encode_task(task))
             fragments[task.id] = cached
         self._fragments = fragments
         data = _encode_store(state.model_extra or {}, [text for _, text in fragments.values()])
@@ -457,6 +457,17 @@ class JsonStore:
         self._base = journal.base_of(data)
         self._compact_next = False
         self.journal.discard()
+
+    def fragment(self, task: Task) -> str:
+        """``task`` as the store writes it, from the store's cache, which keeps it (for listings too).
+
+        Called on the loop thread while a write may run in another: a lookup and an insertion of one
+        entry are each atomic, and an entry lost to a write that replaces the cache is only encoded again.
+        """
+        cached = self._fragments.get(task.id)
+        if cached is None or cached[0] is not task:
+            cached = self._fragments[task.id] = (task, encode_task(task))
+        return cached[1]
 
     def wants_compaction(self) -> bool:
         """Whether the next write should be a whole :meth:`save` rather than an :meth:`append`."""
@@ -475,7 +486,7 @@ class JsonStore:
         for task in puts:
             cached = cache.get(task.id)
             if cached is None or cached[0] is not task:
-                cached = cache[task.id] = (task, _encode_task(task))
+                cached = cache[task.id] = (task, encode_task(task))
             texts.append(cached[1])
         line = journal.record(dels, texts, fields)
         try:
