@@ -71,7 +71,8 @@ class Api(Router):
         encode = self.service.listed_json
         yield b'{"tasks":['
         for start in range(0, len(rows), LIST_PIECE):
-            pieces = [encode(task, fire, running, summary) for task, fire, running in rows[start : start + LIST_PIECE]]
+            batch = rows[start : start + LIST_PIECE]
+            pieces = [encode(task, fire, running, summary) for _, task, fire, running in batch]
             yield (b"," if start else b"") + b",".join(pieces)
         yield b"]}\n"
 

@@ -44,6 +44,8 @@ from kairosd.scheduling.scheduler import Scheduler
 from kairosd.store.inbox import InboxStore
 
 MAX_TASKS = 100_000
+# Cached views of removed tasks are dropped once they are this many: a pass over the cache per 1,000 removals.
+CACHE_SLACK = 1000
 
 
 def _store_error(path: object, exc: OSError) -> StoreError:
@@ -112,8 +114,8 @@ class Service:
     def _dump(self, task: Task) -> dict[str, Any]:
         return task.model_dump(mode="json")
 
-    def listing(self, summary: bool = False) -> list[tuple[Task, Fire | None, bool]]:
-        """What ``GET /tasks`` lists, in its order: each task with the fire it shows and whether it runs.
+    def listing(self, summary: bool = False) -> list[tuple[Any, Task, Fire | None, bool]]:
+        """What ``GET /tasks`` lists, in its order: (sort key, task, the fire it shows, whether it runs).
 
         Sorted by the instant of that fire (not by ISO text: the same instant in other offsets sorts
         differently as text), tasks with none last. A full view of a task whose planned fire is due
@@ -130,12 +132,15 @@ class Service:
             key = (fire is None, fire.planned_for.timestamp() if fire is not None else 0.0, task.id)
             rows.append((key, task, fire, running_of(task.id)))
         rows.sort(key=operator.itemgetter(0))
-        return [(task, fire, running) for _, task, fire, running in rows]
+        cache = self._listed[summary]
+        if len(cache) > len(rows) + CACHE_SLACK:  # removed tasks' views; at most the tasks listed now stay
+            self._listed[summary] = {task.id: cache[task.id] for _, task, _, _ in rows if task.id in cache}
+        return rows
 
     def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
         """The listed views as documents (``GET /tasks`` sends :meth:`listed_json` instead)."""
         make = self._summary if summary else (lambda t, f, r: self._view(t, [] if f is None else [f], r))
-        return [make(task, fire, running) for task, fire, running in self.listing(summary)]
+        return [make(task, fire, running) for _, task, fire, running in self.listing(summary)]
 
     def listed_json(self, task: Task, fire: Fire | None, running: bool, summary: bool) -> bytes:
         """One row of :meth:`listing` as the compact JSON of its view (what ``compact_json`` gives), cached."""
@@ -146,8 +151,6 @@ class Service:
         data = compact_json(self._summary(task, fire, running)) if summary else self._view_json(task, fire, running)
         if fire is None or fire is self.scheduler.planned(task.id):  # a fire computed here is new each time
             cache[task.id] = (task, fire, running, data)
-            if len(cache) > len(self.book) + 1000:
-                self._listed[summary] = {k: v for k, v in cache.items() if k in self.book}
         return data
 
     def _view_json(self, task: Task, fire: Fire | None, running: bool) -> bytes:
