@@ -270,11 +270,13 @@ class TaskBook:
                 log.exception("a rollback listener failed")
 
     def commit_sync(self) -> None:
-        """Write the whole store now if anything is unsaved, blocking (start-up and shutdown, not the hot path).
+        """Write the whole store now if anything is unsaved or journaled, blocking (start-up and shutdown,
+        not the hot path): after a clean stop, ``scheduled_tasks.json`` alone holds every task.
 
         Raises :class:`StoreError` (after rolling back) if the write fails.
         """
-        if not self.dirty:
+        journaled = getattr(self._store, "journaled", None)
+        if not self.dirty and not (journaled is not None and journaled()):
             return
         version = self._version
         extra = dict(self._extra)

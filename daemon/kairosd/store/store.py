@@ -469,6 +469,10 @@ class JsonStore:
             cached = self._fragments[task.id] = (task, encode_task(task))
         return cached[1]
 
+    def journaled(self) -> bool:
+        """Whether the file alone is not what the store holds (a journal, or a load that must be written)."""
+        return self._compact_next or self.journal.size > 0
+
     def wants_compaction(self) -> bool:
         """Whether the next write should be a whole :meth:`save` rather than an :meth:`append`."""
         return self._compact_next or self.journal.size > max(MIN_COMPACT_BYTES, self._base[1])
