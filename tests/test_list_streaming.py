@@ -68,13 +68,13 @@ def test_the_first_views_go_out_before_the_last_are_encoded(
     kd: Kairosd, query: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ):
     encoded: list[str] = []
-    make = kd.service.listed_json
+    make = kd.service.listed_piece
 
-    def counted(task: Any, *args: Any) -> bytes:
-        encoded.append(task.id)
-        return make(task, *args)
+    def counted(rows: list[Any], summary: bool) -> bytes:
+        encoded.extend(task.id for _, task, _, _ in rows)
+        return make(rows, summary)
 
-    monkeypatch.setattr(kd.service, "listed_json", counted)
+    monkeypatch.setattr(kd.service, "listed_piece", counted)
     pieces = iter(_answer(kd, query).pieces)
     first = kd.call(lambda: next(pieces) + next(pieces))
     assert first.startswith(b'{"tasks":[{"id":"')

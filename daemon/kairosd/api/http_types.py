@@ -54,7 +54,12 @@ class EncodedJson:
 
 def compact_json(body: Any) -> bytes:
     """``body`` as the server sends JSON: compact, ASCII, anything else JSON lacks as its ``str``."""
-    return json.dumps(body, separators=(",", ":"), default=str).encode()
+    return _COMPACT.encode(body).encode()
+
+
+# What json.dumps(separators=(",", ":"), default=str) builds on every call: made once, it is
+# ~1/4 of encoding a small document (a listing of 100,000 tasks encodes 100,000 of them).
+_COMPACT = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
 @dataclass(frozen=True)

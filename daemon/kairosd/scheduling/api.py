@@ -68,12 +68,9 @@ class Api(Router):
         return JsonPieces(self._listed(self.service.listing(summary), summary))
 
     def _listed(self, rows: list[tuple[Any, ...]], summary: bool) -> Iterator[bytes]:
-        encode = self.service.listed_json
         yield b'{"tasks":['
         for start in range(0, len(rows), LIST_PIECE):
-            batch = rows[start : start + LIST_PIECE]
-            pieces = [encode(task, fire, running, summary) for _, task, fire, running in batch]
-            yield (b"," if start else b"") + b",".join(pieces)
+            yield (b"," if start else b"") + self.service.listed_piece(rows[start : start + LIST_PIECE], summary)
         yield b"]}\n"
 
     @typed(AddRequest)

@@ -43,6 +43,7 @@ class TaskBook:
     def __init__(self, store: Store, state: StoreState | None = None) -> None:
         """``state``: what the store holds; None: nothing yet, until :meth:`load` reads it."""
         self._store = store
+        self._encode: Callable[[Task], str] = getattr(store, "fragment", encode_task)
         self._hold(state or StoreState.empty())
         self._version = 0  # bumped by every change
         self._written = 0  # memory at this version is what the store holds
@@ -122,8 +123,7 @@ class TaskBook:
 
     def encoded(self, task: Task) -> str:
         """``task`` as compact JSON, as the store writes it (cached by a store that keeps it)."""
-        fragment = getattr(self._store, "fragment", None)
-        return fragment(task) if fragment is not None else encode_task(task)
+        return self._encode(task)
 
     def get_field(self, key: str) -> Any:
         """A top-level field of the store besides the tasks (None when absent)."""
