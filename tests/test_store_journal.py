@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import random
 from datetime import UTC, datetime
 from pathlib import Path
@@ -220,3 +221,25 @@ def test_a_failed_append_leaves_the_journal_as_it_was_and_the_next_write_is_whol
     assert not journal.exists()  # written whole: the rollback may have changed memory's order
     assert path.read_bytes() == _fresh_bytes(tmp_path, book.snapshot())
     assert "aaaa0005" not in {t.id for t in book}
+
+
+def test_concurrent_changes_share_one_journal_line(tmp_path: Path):
+    """Group commit: changes made while a write is pending go out together, as one line (one fsync)."""
+    path = tmp_path / "scheduled_tasks.json"
+    store = JsonStore(path, FakeClock(T0))
+    store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=[_task("aaaa0001")]))
+    book = TaskBook(store, store.load())
+
+    async def add(i: int) -> None:
+        book.put(_task(f"{i:08x}"))
+        await book.commit()
+
+    async def main() -> None:
+        await asyncio.gather(*(add(i) for i in range(20)))
+        await asyncio.gather(*(add(i) for i in range(20, 30)))
+
+    asyncio.run(main())
+    lines = (tmp_path / JOURNAL_NAME).read_bytes().splitlines()
+    assert len(lines) == 3  # the header, then one line for each burst
+    assert [len(json.loads(line)["put"]) for line in lines[1:]] == [20, 10]
+    assert len(JsonStore(path, FakeClock(T0)).load().tasks) == 31
