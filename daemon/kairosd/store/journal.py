@@ -22,7 +22,8 @@ Crash rules (they add to the store's, see :mod:`kairosd.store.store`):
   warning, and the next write compacts it away.
 - **A crash between the two steps of a compaction** (the new store is renamed into
   place, then the journal is removed): the journal's base no longer matches the store, so
-  it is known to be folded in already and is ignored.
+  it is known to be folded in already and is ignored (with a warning: the same happens to a
+  journal left by a crash when the store was then edited by hand; the edit wins).
 - **A journal whose lines do not parse before a line that does** (not a crash: a disk
   fault or an edit): the store is corrupt; kairos refuses to start and changes nothing.
 
@@ -152,7 +153,13 @@ def read(path: Path, base: list[int]) -> tuple[list[dict[str, Any]], bool]:
     if not (isinstance(header, dict) and header.get("journal") == VERSION and isinstance(header.get("base"), list)):
         raise JournalCorrupt(f"{path} does not start as a kairos journal (version {VERSION})")
     if header["base"] != base:
-        log.info("%s was written before the store was last rewritten; its changes are in the store", path)
+        # After a compaction cut short, its changes are in the store; after an edit of the store while
+        # kairosd was down, the edit wins. Either way the store as it is now is what loads.
+        log.warning(
+            "%s applies to an earlier version of the store (a rewrite cut short, or an edit); its %d change(s) "
+            "are not applied again",
+            path, len(parsed) - 1,
+        )  # fmt: skip
         return [], True
     commits = parsed[1:]
     for number, commit in enumerate(commits, start=2):
