@@ -1107,3 +1107,60 @@ def test_every_timeout_option_takes_a_duration():
 
     walk(build_parser())
     assert {"kairos add", "kairos task start", "kairos task wait", "kairos consolidate"} <= set(found)
+
+
+def _claude_file(home: Path, n: int) -> tuple[Path, list[dict[str, Any]]]:
+    tasks = [
+        {"id": f"{i:08x}", "cron": "0 9 * * 1-5", "prompt": f"check the build of branch {i} ✓", "createdAt": 1.7e12}
+        for i in range(n)
+    ]
+    path = home / "big.json"
+    path.write_text(json.dumps({"tasks": tasks}))
+    return path, tasks
+
+
+def test_import_of_more_than_one_request_carries_goes_in_batches(fake, capsys, home):
+    """Issue 28: one request (1 MiB) held ~7,000 tasks. A larger file goes in batches, each one request within
+    the limit and imported atomically; every task is sent once, in order; rejected items keep their file index."""
+    from kairosd.core.protocol import MAX_BODY_BYTES
+
+    path, tasks = _claude_file(home, 12_000)
+
+    def answer(req: Any) -> tuple[int, dict[str, Any]]:
+        return 200, {"imported": [], "skipped": [], "rejected": [{"index": 0, "reason": "first of its batch"}]}
+
+    fake.routes[("POST", "/v1/import")] = answer
+    code, out, _ = _run(capsys, "import", str(path), "--tz", "UTC", "--allow-hidden")
+    assert code == 0
+    sent = fake.sent("POST", "/v1/import")
+    assert len(sent) >= 2
+    assert all(len(json.dumps(r.body, separators=(",", ":"))) <= MAX_BODY_BYTES for r in sent)
+    batches = [json.loads(r.body["data"])["tasks"] for r in sent]
+    assert [t for batch in batches for t in batch] == tasks
+    offsets = [sum(len(b) for b in batches[:i]) for i in range(len(batches))]
+    lines = out.splitlines()
+    assert lines[: len(sent)] == [
+        f"batch {i}/{len(sent)}: 0 imported, 0 skipped, 1 rejected" for i in range(1, 1 + len(sent))
+    ]
+    assert lines[len(sent)] == f"imported 0, skipped 0, rejected {len(sent)} from {path}"
+    assert [line.split(":")[0] for line in lines[len(sent) + 1 :]] == [f"  ! #{o}" for o in offsets]
+
+
+def test_a_failed_batch_says_which_and_what_was_imported(fake, capsys, home):
+    path, _ = _claude_file(home, 12_000)
+    calls = []
+
+    def answer(req: Any) -> tuple[int, dict[str, Any]]:
+        calls.append(req)
+        if len(calls) == 2:
+            return 500, {"error": {"code": "store", "message": "cannot write the store: No space left on device"}}
+        return 200, {"imported": [], "skipped": [], "rejected": []}
+
+    fake.routes[("POST", "/v1/import")] = answer
+    code, out, err = _run(capsys, "import", str(path), "--tz", "UTC", "--allow-hidden")
+    assert code != 0
+    assert len(calls) == 2
+    assert f"imported 0, skipped 0, rejected 0 from {path} (the first 1 batch(es))" in out
+    assert "batch 2 of " in err
+    assert "No space left on device" in err
+    assert "batches 1-1 were imported" in err
