@@ -54,6 +54,14 @@ class E:
         ("rule", "run the tests with pytest, not make test", "rule", "always run the tests with make test", True),
         ("decision", "we'll use poetry instead of uv", "decision", "We'll use uv instead of pip-tools", True),
         ("preference", "I prefer tabs over spaces", "preference", "use spaces", True),
+        # a value slot that changed: the same name just before a new value of the same shape
+        ("decision", "Change of plan: we go to terraform 1.7.5 now", "fact", "We are using terraform 1.6.6", True),
+        ("fact", "State bucket moved to acme-tfstate-main", "fact", "State is in bucket acme-tfstate-prod", True),
+        ("fact", "MLflow moved to mlflow2.ml.io:5000", "fact", "Runs are in MLflow at mlflow.ml.io:5000", True),
+        ("fact", "The prod cluster is eks-prod-1", "fact", "The staging cluster is eks-stg-2", False),
+        ("fact", "The worker image is based on python 3.12", "fact", "The api pins node 20.11", False),
+        ("fact", "Grafana is pinned to 10.4.1", "fact", "Loki is pinned to 2.9.4", False),
+        ("todo", "bump terraform to 1.7.5 later", "fact", "We are using terraform 1.6.6", False),
         # different subjects, or a different family: both stay
         (
             "fact",

@@ -9,7 +9,13 @@ decisions are one family; facts another; to-dos a third) when
 - it **says the opposite**: "never run migrations on deploy" after "always run migrations on
   deploy" (the same words once the polarity words are set aside);
 - it **gives the same subject a new value**: a fact "The nightly job runs on batch-02" after
-  "The nightly job runs on the batch-01 host" (the same subject before the same verb).
+  "The nightly job runs on the batch-01 host" (the same subject before the same verb);
+- it **changes a value slot**: "we go to terraform 1.7.5 now" after "we are using terraform 1.6.6",
+  "the state bucket moved to acme-tfstate-main" after "the state is in s3 bucket acme-tfstate-prod":
+  a version, host, path or identifier that one has and the other lacks, of the same shape, named
+  in both by a word they share just before it (in its clause), and with no word of its own on
+  both sides ("the staging cluster is eks-stg-2" and "the prod cluster is eks-prod-1" are two); a
+  bare number is a count, not a value that names a thing, and is left out.
 
 Which entries may be replaced silently is the board's decision (a user's own or a pinned entry
 never is: see :mod:`.board`). Pure: must not import the board or anything that does I/O.
@@ -53,6 +59,16 @@ _FACT_SPLIT = re.compile(
 )
 _IS = re.compile(r"\b(?:is|are)\b", re.IGNORECASE)
 _DISTINCT = re.compile(r"[0-9_./:@-]")  # a version, a host, a flag, a path: one thing, whatever its kind
+# Words that name no subject: what a value slot's name must not be (verbs of place and change,
+# and names every value has).
+_SLOT_GENERIC_TEXT = """version release port number id value new old default latest current runs run lives live sits
+    listens listen binds bind moved move moving migrated migrate switched switch hosted deployed stored kept pinned
+    pin uses build builds built go goes went set located points pointing upgraded upgrade bumped bump targets target
+    written called named renamed changed change is are was were now today agreed plan under into onto via has have
+    had behind inside"""
+_SLOT_GENERIC = frozenset(_SLOT_GENERIC_TEXT.split())
+_CLAUSE = re.compile(r"[,;:()]\s|\s[-\u2013\u2014]\s|\.\s")
+_SHAPE_RUN = re.compile(r"[a-z0-9]+")
 
 
 class Item(Protocol):
@@ -122,6 +138,50 @@ def _next_version(new_text: str, old_text: str) -> bool:
     return False
 
 
+def _shape(value: str) -> str:
+    """A value's shape: digit runs as 9, other letter-and-digit runs as a, separators kept
+    ("1.6.6" and "1.7.5" are 9.9.9; "acme-tfstate-prod" and "acme-tfstate-main" are a-a-a)."""
+    return _SHAPE_RUN.sub(lambda m: "9" if m[0].isdigit() else "a", value)
+
+
+def _values(text: str) -> list[tuple[str, set[str]]]:
+    """The values of ``text`` (versions, hosts, paths, identifiers), each with the words that name
+    it: the meaningful words before it in its clause, at most four."""
+    lower = text.lower().replace("\u2019", "'")
+    out = []
+    for match in _WORD.finditer(lower):
+        value = match[0]
+        if value in _STOP or not _DISTINCT.search(value) or value.isdigit():
+            continue
+        clause = _CLAUSE.split(lower[: match.start()])[-1]
+        before = [w for w in _WORD.findall(clause) if w not in _STOP and w not in _SLOT_GENERIC]
+        out.append((value, {w for w in before[-4:] if not _DISTINCT.search(w)}))
+    return out
+
+
+def _slot_changed(new_text: str, old_text: str) -> bool:
+    """ "we go to terraform 1.7.5 now" after "we are using terraform 1.6.6": one value slot, a new
+    value (see the module docstring)."""
+    new_lower, old_lower = new_text.lower(), old_text.lower()
+    new_values = [(v, n) for v, n in _values(new_text) if v not in old_lower]
+    if not new_values:
+        return False
+    for old_value, old_names in _values(old_text):
+        if old_value in new_lower:
+            continue
+        for new_value, new_names in new_values:
+            if _shape(new_value) != _shape(old_value):
+                continue
+            if not old_names & new_names:
+                continue
+            # a word of its own on both sides names two things ("staging cluster", "prod cluster")
+            old_own = {w for w in old_names if w not in new_lower}
+            new_own = {w for w in new_names if w not in old_lower}
+            if not (old_own and new_own):
+                return True
+    return False
+
+
 def _verb_class(verb: str) -> str:
     """Verbs that say the same of a subject: its name, its place, its version."""
     if re.search(r"called|named|renamed", verb):
@@ -145,12 +205,16 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
             return False
         if distinct & _asks_for(old.text) and not distinct & _asks_for(new_text):
             return True
+        if _slot_changed(new_text, old.text):
+            return True
         # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject
         return old.kind == "fact" and bool(out & _first_words(old.text)) and not out & _asks_for(new_text)
     if out and out & _asks_for(old.text) and not out & _asks_for(new_text):
         return True
     new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
     if new_words and new_words == old_words and _polarity(new_text) != _polarity(old.text):
+        return True
+    if FAMILY[new_kind] != "todo" and _slot_changed(new_text, old.text):
         return True
     if FAMILY[new_kind] == "fact":
         if _next_version(new_text, old.text):
