@@ -369,3 +369,67 @@ def test_a_value_changed_replaces_the_old_value(store: BoardStore) -> None:
         ("sender address changed to alerts@notify.acme.io btw",),
     )
     assert board == ["Sender address changed to alerts@notify.acme.io btw"]
+
+
+# ---- principles from the seventeenth and eighteenth (blind) writers -------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # a rule said with its rule word last, or as what is important
+        ("is better if every module have its own README, always", "rule"),
+        ("use zod for every api input no exceptions", "rule"),
+        ("It is important that all rules declare their conda environment explicitly.", "rule"),
+        # a to-do deferred in so many words
+        ("We should add a MultiQC report at the end, but not today.", "todo"),
+        # a decision reached after talking it over, or opened by a connective
+        ("we talked it over as a team and decided to drop Core Data for SwiftData", "decision"),
+        ("Furthermore, we have decided in the group meeting to use Salmon instead of STAR.", "decision"),
+        # a change made is a decision whatever time word comes with it
+        ("we moved the alerts from #ops-alerts to #sre-pager, update the docs", "decision"),
+        ("switched db from neon to supabase yesterday", "decision"),
+        ("we moved off vercel to fly.io, app name invoicer-prod", "decision"),
+        # facts: a name's value in a later clause, how something deploys, targets and builds
+        ("the on-call rotation is in pagerduty, schedule name is OPS-PRIMARY", "fact"),
+        ("db is on neon, project id is shy-frog-482913", "fact"),
+        ("the docs site deploys with github pages from the gh-pages branch", "fact"),
+        ("the app targets iOS 16 and up, and we build with Xcode 15.2 on the CI runners.", "fact"),
+        ("emails go out through resend, from billing@invoicer.app", "fact"),
+        ("The pipeline is written in Snakemake 7.32.", "fact"),  # "written in": not a to-do said done
+        # and what stays out
+        ("deploy to staging first", None),
+        ("maybe we moved the cache from redis to memcached, not sure", None),
+        ("is better if you rename it, always confusing otherwise?", None),
+    ],
+)
+def test_principles_from_the_later_blind_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_a_correction_with_an_article_is_a_correction() -> None:
+    signal = read("A correction to what I said yesterday: the annotation is GENCODE 45, not 44.", after_agent=False,
+                  first=False)  # fmt: skip
+    assert signal is not None
+    assert (signal.kind, signal.text) == ("fact", "The annotation is GENCODE 45, not 44.")  # a corrected fact
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "dunning emails are live",
+        "the nat gateway thing is checked, we keep one per az",
+        "Actually, you know what, let's not bother with the screenshots, marketing is doing them.",
+        "The rename is announced, we can forget about that reminder.",
+    ],
+)
+def test_a_todo_live_checked_or_dropped_is_closed(typed: str) -> None:
+    assert [c.action for c in _session(typed)] == ["close"]
+
+
+def test_a_change_of_plan_that_rules_a_tool_out_replaces_the_fact_naming_it(store: BoardStore) -> None:
+    board = _board(store, ("we deploy on vercel, prod branch is main",), ("we moved off vercel to fly.io",))
+    assert board == ["We moved off vercel to fly.io"]
+    # a standing contrast is not a change of plan: the fact that names prod stays
+    board = _board(store, ("the backup job runs on the prod replica",), ("use the staging db for tests, not prod",))
+    assert "The backup job runs on the prod replica" in board

@@ -47,7 +47,7 @@ class Signal:
 _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
 _LEAD = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|furthermore|moreover|additionally|in\s+addition|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
     r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
     r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
@@ -109,7 +109,7 @@ _STRONG_CORRECTION = re.compile(
     r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
     r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
     r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
-    r"|(?:(?:small|quick|minor|one)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    r"|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r"|scratch\s+(?:that|what\s+i\s+said(?:\s+about\s+(?P<scratched>[^,;:]{1,30}))?)|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
     _I,
@@ -129,13 +129,20 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 # ---- to-dos said done -----------------------------------------------------------------------
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
-    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone)\b"
+    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone|live|"
+    r"checked|handled)\b(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
     r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
+    _I,
+)
+# A to-do dropped is closed as well: "let's not bother with the screenshots", "forget about that reminder".
+_DROPPED = re.compile(
+    r"(?:^|[,;]\s+)(?:(?:actually|ok(?:ay)?|so|oh|and|you\s+know\s+what)[,.!\s]+)*(?:let'?s\s+not\s+bother\s+with|"
+    r"(?:we\s+can\s+|you\s+can\s+)?forget\s+about|never\s*mind|no\s+need\s+for)\s+(?:the|that|this|those)\s+\w",
     _I,
 )
 _NOT_DONE = re.compile(
@@ -164,7 +171,15 @@ _DECISION = re.compile(
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
     r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
-    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
+    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|\b(?:we|i|the\s+team)\b[^.?!:;]{0,50}?\band\s+"
+    r"(?:decided|agreed)\s+(?:to|on|that)\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
+    _I,
+)
+# "we moved the alerts from #ops-alerts to #sre-pager", "switched db from neon to supabase yesterday": a
+# change made, a decision whatever time word comes with it.
+_CHANGED_FROM = re.compile(
+    r"^(?:we(?:'ve|\s+have)?\s+)?(?:moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?(?:from|off(?:\s+of)?)\s+"
+    r"\S+\s+(?:to|onto)\s+\S",
     _I,
 )
 _TODO = re.compile(
@@ -172,6 +187,7 @@ _TODO = re.compile(
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
     r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
+    r"|^(?:we|i)\s+(?:should|need\s+to|have\s+to|gotta)\s+\w.{3,80}\bbut\s+not\s+(?:today|now|right\s+now|yet)\b"
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
@@ -198,7 +214,8 @@ _RULE_PLAIN = re.compile(
     r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
     r"|\b(?:going\s+forward|from\s+now\s+on|from\s+here\s+on|moving\s+forward|in\s+(?:the\s+)?future|henceforth)\b"
-    r"|\bstop\s+using\b"
+    r"|\bstop\s+using\b|[,;]\s*always[.!]*$|\bno\s+exceptions\b"
+    r"|^it\s+is\s+(?:important|essential|crucial|mandatory|required|vital)\s+that\s+(?:all|every|each|we|you|the)\b"
     r"|\b(?:for|in)\s+(?:all\s+|any\s+)?new\s+(?:code|screens?|pages?|components?|files?|modules?|services?|features?|"
     r"tests?|endpoints?|projects?|repos?)\b|^no\s+[\w.-]+(?:\s+[\w.-]+)?[,.;]\s*(?:we\s+)?use\s+\S"
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
@@ -249,7 +266,9 @@ _FACT = re.compile(
     r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
     r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
     r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
-    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S|\bgo(?:es)?\s+through\s+\S"
+    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S|\bgo(?:es)?\s+(?:out\s+)?(?:through|via)\s+\S"
+    r"|\bdeploys?\s+(?:with|via|through|from|to|on)\s+(?!(?:mon|tue|wed|thu|fri|sat|sun)\w*day|weekends?\b|every\b|each\b)\S"
+    r"|\btargets?\s+(?:[a-z]+\s+)?v?\d|\b(?:build|builds|built|compiled?)\s+with\s+\S+\s+v?\d"
     r"|\b(?:is|are)\s+registered\s+(?:in|with|at)\s+\S|\bat\s+[\w-]+(?:\.[\w-]+)+:\d{2,5}\b|\bchanged\s+to\s+\S"
     r"|\bbehind\s+(?:the\s+)?[\w.-]*[_\d][\w.-]*\b|\b(?:is|are)\s+(?:a|an)\s+(?:string|int|integer|float|uuid|bool|boolean|"
     r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
@@ -260,7 +279,7 @@ _NAMED_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
     r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
     r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri|toolchain|compiler|runtime|framework|sdk|"
-    r"bootloader|platform|kernel)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"bootloader|platform|kernel|id)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
     r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
     _I,
 )
@@ -271,6 +290,8 @@ _IMPERATIVE = re.compile(
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
 )
+_CLAUSES = re.compile(r"[,;]\s+")
+_AND = re.compile(r"^(?:and|also|plus)\s+", _I)
 _WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
 _WE_ARE_ON = re.compile(r"^(?:we'?re|we\s+are)\s+(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
@@ -295,12 +316,13 @@ fixed locked held push publish publishes emits emit sends send deployed hosted r
 table stay stick ping nudge max maximum tops least most ever landed lands land arrives ends
 here henceforth park someday eventually thumb scratch string int integer nothing nobody
 wants requires expects correction through in registered changed voted mandatory required
-compulsory forbidden banned disallowed sprint shall toolchain
+compulsory forbidden banned disallowed sprint shall toolchain checked handled switched important essential crucial
+exceptions targets target targeting deploys deploy build builds id
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
-landed closed gone cross closing wiki docs readme plate in"""
+landed closed gone cross closing wiki docs readme plate in live checked handled"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
@@ -318,7 +340,7 @@ _NEEDS = {
     "decision": _needs(
         "decided agreed decision change plan plans new let lets ll will go going switching moving standardising "
         "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
-        "killing"
+        "killing moved switched migrated"
     ),
     "vague": _needs("later next follow followup point someday some eventually"),
     "preference": _needs("prefer rather like instead over"),
@@ -331,11 +353,16 @@ def _subject_first(body: str, start: int, most: int = 10) -> bool:
     return start > 0 and len(body[:start].split()) <= most and _NOT_A_SUBJECT.match(body) is None
 
 
+def _named_value_after(body: str) -> bool:
+    """ "the rotation is in pagerduty, schedule name is OPS-PRIMARY": a name's value in a later clause."""
+    return any(_NAMED_VALUE.match(_AND.sub("", part)) for part in _CLAUSES.split(body)[1:])
+
+
 def is_fact(body: str, notice: bool = False) -> bool:
     """A statement about the project worth a ``fact`` entry (see the module docstring)."""
     if _HEDGE.search(body) or body.endswith("?") or _IMPERATIVE.match(body):
         return False
-    if _NAMED_VALUE.match(body) or _WE_ARE_ON.match(body):
+    if _NAMED_VALUE.match(body) or _WE_ARE_ON.match(body) or _named_value_after(body):
         return True
     if _FACT_WE_USE.match(body) and not _PAST.search(body):
         return True
@@ -410,6 +437,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     about = _RE_ABOUT.match(sentence)
     if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
+    if _DROPPED.search(sentence) and not sentence.endswith("?"):
+        return Signal("todo", sentence, "close")
     strong = _STRONG_CORRECTION.match(sentence)
     if strong is not None and strong.end() < len(sentence):
         return _correction(
@@ -443,6 +472,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return None
     if _TODO.search(body):
         return Signal("todo", _tidy(body))
+    if _CHANGED_FROM.match(body) and not _UNSURE.search(body):
+        return Signal("decision", _tidy(body))
     if (_NEEDS["chatter"] & tokens and _CHATTER.search(body)) or (_NEEDS["hedge"] & tokens and _HEDGE.search(body)):
         return None  # chit-chat, or not sure: when unsure, keep nothing
     if _NEEDS["decision"] & tokens and _DECISION.search(body):

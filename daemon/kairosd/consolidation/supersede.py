@@ -44,7 +44,14 @@ instead rather than over anymore longer stop drop ok okay yes only"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+from|replaces?)\s+((?:the\s+)?[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
+    r"drop|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
+    r"(?:from|off(?:\s+of)?)|replaces?)\s+((?:the\s+)?[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
+    re.IGNORECASE,
+)
+# Words that make "not X" a change of what was so ("we went with postmark, not resend"), not a
+# standing contrast ("use the staging db, not prod").
+_CHANGE = re.compile(
+    r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?)\b",
     re.IGNORECASE,
 )
 _POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
@@ -207,8 +214,11 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
             return True
         if _slot_changed(new_text, old.text):
             return True
-        # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject
-        return old.kind == "fact" and bool(out & _first_words(old.text)) and not out & _asks_for(new_text)
+        if old.kind != "fact" or out & _asks_for(new_text):
+            return False
+        # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject;
+        # and what a change of plan rules out ("we moved off vercel to fly.io") any fact that names it
+        return bool(out & _first_words(old.text)) or bool(_CHANGE.search(new_text) and out & words(old.text))
     if out and out & _asks_for(old.text) and not out & _asks_for(new_text):
         return True
     new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
