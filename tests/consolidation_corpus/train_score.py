@@ -133,17 +133,17 @@ def score_project(project: dict[str, Any], where: str, extractor: Extractor = ex
             for candidate in found.candidates:
                 if candidate.at in turn_at and candidate.action == "add":
                     origin[normal_key(candidate.text)] = (s, turn_at[candidate.at])
+            # in the order said, as the worker merges them (a to-do said and done in one session is
+            # closed), one at a time so that each close is known by its turn
             for candidate in found.candidates:
-                if candidate.action != "close" or candidate.at not in turn_at:
-                    continue
                 result = store.merge(project["name"], [candidate])
-                for gone in result.superseded:
-                    closed_at[gone.id] = (s, turn_at[candidate.at])
-            result = store.merge(project["name"], [c for c in found.candidates if c.action != "close"])
-            for entry in result.added:
-                ref = origin.get(normal_key(entry.text))
-                if ref is not None:
-                    made.setdefault(ref, []).append((entry.id, entry.kind, entry.text))
+                for gone in result.closed:
+                    if candidate.at in turn_at:
+                        closed_at[gone.id] = (s, turn_at[candidate.at])
+                for entry in result.added:
+                    ref = origin.get(normal_key(entry.text))
+                    if ref is not None:
+                        made.setdefault(ref, []).append((entry.id, entry.kind, entry.text))
         current = {e.id for e in store.load(project["name"]).entries}
     learned: list[tuple[tuple[int, int], dict[str, Any], str | None]] = []  # (turn, item, entry id)
     for s, session in enumerate(project["sessions"]):
