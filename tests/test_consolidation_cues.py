@@ -433,3 +433,57 @@ def test_a_change_of_plan_that_rules_a_tool_out_replaces_the_fact_naming_it(stor
     # a standing contrast is not a change of plan: the fact that names prod stays
     board = _board(store, ("the backup job runs on the prod replica",), ("use the staging db for tests, not prod",))
     assert "The backup job runs on the prod replica" in board
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("no unsafe outside src/raw.rs", "rule"),  # a path as what it is outside of
+        ("no job should write to the curated bucket directly", "rule"),
+        ("Composer is upgraded, we are now on Airflow 2.9.", "fact"),  # "we are now on X 2.9", in a later clause
+        ("we upgraded to Unreal 5.4 over the weekend", "fact"),
+        ("benches use criterion 0.5", "fact"),
+        ("msrv -> 1.75 now", "fact"),
+        ("benches moved from criterion to divan, criterion is gone from dev-deps", "decision"),
+        ("We have moved audit logging from the AuditTrail middleware to the audit service.", "decision"),
+        ("release notes go in CHANGELOG.md, keep-a-changelog format", "fact"),
+        ("p4 is the source of truth for assets", "fact"),
+        ("The service is deployed to the AWS account 4417-2290-1183 in us-east-1.", "fact"),
+        ("All access to patient records is audited through the AuditTrail middleware.", "fact"),
+        ("Tokens issued by Okta expire after 15 minutes.", "fact"),
+        ("Effective immediately, token lifetime is reduced to 10 minutes.", "fact"),
+        ("the raw layer is landing in gs://acme-lake-raw", "fact"),
+        ("don't forget we need to update the artist onboarding doc", "todo"),
+        # and what stays out
+        ("the signature is fn len(&self) -> usize", None),
+        ("go in there and fix it", None),
+        ("no idea why the job should fail", None),
+    ],
+)
+def test_principles_from_the_nineteenth_and_twentieth_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_a_context_list_is_facts() -> None:
+    assert _kinds("ctx:\n- crate is no_std\n- msrv 1.70\n- fix the flaky test\n- why is ci slow?") == [
+        ("fact", "Crate is no_std"),
+        ("fact", "Msrv 1.70"),
+    ]
+    assert _kinds("- crate is no_std\n- msrv 1.70") == []  # a list with no context head: not said as facts
+
+
+def test_a_correction_that_narrows_a_rule_is_kept() -> None:
+    signal = read("wait actually no, 4k textures are fine now for hero assets only", after_agent=True, first=True)
+    assert signal is not None
+    assert (signal.kind, signal.text) == ("correction", "4k textures are fine now for hero assets only")
+
+
+@pytest.mark.parametrize("typed", ["0.4.0 is out", "The threat model for the export feature has been approved."])
+def test_out_and_approved_say_done(typed: str) -> None:
+    assert [c.action for c in _session(typed)] == ["close"]
+    assert [c.action for c in _session("0.4.0 is out of date")] == []
+
+
+def test_a_todo_is_closed_by_the_roots_of_its_words(store: BoardStore) -> None:
+    board = _board(store, ("todo: fuzz the push/pop path with cargo-fuzz", "remind me to cut 0.4.0"), ("fuzzing done",))
+    assert board == ["Remind me to cut 0.4.0"]

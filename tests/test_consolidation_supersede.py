@@ -62,6 +62,34 @@ class E:
         ("fact", "The worker image is based on python 3.12", "fact", "The api pins node 20.11", False),
         ("fact", "Grafana is pinned to 10.4.1", "fact", "Loki is pinned to 2.9.4", False),
         ("todo", "bump terraform to 1.7.5 later", "fact", "We are using terraform 1.6.6", False),
+        # a qualifier after the shared name says more; one before it names another thing
+        (
+            "fact",
+            "The raw bucket is renamed to gs://acme-lake-landing",
+            "fact",
+            "The raw layer is in gs://acme-lake-raw",
+            True,
+        ),
+        # an amount keeps its unit; a plural names the same thing
+        ("fact", "Token lifetime is reduced to 10 minutes", "fact", "Tokens expire after 15 minutes", True),
+        ("fact", "Sessions expire after 30 minutes", "fact", "Tokens expire after 15 minutes", False),
+        ("fact", "The api runs 3 replicas", "fact", "The worker runs 2 replicas", False),
+        # what is gone is ruled out; a path is named by its last part
+        (
+            "fact",
+            "Ci moved to buildkite, the github actions workflows are deleted",
+            "fact",
+            "Ci on github actions",
+            True,
+        ),
+        (
+            "correction",
+            "Keep unsafe allowed in src/simd.rs too, not only raw.rs",
+            "rule",
+            "No unsafe outside src/raw.rs",
+            True,
+        ),
+        ("fact", "The old dashboards are deleted", "fact", "Grafana has the old dashboards", False),
         # different subjects, or a different family: both stay
         (
             "fact",

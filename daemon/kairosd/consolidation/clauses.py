@@ -52,6 +52,28 @@ def is_log_line(line: str) -> bool:
     return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
 
 
+_CONTEXT_HEAD = re.compile(
+    r"^(?:(?:some|quick|a\s+bit\s+of|more)\s+)?(?:ctx|context|background|setup|stack|the\s+stack|facts|"
+    r"for\s+context|project\s+context)(?:\s+for\s+you)?\s*:\s*$",
+    re.IGNORECASE,
+)
+
+
+def context_items(text: str) -> frozenset[str]:
+    """The bulleted items of a context list ("ctx:" then "- crate is no_std", "- msrv 1.70"), as
+    :func:`sentences` gives them: statements about the project, each a short line."""
+    items: set[str] = set()
+    listing = False
+    for line in text.replace("\u2019", "'").splitlines():
+        if _CONTEXT_HEAD.match(line.strip()):
+            listing = True
+        elif listing and _BULLET.match(line):
+            items.add(_BULLET.sub("", line).strip())
+        elif line.strip():
+            listing = False
+    return frozenset(items)
+
+
 def typed_lines(text: str) -> list[str]:
     """The lines the person typed: fenced blocks, quoted lines, log lines and walls left out."""
     kept = []

@@ -98,13 +98,14 @@ _CONTRAST = re.compile(
     r"[\w`'\"./:@-]+|\binstead\s+of\b|\brather\s+than\b|\bno\s+longer\b|\bpin(?:ned)?\s+(?:it\s+)?(?:to|at)\b",
     _I,
 )
+_RESTRICTION = re.compile(r"\b\w+\s+only\b|\beverything\s+else\b", _I)  # "for hero assets only"
 _MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
 
 # ---- corrections ---------------------------------------------------------------------------
 _FILLER = r"(?:(?:ugh|urgh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
 _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
-    r"(?:wait|hold\s+on)[,.!]*\s+(?:no+|nope)\b"
+    r"(?:wait|hold\s+on)[,.!]*\s+(?:actually[,.!]*\s+)?(?:no+|nope)\b"
     r"|no+[,.!]*\s+wait\b"
     r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
     r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
@@ -130,7 +131,7 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone|live|"
-    r"checked|handled)\b(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as)\b)"
+    r"checked|handled|approved|released|out)\b(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
     r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
@@ -178,12 +179,12 @@ _DECISION = re.compile(
 # "we moved the alerts from #ops-alerts to #sre-pager", "switched db from neon to supabase yesterday": a
 # change made, a decision whatever time word comes with it.
 _CHANGED_FROM = re.compile(
-    r"^(?:we(?:'ve|\s+have)?\s+)?(?:moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?(?:from|off(?:\s+of)?)\s+"
-    r"\S+\s+(?:to|onto)\s+\S",
+    r"^(?:we(?:'ve|\s+have)?\s+|(?:the\s+)?[\w#.-]+(?:\s+[\w#.-]+)?\s+(?:(?:was|were|got|have\s+been|has\s+been)\s+)?)?"
+    r"(?:moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?(?:from|off(?:\s+of)?)\s+(?:\S+\s+){1,4}?(?:to|onto)\s+\S",
     _I,
 )
 _TODO = re.compile(
-    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
     r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
@@ -210,7 +211,8 @@ _RULE_PLAIN = re.compile(
     r"|\bmake\s+it\s+a\s+rule\b|\bas\s+a\s+rule\b|\bhouse\s+rule\b"
     r"|^no\s+.{3,60}[.;,]\s+\S+(?:\s+\S+){0,3}\s+only[.!]*$"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
-    r"(?:\s+[\w-]+)?\s+(?:after|before|in|on|during|inside|outside|at|from)\s+\w+(?:\s+\w+)?[.!]*$"
+    r"(?:\s+[\w-]+)?\s+(?:after|before|in|on|during|inside|outside|at|from)\s+[\w./-]+(?:\s+[\w./-]+)?[.!]*$"
+    r"|^no\s+(?:[\w-]+\s+){1,3}(?:should|must|may|can|shall)\s+(?:ever\s+)?\w"
     r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
     r"|\b(?:going\s+forward|from\s+now\s+on|from\s+here\s+on|moving\s+forward|in\s+(?:the\s+)?future|henceforth)\b"
@@ -253,7 +255,7 @@ _FACT = re.compile(
     r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|[\w.-]+/[\w./-]*|:\d{2,5})"
     r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?(?:[\w.-]+\s+){1,2}(?:feature\s+)?(?:flag|toggle)\b"
     r"|\b(?:is|are)\s+(?:hashed|encrypted|signed|encoded|serialized|generated|compiled|bundled|formatted|linted|"
-    r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated)\s+(?:with|by|using|via|through|in|on)\s+\S"
+    r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated|audited|logged|routed|proxied)\s+(?:with|by|using|via|through|in|on)\s+\S"
     r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S|\b(?:fixed|locked|held|frozen)\s+(?:to|at)\s+v?\d"
     r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
     r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
@@ -266,9 +268,14 @@ _FACT = re.compile(
     r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
     r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
     r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
-    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S|\bgo(?:es)?\s+(?:out\s+)?(?:through|via)\s+\S"
+    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|landing|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S|\bgo(?:es)?\s+(?:out\s+)?(?:through|via)\s+\S"
     r"|\bdeploys?\s+(?:with|via|through|from|to|on)\s+(?!(?:mon|tue|wed|thu|fri|sat|sun)\w*day|weekends?\b|every\b|each\b)\S"
-    r"|\btargets?\s+(?:[a-z]+\s+)?v?\d|\b(?:build|builds|built|compiled?)\s+with\s+\S+\s+v?\d"
+    r"|\btargets?\s+(?:[a-z]+\s+)?v?\d|\b(?:is|are)\s+(?:the\s+)?(?:single\s+)?source\s+of\s+truth\b"
+    r"|\b(?:is|are)\s+(?:deployed|published|released)\s+to\s+\S|\b(?:is|are)\s+(?:now\s+)?(?:reduced|increased|raised|"
+    r"lowered|set|capped|limited|bumped|cut)\s+to\s+\d|\bexpires?\s+(?:after|in)\s+\d"
+    r"|\b(?:upgraded|updated|bumped|downgraded|moved|migrated)\s+(?:[\w.-]+\s+)?to\s+(?:[\w.-]+\s+)?v?\d+(?:\.\d+)+\b"
+    r"|\buse\s+[\w.-]+\s+v?\d+(?:\.\d+)+\b"
+    r"|\bgo(?:es)?\s+(?:in|into)\s+(?:the\s+)?[\w/-]*[._/][\w./-]*\w|\b(?:build|builds|built|compiled?)\s+with\s+\S+\s+v?\d"
     r"|\b(?:is|are)\s+registered\s+(?:in|with|at)\s+\S|\bat\s+[\w-]+(?:\.[\w-]+)+:\d{2,5}\b|\bchanged\s+to\s+\S"
     r"|\bbehind\s+(?:the\s+)?[\w.-]*[_\d][\w.-]*\b|\b(?:is|are)\s+(?:a|an)\s+(?:string|int|integer|float|uuid|bool|boolean|"
     r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
@@ -290,10 +297,12 @@ _IMPERATIVE = re.compile(
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
 )
+# "msrv -> 1.75 now": a name given a new version, arrow-style.
+_ARROW = re.compile(r"^(?:[\w.-]+\s+){0,2}[\w.-]+\s*(?:->|\u2192)\s*v?\d+(?:\.\d+)+\b", _I)
 _CLAUSES = re.compile(r"[,;]\s+")
 _AND = re.compile(r"^(?:and|also|plus)\s+", _I)
 _WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
-_WE_ARE_ON = re.compile(r"^(?:we'?re|we\s+are)\s+(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
+_WE_ARE_ON = re.compile(r"(?:^|[,;]\s+)(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
 _STATEMENT = re.compile(
     r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs|wants|requires|expects)\b", _I
@@ -317,12 +326,14 @@ table stay stick ping nudge max maximum tops least most ever landed lands land a
 here henceforth park someday eventually thumb scratch string int integer nothing nobody
 wants requires expects correction through in registered changed voted mandatory required
 compulsory forbidden banned disallowed sprint shall toolchain checked handled switched important essential crucial
-exceptions targets target targeting deploys deploy build builds id
+exceptions targets target targeting deploys deploy build builds id landing truth expire expires audited logged
+routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
+capped limited cut
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
-landed closed gone cross closing wiki docs readme plate in live checked handled"""
+landed closed gone cross closing wiki docs readme plate in live checked handled approved released out"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
@@ -362,7 +373,7 @@ def is_fact(body: str, notice: bool = False) -> bool:
     """A statement about the project worth a ``fact`` entry (see the module docstring)."""
     if _HEDGE.search(body) or body.endswith("?") or _IMPERATIVE.match(body):
         return False
-    if _NAMED_VALUE.match(body) or _WE_ARE_ON.match(body) or _named_value_after(body):
+    if _NAMED_VALUE.match(body) or _WE_ARE_ON.search(body) or _named_value_after(body) or _ARROW.match(body):
         return True
     if _FACT_WE_USE.match(body) and not _PAST.search(body):
         return True
@@ -391,7 +402,7 @@ def _durable(rest: str) -> bool:
     """What a correction says is worth keeping: a contrast, a "should", not a one-off tweak."""
     if _one_off(rest):
         return False
-    if _CONTRAST.search(rest):
+    if _CONTRAST.search(rest) or _RESTRICTION.search(rest):
         return True
     return (
         _MODAL.search(rest) is not None
@@ -456,7 +467,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
             return Signal("todo", _tidy(sentence))
         return None  # a question asks; it does not decide or instruct
     tokens = set(_TOKEN.findall(sentence.lower()))
-    if not _TRIGGERS.intersection(tokens):
+    if not _TRIGGERS.intersection(tokens) and not _ARROW.match(sentence):
         return None  # no word any cue below needs: most sentences ("fix the test") stop here
     if (
         _DONE_WORDS.intersection(tokens)
@@ -489,6 +500,18 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     if is_fact(body, notice):
         return Signal("fact", _tidy(body))
     return None
+
+
+def context_item(item: str) -> Signal | None:
+    """A short item of a context list the person typed ("ctx:\n- crate is no_std\n- msrv 1.70"): a
+    statement about the project, unless it asks, orders or hedges."""
+    item = item.strip().rstrip(".")
+    words = item.split()
+    if not 2 <= len(words) <= 10 or item.endswith("?") or _IMPERATIVE.match(item) or _HEDGE.search(item):
+        return None
+    if _NOT_A_SUBJECT.match(item) and not re.match(r"^no\s", item, _I):
+        return None
+    return Signal("fact", _tidy(item))
 
 
 def refers_back(sentence: str) -> bool:

@@ -8,6 +8,8 @@ What it looks for, in what the person typed (human user turns only: an agent's e
 - :mod:`.cues` reads each sentence for a clear cue, precision first (a board entry is given to
   every later session as an instruction; a missed one is only missing): rule, preference,
   correction, decision, todo, fact, or a to-do said done (a ``close`` candidate);
+- the items of a context list the person typed ("ctx:" then "- msrv 1.70") are facts, unless
+  one asks, orders or hedges (:func:`.cues.context_item`);
 - here, two sentences read together: "put that on the list" is a to-do about the sentence before,
   "so that's done" closes what the sentence before named, and "could you not use X? Use Y." is
   one rule;
@@ -42,8 +44,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from kairosd.consolidation.clauses import MAX_LINE, sentences
-from kairosd.consolidation.cues import MIN_TEXT, Signal, classify, is_fact, read, refers_back
+from kairosd.consolidation.clauses import MAX_LINE, context_items, sentences
+from kairosd.consolidation.cues import MIN_TEXT, Signal, classify, context_item, is_fact, read, refers_back
 from kairosd.consolidation.dates import absolutize
 from kairosd.consolidation.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
 from kairosd.consolidation.transcripts import Message
@@ -109,8 +111,11 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     found: list[Signal] = []
     previous: str | None = None
     previous_signal: Signal | None = None
+    listed = context_items(text) if ":" in text else frozenset()
     for index, sentence in enumerate(sentences(text)):
         signal = read(sentence, after_agent=after_agent, first=index == 0)
+        if signal is None and sentence in listed:
+            signal = context_item(sentence)  # "ctx:\n- msrv 1.70": a fact the person listed
         if signal is None and previous is not None and refers_back(sentence):
             # "write the runbook. put that on the list": the to-do is the sentence before
             if previous_signal is None or previous_signal.kind != "todo":

@@ -45,13 +45,19 @@ _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
     r"drop|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
-    r"(?:from|off(?:\s+of)?)|replaces?)\s+((?:the\s+)?[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
+    r"(?:from|off(?:\s+of)?)|replaces?)\s+((?:the\s+)?[`'\"#-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
     re.IGNORECASE,
 )
 # Words that make "not X" a change of what was so ("we went with postmark, not resend"), not a
 # standing contrast ("use the staging db, not prod").
 _CHANGE = re.compile(
     r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?)\b",
+    re.IGNORECASE,
+)
+# "the github actions workflows are deleted", "criterion is gone": what is gone is ruled out too.
+_GONE = re.compile(
+    r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
+    r"retired|decommissioned|dropped)\b",
     re.IGNORECASE,
 )
 _POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
@@ -72,10 +78,14 @@ _SLOT_GENERIC_TEXT = """version release port number id value new old default lat
     listens listen binds bind moved move moving migrated migrate switched switch hosted deployed stored kept pinned
     pin uses build builds built go goes went set located points pointing upgraded upgrade bumped bump targets target
     written called named renamed changed change is are was were now today agreed plan under into onto via has have
-    had behind inside"""
+    had behind inside after before within per than"""
 _SLOT_GENERIC = frozenset(_SLOT_GENERIC_TEXT.split())
 _CLAUSE = re.compile(r"[,;:()]\s|\s[-\u2013\u2014]\s|\.\s")
 _SHAPE_RUN = re.compile(r"[a-z0-9]+")
+_UNIT = re.compile(
+    r"\s*(ms|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|[kmgt]b|[kmgt]ib|%|percent|rps|qps|"
+    r"req/s|connections?|workers?|replicas?|threads?)\b"
+)
 
 
 class Item(Protocol):
@@ -95,15 +105,28 @@ def words(text: str) -> set[str]:
 def ruled_out(text: str) -> set[str]:
     """What ``text`` says not to use or do any more ("use yarn, not pnpm" -> {"pnpm"})."""
     found = set()
-    for match in _OUT.finditer(text.replace("\u2019", "'")):
+    text = text.replace("\u2019", "'")
+    for match in _GONE.finditer(text):
+        named = [w.strip("`'\"#").rstrip(".:/-,") for w in match[1].lower().split()]
+        content = [w for w in named if w and w not in _STOP]
+        if content and content[0] not in ("old", "previous", "former"):
+            found.add(content[0])
+            found.update(w for w in content[1:] if _DISTINCT.search(w))
+    for match in _OUT.finditer(text):
         # the thing ruled out: the first word that carries meaning ("not make test" -> "test"),
         # and any version, flag or name right after it ("not draining with --delete-emptydir-data")
-        named = [w.strip("`'\"").lstrip("-").rstrip(".:/-,") for w in match[1].lower().split()]
+        named = [w.strip("`'\"#").lstrip("-").rstrip(".:/-,") for w in match[1].lower().split()]
         content = [w for w in named if w and w not in _STOP]
         if content:
             found.add(content[0])
             found.update(w for w in content[1:] if _DISTINCT.search(w))
     return found
+
+
+def _named(out: set[str], asked: set[str]) -> set[str]:
+    """What of ``out`` ``asked`` names: the same word, or a path by its last part ("raw.rs" is
+    "src/raw.rs")."""
+    return {o for o in out if o in asked or any(a.endswith("/" + o) or o.endswith("/" + a) for a in asked)}
 
 
 def _first_words(text: str) -> set[str]:
@@ -147,23 +170,46 @@ def _next_version(new_text: str, old_text: str) -> bool:
 
 def _shape(value: str) -> str:
     """A value's shape: digit runs as 9, other letter-and-digit runs as a, separators kept
-    ("1.6.6" and "1.7.5" are 9.9.9; "acme-tfstate-prod" and "acme-tfstate-main" are a-a-a)."""
+    ("1.6.6" and "1.7.5" are 9.9.9; "acme-tfstate-prod" and "acme-tfstate-main" are a-a-a); an
+    amount keeps its unit ("15 minutes" and "10 minutes" are 9 minutes)."""
+    _, _, unit = value.partition(" ")
+    if unit:
+        return f"9 {_stem(unit)}"
     return _SHAPE_RUN.sub(lambda m: "9" if m[0].isdigit() else "a", value)
 
 
-def _values(text: str) -> list[tuple[str, set[str]]]:
-    """The values of ``text`` (versions, hosts, paths, identifiers), each with the words that name
-    it: the meaningful words before it in its clause, at most four."""
+def _stem(word: str) -> str:
+    """A word without its plural ("tokens" and "token" name one thing)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _values(text: str) -> list[tuple[str, list[str]]]:
+    """The values of ``text`` (versions, hosts, paths, identifiers, an amount with its unit), each
+    with the words that name it: the meaningful words before it in its clause (at most four, in
+    order, without their plural)."""
     lower = text.lower().replace("\u2019", "'")
     out = []
     for match in _WORD.finditer(lower):
         value = match[0]
-        if value in _STOP or not _DISTINCT.search(value) or value.isdigit():
+        if value in _STOP or not _DISTINCT.search(value):
             continue
+        if value.isdigit():
+            unit = _UNIT.match(lower, match.end())
+            if unit is None:
+                continue  # a bare number is a count
+            value = f"{value} {unit[1]}"
         clause = _CLAUSE.split(lower[: match.start()])[-1]
         before = [w for w in _WORD.findall(clause) if w not in _STOP and w not in _SLOT_GENERIC]
-        out.append((value, {w for w in before[-4:] if not _DISTINCT.search(w)}))
+        out.append((value, [_stem(w) for w in before[-4:] if not _DISTINCT.search(w)]))
     return out
+
+
+def _own_before(names: list[str], shared: set[str], other: str) -> bool:
+    """A word of its own (not in ``other``) before the last shared name: a qualifier that makes it
+    another thing ("staging cluster" and "prod cluster"); one after it only says more ("the raw
+    layer" and "the raw bucket")."""
+    last = max(i for i, w in enumerate(names) if w in shared)
+    return any(w not in other for w in names[:last])
 
 
 def _slot_changed(new_text: str, old_text: str) -> bool:
@@ -179,12 +225,10 @@ def _slot_changed(new_text: str, old_text: str) -> bool:
         for new_value, new_names in new_values:
             if _shape(new_value) != _shape(old_value):
                 continue
-            if not old_names & new_names:
+            shared = set(old_names) & set(new_names)
+            if not shared:
                 continue
-            # a word of its own on both sides names two things ("staging cluster", "prod cluster")
-            old_own = {w for w in old_names if w not in new_lower}
-            new_own = {w for w in new_names if w not in old_lower}
-            if not (old_own and new_own):
+            if not (_own_before(old_names, shared, new_lower) and _own_before(new_names, shared, old_lower)):
                 return True
     return False
 
@@ -219,7 +263,7 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
         # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject;
         # and what a change of plan rules out ("we moved off vercel to fly.io") any fact that names it
         return bool(out & _first_words(old.text)) or bool(_CHANGE.search(new_text) and out & words(old.text))
-    if out and out & _asks_for(old.text) and not out & _asks_for(new_text):
+    if out and _named(out, _asks_for(old.text)) and not out & _asks_for(new_text):
         return True
     new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
     if new_words and new_words == old_words and _polarity(new_text) != _polarity(old.text):
@@ -250,15 +294,30 @@ _DONE_WORDS_TEXT = """done fixed finished sorted closed closing close resolved m
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
+_SUFFIX = re.compile(r"(?:ing|ed|es|e|s)$")
+_PARTS = re.compile(r"[-/_.]")
+
+
+def _roots(text: str) -> set[str]:
+    """The words of ``text`` by their root, and the parts of a joined name ("fuzzing" and "cargo-fuzz"
+    share "fuzz")."""
+    out = set()
+    for word in words(text) - _DONE_WORDS:
+        for part in {word, *(p for p in _PARTS.split(word) if len(p) >= 3 and p not in _STOP)}:
+            out.add(_SUFFIX.sub("", part) if len(part) > 4 else part)
+    return out
+
+
 def closed(text: str, current: Iterable[Item]) -> list[Item]:
-    """The open to-do ``text`` says is done: the one sharing the most words with it, if only one does."""
-    said = words(text) - _DONE_WORDS
+    """The open to-do ``text`` says is done: the one sharing the most words with it (by their
+    roots), if only one does."""
+    said = _roots(text)
     best: list[Item] = []
     most = 0
     for old in current:
         if old.kind != "todo":
             continue
-        shared = len(said & words(old.text))
+        shared = len(said & _roots(old.text))
         if shared > most:
             best, most = [old], shared
         elif shared == most and shared:
