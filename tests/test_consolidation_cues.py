@@ -487,3 +487,61 @@ def test_out_and_approved_say_done(typed: str) -> None:
 def test_a_todo_is_closed_by_the_roots_of_its_words(store: BoardStore) -> None:
     board = _board(store, ("todo: fuzz the push/pop path with cargo-fuzz", "remind me to cut 0.4.0"), ("fuzzing done",))
     assert board == ["Remind me to cut 0.4.0"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # a time word in a change statement says when, it does not hedge
+        ("envoy bumped to 1.30 yesterday, 1.28 gone", "fact"),
+        ("it failed again yesterday", None),
+        # someone's words relayed by name
+        ("update: Dana says we're on React 19 now", "fact"),
+        ("Dana also wants every PR to have screenshots if it touches UI", "rule"),
+        # a quoted sentence after a speech verb is someone else's words
+        ('The designer said: "always use the primary color for the FAB".', None),
+        # corrections that name what was wrong
+        ("sorry, the staging URL I gave you was wrong, it's staging.shop-demo.dev, not .io", "fact"),
+        ("Correction on the SLA: 48 hours for non-urgent PRs, 24 for hotfixes.", "correction"),
+        # fragments and other shapes
+        ("Postgres 15 on RDS.", "fact"),
+        ("tls certs via cert-manager w/ letsencrypt prod issuer", "fact"),
+        ("For the DI we are using Hilt, it is already everywhere in the code.", "fact"),
+        ("envoy 1.28 in front of everything", "fact"),
+        ("rate limit on /login = 20 req/min per ip", "fact"),
+        ("the frontend is a Vite + React 18 app", "fact"),
+        ("Also the analytics are sent with Firebase, not with Mixpanel.", "fact"),
+        ("We have to respect Material 3 for all the new components.", "rule"),
+        ("It is not possible to use Gson anymore, we use kotlinx.serialization.", "rule"),
+        ("NO direct pushes to main.", "rule"),
+        ("We need to write the migration for the Room database before the release.", "todo"),
+        ("I need to remember to add tests for the Cart component tomorrow", "todo"),
+        ("We're moving background jobs off Sidekiq onto GoodJob.", "decision"),
+        ("No exceptions.", None),  # alone it says nothing
+        ("set x = 5 in the test", None),
+    ],
+)
+def test_principles_from_the_twenty_first_and_twenty_second_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_a_heading_sentence_is_read_with_the_next_and_a_stressing_one_makes_a_rule() -> None:
+    assert _kinds("New decision. We're moving background jobs off Sidekiq onto GoodJob. Less infra.") == [
+        ("decision", "New decision: We're moving background jobs off Sidekiq onto GoodJob.")
+    ]
+    assert _kinds("Code review SLA is 24 hours. No exceptions.") == [
+        ("rule", "Code review SLA is 24 hours. No exceptions.")
+    ]
+
+
+def test_scratching_what_was_said_about_x_replaces_it(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("tls certs via cert-manager w/ letsencrypt prod issuer",),
+        ("scratch what i said about cert-manager, we use aws acm for the public certs now",),
+    )
+    assert board == ["We use aws acm for the public certs now (corrects what was said about cert-manager)"]
+
+
+def test_a_todo_in_place_is_closed() -> None:
+    assert [c.action for c in _session("cert expiry alert in place")] == ["close"]

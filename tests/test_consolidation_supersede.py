@@ -90,6 +90,13 @@ class E:
             True,
         ),
         ("fact", "The old dashboards are deleted", "fact", "Grafana has the old dashboards", False),
+        # a version said gone; a number a name gives; an amount per unit
+        ("fact", "Envoy bumped to 1.30, 1.28 gone", "fact", "Envoy 1.28 in front of everything", True),
+        ("fact", "We're on React 19 now", "fact", "The frontend is a Vite + React 18 app", True),
+        ("decision", "minSdk goes to 28 now", "fact", "The app is in Kotlin, minSdk is 26.", True),
+        ("fact", "Login rate limit -> 10 req/min per ip", "fact", "Rate limit on /login = 20 req/min per ip", True),
+        ("fact", "fact number 11", "fact", "fact number 10", False),
+        ("fact", "We keep 30 days of logs", "fact", "We keep 7 days of backups", False),
         # different subjects, or a different family: both stay
         (
             "fact",

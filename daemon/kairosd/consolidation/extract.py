@@ -77,6 +77,17 @@ _NAMES = re.compile(
     r"btw|then|well|yep|yes|and)\b)[a-z][a-z0-9_-]{2,}",
     re.IGNORECASE,
 )
+# A sentence that only heads the next one ("New decision. We're moving ...", "Correction on the SLA.
+# 48 hours ...") is read with it; one that only stresses the one before ("No exceptions.") makes it a rule.
+_HEADER = re.compile(
+    r"^(?:(?:a\s+|one\s+)?(?:small\s+|quick\s+|minor\s+)?correction(?:\s+(?:on|to|about|for)\s+[^.:]{1,30})?|new\s+decision|"
+    r"(?:a\s+)?decision|change\s+of\s+plans?|new\s+plan|new\s+rule|house\s+rule|rules?\s+for\s+this\s+\w+)[.!:]*$",
+    re.IGNORECASE,
+)
+_STRESS = re.compile(
+    r"^(?:no\s+exceptions|zero\s+exceptions|period|full\s+stop|non-?negotiable|always|every\s+time|without\s+exception)[.!]*$",
+    re.IGNORECASE,
+)
 _USE_NEXT = re.compile(r"^use\s+\S+(?:\s+\S+){0,5}[.!]?$", re.IGNORECASE)
 
 _TRIVIAL_COMMANDS = frozenset(
@@ -112,7 +123,17 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     previous: str | None = None
     previous_signal: Signal | None = None
     listed = context_items(text) if ":" in text else frozenset()
-    for index, sentence in enumerate(sentences(text)):
+    for index, sentence in enumerate(_headed(sentences(text))):
+        if previous is not None and _STRESS.match(sentence):
+            # "Code review SLA is 24 hours. No exceptions.": the sentence before is a rule
+            said = f"{previous.rstrip('.!')}. {sentence}"
+            if previous_signal is not None and previous_signal.action == "add":
+                found[-1] = previous_signal = Signal("rule", said)
+            elif previous_signal is None:
+                found.append(Signal("rule", said[:1].upper() + said[1:]))
+                previous_signal = found[-1]
+            previous = said
+            continue
         signal = read(sentence, after_agent=after_agent, first=index == 0)
         if signal is None and sentence in listed:
             signal = context_item(sentence)  # "ctx:\n- msrv 1.70": a fact the person listed
@@ -138,6 +159,17 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             found.append(signal)
         previous, previous_signal = sentence, signal
     return tuple(found)
+
+
+def _headed(said: list[str]) -> list[str]:
+    """The sentences, a heading one joined to the next ("New decision. We're moving ..." is one)."""
+    out: list[str] = []
+    for sentence in said:
+        if out and _HEADER.match(out[-1]):
+            out[-1] = f"{out[-1].rstrip('.!:')}: {sentence}"
+        else:
+            out.append(sentence)
+    return out
 
 
 @functools.lru_cache(maxsize=4096)  # sessions run the same few commands again and again

@@ -14,8 +14,13 @@ decisions are one family; facts another; to-dos a third) when
   "the state bucket moved to acme-tfstate-main" after "the state is in s3 bucket acme-tfstate-prod":
   a version, host, path or identifier that one has and the other lacks, of the same shape, named
   in both by a word they share just before it (in its clause), and with no word of its own on
-  both sides ("the staging cluster is eks-stg-2" and "the prod cluster is eks-prod-1" are two); a
-  bare number is a count, not a value that names a thing, and is left out.
+  both sides before the shared name ("the staging cluster is eks-stg-2" and "the prod cluster is
+  eks-prod-1" are two; "the raw layer" and "the raw bucket" are one); an amount keeps its unit and
+  what it is of ("15 minutes", "30 days of logs"); a bare number is a count unless a name gives it
+  ("React 18", "minSdk is 26");
+- it **rules out by change** what an older fact names: "we moved off vercel to fly.io", "the
+  github actions workflows are deleted", "1.28 gone", or retracts it: "(corrects what was said
+  about cert-manager)".
 
 Which entries may be replaced silently is the board's decision (a user's own or a pinned entry
 never is: see :mod:`.board`). Pure: must not import the board or anything that does I/O.
@@ -57,9 +62,11 @@ _CHANGE = re.compile(
 # "the github actions workflows are deleted", "criterion is gone": what is gone is ruled out too.
 _GONE = re.compile(
     r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
-    r"retired|decommissioned|dropped)\b",
+    r"retired|decommissioned|dropped)\b|(?:^|[,;]\s+)([\w.#/-]*\d[\w.#/-]*\s+)(?:gone|removed|dropped|deleted)\b",
     re.IGNORECASE,
 )
+# "(corrects what was said about cert-manager)": an explicit retraction of what was said about X.
+_RETRACTS = re.compile(r"\(corrects what was said about ([^)]+)\)")
 _POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
 _FACT_SPLIT = re.compile(
     r"\b(?:is|are)\s+(?:called|named)\b|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|"
@@ -78,13 +85,19 @@ _SLOT_GENERIC_TEXT = """version release port number id value new old default lat
     listens listen binds bind moved move moving migrated migrate switched switch hosted deployed stored kept pinned
     pin uses build builds built go goes went set located points pointing upgraded upgrade bumped bump targets target
     written called named renamed changed change is are was were now today agreed plan under into onto via has have
-    had behind inside after before within per than"""
+    had behind inside after before within per than keep keeps take takes need needs retain retains wait waits"""
 _SLOT_GENERIC = frozenset(_SLOT_GENERIC_TEXT.split())
 _CLAUSE = re.compile(r"[,;:()]\s|\s[-\u2013\u2014]\s|\.\s")
+# A name right before a bare number makes it a version or setting: capitalised ("React 18", "Postgres
+# 15"), camelCase or snake_case ("minSdk is 26", "max_conns = 50"), or an acronym ("SLA of 24").
+_PROPER_BEFORE = re.compile(
+    r"(?:\b[A-Z][a-z][\w.+-]*|\b[a-z]+[A-Z]\w*|\b[a-z]+_\w+|\b[A-Z]{2,}[a-z]?)"
+    r"(?:\s+(?:is|are|goes\s+to|go\s+to|to|at|now|=|->|of|v))*\s*$"
+)
 _SHAPE_RUN = re.compile(r"[a-z0-9]+")
 _UNIT = re.compile(
     r"\s*(ms|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|[kmgt]b|[kmgt]ib|%|percent|rps|qps|"
-    r"req/s|connections?|workers?|replicas?|threads?)\b"
+    r"req/s|req/min|req/h|requests?/(?:s|sec|min|minute|h|hour)|connections?|workers?|replicas?|threads?)(?![\w/])"
 )
 
 
@@ -107,7 +120,7 @@ def ruled_out(text: str) -> set[str]:
     found = set()
     text = text.replace("\u2019", "'")
     for match in _GONE.finditer(text):
-        named = [w.strip("`'\"#").rstrip(".:/-,") for w in match[1].lower().split()]
+        named = [w.strip("`'\"#").rstrip(".:/-,") for w in (match[1] or match[2]).lower().split()]
         content = [w for w in named if w and w not in _STOP]
         if content and content[0] not in ("old", "previous", "former"):
             found.add(content[0])
@@ -174,13 +187,16 @@ def _shape(value: str) -> str:
     amount keeps its unit ("15 minutes" and "10 minutes" are 9 minutes)."""
     _, _, unit = value.partition(" ")
     if unit:
-        return f"9 {_stem(unit)}"
+        return f"9 {_stem(unit)}"  # with what it is of: "30 days of logs" and "7 days of backups" differ
     return _SHAPE_RUN.sub(lambda m: "9" if m[0].isdigit() else "a", value)
 
 
 def _stem(word: str) -> str:
     """A word without its plural ("tokens" and "token" name one thing)."""
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+_OF_WHAT = re.compile(r"\s+(?:of|for)\s+(?:the\s+)?([a-z][\w-]*)")
 
 
 def _values(text: str) -> list[tuple[str, list[str]]]:
@@ -195,9 +211,13 @@ def _values(text: str) -> list[tuple[str, list[str]]]:
             continue
         if value.isdigit():
             unit = _UNIT.match(lower, match.end())
-            if unit is None:
-                continue  # a bare number is a count
-            value = f"{value} {unit[1]}"
+            if unit is not None:
+                value = f"{value} {unit[1]}"
+                what = _OF_WHAT.match(lower, unit.end())
+                if what is not None:  # "30 days of logs": what the amount is of names it too
+                    value = f"{value} of {_stem(what[1])}"
+            elif not _PROPER_BEFORE.search(text[: match.start()]):
+                continue  # a bare number is a count, unless a name gives it ("React 18", "minSdk is 26")
         clause = _CLAUSE.split(lower[: match.start()])[-1]
         before = [w for w in _WORD.findall(clause) if w not in _STOP and w not in _SLOT_GENERIC]
         out.append((value, [_stem(w) for w in before[-4:] if not _DISTINCT.search(w)]))
@@ -247,6 +267,11 @@ def _verb_class(verb: str) -> str:
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
     out = ruled_out(new_text)
+    retracted = _RETRACTS.search(new_text)
+    if retracted and FAMILY.get(old.kind) in ("rule", "fact") and FAMILY.get(new_kind) != "todo":
+        about = words(retracted[1])
+        if about and about <= words(old.text):
+            return True
     if FAMILY.get(new_kind) != FAMILY.get(old.kind):
         # "not 5.4.0, pin it to 5.6.1" (a correction) replaces "the client is pinned to 5.4.0" (a fact):
         # a version, host or flag ruled out by name is the same thing whatever the entry's kind
