@@ -545,3 +545,41 @@ def test_scratching_what_was_said_about_x_replaces_it(store: BoardStore) -> None
 
 def test_a_todo_in_place_is_closed() -> None:
     assert [c.action for c in _session("cert expiry alert in place")] == ["close"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("the features come from the feature store, dataset is ml_features_v3", "fact"),
+        ("we train with lightgbm 4.1, not xgboost", "fact"),
+        ("ahh I said wrong before, we train with lightgbm 4.3 not 4.1", "fact"),
+        ("och wait, I tell a lie, it's only mx1 now", "correction"),
+        ("Configuration is loaded from Consul KV under the prefix gateway/", "fact"),
+        ("We have upgraded the toolchain to Go 1.22 across the monorepo", "fact"),
+        ("Also, a change of plan regarding deployment: the gateway is now a Deployment", "decision"),
+        ("the mail relay is postfix on mx1.corp.example", "fact"),
+        ("Social login is now IN scope for v1 (Google only)", "decision"),
+        ("play with it using python 3.12 if you like?", None),
+    ],
+)
+def test_principles_from_the_twenty_third_and_twenty_fourth_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_the_items_of_a_spec_are_rules() -> None:
+    typed = (
+        "Spec for the onboarding flow:\n- Users MUST verify their email first\n- The flow SHOULD take under 2 minutes"
+    )
+    assert _kinds(typed) == [
+        ("rule", "Users MUST verify their email first"),
+        ("rule", "The flow SHOULD take under 2 minutes"),
+    ]
+
+
+def test_in_scope_after_out_of_scope_and_dropping_replace(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("Let's go with magic links instead of passwords for v1.",),
+        ("We're dropping magic links, passwords plus Google SSO instead.",),
+    )
+    assert board == ["We're dropping magic links, passwords plus Google SSO instead."]

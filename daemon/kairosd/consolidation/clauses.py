@@ -59,19 +59,29 @@ _CONTEXT_HEAD = re.compile(
 )
 
 
-def context_items(text: str) -> frozenset[str]:
+_SPEC_HEAD = re.compile(
+    r"^(?:the\s+)?(?:spec|specs|requirements?|acceptance\s+criteria|constraints|rules)(?:\s+for\s+[^:]{1,50})?\s*:\s*$",
+    re.IGNORECASE,
+)
+
+
+def context_items(text: str) -> dict[str, str]:
     """The bulleted items of a context list ("ctx:" then "- crate is no_std", "- msrv 1.70"), as
-    :func:`sentences` gives them: statements about the project, each a short line."""
-    items: set[str] = set()
-    listing = False
+    :func:`sentences` gives them, each with what its list holds: ``fact`` (statements about the
+    project) or ``rule`` (under "Spec for X:", "Requirements:")."""
+    items: dict[str, str] = {}
+    listing: str | None = None
     for line in text.replace("\u2019", "'").splitlines():
-        if _CONTEXT_HEAD.match(line.strip()):
-            listing = True
-        elif listing and _BULLET.match(line):
-            items.add(_BULLET.sub("", line).strip())
-        elif line.strip():
-            listing = False
-    return frozenset(items)
+        head = line.strip()
+        if _CONTEXT_HEAD.match(head):
+            listing = "fact"
+        elif _SPEC_HEAD.match(head):
+            listing = "rule"
+        elif listing is not None and _BULLET.match(line):
+            items[_BULLET.sub("", line).strip()] = listing
+        elif head:
+            listing = None
+    return items
 
 
 def typed_lines(text: str) -> list[str]:

@@ -117,12 +117,12 @@ _RESTRICTION = re.compile(r"\b\w+\s+only\b|\beverything\s+else\b", _I)  # "for h
 _MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
 
 # ---- corrections ---------------------------------------------------------------------------
-_FILLER = r"(?:(?:ugh|urgh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
+_FILLER = r"(?:(?:ugh|urgh|oh+|och|oops|argh|hmm+|ah+|uh+|um+|eh|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
 _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
     r"(?:wait|hold\s+on)[,.!]*\s+(?:actually[,.!]*\s+)?(?:no+|nope)\b"
     r"|no+[,.!]*\s+wait\b"
-    r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
+    r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|i\s+said\s+(?:it\s+)?wrong|i\s+tell\s+a\s+lie|my\s+mistake"
     r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
     r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
     r"|(?:sorry[,.!]*\s+)?(?P<wrong>(?:the|my|that)\s+[^,;:]{1,30}?)\s+(?:i\s+(?:gave\s+you|said|used)\s+)?(?:earlier\s+)?"
@@ -190,7 +190,7 @@ _POLITE_TODO = re.compile(
 # ---- decisions, to-dos, rules, preferences ---------------------------------------------------
 _DECISION = re.compile(
     r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
-    r"(?:decided|agreed)\b|^(?:new\s+)?decision\b[^:]{0,50}:|^(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b"
+    r"(?:decided|agreed)\b|^(?:new\s+)?decision\b[^:]{0,50}:|^(?:a\s+)?(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b|\b(?:is|are)\s+(?:now\s+)?(?:in|out\s+of)\s+scope\b"
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
@@ -302,7 +302,9 @@ _FACT = re.compile(
     r"|\b(?:is|are)\s+(?:a|an)\s+(?:[\w.+-]+\s+){0,4}?[a-z][\w.-]*\s+v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|minutes|hours))|\b(?:is|are)\s+(?:the\s+)?(?:single\s+)?source\s+of\s+truth\b"
     r"|\b(?:is|are)\s+(?:deployed|published|released)\s+to\s+\S|\b(?:is|are)\s+(?:now\s+)?(?:reduced|increased|raised|"
     r"lowered|set|capped|limited|bumped|cut)\s+to\s+\d|\bexpires?\s+(?:after|in)\s+\d"
-    r"|\b(?:upgraded|updated|bumped|downgraded|moved|migrated)\s+(?:[\w.-]+\s+)?to\s+(?:[\w.-]+\s+)?v?\d+(?:\.\d+)+\b"
+    r"|\b(?:upgraded|updated|bumped|downgraded|moved|migrated)\s+(?:(?:the|our)\s+)?(?:[\w.-]+\s+)?to\s+(?:[\w.-]+\s+)?v?\d+(?:\.\d+)+\b"
+    r"|\b(?:with|using)\s+[a-z][\w.-]*\s+v?\d+\.\d+(?:\.\d+)?\b|\b(?:is|are)\s+(?:loaded|read|fetched|pulled|sourced|synced|"
+    r"imported)\s+from\s+\S|\b(?:is|are)\s+[\w.-]+\s+(?:on|at)\s+[\w-]+(?:\.[\w-]+)+"
     r"|\buse\s+[\w.-]+\s+v?\d+(?:\.\d+)+\b"
     r"|\bgo(?:es)?\s+(?:in|into)\s+(?:the\s+)?[\w/-]*[._/][\w./-]*\w|\b(?:build|builds|built|compiled?)\s+with\s+\S+\s+v?\d"
     r"|\b(?:is|are)\s+registered\s+(?:in|with|at)\s+\S|\bat\s+[\w-]+(?:\.[\w-]+)+:\d{2,5}\b|\bchanged\s+to\s+\S"
@@ -315,7 +317,7 @@ _NAMED_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
     r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
     r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri|toolchain|compiler|runtime|framework|sdk|"
-    r"bootloader|platform|kernel|id)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"bootloader|platform|kernel|id|dataset|schema|space|selector|workspace|tenant|instance|pool|zone|tag|label)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
     r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
     _I,
 )
@@ -367,7 +369,8 @@ wants requires expects correction through in registered changed voted mandatory 
 compulsory forbidden banned disallowed sprint shall toolchain checked handled switched important essential crucial
 exceptions targets target targeting deploys deploy build builds id landing truth expire expires audited logged
 routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
-capped limited cut anymore possible front via release launch deadline
+capped limited cut anymore possible front via release launch deadline scope loaded fetched sourced synced imported
+with using
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
@@ -388,7 +391,7 @@ _NEEDS = {
     ),
     "chatter": _needs("don dont do never always see talk catch later happy"),
     "decision": _needs(
-        "decided agreed decision change plan plans new let lets ll will go going switching moving standardising "
+        "decided agreed decision change plan plans new let lets ll will go going switching moving standardising scope "
         "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
         "killing moved switched migrated"
     ),
@@ -565,16 +568,16 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     return None
 
 
-def context_item(item: str) -> Signal | None:
+def context_item(item: str, kind: str = "fact") -> Signal | None:
     """A short item of a context list the person typed ("ctx:\n- crate is no_std\n- msrv 1.70"): a
-    statement about the project, unless it asks, orders or hedges."""
+    statement about the project (or, in a spec, a rule: ``kind``), unless it asks, orders or hedges."""
     item = item.strip().rstrip(".")
     words = item.split()
-    if not 2 <= len(words) <= 10 or item.endswith("?") or _IMPERATIVE.match(item) or _HEDGE.search(item):
+    if not 2 <= len(words) <= 14 or item.endswith("?") or _IMPERATIVE.match(item) or _HEDGE.search(item):
         return None
     if _NOT_A_SUBJECT.match(item) and not re.match(r"^no\s", item, _I):
         return None
-    return Signal("fact", _tidy(item))
+    return Signal(kind, _tidy(item))
 
 
 def refers_back(sentence: str) -> bool:

@@ -122,7 +122,7 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     found: list[Signal] = []
     previous: str | None = None
     previous_signal: Signal | None = None
-    listed = context_items(text) if ":" in text else frozenset()
+    listed = context_items(text) if ":" in text else {}
     for index, sentence in enumerate(_headed(sentences(text))):
         if previous is not None and _STRESS.match(sentence):
             # "Code review SLA is 24 hours. No exceptions.": the sentence before is a rule
@@ -135,8 +135,8 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             previous = said
             continue
         signal = read(sentence, after_agent=after_agent, first=index == 0)
-        if signal is None and sentence in listed:
-            signal = context_item(sentence)  # "ctx:\n- msrv 1.70": a fact the person listed
+        if sentence in listed and (signal is None or (listed[sentence] == "rule" and signal.kind == "fact")):
+            signal = context_item(sentence, listed[sentence])  # "ctx:\n- msrv 1.70": a fact the person listed
         if signal is None and previous is not None and refers_back(sentence):
             # "write the runbook. put that on the list": the to-do is the sentence before
             if previous_signal is None or previous_signal.kind != "todo":

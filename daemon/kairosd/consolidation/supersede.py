@@ -49,7 +49,7 @@ instead rather than over anymore longer stop drop ok okay yes only"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
+    r"drop|dropping|dropped|ditching|ditched|killing|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
     r"(?:from|off(?:\s+of)?)|replaces?)\s+((?:the\s+)?[`'\"#-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
     re.IGNORECASE,
 )
@@ -148,12 +148,26 @@ def _first_words(text: str) -> set[str]:
     return words(head) if len(head.split()) <= 4 else set()
 
 
+def _same_subject_said_otherwise(new_text: str, old_text: str) -> bool:
+    """ "Social login is now IN scope for v1" after "Social login is out of scope for v1": the same
+    subject (the words before its verb), said of the same thing (a word in common after it)."""
+    new_head, old_head = _first_words(_POLARITY.sub(" ", new_text)), _first_words(_POLARITY.sub(" ", old_text))
+    if not new_head or new_head != old_head:
+        return False
+    rest = words(_POLARITY.sub(" ", new_text)) & words(_POLARITY.sub(" ", old_text))
+    return bool(rest - new_head - {"scope", "now"}) or "scope" in rest
+
+
 def _asks_for(text: str) -> set[str]:
     return words(text) - ruled_out(text)
 
 
 def _polarity(text: str) -> int:
-    negative = re.search(r"\b(?:never|don'?t|do\s+not|must\s+not|no\s+longer|not)\b", text, re.IGNORECASE)
+    negative = re.search(
+        r"\b(?:never|don'?t|do\s+not|must\s+not|no\s+longer|not|out\s+of\s+scope|off\s+the\s+table)\b",
+        text,
+        re.IGNORECASE,
+    )
     return -1 if negative else 1
 
 
@@ -292,6 +306,8 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
         return True
     new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
     if new_words and new_words == old_words and _polarity(new_text) != _polarity(old.text):
+        return True
+    if _polarity(new_text) != _polarity(old.text) and _same_subject_said_otherwise(new_text, old.text):
         return True
     if FAMILY[new_kind] != "todo" and _slot_changed(new_text, old.text):
         return True
