@@ -66,6 +66,7 @@ _WANTS = re.compile(
     r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
     r"(?:wants|expects|requires|asks\s+for)\s+((?:every|all|each|any)\s+(?:new\s+)?\S+(?:\s+\S+)?)\s+to\s+(?=\w)"
 )
+_RELAYING = frozenset(["said", "says", "told", "confirmed", "mentioned", "wants", "expects", "requires", "asks"])
 _NOTICE = re.compile(
     r"^(?:\S+\s+)?(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
     r"just\s+so\s+you\s+know|let'?s\s+note|for\s+context|as\s+context)\b",
@@ -117,7 +118,10 @@ _RESTRICTION = re.compile(r"\b\w+\s+only\b|\beverything\s+else\b", _I)  # "for h
 _MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
 
 # ---- corrections ---------------------------------------------------------------------------
-_FILLER = r"(?:(?:ugh|urgh|oh+|och|oops|argh|hmm+|ah+|uh+|um+|eh|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
+_FILLER = (
+    r"(?:(?:ugh|urgh|oh+|och|oops|argh|hmm+|ah+|uh+|um+|eh|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)"
+    r"[,.!]*\s+){0,2}"
+)
 _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
     r"(?:wait|hold\s+on)[,.!]*\s+(?:actually[,.!]*\s+)?(?:no+|nope)\b"
@@ -170,6 +174,9 @@ _DROPPED = re.compile(
     r"(?:we\s+can\s+|you\s+can\s+)?forget\s+about|never\s*mind|no\s+need\s+for)\s+(?:the|that|this|those)\s+\w",
     _I,
 )
+# What every strong correction says somewhere, tried first (cheap): most sentences correct nothing.
+_MAY_CORRECT = re.compile(r"wait|hold|no|sorry|wrong|mistak|misspoke|bad|correction|scratch|lie|typo|incorrect")
+_MAY_DROP = re.compile(r"bother|forget|mind|need\s+for")  # what _DROPPED needs, tried first (cheap)
 _NOT_DONE = re.compile(
     r"\b(?:(?:fixed|locked|closed)\s+(?:to|at|on)|not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b",
     _I,
@@ -196,8 +203,8 @@ _DECISION = re.compile(
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
     r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
-    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|\b(?:we|i|the\s+team)\b[^.?!:;]{0,50}?\band\s+"
-    r"(?:decided|agreed)\s+(?:to|on|that)\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
+    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|\band\s+(?:decided|agreed)\s+"
+    r"(?:to|on|that)\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
     _I,
 )
 # "we moved the alerts from #ops-alerts to #sre-pager", "switched db from neon to supabase yesterday": a
@@ -207,6 +214,7 @@ _CHANGED_FROM = re.compile(
     r"(?:(?:was|were|got|have\s+been|has\s+been)\s+)?)?(?:moved|switched|migrated|moving|switching|migrating)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?(?:from|off(?:\s+of)?)\s+(?:\S+\s+){1,4}?(?:to|onto)\s+\S",
     _I,
 )
+_CHANGING = frozenset(["moved", "switched", "migrated", "moving", "switching", "migrating"])
 _TODO = re.compile(
     r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
@@ -242,7 +250,7 @@ _RULE_PLAIN = re.compile(
     r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
     r"|\b(?:going\s+forward|from\s+now\s+on|from\s+here\s+on|moving\s+forward|in\s+(?:the\s+)?future|henceforth)\b"
-    r"|\bstop\s+using\b|[,;]\s*always[.!]*$|\S.{8,}\bno\s+exceptions\b"
+    r"|\bstop\s+using\b|[,;]\s*always[.!]*$|(?<=\S.{8})\bno\s+exceptions\b"
     r"|^it\s+is\s+(?:not\s+(?:possible|allowed|permitted|ok|okay)|forbidden)\s+to\s+\w"
     r"|\b(?:not|no\s+longer|don'?t|never)\b[^.;]{1,40}\b(?:anymore|any\s+more)\b"
     r"|^it\s+is\s+(?:important|essential|crucial|mandatory|required|vital)\s+that\s+(?:all|every|each|we|you|the)\b"
@@ -332,6 +340,10 @@ _IMPERATIVE = re.compile(
 _ARROW = re.compile(
     r"^(?:[\w./-]+\s+){0,5}[\w./-]+\s*(?:->|\u2192|=)\s*v?\d+(?:\.\d+)*(?:\s*[a-z]+/[a-z]+|\.\d+)?\b", _I
 )
+_DIGIT = re.compile(r"\d")
+_FRAGMENT_WORDS = frozenset(["via", "we"])
+_VERSION_WORDS = frozenset(["with", "using"])
+_VERSIONED = re.compile(r"\b(?:with|using)\s+[a-z][\w.-]*\s+v?\d+\.\d", _I)
 # Fragments that state what the project is made of: "Postgres 15 on RDS", "tls certs via cert-manager",
 # "for the DI we are using Hilt".
 _FRAGMENT = re.compile(
@@ -370,7 +382,6 @@ compulsory forbidden banned disallowed sprint shall toolchain checked handled sw
 exceptions targets target targeting deploys deploy build builds id landing truth expire expires audited logged
 routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
 capped limited cut anymore possible front via release launch deadline scope loaded fetched sourced synced imported
-with using
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
@@ -401,11 +412,25 @@ _NEEDS = {
 _TOKEN = re.compile(r"[a-z]+")
 
 
+def _shaped(sentence: str, tokens: set[str]) -> bool:
+    """A statement with no trigger word that an arrow, a version or a fragment shape still makes one
+    ("msrv -> 1.75", "Postgres 15 on RDS", "we train with lightgbm 4.1"); cheap tests first."""
+    if ("-" in sentence or "=" in sentence or "\u2192" in sentence) and _ARROW.match(sentence):
+        return True
+    digit = _DIGIT.search(sentence) is not None
+    if (digit or _FRAGMENT_WORDS & tokens) and _FRAGMENT.match(sentence):
+        return True
+    return digit and bool(_VERSION_WORDS & tokens) and _VERSIONED.search(sentence) is not None
+
+
 def _hedged(body: str) -> bool:
     """Unsure or about an event, not a standing fact ("I think", "it failed again"); a time word in
     a change statement only says when it was made."""
+    found = [m[0] for m in _HEDGE.finditer(body)]
+    if not found:
+        return False
     change = _CHANGED_TO.search(body) is not None
-    return any(not (change and _TIME_WORD.match(m[0])) for m in _HEDGE.finditer(body))
+    return any(not (change and _TIME_WORD.match(word)) for word in found)
 
 
 def _subject_first(body: str, start: int, most: int = 10) -> bool:
@@ -500,13 +525,16 @@ def sentence_of(body: str, forgot: bool) -> str:
 def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     """What ``sentence`` says for the board, or None. ``after_agent``/``first``: it opens a turn
     that answers the agent (only then do "no, ..." and "actually ..." correct it)."""
-    sentence = _QUOTED.sub(r"\1", sentence).strip()
+    sentence = sentence.strip()
+    if '"' in sentence or "\u201c" in sentence:
+        sentence = _QUOTED.sub(r"\1", sentence).strip()
     about = _RE_ABOUT.match(sentence)
     if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
-    if _DROPPED.search(sentence) and not sentence.endswith("?"):
+    lower = sentence.lower()
+    if _MAY_DROP.search(lower) and _DROPPED.search(sentence) and not sentence.endswith("?"):
         return Signal("todo", sentence, "close")
-    strong = _STRONG_CORRECTION.match(sentence)
+    strong = _STRONG_CORRECTION.match(sentence) if _MAY_CORRECT.search(lower) else None
     if strong is not None and strong.end() < len(sentence):
         about_what = strong.group("about") or strong.group("got") or strong.group("wrong")
         if strong.group("wrong"):
@@ -529,7 +557,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
             return Signal("todo", _tidy(sentence))
         return None  # a question asks; it does not decide or instruct
     tokens = set(_TOKEN.findall(sentence.lower()))
-    if not _TRIGGERS.intersection(tokens) and not _ARROW.match(sentence) and not _FRAGMENT.match(sentence):
+    if not _TRIGGERS.intersection(tokens) and not _shaped(sentence, tokens):
         return None  # no word any cue below needs: most sentences ("fix the test") stop here
     if (
         _DONE_WORDS.intersection(tokens)
@@ -541,15 +569,16 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return Signal("todo", sentence, "close")
     notice = _NOTICE.match(sentence) is not None
     body = _LEAD.sub("", sentence) if not re.match(r"^note\s+to\s+self\b", sentence, _I) else sentence
-    wants = _WANTS.match(body)
-    if wants is not None and not _HEDGE.search(body):  # "Dana wants every PR to have screenshots"
-        return Signal("rule", _tidy(f"{wants[1]} must {body[wants.end() :]}"))
-    body = _RELAYED.sub("", body)
+    if _RELAYING & tokens:
+        wants = _WANTS.match(body)
+        if wants is not None and not _HEDGE.search(body):  # "Dana wants every PR to have screenshots"
+            return Signal("rule", _tidy(f"{wants[1]} must {body[wants.end() :]}"))
+        body = _RELAYED.sub("", body)
     if len(body) < MIN_TEXT:
         return None
     if _TODO.search(body):
         return Signal("todo", _tidy(body))
-    if _CHANGED_FROM.match(body) and not _UNSURE.search(body):
+    if _CHANGING & tokens and _CHANGED_FROM.match(body) and not _UNSURE.search(body):
         return Signal("decision", _tidy(body))
     if (_NEEDS["chatter"] & tokens and _CHATTER.search(body)) or (_NEEDS["hedge"] & tokens and _hedged(body)):
         return None  # chit-chat, or not sure: when unsure, keep nothing

@@ -124,7 +124,7 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     previous_signal: Signal | None = None
     listed = context_items(text) if ":" in text else {}
     for index, sentence in enumerate(_headed(sentences(text))):
-        if previous is not None and _STRESS.match(sentence):
+        if previous is not None and len(sentence) < 30 and _STRESS.match(sentence):
             # "Code review SLA is 24 hours. No exceptions.": the sentence before is a rule
             said = f"{previous.rstrip('.!')}. {sentence}"
             if previous_signal is not None and previous_signal.action == "add":
@@ -165,7 +165,7 @@ def _headed(said: list[str]) -> list[str]:
     """The sentences, a heading one joined to the next ("New decision. We're moving ..." is one)."""
     out: list[str] = []
     for sentence in said:
-        if out and _HEADER.match(out[-1]):
+        if out and len(out[-1]) < 60 and _HEADER.match(out[-1]):
             out[-1] = f"{out[-1].rstrip('.!:')}: {sentence}"
         else:
             out.append(sentence)
