@@ -175,8 +175,10 @@ _DROPPED = re.compile(
     _I,
 )
 # What every strong correction says somewhere, tried first (cheap): most sentences correct nothing.
-_MAY_CORRECT = re.compile(r"wait|hold|no|sorry|wrong|mistak|misspoke|bad|correction|scratch|lie|typo|incorrect")
-_MAY_DROP = re.compile(r"bother|forget|mind|need\s+for")  # what _DROPPED needs, tried first (cheap)
+_MAY_CORRECT = frozenset(
+    "wait hold no nope sorry wrong mistaken misspoke mistake bad correction scratch lie typo incorrect".split()  # noqa: SIM905
+)
+_MAY_DROP = frozenset(["bother", "forget", "mind", "nevermind", "need"])  # what _DROPPED needs, tried first
 _NOT_DONE = re.compile(
     r"\b(?:(?:fixed|locked|closed)\s+(?:to|at|on)|not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b",
     _I,
@@ -531,10 +533,10 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     about = _RE_ABOUT.match(sentence)
     if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
-    lower = sentence.lower()
-    if _MAY_DROP.search(lower) and _DROPPED.search(sentence) and not sentence.endswith("?"):
+    tokens = set(_TOKEN.findall(sentence.lower()))
+    if _MAY_DROP & tokens and _DROPPED.search(sentence) and not sentence.endswith("?"):
         return Signal("todo", sentence, "close")
-    strong = _STRONG_CORRECTION.match(sentence) if _MAY_CORRECT.search(lower) else None
+    strong = _STRONG_CORRECTION.match(sentence) if _MAY_CORRECT & tokens else None
     if strong is not None and strong.end() < len(sentence):
         about_what = strong.group("about") or strong.group("got") or strong.group("wrong")
         if strong.group("wrong"):
@@ -556,7 +558,6 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
             return Signal("todo", _tidy(sentence))
         return None  # a question asks; it does not decide or instruct
-    tokens = set(_TOKEN.findall(sentence.lower()))
     if not _TRIGGERS.intersection(tokens) and not _shaped(sentence, tokens):
         return None  # no word any cue below needs: most sentences ("fix the test") stop here
     if (
