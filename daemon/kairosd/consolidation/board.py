@@ -287,8 +287,10 @@ class BoardStore:
 
     @staticmethod
     def _targets(board: Board, candidate: Candidate, text: str, result: MergeResult) -> list[Entry]:
-        """The current entries ``candidate`` replaces: the one its answer named, else by its words."""
+        """The current entries ``candidate`` replaces: the one its answer named, else (offline) by its words."""
         if candidate.supersedes is None:
+            if not candidate.infer:
+                return []  # the rem-agent decided: an ADD replaces nothing it did not name
             return [e for e in superseded_by_text(candidate.kind, text, board.entries) if isinstance(e, Entry)]
         named = board.find(candidate.supersedes)
         if named is None:
