@@ -34,11 +34,11 @@ from kairosd.core.models import (
     new_task,
     new_task_id,
 )
-from kairosd.core.plan import Fire, upcoming
+from kairosd.core.plan import Fire, scheduled_after, upcoming
 from kairosd.core.schedule.durations import every_to_cron
 from kairosd.core.schedule.exact import resolve_at, resolve_in
 from kairosd.core.schedule.explain import explain
-from kairosd.scheduling.firing import FireBounds
+from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
 from kairosd.scheduling.requests import AddRequest
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.store.inbox import InboxStore
@@ -286,18 +286,51 @@ class Service:
     async def set_paused(self, task_id: str, paused: bool) -> dict[str, Any]:
         task_id = self.book.resolve(task_id)
         task = self.book.get(task_id)
-        if task.paused != paused:
-            update: dict[str, Any] = {"paused": paused}
-            if not paused:
-                update["paused_reason"] = None
-                # Slots that passed while paused are not missed: the user paused them.
+        if task.paused == paused:
+            doc = self.view(task)
+            doc["unchanged"] = True  # already in that state: a note, not an error (as cancel and rm say)
+            return doc
+        update: dict[str, Any] = {"paused": paused}
+        overdue = None
+        if not paused:
+            update["paused_reason"] = None
+            overdue = self._overdue_one_shot(task)
+            if overdue is None:
+                # Slots of a recurring task that passed while paused are not missed: the user paused them.
                 update["last_scheduled_for"] = max(self.clock.now(), task.last_scheduled_for or task.created_at)
-            task = task.model_copy(update=update)
-            self.book.put(task)
-            await self.book.commit()
+        task = task.model_copy(update=update)
+        self.book.put(task)
+        await self.book.commit()
+        self.events.publish("task_changed", task_id=task_id, paused=paused)
+        if overdue is None:
             self.scheduler.schedule(task)
-            self.events.publish("task_changed", task_id=task_id, paused=paused)
-        return self.view(task)
+            return self.view(task)
+        # A one-shot's only slot passed while it was paused: it follows its catch-up policy, as after a
+        # restart (fired late, or recorded as missed). Moving its anchor past the slot instead made it
+        # "done" without ever running, and without a word in history or missed (issue 24).
+        await self.scheduler.admit([task], PAUSED_WHEN_DUE)
+        doc = self.view(self.book.find(task_id) or task)
+        doc["caught_up"] = self._caught_up(task_id, overdue)
+        if self.book.find(task_id) is None:
+            doc["status"], doc["next_fires"], doc["planned_for"] = "done", [], None
+        return doc
+
+    def _overdue_one_shot(self, task: Task) -> datetime | None:
+        """The slot of a one-shot that came due while it was paused and was never handled (else None)."""
+        if task.recurring:
+            return None
+        slot = next(iter(scheduled_after(task, task.last_scheduled_for or task.created_at)), None)
+        return slot if slot is not None and slot <= self.clock.now() else None
+
+    def _caught_up(self, task_id: str, slot: datetime) -> dict[str, Any]:
+        """What the catch-up policy did with ``slot`` on resume: the run that records it."""
+        for run in self.scheduler.ledger.list(task_id, 5):
+            if run.scheduled_for == slot and not run.manual:
+                outcome = run.outcome.value if run.outcome is not None else None  # None: under way
+                action = "missed" if outcome == "missed" else "fired"
+                return {"action": action, "scheduled_for": slot.isoformat(), "run_id": run.run_id,
+                        "outcome": outcome, "reason": run.reason}  # fmt: skip
+        return {"action": "pending", "scheduled_for": slot.isoformat(), "run_id": None, "outcome": None, "reason": None}
 
     async def run_now(self, task_id: str) -> dict[str, Any]:
         run = await self.scheduler.run_now(self.book.resolve(task_id))
