@@ -289,6 +289,9 @@ class _Tools:
 
     async def task_cancel(self, id: Annotated[str, Field(description="The task id (t + 10 hex digits)")]) -> str:
         doc = await self._call("POST", _registry(id, "cancel"))
+        id = str((doc.get("task") or {}).get("id") or id)  # the whole id, when a prefix was given
+        if doc.get("unchanged"):
+            return f"Task {id} was already cancelled: nothing to do."
         cancelled = doc.get("cancelled") or []
         others = [c for c in cancelled if c != id]
         return f"Cancelled task {id}" + (

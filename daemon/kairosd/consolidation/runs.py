@@ -207,6 +207,7 @@ class RunTracker:
 
     async def run_info(self, task_id: str) -> dict[str, Any]:
         record = self.deps.registry.get(task_id)
+        task_id = record.id  # the whole id, when a prefix was given
         if record.kind is not JobKind.CONSOLIDATION:
             raise NotFoundError(f"task {task_id} is not a consolidation run (see: kairos task show {task_id})")
         result = await asyncio.to_thread(self.read_result, task_id)

@@ -37,8 +37,15 @@ class Cancels:
         return task_id in self._pending
 
     async def cancel(self, task_id: str) -> list[JobRecord]:
-        """Cancel the task and every descendant still going; returns those it cancelled (the task first)."""
+        """Cancel the task and every descendant still going; returns those it cancelled (the task first).
+
+        A task already cancelled answers with nothing cancelled (an empty list), not an error: as pausing a
+        paused task, asking for the state it is in is done already. A task that completed or failed is a
+        conflict: cancelling cannot make it cancelled.
+        """
         record = self._book.get(task_id)
+        if record.status is JobStatus.CANCELLED:
+            return []
         if record.terminal:
             raise ConflictError(f"task {task_id} is already {record.status.value}; there is nothing to cancel")
         targets = [task_id, *self._descendants(task_id)]
