@@ -46,8 +46,9 @@ def register(subparsers: Any) -> None:
         subparsers,
         "missed",
         "fires that did not happen on time",
-        "Show fires kairos could not make on time (daemon down, suspend, clock jumps) "
-        "and what it did about them. --clear forgets them.",
+        "Show fires kairos could not make on time (daemon down, suspend, clock jumps, a one-shot paused "
+        "past its time) and what it did about them, newest first: recorded or surfaced (not fired), or "
+        "caught up (fired late: the run is in 'kairos history'). --clear forgets them.",
         "kairos missed\n  kairos missed --clear",
     )
     missed.add_argument("--clear", action="store_true", help="forget every missed record")

@@ -112,7 +112,7 @@ class Api(Router):
         return Response(200, {"missed": self.service.missed()})
 
     async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"cleared": self.service.clear_missed()})
+        return Response(200, {"cleared": await self.service.clear_missed()})
 
     async def inbox(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
         session = req.query.get("session") or None

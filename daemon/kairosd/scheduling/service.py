@@ -35,6 +35,7 @@ from kairosd.core.models import (
     new_task_id,
 )
 from kairosd.core.plan import Fire, scheduled_after, upcoming
+from kairosd.core.records import Outcome, Run
 from kairosd.core.schedule.durations import every_to_cron
 from kairosd.core.schedule.exact import resolve_at, resolve_in
 from kairosd.core.schedule.explain import explain
@@ -44,6 +45,7 @@ from kairosd.scheduling.scheduler import Scheduler
 from kairosd.store.inbox import InboxStore
 
 MAX_TASKS = 100_000
+MISSED_CLEARED_AT = "missed_cleared_at"  # a store field: `kairos missed --clear` hides catch-up runs before it
 
 
 def _store_error(path: object, exc: OSError) -> StoreError:
@@ -175,6 +177,7 @@ class Service:
         else:
             assert req.at is not None
             at, recurring = resolve_at(req.at, now, ZoneInfo(tz)), False
+        check_catch_up(req.catch_up, recurring)
         fields: dict[str, Any] = {"permanent": req.permanent, "meta": req.meta}
         for key in ("name", "jitter", "overlap"):
             if getattr(req, key) is not None:
@@ -348,13 +351,57 @@ class Service:
         return runs
 
     def missed(self) -> list[dict[str, Any]]:
-        return [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
+        """Fires that did not happen on time and what kairos did about them, newest first: the missed
+        ledger's records (not fired), and the catch-up runs (fired late) since the last ``--clear``."""
+        records = [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
+        late = [self._caught_up_record(r) for r in self.scheduler.ledger.caught_up(self._missed_cleared_at())]
+        if not late:
+            return records
+        return sorted(records + late, key=lambda r: datetime.fromisoformat(r["detected_at"]), reverse=True)
 
-    def clear_missed(self) -> int:
+    def _missed_cleared_at(self) -> datetime | None:
+        value = self.book.get_field(MISSED_CLEARED_AT)
         try:
-            return self.scheduler.missed.clear()
+            return datetime.fromisoformat(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
+
+    def _caught_up_record(self, run: Run) -> dict[str, Any]:
+        """A catch-up run as ``kairos missed`` lists it: a missed fire, and that it was fired late."""
+        task = self.book.find(run.task_id)
+        when = run.dispatched_at or run.planned_for
+        if run.outcome is Outcome.SKIPPED:
+            action = "caught up: skipped"
+        elif run.outcome is Outcome.QUEUED:
+            action = "caught up: queued"
+        else:
+            action = "caught up: fired late"
+        return {
+            "id": run.run_id,
+            "task_id": run.task_id,
+            "task_name": run.task_name,
+            "prompt": task.prompt if task is not None else "",
+            "schedule": (task.cron or (task.at.isoformat() if task.at else "")) if task is not None else "",
+            "scheduled_for": run.scheduled_for.isoformat(),
+            "first_scheduled_for": None,
+            "count": 1,
+            "detected_at": when.isoformat(),
+            "reason": f"missed its time; fired {run.late_by_s:.0f}s late by its catch-up policy",
+            "action": action,
+            "run_id": run.run_id,
+        }
+
+    async def clear_missed(self) -> int:
+        try:
+            cleared = self.scheduler.missed.clear()
         except OSError as exc:
             raise _store_error(self.scheduler.missed.path, exc) from exc
+        late = len(self.scheduler.ledger.caught_up(self._missed_cleared_at()))
+        if late:
+            # The runs stay in history; `kairos missed` lists only those after this.
+            self.book.set_field(MISSED_CLEARED_AT, self.clock.now().isoformat())
+            await self.book.commit()
+        return cleared + late
 
     def inbox_items(self, session: str | None, include_acked: bool) -> list[dict[str, Any]]:
         try:
@@ -405,6 +452,16 @@ class Service:
             "overlap_default": Overlap.SKIP.value,
             **{name: get() for name, get in self.extra_status.items()},
         }
+
+
+def check_catch_up(policy: Any, recurring: bool) -> None:
+    """Refuse ``surface`` on a recurring task: it means "tell me and drop the task", which only a one-shot
+    can do (a recurring task's next fire is still ahead). It used to be accepted and act as ``skip``."""
+    if recurring and policy is not None and str(getattr(policy, "value", policy)) == "surface":
+        raise UsageError(
+            "--catch-up surface is for one-shots (record the missed fire and drop the task); "
+            "a recurring task takes skip, once (the default) or all"
+        )
 
 
 def _by_planned_instant(view: dict[str, Any]) -> tuple[bool, float, str]:
