@@ -120,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_DELETE = _handle
+    do_GET = do_POST = do_DELETE = do_PATCH = _handle
 
 
 @dataclass
@@ -1043,3 +1043,16 @@ def test_daemon_start_then_stop(home, capsys, monkeypatch):
     finally:
         if daemon_cmd._alive(pid):
             os.kill(pid, 9)
+
+
+def test_cli_edit_sends_only_what_changes(fake, capsys) -> None:
+    view = {"id": "3f2a9c1d", "cron": "30 8 * * 1-5", "tz": "UTC", "recurring": True, "explanation": "At 08:30",
+            "next_fires": [], "changed": ["jitter", "schedule"]}  # fmt: skip
+    fake.routes[("PATCH", "/v1/tasks/3f2a")] = (200, {"task": view})
+    code = run(["edit", "3f2a", "--cron", "30 8 * * 1-5", "--jitter", "claude"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert out.startswith("edited 3f2a9c1d: jitter, schedule changed; At 08:30 (UTC)")
+    assert fake.requests[-1].body == {"cron": "30 8 * * 1-5", "jitter": "claude"}
+    assert run(["edit", "3f2a"]) == 2
+    assert "nothing to change" in capsys.readouterr().err

@@ -31,6 +31,7 @@ from kairosd.core.models import (
     ShellTarget,
     Task,
     WebhookTarget,
+    default_catch_up,
     new_task,
     new_task_id,
 )
@@ -40,7 +41,7 @@ from kairosd.core.schedule.durations import every_to_cron
 from kairosd.core.schedule.exact import resolve_at, resolve_in
 from kairosd.core.schedule.explain import explain
 from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
-from kairosd.scheduling.requests import AddRequest
+from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.store.inbox import InboxStore
 
@@ -213,6 +214,68 @@ class Service:
         doc = self.view(task)
         doc["note"] = note
         self.events.publish("task_added", task_id=task.id, task=doc)
+        return doc
+
+    async def edit(self, task_id: str, body: EditRequest | Mapping[str, Any]) -> dict[str, Any]:
+        """Change a task in place: schedule, prompt, target, name, jitter, catch-up, overlap or zone.
+
+        The id stays, and so do its runs in history. The new task is validated as an added one is
+        (the same model, the same checks), and replaces the old one in one commit, or not at all.
+        A new schedule starts now: slots of the old schedule that passed are not missed ones.
+        """
+        req = body if isinstance(body, EditRequest) else parse_body(EditRequest, body)
+        task = self.book.get(self.book.resolve(task_id))
+        kinds = req.schedule_kinds()
+        if len(kinds) > 1:
+            raise UsageError("give at most one schedule: a cron expression, --every, --in or --at")
+        if req.once is not None and req.cron is None:
+            raise UsageError("--once goes with a new cron expression")
+        fields = {k for k in req.model_fields_set if getattr(req, k) is not None}
+        if not fields:
+            raise UsageError("nothing to change: give a schedule, prompt, target, name, jitter, catch-up, ...")
+        now = self.clock.now()
+        update: dict[str, Any] = {}
+        note = None
+        if "tz" in fields:
+            update["tz"] = self._zone(req.tz)
+        tz = update.get("tz", task.tz)
+        if req.cron:
+            update.update(cron=req.cron, at=None, recurring=not (req.once if req.once is not None else False))
+        elif req.every:
+            interval = every_to_cron(req.every)
+            update.update(cron=interval.cron, at=None, recurring=True)
+            note = interval.note
+        elif req.in_:
+            update.update(cron=None, at=resolve_in(req.in_, now), recurring=False)
+        elif req.at:
+            update.update(cron=None, at=resolve_at(req.at, now, ZoneInfo(tz)), recurring=False)
+        if kinds or "tz" in fields or "jitter" in fields:
+            # Fires are counted from the new schedule on; what the old one had due is not missed.
+            update["last_scheduled_for"] = now
+        for key in ("prompt", "name", "jitter", "catch_up", "overlap"):
+            if key in fields:
+                update[key] = getattr(req, key)
+        if "target" in fields:
+            assert req.target is not None
+            await self.scheduler.check_target(req.target)
+            update["target"] = req.target
+        if kinds and "catch_up" not in fields and update["recurring"] != task.recurring:
+            update["catch_up"] = default_catch_up(update["recurring"])  # the kind of task changed
+        try:
+            new = Task.model_validate({**task.model_dump(), **update})
+        except ValidationError as exc:
+            raise UsageError(validation_message(exc)) from None
+        check_catch_up(new.catch_up, new.recurring)
+        if new.cron is not None and not new.recurring and self.scheduler.next_fire(new) is None:
+            raise UsageError(f"{new.cron!r} has no fire time left")
+        self.book.put(new)
+        await self.book.commit()
+        self.scheduler.schedule(new)
+        changed = sorted({"schedule" if k in ("cron", "at", "recurring", "last_scheduled_for") else k for k in update})
+        self.events.publish("task_changed", task_id=new.id, changed=changed)
+        doc = self.view(new)
+        doc["note"] = note
+        doc["changed"] = changed
         return doc
 
     def _unused_id(self) -> str:
