@@ -56,10 +56,11 @@ class Run:
     followers: list[str] = field(default_factory=list)  # sessions coalesced into this run
 
 
-@dataclass(frozen=True)
+@dataclass
 class ConsolidationDeps:
     """What consolidation takes from the daemon: the service gets it and shares it with its run tracker.
-    ``python``: the interpreter for the worker (None: kairosd's own)."""
+    ``python``: the interpreter for the worker (None: kairosd's own). ``config`` is replaced by a
+    reload of config.toml (:mod:`kairosd.app.reload`); both read it at each use, never keep a copy."""
 
     paths: Paths
     clock: Clock
