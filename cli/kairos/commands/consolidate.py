@@ -171,7 +171,8 @@ def _register_board(subparsers: Any) -> None:
         verbs,
         "history",
         "what was learned and when",
-        "Every change to the board, newest last: additions, entries seen again, replacements (which entry "
+        "Every change to the board, newest first (as every log kairos lists): additions, entries seen "
+        "again, replacements (which entry "
         "replaced which), conflicts with your entries, edits, pins, restores, removals, prunes.",
         "kairos board history\n  kairos board history -n 0 --json",
     )

@@ -58,7 +58,8 @@ def register(subparsers: Any) -> None:
         subparsers,
         "inbox",
         "prompts delivered to inbox sessions",
-        "List unacknowledged inbox items (of every session unless --session), follow new "
+        "List unacknowledged inbox items (of every session unless --session), oldest first (a queue: "
+        "in the order to handle them; logs such as history and missed are newest first), follow new "
         "ones as they arrive, or acknowledge them.",
         """
         kairos inbox
