@@ -96,6 +96,7 @@ class CancelledDoc(Document):
 
     task: FullBackgroundTask
     cancelled: list[str]
+    unchanged: bool | None = None  # cancelled already: nothing was done (exit 0)
 
 
 class Slots(Record):

@@ -32,7 +32,8 @@ def each_id(ids: list[str], act: Callable[[str], Any], json_key: str, as_json: b
     """Run ``act`` on each id in turn (a repeated id once); an id that fails is reported on stderr
     and the rest go on. Exit code: 0 if all went well, else the first failure's code.
 
-    With ``as_json`` the results are printed as one document ``{json_key: [...], "errors": [...]}``.
+    With ``as_json``, one id prints its answer as it is (``{"task": ...}``); several print one document,
+    ``{json_key: [each answer's one value], "errors": [{"id", "code", "message"}]}``.
     """
     from kairos.output import error, print_json
     from kairosd.core.errors import KairosError
@@ -50,7 +51,10 @@ def each_id(ids: list[str], act: Callable[[str], Any], json_key: str, as_json: b
             errors.append({"id": task_id, "code": exc.code, "message": exc.message})
             code = code or exc.exit_code
     if as_json:
-        print_json({json_key: results, "errors": errors} if len(ids) > 1 or errors else results[0])
+        if len(ids) > 1 or errors:
+            print_json({json_key: [next(iter(r.values())) for r in results], "errors": errors})
+        else:
+            print_json(results[0])
     return code
 
 
