@@ -724,7 +724,7 @@ def test_inbox_list(fake, capsys):
 def test_inbox_ack(fake, capsys):
     """--ack sends ids (and the session), --ack-all sends all: true; the count is printed."""
     fake.routes[("POST", "/v1/inbox/ack")] = (200, {"acked": ["r1", "r2"]})
-    assert _run(capsys, "inbox", "--ack", "r1", "r2")[:2] == (0, "acked 2 item(s)\n")
+    assert _run(capsys, "inbox", "--ack", "r1", "r2")[:2] == (0, "acked r1, r2\n")  # the ids acted on
     assert _run(capsys, "inbox", "--session", "work", "--ack-all")[:2] == (0, "acked 2 item(s)\n")
     assert [r.body for r in fake.requests] == [{"ids": ["r1", "r2"]}, {"all": True, "session": "work"}]
     assert _run(capsys, "inbox", "--ack", "r1", "--all")[0] == 2

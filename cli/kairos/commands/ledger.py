@@ -328,7 +328,10 @@ def cmd_inbox(args: argparse.Namespace) -> int:
             print_json(doc)
         else:
             acked = doc.get("acked") or []
-            print(f"acked {len(acked)} item(s)" if acked else "nothing left to ack")
+            if acked and args.ack:
+                print(f"acked {', '.join(map(str, acked))}")  # the whole ids, when prefixes were given
+            else:
+                print(f"acked {len(acked)} item(s)" if acked else "nothing left to ack")
         return 0
     query = {"session": args.session} if args.session else {}
     if args.all:
