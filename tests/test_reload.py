@@ -113,3 +113,11 @@ def test_a_config_that_does_not_load_changes_nothing(home: Path) -> None:
 def test_the_unit_reloads_with_sighup() -> None:
     unit = (Path(__file__).parent.parent / "systemd" / "kairosd.service").read_text()
     assert "ExecReload=/bin/kill -HUP $MAINPID" in unit  # kairosd's SIGHUP: see test_e2e (reload)
+
+
+def test_codex_idle_wake_is_named_as_needing_a_restart() -> None:
+    from kairosd.app.reload import is_live
+
+    assert is_live("agents.codex.model")
+    assert not is_live("agents.codex.idle_wake")
+    assert not is_live("limits.max_concurrent")

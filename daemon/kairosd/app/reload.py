@@ -12,7 +12,8 @@ keeps saying so until kairosd restarts. Live:
     limits.keep_finished     at the next prune
 
 Everything else (``limits.max_concurrent``, ``kill_grace``, ``max_connections``, ``max_streams``,
-``max_sessions``, and a zone or folder in the environment) is sized or bound at start: restart kairosd.
+``max_sessions``, ``agents.codex.idle_wake``; Codex's idle wake also keeps the binary and env it started
+with) is sized or bound at start: restart kairosd.
 
 A config that does not load (a typo, a bad value, an unsafe file) changes nothing: the reload reports why
 and the settings in effect stay as they were.
@@ -68,7 +69,13 @@ def changed_keys(old: Config, new: Config) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
+# Under a live prefix, but set up at start: Codex's idle wake (kairosd.sessions) is built once.
+RESTART_KEYS = frozenset({"agents.codex.idle_wake"})
+
+
 def is_live(key: str) -> bool:
+    if key in RESTART_KEYS:
+        return False
     return any(key == p.rstrip(".") or key.startswith(p) for p in LIVE_PREFIXES)
 
 

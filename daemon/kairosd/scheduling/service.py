@@ -1,4 +1,4 @@
-"""The daemon's use-cases: add, list, show, remove, pause, resume, run, history,
+"""The daemon's use-cases: add, edit, list, show, remove, pause, resume, run, history,
 missed, inbox, import, status. The HTTP API and the tests call these methods.
 
 Every change is durable before a method returns (``TaskBook.commit``), and
