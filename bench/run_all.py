@@ -7,7 +7,9 @@
 
 Benchmarks (see bench/README.md): fire (fire accuracy), idle (idle cost), startup,
 adds (durable adds), cli (CLI round trip), hook (the Stop hook's round trip), next_fire (the cron engine),
-consolidate, board_quality (the offline consolidator's precision and recall on the labeled corpus).
+consolidate, board_quality (the offline consolidator's precision and recall on the labeled corpus),
+scale (adds, RSS after listing and list --json against store size, up to 300,000 tasks: ~15 minutes
+alone; --quick keeps it to 1,000 and 10,000).
 Not part of the test run.
 """
 
@@ -32,6 +34,7 @@ BENCHES = {
     "next_fire": "bench_next_fire",
     "consolidate": "bench_consolidate",
     "board_quality": "bench_board_quality",
+    "scale": "bench_scale",
 }
 # Arguments that make a benchmark short (--quick); each module's own defaults otherwise.
 QUICK = {
@@ -45,6 +48,7 @@ QUICK = {
     "next_fire": ["--starts", "10", "--repeats", "3"],
     "consolidate": ["--repeats", "2"],
     "board_quality": [],
+    "scale": ["--sizes", "1000,10000", "--list-sizes", "", "--seconds", "3"],
 }
 
 

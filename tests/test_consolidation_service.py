@@ -218,10 +218,13 @@ def test_gate_user_turns_refuses_short_or_missing_transcripts(tmp_path):
         assert decision["reason"] == "2 human turns in the transcript; at least 3 needed"
         decision = await h.service.request(ConsolidationRequest(agent="claude", session_id="s9", cwd=str(h.project)))
         assert decision["reason"] == "no transcript (transcript_path not given)"
+        # Issue 24, item 14: a transcript that cannot be read was reported as gate user_turns.
+        assert decision["gate"] == "transcript"
         decision = await h.ask(transcript=tmp_path / "gone.jsonl")
         assert decision["reason"].startswith("transcript not found")
+        assert decision["gate"] == "transcript"
         decision = await h.ask(transcript=tmp_path)
-        assert decision["gate"] == "user_turns"
+        assert decision["gate"] == "transcript"
         assert h.registry.list_tasks() == []
         await h.stop()
 

@@ -97,6 +97,20 @@ def test_systemd_gets_the_binary_kairosd_would_find(tmp_path):
     assert any("not on kairosd's PATH" in w for w in missing["exports"][0]["warnings"])
 
 
+def test_systemd_unit_runs_in_the_folder_the_task_records():
+    """Issue 24, item 1: kairos ran a task in one folder and its systemd export in another. The unit
+    runs where kairos runs the task: its recorded folder, and without one the home folder (the
+    systemd user manager's default, so no WorkingDirectory= line)."""
+    task = agent_task(cron="0 9 * * *")
+    doc = exporter([task]).export(_request({"to": "systemd", "ids": [task.id]}))
+    service = next(f["text"] for f in doc["exports"][0]["files"] if f["name"].endswith(".service"))
+    assert "WorkingDirectory=/srv/app\n" in service
+    bare = agent_task(cron="0 9 * * *", target=AgentTarget(agent="claude"))
+    doc = exporter([bare]).export(_request({"to": "systemd", "ids": [bare.id]}))
+    service = next(f["text"] for f in doc["exports"][0]["files"] if f["name"].endswith(".service"))
+    assert "WorkingDirectory=" not in service
+
+
 def test_systemd_asks_for_an_api_key_only_if_kairosd_has_one():
     """On this machine the CLI has its own login; kairosd's own ANTHROPIC_API_KEY goes to the env file."""
     task = agent_task(cron="0 9 * * *")

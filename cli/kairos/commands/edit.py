@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from kairos.commands.add import CATCH_UP, FALLBACKS, OVERLAP, TargetChoices
-from kairos.commands.common import client, make_parser
+from kairos.commands.common import client, make_parser, seconds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,7 +57,9 @@ def register(subparsers: Any) -> None:
     what.add_argument("--agent", metavar="NAME", help="agent target (implies --target agent)")
     what.add_argument("--model", metavar="MODEL", help="agent target: the agent's model")
     what.add_argument("--cwd", metavar="DIR", help="shell or agent target: working directory")
-    what.add_argument("--timeout", type=float, metavar="SECONDS", help="shell or agent target: kill after this long")
+    what.add_argument(
+        "--timeout", type=seconds, metavar="DURATION", help="shell, agent or webhook target: give up after this long"
+    )
     what.add_argument("--session-target", metavar="ID", help="a live agent session (as in kairos add)")
     what.add_argument("--project", metavar="PATH", help="any live session inside PATH (as in kairos add)")
     what.add_argument("--user-session", action="store_true", default=None, help="the most recently active session")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # ---- helpers ----------------------------------------------------------------
 
 ID_HELP = (
-    "task id, or a unique prefix of it (at least 4 characters, any case); several may be given: "
+    "task id: 8 hex digits, or a unique prefix of 4 or more, any case (kairos list shows them); several may be given: "
     "each is handled in turn, one that fails is reported and the rest go on (exit 1 if any failed)"
 )
 
@@ -283,11 +283,12 @@ def _list_row(t: dict[str, Any], zone: str) -> list[str]:
 
 
 def _print_list_json() -> int:
-    """``list --json``: kairosd's own bytes when they already are the document to print.
+    """``list --json``: kairosd's own bytes, as they arrive, when they are the document to print.
 
     kairosd answers ``GET /tasks`` with the compact document (``kairosd.scheduling.api``), which is what
     :func:`print_json` prints to a pipe: parsing and encoding it again took most of a
-    ``kairos list --json`` (``bench/bench_cli.py``: 7.5x a bare interpreter with 2,000 tasks).
+    ``kairos list --json`` (``bench/bench_cli.py``: 7.5x a bare interpreter with 2,000 tasks), and
+    the answer is passed on piece by piece, never whole in memory (100,000 tasks: ~100 MB; issue 28).
     A terminal gets it indented, and an answer shaped otherwise (another server) is parsed.
     """
     import sys
@@ -296,18 +297,25 @@ def _print_list_json() -> int:
     from kairos.output import print_json
     from kairosd.core.protocol import route_path
 
-    data = client().call_raw("GET", route_path("tasks"))
-    if not sys.stdout.isatty() and data.startswith(b'{"tasks":[') and data.endswith(b"]}\n"):
-        out = getattr(sys.stdout, "buffer", None)
-        if out is None:
-            sys.stdout.write(data.decode())
-        else:  # as bytes: decoding and encoding 1.3 MB again (2,000 tasks) took ~1.5 ms
-            sys.stdout.flush()
-            out.write(data)
-            out.flush()
+    pieces = client().call_pieces("GET", route_path("tasks"))
+    head = b""
+    for piece in pieces:
+        head += piece
+        if len(head) >= len(_LIST_HEAD):
+            break
+    out = getattr(sys.stdout, "buffer", None)
+    if not sys.stdout.isatty() and out is not None and head.startswith(_LIST_HEAD):
+        sys.stdout.flush()
+        out.write(head)
+        for piece in pieces:  # as bytes: decoding and encoding 1.3 MB again (2,000 tasks) took ~1.5 ms
+            out.write(piece)
+        out.flush()
         return 0
-    print_json(parse_answer(data))
+    print_json(parse_answer(head + b"".join(pieces)))
     return 0
+
+
+_LIST_HEAD = b'{"tasks":['
 
 
 def _expiry_text(task: dict[str, Any]) -> str:
@@ -334,9 +342,36 @@ def _target_detail(target: Any) -> str:
         parts = [f"shell: {shlex.join(str(a) for a in target.get('argv') or [])}"]
     if target.get("cwd"):
         parts.append(f"in {target['cwd']}")
+    elif target["kind"] != "webhook":
+        parts.append("in ~ (no folder recorded: the home folder)")  # what kairosd runs it in
     if target.get("timeout_s") is not None:
         parts.append(f"timeout {fmt_seconds(target['timeout_s'])}")
     return ", ".join(parts)
+
+
+def _jitter_text(task: dict[str, Any]) -> str:
+    """The jitter as asked, and what it really is when half the period caps it (issue 24, item 4)."""
+    import itertools
+    from datetime import datetime
+
+    from kairosd.core.schedule.durations import format_duration
+    from kairosd.core.schedule.jitter import capped_jitter
+
+    spec = str(task.get("jitter") or "none")
+    if not task.get("recurring", True) or not spec.startswith("max:"):
+        return spec
+    try:
+        times = [datetime.fromisoformat(str(f["scheduled_for"])) for f in task.get("next_fires") or []]
+    except (KeyError, TypeError, ValueError):
+        return spec
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    cap = capped_jitter(spec, gaps)
+    if cap is None:
+        return spec
+    return (
+        f"{spec}, capped at {format_duration(cap.total_seconds())} for this task "
+        f"(half the {format_duration(min(gaps).total_seconds())} between its fires)"
+    )
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -369,7 +404,7 @@ def _print_task(task: dict[str, Any]) -> None:
         ("schedule", schedule),
         ("meaning", describe(task)),
         ("target", _target_detail(task.get("target"))),
-        ("jitter", task.get("jitter", "none")),
+        ("jitter", _jitter_text(task)),
         ("catch-up", task.get("catch_up", "-")),
         ("overlap", task.get("overlap", "-")),
         ("expires", _expiry_text(task)),

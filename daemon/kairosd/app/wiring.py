@@ -163,12 +163,16 @@ class App:
     def load(self) -> None:
         """Read what the store and the ledgers hold (refusing a corrupt or newer store).
 
-        Runs a crash left in flight become failed "interrupted" runs.
+        Runs a crash left in flight become failed "interrupted" runs; run logs of runs the
+        history no longer has are deleted.
         """
         self.book.load()
         for run in self.ledger.load():
             log.warning("run %s of task %s was interrupted by a previous stop", run.run_id, run.task_id)
         self.missed.load()
+        shell = self.deliveries.get("shell")
+        if isinstance(shell, ShellDelivery):  # not a test's fake
+            shell.sweep(self.ledger.knows)
 
     async def start(self, defer_catch_up: bool = False) -> None:
         """Start the parts, after :meth:`load`. Catch-up fires happen here, before anything is served,
@@ -227,7 +231,14 @@ def build_app(
         store = json_store = JsonStore(paths.store, clock, local_zone=default_tz)
     book = TaskBook(store)
     keep_runs = _int_env(environ, "KAIROS_RUNS_PER_TASK", defaults.RUNS_PER_TASK, 1, 100_000)
-    ledger = RunLedger(paths.state_dir / "runs.jsonl", clock, keep_per_task=keep_runs)
+    shell = ShellDelivery(
+        paths.data_dir / "runs",
+        clock,
+        kill_grace_s=settings.limits.kill_grace,
+        max_output=settings.limits.max_output,
+    )
+    # A run's output log goes when the run history lets the run go.
+    ledger = RunLedger(paths.state_dir / "runs.jsonl", clock, keep_per_task=keep_runs, on_evict=shell.forget_runs)
     missed = MissedLedger(paths.state_dir / "missed.jsonl", clock)
     events = EventBus(clock.now)
     inbox = InboxStore(paths.data_dir / "inbox", clock)
@@ -251,7 +262,7 @@ def build_app(
     )
     targets: dict[str, Delivery] = {
         "inbox": InboxDelivery(inbox, clock, on_item),
-        "shell": ShellDelivery(paths.data_dir / "runs", clock, kill_grace_s=settings.limits.kill_grace),
+        "shell": shell,
         "webhook": WebhookDelivery.from_config(settings.webhook, clock),
         **background.deliveries,
     }
@@ -282,6 +293,7 @@ def build_app(
         default_tz,
         info={"socket": str(config.socket_path), "store": str(paths.store)},
         extra_status=extra_status,
+        remove_logs=shell.remove_task_logs,
     )
     api = Api(service, stop_event.set)
     api.add_routes(background.routes)

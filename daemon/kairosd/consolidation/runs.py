@@ -54,6 +54,7 @@ class Run:
     transcript: str | None
     watcher: asyncio.Task[None] | None = None
     followers: list[str] = field(default_factory=list)  # sessions coalesced into this run
+    session: str | None = None  # the session it consolidates (None: re-adopted after a restart)
 
 
 @dataclass
@@ -134,7 +135,7 @@ class RunTracker:
             timeout_s=bound_s,
         )
         record = await self.deps.registry.record_external(spec)
-        run = Run(record.id, project, req.transcript_path)
+        run = Run(record.id, project, req.transcript_path, session=req.session_id)
         self.running[project] = run  # before any await: a request coming meanwhile is coalesced
         try:
             request_path = await asyncio.to_thread(self._write_request, record, req, project)

@@ -92,10 +92,18 @@ class _Routes:
 
     async def cancel(self, req: Request, m: re.Match[str]) -> Response:
         task_id = self.registry.resolve(m["id"])
-        cancelled = await self.registry.cancel(task_id)
-        if not cancelled:  # already cancelled: a note, not an error (as pausing a paused task)
-            return Response(200, {"task": view(self.registry.get(task_id)), "cancelled": [], "unchanged": True})
-        return Response(200, {"task": view(cancelled[0]), "cancelled": [r.id for r in cancelled]})
+        report = await self.registry.cancel_report(task_id)
+        body: dict[str, object] = {
+            "cancelled": [r.id for r in report.cancelled],
+            # Ignored SIGTERM for the whole grace: killed with SIGKILL (why the cancel took that long).
+            "killed": report.killed,
+            "kill_grace_s": self.registry.limits.kill_grace_s,
+        }
+        if report.cancelled:
+            body["task"] = view(report.cancelled[0])
+        else:  # already cancelled: a note, not an error (as pausing a paused task)
+            body.update(task=view(self.registry.get(task_id)), unchanged=True)
+        return Response(200, body)
 
     @typed(SendRequest)
     async def send(self, req: Request, m: re.Match[str]) -> Response:

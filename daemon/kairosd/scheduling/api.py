@@ -11,12 +11,11 @@ Must not import the scheduler internals, the store or the CLI.
 from __future__ import annotations
 
 import contextlib
-import operator
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from kairosd.api.http_types import EncodedJson, compact_json
+from kairosd.api.http_types import JsonPieces
 from kairosd.api.requests import parse_body
 from kairosd.api.router import Router, typed
 from kairosd.api.server import Request, Response, StreamResponse
@@ -27,6 +26,7 @@ from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, Imp
 from kairosd.scheduling.service import Service
 
 MAX_LIMIT = 10_000
+LIST_PIECE = 500  # views per piece of a listing: ~0.5 MB of JSON, a few ms of the loop at most
 
 
 def _flag(req: Request, name: str) -> bool:
@@ -40,9 +40,6 @@ class Api(Router):
         super().__init__()
         self.service = service
         self.on_shutdown = on_shutdown
-        # Each listed view's JSON, by task id, while the service hands out the same (cached) view object.
-        self._encoded: dict[bool, dict[str, tuple[dict[str, Any], bytes]]] = {False: {}, True: {}}
-        self._bodies: dict[bool, tuple[list[dict[str, Any]], EncodedJson]] = {}  # the last list of each kind
         self.add_routes(
             [
                 ("status", {"GET": self.status}),
@@ -64,26 +61,18 @@ class Api(Router):
     async def status(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"api_version": API_VERSION, **self.service.status()})
 
-    async def list_tasks(self, req: Request, m: re.Match[str]) -> Response:
-        """``{"tasks": [...]}``, joined from each view's cached JSON: the bytes ``compact_json`` would give
-        for the whole document, which ``kairos list --json`` prints unchanged (``bench/bench_cli.py``)."""
+    async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces:
+        """``{"tasks": [...]}``, sent piece by piece as each view's cached JSON is joined: the bytes
+        ``compact_json`` would give for the whole document, which ``kairos list --json`` prints unchanged
+        (``bench/bench_cli.py``), never the whole document in memory (issue 28)."""
         summary = req.query.get("view") == "summary"
-        views = self.service.list_tasks(summary=summary)
-        last = self._bodies.get(summary)
-        if last is not None and len(last[0]) == len(views) and all(map(operator.is_, views, last[0])):
-            return Response(200, last[1])  # the same views in the same order as last time
-        cache = self._encoded[summary]
-        pieces = []
-        for view in views:
-            hit = cache.get(view["id"])
-            if hit is None or hit[0] is not view:  # a new view object: the task, its fire or its state changed
-                hit = cache[view["id"]] = (view, compact_json(view))
-            pieces.append(hit[1])
-        if len(cache) > 2 * len(views) + 1000:  # removed tasks
-            self._encoded[summary] = {v["id"]: cache[v["id"]] for v in views}
-        body = EncodedJson(b'{"tasks":[' + b",".join(pieces) + b"]}")
-        self._bodies[summary] = (views, body)
-        return Response(200, body)
+        return JsonPieces(self._listed(self.service.listing(summary), summary))
+
+    def _listed(self, rows: list[tuple[Any, ...]], summary: bool) -> Iterator[bytes]:
+        yield b'{"tasks":['
+        for start in range(0, len(rows), LIST_PIECE):
+            yield (b"," if start else b"") + self.service.listed_piece(rows[start : start + LIST_PIECE], summary)
+        yield b"]}\n"
 
     @typed(AddRequest)
     async def add(self, req: Request, m: re.Match[str]) -> Response:

@@ -36,6 +36,11 @@ class AddRequest(Body):
     overlap: Overlap | None = None
     created_by: CreatedBy = CreatedBy.API  # the CLI, MCP and hooks say who they are; curl does not
     meta: dict[str, Any] = Field(default_factory=dict)
+    check_target: StrictBool = Field(
+        default=True,
+        description="false: skip the target checks that may pass later (the webhook host resolves, the "
+        "command is on PATH); the others still refuse",
+    )
 
     @field_validator("prompt")
     @classmethod

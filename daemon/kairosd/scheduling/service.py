@@ -9,16 +9,20 @@ Must not import the server or the CLI.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import operator
 import os
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
 from kairosd import __version__
+from kairosd.api.http_types import compact_json
 from kairosd.api.requests import parse_body, validation_message
 from kairosd.core import bounds
 from kairosd.core.clock import Clock
@@ -38,8 +42,10 @@ from kairosd.core.models import (
 from kairosd.core.plan import Fire, scheduled_after, upcoming
 from kairosd.core.records import Outcome, Run
 from kairosd.core.schedule.durations import every_to_cron
-from kairosd.core.schedule.exact import resolve_at, resolve_in
+from kairosd.core.schedule.exact import resolve_at, resolve_at_noted, resolve_in
 from kairosd.core.schedule.explain import explain
+from kairosd.core.schedule.jitter import capped_jitter_note
+from kairosd.delivery.base import SKIP_LATER_CHECKS
 from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
 from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
@@ -47,6 +53,21 @@ from kairosd.store.inbox import InboxStore
 
 MAX_TASKS = 100_000
 MISSED_CLEARED_AT = "missed_cleared_at"  # a store field: `kairos missed --clear` hides catch-up runs before it
+JITTER_SAMPLE = 25  # fires looked at for the shortest period that caps a max:DUR jitter
+
+
+def _refuse_contradictions(req: AddRequest, recurring: bool) -> None:
+    """Options that cannot all hold: one of them would be dropped without a word (issue 24, item 4)."""
+    days = req.expires_after_days
+    if days is not None and not recurring:
+        raise UsageError("expires_after_days is for recurring tasks; a one-shot is removed once it fires")
+    if days is not None and req.permanent:
+        raise UsageError(f"expires_after_days {days} and permanent contradict each other: give one of them")
+
+
+_NEVER = datetime.max.replace(tzinfo=UTC)  # sorts a task with no fire after all others (they come last anyway)
+# Cached views of removed tasks are dropped once they are this many: a pass over the cache per 1,000 removals.
+CACHE_SLACK = 1000
 
 
 def _store_error(path: object, exc: OSError) -> StoreError:
@@ -65,8 +86,10 @@ class Service:
         default_tz: str,
         info: dict[str, Any] | None = None,
         extra_status: dict[str, Callable[[], Any]] | None = None,
+        remove_logs: Callable[[str], None] | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.remove_logs = remove_logs  # deletes a removed task's run logs (blocking)
         self.book = scheduler.book
         self.inbox = inbox
         self.clock = clock
@@ -75,11 +98,12 @@ class Service:
         self.info = info or {}
         self.extra_status = extra_status or {}  # e.g. {"background": registry.status}
         self.started_at = clock.now()
-        self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
-        self._summaries: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
-        self._views: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
-        # The last list of each kind (summary or not): its views in book order, and sorted.
-        self._listed: dict[bool, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        # Each listed full view's JSON, by task id: (task, fire, running, JSON). One representation
+        # (bytes), kept while the same task object, planned fire and running state are listed; entries
+        # of removed tasks go once there are more entries than tasks (issue 28: the four caches before
+        # held ~5.5 KB a task for the daemon's life). Summaries are not kept: each is about as cheap to
+        # make as to find, and keeping them took RSS after listing 10,000 tasks past 1.3x its start.
+        self._listed: dict[str, tuple[Task, Fire | None, bool, bytes]] = {}
         self.new_id: Callable[[], str] = new_task_id  # replaced by tests that force a collision
 
     # ---- views ----------------------------------------------------------
@@ -96,51 +120,94 @@ class Service:
         return self._view(task, fires, self.scheduler.is_running(task.id))
 
     def _view(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
-        doc = dict(self._dump(task))
-        doc["status"] = "paused" if task.paused else ("scheduled" if fires else "done")
-        doc["schedule"] = task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None)
-        doc["explanation"] = explain(task.cron) if task.cron else "once, at the exact time"
-        doc["next_fires"] = [
+        return {**self._dump(task), **self._view_tail(task, fires, running)}
+
+    def _view_tail(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
+        """What a view adds to the task's own fields."""
+        next_fires = [
             {"scheduled_for": f.scheduled_for.isoformat(), "planned_for": f.planned_for.isoformat()} for f in fires
         ]
-        doc["planned_for"] = doc["next_fires"][0]["planned_for"] if fires else None
-        doc["running"] = running
-        return doc
-
-    def listed_view(self, task: Task, now: datetime) -> dict[str, Any]:
-        """``view(task, 1)``, as ``GET /tasks`` lists it: cached, since building 10,000 views is most of the call.
-
-        The view then depends only on the task object, its planned fire and whether it
-        runs, so a cached one is good while those three are the same (a task paused
-        or resumed is a new object; a re-planned fire with other times is another Fire, and Fires are
-        frozen, so the same Fire object always holds the same times). A fire that is
-        already due makes ``view`` ask the clock instead; those are never cached.
-        """
-        planned = None if task.paused else self.scheduler.planned(task.id)
-        if not task.paused and (planned is None or planned.planned_for <= now):
-            return self.view(task, 1)
-        running = self.scheduler.is_running(task.id)
-        cached = self._views.get(task.id)
-        if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
-            return cached[2]
-        doc = self._view(task, [] if planned is None else [planned], running)
-        self._views[task.id] = (task, planned, doc)
-        if len(self._views) > 2 * len(self.book) + 1000:
-            self._views = {k: v for k, v in self._views.items() if k in self.book}
-        return doc
+        return {
+            "status": "paused" if task.paused else ("scheduled" if fires else "done"),
+            "schedule": task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None),
+            "explanation": explain(task.cron) if task.cron else "once, at the exact time",
+            "next_fires": next_fires,
+            "planned_for": next_fires[0]["planned_for"] if fires else None,
+            "running": running,
+        }
 
     def _dump(self, task: Task) -> dict[str, Any]:
-        # Tasks are replaced, never changed in place, so a dump stays good for as
-        # long as the same object is in the book (serialising is most of a list).
-        cached = self._dumps.get(task.id)
-        if cached is None or cached[0] is not task:
-            cached = (task, task.model_dump(mode="json"))
-            self._dumps[task.id] = cached
-            if len(self._dumps) > 2 * len(self.book) + 1000:
-                self._dumps = {k: v for k, v in self._dumps.items() if k in self.book}
-        return cached[1]
+        return task.model_dump(mode="json")
 
-    # ---- tasks ----------------------------------------------------------
+    def listing(self, summary: bool = False) -> list[tuple[Any, Task, Fire | None, bool]]:
+        """What ``GET /tasks`` lists, in its order: (sort key, task, the fire it shows, whether it runs).
+
+        Sorted by the instant of that fire (not by ISO text: the same instant in other offsets sorts
+        differently as text), tasks with none last. A full view of a task whose planned fire is due
+        (or unknown) asks the clock for its next one, as :meth:`view` does; a summary shows the plan.
+        """
+        now = self.clock.now()  # one instant for the whole list
+        planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
+        rows = []
+        for task in self.book:
+            fire = None if task.paused else planned_of(task.id)
+            if not summary and not task.paused and (fire is None or fire.planned_for <= now):
+                fires = upcoming(task, now, 1, after=task.last_scheduled_for)
+                fire = fires[0] if fires else None
+            # Aware datetimes compare as instants, whatever their offsets.
+            key = (fire is None, _NEVER if fire is None else fire.planned_for, task.id)
+            rows.append((key, task, fire, running_of(task.id)))
+        rows.sort(key=operator.itemgetter(0))
+        cache = self._listed
+        if len(cache) > len(rows) + CACHE_SLACK:  # removed tasks' views; at most the tasks listed now stay
+            self._listed = {task.id: cache[task.id] for _, task, _, _ in rows if task.id in cache}
+        return rows
+
+    def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
+        """The listed views as documents (``GET /tasks`` sends :meth:`listed_json` instead)."""
+        make = self._summary if summary else (lambda t, f, r: self._view(t, [] if f is None else [f], r))
+        return [make(task, fire, running) for _, task, fire, running in self.listing(summary)]
+
+    def listed_json(self, task: Task, fire: Fire | None, running: bool, summary: bool) -> bytes:
+        """One row of :meth:`listing` as the compact JSON of its view (what ``compact_json`` gives), cached."""
+        return self.listed_piece([(None, task, fire, running)], summary)
+
+    def listed_piece(self, rows: list[tuple[Any, Task, Fire | None, bool]], summary: bool) -> bytes:
+        """Rows of :meth:`listing` as the compact JSON of their views, comma-separated (a piece of the list).
+
+        A full view is the store's own JSON of the task (:meth:`TaskBook.encoded`, kept by the store
+        anyway) with the view's fields after it, so its cache entry is only those fields (``b',...}'``):
+        about a quarter of the view, which with summaries not kept took RSS after a listing of 10,000
+        tasks from 1.45x to ~1.3x of the RSS at start (``bench/bench_scale.py``). One loop per piece,
+        not one call per view: at 100,000 tasks the calls were a second of ``kairos list --json``.
+        """
+        if summary:
+            return b",".join([compact_json(self._summary(task, fire, running)) for _, task, fire, running in rows])
+        cache, encoded, planned_of = self._listed, self.book.encoded, self.scheduler.planned
+        out = []
+        for _, task, fire, running in rows:
+            hit = cache.get(task.id)
+            if hit is not None and hit[0] is task and hit[1] is fire and hit[2] == running:
+                data = hit[3]
+            else:
+                data = self._view_json(task, fire, running)
+                if fire is None or fire is planned_of(task.id):  # a fire computed here is new each time
+                    cache[task.id] = (task, fire, running, data)
+            # The view's own fields (b",...}"): the task's JSON goes first.
+            out.append(encoded(task)[:-1].encode() + data if data[:1] == b"," else data)
+        return b",".join(out)
+
+    def _view_json(self, task: Task, fire: Fire | None, running: bool) -> bytes:
+        """``compact_json(self._view(...))``, or only its part after the task's own fields (``b',...}'``)
+        where the store's JSON of the task is the same text as that part."""
+        fires = [] if fire is None else [fire]
+        if task.meta or task.model_extra or not self.book.encoded(task).isascii():  # (cached by the store)
+            # The store's JSON and json.dumps agree on ASCII strings, not on every float in meta or on
+            # non-ASCII text (escaped here); an unknown field could also be named like a view's key.
+            return compact_json(self._view(task, fires, running))
+        return _tail_json(self._view_tail(task, fires, running))
+
+    # ---- tasks ----    # ---- tasks ----------------------------------------------------------
 
     def _zone(self, name: Any) -> str:
         if name is not None and not isinstance(name, str):
@@ -177,14 +244,19 @@ class Service:
             at, recurring = resolve_in(req.in_, now), False
         else:
             assert req.at is not None
-            at, recurring = resolve_at(req.at, now, ZoneInfo(tz)), False
+            (at, note), recurring = resolve_at_noted(req.at, now, ZoneInfo(tz)), False
         check_catch_up(req.catch_up, recurring)
+        _refuse_contradictions(req, recurring)
         fields: dict[str, Any] = {"permanent": req.permanent, "meta": req.meta}
         for key in ("name", "jitter", "overlap"):
             if getattr(req, key) is not None:
                 fields[key] = getattr(req, key)
         if req.target is not None:
-            await self.scheduler.check_target(req.target)
+            skip = SKIP_LATER_CHECKS.set(not req.check_target)
+            try:
+                await self.scheduler.check_target(req.target)
+            finally:
+                SKIP_LATER_CHECKS.reset(skip)
             fields["target"] = req.target
         try:
             task = new_task(
@@ -212,7 +284,7 @@ class Service:
         await self.book.commit()
         self.scheduler.schedule(task)
         doc = self.view(task)
-        doc["note"] = note
+        doc["note"] = "; ".join(n for n in (note, self._jitter_note(task, now)) if n) or None
         self.events.publish("task_added", task_id=task.id, task=doc)
         return doc
 
@@ -278,6 +350,13 @@ class Service:
         doc["changed"] = changed
         return doc
 
+    def _jitter_note(self, task: Task, now: datetime) -> str | None:
+        """Say when ``max:DUR`` jitter is cut to half the period (a */5 task cannot move 1h)."""
+        if not task.recurring or not task.jitter.startswith("max:"):
+            return None
+        times = [f.scheduled_for for f in upcoming(task, now, JITTER_SAMPLE)]
+        return capped_jitter_note(task.jitter, [b - a for a, b in itertools.pairwise(times)])
+
     def _unused_id(self) -> str:
         """A fresh id no task holds: ids are 8 hex digits (as Claude Code's), so two can collide.
 
@@ -288,19 +367,6 @@ class Service:
             task_id = self.new_id()
             if task_id not in self.book:
                 return task_id
-
-    def summary(self, task: Task) -> dict[str, Any]:
-        """The few fields a table shows; cheap enough to list 10,000 tasks on every call."""
-        planned = None if task.paused else self.scheduler.planned(task.id)
-        running = self.scheduler.is_running(task.id)
-        cached = self._summaries.get(task.id)
-        if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
-            return cached[2]
-        doc = self._summary(task, planned, running)
-        self._summaries[task.id] = (task, planned, doc)
-        if len(self._summaries) > 2 * len(self.book) + 1000:
-            self._summaries = {k: v for k, v in self._summaries.items() if k in self.book}
-        return doc
 
     def _summary(self, task: Task, planned: Fire | None, running: bool) -> dict[str, Any]:
         return {
@@ -318,22 +384,6 @@ class Service:
             "running": running,
         }
 
-    def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
-        if summary:
-            views = [self.summary(t) for t in self.book]
-        else:
-            now = self.clock.now()  # one instant for the whole list
-            views = [self.listed_view(t, now) for t in self.book]
-        last = self._listed.get(summary)
-        if last is not None and len(last[0]) == len(views) and all(map(operator.is_, views, last[0])):
-            # The same view objects as last time, so the same order: sorting 2,000 took ~2 ms of a
-            # `kairos list --json` that bench/bench_cli.py wants within 3x a bare interpreter.
-            return list(last[1])
-        # By instant, not by ISO text: the same instant in other offsets sorts differently as text.
-        ordered = sorted(views, key=_by_planned_instant)
-        self._listed[summary] = (views, ordered)
-        return list(ordered)
-
     def get(self, task_id: str) -> dict[str, Any]:
         return self.view(self.book.get(self.book.resolve(task_id)), 5)
 
@@ -347,6 +397,10 @@ class Service:
         await self.book.commit()
         for task_id in task_ids:
             self.events.publish("task_removed", task_id=task_id, reason="removed")
+        if self.remove_logs is not None:
+            remove = self.remove_logs
+            # Its run history stays (it outlives tasks), but `rm` means the output goes too.
+            await asyncio.to_thread(lambda: [remove(task_id) for task_id in task_ids])
         return task_ids
 
     async def set_paused(self, task_id: str, paused: bool) -> dict[str, Any]:
@@ -527,9 +581,23 @@ def check_catch_up(policy: Any, recurring: bool) -> None:
         )
 
 
-def _by_planned_instant(view: dict[str, Any]) -> tuple[bool, float, str]:
-    planned = view["planned_for"]
-    return (planned is None, datetime.fromisoformat(planned).timestamp() if planned else 0.0, view["id"])
+def _tail_json(tail: dict[str, Any]) -> bytes:
+    """``compact_json(tail)`` without its opening brace, after a comma (``b',"status":...}'``), built by
+    hand: the first listing after a start makes one per task, and json's encoder was ~1/3 of it at
+    100,000 tasks. Strings are escaped by json's own C function, so the bytes are the same."""
+    fires = ",".join(
+        f'{{"scheduled_for":{_quote(f["scheduled_for"])},"planned_for":{_quote(f["planned_for"])}}}'
+        for f in tail["next_fires"]
+    )
+    return (
+        f',"status":{_quote(tail["status"])},"schedule":{_quote(tail["schedule"])},'
+        f'"explanation":{_quote(tail["explanation"])},"next_fires":[{fires}],'
+        f'"planned_for":{_quote(tail["planned_for"])},"running":{"true" if tail["running"] else "false"}}}'
+    ).encode()
+
+
+def _quote(text: str | None) -> str:
+    return "null" if text is None else encode_basestring_ascii(text)
 
 
 def _summary_target(task: Task) -> dict[str, Any]:

@@ -206,7 +206,9 @@ class LifecycleHooks:
                 return
             lines: deque[str] = deque(maxlen=MAX_LOGGED_LINES)
             spec = ProcessSpec(argv, env, None, json.dumps(payload, default=str) + "\n", timeout_s)
-            process = ProcessRun(spec, lambda _stream, line: lines.append(line[:300]), kill_grace_s=self._grace)
+            process = ProcessRun(
+                spec, lambda _stream, batch: lines.extend(line[:300] for line in batch), kill_grace_s=self._grace
+            )
             self.runs += 1
             try:
                 result = await process.run()

@@ -66,6 +66,30 @@ def parse_jitter(text: str) -> JitterPolicy:
     raise InvalidTimeError(f"unknown jitter {text!r}; use none, claude or max:DURATION (e.g. max:90s)")
 
 
+def capped_jitter(spec: str, gaps: list[timedelta]) -> timedelta | None:
+    """The most a ``max:DUR`` jitter can really move a recurring task whose fires are ``gaps`` apart, when
+    that is less than DUR (half the shortest gap, see ``planned_time``); None when DUR holds as given."""
+    try:
+        policy = parse_jitter(spec)
+    except InvalidTimeError:
+        return None
+    if policy.kind != "max" or not gaps:
+        return None
+    half = min(gaps) / 2
+    return half if half < policy.cap else None
+
+
+def capped_jitter_note(spec: str, gaps: list[timedelta]) -> str | None:
+    """What ``kairos add`` and ``show`` say when ``capped_jitter`` cuts the asked jitter."""
+    cap = capped_jitter(spec, gaps)
+    if cap is None:
+        return None
+    return (
+        f"jitter {spec} is capped at {format_duration(cap.total_seconds())} for this task: at most half the "
+        f"{format_duration(min(gaps).total_seconds())} between its fires, so runs cannot overlap"
+    )
+
+
 def jitter_fraction(task_id: str) -> float:
     """A stable value in [0, 1) from the task id; 0 for ids that are not hex."""
     # int() alone would also take "-1234567", "+1234567" or "1_234567" (a negative
