@@ -120,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_DELETE = _handle
+    do_GET = do_POST = do_DELETE = do_PATCH = _handle
 
 
 @dataclass
@@ -571,8 +571,8 @@ def test_show_quotes_the_id(fake, capsys):
     assert "no such endpoint" in err
 
 
-def test_rm_several_stops_at_first_error(fake, capsys):
-    """`rm A B C` sends one DELETE per id in order and stops at the first error (exit 1)."""
+def test_rm_several_goes_on_past_a_bad_id(fake, capsys):
+    """`rm A B C` sends one DELETE per id in order; a bad id is reported and the rest go on (exit 1)."""
     fake.routes[("DELETE", "/v1/tasks/aaaaaaaa")] = (200, {"removed": ["aaaaaaaa"]})
     fake.routes[("DELETE", "/v1/tasks/bbbbbbbb")] = (200, {"removed": ["bbbbbbbb"]})
     code, out, _ = _run(capsys, "rm", "aaaaaaaa", "bbbbbbbb")
@@ -580,10 +580,43 @@ def test_rm_several_stops_at_first_error(fake, capsys):
     fake.requests.clear()
     code, out, err = _run(capsys, "rm", "aaaaaaaa", "deadbeef", "bbbbbbbb")
     assert code == 1
-    assert out == "removed aaaaaaaa\n"
+    assert out == "removed aaaaaaaa\nremoved bbbbbbbb\n"
     assert "deadbeef" in fake.requests[1].path
-    assert len(fake.requests) == 2
-    assert err.startswith("kairos: ")
+    assert len(fake.requests) == 3
+    assert err.startswith("kairos: deadbeef: ")
+
+
+def test_rm_prints_the_full_id_not_the_prefix_typed(fake, capsys):
+    fake.routes[("DELETE", "/v1/tasks/AAAA")] = (200, {"removed": ["aaaaaaaa"]})
+    assert _run(capsys, "rm", "AAAA") == (0, "removed aaaaaaaa\n", "")
+
+
+def test_pause_resume_run_show_take_many_ids_and_go_on_past_a_bad_one(fake, capsys):
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/pause")] = (200, {"task": _task(id="aaaaaaaa")})
+    fake.routes[("POST", "/v1/tasks/bbbbbbbb/pause")] = (200, {"task": _task(id="bbbbbbbb", unchanged=True)})
+    code, out, err = _run(capsys, "pause", "aaaaaaaa", "deadbeef", "bbbbbbbb")
+    assert code == 1
+    assert out == "paused aaaaaaaa\nbbbbbbbb was already paused: nothing to do\n"
+    assert err.startswith("kairos: deadbeef: ")
+    for verb, route in (("resume", ("POST", "resume")), ("run", ("POST", "run")), ("show", ("GET", ""))):
+        fake.requests.clear()
+        _run(capsys, verb, "aaaaaaaa", "bbbbbbbb")
+        assert [r.path for r in fake.requests] == [
+            f"/v1/tasks/{t}" + (f"/{route[1]}" if route[1] else "") for t in ("aaaaaaaa", "bbbbbbbb")
+        ], verb
+
+
+def test_resume_says_what_the_catch_up_policy_did_with_a_one_shot(fake, capsys):
+    caught = {"action": "fired", "scheduled_for": "2026-11-23T08:00:00Z", "run_id": "r1", "reason": None}
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": _task(id="aaaaaaaa", caught_up=caught)})
+    code, out, _ = _run(capsys, "resume", "aaaaaaaa")
+    assert code == 0
+    assert "fired now, late (run r1, caught up)" in out
+    caught = dict(caught, action="missed", reason="the task was paused when it was due (1 fire surfaced)")
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": _task(id="aaaaaaaa", caught_up=caught)})
+    code, out, _ = _run(capsys, "resume", "aaaaaaaa")
+    assert code == 0
+    assert "recorded as missed (the task was paused when it was due (1 fire surfaced))" in out
 
 
 def test_rm_json(fake, capsys):
@@ -764,7 +797,7 @@ def test_inbox_list(fake, capsys):
 def test_inbox_ack(fake, capsys):
     """--ack sends ids (and the session), --ack-all sends all: true; the count is printed."""
     fake.routes[("POST", "/v1/inbox/ack")] = (200, {"acked": ["r1", "r2"]})
-    assert _run(capsys, "inbox", "--ack", "r1", "r2")[:2] == (0, "acked 2 item(s)\n")
+    assert _run(capsys, "inbox", "--ack", "r1", "r2")[:2] == (0, "acked r1, r2\n")  # the ids acted on
     assert _run(capsys, "inbox", "--session", "work", "--ack-all")[:2] == (0, "acked 2 item(s)\n")
     assert [r.body for r in fake.requests] == [{"ids": ["r1", "r2"]}, {"all": True, "session": "work"}]
     assert _run(capsys, "inbox", "--ack", "r1", "--all")[0] == 2
@@ -1083,6 +1116,19 @@ def test_daemon_start_then_stop(home, capsys, monkeypatch):
     finally:
         if daemon_cmd._alive(pid):
             os.kill(pid, 9)
+
+
+def test_cli_edit_sends_only_what_changes(fake, capsys) -> None:
+    view = {"id": "3f2a9c1d", "cron": "30 8 * * 1-5", "tz": "UTC", "recurring": True, "explanation": "At 08:30",
+            "next_fires": [], "changed": ["jitter", "schedule"]}  # fmt: skip
+    fake.routes[("PATCH", "/v1/tasks/3f2a")] = (200, {"task": view})
+    code = run(["edit", "3f2a", "--cron", "30 8 * * 1-5", "--jitter", "claude"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert out.startswith("edited 3f2a9c1d: jitter, schedule changed; At 08:30 (UTC)")
+    assert fake.requests[-1].body == {"cron": "30 8 * * 1-5", "jitter": "claude"}
+    assert run(["edit", "3f2a"]) == 2
+    assert "nothing to change" in capsys.readouterr().err
 
 
 def test_every_timeout_option_takes_a_duration():

@@ -321,6 +321,34 @@ def test_gate_interval_refuses_then_allows(tmp_path):
     run(main())
 
 
+def test_force_passes_the_interval_gate_when_a_person_asks(tmp_path):
+    """Issue 24, item 19: ``kairos consolidate --force`` runs within the interval; the hook's requests do not."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        first = await h.ask("s1")
+        await h.settled(first["run"]["id"])
+        h.clock.advance(60)
+        assert (await h.ask("s2"))["gate"] == "interval"
+        forced = await h.ask("s2", force=True)
+        assert forced["status"] == "started"
+        await h.settled(forced["run"]["id"])
+        await h.stop()
+
+    run(main())
+
+
+def test_the_cli_sends_force_only_when_asked():
+    from kairos.app import build_parser
+    from kairos.commands.consolidate import build_consolidate_request
+
+    argv = ["consolidate", "--session", "s", "--transcript", "/t.jsonl", "--cwd", "/p"]
+    plain = build_consolidate_request(build_parser().parse_args(argv), {})
+    forced = build_consolidate_request(build_parser().parse_args([*argv, "--force"]), {})
+    assert "force" not in plain
+    assert forced["force"] is True
+
+
 # ---- gate 5: one run per project -------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from fake_agents import write_fake_agents
 from kairos.app import run
 from kairosd.api.server import Request
 from kairosd.app.doctor import doctor_report, doctor_routes, local_report
+from kairosd.app.reload import LiveSettings
 from kairosd.config import Config
 
 
@@ -185,7 +186,7 @@ def test_an_agent_env_that_no_run_could_use_is_a_config_problem(home, tmp_path, 
 
 def test_the_api_route_reports_from_the_daemon(bin_dir, home, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    ((pattern, methods),) = doctor_routes(Config())
+    ((pattern, methods),) = doctor_routes(LiveSettings(Config()))
     assert pattern == "doctor"
     request = Request(method="GET", path="/v1/doctor", query={}, body=None, peer_uid=os.getuid())
     response = asyncio.run(methods["GET"](request, re.fullmatch("x", "x")))  # type: ignore[arg-type]

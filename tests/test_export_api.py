@@ -151,7 +151,7 @@ def test_an_agent_the_config_does_not_know_is_a_refusal():
 def test_bad_requests():
     task = agent_task(cron="0 9 * * *")
     ex = exporter([task])
-    with pytest.raises(NotFoundError, match="no task 00000000"):
+    with pytest.raises(NotFoundError, match="no task starts with '00000000'"):
         ex.export(_request({"to": "systemd", "ids": [task.id, "00000000"]}))
     with pytest.raises(UsageError, match="to: Input should be 'systemd', 'kubernetes' or 'github-actions'"):
         ex.export(_request({"to": "cron", "ids": [task.id]}))
@@ -249,4 +249,11 @@ def test_cli_exports_writes_prints_and_refuses(env, tmp_path):
     assert "--image" in usage.stderr
     missing = kairos(env, "export", "00000000", "--to", "systemd")
     assert missing.returncode == 1
-    assert "no task 00000000" in missing.stderr
+    assert "no task starts with '00000000'" in missing.stderr
+
+
+def test_export_takes_a_prefix_in_any_case():
+    """Issue 24, item 10: export resolves ids as every other verb does."""
+    task = agent_task(cron="0 9 * * *")
+    doc = exporter([task]).export(_request({"to": "systemd", "ids": [task.id[:5].upper()]}))
+    assert [e["task_id"] for e in doc["exports"]] == [task.id]

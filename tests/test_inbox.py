@@ -371,3 +371,13 @@ def test_asking_for_many_sessions_keeps_the_cache_bounded(tmp_path: Path, clock:
     assert store.sessions() == ["kept"]  # asking created no files
     assert store.ack(None, None) == ["r2"]  # every session, with more on disk than the cache holds
     assert store.cached_sessions <= 8
+
+
+def test_ack_takes_a_prefix_in_any_case_and_answers_whole_ids(store: InboxStore) -> None:
+    """Issue 24, item 10: inbox ids resolve as task ids do (kairosd.core.ids)."""
+    store.put(_item("ab12cd34"))
+    store.put(_item("ab99ffff", minute=1))
+    assert store.ack("default", ["AB12"]) == ["ab12cd34"]
+    store.put(_item("ab12eeee", minute=2))
+    with pytest.raises(UsageError, match="ambiguous: matches ab12cd34, ab12eeee"):
+        store.ack("default", ["AB12"])

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 VERBS = {
     "cron": "cron",
     "add": "add",
+    "edit": "edit",
     "list": "tasks",
     "ls": "tasks",
     "show": "tasks",

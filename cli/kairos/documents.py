@@ -71,6 +71,58 @@ class AddedTask(TaskView):
     note: str | None
 
 
+class CaughtUp(Record):
+    """What a one-shot's catch-up policy did on resume with the slot that passed while it was paused."""
+
+    action: str  # fired, missed or pending
+    scheduled_for: str
+    run_id: str | None
+    outcome: str | None
+    reason: str | None
+
+
+class ChangedTask(TaskView):
+    """``pause``/``resume``: ``unchanged`` when it was in that state already; ``caught_up`` on resume."""
+
+    unchanged: bool | None = None
+    caught_up: CaughtUp | None = None
+
+
+class EditedTask(TaskView):
+    note: str | None
+    changed: list[str]
+
+
+class EditDoc(Document):
+    task: EditedTask
+
+
+class PausedDoc(Document):
+    task: ChangedTask
+
+
+class IdError(Record):
+    id: str
+    code: str
+    message: str
+
+
+class ManyTasksDoc(Document):
+    """``show``, ``pause``, ``resume`` with several ids: each task, and each id that failed."""
+
+    tasks: list[ChangedTask]
+    errors: list[IdError]
+
+
+class ReloadDoc(Document):
+    """``daemon reload``: what kairosd applied from config.toml, and what needs a restart."""
+
+    ok: bool
+    error: str | None
+    applied: list[str]
+    needs_restart: list[str]
+
+
 class AddDoc(Document):
     task: AddedTask
 
@@ -127,6 +179,13 @@ class RunView(Record):
 
 class RunDoc(Document):
     run: RunView
+
+
+class ManyRunsDoc(Document):
+    """``run`` with several ids: each run dispatched, and each id that failed."""
+
+    runs: list[RunView]
+    errors: list[IdError]
 
 
 class HistoryDoc(Document):
@@ -369,10 +428,12 @@ class ExportDoc(Document):
 DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "add": AddDoc,
     "list": (ListDoc, ProblemsDoc),
-    "show": TaskDoc,
-    "pause": TaskDoc,
-    "resume": TaskDoc,
-    "run": RunDoc,
+    "show": (TaskDoc, ManyTasksDoc),
+    "pause": (PausedDoc, ManyTasksDoc),
+    "resume": (PausedDoc, ManyTasksDoc),
+    "run": (RunDoc, ManyRunsDoc),
+    "edit": EditDoc,
+    "daemon reload": ReloadDoc,
     "rm": RemovedDoc,
     "history": HistoryDoc,
     "missed": (MissedDoc, ClearedDoc),

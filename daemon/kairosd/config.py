@@ -321,8 +321,8 @@ class WebhookConfig(_Section):
     """``[webhook]``: the signing key of webhook targets and where they may post.
 
     kairos never sends an unsigned webhook: without a secret every webhook run
-    fails with a reason saying so. ``secret_file`` is read once, when the config
-    is loaded (a changed key needs a daemon restart).
+    fails with a reason saying so. ``secret_file`` is read when the config is
+    loaded: at start and at each reload (``kairos daemon reload``, SIGHUP).
     """
 
     secret: SecretStr | None = None

@@ -291,6 +291,9 @@ class _Tools:
     async def task_cancel(self, id: Annotated[str, Field(description="The task id (t + 10 hex digits)")]) -> str:
         # The answer comes once every process is gone: after the kill grace, if one ignores SIGTERM.
         doc = await self._call("POST", _registry(id, "cancel"), wait_s=MAX_KILL_GRACE_S + POLL_MARGIN_S)
+        id = str((doc.get("task") or {}).get("id") or id)  # the whole id, when a prefix was given
+        if doc.get("unchanged"):
+            return f"Task {id} was already cancelled: nothing to do."
         cancelled = doc.get("cancelled") or []
         others = [c for c in cancelled if c != id]
         text = f"Cancelled task {id}" + (

@@ -139,7 +139,15 @@ def register(subparsers: Any) -> None:
     )
     how.add_argument("--expires", metavar="DAYS|never", help="remove a recurring task after DAYS days")
     how.add_argument("--permanent", action="store_true", help="never expire")
-    how.add_argument("--catch-up", choices=CATCH_UP, help="fires missed while kairosd was down")
+    how.add_argument(
+        "--catch-up",
+        choices=CATCH_UP,
+        help="what to do with fires missed while kairosd was down or the machine asleep: skip: record them "
+        "in 'kairos missed', fire nothing; once (default for recurring tasks): fire the latest miss once, late, "
+        "if within 7 days, record the rest; all: fire the misses (at most the last 10) one after another; "
+        "surface (default for one-shots, one-shots only): do not fire, record it in 'kairos missed' and "
+        "remove the task. A one-shot paused past its time follows it on resume",
+    )
     how.add_argument("--overlap", choices=OVERLAP, help="a fire while the previous run still runs")
     how.add_argument("--name", metavar="NAME", help="a short name shown instead of the prompt")
     add.set_defaults(handler=cmd_add)

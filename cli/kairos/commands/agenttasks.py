@@ -473,8 +473,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     doc = Client(timeout=MAX_KILL_GRACE_S + POLL_MARGIN_S).call("POST", _path(args.id, "cancel"))
     if printed_json(args, doc):
         return 0
-    others = [t for t in doc.get("cancelled") or [] if t != args.id]
-    print(f"cancelled {args.id}" + (f" and {len(others)} descendant(s): {', '.join(others)}" if others else ""))
+    task_id = doc["task"]["id"]  # the whole id, when a prefix was given
+    if doc.get("unchanged"):
+        print(f"{task_id} was already cancelled: nothing to do")
+        return 0
+    others = [t for t in doc.get("cancelled") or [] if t != task_id]
+    print(f"cancelled {task_id}" + (f" and {len(others)} descendant(s): {', '.join(others)}" if others else ""))
     killed = doc.get("killed") or []
     if killed:
         grace = doc.get("kill_grace_s")
@@ -492,5 +496,5 @@ def cmd_send(args: argparse.Namespace) -> int:
 def cmd_close(args: argparse.Namespace) -> int:
     doc = _client().call("POST", _path(args.id, "close"))
     if not printed_json(args, doc):
-        print(f"closed {args.id} ({doc['task'].get('status', '?')})")
+        print(f"closed {doc['task']['id']} ({doc['task'].get('status', '?')})")
     return 0

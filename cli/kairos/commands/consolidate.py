@@ -53,6 +53,7 @@ def _register_consolidate(subparsers: Any) -> None:
         """
         kairos consolidate --session 6c07 --transcript ~/.claude/projects/-home-me-app/6c07.jsonl --cwd ~/app
         kairos consolidate --agent codex --session 019a --transcript ROLLOUT.jsonl --cwd . --wait
+        kairos consolidate --force --session 6c07 --transcript 6c07.jsonl   # again, before the interval
         """,
     )
     parser.add_argument("--session", required=True, metavar="ID", help="the agent's session id")
@@ -61,6 +62,12 @@ def _register_consolidate(subparsers: Any) -> None:
     parser.add_argument("--agent", choices=AGENTS, default="auto", help="whose transcript (default: detect)")
     parser.add_argument("--reason", default="manual", metavar="TEXT", help="why (recorded with the decision)")
     parser.add_argument("--wait", action="store_true", help="wait for the run and print what it changed")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="consolidate even if this project was consolidated less than the minimum interval ago "
+        "([consolidation] min_interval_minutes); the other gates still apply",
+    )
     parser.add_argument(
         "--timeout",
         type=seconds,
@@ -171,7 +178,8 @@ def _register_board(subparsers: Any) -> None:
         verbs,
         "history",
         "what was learned and when",
-        "Every change to the board, newest last: additions, entries seen again, replacements (which entry "
+        "Every change to the board, newest first (as every log kairos lists): additions, entries seen "
+        "again, replacements (which entry "
         "replaced which), conflicts with your entries, edits, pins, restores, removals, prunes.",
         "kairos board history\n  kairos board history -n 0 --json",
     )
@@ -218,6 +226,8 @@ def build_consolidate_request(args: argparse.Namespace, environ: dict[str, str] 
         "reason": args.reason,
         "spawned": env.get("KAIROS_SPAWNED", "").strip() == "1",
     }
+    if getattr(args, "force", False):
+        body["force"] = True
     if env.get("KAIROS_CONSOLIDATE") is not None:
         body["consolidate"] = env["KAIROS_CONSOLIDATE"]
     return body

@@ -46,8 +46,9 @@ def register(subparsers: Any) -> None:
         subparsers,
         "missed",
         "fires that did not happen on time",
-        "Show fires kairos could not make on time (daemon down, suspend, clock jumps) "
-        "and what it did about them. --clear forgets them.",
+        "Show fires kairos could not make on time (daemon down, suspend, clock jumps, a one-shot paused "
+        "past its time) and what it did about them, newest first: recorded or surfaced (not fired), or "
+        "caught up (fired late: the run is in 'kairos history'). --clear forgets them.",
         "kairos missed\n  kairos missed --clear",
     )
     missed.add_argument("--clear", action="store_true", help="forget every missed record")
@@ -57,7 +58,8 @@ def register(subparsers: Any) -> None:
         subparsers,
         "inbox",
         "prompts delivered to inbox sessions",
-        "List unacknowledged inbox items (of every session unless --session), follow new "
+        "List unacknowledged inbox items (of every session unless --session), oldest first (a queue: "
+        "in the order to handle them; logs such as history and missed are newest first), follow new "
         "ones as they arrive, or acknowledge them.",
         """
         kairos inbox
@@ -338,7 +340,10 @@ def cmd_inbox(args: argparse.Namespace) -> int:
             print_json(doc)
         else:
             acked = doc.get("acked") or []
-            print(f"acked {len(acked)} item(s)" if acked else "nothing left to ack")
+            if acked and args.ack:
+                print(f"acked {', '.join(map(str, acked))}")  # the whole ids, when prefixes were given
+            else:
+                print(f"acked {len(acked)} item(s)" if acked else "nothing left to ack")
         return 0
     query = {"session": args.session} if args.session else {}
     if args.all:

@@ -17,12 +17,45 @@ from kairos.output import fmt_seconds, fmt_time, print_fields
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
     from typing import Any
 
 # ---- helpers ----------------------------------------------------------------
 
+ID_HELP = (
+    "task id: 8 hex digits, or a unique prefix of 4 or more, any case (kairos list shows them); several may be given: "
+    "each is handled in turn, one that fails is reported and the rest go on (exit 1 if any failed)"
+)
 
-TASK_ID_HELP = "task id: 8 hex digits, or a unique prefix of 4 or more (kairos list shows them)"
+
+def each_id(ids: list[str], act: Callable[[str], Any], json_key: str, as_json: bool) -> int:
+    """Run ``act`` on each id in turn (a repeated id once); an id that fails is reported on stderr
+    and the rest go on. Exit code: 0 if all went well, else the first failure's code.
+
+    With ``as_json``, one id prints its answer as it is (``{"task": ...}``); several print one document,
+    ``{json_key: [each answer's one value], "errors": [{"id", "code", "message"}]}``.
+    """
+    from kairos.output import error, print_json
+    from kairosd.core.errors import KairosError
+
+    results: list[Any] = []
+    errors: list[dict[str, str]] = []
+    code = 0
+    for task_id in dict.fromkeys(ids):
+        try:
+            results.append(act(task_id))
+        except KairosError as exc:
+            if len(ids) == 1 and not as_json:
+                raise
+            error(f"{task_id}: {exc.message}")
+            errors.append({"id": task_id, "code": exc.code, "message": exc.message})
+            code = code or exc.exit_code
+    if as_json:
+        if len(ids) > 1 or errors:
+            print_json({json_key: [next(iter(r.values())) for r in results], "errors": errors})
+        else:
+            print_json(results[0])
+    return code
 
 
 def task_path(task_id: str, action: str = "") -> str:
@@ -65,39 +98,44 @@ def register(subparsers: Any) -> None:
         "show",
         "show one task in full",
         "Show every field of a task and its next five fire times.",
-        "kairos show 3f2a9c1d",
+        "kairos show 3f2a9c1d\n  kairos show 3f2a 0b1c",
     )
-    show.add_argument("id", metavar="ID", help=TASK_ID_HELP)
+    show.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     show.set_defaults(handler=cmd_show)
 
     rm = make_parser(
         subparsers,
         "rm",
         "remove tasks",
-        "Remove one or more tasks. Ids are removed in order; the first error stops the rest.",
+        "Remove one or more tasks. Each id is handled in turn; one that fails is reported and the "
+        "rest go on (exit 1 if any failed).",
         "kairos rm 3f2a9c1d\n  kairos rm 3f2a9c1d 0b1c2d3e",
     )
-    rm.add_argument("ids", nargs="+", metavar="ID", help="task id(s): " + TASK_ID_HELP)
+    rm.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     rm.set_defaults(handler=cmd_rm)
 
     pause = make_parser(
         subparsers,
         "pause",
         "stop a task from firing",
-        "Pause a task: it keeps its schedule but does not fire until resumed.",
-        "kairos pause 3f2a9c1d",
+        "Pause tasks: each keeps its schedule but does not fire until resumed. Pausing a paused task "
+        "is not an error (exit 0, with a note).",
+        "kairos pause 3f2a9c1d\n  kairos pause 3f2a 0b1c",
     )
-    pause.add_argument("id", metavar="ID", help=TASK_ID_HELP)
+    pause.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     pause.set_defaults(handler=cmd_pause)
 
     resume = make_parser(
         subparsers,
         "resume",
         "let a paused task fire again",
-        "Resume a paused task. Fires that fell in the pause are not counted as missed.",
-        "kairos resume 3f2a9c1d",
+        "Resume paused tasks. Fires of a recurring task that fell in the pause are not counted as "
+        "missed. A one-shot whose time passed in the pause follows its catch-up policy now: "
+        "once fires it late (marked caught up), skip and surface record it in 'kairos missed'; "
+        "the output says which. Resuming a running task is not an error (exit 0, with a note).",
+        "kairos resume 3f2a9c1d\n  kairos resume 3f2a 0b1c",
     )
-    resume.add_argument("id", metavar="ID", help=TASK_ID_HELP)
+    resume.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     resume.set_defaults(handler=cmd_resume)
 
     run = make_parser(
@@ -106,9 +144,9 @@ def register(subparsers: Any) -> None:
         "fire a task now",
         "Fire a task now, outside its schedule (the schedule is unchanged). "
         "Prints the run id; see the outcome with 'kairos history ID'.",
-        "kairos run 3f2a9c1d",
+        "kairos run 3f2a9c1d\n  kairos run 3f2a 0b1c",
     )
-    run.add_argument("id", metavar="ID", help=TASK_ID_HELP)
+    run.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     run.set_defaults(handler=cmd_run)
 
 
@@ -337,12 +375,24 @@ def _jitter_text(task: dict[str, Any]) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    api = client()
+    shown = [0]
+
+    def show(task_id: str) -> Any:
+        doc = api.call("GET", task_path(task_id))
+        if not args.json:
+            if shown[0]:
+                print()
+            _print_task(doc["task"])
+            shown[0] += 1
+        return doc
+
+    return each_id(args.ids, show, "tasks", args.json)
+
+
+def _print_task(task: dict[str, Any]) -> None:
     import json
 
-    doc = client().call("GET", task_path(args.id))
-    if printed_json(args, doc):
-        return 0
-    task = doc["task"]
     status = str(task.get("status", "?")) + (", running now" if task.get("running") else "")
     schedule = task.get("cron") or task.get("schedule") or "?"
     if task.get("paused_reason"):
@@ -367,30 +417,28 @@ def cmd_show(args: argparse.Namespace) -> int:
     fires = fire_lines(task) or ["-"]
     print(f"{'next:':<12} " + ("\n" + " " * 13).join(fires))
     print_block("prompt", str(task.get("prompt", "")))
-    return 0
 
 
 # ---- rm / pause / resume / run --------------------------------------------
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-    from kairosd.core.errors import KairosError
-
     api = client()
     removed: list[str] = []
-    try:
-        for task_id in dict.fromkeys(args.ids):  # a repeated id would fail the second time
-            removed.extend(api.call("DELETE", task_path(task_id))["removed"])
-            if not args.json:
-                print(f"removed {task_id}")
-    except KairosError:
-        if args.json and removed:
-            print_json({"removed": removed})  # say what did happen before the error line
-        raise
+
+    def remove(task_id: str) -> str:
+        full = str((api.call("DELETE", task_path(task_id))["removed"] or [task_id])[0])
+        removed.append(full)
+        if not args.json:
+            print(f"removed {full}")  # the full id: the prefix typed may be shared by a task added later
+        return full
+
+    code = each_id(args.ids, remove, "removed", as_json=False)
     if args.json:
+        from kairos.output import print_json
+
         print_json({"removed": removed})
-    return 0
+    return code
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
@@ -402,25 +450,50 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _set_paused(args: argparse.Namespace, action: str) -> int:
-    doc = client().call("POST", task_path(args.id, action))
-    if printed_json(args, doc):
-        return 0
-    task = doc["task"]
+    api = client()
+
+    def act(task_id: str) -> Any:
+        doc = api.call("POST", task_path(task_id, action))
+        if not args.json:
+            print(paused_line(doc["task"], action))
+        return doc
+
+    return each_id(args.ids, act, "tasks", args.json)
+
+
+def paused_line(task: dict[str, Any], action: str) -> str:
+    """What ``pause`` or ``resume`` did to one task, on one line."""
+    if task.get("unchanged"):
+        state = "paused" if action == "pause" else "not paused"
+        return f"{task['id']} was already {state}: nothing to do"
     if action == "pause":
-        print(f"paused {task['id']}")
-    else:
-        planned = task.get("planned_for")
-        print(f"resumed {task['id']}" + (f", next: {fmt_time(planned)}" if planned else ", no fire time ahead"))
-    return 0
+        return f"paused {task['id']}"
+    caught = task.get("caught_up")
+    if caught:
+        slot = fmt_time(caught.get("scheduled_for"))
+        if caught.get("action") == "fired":
+            what = f"its time ({slot}) passed while paused: fired now, late (run {caught.get('run_id')}, caught up)"
+        elif caught.get("action") == "missed":
+            reason = caught.get("reason")
+            what = f"its time ({slot}) passed while paused: recorded as missed ({reason}); see kairos missed"
+        else:
+            what = f"its time ({slot}) passed while paused: its catch-up policy decides at the next tick"
+        return f"resumed {task['id']}, {what}"
+    planned = task.get("planned_for")
+    return f"resumed {task['id']}" + (f", next: {fmt_time(planned)}" if planned else ", no fire time ahead")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    doc = client().call("POST", task_path(args.id, "run"))
-    if printed_json(args, doc):
-        return 0
-    run = doc["run"]
-    line = f"dispatched run {run.get('run_id', '?')} of task {run.get('task_id', args.id)}"
-    if run.get("outcome"):
-        line += f": {run['outcome']}" + (f" ({run['reason']})" if run.get("reason") else "")
-    print(line)
-    return 0
+    api = client()
+
+    def fire(task_id: str) -> Any:
+        doc = api.call("POST", task_path(task_id, "run"))
+        if not args.json:
+            run = doc["run"]
+            line = f"dispatched run {run.get('run_id', '?')} of task {run.get('task_id', task_id)}"
+            if run.get("outcome"):
+                line += f": {run['outcome']}" + (f" ({run['reason']})" if run.get("reason") else "")
+            print(line)
+        return doc
+
+    return each_id(args.ids, fire, "runs", args.json)

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from kairosd import __version__
+from kairosd.app.reload import LiveSettings, changed_keys
 from kairosd.config import Config, config_path, load_config
 from kairosd.core.agentversions import outdated
 from kairosd.core.clock import tz_env_problem
@@ -130,17 +131,50 @@ def doctor_report(
     }
 
 
-def doctor_routes(config: Config) -> list[tuple[str, dict[str, RouteHandler]]]:
+def doctor_routes(live: LiveSettings) -> list[tuple[str, dict[str, RouteHandler]]]:
     """``GET /v1/doctor`` for :meth:`kairosd.api.router.Router.add_routes` (the report, from the daemon's side)."""
 
     async def get(req: Request, m: re.Match[str]) -> Response:
         from kairosd.api.server import Response
 
         # Probing binaries takes seconds; keep the event loop free meanwhile.
-        report = await asyncio.to_thread(doctor_report, config)
+        report = await asyncio.to_thread(doctor_report, live.current)
+        report = {**report, **in_effect(live, report)}
         return Response(200, {"doctor": {**report, "checked_by": "kairosd"}})
 
     return [("doctor", {"GET": get})]
+
+
+def in_effect(live: LiveSettings, report: dict[str, Any]) -> dict[str, Any]:
+    """Whether config.toml says what kairosd has in effect: the report's ``config`` and ``problems``, updated.
+
+    The settings shown are the ones in effect; a file changed since (not reloaded, or changed in a part
+    only a restart applies) is a problem that names the keys and what to do.
+    """
+    state = dict(report["config"])
+    problems = list(report["problems"])
+    state["differs"], state["needs_restart"] = [], list(live.needs_restart)
+    if state["ok"]:
+        try:
+            on_file = load_config(Paths.from_env(), os.environ)
+        except KairosError:
+            on_file = None  # reported already, as the config's error
+        if on_file is not None:
+            differs = changed_keys(live.current, on_file)
+            state["differs"] = differs
+            restart = [k for k in differs if k in live.needs_restart]
+            reloadable = [k for k in differs if k not in live.needs_restart]
+            if reloadable:
+                problems.append(
+                    f"config: {state['path']} differs from the settings in effect ({', '.join(reloadable)}); "
+                    "apply it with: kairos daemon reload"
+                )
+            if restart:
+                problems.append(
+                    f"config: {', '.join(restart)} changed in {state['path']} but only take effect when "
+                    "kairosd restarts (kairos daemon stop, then kairos daemon start)"
+                )
+    return {"config": state, "problems": problems, "ok": not problems}
 
 
 def _check_agents(config: Config, env: Mapping[str, str], timeout: float) -> list[dict[str, Any]]:

@@ -17,14 +17,16 @@ This is the only module that knows every concrete class.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kairosd.app.doctor import doctor_routes
+from kairosd.app.reload import LiveSettings
+from kairosd.app.reload import reload as reload_config
 from kairosd.config import Config
 from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
 from kairosd.core import defaults
@@ -142,6 +144,17 @@ class App:
     service: Service
     api: Api
     stop_event: asyncio.Event
+    live: LiveSettings
+
+    def reload(self) -> dict[str, Any]:
+        """Read config.toml again and apply what can change live (SIGHUP, ``kairos daemon reload``)."""
+        return reload_config(self.live, self.config.paths, self.config.environ)
+
+    async def reload_route(self, req: Any, m: Any) -> Any:
+        """``POST /v1/reload``: what the reload did (``ok``, ``error``, ``applied``, ``needs_restart``)."""
+        from kairosd.api.server import Response
+
+        return Response(200, {"reload": await asyncio.to_thread(self.reload)})
 
     def request_stop(self) -> None:
         """What ``POST /v1/shutdown``, SIGTERM and SIGINT do: the run ends, in order."""
@@ -205,8 +218,10 @@ def build_app(
     know; by default the configured CLIs and the agent definitions (``settings``).
     """
     paths, clock, environ, settings = config.paths, config.clock, config.environ, config.settings
-    adapter_for = adapter_for or partial(_adapter, config=settings)
-    policy_for = policy_for or partial(agent_policy, settings)
+    live = LiveSettings(settings)
+    # Agent CLIs and definitions are looked up at each run in the settings in effect, so a reload applies them.
+    adapter_for = adapter_for or (lambda cli: _adapter(cli, live.current))
+    policy_for = policy_for or (lambda name, cwd: agent_policy(live.current, name, cwd))
     default_tz = local_zone_name(dict(environ))
     zone_problem = tz_env_problem(dict(environ))
     if zone_problem:
@@ -285,7 +300,7 @@ def build_app(
     api.add_routes(consolidation.routes)  # it serves POST /v1/consolidate; the sessions' routes leave it out
     api.add_routes(sessions.routes)
     sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
-    api.add_routes(doctor_routes(settings))
+    api.add_routes(doctor_routes(live))
     if json_store is not None:
         api.add_routes(json_store.quarantine.routes())
     exporter = Exporter(
@@ -297,7 +312,32 @@ def build_app(
         environ,
     )
     api.add_routes(export_routes(exporter))
-    return App(
+    live.appliers.extend(_appliers(background, consolidation, targets))
+    app = App(
         config, store, book, ledger, missed, events, inbox, targets, background, consolidation, sessions,
-        scheduler, service, api, stop_event,
+        scheduler, service, api, stop_event, live,
     )  # fmt: skip
+    api.add_routes([("reload", {"POST": app.reload_route})])
+    return app
+
+
+def _appliers(
+    background: RegistryParts, consolidation: ConsolidationParts, targets: Mapping[str, Delivery]
+) -> list[Callable[[Config], None]]:
+    """How each part takes new settings on a reload (see :mod:`kairosd.app.reload` for what is live)."""
+    registry = background.registry
+
+    def limits(new: Config) -> None:
+        registry.limits = dataclasses.replace(
+            registry.limits, max_depth=new.limits.max_depth, keep_finished=new.limits.keep_finished
+        )
+
+    def webhook(new: Config) -> None:
+        delivery = targets.get("webhook")
+        if isinstance(delivery, WebhookDelivery):
+            delivery.reconfigure(new.webhook)
+
+    def consolidation_settings(new: Config) -> None:
+        consolidation.service.deps.config = new.consolidation
+
+    return [limits, webhook, consolidation_settings, lambda new: background.hooks.reconfigure(new.hooks.as_specs())]

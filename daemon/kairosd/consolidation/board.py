@@ -373,7 +373,7 @@ class BoardStore:
 
     def remove(self, project: str, entry_id: str) -> Entry:
         with self.locked(project) as board:
-            entry = board.find(entry_id)
+            entry = board.find(board.resolve(entry_id, project))
             if entry is None:
                 raise NotFoundError(f"no entry {entry_id!r} on the board of {project} (see: kairos board show)")
             board.entries.remove(entry)

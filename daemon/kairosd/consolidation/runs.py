@@ -57,10 +57,11 @@ class Run:
     session: str | None = None  # the session it consolidates (None: re-adopted after a restart)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ConsolidationDeps:
     """What consolidation takes from the daemon: the service gets it and shares it with its run tracker.
-    ``python``: the interpreter for the worker (None: kairosd's own)."""
+    ``python``: the interpreter for the worker (None: kairosd's own). ``config`` is replaced by a
+    reload of config.toml (:mod:`kairosd.app.reload`); both read it at each use, never keep a copy."""
 
     paths: Paths
     clock: Clock
@@ -208,6 +209,7 @@ class RunTracker:
 
     async def run_info(self, task_id: str) -> dict[str, Any]:
         record = self.deps.registry.get(task_id)
+        task_id = record.id  # the whole id, when a prefix was given
         if record.kind is not JobKind.CONSOLIDATION:
             raise NotFoundError(f"task {task_id} is not a consolidation run (see: kairos task show {task_id})")
         result = await asyncio.to_thread(self.read_result, task_id)

@@ -187,7 +187,9 @@ class Consolidation:
         async with self._project_lock(project):  # the interval and lock gates, and the start, as one step
             minutes = self.deps.config.min_interval_minutes
             reason = gates.check_interval(self._last_start(project), self.deps.clock.now(), minutes)
-            if reason is not None:
+            # The interval keeps hooks from consolidating a project at every session end; a person
+            # asking by hand has decided it is worth a run now. A run going on still coalesces.
+            if reason is not None and not req.force:
                 return await self._decide(req, project, SKIPPED, "interval", reason)
             return await self._start_or_coalesce(req, project)
 

@@ -105,6 +105,7 @@ ROUTES: Final[dict[str, str]] = {
     "status": "/status",
     "shutdown": "/shutdown",
     "doctor": "/doctor",
+    "reload": "/reload",
     "tasks": "/tasks",
     "task": "/tasks/{id}",
     "task_pause": "/tasks/{id}/pause",

@@ -171,6 +171,14 @@ class WebhookDelivery:
             max_attempts=config.max_attempts,
         )
 
+    def reconfigure(self, config: WebhookConfig) -> None:
+        """Take new ``[webhook]`` settings (a config reload): deliveries from now on use them."""
+        self._secret = config.secret_bytes()
+        self._allow_non_loopback = config.allow_non_loopback
+        self._timeout_s = config.timeout
+        self._attempt_timeout_s = config.attempt_timeout
+        self._max_attempts = max(1, config.max_attempts)
+
     # ---- the Delivery protocol -------------------------------------------
 
     async def check(self, target: Target) -> None:

@@ -47,8 +47,15 @@ class Cancels:
 
     async def cancel(self, task_id: str) -> CancelReport:
         """Cancel the task and every descendant still going: those it cancelled (the task first),
-        and which of them had to be killed with SIGKILL."""
+        and which of them had to be killed with SIGKILL.
+
+        A task already cancelled answers with nothing cancelled (an empty report), not an error: as pausing a
+        paused task, asking for the state it is in is done already. A task that completed or failed is a
+        conflict: cancelling cannot make it cancelled.
+        """
         record = self._book.get(task_id)
+        if record.status is JobStatus.CANCELLED:
+            return CancelReport([], [])
         if record.terminal:
             raise ConflictError(f"task {task_id} is already {record.status.value}; there is nothing to cancel")
         targets = [task_id, *self._descendants(task_id)]

@@ -59,6 +59,7 @@ from kairosd.agents.base import AgentAdapter, Command, TurnRequest
 from kairosd.core.clock import Clock
 from kairosd.core.errors import ConflictError, UnavailableError, UsageError
 from kairosd.core.events import EventBus
+from kairosd.core.ids import resolve_prefix
 from kairosd.registry import detached, recovery, rules
 from kairosd.registry.book import Book
 from kairosd.registry.cancel import CancelReport, Cancels
@@ -113,7 +114,11 @@ class Registry:
     # ---- reading -----------------------------------------------------------
 
     def get(self, task_id: str) -> JobRecord:
-        return self._book.get(task_id)
+        return self._book.get(self.resolve(task_id))
+
+    def resolve(self, task_id: str) -> str:
+        """The whole id of the background task ``task_id`` names (a git-style prefix, any case)."""
+        return resolve_prefix(task_id, self._book.records, "background task", " (see: kairos task list)")
 
     def list_tasks(self, status: JobStatus | None = None) -> list[JobRecord]:
         """Newest first."""

@@ -22,7 +22,7 @@ from kairosd.api.server import Request, Response, StreamResponse
 from kairosd.core.bounds import query_int
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import API_VERSION, EVENT_TYPES
-from kairosd.scheduling.requests import AckRequest, AddRequest, ImportRequest
+from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
 
 MAX_LIMIT = 10_000
@@ -44,7 +44,7 @@ class Api(Router):
             [
                 ("status", {"GET": self.status}),
                 ("tasks", {"GET": self.list_tasks, "POST": self.add}),
-                ("task", {"GET": self.show, "DELETE": self.remove}),
+                ("task", {"GET": self.show, "DELETE": self.remove, "PATCH": self.edit}),
                 ("task_pause", {"POST": self.pause}),
                 ("task_resume", {"POST": self.resume}),
                 ("task_run", {"POST": self.run}),
@@ -81,6 +81,10 @@ class Api(Router):
     async def show(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"task": self.service.get(m["id"])})
 
+    @typed(EditRequest)
+    async def edit(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": await self.service.edit(m["id"], parse_body(EditRequest, req.body))})
+
     async def remove(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"removed": await self.service.remove([m["id"]])})
 
@@ -101,7 +105,7 @@ class Api(Router):
         return Response(200, {"missed": self.service.missed()})
 
     async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"cleared": self.service.clear_missed()})
+        return Response(200, {"cleared": await self.service.clear_missed()})
 
     async def inbox(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
         session = req.query.get("session") or None

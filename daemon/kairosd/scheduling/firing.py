@@ -55,6 +55,7 @@ NOT_RUNNING = "kairosd was not running"
 IMPORTED = "the fire was due before the task was imported"
 TOO_BUSY = "kairosd was too busy to fire on time"
 BEHIND = "the fires were older than the catch-up window"
+PAUSED_WHEN_DUE = "the task was paused when it was due"
 
 
 def clock_jump_reason(drift_s: float) -> str:

@@ -186,6 +186,17 @@ class RunLedger:
             newest_first = sorted(ids, key=self._age, reverse=True)[:limit]
             return [self._runs[run_id].model_copy(deep=True) for run_id in newest_first]
 
+    def caught_up(self, after: datetime | None = None) -> builtins.list[Run]:
+        """The catch-up runs (missed fires fired late) dispatched after ``after``, newest first."""
+        with self._lock:
+            self._require_loaded()
+            late = [
+                run_id
+                for run_id, run in self._runs.items()
+                if run.catch_up and (after is None or (run.dispatched_at or run.planned_for) > after)
+            ]
+            return [self._runs[run_id].model_copy(deep=True) for run_id in sorted(late, key=self._age, reverse=True)]
+
     def latest_scheduled(self) -> dict[str, Run]:
         """Per task, the scheduled (not manual) run with the latest slot: where its schedule stands.
 

@@ -1,4 +1,4 @@
-"""The daemon's use-cases: add, list, show, remove, pause, resume, run, history,
+"""The daemon's use-cases: add, edit, list, show, remove, pause, resume, run, history,
 missed, inbox, import, status. The HTTP API and the tests call these methods.
 
 Every change is durable before a method returns (``TaskBook.commit``), and
@@ -35,21 +35,24 @@ from kairosd.core.models import (
     ShellTarget,
     Task,
     WebhookTarget,
+    default_catch_up,
     new_task,
     new_task_id,
 )
-from kairosd.core.plan import Fire, upcoming
+from kairosd.core.plan import Fire, scheduled_after, upcoming
+from kairosd.core.records import Outcome, Run
 from kairosd.core.schedule.durations import every_to_cron
-from kairosd.core.schedule.exact import resolve_at_noted, resolve_in
+from kairosd.core.schedule.exact import resolve_at, resolve_at_noted, resolve_in
 from kairosd.core.schedule.explain import explain
 from kairosd.core.schedule.jitter import capped_jitter_note
 from kairosd.delivery.base import SKIP_LATER_CHECKS
-from kairosd.scheduling.firing import FireBounds
-from kairosd.scheduling.requests import AddRequest
+from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
+from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.store.inbox import InboxStore
 
 MAX_TASKS = 100_000
+MISSED_CLEARED_AT = "missed_cleared_at"  # a store field: `kairos missed --clear` hides catch-up runs before it
 JITTER_SAMPLE = 25  # fires looked at for the shortest period that caps a max:DUR jitter
 
 
@@ -242,6 +245,7 @@ class Service:
         else:
             assert req.at is not None
             (at, note), recurring = resolve_at_noted(req.at, now, ZoneInfo(tz)), False
+        check_catch_up(req.catch_up, recurring)
         _refuse_contradictions(req, recurring)
         fields: dict[str, Any] = {"permanent": req.permanent, "meta": req.meta}
         for key in ("name", "jitter", "overlap"):
@@ -282,6 +286,68 @@ class Service:
         doc = self.view(task)
         doc["note"] = "; ".join(n for n in (note, self._jitter_note(task, now)) if n) or None
         self.events.publish("task_added", task_id=task.id, task=doc)
+        return doc
+
+    async def edit(self, task_id: str, body: EditRequest | Mapping[str, Any]) -> dict[str, Any]:
+        """Change a task in place: schedule, prompt, target, name, jitter, catch-up, overlap or zone.
+
+        The id stays, and so do its runs in history. The new task is validated as an added one is
+        (the same model, the same checks), and replaces the old one in one commit, or not at all.
+        A new schedule starts now: slots of the old schedule that passed are not missed ones.
+        """
+        req = body if isinstance(body, EditRequest) else parse_body(EditRequest, body)
+        task = self.book.get(self.book.resolve(task_id))
+        kinds = req.schedule_kinds()
+        if len(kinds) > 1:
+            raise UsageError("give at most one schedule: a cron expression, --every, --in or --at")
+        if req.once is not None and req.cron is None:
+            raise UsageError("--once goes with a new cron expression")
+        fields = {k for k in req.model_fields_set if getattr(req, k) is not None}
+        if not fields:
+            raise UsageError("nothing to change: give a schedule, prompt, target, name, jitter, catch-up, ...")
+        now = self.clock.now()
+        update: dict[str, Any] = {}
+        note = None
+        if "tz" in fields:
+            update["tz"] = self._zone(req.tz)
+        tz = update.get("tz", task.tz)
+        if req.cron:
+            update.update(cron=req.cron, at=None, recurring=not (req.once if req.once is not None else False))
+        elif req.every:
+            interval = every_to_cron(req.every)
+            update.update(cron=interval.cron, at=None, recurring=True)
+            note = interval.note
+        elif req.in_:
+            update.update(cron=None, at=resolve_in(req.in_, now), recurring=False)
+        elif req.at:
+            update.update(cron=None, at=resolve_at(req.at, now, ZoneInfo(tz)), recurring=False)
+        if kinds or "tz" in fields or "jitter" in fields:
+            # Fires are counted from the new schedule on; what the old one had due is not missed.
+            update["last_scheduled_for"] = now
+        for key in ("prompt", "name", "jitter", "catch_up", "overlap"):
+            if key in fields:
+                update[key] = getattr(req, key)
+        if "target" in fields:
+            assert req.target is not None
+            await self.scheduler.check_target(req.target)
+            update["target"] = req.target
+        if kinds and "catch_up" not in fields and update["recurring"] != task.recurring:
+            update["catch_up"] = default_catch_up(update["recurring"])  # the kind of task changed
+        try:
+            new = Task.model_validate({**task.model_dump(), **update})
+        except ValidationError as exc:
+            raise UsageError(validation_message(exc)) from None
+        check_catch_up(new.catch_up, new.recurring)
+        if new.cron is not None and not new.recurring and self.scheduler.next_fire(new) is None:
+            raise UsageError(f"{new.cron!r} has no fire time left")
+        self.book.put(new)
+        await self.book.commit()
+        self.scheduler.schedule(new)
+        changed = sorted({"schedule" if k in ("cron", "at", "recurring", "last_scheduled_for") else k for k in update})
+        self.events.publish("task_changed", task_id=new.id, changed=changed)
+        doc = self.view(new)
+        doc["note"] = note
+        doc["changed"] = changed
         return doc
 
     def _jitter_note(self, task: Task, now: datetime) -> str | None:
@@ -340,18 +406,51 @@ class Service:
     async def set_paused(self, task_id: str, paused: bool) -> dict[str, Any]:
         task_id = self.book.resolve(task_id)
         task = self.book.get(task_id)
-        if task.paused != paused:
-            update: dict[str, Any] = {"paused": paused}
-            if not paused:
-                update["paused_reason"] = None
-                # Slots that passed while paused are not missed: the user paused them.
+        if task.paused == paused:
+            doc = self.view(task)
+            doc["unchanged"] = True  # already in that state: a note, not an error (as cancel and rm say)
+            return doc
+        update: dict[str, Any] = {"paused": paused}
+        overdue = None
+        if not paused:
+            update["paused_reason"] = None
+            overdue = self._overdue_one_shot(task)
+            if overdue is None:
+                # Slots of a recurring task that passed while paused are not missed: the user paused them.
                 update["last_scheduled_for"] = max(self.clock.now(), task.last_scheduled_for or task.created_at)
-            task = task.model_copy(update=update)
-            self.book.put(task)
-            await self.book.commit()
+        task = task.model_copy(update=update)
+        self.book.put(task)
+        await self.book.commit()
+        self.events.publish("task_changed", task_id=task_id, paused=paused)
+        if overdue is None:
             self.scheduler.schedule(task)
-            self.events.publish("task_changed", task_id=task_id, paused=paused)
-        return self.view(task)
+            return self.view(task)
+        # A one-shot's only slot passed while it was paused: it follows its catch-up policy, as after a
+        # restart (fired late, or recorded as missed). Moving its anchor past the slot instead made it
+        # "done" without ever running, and without a word in history or missed (issue 24).
+        await self.scheduler.admit([task], PAUSED_WHEN_DUE)
+        doc = self.view(self.book.find(task_id) or task)
+        doc["caught_up"] = self._caught_up(task_id, overdue)
+        if self.book.find(task_id) is None:
+            doc["status"], doc["next_fires"], doc["planned_for"] = "done", [], None
+        return doc
+
+    def _overdue_one_shot(self, task: Task) -> datetime | None:
+        """The slot of a one-shot that came due while it was paused and was never handled (else None)."""
+        if task.recurring:
+            return None
+        slot = next(iter(scheduled_after(task, task.last_scheduled_for or task.created_at)), None)
+        return slot if slot is not None and slot <= self.clock.now() else None
+
+    def _caught_up(self, task_id: str, slot: datetime) -> dict[str, Any]:
+        """What the catch-up policy did with ``slot`` on resume: the run that records it."""
+        for run in self.scheduler.ledger.list(task_id, 5):
+            if run.scheduled_for == slot and not run.manual:
+                outcome = run.outcome.value if run.outcome is not None else None  # None: under way
+                action = "missed" if outcome == "missed" else "fired"
+                return {"action": action, "scheduled_for": slot.isoformat(), "run_id": run.run_id,
+                        "outcome": outcome, "reason": run.reason}  # fmt: skip
+        return {"action": "pending", "scheduled_for": slot.isoformat(), "run_id": None, "outcome": None, "reason": None}
 
     async def run_now(self, task_id: str) -> dict[str, Any]:
         run = await self.scheduler.run_now(self.book.resolve(task_id))
@@ -369,13 +468,57 @@ class Service:
         return runs
 
     def missed(self) -> list[dict[str, Any]]:
-        return [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
+        """Fires that did not happen on time and what kairos did about them, newest first: the missed
+        ledger's records (not fired), and the catch-up runs (fired late) since the last ``--clear``."""
+        records = [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
+        late = [self._caught_up_record(r) for r in self.scheduler.ledger.caught_up(self._missed_cleared_at())]
+        if not late:
+            return records
+        return sorted(records + late, key=lambda r: datetime.fromisoformat(r["detected_at"]), reverse=True)
 
-    def clear_missed(self) -> int:
+    def _missed_cleared_at(self) -> datetime | None:
+        value = self.book.get_field(MISSED_CLEARED_AT)
         try:
-            return self.scheduler.missed.clear()
+            return datetime.fromisoformat(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
+
+    def _caught_up_record(self, run: Run) -> dict[str, Any]:
+        """A catch-up run as ``kairos missed`` lists it: a missed fire, and that it was fired late."""
+        task = self.book.find(run.task_id)
+        when = run.dispatched_at or run.planned_for
+        if run.outcome is Outcome.SKIPPED:
+            action = "caught up: skipped"
+        elif run.outcome is Outcome.QUEUED:
+            action = "caught up: queued"
+        else:
+            action = "caught up: fired late"
+        return {
+            "id": run.run_id,
+            "task_id": run.task_id,
+            "task_name": run.task_name,
+            "prompt": task.prompt if task is not None else "",
+            "schedule": (task.cron or (task.at.isoformat() if task.at else "")) if task is not None else "",
+            "scheduled_for": run.scheduled_for.isoformat(),
+            "first_scheduled_for": None,
+            "count": 1,
+            "detected_at": when.isoformat(),
+            "reason": f"missed its time; fired {run.late_by_s:.0f}s late by its catch-up policy",
+            "action": action,
+            "run_id": run.run_id,
+        }
+
+    async def clear_missed(self) -> int:
+        try:
+            cleared = self.scheduler.missed.clear()
         except OSError as exc:
             raise _store_error(self.scheduler.missed.path, exc) from exc
+        late = len(self.scheduler.ledger.caught_up(self._missed_cleared_at()))
+        if late:
+            # The runs stay in history; `kairos missed` lists only those after this.
+            self.book.set_field(MISSED_CLEARED_AT, self.clock.now().isoformat())
+            await self.book.commit()
+        return cleared + late
 
     def inbox_items(self, session: str | None, include_acked: bool) -> list[dict[str, Any]]:
         try:
@@ -426,6 +569,16 @@ class Service:
             "overlap_default": Overlap.SKIP.value,
             **{name: get() for name, get in self.extra_status.items()},
         }
+
+
+def check_catch_up(policy: Any, recurring: bool) -> None:
+    """Refuse ``surface`` on a recurring task: it means "tell me and drop the task", which only a one-shot
+    can do (a recurring task's next fire is still ahead). It used to be accepted and act as ``skip``."""
+    if recurring and policy is not None and str(getattr(policy, "value", policy)) == "surface":
+        raise UsageError(
+            "--catch-up surface is for one-shots (record the missed fire and drop the task); "
+            "a recurring task takes skip, once (the default) or all"
+        )
 
 
 def _tail_json(tail: dict[str, Any]) -> bytes:

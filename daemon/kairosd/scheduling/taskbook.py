@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from kairosd.core.errors import NotFoundError, StoreError, UsageError
+from kairosd.core.errors import NotFoundError, StoreError
+from kairosd.core.ids import resolve_prefix
 from kairosd.core.models import Task
 from kairosd.store.store import SCHEMA_VERSION, Store, StoreState, encode_task
 
@@ -36,7 +37,6 @@ log = logging.getLogger(__name__)
 # Version ranges discarded by rollbacks, kept to answer the commits still waiting on them.
 # A commit waits for at most two writes, so a few ranges are plenty.
 _LOST_RANGES = 64
-MIN_PREFIX = 4  # the shortest task id prefix accepted for a whole id, as git accepts short commit ids
 
 
 class TaskBook:
@@ -91,17 +91,9 @@ class TaskBook:
             raise NotFoundError(f"no task with id {task_id!r} (see 'kairos list')") from None
 
     def resolve(self, task_id: str) -> str:
-        """The id of the one task whose id is ``task_id`` or starts with it (at least 4 characters, as git's
-        short ids); NotFoundError when none does, UsageError listing them when several do."""
-        if task_id in self._tasks or len(task_id) < MIN_PREFIX:
-            return task_id
-        matches = sorted(i for i in self._tasks if i.startswith(task_id))
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
-            raise UsageError(f"task id prefix {task_id!r} is ambiguous: it matches {shown}")
-        return task_id
+        """The id of the one task whose id is ``task_id`` or starts with it, in any case (see
+        :func:`kairosd.core.ids.resolve_prefix`: the rule every verb shares)."""
+        return resolve_prefix(task_id, self._tasks, "task", " (see 'kairos list')")
 
     def find(self, task_id: str) -> Task | None:
         return self._tasks.get(task_id)

@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.ids import resolve_prefix
 from kairosd.core.records import InboxItem
 from kairosd.store.jsonlog import JsonLog
 
@@ -167,7 +168,13 @@ class InboxStore:
                     targets[s.name] = [i for i, item in s.items.items() if item.acked_at is None]
             else:
                 missing: builtins.list[str] = []
-                for item_id in dict.fromkeys(ids):  # drop repeats, keep order
+                known = {i for s in chosen for i in s.items}
+                for given in dict.fromkeys(ids):  # drop repeats, keep order
+                    try:
+                        item_id = resolve_prefix(given, known, "inbox item")
+                    except NotFoundError:
+                        missing.append(given)
+                        continue
                     owner = next((s for s in chosen if item_id in s.items), None)
                     if owner is None:
                         missing.append(item_id)

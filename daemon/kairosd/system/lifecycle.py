@@ -130,6 +130,17 @@ class LifecycleHooks:
     def configured(self) -> list[str]:
         return sorted(self._hooks)
 
+    def reconfigure(self, hooks: HookConfig) -> None:
+        """Take new hook commands (a config reload): subscribe again to the events they need.
+
+        Hooks running now finish; the new subscription is made before this returns, so no event
+        published afterwards is missed."""
+        self._hooks = normalise(hooks)
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            self._loop_task = None
+        self.start()
+
     def start(self) -> None:
         """Subscribe now (so no event published after this is missed) and run hooks from then on."""
         if not self._hooks or self._loop_task is not None:
