@@ -155,8 +155,11 @@ def kairos_herds(n: int, herds: int) -> list[dict[str, Any]]:
             await sched.tick()
             # The herd is over when its last outcome is durable; the store's anchors follow in the
             # background (the run ledger is the record until then), as in kairosd, and are not timed.
-            while sched._dispatch.inflight:
-                await asyncio.wait(set(sched._dispatch.inflight))
+            dispatch = sched._dispatch
+            while dispatch.running or dispatch.inflight:  # a batch goes in flight on the loop's next turn
+                await asyncio.sleep(0)
+                if dispatch.inflight:
+                    await asyncio.wait(set(dispatch.inflight))
             elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
             assert await sched.drain(600)
             results.append({"last_s": elapsed, "cpu_s": cpu, "boundary": boundary.isoformat()})

@@ -169,7 +169,8 @@ class InboxStore:
                 session = self._session(name)
                 session.log.append([item.model_dump(mode="json") for item in new_items])
                 for item in new_items:
-                    session.items[item.id] = item.model_copy(deep=True)
+                    # A shallow copy is a full one: every field of an item is immutable (text, times, numbers).
+                    session.items[item.id] = item.model_copy()
                 self._maybe_compact(session)
             return answers
 
