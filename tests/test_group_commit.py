@@ -24,6 +24,7 @@ from kairosd.core.records import InboxItem, Outcome
 from kairosd.delivery.inbox import InboxDelivery
 from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.settle import settle_written_items
 from kairosd.scheduling.taskbook import TaskBook
 from kairosd.store.inbox import InboxStore
 from kairosd.store.jsonlog import JsonLog
@@ -119,7 +120,8 @@ def test_a_herd_shares_its_durable_writes(tmp_path: Path, appends: Counter[str])
 def test_a_crash_between_a_batch_write_and_its_acknowledgement_repeats_nothing(tmp_path: Path) -> None:
     """What a crash leaves after the batch's items are durable and before its outcomes are recorded:
     every item of the batch is on disk, every run is still in flight. The next start marks them
-    interrupted (the crash rules), fires none of them again, and the next slot fires once."""
+    interrupted (the crash rules), then delivered since their items are written; it fires none of them
+    again, and the next slot fires once."""
     tasks = herd(200)
     crashed = tmp_path / "crashed"
 
@@ -142,6 +144,9 @@ def test_a_crash_between_a_batch_write_and_its_acknowledgement_repeats_nothing(t
         assert len(again.interrupted) == 200
         assert {r.reason for r in again.interrupted} == {INTERRUPTED_REASON}
         assert len(again.inbox.list()) == 200  # the whole batch was durable before any acknowledgement
+        # Their items are the target's confirmation: the runs are settled as delivered, as kairosd does at load.
+        assert len(settle_written_items(again.ledger, again.inbox, again.interrupted)) == 200
+        assert {r.outcome for r in again.ledger.list(limit=1000)} == {Outcome.DELIVERED}
         await again.sched.start()
         assert await again.sched.drain(10)
         await again.at(MINUTE + timedelta(seconds=50))

@@ -174,6 +174,12 @@ class InboxStore:
                 self._maybe_compact(session)
             return answers
 
+    def has(self, session: str, item_id: str) -> bool:
+        """Whether ``session``'s inbox holds ``item_id`` (acknowledged or not)."""
+        with self._lock:
+            s = self._session(session)
+            return item_id in s.items or item_id in s.acked
+
     def list(self, session: str | None = None, include_acked: bool = False) -> builtins.list[InboxItem]:
         """Items oldest first (by delivery time), of one session or of all; unacked only by default.
 
