@@ -23,7 +23,11 @@ How it keeps time:
   tick, after the daemon said READY=1 (:meth:`Scheduler.start`).
 * A fire is recorded in the run ledger (one small fsynced append) before it is
   handed to its target, so a crash can lose a delivery but never repeat one;
-  the run then shows as failed ("interrupted"), never as delivered. The task's
+  the run then shows as failed ("interrupted"), never as delivered, unless its
+  inbox item was written (:mod:`kairosd.scheduling.settle`). The runs started in
+  one pass go to a batching target (the inbox) together: one write and one
+  fsync for all their items, one for all their outcomes (see
+  :mod:`kairosd.scheduling.dispatch`). The task's
   new anchor goes to the store right after, in the background: until then the
   ledger is the record (:mod:`kairosd.scheduling.anchors`).
 * When the run ledger cannot be written nothing fires (a fire that cannot be
