@@ -25,6 +25,8 @@ from _common import Row, machine
 
 BENCHES = {
     "fire": "bench_fire",
+    "herd": "bench_herd",
+    "inbox": "bench_inbox",
     "idle": "bench_idle",
     "startup": "bench_startup",
     "absence": "bench_absence",

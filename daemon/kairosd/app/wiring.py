@@ -44,6 +44,7 @@ from kairosd.scheduling.api import Api
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.service import Service
+from kairosd.scheduling.settle import settle_written_items
 from kairosd.scheduling.taskbook import TaskBook
 from kairosd.sessions.routing import Waker
 from kairosd.sessions.wiring import SessionParts, build_sessions
@@ -163,12 +164,18 @@ class App:
     def load(self) -> None:
         """Read what the store and the ledgers hold (refusing a corrupt or newer store).
 
-        Runs a crash left in flight become failed "interrupted" runs; run logs of runs the
+        Runs a crash left in flight become failed "interrupted" runs, except inbox runs whose item
+        was written: those are delivered (:mod:`kairosd.scheduling.settle`). Run logs of runs the
         history no longer has are deleted.
         """
         self.book.load()
-        for run in self.ledger.load():
-            log.warning("run %s of task %s was interrupted by a previous stop", run.run_id, run.task_id)
+        interrupted = self.ledger.load()
+        delivered = {run.run_id for run in settle_written_items(self.ledger, self.inbox, interrupted)}
+        for run in interrupted:
+            if run.run_id in delivered:
+                log.info("run %s of task %s was delivered before a previous stop", run.run_id, run.task_id)
+            else:
+                log.warning("run %s of task %s was interrupted by a previous stop", run.run_id, run.task_id)
         self.missed.load()
         shell = self.deliveries.get("shell")
         if isinstance(shell, ShellDelivery):  # not a test's fake

@@ -92,6 +92,19 @@ class Delivery(Protocol):
         ...
 
 
+class BatchDelivery(Delivery, Protocol):
+    """A delivery that can take many handoffs at once with shared durable writes (optional).
+
+    The dispatcher hands it the runs started in one pass (one event-loop turn)
+    together: the target writes them all and syncs once, then answers for each,
+    in order. Each answer means what :meth:`Delivery.deliver` would have said.
+    """
+
+    async def deliver_many(self, handoffs: list[Handoff]) -> list[Result]:
+        """One result per handoff, in order; idempotent per run id like :meth:`Delivery.deliver`."""
+        ...
+
+
 class CheckedDelivery(Delivery, Protocol):
     """A delivery that can tell at add time that a target would fail (optional; the scheduler asks)."""
 
