@@ -14,6 +14,7 @@ import contextlib
 import operator
 import re
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from typing import Any
 
 from kairosd.api.http_types import EncodedJson, compact_json
@@ -25,8 +26,22 @@ from kairosd.core.errors import UsageError
 from kairosd.core.protocol import API_VERSION, EVENT_TYPES
 from kairosd.scheduling.requests import AckRequest, AddRequest, ImportRequest
 from kairosd.scheduling.service import Service
+from kairosd.scheduling.timeline import DEFAULT_CAP, MAX_CAP
 
 MAX_LIMIT = 10_000
+
+
+def _instant(raw: str | None, name: str) -> datetime | None:
+    """An ISO 8601 instant with its offset from the query, or None when not given."""
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be an ISO 8601 time with an offset, not {raw[:60]!r}") from None
+    if value.tzinfo is None:
+        raise UsageError(f"{name} must carry its UTC offset (e.g. 2026-03-29T12:00:00+00:00), not {raw[:60]!r}")
+    return value
 
 
 def _flag(req: Request, name: str) -> bool:
@@ -53,6 +68,7 @@ class Api(Router):
                 ("task_run", {"POST": self.run}),
                 ("runs", {"GET": self.runs}),
                 ("missed", {"GET": self.missed, "DELETE": self.clear_missed}),
+                ("timeline", {"GET": self.timeline}),
                 ("inbox", {"GET": self.inbox}),
                 ("inbox_ack", {"POST": self.ack}),
                 ("events", {"GET": self.events}),
@@ -110,6 +126,22 @@ class Api(Router):
 
     async def missed(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"missed": self.service.missed()})
+
+    async def timeline(self, req: Request, m: re.Match[str]) -> Response:
+        """``{"from", "to", "now", "tasks": [...], "downtime": [...], ...}``: see :mod:`kairosd.scheduling.timeline`."""
+        q = req.query
+        ids = [i for i in q.get("ids", "").split(",") if i] or None
+        cap = query_int(q.get("cap"), "cap", DEFAULT_CAP, 1, MAX_CAP)
+        doc = self.service.timeline(
+            _instant(q.get("from"), "from"),
+            _instant(q.get("to"), "to"),
+            ids,
+            target=q.get("target") or None,
+            project=q.get("project") or None,
+            name=q.get("name") or None,
+            cap=cap,
+        )
+        return Response(200, doc)
 
     async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"cleared": self.service.clear_missed()})

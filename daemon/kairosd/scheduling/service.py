@@ -42,6 +42,7 @@ from kairosd.core.schedule.exact import resolve_at_noted, resolve_in
 from kairosd.core.schedule.explain import explain
 from kairosd.core.schedule.jitter import capped_jitter_note
 from kairosd.delivery.base import SKIP_LATER_CHECKS
+from kairosd.scheduling import timeline
 from kairosd.scheduling.firing import FireBounds
 from kairosd.scheduling.requests import AddRequest
 from kairosd.scheduling.scheduler import Scheduler
@@ -348,6 +349,35 @@ class Service:
 
     def missed(self) -> list[dict[str, Any]]:
         return [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
+
+    def timeline(
+        self,
+        start: datetime | None,
+        end: datetime | None,
+        ids: list[str] | None = None,
+        target: str | None = None,
+        project: str | None = None,
+        name: str | None = None,
+        cap: int = timeline.DEFAULT_CAP,
+    ) -> dict[str, Any]:
+        """Planned fires, runs and missed fires of the matching tasks over [start, end] (default: a day
+        either side of now); see :mod:`kairosd.scheduling.timeline`."""
+        now = self.clock.now()
+        start = start if start is not None else now - timeline.DEFAULT_SPAN
+        end = end if end is not None else now + timeline.DEFAULT_SPAN
+        if end <= start:
+            raise UsageError(f"the window must end after it starts ({start.isoformat()} .. {end.isoformat()})")
+        if end - start > timeline.MAX_WINDOW:
+            raise UsageError(f"a timeline window is at most {timeline.MAX_WINDOW.days} days")
+        wanted = None if ids is None else {self.book.resolve(i) for i in ids}
+        tasks = [t for t in self.book if timeline.matches(t, wanted, target, project, name)]
+        filtered = wanted is not None or target is not None or project is not None or name is not None
+        chosen = [t.id for t in tasks] if filtered else None
+        runs = self.scheduler.ledger.between(start - timeline.RUN_SLACK, end, chosen)
+        runs = [r for r in runs if start <= timeline.run_time(r) <= end]
+        keep = None if chosen is None else set(chosen)
+        missed = [m for m in self.scheduler.missed.list() if keep is None or m.task_id in keep]
+        return timeline.build(tasks, runs, missed, now, start, end, cap, self.started_at)
 
     def clear_missed(self) -> int:
         try:

@@ -108,6 +108,20 @@ def _first_change(zone: ZoneInfo, start: datetime, end: datetime, offset: timede
     return None
 
 
+def offset_changes(zone: ZoneInfo, start: datetime, end: datetime) -> list[tuple[datetime, timedelta, timedelta]]:
+    """Every change of ``zone``'s UTC offset in (start, end]: (instant, offset before, offset after)."""
+    changes = []
+    offset = _offset_at(zone, start)
+    at: datetime | None = start
+    while at is not None:
+        at = _first_change(zone, at, end, offset)
+        if at is not None:
+            after = _offset_at(zone, at)
+            changes.append((at, offset, after))
+            offset = after
+    return changes
+
+
 def resolve_wall(wall: datetime, zone: ZoneInfo) -> datetime:
     """The instant a naive wall time in ``zone`` stands for, in UTC, by Debian's fixed-time rules:
     a skipped time resolves to the jump, a repeated time to its first pass."""
