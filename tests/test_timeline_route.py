@@ -51,7 +51,7 @@ def test_the_next_day_holds_every_planned_fire_and_the_zones_dst_change(kd):
     assert doc["now"] == NOW.isoformat()
     assert doc["from"] == (NOW - timedelta(hours=24)).isoformat()
     assert doc["to"] == (NOW + timedelta(hours=24)).isoformat()
-    planned = [datetime.fromisoformat(f["planned_for"]) for f in _row(doc, hourly)["planned"]]
+    planned = [datetime.fromisoformat(at) for at in _row(doc, hourly)["planned"]]
     # The fall-back hour repeats 02:00 local time; hourly is every UTC hour either way: 24 fires.
     assert len(planned) == 24
     assert planned[0] == NOW + timedelta(hours=1)
@@ -65,8 +65,9 @@ def test_planned_fires_are_the_schedulers_own_with_jitter(kd):
     first = _row(doc, jittered)["planned"][0]
     # The scheduler's own plan for this task: the same instant, held back by jitter.
     view = kd.call(lambda: kd.service.get(jittered))
-    assert first == view["next_fires"][0]
-    assert first["planned_for"] != first["scheduled_for"]
+    fire = view["next_fires"][0]
+    assert datetime.fromisoformat(first) == datetime.fromisoformat(fire["planned_for"])
+    assert fire["planned_for"] != fire["scheduled_for"]
 
 
 def test_past_runs_missed_slots_and_derived_downtime(kd):
@@ -111,7 +112,12 @@ def test_filters_window_and_cap(kd):
 def test_a_bad_window_is_refused(kd):
     with pytest.raises(ApiError, match="end after it starts"):
         _timeline(kd, **{"from": NOW.isoformat(), "to": (NOW - timedelta(hours=1)).isoformat()})
+    # One end alone: the window is a day (or span seconds) from it.
+    doc = _timeline(kd, **{"to": NOW.isoformat(), "span": "3600"})
+    assert doc["from"] == (NOW - timedelta(hours=1)).isoformat()
+    with pytest.raises(ApiError, match="no task with id"):
+        _timeline(kd, ids="ffffffff")
     with pytest.raises(ApiError, match="offset"):
         _timeline(kd, **{"from": "2026-10-24T10:00:00"})
     with pytest.raises(ApiError, match="at most 62 days"):
-        _timeline(kd, **{"to": (NOW + timedelta(days=70)).isoformat()})
+        _timeline(kd, **{"from": NOW.isoformat(), "to": (NOW + timedelta(days=70)).isoformat()})

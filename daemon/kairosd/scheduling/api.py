@@ -14,7 +14,7 @@ import contextlib
 import operator
 import re
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from kairosd.api.http_types import EncodedJson, compact_json
@@ -26,7 +26,7 @@ from kairosd.core.errors import UsageError
 from kairosd.core.protocol import API_VERSION, EVENT_TYPES
 from kairosd.scheduling.requests import AckRequest, AddRequest, ImportRequest
 from kairosd.scheduling.service import Service
-from kairosd.scheduling.timeline import DEFAULT_CAP, MAX_CAP
+from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
 
 MAX_LIMIT = 10_000
 
@@ -132,6 +132,8 @@ class Api(Router):
         q = req.query
         ids = [i for i in q.get("ids", "").split(",") if i] or None
         cap = query_int(q.get("cap"), "cap", DEFAULT_CAP, 1, MAX_CAP)
+        # The window's length when one end (or neither: then either side of now) is not given.
+        span = query_int(q.get("span"), "span", int(DEFAULT_SPAN.total_seconds()), 60, int(MAX_WINDOW.total_seconds()))
         doc = self.service.timeline(
             _instant(q.get("from"), "from"),
             _instant(q.get("to"), "to"),
@@ -140,6 +142,7 @@ class Api(Router):
             project=q.get("project") or None,
             name=q.get("name") or None,
             cap=cap,
+            span=timedelta(seconds=span),
         )
         return Response(200, doc)
 

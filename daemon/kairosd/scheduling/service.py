@@ -14,7 +14,7 @@ import itertools
 import operator
 import os
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -359,17 +359,22 @@ class Service:
         project: str | None = None,
         name: str | None = None,
         cap: int = timeline.DEFAULT_CAP,
+        span: timedelta = timeline.DEFAULT_SPAN,
     ) -> dict[str, Any]:
-        """Planned fires, runs and missed fires of the matching tasks over [start, end] (default: a day
-        either side of now); see :mod:`kairosd.scheduling.timeline`."""
+        """Planned fires, runs and missed fires of the matching tasks over [start, end]; see
+        :mod:`kairosd.scheduling.timeline`. A missing end is ``span`` after the start, a missing start
+        ``span`` before the end; with neither, the window is ``span`` either side of now."""
         now = self.clock.now()
-        start = start if start is not None else now - timeline.DEFAULT_SPAN
-        end = end if end is not None else now + timeline.DEFAULT_SPAN
+        if start is None:
+            start = now - span if end is None else end - span
+            end = end or now + span
+        elif end is None:
+            end = start + span
         if end <= start:
             raise UsageError(f"the window must end after it starts ({start.isoformat()} .. {end.isoformat()})")
         if end - start > timeline.MAX_WINDOW:
             raise UsageError(f"a timeline window is at most {timeline.MAX_WINDOW.days} days")
-        wanted = None if ids is None else {self.book.resolve(i) for i in ids}
+        wanted = None if ids is None else {self.book.get(self.book.resolve(i)).id for i in ids}  # unknown: not_found
         tasks = [t for t in self.book if timeline.matches(t, wanted, target, project, name)]
         filtered = wanted is not None or target is not None or project is not None or name is not None
         chosen = [t.id for t in tasks] if filtered else None

@@ -17,7 +17,7 @@ Must not import the server, the store or the CLI.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -212,7 +212,8 @@ def build(
                 "schedule": task.cron or (task.at.isoformat() if task.at else None),
                 "paused": task.paused,
                 "capped": over,
-                "planned": [{"scheduled_for": s.isoformat(), "planned_for": p.isoformat()} for s, p in fires],
+                # Only the planned instants (jitter included): 1,000 tasks over a week are ~50,000 of them.
+                "planned": [p.astimezone(UTC).isoformat() for _, p in fires],
                 "runs": [
                     {
                         "run_id": r.run_id,
