@@ -47,7 +47,7 @@ def fill(kd: Kairosd) -> dict[str, str]:
     made = {
         "hourly-sync": add("hourly-sync", "0 * * * *"),
         "standup-notes": add("standup-notes", "30 9 * * *"),
-        "watch-ci": add("watch-ci", "*/5 * * * *", jitter="max:1m"),
+        "watch-ci": add("watch-ci", "*/2 * * * *", jitter="max:1m"),
         "nightly-backup": add("nightly-backup", "0 2 * * *", tz="America/New_York"),
     }
     hourly, standup, watch, backup = made.values()
