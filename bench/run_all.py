@@ -7,7 +7,8 @@
 
 Benchmarks (see bench/README.md): fire (fire accuracy), idle (idle cost), startup,
 adds (durable adds), cli (CLI round trip), hook (the Stop hook's round trip), next_fire (the cron engine),
-consolidate, board_quality (the offline consolidator's precision and recall on the labeled corpus).
+consolidate, board_quality (the offline consolidator's precision and recall on the labeled corpus),
+timeline (`kairos timeline` of 1,000 tasks over 7 days against `kairos list --json`).
 Not part of the test run.
 """
 
@@ -32,6 +33,7 @@ BENCHES = {
     "next_fire": "bench_next_fire",
     "consolidate": "bench_consolidate",
     "board_quality": "bench_board_quality",
+    "timeline": "bench_timeline",
 }
 # Arguments that make a benchmark short (--quick); each module's own defaults otherwise.
 QUICK = {
@@ -45,6 +47,7 @@ QUICK = {
     "next_fire": ["--starts", "10", "--repeats", "3"],
     "consolidate": ["--repeats", "2"],
     "board_quality": [],
+    "timeline": ["--repeats", "3"],
 }
 
 

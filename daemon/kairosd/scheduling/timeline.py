@@ -1,10 +1,11 @@
 """The data behind ``kairos timeline`` (``GET /v1/timeline``): fires planned and fires past, in a window.
 
-Planned fires come from the scheduler's own schedule math (:func:`kairosd.core.schedule.fires.iter_fires`
-and :func:`kairosd.core.schedule.jitter.planned_time`, as :func:`kairosd.core.plan.upcoming` uses them),
-so jitter is included and a drawn fire is the fire that will happen. Past fires are the run ledger's runs
-and the missed ledger's records in the window. Everything is bounded: at most ``cap`` planned fires, runs
-and missed slots per task, and the answer says which tasks were capped.
+Planned fires come from the scheduler's own schedule math (:func:`kairosd.core.schedule.fires.iter_fires`,
+listed by its cheaper twin :func:`~kairosd.core.schedule.fires.fires_until`, and
+:func:`kairosd.core.schedule.jitter.planned_time`, as :func:`kairosd.core.plan.upcoming` uses them), so jitter
+is included and a drawn fire is the fire that will happen. Past fires are the run ledger's runs and the
+missed ledger's records in the window. Everything is bounded: at most ``cap`` planned fires, runs and
+missed slots per task, and the answer says which tasks were capped.
 
 kairosd does not record when it was down. The spans are derived: a missed record whose reason is
 "kairosd was not running" proves the daemon was down from its first missed slot until it noticed
@@ -24,7 +25,7 @@ from zoneinfo import ZoneInfo
 from kairosd.core.models import SessionTarget, Task
 from kairosd.core.records import MissedRecord, Outcome, Run
 from kairosd.core.schedule.cron import parse_cron
-from kairosd.core.schedule.fires import iter_fires, offset_changes
+from kairosd.core.schedule.fires import fires_until, iter_fires, offset_changes
 from kairosd.core.schedule.jitter import parse_jitter, planned_time
 from kairosd.scheduling.firing import NOT_RUNNING
 
@@ -58,7 +59,8 @@ def matches(task: Task, ids: set[str] | None, target: str | None, project: str |
 
 
 def planned_fires(task: Task, now: datetime, end: datetime, cap: int) -> tuple[list[tuple[datetime, datetime]], bool]:
-    """(scheduled, planned) of every fire of ``task`` planned in (now, end], at most ``cap``; and whether capped.
+    """(scheduled, planned) of every fire of ``task`` planned in (now, end], in UTC, at most ``cap``; and whether
+    capped.
 
     Starts where the scheduler stands (the last slot handled, else the task's creation), as
     :func:`kairosd.core.plan.upcoming` does, so a fire held back by jitter past ``now`` is included.
@@ -68,14 +70,16 @@ def planned_fires(task: Task, now: datetime, end: datetime, cap: int) -> tuple[l
     policy = parse_jitter(task.jitter)
     floor = task.last_scheduled_for or task.created_at
     zone = task.zone
+    # All in UTC: comparing and printing 50,000 instants in their zones was most of a week's timeline.
+    now, end = now.astimezone(UTC), end.astimezone(UTC)
     if task.at is not None:
         if task.at <= floor:
             return [], False
-        slots: Iterator[datetime] = iter([task.at.astimezone(zone)])
+        slots: Iterator[datetime] = iter([task.at.astimezone(UTC)])
     else:
         assert task.cron is not None
         start = max(floor, now - policy.max_delay) if task.recurring else floor
-        slots = iter_fires(parse_cron(task.cron), start, zone)
+        slots = fires_until(parse_cron(task.cron), start, end, zone)  # iter_fires' fires, cheaper
         if not task.recurring:
             first = next(slots, None)
             slots = iter([] if first is None else [first])
@@ -85,14 +89,18 @@ def planned_fires(task: Task, now: datetime, end: datetime, cap: int) -> tuple[l
         following = next(slots, None)
         if scheduled > end:  # jitter only delays a recurring fire: nothing later lands in the window
             break
-        planned = planned_time(
-            policy,
-            task.id,
-            scheduled,
-            recurring=task.recurring,
-            following=following,
-            created_at=task.created_at,
-            zone=zone,
+        planned = (
+            scheduled
+            if policy.kind == "none"
+            else planned_time(
+                policy,
+                task.id,
+                scheduled,
+                recurring=task.recurring,
+                following=following,
+                created_at=task.created_at,
+                zone=zone,
+            )
         )
         if now < planned <= end:
             if len(fires) >= cap:
@@ -213,7 +221,7 @@ def build(
                 "paused": task.paused,
                 "capped": over,
                 # Only the planned instants (jitter included): 1,000 tasks over a week are ~50,000 of them.
-                "planned": [p.astimezone(UTC).isoformat() for _, p in fires],
+                "planned": [p.isoformat() for _, p in fires],
                 "runs": [
                     {
                         "run_id": r.run_id,
