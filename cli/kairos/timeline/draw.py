@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from kairos.timeline.layout import DST, Chart, legend
+from kairos.timeline.layout import DST, Chart, legend, note_lines
 
 CHAR_W = 8  # one character cell, in SVG units
 CHAR_H = 18
@@ -39,14 +39,14 @@ def render_svg(chart: Chart) -> str:
     left = PAD + (0 if chart.stacked else (chart.label_width + 1) * CHAR_W)
     row_h = CHAR_H * (2 if chart.stacked else 1)
     top = PAD + 2 * CHAR_H
-    lines = [*chart.notes, "legend:"]
+    lines = [*note_lines(chart), "legend:"]
     marks = legend()
     height = top + row_h * len(chart.rows) + CHAR_H * (len(lines) + len(marks) + 1) + PAD
     width = PAD * 2 + chart.width * CHAR_W
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" '
-        f'font-size="13">',
+        f'font-size="13" xml:space="preserve">',
         "<title>kairos timeline</title>",
         f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
     ]

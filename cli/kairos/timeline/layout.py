@@ -360,6 +360,14 @@ def _axis(chart: Chart) -> list[str]:
     return [(pad + "".join(labels)).rstrip(), pad + "".join(ruler)]
 
 
+def note_lines(chart: Chart) -> list[str]:
+    """The notes, wrapped at the chart's width (nothing cut: a long word gets a line of its own, split)."""
+    lines: list[str] = []
+    for note in chart.notes:
+        lines += textwrap.wrap(note, chart.width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+    return lines
+
+
 def render_text(chart: Chart, color: bool) -> list[str]:
     """The chart as lines of at most ``chart.width`` characters (not counting colour codes)."""
     lines = _axis(chart)
@@ -370,8 +378,7 @@ def render_text(chart: Chart, color: bool) -> list[str]:
         else:
             lines.append(f"{row.label:<{chart.label_width}} {cells}")
     lines.append("")
-    for note in chart.notes:
-        lines += textwrap.wrap(note, chart.width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+    lines += note_lines(chart)
     lines.append("legend:")
     for symbol, kind, meaning in legend():
         shown = _paint(symbol, ANSI.get(kind)) if color and kind in ANSI else symbol
