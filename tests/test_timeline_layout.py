@@ -139,3 +139,17 @@ def test_svg_and_html_draw_the_same_cells():
     assert "job" in svg
     assert svg in render_html(chart)
     assert render_svg(layout(doc, WIDTH)) == svg  # nothing but the chart decides the picture
+
+
+def test_fires_counted_by_the_daemon_draw_as_fires_listed():
+    """A document with ``bins`` (planned fires counted per slice) gives the chart the listed fires give."""
+    instants = [300.5, 301, 302, 400, *[500 + i * 0.5 for i in range(12)], 600]
+    columns = 60
+    listed = _doc(_task(planned=[_iso(m) for m in instants]))
+    counts: dict[int, int] = {}
+    for minutes in instants:
+        index = min(int(minutes / 10), columns - 1)
+        counts[index] = counts.get(index, 0) + 1
+    binned = _doc(_task(planned_bins=sorted(counts.items())), bins=columns)
+    assert layout(listed, WIDTH).columns == layout(binned, WIDTH).columns == columns
+    assert timeline_lines(binned, WIDTH, color=False) == timeline_lines(listed, WIDTH, color=False)

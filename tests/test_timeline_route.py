@@ -57,6 +57,12 @@ def test_the_next_day_holds_every_planned_fire_and_the_zones_dst_change(kd):
     assert planned[0] == NOW + timedelta(hours=1)
     assert doc["dst"] == {"Europe/Berlin": [{"at": "2026-10-25T01:00:00+00:00", "before": "+02:00", "after": "+01:00"}]}
     assert doc["capped"] == []
+    # Counted in 48 slices of an hour each: one fire a slice from the hour after now; the window's end
+    # belongs to the last slice.
+    binned = _row(_timeline(kd, bins="48"), hourly)
+    assert binned["planned_bins"] == [[i, 1] for i in range(25, 47)] + [[47, 2]]
+    assert binned["planned_count"] == 24
+    assert "planned" not in binned
 
 
 def test_planned_fires_are_the_schedulers_own_with_jitter(kd):

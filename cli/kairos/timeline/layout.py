@@ -200,16 +200,38 @@ def _fit(label: str, width: int) -> str:
     return label if len(label) <= width else label[: width - 1] + "~"
 
 
+def columns_for(width: int) -> int:
+    """The cells a chart ``width`` wide has with the widest label column: what to ask the daemon's ``bins`` for.
+
+    A document with ``bins`` (planned fires counted per slice, not listed) is laid out in exactly that
+    many cells; give :func:`layout` the same ``width``.
+    """
+    width = max(width, MIN_CELLS)
+    label_width = min(MAX_LABEL, max(MIN_LABEL, width // 3))
+    return width if width - label_width - 1 < MIN_CELLS else width - label_width - 1
+
+
 def layout(doc: Mapping[str, Any], width: int, zone: str = "UTC") -> Chart:
-    """Lay out the timeline ``doc`` in ``width`` columns, the axis in ``zone`` (the viewer's)."""
+    """Lay out the timeline ``doc`` in ``width`` columns, the axis in ``zone`` (the viewer's).
+
+    ``doc`` lists planned fires (``planned``) or counts them in ``doc["bins"]`` slices (``planned_bins``,
+    asked for with :func:`columns_for` of the same width).
+    """
     tz = ZoneInfo(zone)
     start, end, now = _at(doc["from"]), _at(doc["to"]), _at(doc["now"])
     tasks: Sequence[Mapping[str, Any]] = doc.get("tasks") or []
     labels = [str(t.get("name") or t["id"]) for t in tasks]
     width = max(width, MIN_CELLS)
-    label_width = min(max([len(x) for x in labels] + [MIN_LABEL]), MAX_LABEL, max(MIN_LABEL, width // 3))
-    stacked = width - label_width - 1 < MIN_CELLS
-    columns = width if stacked else width - label_width - 1
+    bins = doc.get("bins")
+    if bins:
+        # The daemon counted the planned fires in this many slices: they are the columns (see columns_for).
+        columns = int(bins)
+        stacked = columns > width - MIN_LABEL - 1
+        label_width = width - columns - 1
+    else:
+        label_width = min(max([len(x) for x in labels] + [MIN_LABEL]), MAX_LABEL, max(MIN_LABEL, width // 3))
+        stacked = width - label_width - 1 < MIN_CELLS
+        columns = width if stacked else width - label_width - 1
     step = (end - start) / columns
     now_column = _column(now, start, step, columns) if start <= now <= end else None
     downtime = [(_at(a), _at(b)) for a, b in doc.get("downtime") or []]
@@ -252,6 +274,10 @@ def layout(doc: Mapping[str, Any], width: int, zone: str = "UTC") -> Chart:
                 continue
             held = hits.setdefault(column, {})
             held[kind] = held.get(kind, 0) + 1
+        for column, count in task.get("planned_bins") or []:
+            totals["planned"] = totals.get("planned", 0) + count
+            held = hits.setdefault(column, {})
+            held["planned"] = held.get("planned", 0) + count
         cells = list(backgrounds[task_zone])
         for column, kinds in hits.items():
             cells[column] = Cell.holding(kinds, cells[column])

@@ -29,6 +29,7 @@ from kairosd.scheduling.service import Service
 from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
 
 MAX_LIMIT = 10_000
+MAX_BINS = 10_000  # columns of a timeline chart
 
 
 def _instant(raw: str | None, name: str) -> datetime | None:
@@ -143,6 +144,7 @@ class Api(Router):
             name=q.get("name") or None,
             cap=cap,
             span=timedelta(seconds=span),
+            bins=query_int(q.get("bins"), "bins", 0, 1, MAX_BINS) if q.get("bins") else None,
         )
         return Response(200, doc)
 

@@ -360,6 +360,7 @@ class Service:
         name: str | None = None,
         cap: int = timeline.DEFAULT_CAP,
         span: timedelta = timeline.DEFAULT_SPAN,
+        bins: int | None = None,
     ) -> dict[str, Any]:
         """Planned fires, runs and missed fires of the matching tasks over [start, end]; see
         :mod:`kairosd.scheduling.timeline`. A missing end is ``span`` after the start, a missing start
@@ -382,7 +383,7 @@ class Service:
         runs = [r for r in runs if start <= timeline.run_time(r) <= end]
         keep = None if chosen is None else set(chosen)
         missed = [m for m in self.scheduler.missed.list() if keep is None or m.task_id in keep]
-        return timeline.build(tasks, runs, missed, now, start, end, cap, self.started_at)
+        return timeline.build(tasks, runs, missed, now, start, end, cap, self.started_at, bins)
 
     def clear_missed(self) -> int:
         try:
