@@ -15,6 +15,7 @@ import pytest
 from session_support import Kairosd, remove_home, short_home
 from timeline_support import NOW, fill
 
+from kairos import documents
 from kairos.app import run
 from kairosd.testing import FakeClock
 
@@ -69,6 +70,7 @@ def test_filters_json_and_an_unknown_id(kd, capsys):
     code, out, _ = _kairos(capsys, "timeline", "--name", "WATCH", "--days", "2", "--json")
     doc = json.loads(out)
     assert code == 0
+    documents.check("timeline", doc)  # the --json contract (kairos.documents.TimelineDoc)
     assert [t["id"] for t in doc["tasks"]] == [ids["watch-ci"]]
     span = (NOW.fromisoformat(doc["to"]) - NOW.fromisoformat(doc["from"])).total_seconds()
     assert span == 4 * 86400
