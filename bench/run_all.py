@@ -10,6 +10,7 @@ adds (durable adds), cli (CLI round trip), hook (the Stop hook's round trip), ne
 consolidate, board_quality (the offline consolidator's precision and recall on the labeled corpus),
 scale (adds, RSS after listing and list --json against store size, up to 300,000 tasks: ~15 minutes
 alone; --quick keeps it to 1,000 and 10,000).
+timeline (`kairos timeline` of 1,000 tasks over 7 days against `kairos list --json`).
 Not part of the test run.
 """
 
@@ -37,6 +38,7 @@ BENCHES = {
     "consolidate": "bench_consolidate",
     "board_quality": "bench_board_quality",
     "scale": "bench_scale",
+    "timeline": "bench_timeline",
 }
 # Arguments that make a benchmark short (--quick); each module's own defaults otherwise.
 QUICK = {
@@ -51,6 +53,7 @@ QUICK = {
     "consolidate": ["--repeats", "2"],
     "board_quality": [],
     "scale": ["--sizes", "1000,10000", "--list-sizes", "", "--seconds", "3"],
+    "timeline": ["--repeats", "3"],
 }
 
 

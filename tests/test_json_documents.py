@@ -93,6 +93,7 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     check("run", task_id)
     kd.run(kd.scheduler.drain(5))
     assert check("history")["runs"][0]["outcome"] == "delivered"
+    assert check("timeline")["tasks"][0]["runs"][0]["outcome"] == "delivered"
     check("inbox")
     check("inbox", "--ack-all")
     check("status")

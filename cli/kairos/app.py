@@ -56,11 +56,13 @@ VERBS = {
     "integrate": "integrate",
     "mcp": "mcpserver",
     "export": "export",
+    "timeline": "timeline",
 }
 
 # Verbs whose output is a protocol or JSON lines whatever the flags: not wrapped in guard_stream. (`watch`
 # writes its JSON lines with kairos.output.json_line, which escapes what a terminal must not get raw.)
-RAW_VERBS = frozenset({"mcp", "watch"})
+# `timeline` writes colour codes: it cleans what it prints from tasks itself (kairos.commands.timeline.cleaned).
+RAW_VERBS = frozenset({"mcp", "watch", "timeline"})
 
 
 # The command lines answered without a parser.

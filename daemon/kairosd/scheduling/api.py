@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 from kairosd.api.http_types import JsonPieces
@@ -24,9 +25,24 @@ from kairosd.core.errors import UsageError
 from kairosd.core.protocol import API_VERSION, EVENT_TYPES
 from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
+from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
 
 MAX_LIMIT = 10_000
 LIST_PIECE = 500  # views per piece of a listing: ~0.5 MB of JSON, a few ms of the loop at most
+MAX_BINS = 10_000  # columns of a timeline chart
+
+
+def _instant(raw: str | None, name: str) -> datetime | None:
+    """An ISO 8601 instant with its offset from the query, or None when not given."""
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be an ISO 8601 time with an offset, not {raw[:60]!r}") from None
+    if value.tzinfo is None:
+        raise UsageError(f"{name} must carry its UTC offset (e.g. 2026-03-29T12:00:00+00:00), not {raw[:60]!r}")
+    return value
 
 
 def _flag(req: Request, name: str) -> bool:
@@ -50,6 +66,7 @@ class Api(Router):
                 ("task_run", {"POST": self.run}),
                 ("runs", {"GET": self.runs}),
                 ("missed", {"GET": self.missed, "DELETE": self.clear_missed}),
+                ("timeline", {"GET": self.timeline}),
                 ("inbox", {"GET": self.inbox}),
                 ("inbox_ack", {"POST": self.ack}),
                 ("events", {"GET": self.events}),
@@ -103,6 +120,26 @@ class Api(Router):
 
     async def missed(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"missed": self.service.missed()})
+
+    async def timeline(self, req: Request, m: re.Match[str]) -> Response:
+        """``{"from", "to", "now", "tasks": [...], "downtime": [...], ...}``: see :mod:`kairosd.scheduling.timeline`."""
+        q = req.query
+        ids = [i for i in q.get("ids", "").split(",") if i] or None
+        cap = query_int(q.get("cap"), "cap", DEFAULT_CAP, 1, MAX_CAP)
+        # The window's length when one end (or neither: then either side of now) is not given.
+        span = query_int(q.get("span"), "span", int(DEFAULT_SPAN.total_seconds()), 60, int(MAX_WINDOW.total_seconds()))
+        doc = self.service.timeline(
+            _instant(q.get("from"), "from"),
+            _instant(q.get("to"), "to"),
+            ids,
+            target=q.get("target") or None,
+            project=q.get("project") or None,
+            name=q.get("name") or None,
+            cap=cap,
+            span=timedelta(seconds=span),
+            bins=query_int(q.get("bins"), "bins", 0, 1, MAX_BINS) if q.get("bins") else None,
+        )
+        return Response(200, doc)
 
     async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"cleared": await self.service.clear_missed()})

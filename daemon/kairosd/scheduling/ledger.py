@@ -197,6 +197,19 @@ class RunLedger:
             ]
             return [self._runs[run_id].model_copy(deep=True) for run_id in sorted(late, key=self._age, reverse=True)]
 
+    def between(self, start: datetime, end: datetime, task_ids: Iterable[str] | None = None) -> builtins.list[Run]:
+        """Runs (of ``task_ids``, else of all) planned in [start, end], in no particular order.
+
+        The records themselves, not copies (a timeline reads 1,000 tasks' runs): read them, do not change them.
+        """
+        with self._lock:
+            self._require_loaded()
+            if task_ids is None:
+                runs: Iterable[Run] = self._runs.values()
+            else:
+                runs = (self._runs[r] for t in task_ids for r in self._by_task.get(t, ()))
+            return [run for run in runs if start <= run.planned_for <= end]
+
     def latest_scheduled(self) -> dict[str, Run]:
         """Per task, the scheduled (not manual) run with the latest slot: where its schedule stands.
 

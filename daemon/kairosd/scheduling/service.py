@@ -14,7 +14,7 @@ import itertools
 import operator
 import os
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from json.encoder import encode_basestring_ascii
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -46,6 +46,7 @@ from kairosd.core.schedule.exact import resolve_at, resolve_at_noted, resolve_in
 from kairosd.core.schedule.explain import explain
 from kairosd.core.schedule.jitter import capped_jitter_note
 from kairosd.delivery.base import SKIP_LATER_CHECKS
+from kairosd.scheduling import timeline
 from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
 from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
@@ -475,6 +476,41 @@ class Service:
         if not late:
             return records
         return sorted(records + late, key=lambda r: datetime.fromisoformat(r["detected_at"]), reverse=True)
+
+    def timeline(
+        self,
+        start: datetime | None,
+        end: datetime | None,
+        ids: list[str] | None = None,
+        target: str | None = None,
+        project: str | None = None,
+        name: str | None = None,
+        cap: int = timeline.DEFAULT_CAP,
+        span: timedelta = timeline.DEFAULT_SPAN,
+        bins: int | None = None,
+    ) -> dict[str, Any]:
+        """Planned fires, runs and missed fires of the matching tasks over [start, end]; see
+        :mod:`kairosd.scheduling.timeline`. A missing end is ``span`` after the start, a missing start
+        ``span`` before the end; with neither, the window is ``span`` either side of now."""
+        now = self.clock.now()
+        if start is None:
+            start = now - span if end is None else end - span
+            end = end or now + span
+        elif end is None:
+            end = start + span
+        if end <= start:
+            raise UsageError(f"the window must end after it starts ({start.isoformat()} .. {end.isoformat()})")
+        if end - start > timeline.MAX_WINDOW:
+            raise UsageError(f"a timeline window is at most {timeline.MAX_WINDOW.days} days")
+        wanted = None if ids is None else {self.book.get(self.book.resolve(i)).id for i in ids}  # unknown: not_found
+        tasks = [t for t in self.book if timeline.matches(t, wanted, target, project, name)]
+        filtered = wanted is not None or target is not None or project is not None or name is not None
+        chosen = [t.id for t in tasks] if filtered else None
+        runs = self.scheduler.ledger.between(start - timeline.RUN_SLACK, end, chosen)
+        runs = [r for r in runs if start <= timeline.run_time(r) <= end]
+        keep = None if chosen is None else set(chosen)
+        missed = [m for m in self.scheduler.missed.list() if keep is None or m.task_id in keep]
+        return timeline.build(tasks, runs, missed, now, start, end, cap, self.started_at, bins)
 
     def _missed_cleared_at(self) -> datetime | None:
         value = self.book.get_field(MISSED_CLEARED_AT)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from kairosd.core.errors import InvalidTimeError
@@ -121,18 +121,25 @@ def planned_time(
     if recurring:
         if following is None:
             return scheduled
-        period = following - scheduled
+        # In UTC: within one zone, aware arithmetic is wall-clock arithmetic and drops the fold, so in
+        # the repeated hour of a fall-back a period came out negative and a delay an hour early.
+        period = following.astimezone(UTC) - scheduled.astimezone(UTC)
         if policy.kind == "claude":
             delay = min(_scaled_ms(period, frac * CLAUDE_RECURRING_FRACTION), CLAUDE_RECURRING_CAP)
         else:
             delay = _scaled_ms(min(policy.cap, period / 2), frac)
-        return scheduled + delay
+        return _shifted(scheduled, delay)
     if policy.kind == "claude":
         local = scheduled.astimezone(zone)
         if local.minute % CLAUDE_ONESHOT_MINUTE_MOD == 0 and local.second == 0:
-            return max(scheduled - _scaled_ms(CLAUDE_ONESHOT_LEAD, frac), created_at)
+            return max(_shifted(scheduled, -_scaled_ms(CLAUDE_ONESHOT_LEAD, frac)), created_at)
         return scheduled
-    return scheduled + _scaled_ms(policy.cap, frac)
+    return _shifted(scheduled, _scaled_ms(policy.cap, frac))
+
+
+def _shifted(at: datetime, delta: timedelta) -> datetime:
+    """``at + delta`` in real time (through UTC), in ``at``'s zone."""
+    return (at.astimezone(UTC) + delta).astimezone(at.tzinfo)
 
 
 def _scaled_ms(delta: timedelta, factor: float) -> timedelta:
