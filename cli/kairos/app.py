@@ -55,6 +55,7 @@ VERBS = {
     "integrate": "integrate",
     "mcp": "mcpserver",
     "export": "export",
+    "ui": "ui",
 }
 
 # Verbs whose output is a protocol or JSON lines whatever the flags: not wrapped in guard_stream. (`watch`
