@@ -32,6 +32,7 @@ BENCHES = {
     "next_fire": "bench_next_fire",
     "consolidate": "bench_consolidate",
     "board_quality": "bench_board_quality",
+    "ui": "bench_ui",
 }
 # Arguments that make a benchmark short (--quick); each module's own defaults otherwise.
 QUICK = {
@@ -45,6 +46,7 @@ QUICK = {
     "next_fire": ["--starts", "10", "--repeats", "3"],
     "consolidate": ["--repeats", "2"],
     "board_quality": [],
+    "ui": ["--repeats", "3"],
 }
 
 
