@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 from session_support import T0, Kairosd, remove_home, short_home
+from textual.app import App
 
 from kairos.client import Client
 from kairos.ui import views
 from kairos.ui.app import KairosUI
+from kairos.ui.rows import Rows
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOT = REPO / "docs" / "ui.svg"
@@ -333,3 +335,36 @@ def test_the_block_would_catch_an_import(home):
     done = _kairos_blocked(home, "ui")
     assert done.returncode == 99
     assert "TEXTUAL IMPORTED" in done.stderr
+
+
+# ---- the table widget: only the lines on screen ---------------------------------------------------------
+
+
+class _RowsApp(App[None]):
+    def compose(self) -> Any:
+        yield Rows(("ID", "TEXT"), id="rows")
+
+    def on_mount(self) -> None:
+        self.query_one(Rows).set_rows([(f"k{i}", [f"k{i}", f"row number {i}"]) for i in range(100)])
+        self.query_one(Rows).focus()
+
+
+@synchronous
+async def test_rows_move_with_the_keys_and_the_mouse_and_scroll_to_the_cursor():
+    app = _RowsApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        rows = app.query_one(Rows)
+        assert rows.selected == "k0"
+        await pilot.press("down", "down")
+        assert rows.selected == "k2"
+        await pilot.press("end")
+        assert rows.selected == "k99"
+        await until(pilot, lambda: shown(app, "row number 99"), "the last row scrolled into view")
+        assert "row number 0 " not in screen_text(app)
+        assert screen_text(app).splitlines()[0].split() == ["ID", "TEXT"]  # the header stays
+        await pilot.press("home")
+        await until(pilot, lambda: shown(app, "row number 0"), "the first row again")
+        await pilot.click(Rows, offset=(3, 4))  # line 4: the header, then rows 0, 1, 2
+        assert rows.selected == "k3"
+        rows.set_rows([(f"k{i}", [f"k{i}", "kept"]) for i in range(2, 6)])
+        assert rows.selected == "k3"  # the cursor stays on its row when the rows change

@@ -17,16 +17,16 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Label, Log, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Label, Log, Static, TabbedContent, TabPane
 
 from kairos.client import Client
 from kairos.ui import views
+from kairos.ui.rows import Rows
 from kairosd.core.clock import Clock, SystemClock
 from kairosd.core.errors import KairosError
 from kairosd.core.protocol import route_path
@@ -69,7 +69,6 @@ class KairosUI(App[None]):
     #state.down { background: $error; }
     #message { height: 1; padding: 0 1; color: $text-muted; }
     #tabs { height: 1fr; }
-    DataTable { height: 1fr; }
     #job-log { height: 8; border-top: solid $primary; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -121,11 +120,8 @@ class KairosUI(App[None]):
         yield Static(HINT, id="message")
         yield Footer()
 
-    def _table(self, name: str, columns: tuple[str, ...]) -> DataTable[str]:
-        table: DataTable[str] = DataTable(id=f"table-{name}", cursor_type="row", zebra_stripes=True)
-        for column in columns:
-            table.add_column(column, key=column)
-        return table
+    def _table(self, name: str, columns: tuple[str, ...]) -> Rows:
+        return Rows(columns, id=f"table-{name}")
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -148,8 +144,8 @@ class KairosUI(App[None]):
             return "tasks"
         return (active or "tab-tasks").removeprefix("tab-")
 
-    def table(self, name: str) -> DataTable[str]:
-        return self.query_one(f"#table-{name}", DataTable)
+    def table(self, name: str) -> Rows:
+        return self.query_one(f"#table-{name}", Rows)
 
     # ---- the event stream (a worker thread) --------------------------------------------------------
 
@@ -270,27 +266,15 @@ class KairosUI(App[None]):
         return views.board_rows(doc or [])
 
     def _render(self, name: str) -> None:
-        table = self.table(name)
-        keep = self.selected(name)
         rows = self._rows(name)
-        # Columns made again at the width of what they hold: with auto widths, DataTable (8.2) drew rows
-        # cached at the headers' widths until something else cleared its cache.
-        table.clear(columns=True)
-        for i, column in enumerate(views.VIEWS[name][1]):
-            width = max([cell_len(column), *(cell_len(cells[i]) for _, cells in rows)])
-            if name == "tasks" and column == "NEXT IN":
-                width = max(width, len("in 59m59s"))  # the countdown changes length as it ticks
-            table.add_column(column, key=column, width=width)
-        for key, cells in rows:
-            table.add_row(*cells, key=key)
+        # The countdown changes length as it ticks: its column has room for the longest it shows in an hour.
+        self.table(name).set_rows(rows, {1: len("in 59m59s")} if name == "tasks" else None)
         if name == "tasks":
             self._countdowns = {key: cells[1] for key, cells in rows}
             self._show_state()
-        if keep is not None and keep in table.rows:
-            table.move_cursor(row=table.get_row_index(keep))
 
     def _tick(self) -> None:
-        """The countdowns: only the cells whose text changed are redrawn."""
+        """The countdowns: only the lines whose text changed are drawn again."""
         tasks = views._items(self.docs.get("tasks"), "tasks")
         if not tasks:
             return
@@ -299,8 +283,7 @@ class KairosUI(App[None]):
             key, text = str(task["id"]), views.task_next_in(task, now)
             if self._countdowns.get(key) != text:
                 self._countdowns[key] = text
-                if key in table.rows:  # else the row went away since the last fetch
-                    table.update_cell(key, "NEXT IN", text)
+                table.update_cell(key, 1, text)
 
     # ---- keys ----------------------------------------------------------------------------------------
 
@@ -308,9 +291,9 @@ class KairosUI(App[None]):
         self.refresh_bindings()
         self._refresh(self.current)
 
-    def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
-        if message.data_table.id == "table-jobs" and message.row_key.value:
-            self._follow_log(str(message.row_key.value))
+    def on_rows_highlighted(self, message: Rows.Highlighted) -> None:
+        if message.rows.id == "table-jobs":
+            self._follow_log(message.key)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Only the keys of the shown view are live and in the footer (80 columns hold no more)."""
@@ -324,14 +307,7 @@ class KairosUI(App[None]):
         self.query_one(TabbedContent).active = f"tab-{name}"
 
     def selected(self, name: str) -> str | None:
-        table = self.table(name)
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:
-            return None
-        return str(key) if key is not None else None
+        return self.table(name).selected
 
     def _target(self, view: str) -> tuple[str, str] | None:
         """The id the key acts on and, for a board entry, its project."""
