@@ -368,3 +368,51 @@ async def test_rows_move_with_the_keys_and_the_mouse_and_scroll_to_the_cursor():
         assert rows.selected == "k3"
         rows.set_rows([(f"k{i}", [f"k{i}", "kept"]) for i in range(2, 6)])
         assert rows.selected == "k3"  # the cursor stays on its row when the rows change
+
+
+# ---- jobs and boards ------------------------------------------------------------------------------------
+
+
+@synchronous
+async def test_a_job_shows_its_live_log_and_c_cancels_it(kd):
+    client = Client(kd.paths.socket)
+    argv = ["sh", "-c", "echo first line; echo second line; sleep 60"]
+    job = client.call("POST", "/registry", {"kind": "shell", "argv": argv, "cwd": str(kd.home)})["task"]["id"]
+    app = app_for(kd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "kairosd is up" in state_line(app), "the up line")
+        await pilot.press("5")
+        await until(pilot, lambda: app.table("jobs").row_count == 1, "the job row")
+        app.table("jobs").focus()
+        await until(pilot, lambda: shown(app, "second line"), "the job's log, followed live")
+        await pilot.press("c")
+        await until(pilot, lambda: shown(app, "[y]es"), "the question")
+        await pilot.press("y")
+        status = lambda: client.call("GET", f"/registry/{job}")["task"]["status"]  # noqa: E731
+        await until(pilot, lambda: status() == "cancelled", "the job cancelled")
+        await until(pilot, lambda: app.table("jobs").get_row(job)[1] == "cancelled", "the row to say cancelled")
+
+
+@synchronous
+async def test_a_board_entry_is_pinned_and_removed_and_the_change_shows(kd):
+    client = Client(kd.paths.socket)
+    project = str(kd.home)
+    entry = client.call("POST", "/board", {"cwd": project, "text": "use uv, not pip", "kind": "decision"})["entry"]
+    app = app_for(kd, projects=[project])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "kairosd is up" in state_line(app), "the up line")
+        await pilot.press("8")
+        await until(pilot, lambda: app.table("boards").row_count >= 2, "the project and its entry")
+        assert "add " + entry["id"] in screen_text(app)  # what changed: the board's history
+        app.table("boards").focus()
+        await pilot.press("down")
+        assert app.table("boards").selected == f"entry:{project}:{entry['id']}"
+        await pilot.press("i")
+        board = lambda: client.call("GET", "/board", query={"cwd": project})["entries"]  # noqa: E731
+        await until(pilot, lambda: board()[0].get("pinned"), "the entry pinned")
+        await until(pilot, lambda: "you, pinned" in app.table("boards").get_row(f"entry:{project}:{entry['id']}")[2],
+                    "the row to say pinned")  # fmt: skip
+        await pilot.press("x")
+        await until(pilot, lambda: shown(app, "[y]es"), "the question")
+        await pilot.press("y")
+        await until(pilot, lambda: board() == [], "the entry removed")

@@ -89,6 +89,8 @@ class Rows(ScrollView, can_focus=True):
         self.virtual_size = Size(1 + sum(widths) + len(GAP) * (len(widths) - 1), len(self.keys) + 1)
         self.cursor = self.index.get(keep, min(self.cursor, max(len(self.keys) - 1, 0))) if keep else 0
         self.refresh()
+        if self.selected is not None and self.selected != keep:  # a first row, or the row went away
+            self.post_message(self.Highlighted(self, self.selected))
 
     def update_cell(self, key: str, column: int, text: str) -> None:
         """Change one cell in place (a countdown): its column keeps its width, the line is drawn again."""

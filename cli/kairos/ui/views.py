@@ -331,7 +331,7 @@ def board_rows(boards: list[tuple[str, Any, Any]]) -> list[tuple[str, list[str]]
         for e in entries:
             by = ("you" if e.get("author") == "user" else "kairos") + (", pinned" if e.get("pinned") else "")
             rows.append((f"entry:{project}:{e.get('id')}", [str(e.get("id")), str(e.get("kind")), by, _text(e)]))
-        for change in _items(history, "changes") or _items(history, "history"):
+        for change in _items(history, "history"):
             rows.append((f"change:{project}:{len(rows)}", ["", "changed", "", one_line(_change_text(change), 70)]))
     return rows
 
@@ -342,11 +342,12 @@ def _text(entry: dict[str, Any]) -> str:
 
 
 def _change_text(change: Any) -> str:
+    """One line of ``board history``: ``10-31 09:00 add b06b564 by user: use uv, not pip``."""
     if not isinstance(change, dict):
         return str(change)
-    when = str(change.get("at") or change.get("finished_at") or "")[:16].replace("T", " ")
-    what = change.get("summary") or change.get("what") or ", ".join(f"{k} {v}" for k, v in change.items() if k != "at")
-    return f"{when} {what}".strip()
+    when = str(change.get("at") or "")[5:16].replace("T", " ")
+    what = f"{change.get('action', '?')} {change.get('id', '')} by {change.get('by') or change.get('author') or '?'}"
+    return f"{when} {what}: {change.get('text', '')}".strip()
 
 
 def target_text(target: Any) -> str:
