@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_support import T0, Kairosd, remove_home, short_home
+from session_support import T0, Kairosd, call_hook, fixture, remove_home, short_home
 from textual.app import App
 
 from kairos.client import Client
@@ -416,3 +416,19 @@ async def test_a_board_entry_is_pinned_and_removed_and_the_change_shows(kd):
         await until(pilot, lambda: shown(app, "[y]es"), "the question")
         await pilot.press("y")
         await until(pilot, lambda: board() == [], "the entry removed")
+
+
+@synchronous
+async def test_a_live_session_shows_when_its_hook_registers_it(kd, monkeypatch):
+    app = app_for(kd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "kairosd is up" in state_line(app), "the up line")
+        await pilot.press("7")
+        assert app.current == "sessions"
+        payload = fixture("claude", "SessionStart")
+        assert call_hook(monkeypatch, "claude", "SessionStart", payload).code == 0
+        sid = str(payload["session_id"])
+        await until(pilot, lambda: app.table("sessions").row_count == 1, "the session (session_started event)")
+        row = app.table("sessions").get_row(f"claude:{sid}")
+        assert row[0] == sid
+        assert row[1] == "claude"

@@ -262,7 +262,7 @@ class KairosUI(App[None]):
         if name == "inbox":
             return views.inbox_rows(doc, self.zone)
         if name == "sessions":
-            return views.session_rows(doc)
+            return views.session_rows(doc, self.zone)
         return views.board_rows(doc or [])
 
     def _render(self, name: str) -> None:

@@ -88,7 +88,7 @@ VIEWS: dict[str, tuple[str, tuple[str, ...], frozenset[str], tuple[Action, ...]]
     ),
     "sessions": (
         "Agents",
-        ("SESSION", "AGENT", "STATE", "PENDING", "FOLDER"),
+        ("SESSION", "AGENT", "STATE", "PENDING", "LAST ACTIVE", "FOLDER"),
         frozenset({"session_started", "session_ended", "run_pending", "run_finished"}),
         (),
     ),
@@ -301,21 +301,21 @@ def inbox_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:
     ]
 
 
-def session_rows(doc: Any) -> list[tuple[str, list[str]]]:
+def session_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:
+    """``kairos sessions``: each live agent session, whether it is in a turn, and what waits for it."""
     rows = []
     for s in _items(doc, "sessions"):
-        sid = str(s.get("session_id") or s.get("id") or "?")
-        pending = s.get("pending")
-        count = len(pending) if isinstance(pending, list) else (pending or 0)
+        sid = str(s.get("session_id") or "?")
         rows.append(
             (
-                sid,
+                f"{s.get('agent', '?')}:{sid}",
                 [
                     sid,
                     str(s.get("agent", "?")),
-                    str(s.get("state") or s.get("status") or "?"),
-                    str(count),
-                    str(s.get("cwd", "")),
+                    "in a turn" if s.get("in_turn") else "idle",
+                    str(s.get("pending", 0)),
+                    short_time(s.get("last_active"), zone),
+                    str(s.get("cwd") or "-"),
                 ],
             )
         )
