@@ -432,3 +432,17 @@ async def test_a_live_session_shows_when_its_hook_registers_it(kd, monkeypatch):
         row = app.table("sessions").get_row(f"claude:{sid}")
         assert row[0] == sid
         assert row[1] == "claude"
+
+
+@synchronous
+async def test_a_prompts_control_and_bidi_characters_are_shown_escaped(kd):
+    kd.add("evil \x1b[2J\u202e prompt", {"kind": "inbox", "session": "s\u202eb"})
+    app = app_for(kd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.table("tasks").row_count == 1, "the task row")
+        row = app.table("tasks").get_row_at(0)
+        assert row[5] == "evil \\x1b[2J\\u202e prompt"
+        assert row[4] == "inbox:s\\u202eb"  # a target's text is escaped by the table itself
+        text = await until(pilot, lambda: shown(app, "evil"), "the row on the screen")
+        assert "\x1b" not in text
+        assert "\u202e" not in text

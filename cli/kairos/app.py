@@ -60,7 +60,8 @@ VERBS = {
 
 # Verbs whose output is a protocol or JSON lines whatever the flags: not wrapped in guard_stream. (`watch`
 # writes its JSON lines with kairos.output.json_line, which escapes what a terminal must not get raw.)
-RAW_VERBS = frozenset({"mcp", "watch"})
+# `ui` draws the whole terminal with Textual, whose escape sequences must reach it as they are.
+RAW_VERBS = frozenset({"mcp", "watch", "ui"})
 
 
 # The command lines answered without a parser.

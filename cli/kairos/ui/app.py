@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -25,6 +26,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, Log, Static, TabbedContent, TabPane
 
 from kairos.client import Client
+from kairos.output import clean
 from kairos.ui import views
 from kairos.ui.rows import Rows
 from kairosd.core.clock import Clock, SystemClock
@@ -195,7 +197,7 @@ class KairosUI(App[None]):
             state.update(f"kairosd is up · {tasks} task(s) · live (kairos watch's events)")
             state.remove_class("down")
         else:
-            state.update(f"kairosd is DOWN: {self.down_reason} · retrying every {RECONNECT_S:g}s")
+            state.update(Text(f"kairosd is DOWN: {clean(self.down_reason)} · retrying every {RECONNECT_S:g}s"))
             state.add_class("down")
 
     def _event(self, event: dict[str, Any]) -> None:
@@ -373,7 +375,7 @@ class KairosUI(App[None]):
         self.run_worker(send, thread=True, group="actions")
 
     def say(self, text: str) -> None:
-        self.query_one("#message", Static).update(text)
+        self.query_one("#message", Static).update(Text(clean(text)))  # an error may quote a name
 
     # ---- a job's live log ----------------------------------------------------------------------------
 
@@ -399,4 +401,4 @@ class KairosUI(App[None]):
 
     def _log_line(self, job: str, line: str) -> None:
         if job == self._log_job:
-            self.query_one("#job-log", Log).write_line(line)
+            self.query_one("#job-log", Log).write_line(clean(line))  # a job's output may hold escapes

@@ -21,6 +21,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kairos.output import cell
+
 GAP = "  "
 
 
@@ -74,10 +76,13 @@ class Rows(ScrollView, can_focus=True):
         return self.keys[self.cursor] if self.keys else None
 
     def set_rows(self, rows: list[tuple[str, list[str]]], min_widths: dict[int, int] | None = None) -> None:
-        """Show ``rows`` (key, cells); the cursor stays on the row it was on, if that row is still there."""
+        """Show ``rows`` (key, cells); the cursor stays on the row it was on, if that row is still there.
+
+        Each cell goes through :func:`kairos.output.cell`, as in ``kairos list``: a prompt's control or bidi
+        characters are shown escaped, never sent to the terminal raw."""
         keep = self.selected
         self.keys = [key for key, _ in rows]
-        self.cells = [cells for _, cells in rows]
+        self.cells = [[cell(text) for text in cells] for _, cells in rows]
         self.index = {key: i for i, key in enumerate(self.keys)}
         widths = [cell_len(c) for c in self.columns]
         for cells in self.cells:
@@ -97,7 +102,7 @@ class Rows(ScrollView, can_focus=True):
         row = self.index.get(key)
         if row is None:
             return
-        self.cells[row][column] = text
+        self.cells[row][column] = cell(text)
         self.refresh_lines(row + 1 - int(self.scroll_offset.y))
 
     # ---- drawing --------------------------------------------------------------------------------------
