@@ -446,3 +446,16 @@ async def test_a_prompts_control_and_bidi_characters_are_shown_escaped(kd):
         text = await until(pilot, lambda: shown(app, "evil"), "the row on the screen")
         assert "\x1b" not in text
         assert "\u202e" not in text
+
+
+@synchronous
+async def test_the_timeline_places_each_next_fire_in_its_hour_and_moves_with_the_clock(kd):
+    soon = kd.add("in three hours", INBOX, cron="30 12 * * *")  # T0 is 09:00: the cell of 12:00-13:00
+    kd.add("another", INBOX, cron="0 10 * * *")
+    app = app_for(kd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await until(pilot, lambda: app.table("timeline").row_count == 2, "the timeline rows")
+        assert app.table("timeline").get_row(soon)[1] == "···1" + "·" * 20
+        kd.clock.advance(2 * 3600)
+        await until(pilot, lambda: app.table("timeline").get_row(soon)[1] == "·1" + "·" * 22, "the strip to move")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -102,9 +103,13 @@ class KairosUI(App[None]):
         self.connected = False
         self.down_reason = ""
         self._stopping = threading.Event()
-        self._fetching: set[str] = set()
+        # view -> the connection (a count of reconnections) its fetch in flight was sent on: a fetch sent to a
+        # kairosd that went away may hang until the client's timeout, and must not hold up the new one's.
+        self._fetching: dict[str, int] = {}
+        self._connection = 0
         self._log_job = ""
         self._countdowns: dict[str, str] = {}
+        self._timeline_minute: datetime | None = None
 
     # ---- layout ------------------------------------------------------------------------------------
 
@@ -165,10 +170,8 @@ class KairosUI(App[None]):
     def _follow(self) -> None:
         while not self._stopping.is_set():
             try:
-                self.client.call("GET", route_path("status"))
-                stream = self.client.stream(route_path("events"))
-                if not self._from_thread(self._up):
-                    return
+                # Up once kairosd has accepted the subscription: the views fetched then miss no event.
+                stream = self.client.stream(route_path("events"), on_open=lambda: self._from_thread(self._up))
                 for event in stream:
                     if not self._from_thread(self._event, event):
                         stream.close()
@@ -182,6 +185,7 @@ class KairosUI(App[None]):
 
     def _up(self) -> None:
         self.connected, self.down_reason = True, ""
+        self._connection += 1
         self.stale = set(views.VIEWS)
         self._show_state()
         self._refresh(self.current)
@@ -215,30 +219,34 @@ class KairosUI(App[None]):
     # ---- fetching ------------------------------------------------------------------------------------
 
     def _refresh(self, name: str) -> None:
-        if not self.connected or name not in self.stale or name in self._fetching:
+        if not self.connected or name not in self.stale or self._fetching.get(name) == self._connection:
             return
         self.stale.discard(name)
-        self._fetching.add(name)
-        self.run_worker(lambda: self._fetch(name), thread=True, group=f"fetch-{name}")
+        self._fetching[name] = connection = self._connection
+        projects = list(self.projects)
+        self.run_worker(lambda: self._fetch(name, connection, projects), thread=True, group=f"fetch-{name}")
 
-    def _fetch(self, name: str) -> None:
+    def _fetch(self, name: str, connection: int, projects: list[str]) -> None:
         try:
-            answers = [self.client.call(m, p, None, q) for m, p, q in views.requests(name, self.projects)]
+            answers = [self.client.call(m, p, None, q) for m, p, q in views.requests(name, projects)]
         except KairosError as exc:
-            self.call_from_thread(self._fetched, name, None, exc.message)
+            self._from_thread(self._fetched, name, connection, projects, None, exc.message)
             return
-        self.call_from_thread(self._fetched, name, answers, "")
+        self._from_thread(self._fetched, name, connection, projects, answers, "")
 
-    def _fetched(self, name: str, answers: list[Any] | None, problem: str) -> None:
-        self._fetching.discard(name)
-        if self._stopping.is_set() or not self.is_running:
-            return  # the answer came as the app ended
+    def _fetched(
+        self, name: str, connection: int, projects: list[str], answers: list[Any] | None, problem: str
+    ) -> None:
+        if self._fetching.get(name) == connection:
+            del self._fetching[name]
+        if connection != self._connection or not self.is_running:
+            return  # sent to a kairosd that has gone since (its views are fetched again), or the app ended
         if answers is None:
             self.stale.add(name)
             self.say(problem)
             return
         if name == "boards":
-            self.docs[name] = [(p, answers[2 * i], answers[2 * i + 1]) for i, p in enumerate(self.projects)]
+            self.docs[name] = [(p, answers[2 * i], answers[2 * i + 1]) for i, p in enumerate(projects)]
         else:
             self.docs[name] = answers[0]
             if name == "sessions":
@@ -276,11 +284,17 @@ class KairosUI(App[None]):
             self._show_state()
 
     def _tick(self) -> None:
-        """The countdowns: only the lines whose text changed are drawn again."""
+        """The countdowns: only the lines whose text changed are drawn again. The timeline, when shown,
+        is laid out again each minute on the clock (from the answer it has: nothing is asked)."""
+        now = self.clock.now()
+        minute = now.replace(second=0, microsecond=0)
+        if self.current == "timeline" and "timeline" in self.docs and minute != self._timeline_minute:
+            self._timeline_minute = minute
+            self._render("timeline")
         tasks = views._items(self.docs.get("tasks"), "tasks")
         if not tasks:
             return
-        now, table = self.clock.now(), self.table("tasks")
+        table = self.table("tasks")
         for task in tasks:
             key, text = str(task["id"]), views.task_next_in(task, now)
             if self._countdowns.get(key) != text:
