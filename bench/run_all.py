@@ -39,6 +39,7 @@ BENCHES = {
     "board_quality": "bench_board_quality",
     "scale": "bench_scale",
     "timeline": "bench_timeline",
+    "ui": "bench_ui",
 }
 # Arguments that make a benchmark short (--quick); each module's own defaults otherwise.
 QUICK = {
@@ -54,6 +55,7 @@ QUICK = {
     "board_quality": [],
     "scale": ["--sizes", "1000,10000", "--list-sizes", "", "--seconds", "3"],
     "timeline": ["--repeats", "3"],
+    "ui": ["--repeats", "3"],
 }
 
 

@@ -38,7 +38,7 @@ MAX_SOCKET_PATH_BYTES = 107
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Generator, Iterator, Mapping
+    from collections.abc import Callable, Generator, Iterator, Mapping
     from types import TracebackType
     from typing import Any  # for mypy only: typing costs every CLI call ~8 ms
 
@@ -252,12 +252,16 @@ class Client:
             raise _api_error(response.status, data)
         return response.status, data
 
-    def stream(self, path: str, query: Mapping[str, str] | None = None) -> Generator[Any, None, None]:
+    def stream(
+        self, path: str, query: Mapping[str, str] | None = None, on_open: Callable[[], object] | None = None
+    ) -> Generator[Any, None, None]:
         """GET a JSON-lines stream and yield its items until the server ends it.
 
         Lazy: the connection opens on the first ``next()``. Closing the iterator
         (or KeyboardInterrupt, which propagates) closes the connection, which
-        tells the server to release its subscription.
+        tells the server to release its subscription. ``on_open`` is called once the
+        server has accepted the stream, before its first item: what is read after it
+        misses no event (``kairos ui`` fetches its views there).
         """
         with self._errors():
             response = self._open("GET", path, None, query)
@@ -266,6 +270,8 @@ class Client:
                 with self._errors():
                     data = response.read()
                 raise _api_error(response.status, data)
+            if on_open is not None:
+                on_open()
             response.sock.settimeout(None)  # events may be minutes apart; the timeout was for the answer
             lines = response.lines()
             while True:
