@@ -14,7 +14,7 @@ from kairosd.core.schedule.cron import parse_cron
 
 @lru_cache(maxsize=4096)
 def explain(expr: str) -> str:
-    # On first use: only views need it, and cronsim cost ~1.5 ms of each daemon start (issue 16).
+    # On first use: only views need it, and cronsim is not needed to start (docs/performance.md).
     from cronsim.explain import Expression
 
     canonical = parse_cron(expr).normalized
