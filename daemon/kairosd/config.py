@@ -75,7 +75,8 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
 The environment overrides the file where the issue says so: ``KAIROS_MAX_CONCURRENT``
 and ``KAIROS_MAX_DEPTH`` (a bad value is an error naming the variable).
 
-Must not import the registry, the scheduler, the store or the server.
+Must not import the agents (what they share is in :mod:`kairosd.core.agentspec`), the registry,
+the scheduler, the store or the server.
 """
 
 from __future__ import annotations
@@ -100,9 +101,8 @@ from pydantic import (
     model_validator,
 )
 
-from kairosd.agents.base import Permissions
-from kairosd.agents.custom import OUTPUTS, template_errors
 from kairosd.core import bounds, defaults
+from kairosd.core.agentspec import OUTPUTS, Permissions, template_errors
 from kairosd.core.errors import ConfigError, InvalidTimeError
 from kairosd.core.schedule.durations import parse_duration
 from kairosd.system import filesafety

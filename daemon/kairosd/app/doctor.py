@@ -13,7 +13,9 @@ checked as kairosd checks it before a run (:mod:`kairosd.system.filesafety`): a 
 it runs that another user could change is listed as a problem, with the fix.
 
 The daemon serves the same report at ``GET /v1/doctor`` (:func:`doctor_routes`):
-its PATH, not the shell's, is the one headless runs use.
+its PATH, not the shell's, is the one headless runs use. When no kairosd runs, ``kairos doctor``
+runs this module as a program (``python -m kairosd.app.doctor``: the report as JSON on stdout), so
+the CLI never imports the config, the agents or the store.
 
 Must not import the registry, the scheduler or the store. The server's types
 are imported only where the route is built.
@@ -279,3 +281,15 @@ def local_report(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     except KairosError as exc:
         config, error = Config(), exc.message
     return {**doctor_report(config, env, config_error=error), "checked_by": "cli"}
+
+
+def main() -> int:
+    """``python -m kairosd.app.doctor``: :func:`local_report` as one JSON document on stdout."""
+    import json
+
+    sys.stdout.write(json.dumps({**local_report(), "pid": os.getppid()}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

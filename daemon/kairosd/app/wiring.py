@@ -38,7 +38,7 @@ from kairosd.delivery.webhook import WebhookDelivery
 from kairosd.export.api import Exporter, export_routes
 from kairosd.registry.registry import AdapterFor, AgentPolicy, PolicyFor
 from kairosd.registry.wiring import RegistryParts, build_registry
-from kairosd.scheduling.api import Api
+from kairosd.scheduling.api import Api, quarantine_routes
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.service import Service
@@ -275,7 +275,7 @@ def build_app(
     sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
     api.add_routes(doctor_routes(settings))
     if json_store is not None:
-        api.add_routes(json_store.quarantine.routes())
+        api.add_routes(quarantine_routes(json_store.quarantine))
     exporter = Exporter(
         lambda: book,
         adapter_for,
