@@ -34,7 +34,7 @@ from registry_support import FakeAdapter, adapters
 
 from kairosd import testing
 from kairosd.api.server import UnixHttpServer
-from kairosd.app.wiring import AppConfig, build_app
+from kairosd.app.wiring import build_app
 from kairosd.config import Config, ConsolidationConfig, Limits
 from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.service import Consolidation
@@ -118,7 +118,10 @@ class Kairosd:
             limits = Limits(max_concurrent=self.config.get("max_concurrent", 4), kill_grace=1.0)
             settings = Config(limits=limits, consolidation=ConsolidationConfig(enabled=False))
             self.app = app = build_app(
-                AppConfig(self.paths, settings, self.clock, environ, self.paths.socket),
+                settings,
+                paths=self.paths,
+                clock=self.clock,
+                environ=environ,
                 store=InMemoryStore(StoreState.empty()),
                 adapter_for=adapters(*agents),
                 policy_for=lambda name, cwd: AgentPolicy(),

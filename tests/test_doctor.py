@@ -87,6 +87,8 @@ def test_agents_on_the_path_are_found_and_probed(bin_dir, home):
         "max_connections": 256,
         "max_streams": 64,
         "max_sessions": 1000,
+        "runs_per_task": 50,
+        "session_ttl": 86400.0,
     }
     json.dumps(report)  # all plain data
 
@@ -329,6 +331,8 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
         "max_connections": 256,
         "max_streams": 64,
         "max_sessions": 1000,
+        "runs_per_task": 50,
+        "session_ttl": 86400.0,
     }
     assert settings["consolidation"] == {**settings["consolidation"], "mode": "agent", "min_user_turns": 3}
     assert settings["webhook"] == {**settings["webhook"], "secret": "**********", "max_attempts": 2, "timeout": 30.0}
@@ -339,7 +343,7 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
     out = capsys.readouterr().out
     assert (
         "  limits:        max_concurrent 3, max_depth 7, kill_grace 120, keep_finished 1000, max_connections 256, "
-        "max_streams 64, max_sessions 1000\n"
+        "max_streams 64, max_sessions 1000, runs_per_task 50, session_ttl 86400\n"
     ) in out
     assert "  consolidation: enabled yes, min_interval_minutes 10, min_user_turns 3, mode agent," in out
     assert "  webhook:       secret **********, secret_file -, allow_non_loopback no," in out

@@ -1,6 +1,6 @@
 """The composition root's wiring: :func:`build_app` makes every part of kairosd and joins them.
 
-    app = build_app(AppConfig(paths, load_config(paths, environ), SystemClock(), environ, socket_path))
+    app = build_app(load_config(paths, environ), paths=paths, environ=environ, socket_path=socket_path)
     app.load()          # read the tasks and the run ledgers (the only step that reads them)
     await app.start()   # the registry recovers, consolidation re-adopts, sessions and the scheduler start
     ...                 # serve app.api.handle on a socket (kairosd.app.daemon.run does, and tests do)
@@ -11,6 +11,10 @@ registry makes its folder, which constructing it needs). The process around it (
 lock, sockets, signals, systemd) is :mod:`kairosd.app.daemon`'s. Tests build the same app with
 fakes in place of the store and of delivery targets.
 
+One :class:`~kairosd.config.Config` holds every setting, the file's and the environment's
+(:func:`kairosd.config.load_config` is the one place either is read); ``environ`` is only the
+environment handed on to what kairosd runs, and the zone (``TZ``).
+
 This is the only module that knows every concrete class.
 """
 
@@ -18,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,8 +33,7 @@ from typing import TYPE_CHECKING
 from kairosd.app.doctor import doctor_routes
 from kairosd.config import Config
 from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
-from kairosd.core import defaults
-from kairosd.core.clock import Clock, local_zone_name, tz_env_problem
+from kairosd.core.clock import Clock, SystemClock, local_zone_name, tz_env_problem
 from kairosd.core.events import EventBus
 from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Delivery
@@ -54,15 +59,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kairosd")
 
-DISABLE_VARS = ("KAIROS_DISABLE_CRON", "CLAUDE_CODE_DISABLE_CRON")
 SHUTDOWN_GRACE_S = 10.0
-
-
-def disabled_reason(environ: Mapping[str, str]) -> str | None:
-    for var in DISABLE_VARS:
-        if environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
-            return f"{var}=1 is set in kairosd's environment: nothing fires (the API still answers)"
-    return None
 
 
 def agent_policy(config: Config, name: str, cwd: str | None) -> AgentPolicy:
@@ -100,34 +97,13 @@ def _wakers(settings: Config, environ: Mapping[str, str]) -> dict[str, Waker]:
     return {"codex": CodexQueue(codex.binary or "codex", {**environ, **codex.env})}
 
 
-def _int_env(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = environ.get(name)
-    if raw is None or raw == "":
-        return default
-    # ASCII only: isdigit() and int() also take Arabic-Indic or fullwidth digits.
-    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
-        raise SystemExit(f"kairosd: {name} must be a whole number from {low} to {high}, not {raw!r}")
-    return int(raw)
-
-
-@dataclass(frozen=True)
-class AppConfig:
-    """What an app is built from: the user's settings (the config file, read by
-    :func:`kairosd.config.load_config`), where its files are, its clock and environment, and the
-    socket path it reports (``/v1/status``) as the place clients reach it."""
-
-    paths: Paths
-    settings: Config
-    clock: Clock
-    environ: Mapping[str, str]
-    socket_path: Path
-
-
 @dataclass
 class App:
     """kairosd's parts, wired; :attr:`api` is what a socket server serves."""
 
-    config: AppConfig
+    settings: Config
+    paths: Paths
+    socket_path: Path
     store: Store
     book: TaskBook
     ledger: RunLedger
@@ -186,21 +162,31 @@ class App:
 
 
 def build_app(
-    config: AppConfig,
+    settings: Config,
     *,
+    paths: Paths | None = None,
+    clock: Clock | None = None,
+    environ: Mapping[str, str] | None = None,
+    socket_path: Path | None = None,
     store: Store | None = None,
     deliveries: Mapping[str, Delivery] | None = None,
     adapter_for: AdapterFor | None = None,
     policy_for: PolicyFor | None = None,
 ) -> App:
-    """Make and wire every part of kairosd; nothing is read, started or bound.
+    """Make and wire every part of kairosd from ``settings``; nothing is read, started or bound.
 
-    ``store`` (default: the JSON file at ``paths.store``) and ``deliveries`` (targets by name, in
-    place of the real ones) are for tests. ``adapter_for`` (an agent CLI's adapter) and
-    ``policy_for`` (what a run of a named agent may do) are the agents the registry and export
-    know; by default the configured CLIs and the agent definitions (``settings``).
+    The seams: ``paths`` (default: from ``environ``), ``clock`` (the system's), ``environ``
+    (default ``os.environ``: what runs inherit, and the zone), ``socket_path`` (what ``/v1/status``
+    reports; default ``paths.socket``). For tests: ``store`` (default: the JSON file at
+    ``paths.store``) and ``deliveries`` (targets by name, in place of the real ones).
+    ``adapter_for`` (an agent CLI's adapter) and ``policy_for`` (what a run of a named agent may
+    do) are the agents the registry and export know; by default the configured CLIs and the agent
+    definitions (``settings``).
     """
-    paths, clock, environ, settings = config.paths, config.clock, config.environ, config.settings
+    environ = os.environ if environ is None else environ
+    paths = paths or Paths.from_env(dict(environ))
+    clock = clock or SystemClock()
+    socket_path = socket_path or paths.socket
     adapter_for = adapter_for or partial(_adapter, config=settings)
     policy_for = policy_for or partial(agent_policy, settings)
     default_tz = local_zone_name(dict(environ))
@@ -211,8 +197,7 @@ def build_app(
     if store is None:
         store = json_store = JsonStore(paths.store, clock, local_zone=default_tz)
     book = TaskBook(store)
-    keep_runs = _int_env(environ, "KAIROS_RUNS_PER_TASK", defaults.RUNS_PER_TASK, 1, 100_000)
-    ledger = RunLedger(paths.state_dir / "runs.jsonl", clock, keep_per_task=keep_runs)
+    ledger = RunLedger(paths.state_dir / "runs.jsonl", clock, keep_per_task=settings.limits.runs_per_task)
     missed = MissedLedger(paths.state_dir / "missed.jsonl", clock)
     events = EventBus(clock.now)
     inbox = InboxStore(paths.data_dir / "inbox", clock)
@@ -241,14 +226,15 @@ def build_app(
         **background.deliveries,
     }
     sessions = build_sessions(
-        paths, clock, events, ledger, targets, default_tz=default_tz, closing=stop_event, environ=environ,
+        paths, clock, events, ledger, targets, default_tz=default_tz, closing=stop_event,
         max_sessions=settings.limits.max_sessions,
+        ttl=timedelta(seconds=settings.limits.session_ttl),
         wakers=_wakers(settings, environ),
     )  # fmt: skip
     targets.update(sessions.deliveries)  # before the scheduler copies the dict
     targets.update(deliveries or {})  # a test's fakes; the session hub sees this dict too
     scheduler_config = SchedulerConfig(
-        disabled_reason=disabled_reason(environ),
+        disabled_reason=settings.firing_disabled,
         max_concurrent=settings.limits.max_concurrent,
     )
     scheduler = Scheduler(book, ledger, missed, targets, clock, events, scheduler_config)
@@ -265,7 +251,7 @@ def build_app(
         clock,
         events,
         default_tz,
-        info={"socket": str(config.socket_path), "store": str(paths.store)},
+        info={"socket": str(socket_path), "store": str(paths.store)},
         extra_status=extra_status,
     )
     api = Api(service, stop_event.set)
@@ -286,6 +272,6 @@ def build_app(
     )
     api.add_routes(export_routes(exporter))
     return App(
-        config, store, book, ledger, missed, events, inbox, targets, background, consolidation, sessions,
-        scheduler, service, api, stop_event,
+        settings, paths, socket_path, store, book, ledger, missed, events, inbox, targets, background,
+        consolidation, sessions, scheduler, service, api, stop_event,
     )  # fmt: skip
