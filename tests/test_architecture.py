@@ -102,3 +102,21 @@ def test_every_package_says_what_it_may_import() -> None:
             continue
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         assert "Imports:" in doc, f"{init.relative_to(REPO)} does not say what it may import"
+
+
+def test_only_api_modules_serve_routes() -> None:
+    """A route is built (a Response made) only in an api module: ``kairosd/api/`` or a package's ``api.py``.
+
+    (The store's quarantine once served its own route, importing Response inside a method.)
+    """
+    serving = []
+    for path in sorted(KAIROSD.rglob("*.py")):
+        rel = path.relative_to(KAIROSD)
+        if rel.parts[0] == "api" or rel.name == "api.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "kairosd.api.server":
+                names = {alias.name for alias in node.names}
+                if names & {"Response", "StreamResponse"}:
+                    serving.append(str(rel))
+    assert serving == []

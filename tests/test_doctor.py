@@ -16,7 +16,8 @@ from fake_agents import write_fake_agents
 
 from kairos.app import run
 from kairosd.api.server import Request
-from kairosd.app.doctor import doctor_report, doctor_routes, local_report
+from kairosd.app.api import doctor_routes
+from kairosd.app.doctor import doctor_report, local_report
 from kairosd.config import Config
 
 

@@ -12,25 +12,23 @@ after logout), when ``loginctl`` exists. Each configured hook command is
 checked as kairosd checks it before a run (:mod:`kairosd.system.filesafety`): a file
 it runs that another user could change is listed as a problem, with the fix.
 
-The daemon serves the same report at ``GET /v1/doctor`` (:func:`doctor_routes`):
+The daemon serves the same report at ``GET /v1/doctor`` (:func:`kairosd.app.api.doctor_routes`):
 its PATH, not the shell's, is the one headless runs use. When no kairosd runs, ``kairos doctor``
 runs this module as a program (``python -m kairosd.app.doctor``: the report as JSON on stdout), so
 the CLI never imports the config, the agents or the store.
 
-Must not import the registry, the scheduler or the store. The server's types
-are imported only where the route is built.
+Must not import the registry or the scheduler, nor the server (its route is in :mod:`kairosd.app.api`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kairosd import __version__
 from kairosd.config import Config, config_path, load_config
@@ -42,12 +40,6 @@ from kairosd.store.quarantine import Quarantine
 from kairosd.system import filesafety, trust
 from kairosd.system.paths import Paths
 from kairosd.system.versionprobe import version_of
-
-if TYPE_CHECKING:
-    import re
-
-    from kairosd.api.router import RouteHandler
-    from kairosd.api.server import Request, Response
 
 VERSION_TIMEOUT_S = 5.0
 LOGINCTL_TIMEOUT_S = 2.0
@@ -130,19 +122,6 @@ def doctor_report(
         "systemd": _linger(env),
         "quarantine": quarantine,
     }
-
-
-def doctor_routes(config: Config) -> list[tuple[str, dict[str, RouteHandler]]]:
-    """``GET /v1/doctor`` for :meth:`kairosd.api.router.Router.add_routes` (the report, from the daemon's side)."""
-
-    async def get(req: Request, m: re.Match[str]) -> Response:
-        from kairosd.api.server import Response
-
-        # Probing binaries takes seconds; keep the event loop free meanwhile.
-        report = await asyncio.to_thread(doctor_report, config)
-        return Response(200, {"doctor": {**report, "checked_by": "kairosd"}})
-
-    return [("doctor", {"GET": get})]
 
 
 def _check_agents(config: Config, env: Mapping[str, str], timeout: float) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kairosd.app.doctor import doctor_routes
+from kairosd.app.api import doctor_routes
 from kairosd.config import Config
 from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
 from kairosd.core.clock import Clock, SystemClock, local_zone_name, tz_env_problem
