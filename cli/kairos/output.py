@@ -26,7 +26,7 @@ is not a terminal).
 
 Imported by every CLI call (``kairos.app`` needs :func:`error`), so it imports
 only os and sys at the top: json, datetime and zoneinfo load when first used,
-and typing not at all (about 8 ms on a slow machine; mypy still sees it).
+and typing not at all (docs/performance.md; mypy still sees it).
 """
 
 from __future__ import annotations
