@@ -7,7 +7,10 @@
 
 Benchmarks (see bench/README.md): fire (fire accuracy), idle (idle cost), startup,
 adds (durable adds), cli (CLI round trip), hook (the Stop hook's round trip), next_fire (the cron engine),
-consolidate, board_quality (the offline consolidator's precision and recall on the labeled corpus).
+consolidate, board_quality (the offline consolidator's precision and recall on the labeled corpus),
+scale (adds, RSS after listing and list --json against store size, up to 300,000 tasks: ~15 minutes
+alone; --quick keeps it to 1,000 and 10,000).
+timeline (`kairos timeline` of 1,000 tasks over 7 days against `kairos list --json`).
 Not part of the test run.
 """
 
@@ -23,6 +26,8 @@ from _common import Row, machine
 
 BENCHES = {
     "fire": "bench_fire",
+    "herd": "bench_herd",
+    "inbox": "bench_inbox",
     "idle": "bench_idle",
     "startup": "bench_startup",
     "absence": "bench_absence",
@@ -32,6 +37,9 @@ BENCHES = {
     "next_fire": "bench_next_fire",
     "consolidate": "bench_consolidate",
     "board_quality": "bench_board_quality",
+    "scale": "bench_scale",
+    "timeline": "bench_timeline",
+    "ui": "bench_ui",
 }
 # Arguments that make a benchmark short (--quick); each module's own defaults otherwise.
 QUICK = {
@@ -45,6 +53,9 @@ QUICK = {
     "next_fire": ["--starts", "10", "--repeats", "3"],
     "consolidate": ["--repeats", "2"],
     "board_quality": [],
+    "scale": ["--sizes", "1000,10000", "--list-sizes", "", "--seconds", "3"],
+    "timeline": ["--repeats", "3"],
+    "ui": ["--repeats", "3"],
 }
 
 

@@ -598,6 +598,8 @@ def probe_processes(home: Home) -> Tally:
     )
     if status == 200:
         home.call("POST", f"/v1/tasks/{task_id(task)}/run")
+        started = wait(lambda: survivors(marker), lambda found: len(found) >= 3, 10)  # all three, then gone
+        tally.check(started is not None, "the shell target's processes never started")
         gone = wait(lambda: survivors(marker), lambda left: not left, 20)
         tally.check(gone is not None, f"processes outlived their shell target: {survivors(marker)}")
     else:

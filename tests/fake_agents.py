@@ -541,10 +541,11 @@ if permission is not None:
         assert all(v in ("allow", "ask", "deny") or isinstance(v, dict) for v in rules.values())
     except (ValueError, AssertionError):
         die("Error: Configuration is invalid: OPENCODE_PERMISSION")
-prompt = " ".join(args.message)
+# As opencode 1.18 does: a message argument holding a space is wrapped in quotes; stdin (not a TTY) is appended.
+prompt = " ".join(f'"{m}"' if " " in m else m for m in args.message)
 stdin = read_stdin()
-if not prompt.strip():
-    prompt = stdin
+if stdin.strip():
+    prompt = f"{prompt}\n{stdin}" if prompt.strip() else stdin
 if not prompt.strip():
     die("Error: You must provide a message or a command")
 if args.session and not known(args.session):

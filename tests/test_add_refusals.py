@@ -135,3 +135,87 @@ def test_webhook_targets_that_would_fail_are_refused(secret, allow, url, refusal
     else:
         with pytest.raises(UsageError, match=refusal):
             asyncio.run(check)
+
+
+# ---- issue 24, item 7: a --cmd not on the PATH and a webhook host that does not resolve ----------
+
+
+def _shell_check(tmp_path: Path, target: ShellTarget, path: str, skip: bool = False) -> None:
+    from kairosd.delivery.base import SKIP_LATER_CHECKS
+    from kairosd.delivery.shell import ShellDelivery
+
+    shell = ShellDelivery(tmp_path / "runs", FakeClock(), env={"PATH": path, "HOME": str(tmp_path)})
+
+    async def main() -> None:
+        token = SKIP_LATER_CHECKS.set(skip)
+        try:
+            await shell.check(target)
+        finally:
+            SKIP_LATER_CHECKS.reset(token)
+
+    asyncio.run(main())
+
+
+def test_a_command_not_on_the_path_it_runs_with_is_refused(tmp_path):
+    """`--cmd nosuchprogram` was accepted and failed at every fire, while a missing agent CLI was refused."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "tool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    with pytest.raises(UsageError, match=r"shell target: nosuchprogram is not found on kairosd's PATH"):
+        _shell_check(tmp_path, ShellTarget(argv=["nosuchprogram"]), str(bin_dir))
+    # Found on the PATH the command runs with, not this process's: only then accepted.
+    _shell_check(tmp_path, ShellTarget(argv=["tool", "arg"]), str(bin_dir))
+    with pytest.raises(UsageError, match="tool is not found"):
+        _shell_check(tmp_path, ShellTarget(argv=["tool"]), "/nonexistent")
+    _shell_check(tmp_path, ShellTarget(argv=[str(tool)]), "/nonexistent")  # a full path needs no PATH
+    _shell_check(tmp_path, ShellTarget(argv=["./tool"], cwd=str(bin_dir)), "/nonexistent")  # from its folder
+    with pytest.raises(UsageError, match=r"./tool does not exist \(looked in"):
+        _shell_check(tmp_path, ShellTarget(argv=["./tool"], cwd=str(tmp_path)), str(bin_dir))
+    (tmp_path / "plain").write_text("")
+    with pytest.raises(UsageError, match="is not executable"):
+        _shell_check(tmp_path, ShellTarget(argv=[str(tmp_path / "plain")]), str(bin_dir))
+    # --no-check: a program still to be installed is accepted; a missing folder still is not.
+    _shell_check(tmp_path, ShellTarget(argv=["nosuchprogram"]), str(bin_dir), skip=True)
+    with pytest.raises(UsageError, match="working directory does not exist"):
+        _shell_check(tmp_path, ShellTarget(argv=["true"], cwd="/nonexistent"), str(bin_dir), skip=True)
+
+
+async def _unresolvable(host: str, port: int) -> list[str]:
+    if host == "slow.example":
+        await asyncio.sleep(3600)
+    raise OSError(-2, "Name or service not known")
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_webhook_host_that_does_not_resolve_is_refused(allow):
+    """A host that cannot be resolved was left to fire time, where every fire failed."""
+    hook = WebhookDelivery(FakeClock(), secret=b"k", allow_non_loopback=allow, resolve=_unresolvable)
+    with pytest.raises(UsageError, match=r"cannot resolve no-such-host.example \(Name or service not known\)"):
+        asyncio.run(hook.check(WebhookTarget(url="http://no-such-host.example/k")))
+
+
+def test_a_webhook_host_lookup_that_hangs_is_bounded(monkeypatch):
+    import kairosd.delivery.webhook as webhook
+
+    monkeypatch.setattr(webhook, "RESOLVE_CHECK_S", 0.05)
+    hook = WebhookDelivery(FakeClock(), secret=b"k", allow_non_loopback=False, resolve=_unresolvable)
+    with pytest.raises(UsageError, match=r"cannot resolve slow.example \(no answer within 0.05s\)"):
+        asyncio.run(hook.check(WebhookTarget(url="http://slow.example/k")))
+
+
+def test_no_check_lets_an_unresolvable_webhook_host_through_but_not_a_missing_key(tmp_path):
+    """`kairos add --no-check` (check_target false), for when name lookups are down for now."""
+    from kairosd.delivery.base import SKIP_LATER_CHECKS
+
+    async def check(hook: WebhookDelivery) -> None:
+        token = SKIP_LATER_CHECKS.set(True)
+        try:
+            await hook.check(WebhookTarget(url="http://no-such-host.example/k"))
+        finally:
+            SKIP_LATER_CHECKS.reset(token)
+
+    asyncio.run(check(WebhookDelivery(FakeClock(), secret=b"k", allow_non_loopback=False, resolve=_unresolvable)))
+    with pytest.raises(UsageError, match="no webhook key"):
+        asyncio.run(check(WebhookDelivery(FakeClock(), secret=None, allow_non_loopback=False, resolve=_unresolvable)))

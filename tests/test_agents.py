@@ -374,7 +374,7 @@ def test_clis_without_tool_switches_refuse_tool_lists(adapter):
             ["--model=m1", "--session-id=i-1", "--prompt=p"],
             ["--model=m1", "--resume=s-1", "--prompt=p"],
         ),
-        (OpencodeAdapter(), ["--model", "m1", "--", "p"], ["--model", "m1", "--session", "s-1", "--", "p"]),
+        (OpencodeAdapter(), ["--model", "m1"], ["--model", "m1", "--session", "s-1"]),  # the prompt: stdin
     ],
     ids=["claude", "codex", "gemini", "copilot", "opencode"],
 )
@@ -405,7 +405,23 @@ def test_opencode_permissions_never_ask_and_never_widen():
     assert listed == {"*": "deny", "bash": "deny", "edit": "allow", "read": "allow", "grep": "deny", "webfetch": "deny"}
     command = OpencodeAdapter().command(TurnRequest("-p"))
     assert json.loads(command.env["OPENCODE_PERMISSION"])["bash"] == "deny"
-    assert command.argv[-2:] == ["--", "-p"]
+
+
+def test_opencode_gets_its_prompt_on_stdin_so_it_reaches_the_model_unquoted(tmp_path):
+    """`opencode run` wraps a message argument that holds a space in quotes; stdin is passed as it is."""
+    fake = write_fake_agents(tmp_path / "bin", ("opencode",))["opencode"]
+    prompt = 'check the build -- and say "done"'
+    adapter = OpencodeAdapter(AdapterSettings(binary=str(fake)))
+    command = adapter.command(TurnRequest(prompt))
+    assert prompt not in command.argv
+    assert command.stdin == prompt
+    proc = subprocess.run(
+        command.argv, input=command.stdin, env={**os.environ, **command.env, "FAKE_AGENT_STATE": str(tmp_path / "s")},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    outcome = adapter.result(proc.stdout, proc.stderr, proc.returncode)
+    assert outcome.ok, (outcome.error, proc.stderr)
+    assert outcome.final_text == f"opencode turn 1: {prompt}"
 
 
 def test_narrowed_permissions_stay_narrow_through_an_adapter():

@@ -98,8 +98,8 @@ def test_the_daemon_serves_exactly_the_protocols_table() -> None:
     assert served == table
     assert len(protocol.ROUTES) == len(table)  # no two names for one path
     # Every route that takes a body shows its model; the others are actions on the path alone.
-    bodiless = {f"/v1{p}" for p in ("/shutdown", "/tasks/{id}/pause", "/tasks/{id}/resume", "/tasks/{id}/run",
-                                    "/registry/{id}/cancel", "/registry/{id}/close")}  # fmt: skip
+    bodiless = {f"/v1{p}" for p in ("/shutdown", "/reload", "/tasks/{id}/pause", "/tasks/{id}/resume",
+                                    "/tasks/{id}/run", "/registry/{id}/cancel", "/registry/{id}/close")}  # fmt: skip
     schemas = doc["components"]["schemas"]
     for path, verbs in doc["paths"].items():
         if "post" not in verbs or path in bodiless:

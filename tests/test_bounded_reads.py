@@ -118,7 +118,7 @@ def test_fifo_and_dev_zero_requests_are_skipped_and_the_daemon_goes_on(tmp_path,
         for path in (fifo, Path("/dev/zero")):  # eight at once (the cap), twice
             answers += await asyncio.wait_for(asyncio.gather(*(h.ask(f"s{i}", path) for i in range(8))), timeout=10)
         for answer in answers:
-            assert (answer["status"], answer["gate"]) == ("skipped", "user_turns")
+            assert (answer["status"], answer["gate"]) == ("skipped", "transcript")
             assert "not a regular file" in answer["reason"]
         # The default pool is free: a to_thread call completes at once.
         assert await asyncio.wait_for(asyncio.to_thread(lambda: 42), timeout=5) == 42

@@ -24,6 +24,11 @@ def _no_daemon(tmp_path, monkeypatch):
         (["add", "--at", "17:30", "0 9 * * 1-5", "y"], "is a cron expression and --at is another schedule"),
         (["add", "--in", "-5m", "y"], "'-5m': durations must be positive"),
         (["add", "--every", "-5m", "y"], "'-5m': durations must be positive"),
+        # Issue 24, item 4: contradictions were accepted (permanent won; a one-shot ignored --expires).
+        (["add", "--every", "1h", "--expires", "3", "--permanent", "y"], "--expires 3 and --permanent contradict"),
+        (["add", "--in", "5m", "--expires", "3", "y"], "--expires is for recurring tasks"),
+        (["add", "--at", "17:30", "--expires", "never", "y"], "--expires is for recurring tasks"),
+        (["add", "0 3 * * *", "--once", "--expires", "3", "y"], "--expires is for recurring tasks"),
     ],
 )
 def test_refused_with_the_reason(capsys, argv, message):
@@ -74,3 +79,16 @@ def test_a_socket_path_too_long_is_explained(capsys, monkeypatch, tmp_path):
     err = capsys.readouterr().err
     assert "is longer than 107 bytes, the limit of Unix sockets; set KAIROS_HOME or XDG_RUNTIME_DIR" in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["export", "--to", "systemd"], "kairos: say which tasks to export: give their ids, or --all\n"),
+        (["export", "3f2a9c1d", "--all", "--to", "systemd"], "kairos: give task ids or --all, not both\n"),
+    ],
+)
+def test_export_says_what_is_missing(capsys, argv, message):
+    """Issue 24, item 14: `export` with no ids said "give task ids or --all (not both)"."""
+    assert run(argv) == 2
+    assert capsys.readouterr().err == message

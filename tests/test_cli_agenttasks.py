@@ -166,7 +166,8 @@ def test_start_wait_long_polls_until_the_turn_ends(fake, capsys):
         (["start", "--shell", "input"], "--shell needs the command after --"),
         (["start", "--agent", "claude", "hi", "--", "ls"], "a command after -- goes with --shell"),
         (["start", "--agent", "claude", "hi", "--timeout", "0"], "--timeout must be more than 0"),
-        (["wait", TASK_ID, "--timeout", "-1"], "--timeout must be 0 or more"),
+        (["wait", TASK_ID, "--timeout", "-1"], "durations must be positive"),
+        (["wait", TASK_ID, "--timeout", "soon"], "argument --timeout: 'soon' is not a duration"),
         (["list", "--status", "sleeping"], "invalid choice: 'sleeping'"),
     ],
 )
@@ -258,6 +259,11 @@ def test_wait_exit_codes(fake, capsys):
     assert sorted(name for name, _ in req.pairs) == ["since_turn", "timeout"]
     assert req.query["since_turn"] == "0"
     assert 4 < float(req.query["timeout"]) <= 5
+    fake.requests.clear()
+    # Issue 24, item 11: every other duration in kairos takes "5m"; --timeout said "invalid float value".
+    assert _run(capsys, "wait", TASK_ID, "--timeout", "0.5m")[0] == 0
+    (req,) = fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")
+    assert 29 < float(req.query["timeout"]) <= 30
     failed = {"task": _task(status="failed", turns_done=1, error="exit code 2"), "timed_out": False}
     del fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}")]
     fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=60.000")] = (200, failed)
@@ -341,7 +347,7 @@ def _add(fake: FakeDaemon, capsys, *argv: str) -> tuple[int, str, dict[str, Any]
 def test_add_agent_target(fake, capsys, home):
     """--agent NAME implies the agent target; --model, --cwd (absolute) and --timeout go with it."""
     code, err, body = _add(fake, capsys, "--every", "1d", "--agent", "claude", "--model", "opus", "--cwd", "app",
-                           "--timeout", "900", "triage the issues")  # fmt: skip
+                           "--timeout", "15m", "triage the issues")  # fmt: skip
     assert (code, err) == (0, "")
     assert body is not None
     assert body["target"] == {
@@ -360,8 +366,13 @@ def test_add_agent_target(fake, capsys, home):
         (["--agent", "claude", "--cmd", "ls"], "give --cmd (a shell target) or --agent (an agent target), not both"),
         (["--target", "agent", "--cmd", "ls"], "--cmd is for the shell target"),
         (["--agent", "claude", "--session", "s"], "--session is for the inbox target; the agent target has none"),
-        (["--target", "inbox", "--model", "m"], "--model only go(es) with --target shell or agent"),
-        (["--cmd", "ls", "--model", "m"], "--model only go(es) with --target agent"),
+        # Issue 24, item 14: "--model only go(es) with --target shell or agent", though it is agent-only.
+        (["--target", "inbox", "--model", "m"], "--model goes only with an agent target (--agent NAME); the inbox"),
+        (["--cmd", "ls", "--model", "m"], "--model goes only with an agent target (--agent NAME)"),
+        (
+            ["--target", "inbox", "--cwd", ".", "--model", "m"],
+            "--cwd goes only with a shell or agent target; --model goes only with an agent target",
+        ),
     ],
 )
 def test_add_agent_target_usage_errors(fake, capsys, argv, message):
@@ -541,3 +552,26 @@ def test_a_board_change_prints_the_entry_or_with_json_the_answer(fake, capsys):
         {"cwd": str(Path.cwd()), "pinned": False},
         {"cwd": str(Path.cwd()), "pinned": False},
     ]
+
+
+def test_cancel_waits_out_the_kill_grace_and_says_what_was_killed(fake, capsys, monkeypatch):
+    """The red-team case: a task ignoring SIGTERM made cancel exit 1 after 10 s although it was cancelled.
+
+    The daemon answers once every process is gone, after the kill grace (10 s by default, the
+    client's ordinary timeout). Here the ordinary timeout is 0.2 s and the answer takes 0.6 s.
+    """
+    import time
+
+    from kairos.client import Client
+
+    monkeypatch.setattr(Client.__init__, "__defaults__", (None, 0.2, None))
+
+    def slow(_req: Any) -> tuple[int, dict[str, Any]]:
+        time.sleep(0.6)  # the kill grace, as the daemon sits it out
+        body = {"task": _task(status="cancelled"), "cancelled": [TASK_ID], "killed": [TASK_ID], "kill_grace_s": 10.0}
+        return 200, body
+
+    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = slow
+    code, out, err = _run(capsys, "cancel", TASK_ID)
+    assert (code, err) == (0, "")
+    assert out == f"cancelled {TASK_ID}\n{TASK_ID} ignored SIGTERM: killed with SIGKILL after the 10s grace\n"

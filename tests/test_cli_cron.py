@@ -181,7 +181,37 @@ def test_argparse_error_exits_2(capsys):
         run(["cron", "next", "* * * * *", "-n", "abc"])
     assert info.value.code == 2
     _out, err = capsys.readouterr()
-    assert err.splitlines()[-1] == "kairos: argument -n: expected a whole number in ASCII digits, not 'abc'"
+    # One line, as the README says of every error (issue 24, item 14: argparse's were two, usage first).
+    assert err.splitlines() == [
+        "kairos: cron next: argument -n: expected a whole number in ASCII digits, not 'abc' "
+        "(see 'kairos cron next --help')"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["lst"], "kairos: unknown verb 'lst'; did you mean 'list'? (see 'kairos --help')"),
+        (["xyzzy"], "kairos: unknown verb 'xyzzy' (see 'kairos --help')"),
+        (["task", "wiat"], "kairos: task: unknown command 'wiat'; did you mean 'wait'? (see 'kairos task --help')"),
+        (
+            ["pause", "3f2a9c1d", "77aa0b12"],
+            "kairos: pause: unrecognized arguments: 77aa0b12 (see 'kairos pause --help')",
+        ),
+        (["add", "--every"], "kairos: add: argument --every: expected one argument (see 'kairos add --help')"),
+        (
+            ["add", "--catch-up", "onse", "x"],
+            "kairos: add: argument --catch-up: invalid choice: 'onse' (choose from 'skip', 'once', 'all', 'surface'); "
+            "did you mean 'once'? (see 'kairos add --help')",
+        ),
+    ],
+)
+def test_usage_errors_are_one_line_naming_the_verb_and_the_nearest_choice(capsys, argv, line):
+    """Issue 24, item 14: `kairos lst` did not suggest list, `kairos pause A B` printed the top-level usage."""
+    with pytest.raises(SystemExit) as info:
+        run(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [line]
 
 
 def test_explain(capsys):

@@ -120,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_DELETE = _handle
+    do_GET = do_POST = do_DELETE = do_PATCH = _handle
 
 
 @dataclass
@@ -320,10 +320,63 @@ def test_add_shell_target(fake, capsys, home, monkeypatch):
     }
 
 
-def test_add_cmd_implies_shell(fake, capsys):
+@pytest.mark.parametrize(("given", "seconds"), [("30", 30.0), ("2.5", 2.5), ("5m", 300.0), ("1h30m", 5400.0)])
+def test_add_timeout_takes_a_duration(fake, capsys, given, seconds):
+    """Issue 24, item 11: `--timeout 5m` failed with argparse's "invalid float value"."""
+    body = _add_body(fake, capsys, "--every", "1h", "--cmd", "true", "--timeout", given, "x")
+    assert body["target"]["timeout_s"] == seconds
+
+
+def test_add_no_check_is_sent(fake, capsys):
+    """Issue 24, item 7: --no-check asks kairosd to skip the checks that may pass later."""
+    assert _add_body(fake, capsys, "--every", "1h", "--cmd", "later", "--no-check", "x")["check_target"] is False
+    fake.requests.clear()
+    assert "check_target" not in _add_body(fake, capsys, "--every", "1h", "--cmd", "true", "x")
+
+
+def test_add_cmd_implies_shell(fake, capsys, home, monkeypatch):
     """--cmd alone picks the shell target."""
+    monkeypatch.chdir(home)
     body = _add_body(fake, capsys, "--every", "1h", "--cmd", "true", "x")
-    assert body["target"] == {"kind": "shell", "argv": ["true"]}
+    assert body["target"] == {"kind": "shell", "argv": ["true"], "cwd": str(home)}
+
+
+@pytest.mark.parametrize("argv", [["--cmd", "true"], ["--agent", "claude"]])
+def test_add_without_cwd_records_the_folder_add_ran_in(fake, capsys, home, monkeypatch, argv):
+    """Issue 24, item 1: without --cwd the task ran in kairosd's folder (/); it runs where `add` ran,
+    as `kairos task start` does, and the folder is in the task."""
+    work = home / "proj"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    body = _add_body(fake, capsys, "--every", "1h", *argv, "x")
+    assert body["target"]["cwd"] == str(work)
+
+
+def test_add_help_names_the_default_folder(capsys):
+    with pytest.raises(SystemExit):
+        run(["add", "--help"])
+    assert "default: the folder you run add in" in " ".join(capsys.readouterr().out.split())
+
+
+def test_show_gives_the_jitter_half_the_period_caps(fake, capsys):
+    """Issue 24, item 4: `show` said max:1h for a */5 task whose fires move at most 2m30s."""
+    fires = [_fire(f"2026-11-23T09:{m:02d}:00+01:00") for m in (0, 5, 10, 15, 20)]
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (
+        200, {"task": _task(cron="*/5 * * * *", jitter="max:1h", next_fires=fires)}
+    )  # fmt: skip
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert code == 0
+    assert "jitter:      max:1h, capped at 2m30s for this task (half the 5m between its fires)\n" in out
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(jitter="max:1h")})  # days apart: as asked
+    assert "jitter:      max:1h\n" in _run(capsys, "show", "3f2a9c1d")[1]
+
+
+def test_show_names_the_folder_of_a_task_stored_without_one(fake, capsys):
+    """A task stored without cwd (an old store, an API client) says where it runs: the home folder."""
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(target={"kind": "agent", "agent": "claude"})})
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert code == 0
+    assert "target:      agent: claude, in ~ (no folder recorded: the home folder)\n" in out
 
 
 def test_add_prompt_from_stdin_must_be_utf8(fake, capsys, monkeypatch):
@@ -355,7 +408,7 @@ def test_add_prompt_from_stdin(fake, capsys, monkeypatch):
         (["--every", "5m", "--once", "x"], "--once goes with a cron expression"),
         (["--every", "5m"], "non-empty prompt"),
         (["--every", "5m", "--target", "shell", "x"], "needs --cmd"),
-        (["--every", "5m", "--target", "inbox", "--cmd", "true", "x"], "--target shell"),
+        (["--every", "5m", "--target", "inbox", "--cmd", "true", "x"], "--cmd goes only with a shell target"),
         (["--every", "5m", "--expires", "soon", "x"], "--expires takes"),
         (["--every", "5m", "--jitter", "lots", "x"], "unknown jitter"),
         (["--every", "0m", "x"], "must be longer than zero"),
@@ -518,8 +571,8 @@ def test_show_quotes_the_id(fake, capsys):
     assert "no such endpoint" in err
 
 
-def test_rm_several_stops_at_first_error(fake, capsys):
-    """`rm A B C` sends one DELETE per id in order and stops at the first error (exit 1)."""
+def test_rm_several_goes_on_past_a_bad_id(fake, capsys):
+    """`rm A B C` sends one DELETE per id in order; a bad id is reported and the rest go on (exit 1)."""
     fake.routes[("DELETE", "/v1/tasks/aaaaaaaa")] = (200, {"removed": ["aaaaaaaa"]})
     fake.routes[("DELETE", "/v1/tasks/bbbbbbbb")] = (200, {"removed": ["bbbbbbbb"]})
     code, out, _ = _run(capsys, "rm", "aaaaaaaa", "bbbbbbbb")
@@ -527,10 +580,43 @@ def test_rm_several_stops_at_first_error(fake, capsys):
     fake.requests.clear()
     code, out, err = _run(capsys, "rm", "aaaaaaaa", "deadbeef", "bbbbbbbb")
     assert code == 1
-    assert out == "removed aaaaaaaa\n"
+    assert out == "removed aaaaaaaa\nremoved bbbbbbbb\n"
     assert "deadbeef" in fake.requests[1].path
-    assert len(fake.requests) == 2
-    assert err.startswith("kairos: ")
+    assert len(fake.requests) == 3
+    assert err.startswith("kairos: deadbeef: ")
+
+
+def test_rm_prints_the_full_id_not_the_prefix_typed(fake, capsys):
+    fake.routes[("DELETE", "/v1/tasks/AAAA")] = (200, {"removed": ["aaaaaaaa"]})
+    assert _run(capsys, "rm", "AAAA") == (0, "removed aaaaaaaa\n", "")
+
+
+def test_pause_resume_run_show_take_many_ids_and_go_on_past_a_bad_one(fake, capsys):
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/pause")] = (200, {"task": _task(id="aaaaaaaa")})
+    fake.routes[("POST", "/v1/tasks/bbbbbbbb/pause")] = (200, {"task": _task(id="bbbbbbbb", unchanged=True)})
+    code, out, err = _run(capsys, "pause", "aaaaaaaa", "deadbeef", "bbbbbbbb")
+    assert code == 1
+    assert out == "paused aaaaaaaa\nbbbbbbbb was already paused: nothing to do\n"
+    assert err.startswith("kairos: deadbeef: ")
+    for verb, route in (("resume", ("POST", "resume")), ("run", ("POST", "run")), ("show", ("GET", ""))):
+        fake.requests.clear()
+        _run(capsys, verb, "aaaaaaaa", "bbbbbbbb")
+        assert [r.path for r in fake.requests] == [
+            f"/v1/tasks/{t}" + (f"/{route[1]}" if route[1] else "") for t in ("aaaaaaaa", "bbbbbbbb")
+        ], verb
+
+
+def test_resume_says_what_the_catch_up_policy_did_with_a_one_shot(fake, capsys):
+    caught = {"action": "fired", "scheduled_for": "2026-11-23T08:00:00Z", "run_id": "r1", "reason": None}
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": _task(id="aaaaaaaa", caught_up=caught)})
+    code, out, _ = _run(capsys, "resume", "aaaaaaaa")
+    assert code == 0
+    assert "fired now, late (run r1, caught up)" in out
+    caught = dict(caught, action="missed", reason="the task was paused when it was due (1 fire surfaced)")
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": _task(id="aaaaaaaa", caught_up=caught)})
+    code, out, _ = _run(capsys, "resume", "aaaaaaaa")
+    assert code == 0
+    assert "recorded as missed (the task was paused when it was due (1 fire surfaced))" in out
 
 
 def test_rm_json(fake, capsys):
@@ -599,6 +685,26 @@ def test_history(fake, capsys):
     assert lines[1].split() == ["r0123456789ab", "3f2a9c1d", "2026-11-23", "09:00:00+01:00", "failed", "2m5s",
                                 "exit", "2;", "exited", "2"]  # fmt: skip
     assert "delivered (manual)" in lines[2]
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "reason", "shown"),
+    [
+        (3, "exit code 3", "exit code 3"),  # was "exit 3; exit code 3"
+        (-15, "killed by SIGTERM after the 5m timeout, with its process group", "killed by SIGTERM after the 5m"),
+        (-15, None, "killed by SIGTERM"),  # was "exit -15"
+        (-9, "cancelled", "killed by SIGKILL; cancelled"),
+        (2, "agent task t0a1b2 failed", "exit 2; agent task t0a1b2 failed"),
+    ],
+)
+def test_history_says_the_exit_once_and_names_a_signal(fake, capsys, exit_code, reason, shown):
+    """Issue 24, item 14: `history` showed "exit 3; exit code 3", and a timeout as "exit -15"."""
+    fake.routes[("GET", "/v1/runs?limit=20")] = (
+        200, {"runs": [_run_record(outcome="failed", exit_code=exit_code, reason=reason)]}
+    )  # fmt: skip
+    line = " ".join(_run(capsys, "history")[1].splitlines()[1].split())
+    assert line.split(" failed ", 1)[1].startswith(f"- {shown}")
+    assert line.count("exit") <= 1
 
 
 def test_history_empty_and_bad_n(fake, capsys):
@@ -691,7 +797,7 @@ def test_inbox_list(fake, capsys):
 def test_inbox_ack(fake, capsys):
     """--ack sends ids (and the session), --ack-all sends all: true; the count is printed."""
     fake.routes[("POST", "/v1/inbox/ack")] = (200, {"acked": ["r1", "r2"]})
-    assert _run(capsys, "inbox", "--ack", "r1", "r2")[:2] == (0, "acked 2 item(s)\n")
+    assert _run(capsys, "inbox", "--ack", "r1", "r2")[:2] == (0, "acked r1, r2\n")  # the ids acted on
     assert _run(capsys, "inbox", "--session", "work", "--ack-all")[:2] == (0, "acked 2 item(s)\n")
     assert [r.body for r in fake.requests] == [{"ids": ["r1", "r2"]}, {"all": True, "session": "work"}]
     assert _run(capsys, "inbox", "--ack", "r1", "--all")[0] == 2
@@ -1010,3 +1116,97 @@ def test_daemon_start_then_stop(home, capsys, monkeypatch):
     finally:
         if daemon_cmd._alive(pid):
             os.kill(pid, 9)
+
+
+def test_cli_edit_sends_only_what_changes(fake, capsys) -> None:
+    view = {"id": "3f2a9c1d", "cron": "30 8 * * 1-5", "tz": "UTC", "recurring": True, "explanation": "At 08:30",
+            "next_fires": [], "changed": ["jitter", "schedule"]}  # fmt: skip
+    fake.routes[("PATCH", "/v1/tasks/3f2a")] = (200, {"task": view})
+    code = run(["edit", "3f2a", "--cron", "30 8 * * 1-5", "--jitter", "claude"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert out.startswith("edited 3f2a9c1d: jitter, schedule changed; At 08:30 (UTC)")
+    assert fake.requests[-1].body == {"cron": "30 8 * * 1-5", "jitter": "claude"}
+    assert run(["edit", "3f2a"]) == 2
+    assert "nothing to change" in capsys.readouterr().err
+
+
+def test_every_timeout_option_takes_a_duration():
+    """Issue 24, item 11: `--timeout 5m` failed with "invalid float value"; every verb's --timeout takes
+    the durations the rest of kairos takes (and plain seconds, as before)."""
+    import argparse
+
+    from kairos.app import build_parser
+
+    found = []
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in dict.fromkeys(action.choices.values()):
+                    walk(sub)
+            elif "--timeout" in action.option_strings:
+                found.append(parser.prog)
+                assert action.type is not None, parser.prog
+                assert action.type("5m") == 300.0, parser.prog
+                assert action.type("600") == 600.0, parser.prog
+
+    walk(build_parser())
+    assert {"kairos add", "kairos task start", "kairos task wait", "kairos consolidate"} <= set(found)
+
+
+def _claude_file(home: Path, n: int) -> tuple[Path, list[dict[str, Any]]]:
+    tasks = [
+        {"id": f"{i:08x}", "cron": "0 9 * * 1-5", "prompt": f"check the build of branch {i} ✓", "createdAt": 1.7e12}
+        for i in range(n)
+    ]
+    path = home / "big.json"
+    path.write_text(json.dumps({"tasks": tasks}))
+    return path, tasks
+
+
+def test_import_of_more_than_one_request_carries_goes_in_batches(fake, capsys, home):
+    """Issue 28: one request (1 MiB) held ~7,000 tasks. A larger file goes in batches, each one request within
+    the limit and imported atomically; every task is sent once, in order; rejected items keep their file index."""
+    from kairosd.core.protocol import MAX_BODY_BYTES
+
+    path, tasks = _claude_file(home, 12_000)
+
+    def answer(req: Any) -> tuple[int, dict[str, Any]]:
+        return 200, {"imported": [], "skipped": [], "rejected": [{"index": 0, "reason": "first of its batch"}]}
+
+    fake.routes[("POST", "/v1/import")] = answer
+    code, out, _ = _run(capsys, "import", str(path), "--tz", "UTC", "--allow-hidden")
+    assert code == 0
+    sent = fake.sent("POST", "/v1/import")
+    assert len(sent) >= 2
+    assert all(len(json.dumps(r.body, separators=(",", ":"))) <= MAX_BODY_BYTES for r in sent)
+    batches = [json.loads(r.body["data"])["tasks"] for r in sent]
+    assert [t for batch in batches for t in batch] == tasks
+    offsets = [sum(len(b) for b in batches[:i]) for i in range(len(batches))]
+    lines = out.splitlines()
+    assert lines[: len(sent)] == [
+        f"batch {i}/{len(sent)}: 0 imported, 0 skipped, 1 rejected" for i in range(1, 1 + len(sent))
+    ]
+    assert lines[len(sent)] == f"imported 0, skipped 0, rejected {len(sent)} from {path}"
+    assert [line.split(":")[0] for line in lines[len(sent) + 1 :]] == [f"  ! #{o}" for o in offsets]
+
+
+def test_a_failed_batch_says_which_and_what_was_imported(fake, capsys, home):
+    path, _ = _claude_file(home, 12_000)
+    calls = []
+
+    def answer(req: Any) -> tuple[int, dict[str, Any]]:
+        calls.append(req)
+        if len(calls) == 2:
+            return 500, {"error": {"code": "store", "message": "cannot write the store: No space left on device"}}
+        return 200, {"imported": [], "skipped": [], "rejected": []}
+
+    fake.routes[("POST", "/v1/import")] = answer
+    code, out, err = _run(capsys, "import", str(path), "--tz", "UTC", "--allow-hidden")
+    assert code != 0
+    assert len(calls) == 2
+    assert f"imported 0, skipped 0, rejected 0 from {path} (the first 1 batch(es))" in out
+    assert "batch 2 of " in err
+    assert "No space left on device" in err
+    assert "batches 1-1 were imported" in err

@@ -139,12 +139,14 @@ def test_a_file_that_is_not_utf8_is_refused(paths):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[limits]\nmax_concurent = 3", "limits.max_concurent: unknown key (check the spelling)"),
-        ("[agents.claud]\nmodel = 'x'", "agents.claud: unknown key"),
-        ("[consolidation]\nenable = true", "consolidation.enable: unknown key"),
+        # Issue 24, item 14: a typo names the key it probably meant.
+        ("[limits]\nmax_concurent = 3", "limits.max_concurent: unknown key (did you mean 'max_concurrent'?)"),
+        ("[agents.claud]\nmodel = 'x'", "agents.claud: unknown key (did you mean 'claude'?)"),
+        ("[consolidation]\nenable = true", "consolidation.enable: unknown key (did you mean 'enabled'?)"),
         ("[hooks]\ntask_exploded = ['x']", "hooks.task_exploded: unknown key"),
-        ("[agents.claude]\nmodle = 'x'", "agents.claude.modle: unknown key"),
-        ("path = '/etc/passwd'", "path: unknown key"),
+        ("[agents.claude]\nmodle = 'x'", "agents.claude.modle: unknown key (did you mean 'model'?)"),
+        ("[custom.mine]\nargv = ['x']\npromt_stdin = true", "promt_stdin: unknown key (did you mean 'prompt_stdin'?)"),
+        ("path = '/etc/passwd'", "path: unknown key (check the spelling)"),
     ],
 )
 def test_unknown_keys_are_errors_naming_the_key(paths, text, message):
@@ -350,3 +352,30 @@ def test_client_limits_are_read_and_checked(paths):
     write(paths, "[limits]\nmax_connections = 4\nmax_streams = 10\n")
     with pytest.raises(ConfigError, match="max_streams \\(10\\) must not exceed max_connections \\(4\\)"):
         load_config(paths, {})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("4096", 4096), ('"512KiB"', 512 << 10), ('"2 MiB"', 2 << 20), ('"3MB"', 3_000_000), ('"1gib"', 1 << 30)],
+)
+def test_max_output_takes_bytes_or_a_size(paths, value, expected):
+    write(paths, f"[limits]\nmax_output = {value}\n")
+    assert load_config(paths, {}).limits.max_output == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [('"1 parsec"', "not a size"), ('"1.5MiB"', "not a size"), ("100", "greater than or equal to 1024"),
+     ('"2GiB"', "less than or equal to"), ("true", "number of bytes")],
+)  # fmt: skip
+def test_a_bad_max_output_is_an_error_naming_the_key(paths, value, message):
+    write(paths, f"[limits]\nmax_output = {value}\n")
+    with pytest.raises(ConfigError, match=r"limits\.max_output: .*" + message):
+        load_config(paths, {})
+
+
+def test_the_output_cap_defaults_to_one_mib_everywhere():
+    from kairosd.config import Limits
+    from kairosd.registry.limits import RegistryLimits
+
+    assert Limits().max_output == RegistryLimits().max_output == 1 << 20

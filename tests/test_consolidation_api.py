@@ -123,7 +123,7 @@ def test_board_routes(tmp_path):
         _, doc = await _call(api, "DELETE", f"/board/entries/{entry_id}", cwd=cwd)
         assert (doc["entry"]["id"], doc["removed"]) == (entry_id, [entry_id])
         _, doc = await _call(api, "GET", "/board/history", cwd=cwd, limit="0")
-        assert [r["action"] for r in doc["history"]] == ["add", "remove"]
+        assert [r["action"] for r in doc["history"]] == ["remove", "add"]  # newest first, as every log
         with pytest.raises(NotFoundError):
             await _call(api, "DELETE", f"/board/entries/{entry_id}", cwd=cwd)
         with pytest.raises(UsageError, match="give the project folder"):
@@ -227,7 +227,7 @@ def test_cli_consolidate_and_board(home, capsys, monkeypatch):
             code, out, _ = await cli("board", "history", "-n", "3")
             rows = out.splitlines()
             assert rows[0].split() == ["WHEN", "ACTION", "BY", "ID", "ENTRY"]
-            assert [r.split()[2] for r in rows[1:]] == ["add", "add", "remove"]
+            assert [r.split()[2] for r in rows[1:]] == ["remove", "add", "add"]  # newest first (issue 24)
             code, out, _ = await cli("board", "history", "--json")
             assert len(json.loads(out)["history"]) == 10
         finally:

@@ -284,3 +284,12 @@ def test_projects_lists_boards(store, tmp_path):
     store.merge("/b", cands("rule", 1))
     assert sorted(store.projects()) == ["/a", "/b"]
     assert os.path.exists(store.history_path("/a"))
+
+
+def test_board_entries_take_a_prefix_in_any_case(store):
+    """Issue 24, item 10: board ids resolve as task ids do (kairosd.core.ids)."""
+    mine, _ = store.add_user("/p", "mine")
+    removed = store.remove("/p", mine.id[:4].upper())
+    assert removed.id == mine.id
+    with pytest.raises(NotFoundError, match=f"no entry starts with '{mine.id}' on the board of /p"):
+        store.remove("/p", mine.id)

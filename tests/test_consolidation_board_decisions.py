@@ -104,3 +104,22 @@ def test_restore_marks_the_conflict_and_the_next_session_is_told(tmp_path: Path)
     board = store.load("/p")
     assert [e.conflicts_with for e in board.entries] == [None, None]
     assert "conflicts with" not in (render_context(board, clock.now()) or "")
+
+
+def test_an_add_from_the_rem_agent_replaces_nothing_it_did_not_name(tmp_path: Path) -> None:
+    """The rem-agent's answer says what it replaces (REPLACE ID): an ADD of a related entry keeps the
+    old one, where offline mode's word-based inference would replace it. kairos loses nothing the
+    agent decided to keep (a held-out session lost an entry this way)."""
+    from kairosd.consolidation.rem_protocol import read_answer
+
+    for infer, kept in ((False, True), (True, False)):
+        store = _store(tmp_path / str(infer))
+        store.merge("/p", [Candidate("fact", "We are using terraform 1.6.6.")])
+        [candidate] = read_answer("ADD FACT: We go to terraform 1.7.5.", {}).candidates
+        assert candidate.infer is False
+        if infer:
+            candidate = Candidate(candidate.kind, candidate.text)  # as offline mode would say it
+        store.merge("/p", [candidate])
+        texts = [e.text for e in store.load("/p").entries]
+        assert ("We are using terraform 1.6.6." in texts) is kept, (infer, texts)
+        assert "We go to terraform 1.7.5." in texts

@@ -6,9 +6,12 @@ shapes, as exactly the turns the person typed (with their own timestamps); the s
 small known case right; and agent mode with the scripted capable model loses nothing between the
 transcript and the board (precision and recall 1.00 on held-out text).
 
-The offline extractor's figures on held-out text have goals (issue 22) but are not pinned yet:
-the extractor is being rewritten. ``test_offline_goals_on_heldout`` holds them, skipped until
-:data:`OFFLINE_GOALS_PINNED` is set.
+The offline extractor's figures on held-out text were measured once after its rewrite (README,
+BENCHMARKS). Issue 22's goals are met for recall only; the floors below are the measured figures,
+so a change that loses ground on held-out text fails here. They are regression guards, not goals:
+raising one needs a change that was not tuned on this text, and a fresh held-out part to show it.
+The fresh part (``data/fresh``, written after the last change) is pinned the same way, and agent mode
+with the scripted capable model must lose nothing on both.
 """
 
 from __future__ import annotations
@@ -29,9 +32,13 @@ from consolidation_corpus.shapes import READER, render
 from kairosd.consolidation.entries import KINDS
 from kairosd.consolidation.transcripts import ReadStats, read_file
 
-# Set to True once the offline extractor's rewrite (issue 22, item 2) meets the goals below.
-OFFLINE_GOALS_PINNED = False
+# Issue 22's goals for offline mode on held-out text; met: recall only (see README, "How good it is").
 OFFLINE_GOALS = {"precision": 0.95, "recall": 0.70, "replacements": 0.90}
+# What the offline extractor scored when measured once after its last change (2026-11-26): floors.
+OFFLINE_FLOORS = {
+    "heldout": {"precision": 80 / 91, "recall": 80 / 107, "replacements": 2 / 8, "closes": 9 / 9},
+    "fresh": {"precision": 50 / 55, "recall": 50 / 80, "replacements": 2 / 10, "closes": 1 / 5},
+}
 
 
 @pytest.fixture(scope="module")
@@ -311,20 +318,34 @@ def test_the_agent_check_fails_when_the_prompt_loses_turns(monkeypatch: pytest.M
 # ---- offline mode: the goals, not pinned yet --------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def offline_outcome() -> scoring.Outcome:
-    return scoring.score("heldout", "offline")
+@pytest.fixture(scope="module", params=sorted(OFFLINE_FLOORS))
+def offline_outcome(request: pytest.FixtureRequest) -> tuple[str, scoring.Outcome]:
+    return request.param, scoring.score(request.param, "offline")
 
 
-@pytest.mark.skipif(not OFFLINE_GOALS_PINNED, reason="ENABLE (OFFLINE_GOALS_PINNED) once the offline rewrite lands")
-@pytest.mark.parametrize("figure", sorted(OFFLINE_GOALS))
-def test_offline_goals_on_heldout(offline_outcome: scoring.Outcome, figure: str) -> None:
+@pytest.mark.parametrize("figure", ["precision", "recall", "replacements", "closes"])
+def test_offline_figures_hold_their_measured_floors(offline_outcome: tuple[str, scoring.Outcome], figure: str) -> None:
+    split, outcome = offline_outcome
     value = {
-        "precision": offline_outcome.overall.precision.value,
-        "recall": offline_outcome.overall.recall.value,
-        "replacements": offline_outcome.replacements.value,
+        "precision": outcome.overall.precision.value,
+        "recall": outcome.overall.recall.value,
+        "replacements": outcome.replacements.value,
+        "closes": outcome.closes.value,
     }[figure]
-    assert value >= OFFLINE_GOALS[figure], (offline_outcome.misses, offline_outcome.false, offline_outcome.failed)
+    assert value >= OFFLINE_FLOORS[split][figure] - 1e-9, (outcome.misses, outcome.false, outcome.failed)
+
+
+def test_offline_recall_meets_its_goal_on_heldout(offline_outcome: tuple[str, scoring.Outcome]) -> None:
+    split, outcome = offline_outcome
+    if split == "heldout":
+        assert outcome.overall.recall.value >= OFFLINE_GOALS["recall"]
+
+
+def test_agent_mode_loses_nothing_on_the_fresh_part() -> None:
+    outcome = scoring.score("fresh", "agent")
+    assert outcome.turns == outcome.human_read >= 150
+    assert (outcome.overall.precision.value, outcome.overall.recall.value) == (1.0, 1.0)
+    assert (outcome.replacements.value, outcome.closes.value) == (1.0, 1.0)
 
 
 def test_offline_figures_do_not_depend_on_the_transcript_shape(heldout: list[Writer]) -> None:

@@ -369,3 +369,217 @@ def test_a_value_changed_replaces_the_old_value(store: BoardStore) -> None:
         ("sender address changed to alerts@notify.acme.io btw",),
     )
     assert board == ["Sender address changed to alerts@notify.acme.io btw"]
+
+
+# ---- principles from the seventeenth and eighteenth (blind) writers -------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # a rule said with its rule word last, or as what is important
+        ("is better if every module have its own README, always", "rule"),
+        ("use zod for every api input no exceptions", "rule"),
+        ("It is important that all rules declare their conda environment explicitly.", "rule"),
+        # a to-do deferred in so many words
+        ("We should add a MultiQC report at the end, but not today.", "todo"),
+        # a decision reached after talking it over, or opened by a connective
+        ("we talked it over as a team and decided to drop Core Data for SwiftData", "decision"),
+        ("Furthermore, we have decided in the group meeting to use Salmon instead of STAR.", "decision"),
+        # a change made is a decision whatever time word comes with it
+        ("we moved the alerts from #ops-alerts to #sre-pager, update the docs", "decision"),
+        ("switched db from neon to supabase yesterday", "decision"),
+        ("we moved off vercel to fly.io, app name invoicer-prod", "decision"),
+        # facts: a name's value in a later clause, how something deploys, targets and builds
+        ("the on-call rotation is in pagerduty, schedule name is OPS-PRIMARY", "fact"),
+        ("db is on neon, project id is shy-frog-482913", "fact"),
+        ("the docs site deploys with github pages from the gh-pages branch", "fact"),
+        ("the app targets iOS 16 and up, and we build with Xcode 15.2 on the CI runners.", "fact"),
+        ("emails go out through resend, from billing@invoicer.app", "fact"),
+        ("The pipeline is written in Snakemake 7.32.", "fact"),  # "written in": not a to-do said done
+        # and what stays out
+        ("deploy to staging first", None),
+        ("maybe we moved the cache from redis to memcached, not sure", None),
+        ("is better if you rename it, always confusing otherwise?", None),
+    ],
+)
+def test_principles_from_the_later_blind_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_a_correction_with_an_article_is_a_correction() -> None:
+    signal = read("A correction to what I said yesterday: the annotation is GENCODE 45, not 44.", after_agent=False,
+                  first=False)  # fmt: skip
+    assert signal is not None
+    assert (signal.kind, signal.text) == ("fact", "The annotation is GENCODE 45, not 44.")  # a corrected fact
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "dunning emails are live",
+        "the nat gateway thing is checked, we keep one per az",
+        "Actually, you know what, let's not bother with the screenshots, marketing is doing them.",
+        "The rename is announced, we can forget about that reminder.",
+    ],
+)
+def test_a_todo_live_checked_or_dropped_is_closed(typed: str) -> None:
+    assert [c.action for c in _session(typed)] == ["close"]
+
+
+def test_a_change_of_plan_that_rules_a_tool_out_replaces_the_fact_naming_it(store: BoardStore) -> None:
+    board = _board(store, ("we deploy on vercel, prod branch is main",), ("we moved off vercel to fly.io",))
+    assert board == ["We moved off vercel to fly.io"]
+    # a standing contrast is not a change of plan: the fact that names prod stays
+    board = _board(store, ("the backup job runs on the prod replica",), ("use the staging db for tests, not prod",))
+    assert "The backup job runs on the prod replica" in board
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("no unsafe outside src/raw.rs", "rule"),  # a path as what it is outside of
+        ("no job should write to the curated bucket directly", "rule"),
+        ("Composer is upgraded, we are now on Airflow 2.9.", "fact"),  # "we are now on X 2.9", in a later clause
+        ("we upgraded to Unreal 5.4 over the weekend", "fact"),
+        ("benches use criterion 0.5", "fact"),
+        ("msrv -> 1.75 now", "fact"),
+        ("benches moved from criterion to divan, criterion is gone from dev-deps", "decision"),
+        ("We have moved audit logging from the AuditTrail middleware to the audit service.", "decision"),
+        ("release notes go in CHANGELOG.md, keep-a-changelog format", "fact"),
+        ("p4 is the source of truth for assets", "fact"),
+        ("The service is deployed to the AWS account 4417-2290-1183 in us-east-1.", "fact"),
+        ("All access to patient records is audited through the AuditTrail middleware.", "fact"),
+        ("Tokens issued by Okta expire after 15 minutes.", "fact"),
+        ("Effective immediately, token lifetime is reduced to 10 minutes.", "fact"),
+        ("the raw layer is landing in gs://acme-lake-raw", "fact"),
+        ("don't forget we need to update the artist onboarding doc", "todo"),
+        # and what stays out
+        ("the signature is fn len(&self) -> usize", None),
+        ("go in there and fix it", None),
+        ("no idea why the job should fail", None),
+    ],
+)
+def test_principles_from_the_nineteenth_and_twentieth_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_a_context_list_is_facts() -> None:
+    assert _kinds("ctx:\n- crate is no_std\n- msrv 1.70\n- fix the flaky test\n- why is ci slow?") == [
+        ("fact", "Crate is no_std"),
+        ("fact", "Msrv 1.70"),
+    ]
+    assert _kinds("- crate is no_std\n- msrv 1.70") == []  # a list with no context head: not said as facts
+
+
+def test_a_correction_that_narrows_a_rule_is_kept() -> None:
+    signal = read("wait actually no, 4k textures are fine now for hero assets only", after_agent=True, first=True)
+    assert signal is not None
+    assert (signal.kind, signal.text) == ("correction", "4k textures are fine now for hero assets only")
+
+
+@pytest.mark.parametrize("typed", ["0.4.0 is out", "The threat model for the export feature has been approved."])
+def test_out_and_approved_say_done(typed: str) -> None:
+    assert [c.action for c in _session(typed)] == ["close"]
+    assert [c.action for c in _session("0.4.0 is out of date")] == []
+
+
+def test_a_todo_is_closed_by_the_roots_of_its_words(store: BoardStore) -> None:
+    board = _board(store, ("todo: fuzz the push/pop path with cargo-fuzz", "remind me to cut 0.4.0"), ("fuzzing done",))
+    assert board == ["Remind me to cut 0.4.0"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # a time word in a change statement says when, it does not hedge
+        ("envoy bumped to 1.30 yesterday, 1.28 gone", "fact"),
+        ("it failed again yesterday", None),
+        # someone's words relayed by name
+        ("update: Dana says we're on React 19 now", "fact"),
+        ("Dana also wants every PR to have screenshots if it touches UI", "rule"),
+        # a quoted sentence after a speech verb is someone else's words
+        ('The designer said: "always use the primary color for the FAB".', None),
+        # corrections that name what was wrong
+        ("sorry, the staging URL I gave you was wrong, it's staging.shop-demo.dev, not .io", "fact"),
+        ("Correction on the SLA: 48 hours for non-urgent PRs, 24 for hotfixes.", "correction"),
+        # fragments and other shapes
+        ("Postgres 15 on RDS.", "fact"),
+        ("tls certs via cert-manager w/ letsencrypt prod issuer", "fact"),
+        ("For the DI we are using Hilt, it is already everywhere in the code.", "fact"),
+        ("envoy 1.28 in front of everything", "fact"),
+        ("rate limit on /login = 20 req/min per ip", "fact"),
+        ("the frontend is a Vite + React 18 app", "fact"),
+        ("Also the analytics are sent with Firebase, not with Mixpanel.", "fact"),
+        ("We have to respect Material 3 for all the new components.", "rule"),
+        ("It is not possible to use Gson anymore, we use kotlinx.serialization.", "rule"),
+        ("NO direct pushes to main.", "rule"),
+        ("We need to write the migration for the Room database before the release.", "todo"),
+        ("I need to remember to add tests for the Cart component tomorrow", "todo"),
+        ("We're moving background jobs off Sidekiq onto GoodJob.", "decision"),
+        ("No exceptions.", None),  # alone it says nothing
+        ("set x = 5 in the test", None),
+    ],
+)
+def test_principles_from_the_twenty_first_and_twenty_second_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_a_heading_sentence_is_read_with_the_next_and_a_stressing_one_makes_a_rule() -> None:
+    assert _kinds("New decision. We're moving background jobs off Sidekiq onto GoodJob. Less infra.") == [
+        ("decision", "New decision: We're moving background jobs off Sidekiq onto GoodJob.")
+    ]
+    assert _kinds("Code review SLA is 24 hours. No exceptions.") == [
+        ("rule", "Code review SLA is 24 hours. No exceptions.")
+    ]
+
+
+def test_scratching_what_was_said_about_x_replaces_it(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("tls certs via cert-manager w/ letsencrypt prod issuer",),
+        ("scratch what i said about cert-manager, we use aws acm for the public certs now",),
+    )
+    assert board == ["We use aws acm for the public certs now (corrects what was said about cert-manager)"]
+
+
+def test_a_todo_in_place_is_closed() -> None:
+    assert [c.action for c in _session("cert expiry alert in place")] == ["close"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("the features come from the feature store, dataset is ml_features_v3", "fact"),
+        ("we train with lightgbm 4.1, not xgboost", "fact"),
+        ("ahh I said wrong before, we train with lightgbm 4.3 not 4.1", "fact"),
+        ("och wait, I tell a lie, it's only mx1 now", "correction"),
+        ("Configuration is loaded from Consul KV under the prefix gateway/", "fact"),
+        ("We have upgraded the toolchain to Go 1.22 across the monorepo", "fact"),
+        ("Also, a change of plan regarding deployment: the gateway is now a Deployment", "decision"),
+        ("the mail relay is postfix on mx1.corp.example", "fact"),
+        ("Social login is now IN scope for v1 (Google only)", "decision"),
+        ("play with it using python 3.12 if you like?", None),
+    ],
+)
+def test_principles_from_the_twenty_third_and_twenty_fourth_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_the_items_of_a_spec_are_rules() -> None:
+    typed = (
+        "Spec for the onboarding flow:\n- Users MUST verify their email first\n- The flow SHOULD take under 2 minutes"
+    )
+    assert _kinds(typed) == [
+        ("rule", "Users MUST verify their email first"),
+        ("rule", "The flow SHOULD take under 2 minutes"),
+    ]
+
+
+def test_in_scope_after_out_of_scope_and_dropping_replace(store: BoardStore) -> None:
+    board = _board(
+        store,
+        ("Let's go with magic links instead of passwords for v1.",),
+        ("We're dropping magic links, passwords plus Google SSO instead.",),
+    )
+    assert board == ["We're dropping magic links, passwords plus Google SSO instead."]

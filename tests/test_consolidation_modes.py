@@ -25,7 +25,9 @@ def test_integrated_means_kairos_session_end_hook_is_in_the_clis_hooks_file(tmp_
     (codex_home / "hooks.json").write_text('{"SessionEnd": [{"command": "kairos hook codex SessionEnd"}]}')
     assert modes.integrated("codex", {**env, "CODEX_HOME": str(codex_home)})[0] is True
     assert modes.integrated("codex", env)[0] is False
-    assert modes.integrated("opencode", env) == (False, "kairos integrate does not set up 'opencode'")
+    assert modes.integrated("aider", env) == (False, "kairos integrate does not set up 'aider'")
+    # opencode: kairos' plugin, which runs `kairos hook opencode SessionEnd` (tests/test_integrate_opencode.py)
+    assert modes.integrated("opencode", env)[1].startswith("opencode is not integrated (no ")
 
 
 def test_the_model_is_the_configs_else_the_definitions_else_a_cheap_one() -> None:

@@ -219,10 +219,13 @@ def test_gate_user_turns_refuses_short_or_missing_transcripts(tmp_path):
         assert decision["reason"] == "2 human turns in the transcript; at least 3 needed"
         decision = await h.service.request(ConsolidationRequest(agent="claude", session_id="s9", cwd=str(h.project)))
         assert decision["reason"] == "no transcript (transcript_path not given)"
+        # Issue 24, item 14: a transcript that cannot be read was reported as gate user_turns.
+        assert decision["gate"] == "transcript"
         decision = await h.ask(transcript=tmp_path / "gone.jsonl")
         assert decision["reason"].startswith("transcript not found")
+        assert decision["gate"] == "transcript"
         decision = await h.ask(transcript=tmp_path)
-        assert decision["gate"] == "user_turns"
+        assert decision["gate"] == "transcript"
         assert h.registry.list_tasks() == []
         await h.stop()
 
@@ -317,6 +320,34 @@ def test_gate_interval_refuses_then_allows(tmp_path):
         await h.stop()
 
     run(main())
+
+
+def test_force_passes_the_interval_gate_when_a_person_asks(tmp_path):
+    """Issue 24, item 19: ``kairos consolidate --force`` runs within the interval; the hook's requests do not."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        first = await h.ask("s1")
+        await h.settled(first["run"]["id"])
+        h.clock.advance(60)
+        assert (await h.ask("s2"))["gate"] == "interval"
+        forced = await h.ask("s2", force=True)
+        assert forced["status"] == "started"
+        await h.settled(forced["run"]["id"])
+        await h.stop()
+
+    run(main())
+
+
+def test_the_cli_sends_force_only_when_asked():
+    from kairos.app import build_parser
+    from kairos.commands.consolidate import build_consolidate_request
+
+    argv = ["consolidate", "--session", "s", "--transcript", "/t.jsonl", "--cwd", "/p"]
+    plain = build_consolidate_request(build_parser().parse_args(argv), {})
+    forced = build_consolidate_request(build_parser().parse_args([*argv, "--force"]), {})
+    assert "force" not in plain
+    assert forced["force"] is True
 
 
 # ---- gate 5: one run per project -------------------------------------------------------------------------

@@ -54,6 +54,52 @@ class E:
         ("rule", "run the tests with pytest, not make test", "rule", "always run the tests with make test", True),
         ("decision", "we'll use poetry instead of uv", "decision", "We'll use uv instead of pip-tools", True),
         ("preference", "I prefer tabs over spaces", "preference", "use spaces", True),
+        # a value slot that changed: the same name just before a new value of the same shape
+        ("decision", "Change of plan: we go to terraform 1.7.5 now", "fact", "We are using terraform 1.6.6", True),
+        ("fact", "State bucket moved to acme-tfstate-main", "fact", "State is in bucket acme-tfstate-prod", True),
+        ("fact", "MLflow moved to mlflow2.ml.io:5000", "fact", "Runs are in MLflow at mlflow.ml.io:5000", True),
+        ("fact", "The prod cluster is eks-prod-1", "fact", "The staging cluster is eks-stg-2", False),
+        ("fact", "The worker image is based on python 3.12", "fact", "The api pins node 20.11", False),
+        ("fact", "Grafana is pinned to 10.4.1", "fact", "Loki is pinned to 2.9.4", False),
+        ("todo", "bump terraform to 1.7.5 later", "fact", "We are using terraform 1.6.6", False),
+        # a qualifier after the shared name says more; one before it names another thing
+        (
+            "fact",
+            "The raw bucket is renamed to gs://acme-lake-landing",
+            "fact",
+            "The raw layer is in gs://acme-lake-raw",
+            True,
+        ),
+        # an amount keeps its unit; a plural names the same thing
+        ("fact", "Token lifetime is reduced to 10 minutes", "fact", "Tokens expire after 15 minutes", True),
+        ("fact", "Sessions expire after 30 minutes", "fact", "Tokens expire after 15 minutes", False),
+        ("fact", "The api runs 3 replicas", "fact", "The worker runs 2 replicas", False),
+        # what is gone is ruled out; a path is named by its last part
+        (
+            "fact",
+            "Ci moved to buildkite, the github actions workflows are deleted",
+            "fact",
+            "Ci on github actions",
+            True,
+        ),
+        (
+            "correction",
+            "Keep unsafe allowed in src/simd.rs too, not only raw.rs",
+            "rule",
+            "No unsafe outside src/raw.rs",
+            True,
+        ),
+        ("fact", "The old dashboards are deleted", "fact", "Grafana has the old dashboards", False),
+        # a version said gone; a number a name gives; an amount per unit
+        ("fact", "Envoy bumped to 1.30, 1.28 gone", "fact", "Envoy 1.28 in front of everything", True),
+        ("fact", "We're on React 19 now", "fact", "The frontend is a Vite + React 18 app", True),
+        ("decision", "minSdk goes to 28 now", "fact", "The app is in Kotlin, minSdk is 26.", True),
+        ("fact", "Login rate limit -> 10 req/min per ip", "fact", "Rate limit on /login = 20 req/min per ip", True),
+        ("fact", "fact number 11", "fact", "fact number 10", False),
+        ("fact", "We keep 30 days of logs", "fact", "We keep 7 days of backups", False),
+        # the same subject said otherwise
+        ("decision", "Social login is now IN scope for v1", "rule", "Social login is out of scope for v1", True),
+        ("rule", "Deploys are never on fridays", "rule", "Deploys are always reviewed", False),
         # different subjects, or a different family: both stay
         (
             "fact",

@@ -60,8 +60,10 @@ def figures() -> Figures:
 def test_the_tuned_figures_hold(figures: Figures) -> None:
     assert figures.precision >= 0.97, figures.false
     assert figures.recall >= 0.95, figures.missed
-    # a little under today's 0.89: the last blind writer's two misses are left in on purpose (the
-    # cues were not changed after it, so its figure stays an honest one)
-    assert figures.replacements >= 0.85, figures.not_replaced
-    assert figures.closes >= 0.9, figures.not_replaced
+    # a little under today's 0.91 (74/81)
+    assert figures.replacements >= 0.88, figures.not_replaced
+    assert figures.closes >= 0.95, figures.not_replaced
     assert figures.wrong_closes == 0
+    # an entry about another subject is never replaced: today 3 of 79 replaced entries carry no
+    # label, and each is arguable (see the commits that list them)
+    assert figures.wrong_replacements <= 3, figures.not_replaced

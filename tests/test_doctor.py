@@ -18,6 +18,7 @@ from kairos.app import run
 from kairosd.api.server import Request
 from kairosd.app.api import doctor_routes
 from kairosd.app.doctor import doctor_report, local_report
+from kairosd.app.reload import LiveSettings
 from kairosd.config import Config
 
 
@@ -90,6 +91,7 @@ def test_agents_on_the_path_are_found_and_probed(bin_dir, home):
         "max_sessions": 1000,
         "runs_per_task": 50,
         "session_ttl": 86400.0,
+        "max_output": 1 << 20,
     }
     json.dumps(report)  # all plain data
 
@@ -187,7 +189,7 @@ def test_an_agent_env_that_no_run_could_use_is_a_config_problem(home, tmp_path, 
 
 def test_the_api_route_reports_from_the_daemon(bin_dir, home, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    ((pattern, methods),) = doctor_routes(Config())
+    ((pattern, methods),) = doctor_routes(LiveSettings(Config()))
     assert pattern == "doctor"
     request = Request(method="GET", path="/v1/doctor", query={}, body=None, peer_uid=os.getuid())
     response = asyncio.run(methods["GET"](request, re.fullmatch("x", "x")))  # type: ignore[arg-type]
@@ -334,6 +336,7 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
         "max_sessions": 1000,
         "runs_per_task": 50,
         "session_ttl": 86400.0,
+        "max_output": 1 << 20,
     }
     assert settings["consolidation"] == {**settings["consolidation"], "mode": "agent", "min_user_turns": 3}
     assert settings["webhook"] == {**settings["webhook"], "secret": "**********", "max_attempts": 2, "timeout": 30.0}
@@ -344,7 +347,7 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
     out = capsys.readouterr().out
     assert (
         "  limits:        max_concurrent 3, max_depth 7, kill_grace 120, keep_finished 1000, max_connections 256, "
-        "max_streams 64, max_sessions 1000, runs_per_task 50, session_ttl 86400\n"
+        "max_streams 64, max_sessions 1000, runs_per_task 50, session_ttl 86400, max_output 1048576\n"
     ) in out
     assert "  consolidation: enabled yes, min_interval_minutes 10, min_user_turns 3, mode agent," in out
     assert "  webhook:       secret **********, secret_file -, allow_non_loopback no," in out

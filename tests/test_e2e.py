@@ -116,6 +116,25 @@ def test_fire_missed_while_the_daemon_was_down_is_listed_by_missed(env):
     assert env.json("inbox")["items"] == []
 
 
+def test_config_reload_by_command_and_by_sighup(env):
+    """Issue 24, item 8: `kairos daemon reload` and SIGHUP apply config.toml without a restart."""
+    config = env.home / "config" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[limits]\nmax_depth = 5\n")
+    daemon = env.start_daemon()
+    config.write_text("[limits]\nmax_depth = 3\nmax_sessions = 10\n")
+    result = env.json("daemon", "reload")
+    assert (result["applied"], result["needs_restart"]) == (["limits.max_depth"], ["limits.max_sessions"])
+    assert env.json("status")["background"]["max_depth"] == 3
+    out = env.kairos("daemon", "reload").stdout
+    assert "nothing new to apply" in out
+    assert "needs a restart to take effect: limits.max_sessions" in out
+    config.write_text("[limits]\nmax_depth = 2\n")
+    daemon.send_signal(signal.SIGHUP)
+    wait_for(lambda: env.json("status")["background"]["max_depth"] == 2, what="SIGHUP to reload the config")
+    assert daemon.poll() is None
+
+
 def test_second_daemon_refuses_and_kill_9_is_taken_over(env):
     """A second kairosd exits naming the owner; after kill -9 of the first a new one starts."""
     first = env.start_daemon()

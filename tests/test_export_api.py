@@ -97,6 +97,20 @@ def test_systemd_gets_the_binary_kairosd_would_find(tmp_path):
     assert any("not on kairosd's PATH" in w for w in missing["exports"][0]["warnings"])
 
 
+def test_systemd_unit_runs_in_the_folder_the_task_records():
+    """Issue 24, item 1: kairos ran a task in one folder and its systemd export in another. The unit
+    runs where kairos runs the task: its recorded folder, and without one the home folder (the
+    systemd user manager's default, so no WorkingDirectory= line)."""
+    task = agent_task(cron="0 9 * * *")
+    doc = exporter([task]).export(_request({"to": "systemd", "ids": [task.id]}))
+    service = next(f["text"] for f in doc["exports"][0]["files"] if f["name"].endswith(".service"))
+    assert "WorkingDirectory=/srv/app\n" in service
+    bare = agent_task(cron="0 9 * * *", target=AgentTarget(agent="claude"))
+    doc = exporter([bare]).export(_request({"to": "systemd", "ids": [bare.id]}))
+    service = next(f["text"] for f in doc["exports"][0]["files"] if f["name"].endswith(".service"))
+    assert "WorkingDirectory=" not in service
+
+
 def test_systemd_asks_for_an_api_key_only_if_kairosd_has_one():
     """On this machine the CLI has its own login; kairosd's own ANTHROPIC_API_KEY goes to the env file."""
     task = agent_task(cron="0 9 * * *")
@@ -137,7 +151,7 @@ def test_an_agent_the_config_does_not_know_is_a_refusal():
 def test_bad_requests():
     task = agent_task(cron="0 9 * * *")
     ex = exporter([task])
-    with pytest.raises(NotFoundError, match="no task 00000000"):
+    with pytest.raises(NotFoundError, match="no task starts with '00000000'"):
         ex.export(_request({"to": "systemd", "ids": [task.id, "00000000"]}))
     with pytest.raises(UsageError, match="to: Input should be 'systemd', 'kubernetes' or 'github-actions'"):
         ex.export(_request({"to": "cron", "ids": [task.id]}))
@@ -235,4 +249,11 @@ def test_cli_exports_writes_prints_and_refuses(env, tmp_path):
     assert "--image" in usage.stderr
     missing = kairos(env, "export", "00000000", "--to", "systemd")
     assert missing.returncode == 1
-    assert "no task 00000000" in missing.stderr
+    assert "no task starts with '00000000'" in missing.stderr
+
+
+def test_export_takes_a_prefix_in_any_case():
+    """Issue 24, item 10: export resolves ids as every other verb does."""
+    task = agent_task(cron="0 9 * * *")
+    doc = exporter([task]).export(_request({"to": "systemd", "ids": [task.id[:5].upper()]}))
+    assert [e["task_id"] for e in doc["exports"]] == [task.id]

@@ -371,3 +371,107 @@ def test_asking_for_many_sessions_keeps_the_cache_bounded(tmp_path: Path, clock:
     assert store.sessions() == ["kept"]  # asking created no files
     assert store.ack(None, None) == ["r2"]  # every session, with more on disk than the cache holds
     assert store.cached_sessions <= 8
+
+
+def test_ack_takes_a_prefix_in_any_case_and_answers_whole_ids(store: InboxStore) -> None:
+    """Issue 24, item 10: inbox ids resolve as task ids do (kairosd.core.ids)."""
+    store.put(_item("ab12cd34"))
+    store.put(_item("ab99ffff", minute=1))
+    assert store.ack("default", ["AB12"]) == ["ab12cd34"]
+    store.put(_item("ab12eeee", minute=2))
+    with pytest.raises(UsageError, match="ambiguous: matches ab12cd34, ab12eeee"):
+        store.ack("default", ["AB12"])
+
+
+# --- cost per put: counters, not scans --------------------------------------------------------
+
+
+class _CountingDict(dict[str, Any]):
+    """A dict that counts the entries any walk over it yields."""
+
+    touched = 0
+
+    def __iter__(self) -> Any:
+        for key in super().__iter__():
+            _CountingDict.touched += 1
+            yield key
+
+    def items(self) -> Any:
+        return [(key, self[key]) for key in self]
+
+    def values(self) -> Any:
+        return [self[key] for key in self]
+
+
+def test_put_work_is_bounded_by_counters_not_inbox_size(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Puts into a big inbox touch a bounded number of items and lines each (compaction amortised).
+
+    Every item walked in memory and every line read or rewritten is counted;
+    1,000 puts into an inbox of 4,000 items (half acked, their retention over)
+    may touch a few lines each on average, not the whole inbox every time.
+    """
+    folder = tmp_path / "inbox"
+    seed = JsonLog(folder / "default.jsonl")
+    seed.append([_item(f"old{i}", minute=i % 60).model_dump(mode="json") for i in range(4000)])
+    seed.append([{"ack": f"old{i}", "at": clock.now().isoformat()} for i in range(0, 4000, 2)])
+    clock.advance(ACKED_RETENTION.total_seconds() + 1)
+
+    lines = {"n": 0}
+    real_read, real_rewrite = JsonLog.read, JsonLog.rewrite
+
+    def read(self: JsonLog) -> list[dict[str, Any]]:
+        records = real_read(self)
+        lines["n"] += self.lines
+        return records
+
+    def rewrite(self: JsonLog, records: list[dict[str, Any]]) -> None:
+        lines["n"] += len(records)
+        real_rewrite(self, records)
+
+    store = InboxStore(folder, clock)
+    store.list("default")  # loaded before counting: the first read is not a put's work
+    session = store._sessions["default"]
+    session.items = _CountingDict(session.items)
+    monkeypatch.setattr(JsonLog, "read", read)
+    monkeypatch.setattr(JsonLog, "rewrite", rewrite)
+    _CountingDict.touched = 0
+    puts = 1000
+    for i in range(puts):
+        assert store.put(_item(f"new{i}"))
+    touched = lines["n"] + _CountingDict.touched
+    assert touched <= 5 * puts, f"{touched} items and lines touched by {puts} puts"
+    assert store.compactions == 1  # the expired half went once, in one rewrite
+    assert len(store.list("default")) == 2000 + puts
+
+
+def test_acked_items_leave_memory_and_stay_on_disk(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """An acknowledged item is dropped from memory at once; it is still listed (from disk) and a retried
+    put of its id is still a no-op."""
+    store.put_many([_item("r1"), _item("r2", minute=1)])
+    clock.advance(60)
+    assert store.ack("default", ["r1"]) == ["r1"]
+    assert list(store._sessions["default"].items) == ["r2"]
+    assert not store.put(_item("r1"))
+    assert store.ack("default", ["r1"]) == []  # already acked: found, nothing new
+    listed = {item.id: item.acked_at for item in store.list("default", include_acked=True)}
+    assert listed == {"r1": clock.now(), "r2": None}
+
+
+def test_put_many_is_one_write_and_idempotent(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """A batch of puts is one append per session; repeats in and across batches are not written twice."""
+    appends: list[int] = []
+    real = JsonLog.append
+
+    def append(self: JsonLog, records: list[dict[str, Any]]) -> None:
+        appends.append(len(records))
+        real(self, records)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(JsonLog, "append", append)
+        assert store.put_many([_item("a"), _item("b", "s2"), _item("a"), _item("c")]) == [True, True, False, True]
+        assert store.put_many([_item("c"), _item("d")]) == [False, True]
+    assert sorted(appends) == [1, 1, 2]
+    again = InboxStore(tmp_path / "inbox", clock)
+    assert sorted(_ids(again.list())) == ["a", "b", "c", "d"]

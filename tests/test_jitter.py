@@ -273,3 +273,26 @@ def test_same_id_same_offset():
         assert _delay(CLAUDE, "3a7f01c2", timedelta(hours=1), scheduled=scheduled) == first
         assert first == _delay(CLAUDE, "3a7f01c2", timedelta(hours=1))
     assert _delay(CLAUDE, "3a7f01c2", timedelta(hours=1)) != _delay(CLAUDE, "9a7f01c2", timedelta(hours=1))
+
+
+def test_jitter_in_the_repeated_hour_of_a_fall_back_stays_after_its_slot():
+    """The second pass of 02:00-03:00 in Europe/Berlin (fold=1): the period and the delay are real time.
+
+    Aware arithmetic within one zone is wall-clock arithmetic and drops the fold, so 02:55 CEST to
+    02:00 CET was a period of -55 minutes, and 02:00 CET plus a delay came out as 02:00 CEST: an hour early.
+    """
+    from itertools import islice, pairwise
+
+    from kairosd.core.schedule.cron import parse_cron
+    from kairosd.core.schedule.fires import iter_fires
+
+    zone = ZoneInfo("Europe/Berlin")
+    slots = list(islice(iter_fires(parse_cron("*/5 * * * *"), datetime(2026, 10, 25, 0, 50, tzinfo=UTC), zone), 4))
+    assert [s.astimezone(UTC).strftime("%H:%M") for s in slots] == ["00:55", "01:00", "01:05", "01:10"]
+    policy = parse_jitter("max:1m")
+    for scheduled, following in pairwise(slots):
+        planned = planned_time(
+            policy, "7a1e0003", scheduled, recurring=True, following=following, created_at=scheduled, zone=zone
+        )
+        delay = planned.astimezone(UTC) - scheduled.astimezone(UTC)
+        assert timedelta(0) < delay <= timedelta(minutes=1), (scheduled, planned)

@@ -85,10 +85,16 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     assert [e["id"] for e in check("list", "--problems")["entries"]] == ["bad0bad0", None]
     check("show", task_id)
     check("pause", task_id)
+    assert check("pause", task_id)["task"]["unchanged"] is True
     check("resume", task_id)
+    other = check("add", "0 8 * * *", "another")["task"]["id"]
+    many = check("show", task_id, other.upper())  # several ids, a prefix in upper case among them
+    assert ([t["id"] for t in many["tasks"]], many["errors"]) == ([task_id, other], [])
+    assert check("edit", other, "--cron", "0 7 * * *")["task"]["changed"] == ["schedule"]
     check("run", task_id)
     kd.run(kd.scheduler.drain(5))
     assert check("history")["runs"][0]["outcome"] == "delivered"
+    assert check("timeline")["tasks"][0]["runs"][0]["outcome"] == "delivered"
     check("inbox")
     check("inbox", "--ack-all")
     check("status")
@@ -116,6 +122,7 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     assert first["dropped"] == [{"id": "ab12cd34", "keys": ["color"]}]
     assert [s["id"] for s in check("import", str(claude_store))["skipped"]] == ["ee55ff66", "ab12cd34"]
     kd.run(kd.scheduler.drain(5))
+    assert check("daemon reload")["ok"] is True
     # daemon stop: below; export: checked against a real kairosd in test_export_api.
     # task ...: test_json_documents_tasks; board ... and consolidate: test_json_documents_board.
     local = ("cron ", "doctor", "systemd", "integrate", "task ", "board ", "consolidate")

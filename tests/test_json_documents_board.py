@@ -57,7 +57,7 @@ def test_board_and_consolidate_print_their_documents(home, capsys, monkeypatch):
 
             assert len((await check("board show"))["entries"]) == 8
             added = (await check("board add", "Use", "pnpm", "--kind", "preference"))["entry"]
-            assert (await check("board history", "-n", "3"))["history"][-1]["id"] == added["id"]
+            assert (await check("board history", "-n", "3"))["history"][0]["id"] == added["id"]  # newest first
             assert (await check("board prune"))["pruned"] == []
             assert (await check("board rm", added["id"]))["removed"] == [added["id"]]
 

@@ -294,3 +294,20 @@ def test_recorded_records_do_not_change_with_the_objects_they_came_from(tmp_path
     missed.add([record])
     record.extra_info["n"].append(2)  # type: ignore[attr-defined]
     assert missed.list()[0].extra_info == {"n": [1]}  # type: ignore[attr-defined]
+
+
+def test_runs_let_go_are_reported_so_their_logs_can_go_too(tmp_path: Path, clock: FakeClock) -> None:
+    """On a new run past the bound and at load with a smaller bound (issue 27: logs were never pruned)."""
+    ledger = _ledger(tmp_path, clock, keep=3)
+    for minute, run_id in enumerate(("r1", "r2", "r3")):
+        ledger.record(_done(run_id, minute=minute))
+    evicted: list[str] = []
+    smaller = RunLedger(
+        tmp_path / "runs.jsonl", clock, keep_per_task=2, on_evict=lambda runs: evicted.extend(r.run_id for r in runs)
+    )
+    smaller.load()
+    assert evicted == ["r1"]
+    smaller.record(_done("r4", minute=4))
+    assert evicted == ["r1", "r2"]
+    assert not smaller.knows("r2")
+    assert smaller.knows("r4")

@@ -201,7 +201,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(home):
     assert all(error for error, _ in errors), errors
     texts = [text for _, text in errors]
     assert "minute: 61 is out of range" in texts[1]
-    assert "no task with id" in texts[2]
+    assert "no task starts with" in texts[2]
     assert "give ids" in texts[3]
     assert "give agent" in texts[4]
     assert not last_error

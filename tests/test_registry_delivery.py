@@ -107,6 +107,9 @@ def test_a_run_interrupted_by_shutdown_is_failed_and_close_refuses_new_runs(tmp_
         delivery = AgentDelivery(reg, reg._clock)
         pending = asyncio.create_task(delivery.deliver(_job(prompt=f"hang:{tmp_path / 'pid'}")))
         await until(lambda: bool(reg.list_tasks()) and reg.list_tasks()[0].pid is not None, "the agent to run")
+        # The pid's change woke the delivery's wait; one turn of the loop lets it look and wait again, else
+        # it would look only once the shutdown began, and give up on a turn that is about to record its end.
+        await asyncio.sleep(0)
         await delivery.close()
         await reg.stop()
         result = await pending
@@ -147,6 +150,24 @@ def test_scheduler_fires_an_agent_target_into_the_registry(tmp_path, adapter):
         assert done.reason == f"agent task {record.id} completed"
         assert done.output_path == record.log_path
         assert (record.run_id, record.scheduled_task_id, record.prompt) == (run_.run_id, task.id, "nightly triage")
+        await reg.stop()
+
+    run(main())
+
+
+def test_an_agent_target_without_a_folder_runs_in_home(tmp_path, adapter, monkeypatch):
+    """Issue 24, item 1: without a recorded cwd the agent ran in kairosd's folder (/); it runs in $HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+    async def main() -> None:
+        reg = make_registry(tmp_path, adapter)
+        delivery = AgentDelivery(reg, reg._clock)
+        result = await delivery.deliver(_job())
+        (record,) = reg.list_tasks()
+        assert result.outcome == "delivered"
+        assert record.cwd == str(home)
         await reg.stop()
 
     run(main())

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from registry_support import WAIT_S, FakeAdapter, fake_agent, gone, make_registry, run, wait_file
+from registry_support import WAIT_S, FakeAdapter, fake_agent, gone, make_registry, run, until, wait_file
 
 from kairosd.core.errors import ConflictError
 from kairosd.registry.model import JobKind, JobStatus
@@ -189,3 +189,25 @@ def test_old_finished_records_are_pruned_with_their_logs(tmp_path: Path):
     run(reload())
     logs = tmp_path / "data" / "tasks"
     assert sorted(p.stem for p in logs.glob("*.log")) == sorted(ids[2:])
+
+
+def test_finished_records_and_their_logs_are_pruned_while_kairosd_runs(tmp_path: Path):
+    """Not only at start-up: a daemon that runs for weeks keeps about keep_finished logs, not all of them."""
+
+    async def main() -> list[str]:
+        reg = make_registry(tmp_path, keep_finished=2)
+        ids = []
+        for _ in range(5):
+            record = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["echo", "x"]))
+            await reg.wait(record.id, 10)
+            reg._clock.advance(1)  # type: ignore[attr-defined]
+            ids.append(record.id)
+        await until(lambda: len(reg.list_tasks()) <= 3, "the oldest records to be pruned")
+        kept = [r.id for r in reg.list_tasks()]
+        await reg.stop()
+        return kept
+
+    kept = run(main())
+    assert len(kept) <= 3  # the two kept, and the newest that finished after the last start
+    logs = tmp_path / "data" / "tasks"
+    assert sorted(p.stem for p in logs.glob("*.log")) == sorted(kept)

@@ -548,8 +548,8 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
 def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight(tmp_path, monkeypatch, chunk):
     """After a long stop every task's catch-up fire starts at once: at most max_concurrent deliveries exist
     as coroutines, the rest wait as data, in order, and all are delivered. Stopped with some still
-    waiting, each of those is recorded as failed, saying why. A pass bigger than a chunk is decided and
-    recorded in chunks, all of them before the first delivery starts."""
+    waiting, those are recorded missed at once and surfaced, the ones in flight failed. A pass bigger
+    than a chunk is decided and recorded in chunks, all of them before the first delivery starts."""
     monkeypatch.setattr(scheduler, "PASS_CHUNK", chunk)
 
     async def main():
@@ -587,8 +587,17 @@ def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight
         await h2.sched.shutdown(0.05)
         fired = [r for r in h2.ledger.list(limit=1000) if r.catch_up]
         assert len(fired) == 60
-        assert {r.outcome for r in fired} == {Outcome.FAILED}
-        assert {r.reason for r in fired} == {"kairosd stopped before the target confirmed delivery"}
+        # The three in flight were cancelled (the fake target wrote nothing); the 57 waiting were not
+        # waited for: missed, and surfaced as missed fires.
+        in_flight = [r for r in fired if r.outcome is Outcome.FAILED]
+        assert {r.reason for r in in_flight} == {"kairosd stopped before the target confirmed delivery"}
+        assert len(in_flight) == 3
+        waiting = [r for r in fired if r.outcome is Outcome.MISSED]
+        assert len(waiting) == 57
+        assert all(r.reason.startswith("interrupted: kairosd stopped") for r in waiting)
+        surfaced = [m for m in h2.missed.list() if m.reason == "kairosd stopped before delivering them"]
+        assert sorted(m.task_id for m in surfaced) == sorted(r.task_id for r in waiting)
+        assert {m.action for m in surfaced} == {"surfaced"}
 
     run(main())
 

@@ -213,7 +213,8 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         elapsed = time.monotonic() - started
 
         assert result.outcome == "failed"
-        assert result.reason == "timed out after 0.5s (process group killed)"
+        # Issue 24, item 14: history showed "exit -15" for this.
+        assert result.reason == "killed by SIGTERM after the 0.5s timeout, with its process group"
         assert result.exit_code == -signal.SIGTERM  # the leader itself obeyed SIGTERM
         assert elapsed < 10
         grandchild = int(pid_file.read_text())
@@ -339,3 +340,20 @@ def test_invalid_target_is_failed(tmp_path: Path) -> None:
 
     assert result.outcome == "failed"
     assert result.reason == "not a shell target: inbox"
+
+
+def test_a_target_without_a_folder_runs_in_home_not_in_kairosds_folder(tmp_path: Path, monkeypatch) -> None:
+    """Issue 24, item 1: a shell target stored without cwd ran in kairosd's folder (``/`` under systemd).
+    It runs in $HOME, as crontab and systemd user units do."""
+    echo = script(tmp_path, "echo.py", ECHO)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.chdir("/")
+    shell = delivery(tmp_path, env={"PATH": os.environ["PATH"], "HOME": str(home)})
+
+    result = run(shell.deliver(handoff([str(echo)])))
+
+    assert result.outcome == "delivered"
+    text = (tmp_path / "runs" / TASK_ID / "r000000000001.log").read_text(encoding="utf-8")
+    seen = json.loads(next(line for line in text.splitlines() if line.startswith("{")))
+    assert seen["cwd"] == str(home)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 VERBS = {
     "cron": "cron",
     "add": "add",
+    "edit": "edit",
     "list": "tasks",
     "ls": "tasks",
     "show": "tasks",
@@ -55,11 +56,15 @@ VERBS = {
     "integrate": "integrate",
     "mcp": "mcpserver",
     "export": "export",
+    "timeline": "timeline",
+    "ui": "ui",
 }
 
 # Verbs whose output is a protocol or JSON lines whatever the flags: not wrapped in guard_stream. (`watch`
 # writes its JSON lines with kairos.output.json_line, which escapes what a terminal must not get raw.)
-RAW_VERBS = frozenset({"mcp", "watch"})
+# `timeline` writes colour codes: it cleans what it prints from tasks itself (kairos.commands.timeline.cleaned).
+# `ui` draws the whole terminal with Textual, whose escape sequences must reach it as they are.
+RAW_VERBS = frozenset({"mcp", "watch", "timeline", "ui"})
 
 
 # The command lines answered without a parser.
@@ -75,8 +80,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> None:  # type: ignore[override]
-            self.print_usage(sys.stderr)
-            error(message)
+            # One line, as every other error (the usage is one --help away, and named).
+            verb = self.prog.removeprefix("kairos").strip()
+            error(f"{verb + ': ' if verb else ''}{usage_message(message)} (see '{self.prog} --help')")
             raise SystemExit(EXIT_USAGE)
 
     parser = _Parser(
@@ -95,7 +101,25 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     for module_name in names:
         module = importlib.import_module(f"kairos.commands.{module_name}")
         module.register(subparsers)
+    parser.verb_parsers = subparsers.choices  # type: ignore[attr-defined]  # for run()'s leftover arguments
     return parser
+
+
+def usage_message(message: str) -> str:
+    """argparse's ``message``, with the nearest choice named after an invalid one (``kairos lst``)."""
+    import difflib
+    import re
+
+    found = re.match(r"argument (.+?): invalid choice: '(.*?)' \(choose from (.*)\)$", message, re.DOTALL)
+    if not found:
+        return message
+    what, given, listed = found.groups()
+    choices = re.findall(r"'([^']*)'", listed)
+    near = difflib.get_close_matches(given, choices, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    if what in ("VERB", "COMMAND"):
+        return f"unknown {what.lower()} {given!r}{hint}"
+    return message + hint
 
 
 def run(argv: Sequence[str]) -> int:
@@ -110,7 +134,12 @@ def run(argv: Sequence[str]) -> int:
     else:
         verb = next((a for a in argv if not a.startswith("-")), None)  # `kairos --json list`: the verb is "list"
         parser = build_parser(verb)
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # Reported by the verb's parser (`kairos pause A B`), not the top level's, whose usage says nothing
+            # about the verb.
+            verbs = getattr(parser, "verb_parsers", {})
+            (verbs.get(getattr(args, "verb", None)) or parser).error(f"unrecognized arguments: {' '.join(extra)}")
         if getattr(args, "global_json", False) and hasattr(args, "json"):
             args.json = True
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)

@@ -37,7 +37,7 @@ MAX_SOCKET_PATH_BYTES = 107
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Generator, Iterator, Mapping
+    from collections.abc import Callable, Generator, Iterator, Mapping
     from types import TracebackType
     from typing import Any  # for mypy only (docs/performance.md)
 
@@ -136,6 +136,20 @@ class _Response:
         self._chunk_left = 0
         self._done = False
 
+    def pieces(self) -> Iterator[bytes]:
+        """The body as it arrives: each chunk of a chunked body, else blocks of up to 64 KiB."""
+        if self.chunked:
+            yield from iter(self._chunk, b"")
+            return
+        left = self.remaining
+        while left is None or left > 0:
+            data = self.file.read1(1 << 16 if left is None else min(left, 1 << 16))
+            if not data:
+                return
+            if left is not None:
+                left -= len(data)
+            yield data
+
     def read(self) -> bytes:
         if not self.chunked:
             return self.file.read() if self.remaining is None else self.file.read(self.remaining)
@@ -200,6 +214,31 @@ class Client:
         """Send one request; return the body of a 2xx answer as it came, unparsed (an error answer raises)."""
         return self._exchange(method, path, body, query)[1]
 
+    def call_pieces(
+        self, method: str, path: str, query: Mapping[str, str] | None = None
+    ) -> Generator[bytes, None, None]:
+        """Send one request; yield the body of a 2xx answer as it arrives, unparsed (an error answer raises).
+
+        For long answers (``GET /tasks`` at 100,000 tasks is ~100 MB): nothing waits for the whole
+        body, and the timeout bounds each read, not the whole answer.
+        """
+        with self._errors():
+            response = self._open(method, path, None, query)
+        try:
+            if not 200 <= response.status < 300:
+                with self._errors():
+                    data = response.read()
+                raise _api_error(response.status, data)
+            pieces = response.pieces()
+            while True:
+                with self._errors():
+                    piece = next(pieces, b"")
+                if not piece:
+                    return
+                yield piece
+        finally:
+            response.close()
+
     def _exchange(self, method: str, path: str, body: Any, query: Mapping[str, str] | None) -> tuple[int, bytes]:
         """The status and body of a 2xx answer; an error answer raises its ApiError."""
         with self._errors():
@@ -212,12 +251,16 @@ class Client:
             raise _api_error(response.status, data)
         return response.status, data
 
-    def stream(self, path: str, query: Mapping[str, str] | None = None) -> Generator[Any, None, None]:
+    def stream(
+        self, path: str, query: Mapping[str, str] | None = None, on_open: Callable[[], object] | None = None
+    ) -> Generator[Any, None, None]:
         """GET a JSON-lines stream and yield its items until the server ends it.
 
         Lazy: the connection opens on the first ``next()``. Closing the iterator
         (or KeyboardInterrupt, which propagates) closes the connection, which
-        tells the server to release its subscription.
+        tells the server to release its subscription. ``on_open`` is called once the
+        server has accepted the stream, before its first item: what is read after it
+        misses no event (``kairos ui`` fetches its views there).
         """
         with self._errors():
             response = self._open("GET", path, None, query)
@@ -226,6 +269,8 @@ class Client:
                 with self._errors():
                     data = response.read()
                 raise _api_error(response.status, data)
+            if on_open is not None:
+                on_open()
             response.sock.settimeout(None)  # events may be minutes apart; the timeout was for the answer
             lines = response.lines()
             while True:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from kairos.document_base import Document, Record
 from kairos.documents_board import BOARD_DOCUMENTS
@@ -69,6 +69,58 @@ class TaskView(Record):
 
 class AddedTask(TaskView):
     note: str | None
+
+
+class CaughtUp(Record):
+    """What a one-shot's catch-up policy did on resume with the slot that passed while it was paused."""
+
+    action: str  # fired, missed or pending
+    scheduled_for: str
+    run_id: str | None
+    outcome: str | None
+    reason: str | None
+
+
+class ChangedTask(TaskView):
+    """``pause``/``resume``: ``unchanged`` when it was in that state already; ``caught_up`` on resume."""
+
+    unchanged: bool | None = None
+    caught_up: CaughtUp | None = None
+
+
+class EditedTask(TaskView):
+    note: str | None
+    changed: list[str]
+
+
+class EditDoc(Document):
+    task: EditedTask
+
+
+class PausedDoc(Document):
+    task: ChangedTask
+
+
+class IdError(Record):
+    id: str
+    code: str
+    message: str
+
+
+class ManyTasksDoc(Document):
+    """``show``, ``pause``, ``resume`` with several ids: each task, and each id that failed."""
+
+    tasks: list[ChangedTask]
+    errors: list[IdError]
+
+
+class ReloadDoc(Document):
+    """``daemon reload``: what kairosd applied from config.toml, and what needs a restart."""
+
+    ok: bool
+    error: str | None
+    applied: list[str]
+    needs_restart: list[str]
 
 
 class AddDoc(Document):
@@ -127,6 +179,13 @@ class RunView(Record):
 
 class RunDoc(Document):
     run: RunView
+
+
+class ManyRunsDoc(Document):
+    """``run`` with several ids: each run dispatched, and each id that failed."""
+
+    runs: list[RunView]
+    errors: list[IdError]
 
 
 class HistoryDoc(Document):
@@ -366,13 +425,70 @@ class ExportDoc(Document):
     written: list[str] | None = None
 
 
+class TimelineRun(Record):
+    run_id: str
+    at: str
+    scheduled_for: str
+    outcome: str  # delivered, late (caught up), failed, skipped, missed or running
+    late_by_s: float
+    manual: bool
+    reason: str | None
+
+
+class TimelineMissed(Record):
+    at: str
+    count: int
+    reason: str
+    action: str
+
+
+class TimelineTask(Record):
+    id: str
+    name: str | None
+    tz: str
+    schedule: str | None
+    paused: bool
+    capped: bool  # more fires in the window than the cap: only the first cap are listed
+    planned: list[str] | None = None  # planned instants (jitter included); without bins
+    planned_bins: list[list[int]] | None = None  # [slice, count]; with bins
+    planned_count: int | None = None
+    runs: list[TimelineRun]
+    missed: list[TimelineMissed]
+
+
+class DstChange(Record):
+    at: str
+    before: str
+    after: str
+
+
+class TimelineDoc(Document):
+    """``kairos timeline --json``: GET /v1/timeline's answer (kairosd.scheduling.timeline)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    to: str
+    now: str
+    cap: int
+    bins: int | None
+    capped: list[str]
+    tasks: list[TimelineTask]
+    dst: dict[str, list[DstChange]]
+    downtime: list[list[str]]  # [from, to] spans kairosd was down, derived (see downtime_source)
+    downtime_source: str
+    started_at: str
+
+
 DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "add": AddDoc,
     "list": (ListDoc, ProblemsDoc),
-    "show": TaskDoc,
-    "pause": TaskDoc,
-    "resume": TaskDoc,
-    "run": RunDoc,
+    "show": (TaskDoc, ManyTasksDoc),
+    "pause": (PausedDoc, ManyTasksDoc),
+    "resume": (PausedDoc, ManyTasksDoc),
+    "run": (RunDoc, ManyRunsDoc),
+    "edit": EditDoc,
+    "daemon reload": ReloadDoc,
     "rm": RemovedDoc,
     "history": HistoryDoc,
     "missed": (MissedDoc, ClearedDoc),
@@ -389,6 +505,7 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "systemd install": SystemdInstallDoc,
     "export": ExportDoc,
     "import": ImportDoc,
+    "timeline": TimelineDoc,
     **TASK_DOCUMENTS,
     **BOARD_DOCUMENTS,
     **SETUP_DOCUMENTS,

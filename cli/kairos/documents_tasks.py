@@ -96,6 +96,9 @@ class CancelledDoc(Document):
 
     task: FullBackgroundTask
     cancelled: list[str]
+    killed: list[str]  # of those, the ones that ignored SIGTERM and were killed with SIGKILL after the grace
+    kill_grace_s: float
+    unchanged: bool | None = None  # cancelled already: nothing was done (exit 0)
 
 
 class Slots(Record):

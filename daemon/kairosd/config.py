@@ -46,6 +46,9 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     max_sessions = 1000             # live agent sessions registered at once (the longest idle go first)
     runs_per_task = 50              # runs the run ledger keeps per scheduled task (env KAIROS_RUNS_PER_TASK)
     session_ttl = "24h"             # a live session not seen for this long expires, >= 1m (env KAIROS_SESSION_TTL)
+    max_output = "1MiB"             # output logged per run (shell targets, background tasks): bytes,
+                                    # or with KiB, MiB, GiB (also KB, MB, GB); the rest is counted, then
+                                    # noted as cut at the end of the log
 
     [[hooks.task_completed]]        # task_created, task_completed, scheduled_task_fired,
     argv = ["notify-send", "kairos"]    # scheduled_task_missed, scheduled_task_expired
@@ -89,6 +92,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -153,6 +157,25 @@ def _seconds(value: Any) -> Any:
 
 
 Seconds = Annotated[float, BeforeValidator(_seconds)]
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 1000**2, "mb": 1000**2, "mib": 1 << 20,
+               "g": 1000**3, "gb": 1000**3, "gib": 1 << 30}  # fmt: skip
+
+
+def _bytes(value: Any) -> Any:
+    """A number of bytes, or a size such as ``512KiB``, ``1MiB`` or ``2MB``."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number of bytes or a size such as 512KiB or 1MiB")
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9]+)\s*([A-Za-z]*)\s*", value, re.ASCII)
+        unit = _SIZE_UNITS.get(match[2].lower()) if match else None
+        if match is None or unit is None:
+            raise ValueError(f"not a size: {value!r} (bytes, or a number with KiB, MiB, GiB, KB, MB or GB)")
+        return int(match[1]) * unit
+    return value
+
+
+Bytes = Annotated[int, BeforeValidator(_bytes)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
@@ -240,13 +263,14 @@ class Agents(_Section):
 class Limits(_Section):
     max_concurrent: int = Field(default=defaults.MAX_CONCURRENT, ge=1, le=MAX_CONCURRENT_LIMIT)
     max_depth: int = Field(default=defaults.MAX_DEPTH, ge=0, le=MAX_DEPTH_LIMIT)
-    kill_grace: Seconds = Field(default=defaults.KILL_GRACE_S, gt=0, le=600)
+    kill_grace: Seconds = Field(default=defaults.KILL_GRACE_S, gt=0, le=defaults.MAX_KILL_GRACE_S)
     keep_finished: int = Field(default=defaults.KEEP_FINISHED, ge=1, le=1_000_000)
     max_connections: int = Field(default=defaults.MAX_CONNECTIONS, ge=1, le=65_536)
     max_streams: int = Field(default=defaults.MAX_STREAMS, ge=1, le=65_536)
     max_sessions: int = Field(default=defaults.MAX_SESSIONS, ge=1, le=100_000)
     runs_per_task: int = Field(default=defaults.RUNS_PER_TASK, ge=1, le=100_000)
     session_ttl: Seconds = Field(default=defaults.SESSION_TTL_S, ge=MIN_SESSION_TTL_S, le=365 * 86400)
+    max_output: Bytes = Field(default=defaults.MAX_OUTPUT_BYTES, ge=1024, le=1 << 30)
 
     @model_validator(mode="after")
     def _streams_fit(self) -> Limits:
@@ -322,8 +346,8 @@ class WebhookConfig(_Section):
     """``[webhook]``: the signing key of webhook targets and where they may post.
 
     kairos never sends an unsigned webhook: without a secret every webhook run
-    fails with a reason saying so. ``secret_file`` is read once, when the config
-    is loaded (a changed key needs a daemon restart).
+    fails with a reason saying so. ``secret_file`` is read when the config is
+    loaded: at start and at each reload (``kairos daemon reload``, SIGHUP).
     """
 
     secret: SecretStr | None = None
@@ -527,13 +551,40 @@ def _describe(exc: ValidationError) -> str:
             message = "not a valid agent name (letters, digits, '.', '_' and '-'; at most 64)"
         key = ".".join(loc)
         if error["type"] == "extra_forbidden":
-            message = "unknown key (check the spelling)"
+            near = _near_key(loc)
+            message = f"unknown key (did you mean {near!r}?)" if near else "unknown key (check the spelling)"
         message = message.removeprefix("Value error, ")
         problems.append(f"{key}: {message}" if key else message)
     # One line per problem would be unreadable in a log; the first few say enough.
     shown = problems[:5]
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return "; ".join(shown) + more
+
+
+def _near_key(loc: list[str]) -> str | None:
+    """The known key closest to the unknown one at ``loc`` (``max_concurent`` -> ``max_concurrent``)."""
+    import difflib
+    import typing
+
+    model: Any = Config
+    for part in loc[:-1]:
+        fields = getattr(model, "model_fields", None)
+        if fields is None:
+            return None
+        if part not in fields:
+            continue  # a name under a dict of sections ([custom.NAME]): its model is the dict's value
+        inner = fields[part].annotation
+        while not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            args = [a for a in typing.get_args(inner) if a is not type(None)]
+            if not args:
+                return None
+            inner = args[-1]  # dict[K, V] -> V; X | None -> X (pydantic has already taken Annotated off)
+        model = inner
+    known = list(getattr(model, "model_fields", {}))
+    if not loc or not known:
+        return None
+    matches = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
+    return matches[0] if matches else None
 
 
 def with_environment(config: Config, environ: Mapping[str, str]) -> Config:

@@ -3,7 +3,7 @@
 Each test integrates kairos into a sandboxed HOME, runs kairosd, and drives the CLI headless (the
 same hooks run as in an interactive session). Codex needs its hooks trusted first
 (:meth:`World.trust_codex_hooks`, what a user does in ``/hooks``); Gemini needs the folder trusted
-(``GEMINI_CLI_TRUST_WORKSPACE``). opencode has no hook files kairos could write: see README.
+(``GEMINI_CLI_TRUST_WORKSPACE``). opencode gets kairos' plugin, which runs the same ``kairos hook`` calls.
 """
 
 from __future__ import annotations
@@ -14,21 +14,18 @@ import tomllib
 
 import pytest
 
-from compat.conftest import UNSUPPORTED, World, wait_for
+from compat.conftest import World, wait_for
 from compat.fakemodel import last_user_text, tool_names
 from kairosd.agents.adapters import BUILTIN
 from kairosd.agents.base import TurnRequest
 from kairosd.agents.common import AdapterSettings
 
 HOOKED = ("claude", "codex", "gemini", "copilot")
-OPENCODE = UNSUPPORTED + "opencode has no hook or settings file kairos integrate writes (see README)"
 EXTRA = {"codex": ("--strict-config",)}  # Codex refuses a config key it does not know
 ENV = {"gemini": {"GEMINI_CLI_TRUST_WORKSPACE": "true"}}
 
 
 def integrated(world_factory, cli: str) -> World:
-    if cli == "opencode":
-        pytest.skip(OPENCODE)
     world = world_factory(cli)
     world.start_daemon()
     world.integrate()

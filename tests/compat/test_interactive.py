@@ -1,8 +1,9 @@
 """Interactive sessions of the real CLIs under tmux: idle wake, and MCP tools called from a typed prompt.
 
 Idle wake needs something that can start a turn while the session waits for the user: Claude Code's
-``asyncRewake`` hook, and for Codex kairosd itself (``codex queue`` into the thread the shared app-server
-has loaded). The others deliver at the next turn boundary.
+``asyncRewake`` hook, opencode's kairos plugin (its TUI is in ``test_opencode_tui.py``), and for Codex
+kairosd itself (``codex queue`` into the thread the shared app-server has loaded). The others deliver at
+the next turn boundary.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ NO_IDLE_WAKE = {
         "the user's own prompts for as long as it waits"
     ),
     "copilot": "Copilot CLI hooks cannot start a turn; only its SDK in --ui-server mode can",
-    "opencode": "kairos does not integrate opencode (its /tui HTTP endpoints could, later)",
 }
 
 

@@ -54,6 +54,7 @@ class Figures:
     close_learned: int = 0
     close_applied: int = 0
     wrong_closes: int = 0
+    wrong_replacements: int = 0  # entries replaced that no label says are replaced
     false: list[str] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)
     not_replaced: list[str] = field(default_factory=list)
@@ -76,7 +77,7 @@ class Figures:
 
     def add(self, other: Figures) -> None:
         for name in ("produced", "correct", "expected", "matched", "replace_learned", "replace_applied",
-                     "close_learned", "close_applied", "wrong_closes"):  # fmt: skip
+                     "close_learned", "close_applied", "wrong_closes", "wrong_replacements"):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.kind_expected.update(other.kind_expected)
         self.kind_matched.update(other.kind_matched)
@@ -89,7 +90,7 @@ class Figures:
         return (f"{name:<12} P={self.precision:.2f} ({self.correct}/{self.produced}) R={self.recall:.2f} "
                 f"({self.matched}/{self.expected}) repl={self.replacements:.2f} ({self.replace_applied}/"
                 f"{self.replace_learned}) close={self.closes:.2f} ({self.close_applied}/{self.close_learned}) "
-                f"wrong-closes={self.wrong_closes} | {kinds}")  # fmt: skip
+                f"wrong-closes={self.wrong_closes} wrong-replacements={self.wrong_replacements} | {kinds}")  # fmt: skip
 
 
 def load(folder: Path = TRAIN) -> list[dict[str, Any]]:
@@ -133,18 +134,26 @@ def score_project(project: dict[str, Any], where: str, extractor: Extractor = ex
             for candidate in found.candidates:
                 if candidate.at in turn_at and candidate.action == "add":
                     origin[normal_key(candidate.text)] = (s, turn_at[candidate.at])
+            # in the order said, as the worker merges them (a to-do said and done in one session is
+            # closed), one at a time so that each close is known by its turn
             for candidate in found.candidates:
-                if candidate.action != "close" or candidate.at not in turn_at:
-                    continue
                 result = store.merge(project["name"], [candidate])
-                for gone in result.superseded:
-                    closed_at[gone.id] = (s, turn_at[candidate.at])
-            result = store.merge(project["name"], [c for c in found.candidates if c.action != "close"])
-            for entry in result.added:
-                ref = origin.get(normal_key(entry.text))
-                if ref is not None:
-                    made.setdefault(ref, []).append((entry.id, entry.kind, entry.text))
-        current = {e.id for e in store.load(project["name"]).entries}
+                for gone in result.closed:
+                    if candidate.at in turn_at:
+                        closed_at[gone.id] = (s, turn_at[candidate.at])
+                for entry in result.added:
+                    ref = origin.get(normal_key(entry.text))
+                    if ref is not None:
+                        made.setdefault(ref, []).append((entry.id, entry.kind, entry.text))
+        board = store.load(project["name"])
+        current = {e.id for e in board.entries}
+        replacing = [
+            i["replaces"] for ses in project["sessions"] for t in ses["turns"] for i in t["expect"] if "replaces" in i
+        ]
+        for gone in board.superseded:
+            if not any(all(k.lower() in gone.text.lower() for k in keys) for keys in replacing):
+                figures.wrong_replacements += 1
+                figures.not_replaced.append(f"[{where}] replaced with no label saying so: {gone.text!r}")
     learned: list[tuple[tuple[int, int], dict[str, Any], str | None]] = []  # (turn, item, entry id)
     for s, session in enumerate(project["sessions"]):
         for t, turn in enumerate(session["turns"]):

@@ -8,7 +8,6 @@ bounded poll on a condition; nothing sleeps blindly.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -27,7 +26,7 @@ from kairosd.core.events import EventBus
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.taskbook import TaskBook
-from kairosd.store.store import Store, StoreState
+from kairosd.store.store import Store, StoreState, read_folded
 from kairosd.testing import FakeClock, FakeDelivery
 
 WAIT_S = 30.0  # upper bound of every wait; the conditions hold far sooner
@@ -124,8 +123,8 @@ class Home:
         return result
 
     def read_store(self) -> StoreState:
-        """Parse the store as kairosd would (without the lock, so without removing temp files)."""
-        return StoreState.model_validate(json.loads(self.store.read_bytes()))
+        """Parse the store as kairosd would, its journal folded in (without the lock: nothing is changed)."""
+        return read_folded(self.store)
 
     def stop(self, proc: subprocess.Popen[bytes], timeout: float = WAIT_S) -> int:
         if proc.poll() is None:

@@ -1,7 +1,8 @@
 """``kairos hook AGENT EVENT``: the entry point agent CLIs call from their hooks, JSON on stdin.
 
-AGENT is ``claude``, ``copilot``, ``codex`` or ``gemini``; EVENT is the agent's
-own event name (any case):
+AGENT is ``claude``, ``copilot``, ``codex``, ``gemini`` or ``opencode``; EVENT is
+the agent's own event name (any case; opencode's plugin, which has no hooks of its
+own, uses Claude's names):
 
 =====================  ==============================  =========================================
 what                   events                          output when an item is due
@@ -15,9 +16,14 @@ turn boundary          Stop, agentStop,                "block" (Gemini: "deny") 
                        AfterAgent (Gemini)             ``reason``: it becomes the next prompt
 session end            SessionEnd, sessionEnd          none; deregisters and hands the session
                                                        over for consolidation, in well under 1.5 s
-idle wake-up (Claude)  wait                            the item on stderr and exit 2, for a hook
-                                                       with ``asyncRewake: true``
+idle wake-up           wait                            the item on stderr and exit 2, for a hook
+(Claude, opencode)                                     with ``asyncRewake: true`` (or opencode's
+                                                       plugin, which starts a turn with it)
 =====================  ==============================  =========================================
+
+opencode's plugin gets ``{"context": board, "text": items}`` at session start (it
+puts each in the system prompt itself) and ``{"text": item}`` at a turn boundary;
+its UserPromptSubmit output is not read, so that call claims nothing.
 
 At a turn boundary at most one item goes out, none when ``stop_hook_active``
 says the turn already continues because of a Stop hook, and the daemon stops a
@@ -54,7 +60,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-AGENTS = ("claude", "copilot", "codex", "gemini")
+AGENTS = ("claude", "copilot", "codex", "gemini", "opencode")
 # The agents' event names, lower case without separators, to the daemon's four (and the waiter).
 EVENTS = {
     "sessionstart": "start",
@@ -74,7 +80,7 @@ MAX_STDIN_BYTES = 32 << 20
 USAGE = """\
 usage: kairos hook AGENT EVENT [--max-wait SECONDS] < hook-input.json
 
-Called by agent CLIs' hooks (see README, "Hooks"). AGENT: claude, copilot, codex, gemini.
+Called by agent CLIs' hooks (see README, "Hooks"). AGENT: claude, copilot, codex, gemini, opencode.
 EVENT: the agent's event (SessionStart, UserPromptSubmit, Stop, SessionEnd; Copilot's
 sessionStart, userPromptSubmitted, agentStop, sessionEnd; Gemini's BeforeAgent, AfterAgent),
 or 'wait' for Claude Code's asyncRewake waiter (--max-wait: its lifetime, default 540 s).
@@ -167,8 +173,9 @@ def _block_cap(agent: str) -> int | None:
 def _deliver(agent: str, event: str, native: str, session_id: str, payload: dict[str, Any]) -> int:
     body = _session_body(agent, payload)
     body["event"] = event
-    # Copilot drops what a userPromptSubmitted command hook prints: claim nothing that would be lost.
-    body["deliver"] = not (agent == "copilot" and event == "prompt")
+    # Copilot drops what a userPromptSubmitted command hook prints, and opencode's plugin does not
+    # read it: claim nothing that would be lost.
+    body["deliver"] = not (agent in ("copilot", "opencode") and event == "prompt")
     if event == "stop":
         body["stop_hook_active"] = payload.get("stop_hook_active", payload.get("stopHookActive")) is True
         cap = _block_cap(agent)
@@ -185,7 +192,7 @@ def _deliver(agent: str, event: str, native: str, session_id: str, payload: dict
     text = "\n\n".join(p for p in parts if isinstance(p, str) and p)
     if not text:
         return 0
-    output = render(agent, event, text)
+    output = _opencode_output(event, answer) if agent == "opencode" else render(agent, event, text)
     if output is None:
         return 0
     sys.stdout.write(cjson.dumps(output))
@@ -204,6 +211,15 @@ def render(agent: str, event: str, text: str) -> dict[str, Any] | None:
         return {"additionalContext": text} if event == "start" else None
     hook_event = {"start": "SessionStart", "prompt": "BeforeAgent" if agent == "gemini" else "UserPromptSubmit"}[event]
     return {"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}}
+
+
+def _opencode_output(event: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """opencode's plugin places the board and the items itself: the board in every request's system
+    prompt, the items at start in the first turn's only, a turn boundary's into the running turn."""
+    output = {key: answer.get(key) for key in ("context", "text") if isinstance(answer.get(key), str)}
+    if event != "start":
+        output.pop("context", None)
+    return output
 
 
 def _ack(client: Client, session_id: str, agent: str, answer: dict[str, Any], via: str) -> None:

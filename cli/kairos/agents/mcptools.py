@@ -36,6 +36,7 @@ from pydantic import Field
 
 from kairos.client import Client
 from kairosd import __version__
+from kairosd.core.defaults import MAX_KILL_GRACE_S
 from kairosd.core.errors import KairosError
 from kairosd.core.protocol import REGISTRY_MAX_WAIT_S, route_path
 
@@ -288,12 +289,20 @@ class _Tools:
         return "\n".join(lines)
 
     async def task_cancel(self, id: Annotated[str, Field(description="The task id (t + 10 hex digits)")]) -> str:
-        doc = await self._call("POST", _registry(id, "cancel"))
+        # The answer comes once every process is gone: after the kill grace, if one ignores SIGTERM.
+        doc = await self._call("POST", _registry(id, "cancel"), wait_s=MAX_KILL_GRACE_S + POLL_MARGIN_S)
+        id = str((doc.get("task") or {}).get("id") or id)  # the whole id, when a prefix was given
+        if doc.get("unchanged"):
+            return f"Task {id} was already cancelled: nothing to do."
         cancelled = doc.get("cancelled") or []
         others = [c for c in cancelled if c != id]
-        return f"Cancelled task {id}" + (
+        text = f"Cancelled task {id}" + (
             f" and {len(others)} task(s) it started: {', '.join(others)}." if others else "."
         )
+        killed = doc.get("killed") or []
+        if killed:
+            text += f" {', '.join(killed)} ignored SIGTERM and were killed with SIGKILL."
+        return text
 
     # ---- helpers -------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from kairos.commands.common import client, local_zone, make_parser
+from kairos.commands.common import client, local_zone, make_parser, seconds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,8 +94,17 @@ def register(subparsers: Any) -> None:
         help="agent target: run this agent headlessly on each fire (claude, codex, ...). Implies --target agent",
     )
     where.add_argument("--model", metavar="MODEL", help="agent target: the agent's model")
-    where.add_argument("--cwd", metavar="DIR", help="shell or agent target: working directory (made absolute here)")
-    where.add_argument("--timeout", type=float, metavar="SECONDS", help="shell or agent target: kill after this long")
+    where.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="shell or agent target: working directory (default: the folder you run add in; recorded in the task)",
+    )
+    where.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="DURATION",
+        help="shell, agent or webhook target: give up after this long (5m, 90s, 600)",
+    )
     live = add.add_argument_group(
         "live session target (--session-target, --project or --user-session; each implies --target session)",
         "The prompt goes into a live agent session at its next turn, through kairos' hooks "
@@ -114,6 +123,12 @@ def register(subparsers: Any) -> None:
         help="when no such session is live, or it ends first: inbox (default), headless (run the agent "
         "in the background) or drop (recorded as skipped)",
     )
+    where.add_argument(
+        "--no-check",
+        action="store_true",
+        help="add even if the webhook host does not resolve or the --cmd program is not on kairosd's PATH "
+        "now (name lookups down, a program still to be installed); other target checks still refuse",
+    )
     how = add.add_argument_group("behaviour")
     how.add_argument(
         "--jitter",
@@ -124,7 +139,15 @@ def register(subparsers: Any) -> None:
     )
     how.add_argument("--expires", metavar="DAYS|never", help="remove a recurring task after DAYS days")
     how.add_argument("--permanent", action="store_true", help="never expire")
-    how.add_argument("--catch-up", choices=CATCH_UP, help="fires missed while kairosd was down")
+    how.add_argument(
+        "--catch-up",
+        choices=CATCH_UP,
+        help="what to do with fires missed while kairosd was down or the machine asleep: skip: record them "
+        "in 'kairos missed', fire nothing; once (default for recurring tasks): fire the latest miss once, late, "
+        "if within 7 days, record the rest; all: fire the misses (at most the last 10) one after another; "
+        "surface (default for one-shots, one-shots only): do not fire, record it in 'kairos missed' and "
+        "remove the task. A one-shot paused past its time follows it on resume",
+    )
     how.add_argument("--overlap", choices=OVERLAP, help="a fire while the previous run still runs")
     how.add_argument("--name", metavar="NAME", help="a short name shown instead of the prompt")
     add.set_defaults(handler=cmd_add)
@@ -151,7 +174,7 @@ def _allow_intermixed(parser: argparse.ArgumentParser) -> None:
     setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
 
 
-VALUE_OPTIONS = ("--in", "--every", "--at", "--expires", "--jitter")
+VALUE_OPTIONS = ("--in", "--every", "--at", "--expires", "--jitter", "--timeout")
 
 
 def _glue_values(args: Any) -> Any:
@@ -283,7 +306,7 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
     kind = args.target or ("shell" if args.cmd is not None else "agent" if args.agent else "inbox")
     if kind == "inbox":
         if shell_opts or agent_opts:
-            raise UsageError(f"{', '.join(shell_opts + agent_opts)} only go(es) with --target shell or agent")
+            raise UsageError(_only_with(shell_opts + agent_opts) + "; the inbox target takes none of them")
         return {"kind": "inbox", "session": args.session or "default"}
     if args.session:
         raise UsageError(f"--session is for the inbox target; the {kind} target has none")
@@ -297,7 +320,7 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
             target["model"] = args.model
     else:
         if agent_opts:
-            raise UsageError(f"{', '.join(agent_opts)} only go(es) with --target agent")
+            raise UsageError(_only_with(agent_opts))
         if args.cmd is None:
             raise UsageError("--target shell needs --cmd 'PROGRAM ARGS...'")
         try:
@@ -307,14 +330,41 @@ def _target(args: argparse.Namespace) -> dict[str, Any]:
         if not argv:
             raise UsageError("--cmd is empty: give the command to run, e.g. --cmd 'notify-send kairos'")
         target = {"kind": "shell", "argv": argv}
-    if args.cwd:
-        # The daemon's working directory is not the user's: resolve it here.
-        target["cwd"] = os.path.abspath(os.path.expanduser(args.cwd))
+    # The daemon's working directory is not the user's: resolve it here. Without --cwd the task runs
+    # in the folder `add` ran in, as `kairos task start` does, and the folder is recorded in the task.
+    target["cwd"] = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else _here()
     if args.timeout is not None:
         if not args.timeout > 0:
             raise UsageError("--timeout must be more than 0 seconds")
         target["timeout_s"] = args.timeout
     return target
+
+
+# The targets each target option goes with, as the errors name them.
+OPTION_TARGETS = {
+    "--cmd": "a shell target",
+    "--cwd": "a shell or agent target",
+    "--timeout": "a shell, agent or webhook target",
+    "--agent": "an agent target",
+    "--model": "an agent target (--agent NAME)",
+}
+
+
+def _only_with(options: list[str]) -> str:
+    """``--model goes only with an agent target (--agent NAME)`` for each misplaced option, in one line."""
+    return "; ".join(f"{o} goes only with {OPTION_TARGETS[o]}" for o in options)
+
+
+def _here() -> str:
+    """The folder ``add`` runs in, for a shell or agent target without ``--cwd``."""
+    import os
+
+    from kairosd.core.errors import UsageError
+
+    try:
+        return os.getcwd()
+    except OSError:
+        raise UsageError("the current folder is gone (removed?): give the target's folder with --cwd DIR") from None
 
 
 def _session_target(args: argparse.Namespace, other_opts: list[str]) -> dict[str, Any]:
@@ -402,12 +452,21 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
         _check_env_zone()
     body["tz"] = args.tz or local_zone()
     body["target"] = _target(args)
+    if args.no_check:
+        body["check_target"] = False
     if args.jitter is not None:
         from kairosd.core.schedule.jitter import parse_jitter
 
         body["jitter"] = parse_jitter(args.jitter).spec
     if args.expires is not None:
-        body["expires_after_days"] = _expires(args.expires)
+        days = _expires(args.expires)
+        if args.in_ is not None or args.at is not None or args.once:
+            raise UsageError(
+                "--expires is for recurring tasks; a one-shot (--in, --at, --once) is removed once it fires"
+            )
+        if days is not None and args.permanent:
+            raise UsageError(f"--expires {days} and --permanent contradict each other: give one of them")
+        body["expires_after_days"] = days
     if args.permanent:
         body["permanent"] = True
     if args.catch_up:

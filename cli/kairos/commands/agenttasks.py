@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser, print_block, print_listing, printed_json, whole_number
+from kairos.commands.common import make_parser, print_block, print_listing, printed_json, seconds, whole_number
 
 if TYPE_CHECKING:
     from kairos.client import Client
@@ -27,6 +27,9 @@ PERMISSION_MODES = ("plan", "default", "acceptEdits", "bypassPermissions")
 OK_STATUSES = ("idle", "completed")
 # The socket timeout of a long-poll: the server answers within its wait bound plus this margin.
 POLL_MARGIN_S = 15.0
+
+
+BACKGROUND_ID_HELP = "background task id (t and 10 hex digits; kairos task list shows them)"
 
 
 def register(subparsers: Any) -> None:
@@ -57,7 +60,7 @@ def register(subparsers: Any) -> None:
     show = make_parser(
         verbs, "show", "show one task", "Show a task's fields, progress and turns.", "kairos task show t0a1b2c3d4e"
     )
-    show.add_argument("id", metavar="ID")
+    show.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     show.set_defaults(handler=cmd_show)
 
     wait = make_parser(
@@ -69,8 +72,10 @@ def register(subparsers: Any) -> None:
         "response. Exit 0 if it ended idle or completed, 1 otherwise (also on --timeout).",
         "kairos task wait t0a1b2c3d4e\n  kairos task wait t0a1b2c3d4e --timeout 60 --since-turn 1",
     )
-    wait.add_argument("id", metavar="ID")
-    wait.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long (default: never)")
+    wait.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
+    wait.add_argument(
+        "--timeout", type=seconds, metavar="DURATION", help="give up after this long: 10m, 90s, 600 (default: never)"
+    )
     wait.add_argument("--since-turn", type=whole_number, metavar="N", help="wait for a turn numbered above N")
     wait.set_defaults(handler=cmd_wait)
 
@@ -82,7 +87,7 @@ def register(subparsers: Any) -> None:
         "printing new lines until the task stops running.",
         "kairos task logs t0a1b2c3d4e\n  kairos task logs -f t0a1b2c3d4e",
     )
-    logs.add_argument("id", metavar="ID")
+    logs.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     logs.add_argument("-f", "--follow", action="store_true", help="follow new output until the task stops running")
     logs.set_defaults(handler=cmd_logs)
 
@@ -91,10 +96,11 @@ def register(subparsers: Any) -> None:
         "cancel",
         "cancel a task and its descendants",
         "Cancel a task and every task it started (recursively): running process groups get SIGTERM, "
-        "then SIGKILL after a grace period. A completed, failed or cancelled task cannot be cancelled.",
+        "then SIGKILL after a grace period ([limits] kill_grace; the answer says which were killed so). "
+        "A completed, failed or cancelled task cannot be cancelled.",
         "kairos task cancel t0a1b2c3d4e",
     )
-    cancel.add_argument("id", metavar="ID")
+    cancel.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     cancel.set_defaults(handler=cmd_cancel)
 
     send = make_parser(
@@ -104,8 +110,8 @@ def register(subparsers: Any) -> None:
         "Resume an idle multi-turn agent task's session with a follow-up prompt ('-' reads stdin).",
         "kairos task send t0a1b2c3d4e 'now add a test'\n  kairos task send --wait t0a1b2c3d4e 'and commit'",
     )
-    send.add_argument("id", metavar="ID")
-    send.add_argument("message", nargs="+", metavar="MESSAGE")
+    send.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
+    send.add_argument("message", nargs="+", metavar="MESSAGE", help="the next prompt for the task's session")
     send.add_argument("--wait", action="store_true", help="wait for the turn and print its response")
     send.set_defaults(handler=cmd_send)
 
@@ -116,7 +122,7 @@ def register(subparsers: Any) -> None:
         "Mark an idle agent task completed: it takes no more follow-ups.",
         "kairos task close t0a1b2c3d4e",
     )
-    close.add_argument("id", metavar="ID")
+    close.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     close.set_defaults(handler=cmd_close)
 
     task.set_defaults(handler=lambda _args: _help(task))
@@ -152,7 +158,7 @@ def _register_start(verbs: Any) -> None:
     start.add_argument("--cwd", metavar="DIR", help="working directory (default: this one)")
     start.add_argument("--session", metavar="NAME", help="the session the work is for")
     start.add_argument("--model", metavar="MODEL", help="the agent's model")
-    start.add_argument("--timeout", type=float, metavar="SECONDS", help="kill a turn after this long")
+    start.add_argument("--timeout", type=seconds, metavar="DURATION", help="kill a turn after this long (5m, 90s, 600)")
     start.add_argument("--permission-mode", choices=PERMISSION_MODES, help="narrow the permission mode")
     start.add_argument("--allow-tool", action="append", metavar="TOOL", help="allow only these tools (repeatable)")
     start.add_argument("--deny-tool", action="append", metavar="TOOL", help="deny this tool (repeatable)")
@@ -460,11 +466,24 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    doc = _client().call("POST", _path(args.id, "cancel"))
+    from kairos.client import Client
+    from kairosd.core.defaults import MAX_KILL_GRACE_S
+
+    # The answer comes once every process is gone: after the kill grace, if one ignores SIGTERM.
+    doc = Client(timeout=MAX_KILL_GRACE_S + POLL_MARGIN_S).call("POST", _path(args.id, "cancel"))
     if printed_json(args, doc):
         return 0
-    others = [t for t in doc.get("cancelled") or [] if t != args.id]
-    print(f"cancelled {args.id}" + (f" and {len(others)} descendant(s): {', '.join(others)}" if others else ""))
+    task_id = doc["task"]["id"]  # the whole id, when a prefix was given
+    if doc.get("unchanged"):
+        print(f"{task_id} was already cancelled: nothing to do")
+        return 0
+    others = [t for t in doc.get("cancelled") or [] if t != task_id]
+    print(f"cancelled {task_id}" + (f" and {len(others)} descendant(s): {', '.join(others)}" if others else ""))
+    killed = doc.get("killed") or []
+    if killed:
+        grace = doc.get("kill_grace_s")
+        after = f" after the {grace:g}s grace" if isinstance(grace, int | float) else ""
+        print(f"{', '.join(killed)} ignored SIGTERM: killed with SIGKILL{after}")
     return 0
 
 
@@ -477,5 +496,5 @@ def cmd_send(args: argparse.Namespace) -> int:
 def cmd_close(args: argparse.Namespace) -> int:
     doc = _client().call("POST", _path(args.id, "close"))
     if not printed_json(args, doc):
-        print(f"closed {args.id} ({doc['task'].get('status', '?')})")
+        print(f"closed {doc['task']['id']} ({doc['task'].get('status', '?')})")
     return 0

@@ -69,10 +69,14 @@ def make_parser(subparsers: Any, name: str, help_text: str, description: str, ex
 
 
 def _dedent(text: str) -> str:
-    """``textwrap.dedent`` for the examples of a verb (spaces only), without importing textwrap (re-based)."""
-    lines = text.split("\n")
-    margin = min((len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0)
-    return "\n".join(line[margin:] if line.strip() else "" for line in lines)
+    """``inspect.cleandoc`` for the examples of a verb (spaces only), without importing inspect.
+
+    The first line's own indentation does not count: ``"kairos x\n  kairos y"`` (the first example
+    right after the quote) is two examples at one margin, not a second one indented by two more.
+    """
+    first, *rest = text.split("\n")
+    margin = min((len(line) - len(line.lstrip(" ")) for line in rest if line.strip()), default=0)
+    return "\n".join([first.lstrip(" "), *(line[margin:] if line.strip() else "" for line in rest)])
 
 
 def _indent(text: str, prefix: str) -> str:
@@ -187,3 +191,22 @@ def whole_number(text: str) -> int:
     if not (digits.isascii() and digits.isdigit() and len(digits) <= 12):
         raise argparse.ArgumentTypeError(f"expected a whole number in ASCII digits, not {text[:40]!r}")
     return int(text)
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type`` for a timeout: a duration as everywhere else in kairos (``90s``, ``5m``,
+    ``1h30m``) or a plain number of seconds (``600``, ``2.5``; ``0`` too, for the verbs that take it)."""
+    import argparse
+    import re
+
+    raw = text.strip()
+    # ASCII only: float() also reads "٣" and "1_000", and "nan"/"inf" are not timeouts.
+    if re.fullmatch(r"\d+(?:\.\d+)?", raw, re.ASCII):
+        return float(raw)
+    from kairosd.core.errors import InvalidTimeError
+    from kairosd.core.schedule.durations import parse_duration
+
+    try:
+        return parse_duration(raw)
+    except InvalidTimeError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None

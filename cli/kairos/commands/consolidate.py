@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser, whole_number
+from kairos.commands.common import make_parser, seconds, whole_number
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
@@ -26,6 +26,9 @@ AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "generic")
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
 DEFAULT_WAIT_S = 300.0
 POLL_MARGIN_S = 15.0
+
+
+BOARD_ID_HELP = "entry id: b and 6 hex digits, e.g. b3f2a1c (kairos board show lists them)"
 
 
 def register(subparsers: Any) -> None:
@@ -50,6 +53,7 @@ def _register_consolidate(subparsers: Any) -> None:
         """
         kairos consolidate --session 6c07 --transcript ~/.claude/projects/-home-me-app/6c07.jsonl --cwd ~/app
         kairos consolidate --agent codex --session 019a --transcript ROLLOUT.jsonl --cwd . --wait
+        kairos consolidate --force --session 6c07 --transcript 6c07.jsonl   # again, before the interval
         """,
     )
     parser.add_argument("--session", required=True, metavar="ID", help="the agent's session id")
@@ -59,7 +63,17 @@ def _register_consolidate(subparsers: Any) -> None:
     parser.add_argument("--reason", default="manual", metavar="TEXT", help="why (recorded with the decision)")
     parser.add_argument("--wait", action="store_true", help="wait for the run and print what it changed")
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_WAIT_S, metavar="SECONDS", help="give up waiting after this long"
+        "--force",
+        action="store_true",
+        help="consolidate even if this project was consolidated less than the minimum interval ago "
+        "([consolidation] min_interval_minutes); the other gates still apply",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=seconds,
+        default=DEFAULT_WAIT_S,
+        metavar="DURATION",
+        help="give up waiting after this long (10m, 90s, 600)",
     )
     parser.set_defaults(handler=cmd_consolidate)
 
@@ -75,8 +89,8 @@ def _register_board(subparsers: Any) -> None:
         "one is never replaced: the new one is added beside it and the conflict is shown.",
         epilog="examples:\n  kairos board show\n  kairos board show --all\n"
         "  kairos board add 'Use pnpm, not npm' --kind rule\n"
-        "  kairos board edit b3f2a1 'Use yarn, not pnpm'\n  kairos board pin b3f2a1\n  kairos board rm b3f2a1\n"
-        "  kairos board restore b91c04\n  kairos board history -n 20",
+        "  kairos board edit b3f2a1c 'Use yarn, not pnpm'\n  kairos board pin b3f2a1c\n  kairos board rm b3f2a1c\n"
+        "  kairos board restore b91c04e\n  kairos board history -n 20",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verbs = board.add_subparsers(dest="board_verb", metavar="COMMAND")
@@ -100,7 +114,7 @@ def _register_board(subparsers: Any) -> None:
         "Add an entry of your own. kairos never prunes it; only 'kairos board rm' removes it.",
         "kairos board add 'Never push to main directly'\n  kairos board add --kind todo 'Migrate the CI to v2'",
     )
-    add.add_argument("text", nargs="+", metavar="TEXT")
+    add.add_argument("text", nargs="+", metavar="TEXT", help="the entry, one line")
     add.add_argument("--kind", choices=KINDS, default="rule", help="what it is (default: rule)")
     _cwd(add)
     add.set_defaults(handler=cmd_add)
@@ -110,10 +124,10 @@ def _register_board(subparsers: Any) -> None:
         "edit",
         "change an entry's text or kind",
         "Change an entry's text or kind. The entry becomes yours: kairos never prunes or replaces it.",
-        "kairos board edit b3f2a1 'Use yarn, not pnpm'\n  kairos board edit b3f2a1 --kind decision",
+        "kairos board edit b3f2a1c 'Use yarn, not pnpm'\n  kairos board edit b3f2a1c --kind decision",
     )
-    edit.add_argument("id", metavar="ID")
-    edit.add_argument("text", nargs="*", metavar="TEXT")
+    edit.add_argument("id", metavar="ID", help=BOARD_ID_HELP)
+    edit.add_argument("text", nargs="*", metavar="TEXT", help="the new text (left out: only --kind changes)")
     edit.add_argument("--kind", choices=KINDS, help="its new kind")
     _cwd(edit)
     edit.set_defaults(handler=cmd_edit)
@@ -124,9 +138,9 @@ def _register_board(subparsers: Any) -> None:
         "keep an entry: never pruned, never replaced",
         "Pin an entry kairos must keep: it is never pruned, and a later entry that would replace it is added "
         "beside it, shown as a conflict. --off unpins it.",
-        "kairos board pin b3f2a1\n  kairos board pin --off b3f2a1",
+        "kairos board pin b3f2a1c\n  kairos board pin --off b3f2a1c",
     )
-    pin.add_argument("id", metavar="ID")
+    pin.add_argument("id", metavar="ID", help=BOARD_ID_HELP)
     pin.add_argument("--off", action="store_true", help="unpin it")
     _cwd(pin)
     pin.set_defaults(handler=cmd_pin)
@@ -138,14 +152,14 @@ def _register_board(subparsers: Any) -> None:
         "Undo a wrong replacement: put an entry that a later one replaced back on the board, pinned (see "
         "'kairos board show --all'). The entry that replaced it stays, and the two are marked as in conflict, "
         "so the next session asks you which holds; remove the other with 'kairos board rm'.",
-        "kairos board restore b91c04",
+        "kairos board restore b91c04e",
     )
-    restore.add_argument("id", metavar="ID")
+    restore.add_argument("id", metavar="ID", help=BOARD_ID_HELP)
     _cwd(restore)
     restore.set_defaults(handler=cmd_restore)
 
-    rm = make_parser(verbs, "rm", "remove an entry", "Remove an entry by its id.", "kairos board rm b3f2a1")
-    rm.add_argument("id", metavar="ID")
+    rm = make_parser(verbs, "rm", "remove an entry", "Remove an entry by its id.", "kairos board rm b3f2a1c")
+    rm.add_argument("id", metavar="ID", help=BOARD_ID_HELP)
     _cwd(rm)
     rm.set_defaults(handler=cmd_rm)
 
@@ -164,7 +178,8 @@ def _register_board(subparsers: Any) -> None:
         verbs,
         "history",
         "what was learned and when",
-        "Every change to the board, newest last: additions, entries seen again, replacements (which entry "
+        "Every change to the board, newest first (as every log kairos lists): additions, entries seen "
+        "again, replacements (which entry "
         "replaced which), conflicts with your entries, edits, pins, restores, removals, prunes.",
         "kairos board history\n  kairos board history -n 0 --json",
     )
@@ -211,6 +226,8 @@ def build_consolidate_request(args: argparse.Namespace, environ: dict[str, str] 
         "reason": args.reason,
         "spawned": env.get("KAIROS_SPAWNED", "").strip() == "1",
     }
+    if getattr(args, "force", False):
+        body["force"] = True
     if env.get("KAIROS_CONSOLIDATE") is not None:
         body["consolidate"] = env["KAIROS_CONSOLIDATE"]
     return body

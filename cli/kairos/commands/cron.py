@@ -58,7 +58,7 @@ def register(subparsers: Any) -> None:
         "  kairos cron explain @weekly\n  kairos cron explain '0 0 13 * 5' --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    exp.add_argument("expr", metavar="EXPR")
+    exp.add_argument("expr", metavar="EXPR", help="5-field cron expression (quoted) or @macro")
     exp.add_argument("--json", action="store_true", help="print one JSON document")
     exp.set_defaults(handler=cmd_explain)
 
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
         "  kairos cron every 90m     # 0 */2 * * * (rounded)\n  kairos cron every 1d --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    every.add_argument("interval", metavar="INTERVAL")
+    every.add_argument("interval", metavar="INTERVAL", help="a /loop-style interval: 90s, 5m, 2h, 1d, 1h30m")
     every.add_argument("--json", action="store_true", help="print one JSON document")
     every.set_defaults(handler=cmd_every)
     cron.set_defaults(handler=lambda _args: _help(cron))

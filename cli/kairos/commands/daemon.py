@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
         "daemon",
         help="start, stop or inspect kairosd",
         description="Start, stop or inspect the kairosd daemon that fires the tasks.",
-        epilog="examples:\n  kairos daemon start\n  kairos daemon status\n  kairos daemon stop",
+        epilog="examples:\n  kairos daemon start\n  kairos daemon status\n  kairos daemon reload\n  kairos daemon stop",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verbs = daemon.add_subparsers(dest="daemon_verb", metavar="COMMAND")
@@ -81,6 +81,18 @@ def register(subparsers: Any) -> None:
         "kairos daemon status || kairos daemon start",
     )
     status.set_defaults(handler=cmd_status)
+
+    reload = make_parser(
+        verbs,
+        "reload",
+        "apply config.toml without a restart",
+        "Ask kairosd to read config.toml again (as SIGHUP does, and systemctl --user reload kairosd). "
+        "Agents, custom agents, hooks, [consolidation], [webhook] and limits.max_depth and keep_finished "
+        "apply at once; the other limits need a restart, and the output names them. A config that does not "
+        "load changes nothing (exit 1, with the reason).",
+        "kairos daemon reload\n  kairos daemon reload --json",
+    )
+    reload.set_defaults(handler=cmd_reload)
 
     run = make_parser(
         verbs,
@@ -379,6 +391,23 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print_status(doc)
     return 0
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    from kairos.output import error, print_json
+    from kairosd.core.protocol import route_path
+
+    result = _client().call("POST", route_path("reload"))["reload"]
+    if args.json:
+        print_json(result)
+    elif not result.get("ok"):
+        error(f"config.toml not reloaded: {result.get('error')}; the settings in effect are unchanged")
+    else:
+        applied, restart = result.get("applied") or [], result.get("needs_restart") or []
+        print("reloaded config.toml: " + (f"applied {', '.join(applied)}" if applied else "nothing new to apply"))
+        if restart:
+            print(f"needs a restart to take effect: {', '.join(restart)} (kairos daemon stop, then start)")
+    return 0 if result.get("ok") else 1
 
 
 def cmd_run(args: argparse.Namespace) -> int:

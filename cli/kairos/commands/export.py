@@ -65,8 +65,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     from kairos.output import error, print_json
     from kairosd.core.errors import EXIT_FAILURE, UsageError
 
-    if bool(args.ids) == bool(args.all):
-        raise UsageError("give task ids or --all (not both)")
+    if args.ids and args.all:
+        raise UsageError("give task ids or --all, not both")
+    if not args.ids and not args.all:
+        raise UsageError("say which tasks to export: give their ids, or --all")
     if args.to == "kubernetes" and not args.image:
         raise UsageError("--to kubernetes needs --image (the container image that holds the agent CLI)")
     body: dict[str, Any] = {"to": args.to, "secret_name": args.secret_name, "secret_env": args.secret_env}

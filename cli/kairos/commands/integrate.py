@@ -24,13 +24,14 @@ from typing import Any
 
 from kairos.commands.common import installed_script, make_parser, whole_number
 
-AGENTS = ("claude", "copilot", "codex", "gemini")
+AGENTS = ("claude", "copilot", "codex", "gemini", "opencode")
 # kairosd.consolidation.modes.DEFAULT_MODELS, which the CLI may not import (a test keeps them equal).
-CHEAP_MODELS = {
+CHEAP_MODELS: dict[str, str | None] = {
     "claude": "haiku",
     "codex": "gpt-5.1-codex-mini",
     "gemini": "gemini-2.5-flash-lite",
     "copilot": "gpt-5-mini",
+    "opencode": None,  # its models depend on the user's providers: the user's own default model
 }
 # What a rem-agent prompt holds besides the typed turns: the definition, the task's text and a board
 # of about 15 entries (kairosd.consolidation.rem_protocol; a test keeps this within 10% of it).
@@ -51,7 +52,8 @@ def register(subparsers: Any) -> None:
         "of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
         "(~/.copilot/hooks/kairos.json, ~/.copilot/mcp-config.json), Codex (~/.codex/hooks.json, "
         "~/.codex/config.toml, where thread_unload_delay_secs = 0 makes a quit TUI end its session at once; "
-        "kairosd then wakes idle Codex sessions with codex queue) or Gemini CLI (~/.gemini/settings.json). "
+        "kairosd then wakes idle Codex sessions with codex queue), Gemini CLI (~/.gemini/settings.json) or "
+        "opencode (a plugin, ~/.config/opencode/plugin/kairos.js, and ~/.config/opencode/opencode.json). "
         "Other entries are kept; kairos' own are recognised by what they run ('kairos hook ...', "
         "'kairos mcp'), so running it again replaces them. Each changed file is first copied to "
         "FILE.kairos-backup-<UTC time>. Project folders are never touched.",
@@ -118,7 +120,12 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         with_rewake=not args.no_rewake,
         **({"rewake_lifetime": args.rewake_lifetime} if args.rewake_lifetime is not None else {}),
     )  # fmt: skip
-    plans, notes = agents.plan(args.agent, ctx)
+    if args.agent == "opencode":
+        from kairos.agents.integrations import opencode
+
+        plans, notes = opencode.plan(ctx)
+    else:
+        plans, notes = agents.plan(args.agent, ctx)
     changes = files.plan_changes(plans)  # Refused (exit 1, nothing written) for a file it cannot use
     notes = [n for c in changes for n in c.notes] + notes
     if not args.uninstall:
@@ -173,7 +180,7 @@ def consolidation_line(
     if mode == "offline":
         return f'consolidation: offline ([consolidation] mode = "offline"): no model reads your {agent} sessions'
     models = section.get("models")
-    model = (models.get(agent) if isinstance(models, dict) else None) or CHEAP_MODELS[agent]
+    model = (models.get(agent) if isinstance(models, dict) else None) or CHEAP_MODELS[agent] or f"{agent}'s default"
     runs = section.get("max_agent_runs_per_day", DEFAULT_RUNS_PER_DAY)
     tokens = round(estimate_tokens() / 1000, 1)
     return (

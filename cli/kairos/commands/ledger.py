@@ -46,8 +46,9 @@ def register(subparsers: Any) -> None:
         subparsers,
         "missed",
         "fires that did not happen on time",
-        "Show fires kairos could not make on time (daemon down, suspend, clock jumps) "
-        "and what it did about them. --clear forgets them.",
+        "Show fires kairos could not make on time (daemon down, suspend, clock jumps, a one-shot paused "
+        "past its time) and what it did about them, newest first: recorded or surfaced (not fired), or "
+        "caught up (fired late: the run is in 'kairos history'). --clear forgets them.",
         "kairos missed\n  kairos missed --clear",
     )
     missed.add_argument("--clear", action="store_true", help="forget every missed record")
@@ -57,7 +58,8 @@ def register(subparsers: Any) -> None:
         subparsers,
         "inbox",
         "prompts delivered to inbox sessions",
-        "List unacknowledged inbox items (of every session unless --session), follow new "
+        "List unacknowledged inbox items (of every session unless --session), oldest first (a queue: "
+        "in the order to handle them; logs such as history and missed are newest first), follow new "
         "ones as they arrive, or acknowledge them.",
         """
         kairos inbox
@@ -142,12 +144,24 @@ def _outcome(run: dict[str, Any]) -> str:
 
 
 def _reason(run: dict[str, Any]) -> str:
-    parts = []
-    if run.get("exit_code") is not None:
-        parts.append(f"exit {run['exit_code']}")
-    if run.get("reason"):
-        parts.append(str(run["reason"]))
-    return "; ".join(parts) or "-"
+    """The exit status and the reason, each said once: "exit 3; exit code 3" and a timeout shown as
+    "exit -15" were what a run said before (issue 24, item 14)."""
+    code, reason = run.get("exit_code"), str(run.get("reason") or "")
+    status = None
+    if isinstance(code, int) and not isinstance(code, bool):
+        status = f"exit {code}" if code >= 0 else _signal_text(-code)
+        if f"exit code {code}" in reason or (code < 0 and "killed by" in reason):
+            status = None  # the reason says it already
+    return "; ".join(p for p in (status, reason) if p) or "-"
+
+
+def _signal_text(number: int) -> str:
+    import signal
+
+    try:
+        return f"killed by {signal.Signals(number).name}"
+    except ValueError:
+        return f"killed by signal {number}"
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -326,7 +340,10 @@ def cmd_inbox(args: argparse.Namespace) -> int:
             print_json(doc)
         else:
             acked = doc.get("acked") or []
-            print(f"acked {len(acked)} item(s)" if acked else "nothing left to ack")
+            if acked and args.ack:
+                print(f"acked {', '.join(map(str, acked))}")  # the whole ids, when prefixes were given
+            else:
+                print(f"acked {len(acked)} item(s)" if acked else "nothing left to ack")
         return 0
     query = {"session": args.session} if args.session else {}
     if args.all:
@@ -420,6 +437,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 # ---- import ---------------------------------------------------------------
 
 
+# A file larger than one request can carry is sent in batches (each imported atomically); this
+# bounds what the CLI reads at all. Issue 28: one request (1 MiB) held about 7,000 tasks.
+IMPORT_FILE_MAX = 256 << 20
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -432,23 +454,24 @@ def cmd_import(args: argparse.Namespace) -> int:
         # Accept the project folder or its .claude folder as well as the file.
         nested = path.joinpath(*CLAUDE_FILE)
         path = nested if nested.exists() else path / CLAUDE_FILE[-1]
-    from kairosd.core.protocol import MAX_BODY_BYTES
     from kairosd.system.boundedread import read_capped
 
     try:
-        # Bounded: a link to /dev/zero or a FIFO is refused at once, and a file larger than a request
-        # can carry is refused before it is read whole.
-        data = read_capped(path, MAX_BODY_BYTES).decode("utf-8")
+        # Bounded: a link to /dev/zero or a FIFO is refused at once, and a file larger than the CLI
+        # splits is refused before it is read whole.
+        data = read_capped(path, IMPORT_FILE_MAX).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise KairosError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    body: dict[str, Any] = {"data": data, "tz": args.tz or local_zone()}
+    body: dict[str, Any] = {"tz": args.tz or local_zone()}
     if args.project:
         body["project"] = str(Path(args.project).expanduser().absolute())
+    batches = import_batches(data)
     api = client()
     if not args.dry_run and not args.allow_hidden:
-        # What a person cannot read is not imported unasked: the same request as a dry run first.
-        preview = api.call("POST", route_path("import"), {**body, "dry_run": True})
-        hidden = _hidden_tasks(preview)
+        # What a person cannot read is not imported unasked: the same requests as a dry run first.
+        hidden: list[tuple[str, str]] = []
+        for _, text in batches:
+            hidden += _hidden_tasks(api.call("POST", route_path("import"), {"data": text, **body, "dry_run": True}))
         if hidden:
             ids = ", ".join(f"{task_id} ({what})" for task_id, what in hidden)
             raise KairosError(
@@ -458,24 +481,86 @@ def cmd_import(args: argparse.Namespace) -> int:
             )
     if args.dry_run:
         body["dry_run"] = True
-    doc = api.call("POST", route_path("import"), body)
+    doc: dict[str, Any] = {}
+    for number, (offset, text) in enumerate(batches, start=1):
+        try:
+            answer = api.call("POST", route_path("import"), {"data": text, **body})
+        except KairosError as exc:
+            if number == 1:
+                raise
+            _print_import(doc, path, batches=number - 1)
+            exc.message = (
+                f"batch {number} of {len(batches)} failed: {exc.message} (batches 1-{number - 1} were "
+                "imported; run the same import again to import the rest: what is imported is skipped)"
+            )
+            raise
+        _merge_import(doc, answer, offset)
+        if len(batches) > 1 and not args.json:
+            imported, skipped, rejected = (len(answer.get(k) or []) for k in ("imported", "skipped", "rejected"))
+            print(f"batch {number}/{len(batches)}: {imported} imported, {skipped} skipped, {rejected} rejected")
     if args.json:
         print_json(doc)
     else:
         _print_import(doc, path)
-    hidden = _hidden_tasks(doc)
-    if hidden:
+    hidden_now = _hidden_tasks(doc)
+    if hidden_now:
         from kairos.output import error
 
         verb = "would hold" if doc.get("dry_run") else "hold"
         error(
-            f"warning: {len(hidden)} imported task(s) {verb} invisible or control characters that the agent "
-            f"receives as they are: {', '.join(task_id for task_id, _ in hidden)}"
+            f"warning: {len(hidden_now)} imported task(s) {verb} invisible or control characters that the agent "
+            f"receives as they are: {', '.join(task_id for task_id, _ in hidden_now)}"
         )
     return 0
 
 
-def _print_import(doc: dict[str, Any], path: Any) -> None:
+def import_batches(data: str) -> list[tuple[int, str]]:
+    """``data`` as the texts of the requests that carry it: (index of the batch's first task, its text).
+
+    A file that fits one request goes as it is. A larger one must be Claude's shape (an object with a
+    ``tasks`` list); its tasks are sent in batches, each a ``{"tasks": [...]}`` that fits one request
+    (each is imported atomically, and a task imported by an earlier batch is skipped if sent again).
+    """
+    from kairos import cjson
+    from kairosd.core.errors import UsageError
+    from kairosd.core.protocol import MAX_BODY_BYTES
+
+    room = MAX_BODY_BYTES - (16 << 10)  # the request's other fields (zone, project)
+    if len(cjson.dumps(data, compact=True)) <= room:
+        return [(0, data)]
+    try:
+        doc = cjson.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"not a Claude scheduled_tasks.json: invalid JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), list):
+        raise UsageError("not a Claude scheduled_tasks.json: expected an object with a 'tasks' list")
+    batches: list[tuple[int, str]] = []
+    items: list[str] = []
+    size = first = 0
+    for index, item in enumerate(doc["tasks"]):
+        text = cjson.dumps(item, compact=True)
+        cost = len(cjson.dumps(text, compact=True))  # as the request's JSON carries it (quotes escaped)
+        if items and size + cost + 32 > room:
+            batches.append((first, '{"tasks":[' + ",".join(items) + "]}"))
+            items, size, first = [], 0, index
+        items.append(text)
+        size += cost + 1
+    batches.append((first, '{"tasks":[' + ",".join(items) + "]}"))
+    return batches
+
+
+def _merge_import(doc: dict[str, Any], answer: dict[str, Any], offset: int) -> None:
+    """Add one batch's answer to ``doc``; a rejected item's index becomes its index in the whole file."""
+    doc["dry_run"] = answer.get("dry_run", False)
+    for key in ("imported", "skipped", "dropped"):
+        doc.setdefault(key, []).extend(answer.get(key) or [])
+    for item in answer.get("rejected") or []:
+        if isinstance(item.get("index"), int):
+            item = {**item, "index": item["index"] + offset}
+        doc.setdefault("rejected", []).append(item)
+
+
+def _print_import(doc: dict[str, Any], path: Any, batches: int | None = None) -> None:
     import textwrap
 
     from kairos.commands.tasks import describe
@@ -483,7 +568,8 @@ def _print_import(doc: dict[str, Any], path: Any) -> None:
 
     imported, skipped, rejected = doc.get("imported") or [], doc.get("skipped") or [], doc.get("rejected") or []
     verb = "would import" if doc.get("dry_run") else "imported"
-    print(f"{verb} {len(imported)}, skipped {len(skipped)}, rejected {len(rejected)} from {path}")
+    where = f" (the first {batches} batch(es))" if batches is not None else ""
+    print(f"{verb} {len(imported)}, skipped {len(skipped)}, rejected {len(rejected)} from {path}{where}")
     for task in imported:
         name = f" ({task['name']})" if task.get("name") else ""
         print(f"  + {task.get('id')}{name}: {describe(task)}")

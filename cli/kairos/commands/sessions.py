@@ -46,8 +46,15 @@ def register(subparsers: Any) -> None:
         "  kairos hook claude wait --max-wait 540",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    hook.add_argument("agent", metavar="AGENT", choices=("claude", "copilot", "codex", "gemini"))
-    hook.add_argument("event", metavar="EVENT")
+    hook.add_argument(
+        "agent",
+        metavar="AGENT",
+        choices=("claude", "copilot", "codex", "gemini"),
+        help="the agent CLI calling the hook",
+    )
+    hook.add_argument(
+        "event", metavar="EVENT", help="the hook event, in the agent's own name (Stop, SessionStart, ...)"
+    )
     hook.add_argument("--max-wait", type=float, metavar="SECONDS", help="wait only: the waiter's lifetime")
     hook.set_defaults(handler=cmd_hook)
 

@@ -17,9 +17,45 @@ from kairos.output import fmt_seconds, fmt_time, print_fields
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
     from typing import Any
 
 # ---- helpers ----------------------------------------------------------------
+
+ID_HELP = (
+    "task id: 8 hex digits, or a unique prefix of 4 or more, any case (kairos list shows them); several may be given: "
+    "each is handled in turn, one that fails is reported and the rest go on (exit 1 if any failed)"
+)
+
+
+def each_id(ids: list[str], act: Callable[[str], Any], json_key: str, as_json: bool) -> int:
+    """Run ``act`` on each id in turn (a repeated id once); an id that fails is reported on stderr
+    and the rest go on. Exit code: 0 if all went well, else the first failure's code.
+
+    With ``as_json``, one id prints its answer as it is (``{"task": ...}``); several print one document,
+    ``{json_key: [each answer's one value], "errors": [{"id", "code", "message"}]}``.
+    """
+    from kairos.output import error, print_json
+    from kairosd.core.errors import KairosError
+
+    results: list[Any] = []
+    errors: list[dict[str, str]] = []
+    code = 0
+    for task_id in dict.fromkeys(ids):
+        try:
+            results.append(act(task_id))
+        except KairosError as exc:
+            if len(ids) == 1 and not as_json:
+                raise
+            error(f"{task_id}: {exc.message}")
+            errors.append({"id": task_id, "code": exc.code, "message": exc.message})
+            code = code or exc.exit_code
+    if as_json:
+        if len(ids) > 1 or errors:
+            print_json({json_key: [next(iter(r.values())) for r in results], "errors": errors})
+        else:
+            print_json(results[0])
+    return code
 
 
 def task_path(task_id: str, action: str = "") -> str:
@@ -62,39 +98,44 @@ def register(subparsers: Any) -> None:
         "show",
         "show one task in full",
         "Show every field of a task and its next five fire times.",
-        "kairos show 3f2a9c1d",
+        "kairos show 3f2a9c1d\n  kairos show 3f2a 0b1c",
     )
-    show.add_argument("id", metavar="ID", help="task id (8 hex characters)")
+    show.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     show.set_defaults(handler=cmd_show)
 
     rm = make_parser(
         subparsers,
         "rm",
         "remove tasks",
-        "Remove one or more tasks. Ids are removed in order; the first error stops the rest.",
+        "Remove one or more tasks. Each id is handled in turn; one that fails is reported and the "
+        "rest go on (exit 1 if any failed).",
         "kairos rm 3f2a9c1d\n  kairos rm 3f2a9c1d 0b1c2d3e",
     )
-    rm.add_argument("ids", nargs="+", metavar="ID", help="task id(s)")
+    rm.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     rm.set_defaults(handler=cmd_rm)
 
     pause = make_parser(
         subparsers,
         "pause",
         "stop a task from firing",
-        "Pause a task: it keeps its schedule but does not fire until resumed.",
-        "kairos pause 3f2a9c1d",
+        "Pause tasks: each keeps its schedule but does not fire until resumed. Pausing a paused task "
+        "is not an error (exit 0, with a note).",
+        "kairos pause 3f2a9c1d\n  kairos pause 3f2a 0b1c",
     )
-    pause.add_argument("id", metavar="ID")
+    pause.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     pause.set_defaults(handler=cmd_pause)
 
     resume = make_parser(
         subparsers,
         "resume",
         "let a paused task fire again",
-        "Resume a paused task. Fires that fell in the pause are not counted as missed.",
-        "kairos resume 3f2a9c1d",
+        "Resume paused tasks. Fires of a recurring task that fell in the pause are not counted as "
+        "missed. A one-shot whose time passed in the pause follows its catch-up policy now: "
+        "once fires it late (marked caught up), skip and surface record it in 'kairos missed'; "
+        "the output says which. Resuming a running task is not an error (exit 0, with a note).",
+        "kairos resume 3f2a9c1d\n  kairos resume 3f2a 0b1c",
     )
-    resume.add_argument("id", metavar="ID")
+    resume.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     resume.set_defaults(handler=cmd_resume)
 
     run = make_parser(
@@ -103,9 +144,9 @@ def register(subparsers: Any) -> None:
         "fire a task now",
         "Fire a task now, outside its schedule (the schedule is unchanged). "
         "Prints the run id; see the outcome with 'kairos history ID'.",
-        "kairos run 3f2a9c1d",
+        "kairos run 3f2a9c1d\n  kairos run 3f2a 0b1c",
     )
-    run.add_argument("id", metavar="ID")
+    run.add_argument("ids", nargs="+", metavar="ID", help=ID_HELP)
     run.set_defaults(handler=cmd_run)
 
 
@@ -242,11 +283,12 @@ def _list_row(t: dict[str, Any], zone: str) -> list[str]:
 
 
 def _print_list_json() -> int:
-    """``list --json``: kairosd's own bytes when they already are the document to print.
+    """``list --json``: kairosd's own bytes, as they arrive, when they are the document to print.
 
     kairosd answers ``GET /tasks`` with the compact document (``kairosd.scheduling.api``), which is what
     :func:`print_json` prints to a pipe: parsing and encoding it again took most of a
-    ``kairos list --json`` (``bench/bench_cli.py``: 7.5x a bare interpreter with 2,000 tasks).
+    ``kairos list --json`` (``bench/bench_cli.py``: 7.5x a bare interpreter with 2,000 tasks), and
+    the answer is passed on piece by piece, never whole in memory (100,000 tasks: ~100 MB; issue 28).
     A terminal gets it indented, and an answer shaped otherwise (another server) is parsed.
     """
     import sys
@@ -255,18 +297,25 @@ def _print_list_json() -> int:
     from kairos.output import print_json
     from kairosd.core.protocol import route_path
 
-    data = client().call_raw("GET", route_path("tasks"))
-    if not sys.stdout.isatty() and data.startswith(b'{"tasks":[') and data.endswith(b"]}\n"):
-        out = getattr(sys.stdout, "buffer", None)
-        if out is None:
-            sys.stdout.write(data.decode())
-        else:  # as bytes: decoding and encoding 1.3 MB again (2,000 tasks) took ~1.5 ms
-            sys.stdout.flush()
-            out.write(data)
-            out.flush()
+    pieces = client().call_pieces("GET", route_path("tasks"))
+    head = b""
+    for piece in pieces:
+        head += piece
+        if len(head) >= len(_LIST_HEAD):
+            break
+    out = getattr(sys.stdout, "buffer", None)
+    if not sys.stdout.isatty() and out is not None and head.startswith(_LIST_HEAD):
+        sys.stdout.flush()
+        out.write(head)
+        for piece in pieces:  # as bytes: decoding and encoding 1.3 MB again (2,000 tasks) took ~1.5 ms
+            out.write(piece)
+        out.flush()
         return 0
-    print_json(parse_answer(data))
+    print_json(parse_answer(head + b"".join(pieces)))
     return 0
+
+
+_LIST_HEAD = b'{"tasks":['
 
 
 def _expiry_text(task: dict[str, Any]) -> str:
@@ -293,18 +342,57 @@ def _target_detail(target: Any) -> str:
         parts = [f"shell: {shlex.join(str(a) for a in target.get('argv') or [])}"]
     if target.get("cwd"):
         parts.append(f"in {target['cwd']}")
+    elif target["kind"] != "webhook":
+        parts.append("in ~ (no folder recorded: the home folder)")  # what kairosd runs it in
     if target.get("timeout_s") is not None:
         parts.append(f"timeout {fmt_seconds(target['timeout_s'])}")
     return ", ".join(parts)
 
 
+def _jitter_text(task: dict[str, Any]) -> str:
+    """The jitter as asked, and what it really is when half the period caps it (issue 24, item 4)."""
+    import itertools
+    from datetime import datetime
+
+    from kairosd.core.schedule.durations import format_duration
+    from kairosd.core.schedule.jitter import capped_jitter
+
+    spec = str(task.get("jitter") or "none")
+    if not task.get("recurring", True) or not spec.startswith("max:"):
+        return spec
+    try:
+        times = [datetime.fromisoformat(str(f["scheduled_for"])) for f in task.get("next_fires") or []]
+    except (KeyError, TypeError, ValueError):
+        return spec
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    cap = capped_jitter(spec, gaps)
+    if cap is None:
+        return spec
+    return (
+        f"{spec}, capped at {format_duration(cap.total_seconds())} for this task "
+        f"(half the {format_duration(min(gaps).total_seconds())} between its fires)"
+    )
+
+
 def cmd_show(args: argparse.Namespace) -> int:
+    api = client()
+    shown = [0]
+
+    def show(task_id: str) -> Any:
+        doc = api.call("GET", task_path(task_id))
+        if not args.json:
+            if shown[0]:
+                print()
+            _print_task(doc["task"])
+            shown[0] += 1
+        return doc
+
+    return each_id(args.ids, show, "tasks", args.json)
+
+
+def _print_task(task: dict[str, Any]) -> None:
     import json
 
-    doc = client().call("GET", task_path(args.id))
-    if printed_json(args, doc):
-        return 0
-    task = doc["task"]
     status = str(task.get("status", "?")) + (", running now" if task.get("running") else "")
     schedule = task.get("cron") or task.get("schedule") or "?"
     if task.get("paused_reason"):
@@ -316,7 +404,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("schedule", schedule),
         ("meaning", describe(task)),
         ("target", _target_detail(task.get("target"))),
-        ("jitter", task.get("jitter", "none")),
+        ("jitter", _jitter_text(task)),
         ("catch-up", task.get("catch_up", "-")),
         ("overlap", task.get("overlap", "-")),
         ("expires", _expiry_text(task)),
@@ -329,30 +417,28 @@ def cmd_show(args: argparse.Namespace) -> int:
     fires = fire_lines(task) or ["-"]
     print(f"{'next:':<12} " + ("\n" + " " * 13).join(fires))
     print_block("prompt", str(task.get("prompt", "")))
-    return 0
 
 
 # ---- rm / pause / resume / run --------------------------------------------
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    from kairos.output import print_json
-    from kairosd.core.errors import KairosError
-
     api = client()
     removed: list[str] = []
-    try:
-        for task_id in dict.fromkeys(args.ids):  # a repeated id would fail the second time
-            removed.extend(api.call("DELETE", task_path(task_id))["removed"])
-            if not args.json:
-                print(f"removed {task_id}")
-    except KairosError:
-        if args.json and removed:
-            print_json({"removed": removed})  # say what did happen before the error line
-        raise
+
+    def remove(task_id: str) -> str:
+        full = str((api.call("DELETE", task_path(task_id))["removed"] or [task_id])[0])
+        removed.append(full)
+        if not args.json:
+            print(f"removed {full}")  # the full id: the prefix typed may be shared by a task added later
+        return full
+
+    code = each_id(args.ids, remove, "removed", as_json=False)
     if args.json:
+        from kairos.output import print_json
+
         print_json({"removed": removed})
-    return 0
+    return code
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
@@ -364,25 +450,50 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _set_paused(args: argparse.Namespace, action: str) -> int:
-    doc = client().call("POST", task_path(args.id, action))
-    if printed_json(args, doc):
-        return 0
-    task = doc["task"]
+    api = client()
+
+    def act(task_id: str) -> Any:
+        doc = api.call("POST", task_path(task_id, action))
+        if not args.json:
+            print(paused_line(doc["task"], action))
+        return doc
+
+    return each_id(args.ids, act, "tasks", args.json)
+
+
+def paused_line(task: dict[str, Any], action: str) -> str:
+    """What ``pause`` or ``resume`` did to one task, on one line."""
+    if task.get("unchanged"):
+        state = "paused" if action == "pause" else "not paused"
+        return f"{task['id']} was already {state}: nothing to do"
     if action == "pause":
-        print(f"paused {task['id']}")
-    else:
-        planned = task.get("planned_for")
-        print(f"resumed {task['id']}" + (f", next: {fmt_time(planned)}" if planned else ", no fire time ahead"))
-    return 0
+        return f"paused {task['id']}"
+    caught = task.get("caught_up")
+    if caught:
+        slot = fmt_time(caught.get("scheduled_for"))
+        if caught.get("action") == "fired":
+            what = f"its time ({slot}) passed while paused: fired now, late (run {caught.get('run_id')}, caught up)"
+        elif caught.get("action") == "missed":
+            reason = caught.get("reason")
+            what = f"its time ({slot}) passed while paused: recorded as missed ({reason}); see kairos missed"
+        else:
+            what = f"its time ({slot}) passed while paused: its catch-up policy decides at the next tick"
+        return f"resumed {task['id']}, {what}"
+    planned = task.get("planned_for")
+    return f"resumed {task['id']}" + (f", next: {fmt_time(planned)}" if planned else ", no fire time ahead")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    doc = client().call("POST", task_path(args.id, "run"))
-    if printed_json(args, doc):
-        return 0
-    run = doc["run"]
-    line = f"dispatched run {run.get('run_id', '?')} of task {run.get('task_id', args.id)}"
-    if run.get("outcome"):
-        line += f": {run['outcome']}" + (f" ({run['reason']})" if run.get("reason") else "")
-    print(line)
-    return 0
+    api = client()
+
+    def fire(task_id: str) -> Any:
+        doc = api.call("POST", task_path(task_id, "run"))
+        if not args.json:
+            run = doc["run"]
+            line = f"dispatched run {run.get('run_id', '?')} of task {run.get('task_id', task_id)}"
+            if run.get("outcome"):
+                line += f": {run['outcome']}" + (f" ({run['reason']})" if run.get("reason") else "")
+            print(line)
+        return doc
+
+    return each_id(args.ids, fire, "runs", args.json)

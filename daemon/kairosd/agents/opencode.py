@@ -1,8 +1,10 @@
 """opencode (``opencode run``): the headless command line and its ``--format json`` events.
 
-One turn is ``opencode run --format json [-m PROVIDER/MODEL] [--session ID] --
-MESSAGE`` (after ``--`` a message that starts with a dash is still the
-message). Every event line carries ``type``, ``timestamp`` and ``sessionID``:
+One turn is ``opencode run --format json [-m PROVIDER/MODEL] [--session ID]``
+with the message on stdin. Not as an argument: ``opencode run`` wraps a message
+argument that contains a space in double quotes (1.18.33), so the model would see
+every kairos prompt quoted; it reads stdin when stdin is not a TTY, and kairos'
+runs never have one. Every event line carries ``type``, ``timestamp`` and ``sessionID``:
 ``step_start``, ``text`` (``part.text``, ``part.messageID``), ``tool_use``
 (``part.tool``, ``part.state`` with ``status``, ``input``, ``title``),
 ``step_finish`` (``part.reason``) and ``error`` (``error.name``,
@@ -80,8 +82,7 @@ class OpencodeAdapter(CliAdapter):
         argv += self.model_args(request)
         argv += option("--session", request.resume_session)
         argv += self.extra_args(request)
-        argv += ["--", prompt_with_definition(request)]
-        return self.finish(argv, env=env)
+        return self.finish(argv, env=env, stdin=prompt_with_definition(request))
 
     def event_progress(self, event: dict[str, Any]) -> Progress | None:
         kind, part = event.get("type"), _part(event)

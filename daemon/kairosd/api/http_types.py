@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -54,7 +54,12 @@ class EncodedJson:
 
 def compact_json(body: Any) -> bytes:
     """``body`` as the server sends JSON: compact, ASCII, anything else JSON lacks as its ``str``."""
-    return json.dumps(body, separators=(",", ":"), default=str).encode()
+    return _COMPACT.encode(body).encode()
+
+
+# What json.dumps(separators=(",", ":"), default=str) builds on every call: made once, it is
+# ~1/4 of encoding a small document (a listing of 100,000 tasks encodes 100,000 of them).
+_COMPACT = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,20 @@ class StreamResponse:
     status: int = 200
 
 
-Handler = Callable[[Request], Awaitable[Response | StreamResponse]]
+@dataclass(frozen=True)
+class JsonPieces:
+    """A complete JSON answer sent as it is made: ``pieces`` (bytes) joined are the document.
+
+    Sent chunked, each piece as it comes, yielding to the loop between pieces: a listing of
+    100,000 tasks is ~100 MB of JSON, which must neither sit whole in memory nor hold the
+    loop (issue 28). ``pieces`` is iterated on the loop thread, after the handler returned.
+    """
+
+    pieces: Iterable[bytes]
+    status: int = 200
+
+
+Handler = Callable[[Request], Awaitable[Response | StreamResponse | JsonPieces]]
 
 
 class ClientGone(Exception):

@@ -18,12 +18,12 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from kairosd.api.http_types import Request, Response, StreamResponse
+from kairosd.api.http_types import JsonPieces, Request, Response, StreamResponse
 from kairosd.api.openapi import openapi_document
 from kairosd.core.errors import KairosError, NotFoundError
 from kairosd.core.protocol import API_VERSION, PREFIX, ROUTES, route_regex
 
-RouteHandler = Callable[[Request, re.Match[str]], Awaitable[Response | StreamResponse]]
+RouteHandler = Callable[[Request, re.Match[str]], Awaitable[Response | StreamResponse | JsonPieces]]
 # (a route's name in kairosd.core.protocol.ROUTES, {method: handler})
 Routes = list[tuple[str, dict[str, RouteHandler]]]
 _H = TypeVar("_H")
@@ -75,7 +75,7 @@ class Router:
                     raise ValueError(f"{', '.join(sorted(twice))} {PREFIX}{ROUTES[name]} is registered twice")
             self.routes.append((name, re.compile(route_regex(name)), methods))
 
-    async def handle(self, req: Request) -> Response | StreamResponse:
+    async def handle(self, req: Request) -> Response | StreamResponse | JsonPieces:
         for _, pattern, methods in self.routes:
             match = pattern.fullmatch(req.path)
             if match:

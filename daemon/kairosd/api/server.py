@@ -55,6 +55,7 @@ from kairosd.api.http_types import (
     ClientGone,
     EncodedJson,
     Handler,
+    JsonPieces,
     Request,
     Response,
     StreamResponse,
@@ -67,7 +68,16 @@ from kairosd.core import bounds, defaults, jsonsafe, protocol
 from kairosd.core.errors import KairosError
 
 # Route modules import these from here too (the server's public face).
-__all__ = ["ClientGone", "Handler", "Request", "Response", "StreamResponse", "UnixHttpServer", "cancel_on_disconnect"]
+__all__ = [
+    "ClientGone",
+    "Handler",
+    "JsonPieces",
+    "Request",
+    "Response",
+    "StreamResponse",
+    "UnixHttpServer",
+    "cancel_on_disconnect",
+]
 
 log = logging.getLogger(__name__)
 
@@ -359,6 +369,8 @@ class UnixHttpServer:
                     await self._stream(conn, reader, writer, result)
                 finally:
                     self._streams.discard(task)
+            elif isinstance(result, JsonPieces):
+                await self._send_pieces(conn, writer, result)
             else:
                 await self._send_json(conn, writer, result.status, result.body)
             log.debug("%s %s -> %d", request.method, request.path, result.status)
@@ -407,7 +419,7 @@ class UnixHttpServer:
         assert head is not None  # h11 emits EndOfMessage only after a Request
         return _build_request(head, b"".join(chunks), peer_uid)
 
-    async def _call_handler(self, request: Request) -> Response | StreamResponse | None:
+    async def _call_handler(self, request: Request) -> Response | StreamResponse | JsonPieces | None:
         """The handler's answer; None if it gave up because its client hung up."""
         try:
             result = await self._handler(request)
@@ -419,7 +431,7 @@ class UnixHttpServer:
         except Exception:
             log.exception("handler failed on %s %s", request.method, request.path)
             return Response(500, protocol.error_body("internal", INTERNAL_MESSAGE))
-        if not isinstance(result, Response | StreamResponse):
+        if not isinstance(result, Response | StreamResponse | JsonPieces):
             log.error("handler returned %r for %s %s", type(result), request.method, request.path)
             return Response(500, protocol.error_body("internal", INTERNAL_MESSAGE))
         return result
@@ -454,6 +466,18 @@ class UnixHttpServer:
             "close a `kairos watch` or a follow, or try again later"
         )
         await self._send_json(conn, writer, protocol.status_for("busy"), protocol.error_body("busy", message))
+
+    async def _send_pieces(self, conn: h11.Connection, writer: asyncio.StreamWriter, response: JsonPieces) -> None:
+        """A JSON answer made piece by piece: chunked (no Content-Length), each piece written as it comes."""
+        headers = [("Content-Type", "application/json"), ("Connection", "close")]
+        head = h11.Response(status_code=response.status, headers=headers, reason=_reason(response.status))
+        writer.write(conn.send(head) or b"")
+        for piece in response.pieces:  # an error here leaves the body unended: the client sees a broken answer
+            writer.write(conn.send(h11.Data(data=piece)) or b"")
+            await _drain(writer)
+            await asyncio.sleep(0)  # fires and other clients go on while a long listing is sent
+        writer.write(conn.send(h11.EndOfMessage()) or b"")
+        await _drain(writer)
 
     async def _refuse(
         self,

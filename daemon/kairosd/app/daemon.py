@@ -10,7 +10,8 @@ kairosd was down is handled after that, by the scheduler loop's first tick: its 
 bounded, but a start must never wait on it (issue 27). While it runs it pings systemd's
 watchdog as long as the scheduler loop makes progress. Shutdown on SIGTERM/SIGINT or an
 API request: STOPPING=1, stop accepting, let in-flight deliveries finish (bounded), record
-the rest, write the store, remove the socket, release the lock.
+the rest, write the store, remove the socket, release the lock. SIGHUP reads config.toml
+again (:mod:`kairosd.app.reload`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import socket
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from kairosd import __version__
 from kairosd.api.server import UnixHttpServer
@@ -250,9 +252,19 @@ def serve_forever(paths: Paths | None = None) -> int:
             for app in started:
                 app.request_stop()
 
+        def request_reload() -> None:
+            # SIGHUP (systemd's ExecReload=): read config.toml again, off the event loop; the result is logged.
+            for app in started:
+                reloads.add(loop.create_task(asyncio.to_thread(app.reload)))
+                for task in list(reloads):
+                    if task.done():
+                        reloads.discard(task)
+
+        reloads: set[asyncio.Task[Any]] = set()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, request_stop)
+        loop.add_signal_handler(signal.SIGHUP, request_reload)
         ready = asyncio.Event()
         settle = asyncio.ensure_future(_settle_memory_when(ready))
         try:

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kairosd import __version__
+from kairosd.app.reload import LiveSettings, changed_keys
 from kairosd.config import Config, config_path, load_config
 from kairosd.core.agentversions import outdated
 from kairosd.core.clock import tz_env_problem
@@ -122,6 +123,39 @@ def doctor_report(
         "systemd": _linger(env),
         "quarantine": quarantine,
     }
+
+
+def in_effect(live: LiveSettings, report: dict[str, Any], paths: Paths, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Whether config.toml says what kairosd has in effect: the report's ``config`` and ``problems``, updated.
+
+    The settings shown are the ones in effect; a file changed since (not reloaded, or changed in a part
+    only a restart applies) is a problem that names the keys and what to do. ``paths`` and ``environ``
+    are kairosd's: the file is read as a reload would read it.
+    """
+    state = dict(report["config"])
+    problems = list(report["problems"])
+    state["differs"], state["needs_restart"] = [], list(live.needs_restart)
+    if state["ok"]:
+        try:
+            on_file = load_config(paths, environ)
+        except KairosError:
+            on_file = None  # reported already, as the config's error
+        if on_file is not None:
+            differs = changed_keys(live.current, on_file)
+            state["differs"] = differs
+            restart = [k for k in differs if k in live.needs_restart]
+            reloadable = [k for k in differs if k not in live.needs_restart]
+            if reloadable:
+                problems.append(
+                    f"config: {state['path']} differs from the settings in effect ({', '.join(reloadable)}); "
+                    "apply it with: kairos daemon reload"
+                )
+            if restart:
+                problems.append(
+                    f"config: {', '.join(restart)} changed in {state['path']} but only take effect when "
+                    "kairosd restarts (kairos daemon stop, then kairos daemon start)"
+                )
+    return {"config": state, "problems": problems, "ok": not problems}
 
 
 def _check_agents(config: Config, env: Mapping[str, str], timeout: float) -> list[dict[str, Any]]:

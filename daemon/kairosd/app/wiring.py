@@ -21,16 +21,18 @@ This is the only module that knows every concrete class.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kairosd.app.api import doctor_routes
+from kairosd.app.api import doctor_routes, reload_routes
+from kairosd.app.reload import LiveSettings
+from kairosd.app.reload import reload as reload_config
 from kairosd.config import Config
 from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
 from kairosd.core.clock import Clock, SystemClock, local_zone_name, tz_env_problem
@@ -47,6 +49,7 @@ from kairosd.scheduling.api import Api, quarantine_routes
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.service import Service
+from kairosd.scheduling.settle import settle_written_items
 from kairosd.scheduling.taskbook import TaskBook
 from kairosd.sessions.routing import Waker
 from kairosd.sessions.wiring import SessionParts, build_sessions
@@ -104,6 +107,7 @@ class App:
     settings: Config
     paths: Paths
     socket_path: Path
+    environ: Mapping[str, str]  # what runs inherit; a reload reads the config with it, as the start did
     store: Store
     book: TaskBook
     ledger: RunLedger
@@ -118,6 +122,11 @@ class App:
     service: Service
     api: Api
     stop_event: asyncio.Event
+    live: LiveSettings
+
+    def reload(self) -> dict[str, Any]:
+        """Read config.toml again and apply what can change live (SIGHUP, ``kairos daemon reload``)."""
+        return reload_config(self.live, self.paths, self.environ)
 
     def request_stop(self) -> None:
         """What ``POST /v1/shutdown``, SIGTERM and SIGINT do: the run ends, in order."""
@@ -126,12 +135,22 @@ class App:
     def load(self) -> None:
         """Read what the store and the ledgers hold (refusing a corrupt or newer store).
 
-        Runs a crash left in flight become failed "interrupted" runs.
+        Runs a crash left in flight become failed "interrupted" runs, except inbox runs whose item
+        was written: those are delivered (:mod:`kairosd.scheduling.settle`). Run logs of runs the
+        history no longer has are deleted.
         """
         self.book.load()
-        for run in self.ledger.load():
-            log.warning("run %s of task %s was interrupted by a previous stop", run.run_id, run.task_id)
+        interrupted = self.ledger.load()
+        delivered = {run.run_id for run in settle_written_items(self.ledger, self.inbox, interrupted)}
+        for run in interrupted:
+            if run.run_id in delivered:
+                log.info("run %s of task %s was delivered before a previous stop", run.run_id, run.task_id)
+            else:
+                log.warning("run %s of task %s was interrupted by a previous stop", run.run_id, run.task_id)
         self.missed.load()
+        shell = self.deliveries.get("shell")
+        if isinstance(shell, ShellDelivery):  # not a test's fake
+            shell.sweep(self.ledger.knows)
 
     async def start(self, defer_catch_up: bool = False) -> None:
         """Start the parts, after :meth:`load`. Catch-up fires happen here, before anything is served,
@@ -187,8 +206,10 @@ def build_app(
     paths = paths or Paths.from_env(dict(environ))
     clock = clock or SystemClock()
     socket_path = socket_path or paths.socket
-    adapter_for = adapter_for or partial(_adapter, config=settings)
-    policy_for = policy_for or partial(agent_policy, settings)
+    live = LiveSettings(settings)
+    # Agent CLIs and definitions are looked up at each run in the settings in effect, so a reload applies them.
+    adapter_for = adapter_for or (lambda cli: _adapter(cli, live.current))
+    policy_for = policy_for or (lambda name, cwd: agent_policy(live.current, name, cwd))
     default_tz = local_zone_name(dict(environ))
     zone_problem = tz_env_problem(dict(environ))
     if zone_problem:
@@ -197,7 +218,16 @@ def build_app(
     if store is None:
         store = json_store = JsonStore(paths.store, clock, local_zone=default_tz)
     book = TaskBook(store)
-    ledger = RunLedger(paths.state_dir / "runs.jsonl", clock, keep_per_task=settings.limits.runs_per_task)
+    shell = ShellDelivery(
+        paths.data_dir / "runs",
+        clock,
+        kill_grace_s=settings.limits.kill_grace,
+        max_output=settings.limits.max_output,
+    )
+    # A run's output log goes when the run history lets the run go.
+    ledger = RunLedger(
+        paths.state_dir / "runs.jsonl", clock, keep_per_task=settings.limits.runs_per_task, on_evict=shell.forget_runs
+    )
     missed = MissedLedger(paths.state_dir / "missed.jsonl", clock)
     events = EventBus(clock.now)
     inbox = InboxStore(paths.data_dir / "inbox", clock)
@@ -221,7 +251,7 @@ def build_app(
     )
     targets: dict[str, Delivery] = {
         "inbox": InboxDelivery(inbox, clock, on_item),
-        "shell": ShellDelivery(paths.data_dir / "runs", clock, kill_grace_s=settings.limits.kill_grace),
+        "shell": shell,
         "webhook": WebhookDelivery.from_config(settings.webhook, clock),
         **background.deliveries,
     }
@@ -253,13 +283,14 @@ def build_app(
         default_tz,
         info={"socket": str(socket_path), "store": str(paths.store)},
         extra_status=extra_status,
+        remove_logs=shell.remove_task_logs,
     )
     api = Api(service, stop_event.set)
     api.add_routes(background.routes)
     api.add_routes(consolidation.routes)  # it serves POST /v1/consolidate; the sessions' routes leave it out
     api.add_routes(sessions.routes)
     sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
-    api.add_routes(doctor_routes(settings))
+    api.add_routes(doctor_routes(live, paths, environ))
     if json_store is not None:
         api.add_routes(quarantine_routes(json_store.quarantine))
     exporter = Exporter(
@@ -271,7 +302,32 @@ def build_app(
         environ,
     )
     api.add_routes(export_routes(exporter))
-    return App(
-        settings, paths, socket_path, store, book, ledger, missed, events, inbox, targets, background,
-        consolidation, sessions, scheduler, service, api, stop_event,
+    live.appliers.extend(_appliers(background, consolidation, targets))
+    app = App(
+        settings, paths, socket_path, environ, store, book, ledger, missed, events, inbox, targets, background,
+        consolidation, sessions, scheduler, service, api, stop_event, live,
     )  # fmt: skip
+    api.add_routes(reload_routes(app.reload))
+    return app
+
+
+def _appliers(
+    background: RegistryParts, consolidation: ConsolidationParts, targets: Mapping[str, Delivery]
+) -> list[Callable[[Config], None]]:
+    """How each part takes new settings on a reload (see :mod:`kairosd.app.reload` for what is live)."""
+    registry = background.registry
+
+    def limits(new: Config) -> None:
+        registry.limits = dataclasses.replace(
+            registry.limits, max_depth=new.limits.max_depth, keep_finished=new.limits.keep_finished
+        )
+
+    def webhook(new: Config) -> None:
+        delivery = targets.get("webhook")
+        if isinstance(delivery, WebhookDelivery):
+            delivery.reconfigure(new.webhook)
+
+    def consolidation_settings(new: Config) -> None:
+        consolidation.service.deps.config = new.consolidation
+
+    return [limits, webhook, consolidation_settings, lambda new: background.hooks.reconfigure(new.hooks.as_specs())]

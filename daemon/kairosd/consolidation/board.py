@@ -287,8 +287,10 @@ class BoardStore:
 
     @staticmethod
     def _targets(board: Board, candidate: Candidate, text: str, result: MergeResult) -> list[Entry]:
-        """The current entries ``candidate`` replaces: the one its answer named, else by its words."""
+        """The current entries ``candidate`` replaces: the one its answer named, else (offline) by its words."""
         if candidate.supersedes is None:
+            if not candidate.infer:
+                return []  # the rem-agent decided: an ADD replaces nothing it did not name
             return [e for e in superseded_by_text(candidate.kind, text, board.entries) if isinstance(e, Entry)]
         named = board.find(candidate.supersedes)
         if named is None:
@@ -371,7 +373,7 @@ class BoardStore:
 
     def remove(self, project: str, entry_id: str) -> Entry:
         with self.locked(project) as board:
-            entry = board.find(entry_id)
+            entry = board.find(board.resolve(entry_id, project))
             if entry is None:
                 raise NotFoundError(f"no entry {entry_id!r} on the board of {project} (see: kairos board show)")
             board.entries.remove(entry)

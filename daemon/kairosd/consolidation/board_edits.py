@@ -32,7 +32,7 @@ def edit(store: BoardStore, project: str, entry_id: str, text: str | None, kind:
     if text is None and kind is None:
         raise UsageError("give a new text or --kind")
     with store.locked(project) as board:
-        entry = _current(board.find(entry_id), entry_id, project)
+        entry = _current(board.find(board.resolve(entry_id, project)), entry_id, project)
         before = entry.text
         key = normal_key(text) if text is not None else None
         if key is not None and any(normal_key(e.text) == key for e in board.entries if e is not entry):
@@ -54,7 +54,7 @@ def edit(store: BoardStore, project: str, entry_id: str, text: str | None, kind:
 def pin(store: BoardStore, project: str, entry_id: str, pinned: bool = True) -> Entry:
     """Pin (or unpin) an entry: a pinned entry is never pruned and never replaced silently."""
     with store.locked(project) as board:
-        entry = _current(board.find(entry_id), entry_id, project)
+        entry = _current(board.find(board.resolve(entry_id, project)), entry_id, project)
         if entry.pinned != pinned:
             entry.pinned = pinned
             store.save(board)
@@ -70,6 +70,7 @@ def restore(store: BoardStore, project: str, entry_id: str) -> Entry:
     other), so the next session is told they disagree instead of receiving both as if they agreed;
     the person settles it by removing or editing one (``kairos board rm``, ``edit``)."""
     with store.locked(project) as board:
+        entry_id = board.resolve(entry_id, project, replaced=True)
         entry = next((e for e in board.superseded if e.id == entry_id), None)
         if entry is None:
             raise NotFoundError(

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from kairosd.consolidation.entries import KINDS
+from kairosd.core.ids import resolve_prefix
 
 LIMIT = 25
 PRUNE_TO = 18
@@ -118,6 +119,13 @@ class Board:
 
     def find(self, entry_id: str) -> Entry | None:
         return next((e for e in self.entries if e.id == entry_id), None)
+
+    def resolve(self, entry_id: str, project: str, replaced: bool = False) -> str:
+        """The whole id of the entry ``entry_id`` names (a git-style prefix, any case: see
+        :mod:`kairosd.core.ids`); among the replaced entries with ``replaced``."""
+        pool = self.superseded if replaced else self.entries
+        where = f" on the board of {project} (see: kairos board show{' --all' if replaced else ''})"
+        return resolve_prefix(entry_id, [e.id for e in pool], "replaced entry" if replaced else "entry", where)
 
     def view(self, now: datetime) -> list[dict[str, Any]]:
         """Entries in priority order (what is kept longest first), as JSON."""

@@ -102,7 +102,8 @@ class BoardOperations:
     async def history(self, cwd: str | None, limit: int) -> dict[str, Any]:
         project = self.project_for(cwd)
         records = await asyncio.to_thread(self.boards.history, project, limit)
-        return {"project": project, "history": records}
+        # Newest first, as every log kairos lists (history, missed, task list); queues (inbox) are oldest first.
+        return {"project": project, "history": records[::-1]}
 
     def board_context(self, cwd: str | None) -> str | None:
         """The board of the project ``cwd`` is in, rendered for a starting session; None if empty.

@@ -52,6 +52,38 @@ def is_log_line(line: str) -> bool:
     return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
 
 
+_CONTEXT_HEAD = re.compile(
+    r"^(?:(?:some|quick|a\s+bit\s+of|more)\s+)?(?:ctx|context|background|setup|stack|the\s+stack|facts|"
+    r"for\s+context|project\s+context)(?:\s+for\s+you)?\s*:\s*$",
+    re.IGNORECASE,
+)
+
+
+_SPEC_HEAD = re.compile(
+    r"^(?:the\s+)?(?:spec|specs|requirements?|acceptance\s+criteria|constraints|rules)(?:\s+for\s+[^:]{1,50})?\s*:\s*$",
+    re.IGNORECASE,
+)
+
+
+def context_items(text: str) -> dict[str, str]:
+    """The bulleted items of a context list ("ctx:" then "- crate is no_std", "- msrv 1.70"), as
+    :func:`sentences` gives them, each with what its list holds: ``fact`` (statements about the
+    project) or ``rule`` (under "Spec for X:", "Requirements:")."""
+    items: dict[str, str] = {}
+    listing: str | None = None
+    for line in text.replace("\u2019", "'").splitlines():
+        head = line.strip()
+        if _CONTEXT_HEAD.match(head):
+            listing = "fact"
+        elif _SPEC_HEAD.match(head):
+            listing = "rule"
+        elif listing is not None and _BULLET.match(line):
+            items[_BULLET.sub("", line).strip()] = listing
+        elif head:
+            listing = None
+    return items
+
+
 def typed_lines(text: str) -> list[str]:
     """The lines the person typed: fenced blocks, quoted lines, log lines and walls left out."""
     kept = []

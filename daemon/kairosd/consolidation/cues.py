@@ -47,7 +47,7 @@ class Signal:
 _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
 _LEAD = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|furthermore|moreover|additionally|in\s+addition|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
     r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
     r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
@@ -56,6 +56,17 @@ _LEAD = re.compile(
     r"(?:said|says|wants|told\s+me)(?:\s+that)?)\b[,:!.-]*\s+)+",
     _I,
 )
+# "Dana says we're on React 19 now", "Dana also wants every PR to have screenshots": someone's
+# words relayed; what they say is read (a capitalised name, so "it says" is not one).
+_RELAYED = re.compile(
+    r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
+    r"(?:said|says|told\s+(?:me|us)|confirmed|mentioned)(?:\s+that)?\s+(?=\w)"
+)
+_WANTS = re.compile(
+    r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
+    r"(?:wants|expects|requires|asks\s+for)\s+((?:every|all|each|any)\s+(?:new\s+)?\S+(?:\s+\S+)?)\s+to\s+(?=\w)"
+)
+_RELAYING = frozenset(["said", "says", "told", "confirmed", "mentioned", "wants", "expects", "requires", "asks"])
 _NOTICE = re.compile(
     r"^(?:\S+\s+)?(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
     r"just\s+so\s+you\s+know|let'?s\s+note|for\s+context|as\s+context)\b",
@@ -72,6 +83,11 @@ _HEDGE = re.compile(
     r"\b(?:i\s+think|i\s+guess|i\s+believe|i\s+wonder|maybe|probably|perhaps|seems?|might|apparently|not\s+sure|"
     r"idk|i\s+forget|failed|broke|again|yesterday|right\s+now|last\s+time|earlier\s+today)\b",
     _I,
+)
+# "envoy bumped to 1.30 yesterday": a time word says when a change was made, not that it is unsure.
+_TIME_WORD = re.compile(r"^(?:yesterday|right\s+now|last\s+time|earlier\s+today|again)$", _I)
+_CHANGED_TO = re.compile(
+    r"\b(?:bumped|upgraded|updated|downgraded|moved|migrated|switched|renamed|merged\s+the\s+upgrade)\b", _I
 )
 _UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
 _PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
@@ -98,18 +114,24 @@ _CONTRAST = re.compile(
     r"[\w`'\"./:@-]+|\binstead\s+of\b|\brather\s+than\b|\bno\s+longer\b|\bpin(?:ned)?\s+(?:it\s+)?(?:to|at)\b",
     _I,
 )
+_RESTRICTION = re.compile(r"\b\w+\s+only\b|\beverything\s+else\b", _I)  # "for hero assets only"
 _MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
 
 # ---- corrections ---------------------------------------------------------------------------
-_FILLER = r"(?:(?:ugh|urgh|oh|oops|argh|hmm+|ah|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)[,.!]*\s+){0,2}"
+_FILLER = (
+    r"(?:(?:ugh|urgh|oh+|och|oops|argh|hmm+|ah+|uh+|um+|eh|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)"
+    r"[,.!]*\s+){0,2}"
+)
 _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
-    r"(?:wait|hold\s+on)[,.!]*\s+(?:no+|nope)\b"
+    r"(?:wait|hold\s+on)[,.!]*\s+(?:actually[,.!]*\s+)?(?:no+|nope)\b"
     r"|no+[,.!]*\s+wait\b"
-    r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|my\s+mistake"
+    r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|i\s+said\s+(?:it\s+)?wrong|i\s+tell\s+a\s+lie|my\s+mistake"
     r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
     r"(?:\s+(?:earlier|yesterday|before|there|about\s+(?P<about>[^:,;]{1,40})))?"
-    r"|(?:(?:small|quick|minor|one)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    r"|(?:sorry[,.!]*\s+)?(?P<wrong>(?:the|my|that)\s+[^,;:]{1,30}?)\s+(?:i\s+(?:gave\s+you|said|used)\s+)?(?:earlier\s+)?"
+    r"(?:was|is)\s+(?:wrong|incorrect|a\s+typo)"
+    r"|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+(?P<on>[^:.]{1,30}))?(?=\s*[:,-])|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r"|scratch\s+(?:that|what\s+i\s+said(?:\s+about\s+(?P<scratched>[^,;:]{1,30}))?)|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
     _I,
@@ -124,20 +146,39 @@ _RE_ABOUT = re.compile(
     r"^(?:re|regarding|about|as\s+for)[:\s]\s*(?P<about>(?:the\s+)?[^:,;]{1,40}):\s*(?:it'?s|it\s+is|they'?re|they\s+are)\s+",
     _I,
 )
+# A quoted sentence (three words or more) after a speech verb or a colon is someone else's words:
+# 'the designer said: "always use the primary color"' (a quoted title, 'add "X" to the backlog', is kept).
+_QUOTED = re.compile(
+    r"((?:\b(?:said|says|wrote|writes|commented|replied|asked|told\s+(?:me|us))\s*:?|:)\s*)"
+    r"[\"\u201c][^\"\u201d\n]*?\s[^\"\u201d\n]*?\s[^\"\u201d\n]*?[\"\u201d]",
+    _I,
+)
 _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 
 # ---- to-dos said done -----------------------------------------------------------------------
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
-    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone)\b"
+    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone|live|"
+    r"checked|handled|approved|released|out)\b(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
     r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
-    r"|\bclosing\s+(?:that|it|this)\s+out\b|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
+    r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
     _I,
 )
+# A to-do dropped is closed as well: "let's not bother with the screenshots", "forget about that reminder".
+_DROPPED = re.compile(
+    r"(?:^|[,;]\s+)(?:(?:actually|ok(?:ay)?|so|oh|and|you\s+know\s+what)[,.!\s]+)*(?:let'?s\s+not\s+bother\s+with|"
+    r"(?:we\s+can\s+|you\s+can\s+)?forget\s+about|never\s*mind|no\s+need\s+for)\s+(?:the|that|this|those)\s+\w",
+    _I,
+)
+# What every strong correction says somewhere, tried first (cheap): most sentences correct nothing.
+_MAY_CORRECT = frozenset(
+    "wait hold no nope sorry wrong mistaken misspoke mistake bad correction scratch lie typo incorrect".split()  # noqa: SIM905
+)
+_MAY_DROP = frozenset(["bother", "forget", "mind", "nevermind", "need"])  # what _DROPPED needs, tried first
 _NOT_DONE = re.compile(
     r"\b(?:(?:fixed|locked|closed)\s+(?:to|at|on)|not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b",
     _I,
@@ -158,20 +199,32 @@ _POLITE_TODO = re.compile(
 # ---- decisions, to-dos, rules, preferences ---------------------------------------------------
 _DECISION = re.compile(
     r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
-    r"(?:decided|agreed)\b|^decision\b[^:]{0,50}:|^(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b"
+    r"(?:decided|agreed)\b|^(?:new\s+)?decision\b[^:]{0,50}:|^(?:a\s+)?(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b|\b(?:is|are)\s+(?:now\s+)?(?:in|out\s+of)\s+scope\b"
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
     r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
-    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
+    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|\band\s+(?:decided|agreed)\s+"
+    r"(?:to|on|that)\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
     _I,
 )
+# "we moved the alerts from #ops-alerts to #sre-pager", "switched db from neon to supabase yesterday": a
+# change made, a decision whatever time word comes with it.
+_CHANGED_FROM = re.compile(
+    r"^(?:we(?:'ve|\s+have)?\s+|(?:we'?re|we\s+are)\s+|(?:the\s+)?[\w#.-]+(?:\s+[\w#.-]+)?\s+"
+    r"(?:(?:was|were|got|have\s+been|has\s+been)\s+)?)?(?:moved|switched|migrated|moving|switching|migrating)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?(?:from|off(?:\s+of)?)\s+(?:\S+\s+){1,4}?(?:to|onto)\s+\S",
+    _I,
+)
+_CHANGING = frozenset(["moved", "switched", "migrated", "moving", "switching", "migrating"])
 _TODO = re.compile(
-    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+to|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
     r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
+    r"|^(?:we|i)\s+(?:should|need\s+to|have\s+to|gotta)\s+\w.{3,80}\bbut\s+not\s+(?:today|now|right\s+now|yet)\b"
+    r"|^(?:we|i)\s+(?:need\s+to|have\s+to|must|should)\s+\w.{3,80}\bbefore\s+(?:the\s+)?(?:next\s+)?(?:release|launch|"
+    r"deadline|demo|cutover|freeze|go-?live)\b|\b(?:i|we)\s+(?:need|have|got)\s+to\s+remember\s+to\b"
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
@@ -194,12 +247,16 @@ _RULE_PLAIN = re.compile(
     r"|\bmake\s+it\s+a\s+rule\b|\bas\s+a\s+rule\b|\bhouse\s+rule\b"
     r"|^no\s+.{3,60}[.;,]\s+\S+(?:\s+\S+){0,3}\s+only[.!]*$"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
-    r"(?:\s+[\w-]+)?\s+(?:after|before|in|on|during|inside|outside|at|from)\s+\w+(?:\s+\w+)?[.!]*$"
+    r"(?:\s+[\w-]+)?\s+(?:after|before|in|on|during|inside|outside|at|from|to|into)\s+[\w./-]+(?:\s+[\w./-]+)?[.!]*$"
+    r"|^no\s+(?:[\w-]+\s+){1,3}(?:should|must|may|can|shall)\s+(?:ever\s+)?\w"
     r"|\bdeprecated\b.{0,60}\b(?:use|switch\s+to|prefer)\s+\S"
     r"|\bonly[.,;]?\s+no\s+\w|^(?:\S+\s+){0,4}\S+\s+only[.!]?$"
     r"|\b(?:going\s+forward|from\s+now\s+on|from\s+here\s+on|moving\s+forward|in\s+(?:the\s+)?future|henceforth)\b"
-    r"|\bstop\s+using\b"
-    r"|\b(?:for|in)\s+(?:all\s+|any\s+)?new\s+(?:code|screens?|pages?|components?|files?|modules?|services?|features?|"
+    r"|\bstop\s+using\b|[,;]\s*always[.!]*$|(?<=\S.{8})\bno\s+exceptions\b"
+    r"|^it\s+is\s+(?:not\s+(?:possible|allowed|permitted|ok|okay)|forbidden)\s+to\s+\w"
+    r"|\b(?:not|no\s+longer|don'?t|never)\b[^.;]{1,40}\b(?:anymore|any\s+more)\b"
+    r"|^it\s+is\s+(?:important|essential|crucial|mandatory|required|vital)\s+that\s+(?:all|every|each|we|you|the)\b"
+    r"|\b(?:for|in)\s+(?:all\s+|any\s+)?(?:the\s+)?new\s+(?:code|screens?|pages?|components?|files?|modules?|services?|features?|"
     r"tests?|endpoints?|projects?|repos?)\b|^no\s+[\w.-]+(?:\s+[\w.-]+)?[,.;]\s*(?:we\s+)?use\s+\S"
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
@@ -236,7 +293,7 @@ _FACT = re.compile(
     r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|[\w.-]+/[\w./-]*|:\d{2,5})"
     r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?(?:[\w.-]+\s+){1,2}(?:feature\s+)?(?:flag|toggle)\b"
     r"|\b(?:is|are)\s+(?:hashed|encrypted|signed|encoded|serialized|generated|compiled|bundled|formatted|linted|"
-    r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated)\s+(?:with|by|using|via|through|in|on)\s+\S"
+    r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated|audited|logged|routed|proxied|sent|delivered|collected|processed)\s+(?:with|by|using|via|through|in|on)\s+\S"
     r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S|\b(?:fixed|locked|held|frozen)\s+(?:to|at)\s+v?\d"
     r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
     r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
@@ -249,7 +306,17 @@ _FACT = re.compile(
     r"|\b(?:owns?|maintains?|uses)\s+(?:the\s+)?\S|\buse\s+(?:\S+\s+){1,4}?for\s+\S"
     r"|\b(?:is|are)\s+(?:\w+\s+)?[\w-]+[:@][\w.-]*\d|\b(?:is|are)\s+(?:[a-z]\w*\s+)?v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|"
     r"seconds|minutes|hours|ms\b|s\b|percent))|\b(?:is|are)\s+our\s+\w|\b(?:is|are)\s+vendored\b"
-    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S|\bgo(?:es)?\s+through\s+\S"
+    r"|\b(?:reads?|writes?|pulls?|push(?:es)?|publish(?:es)?|emits?|sends?)\s+(?:from|to|into)\s+\S|\b(?:deployed|hosted|running)\s+(?:on|in|at)\s+[A-Z\w]|\b(?:lands?|landing|arrives?|ends\s+up)\s+(?:in|into|on|at)\s+\S|\bgo(?:es)?\s+(?:out\s+)?(?:through|via)\s+\S"
+    r"|\bdeploys?\s+(?:with|via|through|from|to|on)\s+(?!(?:mon|tue|wed|thu|fri|sat|sun)\w*day|weekends?\b|every\b|each\b)\S"
+    r"|\btargets?\s+(?:[a-z]+\s+)?v?\d|\bin\s+front\s+of\s+\S"
+    r"|\b(?:is|are)\s+(?:a|an)\s+(?:[\w.+-]+\s+){0,4}?[a-z][\w.-]*\s+v?\d+(?:\.\d+)*\b(?!\s*(?:%|x\b|times|minutes|hours))|\b(?:is|are)\s+(?:the\s+)?(?:single\s+)?source\s+of\s+truth\b"
+    r"|\b(?:is|are)\s+(?:deployed|published|released)\s+to\s+\S|\b(?:is|are)\s+(?:now\s+)?(?:reduced|increased|raised|"
+    r"lowered|set|capped|limited|bumped|cut)\s+to\s+\d|\bexpires?\s+(?:after|in)\s+\d"
+    r"|\b(?:upgraded|updated|bumped|downgraded|moved|migrated)\s+(?:(?:the|our)\s+)?(?:[\w.-]+\s+)?to\s+(?:[\w.-]+\s+)?v?\d+(?:\.\d+)+\b"
+    r"|\b(?:with|using)\s+[a-z][\w.-]*\s+v?\d+\.\d+(?:\.\d+)?\b|\b(?:is|are)\s+(?:loaded|read|fetched|pulled|sourced|synced|"
+    r"imported)\s+from\s+\S|\b(?:is|are)\s+[\w.-]+\s+(?:on|at)\s+[\w-]+(?:\.[\w-]+)+"
+    r"|\buse\s+[\w.-]+\s+v?\d+(?:\.\d+)+\b"
+    r"|\bgo(?:es)?\s+(?:in|into)\s+(?:the\s+)?[\w/-]*[._/][\w./-]*\w|\b(?:build|builds|built|compiled?)\s+with\s+\S+\s+v?\d"
     r"|\b(?:is|are)\s+registered\s+(?:in|with|at)\s+\S|\bat\s+[\w-]+(?:\.[\w-]+)+:\d{2,5}\b|\bchanged\s+to\s+\S"
     r"|\bbehind\s+(?:the\s+)?[\w.-]*[_\d][\w.-]*\b|\b(?:is|are)\s+(?:a|an)\s+(?:string|int|integer|float|uuid|bool|boolean|"
     r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
@@ -260,7 +327,7 @@ _NAMED_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
     r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
     r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri|toolchain|compiler|runtime|framework|sdk|"
-    r"bootloader|platform|kernel)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"bootloader|platform|kernel|id|dataset|schema|space|selector|workspace|tenant|instance|pool|zone|tag|label)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
     r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
     _I,
 )
@@ -271,8 +338,26 @@ _IMPERATIVE = re.compile(
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
 )
+# "msrv -> 1.75 now": a name given a new version, arrow-style.
+_ARROW = re.compile(
+    r"^(?:[\w./-]+\s+){0,5}[\w./-]+\s*(?:->|\u2192|=)\s*v?\d+(?:\.\d+)*(?:\s*[a-z]+/[a-z]+|\.\d+)?\b", _I
+)
+_DIGIT = re.compile(r"\d")
+_FRAGMENT_WORDS = frozenset(["via", "we"])
+_VERSION_WORDS = frozenset(["with", "using"])
+_VERSIONED = re.compile(r"\b(?:with|using)\s+[a-z][\w.-]*\s+v?\d+\.\d", _I)
+# Fragments that state what the project is made of: "Postgres 15 on RDS", "tls certs via cert-manager",
+# "for the DI we are using Hilt".
+_FRAGMENT = re.compile(
+    r"^[\w.-]+\s+v?\d+(?:\.\d+)*\s+(?:on|in|at|via|with|behind)\s+\S"
+    r"|^(?:[\w.-]+\s+){1,3}via\s+[\w.-]+"
+    r"|^(?:for|in)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s*,?\s+we\s+(?:are\s+using|use|run|have)\s+\S",
+    _I,
+)
+_CLAUSES = re.compile(r"[,;]\s+")
+_AND = re.compile(r"^(?:and|also|plus)\s+", _I)
 _WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
-_WE_ARE_ON = re.compile(r"^(?:we'?re|we\s+are)\s+(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
+_WE_ARE_ON = re.compile(r"(?:^|[,;]\s+)(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
 _STATEMENT = re.compile(
     r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs|wants|requires|expects)\b", _I
@@ -295,12 +380,15 @@ fixed locked held push publish publishes emits emit sends send deployed hosted r
 table stay stick ping nudge max maximum tops least most ever landed lands land arrives ends
 here henceforth park someday eventually thumb scratch string int integer nothing nobody
 wants requires expects correction through in registered changed voted mandatory required
-compulsory forbidden banned disallowed sprint shall toolchain
+compulsory forbidden banned disallowed sprint shall toolchain checked handled switched important essential crucial
+exceptions targets target targeting deploys deploy build builds id landing truth expire expires audited logged
+routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
+capped limited cut anymore possible front via release launch deadline scope loaded fetched sourced synced imported
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
-landed closed gone cross closing wiki docs readme plate in"""
+landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
@@ -316,9 +404,9 @@ _NEEDS = {
     ),
     "chatter": _needs("don dont do never always see talk catch later happy"),
     "decision": _needs(
-        "decided agreed decision change plan plans new let lets ll will go going switching moving standardising "
+        "decided agreed decision change plan plans new let lets ll will go going switching moving standardising scope "
         "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
-        "killing"
+        "killing moved switched migrated"
     ),
     "vague": _needs("later next follow followup point someday some eventually"),
     "preference": _needs("prefer rather like instead over"),
@@ -326,16 +414,44 @@ _NEEDS = {
 _TOKEN = re.compile(r"[a-z]+")
 
 
+def _shaped(sentence: str, tokens: set[str]) -> bool:
+    """A statement with no trigger word that an arrow, a version or a fragment shape still makes one
+    ("msrv -> 1.75", "Postgres 15 on RDS", "we train with lightgbm 4.1"); cheap tests first."""
+    if ("-" in sentence or "=" in sentence or "\u2192" in sentence) and _ARROW.match(sentence):
+        return True
+    digit = _DIGIT.search(sentence) is not None
+    if (digit or _FRAGMENT_WORDS & tokens) and _FRAGMENT.match(sentence):
+        return True
+    return digit and bool(_VERSION_WORDS & tokens) and _VERSIONED.search(sentence) is not None
+
+
+def _hedged(body: str) -> bool:
+    """Unsure or about an event, not a standing fact ("I think", "it failed again"); a time word in
+    a change statement only says when it was made."""
+    found = [m[0] for m in _HEDGE.finditer(body)]
+    if not found:
+        return False
+    change = _CHANGED_TO.search(body) is not None
+    return any(not (change and _TIME_WORD.match(word)) for word in found)
+
+
 def _subject_first(body: str, start: int, most: int = 10) -> bool:
     """A thing names the statement: at most ``most`` words before ``start``, not a pronoun."""
     return start > 0 and len(body[:start].split()) <= most and _NOT_A_SUBJECT.match(body) is None
 
 
+def _named_value_after(body: str) -> bool:
+    """ "the rotation is in pagerduty, schedule name is OPS-PRIMARY": a name's value in a later clause."""
+    return any(_NAMED_VALUE.match(_AND.sub("", part)) for part in _CLAUSES.split(body)[1:])
+
+
 def is_fact(body: str, notice: bool = False) -> bool:
     """A statement about the project worth a ``fact`` entry (see the module docstring)."""
-    if _HEDGE.search(body) or body.endswith("?") or _IMPERATIVE.match(body):
+    if _hedged(body) or body.endswith("?") or _IMPERATIVE.match(body):
         return False
-    if _NAMED_VALUE.match(body) or _WE_ARE_ON.match(body):
+    if _NAMED_VALUE.match(body) or _WE_ARE_ON.search(body) or _named_value_after(body) or _ARROW.match(body):
+        return True
+    if _FRAGMENT.match(body) and not _PAST.search(body):
         return True
     if _FACT_WE_USE.match(body) and not _PAST.search(body):
         return True
@@ -364,7 +480,7 @@ def _durable(rest: str) -> bool:
     """What a correction says is worth keeping: a contrast, a "should", not a one-off tweak."""
     if _one_off(rest):
         return False
-    if _CONTRAST.search(rest):
+    if _CONTRAST.search(rest) or _RESTRICTION.search(rest):
         return True
     return (
         _MODAL.search(rest) is not None
@@ -384,6 +500,11 @@ def _correction(rest: str, about: str | None, forgot: bool = False, scratched: s
         rest = rest.rsplit(":", 1)[-1].strip().rstrip(".!")
         if _WE_ARE_ON_NAME.match(rest):
             return Signal("decision", _tidy(f"{rest} (not {scratched.strip()})"))
+        said = _correction(rest, about)
+        if said is None:
+            return None
+        # what it corrects stays named, so the board replaces what was said about it
+        return Signal(said.kind, f"{said.text.rstrip('.!')} (corrects what was said about {scratched.strip()})")
     if about and _IT_IS.match(rest):  # "I was wrong about the pool: it's called X" -> "the pool is called X"
         rest = f"{about.strip()} is {_IT_IS.sub('', rest, count=1)}"
     body = _LEAD.sub("", rest)
@@ -407,14 +528,25 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     """What ``sentence`` says for the board, or None. ``after_agent``/``first``: it opens a turn
     that answers the agent (only then do "no, ..." and "actually ..." correct it)."""
     sentence = sentence.strip()
+    if '"' in sentence or "\u201c" in sentence:
+        sentence = _QUOTED.sub(r"\1", sentence).strip()
     about = _RE_ABOUT.match(sentence)
     if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
-    strong = _STRONG_CORRECTION.match(sentence)
+    tokens = set(_TOKEN.findall(sentence.lower()))
+    if _MAY_DROP & tokens and _DROPPED.search(sentence) and not sentence.endswith("?"):
+        return Signal("todo", sentence, "close")
+    strong = _STRONG_CORRECTION.match(sentence) if _MAY_CORRECT & tokens else None
     if strong is not None and strong.end() < len(sentence):
-        return _correction(
-            sentence[strong.end() :], strong.group("about") or strong.group("got"), scratched=strong.group("scratched")
-        )
+        about_what = strong.group("about") or strong.group("got") or strong.group("wrong")
+        if strong.group("wrong"):
+            about_what = re.sub(r"^(?:my|that)\s+", "the ", about_what, flags=_I)
+        rest = sentence[strong.end() :]
+        named = strong.group("on")
+        if named and re.match(r"\s*\d", rest) and not _one_off(rest):
+            # "Correction on the SLA: 48 hours for ..." says "the SLA is 48 hours for ..."
+            return Signal("correction", _tidy(f"{named.strip()} is {rest.strip()}"))
+        return _correction(rest, about_what, scratched=strong.group("scratched"))
     if first and after_agent:
         weak = _WEAK_CORRECTION.match(sentence)
         if weak is not None:
@@ -426,8 +558,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
             return Signal("todo", _tidy(sentence))
         return None  # a question asks; it does not decide or instruct
-    tokens = set(_TOKEN.findall(sentence.lower()))
-    if not _TRIGGERS.intersection(tokens):
+    if not _TRIGGERS.intersection(tokens) and not _shaped(sentence, tokens):
         return None  # no word any cue below needs: most sentences ("fix the test") stop here
     if (
         _DONE_WORDS.intersection(tokens)
@@ -439,11 +570,18 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return Signal("todo", sentence, "close")
     notice = _NOTICE.match(sentence) is not None
     body = _LEAD.sub("", sentence) if not re.match(r"^note\s+to\s+self\b", sentence, _I) else sentence
+    if _RELAYING & tokens:
+        wants = _WANTS.match(body)
+        if wants is not None and not _HEDGE.search(body):  # "Dana wants every PR to have screenshots"
+            return Signal("rule", _tidy(f"{wants[1]} must {body[wants.end() :]}"))
+        body = _RELAYED.sub("", body)
     if len(body) < MIN_TEXT:
         return None
     if _TODO.search(body):
         return Signal("todo", _tidy(body))
-    if (_NEEDS["chatter"] & tokens and _CHATTER.search(body)) or (_NEEDS["hedge"] & tokens and _HEDGE.search(body)):
+    if _CHANGING & tokens and _CHANGED_FROM.match(body) and not _UNSURE.search(body):
+        return Signal("decision", _tidy(body))
+    if (_NEEDS["chatter"] & tokens and _CHATTER.search(body)) or (_NEEDS["hedge"] & tokens and _hedged(body)):
         return None  # chit-chat, or not sure: when unsure, keep nothing
     if _NEEDS["decision"] & tokens and _DECISION.search(body):
         return Signal("decision", _tidy(body))
@@ -458,6 +596,18 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     if is_fact(body, notice):
         return Signal("fact", _tidy(body))
     return None
+
+
+def context_item(item: str, kind: str = "fact") -> Signal | None:
+    """A short item of a context list the person typed ("ctx:\n- crate is no_std\n- msrv 1.70"): a
+    statement about the project (or, in a spec, a rule: ``kind``), unless it asks, orders or hedges."""
+    item = item.strip().rstrip(".")
+    words = item.split()
+    if not 2 <= len(words) <= 14 or item.endswith("?") or _IMPERATIVE.match(item) or _HEDGE.search(item):
+        return None
+    if _NOT_A_SUBJECT.match(item) and not re.match(r"^no\s", item, _I):
+        return None
+    return Signal(kind, _tidy(item))
 
 
 def refers_back(sentence: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
@@ -43,6 +43,9 @@ class Candidate:
     # "add": a new entry (or one seen again), replacing ``supersedes`` or what its words replace;
     # "close": the to-do ``supersedes`` names (agent mode), or the one ``text`` says is done, is done.
     action: str = "add"
+    # Whether the board may infer from its words which entries it replaces (offline mode). False for the
+    # rem-agent's lines: its answer says what it replaces (REPLACE ID), and an ADD replaces nothing.
+    infer: bool = field(default=True, compare=False)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,6 +8,8 @@ What it looks for, in what the person typed (human user turns only: an agent's e
 - :mod:`.cues` reads each sentence for a clear cue, precision first (a board entry is given to
   every later session as an instruction; a missed one is only missing): rule, preference,
   correction, decision, todo, fact, or a to-do said done (a ``close`` candidate);
+- the items of a context list the person typed ("ctx:" then "- msrv 1.70") are facts, unless
+  one asks, orders or hedges (:func:`.cues.context_item`);
 - here, two sentences read together: "put that on the list" is a to-do about the sentence before,
   "so that's done" closes what the sentence before named, and "could you not use X? Use Y." is
   one rule;
@@ -42,8 +44,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from kairosd.consolidation.clauses import MAX_LINE, sentences
-from kairosd.consolidation.cues import MIN_TEXT, Signal, classify, is_fact, read, refers_back
+from kairosd.consolidation.clauses import MAX_LINE, context_items, sentences
+from kairosd.consolidation.cues import MIN_TEXT, Signal, classify, context_item, is_fact, read, refers_back
 from kairosd.consolidation.dates import absolutize
 from kairosd.consolidation.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
 from kairosd.consolidation.transcripts import Message
@@ -73,6 +75,17 @@ REPEATED_COMMAND = 3
 _NAMES = re.compile(
     r"\b(?!(?:so|that'?s|that|this|it'?s|it|is|are|was|all|now|done|fixed|sorted|finished|closed|too|also|ok|okay|"
     r"btw|then|well|yep|yes|and)\b)[a-z][a-z0-9_-]{2,}",
+    re.IGNORECASE,
+)
+# A sentence that only heads the next one ("New decision. We're moving ...", "Correction on the SLA.
+# 48 hours ...") is read with it; one that only stresses the one before ("No exceptions.") makes it a rule.
+_HEADER = re.compile(
+    r"^(?:(?:a\s+|one\s+)?(?:small\s+|quick\s+|minor\s+)?correction(?:\s+(?:on|to|about|for)\s+[^.:]{1,30})?|new\s+decision|"
+    r"(?:a\s+)?decision|change\s+of\s+plans?|new\s+plan|new\s+rule|house\s+rule|rules?\s+for\s+this\s+\w+)[.!:]*$",
+    re.IGNORECASE,
+)
+_STRESS = re.compile(
+    r"^(?:no\s+exceptions|zero\s+exceptions|period|full\s+stop|non-?negotiable|always|every\s+time|without\s+exception)[.!]*$",
     re.IGNORECASE,
 )
 _USE_NEXT = re.compile(r"^use\s+\S+(?:\s+\S+){0,5}[.!]?$", re.IGNORECASE)
@@ -109,8 +122,21 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     found: list[Signal] = []
     previous: str | None = None
     previous_signal: Signal | None = None
-    for index, sentence in enumerate(sentences(text)):
+    listed = context_items(text) if ":" in text else {}
+    for index, sentence in enumerate(_headed(sentences(text))):
+        if previous is not None and len(sentence) < 30 and _STRESS.match(sentence):
+            # "Code review SLA is 24 hours. No exceptions.": the sentence before is a rule
+            said = f"{previous.rstrip('.!')}. {sentence}"
+            if previous_signal is not None and previous_signal.action == "add":
+                found[-1] = previous_signal = Signal("rule", said)
+            elif previous_signal is None:
+                found.append(Signal("rule", said[:1].upper() + said[1:]))
+                previous_signal = found[-1]
+            previous = said
+            continue
         signal = read(sentence, after_agent=after_agent, first=index == 0)
+        if sentence in listed and (signal is None or (listed[sentence] == "rule" and signal.kind == "fact")):
+            signal = context_item(sentence, listed[sentence])  # "ctx:\n- msrv 1.70": a fact the person listed
         if signal is None and previous is not None and refers_back(sentence):
             # "write the runbook. put that on the list": the to-do is the sentence before
             if previous_signal is None or previous_signal.kind != "todo":
@@ -133,6 +159,17 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             found.append(signal)
         previous, previous_signal = sentence, signal
     return tuple(found)
+
+
+def _headed(said: list[str]) -> list[str]:
+    """The sentences, a heading one joined to the next ("New decision. We're moving ..." is one)."""
+    out: list[str] = []
+    for sentence in said:
+        if out and len(out[-1]) < 60 and _HEADER.match(out[-1]):
+            out[-1] = f"{out[-1].rstrip('.!:')}: {sentence}"
+        else:
+            out.append(sentence)
+    return out
 
 
 @functools.lru_cache(maxsize=4096)  # sessions run the same few commands again and again

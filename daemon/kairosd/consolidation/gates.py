@@ -4,7 +4,9 @@
     2  not_spawned  the session was not started by kairos itself (KAIROS_SPAWNED=1 on the caller, or a
                     session that is one of kairos' own background tasks): kairos never consolidates
                     its own runs, so a consolidation cannot trigger another
-    3  user_turns   at least ``min_user_turns`` human turns in the transcript
+    3  transcript   the transcript can be read (it exists, is a regular file, is read in time)
+       user_turns   at least ``min_user_turns`` human turns in it
+       project      a project folder: the request's cwd or the transcript's, and it exists
     4  interval     at least ``min_interval_minutes`` since this project's last run started
     5  lock         no run for this project is going on; a request that comes while one is, is
                     coalesced into it (see :mod:`.service`)

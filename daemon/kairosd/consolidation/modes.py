@@ -4,8 +4,9 @@ which model.
 ``[consolidation] mode``:
 
 - ``auto`` (the default): agent mode through the CLI whose session ended, when ``kairos integrate``
-  has set that CLI up (its user-level hooks file holds kairos' session-end hook: what ``integrate``
-  writes and ``integrate --uninstall`` removes) and its binary is found; else offline.
+  has set that CLI up (its user-level hooks file, opencode's kairos plugin, holds kairos'
+  session-end hook: what ``integrate`` writes and ``integrate --uninstall`` removes) and its binary
+  is found; else offline.
 - ``agent``: agent mode whatever the hooks say (through the session's CLI if it is a built-in one,
   else the CLI the rem-agent definition names).
 - ``offline``: never an LLM.
@@ -53,6 +54,8 @@ HOOK_FILES: dict[str, tuple[str | None, str, str, str]] = {
     "copilot": ("COPILOT_HOME", ".copilot", "hooks/kairos.json", "sessionEnd"),
     "codex": ("CODEX_HOME", ".codex", "hooks.json", "SessionEnd"),
     "gemini": (None, ".gemini", "settings.json", "SessionEnd"),
+    # opencode has no hooks file: kairos' plugin runs `kairos hook opencode SessionEnd` at session end.
+    "opencode": ("XDG_CONFIG_HOME", ".config", "opencode/plugin/kairos.js", "SessionEnd"),
 }
 MAX_HOOKS_FILE = 4 << 20
 COUNT_FILE = "agent-runs.json"

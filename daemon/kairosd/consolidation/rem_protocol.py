@@ -93,7 +93,7 @@ def _decision(line: str, board: Mapping[str, str]) -> tuple[Candidate | None, st
             return None, f"no entry {target} on the board"
         if board[target] != "todo":
             return None, f"{target} is a {board[target]}, not a to-do (CLOSE is for a to-do that is done)"
-        return Candidate("todo", "", supersedes=target, action="close"), ""
+        return Candidate("todo", "", supersedes=target, action="close", infer=False), ""
     match = _REPLACE.match(line) or _ADD.match(line)
     if match is None:
         return None, "not a decision line (ADD, REPLACE, CLOSE or NONE)"
@@ -109,7 +109,7 @@ def _decision(line: str, board: Mapping[str, str]) -> tuple[Candidate | None, st
         return None, "no text"
     if unsafe(text):
         return None, f"{unsafe(text)} in the text"
-    return Candidate(kind, text, supersedes=target), ""
+    return Candidate(kind, text, supersedes=target, infer=False), ""
 
 
 # ---- the prompt ----------------------------------------------------------------------------------

@@ -63,4 +63,9 @@ class ConsolidationRequest(Body):
     reason: MaybeShort = Field(default=None, description="the agent's SessionEnd reason")
     spawned: StrictBool = Field(default=False, description="the session was started by kairos (KAIROS_SPAWNED=1)")
     consolidate: MaybeShort = Field(default=None, description="the caller's KAIROS_CONSOLIDATE switch")
+    force: StrictBool = Field(
+        default=False,
+        description="a person asked by hand (kairos consolidate --force): the per-project interval gate is "
+        "passed over; the other gates still apply",
+    )
     hook_event_name: MaybeShort = Field(default=None, description="accepted with a raw hook payload, not used")

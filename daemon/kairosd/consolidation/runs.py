@@ -54,12 +54,14 @@ class Run:
     transcript: str | None
     watcher: asyncio.Task[None] | None = None
     followers: list[str] = field(default_factory=list)  # sessions coalesced into this run
+    session: str | None = None  # the session it consolidates (None: re-adopted after a restart)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ConsolidationDeps:
     """What consolidation takes from the daemon: the service gets it and shares it with its run tracker.
-    ``python``: the interpreter for the worker (None: kairosd's own)."""
+    ``python``: the interpreter for the worker (None: kairosd's own). ``config`` is replaced by a
+    reload of config.toml (:mod:`kairosd.app.reload`); both read it at each use, never keep a copy."""
 
     paths: Paths
     clock: Clock
@@ -133,7 +135,7 @@ class RunTracker:
             timeout_s=bound_s,
         )
         record = await self.deps.registry.record_external(spec)
-        run = Run(record.id, project, req.transcript_path)
+        run = Run(record.id, project, req.transcript_path, session=req.session_id)
         self.running[project] = run  # before any await: a request coming meanwhile is coalesced
         try:
             request_path = await asyncio.to_thread(self._write_request, record, req, project)
@@ -207,6 +209,7 @@ class RunTracker:
 
     async def run_info(self, task_id: str) -> dict[str, Any]:
         record = self.deps.registry.get(task_id)
+        task_id = record.id  # the whole id, when a prefix was given
         if record.kind is not JobKind.CONSOLIDATION:
             raise NotFoundError(f"task {task_id} is not a consolidation run (see: kairos task show {task_id})")
         result = await asyncio.to_thread(self.read_result, task_id)

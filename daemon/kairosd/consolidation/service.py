@@ -81,13 +81,20 @@ def _project_of(cwd: str) -> tuple[str, bool]:
     return project, os.path.isdir(project)
 
 
-def _fingerprint(path: str | None) -> tuple[int, int] | None:
-    """A transcript's size and modification time; None if it cannot be read."""
+def _fingerprint(path: str | None) -> tuple[int, ...] | None:
+    """A transcript's size and modification time; None if it cannot be read. A SQLite transcript
+    (opencode's database) takes new turns into its ``-wal`` file first: that file's count too."""
     try:
         info = os.stat(path) if path else None
     except OSError:
         return None
-    return (info.st_size, info.st_mtime_ns) if info else None
+    if info is None:
+        return None
+    try:
+        wal = os.stat(f"{path}-wal")
+    except OSError:
+        return (info.st_size, info.st_mtime_ns)
+    return (info.st_size, info.st_mtime_ns, wal.st_size, wal.st_mtime_ns)
 
 
 # Transcripts are read for the turn gate on threads of their own, never the default pool that does
@@ -121,7 +128,7 @@ class Consolidation:
         self._project_locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         # project -> (session, transcript, its size and mtime) of the last run started: a repeat is not rerun.
         # The least recently started go first past LAST_RUNS_KEPT (the interval gate still holds for them).
-        self._last_run_of: OrderedDict[str, tuple[str, str | None, tuple[int, int] | None]] = OrderedDict()
+        self._last_run_of: OrderedDict[str, tuple[str, str | None, tuple[int, ...] | None]] = OrderedDict()
         self._closing = False
         self._reads = _ReadPool(READS_IN_FLIGHT)
 
@@ -164,20 +171,25 @@ class Consolidation:
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "not_spawned", reason)
         count, cwd_seen, problem = await self._count_turns(req)
-        reason = gates.check_user_turns(count, self.deps.config.min_user_turns, problem)
+        if problem is not None:
+            # Named for what stopped it: a missing transcript is not "too few turns" (issue 24, item 14).
+            return await self._decide(req, None, SKIPPED, "transcript", problem)
+        reason = gates.check_user_turns(count, self.deps.config.min_user_turns)
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "user_turns", reason)
         cwd = req.cwd or cwd_seen
         if cwd is None:
-            return await self._decide(req, None, SKIPPED, "user_turns", "no cwd given and the transcript names none")
+            return await self._decide(req, None, SKIPPED, "project", "no cwd given and the transcript names none")
         project, exists = await asyncio.to_thread(_project_of, cwd)
         if not exists:
             why = f"the project folder does not exist: {project}"
-            return await self._decide(req, project, SKIPPED, "user_turns", why)
+            return await self._decide(req, project, SKIPPED, "project", why)
         async with self._project_lock(project):  # the interval and lock gates, and the start, as one step
             minutes = self.deps.config.min_interval_minutes
             reason = gates.check_interval(self._last_start(project), self.deps.clock.now(), minutes)
-            if reason is not None:
+            # The interval keeps hooks from consolidating a project at every session end; a person
+            # asking by hand has decided it is worth a run now. A run going on still coalesces.
+            if reason is not None and not req.force:
                 return await self._decide(req, project, SKIPPED, "interval", reason)
             return await self._start_or_coalesce(req, project)
 
@@ -186,7 +198,8 @@ class Consolidation:
         if run is not None:
             run.followers.append(req.session_id)
             detail = f"a run for this project is going on ({run.task_id}); coalesced into it"
-            if req.transcript_path and req.transcript_path != run.transcript:
+            # Another transcript, or another session in the same one (opencode keeps all in one database).
+            if req.transcript_path and (req.transcript_path != run.transcript or req.session_id != run.session):
                 self.pending[project] = req
                 detail += "; this session's transcript follows when it ends"
             return await self._decide(req, project, COALESCED, "lock", detail, run.task_id)
@@ -300,7 +313,9 @@ class Consolidation:
         hint = AGENT_FORMATS.get(req.agent)
         stop_at = self.deps.config.min_user_turns
         try:
-            count, stats = await self._reads.run(count_human_turns, path, hint, stop_at, GATE_READ_BYTES)
+            count, stats = await self._reads.run(
+                count_human_turns, path, hint, stop_at, GATE_READ_BYTES, req.session_id
+            )
         except FileNotFoundError:
             return 0, None, f"transcript not found: {path}"
         except IsADirectoryError:

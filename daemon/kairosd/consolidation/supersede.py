@@ -9,7 +9,18 @@ decisions are one family; facts another; to-dos a third) when
 - it **says the opposite**: "never run migrations on deploy" after "always run migrations on
   deploy" (the same words once the polarity words are set aside);
 - it **gives the same subject a new value**: a fact "The nightly job runs on batch-02" after
-  "The nightly job runs on the batch-01 host" (the same subject before the same verb).
+  "The nightly job runs on the batch-01 host" (the same subject before the same verb);
+- it **changes a value slot**: "we go to terraform 1.7.5 now" after "we are using terraform 1.6.6",
+  "the state bucket moved to acme-tfstate-main" after "the state is in s3 bucket acme-tfstate-prod":
+  a version, host, path or identifier that one has and the other lacks, of the same shape, named
+  in both by a word they share just before it (in its clause), and with no word of its own on
+  both sides before the shared name ("the staging cluster is eks-stg-2" and "the prod cluster is
+  eks-prod-1" are two; "the raw layer" and "the raw bucket" are one); an amount keeps its unit and
+  what it is of ("15 minutes", "30 days of logs"); a bare number is a count unless a name gives it
+  ("React 18", "minSdk is 26");
+- it **rules out by change** what an older fact names: "we moved off vercel to fly.io", "the
+  github actions workflows are deleted", "1.28 gone", or retracts it: "(corrects what was said
+  about cert-manager)".
 
 Which entries may be replaced silently is the board's decision (a user's own or a pinned entry
 never is: see :mod:`.board`). Pure: must not import the board or anything that does I/O.
@@ -38,9 +49,24 @@ instead rather than over anymore longer stop drop ok okay yes only"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+from|replaces?)\s+((?:the\s+)?[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
+    r"drop|dropping|dropped|ditching|ditched|killing|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
+    r"(?:from|off(?:\s+of)?)|replaces?)\s+((?:the\s+)?[`'\"#-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
     re.IGNORECASE,
 )
+# Words that make "not X" a change of what was so ("we went with postmark, not resend"), not a
+# standing contrast ("use the staging db, not prod").
+_CHANGE = re.compile(
+    r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?)\b",
+    re.IGNORECASE,
+)
+# "the github actions workflows are deleted", "criterion is gone": what is gone is ruled out too.
+_GONE = re.compile(
+    r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
+    r"retired|decommissioned|dropped)\b|(?:^|[,;]\s+)([\w.#/-]*\d[\w.#/-]*\s+)(?:gone|removed|dropped|deleted)\b",
+    re.IGNORECASE,
+)
+# "(corrects what was said about cert-manager)": an explicit retraction of what was said about X.
+_RETRACTS = re.compile(r"\(corrects what was said about ([^)]+)\)")
 _POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
 _FACT_SPLIT = re.compile(
     r"\b(?:is|are)\s+(?:called|named)\b|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|"
@@ -53,6 +79,26 @@ _FACT_SPLIT = re.compile(
 )
 _IS = re.compile(r"\b(?:is|are)\b", re.IGNORECASE)
 _DISTINCT = re.compile(r"[0-9_./:@-]")  # a version, a host, a flag, a path: one thing, whatever its kind
+# Words that name no subject: what a value slot's name must not be (verbs of place and change,
+# and names every value has).
+_SLOT_GENERIC_TEXT = """version release port number id value new old default latest current runs run lives live sits
+    listens listen binds bind moved move moving migrated migrate switched switch hosted deployed stored kept pinned
+    pin uses build builds built go goes went set located points pointing upgraded upgrade bumped bump targets target
+    written called named renamed changed change is are was were now today agreed plan under into onto via has have
+    had behind inside after before within per than keep keeps take takes need needs retain retains wait waits"""
+_SLOT_GENERIC = frozenset(_SLOT_GENERIC_TEXT.split())
+_CLAUSE = re.compile(r"[,;:()]\s|\s[-\u2013\u2014]\s|\.\s")
+# A name right before a bare number makes it a version or setting: capitalised ("React 18", "Postgres
+# 15"), camelCase or snake_case ("minSdk is 26", "max_conns = 50"), or an acronym ("SLA of 24").
+_PROPER_BEFORE = re.compile(
+    r"(?:\b[A-Z][a-z][\w.+-]*|\b[a-z]+[A-Z]\w*|\b[a-z]+_\w+|\b[A-Z]{2,}[a-z]?)"
+    r"(?:\s+(?:is|are|goes\s+to|go\s+to|to|at|now|=|->|of|v))*\s*$"
+)
+_SHAPE_RUN = re.compile(r"[a-z0-9]+")
+_UNIT = re.compile(
+    r"\s*(ms|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|[kmgt]b|[kmgt]ib|%|percent|rps|qps|"
+    r"req/s|req/min|req/h|requests?/(?:s|sec|min|minute|h|hour)|connections?|workers?|replicas?|threads?)(?![\w/])"
+)
 
 
 class Item(Protocol):
@@ -72,15 +118,28 @@ def words(text: str) -> set[str]:
 def ruled_out(text: str) -> set[str]:
     """What ``text`` says not to use or do any more ("use yarn, not pnpm" -> {"pnpm"})."""
     found = set()
-    for match in _OUT.finditer(text.replace("\u2019", "'")):
+    text = text.replace("\u2019", "'")
+    for match in _GONE.finditer(text):
+        named = [w.strip("`'\"#").rstrip(".:/-,") for w in (match[1] or match[2]).lower().split()]
+        content = [w for w in named if w and w not in _STOP]
+        if content and content[0] not in ("old", "previous", "former"):
+            found.add(content[0])
+            found.update(w for w in content[1:] if _DISTINCT.search(w))
+    for match in _OUT.finditer(text):
         # the thing ruled out: the first word that carries meaning ("not make test" -> "test"),
         # and any version, flag or name right after it ("not draining with --delete-emptydir-data")
-        named = [w.strip("`'\"").lstrip("-").rstrip(".:/-,") for w in match[1].lower().split()]
+        named = [w.strip("`'\"#").lstrip("-").rstrip(".:/-,") for w in match[1].lower().split()]
         content = [w for w in named if w and w not in _STOP]
         if content:
             found.add(content[0])
             found.update(w for w in content[1:] if _DISTINCT.search(w))
     return found
+
+
+def _named(out: set[str], asked: set[str]) -> set[str]:
+    """What of ``out`` ``asked`` names: the same word, or a path by its last part ("raw.rs" is
+    "src/raw.rs")."""
+    return {o for o in out if o in asked or any(a.endswith("/" + o) or o.endswith("/" + a) for a in asked)}
 
 
 def _first_words(text: str) -> set[str]:
@@ -89,12 +148,26 @@ def _first_words(text: str) -> set[str]:
     return words(head) if len(head.split()) <= 4 else set()
 
 
+def _same_subject_said_otherwise(new_text: str, old_text: str) -> bool:
+    """ "Social login is now IN scope for v1" after "Social login is out of scope for v1": the same
+    subject (the words before its verb), said of the same thing (a word in common after it)."""
+    new_head, old_head = _first_words(_POLARITY.sub(" ", new_text)), _first_words(_POLARITY.sub(" ", old_text))
+    if not new_head or new_head != old_head:
+        return False
+    rest = words(_POLARITY.sub(" ", new_text)) & words(_POLARITY.sub(" ", old_text))
+    return bool(rest - new_head - {"scope", "now"}) or "scope" in rest
+
+
 def _asks_for(text: str) -> set[str]:
     return words(text) - ruled_out(text)
 
 
 def _polarity(text: str) -> int:
-    negative = re.search(r"\b(?:never|don'?t|do\s+not|must\s+not|no\s+longer|not)\b", text, re.IGNORECASE)
+    negative = re.search(
+        r"\b(?:never|don'?t|do\s+not|must\s+not|no\s+longer|not|out\s+of\s+scope|off\s+the\s+table)\b",
+        text,
+        re.IGNORECASE,
+    )
     return -1 if negative else 1
 
 
@@ -122,6 +195,78 @@ def _next_version(new_text: str, old_text: str) -> bool:
     return False
 
 
+def _shape(value: str) -> str:
+    """A value's shape: digit runs as 9, other letter-and-digit runs as a, separators kept
+    ("1.6.6" and "1.7.5" are 9.9.9; "acme-tfstate-prod" and "acme-tfstate-main" are a-a-a); an
+    amount keeps its unit ("15 minutes" and "10 minutes" are 9 minutes)."""
+    _, _, unit = value.partition(" ")
+    if unit:
+        return f"9 {_stem(unit)}"  # with what it is of: "30 days of logs" and "7 days of backups" differ
+    return _SHAPE_RUN.sub(lambda m: "9" if m[0].isdigit() else "a", value)
+
+
+def _stem(word: str) -> str:
+    """A word without its plural ("tokens" and "token" name one thing)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+_OF_WHAT = re.compile(r"\s+(?:of|for)\s+(?:the\s+)?([a-z][\w-]*)")
+
+
+def _values(text: str) -> list[tuple[str, list[str]]]:
+    """The values of ``text`` (versions, hosts, paths, identifiers, an amount with its unit), each
+    with the words that name it: the meaningful words before it in its clause (at most four, in
+    order, without their plural)."""
+    lower = text.lower().replace("\u2019", "'")
+    out = []
+    for match in _WORD.finditer(lower):
+        value = match[0]
+        if value in _STOP or not _DISTINCT.search(value):
+            continue
+        if value.isdigit():
+            unit = _UNIT.match(lower, match.end())
+            if unit is not None:
+                value = f"{value} {unit[1]}"
+                what = _OF_WHAT.match(lower, unit.end())
+                if what is not None:  # "30 days of logs": what the amount is of names it too
+                    value = f"{value} of {_stem(what[1])}"
+            elif not _PROPER_BEFORE.search(text[: match.start()]):
+                continue  # a bare number is a count, unless a name gives it ("React 18", "minSdk is 26")
+        clause = _CLAUSE.split(lower[: match.start()])[-1]
+        before = [w for w in _WORD.findall(clause) if w not in _STOP and w not in _SLOT_GENERIC]
+        out.append((value, [_stem(w) for w in before[-4:] if not _DISTINCT.search(w)]))
+    return out
+
+
+def _own_before(names: list[str], shared: set[str], other: str) -> bool:
+    """A word of its own (not in ``other``) before the last shared name: a qualifier that makes it
+    another thing ("staging cluster" and "prod cluster"); one after it only says more ("the raw
+    layer" and "the raw bucket")."""
+    last = max(i for i, w in enumerate(names) if w in shared)
+    return any(w not in other for w in names[:last])
+
+
+def _slot_changed(new_text: str, old_text: str) -> bool:
+    """ "we go to terraform 1.7.5 now" after "we are using terraform 1.6.6": one value slot, a new
+    value (see the module docstring)."""
+    new_lower, old_lower = new_text.lower(), old_text.lower()
+    new_values = [(v, n) for v, n in _values(new_text) if v not in old_lower]
+    if not new_values:
+        return False
+    for old_value, old_names in _values(old_text):
+        if old_value in new_lower:
+            continue
+        for new_value, new_names in new_values:
+            if _shape(new_value) != _shape(old_value):
+                continue
+            shared = set(old_names) & set(new_names)
+            if not shared:
+                continue
+            if not (_own_before(old_names, shared, new_lower) and _own_before(new_names, shared, old_lower)):
+                return True
+    return False
+
+
 def _verb_class(verb: str) -> str:
     """Verbs that say the same of a subject: its name, its place, its version."""
     if re.search(r"called|named|renamed", verb):
@@ -136,6 +281,11 @@ def _verb_class(verb: str) -> str:
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
     out = ruled_out(new_text)
+    retracted = _RETRACTS.search(new_text)
+    if retracted and FAMILY.get(old.kind) in ("rule", "fact") and FAMILY.get(new_kind) != "todo":
+        about = words(retracted[1])
+        if about and about <= words(old.text):
+            return True
     if FAMILY.get(new_kind) != FAMILY.get(old.kind):
         # "not 5.4.0, pin it to 5.6.1" (a correction) replaces "the client is pinned to 5.4.0" (a fact):
         # a version, host or flag ruled out by name is the same thing whatever the entry's kind
@@ -145,12 +295,21 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
             return False
         if distinct & _asks_for(old.text) and not distinct & _asks_for(new_text):
             return True
-        # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject
-        return old.kind == "fact" and bool(out & _first_words(old.text)) and not out & _asks_for(new_text)
-    if out and out & _asks_for(old.text) and not out & _asks_for(new_text):
+        if _slot_changed(new_text, old.text):
+            return True
+        if old.kind != "fact" or out & _asks_for(new_text):
+            return False
+        # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject;
+        # and what a change of plan rules out ("we moved off vercel to fly.io") any fact that names it
+        return bool(out & _first_words(old.text)) or bool(_CHANGE.search(new_text) and out & words(old.text))
+    if out and _named(out, _asks_for(old.text)) and not out & _asks_for(new_text):
         return True
     new_words, old_words = words(_POLARITY.sub(" ", new_text)), words(_POLARITY.sub(" ", old.text))
     if new_words and new_words == old_words and _polarity(new_text) != _polarity(old.text):
+        return True
+    if _polarity(new_text) != _polarity(old.text) and _same_subject_said_otherwise(new_text, old.text):
+        return True
+    if FAMILY[new_kind] != "todo" and _slot_changed(new_text, old.text):
         return True
     if FAMILY[new_kind] == "fact":
         if _next_version(new_text, old.text):
@@ -176,15 +335,30 @@ _DONE_WORDS_TEXT = """done fixed finished sorted closed closing close resolved m
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
+_SUFFIX = re.compile(r"(?:ing|ed|es|e|s)$")
+_PARTS = re.compile(r"[-/_.]")
+
+
+def _roots(text: str) -> set[str]:
+    """The words of ``text`` by their root, and the parts of a joined name ("fuzzing" and "cargo-fuzz"
+    share "fuzz")."""
+    out = set()
+    for word in words(text) - _DONE_WORDS:
+        for part in {word, *(p for p in _PARTS.split(word) if len(p) >= 3 and p not in _STOP)}:
+            out.add(_SUFFIX.sub("", part) if len(part) > 4 else part)
+    return out
+
+
 def closed(text: str, current: Iterable[Item]) -> list[Item]:
-    """The open to-do ``text`` says is done: the one sharing the most words with it, if only one does."""
-    said = words(text) - _DONE_WORDS
+    """The open to-do ``text`` says is done: the one sharing the most words with it (by their
+    roots), if only one does."""
+    said = _roots(text)
     best: list[Item] = []
     most = 0
     for old in current:
         if old.kind != "todo":
             continue
-        shared = len(said & words(old.text))
+        shared = len(said & _roots(old.text))
         if shared > most:
             best, most = [old], shared
         elif shared == most and shared:

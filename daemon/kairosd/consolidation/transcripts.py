@@ -15,6 +15,8 @@ Formats (the line shapes are reverse-engineered by others; see the research note
   metadata line, the messages one per line (a changed one again under its id), ``{"$set": ...}``
   updates. Content is a string or parts ``[{text}]``.
 - **generic**: JSON lines of ``{role, content}`` (optional ``timestamp``).
+- **opencode**: not a file of its own but a session in opencode's SQLite database, named by the
+  database's path and the session's id (:mod:`kairosd.consolidation.transcript_opencode`).
 
 A human user turn is what a person typed: not a tool result, not a meta or injected message
 (Claude's ``isMeta``, slash-command echoes, ``<local-command-stdout>``, compaction summaries,
@@ -56,6 +58,7 @@ from kairosd.consolidation.transcript_model import (
     parse_objects,
     parse_time,
 )
+from kairosd.consolidation.transcript_opencode import is_sqlite, read_session
 from kairosd.consolidation.transcript_readers import READERS
 from kairosd.consolidation.transcript_tools import tool_use
 from kairosd.system.boundedread import open_capped
@@ -179,17 +182,24 @@ def read_file(
     hint: str | None = None,
     stats: ReadStats | None = None,
     max_bytes: int = MAX_TRANSCRIPT_BYTES,
+    session_id: str | None = None,
 ) -> Iterator[Message]:
-    """The messages of the transcript at ``path`` (JSON lines, or a Gemini session document).
+    """The messages of the transcript at ``path`` (JSON lines, a Gemini session document, or session
+    ``session_id`` of an opencode database).
 
     Bounded (:mod:`kairosd.system.boundedread`): a path that is not a regular file (a FIFO,
     ``/dev/zero``) raises ``OSError`` at once, and at most ``max_bytes`` are read; a longer file
-    is read that far, with a note in ``stats``. Raises OSError when the file cannot be opened;
-    bad content never raises.
+    is read that far, with a note in ``stats``. Raises OSError when the file cannot be opened
+    (or an opencode database stays locked); bad content never raises.
     """
     stats = stats if stats is not None else ReadStats()
     file, capped = open_capped(path, max_bytes)
     with file:
+        if is_sqlite(file.peek(16)):
+            file.close()  # sqlite opens it itself, read-only
+            for message in read_session(path, session_id, stats):
+                yield _counted(message, stats)
+            return
         if _is_document(file):
             if capped.size > MAX_DOCUMENT_BYTES:
                 stats.notes.append(
@@ -218,11 +228,12 @@ def count_human_turns(
     hint: str | None = None,
     stop_at: int | None = None,
     max_bytes: int = MAX_TRANSCRIPT_BYTES,
+    session_id: str | None = None,
 ) -> tuple[int, ReadStats]:
     """Human user turns in the transcript at ``path``; with ``stop_at``, stops reading once reached."""
     stats = ReadStats()
     count = 0
-    for message in read_file(path, hint, stats, max_bytes):
+    for message in read_file(path, hint, stats, max_bytes, session_id):
         if message.human:
             count += 1
             if stop_at is not None and count >= stop_at:

@@ -127,7 +127,8 @@ def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str] | None,
             if seen > skip_turns:
                 yield message
 
-    messages = typed(read_file(request["transcript"], request.get("agent"), stats))
+    transcript = read_file(request["transcript"], request.get("agent"), stats, session_id=request.get("session_id"))
+    messages = typed(transcript)
     return extract(messages, project=str(request["project"]), anchor=anchor, zone=zone)
 
 

@@ -7,6 +7,7 @@
     bounds      every range kairos accepts, one table (pure)
     lifecheck   whether a stored task can live its whole life in range (pure)
     errors      the one error base class with stable codes and exit codes
+    ids         git-style id prefixes, the one rule every verb resolves ids by (pure)
     protocol    the wire protocol's constants (API version, paths' prefix, error statuses)
     defaults    the one set of default limits (concurrency, depth, grace, timeouts)
     events      the in-process event bus (asyncio queues, no I/O)

@@ -15,6 +15,10 @@ Routes (all under ``/v1``):
     POST   /v1/tasks/{id}/pause|resume|run pause, resume, fire now
     GET    /v1/runs?task=ID&limit=N        run ledger (history)
     GET    /v1/missed                      missed-run ledger; DELETE clears it
+    GET    /v1/timeline?from=&to=&span=S&ids=a,b&target=K&project=DIR&name=S&cap=N&bins=N
+                                           planned fires (jitter included), runs, missed fires, DST changes
+                                           and derived downtime in a window (kairosd.scheduling.timeline);
+                                           bins=N counts the planned fires in N slices instead of listing them
     GET    /v1/inbox?session=S&all=1       inbox items (unacknowledged unless all=1)
     POST   /v1/inbox/ack                   body {"session": S, "ids": [...]} or {"all": true}
     GET    /v1/events?types=a,b&session=S  JSON lines stream of events
@@ -106,6 +110,7 @@ ROUTES: Final[dict[str, str]] = {
     "status": "/status",
     "shutdown": "/shutdown",
     "doctor": "/doctor",
+    "reload": "/reload",
     "tasks": "/tasks",
     "task": "/tasks/{id}",
     "task_pause": "/tasks/{id}/pause",
@@ -113,6 +118,7 @@ ROUTES: Final[dict[str, str]] = {
     "task_run": "/tasks/{id}/run",
     "runs": "/runs",
     "missed": "/missed",
+    "timeline": "/timeline",
     "inbox": "/inbox",
     "inbox_ack": "/inbox/ack",
     "events": "/events",

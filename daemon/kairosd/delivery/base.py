@@ -15,12 +15,19 @@ Must not import the scheduler, the store or the server.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from kairosd.core.models import Target
+
+
+# True while the service checks the target of ``kairos add --no-check``: a check of what may hold
+# later (a webhook host that does not resolve now, a command not yet on the PATH) is skipped; the
+# others (a missing folder, a webhook key, the loopback rule, a missing agent CLI) still refuse.
+SKIP_LATER_CHECKS: ContextVar[bool] = ContextVar("kairos_skip_later_checks", default=False)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,19 @@ class Delivery(Protocol):
 
     async def close(self) -> None:
         """Stop in-flight work (called at shutdown, after the grace period)."""
+        ...
+
+
+class BatchDelivery(Delivery, Protocol):
+    """A delivery that can take many handoffs at once with shared durable writes (optional).
+
+    The dispatcher hands it the runs started in one pass (one event-loop turn)
+    together: the target writes them all and syncs once, then answers for each,
+    in order. Each answer means what :meth:`Delivery.deliver` would have said.
+    """
+
+    async def deliver_many(self, handoffs: list[Handoff]) -> list[Result]:
+        """One result per handoff, in order; idempotent per run id like :meth:`Delivery.deliver`."""
         ...
 
 

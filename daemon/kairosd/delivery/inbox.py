@@ -48,36 +48,83 @@ class InboxDelivery:
         self._on_item = on_item
 
     async def deliver(self, handoff: Handoff) -> Result:
+        return (await self.deliver_many([handoff]))[0]
+
+    async def deliver_many(self, handoffs: list[Handoff]) -> list[Result]:
+        """Write the items of ``handoffs`` with one fsync per session (a group commit), then confirm each.
+
+        A put under way is not abandoned when the caller is cancelled (kairosd
+        stopping): the write finishes in its thread whatever happens, so this
+        waits for it and reports what it did. An item on disk is ``delivered``,
+        never recorded as failed.
+        """
         started = self._clock.now()
-        session = handoff.target.session if isinstance(handoff.target, InboxTarget) else DEFAULT_SESSION
-        try:
-            item = InboxItem(
-                id=handoff.run_id,
-                session=session,
-                task_id=handoff.task_id,
-                task_name=handoff.task_name,
-                prompt=handoff.prompt,
-                scheduled_for=handoff.scheduled_for,
-                delivered_at=started,
-                late_by_s=handoff.late_by_s,
-                catch_up=handoff.catch_up,
-            )
-        except ValidationError as exc:
-            return self._failed(started, f"cannot build an inbox item: {exc.errors()[0]['msg']}")
-        try:
-            # fsync takes milliseconds to seconds; the event loop must not wait on it.
-            is_new = await asyncio.to_thread(self._store.put, item)
-        except UsageError as exc:  # an unusable session name
-            return self._failed(started, str(exc))
-        except OSError as exc:
-            return self._failed(started, f"could not write the inbox of session {session!r}: {exc}")
-        if is_new and self._on_item is not None:
+        results: list[Result | None] = [None] * len(handoffs)
+        groups: dict[str, list[tuple[int, InboxItem]]] = {}  # session -> (index, item), in order
+        for index, handoff in enumerate(handoffs):
+            session = handoff.target.session if isinstance(handoff.target, InboxTarget) else DEFAULT_SESSION
             try:
-                self._on_item(item)
-            except Exception:
-                # The item is durably delivered; a failing listener must not turn that into a failure.
-                log.exception("inbox listener failed for run %s", handoff.run_id)
-        return Result("delivered", started_at=started, finished_at=self._clock.now())
+                item = InboxItem(
+                    id=handoff.run_id,
+                    session=session,
+                    task_id=handoff.task_id,
+                    task_name=handoff.task_name,
+                    prompt=handoff.prompt,
+                    scheduled_for=handoff.scheduled_for,
+                    delivered_at=started,
+                    late_by_s=handoff.late_by_s,
+                    catch_up=handoff.catch_up,
+                )
+            except ValidationError as exc:
+                results[index] = self._failed(started, f"cannot build an inbox item: {exc.errors()[0]['msg']}")
+                continue
+            groups.setdefault(session, []).append((index, item))
+        # fsync takes milliseconds to seconds; the event loop must not wait on it.
+        writing = asyncio.ensure_future(asyncio.to_thread(self._write, groups))
+        try:
+            written = await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            written = await writing  # already under way: its truth is what gets recorded
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+        finished = self._clock.now()
+        told: set[str] = set()
+        for session, entries in groups.items():
+            outcome = written[session]
+            for index, item in entries:
+                if isinstance(outcome, str):
+                    results[index] = self._failed(started, outcome)
+                    continue
+                if outcome[item.id] and item.id not in told and self._on_item is not None:
+                    told.add(item.id)
+                    try:
+                        self._on_item(item)
+                    except Exception:
+                        # The item is durably delivered; a failing listener must not turn that into a failure.
+                        log.exception("inbox listener failed for run %s", item.id)
+                results[index] = Result("delivered", started_at=started, finished_at=finished)
+        return [result for result in results if result is not None]
+
+    def _write(self, groups: dict[str, list[tuple[int, InboxItem]]]) -> dict[str, dict[str, bool] | str]:
+        """Per session, which items were new (all durable), or why that session's write failed."""
+        written: dict[str, dict[str, bool] | str] = {}
+        for session, entries in groups.items():
+            items = [item for _, item in entries]
+            try:
+                fresh = self._store.put_many(items)
+            except UsageError as exc:  # an unusable session name
+                written[session] = str(exc)
+            except OSError as exc:
+                written[session] = f"could not write the inbox of session {session!r}: {exc}"
+            else:
+                # A repeated run id within the batch is confirmed too, and told to the listener once.
+                new: dict[str, bool] = {}
+                for item, is_new in zip(items, fresh, strict=True):
+                    new[item.id] = new.get(item.id, False) or is_new
+                written[session] = new
+            # One session's failure leaves the others written: each is answered for on its own.
+        return written
 
     async def close(self) -> None:
         """Nothing to stop: a put is short, and the scheduler awaits it before shutting down."""

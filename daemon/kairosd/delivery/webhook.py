@@ -65,7 +65,7 @@ from kairosd.core import redact
 from kairosd.core.clock import Clock
 from kairosd.core.errors import UsageError
 from kairosd.core.models import Target, WebhookTarget
-from kairosd.delivery.base import Handoff, Result
+from kairosd.delivery.base import SKIP_LATER_CHECKS, Handoff, Result
 
 if TYPE_CHECKING:
     import httpx
@@ -80,6 +80,7 @@ SIGNATURE_HEADER = "X-Kairos-Signature"
 TIMESTAMP_HEADER = "X-Kairos-Timestamp"
 RETRY_STATUSES = frozenset({408, 429})
 SNIPPET_BYTES = 512  # of a failing answer, quoted in the run's reason
+RESOLVE_CHECK_S = 3.0  # how long `kairos add` waits for the host to resolve
 _REMEMBERED_RESULTS = 1024
 
 
@@ -98,6 +99,11 @@ def is_loopback(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_loopback
+
+
+def _resolve_error(exc: BaseException) -> str:
+    """``[Errno -2] Name or service not known`` as ``Name or service not known``."""
+    return str(getattr(exc, "strerror", None) or exc) or type(exc).__name__
 
 
 async def resolve_host(host: str, port: int) -> list[str]:
@@ -165,26 +171,42 @@ class WebhookDelivery:
             max_attempts=config.max_attempts,
         )
 
+    def reconfigure(self, config: WebhookConfig) -> None:
+        """Take new ``[webhook]`` settings (a config reload): deliveries from now on use them."""
+        self._secret = config.secret_bytes()
+        self._allow_non_loopback = config.allow_non_loopback
+        self._timeout_s = config.timeout
+        self._attempt_timeout_s = config.attempt_timeout
+        self._max_attempts = max(1, config.max_attempts)
+
     # ---- the Delivery protocol -------------------------------------------
 
     async def check(self, target: Target) -> None:
-        """At add time: a webhook without a key, or to a host that resolves off loopback without the
-        allowance, would fail every fire. A name that does not resolve now is left to fire time."""
+        """At add time: a webhook without a key, to a host that resolves off loopback without the
+        allowance, or to a host that does not resolve (unless ``SKIP_LATER_CHECKS``), would fail every fire."""
         if self._secret is None:
             raise UsageError(
                 "webhook target: kairosd has no webhook key, and kairos does not send unsigned webhooks; set "
                 "[webhook] secret_file in config.toml and restart kairosd (see the README's Webhook target)"
             )
-        if self._allow_non_loopback or not isinstance(target, WebhookTarget):
+        if not isinstance(target, WebhookTarget):
             return
         parts = urlsplit(target.url)
         host = parts.hostname or ""
         try:
-            addresses = await self._resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
-        except (OSError, ValueError):
-            return
+            # Bounded: add must answer even when DNS hangs (getaddrinfo itself runs in a thread).
+            async with asyncio.timeout(RESOLVE_CHECK_S):
+                addresses = await self._resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+        except (OSError, ValueError, TimeoutError) as exc:
+            if SKIP_LATER_CHECKS.get():
+                return
+            why = f"no answer within {RESOLVE_CHECK_S:g}s" if isinstance(exc, TimeoutError) else _resolve_error(exc)
+            raise UsageError(
+                f"webhook target: cannot resolve {host} ({why}), so every fire would fail; check the URL, "
+                "or add it with --no-check if name lookups fail only for now"
+            ) from None
         outside = [a for a in addresses if not is_loopback(a)]
-        if outside:
+        if outside and not self._allow_non_loopback:
             raise UsageError(
                 f"webhook target: {host} resolves to {', '.join(outside)}, not a loopback address; set "
                 "[webhook] allow_non_loopback = true in config.toml to post to other hosts"

@@ -27,6 +27,7 @@ from kairosd.agents.base import TurnRequest
 from kairosd.api.requests import parse_body
 from kairosd.api.router import typed
 from kairosd.core.errors import KairosError, NotFoundError, UsageError
+from kairosd.core.ids import resolve_prefix
 from kairosd.core.models import AgentTarget, ShellTarget, Task
 from kairosd.export import Job, Options, Refused, render
 from kairosd.export.common import API_KEY_ENV
@@ -89,10 +90,16 @@ class Exporter:
         ids = request.ids
         if not ids:
             raise UsageError('give {"ids": ["..."]} or {"all": true}')
-        missing = [i for i in ids if i not in tasks]
+        chosen: list[str] = []
+        missing: list[str] = []
+        for given in ids:
+            try:
+                chosen.append(resolve_prefix(given, tasks, "task"))
+            except NotFoundError:
+                missing.append(given)
         if missing:
-            raise NotFoundError(f"no task {', '.join(missing)}")
-        return [tasks[i] for i in dict.fromkeys(ids)]
+            raise NotFoundError(f"no task starts with {', '.join(map(repr, missing))} (see 'kairos list')")
+        return [tasks[i] for i in dict.fromkeys(chosen)]
 
     def job(self, task: Task) -> Job:
         """The command a fire of ``task`` would run (targets without one get a job the renderers refuse)."""

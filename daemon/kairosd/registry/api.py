@@ -77,7 +77,7 @@ class _Routes:
         since_turn = int(_number(since, "since_turn", 0, 0, 1_000_000)) if since not in (None, "") else None
         waiter = req.query.get("waiter") or None
         # A wait whose client is gone is cancelled, which also ends the slot loan it made.
-        wait = self.registry.wait(m["id"], timeout, since_turn, waiter=waiter)
+        wait = self.registry.wait(self.registry.resolve(m["id"]), timeout, since_turn, waiter=waiter)
         record, timed_out = await cancel_on_disconnect(req, wait)
         return Response(200, {"task": view(record), "timed_out": timed_out})
 
@@ -91,16 +91,27 @@ class _Routes:
         return Response(200, body)
 
     async def cancel(self, req: Request, m: re.Match[str]) -> Response:
-        cancelled = await self.registry.cancel(m["id"])
-        return Response(200, {"task": view(cancelled[0]), "cancelled": [r.id for r in cancelled]})
+        task_id = self.registry.resolve(m["id"])
+        report = await self.registry.cancel_report(task_id)
+        body: dict[str, object] = {
+            "cancelled": [r.id for r in report.cancelled],
+            # Ignored SIGTERM for the whole grace: killed with SIGKILL (why the cancel took that long).
+            "killed": report.killed,
+            "kill_grace_s": self.registry.limits.kill_grace_s,
+        }
+        if report.cancelled:
+            body["task"] = view(report.cancelled[0])
+        else:  # already cancelled: a note, not an error (as pausing a paused task)
+            body.update(task=view(self.registry.get(task_id)), unchanged=True)
+        return Response(200, body)
 
     @typed(SendRequest)
     async def send(self, req: Request, m: re.Match[str]) -> Response:
         message = parse_body(SendRequest, req.body).message
-        return Response(202, {"task": view(await self.registry.send(m["id"], message))})
+        return Response(202, {"task": view(await self.registry.send(self.registry.resolve(m["id"]), message))})
 
     async def close(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"task": view(await self.registry.close(m["id"]))})
+        return Response(200, {"task": view(await self.registry.close(self.registry.resolve(m["id"])))})
 
 
 def parse_start(body: Any) -> StartSpec:

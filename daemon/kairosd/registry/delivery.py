@@ -22,6 +22,7 @@ Must not import the scheduler, the store or the server.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from kairosd.core.clock import Clock
@@ -79,7 +80,9 @@ def _spec(handoff: Handoff) -> StartSpec:
         kind=JobKind.FIRE,
         prompt=handoff.prompt,
         agent=target.agent,
-        cwd=target.cwd or None,
+        # No folder recorded (older tasks, API clients that leave it out): the user's home, as crontab and
+        # systemd user units do; never kairosd's own folder (``/``).
+        cwd=target.cwd or os.environ.get("HOME") or os.path.expanduser("~"),
         model=target.model or None,
         session=session if isinstance(session, str) and session else None,
         mode=ExecutionMode.BACKGROUND,

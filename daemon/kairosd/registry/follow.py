@@ -3,7 +3,9 @@
 A follower registers before it reads the backlog, so no line falls in between;
 ``seq`` (the line's number in the log) drops the lines it then sees twice. Each
 follower has a bounded queue: one that falls behind gets a single "lost" note
-and misses lines until it catches up, and never slows a running task.
+and misses lines until it catches up, and never slows a running task. A flood
+(a chunk of output with more lines than the turn passes on live) also gets a
+"lost" note for the lines only the log has (:meth:`Followers.skipped`).
 
 Must not import the registry's state, the scheduler or the server.
 """
@@ -45,6 +47,14 @@ class Followers:
             elif not follower.lost:
                 follower.lost = True
                 follower.queue.put_nowait({"lost": True, "note": "the follower fell behind; see kairos task logs"})
+
+    def skipped(self, task_id: str, count: int) -> None:
+        """``count`` lines were written to the log but not passed on live (a flood)."""
+        for follower in self._by_task.get(task_id, ()):
+            if not follower.lost and follower.queue.qsize() < FOLLOW_QUEUE:
+                follower.lost = True
+                note = f"{count} line(s) of a flood of output were not shown live; see kairos task logs"
+                follower.queue.put_nowait({"lost": True, "note": note})
 
     async def follow(
         self, task_id: str, log_path: Path, running: Callable[[], bool], status: Callable[[], str]

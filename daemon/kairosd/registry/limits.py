@@ -1,4 +1,4 @@
-"""The registry's limits: concurrency, depth, kill grace, turn timeout, how many finished records to keep.
+"""The registry's limits: concurrency, depth, kill grace, turn timeout, finished records kept, output per turn.
 
 They come from the loaded config's ``[limits]`` table (:func:`kairosd.config.load_config` has
 already applied ``KAIROS_MAX_CONCURRENT`` and ``KAIROS_MAX_DEPTH`` and checked every range: one
@@ -25,6 +25,7 @@ class RegistryLimits:
     kill_grace_s: float = defaults.KILL_GRACE_S  # SIGTERM to SIGKILL
     turn_timeout_s: float = defaults.TURN_TIMEOUT_S  # default per turn; a start may ask for another
     keep_finished: int = defaults.KEEP_FINISHED  # terminal records kept (oldest are pruned at start-up)
+    max_output: int = defaults.MAX_OUTPUT_BYTES  # output bytes logged per turn; the rest is counted, not kept
 
     @classmethod
     def from_config(cls, limits: Limits | None) -> RegistryLimits:
@@ -36,4 +37,5 @@ class RegistryLimits:
             max_depth=limits.max_depth,
             kill_grace_s=limits.kill_grace,
             keep_finished=limits.keep_finished,
+            max_output=limits.max_output,
         )

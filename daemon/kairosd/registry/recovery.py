@@ -37,24 +37,27 @@ def interrupted_changes(record: JobRecord, now: datetime) -> dict[str, Any]:
     }
 
 
-async def stop_leftover(record: JobRecord, grace_s: float) -> None:
+async def stop_leftover(record: JobRecord, grace_s: float) -> bool:
     """Stop the process group a dead daemon's turn left, if that very process still runs.
+
+    Returns whether SIGKILL was needed (the group outlived SIGTERM and the grace).
 
     The pid must still lead its own group and have the recorded start time, so a reused pid
     (someone else's process) is never signalled.
     """
     pid = record.pid
     if pid is None or record.pid_started is None:
-        return
+        return False
     import psutil  # on use: not needed to start (docs/performance.md)
 
     try:
         same = abs(psutil.Process(pid).create_time() - record.pid_started) < 0.01 and os.getpgid(pid) == pid
     except (psutil.Error, ProcessLookupError, PermissionError):
-        return  # gone, or not ours
+        return False  # gone, or not ours
     if same and group_alive(pid):
         log.warning("task %s: stopping process group %d left by the previous kairosd", record.id, pid)
-        await terminate_group(pid, grace_s)
+        return await terminate_group(pid, grace_s)
+    return False
 
 
 def excess_finished(records: list[JobRecord], keep: int) -> list[JobRecord]:

@@ -59,9 +59,10 @@ from kairosd.agents.base import AgentAdapter, Command, TurnRequest
 from kairosd.core.clock import Clock
 from kairosd.core.errors import ConflictError, UnavailableError, UsageError
 from kairosd.core.events import EventBus
+from kairosd.core.ids import resolve_prefix
 from kairosd.registry import detached, recovery, rules
 from kairosd.registry.book import Book
-from kairosd.registry.cancel import Cancels
+from kairosd.registry.cancel import CancelReport, Cancels
 from kairosd.registry.follow import Followers
 from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import (
@@ -108,11 +109,16 @@ class Registry:
         self._environ = environ_copy  # what agents run with (None: kairosd's own)
         self._turns = Turns(self._book, self.slots, self.limits, self._followers, environ_copy)
         self._cancels = Cancels(self._book, self._turns, self.limits.kill_grace_s)
+        self._pruning = False
 
     # ---- reading -----------------------------------------------------------
 
     def get(self, task_id: str) -> JobRecord:
-        return self._book.get(task_id)
+        return self._book.get(self.resolve(task_id))
+
+    def resolve(self, task_id: str) -> str:
+        """The whole id of the background task ``task_id`` names (a git-style prefix, any case)."""
+        return resolve_prefix(task_id, self._book.records, "background task", " (see: kairos task list)")
 
     def list_tasks(self, status: JobStatus | None = None) -> list[JobRecord]:
         """Newest first."""
@@ -215,6 +221,7 @@ class Registry:
         await self._book.create(record)
         log.info("task %s started: %s %s, depth %d", record_id, kind.value, spec.agent or argv, depth)
         self._turns.launch(record_id, command, adapter)
+        self._maybe_prune()
         return self._book.records[record_id]
 
     async def check_agent(self, name: str, cwd: str | None) -> None:
@@ -325,6 +332,10 @@ class Registry:
 
     async def cancel(self, task_id: str) -> list[JobRecord]:
         """Cancel the task and every descendant still going; returns those it cancelled (the task first)."""
+        return (await self._cancels.cancel(task_id)).cancelled
+
+    async def cancel_report(self, task_id: str) -> CancelReport:
+        """:meth:`cancel`, also saying which tasks ignored SIGTERM and were killed after the grace."""
         return await self._cancels.cancel(task_id)
 
     # ---- waiting ------------------------------------------------------------------
@@ -401,11 +412,24 @@ class Registry:
         await self._prune()
         return interrupted
 
+    def _maybe_prune(self) -> None:
+        """While kairosd runs too: past ``keep_finished`` (plus a tenth, so it is not done at every
+        start), the oldest finished records go, with their logs, in the background."""
+        keep = self.limits.keep_finished
+        if self._pruning or sum(r.terminal for r in self._book.records.values()) <= keep + keep // 10:
+            return
+        self._pruning = True
+        self._book.soon(self._prune())
+
     async def _prune(self) -> None:
-        excess = recovery.excess_finished(list(self._book.records.values()), self.limits.keep_finished)
-        for record in excess:
-            del self._book.records[record.id]
-            await asyncio.to_thread(recovery.remove_record, self._store, record)
+        self._pruning = True
+        try:
+            excess = recovery.excess_finished(list(self._book.records.values()), self.limits.keep_finished)
+            for record in excess:
+                if self._book.records.pop(record.id, None) is not None:
+                    await asyncio.to_thread(recovery.remove_record, self._store, record)
+        finally:
+            self._pruning = False
         if excess:
             log.info("pruned %d finished task record(s) beyond the %d kept", len(excess), self.limits.keep_finished)
 

@@ -41,6 +41,14 @@ def append_line(fd: int, line: str) -> None:
         view = view[os.write(fd, view) :]
 
 
+def append_lines(fd: int, lines: list[str]) -> None:
+    """Lines (none containing a newline), written with one write() for them all."""
+    data = "".join(line + "\n" for line in lines).encode("utf-8", "replace")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def count_lines(path: Path) -> int:
     """Complete lines in ``path`` (0 if it does not exist)."""
     try:

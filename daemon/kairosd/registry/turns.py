@@ -2,11 +2,14 @@
 
 A turn waits for a slot (:class:`~kairosd.registry.slots.Slots`), is written
 durably as started, then runs its process (:class:`~kairosd.system.runner.ProcessRun`)
-with the task's ``KAIROS_*`` environment. Each output line goes to the task log,
-to log followers and out as a ``task_notification``; what the adapter makes of
-it updates the progress (``task_progress``, in memory until the turn ends). The
-outcome (:mod:`~kairosd.registry.rules`) is recorded, then the slot and the
-turn are let go in one step. A turn is stopped by a cancel or at shutdown.
+with the task's ``KAIROS_*`` environment. Each output line goes to the task log
+(one write per chunk read, up to the turn's output cap); at most
+:data:`LIVE_LINES_PER_CHUNK` lines of a chunk go to log followers and out as
+``task_notification`` events, so a flood costs the event loop a bounded amount
+per chunk. What the adapter makes of each line updates the progress
+(``task_progress``, in memory until the turn ends). The outcome
+(:mod:`~kairosd.registry.rules`) is recorded, then the slot and the turn are
+let go in one step. A turn is stopped by a cancel or at shutdown.
 
 Must not import the registry's use-cases (:mod:`~kairosd.registry.registry`),
 the scheduler or the server.
@@ -31,6 +34,9 @@ from kairosd.registry.limits import RegistryLimits
 from kairosd.registry.model import MAX_LINE_CHARS, JobRecord, JobStatus, ProgressInfo, clip
 from kairosd.registry.slots import Slots
 from kairosd.system.runner import ProcessResult, ProcessRun, ProcessSpec
+
+# Output lines of one chunk published live (events, followers); the log gets them all.
+LIVE_LINES_PER_CHUNK = 256
 
 # Named as before the registry was split into modules, so its log lines read as they did.
 log = logging.getLogger("kairosd.registry.registry")
@@ -89,14 +95,15 @@ class Turns:
         live.handle.add_done_callback(self._tasks.discard)
         book.notify()
 
-    async def cancel(self, task_id: str) -> bool:
-        """Stop the turn in flight as cancelled and wait until its end is recorded; False if none."""
+    async def cancel(self, task_id: str) -> bool | None:
+        """Stop the turn in flight as cancelled and wait until its end is recorded; None if there was
+        none, else whether SIGKILL was needed (something outlived SIGTERM and the grace)."""
         live = self._live.get(task_id)
         if live is None:
-            return False
+            return None
         live.cancel_requested = True
         await self._halt(live)
-        return True
+        return live.process is not None and live.process.killed
 
     async def stop(self) -> None:
         """At shutdown: stop every turn in flight, then wait for all turns to record their end."""
@@ -130,8 +137,10 @@ class Turns:
         # No await between taking the slot and setting the process, so cancel() always finds one of the two.
         live.process = ProcessRun(
             self._process_spec(record, live.command),
-            functools.partial(self._on_line, task_id, live),
+            functools.partial(self._on_lines, task_id, live),
             kill_grace_s=self._limits.kill_grace_s,
+            max_output=self._limits.max_output,
+            marker="KAIROS_TASK_ID",  # what a turn starts carries it, also after leaving the group
             on_spawn=functools.partial(self._on_spawn, task_id),
         )
         ended = False
@@ -191,8 +200,17 @@ class Turns:
         self._book.apply(task_id, {"pid": pid, "pid_started": started})
         self._book.soon(self._book.save(task_id))
 
-    def _on_line(self, task_id: str, live: _Live, stream: str, line: str) -> None:
-        self._log_line(task_id, live, stream, line)
+    def _on_lines(self, task_id: str, live: _Live, stream: str, lines: list[str]) -> None:
+        """The lines of one chunk of output: logged in one write, fanned out within a budget."""
+        self._log_lines(task_id, live, stream, lines)
+        if stream == "stdout" and live.adapter is None:
+            # Only the last line shows as progress: the rest of the chunk needs no look.
+            self._progress(task_id, live, stream, lines[-1])
+            return
+        for line in lines:
+            self._progress(task_id, live, stream, line)
+
+    def _progress(self, task_id: str, live: _Live, stream: str, line: str) -> None:
         record = self._book.records[task_id]
         progress = record.progress
         parsed = None
@@ -225,18 +243,31 @@ class Turns:
             )
 
     def _log_line(self, task_id: str, live: _Live, stream: str, line: str) -> None:
+        self._log_lines(task_id, live, stream, [line])
+
+    def _log_lines(self, task_id: str, live: _Live, stream: str, lines: list[str]) -> None:
+        """Append ``lines`` to the log (one write) and pass on at most :data:`LIVE_LINES_PER_CHUNK` of them.
+
+        Each line keeps its ``seq`` (its number in the log); a chunk with more lines than the budget
+        publishes its first ones and tells followers that lines were skipped, so a flood costs the
+        event loop the same per chunk however short its lines are (issue 27).
+        """
         if live.log_fd is not None:
             try:
-                tasklog.append_line(live.log_fd, line)
+                tasklog.append_lines(live.log_fd, lines)
             except OSError as exc:
                 log.warning("task %s: cannot write its log (%s); not logging this turn further", task_id, exc)
                 os.close(live.log_fd)
                 live.log_fd = None
-        item = {"seq": live.seq, "stream": stream, "line": line}
-        live.seq += 1
         session = self._book.records[task_id].session
-        self._book.events.publish("task_notification", task_id=task_id, session=session, **item)
-        self._followers.tell(task_id, item)
+        first = live.seq
+        live.seq += len(lines)
+        for number, line in enumerate(lines[:LIVE_LINES_PER_CHUNK]):
+            item = {"seq": first + number, "stream": stream, "line": line}
+            self._book.events.publish("task_notification", task_id=task_id, session=session, **item)
+            self._followers.tell(task_id, item)
+        if len(lines) > LIVE_LINES_PER_CHUNK:
+            self._followers.skipped(task_id, len(lines) - LIVE_LINES_PER_CHUNK)
 
     def _outcome(self, task_id: str, live: _Live, result: ProcessResult) -> dict[str, Any]:
         """How the turn ended: turn fields and the task's new status."""

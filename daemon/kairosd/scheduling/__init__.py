@@ -6,6 +6,7 @@
     firing         what one due slot does (fire, skip, miss), with its bounds (pure)
     dispatch       hand a fire to its delivery target and record the run
     ledger         runs.jsonl and missed.jsonl: the durable run history
+    settle         at start, inbox runs a crash cut off after their item was written are delivered
     broken         one task that cannot be planned is paused with the reason; the rest go on
     claude_import  Claude Code's scheduled_tasks.json into kairos tasks, idempotently
     service        the use-cases behind the task routes (add, list, pause, run now, ...)

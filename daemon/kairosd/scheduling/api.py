@@ -11,23 +11,39 @@ Must not import the scheduler internals, the store or the CLI.
 from __future__ import annotations
 
 import contextlib
-import operator
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
-from kairosd.api.http_types import EncodedJson, compact_json
+from kairosd.api.http_types import JsonPieces
 from kairosd.api.requests import parse_body
 from kairosd.api.router import Router, typed
 from kairosd.api.server import Request, Response, StreamResponse
 from kairosd.core.bounds import query_int
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import API_VERSION, EVENT_TYPES
-from kairosd.scheduling.requests import AckRequest, AddRequest, ImportRequest
+from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
+from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
 from kairosd.store.quarantine import Quarantine
 
 MAX_LIMIT = 10_000
+LIST_PIECE = 500  # views per piece of a listing: ~0.5 MB of JSON, a few ms of the loop at most
+MAX_BINS = 10_000  # columns of a timeline chart
+
+
+def _instant(raw: str | None, name: str) -> datetime | None:
+    """An ISO 8601 instant with its offset from the query, or None when not given."""
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be an ISO 8601 time with an offset, not {raw[:60]!r}") from None
+    if value.tzinfo is None:
+        raise UsageError(f"{name} must carry its UTC offset (e.g. 2026-03-29T12:00:00+00:00), not {raw[:60]!r}")
+    return value
 
 
 def _flag(req: Request, name: str) -> bool:
@@ -41,19 +57,17 @@ class Api(Router):
         super().__init__()
         self.service = service
         self.on_shutdown = on_shutdown
-        # Each listed view's JSON, by task id, while the service hands out the same (cached) view object.
-        self._encoded: dict[bool, dict[str, tuple[dict[str, Any], bytes]]] = {False: {}, True: {}}
-        self._bodies: dict[bool, tuple[list[dict[str, Any]], EncodedJson]] = {}  # the last list of each kind
         self.add_routes(
             [
                 ("status", {"GET": self.status}),
                 ("tasks", {"GET": self.list_tasks, "POST": self.add}),
-                ("task", {"GET": self.show, "DELETE": self.remove}),
+                ("task", {"GET": self.show, "DELETE": self.remove, "PATCH": self.edit}),
                 ("task_pause", {"POST": self.pause}),
                 ("task_resume", {"POST": self.resume}),
                 ("task_run", {"POST": self.run}),
                 ("runs", {"GET": self.runs}),
                 ("missed", {"GET": self.missed, "DELETE": self.clear_missed}),
+                ("timeline", {"GET": self.timeline}),
                 ("inbox", {"GET": self.inbox}),
                 ("inbox_ack", {"POST": self.ack}),
                 ("events", {"GET": self.events}),
@@ -65,26 +79,18 @@ class Api(Router):
     async def status(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"api_version": API_VERSION, **self.service.status()})
 
-    async def list_tasks(self, req: Request, m: re.Match[str]) -> Response:
-        """``{"tasks": [...]}``, joined from each view's cached JSON: the bytes ``compact_json`` would give
-        for the whole document, which ``kairos list --json`` prints unchanged (``bench/bench_cli.py``)."""
+    async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces:
+        """``{"tasks": [...]}``, sent piece by piece as each view's cached JSON is joined: the bytes
+        ``compact_json`` would give for the whole document, which ``kairos list --json`` prints unchanged
+        (``bench/bench_cli.py``), never the whole document in memory (issue 28)."""
         summary = req.query.get("view") == "summary"
-        views = self.service.list_tasks(summary=summary)
-        last = self._bodies.get(summary)
-        if last is not None and len(last[0]) == len(views) and all(map(operator.is_, views, last[0])):
-            return Response(200, last[1])  # the same views in the same order as last time
-        cache = self._encoded[summary]
-        pieces = []
-        for view in views:
-            hit = cache.get(view["id"])
-            if hit is None or hit[0] is not view:  # a new view object: the task, its fire or its state changed
-                hit = cache[view["id"]] = (view, compact_json(view))
-            pieces.append(hit[1])
-        if len(cache) > 2 * len(views) + 1000:  # removed tasks
-            self._encoded[summary] = {v["id"]: cache[v["id"]] for v in views}
-        body = EncodedJson(b'{"tasks":[' + b",".join(pieces) + b"]}")
-        self._bodies[summary] = (views, body)
-        return Response(200, body)
+        return JsonPieces(self._listed(self.service.listing(summary), summary))
+
+    def _listed(self, rows: list[tuple[Any, ...]], summary: bool) -> Iterator[bytes]:
+        yield b'{"tasks":['
+        for start in range(0, len(rows), LIST_PIECE):
+            yield (b"," if start else b"") + self.service.listed_piece(rows[start : start + LIST_PIECE], summary)
+        yield b"]}\n"
 
     @typed(AddRequest)
     async def add(self, req: Request, m: re.Match[str]) -> Response:
@@ -92,6 +98,10 @@ class Api(Router):
 
     async def show(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"task": self.service.get(m["id"])})
+
+    @typed(EditRequest)
+    async def edit(self, req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"task": await self.service.edit(m["id"], parse_body(EditRequest, req.body))})
 
     async def remove(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"removed": await self.service.remove([m["id"]])})
@@ -112,8 +122,28 @@ class Api(Router):
     async def missed(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, {"missed": self.service.missed()})
 
+    async def timeline(self, req: Request, m: re.Match[str]) -> Response:
+        """``{"from", "to", "now", "tasks": [...], "downtime": [...], ...}``: see :mod:`kairosd.scheduling.timeline`."""
+        q = req.query
+        ids = [i for i in q.get("ids", "").split(",") if i] or None
+        cap = query_int(q.get("cap"), "cap", DEFAULT_CAP, 1, MAX_CAP)
+        # The window's length when one end (or neither: then either side of now) is not given.
+        span = query_int(q.get("span"), "span", int(DEFAULT_SPAN.total_seconds()), 60, int(MAX_WINDOW.total_seconds()))
+        doc = self.service.timeline(
+            _instant(q.get("from"), "from"),
+            _instant(q.get("to"), "to"),
+            ids,
+            target=q.get("target") or None,
+            project=q.get("project") or None,
+            name=q.get("name") or None,
+            cap=cap,
+            span=timedelta(seconds=span),
+            bins=query_int(q.get("bins"), "bins", 0, 1, MAX_BINS) if q.get("bins") else None,
+        )
+        return Response(200, doc)
+
     async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"cleared": self.service.clear_missed()})
+        return Response(200, {"cleared": await self.service.clear_missed()})
 
     async def inbox(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
         session = req.query.get("session") or None

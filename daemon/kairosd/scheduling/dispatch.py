@@ -7,6 +7,16 @@ records each outcome, and starts the next run queued behind a task once its
 previous run is done. What is running or queued feeds the overlap rule
 (:meth:`Dispatcher.in_flight`, see :mod:`kairosd.scheduling.firing`).
 
+Group commit: a target that can take many runs at once
+(:class:`kairosd.delivery.base.BatchDelivery`, the inbox) gets every run started
+in one event-loop turn (a herd's pass) as one batch, in one concurrency slot: it
+writes them all and syncs once, then the batch's outcomes go to the run ledger
+in one append (one fsync), and only then is each run acknowledged (its
+``run_finished`` event, its overlap mark released). The crash rules are those
+of a single run: the fire was recorded before the batch started; a crash
+before the outcomes are written leaves every run of the batch in flight, so the
+next start marks them interrupted, never delivered twice.
+
 Must not import the server, the CLI, the scheduler, or concrete delivery targets.
 """
 
@@ -16,7 +26,6 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
-from datetime import datetime
 
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
@@ -60,6 +69,8 @@ class Dispatcher:
         # Started runs waiting for a free delivery slot, oldest first (see start).
         self._backlog: deque[tuple[Task, Run]] = deque()
         self._held = False
+        # Runs for batching targets, by kind, gathered until the end of this event-loop turn (see _spawn).
+        self._batches: dict[str, list[tuple[Task, Run, Handoff]]] = {}
 
     def in_flight(self) -> InFlight:
         """What runs and waits now, for the overlap rule."""
@@ -111,7 +122,22 @@ class Dispatcher:
             meta=dict(task.meta),
             overlap=task.overlap.value,
         )
-        handle = asyncio.ensure_future(self._deliver(task, run, handoff))
+        kind = handoff.target.kind
+        if hasattr(self.deliveries.get(kind), "deliver_many"):
+            batch = self._batches.setdefault(kind, [])
+            if not batch:
+                asyncio.get_running_loop().call_soon(self._flush, kind)
+            batch.append((task, run, handoff))
+            return
+        self._track(asyncio.ensure_future(self._deliver(task, run, handoff)))
+
+    def _flush(self, kind: str) -> None:
+        """Deliver the runs gathered for ``kind`` in this event-loop turn, as one batch."""
+        batch = self._batches.pop(kind, None)
+        if batch:
+            self._track(asyncio.ensure_future(self._deliver_batch(kind, batch)))
+
+    def _track(self, handle: asyncio.Task[None]) -> None:
         self.inflight.add(handle)
         # Before anyone waiting on it (drain) wakes up: the next one is in flight by then.
         handle.add_done_callback(self._done)
@@ -122,23 +148,31 @@ class Dispatcher:
             self._spawn(*self._backlog.popleft())
 
     async def cancel(self) -> None:
-        """Stop every delivery in flight or waiting; each records why (see :meth:`_deliver`)."""
-        waiting, self._backlog = self._backlog, deque()
+        """Stop every delivery in flight; each records why (see :meth:`_deliver`).
+
+        Call :meth:`take_waiting` first: what has not started is not this method's.
+        """
         for handle in list(self.inflight):
             handle.cancel()
         await asyncio.gather(*self.inflight, return_exceptions=True)
-        for task, run in waiting:
-            await self._finish(task, run, Result("failed", reason=STOPPED_REASON))
 
-    def drop_queued(self, now: datetime) -> list[Run]:
-        """Forget the queued runs; what to record for them (skipped, "kairosd stopped")."""
-        dropped = [
-            run.model_copy(update={"outcome": Outcome.SKIPPED, "finished_at": now, "reason": "kairosd stopped"})
-            for queue in self.queues.values()
-            for run in queue
-        ]
+    def take_waiting(self) -> list[tuple[Task | None, Run]]:
+        """Forget every run that has not started: those waiting for a delivery slot (or for the end of
+        this turn's batch) and those queued behind a task's running one. Returns them, oldest first per
+        kind of wait, with their task (None when it is gone), for the caller to record."""
+        waiting: list[tuple[Task | None, Run]] = list(self._backlog)
+        self._backlog = deque()
+        for batch in self._batches.values():
+            waiting.extend((task, run) for task, run, _ in batch)
+        self._batches.clear()
+        for task_id, queue in self.queues.items():
+            task = self.book.find(task_id)
+            waiting.extend((task, run) for run in queue)
         self.queues.clear()
-        return dropped
+        for _, run in waiting:
+            if self.running.get(run.task_id) == run.run_id:
+                del self.running[run.task_id]
+        return waiting
 
     async def _deliver(self, task: Task, run: Run, handoff: Handoff) -> None:
         delivery = self.deliveries.get(handoff.target.kind)
@@ -157,53 +191,98 @@ class Dispatcher:
             result = Result("failed", reason=f"target error: {exc}")
         await self._finish(task, run, result)
 
-    async def _finish(self, task: Task, run: Run, result: Result) -> None:
-        now = self.clock.now()
-        # "pending": the target holds the prompt durably and settles the run itself later (a live
-        # session's hook confirms it). The run is recorded queued and, like a finished one, frees
-        # its concurrency slot and the task's overlap mark: a session may take hours to reach its
-        # next turn, and holding either that long would stall other tasks and this task's own fires.
-        # The target applies the task's overlap policy to the runs it holds (Handoff.overlap).
-        pending = result.outcome == "pending"
-        done = run.model_copy(
-            update={
-                "started_at": result.started_at or run.dispatched_at,
-                "finished_at": None if pending else (result.finished_at or now),
-                "outcome": Outcome.QUEUED if pending else Outcome(result.outcome),
-                "reason": result.reason,
-                "output_path": result.output_path,
-                "exit_code": result.exit_code,
-                "awaiting": str(run.target.get("kind")) if pending else None,
-            }
-        )
+    async def _deliver_batch(self, kind: str, batch: list[tuple[Task, Run, Handoff]]) -> None:
+        delivery = self.deliveries.get(kind)
         try:
-            await asyncio.to_thread(self.ledger.record, done)
+            if delivery is None:
+                results = [Result("failed", reason=f"no delivery target of kind {kind!r}")] * len(batch)
+            else:
+                async with self._sem:
+                    results = await delivery.deliver_many([handoff for _, _, handoff in batch])  # type: ignore[attr-defined]
+                if len(results) != len(batch):
+                    raise RuntimeError(f"{len(results)} results for {len(batch)} runs")
+        except asyncio.CancelledError:
+            stopped = Result("failed", reason=STOPPED_REASON)
+            await self._finish_many([(task, run, stopped) for task, run, _ in batch])
+            raise
+        except Exception as exc:  # a target bug must not stop the scheduler
+            log.exception("delivery of a batch of %d runs failed", len(batch))
+            results = [Result("failed", reason=f"target error: {exc}")] * len(batch)
+        await self._finish_many([(task, run, result) for (task, run, _), result in zip(batch, results, strict=True)])
+
+    async def _finish(self, task: Task, run: Run, result: Result) -> None:
+        await self._finish_many([(task, run, result)])
+
+    async def _finish_many(self, finished: list[tuple[Task, Run, Result]]) -> None:
+        """Record the outcomes of ``finished`` in one append, then acknowledge each (events, overlap marks),
+        then start what was queued behind them."""
+        now = self.clock.now()
+        done: list[Run] = []
+        for _, run, result in finished:
+            # "pending": the target holds the prompt durably and settles the run itself later (a live
+            # session's hook confirms it). The run is recorded queued and, like a finished one, frees
+            # its concurrency slot and the task's overlap mark: a session may take hours to reach its
+            # next turn, and holding either that long would stall other tasks and this task's own fires.
+            # The target applies the task's overlap policy to the runs it holds (Handoff.overlap).
+            pending = result.outcome == "pending"
+            done.append(
+                run.model_copy(
+                    update={
+                        "started_at": result.started_at or run.dispatched_at,
+                        "finished_at": None if pending else (result.finished_at or now),
+                        "outcome": Outcome.QUEUED if pending else Outcome(result.outcome),
+                        "reason": result.reason,
+                        "output_path": result.output_path,
+                        "exit_code": result.exit_code,
+                        "awaiting": str(run.target.get("kind")) if pending else None,
+                    }
+                )
+            )
+        try:
+            await asyncio.to_thread(self.ledger.record_many, done)
         except OSError as exc:
-            # The run stays in flight in the ledger; after a restart it reads as interrupted, never delivered.
+            # The runs stay in flight in the ledger; after a restart they read as interrupted, never delivered.
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
             self._write_failed(error)
-            log.error("%s; the outcome of run %s (%s) is not recorded", error, run.run_id, done.outcome)
+            log.error("%s; the outcomes of %d run(s) are not recorded", error, len(done))
         finally:
-            if self.running.get(task.id) == run.run_id:
-                del self.running[task.id]
-            self.events.publish(
-                "run_pending" if pending else "run_finished",
-                run_id=run.run_id,
-                task_id=task.id,
-                outcome=done.outcome,
-                reason=done.reason,
-                exit_code=done.exit_code,
-            )
-        queue = self.queues.get(task.id)
-        if queue and task.id not in self.running:
-            queued = queue.popleft()
-            latest = self.book.find(task.id) or task
-            started = queued.model_copy(update={"dispatched_at": self.clock.now(), "outcome": None, "reason": None})
-            try:
-                await asyncio.to_thread(self.ledger.record, started)
-            except OSError as exc:
-                error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
-                self._write_failed(error)
-                log.error("%s; queued run %s of task %s not started", error, started.run_id, task.id)
-                return
-            self.start(latest, started)
+            for (task, run, _), outcome in zip(finished, done, strict=True):
+                if self.running.get(task.id) == run.run_id:
+                    del self.running[task.id]
+                self.events.publish(
+                    "run_pending" if outcome.awaiting else "run_finished",
+                    run_id=run.run_id,
+                    task_id=task.id,
+                    outcome=outcome.outcome,
+                    reason=outcome.reason,
+                    exit_code=outcome.exit_code,
+                )
+        await self._start_queued([task for task, _, _ in finished])
+
+    async def _start_queued(self, tasks: list[Task]) -> None:
+        """Start the next queued run of each of ``tasks`` that is no longer running, recorded in one append."""
+        now = self.clock.now()
+        starting: list[tuple[Task, Run]] = []
+        for task in tasks:
+            queue = self.queues.get(task.id)
+            if queue and task.id not in self.running:
+                queued = queue.popleft()
+                latest = self.book.find(task.id) or task
+                starting.append(
+                    (latest, queued.model_copy(update={"dispatched_at": now, "outcome": None, "reason": None}))
+                )
+                self.running[task.id] = queued.run_id  # held until started: a second finish must not take it
+        if not starting:
+            return
+        try:
+            await asyncio.to_thread(self.ledger.record_many, [run for _, run in starting])
+        except OSError as exc:
+            error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
+            self._write_failed(error)
+            log.error("%s; %d queued run(s) not started", error, len(starting))
+            for task, run in starting:
+                if self.running.get(task.id) == run.run_id:
+                    del self.running[task.id]
+            return
+        for task, run in starting:
+            self.start(task, run)

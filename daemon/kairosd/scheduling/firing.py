@@ -7,7 +7,8 @@ absence); :func:`decide` turns the due fires of one pass into a
 :class:`Decision` (the runs to record, the misses to report, the deliveries to
 start or queue, the anchors to move); :func:`fire_now` does the same for a
 manual ``kairos run``; :func:`advanced` says what becomes of a task once one of
-its fires is handled. :mod:`kairosd.scheduling.scheduler` records a decision in the run
+its fires is handled; :func:`stopped_unstarted` what becomes of the runs that had
+not started when kairosd stopped. :mod:`kairosd.scheduling.scheduler` records a decision in the run
 ledger, then delivers it.
 
 The rules decided here:
@@ -55,6 +56,8 @@ NOT_RUNNING = "kairosd was not running"
 IMPORTED = "the fire was due before the task was imported"
 TOO_BUSY = "kairosd was too busy to fire on time"
 BEHIND = "the fires were older than the catch-up window"
+PAUSED_WHEN_DUE = "the task was paused when it was due"
+STOPPED = "kairosd stopped before delivering them"
 
 
 def clock_jump_reason(drift_s: float) -> str:
@@ -403,3 +406,37 @@ def _fire(
     decision.start.append((task, run))
     decision.started.add(task.id)
     return run
+
+
+def stopped_unstarted(waiting: Iterable[tuple[Task | None, Run]], now: datetime) -> Decision:
+    """The runs that had not started when kairosd stopped (waiting for a delivery slot, or queued
+    behind a running one): each is recorded ``missed`` ("interrupted"), and the fires of each task are
+    surfaced in one missed record (how many, the first and the last), as any other missed fires.
+
+    They are not waited for: thousands can be waiting after a herd, far more than a stop's grace allows.
+    A run whose task is gone is recorded, with no missed record (nothing is left to surface).
+    """
+    decision = Decision()
+    by_task: dict[str, tuple[Task, list[Run]]] = {}
+    for task, run in waiting:
+        reason = f"interrupted: {STOPPED} (never started; surfaced as missed)"
+        decision.runs.append(run.model_copy(update={"outcome": Outcome.MISSED, "finished_at": now, "reason": reason}))
+        if task is not None:
+            by_task.setdefault(task.id, (task, []))[1].append(run)
+    for task, runs in by_task.values():
+        slots = sorted(run.scheduled_for for run in runs)
+        decision.missed.append(
+            MissedRecord(
+                task_id=task.id,
+                task_name=task.name,
+                prompt=task.prompt,
+                schedule=task.cron or (task.at.isoformat() if task.at else ""),
+                scheduled_for=slots[-1],
+                first_scheduled_for=slots[0] if len(slots) > 1 else None,
+                count=len(slots),
+                detected_at=now,
+                reason=STOPPED,
+                action="surfaced",
+            )
+        )
+    return decision

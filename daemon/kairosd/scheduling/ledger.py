@@ -22,7 +22,7 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from copy import deepcopy
 from datetime import datetime
 from pathlib import Path
@@ -84,14 +84,24 @@ class RunLedger:
     has a run to land on.
 
     Runs of deleted tasks are kept under the same bound: history outlives tasks.
+    ``on_evict`` hears of every run let go, so what belongs to it (its output
+    log) goes with it.
     """
 
-    def __init__(self, path: Path, clock: Clock, keep_per_task: int = defaults.RUNS_PER_TASK) -> None:
+    def __init__(
+        self,
+        path: Path,
+        clock: Clock,
+        keep_per_task: int = defaults.RUNS_PER_TASK,
+        on_evict: Callable[[builtins.list[Run]], None] | None = None,
+    ) -> None:
         if keep_per_task < 1:
             raise ValueError("keep_per_task must be at least 1")
         self._log = JsonLog(path)
         self._clock = clock
         self._keep = keep_per_task
+        # Told of the runs the history lets go (e.g. to delete their output logs); blocking, quick.
+        self._on_evict = on_evict
         self._runs: dict[str, Run] = {}
         self._by_task: dict[str, set[str]] = {}
         # Order of first sight: breaks ties between runs with the same timestamp.
@@ -176,6 +186,30 @@ class RunLedger:
             newest_first = sorted(ids, key=self._age, reverse=True)[:limit]
             return [self._runs[run_id].model_copy(deep=True) for run_id in newest_first]
 
+    def caught_up(self, after: datetime | None = None) -> builtins.list[Run]:
+        """The catch-up runs (missed fires fired late) dispatched after ``after``, newest first."""
+        with self._lock:
+            self._require_loaded()
+            late = [
+                run_id
+                for run_id, run in self._runs.items()
+                if run.catch_up and (after is None or (run.dispatched_at or run.planned_for) > after)
+            ]
+            return [self._runs[run_id].model_copy(deep=True) for run_id in sorted(late, key=self._age, reverse=True)]
+
+    def between(self, start: datetime, end: datetime, task_ids: Iterable[str] | None = None) -> builtins.list[Run]:
+        """Runs (of ``task_ids``, else of all) planned in [start, end], in no particular order.
+
+        The records themselves, not copies (a timeline reads 1,000 tasks' runs): read them, do not change them.
+        """
+        with self._lock:
+            self._require_loaded()
+            if task_ids is None:
+                runs: Iterable[Run] = self._runs.values()
+            else:
+                runs = (self._runs[r] for t in task_ids for r in self._by_task.get(t, ()))
+            return [run for run in runs if start <= run.planned_for <= end]
+
     def latest_scheduled(self) -> dict[str, Run]:
         """Per task, the scheduled (not manual) run with the latest slot: where its schedule stands.
 
@@ -239,7 +273,13 @@ class RunLedger:
             self._seq[run.run_id] = self._next_seq
             self._next_seq += 1
 
+    def knows(self, run_id: str) -> bool:
+        """Whether the history still has the run ``run_id``."""
+        with self._lock:
+            return run_id in self._runs
+
     def _trim(self, task_ids: Iterable[str]) -> None:
+        evicted: builtins.list[Run] = []
         for task_id in task_ids:
             ids = self._by_task.get(task_id)
             if ids is None:
@@ -252,11 +292,16 @@ class RunLedger:
                     if _in_flight(self._runs[run_id]):
                         continue  # never forget a run in flight: its outcome is still to be recorded
                     ids.discard(run_id)
-                    del self._runs[run_id]
+                    evicted.append(self._runs.pop(run_id))
                     del self._seq[run_id]
                     excess -= 1
             if not ids:
                 del self._by_task[task_id]
+        if evicted and self._on_evict is not None:
+            try:
+                self._on_evict(evicted)
+            except Exception:
+                log.exception("cleaning up after %d run(s) the history let go failed", len(evicted))
 
     def _maybe_compact(self) -> None:
         if not _needs_compaction(self._log.lines, len(self._runs)):

@@ -36,6 +36,11 @@ class AddRequest(Body):
     overlap: Overlap | None = None
     created_by: CreatedBy = CreatedBy.API  # the CLI, MCP and hooks say who they are; curl does not
     meta: dict[str, Any] = Field(default_factory=dict)
+    check_target: StrictBool = Field(
+        default=True,
+        description="false: skip the target checks that may pass later (the webhook host resolves, the "
+        "command is on PATH); the others still refuse",
+    )
 
     @field_validator("prompt")
     @classmethod
@@ -49,6 +54,34 @@ class AddRequest(Body):
     def expiry(self) -> int | Literal["default"] | None:
         """``expires_after_days`` as given, or ``"default"`` when the request left it out (null means never)."""
         return self.expires_after_days if "expires_after_days" in self.model_fields_set else "default"
+
+    def schedule_kinds(self) -> list[str]:
+        return [k for k, v in (("cron", self.cron), ("every", self.every), ("in", self.in_), ("at", self.at)) if v]
+
+
+class EditRequest(Body):
+    """``PATCH /v1/tasks/{id}``: change a task in place (its id and history stay). Every field is optional;
+    at most one schedule (``cron``, ``every``, ``in`` or ``at``) replaces the current one."""
+
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=bounds.MAX_PROMPT_CHARS)] | None = None
+    cron: Short | None = None
+    every: Short | None = Field(default=None, description="a /loop interval such as 5m")
+    in_: Short | None = Field(default=None, alias="in", description="a one-shot this long from now, e.g. 20m")
+    at: Short | None = Field(default=None, description="a one-shot at ISO 8601 or HH:MM in tz")
+    once: StrictBool | None = Field(default=None, description="with cron: fire once (default: as the task was)")
+    tz: str | None = None
+    name: Name | None = None
+    target: Target | None = None
+    jitter: Short | None = None
+    catch_up: CatchUp | None = None
+    overlap: Overlap | None = None
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("a task needs a non-empty prompt")
+        return value
 
     def schedule_kinds(self) -> list[str]:
         return [k for k, v in (("cron", self.cron), ("every", self.every), ("in", self.in_), ("at", self.at)) if v]

@@ -23,7 +23,11 @@ How it keeps time:
   tick, after the daemon said READY=1 (:meth:`Scheduler.start`).
 * A fire is recorded in the run ledger (one small fsynced append) before it is
   handed to its target, so a crash can lose a delivery but never repeat one;
-  the run then shows as failed ("interrupted"), never as delivered. The task's
+  the run then shows as failed ("interrupted"), never as delivered, unless its
+  inbox item was written (:mod:`kairosd.scheduling.settle`). The runs started in
+  one pass go to a batching target (the inbox) together: one write and one
+  fsync for all their items, one for all their outcomes (see
+  :mod:`kairosd.scheduling.dispatch`). The task's
   new anchor goes to the store right after, in the background: until then the
   ledger is the record (:mod:`kairosd.scheduling.anchors`).
 * When the run ledger cannot be written nothing fires (a fire that cannot be
@@ -55,7 +59,7 @@ from kairosd.core.errors import StoreError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import Target, Task
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import Run
+from kairosd.core.records import MissedRecord, Run
 from kairosd.delivery.base import Delivery
 from kairosd.scheduling import broken
 from kairosd.scheduling.anchors import Anchors
@@ -70,6 +74,7 @@ from kairosd.scheduling.firing import (
     decide_disabled,
     due_slots,
     fire_now,
+    stopped_unstarted,
 )
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.taskbook import TaskBook
@@ -429,22 +434,26 @@ class Scheduler:
             if self.write_error is not None:
                 log.warning("the run ledger is writable again; firing resumes")
                 self.write_error = None
-        if decision.missed:
-            try:
-                await asyncio.to_thread(self.missed.add, decision.missed)
-            except OSError as exc:
-                # The run ledger has the misses too (as missed runs); this ledger is the summary.
-                log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
-        for record in decision.missed:
-            # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
-            # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
-            self.events.publish("missed", **record.model_dump(mode="json"))
+        # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
+        # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
+        await self._report_missed(decision.missed)
         self._anchors.advance(decision.advances)
         for task, run in decision.queue:
             self._dispatch.enqueue(task, run)
         for task, run in decision.start:
             self._dispatch.start(task, run)
         return True
+
+    async def _report_missed(self, records: list[MissedRecord]) -> None:
+        """Add ``records`` to the missed ledger and tell them (once their runs are recorded)."""
+        if records:
+            try:
+                await asyncio.to_thread(self.missed.add, records)
+            except OSError as exc:
+                # The run ledger has the misses too (as missed runs); this ledger is the summary.
+                log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
+        for record in records:
+            self.events.publish("missed", **record.model_dump(mode="json"))
 
     def _write_failed(self, error: str) -> None:
         self.write_error = error
@@ -474,16 +483,35 @@ class Scheduler:
         return True
 
     async def shutdown(self, grace_s: float) -> None:
-        """Let in-flight deliveries finish for ``grace_s``, then stop them and record why."""
+        """Stop firing: what has not started is recorded at once, what is in flight gets ``grace_s``.
+
+        Runs waiting for a delivery slot or queued behind a running one are not
+        waited for (after a herd they can be thousands): each is recorded missed
+        ("interrupted") and their fires are surfaced as missed, in one append.
+        The deliveries in flight then have ``grace_s`` to finish; after that the
+        targets are closed and what is still in flight is cancelled, each
+        recording what it knows (an inbox item already written is delivered).
+        """
+        now = self.clock.now()
+        stopped = stopped_unstarted(self._dispatch.take_waiting(), now)
+        if stopped.runs:
+            log.info("kairosd stopping: %d run(s) not started are recorded as missed", len(stopped.runs))
+            try:
+                await asyncio.to_thread(self.ledger.record_many, stopped.runs)
+            except OSError as exc:
+                # They stay dispatched or queued in the ledger: the next start marks them interrupted or skipped.
+                log.error("cannot write the run ledger %s: %s", self.ledger.path, exc.strerror or exc)
+            else:
+                await self._report_missed(stopped.missed)
+                for run in stopped.runs:
+                    self.events.publish(
+                        "run_finished", run_id=run.run_id, task_id=run.task_id, outcome=run.outcome, reason=run.reason
+                    )
         if not await self.drain(grace_s):
             for delivery in self.deliveries.values():
                 await delivery.close()
             if not await self.drain(2.0):
                 await self._dispatch.cancel()
-        # Queued runs will not run now; say so rather than leave them "queued".
-        dropped = self._dispatch.drop_queued(self.clock.now())
-        if dropped:
-            await asyncio.to_thread(self.ledger.record_many, dropped)
         for delivery in self.deliveries.values():
             await delivery.close()
 

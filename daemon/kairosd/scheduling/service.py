@@ -1,4 +1,4 @@
-"""The daemon's use-cases: add, list, show, remove, pause, resume, run, history,
+"""The daemon's use-cases: add, edit, list, show, remove, pause, resume, run, history,
 missed, inbox, import, status. The HTTP API and the tests call these methods.
 
 Every change is durable before a method returns (``TaskBook.commit``), and
@@ -9,16 +9,20 @@ Must not import the server or the CLI.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import operator
 import os
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from json.encoder import encode_basestring_ascii
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
 from kairosd import __version__
+from kairosd.api.http_types import compact_json
 from kairosd.api.requests import parse_body, validation_message
 from kairosd.core import bounds
 from kairosd.core.clock import Clock
@@ -31,19 +35,40 @@ from kairosd.core.models import (
     ShellTarget,
     Task,
     WebhookTarget,
+    default_catch_up,
     new_task,
     new_task_id,
 )
-from kairosd.core.plan import Fire, upcoming
+from kairosd.core.plan import Fire, scheduled_after, upcoming
+from kairosd.core.records import Outcome, Run
 from kairosd.core.schedule.durations import every_to_cron
-from kairosd.core.schedule.exact import resolve_at, resolve_in
+from kairosd.core.schedule.exact import resolve_at, resolve_at_noted, resolve_in
 from kairosd.core.schedule.explain import explain
-from kairosd.scheduling.firing import FireBounds
-from kairosd.scheduling.requests import AddRequest
+from kairosd.core.schedule.jitter import capped_jitter_note
+from kairosd.delivery.base import SKIP_LATER_CHECKS
+from kairosd.scheduling import timeline
+from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
+from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.store.inbox import InboxStore
 
 MAX_TASKS = 100_000
+MISSED_CLEARED_AT = "missed_cleared_at"  # a store field: `kairos missed --clear` hides catch-up runs before it
+JITTER_SAMPLE = 25  # fires looked at for the shortest period that caps a max:DUR jitter
+
+
+def _refuse_contradictions(req: AddRequest, recurring: bool) -> None:
+    """Options that cannot all hold: one of them would be dropped without a word (issue 24, item 4)."""
+    days = req.expires_after_days
+    if days is not None and not recurring:
+        raise UsageError("expires_after_days is for recurring tasks; a one-shot is removed once it fires")
+    if days is not None and req.permanent:
+        raise UsageError(f"expires_after_days {days} and permanent contradict each other: give one of them")
+
+
+_NEVER = datetime.max.replace(tzinfo=UTC)  # sorts a task with no fire after all others (they come last anyway)
+# Cached views of removed tasks are dropped once they are this many: a pass over the cache per 1,000 removals.
+CACHE_SLACK = 1000
 
 
 def _store_error(path: object, exc: OSError) -> StoreError:
@@ -62,8 +87,10 @@ class Service:
         default_tz: str,
         info: dict[str, Any] | None = None,
         extra_status: dict[str, Callable[[], Any]] | None = None,
+        remove_logs: Callable[[str], None] | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.remove_logs = remove_logs  # deletes a removed task's run logs (blocking)
         self.book = scheduler.book
         self.inbox = inbox
         self.clock = clock
@@ -72,11 +99,12 @@ class Service:
         self.info = info or {}
         self.extra_status = extra_status or {}  # e.g. {"background": registry.status}
         self.started_at = clock.now()
-        self._dumps: dict[str, tuple[Task, dict[str, Any]]] = {}
-        self._summaries: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
-        self._views: dict[str, tuple[Task, Fire | None, dict[str, Any]]] = {}
-        # The last list of each kind (summary or not): its views in book order, and sorted.
-        self._listed: dict[bool, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        # Each listed full view's JSON, by task id: (task, fire, running, JSON). One representation
+        # (bytes), kept while the same task object, planned fire and running state are listed; entries
+        # of removed tasks go once there are more entries than tasks (issue 28: the four caches before
+        # held ~5.5 KB a task for the daemon's life). Summaries are not kept: each is about as cheap to
+        # make as to find, and keeping them took RSS after listing 10,000 tasks past 1.3x its start.
+        self._listed: dict[str, tuple[Task, Fire | None, bool, bytes]] = {}
         self.new_id: Callable[[], str] = new_task_id  # replaced by tests that force a collision
 
     # ---- views ----------------------------------------------------------
@@ -93,51 +121,94 @@ class Service:
         return self._view(task, fires, self.scheduler.is_running(task.id))
 
     def _view(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
-        doc = dict(self._dump(task))
-        doc["status"] = "paused" if task.paused else ("scheduled" if fires else "done")
-        doc["schedule"] = task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None)
-        doc["explanation"] = explain(task.cron) if task.cron else "once, at the exact time"
-        doc["next_fires"] = [
+        return {**self._dump(task), **self._view_tail(task, fires, running)}
+
+    def _view_tail(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
+        """What a view adds to the task's own fields."""
+        next_fires = [
             {"scheduled_for": f.scheduled_for.isoformat(), "planned_for": f.planned_for.isoformat()} for f in fires
         ]
-        doc["planned_for"] = doc["next_fires"][0]["planned_for"] if fires else None
-        doc["running"] = running
-        return doc
-
-    def listed_view(self, task: Task, now: datetime) -> dict[str, Any]:
-        """``view(task, 1)``, as ``GET /tasks`` lists it: cached, since building 10,000 views is most of the call.
-
-        The view then depends only on the task object, its planned fire and whether it
-        runs, so a cached one is good while those three are the same (a task paused
-        or resumed is a new object; a re-planned fire with other times is another Fire, and Fires are
-        frozen, so the same Fire object always holds the same times). A fire that is
-        already due makes ``view`` ask the clock instead; those are never cached.
-        """
-        planned = None if task.paused else self.scheduler.planned(task.id)
-        if not task.paused and (planned is None or planned.planned_for <= now):
-            return self.view(task, 1)
-        running = self.scheduler.is_running(task.id)
-        cached = self._views.get(task.id)
-        if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
-            return cached[2]
-        doc = self._view(task, [] if planned is None else [planned], running)
-        self._views[task.id] = (task, planned, doc)
-        if len(self._views) > 2 * len(self.book) + 1000:
-            self._views = {k: v for k, v in self._views.items() if k in self.book}
-        return doc
+        return {
+            "status": "paused" if task.paused else ("scheduled" if fires else "done"),
+            "schedule": task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None),
+            "explanation": explain(task.cron) if task.cron else "once, at the exact time",
+            "next_fires": next_fires,
+            "planned_for": next_fires[0]["planned_for"] if fires else None,
+            "running": running,
+        }
 
     def _dump(self, task: Task) -> dict[str, Any]:
-        # Tasks are replaced, never changed in place, so a dump stays good for as
-        # long as the same object is in the book (serialising is most of a list).
-        cached = self._dumps.get(task.id)
-        if cached is None or cached[0] is not task:
-            cached = (task, task.model_dump(mode="json"))
-            self._dumps[task.id] = cached
-            if len(self._dumps) > 2 * len(self.book) + 1000:
-                self._dumps = {k: v for k, v in self._dumps.items() if k in self.book}
-        return cached[1]
+        return task.model_dump(mode="json")
 
-    # ---- tasks ----------------------------------------------------------
+    def listing(self, summary: bool = False) -> list[tuple[Any, Task, Fire | None, bool]]:
+        """What ``GET /tasks`` lists, in its order: (sort key, task, the fire it shows, whether it runs).
+
+        Sorted by the instant of that fire (not by ISO text: the same instant in other offsets sorts
+        differently as text), tasks with none last. A full view of a task whose planned fire is due
+        (or unknown) asks the clock for its next one, as :meth:`view` does; a summary shows the plan.
+        """
+        now = self.clock.now()  # one instant for the whole list
+        planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
+        rows = []
+        for task in self.book:
+            fire = None if task.paused else planned_of(task.id)
+            if not summary and not task.paused and (fire is None or fire.planned_for <= now):
+                fires = upcoming(task, now, 1, after=task.last_scheduled_for)
+                fire = fires[0] if fires else None
+            # Aware datetimes compare as instants, whatever their offsets.
+            key = (fire is None, _NEVER if fire is None else fire.planned_for, task.id)
+            rows.append((key, task, fire, running_of(task.id)))
+        rows.sort(key=operator.itemgetter(0))
+        cache = self._listed
+        if len(cache) > len(rows) + CACHE_SLACK:  # removed tasks' views; at most the tasks listed now stay
+            self._listed = {task.id: cache[task.id] for _, task, _, _ in rows if task.id in cache}
+        return rows
+
+    def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
+        """The listed views as documents (``GET /tasks`` sends :meth:`listed_json` instead)."""
+        make = self._summary if summary else (lambda t, f, r: self._view(t, [] if f is None else [f], r))
+        return [make(task, fire, running) for _, task, fire, running in self.listing(summary)]
+
+    def listed_json(self, task: Task, fire: Fire | None, running: bool, summary: bool) -> bytes:
+        """One row of :meth:`listing` as the compact JSON of its view (what ``compact_json`` gives), cached."""
+        return self.listed_piece([(None, task, fire, running)], summary)
+
+    def listed_piece(self, rows: list[tuple[Any, Task, Fire | None, bool]], summary: bool) -> bytes:
+        """Rows of :meth:`listing` as the compact JSON of their views, comma-separated (a piece of the list).
+
+        A full view is the store's own JSON of the task (:meth:`TaskBook.encoded`, kept by the store
+        anyway) with the view's fields after it, so its cache entry is only those fields (``b',...}'``):
+        about a quarter of the view, which with summaries not kept took RSS after a listing of 10,000
+        tasks from 1.45x to ~1.3x of the RSS at start (``bench/bench_scale.py``). One loop per piece,
+        not one call per view: at 100,000 tasks the calls were a second of ``kairos list --json``.
+        """
+        if summary:
+            return b",".join([compact_json(self._summary(task, fire, running)) for _, task, fire, running in rows])
+        cache, encoded, planned_of = self._listed, self.book.encoded, self.scheduler.planned
+        out = []
+        for _, task, fire, running in rows:
+            hit = cache.get(task.id)
+            if hit is not None and hit[0] is task and hit[1] is fire and hit[2] == running:
+                data = hit[3]
+            else:
+                data = self._view_json(task, fire, running)
+                if fire is None or fire is planned_of(task.id):  # a fire computed here is new each time
+                    cache[task.id] = (task, fire, running, data)
+            # The view's own fields (b",...}"): the task's JSON goes first.
+            out.append(encoded(task)[:-1].encode() + data if data[:1] == b"," else data)
+        return b",".join(out)
+
+    def _view_json(self, task: Task, fire: Fire | None, running: bool) -> bytes:
+        """``compact_json(self._view(...))``, or only its part after the task's own fields (``b',...}'``)
+        where the store's JSON of the task is the same text as that part."""
+        fires = [] if fire is None else [fire]
+        if task.meta or task.model_extra or not self.book.encoded(task).isascii():  # (cached by the store)
+            # The store's JSON and json.dumps agree on ASCII strings, not on every float in meta or on
+            # non-ASCII text (escaped here); an unknown field could also be named like a view's key.
+            return compact_json(self._view(task, fires, running))
+        return _tail_json(self._view_tail(task, fires, running))
+
+    # ---- tasks ----    # ---- tasks ----------------------------------------------------------
 
     def _zone(self, name: Any) -> str:
         if name is not None and not isinstance(name, str):
@@ -174,13 +245,19 @@ class Service:
             at, recurring = resolve_in(req.in_, now), False
         else:
             assert req.at is not None
-            at, recurring = resolve_at(req.at, now, ZoneInfo(tz)), False
+            (at, note), recurring = resolve_at_noted(req.at, now, ZoneInfo(tz)), False
+        check_catch_up(req.catch_up, recurring)
+        _refuse_contradictions(req, recurring)
         fields: dict[str, Any] = {"permanent": req.permanent, "meta": req.meta}
         for key in ("name", "jitter", "overlap"):
             if getattr(req, key) is not None:
                 fields[key] = getattr(req, key)
         if req.target is not None:
-            await self.scheduler.check_target(req.target)
+            skip = SKIP_LATER_CHECKS.set(not req.check_target)
+            try:
+                await self.scheduler.check_target(req.target)
+            finally:
+                SKIP_LATER_CHECKS.reset(skip)
             fields["target"] = req.target
         try:
             task = new_task(
@@ -208,9 +285,78 @@ class Service:
         await self.book.commit()
         self.scheduler.schedule(task)
         doc = self.view(task)
-        doc["note"] = note
+        doc["note"] = "; ".join(n for n in (note, self._jitter_note(task, now)) if n) or None
         self.events.publish("task_added", task_id=task.id, task=doc)
         return doc
+
+    async def edit(self, task_id: str, body: EditRequest | Mapping[str, Any]) -> dict[str, Any]:
+        """Change a task in place: schedule, prompt, target, name, jitter, catch-up, overlap or zone.
+
+        The id stays, and so do its runs in history. The new task is validated as an added one is
+        (the same model, the same checks), and replaces the old one in one commit, or not at all.
+        A new schedule starts now: slots of the old schedule that passed are not missed ones.
+        """
+        req = body if isinstance(body, EditRequest) else parse_body(EditRequest, body)
+        task = self.book.get(self.book.resolve(task_id))
+        kinds = req.schedule_kinds()
+        if len(kinds) > 1:
+            raise UsageError("give at most one schedule: a cron expression, --every, --in or --at")
+        if req.once is not None and req.cron is None:
+            raise UsageError("--once goes with a new cron expression")
+        fields = {k for k in req.model_fields_set if getattr(req, k) is not None}
+        if not fields:
+            raise UsageError("nothing to change: give a schedule, prompt, target, name, jitter, catch-up, ...")
+        now = self.clock.now()
+        update: dict[str, Any] = {}
+        note = None
+        if "tz" in fields:
+            update["tz"] = self._zone(req.tz)
+        tz = update.get("tz", task.tz)
+        if req.cron:
+            update.update(cron=req.cron, at=None, recurring=not (req.once if req.once is not None else False))
+        elif req.every:
+            interval = every_to_cron(req.every)
+            update.update(cron=interval.cron, at=None, recurring=True)
+            note = interval.note
+        elif req.in_:
+            update.update(cron=None, at=resolve_in(req.in_, now), recurring=False)
+        elif req.at:
+            update.update(cron=None, at=resolve_at(req.at, now, ZoneInfo(tz)), recurring=False)
+        if kinds or "tz" in fields or "jitter" in fields:
+            # Fires are counted from the new schedule on; what the old one had due is not missed.
+            update["last_scheduled_for"] = now
+        for key in ("prompt", "name", "jitter", "catch_up", "overlap"):
+            if key in fields:
+                update[key] = getattr(req, key)
+        if "target" in fields:
+            assert req.target is not None
+            await self.scheduler.check_target(req.target)
+            update["target"] = req.target
+        if kinds and "catch_up" not in fields and update["recurring"] != task.recurring:
+            update["catch_up"] = default_catch_up(update["recurring"])  # the kind of task changed
+        try:
+            new = Task.model_validate({**task.model_dump(), **update})
+        except ValidationError as exc:
+            raise UsageError(validation_message(exc)) from None
+        check_catch_up(new.catch_up, new.recurring)
+        if new.cron is not None and not new.recurring and self.scheduler.next_fire(new) is None:
+            raise UsageError(f"{new.cron!r} has no fire time left")
+        self.book.put(new)
+        await self.book.commit()
+        self.scheduler.schedule(new)
+        changed = sorted({"schedule" if k in ("cron", "at", "recurring", "last_scheduled_for") else k for k in update})
+        self.events.publish("task_changed", task_id=new.id, changed=changed)
+        doc = self.view(new)
+        doc["note"] = note
+        doc["changed"] = changed
+        return doc
+
+    def _jitter_note(self, task: Task, now: datetime) -> str | None:
+        """Say when ``max:DUR`` jitter is cut to half the period (a */5 task cannot move 1h)."""
+        if not task.recurring or not task.jitter.startswith("max:"):
+            return None
+        times = [f.scheduled_for for f in upcoming(task, now, JITTER_SAMPLE)]
+        return capped_jitter_note(task.jitter, [b - a for a, b in itertools.pairwise(times)])
 
     def _unused_id(self) -> str:
         """A fresh id no task holds: ids are 8 hex digits (as Claude Code's), so two can collide.
@@ -222,19 +368,6 @@ class Service:
             task_id = self.new_id()
             if task_id not in self.book:
                 return task_id
-
-    def summary(self, task: Task) -> dict[str, Any]:
-        """The few fields a table shows; cheap enough to list 10,000 tasks on every call."""
-        planned = None if task.paused else self.scheduler.planned(task.id)
-        running = self.scheduler.is_running(task.id)
-        cached = self._summaries.get(task.id)
-        if cached is not None and cached[0] is task and cached[1] is planned and cached[2]["running"] == running:
-            return cached[2]
-        doc = self._summary(task, planned, running)
-        self._summaries[task.id] = (task, planned, doc)
-        if len(self._summaries) > 2 * len(self.book) + 1000:
-            self._summaries = {k: v for k, v in self._summaries.items() if k in self.book}
-        return doc
 
     def _summary(self, task: Task, planned: Fire | None, running: bool) -> dict[str, Any]:
         return {
@@ -252,22 +385,6 @@ class Service:
             "running": running,
         }
 
-    def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
-        if summary:
-            views = [self.summary(t) for t in self.book]
-        else:
-            now = self.clock.now()  # one instant for the whole list
-            views = [self.listed_view(t, now) for t in self.book]
-        last = self._listed.get(summary)
-        if last is not None and len(last[0]) == len(views) and all(map(operator.is_, views, last[0])):
-            # The same view objects as last time, so the same order: sorting 2,000 took ~2 ms of a
-            # `kairos list --json` that bench/bench_cli.py wants within 3x a bare interpreter.
-            return list(last[1])
-        # By instant, not by ISO text: the same instant in other offsets sorts differently as text.
-        ordered = sorted(views, key=_by_planned_instant)
-        self._listed[summary] = (views, ordered)
-        return list(ordered)
-
     def get(self, task_id: str) -> dict[str, Any]:
         return self.view(self.book.get(self.book.resolve(task_id)), 5)
 
@@ -281,23 +398,60 @@ class Service:
         await self.book.commit()
         for task_id in task_ids:
             self.events.publish("task_removed", task_id=task_id, reason="removed")
+        if self.remove_logs is not None:
+            remove = self.remove_logs
+            # Its run history stays (it outlives tasks), but `rm` means the output goes too.
+            await asyncio.to_thread(lambda: [remove(task_id) for task_id in task_ids])
         return task_ids
 
     async def set_paused(self, task_id: str, paused: bool) -> dict[str, Any]:
         task_id = self.book.resolve(task_id)
         task = self.book.get(task_id)
-        if task.paused != paused:
-            update: dict[str, Any] = {"paused": paused}
-            if not paused:
-                update["paused_reason"] = None
-                # Slots that passed while paused are not missed: the user paused them.
+        if task.paused == paused:
+            doc = self.view(task)
+            doc["unchanged"] = True  # already in that state: a note, not an error (as cancel and rm say)
+            return doc
+        update: dict[str, Any] = {"paused": paused}
+        overdue = None
+        if not paused:
+            update["paused_reason"] = None
+            overdue = self._overdue_one_shot(task)
+            if overdue is None:
+                # Slots of a recurring task that passed while paused are not missed: the user paused them.
                 update["last_scheduled_for"] = max(self.clock.now(), task.last_scheduled_for or task.created_at)
-            task = task.model_copy(update=update)
-            self.book.put(task)
-            await self.book.commit()
+        task = task.model_copy(update=update)
+        self.book.put(task)
+        await self.book.commit()
+        self.events.publish("task_changed", task_id=task_id, paused=paused)
+        if overdue is None:
             self.scheduler.schedule(task)
-            self.events.publish("task_changed", task_id=task_id, paused=paused)
-        return self.view(task)
+            return self.view(task)
+        # A one-shot's only slot passed while it was paused: it follows its catch-up policy, as after a
+        # restart (fired late, or recorded as missed). Moving its anchor past the slot instead made it
+        # "done" without ever running, and without a word in history or missed (issue 24).
+        await self.scheduler.admit([task], PAUSED_WHEN_DUE)
+        doc = self.view(self.book.find(task_id) or task)
+        doc["caught_up"] = self._caught_up(task_id, overdue)
+        if self.book.find(task_id) is None:
+            doc["status"], doc["next_fires"], doc["planned_for"] = "done", [], None
+        return doc
+
+    def _overdue_one_shot(self, task: Task) -> datetime | None:
+        """The slot of a one-shot that came due while it was paused and was never handled (else None)."""
+        if task.recurring:
+            return None
+        slot = next(iter(scheduled_after(task, task.last_scheduled_for or task.created_at)), None)
+        return slot if slot is not None and slot <= self.clock.now() else None
+
+    def _caught_up(self, task_id: str, slot: datetime) -> dict[str, Any]:
+        """What the catch-up policy did with ``slot`` on resume: the run that records it."""
+        for run in self.scheduler.ledger.list(task_id, 5):
+            if run.scheduled_for == slot and not run.manual:
+                outcome = run.outcome.value if run.outcome is not None else None  # None: under way
+                action = "missed" if outcome == "missed" else "fired"
+                return {"action": action, "scheduled_for": slot.isoformat(), "run_id": run.run_id,
+                        "outcome": outcome, "reason": run.reason}  # fmt: skip
+        return {"action": "pending", "scheduled_for": slot.isoformat(), "run_id": None, "outcome": None, "reason": None}
 
     async def run_now(self, task_id: str) -> dict[str, Any]:
         run = await self.scheduler.run_now(self.book.resolve(task_id))
@@ -315,13 +469,92 @@ class Service:
         return runs
 
     def missed(self) -> list[dict[str, Any]]:
-        return [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
+        """Fires that did not happen on time and what kairos did about them, newest first: the missed
+        ledger's records (not fired), and the catch-up runs (fired late) since the last ``--clear``."""
+        records = [m.model_dump(mode="json") for m in self.scheduler.missed.list()]
+        late = [self._caught_up_record(r) for r in self.scheduler.ledger.caught_up(self._missed_cleared_at())]
+        if not late:
+            return records
+        return sorted(records + late, key=lambda r: datetime.fromisoformat(r["detected_at"]), reverse=True)
 
-    def clear_missed(self) -> int:
+    def timeline(
+        self,
+        start: datetime | None,
+        end: datetime | None,
+        ids: list[str] | None = None,
+        target: str | None = None,
+        project: str | None = None,
+        name: str | None = None,
+        cap: int = timeline.DEFAULT_CAP,
+        span: timedelta = timeline.DEFAULT_SPAN,
+        bins: int | None = None,
+    ) -> dict[str, Any]:
+        """Planned fires, runs and missed fires of the matching tasks over [start, end]; see
+        :mod:`kairosd.scheduling.timeline`. A missing end is ``span`` after the start, a missing start
+        ``span`` before the end; with neither, the window is ``span`` either side of now."""
+        now = self.clock.now()
+        if start is None:
+            start = now - span if end is None else end - span
+            end = end or now + span
+        elif end is None:
+            end = start + span
+        if end <= start:
+            raise UsageError(f"the window must end after it starts ({start.isoformat()} .. {end.isoformat()})")
+        if end - start > timeline.MAX_WINDOW:
+            raise UsageError(f"a timeline window is at most {timeline.MAX_WINDOW.days} days")
+        wanted = None if ids is None else {self.book.get(self.book.resolve(i)).id for i in ids}  # unknown: not_found
+        tasks = [t for t in self.book if timeline.matches(t, wanted, target, project, name)]
+        filtered = wanted is not None or target is not None or project is not None or name is not None
+        chosen = [t.id for t in tasks] if filtered else None
+        runs = self.scheduler.ledger.between(start - timeline.RUN_SLACK, end, chosen)
+        runs = [r for r in runs if start <= timeline.run_time(r) <= end]
+        keep = None if chosen is None else set(chosen)
+        missed = [m for m in self.scheduler.missed.list() if keep is None or m.task_id in keep]
+        return timeline.build(tasks, runs, missed, now, start, end, cap, self.started_at, bins)
+
+    def _missed_cleared_at(self) -> datetime | None:
+        value = self.book.get_field(MISSED_CLEARED_AT)
         try:
-            return self.scheduler.missed.clear()
+            return datetime.fromisoformat(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
+
+    def _caught_up_record(self, run: Run) -> dict[str, Any]:
+        """A catch-up run as ``kairos missed`` lists it: a missed fire, and that it was fired late."""
+        task = self.book.find(run.task_id)
+        when = run.dispatched_at or run.planned_for
+        if run.outcome is Outcome.SKIPPED:
+            action = "caught up: skipped"
+        elif run.outcome is Outcome.QUEUED:
+            action = "caught up: queued"
+        else:
+            action = "caught up: fired late"
+        return {
+            "id": run.run_id,
+            "task_id": run.task_id,
+            "task_name": run.task_name,
+            "prompt": task.prompt if task is not None else "",
+            "schedule": (task.cron or (task.at.isoformat() if task.at else "")) if task is not None else "",
+            "scheduled_for": run.scheduled_for.isoformat(),
+            "first_scheduled_for": None,
+            "count": 1,
+            "detected_at": when.isoformat(),
+            "reason": f"missed its time; fired {run.late_by_s:.0f}s late by its catch-up policy",
+            "action": action,
+            "run_id": run.run_id,
+        }
+
+    async def clear_missed(self) -> int:
+        try:
+            cleared = self.scheduler.missed.clear()
         except OSError as exc:
             raise _store_error(self.scheduler.missed.path, exc) from exc
+        late = len(self.scheduler.ledger.caught_up(self._missed_cleared_at()))
+        if late:
+            # The runs stay in history; `kairos missed` lists only those after this.
+            self.book.set_field(MISSED_CLEARED_AT, self.clock.now().isoformat())
+            await self.book.commit()
+        return cleared + late
 
     def inbox_items(self, session: str | None, include_acked: bool) -> list[dict[str, Any]]:
         try:
@@ -374,9 +607,33 @@ class Service:
         }
 
 
-def _by_planned_instant(view: dict[str, Any]) -> tuple[bool, float, str]:
-    planned = view["planned_for"]
-    return (planned is None, datetime.fromisoformat(planned).timestamp() if planned else 0.0, view["id"])
+def check_catch_up(policy: Any, recurring: bool) -> None:
+    """Refuse ``surface`` on a recurring task: it means "tell me and drop the task", which only a one-shot
+    can do (a recurring task's next fire is still ahead). It used to be accepted and act as ``skip``."""
+    if recurring and policy is not None and str(getattr(policy, "value", policy)) == "surface":
+        raise UsageError(
+            "--catch-up surface is for one-shots (record the missed fire and drop the task); "
+            "a recurring task takes skip, once (the default) or all"
+        )
+
+
+def _tail_json(tail: dict[str, Any]) -> bytes:
+    """``compact_json(tail)`` without its opening brace, after a comma (``b',"status":...}'``), built by
+    hand: the first listing after a start makes one per task, and json's encoder was ~1/3 of it at
+    100,000 tasks. Strings are escaped by json's own C function, so the bytes are the same."""
+    fires = ",".join(
+        f'{{"scheduled_for":{_quote(f["scheduled_for"])},"planned_for":{_quote(f["planned_for"])}}}'
+        for f in tail["next_fires"]
+    )
+    return (
+        f',"status":{_quote(tail["status"])},"schedule":{_quote(tail["schedule"])},'
+        f'"explanation":{_quote(tail["explanation"])},"next_fires":[{fires}],'
+        f'"planned_for":{_quote(tail["planned_for"])},"running":{"true" if tail["running"] else "false"}}}'
+    ).encode()
+
+
+def _quote(text: str | None) -> str:
+    return "null" if text is None else encode_basestring_ascii(text)
 
 
 def _summary_target(task: Task) -> dict[str, Any]:

@@ -24,24 +24,26 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
-from kairosd.core.errors import NotFoundError, StoreError, UsageError
+from kairosd.core.errors import NotFoundError, StoreError
+from kairosd.core.ids import resolve_prefix
 from kairosd.core.models import Task
-from kairosd.store.store import SCHEMA_VERSION, Store, StoreState
+from kairosd.store.store import SCHEMA_VERSION, Store, StoreState, encode_task
 
 log = logging.getLogger(__name__)
 
 # Version ranges discarded by rollbacks, kept to answer the commits still waiting on them.
 # A commit waits for at most two writes, so a few ranges are plenty.
 _LOST_RANGES = 64
-MIN_PREFIX = 4  # the shortest task id prefix accepted for a whole id, as git accepts short commit ids
 
 
 class TaskBook:
     def __init__(self, store: Store, state: StoreState | None = None) -> None:
         """``state``: what the store holds; None: nothing yet, until :meth:`load` reads it."""
         self._store = store
+        self._encode: Callable[[Task], str] = getattr(store, "fragment", encode_task)
         self._hold(state or StoreState.empty())
         self._version = 0  # bumped by every change
         self._written = 0  # memory at this version is what the store holds
@@ -58,10 +60,14 @@ class TaskBook:
         self._extra = {k: v for k, v in (state.model_extra or {}).items()}
         self._durable_extra = dict(self._extra)  # what the store holds
         self._tasks: dict[str, Task] = {t.id: t for t in state.tasks}
-        # What the store holds; None while that is exactly ``_tasks`` (no change since the last
-        # write or the load), copied before the first change: a second dict of 10,000 tasks was
-        # ~0.3 MB of the daemon's RSS at start (issue 16) and after every write that nothing followed.
-        self._durable: dict[str, Task] | None = None
+        # What the store holds of each task changed since the last write began (None: absent), and the
+        # changes in order: a write sends only those (a journal line), and a rollback undoes them. Issue 16
+        # kept a second dict of every task instead, copied at each first change after a write: O(tasks).
+        self._undo: dict[str, Task | None] = {}
+        self._ops: list[tuple[bool, str]] = []  # (put?, task id)
+        self._fields_changed = False
+        self._inflight: dict[str, Task | None] = {}  # ``_undo`` of the write now running
+        self._full_next = False  # after a rollback: memory's order may differ from the file's, rewrite it
 
     def load(self) -> None:
         """Read the store and hold its tasks: the start-up step, before anything changed the book."""
@@ -85,38 +91,31 @@ class TaskBook:
             raise NotFoundError(f"no task with id {task_id!r} (see 'kairos list')") from None
 
     def resolve(self, task_id: str) -> str:
-        """The id of the one task whose id is ``task_id`` or starts with it (at least 4 characters, as git's
-        short ids); NotFoundError when none does, UsageError listing them when several do."""
-        if task_id in self._tasks or len(task_id) < MIN_PREFIX:
-            return task_id
-        matches = sorted(i for i in self._tasks if i.startswith(task_id))
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
-            raise UsageError(f"task id prefix {task_id!r} is ambiguous: it matches {shown}")
-        return task_id
+        """The id of the one task whose id is ``task_id`` or starts with it, in any case (see
+        :func:`kairosd.core.ids.resolve_prefix`: the rule every verb shares)."""
+        return resolve_prefix(task_id, self._tasks, "task", " (see 'kairos list')")
 
     def find(self, task_id: str) -> Task | None:
         return self._tasks.get(task_id)
 
     def put(self, task: Task) -> None:
-        self._keep_durable()
+        self._undo.setdefault(task.id, self._tasks.get(task.id))
+        self._ops.append((True, task.id))
         self._tasks[task.id] = task
         self._version += 1
 
     def remove(self, task_id: str) -> Task | None:
         if task_id not in self._tasks:
             return None
-        self._keep_durable()
+        self._undo.setdefault(task_id, self._tasks[task_id])
+        self._ops.append((False, task_id))
         task = self._tasks.pop(task_id)
         self._version += 1
         return task
 
-    def _keep_durable(self) -> None:
-        """Before ``_tasks`` changes: keep what the store holds, if that is ``_tasks`` itself."""
-        if self._durable is None:
-            self._durable = dict(self._tasks)
+    def encoded(self, task: Task) -> str:
+        """``task`` as compact JSON, as the store writes it (cached by a store that keeps it)."""
+        return self._encode(task)
 
     def get_field(self, key: str) -> Any:
         """A top-level field of the store besides the tasks (None when absent)."""
@@ -125,6 +124,7 @@ class TaskBook:
     def set_field(self, key: str, value: Any) -> None:
         """Change a top-level field of the store; durable at the next commit, undone by a rollback."""
         self._extra[key] = value
+        self._fields_changed = True
         self._version += 1
 
     @property
@@ -176,35 +176,54 @@ class TaskBook:
     async def _write(self) -> None:
         try:
             version = self._version
-            tasks, extra = dict(self._tasks), dict(self._extra)
-            state = self._state(list(tasks.values()))
+            extra = dict(self._extra)
+            undo, ops, fields_changed = self._undo, self._ops, self._fields_changed
+            self._undo, self._ops, self._fields_changed, self._inflight = {}, [], False, undo
+            append = getattr(self._store, "append", None)
+            wants_full = getattr(self._store, "wants_compaction", None)
+            job: StoreState | Callable[[], None] | None
+            full = append is None or self._full_next or (wants_full is not None and wants_full())
+            if full:
+                job = self._state(list(self._tasks.values()))
+            elif ops or fields_changed:
+                assert append is not None
+                dels, puts = _journal_ops(ops)
+                job = partial(append, dels, [self._tasks[i] for i in puts], extra if fields_changed else None)
+            else:
+                job = None  # nothing changed (an empty commit)
             try:
-                saved = await asyncio.to_thread(self._save, state, version)
+                saved = await asyncio.to_thread(self._save, job, version)
             except Exception as exc:
-                self._rollback(exc)
+                if self._written < version:  # else a newer whole write (commit_sync) already holds it all
+                    self._rollback(exc)
                 return
             if saved:
-                self._saved(tasks, version, extra)
+                self._saved(version, extra, full=full)
         finally:
+            self._inflight = {}
             self._writing = None
 
-    def _save(self, state: StoreState, version: int) -> bool:
-        """Save ``state`` (the book at ``version``); False if a newer one is on disk already."""
+    def _save(self, job: StoreState | Callable[[], None] | None, version: int) -> bool:
+        """Save the book at ``version``: a whole state, or ``job`` (a journal append); False if a newer
+        whole one is on disk already."""
         # A background write may still be running when commit_sync (shutdown) saves a newer snapshot.
         with self._save_lock:
             if version < self._on_disk:
                 return False
-            self._store.save(state)
+            if isinstance(job, StoreState):
+                self._store.save(job)
+            elif job is not None:
+                job()
             self._on_disk = version
             return True
 
-    def _saved(self, tasks: dict[str, Task], version: int, extra: dict[str, Any]) -> None:
-        # Nothing changed since the snapshot was taken: the store holds ``_tasks`` as it is.
-        self._durable = None if version == self._version else tasks
+    def _saved(self, version: int, extra: dict[str, Any], *, full: bool) -> None:
         self._durable_extra = extra
         self._written = max(self._written, version)
+        if full:
+            self._full_next = False
         if self.error is not None:
-            log.warning("the store is writable again: %d task(s) saved", len(tasks))
+            log.warning("the store is writable again: %d task(s) saved", len(self._tasks))
         self.error = None
 
     @staticmethod
@@ -218,15 +237,19 @@ class TaskBook:
         error = self._error_for(exc)
         if not isinstance(exc, StoreError):
             log.error("saving the store failed unexpectedly", exc_info=exc)
-        durable = self._tasks if self._durable is None else self._durable
-        changed = {
-            task_id
-            for task_id in self._tasks.keys() | durable.keys()
-            if self._tasks.get(task_id) is not durable.get(task_id)
-        }
+        durable = dict(self._inflight)  # the older undo wins: it holds what is on disk
+        for task_id, task in self._undo.items():
+            durable.setdefault(task_id, task)
+        changed = {task_id for task_id, task in durable.items() if self._tasks.get(task_id) is not task}
+        for task_id, task in durable.items():
+            if task is None:
+                self._tasks.pop(task_id, None)
+            else:
+                self._tasks[task_id] = task
+        self._undo, self._ops, self._fields_changed, self._inflight = {}, [], False, {}
+        self._full_next = True  # a task put back goes to the end of memory's order, not to its place on disk
         if self._version > self._written:
             self._lost.append((self._written, self._version, error))
-        self._tasks = dict(durable)
         self._extra = dict(self._durable_extra)
         self._written = self._version
         self.error = error
@@ -239,18 +262,38 @@ class TaskBook:
                 log.exception("a rollback listener failed")
 
     def commit_sync(self) -> None:
-        """Write now if anything is unsaved, blocking (start-up and shutdown, not the hot path).
+        """Write the whole store now if anything is unsaved or journaled, blocking (start-up and shutdown,
+        not the hot path): after a clean stop, ``scheduled_tasks.json`` alone holds every task.
 
         Raises :class:`StoreError` (after rolling back) if the write fails.
         """
-        if not self.dirty:
+        journaled = getattr(self._store, "journaled", None)
+        if not self.dirty and not (journaled is not None and journaled()):
             return
         version = self._version
-        tasks, extra = dict(self._tasks), dict(self._extra)
+        extra = dict(self._extra)
         try:
-            saved = self._save(self._state(list(tasks.values())), version)
+            saved = self._save(self._state(list(self._tasks.values())), version)
         except Exception as exc:
             self._rollback(exc)
             raise self._error_for(exc) from None
         if saved:
-            self._saved(tasks, version, extra)
+            self._undo, self._ops, self._fields_changed = {}, [], False
+            self._saved(version, extra, full=True)
+
+
+def _journal_ops(ops: list[tuple[bool, str]]) -> tuple[list[str], list[str]]:
+    """The ids to remove, then the ids to put (in this order), that ``ops`` amount to.
+
+    A put followed later by a removal of the same id is left out (the removal undoes it,
+    whether or not the id was there before), and so is any put after the first of an id
+    since its last removal (it does not move the task). Removals of distinct ids do not move
+    the others, so they can all go first; the puts keep their order, which decides where
+    new tasks go: replayed, the journal gives the book's order exactly.
+    """
+    last_removal = {task_id: i for i, (put, task_id) in enumerate(ops) if not put}
+    puts: dict[str, None] = {}
+    for i, (put, task_id) in enumerate(ops):
+        if put and i > last_removal.get(task_id, -1):
+            puts.setdefault(task_id, None)
+    return list(last_removal), list(puts)

@@ -1,6 +1,7 @@
 """What kairosd keeps on disk: the task store, its lock, json logs and the inbox files.
 
     store          ``scheduled_tasks.json``: load, migrate, save atomically
+    journal        changes appended beside the store between two full writes of it
     locking        the store's lock file (one daemon per store, Claude Code's lock shape)
     migrations     older store versions to the current one
     claude_compat  Claude Code's task records to kairos tasks and back

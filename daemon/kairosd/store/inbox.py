@@ -8,10 +8,15 @@ prefix plus ``+`` and a hash; ``+`` is always encoded otherwise, so such names
 cannot collide with plain ones, and the real name is read back from the items.
 
 The log holds item records (an :class:`InboxItem` as JSON) and ack records
-(``{"ack": id, "at": time}``). A session's log is compacted when it has grown
-to more than twice the records worth keeping: items acked more than
-:data:`ACKED_RETENTION` ago are dropped and acks are folded into their items.
-Unacknowledged items are never dropped.
+(``{"ack": id, "at": time}``). Memory holds a session's unacknowledged items and,
+for acknowledged ones, only their id and when they were acked (so a retried put
+stays a no-op); the acknowledged items themselves are on disk only, for
+:data:`ACKED_RETENTION`. A put or an ack costs the same whatever the inbox holds:
+compaction is decided on counters (lines in the file against records worth
+keeping), never on a walk of the items, and runs once the dead lines outnumber
+the live ones (plus slack), so its cost is spread over the appends that made it
+due. It drops items acked more than :data:`ACKED_RETENTION` ago and folds acks
+into their items. Unacknowledged items are never dropped.
 
 Sessions are cached once loaded, at most :data:`MAX_CACHED_SESSIONS` of them, least recently
 used out first: any client can name any session (``GET /v1/inbox?session=NAME``), so an
@@ -43,6 +48,7 @@ from pydantic import ValidationError
 
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError, UsageError
+from kairosd.core.ids import resolve_prefix
 from kairosd.core.records import InboxItem
 from kairosd.store.jsonlog import JsonLog
 
@@ -102,7 +108,13 @@ def _session_from_file_name(name: str) -> str | None:
 class _Session:
     name: str
     log: JsonLog
-    items: dict[str, InboxItem] = field(default_factory=dict)  # by id, in put order
+    items: dict[str, InboxItem] = field(default_factory=dict)  # unacknowledged, by id, in put order
+    # Acknowledged ids -> when, oldest ack first: the items are on disk only (see the module docstring).
+    acked: dict[str, datetime] = field(default_factory=dict)
+
+    def kept(self) -> int:
+        """Records a compacted log would hold (before old acks expire)."""
+        return len(self.items) + len(self.acked)
 
 
 class InboxStore:
@@ -115,6 +127,7 @@ class InboxStore:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently used first
         # put runs in worker threads (one per delivery); reads come from the event loop.
         self._lock = threading.RLock()
+        self.compactions = 0  # how many log rewrites so far (for tests and benchmarks)
 
     @property
     def folder(self) -> Path:
@@ -131,23 +144,54 @@ class InboxStore:
 
         Returns True only once the item is durably on disk.
         """
+        return self.put_many([item])[0]
+
+    def put_many(self, items: builtins.list[InboxItem]) -> builtins.list[bool]:
+        """Add several items with one write and one fsync per session: a group commit.
+
+        Returns, per item, what :meth:`put` would (True: new and durable; False:
+        a repeat of an id already there). All or nothing per session: when a
+        session's write fails, :class:`OSError` is raised and that session's
+        memory is unchanged (sessions written before it stay written).
+        """
         with self._lock:
-            session = self._session(item.session)
-            if item.id in session.items:
-                return False
-            session.log.append([item.model_dump(mode="json")])
-            session.items[item.id] = item.model_copy(deep=True)
-            self._maybe_compact(session)
-            return True
+            fresh: dict[str, builtins.list[InboxItem]] = {}  # session -> new items, put order
+            seen: set[tuple[str, str]] = set()
+            answers: builtins.list[bool] = []
+            for item in items:
+                session = self._session(item.session)
+                key = (item.session, item.id)
+                new = item.id not in session.items and item.id not in session.acked and key not in seen
+                answers.append(new)
+                if new:
+                    seen.add(key)
+                    fresh.setdefault(item.session, []).append(item)
+            for name, new_items in fresh.items():
+                session = self._session(name)
+                session.log.append([item.model_dump(mode="json") for item in new_items])
+                for item in new_items:
+                    # A shallow copy is a full one: every field of an item is immutable (text, times, numbers).
+                    session.items[item.id] = item.model_copy()
+                self._maybe_compact(session)
+            return answers
+
+    def has(self, session: str, item_id: str) -> bool:
+        """Whether ``session``'s inbox holds ``item_id`` (acknowledged or not)."""
+        with self._lock:
+            s = self._session(session)
+            return item_id in s.items or item_id in s.acked
 
     def list(self, session: str | None = None, include_acked: bool = False) -> builtins.list[InboxItem]:
-        """Items oldest first (by delivery time), of one session or of all; unacked only by default."""
+        """Items oldest first (by delivery time), of one session or of all; unacked only by default.
+
+        Acknowledged items are read back from disk (they are not kept in memory).
+        """
         with self._lock:
             found: builtins.list[InboxItem] = []
             for s in self._chosen(session):
-                found.extend(
-                    item.model_copy(deep=True) for item in s.items.values() if include_acked or item.acked_at is None
-                )
+                found.extend(item.model_copy(deep=True) for item in s.items.values())
+                if include_acked and s.acked:
+                    found.extend(self._acked_items(s))
             # sorted is stable: equal times keep session order, then put order.
             return sorted(found, key=lambda item: item.delivered_at)
 
@@ -164,14 +208,25 @@ class InboxStore:
             targets: dict[str, builtins.list[str]] = {}  # session name -> ids to ack there
             if ids is None:
                 for s in chosen:
-                    targets[s.name] = [i for i, item in s.items.items() if item.acked_at is None]
+                    targets[s.name] = builtins.list(s.items)
             else:
                 missing: builtins.list[str] = []
-                for item_id in dict.fromkeys(ids):  # drop repeats, keep order
-                    owner = next((s for s in chosen if item_id in s.items), None)
+                known: set[str] | None = None  # every id, built only when a prefix is given
+                for given in dict.fromkeys(ids):  # drop repeats, keep order
+                    item_id = given
+                    owner = next((s for s in chosen if given in s.items or given in s.acked), None)
+                    if owner is None:  # not a whole id: a unique prefix of one (git-style), any case
+                        if known is None:
+                            known = {i for s in chosen for i in (*s.items, *s.acked)}
+                        try:
+                            item_id = resolve_prefix(given, known, "inbox item")
+                        except NotFoundError:
+                            missing.append(given)
+                            continue
+                        owner = next((s for s in chosen if item_id in s.items or item_id in s.acked), None)
                     if owner is None:
                         missing.append(item_id)
-                    elif owner.items[item_id].acked_at is None:
+                    elif item_id in owner.items:
                         targets.setdefault(owner.name, []).append(item_id)
                 if missing:
                     where = f"session {session!r}" if session is not None else "any session"
@@ -184,7 +239,8 @@ class InboxStore:
                 s = by_name[name]
                 s.log.append([{"ack": item_id, "at": now.isoformat()} for item_id in item_ids])
                 for item_id in item_ids:
-                    s.items[item_id] = s.items[item_id].model_copy(update={"acked_at": now})
+                    del s.items[item_id]  # on disk only from now on
+                    s.acked[item_id] = now
                 acked.extend(item_ids)
                 self._maybe_compact(s)
             return acked
@@ -233,19 +289,36 @@ class InboxStore:
         # The folder and the file are created by the first append, not by a read.
         session = _Session(name, JsonLog(self._folder / session_file_name(name)))
         session.log.remove_stale_temp_files()
-        for record in session.log.read():
-            self._replay(session, record)
+        everything = self._replay_all(session)
+        session.items = {item_id: item for item_id, item in everything.items() if item.acked_at is None}
+        acked = sorted((item.acked_at, item_id) for item_id, item in everything.items() if item.acked_at is not None)
+        session.acked = {item_id: at for at, item_id in acked}
         self._sessions[name] = session
         while len(self._sessions) > self._max_cached:
             self._sessions.popitem(last=False)
         self._maybe_compact(session)
         return session
 
-    def _replay(self, session: _Session, record: dict[str, Any]) -> None:
+    def _replay_all(self, session: _Session) -> dict[str, InboxItem]:
+        """Every item of ``session``'s log, acks folded in, by id in put order."""
+        items: dict[str, InboxItem] = {}
+        for record in session.log.read():
+            self._replay(session, items, record)
+        return items
+
+    def _acked_items(self, session: _Session) -> builtins.list[InboxItem]:
+        """The acknowledged items of ``session`` still kept, read from its log."""
+        return [
+            item.model_copy(update={"acked_at": session.acked[item_id]})
+            for item_id, item in self._replay_all(session).items()
+            if item_id in session.acked
+        ]
+
+    def _replay(self, session: _Session, items: dict[str, InboxItem], record: dict[str, Any]) -> None:
         where = session.log.path
         if "ack" in record:
             item_id = record["ack"]
-            item = session.items.get(item_id) if isinstance(item_id, str) else None
+            item = items.get(item_id) if isinstance(item_id, str) else None
             try:
                 at = datetime.fromisoformat(record["at"])
             except (KeyError, TypeError, ValueError):
@@ -257,7 +330,7 @@ class InboxStore:
             elif at.tzinfo is None:
                 log.warning("%s: skipping an ack for %r without a UTC offset", where, item_id)
             elif item.acked_at is None:
-                session.items[item_id] = item.model_copy(update={"acked_at": at})
+                items[item_id] = item.model_copy(update={"acked_at": at})
             return
         try:
             item = InboxItem.model_validate(record)
@@ -270,23 +343,38 @@ class InboxStore:
             log.warning("%s: skipping item %r of another session (%r)", where, item.id, item.session)
             return
         # The first record of an id wins, as put does: a repeat is a duplicate, never a change.
-        session.items.setdefault(item.id, item)
+        items.setdefault(item.id, item)
 
     def _maybe_compact(self, session: _Session) -> None:
+        """Compact ``session``'s log once its dead lines outnumber the kept records (plus slack).
+
+        Constant work unless it compacts: the decision reads two counters, and
+        expired acks leave the front of ``acked`` (oldest first) one by one, each
+        once. The rewrite reads the log back (the acknowledged items are on disk
+        only); it comes after at least as many appends as it rewrites records.
+        """
         if session.log.lines <= COMPACT_SLACK:
             return  # small logs are never worth a rewrite
         cutoff = self._clock.now() - ACKED_RETENTION
-        kept = {
-            item_id: item for item_id, item in session.items.items() if item.acked_at is None or item.acked_at >= cutoff
-        }
-        if session.log.lines <= 2 * len(kept) + COMPACT_SLACK:
+        expired: builtins.list[str] = []
+        for item_id, at in session.acked.items():
+            if at >= cutoff:
+                break
+            expired.append(item_id)
+        for item_id in expired:
+            del session.acked[item_id]
+        if session.log.lines <= 2 * session.kept() + COMPACT_SLACK:
             return
+        self.compactions += 1
         try:
-            session.log.rewrite([item.model_dump(mode="json") for item in kept.values()])
+            kept = [
+                item.model_copy(update={"acked_at": session.acked.get(item_id)}).model_dump(mode="json")
+                for item_id, item in self._replay_all(session).items()
+                if item_id in session.items or item_id in session.acked
+            ]
+            session.log.rewrite(kept)
         except OSError as exc:
             # Everything is durable in the long log already; compaction can wait for the next append.
             log.warning("could not compact %s: %s", session.log.path, exc)
             return
-        dropped = len(session.items) - len(kept)
-        session.items = kept
-        log.info("compacted %s: %d items kept, %d old acked items dropped", session.log.path, len(kept), dropped)
+        log.info("compacted %s: %d items kept, %d old acked items dropped", session.log.path, len(kept), len(expired))

@@ -57,18 +57,22 @@ from kairosd.core.clock import Clock, local_zone_name
 from kairosd.core.errors import StoreCorruptError, StoreError, StoreVersionError
 from kairosd.core.lifecheck import clamp_future, life_problem
 from kairosd.core.models import InboxTarget, Task
-from kairosd.store import migrations
+from kairosd.store import journal, migrations
 from kairosd.store.migrations import SCHEMA_VERSION
 from kairosd.store.quarantine import FILE_NAME as QUARANTINE_NAME
 from kairosd.store.quarantine import Quarantine
 from kairosd.system.atomic import remove_stale_temp_files, write_atomic
 
-__all__ = ["SCHEMA_VERSION", "JsonStore", "Store", "StoreState"]
+__all__ = ["JOURNAL_NAME", "SCHEMA_VERSION", "JsonStore", "Store", "StoreState", "encode_task", "read_folded"]
 
 log = logging.getLogger(__name__)
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+JOURNAL_NAME = "scheduled_tasks.journal"
+# A journal is folded into the store once it is as large as the store, and never much smaller
+# than this: each add then costs one fsynced line plus, amortised, a share of one rewrite.
+MIN_COMPACT_BYTES = 1 << 20
 
 
 class StoreState(BaseModel):
@@ -187,8 +191,8 @@ _TASKS_NONE = b'  "tasks": []\n}\n'
 _TASKS_CLOSE = b"\n  ]\n}\n"
 
 
-def _encode_task(task: Task) -> str:
-    """One task as compact JSON on one line."""
+def encode_task(task: Task) -> str:
+    """One task as compact JSON on one line (as the store writes it)."""
     try:
         return task.model_dump_json()
     except PydanticSerializationError:
@@ -223,6 +227,9 @@ class JsonStore:
         self._clock = clock
         self._local_zone = local_zone
         self._fragments: dict[str, tuple[Task, str]] = {}  # task id -> (the task saved, its JSON)
+        self.journal = journal.Journal(path.with_name(JOURNAL_NAME))
+        self._base = journal.base_of(b"")  # the store file's bytes as last read or written (see journal)
+        self._compact_next = False  # the file is not what memory holds (beyond the journal): rewrite it
         self.quarantine = Quarantine(path.with_name(QUARANTINE_NAME), clock)
         self.set_aside = 0  # records the last load moved to the quarantine file
 
@@ -237,15 +244,23 @@ class JsonStore:
         neither case is the file changed.
         """
         remove_stale_temp_files(self._path)
+        self.journal.close()
+        self._compact_next = False
+        absent = False
         try:
             data = self._path.read_bytes()
         except FileNotFoundError:
-            return StoreState.empty()
+            data, absent = b"", True
         except OSError as exc:
             raise self._corrupt(f"cannot be read ({exc.strerror or exc})", None) from exc
+        self._base = journal.base_of(data)
+        rejected: list[tuple[Any, str]] = []
+        if absent:
+            return self._keep_viable(self._replay(StoreState.empty(), rejected), rejected)
         fast = self._load_own(data)
         if fast is not None:
-            return self._keep_viable(fast, [])
+            return self._keep_viable(self._replay(fast, rejected), rejected)
+        self._compact_next = True  # not this version's layout: the next write puts it in it
         try:
             # Lenient: a record nested too deep or holding 1e999 parses, and is set aside below on its own.
             raw = jsonsafe.loads(data, bounds.MAX_STORED_DEPTH, lenient=True)
@@ -262,7 +277,6 @@ class JsonStore:
                 f"{self._path} was written by a newer kairos (schema {version}, this one reads up to "
                 f"{SCHEMA_VERSION}); upgrade kairos. The file was left untouched."
             )
-        rejected: list[tuple[Any, str]] = []
         try:
             upgraded = migrations.migrate(raw, self._zone(), rejected) if version < SCHEMA_VERSION else raw
         except (ValueError, OSError) as exc:
@@ -290,7 +304,44 @@ class JsonStore:
         state = StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=tasks, **extra)
         if version < SCHEMA_VERSION:
             log.info("upgraded %s from schema %d to %d in memory", self._path, version, SCHEMA_VERSION)
-        return self._keep_viable(state, rejected)
+        return self._keep_viable(self._replay(state, rejected), rejected)
+
+    def _replay(self, state: StoreState, rejected: list[tuple[Any, str]]) -> StoreState:
+        """``state`` with the journal's changes applied (see :mod:`kairosd.store.journal`).
+
+        A task in the journal that does not validate goes to ``rejected``, as one in the store does.
+        """
+        try:
+            commits, found = journal.read(self.journal.path, self._base)
+        except journal.JournalCorrupt as exc:
+            raise StoreCorruptError(
+                f"{exc}; kairos will not overwrite it or the store. Fix or remove it, then start kairosd again "
+                "(removing it loses the changes it holds since the store was last written)"
+            ) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.journal.path}: {exc.strerror or exc}; nothing was changed") from exc
+        if not found:
+            return state
+        self._compact_next = True  # the next write folds the journal in (and drops a torn end)
+        if not commits:
+            return state
+        tasks = {task.id: task for task in state.tasks}
+        extra = dict(state.model_extra or {})
+        for commit in commits:
+            for task_id in commit.get("del", []):
+                if isinstance(task_id, str):
+                    tasks.pop(task_id, None)
+            for item in commit.get("put", []):
+                task = _task_or_reason(item)
+                if isinstance(task, str):
+                    rejected.append((item, task))
+                else:
+                    tasks[task.id] = task
+            if "set" in commit:
+                sets = {k: v for k, v in commit["set"].items() if k not in ("schema_version", "tasks")}
+                extra = sets
+        log.info("applied %d change(s) from %s", len(commits), self.journal.path)
+        return StoreState.model_construct(schema_version=SCHEMA_VERSION, tasks=list(tasks.values()), **extra)
 
     def _keep_viable(self, state: StoreState, rejected: list[tuple[Any, str]]) -> StoreState:
         """``state`` without the tasks that cannot live their life, which go (with ``rejected``) to quarantine.
@@ -298,6 +349,8 @@ class JsonStore:
         The quarantine file is written first: if it cannot be, the start is refused
         and the store is left as it is, so no record is ever lost.
         """
+        if rejected:
+            self._compact_next = True  # "the next save of the store leaves it out"
         kept = []
         now = self._clock.now()
         clamped = 0
@@ -310,7 +363,7 @@ class JsonStore:
                     log.warning("task %s: %s, so it is not silenced until then", task.id, change)
                 kept.append(task)
             else:
-                rejected.append((json.loads(_encode_task(task)), problem))
+                rejected.append((json.loads(encode_task(task)), problem))
         self.set_aside = len(rejected)
         if not rejected and not clamped:
             return state
@@ -411,7 +464,7 @@ class JsonStore:
         for task in state.tasks:
             cached = cache.get(task.id)
             if cached is None or cached[0] is not task:
-                cached = (task, _encode_task(task))
+                cached = (task, encode_task(task))
             fragments[task.id] = cached
         self._fragments = fragments
         data = _encode_store(state.model_extra or {}, [text for _, text in fragments.values()])
@@ -421,6 +474,55 @@ class JsonStore:
         except OSError as exc:
             raise StoreError(
                 f"cannot write {self._path}: {exc.strerror or exc}; the previous version of the file is intact"
+            ) from exc
+        # The rename above is the commit point: the journal's changes are in the file from here on.
+        self._base = journal.base_of(data)
+        self._compact_next = False
+        self.journal.discard()
+
+    def fragment(self, task: Task) -> str:
+        """``task`` as the store writes it, from the store's cache, which keeps it (for listings too).
+
+        Called on the loop thread while a write may run in another: a lookup and an insertion of one
+        entry are each atomic, and an entry lost to a write that replaces the cache is only encoded again.
+        """
+        cached = self._fragments.get(task.id)
+        if cached is None or cached[0] is not task:
+            cached = self._fragments[task.id] = (task, encode_task(task))
+        return cached[1]
+
+    def journaled(self) -> bool:
+        """Whether the file alone is not what the store holds (a journal, or a load that must be written)."""
+        return self._compact_next or self.journal.size > 0
+
+    def wants_compaction(self) -> bool:
+        """Whether the next write should be a whole :meth:`save` rather than an :meth:`append`."""
+        return self._compact_next or self.journal.size > max(MIN_COMPACT_BYTES, self._base[1])
+
+    def append(self, dels: list[str], puts: list[Task], fields: dict[str, Any] | None) -> None:
+        """Make one commit durable by appending it to the journal: ids removed, tasks put, top-level fields.
+
+        Raises :class:`StoreError` as :meth:`save` does; the journal is then as it was, and the next
+        write is a whole :meth:`save`.
+        """
+        cache = self._fragments
+        for task_id in dels:
+            cache.pop(task_id, None)
+        texts = []
+        for task in puts:
+            cached = cache.get(task.id)
+            if cached is None or cached[0] is not task:
+                cached = cache[task.id] = (task, encode_task(task))
+            texts.append(cached[1])
+        line = journal.record(dels, texts, fields)
+        try:
+            self._path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            self.journal.append(line, self._base)
+        except OSError as exc:
+            self._compact_next = True
+            raise StoreError(
+                f"cannot write {self._path} (its journal, {self.journal.path.name}): {exc.strerror or exc}; "
+                "the store and its journal are intact"
             ) from exc
 
     def _zone(self) -> str:
@@ -488,3 +590,26 @@ def _task_or_reason(item: Any) -> Task | str:
         return f"has a value kairos cannot use ({exc.strerror or exc})"
     except Exception as exc:  # e.g. OverflowError from a time in year 1 with an offset
         return f"has a value kairos cannot use ({type(exc).__name__}: {exc})"
+
+
+def read_folded(path: Path) -> StoreState:
+    """The store at ``path`` with its journal folded in, validated, changing nothing (no lock needed).
+
+    For tests and tools that look at the store from outside kairosd: since issue 28 the file
+    alone lags the last changes until its journal is compacted into it.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    raw: dict[str, Any] = json.loads(data) if data else {"schema_version": SCHEMA_VERSION, "tasks": []}
+    commits, _ = journal.read(path.with_name(JOURNAL_NAME), journal.base_of(data))
+    tasks = {item["id"]: item for item in raw["tasks"]}
+    for commit in commits:
+        for task_id in commit.get("del", []):
+            tasks.pop(task_id, None)
+        for item in commit.get("put", []):
+            tasks[item["id"]] = item
+        if "set" in commit:
+            raw = {"schema_version": raw["schema_version"], **commit["set"]}
+    return StoreState.model_validate({**raw, "tasks": list(tasks.values())})

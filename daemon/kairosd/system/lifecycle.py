@@ -130,6 +130,17 @@ class LifecycleHooks:
     def configured(self) -> list[str]:
         return sorted(self._hooks)
 
+    def reconfigure(self, hooks: HookConfig) -> None:
+        """Take new hook commands (a config reload): subscribe again to the events they need.
+
+        Hooks running now finish; the new subscription is made before this returns, so no event
+        published afterwards is missed."""
+        self._hooks = normalise(hooks)
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            self._loop_task = None
+        self.start()
+
     def start(self) -> None:
         """Subscribe now (so no event published after this is missed) and run hooks from then on."""
         if not self._hooks or self._loop_task is not None:
@@ -195,7 +206,9 @@ class LifecycleHooks:
                 return
             lines: deque[str] = deque(maxlen=MAX_LOGGED_LINES)
             spec = ProcessSpec(argv, env, None, json.dumps(payload, default=str) + "\n", timeout_s)
-            process = ProcessRun(spec, lambda _stream, line: lines.append(line[:300]), kill_grace_s=self._grace)
+            process = ProcessRun(
+                spec, lambda _stream, batch: lines.extend(line[:300] for line in batch), kill_grace_s=self._grace
+            )
             self.runs += 1
             try:
                 result = await process.run()

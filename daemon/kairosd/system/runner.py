@@ -2,11 +2,18 @@
 
 The command runs in a new session (so it and everything it spawns share one
 process group), with stdin from a text (or /dev/null) and stdout and stderr on
-pipes. Each complete line goes to ``on_line(stream, line)`` as it arrives (the
-registry writes it to the task log and publishes it); the whole output is also
-kept, bounded, for the adapter's ``result()``. A timeout or :meth:`ProcessRun.stop`
-ends the group: SIGTERM, a grace period, SIGKILL. Cancelling :meth:`ProcessRun.run`
-kills the group at once.
+pipes. The complete lines of each chunk read go to ``on_lines(stream, lines)``
+as they arrive (the registry writes them to the task log and publishes them),
+up to the run's output cap (:class:`~kairosd.system.outputcap.OutputCap`: past
+it, output is read and counted, and one note line, stream ``kairos``, ends the
+run); the tail of the whole output is also kept, bounded, for the adapter's
+``result()``. A timeout or :meth:`ProcessRun.stop`
+ends the group: SIGTERM, a grace period, SIGKILL; so does the leader's exit,
+for whatever it left in the group. With ``marker`` (the name of an environment
+variable whose value is unique to the run, e.g. ``KAIROS_TASK_ID``), the
+descendants that left the group (``setsid``) are found by it and stopped too
+(:func:`~kairosd.system.procgroup.find_strays`). Cancelling :meth:`ProcessRun.run`
+kills all of it at once.
 
 Never raises for an ordinary failure (not found, bad cwd, timeout): the
 :class:`ProcessResult` says what happened.
@@ -26,11 +33,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kairosd.core import defaults
-from kairosd.system.procgroup import feed_stdin, signal_group, spawn_failure, terminate_group
+from kairosd.system.outputcap import Chunks, OutputCap, close_when_done
+from kairosd.system.procgroup import (
+    feed_stdin,
+    group_alive,
+    process_start,
+    signal_group,
+    spawn_failure,
+    stop_strays,
+    strays_of,
+    terminate_group,
+)
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK = 64 << 10
 # A "line" longer than this is passed on in pieces, so one endless line cannot grow memory.
 MAX_LINE_BYTES = 1 << 20
 # What is kept of each stream for the adapter; older output is dropped (the log has it all).
@@ -38,7 +54,7 @@ MAX_KEPT_BYTES = {"stdout": 16 << 20, "stderr": 1 << 20}
 # After the leader exits, a leftover grandchild may hold the pipes open; read on this long, then give up.
 DRAIN_S = 2.0
 
-LineSink = Callable[[str, str], None]
+LineSink = Callable[[str, list[str]], None]
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,7 @@ class ProcessResult:
     timed_out: bool = False
     stopped: bool = False  # ended by stop()
     error: str | None = None  # why it could not start
+    discarded: int = 0  # output bytes past the cap, read and dropped
 
 
 @dataclass
@@ -84,14 +101,20 @@ class ProcessRun:
     def __init__(
         self,
         spec: ProcessSpec,
-        on_line: LineSink,
+        on_lines: LineSink,
         *,
         kill_grace_s: float = defaults.KILL_GRACE_S,
         on_spawn: Callable[[int], None] | None = None,
+        max_output: int = defaults.MAX_OUTPUT_BYTES,
+        marker: str | None = None,
     ) -> None:
         self.spec = spec
         self.pid: int | None = None
-        self._on_line = on_line
+        self.killed = False  # something outlived SIGTERM and the grace: SIGKILL was sent
+        self._marker = marker
+        self._since: float | None = None
+        self._on_lines = on_lines
+        self._cap = OutputCap(max_output)
         self._on_spawn = on_spawn
         self._grace = kill_grace_s
         self._proc: asyncio.subprocess.Process | None = None
@@ -102,7 +125,7 @@ class ProcessRun:
         self._stop_requested = True
         proc = self._proc
         if proc is not None and proc.returncode is None:
-            await terminate_group(proc.pid, self._grace, proc.wait)
+            self.killed |= await terminate_group(proc.pid, self._grace, proc.wait)
 
     async def run(self) -> ProcessResult:
         spec = self.spec
@@ -114,29 +137,31 @@ class ProcessRun:
         except UnicodeEncodeError as exc:
             return ProcessResult(None, error=f"cannot pass the input on stdin: {exc.reason}")
         stdin_read, stdin_write = os.pipe() if stdin_data is not None else (None, None)
+        # Our own pipes, not asyncio's: its wait() returns only once the pipes closed as well, and a
+        # child that left the group (setsid) may hold them open for as long as it likes.
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *spec.argv,
                 stdin=stdin_read if stdin_read is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stdout=out_write,
+                stderr=err_write,
                 cwd=spec.cwd,
                 env=spec.env,
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:
-            if stdin_write is not None:
-                os.close(stdin_write)
+            _close(stdin_write, out_read, err_read)
             return ProcessResult(None, error=spawn_failure(exc, spec.argv[0], spec.cwd))
         except BaseException:
-            if stdin_write is not None:
-                os.close(stdin_write)
+            _close(stdin_write, out_read, err_read)
             raise
         finally:
-            if stdin_read is not None:
-                os.close(stdin_read)  # the child has its own copy now (or never started)
+            _close(stdin_read, out_write, err_write)  # the child has its own copies now (or never started)
         self._proc = proc
         self.pid = proc.pid
+        self._since = process_start(proc.pid)
         feeder = None
         readers: list[asyncio.Task[None]] = []
         kept = {name: _Kept(limit) for name, limit in MAX_KEPT_BYTES.items()}
@@ -147,25 +172,27 @@ class ProcessRun:
             if stdin_write is not None and stdin_data is not None:
                 feeder = asyncio.create_task(feed_stdin(stdin_write, stdin_data))
                 stdin_write = None  # the feeder closes it
-            assert proc.stdout is not None
-            assert proc.stderr is not None
             readers = [
-                asyncio.create_task(self._pump(proc.stdout, "stdout", kept["stdout"])),
-                asyncio.create_task(self._pump(proc.stderr, "stderr", kept["stderr"])),
+                asyncio.create_task(self._pump(out_read, "stdout", kept["stdout"])),
+                asyncio.create_task(self._pump(err_read, "stderr", kept["stderr"])),
             ]
             if self._stop_requested:
                 # stop() came while the process was being spawned and could not see it.
-                await terminate_group(proc.pid, self._grace, proc.wait)
+                self.killed |= await terminate_group(proc.pid, self._grace, proc.wait)
             try:
                 async with asyncio.timeout(spec.timeout_s):
                     await proc.wait()
             except TimeoutError:
                 timed_out = True
                 log.warning("%s timed out after %gs; stopping its process group", spec.argv[0], spec.timeout_s)
-                await terminate_group(proc.pid, self._grace, proc.wait)
+                self.killed |= await terminate_group(proc.pid, self._grace, proc.wait)
+            await self._end_leftovers(proc.pid)
             _, pending = await asyncio.wait(readers, timeout=DRAIN_S)
             for reader in pending:
                 reader.cancel()
+            note = self._cap.note()
+            if note is not None:
+                self._emit("kairos", [note])
         except asyncio.CancelledError:
             # Cancellation means "stop now": no grace period, the whole group is killed at once.
             await self._kill_and_reap(proc, readers)
@@ -182,7 +209,14 @@ class ProcessRun:
                 os.close(stdin_write)
             if feeder is not None:
                 feeder.cancel()  # its finally closes our end of the stdin pipe
-            await asyncio.gather(*readers, return_exceptions=True)
+            try:
+                await asyncio.gather(*readers, return_exceptions=True)
+            finally:
+                if readers:
+                    close_when_done(readers[0], out_read)
+                    close_when_done(readers[1], err_read)
+                else:
+                    _close(out_read, err_read)
         code = proc.returncode
         assert code is not None  # wait() returned
         return ProcessResult(
@@ -191,37 +225,69 @@ class ProcessRun:
             kept["stderr"].text(),
             timed_out=timed_out,
             stopped=self._stop_requested,
+            discarded=self._cap.discarded,
         )
 
-    @staticmethod
-    async def _kill_and_reap(proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]) -> None:
+    async def _end_leftovers(self, pgid: int, *, at_once: bool = False) -> None:
+        """The leader is gone: stop what it left in its group, and what left the group (by ``marker``)."""
+        if group_alive(pgid):
+            log.info("%s left processes in its group; stopping them", self.spec.argv[0])
+            if at_once:
+                signal_group(pgid, signal.SIGKILL)
+            else:
+                self.killed |= await terminate_group(pgid, self._grace)
+        value = self.spec.env.get(self._marker) if self._marker else None
+        if self._marker and value:
+            strays = await strays_of(self._marker, value, self._since, pgid)
+            if strays:
+                self.killed |= await stop_strays(strays, self._grace, at_once=at_once)
+
+    async def _kill_and_reap(self, proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]) -> None:
         signal_group(proc.pid, signal.SIGKILL)
         for reader in readers:
             reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await proc.wait()  # reap it, so no zombie or open transport outlives the run
+            await self._end_leftovers(proc.pid, at_once=True)
 
-    async def _pump(self, stream: asyncio.StreamReader, name: str, kept: _Kept) -> None:
-        """Read ``stream`` to its end, passing on each line (a last one without newline too)."""
+    async def _pump(self, fd: int, name: str, kept: _Kept) -> None:
+        """Read the pipe ``fd`` to its end, passing on the lines of each chunk (a last one without newline too).
+
+        Bounded work per chunk: one call of the sink with at most one chunk (64 KiB) of lines,
+        nothing at all past the cap, and a turn of the event loop between chunks.
+        """
         pending = b""
-        while True:
-            data = await stream.read(READ_CHUNK)
+        chunks = Chunks(fd)
+        async for chunk in chunks:
+            kept.add(chunk)
+            data = self._cap.take(chunk)
             if not data:
-                break
-            kept.add(data)
+                chunks.drain()  # past the cap: read and drop in larger chunks
+                continue
             pending += data
             *lines, pending = pending.split(b"\n")
             while len(pending) > MAX_LINE_BYTES:
                 lines.append(pending[:MAX_LINE_BYTES])
                 pending = pending[MAX_LINE_BYTES:]
-            for line in lines:
-                self._emit(name, line)
+            if lines:
+                self._emit(name, [_text(line) for line in lines])
         if pending:
-            self._emit(name, pending)
+            self._emit(name, [_text(pending)])
 
-    def _emit(self, name: str, raw: bytes) -> None:
+    def _emit(self, name: str, lines: list[str]) -> None:
         try:
-            self._on_line(name, raw.decode("utf-8", "replace").rstrip("\r"))
+            self._on_lines(name, lines)
         except Exception:
             # A broken sink must not stop reading: an unread pipe would block the command.
-            log.exception("handling an output line of %s failed", self.spec.argv[0])
+            log.exception("handling output lines of %s failed", self.spec.argv[0])
+
+
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace").rstrip("\r")

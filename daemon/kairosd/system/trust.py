@@ -37,7 +37,7 @@ from kairosd.system.paths import Paths
 
 PRIVATE_DIR_MODE = 0o700
 # Files in the state folder that kairosd reads at start-up and acts on.
-STATE_FILES = ("runs.jsonl", "missed.jsonl", "sessions.json")
+STATE_FILES = ("runs.jsonl", "missed.jsonl", "sessions.json", "scheduled_tasks.journal")
 
 
 class UnsafePathError(KairosError):

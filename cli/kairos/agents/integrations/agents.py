@@ -23,6 +23,9 @@ Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' fol
   there ``thread_unload_delay_secs = 0`` (first line), so a quit TUI ends its session at once rather than a
   minute later, when the shared app-server unloads the thread (a value the user set is kept).
 - Gemini CLI: hooks and MCP in ``~/.gemini/settings.json``.
+- opencode: no hooks but a plugin, ``~/.config/opencode/plugin/kairos.js``, that runs ``kairos hook
+  opencode EVENT`` with Claude's event names; MCP in ``~/.config/opencode/opencode.json`` (see
+  :mod:`kairos.agents.integrations.opencode`; ``XDG_CONFIG_HOME`` moves the folder).
 
 Timeouts are in each CLI's unit (seconds; Gemini milliseconds). Claude's SessionEnd hook has no
 timeout of its own: Claude gives SessionEnd hooks 1.5 s in all and kairos answers well within it.
@@ -43,7 +46,7 @@ from typing import Any
 
 from kairos.agents.integrations import merge
 
-AGENTS = ("claude", "copilot", "codex", "gemini")
+AGENTS = ("claude", "copilot", "codex", "gemini")  # opencode: :mod:`.opencode` plans its own files
 HOOK_TIMEOUT_S = 10
 # The waiter covers a whole idle day: Claude's async hook runs until its `timeout`, and the waiter's own
 # lifetime (`--max-wait`) ends a minute before it, so it exits by itself rather than being killed.

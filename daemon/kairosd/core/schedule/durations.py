@@ -2,9 +2,13 @@
 
 ``every_to_cron`` follows Claude Code's `/loop` conversion: ``5m`` gives
 ``*/5 * * * *``, ``2h`` gives ``0 */2 * * *``, ``1d`` gives ``0 0 * * *``.
-Cron can only repeat evenly within its parent unit, so an interval that does not
-divide it (``7m``, ``90m``, ``5h``) is rounded to the nearest one that does,
-and the result says so.
+Cron can only repeat evenly within its parent unit, so an interval under a day
+that does not divide it (``7m``, ``90m``, ``5h``) is rounded to the nearest one
+that does (at most a third off), and the result says so. From a day up, cron
+has day steps (1-15 days), a week and month steps (1, 2, 3, 4, 6 or 12
+months): the nearest is used when it is at most a quarter off (``365d`` is
+yearly, ``90d`` quarterly), and an interval with nothing that near (``45d``,
+``36h``) is refused, naming the schedules to write instead.
 
 Pure: must not import anything that does I/O.
 """
@@ -78,6 +82,23 @@ def _nearest(value: int, choices: tuple[int, ...]) -> int:
     return min(choices, key=lambda c: (abs(c - value), -c))
 
 
+# The longest intervals cron repeats: (days, cron, what to call it, an --every that gives it).
+_MONTH_DAYS = 365.2425 / 12
+_LONG_STEPS: tuple[tuple[float, str, str, str], ...] = (
+    (1.0, "0 0 * * *", "daily", "1d"),
+    *((float(d), f"0 0 */{d} * *", f"every {d} days", f"{d}d") for d in range(2, 16) if d != 7),
+    (7.0, "0 0 * * 0", "weekly, on Sundays", "7d"),
+    (_MONTH_DAYS, "0 0 1 * *", "monthly, on the 1st", "30d"),
+    *(
+        (m * _MONTH_DAYS, f"0 0 1 */{m} *", f"every {m} months, on the 1st", f"{round(m * _MONTH_DAYS)}d")
+        for m in (2, 3, 4, 6)
+    ),
+    (12 * _MONTH_DAYS, "0 0 1 1 *", "yearly, on 1 January", "365d"),
+)
+# From a day up a step is days or months off, so one is used only this near to what was asked.
+LONG_ROUNDING_LIMIT = 0.25
+
+
 def every_to_cron(text: str) -> Interval:
     """Turn a `/loop`-style interval into a cron expression (see module docstring)."""
     requested = parse_duration(text)
@@ -93,20 +114,35 @@ def every_to_cron(text: str) -> Interval:
     elif step < 24 * 60:
         hours = step // 60
         effective, cron = step * 60, "0 * * * *" if hours == 1 else f"0 */{hours} * * *"
+    elif minutes < 24 * 60:
+        effective, cron = 86400, "0 0 * * *"  # under a day, rounded up to one (18h, 23h)
     else:
-        days = max(1, math.floor(minutes / 1440 + 0.5))  # half up: ties go to the longer interval
-        if days == 7:
-            effective, cron = 7 * 86400, "0 0 * * 0"
-        elif days > 15:
-            # A day-of-month step over 15 fires once a month (and again on day 31 for some).
-            effective, cron = 30 * 86400, "0 0 1 * *"
-        else:
-            effective, cron = days * 86400, "0 0 * * *" if days == 1 else f"0 0 */{days} * *"
+        return _long_interval(minutes, requested, notes)
     if effective != minutes * 60:
         notes.append(
             f"cron cannot repeat every {format_duration(minutes * 60)} evenly; "
             f"using every {format_duration(effective)} ({cron})"
         )
+    return Interval(cron, requested, effective, "; ".join(notes) or None)
+
+
+def _long_interval(minutes: int, requested: float, notes: list[str]) -> Interval:
+    """A day or longer: the nearest of ``_LONG_STEPS`` (ties to the longer), if near enough."""
+    days = minutes / 1440
+    ranked = sorted(_LONG_STEPS, key=lambda step: (abs(step[0] - days), -step[0]))
+    best_days, cron, label, _ = ranked[0]
+    asked = format_duration(minutes * 60)
+    if abs(best_days - days) > LONG_ROUNDING_LIMIT * days:
+        shorter = max((s for s in _LONG_STEPS if s[0] < days), key=lambda s: s[0], default=None)
+        longer = min((s for s in _LONG_STEPS if s[0] > days), key=lambda s: s[0], default=None)
+        options = " or ".join(f"--every {s[3]} ({s[2]}, {s[1]})" for s in (shorter, longer) if s is not None)
+        raise InvalidTimeError(
+            f"cron cannot repeat every {asked}, and nothing it can is within a quarter of it; "
+            f"write {options}, or give a cron expression"
+        )
+    effective = round(best_days * 86400)
+    if effective != minutes * 60:
+        notes.append(f"cron cannot repeat every {asked}; using {label} ({cron})")
     if cron.startswith("0 0 */"):
         notes.append("day steps restart each month (the 31st and the 1st may be close together)")
     return Interval(cron, requested, effective, "; ".join(notes) or None)

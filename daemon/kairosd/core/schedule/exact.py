@@ -4,7 +4,8 @@
 it is wall time in the task's zone), a date (midnight), or a bare ``HH:MM[:SS]``
 meaning the next such wall time. A time that is not in the future is rejected:
 kairos never quietly moves it to next year. Wall times that a DST change skips
-resolve to the jump, repeated ones to their first pass (as cron does).
+resolve to the jump, repeated ones to their first pass (as cron does), and
+``resolve_at_noted`` says so in a note.
 
 Pure: ``now`` is always passed in. Must not import anything that does I/O.
 """
@@ -34,6 +35,11 @@ def resolve_in(text: str, now: datetime) -> datetime:
 
 def resolve_at(text: str, now: datetime, zone: ZoneInfo) -> datetime:
     """The UTC instant ``text`` names (see module docstring); must be after ``now``."""
+    return resolve_at_noted(text, now, zone)[0]
+
+
+def resolve_at_noted(text: str, now: datetime, zone: ZoneInfo) -> tuple[datetime, str | None]:
+    """``resolve_at``, and a note when the wall time fell in a DST gap (moved) or fold (one pass picked)."""
     raw = text.strip()
     if not (raw.isascii() and raw.isprintable()):
         # fromisoformat skips a NUL between date and time or after them, and reads non-ASCII digits.
@@ -50,7 +56,7 @@ def resolve_at(text: str, now: datetime, zone: ZoneInfo) -> datetime:
             wall = datetime.combine(today + timedelta(days=offset), wall_time)
             instant = resolve_wall(wall, zone)
             if instant > now:
-                return instant
+                return instant, wall_note(wall, zone)
         raise InvalidTimeError(f"cannot find the next {text!r}")  # pragma: no cover - unreachable
     try:
         parsed = datetime.fromisoformat(raw)
@@ -72,4 +78,26 @@ def resolve_at(text: str, now: datetime, zone: ZoneInfo) -> datetime:
             f"{text} is in the past (now is {now.astimezone(zone).isoformat(timespec='seconds')}); "
             "kairos does not move it to next year"
         )
-    return instant
+    return instant, wall_note(parsed, zone) if parsed.tzinfo is None else None
+
+
+def wall_note(wall: datetime, zone: ZoneInfo) -> str | None:
+    """What ``resolve_wall`` did to a naive ``wall`` time in a DST gap or fold, or None for an ordinary one."""
+    first = wall.replace(tzinfo=zone, fold=0)
+    second = wall.replace(tzinfo=zone, fold=1)
+    before, after = first.utcoffset(), second.utcoffset()
+    if before == after:
+        return None
+    shown = wall.isoformat(sep=" ", timespec="seconds" if wall.second else "minutes")
+    if before is not None and after is not None and before < after:
+        jump = resolve_wall(wall, zone).astimezone(zone)
+        return (
+            f"{shown} does not exist in {zone.key} (the clocks go forward then); "
+            f"using {jump.isoformat(sep=' ', timespec='minutes')}, the moment they change"
+        )
+    return (
+        f"{shown} happens twice in {zone.key} (the clocks go back then); using the first, "
+        f"{first.isoformat(sep=' ', timespec='minutes')} ({first.tzname()}), "
+        f"not {second.isoformat(sep=' ', timespec='minutes')} ({second.tzname()}); "
+        f"write {second.isoformat(timespec='minutes')} for the second"
+    )

@@ -108,6 +108,20 @@ def _first_change(zone: ZoneInfo, start: datetime, end: datetime, offset: timede
     return None
 
 
+def offset_changes(zone: ZoneInfo, start: datetime, end: datetime) -> list[tuple[datetime, timedelta, timedelta]]:
+    """Every change of ``zone``'s UTC offset in (start, end]: (instant, offset before, offset after)."""
+    changes = []
+    offset = _offset_at(zone, start)
+    at: datetime | None = start
+    while at is not None:
+        at = _first_change(zone, at, end, offset)
+        if at is not None:
+            after = _offset_at(zone, at)
+            changes.append((at, offset, after))
+            offset = after
+    return changes
+
+
 def resolve_wall(wall: datetime, zone: ZoneInfo) -> datetime:
     """The instant a naive wall time in ``zone`` stands for, in UTC, by Debian's fixed-time rules:
     a skipped time resolves to the jump, a repeated time to its first pass."""
@@ -208,3 +222,47 @@ def iter_fires(expr: CronExpr, after: datetime, zone: ZoneInfo) -> Iterator[date
             return
         yield nxt
         current = nxt
+
+
+def fires_until(expr: CronExpr, after: datetime, end: datetime, zone: ZoneInfo) -> Iterator[datetime]:
+    """:func:`iter_fires`, the same fires in the same order (as UTC datetimes), cheaper up to ``end``.
+
+    Where the zone's offset holds still (no change within ``_MAX_SHIFT`` of the stretch), a fire is a
+    wall match less the offset, for fixed-time and wildcard jobs alike: those are listed straight
+    from the expression's fields, a day at a time (~1 µs a fire against ~40 for a ``next_fire`` call:
+    a week of 1,000 tasks' fires for a timeline). From the first change on, and past ``end``, it is
+    :func:`iter_fires` itself.
+    """
+    utc_after = after.astimezone(UTC)
+    before = utc_after - _MAX_SHIFT
+    offset = _offset_at(zone, before)
+    change = _first_change(zone, before, end.astimezone(UTC) + _MAX_SHIFT, offset)
+    stable_until = end.astimezone(UTC) if change is None else change - _MAX_SHIFT
+    if stable_until <= utc_after:
+        stable_until = utc_after
+    else:
+        low, high = (utc_after + offset).replace(tzinfo=None), (stable_until + offset).replace(tzinfo=None)
+        for wall in _wall_matches(expr, low, high):
+            yield (wall - offset).replace(tzinfo=UTC)
+    for fire in iter_fires(expr, stable_until, zone):
+        yield fire.astimezone(UTC)
+
+
+def _wall_matches(expr: CronExpr, low: datetime, high: datetime) -> Iterator[datetime]:
+    """Naive wall times matching ``expr`` in (low, high], in order."""
+    months = frozenset(expr.months)
+    day = low.replace(hour=0, minute=0, second=0, microsecond=0)
+    days: dict[tuple[int, int], frozenset[int]] = {}
+    while day <= high:
+        key = (day.year, day.month)
+        if key not in days:
+            days[key] = frozenset(expr.days_in(*key)) if day.month in months else frozenset()
+        if day.day in days[key]:
+            for hour in expr.hours:
+                for minute in expr.minutes:
+                    wall = day.replace(hour=hour, minute=minute)
+                    if wall > high:
+                        return
+                    if wall > low:
+                        yield wall
+        day += timedelta(days=1)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from kairosd.core.errors import InvalidTimeError
@@ -66,6 +66,30 @@ def parse_jitter(text: str) -> JitterPolicy:
     raise InvalidTimeError(f"unknown jitter {text!r}; use none, claude or max:DURATION (e.g. max:90s)")
 
 
+def capped_jitter(spec: str, gaps: list[timedelta]) -> timedelta | None:
+    """The most a ``max:DUR`` jitter can really move a recurring task whose fires are ``gaps`` apart, when
+    that is less than DUR (half the shortest gap, see ``planned_time``); None when DUR holds as given."""
+    try:
+        policy = parse_jitter(spec)
+    except InvalidTimeError:
+        return None
+    if policy.kind != "max" or not gaps:
+        return None
+    half = min(gaps) / 2
+    return half if half < policy.cap else None
+
+
+def capped_jitter_note(spec: str, gaps: list[timedelta]) -> str | None:
+    """What ``kairos add`` and ``show`` say when ``capped_jitter`` cuts the asked jitter."""
+    cap = capped_jitter(spec, gaps)
+    if cap is None:
+        return None
+    return (
+        f"jitter {spec} is capped at {format_duration(cap.total_seconds())} for this task: at most half the "
+        f"{format_duration(min(gaps).total_seconds())} between its fires, so runs cannot overlap"
+    )
+
+
 def jitter_fraction(task_id: str) -> float:
     """A stable value in [0, 1) from the task id; 0 for ids that are not hex."""
     # int() alone would also take "-1234567", "+1234567" or "1_234567" (a negative
@@ -97,18 +121,25 @@ def planned_time(
     if recurring:
         if following is None:
             return scheduled
-        period = following - scheduled
+        # In UTC: within one zone, aware arithmetic is wall-clock arithmetic and drops the fold, so in
+        # the repeated hour of a fall-back a period came out negative and a delay an hour early.
+        period = following.astimezone(UTC) - scheduled.astimezone(UTC)
         if policy.kind == "claude":
             delay = min(_scaled_ms(period, frac * CLAUDE_RECURRING_FRACTION), CLAUDE_RECURRING_CAP)
         else:
             delay = _scaled_ms(min(policy.cap, period / 2), frac)
-        return scheduled + delay
+        return _shifted(scheduled, delay)
     if policy.kind == "claude":
         local = scheduled.astimezone(zone)
         if local.minute % CLAUDE_ONESHOT_MINUTE_MOD == 0 and local.second == 0:
-            return max(scheduled - _scaled_ms(CLAUDE_ONESHOT_LEAD, frac), created_at)
+            return max(_shifted(scheduled, -_scaled_ms(CLAUDE_ONESHOT_LEAD, frac)), created_at)
         return scheduled
-    return scheduled + _scaled_ms(policy.cap, frac)
+    return _shifted(scheduled, _scaled_ms(policy.cap, frac))
+
+
+def _shifted(at: datetime, delta: timedelta) -> datetime:
+    """``at + delta`` in real time (through UTC), in ``at``'s zone."""
+    return (at.astimezone(UTC) + delta).astimezone(at.tzinfo)
 
 
 def _scaled_ms(delta: timedelta, factor: float) -> timedelta:

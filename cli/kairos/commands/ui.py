@@ -1,0 +1,54 @@
+"""``kairos ui``: the live terminal view (:mod:`kairos.ui`), from the optional ``ui`` extra.
+
+Textual is imported only when the verb runs; without it the verb says how to install it (exit 1).
+"""
+
+from __future__ import annotations
+
+from kairos.commands.common import make_parser
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+INSTALL_HINT = "kairos ui needs the ui extra (Textual): pip install 'kairos[ui]'"
+
+
+def register(subparsers: Any) -> None:
+    ui = make_parser(
+        subparsers,
+        "ui",
+        "a live terminal view of everything kairosd holds",
+        "Open a live view of kairosd: tasks with their next fire counting down, the next 24 hours of fires, "
+        "the run history, missed fires, background jobs and their logs, the inbox, live agent sessions and "
+        "each project's board. It follows kairosd's events (what 'kairos watch' prints). Keys: 1-8 views, "
+        "p pause, r resume, n run now, x remove (asks first), a acknowledge, c cancel a job, i pin a board "
+        "entry, q quit. Works with or without the mouse. Needs the ui extra: pip install 'kairos[ui]'.",
+        "kairos ui\n  kairos ui --project ~/src/app     # also show that project's board",
+    )
+    ui.add_argument(
+        "--project",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a project folder whose board to show (repeatable; default: this folder and live sessions' folders)",
+    )
+    ui.set_defaults(handler=cmd_ui)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    import os
+
+    from kairos.commands.common import local_zone
+    from kairosd.core.errors import KairosError
+
+    try:
+        import textual  # noqa: F401 - only to learn whether the extra is installed
+    except ImportError:
+        raise KairosError(INSTALL_HINT) from None
+    from kairos.ui.app import KairosUI
+
+    projects = [os.path.abspath(os.path.expanduser(p)) for p in args.project] or [os.getcwd()]
+    KairosUI(zone=local_zone(), projects=projects).run()
+    return 0

@@ -1,0 +1,271 @@
+"""The data behind ``kairos timeline`` (``GET /v1/timeline``): fires planned and fires past, in a window.
+
+Planned fires come from the scheduler's own schedule math (:func:`kairosd.core.schedule.fires.iter_fires`,
+listed by its cheaper twin :func:`~kairosd.core.schedule.fires.fires_until`, and
+:func:`kairosd.core.schedule.jitter.planned_time`, as :func:`kairosd.core.plan.upcoming` uses them), so jitter
+is included and a drawn fire is the fire that will happen. Past fires are the run ledger's runs and the
+missed ledger's records in the window. Everything is bounded: at most ``cap`` planned fires, runs and
+missed slots per task, and the answer says which tasks were capped.
+
+kairosd does not record when it was down. The spans are derived: a missed record whose reason is
+"kairosd was not running" proves the daemon was down from its first missed slot until it noticed
+(``detected_at``), and so does a catch-up run from its planned time until it was dispatched. Each span
+is a lower bound of the real outage (it began after the last fire that went out); the answer says so.
+
+Must not import the server, the store or the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from kairosd.core.models import SessionTarget, Task
+from kairosd.core.records import MissedRecord, Outcome, Run
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.fires import fires_until, iter_fires, offset_changes
+from kairosd.core.schedule.jitter import parse_jitter, planned_time
+from kairosd.scheduling.firing import NOT_RUNNING
+
+DEFAULT_CAP = 2000  # fires per task per window: a minutely task over a day is 1,440
+MAX_CAP = 20_000
+MAX_WINDOW = timedelta(days=62)
+DEFAULT_SPAN = timedelta(hours=24)  # either side of now
+# A run is drawn at its dispatch; one planned this long before the window may have gone out inside it.
+RUN_SLACK = timedelta(days=1)
+DOWNTIME_SOURCE = (
+    "derived: kairosd does not record its downtime; each span runs from the first fire missed "
+    "while it was not running (or the first caught up late) until it noticed, so the real outage "
+    "began earlier, after the last fire that went out"
+)
+
+
+def matches(task: Task, ids: set[str] | None, target: str | None, project: str | None, name: str | None) -> bool:
+    """Whether ``task`` passes the timeline's filters (each one given must hold)."""
+    if ids is not None and task.id not in ids:
+        return False
+    if target is not None and task.target.kind != target:
+        return False
+    if name is not None and name.casefold() not in (task.name or "").casefold():
+        return False
+    if project is not None:
+        where = task.target.project if isinstance(task.target, SessionTarget) else getattr(task.target, "cwd", None)
+        root = project.rstrip("/") or "/"
+        if where is None or not (where == root or where.startswith(root.rstrip("/") + "/")):
+            return False
+    return True
+
+
+def planned_fires(task: Task, now: datetime, end: datetime, cap: int) -> tuple[list[tuple[datetime, datetime]], bool]:
+    """(scheduled, planned) of every fire of ``task`` planned in (now, end], in UTC, at most ``cap``; and whether
+    capped.
+
+    Starts where the scheduler stands (the last slot handled, else the task's creation), as
+    :func:`kairosd.core.plan.upcoming` does, so a fire held back by jitter past ``now`` is included.
+    """
+    if task.paused:
+        return [], False
+    policy = parse_jitter(task.jitter)
+    floor = task.last_scheduled_for or task.created_at
+    zone = task.zone
+    # All in UTC: comparing and printing 50,000 instants in their zones was most of a week's timeline.
+    now, end = now.astimezone(UTC), end.astimezone(UTC)
+    if task.at is not None:
+        if task.at <= floor:
+            return [], False
+        slots: Iterator[datetime] = iter([task.at.astimezone(UTC)])
+    else:
+        assert task.cron is not None
+        start = max(floor, now - policy.max_delay) if task.recurring else floor
+        slots = fires_until(parse_cron(task.cron), start, end, zone)  # iter_fires' fires, cheaper
+        if not task.recurring:
+            first = next(slots, None)
+            slots = iter([] if first is None else [first])
+    fires: list[tuple[datetime, datetime]] = []
+    scheduled = next(slots, None)
+    while scheduled is not None:
+        following = next(slots, None)
+        if scheduled > end:  # jitter only delays a recurring fire: nothing later lands in the window
+            break
+        planned = (
+            scheduled
+            if policy.kind == "none"
+            else planned_time(
+                policy,
+                task.id,
+                scheduled,
+                recurring=task.recurring,
+                following=following,
+                created_at=task.created_at,
+                zone=zone,
+            )
+        )
+        if now < planned <= end:
+            if len(fires) >= cap:
+                return fires, True
+            fires.append((scheduled, planned))
+        scheduled = following
+    return fires, False
+
+
+def outcome_of(run: Run) -> str:
+    """The kind a timeline draws a run as: delivered, late (caught up), failed, skipped, missed or running."""
+    if run.outcome is None or run.outcome is Outcome.QUEUED:
+        return "running"
+    if run.outcome is Outcome.DELIVERED:
+        return "late" if run.catch_up else "delivered"
+    return run.outcome.value
+
+
+def run_time(run: Run) -> datetime:
+    """When a run happened, as drawn: dispatched, else finished, else planned."""
+    return run.dispatched_at or run.started_at or run.planned_for
+
+
+def missed_slots(task: Task | None, record: MissedRecord, cap: int) -> list[datetime]:
+    """The slots a missed record summarises, recomputed from the task's schedule (at most ``cap``).
+
+    A record counts its misses without listing them; the schedule gives them back. Without the task
+    (removed) or its cron, only the newest slot (and the first) are known.
+    """
+    first = record.first_scheduled_for or record.scheduled_for
+    if task is None or task.cron is None or record.count <= 2:
+        return sorted({first, record.scheduled_for})[:cap]
+    slots: list[datetime] = []
+    for slot in iter_fires(parse_cron(task.cron), first - timedelta(seconds=1), task.zone):
+        if slot > record.scheduled_for or len(slots) >= min(cap, record.count):
+            break
+        slots.append(slot)
+    return slots
+
+
+def downtime(records: Iterable[MissedRecord], runs: Iterable[Run], start: datetime, end: datetime) -> list[list[str]]:
+    """The spans kairosd was down, merged and clipped to [start, end], as [from, to] ISO strings."""
+    spans = [
+        (r.first_scheduled_for or r.scheduled_for, r.detected_at) for r in records if r.reason.startswith(NOT_RUNNING)
+    ]
+    spans += [(r.planned_for, r.dispatched_at) for r in runs if r.catch_up and r.dispatched_at is not None]
+    spans += [
+        (r.planned_for, r.finished_at)
+        for r in runs
+        if r.outcome is Outcome.MISSED and r.finished_at is not None and (r.reason or "").startswith(NOT_RUNNING)
+    ]
+    merged: list[list[datetime]] = []
+    for a, b in sorted((max(a, start), min(b, end)) for a, b in spans if b > start and a < end):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [[a.isoformat(), b.isoformat()] for a, b in merged]
+
+
+def _planned(
+    fires: list[tuple[datetime, datetime]], start: datetime, end: datetime, bins: int | None
+) -> dict[str, Any]:
+    if bins is None:
+        return {"planned": [p.isoformat() for _, p in fires]}
+    origin, scale = start.timestamp(), bins / (end - start).total_seconds()
+    counts: dict[int, int] = {}
+    for _, planned in fires:
+        index = min(int((planned.timestamp() - origin) * scale), bins - 1)  # the window's end: the last slice
+        counts[index] = counts.get(index, 0) + 1
+    return {"planned_bins": sorted(counts.items()), "planned_count": len(fires)}
+
+
+def dst_changes(zone_name: str, start: datetime, end: datetime) -> list[dict[str, str]]:
+    return [
+        {"at": at.isoformat(), "before": _offset(before), "after": _offset(after)}
+        for at, before, after in offset_changes(ZoneInfo(zone_name), start, end)
+    ]
+
+
+def _offset(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def build(
+    tasks: list[Task],
+    runs: list[Run],
+    missed: list[MissedRecord],
+    now: datetime,
+    start: datetime,
+    end: datetime,
+    cap: int,
+    started_at: datetime,
+    bins: int | None = None,
+) -> dict[str, Any]:
+    """The timeline document for ``tasks`` (already filtered) over [start, end] at ``now``.
+
+    With ``bins`` the planned fires come counted in that many equal slices of the window
+    (``planned_bins``: [slice, count] pairs), not listed: what a chart of that many columns needs,
+    without 50,000 instants to print and parse.
+    """
+    by_task: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.outcome is not Outcome.MISSED:  # a missed run repeats its missed record, which lists every slot
+            by_task.setdefault(run.task_id, []).append(run)
+    missed_by_task: dict[str, list[MissedRecord]] = {}
+    for record in missed:
+        first = record.first_scheduled_for or record.scheduled_for
+        if record.scheduled_for >= start and first <= end:
+            missed_by_task.setdefault(record.task_id, []).append(record)
+    zones: dict[str, list[dict[str, str]]] = {}
+    rows = []
+    capped = []
+    for task in tasks:
+        fires, over = planned_fires(task, max(now, start), end, cap) if end > now else ([], False)
+        past = sorted(by_task.get(task.id, []), key=run_time)
+        if len(past) > cap:
+            past, over = past[-cap:], True
+        slots = [
+            {"at": slot.isoformat(), "count": 1, "reason": record.reason, "action": record.action}
+            for record in missed_by_task.get(task.id, [])
+            for slot in missed_slots(task, record, cap)
+            if start <= slot <= end
+        ]
+        if over:
+            capped.append(task.id)
+        if task.tz not in zones:
+            zones[task.tz] = dst_changes(task.tz, start, end)
+        rows.append(
+            {
+                "id": task.id,
+                "name": task.name,
+                "tz": task.tz,
+                "schedule": task.cron or (task.at.isoformat() if task.at else None),
+                "paused": task.paused,
+                "capped": over,
+                # Only the planned instants (jitter included): 1,000 tasks over a week are ~50,000 of them.
+                **_planned(fires, start, end, bins),
+                "runs": [
+                    {
+                        "run_id": r.run_id,
+                        "at": run_time(r).isoformat(),
+                        "scheduled_for": r.scheduled_for.isoformat(),
+                        "outcome": outcome_of(r),
+                        "late_by_s": r.late_by_s,
+                        "manual": r.manual,
+                        "reason": r.reason,
+                    }
+                    for r in past
+                ],
+                "missed": slots,
+            }
+        )
+    return {
+        "from": start.isoformat(),
+        "to": end.isoformat(),
+        "now": now.isoformat(),
+        "cap": cap,
+        "bins": bins,
+        "capped": capped,
+        "tasks": rows,
+        "dst": {zone: changes for zone, changes in zones.items() if changes},
+        "downtime": downtime(missed, runs, start, end),
+        "downtime_source": DOWNTIME_SOURCE,
+        "started_at": started_at.isoformat(),
+    }

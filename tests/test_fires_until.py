@@ -1,0 +1,41 @@
+"""fires_until is iter_fires, faster: the same fires in the same order, across DST changes of every kind."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from kairosd.core.schedule.cron import parse_cron
+from kairosd.core.schedule.fires import fires_until, iter_fires
+
+CRONS = ["*/5 * * * *", "0 * * * *", "30 2 * * *", "0 2 * * 0", "15 1,2,3 * * *", "* 2 * * *", "0 0 29 2 *",
+         "0 9 * * 1-5", "45 */3 * * *"]  # fmt: skip
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu"]
+# Around the changes of 2026: US (8 March, 1 November), EU (29 March, 25 October), Lord Howe (5 April,
+# 4 October, half an hour), and a quiet week.
+STARTS = [datetime(2026, 3, 6, 7, 13, 20, tzinfo=UTC), datetime(2026, 3, 27, 23, 0, tzinfo=UTC),
+          datetime(2026, 4, 3, 12, 0, tzinfo=UTC), datetime(2026, 10, 2, 15, 30, tzinfo=UTC),
+          datetime(2026, 10, 24, 1, 0, tzinfo=UTC), datetime(2026, 10, 30, 20, 5, tzinfo=UTC),
+          datetime(2026, 11, 16, 0, 0, tzinfo=UTC), datetime(2028, 2, 20, 0, 0, tzinfo=UTC)]  # fmt: skip
+
+
+@pytest.mark.parametrize("zone", ZONES)
+@pytest.mark.parametrize("cron", CRONS)
+def test_the_same_fires_as_iter_fires(cron, zone):
+    expr, tz = parse_cron(cron), ZoneInfo(zone)
+    for start in STARTS:
+        for days in (1, 4, 12):
+            end = start + timedelta(days=days)
+            expected = []
+            for fire in iter_fires(expr, start, tz):
+                expected.append(fire)
+                if fire > end:
+                    break
+            got = list(islice(fires_until(expr, start, end, tz), len(expected)))
+            # The same instants, in order (compared in UTC: PEP 495 makes a repeated wall time in its zone
+            # unequal to any other zone's datetime).
+            assert got == [e.astimezone(UTC) for e in expected], (cron, zone, start, days)
+            assert all(g.tzinfo is UTC for g in got)

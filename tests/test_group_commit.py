@@ -1,0 +1,241 @@
+"""Deliveries that batch: a herd's fires share their durable writes, exactly once, and a stop tells the truth.
+
+A scheduler over an in-memory store, real ledgers and a real inbox in tmp_path,
+on a fake clock. The writes are counted by wrapping :meth:`JsonLog.append` (one
+append is one fsync).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from registry_support import until
+
+from kairosd.core.events import EventBus
+from kairosd.core.models import InboxTarget, Overlap, Task, new_task
+from kairosd.core.records import InboxItem, Outcome
+from kairosd.delivery.inbox import InboxDelivery
+from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedger
+from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
+from kairosd.scheduling.settle import settle_written_items
+from kairosd.scheduling.taskbook import TaskBook
+from kairosd.store.inbox import InboxStore
+from kairosd.store.jsonlog import JsonLog
+from kairosd.store.store import StoreState
+from kairosd.testing import FakeClock, InMemoryStore
+
+T0 = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)
+MINUTE = T0.replace(second=0) + timedelta(minutes=1)
+
+
+class Daemon:
+    """The scheduler's side of kairosd, with the inbox as the only target, state under ``folder``."""
+
+    def __init__(self, folder: Path, tasks: list[Task], clock: FakeClock, **config: Any) -> None:
+        self.clock = clock
+        self.store = InMemoryStore(StoreState(schema_version=2, tasks=tasks))
+        self.book = TaskBook(self.store, self.store.load())
+        self.ledger = RunLedger(folder / "runs.jsonl", clock)
+        self.interrupted = self.ledger.load()
+        self.missed = MissedLedger(folder / "missed.jsonl", clock)
+        self.missed.load()
+        self.inbox = InboxStore(folder / "inbox", clock)
+        self.delivery = InboxDelivery(self.inbox, clock)
+        self.sched = Scheduler(
+            self.book, self.ledger, self.missed, {"inbox": self.delivery}, clock, EventBus(clock.now),
+            SchedulerConfig(**config),
+        )  # fmt: skip
+
+    async def at(self, when: datetime) -> None:
+        self.clock.advance((when - self.clock.now()).total_seconds())
+        await self.sched.tick()
+        assert await self.sched.drain(10)
+
+
+def herd(n: int, sessions: tuple[str, ...] = ("main",), **kw: Any) -> list[Task]:
+    return [
+        new_task(
+            cron="* * * * *",
+            task_id=f"{0x30000000 + i:08x}",
+            created_at=T0,
+            tz="UTC",
+            prompt=f"herd {i}",
+            target=InboxTarget(session=sessions[i % len(sessions)]),
+            **kw,
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def appends(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Appends (fsyncs) per log: the file name for ledgers, ``inbox/<file>`` for inboxes."""
+    counted: Counter[str] = Counter()
+    real = JsonLog.append
+
+    def append(self: JsonLog, records: list[dict[str, Any]]) -> None:
+        name = self.path.name if self.path.parent.name != "inbox" else f"inbox/{self.path.name}"
+        counted[name] += 1
+        real(self, records)
+
+    monkeypatch.setattr(JsonLog, "append", append)
+    return counted
+
+
+def _one_per_slot(d: Daemon, tasks: list[Task], slots: list[datetime]) -> None:
+    runs = d.ledger.list(limit=100_000)
+    assert Counter((r.task_id, r.scheduled_for) for r in runs) == {(t.id, s): 1 for t in tasks for s in slots}
+    items = d.inbox.list()
+    assert len({i.id for i in items}) == len(items) == len(tasks) * len(slots)  # no duplicate item
+    assert {i.id for i in items} == {r.run_id for r in runs}
+
+
+def test_a_herd_shares_its_durable_writes(tmp_path: Path, appends: Counter[str]) -> None:
+    """The fires of one pass are one inbox append per session and two run-ledger appends (fired, then
+    their outcomes), not an fsync pair per fire; each task gets one run and one item per slot."""
+    tasks = herd(300, sessions=("main", "side"))
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0), max_concurrent=4)
+        await d.sched.start()
+        appends.clear()
+        await d.at(MINUTE)
+        assert appends == {"inbox/main.jsonl": 1, "inbox/side.jsonl": 1, "runs.jsonl": 2}
+        assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+        appends.clear()
+        await d.at(MINUTE + timedelta(minutes=1))
+        assert appends == {"inbox/main.jsonl": 1, "inbox/side.jsonl": 1, "runs.jsonl": 2}
+        _one_per_slot(d, tasks, [MINUTE, MINUTE + timedelta(minutes=1)])
+
+    asyncio.run(main())
+
+
+def test_a_crash_between_a_batch_write_and_its_acknowledgement_repeats_nothing(tmp_path: Path) -> None:
+    """What a crash leaves after the batch's items are durable and before its outcomes are recorded:
+    every item of the batch is on disk, every run is still in flight. The next start marks them
+    interrupted (the crash rules), then delivered since their items are written; it fires none of them
+    again, and the next slot fires once."""
+    tasks = herd(200)
+    crashed = tmp_path / "crashed"
+
+    async def main() -> None:
+        d = Daemon(tmp_path / "live", tasks, FakeClock(T0))
+        await d.sched.start()
+        record_many = d.ledger.record_many
+
+        def snapshot_first(runs: list[Any]) -> None:
+            if any(r.outcome is Outcome.DELIVERED for r in runs) and not crashed.exists():
+                shutil.copytree(tmp_path / "live", crashed)  # the disk as a crash here leaves it
+            record_many(runs)
+
+        d.ledger.record_many = snapshot_first  # type: ignore[method-assign]
+        await d.at(MINUTE)
+        assert crashed.exists()
+
+        # The next start: the store lost the anchors too (they follow in the background).
+        again = Daemon(crashed, tasks, FakeClock(MINUTE + timedelta(seconds=5)))
+        assert len(again.interrupted) == 200
+        assert {r.reason for r in again.interrupted} == {INTERRUPTED_REASON}
+        assert len(again.inbox.list()) == 200  # the whole batch was durable before any acknowledgement
+        # Their items are the target's confirmation: the runs are settled as delivered, as kairosd does at load.
+        assert len(settle_written_items(again.ledger, again.inbox, again.interrupted)) == 200
+        assert {r.outcome for r in again.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+        await again.sched.start()
+        assert await again.sched.drain(10)
+        await again.at(MINUTE + timedelta(seconds=50))
+        assert len(again.inbox.list()) == 200  # nothing repeated
+        await again.at(MINUTE + timedelta(minutes=1))
+        _one_per_slot(again, tasks, [MINUTE, MINUTE + timedelta(minutes=1)])
+
+    asyncio.run(main())
+
+
+def test_a_stop_records_a_written_item_as_delivered(tmp_path: Path) -> None:
+    """Stopped while the batch's write is under way, past the grace: the write finishes in its thread,
+    so the runs are recorded delivered (their items are on disk), not failed."""
+    tasks = herd(20)
+    entered, release = threading.Event(), threading.Event()
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0))
+        await d.sched.start()
+        put_many = d.inbox.put_many
+
+        def slow_put_many(items: list[InboxItem]) -> list[bool]:
+            answers = put_many(items)  # durable now
+            entered.set()
+            release.wait(30)
+            return answers
+
+        d.inbox.put_many = slow_put_many  # type: ignore[method-assign]
+        cancel = d.sched._dispatch.cancel
+
+        async def cancel_then_release() -> None:
+            cancelling = asyncio.ensure_future(cancel())
+            await asyncio.sleep(0)  # cancel() has cancelled what is in flight and waits for it
+            release.set()
+            await cancelling
+
+        d.sched._dispatch.cancel = cancel_then_release  # type: ignore[method-assign]
+        d.clock.advance((MINUTE - d.clock.now()).total_seconds())
+        await d.sched.tick()
+        await until(entered.is_set, "the batch's write to start", timeout=10)
+        await d.sched.shutdown(0.01)
+        assert release.is_set()  # the cancel path was taken
+        runs = d.ledger.list(limit=100)
+        assert len(runs) == 20
+        assert {r.outcome for r in runs} == {Outcome.DELIVERED}
+        assert len(d.inbox.list()) == 20
+
+    asyncio.run(main())
+
+
+def test_a_stop_does_not_wait_for_queued_deliveries(tmp_path: Path) -> None:
+    """Stopped with a batch in flight, runs waiting for a delivery slot and runs queued behind running ones:
+    the waiting and queued ones are recorded missed at once and their fires surfaced as missed, one record
+    per task; the batch in flight is waited for and recorded delivered."""
+    tasks = herd(30, overlap=Overlap.QUEUE)
+    entered, release = threading.Event(), threading.Event()
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0))
+        await d.sched.start()
+        put_many = d.inbox.put_many
+
+        def held_put_many(items: list[InboxItem]) -> list[bool]:
+            entered.set()
+            release.wait(30)
+            return put_many(items)
+
+        d.inbox.put_many = held_put_many  # type: ignore[method-assign]
+        d.clock.advance((MINUTE - d.clock.now()).total_seconds())
+        await d.sched.tick()  # 30 fires, one batch, held in its write
+        await until(entered.is_set, "the batch's write to start", timeout=10)
+        d.clock.advance(60)
+        await d.sched.tick()  # 30 more fires, queued behind the running ones
+        d.clock.advance(60)
+        await d.sched.tick()
+        assert d.sched._dispatch.queued() == 60
+        stopping = asyncio.ensure_future(d.sched.shutdown(30))
+        # The queued runs are recorded before the stop waits for anything in flight.
+        missed = lambda: len([r for r in d.ledger.list(limit=1000) if r.outcome is Outcome.MISSED])  # noqa: E731
+        try:
+            await until(lambda: missed() >= 60, "the queued runs to be recorded missed", timeout=10)
+        finally:
+            release.set()  # never leave the write held, even when the assertion fails
+        await stopping
+        runs = d.ledger.list(limit=1000)
+        assert Counter(r.outcome for r in runs) == {Outcome.DELIVERED: 30, Outcome.MISSED: 60}
+        surfaced = d.missed.list()
+        assert sorted(m.task_id for m in surfaced) == sorted(t.id for t in tasks)
+        assert {(m.count, m.action) for m in surfaced} == {(2, "surfaced")}
+        assert {m.first_scheduled_for for m in surfaced} == {MINUTE + timedelta(minutes=1)}
+
+    asyncio.run(main())

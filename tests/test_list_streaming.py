@@ -1,0 +1,146 @@
+"""``GET /tasks`` streams (issue 28): the answer goes out piece by piece, and what the daemon keeps is bounded.
+
+Before, the whole document was built in memory (and kept, with three more representations of
+every view); at 300,000 tasks the CLI timed out waiting for it. Pinned here without timing:
+the first views are sent before the last are encoded, the answer is chunked on the wire, a
+listing's peak allocation is a fraction of the document, the view cache holds one entry (bytes) per
+listed task and drops removed ones, and explain() keeps 10,000 distinct schedules.
+"""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from session_support import Kairosd
+
+import kairosd.scheduling.api as tasks_api
+import kairosd.scheduling.service as service_module
+from kairos.client import Client
+from kairosd.api.http_types import JsonPieces, Request
+from kairosd.core.models import new_task
+from kairosd.core.schedule import explain as explain_module
+
+N = 1500
+
+
+@pytest.fixture(name="kd")
+def _kd(tmp_path: Path) -> Iterator[Kairosd]:
+    kd = Kairosd(tmp_path).start()
+    try:
+        now = kd.clock.now()
+        tasks = [
+            new_task(
+                prompt=f"listed task {i}: summarise the open pull requests of the week",
+                created_at=now - timedelta(seconds=1),
+                tz="UTC",
+                cron=f"{i % 60} {(i // 60) % 24} 1 7 *",
+                task_id=f"{0x10000000 + i:08x}",
+            )
+            for i in range(N)
+        ]
+
+        def load() -> None:
+            for task in tasks:
+                kd.book.put(task)
+                kd.scheduler.schedule(task)
+
+        kd.call(load)
+        kd.run(kd.book.commit())
+        yield kd
+    finally:
+        kd.stop()
+
+
+def _answer(kd: Kairosd, query: dict[str, str]) -> JsonPieces:
+    answer = kd.run(kd.api.handle(Request("GET", "/v1/tasks", query, None, 0)))
+    assert isinstance(answer, JsonPieces)
+    return answer
+
+
+@pytest.mark.parametrize("query", [{}, {"view": "summary"}])
+def test_the_first_views_go_out_before_the_last_are_encoded(
+    kd: Kairosd, query: dict[str, str], monkeypatch: pytest.MonkeyPatch
+):
+    encoded: list[str] = []
+    make = kd.service.listed_piece
+
+    def counted(rows: list[Any], summary: bool) -> bytes:
+        encoded.extend(task.id for _, task, _, _ in rows)
+        return make(rows, summary)
+
+    monkeypatch.setattr(kd.service, "listed_piece", counted)
+    pieces = iter(_answer(kd, query).pieces)
+    first = kd.call(lambda: next(pieces) + next(pieces))
+    assert first.startswith(b'{"tasks":[{"id":"')
+    assert len(encoded) <= tasks_api.LIST_PIECE < N  # the rest are not encoded yet
+    rest = kd.call(lambda: b"".join(pieces))
+    assert len(json.loads(first + rest)["tasks"]) == N
+    assert len(encoded) == N
+
+
+def test_the_answer_is_chunked_on_the_wire(kd: Kairosd):
+    response = Client(kd.paths.socket)._open("GET", "/tasks", None, None)
+    try:
+        assert response.chunked
+        assert response.headers["content-type"] == "application/json"
+        assert "content-length" not in response.headers
+        assert len(json.loads(response.read())["tasks"]) == N
+    finally:
+        response.close()
+
+
+def test_a_listings_peak_allocation_is_a_fraction_of_the_document(kd: Kairosd, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(tasks_api, "LIST_PIECE", 50)
+    answer = _answer(kd, {})
+    size = len(b"".join(kd.call(lambda: list(answer.pieces))))  # also fills the caches
+
+    def measured() -> tuple[int, int]:
+        tracemalloc.start()
+        try:
+            sent = sum(len(piece) for piece in _pieces_now(kd))
+            return sent, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    sent, peak = kd.call(measured)
+    assert sent == size
+    assert peak < size / 2, (peak, size)  # the whole document was at least `size`, and stayed
+
+
+def _pieces_now(kd: Kairosd) -> Iterator[bytes]:
+    """The pieces of a listing, made on the loop thread (as the server makes them)."""
+    rows = kd.service.listing(False)
+    return tasks_api.Api._listed(kd.api, rows, False)  # type: ignore[attr-defined]
+
+
+def test_the_view_cache_holds_bytes_for_listed_tasks_only(kd: Kairosd, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(service_module, "CACHE_SLACK", 0)
+    for query in ({}, {"view": "summary"}):
+        answer = _answer(kd, query)
+        kd.call(lambda a=answer: list(a.pieces))
+    removed = [f"{0x10000000 + i:08x}" for i in range(0, N, 3)]
+    kd.run(kd.service.remove(removed))
+    for query in ({}, {"view": "summary"}):
+        answer = _answer(kd, query)
+        body = b"".join(kd.call(lambda a=answer: list(a.pieces)))
+        assert len(json.loads(body)["tasks"]) == N - len(removed)
+    cache: dict[str, Any] = kd.service._listed
+    assert set(cache) == {t.id for t in kd.book}
+    assert all(type(entry[3]) is bytes for entry in cache.values())
+
+
+def test_explain_keeps_ten_thousand_distinct_schedules():
+    explain_module._explain_canonical.cache_clear()
+    expressions = [f"{m} {h} {d} * *" for d in range(1, 8) for h in range(24) for m in range(60)][:10_000]
+    first = [explain_module.explain(e) for e in expressions]
+    before = explain_module._explain_canonical.cache_info()
+    assert [explain_module.explain(e) for e in expressions] == first
+    after = explain_module._explain_canonical.cache_info()
+    assert after.misses == before.misses  # the second round is all hits
+    assert explain_module.explain("0 9 * * MON-FRI") == explain_module.explain("0 9 * * 1-5")
