@@ -459,9 +459,8 @@ def write_config(home: Path, text: str) -> None:
 SERVER = """
 import asyncio, os, signal
 from kairosd.app.daemon import run
-from kairosd.app.wiring import AppConfig, build_app
+from kairosd.app.wiring import build_app
 from kairosd.config import load_config
-from kairosd.core.clock import SystemClock
 from kairosd.system.paths import Paths
 
 
@@ -469,7 +468,7 @@ async def main():
     paths = Paths.from_env()
     for folder in (paths.state_dir, paths.runtime_dir, paths.data_dir):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    app = build_app(AppConfig(paths, load_config(paths), SystemClock(), dict(os.environ), paths.socket))
+    app = build_app(load_config(paths), paths=paths, environ=dict(os.environ))
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, app.request_stop)
     ready = asyncio.Event()
     serving = asyncio.ensure_future(run(app, ready=ready))

@@ -34,8 +34,8 @@ from registry_support import FakeAdapter, adapters
 
 from kairosd import testing
 from kairosd.api.server import UnixHttpServer
-from kairosd.app.wiring import AppConfig, build_app
-from kairosd.config import Config, ConsolidationConfig, Limits
+from kairosd.app.wiring import build_app
+from kairosd.config import Config, ConsolidationConfig, Limits, with_environment
 from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
@@ -116,9 +116,15 @@ class Kairosd:
                 **self.config.get("environ", {}),
             }
             limits = Limits(max_concurrent=self.config.get("max_concurrent", 4), kill_grace=1.0)
-            settings = Config(limits=limits, consolidation=ConsolidationConfig(enabled=False))
+            # The environment's overrides (KAIROS_RUNS_PER_TASK, ...) as kairosd's load_config applies them.
+            settings = with_environment(
+                Config(limits=limits, consolidation=ConsolidationConfig(enabled=False)), environ
+            )
             self.app = app = build_app(
-                AppConfig(self.paths, settings, self.clock, environ, self.paths.socket),
+                settings,
+                paths=self.paths,
+                clock=self.clock,
+                environ=environ,
                 store=InMemoryStore(StoreState.empty()),
                 adapter_for=adapters(*agents),
                 policy_for=lambda name, cwd: AgentPolicy(),

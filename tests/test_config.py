@@ -245,11 +245,43 @@ def test_the_environment_overrides_the_limits(paths):
         # Issue 27, finding 6: isdigit() and int() read Arabic-Indic and fullwidth digits as 3.
         ("KAIROS_MAX_DEPTH", "\u0663", "KAIROS_MAX_DEPTH must be a whole number"),
         ("KAIROS_MAX_CONCURRENT", "\uff13", "KAIROS_MAX_CONCURRENT must be a whole number"),
+        # Once read in the wiring, where a bad value raised SystemExit instead of a ConfigError.
+        ("KAIROS_RUNS_PER_TASK", "0", "KAIROS_RUNS_PER_TASK must be a whole number from 1 to 100000, not '0'"),
+        ("KAIROS_RUNS_PER_TASK", "\u0661\u0660", "KAIROS_RUNS_PER_TASK must be a whole number"),
+        ("KAIROS_SESSION_TTL", "soon", "KAIROS_SESSION_TTL: "),
+        ("KAIROS_SESSION_TTL", "30s", "KAIROS_SESSION_TTL must be at least 1m, not '30s'"),
     ],
 )
 def test_a_bad_environment_override_names_the_variable(paths, var, value, message):
     with pytest.raises(ConfigError, match=message):
         load_config(paths, {var: value})
+
+
+def test_every_environment_setting_is_read_by_load_config(paths):
+    """One config: the run history, the session ttl and both switches come from load_config, over the file."""
+    write(paths, '[limits]\nruns_per_task = 9\nsession_ttl = "2h"\n')
+    config = load_config(paths, {})
+    assert (config.limits.runs_per_task, config.limits.session_ttl) == (9, 7200.0)
+    assert (config.firing_disabled, config.consolidation.switched_off) == (None, None)
+    env = {
+        "KAIROS_RUNS_PER_TASK": "500",
+        "KAIROS_SESSION_TTL": "90m",
+        "KAIROS_DISABLE_CRON": "1",
+        "KAIROS_CONSOLIDATE": "off",
+    }
+    config = load_config(paths, env)
+    assert (config.limits.runs_per_task, config.limits.session_ttl) == (500, 5400.0)
+    assert config.firing_disabled is not None
+    assert config.firing_disabled.startswith("KAIROS_DISABLE_CRON=1 is set")
+    assert config.consolidation.switched_off == "KAIROS_CONSOLIDATE=off is set in kairosd's environment"
+    assert config.path == config_path(paths)
+    assert load_config(paths, {"CLAUDE_CODE_DISABLE_CRON": "true"}).firing_disabled is not None
+    assert load_config(paths, {"KAIROS_DISABLE_CRON": "0", "KAIROS_CONSOLIDATE": "1"}).firing_disabled is None
+
+
+def test_the_defaults_of_the_environment_settings(paths):
+    config = load_config(paths, {})
+    assert (config.limits.runs_per_task, config.limits.session_ttl) == (50, 24 * 3600.0)
 
 
 @pytest.mark.parametrize("text", ["[limits]\nkill_grace = nan\n", "[consolidation]\nmin_interval_minutes = inf\n"])

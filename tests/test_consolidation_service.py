@@ -15,7 +15,7 @@ import pytest
 from consolidation_support import WAIT_S, fake_claude, short_transcript, write_config, write_transcript
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
-from kairosd.config import ConsolidationConfig
+from kairosd.config import Config, ConsolidationConfig, with_environment
 from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.runs import ConsolidationDeps
 from kairosd.consolidation.service import Consolidation
@@ -41,9 +41,10 @@ class Harness:
         self.clock = clock or FakeClock()
         self.events = EventBus(self.clock.now)
         self.registry: Registry = make_registry(root, adapter, clock=self.clock, events=self.events)
-        self.config = ConsolidationConfig(**config)
         # A home of its own: auto mode (the default) looks there for `kairos integrate`'s hooks.
         self.environ = clean_environ(HOME=str(root / "home")) if environ is None else environ
+        # As load_config makes it: kairosd's own KAIROS_CONSOLIDATE is read there, not by the service.
+        self.config = with_environment(Config(consolidation=ConsolidationConfig(**config)), self.environ).consolidation
         self.service = self._service()
         self.project = root / "proj"
         (self.project / ".git").mkdir(parents=True, exist_ok=True)

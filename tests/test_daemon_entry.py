@@ -1,4 +1,4 @@
-"""The kairosd console script: its arguments without argparse, and asyncio imported without ssl (issue 16)."""
+"""The kairosd console script: its arguments without argparse, and a daemon process that can speak TLS."""
 
 from __future__ import annotations
 
@@ -53,8 +53,13 @@ def test_other_arguments_go_through_the_parser(capsys: Any, argv: list[str], cod
     assert err in captured.err
 
 
-def test_the_daemon_starts_without_ssl_and_https_still_works_through_httpx(tmp_path: Path) -> None:
-    """What the start leaves out (ssl) comes back for the webhook delivery's HTTPS, which httpx does itself."""
+def test_asyncio_tls_works_in_the_daemon_process(tmp_path: Path) -> None:
+    """The daemon's entry leaves ssl alone: asyncio's own TLS transport works in the kairosd process.
+
+    (An earlier start-up trick imported asyncio with ssl hidden, which made any asyncio TLS fail with
+    "stdlib ssl module not available".) The child runs ``kairosd.__main__.main`` as the console script
+    does, with a stand-in ``serve_forever`` that does a TLS round trip over asyncio streams.
+    """
     pytest.importorskip("cryptography")
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -82,45 +87,55 @@ def test_the_daemon_starts_without_ssl_and_https_still_works_through_httpx(tmp_p
     )
     script = textwrap.dedent(
         """
-        import sys
-        from kairosd.__main__ import _import_asyncio_without_ssl
+        import sys, types
 
-        _import_asyncio_without_ssl()
-        import kairosd.app.daemon
-        assert "ssl" not in sys.modules and "_ssl" not in sys.modules, "ssl was imported at start"
+        folder = sys.argv[1]
 
-        import asyncio, http.server, ssl, threading
-        import httpx
+        def serve_forever():
+            # What a daemon part would do: asyncio streams over TLS, in the process main() prepared.
+            import asyncio, ssl
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["content-length"]))
-                self.send_response(200)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+            import kairosd.app.daemon  # the real one, loaded in this process too
 
-            def log_message(self, *args):
-                pass
+            async def round_trip():
+                server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                server_ctx.load_cert_chain(folder + "/cert.pem", folder + "/key.pem")
+                client_ctx = ssl.create_default_context(cafile=folder + "/cert.pem")
 
-        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(sys.argv[1] + "/cert.pem", sys.argv[1] + "/key.pem")
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+                async def echo(reader, writer):
+                    writer.write(await reader.readline())
+                    await writer.drain()
+                    writer.close()
 
-        async def post():
-            # As the webhook delivery builds its client, trusting the test's certificate.
-            trusted = sys.argv[1] + "/cert.pem"
-            async with httpx.AsyncClient(trust_env=False, follow_redirects=False, verify=trusted) as c:
-                response = await c.post(f"https://localhost:{server.server_address[1]}/hook", content=b"fired")
-            return response.status_code, response.content
+                server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_ctx)
+                port = server.sockets[0].getsockname()[1]
+                reader, writer = await asyncio.open_connection(
+                    "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+                )
+                writer.write(b"fired\\n")
+                line = await reader.readline()
+                writer.close()
+                server.close()
+                return line
 
-        print(asyncio.run(post()))
+            print(asyncio.run(round_trip()))
+            return 0
+
+        # main() imports these two names from kairosd.app.daemon; a stand-in module supplies them, so
+        # nothing is imported before main() runs its own start-up.
+        stand_in = types.ModuleType("kairosd.app.daemon")
+        stand_in.configure_logging = lambda verbose: None
+        stand_in.serve_forever = lambda: (sys.modules.pop("kairosd.app.daemon"), serve_forever())[1]
+        sys.modules["kairosd.app.daemon"] = stand_in
+        assert "asyncio" not in sys.modules
+
+        from kairosd.__main__ import main
+
+        main([])
         """
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "(200, b'fired')"
+    assert done.stdout.strip() == "b'fired\\n'"

@@ -16,7 +16,8 @@ from fake_agents import write_fake_agents
 
 from kairos.app import run
 from kairosd.api.server import Request
-from kairosd.app.doctor import doctor_report, doctor_routes, local_report
+from kairosd.app.api import doctor_routes
+from kairosd.app.doctor import doctor_report, local_report
 from kairosd.app.reload import LiveSettings
 from kairosd.config import Config
 
@@ -88,6 +89,8 @@ def test_agents_on_the_path_are_found_and_probed(bin_dir, home):
         "max_connections": 256,
         "max_streams": 64,
         "max_sessions": 1000,
+        "runs_per_task": 50,
+        "session_ttl": 86400.0,
         "max_output": 1 << 20,
     }
     json.dumps(report)  # all plain data
@@ -331,6 +334,8 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
         "max_connections": 256,
         "max_streams": 64,
         "max_sessions": 1000,
+        "runs_per_task": 50,
+        "session_ttl": 86400.0,
         "max_output": 1 << 20,
     }
     assert settings["consolidation"] == {**settings["consolidation"], "mode": "agent", "min_user_turns": 3}
@@ -342,7 +347,7 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
     out = capsys.readouterr().out
     assert (
         "  limits:        max_concurrent 3, max_depth 7, kill_grace 120, keep_finished 1000, max_connections 256, "
-        "max_streams 64, max_sessions 1000, max_output 1048576\n"
+        "max_streams 64, max_sessions 1000, runs_per_task 50, session_ttl 86400, max_output 1048576\n"
     ) in out
     assert "  consolidation: enabled yes, min_interval_minutes 10, min_user_turns 3, mode agent," in out
     assert "  webhook:       secret **********, secret_file -, allow_non_loopback no," in out

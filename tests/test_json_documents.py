@@ -20,6 +20,7 @@ from session_support import Kairosd, hook_home
 
 from kairos import documents
 from kairos.app import build_parser, run
+from kairosd.scheduling.api import quarantine_routes
 from kairosd.store.quarantine import Quarantine
 
 __all__ = ["hook_home"]  # the fixture `home`, used below
@@ -78,7 +79,7 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     assert check("add", "--every", "7m", "rounded")["task"]["note"]
     check("list")
     set_aside = Quarantine(kd.paths.state_dir / "scheduled_tasks.quarantine.json", kd.clock)
-    kd.api.add_routes(set_aside.routes())
+    kd.api.add_routes(quarantine_routes(set_aside))
     assert check("list", "--problems")["entries"] == []
     set_aside.add([({"id": "bad0bad0", "cron": "61 * * * *"}, "invalid cron"), ([1], "not an object")])
     assert [e["id"] for e in check("list", "--problems")["entries"]] == ["bad0bad0", None]

@@ -16,8 +16,8 @@ import pytest
 from test_scheduler import T0
 
 from kairosd.api.server import Request
-from kairosd.app.doctor import doctor_routes
-from kairosd.app.wiring import App, AppConfig, build_app
+from kairosd.app.api import doctor_routes
+from kairosd.app.wiring import App, build_app
 from kairosd.config import load_config
 from kairosd.delivery.webhook import WebhookDelivery
 from kairosd.store.store import StoreState
@@ -54,14 +54,17 @@ def _app(home: Path) -> tuple[App, Path]:
     config.write_text(FIRST)
     environ = {"TZ": "UTC", "KAIROS_HOME": str(home), "PATH": os.environ.get("PATH", "")}
     app = build_app(
-        AppConfig(paths, load_config(paths, environ), FakeClock(T0), environ, paths.socket),
+        load_config(paths, environ),
+        paths=paths,
+        clock=FakeClock(T0),
+        environ=environ,
         store=InMemoryStore(StoreState.empty()),
     )
     return app, config
 
 
 def _doctor(app: App) -> dict:
-    ((_, methods),) = doctor_routes(app.live)
+    ((_, methods),) = doctor_routes(app.live, app.paths, app.environ)
     request = Request(method="GET", path="/v1/doctor", query={}, body=None, peer_uid=os.getuid())
     response = asyncio.run(methods["GET"](request, re.fullmatch("x", "x")))  # type: ignore[arg-type]
     return response.body["doctor"]
@@ -121,3 +124,17 @@ def test_codex_idle_wake_is_named_as_needing_a_restart() -> None:
     assert is_live("agents.codex.model")
     assert not is_live("agents.codex.idle_wake")
     assert not is_live("limits.max_concurrent")
+
+
+def test_limits_sized_at_start_stay_in_effect_beside_a_live_change(home: Path) -> None:
+    """The run history's length, the sessions' expiry and the output cap are set at start: a reload that
+    applies something else must not show them as in effect, and names them as needing a restart."""
+    app, config = _app(home)
+    config.write_text(
+        FIRST.replace("max_depth = 5", 'max_depth = 2\nruns_per_task = 7\nsession_ttl = "2h"\nmax_output = "4KiB"')
+    )
+    result = app.reload()
+    assert result["applied"] == ["limits.max_depth"]
+    assert result["needs_restart"] == ["limits.max_output", "limits.runs_per_task", "limits.session_ttl"]
+    limits = app.live.current.limits
+    assert (limits.runs_per_task, limits.session_ttl, limits.max_output) == (50, 86400.0, 1 << 20)

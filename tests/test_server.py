@@ -22,10 +22,13 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kairos.client import ApiError, Client, DaemonNotRunning
+from kairos.agents.integrations.merge import Refused
+from kairos.client import ApiError, Client, DaemonNotRunning, ForeignServer
+from kairosd.api.router import MethodNotAllowed
 from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
 from kairosd.core import protocol
-from kairosd.core.errors import CronSyntaxError, KairosError, LockHeldError, NotFoundError
+from kairosd.core.errors import ConfigError, CronSyntaxError, KairosError, LockHeldError, NotFoundError
+from kairosd.system.trust import UnsafePathError
 from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
@@ -782,3 +785,40 @@ def test_requests_that_cannot_be_watched_are_logged_once(
     warnings = [r.getMessage() for r in caplog.records if "cannot watch a client" in r.getMessage()]
     assert len(warnings) == 1
     assert warnings[0].endswith("(1 time(s) since the last report)")
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (lambda: UnsafePathError("/srv/x is writable by others"), 403, "unsafe_path"),
+        (lambda: Refused("~/.claude/settings.json is not kairos' to change"), 403, "refused"),
+        (lambda: NotFoundError("no task abc"), 404, "not_found"),
+        (lambda: LockHeldError("another kairosd owns the store"), 409, "lock_held"),
+    ],
+)
+def test_an_error_is_answered_with_the_status_its_class_carries(
+    harness: Harness, error: Any, status: int, code: str
+) -> None:
+    """The class says its status; a refusal (unsafe_path, refused) is never a 500 "server fault"."""
+
+    async def handler(request: Request) -> Response:
+        raise error()
+
+    harness.start(handler)
+    with pytest.raises(ApiError) as err:
+        harness.client().call("GET", "/anything")
+    assert (err.value.status, err.value.code) == (status, code)
+
+
+def test_the_wire_table_agrees_with_every_error_class() -> None:
+    """protocol.ERROR_STATUS documents each code on the wire; each class that the server may answer
+    with says the same status (the CLI's own transport errors never reach a server)."""
+
+    def subclasses(cls: type[KairosError]) -> list[type[KairosError]]:
+        return [cls, *(s for sub in cls.__subclasses__() for s in subclasses(sub))]
+
+    cli_only = {DaemonNotRunning, ForeignServer, ApiError}
+    ours = [c for c in subclasses(KairosError) if c not in cli_only and c.__module__.startswith("kairos")]
+    assert {UnsafePathError, Refused, MethodNotAllowed, ConfigError} <= set(ours)
+    said = {cls.code: cls.http_status for cls in ours}
+    assert {code: protocol.ERROR_STATUS.get(code) for code in said} == said

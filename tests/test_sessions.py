@@ -12,6 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from kairosd.api.server import Request
+from kairosd.app.wiring import build_app
+from kairosd.config import Config, load_config
 from kairosd.core.errors import UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import SessionTarget, Task, new_task
@@ -22,7 +24,7 @@ from kairosd.scheduling.ledger import RunLedger
 from kairosd.sessions.api import DEFAULT_WAIT_S, _timeout
 from kairosd.sessions.hub import SessionHub, chain_limit
 from kairosd.sessions.store import CLAIM_LEASE, PendingItem, SessionStore, is_inside
-from kairosd.sessions.wiring import session_ttl
+from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 10, 31, 9, 0, tzinfo=UTC)
@@ -159,13 +161,20 @@ def test_a_claim_is_exclusive_until_its_lease_lapses(tmp_path):
     assert [i.run_id for i in store.take(session, second, {"r000000000001"})] == ["r000000000001"]
 
 
-def test_session_ttl_comes_from_the_environment():
-    """KAIROS_SESSION_TTL takes a duration (default 24h); nonsense or less than a minute is an error."""
-    assert session_ttl({}) == timedelta(hours=24)
-    assert session_ttl({"KAIROS_SESSION_TTL": "90m"}) == timedelta(minutes=90)
-    for bad in ("soon", "30s"):
-        with pytest.raises(UsageError):
-            session_ttl({"KAIROS_SESSION_TTL": bad})
+def test_the_app_takes_the_session_ttl_and_run_history_from_its_one_config(tmp_path):
+    """build_app reads no environment variable of its own: KAIROS_SESSION_TTL, KAIROS_RUNS_PER_TASK and
+    KAIROS_DISABLE_CRON reach it only through load_config's Config."""
+    paths = Paths(tmp_path / "state", tmp_path / "run", tmp_path / "data", tmp_path / "config")
+    env = {"TZ": "UTC", "KAIROS_SESSION_TTL": "2m", "KAIROS_RUNS_PER_TASK": "3", "KAIROS_DISABLE_CRON": "1"}
+    app = build_app(load_config(paths, env), paths=paths, clock=FakeClock(T0), environ=env)
+    assert app.sessions.hub.store.ttl == timedelta(minutes=2)
+    assert app.ledger._keep == 3
+    assert app.scheduler.config.disabled_reason is not None
+    # The same environment, but a Config that did not come from it: build_app does not look past it.
+    app = build_app(Config(), paths=paths, clock=FakeClock(T0), environ=env)
+    assert app.sessions.hub.store.ttl == timedelta(hours=24)
+    assert app.ledger._keep == 50
+    assert app.scheduler.config.disabled_reason is None
 
 
 def test_expired_sessions_are_dropped_and_their_items_fall_back(tmp_path):

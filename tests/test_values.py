@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from kairosd.api.requests import query_number
-from kairosd.app.wiring import _int_env
 from kairosd.core.clock import tz_env_problem
 from kairosd.core.errors import UsageError
 
@@ -22,13 +21,6 @@ def test_a_query_number_is_finite_and_ascii(raw: str) -> None:
 
 def test_a_query_number_in_ascii_is_read() -> None:
     assert query_number("2.5", "timeout") == 2.5
-
-
-@pytest.mark.parametrize("raw", ["\u0663", "\uff13", "\u0661\u0660"])
-def test_a_daemon_environment_number_takes_ascii_digits_only(raw: str) -> None:
-    with pytest.raises(SystemExit, match="KAIROS_X must be a whole number"):
-        _int_env({"KAIROS_X": raw}, "KAIROS_X", 5, 1, 100)
-    assert _int_env({"KAIROS_X": "10"}, "KAIROS_X", 5, 1, 100) == 10
 
 
 @pytest.mark.parametrize("tz", ["EST5EDT,M3.2.0,M11.1.0", "<+03>-3", ":UTC0"])

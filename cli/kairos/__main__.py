@@ -23,15 +23,14 @@ def main() -> None:
     if argv[:1] == ["hook"]:
         import gc
 
-        # A hook call lives a few milliseconds and makes no garbage cycles: the collector only ran (~5 times,
-        # ~0.9 ms of a ~22 ms Stop hook: bench/bench_hook.py) over the objects its imports made. The
-        # long-lived waiter turns it back on (kairos.agents.hook._wait).
+        # A hook call makes no garbage cycles (docs/performance.md). The long-lived waiter turns the
+        # collector back on (kairos.agents.hook._wait).
         gc.disable()
         from kairos.agents.hook import main as hook_main
 
         _end(hook_main(argv[1:]))
     if argv == ["--version"]:
-        # Kept because it is measured (BENCHMARKS.md, Session 5): 15 ms here against 54 ms through the parser.
+        # Without the parser, which imports every verb module (docs/performance.md).
         version = _version_line()
         if version is not None:
             sys.stdout.write(version)
@@ -46,8 +45,7 @@ def main() -> None:
 
 def _end(code: int) -> NoReturn:
     """Exit with ``code`` at once, skipping the interpreter's teardown (freeing every module and
-    object, a last full collection): ~2 ms of a Stop hook (``bench/bench_hook.py``) and ~3 ms of a
-    ``kairos list`` of 1,000 tasks (``bench/bench_cli.py``). Only for those short calls: their work
+    object, a last full collection; docs/performance.md). Only for those short calls: their work
     is done when their handler returns, and nothing they do registers an atexit handler or needs a
     finalizer; what they printed is flushed here. If that fails, the interpreter ends as usual."""
     import os

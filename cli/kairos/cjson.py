@@ -1,9 +1,8 @@
 """``json.loads`` and ``json.dumps`` for the CLI's hot paths, straight from CPython's C accelerator.
 
 The json package compiles six regular expressions when it is imported, which its C scanner and
-encoder never use: ~1.8 ms of every process that imports it, and the Stop hook (``bench/bench_hook.py``,
-goal 2x a bare interpreter, ~22 ms) and ``kairos list`` (``bench/bench_cli.py``, 3x) parse JSON on
-every call. This module builds the same scanner and encoder json builds, from ``_json``, and gives
+encoder never use, and the Stop hook and ``kairos list`` parse JSON on every call
+(docs/performance.md). This module builds the same scanner and encoder json builds, from ``_json``, and gives
 the same results: :func:`loads` is ``json.loads`` and :func:`dumps` is ``json.dumps`` with its
 defaults (``compact=True``: with ``separators=(",", ":")``). Where ``_json`` is missing or takes
 other arguments (another Python), and for input json would decode specially (a byte order mark,

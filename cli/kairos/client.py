@@ -14,10 +14,9 @@ answer (code and exit code from the error body) or for a broken exchange
 
 Must not import pydantic, h11, asyncio or httpx, nor any kairosd module other
 than ``protocol``, ``errors`` and ``paths``; it uses the C module ``_socket``,
-not ``socket`` (whose enums and selectors cost every CLI call ~6 ms: 17.4 against 11.5 ms for
-``python -c "import socket"`` and ``"import _socket"``, BENCHMARKS.md Session 5), nor contextlib
-(``bench/bench_hook.py``: with typing, ~3 ms of a Stop hook's ~26 ms), and JSON through
-:mod:`kairos.cjson`, not the json package (~1.8 ms).
+not ``socket`` (its enums and selectors), nor contextlib or typing, and JSON through
+:mod:`kairos.cjson`, not the json package: docs/performance.md says why, and
+``tests/test_import_budget.py`` keeps it so.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator, Mapping
     from types import TracebackType
-    from typing import Any  # for mypy only: typing costs every CLI call ~8 ms
+    from typing import Any  # for mypy only (docs/performance.md)
 
 # Bytes of a non-JSON error answer quoted in the message.
 _SNIPPET = 200
@@ -105,7 +104,7 @@ class _Response:
     """A minimal HTTP/1.1 response reader over one connection.
 
     We speak HTTP ourselves rather than use http.client, which pulls in the
-    email package (~25 ms per CLI call, and hooks call the CLI on every turn).
+    email package (docs/performance.md; hooks call the CLI on every turn).
     The daemon always answers with Content-Length or chunked encoding and closes.
     """
 

@@ -26,7 +26,7 @@ is not a terminal).
 
 Imported by every CLI call (``kairos.app`` needs :func:`error`), so it imports
 only os and sys at the top: json, datetime and zoneinfo load when first used,
-and typing not at all (about 8 ms on a slow machine; mypy still sees it).
+and typing not at all (docs/performance.md; mypy still sees it).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def terminal_columns(fallback: int = DEFAULT_COLUMNS) -> int:
     """The width to fit: ``COLUMNS``, else the terminal's, else ``fallback``.
 
     What ``shutil.get_terminal_size((fallback, 24)).columns`` answers, without
-    importing shutil (it pulls in the compression modules: ~5 ms per call).
+    importing shutil (it pulls in the compression modules; docs/performance.md).
     """
     try:
         raw = os.environ["COLUMNS"].strip()
@@ -200,7 +200,7 @@ def _fmt_time(text: str, zone: str | None) -> str:
 
 
 def _tzinfo(zone: str) -> Any:
-    """The tzinfo of an IANA zone name; UTC without importing zoneinfo (~6 ms), for UTC shells and servers."""
+    """The tzinfo of an IANA zone name; UTC without zoneinfo, for UTC shells (docs/performance.md)."""
     if zone == "UTC":
         from datetime import UTC
 

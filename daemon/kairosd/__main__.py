@@ -12,8 +12,7 @@ from kairosd import __version__
 def _verbose(argv: list[str]) -> bool:
     """Whether to log at debug level; ``--help``, ``--version`` and errors exit here, as argparse does them."""
     if argv in ([], ["-v"], ["--verbose"]):
-        # How systemd and ``kairos daemon start`` run it: argparse and its gettext cost ~3 ms and
-        # 0.32 MB RSS of every start (measured, issue 16), for a parser these lines do not need.
+        # How systemd and ``kairos daemon start`` run it: no parser is needed for these (docs/performance.md).
         return bool(argv)
     import argparse
 
@@ -30,25 +29,6 @@ def _verbose(argv: list[str]) -> bool:
     return bool(parser.parse_args(argv).verbose)
 
 
-def _import_asyncio_without_ssl() -> None:
-    """Import asyncio without letting it load the ssl module: kairosd never asks asyncio for TLS.
-
-    asyncio imports ssl (and libssl) only to offer TLS transports, and takes a missing ssl
-    module as "no TLS". kairosd serves HTTP on a Unix socket; the webhook delivery's HTTPS goes
-    through httpx and anyio, which import ssl themselves when the first webhook is posted and
-    wrap the socket with ssl's own objects, not asyncio's TLS transport (an HTTPS post was
-    checked this way). Measured (issue 16): 1.25 MB less RSS when the daemon is imported
-    (40.8 -> 39.5 MB), with 0 tasks and with 10,000.
-    """
-    if "asyncio" in sys.modules or "ssl" in sys.modules:
-        return
-    sys.modules["ssl"] = None  # type: ignore[assignment]  # ``import ssl`` raises ImportError
-    try:
-        import asyncio  # noqa: F401
-    finally:
-        del sys.modules["ssl"]
-
-
 def main(argv: list[str] | None = None) -> None:
     verbose = _verbose(sys.argv[1:] if argv is None else argv)
 
@@ -57,7 +37,6 @@ def main(argv: list[str] | None = None) -> None:
     # tenth of the start-up with 10,000 tasks). serve_forever turns it back on
     # once the socket answers (or when the start fails).
     gc.disable()
-    _import_asyncio_without_ssl()
     from kairosd.app.daemon import configure_logging, serve_forever
     from kairosd.core.errors import KairosError
 

@@ -44,6 +44,8 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     max_connections = 256           # clients served at once; past it a client gets 503 "busy"
     max_streams = 64                # of those, open streams (kairos watch, --follow), 1..max_connections
     max_sessions = 1000             # live agent sessions registered at once (the longest idle go first)
+    runs_per_task = 50              # runs the run ledger keeps per scheduled task (env KAIROS_RUNS_PER_TASK)
+    session_ttl = "24h"             # a live session not seen for this long expires, >= 1m (env KAIROS_SESSION_TTL)
     max_output = "1MiB"             # output logged per run (shell targets, background tasks): bytes,
                                     # or with KiB, MiB, GiB (also KB, MB, GB); the rest is counted, then
                                     # noted as cut at the end of the log
@@ -75,10 +77,15 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     attempt_timeout = "10s"         # per HTTP attempt
     max_attempts = 5                # 5xx, 408, 429 and network errors are retried with backoff
 
-The environment overrides the file where the issue says so: ``KAIROS_MAX_CONCURRENT``
-and ``KAIROS_MAX_DEPTH`` (a bad value is an error naming the variable).
+The environment overrides the file, here and nowhere else (:func:`load_config`):
+``KAIROS_MAX_CONCURRENT``, ``KAIROS_MAX_DEPTH``, ``KAIROS_RUNS_PER_TASK`` and
+``KAIROS_SESSION_TTL`` (a bad value is a ConfigError naming the variable);
+``KAIROS_DISABLE_CRON=1`` (or ``CLAUDE_CODE_DISABLE_CRON=1``) fires nothing
+(:attr:`Config.firing_disabled`), and ``KAIROS_CONSOLIDATE=0`` in kairosd's environment
+turns consolidation off (:attr:`ConsolidationConfig.switched_off`).
 
-Must not import the registry, the scheduler, the store or the server.
+Must not import the agents (what they share is in :mod:`kairosd.core.agentspec`), the registry,
+the scheduler, the store or the server.
 """
 
 from __future__ import annotations
@@ -104,9 +111,8 @@ from pydantic import (
     model_validator,
 )
 
-from kairosd.agents.base import Permissions
-from kairosd.agents.custom import OUTPUTS, template_errors
 from kairosd.core import bounds, defaults
+from kairosd.core.agentspec import OUTPUTS, Permissions, template_errors
 from kairosd.core.errors import ConfigError, InvalidTimeError
 from kairosd.core.schedule.durations import parse_duration
 from kairosd.system import filesafety
@@ -119,7 +125,18 @@ CONFIG_NAME = "config.toml"
 BUILTIN_AGENTS = ("claude", "copilot", "codex", "gemini", "opencode")
 MAX_CONCURRENT_LIMIT = 256
 MAX_DEPTH_LIMIT = 64
-ENV_OVERRIDES = {"KAIROS_MAX_CONCURRENT": "max_concurrent", "KAIROS_MAX_DEPTH": "max_depth"}
+# Whole numbers in [limits] that an environment variable overrides.
+ENV_OVERRIDES = {
+    "KAIROS_MAX_CONCURRENT": "max_concurrent",
+    "KAIROS_MAX_DEPTH": "max_depth",
+    "KAIROS_RUNS_PER_TASK": "runs_per_task",
+}
+SESSION_TTL_VAR = "KAIROS_SESSION_TTL"
+DISABLE_VARS = ("KAIROS_DISABLE_CRON", "CLAUDE_CODE_DISABLE_CRON")
+CONSOLIDATE_VAR = "KAIROS_CONSOLIDATE"
+ON_VALUES = ("1", "true", "yes", "on")
+OFF_VALUES = ("0", "false", "no", "off")
+MIN_SESSION_TTL_S = 60.0
 AGENT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 MIN_SECRET_CHARS = 16
 MAX_SECRET_BYTES = 4096
@@ -251,6 +268,8 @@ class Limits(_Section):
     max_connections: int = Field(default=defaults.MAX_CONNECTIONS, ge=1, le=65_536)
     max_streams: int = Field(default=defaults.MAX_STREAMS, ge=1, le=65_536)
     max_sessions: int = Field(default=defaults.MAX_SESSIONS, ge=1, le=100_000)
+    runs_per_task: int = Field(default=defaults.RUNS_PER_TASK, ge=1, le=100_000)
+    session_ttl: Seconds = Field(default=defaults.SESSION_TTL_S, ge=MIN_SESSION_TTL_S, le=365 * 86400)
     max_output: Bytes = Field(default=defaults.MAX_OUTPUT_BYTES, ge=1024, le=1 << 30)
 
     @model_validator(mode="after")
@@ -315,6 +334,12 @@ class ConsolidationConfig(_Section):
     prompt_budget: int = Field(default=60_000, ge=2_000, le=80_000)
     max_chunks: int = Field(default=10, ge=1, le=100)
     models: dict[Annotated[str, Field(pattern=AGENT_NAME_PATTERN)], NonEmpty] = Field(default_factory=dict)
+    _switched_off: str | None = PrivateAttr(default=None)
+
+    @property
+    def switched_off(self) -> str | None:
+        """Why kairosd's environment turns consolidation off (``KAIROS_CONSOLIDATE=0``); None: it does not."""
+        return self._switched_off
 
 
 class WebhookConfig(_Section):
@@ -360,11 +385,17 @@ class Config(_Section):
     webhook: WebhookConfig = WebhookConfig()
     consolidation: ConsolidationConfig = ConsolidationConfig()
     _path: Path | None = PrivateAttr(default=None)
+    _firing_disabled: str | None = PrivateAttr(default=None)
 
     @property
     def path(self) -> Path | None:
         """The file it was read from; None for the defaults (no file)."""
         return self._path
+
+    @property
+    def firing_disabled(self) -> str | None:
+        """Why nothing fires (``KAIROS_DISABLE_CRON=1`` in kairosd's environment); None: tasks fire."""
+        return self._firing_disabled
 
     @field_validator("custom")
     @classmethod
@@ -410,7 +441,7 @@ def load_config(paths: Paths, environ: Mapping[str, str] | None = None) -> Confi
         config = _validate(data, str(path))
         config._path = path
         config = _with_webhook_secret(config, path)
-    return _with_env(config, env)
+    return with_environment(config, env)
 
 
 def _with_webhook_secret(config: Config, path: Path) -> Config:
@@ -556,8 +587,9 @@ def _near_key(loc: list[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def _with_env(config: Config, environ: Mapping[str, str]) -> Config:
-    updates: dict[str, int] = {}
+def with_environment(config: Config, environ: Mapping[str, str]) -> Config:
+    """``config`` with every environment override applied (the only place kairosd reads them)."""
+    updates: dict[str, Any] = {}
     for var, key in ENV_OVERRIDES.items():
         raw = environ.get(var, "").strip()
         if not raw:
@@ -569,7 +601,25 @@ def _with_env(config: Config, environ: Mapping[str, str]) -> Config:
         if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
             raise ConfigError(f"{var} must be a whole number from {low} to {high}, not {raw!r}")
         updates[key] = int(raw)
-    if not updates:
-        return config
-    limits = config.limits.model_copy(update=updates)
-    return config.model_copy(update={"limits": limits})
+    raw_ttl = environ.get(SESSION_TTL_VAR, "").strip()
+    if raw_ttl:
+        try:
+            ttl = parse_duration(raw_ttl)
+        except InvalidTimeError as exc:
+            raise ConfigError(f"{SESSION_TTL_VAR}: {exc.message}") from None
+        if ttl < MIN_SESSION_TTL_S:
+            raise ConfigError(f"{SESSION_TTL_VAR} must be at least 1m, not {raw_ttl!r}")
+        updates["session_ttl"] = ttl
+    if updates:
+        config = config.model_copy(update={"limits": config.limits.model_copy(update=updates)})
+    consolidate = environ.get(CONSOLIDATE_VAR)
+    if consolidate is not None and consolidate.strip().lower() in OFF_VALUES:
+        section = config.consolidation.model_copy()
+        section._switched_off = f"{CONSOLIDATE_VAR}={consolidate} is set in kairosd's environment"
+        config = config.model_copy(update={"consolidation": section})
+    for var in DISABLE_VARS:
+        if environ.get(var, "").strip().lower() in ON_VALUES:
+            config = config.model_copy()
+            config._firing_disabled = f"{var}=1 is set in kairosd's environment: nothing fires (the API still answers)"
+            break
+    return config

@@ -253,14 +253,15 @@ class InProcessDaemon:
 
     async def _build(self) -> None:
         from kairosd.api.server import UnixHttpServer
-        from kairosd.app.wiring import AppConfig, build_app
+        from kairosd.app.wiring import build_app
         from kairosd.config import Config
         from kairosd.system.paths import Paths
 
         paths = Paths(self.root / "state", self.root / "run", self.root / "data", self.root / "config")
         fakes = {name: FakeDelivery(name) for name in ("inbox", "shell", "webhook", "agent")}
-        config = AppConfig(paths, Config(), self.clock, {"TZ": "UTC"}, self.socket)
-        self.app = app = build_app(config, deliveries=fakes)
+        self.app = app = build_app(
+            Config(), paths=paths, clock=self.clock, environ={"TZ": "UTC"}, socket_path=self.socket, deliveries=fakes
+        )
         self.store, self.book, self.scheduler, self.service = app.store, app.book, app.scheduler, app.service
         app.load()
         await app.start()

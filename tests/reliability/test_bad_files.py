@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from reliability_support import Home
 
-import kairosd.app.daemon
 from kairosd.core.clock import SystemClock
 from kairosd.core.models import new_task
 from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
@@ -173,10 +172,6 @@ def test_deeply_nested_ledger_and_session_files_do_not_stop_the_daemon(home: Hom
     assert home.stop(proc) == 0
 
 
-CONFIG_WIRED = "load_config" in Path(kairosd.app.daemon.__file__).read_text()
-config_pending = pytest.mark.skipif(not CONFIG_WIRED, reason="kairosd does not read config.toml yet")
-
-
 def refused_config(home: Home, content: bytes, mode: int = 0o600) -> str:
     folder = home.path / "config"
     folder.mkdir(mode=0o700, exist_ok=True)
@@ -192,7 +187,6 @@ def refused_config(home: Home, content: bytes, mode: int = 0o600) -> str:
     return line
 
 
-@config_pending
 @pytest.mark.parametrize(
     "content",
     [b"[limits\nmax_concurrent = 4\n", b"[limits]\nmax_concurrent = ", b"[limits]\nmax_concurent = 4\n", b"\xff\xfe"],
@@ -202,7 +196,6 @@ def test_corrupt_config_is_refused_and_kept(home: Home, content: bytes) -> None:
     assert "config.toml" in refused_config(home, content)
 
 
-@config_pending
 @pytest.mark.parametrize("mode", [0o620, 0o602, 0o666])
 def test_group_or_world_writable_config_is_refused(home: Home, mode: int) -> None:
     """A config.toml others can write (it names commands kairosd runs) is refused."""

@@ -42,9 +42,8 @@ non-zero exit is the waiter's deliberate 2.
 The hot path: ``kairos.__main__`` dispatches here before argparse or any verb
 module is imported. Must import only the standard library's os/sys/time,
 :mod:`kairos.cjson` and ``kairos.client`` (with what it brings: kairosd.core.protocol,
-errors, paths): not typing or contextlib, which ``bench/bench_hook.py`` shows cost
-~3 ms of a ~26 ms Stop hook (its goal is 2x a bare interpreter, ~22 ms), nor the
-json package (~1.8 ms more).
+errors, paths): not typing or contextlib, nor the json package (docs/performance.md;
+``tests/test_import_budget.py`` checks the hook path's imports).
 """
 
 from __future__ import annotations

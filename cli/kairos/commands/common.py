@@ -22,9 +22,9 @@ _formatters: tuple[type[argparse.HelpFormatter], type[argparse.HelpFormatter]] |
 def help_formatter(raw_description: bool = False) -> type[argparse.HelpFormatter]:
     """argparse's ``HelpFormatter`` (or ``RawDescriptionHelpFormatter``) given the terminal width without shutil.
 
-    argparse's formatters import shutil for the width (~5 ms of every call, even with no
-    help printed: argparse builds a formatter to check each argument). Made on first use,
-    so that a verb answered without a parser does not import argparse (``bench/bench_cli.py``).
+    argparse's formatters import shutil for the width, even with no help printed: argparse
+    builds a formatter to check each argument (docs/performance.md). Made on first use, so
+    that a verb answered without a parser does not import argparse.
     """
     global _formatters
     if _formatters is None:

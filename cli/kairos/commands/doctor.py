@@ -2,14 +2,15 @@
 
 Asks the running daemon (``GET /v1/doctor``): headless agent runs use kairosd's
 PATH and config, not this shell's. When kairosd is not running (or is too old
-to answer), the report is computed here instead, with a note saying so.
+to answer), the same report is computed from this shell, with a note saying so:
+by ``python -m kairosd.app.doctor`` in a child process, so the CLI imports none of
+the daemon's config, agents or store (the ``cli-public-face`` contract).
 
 Exit code: 0 when the config is sound (and no hook is unsafe), 1 otherwise. A
 missing agent CLI is a note, not a failure: the inbox needs none.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
-verb module on every call); the local fallback imports the daemon's doctor
-module (and pydantic) inside the handler, off the hot path.
+verb module on every call).
 """
 
 from __future__ import annotations
@@ -56,9 +57,32 @@ def fetch_report() -> tuple[dict[str, Any], str | None]:
         if isinstance(report, dict):
             return report, None
         note = "kairosd answered without a report: checked from this shell"
-    from kairosd.app.doctor import local_report
-
     return local_report(), note
+
+
+def local_report() -> dict[str, Any]:
+    """The daemon's doctor, run once in a child process from this shell (its PATH and environment)."""
+    import json
+    import subprocess
+    import sys
+
+    from kairosd.core.errors import KairosError
+
+    argv = [sys.executable, "-m", "kairosd.app.doctor"]
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=DOCTOR_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise KairosError(f"the local check ({' '.join(argv[1:])}) failed: {exc}") from None
+    try:
+        report = json.loads(done.stdout) if done.returncode == 0 else None
+    except ValueError:
+        report = None
+    if not isinstance(report, dict):
+        detail = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise KairosError(f"the local check ({' '.join(argv[1:])}) failed: {detail}")
+    return report
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -22,34 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-# From most to least restrictive; a child never gets a mode later in this list
-# than its parent's.
-PERMISSION_MODES = ("plan", "default", "acceptEdits", "bypassPermissions")
+from kairosd.core.agentspec import PERMISSION_MODES, Permissions, narrow
 
-
-@dataclass(frozen=True)
-class Permissions:
-    """``allowed_tools`` None means "whatever the agent allows"; denies always win."""
-
-    mode: str = "default"
-    allowed_tools: frozenset[str] | None = None
-    denied_tools: frozenset[str] = frozenset()
-
-
-def narrow(parent: Permissions, child: Permissions) -> Permissions:
-    """The intersection of a parent's and a child's permissions: a deny in the parent
-    can never become an allow in the child."""
-    mode = min(parent.mode, child.mode, key=PERMISSION_MODES.index)
-    if parent.allowed_tools is None:
-        allowed = child.allowed_tools
-    elif child.allowed_tools is None:
-        allowed = parent.allowed_tools
-    else:
-        allowed = parent.allowed_tools & child.allowed_tools
-    denied = parent.denied_tools | child.denied_tools
-    if allowed is not None:
-        allowed = allowed - denied
-    return Permissions(mode, allowed, denied)
+# Permissions are shared with the config (kairosd.core.agentspec); re-exported here for the adapters.
+__all__ = [
+    "PERMISSION_MODES",
+    "AgentAdapter",
+    "Command",
+    "Permissions",
+    "Progress",
+    "TurnOutcome",
+    "TurnRequest",
+    "narrow",
+]
 
 
 @dataclass(frozen=True)

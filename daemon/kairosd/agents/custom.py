@@ -40,30 +40,10 @@ from kairosd.agents.common import (
     refuse_session_control,
     refuse_tool_lists,
 )
+from kairosd.core.agentspec import OUTPUTS, PLACEHOLDER_RE, PLACEHOLDERS, template_errors, uses
 from kairosd.core.errors import UsageError
 
-PLACEHOLDERS = ("prompt", "model", "session", "cwd", "permission_mode")
-_PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
-OUTPUTS = ("text", "json", "jsonl")
-
-
-def template_errors(template: tuple[str, ...] | list[str]) -> list[str]:
-    """What is wrong with a template (unknown placeholders, stray braces); empty if fine."""
-    problems = []
-    for arg in template:
-        for match in _PLACEHOLDER_RE.finditer(arg):
-            name = match.group(1)
-            if name is not None and name not in PLACEHOLDERS:
-                known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
-                problems.append(f"unknown placeholder {{{name}}} in {arg!r} (use {known})")
-        stripped = _PLACEHOLDER_RE.sub("", arg)
-        if "{" in stripped or "}" in stripped:
-            problems.append(f"unmatched brace in {arg!r} (write {{{{ or }}}} for a literal brace)")
-    return problems
-
-
-def uses(template: tuple[str, ...], name: str) -> bool:
-    return any(m.group(1) == name for arg in template for m in _PLACEHOLDER_RE.finditer(arg))
+__all__ = ["OUTPUTS", "PLACEHOLDERS", "CustomAdapter", "CustomSpec", "template_errors", "uses"]
 
 
 @dataclass(frozen=True)
@@ -133,7 +113,7 @@ class CustomAdapter:
                 raise UsageError(f"custom agent {self.name}: its argv needs {{{name}}} and this task has none")
             return value
 
-        return _PLACEHOLDER_RE.sub(one, arg)
+        return PLACEHOLDER_RE.sub(one, arg)
 
     def progress(self, line: str) -> Progress | None:
         text = last_line(line)

@@ -32,6 +32,7 @@ _BODY_ATTR = "__kairos_body__"
 
 class MethodNotAllowed(KairosError):
     code = "method_not_allowed"
+    http_status = 405
 
 
 def typed(model: type[BaseModel]) -> Callable[[_H], _H]:

@@ -427,7 +427,7 @@ class UnixHttpServer:
             return None
         except KairosError as exc:
             log.debug("%s %s failed: %s (%s)", request.method, request.path, exc.message, exc.code)
-            return Response(protocol.status_for(exc.code), protocol.error_body(exc.code, exc.message))
+            return Response(exc.http_status, protocol.error_body(exc.code, exc.message))
         except Exception:
             log.exception("handler failed on %s %s", request.method, request.path)
             return Response(500, protocol.error_body("internal", INTERNAL_MESSAGE))

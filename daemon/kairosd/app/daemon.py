@@ -29,7 +29,7 @@ from typing import Any
 
 from kairosd import __version__
 from kairosd.api.server import UnixHttpServer
-from kairosd.app.wiring import App, AppConfig, build_app
+from kairosd.app.wiring import App, build_app
 from kairosd.config import load_config
 from kairosd.core.clock import Clock, SystemClock
 from kairosd.store.locking import StoreLock
@@ -126,8 +126,8 @@ async def run(
     app.load()
     await app.start(defer_catch_up=True)  # missed fires: the loop's first tick, after READY=1
     scheduler, stop_event = app.scheduler, app.stop_event
-    socket_file = app.config.socket_path
-    limits = app.config.settings.limits
+    socket_file = app.socket_path
+    limits = app.settings.limits
     max_connections, max_streams = fdlimit.fit_connections(limits.max_connections, limits.max_streams, open_files)
     server = UnixHttpServer(
         socket_file, app.api.handle, sock=listen_sock, max_connections=max_connections, max_streams=max_streams
@@ -181,7 +181,9 @@ def start_app(
     if takeover is not None and takeover.previous is not None:
         log.warning("took over the store lock from %s (%s)", takeover.previous.describe(), takeover.reason)
     try:
-        app = build_app(AppConfig(paths, settings, clock, environ, socket_path(paths, listen_sock)))
+        app = build_app(
+            settings, paths=paths, clock=clock, environ=environ, socket_path=socket_path(paths, listen_sock)
+        )
     except BaseException:
         lock.release()
         raise

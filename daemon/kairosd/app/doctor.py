@@ -12,23 +12,23 @@ after logout), when ``loginctl`` exists. Each configured hook command is
 checked as kairosd checks it before a run (:mod:`kairosd.system.filesafety`): a file
 it runs that another user could change is listed as a problem, with the fix.
 
-The daemon serves the same report at ``GET /v1/doctor`` (:func:`doctor_routes`):
-its PATH, not the shell's, is the one headless runs use.
+The daemon serves the same report at ``GET /v1/doctor`` (:func:`kairosd.app.api.doctor_routes`):
+its PATH, not the shell's, is the one headless runs use. When no kairosd runs, ``kairos doctor``
+runs this module as a program (``python -m kairosd.app.doctor``: the report as JSON on stdout), so
+the CLI never imports the config, the agents or the store.
 
-Must not import the registry, the scheduler or the store. The server's types
-are imported only where the route is built.
+Must not import the registry or the scheduler, nor the server (its route is in :mod:`kairosd.app.api`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kairosd import __version__
 from kairosd.app.reload import LiveSettings, changed_keys
@@ -41,12 +41,6 @@ from kairosd.store.quarantine import Quarantine
 from kairosd.system import filesafety, trust
 from kairosd.system.paths import Paths
 from kairosd.system.versionprobe import version_of
-
-if TYPE_CHECKING:
-    import re
-
-    from kairosd.api.router import RouteHandler
-    from kairosd.api.server import Request, Response
 
 VERSION_TIMEOUT_S = 5.0
 LOGINCTL_TIMEOUT_S = 2.0
@@ -131,32 +125,19 @@ def doctor_report(
     }
 
 
-def doctor_routes(live: LiveSettings) -> list[tuple[str, dict[str, RouteHandler]]]:
-    """``GET /v1/doctor`` for :meth:`kairosd.api.router.Router.add_routes` (the report, from the daemon's side)."""
-
-    async def get(req: Request, m: re.Match[str]) -> Response:
-        from kairosd.api.server import Response
-
-        # Probing binaries takes seconds; keep the event loop free meanwhile.
-        report = await asyncio.to_thread(doctor_report, live.current)
-        report = {**report, **in_effect(live, report)}
-        return Response(200, {"doctor": {**report, "checked_by": "kairosd"}})
-
-    return [("doctor", {"GET": get})]
-
-
-def in_effect(live: LiveSettings, report: dict[str, Any]) -> dict[str, Any]:
+def in_effect(live: LiveSettings, report: dict[str, Any], paths: Paths, environ: Mapping[str, str]) -> dict[str, Any]:
     """Whether config.toml says what kairosd has in effect: the report's ``config`` and ``problems``, updated.
 
     The settings shown are the ones in effect; a file changed since (not reloaded, or changed in a part
-    only a restart applies) is a problem that names the keys and what to do.
+    only a restart applies) is a problem that names the keys and what to do. ``paths`` and ``environ``
+    are kairosd's: the file is read as a reload would read it.
     """
     state = dict(report["config"])
     problems = list(report["problems"])
     state["differs"], state["needs_restart"] = [], list(live.needs_restart)
     if state["ok"]:
         try:
-            on_file = load_config(Paths.from_env(), os.environ)
+            on_file = load_config(paths, environ)
         except KairosError:
             on_file = None  # reported already, as the config's error
         if on_file is not None:
@@ -313,3 +294,15 @@ def local_report(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     except KairosError as exc:
         config, error = Config(), exc.message
     return {**doctor_report(config, env, config_error=error), "checked_by": "cli"}
+
+
+def main() -> int:
+    """``python -m kairosd.app.doctor``: :func:`local_report` as one JSON document on stdout."""
+    import json
+
+    sys.stdout.write(json.dumps({**local_report(), "pid": os.getppid()}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

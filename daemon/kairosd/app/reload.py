@@ -12,8 +12,8 @@ keeps saying so until kairosd restarts. Live:
     limits.keep_finished     at the next prune
 
 Everything else (``limits.max_concurrent``, ``kill_grace``, ``max_connections``, ``max_streams``,
-``max_sessions``, ``agents.codex.idle_wake``; Codex's idle wake also keeps the binary and env it started
-with) is sized or bound at start: restart kairosd.
+``max_sessions``, ``runs_per_task``, ``session_ttl``, ``max_output``, ``agents.codex.idle_wake``; Codex's
+idle wake also keeps the binary and env it started with) is sized or bound at start: restart kairosd.
 
 A config that does not load (a typo, a bad value, an unsafe file) changes nothing: the reload reports why
 and the settings in effect stay as they were.
@@ -32,7 +32,11 @@ from kairosd.system.paths import Paths
 
 log = logging.getLogger("kairosd")
 
-RESTART_LIMITS = ("max_concurrent", "kill_grace", "max_connections", "max_streams", "max_sessions")
+# Sized or bound at start: the run ledger's length, the session store's expiry, the shell's output cap.
+RESTART_LIMITS = (
+    "max_concurrent", "kill_grace", "max_connections", "max_streams", "max_sessions",
+    "runs_per_task", "session_ttl", "max_output",
+)  # fmt: skip
 LIVE_PREFIXES = (
     "agents.", "custom.", "hooks.", "consolidation.", "webhook.", "limits.max_depth", "limits.keep_finished",
 )  # fmt: skip

@@ -1,6 +1,6 @@
 """The composition root's wiring: :func:`build_app` makes every part of kairosd and joins them.
 
-    app = build_app(AppConfig(paths, load_config(paths, environ), SystemClock(), environ, socket_path))
+    app = build_app(load_config(paths, environ), paths=paths, environ=environ, socket_path=socket_path)
     app.load()          # read the tasks and the run ledgers (the only step that reads them)
     await app.start()   # the registry recovers, consolidation re-adopts, sessions and the scheduler start
     ...                 # serve app.api.handle on a socket (kairosd.app.daemon.run does, and tests do)
@@ -11,6 +11,10 @@ registry makes its folder, which constructing it needs). The process around it (
 lock, sockets, signals, systemd) is :mod:`kairosd.app.daemon`'s. Tests build the same app with
 fakes in place of the store and of delivery targets.
 
+One :class:`~kairosd.config.Config` holds every setting, the file's and the environment's
+(:func:`kairosd.config.load_config` is the one place either is read); ``environ`` is only the
+environment handed on to what kairosd runs, and the zone (``TZ``).
+
 This is the only module that knows every concrete class.
 """
 
@@ -19,18 +23,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kairosd.app.doctor import doctor_routes
+from kairosd.app.api import doctor_routes, reload_routes
 from kairosd.app.reload import LiveSettings
 from kairosd.app.reload import reload as reload_config
 from kairosd.config import Config
 from kairosd.consolidation.wiring import ConsolidationParts, build_consolidation
-from kairosd.core import defaults
-from kairosd.core.clock import Clock, local_zone_name, tz_env_problem
+from kairosd.core.clock import Clock, SystemClock, local_zone_name, tz_env_problem
 from kairosd.core.events import EventBus
 from kairosd.core.records import InboxItem
 from kairosd.delivery.base import Delivery
@@ -40,7 +45,7 @@ from kairosd.delivery.webhook import WebhookDelivery
 from kairosd.export.api import Exporter, export_routes
 from kairosd.registry.registry import AdapterFor, AgentPolicy, PolicyFor
 from kairosd.registry.wiring import RegistryParts, build_registry
-from kairosd.scheduling.api import Api
+from kairosd.scheduling.api import Api, quarantine_routes
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.service import Service
@@ -57,15 +62,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kairosd")
 
-DISABLE_VARS = ("KAIROS_DISABLE_CRON", "CLAUDE_CODE_DISABLE_CRON")
 SHUTDOWN_GRACE_S = 10.0
-
-
-def disabled_reason(environ: Mapping[str, str]) -> str | None:
-    for var in DISABLE_VARS:
-        if environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
-            return f"{var}=1 is set in kairosd's environment: nothing fires (the API still answers)"
-    return None
 
 
 def agent_policy(config: Config, name: str, cwd: str | None) -> AgentPolicy:
@@ -103,34 +100,14 @@ def _wakers(settings: Config, environ: Mapping[str, str]) -> dict[str, Waker]:
     return {"codex": CodexQueue(codex.binary or "codex", {**environ, **codex.env})}
 
 
-def _int_env(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = environ.get(name)
-    if raw is None or raw == "":
-        return default
-    # ASCII only: isdigit() and int() also take Arabic-Indic or fullwidth digits.
-    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
-        raise SystemExit(f"kairosd: {name} must be a whole number from {low} to {high}, not {raw!r}")
-    return int(raw)
-
-
-@dataclass(frozen=True)
-class AppConfig:
-    """What an app is built from: the user's settings (the config file, read by
-    :func:`kairosd.config.load_config`), where its files are, its clock and environment, and the
-    socket path it reports (``/v1/status``) as the place clients reach it."""
-
-    paths: Paths
-    settings: Config
-    clock: Clock
-    environ: Mapping[str, str]
-    socket_path: Path
-
-
 @dataclass
 class App:
     """kairosd's parts, wired; :attr:`api` is what a socket server serves."""
 
-    config: AppConfig
+    settings: Config
+    paths: Paths
+    socket_path: Path
+    environ: Mapping[str, str]  # what runs inherit; a reload reads the config with it, as the start did
     store: Store
     book: TaskBook
     ledger: RunLedger
@@ -149,13 +126,7 @@ class App:
 
     def reload(self) -> dict[str, Any]:
         """Read config.toml again and apply what can change live (SIGHUP, ``kairos daemon reload``)."""
-        return reload_config(self.live, self.config.paths, self.config.environ)
-
-    async def reload_route(self, req: Any, m: Any) -> Any:
-        """``POST /v1/reload``: what the reload did (``ok``, ``error``, ``applied``, ``needs_restart``)."""
-        from kairosd.api.server import Response
-
-        return Response(200, {"reload": await asyncio.to_thread(self.reload)})
+        return reload_config(self.live, self.paths, self.environ)
 
     def request_stop(self) -> None:
         """What ``POST /v1/shutdown``, SIGTERM and SIGINT do: the run ends, in order."""
@@ -210,21 +181,31 @@ class App:
 
 
 def build_app(
-    config: AppConfig,
+    settings: Config,
     *,
+    paths: Paths | None = None,
+    clock: Clock | None = None,
+    environ: Mapping[str, str] | None = None,
+    socket_path: Path | None = None,
     store: Store | None = None,
     deliveries: Mapping[str, Delivery] | None = None,
     adapter_for: AdapterFor | None = None,
     policy_for: PolicyFor | None = None,
 ) -> App:
-    """Make and wire every part of kairosd; nothing is read, started or bound.
+    """Make and wire every part of kairosd from ``settings``; nothing is read, started or bound.
 
-    ``store`` (default: the JSON file at ``paths.store``) and ``deliveries`` (targets by name, in
-    place of the real ones) are for tests. ``adapter_for`` (an agent CLI's adapter) and
-    ``policy_for`` (what a run of a named agent may do) are the agents the registry and export
-    know; by default the configured CLIs and the agent definitions (``settings``).
+    The seams: ``paths`` (default: from ``environ``), ``clock`` (the system's), ``environ``
+    (default ``os.environ``: what runs inherit, and the zone), ``socket_path`` (what ``/v1/status``
+    reports; default ``paths.socket``). For tests: ``store`` (default: the JSON file at
+    ``paths.store``) and ``deliveries`` (targets by name, in place of the real ones).
+    ``adapter_for`` (an agent CLI's adapter) and ``policy_for`` (what a run of a named agent may
+    do) are the agents the registry and export know; by default the configured CLIs and the agent
+    definitions (``settings``).
     """
-    paths, clock, environ, settings = config.paths, config.clock, config.environ, config.settings
+    environ = os.environ if environ is None else environ
+    paths = paths or Paths.from_env(dict(environ))
+    clock = clock or SystemClock()
+    socket_path = socket_path or paths.socket
     live = LiveSettings(settings)
     # Agent CLIs and definitions are looked up at each run in the settings in effect, so a reload applies them.
     adapter_for = adapter_for or (lambda cli: _adapter(cli, live.current))
@@ -237,7 +218,6 @@ def build_app(
     if store is None:
         store = json_store = JsonStore(paths.store, clock, local_zone=default_tz)
     book = TaskBook(store)
-    keep_runs = _int_env(environ, "KAIROS_RUNS_PER_TASK", defaults.RUNS_PER_TASK, 1, 100_000)
     shell = ShellDelivery(
         paths.data_dir / "runs",
         clock,
@@ -245,7 +225,9 @@ def build_app(
         max_output=settings.limits.max_output,
     )
     # A run's output log goes when the run history lets the run go.
-    ledger = RunLedger(paths.state_dir / "runs.jsonl", clock, keep_per_task=keep_runs, on_evict=shell.forget_runs)
+    ledger = RunLedger(
+        paths.state_dir / "runs.jsonl", clock, keep_per_task=settings.limits.runs_per_task, on_evict=shell.forget_runs
+    )
     missed = MissedLedger(paths.state_dir / "missed.jsonl", clock)
     events = EventBus(clock.now)
     inbox = InboxStore(paths.data_dir / "inbox", clock)
@@ -274,14 +256,15 @@ def build_app(
         **background.deliveries,
     }
     sessions = build_sessions(
-        paths, clock, events, ledger, targets, default_tz=default_tz, closing=stop_event, environ=environ,
+        paths, clock, events, ledger, targets, default_tz=default_tz, closing=stop_event,
         max_sessions=settings.limits.max_sessions,
+        ttl=timedelta(seconds=settings.limits.session_ttl),
         wakers=_wakers(settings, environ),
     )  # fmt: skip
     targets.update(sessions.deliveries)  # before the scheduler copies the dict
     targets.update(deliveries or {})  # a test's fakes; the session hub sees this dict too
     scheduler_config = SchedulerConfig(
-        disabled_reason=disabled_reason(environ),
+        disabled_reason=settings.firing_disabled,
         max_concurrent=settings.limits.max_concurrent,
     )
     scheduler = Scheduler(book, ledger, missed, targets, clock, events, scheduler_config)
@@ -298,7 +281,7 @@ def build_app(
         clock,
         events,
         default_tz,
-        info={"socket": str(config.socket_path), "store": str(paths.store)},
+        info={"socket": str(socket_path), "store": str(paths.store)},
         extra_status=extra_status,
         remove_logs=shell.remove_task_logs,
     )
@@ -307,9 +290,9 @@ def build_app(
     api.add_routes(consolidation.routes)  # it serves POST /v1/consolidate; the sessions' routes leave it out
     api.add_routes(sessions.routes)
     sessions.hub.context_board_for = consolidation.context_for_session  # SessionStart additional context
-    api.add_routes(doctor_routes(live))
+    api.add_routes(doctor_routes(live, paths, environ))
     if json_store is not None:
-        api.add_routes(json_store.quarantine.routes())
+        api.add_routes(quarantine_routes(json_store.quarantine))
     exporter = Exporter(
         lambda: book,
         adapter_for,
@@ -321,10 +304,10 @@ def build_app(
     api.add_routes(export_routes(exporter))
     live.appliers.extend(_appliers(background, consolidation, targets))
     app = App(
-        config, store, book, ledger, missed, events, inbox, targets, background, consolidation, sessions,
-        scheduler, service, api, stop_event, live,
+        settings, paths, socket_path, environ, store, book, ledger, missed, events, inbox, targets, background,
+        consolidation, sessions, scheduler, service, api, stop_event, live,
     )  # fmt: skip
-    api.add_routes([("reload", {"POST": app.reload_route})])
+    api.add_routes(reload_routes(app.reload))
     return app
 
 

@@ -19,7 +19,6 @@ Pure. Must not import anything that does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 OFF_VALUES = ("0", "false", "no", "off")
@@ -31,11 +30,13 @@ def switched_off(value: str | None) -> bool:
     return value is not None and value.strip().lower() in OFF_VALUES
 
 
-def check_enabled(configured: bool, daemon_env: Mapping[str, str], caller_value: str | None) -> str | None:
+def check_enabled(configured: bool, daemon_off: str | None, caller_value: str | None) -> str | None:
+    """Why consolidation is off: the config, kairosd's own environment (``daemon_off``, as
+    :attr:`kairosd.config.ConsolidationConfig.switched_off` says it) or the caller's; None: it is on."""
     if not configured:
         return "consolidation is disabled in the config ([consolidation] enabled = false)"
-    if switched_off(daemon_env.get(ENV_SWITCH)):
-        return f"{ENV_SWITCH}={daemon_env[ENV_SWITCH]} is set in kairosd's environment"
+    if daemon_off:
+        return daemon_off
     if switched_off(caller_value):
         return f"{ENV_SWITCH}={caller_value} is set in the session's environment"
     return None

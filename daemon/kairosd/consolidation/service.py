@@ -164,7 +164,7 @@ class Consolidation:
         """Decide on one request (the gates in order); start, coalesce or skip it. The decision."""
         if self._closing:
             raise UnavailableError("kairosd is shutting down; not consolidating now")
-        reason = gates.check_enabled(self.deps.config.enabled, self.deps.environ, req.consolidate)
+        reason = gates.check_enabled(self.deps.config.enabled, self.deps.config.switched_off, req.consolidate)
         if reason is not None:
             return await self._decide(req, None, SKIPPED, "enabled", reason)
         reason = gates.check_not_spawned(req.spawned, self._own_task(req.session_id))

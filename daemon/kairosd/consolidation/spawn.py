@@ -93,7 +93,7 @@ def spawn_detached(
 
 
 def started_at(pid: int) -> float | None:
-    import psutil  # on use: not needed to start (issue 16: ~0.9 MB RSS and ~8 ms at import)
+    import psutil  # on use: not needed to start (docs/performance.md)
 
     with contextlib.suppress(psutil.Error):
         return psutil.Process(pid).create_time()

@@ -12,6 +12,7 @@
     defaults    the one set of default limits (concurrency, depth, grace, timeouts)
     events      the in-process event bus (asyncio queues, no I/O)
     reminder    the words a live session sees for a scheduled prompt (pure)
+    agentspec   agent permissions and command templates, shared by the config and the adapters (pure)
     agentversions  the oldest supported version of each agent CLI, and what an older one lacks (pure)
     redact      secrets out of URLs before they are logged (pure)
     invisible   the characters a person cannot see, escaped in every human view (pure)

@@ -17,6 +17,7 @@ MAX_KILL_GRACE_S = 600.0  # the most [limits] kill_grace may be: a cancel's answ
 TURN_TIMEOUT_S = 3600.0  # one background agent turn, unless the start asks for another
 KEEP_FINISHED = 1000  # finished background task records kept
 RUNS_PER_TASK = 50  # runs the run ledger keeps per scheduled task (KAIROS_RUNS_PER_TASK)
+SESSION_TTL_S = 24 * 3600.0  # a live session not seen by any hook this long expires (KAIROS_SESSION_TTL)
 # Client connections kairosd serves at once, and of those the open streams (watch, follow). Well
 # below the usual 1,024 descriptors: a connection can hold three while it runs (the socket and a
 # hang-up watch), and the store, logs and running children need theirs too.

@@ -2,8 +2,10 @@
 
 Every error a user can see is a :class:`KairosError`. Its ``code`` is stable
 (scripts and the API match on it); its message is one line that says what is
-wrong and, where possible, what to do. The server maps codes to responses and
-the CLI maps them to exit codes; nothing else should invent error strings.
+wrong and, where possible, what to do. Each class carries the HTTP status the server answers
+it with (``http_status``; the wire's table, :data:`kairosd.core.protocol.ERROR_STATUS`, agrees
+and a test keeps it so) and the CLI maps codes to exit codes; nothing else should invent error
+strings.
 
     KairosError
     ├── UsageError            bad input from a person or a client   (exit 2)
@@ -35,6 +37,7 @@ class KairosError(Exception):
 
     code = "internal"
     exit_code = EXIT_FAILURE
+    http_status = 500
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -46,6 +49,7 @@ class KairosError(Exception):
 
 class UsageError(KairosError, ValueError):
     code = "usage"
+    http_status = 400
     exit_code = EXIT_USAGE
 
 
@@ -69,22 +73,26 @@ class InvalidTimeError(UsageError):
 
 class NotFoundError(KairosError, LookupError):
     code = "not_found"
+    http_status = 404
 
 
 class ConflictError(KairosError):
     """The request does not fit the current state (cancel a finished task, send to a running one)."""
 
     code = "conflict"
+    http_status = 409
 
 
 class LimitError(KairosError):
     """A configured limit refuses the request, e.g. a task started past KAIROS_MAX_DEPTH."""
 
     code = "limit"
+    http_status = 409
 
 
 class UnavailableError(KairosError):
     code = "unavailable"
+    http_status = 503
 
 
 class StoreError(KairosError):
@@ -101,6 +109,7 @@ class StoreVersionError(StoreError):
 
 class LockHeldError(KairosError):
     code = "lock_held"
+    http_status = 409
 
 
 class ConfigError(KairosError):

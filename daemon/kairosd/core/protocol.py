@@ -74,9 +74,10 @@ template after ``/v1``): the CLI formats a request's path with :func:`route_path
 daemon's router matches with :func:`route_regex`, and ``GET /v1/openapi.json``
 lists the templates the daemon serves.
 
-Errors are ``{"error": {"code": CODE, "message": TEXT}}`` with the HTTP status
-from :data:`ERROR_STATUS`; the CLI maps codes to exit codes with
-:func:`exit_code_for`.
+Errors are ``{"error": {"code": CODE, "message": TEXT}}`` with the HTTP status the error class
+carries (``KairosError.http_status``); :data:`ERROR_STATUS` lists every code on the wire with its
+status (the codes are stable; a test keeps the table and the classes in agreement). The CLI
+maps codes to exit codes with :func:`exit_code_for`.
 
 Must not import pydantic, asyncio or any kairosd module with I/O.
 """
@@ -85,7 +86,7 @@ from __future__ import annotations
 
 from kairosd.core.errors import EXIT_FAILURE, EXIT_USAGE
 
-# typing is for mypy only: importing it costs the CLI ~8 ms, and the request
+# typing is for mypy only: the CLI does not import it (docs/performance.md), and the request
 # shapes below are documentation and static types, never built at run time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,6 +157,8 @@ ERROR_STATUS: Final[dict[str, int]] = {
     "conflict": 409,
     "limit": 409,
     "lock_held": 409,
+    "unsafe_path": 403,
+    "refused": 403,
     "too_large": 413,
     "store": 500,
     "store_corrupt": 500,
@@ -258,7 +261,7 @@ _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 def quote(text: str) -> str:
     """Percent-encode everything but RFC 3986 unreserved characters (for a path
-    segment or a query value). Here, not urllib.parse: the CLI saves ~4 ms."""
+    segment or a query value). Here, not urllib.parse (docs/performance.md)."""
     return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode("utf-8"))
 
 
@@ -294,6 +297,7 @@ def error_body(code: str, message: str) -> dict[str, Any]:
 
 
 def status_for(code: str) -> int:
+    """The status of a code the server answers without an error object (busy, too_large)."""
     return ERROR_STATUS.get(code, 500)
 
 

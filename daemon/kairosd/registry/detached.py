@@ -63,7 +63,7 @@ async def record(book: Book, spec: StartSpec, logs_dir: Path, turn_timeout_s: fl
 
 async def attach(book: Book, task_id: str, pid: int) -> JobRecord:
     """Record the pid (and its start time, to know it again) of the detached process."""
-    import psutil  # on use: not needed to start (issue 16: ~0.9 MB RSS and ~8 ms at import)
+    import psutil  # on use: not needed to start (docs/performance.md)
 
     started: float | None = None
     with contextlib.suppress(psutil.Error):

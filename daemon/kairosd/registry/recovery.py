@@ -48,7 +48,7 @@ async def stop_leftover(record: JobRecord, grace_s: float) -> bool:
     pid = record.pid
     if pid is None or record.pid_started is None:
         return False
-    import psutil  # on use: not needed to start (issue 16: ~0.9 MB RSS and ~8 ms at import)
+    import psutil  # on use: not needed to start (docs/performance.md)
 
     try:
         same = abs(psutil.Process(pid).create_time() - record.pid_started) < 0.01 and os.getpgid(pid) == pid

@@ -192,7 +192,7 @@ class Turns:
         return ProcessSpec(command.argv, env, record.cwd, command.stdin, record.timeout_s)
 
     def _on_spawn(self, task_id: str, pid: int) -> None:
-        import psutil  # on use: not needed to start (issue 16)
+        import psutil  # on use: not needed to start (docs/performance.md)
 
         started: float | None = None
         with contextlib.suppress(psutil.Error):

@@ -26,6 +26,7 @@ from kairosd.core.protocol import API_VERSION, EVENT_TYPES
 from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
 from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
+from kairosd.store.quarantine import Quarantine
 
 MAX_LIMIT = 10_000
 LIST_PIECE = 500  # views per piece of a listing: ~0.5 MB of JSON, a few ms of the loop at most
@@ -188,3 +189,15 @@ class Api(Router):
     async def shutdown(self, req: Request, m: re.Match[str]) -> Response:
         self.on_shutdown()
         return Response(202, {"stopping": True})
+
+
+def quarantine_routes(quarantine: Quarantine) -> list[tuple[str, dict[str, Any]]]:
+    """``GET /v1/quarantine`` (``kairos list --problems``): the tasks the store set aside, and why.
+
+    Here rather than in the store: no package but the api modules serves routes.
+    """
+
+    async def get(req: Request, m: re.Match[str]) -> Response:
+        return Response(200, {"path": str(quarantine.path), "entries": quarantine.entries()})
+
+    return [("quarantine", {"GET": get})]

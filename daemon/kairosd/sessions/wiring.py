@@ -1,7 +1,7 @@
 """What the composition root calls to add live sessions and hooks to kairosd.
 
     sessions = build_sessions(paths, clock, events, ledger, deliveries, default_tz=default_tz,
-                              closing=stop_event, environ=environ)
+                              closing=stop_event, ttl=timedelta(seconds=config.limits.session_ttl))
     deliveries.update(sessions.deliveries)   # before the Scheduler is built: the "session" target
     await sessions.start()                   # after the ledger is loaded, before scheduler.start()
     api.add_routes(sessions.routes)
@@ -15,9 +15,9 @@ so the background task registry may be added to it before or after this call.
 ``closing`` is the event the daemon sets as it begins to stop: long-polling
 waiters return at once, so closing the server does not wait on them.
 
-Files: ``<state dir>/sessions.json``. ``KAIROS_SESSION_TTL`` (a duration such as
-``24h`` or ``90m``; default 24 h) is how long a session may go unseen before it
-expires.
+Files: ``<state dir>/sessions.json``. ``ttl`` (``[limits] session_ttl`` or
+``KAIROS_SESSION_TTL``, read by :func:`kairosd.config.load_config`; default 24 h) is how long a
+session may go unseen before it expires.
 
 Must not import the scheduler, the store, the server's internals or the daemon module.
 """
@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, NamedTuple
@@ -35,9 +34,7 @@ from typing import Any, NamedTuple
 from kairosd.api.router import RouteHandler
 from kairosd.core import defaults
 from kairosd.core.clock import Clock
-from kairosd.core.errors import InvalidTimeError, UsageError
 from kairosd.core.events import EventBus
-from kairosd.core.schedule.durations import parse_duration
 from kairosd.delivery.base import Delivery
 from kairosd.scheduling.ledger import RunLedger
 from kairosd.sessions.api import session_routes
@@ -47,12 +44,11 @@ from kairosd.sessions.routing import Waker
 from kairosd.sessions.store import DEFAULT_TTL, SessionStore
 from kairosd.system.paths import Paths
 
-__all__ = ["SESSIONS_FILE", "SessionParts", "build_sessions", "session_ttl"]
+__all__ = ["SESSIONS_FILE", "SessionParts", "build_sessions"]
 
 log = logging.getLogger(__name__)
 
 SESSIONS_FILE = "sessions.json"
-MIN_TTL = timedelta(minutes=1)
 
 
 class SessionParts(NamedTuple):
@@ -65,20 +61,6 @@ class SessionParts(NamedTuple):
     status: Callable[[], dict[str, Any]]  # for Service(extra_status={"sessions": ...})
 
 
-def session_ttl(environ: Mapping[str, str]) -> timedelta:
-    """``KAIROS_SESSION_TTL`` (default 24 h, at least a minute); UsageError for a bad value."""
-    raw = environ.get("KAIROS_SESSION_TTL", "").strip()
-    if not raw:
-        return DEFAULT_TTL
-    try:
-        ttl = timedelta(seconds=parse_duration(raw))
-    except InvalidTimeError as exc:
-        raise UsageError(f"KAIROS_SESSION_TTL: {exc.message}") from None
-    if ttl < MIN_TTL:
-        raise UsageError(f"KAIROS_SESSION_TTL must be at least 1m, not {raw!r}")
-    return ttl
-
-
 def build_sessions(
     paths: Paths,
     clock: Clock,
@@ -88,16 +70,12 @@ def build_sessions(
     *,
     default_tz: str = "UTC",
     closing: asyncio.Event | None = None,
-    environ: Mapping[str, str] | None = None,
+    ttl: timedelta = DEFAULT_TTL,
     queue_limit: int = 10,
     max_sessions: int = defaults.MAX_SESSIONS,
     wakers: Mapping[str, Waker] | None = None,
 ) -> SessionParts:
-    """Build the session store, the hub, the ``session`` delivery target and the routes.
-
-    Raises UsageError for a bad ``KAIROS_SESSION_TTL`` before anything runs.
-    """
-    ttl = session_ttl(os.environ if environ is None else environ)
+    """Build the session store, the hub, the ``session`` delivery target and the routes."""
     store = SessionStore(paths.state_dir / SESSIONS_FILE, clock, ttl, max_sessions)
     hub = SessionHub(store, ledger, events, clock, deliveries, zone=default_tz, queue_limit=queue_limit, wakers=wakers)
     background: list[asyncio.Task[None]] = []

@@ -9,6 +9,6 @@
     jsonlog        append-only, fsynced JSON lines files with compaction
     inbox          per-session inbox files (a json log each)
 
-Imports: :mod:`kairosd.core`, :mod:`kairosd.system` and :mod:`kairosd.api` (the quarantine
-serves its own route). Must not import scheduling, sessions, the registry or agents.
+Imports: :mod:`kairosd.core` and :mod:`kairosd.system` only. Serves no route (the quarantine's is
+in :mod:`kairosd.scheduling.api`). Must not import scheduling, sessions, the registry or agents.
 """

@@ -97,16 +97,6 @@ class Quarantine:
         """``{"count", "path"}``, for ``kairos status`` and ``kairos doctor``."""
         return {"count": self.count(), "path": str(self.path)}
 
-    def routes(self) -> list[tuple[str, dict[str, Any]]]:
-        """``GET /v1/quarantine`` (``kairos list --problems``) for :meth:`kairosd.api.router.Router.add_routes`."""
-
-        async def get(req: Any, m: Any) -> Any:
-            from kairosd.api.server import Response
-
-            return Response(200, {"path": str(self.path), "entries": self.entries()})
-
-        return [("quarantine", {"GET": get})]
-
     def add(self, items: list[tuple[Any, str]]) -> int:
         """Keep each ``(record, reason)``, durably, before the store drops it; how many were new.
 

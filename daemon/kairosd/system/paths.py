@@ -24,7 +24,7 @@ import os
 import stat  # loaded by os already: free on the CLI's hot path
 from collections.abc import Mapping
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the CLI ~8 ms
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the CLI does not import typing (docs/performance.md)
 if TYPE_CHECKING:
     # Imported where used: the CLI reaches socket_path() without paying for pathlib.
     from pathlib import Path
@@ -40,7 +40,7 @@ SHARED_RUNTIME_DIR = "/tmp/runtime-{uid}"  # noqa: S108 (used only when it is th
 
 class Paths:
     # A plain class, not a dataclass: this module is imported on the CLI's hot
-    # path, and dataclasses pulls in inspect (~9 ms).
+    # path, and dataclasses pulls in inspect (docs/performance.md).
     __slots__ = ("config_dir", "data_dir", "runtime_dir", "state_dir")
 
     def __init__(self, state_dir: Path, runtime_dir: Path, data_dir: Path, config_dir: Path) -> None:

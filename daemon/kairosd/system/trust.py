@@ -44,6 +44,7 @@ class UnsafePathError(KairosError):
     """A folder or file of kairos that another user could change; the message says how to fix it."""
 
     code = "unsafe_path"
+    http_status = 403  # kairos will not use a path another user could change: refused, not a fault
 
 
 def make_private_dir(folder: Path) -> None:

@@ -32,6 +32,7 @@ class Refused(KairosError):
     """A settings file kairos will not touch; the message says which and why."""
 
     code = "refused"
+    http_status = 403  # kairos will not touch that file: refused, not a fault
 
 
 # ---- recognising kairos' entries -------------------------------------------------------------

@@ -21,7 +21,7 @@ def explain(expr: str) -> str:
 # expressions (issue 28); an entry is ~0.2 KB, so a full cache is ~3 MB.
 @lru_cache(maxsize=16_384)
 def _explain_canonical(canonical: str) -> str:
-    # On first use: only views need it, and cronsim cost ~1.5 ms of each daemon start (issue 16).
+    # On first use: only views need it, and cronsim is not needed to start (docs/performance.md).
     from cronsim.explain import Expression
 
     text = str(Expression(canonical.split()).explain())

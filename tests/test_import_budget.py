@@ -1,0 +1,133 @@
+"""The import budget of the CLI's two hot paths: a hook call and ``kairos list``.
+
+Both run against a real kairosd. The child records ``sys.modules`` as the call ends, and the test
+fails if a heavy module got in: these are the imports that made the hot paths slow before
+(docs/performance.md says what each path avoids and why). A new import on the path shows here as
+a named module, not as a few milliseconds that nobody notices.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from session_support import fixture, remove_home, short_home, wait_for
+
+# What neither path may import: the daemon's and the wire's heavy machinery.
+HEAVY = (
+    "pydantic",
+    "asyncio",
+    "httpx",
+    "anyio",
+    "argparse",  # the list path and the hook path are parserless (kairos.app.PARSERLESS)
+    "email",
+    "typing",
+    "zoneinfo",
+    "kairosd.store",
+    "kairosd.config",
+    "kairosd.api",
+    "kairosd.scheduling",
+    "kairosd.app",
+)
+
+# Runs kairos' console script in-process and writes sys.modules as the call ends: the hot paths leave
+# through os._exit (kairos.__main__._end), the others through sys.exit. Only os and sys are used here.
+SNAPSHOT = """
+import os, sys
+out = sys.argv.pop(1)
+sys.argv[0] = "kairos"
+exit_now = os._exit
+
+
+def dump():
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, "\\n".join(sorted(sys.modules)).encode())
+    os.close(fd)
+
+
+def quick_exit(code):
+    dump()
+    exit_now(code)
+
+
+os._exit = quick_exit
+from kairos.__main__ import main
+
+try:
+    main()
+except SystemExit:
+    dump()
+    raise
+"""
+
+
+@pytest.fixture
+def daemon_home() -> Iterator[dict[str, str]]:
+    """A real kairosd on a short KAIROS_HOME, with one task; yields the environment to call kairos in."""
+    home = short_home()
+    env = {**os.environ, "KAIROS_HOME": str(home), "TZ": "UTC", "KAIROS_DISABLE_CRON": "1", "COLUMNS": "80"}
+    for name in ("KAIROS_SPAWNED", "KAIROS_CONSOLIDATE", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"):
+        env.pop(name, None)
+    log = (home / "kairosd.log").open("w")
+    daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=env, stdout=log, stderr=log)
+    try:
+
+        def answers() -> bool:
+            status = subprocess.run([sys.executable, "-m", "kairos", "status"], env=env, capture_output=True)
+            return status.returncode == 0 or daemon.poll() is not None
+
+        wait_for(answers, "kairosd")
+        assert daemon.poll() is None, (home / "kairosd.log").read_text()
+        added = subprocess.run(
+            [sys.executable, "-m", "kairos", "add", "0 4 * * *", "look at CI"], env=env, capture_output=True
+        )
+        assert added.returncode == 0, added.stderr
+        yield env
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+        log.close()
+        remove_home(home)
+
+
+def imported(env: dict[str, str], tmp_path: Path, argv: list[str], stdin: str = "") -> set[str]:
+    out = tmp_path / "modules.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", SNAPSHOT, str(out), *argv],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(out.read_text().split("\n"))
+
+
+def over_budget(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == heavy or m.startswith(heavy + ".") for heavy in HEAVY))
+
+
+@pytest.mark.parametrize("argv", [["list"], ["list", "--json"]])
+def test_kairos_list_stays_within_its_imports(daemon_home: dict[str, str], tmp_path: Path, argv: list[str]) -> None:
+    modules = imported(daemon_home, tmp_path, argv)
+    assert "kairos.commands.tasks" in modules  # the snapshot is of the real list path
+    assert over_budget(modules) == []
+
+
+def test_a_hook_call_stays_within_its_imports(daemon_home: dict[str, str], tmp_path: Path) -> None:
+    stop = fixture("claude", "Stop", cwd=str(tmp_path))
+    modules = imported(daemon_home, tmp_path, ["hook", "claude", "Stop"], json.dumps(stop))
+    assert "kairos.agents.hook" in modules  # the snapshot is of the real hook path
+    assert over_budget(modules) == []
+
+
+def test_the_budget_catches_a_heavy_import(daemon_home: dict[str, str], tmp_path: Path) -> None:
+    """The check can fail: ``kairos add``, off the hot paths, builds the full parser, and that is caught."""
+    modules = imported(daemon_home, tmp_path, ["add", "0 5 * * *", "another"])
+    assert "argparse" in over_budget(modules)
