@@ -164,7 +164,11 @@ def test_kairos_import_of_a_link_to_dev_zero_or_a_fifo_fails_at_once(tmp_path, f
         assert "not a regular file" in err, err
 
 
-def test_kairos_import_refuses_a_file_larger_than_a_request(tmp_path, capsys, kairos_home):
+def test_kairos_import_refuses_a_file_larger_than_its_cap(tmp_path, capsys, kairos_home, monkeypatch):
+    """Files larger than one request go in batches (issue 28), up to a cap; past it, refused unread."""
+    from kairos.commands import ledger
+
+    monkeypatch.setattr(ledger, "IMPORT_FILE_MAX", 1 << 20)
     path = tmp_path / "scheduled_tasks.json"
     path.write_bytes(b" " * ((1 << 20) + 1))
     assert kairos(["import", str(path), "--dry-run"]) == 1

@@ -39,12 +39,12 @@ def test_a_unique_prefix_names_the_task(kd, capsys):
 
 def test_an_ambiguous_prefix_lists_the_matches(kd, capsys):
     assert run(["show", "3f2a"]) == 2
-    assert capsys.readouterr().err == "kairos: task id prefix '3f2a' is ambiguous: it matches 3f2a0000, 3f2a9c1d\n"
+    assert capsys.readouterr().err == "kairos: task id prefix '3f2a' is ambiguous: matches 3f2a0000, 3f2a9c1d\n"
 
 
 def test_a_short_or_unknown_prefix_is_not_found(kd):
-    with pytest.raises(NotFoundError):
-        kd.call(lambda: kd.service.get("3f2"))  # shorter than 4: only whole ids
+    with pytest.raises(UsageError, match="too short: give at least 4 characters"):
+        kd.call(lambda: kd.service.get("3f2"))  # shorter than 4: says so (issue 24, item 10)
     with pytest.raises(NotFoundError):
         kd.call(lambda: kd.service.get("deadbeef"))
     with pytest.raises(UsageError):
@@ -55,7 +55,7 @@ def test_history_of_an_unknown_id_exits_1_as_show_does(kd, capsys):
     assert run(["history", "deadbeef"]) == 1
     history_err = capsys.readouterr().err
     assert run(["show", "deadbeef"]) == 1
-    assert history_err == capsys.readouterr().err == "kairos: no task with id 'deadbeef' (see 'kairos list')\n"
+    assert history_err == capsys.readouterr().err == "kairos: no task starts with 'deadbeef' (see 'kairos list')\n"
     assert run(["history", "77aa0b12"]) == 0  # known, no runs yet
     assert "no runs yet" in capsys.readouterr().out
 

@@ -26,7 +26,7 @@ from kairosd.api.http_types import compact_json
 from kairosd.api.requests import parse_body, validation_message
 from kairosd.core import bounds
 from kairosd.core.clock import Clock
-from kairosd.core.errors import InvalidTimeError, StoreError, UsageError
+from kairosd.core.errors import InvalidTimeError, NotFoundError, StoreError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import (
     AgentTarget,
@@ -461,7 +461,12 @@ class Service:
 
     def history(self, task_id: str | None, limit: int) -> list[dict[str, Any]]:
         if task_id is not None:
-            task_id = self.book.resolve(task_id)
+            try:
+                task_id = self.book.resolve(task_id)
+            except NotFoundError:
+                if not self.scheduler.ledger.list(task_id, 1):
+                    raise
+                # A removed task's whole id: its runs are still listed.
         runs = [r.model_dump(mode="json") for r in self.scheduler.ledger.list(task_id, limit)]
         if task_id is not None and not runs and self.book.find(task_id) is None:
             # As show, rm, pause, resume and run answer an unknown id (a removed task's runs are still listed).
