@@ -7,7 +7,6 @@ file says so. Waits are bounded polls, never blind sleeps.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -64,9 +63,12 @@ class World(KairosCli):
         self.tmux("new-session", "-d", "-s", "ui", "-x", "80", "-y", "24", "bash", str(script))
 
     def stored_task(self, task_id: str) -> dict[str, Any]:
-        store = json.loads((self.home / "state" / STORE_NAME).read_text())
-        tasks = store["tasks"] if isinstance(store, dict) else store
-        return next(t for t in tasks if t["id"] == task_id)
+        """The task as the store holds it: the file with its journal folded in (issue 28: the file alone
+        lags the last changes until the journal is compacted into it)."""
+        from kairosd.store.store import read_folded
+
+        state = read_folded(self.home / "state" / STORE_NAME)
+        return next(t.model_dump(mode="json") for t in state.tasks if t.id == task_id)
 
     def stop(self) -> None:
         self.tmux("kill-server", check=False)
