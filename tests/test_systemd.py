@@ -544,3 +544,95 @@ def test_install_refuses_while_a_kairosd_outside_systemd_runs(box, flags):
     assert "a kairosd started outside systemd is running (pid 4242); stop it first (kairos daemon stop)" in proc.stderr
     assert not box.unit_dir.exists()
     assert [c for c in box.calls() if c[1:2] != ["show"]] == []
+
+
+# ---- issue 24 item 16: install --dry-run agrees with doctor and with the real run ----------------------
+
+FAKE_LOGINCTL = """#!/bin/sh
+# A stand-in for loginctl show-user: FAKE_LINGER=yes|no answers, anything else is "no session".
+case "$FAKE_LINGER" in
+  yes|no) echo "Linger=$FAKE_LINGER" ;;
+  *) echo "Failed to get user: User ID 4242 is not logged in or lingering" >&2; exit 1 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(("answer", "state"), [("yes", "on"), ("no", "off"), ("nosession", "unknown")])
+def test_install_dry_run_and_doctor_agree_on_linger(box, answer, state):
+    """Both ask one function: the same on/off/unknown and the same reason, in JSON and in text."""
+    box._script("loginctl", FAKE_LOGINCTL)
+    box.env["FAKE_LINGER"] = answer
+    install = box.json("systemd", "install", "--dry-run")
+    doctor = json.loads(box.kairos("doctor", "--json", check=False).stdout)
+    assert install["linger_state"] == doctor["systemd"]["state"] == state
+    assert install["linger"] == doctor["systemd"]["linger"] == {"on": True, "off": False}.get(state)
+    assert install["linger_detail"] == doctor["systemd"]["detail"]
+    if state == "unknown":
+        assert "no user session" in install["linger_detail"]
+    text = box.kairos("systemd", "install", "--dry-run").stdout
+    assert f"linger is {state}" in text
+    doctor_text = box.kairos("doctor", check=False).stdout
+    assert f"linger:  {({'on': 'yes', 'off': 'no'}).get(state, 'unknown')} ({install['linger_detail']})" in doctor_text
+
+
+def test_linger_is_unknown_with_the_reason_without_loginctl(tmp_path):
+    """No loginctl on PATH: unknown, and why (not "off", which would be a guess)."""
+    from kairosd.system.linger import linger_state
+
+    linger = linger_state({"PATH": str(tmp_path)})
+    assert (linger.state, linger.on, linger.detail) == ("unknown", None, "loginctl not found (no systemd?)")
+
+
+@pytest.mark.parametrize(("flags", "refuses"), [(["--now"], True), (["--enable"], True), ([], False)])
+def test_install_dry_run_says_the_real_run_would_refuse_a_kairosd_outside_systemd(box, flags, refuses):
+    """The dry run makes the real run's pre-flight checks: it names the pid and what to do, and exits
+    non-zero exactly where the real run would; it changes nothing either way."""
+    from test_cli_verbs import FakeDaemon
+
+    fake = FakeDaemon(Path(box.env["KAIROS_HOME"]))
+    fake.routes[("GET", "/v1/status")] = (200, {"pid": 4242})
+    fake.start()
+    try:
+        box.env["FAKE_SYSTEMCTL_SHOW"] = "0\n"  # kairosd.service has no main process
+        dry = box.kairos("systemd", "install", "--dry-run", *flags, check=False)
+        doc = json.loads(box.kairos("systemd", "install", "--dry-run", "--json", *flags, check=False).stdout)
+        real = box.kairos("systemd", "install", *flags, check=False) if refuses else None
+    finally:
+        fake.stop()
+    assert doc["stray_pid"] == 4242
+    if refuses:
+        assert dry.returncode == real.returncode == 1
+        assert (
+            "the real run would refuse and change nothing: a kairosd started outside systemd is running "
+            "(pid 4242); stop it first (kairos daemon stop)" in dry.stderr
+        )
+        assert doc["refused"] in real.stderr
+    else:
+        assert dry.returncode == 0
+        assert doc["refused"] is None
+        assert "a kairosd started outside systemd runs (pid 4242): stop it first (kairos daemon stop)" in dry.stdout
+    assert not box.unit_dir.exists()
+    assert [c for c in box.calls() if c[1:2] != ["show"]] == []
+
+
+def test_install_prints_the_unit_dir_and_exec_start_normalised(box):
+    """--unit-dir with .. and // (and --kairosd likewise) are shown, and used, absolute and normalised."""
+    needs_kairosd()
+    messy_dir = f"/{box.root}//a/../units/"
+    messy_kairosd = f"{KAIROSD.parent}//./../{KAIROSD.parent.name}/kairosd"
+    doc = box.json("systemd", "install", "--dry-run", "--unit-dir", messy_dir, "--kairosd", messy_kairosd)
+    assert doc["unit_dir"] == str(box.root / "units")
+    assert doc["units"][0]["path"] == str(box.root / "units" / sd.SERVICE)
+    assert doc["exec_start"] == os.path.normpath(KAIROSD)
+    assert f"ExecStart={os.path.normpath(KAIROSD)}\n" in doc["contents"][sd.SERVICE]
+    text = box.kairos("systemd", "install", "--dry-run", "--unit-dir", messy_dir).stdout
+    assert f"# would write {box.root / 'units' / sd.SERVICE}\n" in text
+    first = text.split("\n", 1)[0]
+    assert ".." not in first
+    assert "//" not in first
+
+
+def test_clean_path_expands_home_and_collapses_dots_and_slashes(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/someone")
+    assert str(units.clean_path("~/x/../.config//systemd/user/")) == "/home/someone/.config/systemd/user"
+    assert str(units.clean_path("//etc//systemd/./user")) == "/etc/systemd/user"

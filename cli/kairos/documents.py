@@ -361,6 +361,10 @@ class SystemdInstallDoc(Document):
     units: list[SystemdUnitChange]
     commands: list[list[str]]
     linger: bool | None
+    linger_state: str
+    linger_detail: str
+    stray_pid: int | None
+    refused: str | None
     contents: dict[str, str] | None = None
 
 

@@ -139,7 +139,8 @@ def print_report(report: dict[str, Any]) -> None:
         if values:
             print(f"  {section + ':':<15}{', '.join(f'{key} {_setting(value)}' for key, value in values.items())}")
     systemd = report.get("systemd") or {}
-    if systemd.get("loginctl"):
+    if systemd:
+        # Unknown is said with its reason (no loginctl, no session), as `kairos systemd install` says it.
         value = systemd.get("linger")
         linger = "yes" if value is True else "no" if value is False else "unknown"
         print(f"linger:  {linger} ({systemd.get('detail')})")

@@ -5,14 +5,17 @@ with an absolute ``ExecStart=``: the ``kairosd`` script installed next to this `
 right for a venv, ``pipx install`` and ``uv tool install`` alike. A ``KAIROS_HOME`` set while
 installing is written into the units, so the service and the CLI agree on the store and the socket.
 It then runs ``systemctl --user daemon-reload`` (``enable``/``restart`` when asked) and gives the
-``loginctl enable-linger`` advice.
+``loginctl enable-linger`` advice, from the answer ``kairos doctor`` gives (:mod:`kairosd.system.linger`).
+``--dry-run`` makes the same pre-flight checks (a kairosd running outside systemd) and says what
+the real run would refuse, exiting non-zero where it would. Every path shown is absolute and normalised.
 
 ``systemctl`` and ``journalctl`` are found on ``PATH`` (tests put recording fakes there); the unit
 folder is ``--unit-dir``, else ``$XDG_CONFIG_HOME/systemd/user``. ``kairos daemon start`` asks
 :func:`service_for_start` whether to go through systemd, ``kairos daemon stop`` asks :func:`units_for_stop`.
 
 ``kairos.app`` imports this module to build the full parser, so only argparse and typing are
-imported at the top. Must not import pydantic, asyncio, platformdirs or the daemon's modules:
+imported at the top. Must not import pydantic, asyncio, platformdirs or the daemon's modules (beyond
+``kairosd.core.errors`` and the standard-library-only ``kairosd.system.linger``):
 it works in an install whose dependencies are broken, to repair or remove the service.
 """
 
@@ -25,6 +28,7 @@ from kairos.commands.common import make_parser, whole_number
 from kairos.commands.units import (
     SERVICE,
     SOCKET,
+    clean_path,
     default_unit_dir,
     find_kairosd,
     installed_unit,
@@ -38,13 +42,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
+    from kairosd.system.linger import Linger
+
 UNITS = (SERVICE, SOCKET)
 STOP_ORDER = (SOCKET, SERVICE)  # the socket first, so nothing starts the service again meanwhile
 RUNNING_STATES = frozenset({"active", "activating", "deactivating", "reloading", "refreshing"})
 # Readiness needs the store loaded (systemd waits for READY=1); stopping gets TimeoutStopSec=30.
 SYSTEMCTL_TIMEOUT_S = 60.0
 JOURNAL_LINES = 10
-LINGER_DIR = "/var/lib/systemd/linger"
 
 
 def register(subparsers: Any) -> None:
@@ -76,7 +81,11 @@ def register(subparsers: Any) -> None:
     install.add_argument("--socket", action="store_true", help="also install kairosd.socket (socket activation)")
     install.add_argument("--enable", action="store_true", help="start the units at login (systemctl --user enable)")
     install.add_argument("--now", action="store_true", help="(re)start kairosd now")
-    install.add_argument("--dry-run", action="store_true", help="print what would be written and run; change nothing")
+    install.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be written and run, and what the real run would refuse; change nothing",
+    )
     _add_unit_dir(install)
     install.add_argument(
         "--kairosd",
@@ -127,11 +136,7 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def _unit_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
-    from pathlib import Path
-
-    if args.unit_dir:
-        return Path(args.unit_dir).expanduser().absolute()
-    return default_unit_dir(environ)
+    return clean_path(args.unit_dir) if args.unit_dir else default_unit_dir(environ)
 
 
 # ---- running systemctl ----------------------------------------------------------------------------------
@@ -213,27 +218,18 @@ def units_for_stop(environ: Mapping[str, str]) -> list[str]:
     return [unit for unit, state in zip(STOP_ORDER, states, strict=False) if state in RUNNING_STATES]
 
 
-def linger_enabled(user: str, linger_dir: str = LINGER_DIR) -> bool:
-    import os
-
-    return os.path.exists(os.path.join(linger_dir, user))
-
-
-def _user_name() -> str:
-    import os
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return os.environ.get("USER", str(os.getuid()))
-
-
-def _linger_advice(user: str) -> str:
-    if linger_enabled(user):
+def _linger_advice(linger: Linger) -> str:
+    """The advice after install, from the same answer ``kairos doctor`` gives (kairosd.system.linger)."""
+    user = linger.user
+    if linger.state == "on":
         return f"linger is on for {user}: kairosd runs from boot, without a login session"
+    if linger.state == "off":
+        return (
+            f"linger is off: tasks fire only while {user} is logged in; to run kairosd from boot without a "
+            f"login session:\n  loginctl enable-linger {user}"
+        )
     return (
-        f"tasks fire only while {user} is logged in; to run kairosd from boot without a login session:\n"
+        f"linger is unknown ({linger.detail}); if tasks must fire while {user} is logged out:\n"
         f"  loginctl enable-linger {user}"
     )
 
@@ -282,15 +278,27 @@ def _stray_daemon() -> int | None:
     return None if main_pid == str(pid) else pid
 
 
+def _refusal(stray: int | None, args: argparse.Namespace) -> str | None:
+    """Why the real install refuses before writing anything (None: it goes ahead); dry runs ask too."""
+    if stray is not None and (args.now or args.enable):
+        # An enabled or started unit would meet that daemon's store lock.
+        return (
+            f"a kairosd started outside systemd is running (pid {stray}); stop it first "
+            "(kairos daemon stop), then run this again"
+        )
+    return None
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     import os
 
-    from kairos.output import print_json
+    from kairos.output import error, print_json
     from kairosd.core.errors import KairosError, UsageError
+    from kairosd.system.linger import linger_state
 
     environ = os.environ
     unit_dir = _unit_dir(args, environ)
-    exec_start = os.path.abspath(os.path.expanduser(args.kairosd)) if args.kairosd else find_kairosd()
+    exec_start = str(clean_path(args.kairosd if args.kairosd else find_kairosd()))
     if not (os.path.isfile(exec_start) and os.access(exec_start, os.X_OK)):
         raise UsageError(f"{exec_start} is not an executable file")
     with_socket = args.socket or (unit_dir / SOCKET).is_file()  # keep an earlier --socket install current
@@ -315,36 +323,44 @@ def cmd_install(args: argparse.Namespace) -> int:
             old = None
         changes.append({"unit": name, "path": str(path), "changed": old != text, "new": old is None})
 
-    user = _user_name()
+    linger = linger_state(environ)
+    # The same pre-flight checks for a dry run as for the real one, so it can say what would be refused.
+    stray = _stray_daemon()
+    refusal = _refusal(stray, args)
     doc: dict[str, Any] = {
         "dry_run": bool(args.dry_run),
         "unit_dir": str(unit_dir),
         "exec_start": exec_start,
         "units": changes,
         "commands": [["systemctl", "--user", *argv] for argv in commands],
-        "linger": linger_enabled(user),
+        "linger": linger.on,
+        "linger_state": linger.state,
+        "linger_detail": linger.detail,
+        "stray_pid": stray,
+        "refused": refusal,
     }
     if args.dry_run:
         doc["contents"] = units
         if args.json:
             print_json(doc)
-            return 0
-        for change in changes:
-            print(f"# would write {change['path']}")
-            print(units[change["unit"]], end="")
-            print()
-        for argv in commands:
-            print(f"# would run: {display(argv)}")
-        print(_linger_advice(user))
+        else:
+            for change in changes:
+                print(f"# would write {change['path']}")
+                print(units[change["unit"]], end="")
+                print()
+            for argv in commands:
+                print(f"# would run: {display(argv)}")
+            if refusal is None and stray is not None:
+                print(f"note: a kairosd started outside systemd runs (pid {stray}): stop it first (kairos daemon stop)")
+            print(_linger_advice(linger))
+        if refusal is not None:
+            # Non-zero exactly where the real run fails; it would write and run nothing.
+            error(f"the real run would refuse and change nothing: {refusal}")
+            return KairosError(refusal).exit_code
         return 0
 
-    # Checked before anything is written: an enabled or started unit would meet that daemon's store lock.
-    stray = _stray_daemon()
-    if stray is not None and (args.now or args.enable):
-        raise KairosError(
-            f"a kairosd started outside systemd is running (pid {stray}); stop it first "
-            "(kairos daemon stop), then run this again"
-        )
+    if refusal is not None:
+        raise KairosError(refusal)
     unit_dir.mkdir(parents=True, exist_ok=True)
     for change in changes:
         if change["changed"]:
@@ -365,7 +381,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             print(f"note: a kairosd started outside systemd runs (pid {stray}): stop it first (kairos daemon stop)")
         print(f"to start it now and at every login: {display(['enable', '--now', *enabled])}")
     print("logs: journalctl --user -u kairosd")
-    print(_linger_advice(user))
+    print(_linger_advice(linger))
     return 0
 
 

@@ -25,13 +25,26 @@ MAX_SOCKET_PATH_BYTES = 107  # sun_path, as kairosd.api.unixsocket checks it
 # ---- where things are ---------------------------------------------------------------------------------
 
 
+def clean_path(path: str | Path) -> Path:
+    """``path`` as printed and written: ``~`` expanded, absolute, without ``..``, ``.`` or doubled slashes.
+
+    Not resolved through links: the folder the user named stays the one shown.
+    """
+    import os
+    from pathlib import Path
+
+    text = os.path.normpath(os.path.abspath(os.path.expanduser(str(path))))
+    # POSIX keeps a leading "//" (implementation-defined); for a unit folder it means "/".
+    return Path("/" + text.lstrip("/"))
+
+
 def default_unit_dir(environ: Mapping[str, str]) -> Path:
     from pathlib import Path
 
     config = environ.get("XDG_CONFIG_HOME", "").strip()
     # The XDG spec: a relative value is invalid and must be ignored.
     base = Path(config) if config.startswith("/") else Path(environ.get("HOME") or Path.home()) / ".config"
-    return base / "systemd" / "user"
+    return clean_path(base / "systemd" / "user")
 
 
 def installed_unit(name: str, environ: Mapping[str, str]) -> Path | None:

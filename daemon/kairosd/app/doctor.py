@@ -8,8 +8,8 @@ older than the oldest kairos supports (:mod:`kairosd.core.agentversions`; a note
 will not work). It re-reads the config
 file to report its state now, lists the socket and store paths, and asks
 ``loginctl`` whether the user lingers (so a systemd user service keeps running
-after logout), when ``loginctl`` exists. Each configured hook command is
-checked as kairosd checks it before a run (:mod:`kairosd.system.filesafety`): a file
+after logout; :mod:`kairosd.system.linger`, which ``kairos systemd install`` asks too).
+Each configured hook command is checked as kairosd checks it before a run (:mod:`kairosd.system.filesafety`): a file
 it runs that another user could change is listed as a problem, with the fix.
 
 The daemon serves the same report at ``GET /v1/doctor`` (:func:`kairosd.app.api.doctor_routes`):
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,12 +38,11 @@ from kairosd.core.errors import KairosError
 from kairosd.store.quarantine import FILE_NAME as QUARANTINE_NAME
 from kairosd.store.quarantine import Quarantine
 from kairosd.system import filesafety, trust
+from kairosd.system.linger import linger_state
 from kairosd.system.paths import Paths
 from kairosd.system.versionprobe import version_of
 
 VERSION_TIMEOUT_S = 5.0
-LOGINCTL_TIMEOUT_S = 2.0
-_OUTPUT_CHARS = 200
 
 
 def doctor_report(
@@ -120,7 +118,7 @@ def doctor_report(
             "state_dir": str(paths.state_dir),
             "data_dir": str(paths.data_dir),
         },
-        "systemd": _linger(env),
+        "systemd": linger_state(env).as_json(),
         "quarantine": quarantine,
     }
 
@@ -254,35 +252,6 @@ def _config_state(paths: Paths, env: Mapping[str, str], fallback_error: str | No
     if fallback_error and state["ok"]:
         state["ok"], state["error"] = False, fallback_error
     return state
-
-
-def _linger(env: Mapping[str, str]) -> dict[str, Any]:
-    loginctl = shutil.which("loginctl", path=env.get("PATH", os.defpath))
-    if loginctl is None:
-        return {"loginctl": False, "linger": None, "detail": "loginctl not found (no systemd?)"}
-    user = env.get("USER") or str(os.getuid())
-    try:
-        done = subprocess.run(
-            [loginctl, "show-user", user, "--property=Linger"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=LOGINCTL_TIMEOUT_S,
-            check=False,
-        )
-    except (subprocess.TimeoutExpired, OSError) as exc:
-        return {"loginctl": True, "linger": None, "detail": f"loginctl failed: {exc}"}
-    value = done.stdout.strip().partition("=")[2]
-    if done.returncode != 0 or value not in ("yes", "no"):
-        detail = " ".join((done.stderr.strip() or done.stdout.strip()).split())[:_OUTPUT_CHARS]
-        return {"loginctl": True, "linger": None, "detail": detail or "no answer"}
-    detail = (
-        "kairosd can run while you are logged out"
-        if value == "yes"
-        else f"a user service stops at logout; enable with: loginctl enable-linger {user}"
-    )
-    return {"loginctl": True, "linger": value == "yes", "detail": detail}
 
 
 def local_report(environ: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -8,6 +8,7 @@
     runner      run one process with a deadline, collecting its output
     versionprobe  ask an executable for its version (``--version``, with a deadline)
     lifecycle   the user's lifecycle hook commands, run on daemon events
+    linger      whether the user lingers (on, off or unknown, and why)
     sdnotify    tell systemd we are ready, alive or stopping
 
 Imports: :mod:`kairosd.core` only. The CLI may import this package.
