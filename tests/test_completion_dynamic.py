@@ -82,6 +82,28 @@ def test_complete_tz_lists_every_zone():
     assert proc.stdout.splitlines() == sorted(zoneinfo.available_timezones())
 
 
+def test_complete_tz_reads_its_cache_while_the_zone_database_is_unchanged(home: Path):
+    """The zones are kept next to the socket under the database's stamp; another stamp reads it again."""
+    from kairos.dynamic import ZONES_CACHE
+
+    (home / "run").mkdir()
+    cache = home / "run" / ZONES_CACHE
+    first = _kairos("__complete", "tz").stdout
+    key, *zones = cache.read_text().splitlines()
+    assert zones == first.splitlines() == sorted(zoneinfo.available_timezones())
+    cache.write_text(f"{key}\nMars/Olympus_Mons\n")
+    assert _kairos("__complete", "tz").stdout == "Mars/Olympus_Mons\n"  # read from the cache
+    cache.write_text("another database\nMars/Olympus_Mons\n")
+    assert _kairos("__complete", "tz").stdout == first  # stale: walked again, and rewritten
+    assert cache.read_text().splitlines()[0] == key
+
+
+def test_complete_tz_makes_no_folder(home: Path):
+    """Before kairosd ever ran, a TAB writes nothing (no runtime folder is created for a cache)."""
+    assert _kairos("__complete", "tz").stdout.splitlines() == sorted(zoneinfo.available_timezones())
+    assert not (home / "run").exists()
+
+
 @pytest.mark.parametrize(
     ("shell", "calls"),
     [

@@ -12,6 +12,7 @@ import argparse, pydantic, asyncio or any kairosd module but the protocol's rout
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -23,6 +24,7 @@ KINDS = ("tasks", "jobs", "board", "tz")
 # A TAB that waits longer than this for kairosd feels broken; better no candidates.
 TIMEOUT_S = 0.8
 DESCRIPTION_CHARS = 60
+ZONES_CACHE = "zones.cache"
 
 
 def main(argv: list[str]) -> int:
@@ -38,9 +40,7 @@ def main(argv: list[str]) -> int:
 
 def candidates(kind: str) -> Iterable[str]:
     if kind == "tz":
-        import zoneinfo
-
-        return sorted(zoneinfo.available_timezones())
+        return _zones()
     if kind == "tasks":
         doc = _get("tasks", {"view": "summary"})
         return (_line(t.get("id"), t.get("name") or t.get("prompt")) for t in doc.get("tasks") or [])
@@ -51,6 +51,55 @@ def candidates(kind: str) -> Iterable[str]:
         doc = _get("board", {"cwd": os.getcwd()})
         return (_line(e.get("id"), e.get("text")) for e in doc.get("entries") or [])
     return ()
+
+
+def _zones() -> list[str]:
+    """Every zone name, from a cache next to kairosd's socket while the zone database it was read
+    from is unchanged: walking the database nearly doubles the call (83 ms against 45, best of 15)."""
+    import zoneinfo
+
+    from kairosd.system.paths import socket_path
+
+    key = _zones_key()
+    cache = os.path.join(os.path.dirname(socket_path()), ZONES_CACHE)
+    if key:
+        try:
+            with open(cache, encoding="utf-8") as f:
+                head, _, body = f.read().partition("\n")
+            if head == key:
+                return body.split()
+        except (OSError, UnicodeDecodeError):
+            pass
+    zones = sorted(zoneinfo.available_timezones())
+    # Only into a runtime folder kairosd made: a TAB creates no folder.
+    if key and os.path.isdir(os.path.dirname(cache)):
+        from pathlib import Path
+
+        from kairosd.system.atomic import write_atomic
+
+        with contextlib.suppress(OSError):  # a read-only folder: no cache, the zones all the same
+            write_atomic(Path(cache), "\n".join([key, *zones]).encode())
+    return zones
+
+
+def _zones_key() -> str:
+    """What identifies the zone database: the files each of its updates rewrites, and the tzdata
+    package's; empty (no caching) where none is found."""
+    import importlib.util
+    import zoneinfo
+
+    files = [os.path.join(folder, name) for folder in zoneinfo.TZPATH for name in ("tzdata.zi", "zone1970.tab")]
+    spec = importlib.util.find_spec("tzdata")
+    if spec is not None and spec.origin:
+        files.append(spec.origin)
+    stamps = []
+    for path in files:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        stamps.append(f"{path}@{info.st_mtime_ns}:{info.st_size}")
+    return " ".join(stamps)
 
 
 def _get(route: str, query: dict[str, str] | None) -> dict:  # type: ignore[type-arg]
