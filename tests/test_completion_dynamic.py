@@ -56,6 +56,13 @@ def test_complete_board_prints_the_entries_of_the_current_project(kd: Kairosd, t
     assert entry_id in added.stdout
 
 
+def test_complete_jobs_prints_each_background_task_with_its_prompt(kd: Kairosd):
+    started = _kairos("task", "start", "--shell", "count the lines", "--json", "--", "cat")
+    assert started.returncode == 0, started.stderr
+    job_id = json.loads(started.stdout)["task"]["id"]
+    assert _kairos("__complete", "jobs").stdout == f"{job_id}\tcount the lines\n"
+
+
 def test_complete_without_a_daemon_prints_nothing_and_exits_0(home: Path):
     for kind in ("tasks", "jobs", "board", "nonsense"):
         proc = _kairos("__complete", kind)
