@@ -217,7 +217,7 @@ comp() { words=("$@"); CURRENT=${#words}; PREFIX=${words[-1]}; _kairos }
 comp kairos daemon ''
 comp kairos systemd install --
 comp kairos add --overlap ''
-comp kairos add --tz ''
+comp kairos add --cwd ''
 """
 
 

@@ -29,6 +29,11 @@ def main() -> None:
         from kairos.agents.hook import main as hook_main
 
         _end(hook_main(argv[1:]))
+    if argv[:1] == ["__complete"]:
+        # Called by the completion scripts at TAB time: no parser, no verb module (kairos.dynamic).
+        from kairos.dynamic import main as complete_main
+
+        _end(complete_main(argv[1:]))
     if argv == ["--version"]:
         # Without the parser, which imports every verb module (docs/performance.md).
         version = _version_line()

@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 SHELLS = ("bash", "zsh", "fish")
 ROOT = "kairos"
 
+# Arguments named at TAB time by `kairos __complete KIND` (kairos.dynamic), as git completes branches:
+# the commands whose positional argument is a scheduled task, a background task or a board entry...
+DYNAMIC = {
+    **{f"{ROOT}/{verb}": "tasks" for verb in ("show", "pause", "resume", "run", "rm", "edit", "history", "export")},
+    **{f"{ROOT}/task/{sub}": "jobs" for sub in ("show", "wait", "logs", "cancel", "send", "close")},
+    **{f"{ROOT}/board/{sub}": "board" for sub in ("rm", "pin", "edit", "restore")},
+}
+# ... and the options whose value is one (a zone name).
+DYNAMIC_OPTIONS = {"--tz": "tz"}
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -140,20 +150,31 @@ def _transitions(tree: Command) -> list[str]:
 # ---- bash -----------------------------------------------------------------------------------------------
 
 
-def _value_cases(tree: Command, choice: Callable[[str, list[str]], str], free: Callable[[str], str]) -> list[str]:
+def _value_cases(
+    tree: Command,
+    choice: Callable[[str, list[str]], str],
+    free: Callable[[str], str],
+    dynamic: Callable[[str, str], str],
+) -> list[str]:
     """The shell's case arms for a ``path:--option`` that takes a value: ``choice(pattern, choices)``
-    for each option with choices, then one ``free(pattern)`` arm for every option without."""
+    for each option with choices, one ``dynamic(pattern, kind)`` arm for each kind of
+    ``DYNAMIC_OPTIONS``, then one ``free(pattern)`` arm for every other option."""
     cases: list[str] = []
     free_patterns: list[str] = []
+    dynamic_patterns: dict[str, list[str]] = {}
     for command in tree.walk():
         for option in command.options:
             if not option.takes_value:
                 continue
             patterns = [_sq_posix(f"{command.path}:{flag}") for flag in option.flags]
+            kind = next((DYNAMIC_OPTIONS[f] for f in option.flags if f in DYNAMIC_OPTIONS), None)
             if option.choices:
                 cases.append(choice("|".join(patterns), list(option.choices)))
+            elif kind:
+                dynamic_patterns.setdefault(kind, []).extend(patterns)
             else:
                 free_patterns.extend(patterns)
+    cases.extend(dynamic("|".join(patterns), kind) for kind, patterns in dynamic_patterns.items())
     if free_patterns:
         cases.append(free("|".join(free_patterns)))
     return cases
@@ -175,18 +196,31 @@ def _bash(tree: Command, header: str) -> str:
         lambda pattern, choices: (
             f'        {pattern}) COMPREPLY=($(compgen -W {_sq_posix(" ".join(choices))} -- "$cur")); return ;;'
         ),
-        # A free value (a zone, a duration, a path): left to bash's default completion.
+        # A free value (a duration, a path): left to bash's default completion.
         lambda pattern: f"        {pattern}) return ;;",
+        lambda pattern, kind: f"        {pattern}) _kairos_dynamic {kind}; return ;;",
     )
     word_cases: list[str] = []
     for command in tree.walk():
         flags = " ".join(flag for option in command.options for flag in option.flags)
         words = " ".join([*command.subcommands, *command.positional_choices])
-        word_cases.append(f"        {_sq_posix(command.path)}) opts={_sq_posix(flags)}; words={_sq_posix(words)} ;;")
+        dyn = DYNAMIC.get(command.path, "")
+        word_cases.append(
+            f"        {_sq_posix(command.path)}) opts={_sq_posix(flags)}; words={_sq_posix(words)}; dyn={dyn} ;;"
+        )
     transitions = "|".join(_sq_posix(path) for path in _transitions(tree))
     return f"""# bash completion for kairos, {header}
+# The names kairosd knows (task ids, board entries) and zone names, from `kairos __complete KIND`:
+# "NAME<TAB>description" lines, of which bash shows the names.
+_kairos_dynamic() {{
+    local line
+    while IFS= read -r line; do
+        line="${{line%%$'\\t'*}}"
+        [[ $line == "$cur"* ]] && COMPREPLY+=("$line")
+    done < <(command kairos __complete "$1" 2>/dev/null)
+}}
 _kairos() {{
-    local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="" kpath={ROOT} i opts="" words=""
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="" kpath={ROOT} i opts="" words="" dyn=""
     (( COMP_CWORD > 0 )) && prev="${{COMP_WORDS[COMP_CWORD-1]}}"
     for (( i = 1; i < COMP_CWORD; i++ )); do
         case "$kpath/${{COMP_WORDS[i]}}" in
@@ -197,6 +231,8 @@ _kairos() {{
 {_dispatch(value_cases, word_cases)}
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    elif [[ -n $dyn ]]; then
+        _kairos_dynamic "$dyn"
     else
         COMPREPLY=($(compgen -W "$words" -- "$cur"))
     fi
@@ -217,19 +253,32 @@ def _zsh(tree: Command, header: str) -> str:
         tree,
         lambda pattern, choices: f"        ({pattern}) compadd -- {' '.join(_sq_posix(c) for c in choices)}; return ;;",
         lambda pattern: f"        ({pattern}) _files; return ;;",
+        lambda pattern, kind: f"        ({pattern}) _kairos_dynamic {kind}; return ;;",
     )
     word_cases: list[str] = []
     for command in tree.walk():
         subs = [_zsh_entry(name, sub.help) for name, sub in command.subcommands.items()]
         subs += [_zsh_entry(choice, "") for choice in command.positional_choices]
         opts = [_zsh_entry(flag, option.help) for option in command.options for flag in option.flags]
-        word_cases.append(f"        ({_sq_posix(command.path)}) subs=({' '.join(subs)}); opts=({' '.join(opts)}) ;;")
+        dyn = DYNAMIC.get(command.path, "")
+        word_cases.append(
+            f"        ({_sq_posix(command.path)}) subs=({' '.join(subs)}); opts=({' '.join(opts)}); dyn={dyn} ;;"
+        )
     transitions = "|".join(_sq_posix(path) for path in _transitions(tree))
     return f"""#compdef kairos
 # zsh completion for kairos, {header}
+# The names kairosd knows (task ids, board entries) and zone names, from `kairos __complete KIND`:
+# "NAME<TAB>description" lines, made "NAME:description" for _describe (ids hold no colon; a
+# description may: _describe splits at the first).
+_kairos_dynamic() {{
+    local -a found
+    found=(${{(f)"$(command kairos __complete $1 2>/dev/null)"}})
+    found=(${{found/$'\\t'/:}})
+    (( ${{#found}} )) && _describe -t $1 $1 found
+}}
 _kairos() {{
     # Not "path": in zsh that is PATH itself.
-    local kpath={ROOT} prev=${{words[CURRENT-1]}} i
+    local kpath={ROOT} prev=${{words[CURRENT-1]}} i dyn=""
     local -a subs opts
     for (( i = 2; i < CURRENT; i++ )); do
         case "$kpath/${{words[i]}}" in
@@ -239,6 +288,8 @@ _kairos() {{
 {_dispatch(value_cases, word_cases)}
     if [[ $PREFIX == -* ]]; then
         _describe -t options option opts
+    elif [[ -n $dyn ]]; then
+        _kairos_dynamic $dyn
     elif (( ${{#subs}} )); then
         _describe -t commands command subs
     else
@@ -277,6 +328,10 @@ def _fish(tree: Command, header: str) -> str:
             lines.append(f"complete -c kairos -f {when} -a {_sq_fish(name)} -d {_sq_fish(sub.help)}")
         for choice in command.positional_choices:
             lines.append(f"complete -c kairos -f {when} -a {_sq_fish(choice)}")
+        if command.path in DYNAMIC:
+            # fish shows the "NAME<TAB>description" lines as they are.
+            dyn = f"(kairos __complete {DYNAMIC[command.path]} 2>/dev/null)"
+            lines.append(f"complete -c kairos -f {when} -a {_sq_fish(dyn)}")
         for option in command.options:
             parts = ["complete -c kairos", when]
             for flag in option.flags:
@@ -286,8 +341,11 @@ def _fish(tree: Command, header: str) -> str:
                     parts.append(f"-s {_sq_fish(flag[1:])}")
                 else:
                     parts.append(f"-o {_sq_fish(flag[1:])}")
+            kind = next((DYNAMIC_OPTIONS[f] for f in option.flags if f in DYNAMIC_OPTIONS), None)
             if option.choices:
                 parts.append(f"-x -a {_sq_fish(' '.join(option.choices))}")
+            elif kind and option.takes_value:
+                parts.append(f"-x -a {_sq_fish(f'(kairos __complete {kind} 2>/dev/null)')}")
             elif option.takes_value:
                 parts.append("-r")
             if option.help:
