@@ -90,6 +90,94 @@ def client() -> Client:
     return Client()
 
 
+OFFLINE_NOTE = "kairosd is not running: showing what is on disk (kairos daemon start to run it)"
+OFFLINE_TIMEOUT_S = 60.0
+
+
+class ReadClient:
+    """A client for the read-only views (list, show, history, missed, board show): asks kairosd, and
+    when it is not running answers from the files on disk instead (issue 24, item 9).
+
+    The files are read by ``python -m kairosd.app.offline`` in a child process, which builds the
+    daemon's own views without its lock and changes nothing, so the CLI imports none of the store
+    (the ``cli-public-face`` contract, as ``kairos doctor`` does). The note is said once, on stderr.
+    """
+
+    def __init__(self) -> None:
+        self.offline = False
+
+    def call(self, method: str, path: str, body: Any = None, query: Any = None) -> Any:
+        from kairos.client import Client, DaemonNotRunning
+
+        if not self.offline:
+            try:
+                return Client().call(method, path, body, query)
+            except DaemonNotRunning:
+                from kairos.output import error
+
+                self.offline = True
+                error(OFFLINE_NOTE)
+        return offline_call(method, path, query)
+
+    def call_pieces(self, method: str, path: str, query: Any = None) -> Any:
+        """kairosd's answer piece by piece, as :meth:`Client.call_pieces` (``list --json`` streams it);
+        while kairosd is down, the document from disk as one piece."""
+        import json
+
+        from kairos.client import Client, DaemonNotRunning
+
+        if not self.offline:
+            pieces = Client().call_pieces(method, path, query)
+            try:
+                first = next(pieces, b"")  # connecting happens here, on the first piece
+            except DaemonNotRunning:
+                pass
+            else:
+                return _chained(first, pieces)
+        # Compact and ended by a newline, as kairosd sends it.
+        return iter([json.dumps(self.call(method, path, None, query), separators=(",", ":")).encode() + b"\n"])
+
+
+def _chained(first: bytes, rest: Any) -> Any:
+    """``first``, then the rest of the pieces it was taken from."""
+    yield first
+    yield from rest
+
+
+def offline_call(method: str, path: str, query: Any = None) -> Any:
+    """The answer kairosd would give, computed from the files on disk by a child process."""
+    import json
+    import subprocess
+    import sys
+
+    from kairosd.core.errors import KairosError
+
+    argv = [sys.executable, "-m", "kairosd.app.offline", method, path]
+    argv += [f"{k}={v}" for k, v in (query or {}).items()]
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=OFFLINE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise KairosError(f"reading the files on disk failed: {exc}") from None
+    try:
+        doc = json.loads(done.stdout) if done.stdout.strip() else None
+    except ValueError:
+        doc = None
+    if done.returncode == 0 and doc is not None:
+        return doc
+    problem = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(problem, dict):
+        from kairosd.core.protocol import exit_code_for
+
+        err = KairosError(str(problem.get("message")))
+        err.code = str(problem.get("code") or err.code)
+        err.exit_code = exit_code_for(err.code)
+        raise err
+    detail = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+    raise KairosError(f"reading the files on disk failed: {detail}")
+
+
 def local_zone() -> str:
     from kairosd.core.clock import local_zone_name
 

@@ -292,11 +292,11 @@ def _print_run(info: dict[str, Any]) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from kairos.client import Client
+    from kairos.commands.common import ReadClient
     from kairos.output import print_json
 
     query = {"cwd": _abs(args.cwd), **({"all": "1"} if args.all else {})}
-    doc = Client().call("GET", route_path("board"), query=query)
+    doc = ReadClient().call("GET", route_path("board"), query=query)
     if args.json:
         print_json(doc)
         return 0

@@ -165,7 +165,7 @@ def _signal_text(number: int) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client, print_listing
+    from kairos.commands.common import ReadClient, print_listing
     from kairosd.core.errors import UsageError
 
     if not 1 <= args.n <= MAX_HISTORY:
@@ -173,7 +173,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     query = {"limit": str(args.n)}
     if args.id:
         query["task"] = args.id
-    doc = client().call("GET", route_path("runs"), query=query)
+    doc = ReadClient().call("GET", route_path("runs"), query=query)
     empty = "no runs yet" + (f" of task {args.id}" if args.id else "")
     headers = ["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"]
     return print_listing(args, doc, "runs", empty, headers, _run_row)
@@ -193,7 +193,7 @@ def _run_row(r: dict[str, Any], zone: str) -> list[str]:
 
 
 def cmd_missed(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client, print_listing
+    from kairos.commands.common import ReadClient, client, print_listing
     from kairos.output import fmt_time, one_line, print_json, terminal_columns
 
     # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
@@ -218,7 +218,7 @@ def cmd_missed(args: argparse.Namespace) -> int:
         else:
             print(f"cleared {doc.get('cleared', 0)} missed record(s)")
         return 0
-    doc = api.call("GET", route_path("missed"))
+    doc = ReadClient().call("GET", route_path("missed"))
     headers = ["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"]
     return print_listing(args, doc, "missed", "nothing missed", headers, row)
 

@@ -11,7 +11,7 @@ handlers. Must not import pydantic, asyncio or any kairosd module that does I/O
 
 from __future__ import annotations
 
-from kairos.commands.common import client, make_parser, print_block, print_records, printed_json
+from kairos.commands.common import ReadClient, client, make_parser, print_block, print_records, printed_json
 from kairos.output import fmt_seconds, fmt_time, print_fields
 
 TYPE_CHECKING = False
@@ -259,7 +259,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         return _print_list_json()
     from kairosd.core.protocol import route_path
 
-    doc = client().call("GET", route_path("tasks"), query={"view": "summary"})
+    doc = ReadClient().call("GET", route_path("tasks"), query={"view": "summary"})
     tasks = doc.get("tasks") or []
     empty = "no tasks (add one with: kairos add '0 9 * * 1-5' PROMPT)"
     if not print_records(tasks, empty, ["ID", "NEXT", "SCHEDULE", "TARGET", "NAME/PROMPT"], _list_row):
@@ -297,7 +297,7 @@ def _print_list_json() -> int:
     from kairos.output import print_json
     from kairosd.core.protocol import route_path
 
-    pieces = client().call_pieces("GET", route_path("tasks"))
+    pieces = ReadClient().call_pieces("GET", route_path("tasks"))
     head = b""
     for piece in pieces:
         head += piece
@@ -375,7 +375,7 @@ def _jitter_text(task: dict[str, Any]) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    api = client()
+    api = ReadClient()
     shown = [0]
 
     def show(task_id: str) -> Any:
