@@ -146,6 +146,9 @@ def run(argv: Sequence[str]) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_USAGE
+    from kairos import output
+
+    output.WIDE = bool(getattr(args, "wide", False))  # set on every call: tests run many in one process
     streams = sys.stdout, sys.stderr
     if not getattr(args, "json", False) and args.verb not in RAW_VERBS:
         # Human-readable output: no control or bidi character from a prompt, a name or a message reaches
@@ -171,6 +174,7 @@ def _list_args(argv: list[str]) -> argparse.Namespace:
         global_json=global_json,
         json="--json" in argv,
         problems=False,
+        wide=False,
         handler=cmd_list,
         build_parser=build_parser,
     )
