@@ -124,6 +124,12 @@ def usage_message(message: str) -> str:
 
 def run(argv: Sequence[str]) -> int:
     argv = list(argv)
+    if set(argv) == {"--version", "--json"}:
+        # argparse's version action prints its line and exits before --json is read.
+        from kairos.output import print_json
+
+        print_json({"kairos": __version__})
+        return 0
     parserless = tuple(argv) in PARSERLESS
     collector_paused = parserless and gc.isenabled()
     if parserless:
