@@ -551,6 +551,21 @@ def test_show(fake, capsys):
     assert out.endswith("prompt:\n  summarise open PRs\n")
 
 
+def test_show_prints_a_one_shots_time_as_every_other_time(fake, capsys):
+    """A one-shot's time (an ISO text with microseconds, from --in) is shown to the second, as created and next."""
+    at = "2026-11-23T09:30:00.123456+01:00"
+    one_shot = _task(cron=None, at="2026-11-23T08:30:00.123456Z", recurring=False, schedule=at,
+                     explanation="once, at the exact time",
+                     next_fires=[{"scheduled_for": at, "planned_for": at}])  # fmt: skip
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": one_shot})
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert code == 0
+    assert "schedule:    2026-11-23 09:30:00+01:00\n" in out
+    assert "next:        2026-11-23 09:30:00+01:00\n" in out
+    assert "created:     2026-11-20 09:00:00+01:00 by cli\n" in out
+    assert ".123456" not in out
+
+
 def test_a_task_kairos_paused_says_why_in_list_and_show(fake, capsys):
     """Issue #13: a task paused because it broke shows the reason (control characters escaped)."""
     reason = "kairos could not expire this task (OverflowError: date value out of range\x1b[31m); it was paused"

@@ -395,7 +395,8 @@ def _print_task(task: dict[str, Any]) -> None:
     import json
 
     status = str(task.get("status", "?")) + (", running now" if task.get("running") else "")
-    schedule = task.get("cron") or task.get("schedule") or "?"
+    # A one-shot's schedule is its time: shown as every other time (seconds, the task's zone), not the ISO text.
+    schedule = task.get("cron") or fmt_time(task.get("schedule") or task.get("at"), task.get("tz")) or "?"
     if task.get("paused_reason"):
         status += f" by kairos: {_safe(task['paused_reason'])}"
     fields = [
