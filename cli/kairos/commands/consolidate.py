@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import add_wide_flag, make_parser, seconds, whole_number
+from kairos.commands.common import add_wide_flag, local_zone, make_parser, seconds, whole_number
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
@@ -323,11 +323,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.all:
         old = doc.get("superseded") or []
         print(f"\nreplaced entries ({len(old)}, newest first; kairos board restore ID puts one back):")
+        from kairos.output import fmt_time
+
+        zone = local_zone()
         rows = [
             [
                 str(e.get("id")),
                 str(e.get("kind")),
-                str(e.get("superseded_at", ""))[:16].replace("T", " "),
+                fmt_time(e.get("superseded_at"), zone),  # as every time in a human view: to the second
                 str(e.get("superseded_by", "?")),
                 str(e.get("text", "")),
             ]
