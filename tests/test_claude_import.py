@@ -331,3 +331,24 @@ def test_project_sends_the_imported_tasks_to_a_live_session_there(tmp_path: Path
         assert kd.book.get("aa11bb22").target == SessionTarget(project="/home/u/proj")
 
     asyncio.run(main())
+
+
+def test_a_catch_up_at_import_names_its_slot_as_the_cli_shows_times(tmp_path: Path) -> None:
+    """Issue 24, item 13: ``on_import`` writes the slot as every human view does (to the second, no ``T``)."""
+    task = {
+        "id": "cc33dd44",
+        "cron": "59 22 * * *",
+        "recurring": True,
+        "prompt": "p",
+        "createdAt": ms(NOW - timedelta(days=1)),
+    }
+    doc = {"tasks": [task]}
+
+    async def main() -> None:
+        kd = await Kd(tmp_path).start()
+        report = await kd.import_(doc, dry_run=True)
+        assert [t["on_import"] for t in report["imported"]] == [
+            "fires its 2026-03-02 22:59:00+00:00 slot now (catch-up, 60s late)"
+        ]
+
+    asyncio.run(main())

@@ -519,8 +519,8 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
         "b1  rule  2     2026-11-23  you, pinned  use pnpm (conflicts with b2)",  # the last column on one line
         "",
         "replaced entries (1, newest first; kairos board restore ID puts one back):",
-        "ID  KIND  REPLACED AT       BY ENTRY  TEXT",
-        "b0  rule  2026-11-22 08:30  b1        use npm",
+        "ID  KIND  REPLACED AT                BY ENTRY  TEXT",
+        "b0  rule  2026-11-22 08:30:00+00:00  b1        use npm",  # to the second with its offset, as every time
     ]
     fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [], "superseded": []})
     assert run(["board", "show", "--all"]) == 0

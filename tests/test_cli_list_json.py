@@ -89,7 +89,7 @@ def _task(task_id: str, prompt: str, cron: str | None, explanation: str, planned
 
 def _one_shot(task_id: str, prompt: str, at: str, **fields: Any) -> dict[str, Any]:
     """A task for one exact second (``--in``, ``--at``): no cron; a miss is surfaced, not fired late."""
-    exact = at.replace("Z", "+00:00")
+    exact = at  # the view writes UTC with Z, as the task's own fields are dumped
     return _task(task_id, prompt, None, "once, at the exact time", exact, at=at, recurring=False,
                  catch_up="surface", schedule=exact, **fields)  # fmt: skip
 
@@ -101,7 +101,7 @@ DIGEST = _task(
 )  # fmt: skip
 # --every 90m: cron cannot repeat every 90 minutes, so it is rounded to an interval it can (2h).
 CI = _task("000000a1", "check the CI of this branch", "0 */2 * * *", "At minute 0 past every second hour",
-           "2026-10-31T10:00:00+00:00")  # fmt: skip
+           "2026-10-31T10:00:00Z")  # fmt: skip
 PUSH = _one_shot("000000a2", "remind me to push", "2026-10-31T09:30:00Z")  # --in 30m
 STANDUP = _one_shot("000000a3", "stand-up notes", "2026-11-02T08:00:00Z", target={"kind": "inbox", "session": "work"})
 # --once: the first match of the cron expression, then removed; a one-shot, so its miss is surfaced.
@@ -112,14 +112,14 @@ MIGRATION = _task(
 )  # fmt: skip
 QUOTED = _task(
     "000000a5", 'café ☕ "quoted"\nsecond line\ttab \\ backslash', "*/15 * * * *", "Every 15th minute of every hour",
-    "2026-10-31T09:15:00+00:00", meta={"k": "vä", "n": 1.5},
+    "2026-10-31T09:15:00Z", meta={"k": "vä", "n": 1.5},
 )  # fmt: skip
 # max:5m jitter moves a fire by min(5m, period / 2) * int(id, 16) / 2**32, in whole milliseconds:
 # 300,000 ms * 0xa6 / 2**32 = 0.0116 ms, so 0: the planned time is the scheduled one.
-DAILY = _task("000000a6", "x" * 450, "@daily", "At 00:00 every day", "2026-11-01T00:00:00+00:00",
+DAILY = _task("000000a6", "x" * 450, "@daily", "At 00:00 every day", "2026-11-01T00:00:00Z",
               jitter="max:5m", permanent=True)  # fmt: skip
 SUMMARY = _task(
-    "000000a7", "write the summary", "0 16 * * *", "At 16:00 every day", "2026-10-31T16:00:00+00:00",
+    "000000a7", "write the summary", "0 16 * * *", "At 16:00 every day", "2026-10-31T16:00:00Z",
     # A session target is stored with every scope field; those not given are null (or false).
     target={"kind": "session", "session_id": None, "project": "/tmp/proj", "user": False, "agent": None,
             "fallback": "drop"},
@@ -128,15 +128,15 @@ SUMMARY = _task(
 # 09:00 UTC is 14:30 in Kolkata (+05:30): the next start of an hour there is 15:00.
 HOURLY = _task("000000a8", "hourly", "0 * * * *", "At the start of every hour", "2026-10-31T15:00:00+05:30",
                tz="Asia/Kolkata")  # fmt: skip
-TO_PAUSE = _task("000000a9", "to pause", "5 4 * * *", "At 04:05 every day", "2026-11-01T04:05:00+00:00")
+TO_PAUSE = _task("000000a9", "to pause", "5 4 * * *", "At 04:05 every day", "2026-11-01T04:05:00Z")
 # A paused task has no next fire; it is listed after every task that has one.
 PAUSED = TO_PAUSE | {"paused": True, "status": "paused", "next_fires": [], "planned_for": None}
 
 # Two and a half hours later (11:30 UTC) the next fires are after that instant; the fires passed
 # meanwhile did not happen (the scheduler loop is stopped), so nothing else changes.
 LATER = {
-    "quoted": QUOTED | _next("2026-10-31T11:45:00+00:00"),
-    "ci": CI | _next("2026-10-31T12:00:00+00:00"),
+    "quoted": QUOTED | _next("2026-10-31T11:45:00Z"),
+    "ci": CI | _next("2026-10-31T12:00:00Z"),
     "hourly": HOURLY | _next("2026-10-31T18:00:00+05:30"),  # 17:00 in Kolkata now
 }
 # Resumed at 11:30 UTC: the slots it was paused for are not missed (its anchor is now), and it is

@@ -459,9 +459,12 @@ def test_add_json(fake, capsys):
 # ---- list / show / rm / pause / resume / run --------------------------------
 
 
-def test_list_table(fake, capsys):
-    """`list` asks for the summary view and prints a table with next fire (or paused/done), schedule, target
-    and name or prompt."""
+def _at_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdout (capsys's) answers as a terminal does: tables are cut to fit it only there."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+
+
+def _route_four_tasks(fake: FakeDaemon) -> None:
     fake.routes[("GET", "/v1/tasks?view=summary")] = (
         200,
         {
@@ -481,6 +484,13 @@ def test_list_table(fake, capsys):
             ]
         },
     )
+
+
+def test_list_table(fake, capsys, monkeypatch):
+    """`list` asks for the summary view and prints a table with next fire (or paused/done), schedule, target
+    and name or prompt; at a terminal the long prompt is cut to fit."""
+    _route_four_tasks(fake)
+    _at_terminal(monkeypatch)
     code, out, err = _run(capsys, "ls")
     assert (code, err) == (0, "")
     assert [r.target for r in fake.requests] == ["/v1/tasks?view=summary"]
@@ -497,6 +507,20 @@ def test_list_table(fake, capsys):
     assert lines[4].startswith("ccccdddd  done ")
     assert "once" in lines[4]
     assert "shell:notify-send" in lines[4]
+
+
+@pytest.mark.parametrize(("argv", "terminal"), [(["ls"], False), (["ls", "--wide"], True), (["ls", "--wide"], False)])
+def test_list_cuts_nothing_when_piped_or_wide(fake, capsys, monkeypatch, argv, terminal):
+    """`kairos list | cat` and `kairos list --wide` print the long prompt whole, on one line."""
+    _route_four_tasks(fake)
+    if terminal:
+        _at_terminal(monkeypatch)
+    code, out, err = _run(capsys, *argv)
+    assert (code, err) == (0, "")
+    row = out.splitlines()[3]
+    assert row.startswith("aaaabbbb  paused ")
+    assert not row.endswith("…")
+    assert row.endswith(" ".join(("a\nvery long prompt " * 20).split()))
 
 
 def test_list_json_and_empty(fake, capsys):
@@ -525,6 +549,21 @@ def test_show(fake, capsys):
     assert "target:      shell: echo 'a b', in /tmp, timeout 5m\n" in out
     assert "next:        2026-11-23 09:00:00+01:00\n             2026-11-24 09:00:00+01:00\n" in out
     assert out.endswith("prompt:\n  summarise open PRs\n")
+
+
+def test_show_prints_a_one_shots_time_as_every_other_time(fake, capsys):
+    """A one-shot's time (an ISO text with microseconds, from --in) is shown to the second, as created and next."""
+    at = "2026-11-23T09:30:00.123456+01:00"
+    one_shot = _task(cron=None, at="2026-11-23T08:30:00.123456Z", recurring=False, schedule=at,
+                     explanation="once, at the exact time",
+                     next_fires=[{"scheduled_for": at, "planned_for": at}])  # fmt: skip
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": one_shot})
+    code, out, _ = _run(capsys, "show", "3f2a9c1d")
+    assert code == 0
+    assert "schedule:    2026-11-23 09:30:00+01:00\n" in out
+    assert "next:        2026-11-23 09:30:00+01:00\n" in out
+    assert "created:     2026-11-20 09:00:00+01:00 by cli\n" in out
+    assert ".123456" not in out
 
 
 def test_a_task_kairos_paused_says_why_in_list_and_show(fake, capsys):
@@ -755,11 +794,26 @@ def test_missed_cuts_a_long_reason_to_the_terminal(fake, capsys, monkeypatch):
               "action": "surfaced", "prompt": "summarise open PRs"}  # fmt: skip
     fake.routes[("GET", "/v1/missed")] = (200, {"missed": [record]})
     monkeypatch.setenv("COLUMNS", "120")
+    _at_terminal(monkeypatch)
     code, out, _ = _run(capsys, "missed")
     assert code == 0
     row = out.splitlines()[1]
     assert len(row) <= 120
     assert row.endswith("  clock jumped forward by 6d 3h 12m 5s (s…  surfaced  summarise open PRs")
+
+
+@pytest.mark.parametrize("argv", [["missed"], ["missed", "--wide"]])
+def test_missed_keeps_the_reason_whole_when_piped_or_wide(fake, capsys, monkeypatch, argv):
+    reason = "clock jumped forward by 6d 3h 12m 5s (suspend?); " + "x" * 60
+    record = {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00Z", "count": 1, "reason": reason,
+              "action": "surfaced", "prompt": "summarise open PRs"}  # fmt: skip
+    fake.routes[("GET", "/v1/missed")] = (200, {"missed": [record]})
+    monkeypatch.setenv("COLUMNS", "120")
+    if "--wide" in argv:
+        _at_terminal(monkeypatch)
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    assert out.splitlines()[1].endswith(f"  {reason}  surfaced  summarise open PRs")
 
 
 def _item(**over: Any) -> dict[str, Any]:

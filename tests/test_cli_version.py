@@ -44,3 +44,17 @@ def test_version_imports_no_verb_module():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("kairos ")
     assert done.stderr == "[]"
+
+
+@pytest.mark.parametrize("argv", [["--version", "--json"], ["--json", "--version"]])
+def test_version_json_is_a_document(capsys, argv):
+    """With --json, --version prints a JSON document, not argparse's line."""
+    import json
+
+    from kairos import documents
+    from kairosd import __version__
+
+    assert run(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    documents.check("--version", doc)
+    assert doc == {"kairos": __version__}

@@ -64,6 +64,8 @@ def test_edit_validates_like_add_and_changes_nothing_when_refused(tmp_path: Path
             assert h.book.get(daily.id) is before, body
         one_shot = await service.edit(daily.id, {"in": "2h", "catch_up": "surface"})
         assert (one_shot["recurring"], one_shot["catch_up"]) == (False, "surface")
-        assert one_shot["next_fires"][0]["scheduled_for"] == (T0 + timedelta(hours=2)).isoformat()
+        assert one_shot["next_fires"][0]["scheduled_for"] == (T0 + timedelta(hours=2)).isoformat().replace(
+            "+00:00", "Z"
+        )
 
     asyncio.run(main())

@@ -126,7 +126,7 @@ def test_daemon_verbs_print_their_documents(kd, capsys):
     assert check("daemon reload")["ok"] is True
     # daemon stop: below; export: checked against a real kairosd in test_export_api.
     # task ...: test_json_documents_tasks; board ... and consolidate: test_json_documents_board.
-    local = ("cron ", "doctor", "systemd", "integrate", "task ", "board ", "consolidate")
+    local = ("cron ", "doctor", "systemd", "integrate", "task ", "board ", "consolidate", "--version")
     assert set(checked) == {v for v in documents.DOCUMENTS if not v.startswith(local)} - {
         "daemon stop",
         "export",

@@ -124,6 +124,12 @@ def usage_message(message: str) -> str:
 
 def run(argv: Sequence[str]) -> int:
     argv = list(argv)
+    if set(argv) == {"--version", "--json"}:
+        # argparse's version action prints its line and exits before --json is read.
+        from kairos.output import print_json
+
+        print_json({"kairos": __version__})
+        return 0
     parserless = tuple(argv) in PARSERLESS
     collector_paused = parserless and gc.isenabled()
     if parserless:
@@ -146,6 +152,9 @@ def run(argv: Sequence[str]) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_USAGE
+    from kairos import output
+
+    output.WIDE = bool(getattr(args, "wide", False))  # set on every call: tests run many in one process
     streams = sys.stdout, sys.stderr
     if not getattr(args, "json", False) and args.verb not in RAW_VERBS:
         # Human-readable output: no control or bidi character from a prompt, a name or a message reaches
@@ -171,6 +180,7 @@ def _list_args(argv: list[str]) -> argparse.Namespace:
         global_json=global_json,
         json="--json" in argv,
         problems=False,
+        wide=False,
         handler=cmd_list,
         build_parser=build_parser,
     )

@@ -242,6 +242,12 @@ class NextFire(Record):
     planned_for: str
 
 
+class VersionDoc(Document):
+    """``kairos --version --json``: the CLI's version (kairosd's, when it runs, is in ``kairos status``)."""
+
+    kairos: str
+
+
 class StatusDoc(Document):
     """``kairos status --json``: GET /v1/status as kairosd answers it."""
 
@@ -498,6 +504,7 @@ DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
     "missed": (MissedDoc, ClearedDoc),
     "inbox": (InboxDoc, AckDoc),
     "status": StatusDoc,
+    "--version": VersionDoc,
     "daemon status": (DaemonStatusDoc, DaemonStoppedDoc),
     "daemon start": DaemonStartDoc,
     "daemon stop": DaemonStopDoc,

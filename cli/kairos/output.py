@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 MIN_LAST_COLUMN = 20
 DEFAULT_COLUMNS = 100
 
+# Set from a verb's --wide (kairos.app.run): no cell is cut, even at a terminal.
+WIDE = False
+
 
 def print_json(document: Any) -> None:
     """One JSON document: indented for a person at a terminal, compact for a pipe
@@ -147,11 +150,22 @@ def terminal_columns(fallback: int = DEFAULT_COLUMNS) -> int:
     return columns or fallback
 
 
+def fits_terminal() -> bool:
+    """Whether tables are cut to the terminal's width: only when stdout is one and --wide was not given.
+    A pipe or a file gets every cell whole (``kairos history | grep`` must see what it searches)."""
+    return not WIDE and sys.stdout.isatty()
+
+
+def cut_width(width: int) -> int:
+    """``width`` when cells are cut to fit the terminal (:func:`fits_terminal`), else no limit."""
+    return width if fits_terminal() else sys.maxsize
+
+
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Left-aligned columns, no colour; the last column is cut to fit the terminal."""
+    """Left-aligned columns, no colour; at a terminal the last column is cut to fit it (:func:`fits_terminal`)."""
     table = [headers, *([cell(value) for value in row[:-1]] + [row[-1]] for row in rows)]
     widths = [max(map(len, column)) for column in zip(*table, strict=True)]
-    room = max(terminal_columns() - sum(widths[:-1]) - 2 * (len(headers) - 1), MIN_LAST_COLUMN)
+    room = cut_width(max(terminal_columns() - sum(widths[:-1]) - 2 * (len(headers) - 1), MIN_LAST_COLUMN))
     write_lines("  ".join([*map(str.ljust, row[:-1], widths), one_line(row[-1], room)]).rstrip() for row in table)
 
 

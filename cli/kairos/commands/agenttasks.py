@@ -17,7 +17,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser, print_block, print_listing, printed_json, seconds, whole_number
+from kairos.commands.common import (
+    add_wide_flag,
+    make_parser,
+    print_block,
+    print_listing,
+    printed_json,
+    seconds,
+    whole_number,
+)
 
 if TYPE_CHECKING:
     from kairos.client import Client
@@ -55,6 +63,7 @@ def register(subparsers: Any) -> None:
         aliases=["ls"],
     )
     lst.add_argument("--status", choices=STATUSES, help="only tasks with this status")
+    add_wide_flag(lst)
     lst.set_defaults(handler=cmd_list)
 
     show = make_parser(

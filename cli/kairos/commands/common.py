@@ -50,6 +50,11 @@ def help_formatter(raw_description: bool = False) -> type[argparse.HelpFormatter
     return _formatters[raw_description]
 
 
+def add_wide_flag(parser: argparse.ArgumentParser) -> None:
+    """``--wide`` for a verb that prints a table: no cell is cut, even at a terminal (kairos.output.WIDE)."""
+    parser.add_argument("--wide", action="store_true", help="cut no column to fit the terminal (piped: never cut)")
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document (streams: JSON lines)")
 

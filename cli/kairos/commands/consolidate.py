@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser, seconds, whole_number
+from kairos.commands.common import add_wide_flag, local_zone, make_parser, seconds, whole_number
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
@@ -105,6 +105,7 @@ def _register_board(subparsers: Any) -> None:
     )
     show.add_argument("--all", action="store_true", help="also list the entries later ones replaced")
     _cwd(show)
+    add_wide_flag(show)
     show.set_defaults(handler=cmd_show)
 
     add = make_parser(
@@ -187,6 +188,7 @@ def _register_board(subparsers: Any) -> None:
         "-n", type=whole_number, default=50, metavar="N", help="the last N changes (0: all; default 50)"
     )
     _cwd(history)
+    add_wide_flag(history)
     history.set_defaults(handler=cmd_history)
 
     board.set_defaults(handler=lambda _args: _help(board))
@@ -321,11 +323,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.all:
         old = doc.get("superseded") or []
         print(f"\nreplaced entries ({len(old)}, newest first; kairos board restore ID puts one back):")
+        from kairos.output import fmt_time
+
+        zone = local_zone()
         rows = [
             [
                 str(e.get("id")),
                 str(e.get("kind")),
-                str(e.get("superseded_at", ""))[:16].replace("T", " "),
+                fmt_time(e.get("superseded_at"), zone),  # as every time in a human view: to the second
                 str(e.get("superseded_by", "?")),
                 str(e.get("text", "")),
             ]

@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from kairos.commands.common import make_parser, whole_number
+from kairos.commands.common import add_wide_flag, make_parser, whole_number
 from kairosd.core.protocol import route_path
 
 MAX_HISTORY = 10_000
@@ -40,6 +40,7 @@ def register(subparsers: Any) -> None:
     )
     history.add_argument("id", nargs="?", metavar="ID", help="only this task's runs")
     history.add_argument("-n", type=whole_number, default=20, metavar="N", help="how many runs (default 20)")
+    add_wide_flag(history)
     history.set_defaults(handler=cmd_history)
 
     missed = make_parser(
@@ -52,6 +53,7 @@ def register(subparsers: Any) -> None:
         "kairos missed\n  kairos missed --clear",
     )
     missed.add_argument("--clear", action="store_true", help="forget every missed record")
+    add_wide_flag(missed)
     missed.set_defaults(handler=cmd_missed)
 
     inbox = make_parser(
@@ -194,11 +196,11 @@ def _run_row(r: dict[str, Any], zone: str) -> list[str]:
 
 def cmd_missed(args: argparse.Namespace) -> int:
     from kairos.commands.common import ReadClient, client, print_listing
-    from kairos.output import fmt_time, one_line, print_json, terminal_columns
+    from kairos.output import cut_width, fmt_time, one_line, print_json, terminal_columns
 
-    # REASON can be 100 characters (a clock jump, a long stop): cut it to a share of the terminal, so
-    # that ACTION and NAME/PROMPT stay on the line; `kairos missed --json` has it whole.
-    reason_width = max(MIN_REASON, terminal_columns() // 3)
+    # REASON can be 100 characters (a clock jump, a long stop): at a terminal, cut it to a share of it, so
+    # that ACTION and NAME/PROMPT stay on the line; piped, with --wide or --json it is whole.
+    reason_width = cut_width(max(MIN_REASON, terminal_columns() // 3))
 
     def row(m: dict[str, Any], zone: str) -> list[str]:
         return [

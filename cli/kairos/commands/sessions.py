@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kairos.commands.common import make_parser
+from kairos.commands.common import add_wide_flag, make_parser
 from kairosd.core.protocol import route_path
 
 
@@ -32,6 +32,7 @@ def register(subparsers: Any) -> None:
         "--project or --user-session (see kairos add --help).",
         "kairos sessions\n  kairos sessions --json | jq -r '.sessions[].session_id'",
     )
+    add_wide_flag(sessions)
     sessions.set_defaults(handler=cmd_sessions)
 
     hook = subparsers.add_parser(

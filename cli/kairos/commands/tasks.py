@@ -11,7 +11,15 @@ handlers. Must not import pydantic, asyncio or any kairosd module that does I/O
 
 from __future__ import annotations
 
-from kairos.commands.common import ReadClient, client, make_parser, print_block, print_records, printed_json
+from kairos.commands.common import (
+    ReadClient,
+    add_wide_flag,
+    client,
+    make_parser,
+    print_block,
+    print_records,
+    printed_json,
+)
 from kairos.output import fmt_seconds, fmt_time, print_fields
 
 TYPE_CHECKING = False
@@ -91,6 +99,7 @@ def register(subparsers: Any) -> None:
         help="list the stored tasks kairos could not use and set aside (scheduled_tasks.quarantine.json), "
         "with the reason",
     )
+    add_wide_flag(lst)
     lst.set_defaults(handler=cmd_list)
 
     show = make_parser(
@@ -232,14 +241,14 @@ def _safe(text: Any) -> str:
 
 
 def cmd_problems(args: argparse.Namespace) -> int:
-    from kairos.output import one_line, terminal_columns
+    from kairos.output import cut_width, one_line, terminal_columns
     from kairosd.core.protocol import route_path
 
     doc = client().call("GET", route_path("quarantine"))
     if printed_json(args, doc):
         return 0
     entries = doc.get("entries") or []
-    width = max(terminal_columns() - 40, 30)
+    width = cut_width(max(terminal_columns() - 40, 30))
 
     def row(e: dict[str, Any], zone: str) -> list[str]:
         reason = one_line(_safe(e.get("reason") or "-"), width)
@@ -394,7 +403,8 @@ def _print_task(task: dict[str, Any]) -> None:
     import json
 
     status = str(task.get("status", "?")) + (", running now" if task.get("running") else "")
-    schedule = task.get("cron") or task.get("schedule") or "?"
+    # A one-shot's schedule is its time: shown as every other time (seconds, the task's zone), not the ISO text.
+    schedule = task.get("cron") or fmt_time(task.get("schedule") or task.get("at"), task.get("tz")) or "?"
     if task.get("paused_reason"):
         status += f" by kairos: {_safe(task['paused_reason'])}"
     fields = [

@@ -118,7 +118,9 @@ def _on_import(task: Task, now: datetime, limits: FireBounds) -> str:
     fired = [run for _, run in decision.start + decision.queue]
     if fired:
         late = fired[-1].late_by_s
-        parts.append(f"fires its {fired[-1].scheduled_for.isoformat()} slot now (catch-up, {late:.0f}s late)")
+        # Read by a person (kairos import prints it): the slot as the CLI shows every time, to the second.
+        slot = fired[-1].scheduled_for.isoformat(sep=" ", timespec="seconds")
+        parts.append(f"fires its {slot} slot now (catch-up, {late:.0f}s late)")
     return "; ".join(parts) or "nothing due yet"
 
 

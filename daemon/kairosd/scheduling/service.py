@@ -126,11 +126,11 @@ class Service:
     def _view_tail(self, task: Task, fires: list[Fire], running: bool) -> dict[str, Any]:
         """What a view adds to the task's own fields."""
         next_fires = [
-            {"scheduled_for": f.scheduled_for.isoformat(), "planned_for": f.planned_for.isoformat()} for f in fires
+            {"scheduled_for": _rfc3339(f.scheduled_for), "planned_for": _rfc3339(f.planned_for)} for f in fires
         ]
         return {
             "status": "paused" if task.paused else ("scheduled" if fires else "done"),
-            "schedule": task.cron or (task.at.astimezone(task.zone).isoformat() if task.at else None),
+            "schedule": task.cron or (_rfc3339(task.at.astimezone(task.zone)) if task.at else None),
             "explanation": explain(task.cron) if task.cron else "once, at the exact time",
             "next_fires": next_fires,
             "planned_for": next_fires[0]["planned_for"] if fires else None,
@@ -620,6 +620,13 @@ def check_catch_up(policy: Any, recurring: bool) -> None:
             "--catch-up surface is for one-shots (record the missed fire and drop the task); "
             "a recurring task takes skip, once (the default) or all"
         )
+
+
+def _rfc3339(when: datetime) -> str:
+    """``when`` as the task's own fields are dumped (pydantic): ``Z`` for UTC, else the offset; one record
+    does not mix ``Z`` and ``+00:00``."""
+    text = when.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _tail_json(tail: dict[str, Any]) -> bytes:
