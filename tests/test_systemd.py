@@ -606,10 +606,10 @@ def test_install_dry_run_says_the_real_run_would_refuse_a_kairosd_outside_system
             "the real run would refuse and change nothing: a kairosd started outside systemd is running "
             "(pid 4242); stop it first (kairos daemon stop)" in dry.stderr
         )
-        assert doc["refused"] in real.stderr
+        assert doc["would_refuse"] in real.stderr
     else:
         assert dry.returncode == 0
-        assert doc["refused"] is None
+        assert doc["would_refuse"] is None
         assert "a kairosd started outside systemd runs (pid 4242): stop it first (kairos daemon stop)" in dry.stdout
     assert not box.unit_dir.exists()
     assert [c for c in box.calls() if c[1:2] != ["show"]] == []

@@ -370,7 +370,7 @@ class SystemdInstallDoc(Document):
     linger_state: str
     linger_detail: str
     stray_pid: int | None
-    refused: str | None
+    would_refuse: str | None  # what the real run would refuse, and why (a dry run)
     contents: dict[str, str] | None = None
 
 

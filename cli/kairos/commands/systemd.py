@@ -337,7 +337,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         "linger_state": linger.state,
         "linger_detail": linger.detail,
         "stray_pid": stray,
-        "refused": refusal,
+        "would_refuse": refusal,
     }
     if args.dry_run:
         doc["contents"] = units
