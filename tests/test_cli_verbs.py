@@ -1273,3 +1273,29 @@ def test_a_failed_batch_says_which_and_what_was_imported(fake, capsys, home):
     assert "batch 2 of " in err
     assert "No space left on device" in err
     assert "batches 1-1 were imported" in err
+
+
+def test_every_session_option_names_a_kairos_session():
+    """Issue 24, item 12: --session meant an inbox name, an agent's session id or "the session the work is
+    for", by verb. Every --session now names a kairos (inbox) session; consolidate takes the agent CLI's
+    own id as --session-id (its old --session still parses, for scripts)."""
+    import argparse
+
+    from kairos.app import build_parser
+
+    helps: dict[str, str] = {}
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in dict.fromkeys(action.choices.values()):
+                    walk(sub)
+            elif action.option_strings[:1] == ["--session"]:
+                helps[parser.prog] = action.help or ""
+
+    walk(build_parser())
+    assert {"kairos add", "kairos inbox", "kairos watch", "kairos task start"} <= set(helps)
+    assert all("session id" not in h for h in helps.values()), helps
+    consolidate = build_parser("consolidate")
+    assert consolidate.parse_args(["consolidate", "--session-id", "s1", "--transcript", "t"]).session == "s1"
+    assert consolidate.parse_args(["consolidate", "--session", "s1", "--transcript", "t"]).session == "s1"

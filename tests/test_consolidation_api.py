@@ -238,10 +238,12 @@ def test_cli_consolidate_and_board(home, capsys, monkeypatch):
 
 
 def test_cli_without_kairosd_exits_3(home, capsys):
-    """Every verb needs kairosd; without it: exit 3 and the hint."""
-    assert kairos(["board", "show"]) == 3
+    """Without kairosd: consolidating exits 3 with the hint; board show reads the board from disk and says
+    kairosd is not running (issue 24, item 9)."""
+    assert kairos(["consolidate", "--session-id", "s", "--transcript", "/tmp/x.jsonl"]) == 3
     assert "kairos daemon start" in capsys.readouterr().err
-    assert kairos(["consolidate", "--session", "s", "--transcript", "/tmp/x.jsonl"]) == 3
+    assert kairos(["board", "show"]) == 0
+    assert "kairosd is not running: showing what is on disk" in capsys.readouterr().err
 
 
 def test_cli_board_replacements_edit_pin_restore(home, capsys, monkeypatch):

@@ -165,7 +165,11 @@ def _register_start(verbs: Any) -> None:
     what.add_argument("--shell", action="store_true", help="run the command after -- (no shell involved)")
     start.add_argument("words", nargs="*", metavar="PROMPT", help="the prompt")
     start.add_argument("--cwd", metavar="DIR", help="working directory (default: this one)")
-    start.add_argument("--session", metavar="NAME", help="the session the work is for")
+    start.add_argument(
+        "--session", metavar="NAME",
+        help="the kairos (inbox) session the work is for, as with add: its events carry it, and the run "
+        "gets it as KAIROS_SESSION (default: default)",
+    )  # fmt: skip
     start.add_argument("--model", metavar="MODEL", help="the agent's model")
     start.add_argument("--timeout", type=seconds, metavar="DURATION", help="kill a turn after this long (5m, 90s, 600)")
     start.add_argument("--permission-mode", choices=PERMISSION_MODES, help="narrow the permission mode")

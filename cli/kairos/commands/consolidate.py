@@ -52,11 +52,16 @@ def _register_consolidate(subparsers: Any) -> None:
         "coalesced into a running one), 1 if a gate stopped it; with --wait, 0 if the run completed.",
         """
         kairos consolidate --session 6c07 --transcript ~/.claude/projects/-home-me-app/6c07.jsonl --cwd ~/app
-        kairos consolidate --agent codex --session 019a --transcript ROLLOUT.jsonl --cwd . --wait
-        kairos consolidate --force --session 6c07 --transcript 6c07.jsonl   # again, before the interval
+        kairos consolidate --agent codex --session-id 019a --transcript ROLLOUT.jsonl --cwd . --wait
+        kairos consolidate --force --session-id 6c07 --transcript 6c07.jsonl   # again, before the interval
         """,
     )
-    parser.add_argument("--session", required=True, metavar="ID", help="the agent's session id")
+    # --session-id, not --session: every --session of kairos names a kairos (inbox) session (issue 24,
+    # item 12). --session stays accepted, unlisted, for scripts that used it.
+    parser.add_argument(
+        "--session-id", "--session", dest="session", required=True, metavar="ID",
+        help="the agent CLI's own session id (--session is its old name)",
+    )  # fmt: skip
     parser.add_argument("--transcript", required=True, metavar="PATH", help="the session's transcript file")
     parser.add_argument("--cwd", default=".", metavar="DIR", help="the project folder (default: this one)")
     parser.add_argument("--agent", choices=AGENTS, default="auto", help="whose transcript (default: detect)")
