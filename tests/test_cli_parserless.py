@@ -32,7 +32,8 @@ def test_parserless_lines_mean_what_the_parser_makes_of_them(line):
     [(["list"], False), (["ls", "--json"], False), (["list", "--problems"], True), (["list", "-h"], True)],
 )
 def test_list_runs_without_argparse(tmp_path, argv, argparse_loaded):
-    """No daemon here (kairos exits 3 after its one error line); what counts is what was imported by then."""
+    """No daemon here (kairos reads the store from disk, issue 24 item 9, after its one line saying so); what
+    counts is what the CLI itself imported."""
     code = (
         "import sys\n"
         "from kairos.app import run\n"
@@ -47,7 +48,8 @@ def test_list_runs_without_argparse(tmp_path, argv, argparse_loaded):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.stderr.endswith(repr(argparse_loaded)), done.stderr
     if "-h" not in argv:
-        assert done.returncode == 3, done.stderr
+        offline = "--problems" not in argv  # the quarantine is the daemon's to read
+        assert done.returncode == (0 if offline else 3), done.stderr
         assert "kairosd is not running" in done.stderr
 
 
@@ -57,5 +59,7 @@ def test_the_quick_exit_keeps_the_exit_code_and_what_was_printed(tmp_path, argv)
     code = f"import sys\nsys.argv = ['kairos', *{argv!r}]\nfrom kairos.__main__ import main\nmain()\n"
     env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin", "KAIROS_HOME": str(tmp_path), "PYTHONUNBUFFERED": ""}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
-    assert done.returncode == 3
+    assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("kairos: kairosd is not running")
+    if "--json" in argv:
+        assert done.stdout.startswith("{")  # printed before the quick exit, not lost
