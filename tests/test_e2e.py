@@ -162,9 +162,13 @@ def test_failing_shell_target_is_recorded_as_failed_with_its_exit_code(env, tmp_
 
 
 def test_no_daemon_gives_exit_code_3_and_a_hint(env):
-    """Without a daemon, verbs exit 3 and say how to start one."""
-    proc = env.kairos("list", check=False)
+    """Without a daemon, verbs that change things exit 3 and say how to start one; the read-only views
+    read the disk and say kairosd is not running (issue 24, item 9)."""
+    proc = env.kairos("add", "--in", "5m", "x", check=False)
     assert proc.returncode == 3
+    assert "kairos daemon start" in proc.stderr
+    proc = env.kairos("list", check=False)
+    assert proc.returncode == 0
     assert "kairos daemon start" in proc.stderr
 
 
