@@ -177,3 +177,12 @@ def test_the_ticker_redraws_while_the_caller_blocks_and_stops_at_close(monkeypat
         assert screen(term.getvalue()) == "waiting for task t0a1b2c3d4e (3 s)"
     assert screen(term.getvalue()) == ""
     assert not any(t.name == "kairos-progress" for t in threading.enumerate())  # joined by close
+
+
+def test_the_width_is_columns_as_for_every_table_else_the_terminals(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "42")
+    term = Terminal()
+    Progress(term, clock=Clock()).update("x" * 100)
+    assert len(term.getvalue()) == 1 + 41  # \r, then one column short of the width
+    monkeypatch.setenv("COLUMNS", "٤٢")  # not ASCII digits: ignored, and a StringIO has no terminal size
+    assert progress._columns(Terminal()) == progress.DEFAULT_COLUMNS

@@ -39,6 +39,8 @@ from kairos.output import clean
 MIN_REDRAW_S = 0.1  # at most 10 redraws a second
 TICK_S = 0.25  # how often the ticker looks whether the elapsed time shown has changed
 DEFAULT_COLUMNS = 80
+# The clock of a line made without one (the verbs' lines); tests of the verbs freeze it.
+CLOCK: Callable[[], float] = time.monotonic
 
 
 def wanted(stream: Any, quiet: bool = False, environ: Mapping[str, str] | None = None) -> bool:
@@ -73,15 +75,15 @@ class Progress:
         self,
         stream: TextIO,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
         columns: Callable[[], int] | None = None,
-        min_interval: float = MIN_REDRAW_S,
+        min_interval: float | None = None,
     ) -> None:
         self._stream = stream
-        self._clock = clock
+        self._clock = clock or CLOCK
         self._columns = columns or (lambda: _columns(stream))
-        self._min_interval = min_interval
-        self._started = clock()
+        self._min_interval = MIN_REDRAW_S if min_interval is None else min_interval
+        self._started = self._clock()
         self._what = ""
         self._details: tuple[str, ...] = ()
         self._shown = ""  # the line on the screen now ("" when none is)
@@ -214,6 +216,10 @@ def _cut(text: str, width: int) -> str:
 
 
 def _columns(stream: Any) -> int:
+    """``COLUMNS`` (as for every table of kairos), else the width of the terminal ``stream`` is, else 80."""
+    raw = os.environ.get("COLUMNS", "").strip()
+    if raw.isascii() and raw.isdigit() and int(raw) > 0:
+        return int(raw)
     try:
         return os.get_terminal_size(stream.fileno()).columns or DEFAULT_COLUMNS
     except (AttributeError, ValueError, OSError):
