@@ -5,7 +5,9 @@ A task started from inside a kairos task (``KAIROS_TASK_ID`` and
 sends them as the parent, and the daemon narrows the child's permissions and
 enforces the depth limit. Waits are long-polls of at most
 ``protocol.REGISTRY_MAX_WAIT_S`` each, repeated until the task settles or
-``--timeout`` passes.
+``--timeout`` passes. At a terminal a wait shows what it waits for on stderr
+(:mod:`kairos.progress`; ``--quiet`` turns it off), with polls of at most
+:data:`PROGRESS_POLL_S` so that the task's state it shows is fresh.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.

@@ -4,7 +4,8 @@ consolidation and the context board.
 Both go through kairosd: it applies the consolidation gates, runs the detached worker, and is
 the one writer of the boards besides that worker (a board is per user, and two writers must
 take the same lock). ``--wait`` long-polls the run like ``kairos task wait`` (it is a task of
-kind ``consolidation``), bounded by ``--timeout``.
+kind ``consolidation``), bounded by ``--timeout``, and at a terminal shows the run's state and the
+time waited on stderr (:mod:`kairos.progress`).
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module on
 every call); the client and helpers load inside the handlers. Must not import pydantic, asyncio

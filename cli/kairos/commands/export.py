@@ -4,7 +4,8 @@ kairosd renders the files (``POST /v1/export``: it holds the tasks and the agent
 config that builds each headless command line); this verb prints them or
 writes them into ``--out DIR``, and prints every warning (what the exported
 job does differently) and every refusal (what cannot be expressed) on stderr.
-Exit 1 when any task was refused.
+Exit 1 when any task was refused. At a terminal, stderr shows how long the
+export has waited, then the files written (:mod:`kairos.progress`).
 
 Only argparse and typing are imported at the top; the client loads in the handler.
 Must not import pydantic, asyncio or any kairosd module that does I/O.

@@ -1,7 +1,8 @@
 """``kairos history|missed|inbox|watch|status|import``: what kairosd did, delivered and missed.
 
 Reads the daemon's ledgers and inbox, follows its event stream, shows its
-status, and imports Claude Code's ``.claude/scheduled_tasks.json``.
+status, and imports Claude Code's ``.claude/scheduled_tasks.json`` (at a terminal
+showing on stderr how many of its tasks were sent so far: :mod:`kairos.progress`).
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
