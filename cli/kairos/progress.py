@@ -96,17 +96,17 @@ class Progress:
         """Say what is waited for now; drawn at once unless the last draw was under ``min_interval`` ago."""
         with self._lock:
             self._what, self._details = what, details
-            self._draw(force=False)
+            self._draw()
 
     def refresh(self) -> None:
         """Redraw if the line changed (the elapsed time ticks) and the throttle allows."""
         with self._lock:
-            self._draw(force=False)
+            self._draw()
 
     def line(self) -> str:
         """The line as it would be drawn now, before it is cut to the terminal's width."""
         shown = ", ".join([*self._details, elapsed(self._clock() - self._started)])
-        return f"{clean(self._what)} ({clean(shown)})"
+        return f"{_flat(self._what)} ({_flat(shown)})"
 
     def clear(self) -> None:
         """Erase the line; the next update or tick draws it again."""
@@ -140,11 +140,11 @@ class Progress:
 
     # ---- drawing (under the lock) --------------------------------------------------------------
 
-    def _draw(self, force: bool) -> None:
+    def _draw(self) -> None:
         if not self._what or self._stop.is_set():
             return
         now = self._clock()
-        if not force and self._drawn_at is not None and now - self._drawn_at < self._min_interval:
+        if self._drawn_at is not None and now - self._drawn_at < self._min_interval:
             return
         # One column short of the width: a line that fills the last column wraps on some terminals,
         # and a wrapped line cannot be redrawn with \r.
@@ -209,6 +209,11 @@ def on_stderr(quiet: bool = False) -> Progress | Silent:
     stream = sys.stderr
     raw = getattr(stream, "unguarded", stream)
     return Progress(raw) if wanted(raw, quiet) else Silent()
+
+
+def _flat(text: str) -> str:
+    """``text`` on one line (a newline would break the redraw), unsafe characters shown escaped."""
+    return clean(" ".join(text.split()))
 
 
 def _cut(text: str, width: int) -> str:
