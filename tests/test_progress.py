@@ -120,7 +120,7 @@ def test_text_from_the_daemon_cannot_reach_the_terminal_raw():
     assert "\x1b" not in term.getvalue()
     assert "\u202e" not in term.getvalue()
     assert term.getvalue().count("\r") == 1
-    assert screen(term.getvalue()) == "consolidating /tmp/\\x1b[2Jx\\u202e (run ning, 0 s)"  # \\r folds to a space
+    assert screen(term.getvalue()) == "consolidating /tmp/\\x1b[2Jx\\u202e (run ning, 0 s)"  # the \r folds to a space
     line.clear()
     line.update("consolidating /tmp/two\nlines\tand a tab")  # a newline would end the line that \r redraws
     assert term.getvalue().endswith("\rconsolidating /tmp/two lines and a tab (0 s)")
