@@ -117,6 +117,11 @@ class _SafeStream:
     def write(self, text: str) -> int:
         return int(self._stream.write(clean(text)))
 
+    @property
+    def unguarded(self) -> Any:
+        """The wrapped stream, for a writer that cleans its own text and must send ``\\r`` (kairos.progress)."""
+        return self._stream
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 

@@ -5,7 +5,9 @@ A task started from inside a kairos task (``KAIROS_TASK_ID`` and
 sends them as the parent, and the daemon narrows the child's permissions and
 enforces the depth limit. Waits are long-polls of at most
 ``protocol.REGISTRY_MAX_WAIT_S`` each, repeated until the task settles or
-``--timeout`` passes.
+``--timeout`` passes. At a terminal a wait shows what it waits for on stderr
+(:mod:`kairos.progress`; ``--quiet`` turns it off), with polls of at most
+:data:`PROGRESS_POLL_S` so that the task's state it shows is fresh.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
@@ -18,6 +20,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from kairos.commands.common import (
+    add_quiet_flag,
     add_wide_flag,
     make_parser,
     print_block,
@@ -29,12 +32,15 @@ from kairos.commands.common import (
 
 if TYPE_CHECKING:
     from kairos.client import Client
+    from kairos.progress import Progress, Silent
 
 STATUSES = ("running", "idle", "completed", "failed", "cancelled", "interrupted")
 PERMISSION_MODES = ("plan", "default", "acceptEdits", "bypassPermissions")
 OK_STATUSES = ("idle", "completed")
 # The socket timeout of a long-poll: the server answers within its wait bound plus this margin.
 POLL_MARGIN_S = 15.0
+# With a progress line, the long-poll's bound: the line shows the task's state at most this old.
+PROGRESS_POLL_S = 5.0
 
 
 BACKGROUND_ID_HELP = "background task id (t and 10 hex digits; kairos task list shows them)"
@@ -86,6 +92,7 @@ def register(subparsers: Any) -> None:
         "--timeout", type=seconds, metavar="DURATION", help="give up after this long: 10m, 90s, 600 (default: never)"
     )
     wait.add_argument("--since-turn", type=whole_number, metavar="N", help="wait for a turn numbered above N")
+    add_quiet_flag(wait)
     wait.set_defaults(handler=cmd_wait)
 
     logs = make_parser(
@@ -122,6 +129,7 @@ def register(subparsers: Any) -> None:
     send.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     send.add_argument("message", nargs="+", metavar="MESSAGE", help="the next prompt for the task's session")
     send.add_argument("--wait", action="store_true", help="wait for the turn and print its response")
+    add_quiet_flag(send)
     send.set_defaults(handler=cmd_send)
 
     close = make_parser(
@@ -176,6 +184,7 @@ def _register_start(verbs: Any) -> None:
     start.add_argument("--allow-tool", action="append", metavar="TOOL", help="allow only these tools (repeatable)")
     start.add_argument("--deny-tool", action="append", metavar="TOOL", help="deny this tool (repeatable)")
     start.add_argument("--wait", action="store_true", help="wait for the first turn and print its response")
+    add_quiet_flag(start)
     start.set_defaults(handler=cmd_start, argv=None)
     _split_at_dashes(start)
 
@@ -283,15 +292,28 @@ def build_start_request(args: argparse.Namespace, environ: dict[str, str] | None
     return body
 
 
-def wait_for(task_id: str, timeout: float | None, since_turn: int | None) -> dict[str, Any]:
+def wait_for(
+    task_id: str,
+    timeout: float | None,
+    since_turn: int | None,
+    progress: Progress | Silent | None = None,
+    what: str | None = None,
+) -> dict[str, Any]:
     """Long-poll until the task settles or ``timeout`` passes; the last answer ({"task", "timed_out"}).
 
     From inside a task, the wait names that task as the waiter: the daemon lends a waiting
     parent's concurrency slot to the descendant it waits on (or both could wait forever).
+
+    ``progress`` shows ``what`` is waited for (default: the task) with the task's state from each
+    answer. A shown line makes the polls shorter (the first one returns at once, the others within
+    :data:`PROGRESS_POLL_S`) so that the state it shows is fresh; not for a waiter, whose every poll
+    lends its slot anew, and a loan that ends while the borrower runs counts it above the cap
+    (kairosd.registry.slots).
     """
     import os
     import time
 
+    from kairos.progress import Progress
     from kairosd.core.errors import UsageError
     from kairosd.core.protocol import REGISTRY_MAX_WAIT_S
 
@@ -300,17 +322,37 @@ def wait_for(task_id: str, timeout: float | None, since_turn: int | None) -> dic
     if since_turn is not None and since_turn < 0:
         raise UsageError("--since-turn must be 0 or more")
     api = _client(long_poll=True)
+    waiter = os.environ.get("KAIROS_TASK_ID", "").strip()
+    label = what or f"waiting for task {task_id}"
+    step = PROGRESS_POLL_S if isinstance(progress, Progress) and not waiter else REGISTRY_MAX_WAIT_S
+    bound = 0.0 if step < REGISTRY_MAX_WAIT_S else step  # the first poll: the state at once, for the line
+    if progress is not None:
+        progress.update(label)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         left = REGISTRY_MAX_WAIT_S if deadline is None else max(0.0, deadline - time.monotonic())
-        query = {"timeout": f"{min(left, REGISTRY_MAX_WAIT_S):.3f}"}
+        query = {"timeout": f"{min(left, bound):.3f}"}
         if since_turn is not None:
             query["since_turn"] = str(since_turn)
-        if os.environ.get("KAIROS_TASK_ID", "").strip():
-            query["waiter"] = os.environ["KAIROS_TASK_ID"].strip()
+        if waiter:
+            query["waiter"] = waiter
         doc: dict[str, Any] = api.call("GET", _path(task_id, "wait"), query=query)
         if not doc.get("timed_out") or (deadline is not None and time.monotonic() >= deadline):
             return doc
+        if progress is not None:
+            progress.update(label, *task_state(doc.get("task") or {}))
+        bound = step
+
+
+def task_state(task: dict[str, Any]) -> list[str]:
+    """What a progress line says of a task still being waited for: its status, and what it is doing."""
+    state = [str(task.get("status") or "?")]
+    if task.get("queued"):
+        state.append("queued for a slot")
+    calls = (task.get("progress") or {}).get("tool_calls")
+    if isinstance(calls, int) and calls > 0:
+        state.append(f"{calls} tool call{'' if calls == 1 else 's'}")
+    return state
 
 
 def _print_settled(doc: dict[str, Any], as_json: bool) -> int:
@@ -341,7 +383,11 @@ def _started(args: argparse.Namespace, task: dict[str, Any], line: str) -> int:
     from kairos.output import print_json
 
     if args.wait:
-        return _print_settled(wait_for(task["id"], None, None), args.json)
+        from kairos.progress import on_stderr
+
+        with on_stderr(args.quiet) as progress:
+            doc = wait_for(task["id"], None, None, progress)
+        return _print_settled(doc, args.json)
     if args.json:
         print_json({"task": task})
     else:
@@ -442,7 +488,11 @@ def _permissions_text(perms: dict[str, Any]) -> str:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    return _print_settled(wait_for(args.id, args.timeout, args.since_turn), args.json)
+    from kairos.progress import on_stderr
+
+    with on_stderr(args.quiet) as progress:
+        doc = wait_for(args.id, args.timeout, args.since_turn, progress)
+    return _print_settled(doc, args.json)
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

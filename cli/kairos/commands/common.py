@@ -55,6 +55,17 @@ def add_wide_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wide", action="store_true", help="cut no column to fit the terminal (piped: never cut)")
 
 
+def add_quiet_flag(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` for a verb that may wait long and shows its progress (kairos.progress)."""
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress line (elapsed time, what it waits for): it is drawn on stderr at a terminal only, "
+        "never into a pipe, a file or --json output",
+    )
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document (streams: JSON lines)")
 

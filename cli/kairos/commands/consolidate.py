@@ -4,7 +4,8 @@ consolidation and the context board.
 Both go through kairosd: it applies the consolidation gates, runs the detached worker, and is
 the one writer of the boards besides that worker (a board is per user, and two writers must
 take the same lock). ``--wait`` long-polls the run like ``kairos task wait`` (it is a task of
-kind ``consolidation``), bounded by ``--timeout``.
+kind ``consolidation``), bounded by ``--timeout``, and at a terminal shows the run's state and the
+time waited on stderr (:mod:`kairos.progress`).
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module on
 every call); the client and helpers load inside the handlers. Must not import pydantic, asyncio
@@ -16,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import add_wide_flag, local_zone, make_parser, seconds, whole_number
+from kairos.commands.common import add_quiet_flag, add_wide_flag, local_zone, make_parser, seconds, whole_number
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def _register_consolidate(subparsers: Any) -> None:
         metavar="DURATION",
         help="give up waiting after this long (10m, 90s, 600)",
     )
+    add_quiet_flag(parser)
     parser.set_defaults(handler=cmd_consolidate)
 
 
@@ -260,8 +262,14 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
             error(f"not consolidated ({decision.get('gate') or status}): {decision.get('reason')}")
         return 0 if status in ("started", "coalesced") else 1
     from kairos.commands.agenttasks import wait_for
+    from kairos.progress import on_stderr
 
-    doc = wait_for(str(run["id"]), args.timeout, None)
+    # The worker reports no phase while it runs (kairosd.consolidation.runs): the line shows the run's
+    # state and the time waited, and names the project.
+    joined = "" if status == "started" else "the running "
+    with on_stderr(args.quiet) as progress:
+        what = f"waiting for {joined}consolidation {run['id']} of {decision.get('project')}"
+        doc = wait_for(str(run["id"]), args.timeout, None, progress, what)
     task = doc.get("task") or {}
     info = Client().call("GET", route_path("consolidation_run", id=str(run["id"])))
     info["decision"] = decision

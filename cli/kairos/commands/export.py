@@ -4,7 +4,8 @@ kairosd renders the files (``POST /v1/export``: it holds the tasks and the agent
 config that builds each headless command line); this verb prints them or
 writes them into ``--out DIR``, and prints every warning (what the exported
 job does differently) and every refusal (what cannot be expressed) on stderr.
-Exit 1 when any task was refused.
+Exit 1 when any task was refused. At a terminal, stderr shows how long the
+export has waited, then the files written (:mod:`kairos.progress`).
 
 Only argparse and typing are imported at the top; the client loads in the handler.
 Must not import pydantic, asyncio or any kairosd module that does I/O.
@@ -13,10 +14,13 @@ Must not import pydantic, asyncio or any kairosd module that does I/O.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import make_parser
+from kairos.commands.common import add_quiet_flag, make_parser
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from kairos.progress import Progress, Silent
 
 ENGINES = ("systemd", "kubernetes", "github-actions")
 EXPORT_MODE = 0o644
@@ -57,6 +61,7 @@ def register(subparsers: Any) -> None:
         default=[],
         help="another variable to take from the engine's secrets (repeatable)",
     )
+    add_quiet_flag(parser)
     parser.set_defaults(handler=cmd_export)
 
 
@@ -75,9 +80,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     body.update({"all": True} if args.all else {"ids": args.ids})
     if args.image:
         body["image"] = args.image
-    doc = client().call("POST", route_path("export"), body)
-    exports, refused = doc.get("exports") or [], doc.get("refused") or []
-    written = _write(args.out, exports) if args.out else []
+    from kairos.progress import on_stderr
+
+    with on_stderr(args.quiet) as progress:
+        # One request renders every task (kairosd.export.api): the line can say only how long it has taken.
+        which = "every task" if args.all else f"{len(args.ids)} task{'' if len(args.ids) == 1 else 's'}"
+        progress.update(f"exporting {which} to {args.to}", "waiting for kairosd")
+        doc = client().call("POST", route_path("export"), body)
+        exports, refused = doc.get("exports") or [], doc.get("refused") or []
+        written = _write(args.out, exports, progress) if args.out else []
     if args.json:
         print_json({**doc, "written": written} if args.out else doc)
     elif not args.out:
@@ -108,7 +119,7 @@ def _print(exports: list[dict[str, Any]], separator: str) -> None:
     write_lines(lines)
 
 
-def _write(out: str, exports: list[dict[str, Any]]) -> list[str]:
+def _write(out: str, exports: list[dict[str, Any]], progress: Progress | Silent | None = None) -> list[str]:
     """Write each file into ``out`` (created if needed) by an atomic replace.
 
     ``out`` may be a folder others can write to (a shared repository checkout), so the temp file
@@ -122,9 +133,12 @@ def _write(out: str, exports: list[dict[str, Any]]) -> list[str]:
     from kairosd.system.atomic import write_atomic
 
     os.makedirs(out, exist_ok=True)
-    written = []
+    written: list[str] = []
+    total = sum(len(item.get("files") or []) for item in exports)
     for item in exports:
         for file in item.get("files") or []:
+            if progress is not None:
+                progress.update(f"writing {len(written):,}/{total:,} files to {out}")
             name = str(file["name"])
             if os.sep in name or name.startswith("."):
                 raise KairosError(f"kairosd sent a bad file name {name!r}")

@@ -1,7 +1,8 @@
 """``kairos history|missed|inbox|watch|status|import``: what kairosd did, delivered and missed.
 
 Reads the daemon's ledgers and inbox, follows its event stream, shows its
-status, and imports Claude Code's ``.claude/scheduled_tasks.json``.
+status, and imports Claude Code's ``.claude/scheduled_tasks.json`` (at a terminal
+showing on stderr how many of its tasks were sent so far: :mod:`kairos.progress`).
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
@@ -15,7 +16,7 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from kairos.commands.common import add_wide_flag, make_parser, whole_number
+from kairos.commands.common import add_quiet_flag, add_wide_flag, make_parser, whole_number
 from kairosd.core.protocol import route_path
 
 MAX_HISTORY = 10_000
@@ -133,6 +134,7 @@ def register(subparsers: Any) -> None:
         help="deliver to a live agent session working in DIR (made absolute; the inbox when none is live) "
         "instead of the inbox",
     )
+    add_quiet_flag(imp)
     imp.set_defaults(handler=cmd_import)
 
 
@@ -456,50 +458,60 @@ def cmd_import(args: argparse.Namespace) -> int:
         # Accept the project folder or its .claude folder as well as the file.
         nested = path.joinpath(*CLAUDE_FILE)
         path = nested if nested.exists() else path / CLAUDE_FILE[-1]
+    from kairos.progress import Silent, on_stderr
     from kairosd.system.boundedread import read_capped
 
-    try:
-        # Bounded: a link to /dev/zero or a FIFO is refused at once, and a file larger than the CLI
-        # splits is refused before it is read whole.
-        data = read_capped(path, IMPORT_FILE_MAX).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KairosError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    body: dict[str, Any] = {"tz": args.tz or local_zone()}
-    if args.project:
-        body["project"] = str(Path(args.project).expanduser().absolute())
-    batches = import_batches(data)
-    api = client()
-    if not args.dry_run and not args.allow_hidden:
-        # What a person cannot read is not imported unasked: the same requests as a dry run first.
-        hidden: list[tuple[str, str]] = []
-        for _, text in batches:
-            hidden += _hidden_tasks(api.call("POST", route_path("import"), {"data": text, **body, "dry_run": True}))
-        if hidden:
-            ids = ", ".join(f"{task_id} ({what})" for task_id, what in hidden)
-            raise KairosError(
-                f"not imported: {len(hidden)} task(s) in {path} hold characters a person cannot see but the "
-                f"agent would receive: {ids}. See them escaped with: kairos import --dry-run {path}; "
-                "import them anyway with --allow-hidden"
-            )
-    if args.dry_run:
-        body["dry_run"] = True
-    doc: dict[str, Any] = {}
-    for number, (offset, text) in enumerate(batches, start=1):
+    with on_stderr(args.quiet) as progress:
+        # A file of 100,000 tasks takes seconds to read and split, before the first request.
+        progress.update(f"reading {path}")
         try:
-            answer = api.call("POST", route_path("import"), {"data": text, **body})
-        except KairosError as exc:
-            if number == 1:
+            # Bounded: a link to /dev/zero or a FIFO is refused at once, and a file larger than the CLI
+            # splits is refused before it is read whole.
+            data = read_capped(path, IMPORT_FILE_MAX).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KairosError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        body: dict[str, Any] = {"tz": args.tz or local_zone()}
+        if args.project:
+            body["project"] = str(Path(args.project).expanduser().absolute())
+        batches = import_batches(data)
+        api = client()
+        counted = _BatchCounts(batches, data, counting=not isinstance(progress, Silent))
+        if not args.dry_run and not args.allow_hidden:
+            # What a person cannot read is not imported unasked: the same requests as a dry run first.
+            hidden: list[tuple[str, str]] = []
+            for number, (_, text) in enumerate(batches, start=1):
+                progress.update(*counted.line("checking for hidden characters:", number))
+                answer = api.call("POST", route_path("import"), {"data": text, **body, "dry_run": True})
+                hidden += _hidden_tasks(answer)
+            if hidden:
+                ids = ", ".join(f"{task_id} ({what})" for task_id, what in hidden)
+                raise KairosError(
+                    f"not imported: {len(hidden)} task(s) in {path} hold characters a person cannot see but the "
+                    f"agent would receive: {ids}. See them escaped with: kairos import --dry-run {path}; "
+                    "import them anyway with --allow-hidden"
+                )
+        if args.dry_run:
+            body["dry_run"] = True
+        doc: dict[str, Any] = {}
+        for number, (offset, text) in enumerate(batches, start=1):
+            progress.update(*counted.line("dry run:" if args.dry_run else "importing", number))
+            try:
+                answer = api.call("POST", route_path("import"), {"data": text, **body})
+            except KairosError as exc:
+                if number == 1:
+                    raise
+                with progress.above():
+                    _print_import(doc, path, batches=number - 1)
+                exc.message = (
+                    f"batch {number} of {len(batches)} failed: {exc.message} (batches 1-{number - 1} were "
+                    "imported; run the same import again to import the rest: what is imported is skipped)"
+                )
                 raise
-            _print_import(doc, path, batches=number - 1)
-            exc.message = (
-                f"batch {number} of {len(batches)} failed: {exc.message} (batches 1-{number - 1} were "
-                "imported; run the same import again to import the rest: what is imported is skipped)"
-            )
-            raise
-        _merge_import(doc, answer, offset)
-        if len(batches) > 1 and not args.json:
-            imported, skipped, rejected = (len(answer.get(k) or []) for k in ("imported", "skipped", "rejected"))
-            print(f"batch {number}/{len(batches)}: {imported} imported, {skipped} skipped, {rejected} rejected")
+            _merge_import(doc, answer, offset)
+            if len(batches) > 1 and not args.json:
+                imported, skipped, rejected = (len(answer.get(k) or []) for k in ("imported", "skipped", "rejected"))
+                with progress.above():
+                    print(f"batch {number}/{len(batches)}: {imported} imported, {skipped} skipped, {rejected} rejected")
     if args.json:
         print_json(doc)
     else:
@@ -514,6 +526,33 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"receives as they are: {', '.join(task_id for task_id, _ in hidden_now)}"
         )
     return 0
+
+
+class _BatchCounts:
+    """How many tasks the batches of an import hold, for its progress line (only counted when one is shown:
+    the file's last batch is parsed once more; the others' counts come from the offsets)."""
+
+    def __init__(self, batches: list[tuple[int, str]], data: str, counting: bool) -> None:
+        self.batches = batches
+        self.total: int | None = None
+        if counting:
+            from kairos import cjson
+
+            try:
+                last = cjson.loads(batches[-1][1] if len(batches) > 1 else data)
+                tasks = last.get("tasks") if isinstance(last, dict) else None
+                self.total = batches[-1][0] + len(tasks) if isinstance(tasks, list) else None
+            except (ValueError, RecursionError):
+                pass  # the daemon says what is wrong with the file; the line says only what it waits for
+
+    def line(self, doing: str, number: int) -> tuple[str, ...]:
+        """The progress line's text while batch ``number`` (1-based) is sent: what, and the batch."""
+        if self.total is None:
+            return (f"{doing} tasks",)
+        if len(self.batches) == 1:
+            return (f"{doing} {self.total:,} task{'' if self.total == 1 else 's'}",)
+        done = self.batches[number - 1][0]
+        return (f"{doing} {done:,}/{self.total:,} tasks", f"batch {number}/{len(self.batches)}")
 
 
 def import_batches(data: str) -> list[tuple[int, str]]:
