@@ -1,4 +1,5 @@
-"""fires_until is iter_fires, faster: the same fires in the same order, across DST changes of every kind."""
+"""fires_until and fire_seconds are iter_fires, faster: the same fires in the same order, across DST changes of
+every kind (each change is walked slowly, and the fast listing resumes after it)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from kairosd.core.schedule.cron import parse_cron
-from kairosd.core.schedule.fires import fires_until, iter_fires
+from kairosd.core.schedule.fires import fire_seconds, fires_until, iter_fires
 
 CRONS = ["*/5 * * * *", "0 * * * *", "30 2 * * *", "0 2 * * 0", "15 1,2,3 * * *", "* 2 * * *", "0 0 29 2 *",
          "0 9 * * 1-5", "45 */3 * * *"]  # fmt: skip
@@ -39,3 +40,19 @@ def test_the_same_fires_as_iter_fires(cron, zone):
             # unequal to any other zone's datetime).
             assert got == [e.astimezone(UTC) for e in expected], (cron, zone, start, days)
             assert all(g.tzinfo is UTC for g in got)
+
+
+@pytest.mark.parametrize("zone", ZONES)
+@pytest.mark.parametrize("cron", CRONS)
+def test_fire_seconds_are_iter_fires_up_to_the_end(cron, zone):
+    expr, tz = parse_cron(cron), ZoneInfo(zone)
+    for start in STARTS:
+        for days in (1, 12, 40):
+            # A start between whole seconds, and an end on one: (start, end] exactly.
+            after, end = start + timedelta(microseconds=250_000), start + timedelta(days=days)
+            expected = []
+            for fire in iter_fires(expr, after, tz):
+                if fire > end:
+                    break
+                expected.append(int(fire.timestamp()))
+            assert fire_seconds(expr, after, end, tz) == expected, (cron, zone, start, days)
