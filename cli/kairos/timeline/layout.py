@@ -275,16 +275,29 @@ def layout(doc: Mapping[str, Any], width: int, zone: str = "UTC") -> Chart:
                 continue
             held = hits.setdefault(column, {})
             held[kind] = held.get(kind, 0) + 1
-        for column, count in task.get("planned_bins") or []:
-            totals["planned"] = totals.get("planned", 0) + count
-            held = hits.setdefault(column, {})
-            held["planned"] = held.get("planned", 0) + count
         cells = list(backgrounds[task_zone])
         most = 0
+        binned = task.get("planned_bins") or []
+        if binned:
+            totals["planned"] = totals.get("planned", 0) + sum(count for _, count in binned)
+        for column, count in binned:
+            if column in hits or not 0 <= column < columns:
+                held = hits.setdefault(column, {})
+                held["planned"] = held.get("planned", 0) + count
+                continue
+            # Only planned fires in this cell (most cells of a week's chart): the shared cell at once.
+            behind = cells[column]
+            cell = held_cells.get((id(behind), "planned", count))
+            if cell is None:
+                cell = held_cells[(id(behind), "planned", count)] = Cell.holding({"planned": count}, behind)
+            cells[column] = cell
+            most = max(most, count)
         for column, kinds in hits.items():
+            if not 0 <= column < columns:
+                continue  # a slice this chart does not have (a document asked for other bins)
             behind = cells[column]
             # Shared like the empty cells: a week of 1,000 tasks is 20,000 cells holding fires, mostly alike.
-            key = (id(behind), *kinds.items())
+            key = (id(behind), *(item for pair in kinds.items() for item in pair))
             cell = held_cells.get(key)
             if cell is None:
                 cell = held_cells[key] = Cell.holding(kinds, behind)

@@ -40,6 +40,8 @@ _MAX_SHIFT = timedelta(hours=6)
 # zone in tzdata since 1970); we look for one with a probe per step.
 _PROBE_STEP = timedelta(days=7)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Matching days by (months, day fields, first, last): the tasks of one timeline share a few patterns.
+_DAYS: dict[tuple[object, ...], tuple[int, ...]] = {}
 _UTC_KEYS = frozenset({"UTC", "Etc/UTC", "Etc/Universal", "Universal", "Zulu", "Etc/Zulu", "GMT", "Etc/GMT"})
 
 
@@ -276,21 +278,26 @@ def fire_seconds(expr: CronExpr, after: datetime, end: datetime, zone: ZoneInfo)
 def _wall_seconds(expr: CronExpr, in_day: list[int], low: float, high: float, shift: int, out: list[int]) -> None:
     """Append to ``out`` the wall times matching ``expr`` in (low, high] less ``shift``; all three are
     epoch seconds of the wall clock read as UTC."""
-    months = frozenset(expr.months)
-    day_start = int(low // 86400) * 86400
-    day = (_EPOCH + timedelta(seconds=day_start)).date()
-    one_day = timedelta(days=1)
-    while day_start <= high:
-        if day.month in months and day.day in expr.days_in(day.year, day.month):
-            base = day_start - shift
-            if day_start > low and day_start + 86400 <= high:
-                out.extend([base + second for second in in_day])  # a whole day inside: no bounds to check
-            else:
-                for second in in_day:
-                    wall = day_start + second
-                    if wall > high:
-                        return
-                    if wall > low:
-                        out.append(base + second)
-        day_start += 86400
-        day += one_day
+    for day in _matching_days(expr, int(low // 86400), int(high // 86400)):
+        start = day * 86400  # the wall clock's midnight
+        if low < start and start + 86400 <= high:
+            out.extend([start - shift + second for second in in_day])  # a whole day inside: no bounds to check
+        else:
+            out.extend([start - shift + second for second in in_day if low < start + second <= high])
+
+
+def _matching_days(expr: CronExpr, first: int, last: int) -> tuple[int, ...]:
+    """The days (since the epoch) in [first, last] whose date matches ``expr``'s month and day fields."""
+    key = (expr.months, expr.days_key, first, last)
+    days = _DAYS.get(key)
+    if days is None:
+        if len(_DAYS) > 1024:  # bounded: a timeline asks for a few windows, a long-running daemon for many
+            _DAYS.clear()
+        months, matched = frozenset(expr.months), []
+        date = (_EPOCH + timedelta(days=first)).date()
+        for day in range(first, last + 1):
+            if date.month in months and date.day in expr.days_in(date.year, date.month):
+                matched.append(day)
+            date += timedelta(days=1)
+        days = _DAYS[key] = tuple(matched)
+    return days
