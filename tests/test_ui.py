@@ -24,11 +24,13 @@ from session_support import T0, Kairosd, call_hook, fixture, remove_home, short_
 from textual.app import App
 
 from kairos.client import Client
+from kairos.commands.ui import JSON_HINT
 from kairos.timeline.document import chart_query, cleaned
 from kairos.timeline.layout import layout, render_text
 from kairos.ui import views
 from kairos.ui.app import KairosUI
 from kairos.ui.rows import Rows
+from kairosd.core.errors import EXIT_USAGE
 from kairosd.core.protocol import route_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -338,6 +340,15 @@ def test_without_textual_kairos_ui_says_how_to_install_it(home):
     assert done.returncode == 1
     hint = "kairos: kairos ui needs the ui extra (Textual): pip install 'kairos[ui]'"
     assert done.stderr.strip().splitlines() == [hint]
+
+
+@pytest.mark.parametrize("argv", [("ui", "--json"), ("--json", "ui")])
+def test_kairos_ui_json_is_a_usage_error_before_any_view_starts(home, argv):
+    done = _kairos_blocked(home, *argv)
+    assert done.returncode == EXIT_USAGE
+    assert "TEXTUAL IMPORTED" not in done.stderr
+    assert done.stderr.strip().splitlines() == [f"kairos: {JSON_HINT}"]
+    assert done.stdout == ""
 
 
 def test_the_block_would_catch_an_import(home):

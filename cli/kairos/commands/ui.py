@@ -1,6 +1,7 @@
 """``kairos ui``: the live terminal view (:mod:`kairos.ui`), from the optional ``ui`` extra.
 
 Textual is imported only when the verb runs; without it the verb says how to install it (exit 1).
+``--json`` (which every verb's parser has) is a usage error here: a full-screen view has no document.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 INSTALL_HINT = "kairos ui needs the ui extra (Textual): pip install 'kairos[ui]'"
+JSON_HINT = (
+    "kairos ui is a live view for a terminal and prints no JSON; for the data use kairos list --json, "
+    "kairos timeline --json or kairos watch --json"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -41,8 +46,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
     import os
 
     from kairos.commands.common import local_zone
-    from kairosd.core.errors import KairosError
+    from kairosd.core.errors import KairosError, UsageError
 
+    if args.json:  # every verb's parser has --json (and `kairos --json ui` sets it): say it means nothing here
+        raise UsageError(JSON_HINT)
     try:
         import textual  # noqa: F401 - only to learn whether the extra is installed
     except ImportError:
