@@ -130,7 +130,23 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         raise UsageError(f"--tz: unknown zone {zone[:60]!r} (an IANA name such as Europe/Berlin)") from None
     query = query_for(args, zone)
     if args.json:
-        print_json(client().call("GET", route_path("timeline"), query=query))
+        import sys
+
+        out = getattr(sys.stdout, "buffer", None)
+        if sys.stdout.isatty() or out is None:
+            print_json(client().call("GET", route_path("timeline"), query=query))
+            return 0
+        # To a pipe: kairosd's own compact (ASCII-escaped) document, as print_json would write it, without
+        # parsing and encoding a week of 1,000 tasks' 50,000 instants again (as list --json does).
+        from kairos.client import parse_answer
+
+        data = client().call_raw("GET", route_path("timeline"), query=query)
+        if not data.startswith(b'{"from":'):
+            print_json(parse_answer(data))  # shaped otherwise (another server): parsed, then printed
+            return 0
+        sys.stdout.flush()
+        out.write(data if data.endswith(b"\n") else data + b"\n")
+        out.flush()
         return 0
     from kairos.timeline.document import chart_query, cleaned
     from kairos.timeline.layout import layout, render_text
