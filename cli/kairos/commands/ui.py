@@ -6,6 +6,8 @@ Textual is imported only when the verb runs; without it the verb says how to ins
 
 from __future__ import annotations
 
+from argparse import SUPPRESS
+
 from kairos.commands.common import make_parser
 
 TYPE_CHECKING = False
@@ -25,7 +27,8 @@ def register(subparsers: Any) -> None:
         subparsers,
         "ui",
         "a live terminal view of everything kairosd holds",
-        "Open a live view of kairosd: tasks with their next fire counting down, the next 24 hours of fires, "
+        "Open a live view of kairosd: tasks with their next fire counting down, the timeline of fires (the "
+        "chart 'kairos timeline' draws: the past 24 hours and the next 24), "
         "the run history, missed fires, background jobs and their logs, the inbox, live agent sessions and "
         "each project's board. It follows kairosd's events (what 'kairos watch' prints). Keys: 1-8 views, "
         "p pause, r resume, n run now, x remove (asks first), a acknowledge, c cancel a job, i pin a board "
@@ -39,6 +42,9 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="a project folder whose board to show (repeatable; default: this folder and live sessions' folders)",
     )
+    for action in ui._actions:  # kept so that `kairos ui --json` says why it means nothing; not offered
+        if "--json" in action.option_strings:
+            action.help = SUPPRESS
     ui.set_defaults(handler=cmd_ui)
 
 
