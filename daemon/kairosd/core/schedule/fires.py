@@ -227,20 +227,6 @@ def iter_fires(expr: CronExpr, after: datetime, zone: ZoneInfo) -> Iterator[date
         current = nxt
 
 
-def fires_until(expr: CronExpr, after: datetime, end: datetime, zone: ZoneInfo) -> Iterator[datetime]:
-    """:func:`iter_fires`, the same fires in the same order (as UTC datetimes), cheaper up to ``end``.
-
-    Up to ``end`` they are :func:`fire_seconds`' (listed from the expression's fields wherever the zone's
-    offset holds still); past it, :func:`iter_fires` itself.
-    """
-    seconds = fire_seconds(expr, after, end, zone)
-    for second in seconds:
-        yield _EPOCH + timedelta(seconds=second)
-    last = _EPOCH + timedelta(seconds=seconds[-1]) if seconds else after.astimezone(UTC)
-    for fire in iter_fires(expr, max(last, end.astimezone(UTC)), zone):
-        yield fire.astimezone(UTC)
-
-
 def fire_seconds(expr: CronExpr, after: datetime, end: datetime, zone: ZoneInfo) -> list[int]:
     """The fires of :func:`iter_fires` in (after, end], as whole epoch seconds (fires fall on whole seconds).
 
