@@ -14,7 +14,7 @@ from kairosd.core.models import Task
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.fires import iter_fires
 from kairosd.core.schedule.jitter import parse_jitter, planned_time
-from kairosd.scheduling.timeline import iso, planned_fires
+from kairosd.scheduling.timeline import iso, isos, planned_fires
 
 CREATED = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
 # Around the US change (8 March), the EU change (29 March) and the EU fall back (25 October).
@@ -55,3 +55,13 @@ def test_planned_fires_are_planned_time_of_iter_fires(jitter, cron, zone):
             got, got_capped = planned_fires(task, now, end, cap)
             assert [iso(at) for at in got] == [at.isoformat() for at in expected], (now, cap)
             assert got_capped == capped
+
+
+def test_isos_is_datetime_isoformat_in_utc():
+    # Whole seconds and fractions, across midnights, a leap day and the epoch's own day.
+    starts = [datetime(2028, 2, 28, 23, 59, 58, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC), NOWS[2]]
+    instants = [start + timedelta(microseconds=n * 333_337) for start in starts for n in range(0, 40)]
+    instants += [start + timedelta(hours=n, seconds=n) for start in starts for n in range(0, 60)]
+    micros = [(at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) for at in instants]
+    assert isos(micros) == [at.isoformat() for at in instants]
+    assert iso(micros[1]) == instants[1].isoformat()

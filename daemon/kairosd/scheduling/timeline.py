@@ -124,7 +124,28 @@ def _micros(at: datetime) -> int:
 
 def iso(micros: int) -> str:
     """An epoch-microseconds instant as ISO 8601 in UTC (as ``datetime.isoformat`` writes it)."""
-    return (_EPOCH + timedelta(microseconds=micros)).isoformat()
+    return isos([micros])[0]
+
+
+# "HH:MM:" of each minute of a day and "SS" of each second: an instant's text is three lookups.
+_MINUTES = [f"{hour:02d}:{minute:02d}:" for hour in range(24) for minute in range(60)]
+_SECONDS = [f"{second:02d}" for second in range(60)]
+
+
+def isos(instants: list[int]) -> list[str]:
+    """:func:`iso` of each epoch-microseconds instant: the text ``datetime.isoformat`` gives in UTC, built from
+    a day's date and lookups (a datetime each made 50,000 instants of a week a third of ``--json``)."""
+    days: dict[int, str] = {}
+    out = []
+    for micros in instants:
+        second, fraction = divmod(micros, 1_000_000)
+        day, rest = divmod(second, 86400)
+        date = days.get(day)
+        if date is None:
+            date = days[day] = (_EPOCH + timedelta(days=day)).date().isoformat() + "T"
+        clock = _MINUTES[rest // 60] + _SECONDS[rest % 60]
+        out.append(f"{date}{clock}.{fraction:06d}+00:00" if fraction else f"{date}{clock}+00:00")
+    return out
 
 
 def outcome_of(run: Run) -> str:
@@ -180,7 +201,7 @@ def downtime(records: Iterable[MissedRecord], runs: Iterable[Run], start: dateti
 
 def _planned(fires: list[int], start: datetime, end: datetime, bins: int | None) -> dict[str, Any]:
     if bins is None:
-        return {"planned": [iso(at) for at in fires]}
+        return {"planned": isos(fires)}
     # The placement kairos.timeline.layout gives a listed instant: (epoch seconds - origin) * columns / span.
     origin, scale = start.timestamp(), bins / (end - start).total_seconds()
     counts = Counter([int((at / 1e6 - origin) * scale) for at in fires])
