@@ -471,7 +471,7 @@ async def test_a_prompts_control_and_bidi_characters_are_shown_escaped(kd):
 
 @synchronous
 async def test_the_timeline_is_kairos_timelines_own_chart_and_moves_with_the_clock(kd):
-    kd.add("in three hours", INBOX, cron="30 12 * * *", name="soon")  # T0 is 09:00
+    soon = kd.add("in three hours", INBOX, cron="30 12 * * *", name="soon")  # T0 is 09:00
     kd.add("often", INBOX, cron="*/10 * * * *", name="every-ten")
     app = app_for(kd)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -490,6 +490,12 @@ async def test_the_timeline_is_kairos_timelines_own_chart_and_moves_with_the_clo
         # The now mark moves with the clock, from the answer the ui has (nothing is asked).
         await until(pilot, lambda: app.chart.plain[1].index("v") > ruler.index("v"), "the now mark to move")
         assert app.chart.plain[1].count("v") == 1
+        # A fire's outcome (kairosd's run_finished event) brings a new chart: the run is drawn delivered.
+        assert not any(line.startswith("soon") and "*" in line for line in app.chart.plain)
+        kd.fire(soon)
+        await until(
+            pilot, lambda: any(line.startswith("soon") and "*" in line for line in app.chart.plain), "the run drawn"
+        )
 
 
 @synchronous
