@@ -477,8 +477,9 @@ async def test_the_timeline_is_kairos_timelines_own_chart_and_moves_with_the_clo
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("2")
         await until(pilot, lambda: app.chart.lines, "the chart")
+        # Laid out in the columns it has.
+        await until(pilot, lambda: app._timeline_width == app.chart.scrollable_content_region.width, "its width")
         width = app._timeline_width
-        assert width == app.chart.scrollable_content_region.width  # laid out in the columns it has
         # What kairos timeline prints on a colour terminal of that width, for the same answer: one layout.
         doc = cleaned(Client(kd.paths.socket).call("GET", route_path("timeline"), query=chart_query(width)))
         assert app.chart.lines == render_text(layout(doc, width, "UTC"), True)
@@ -496,6 +497,25 @@ async def test_the_timeline_is_kairos_timelines_own_chart_and_moves_with_the_clo
         await until(
             pilot, lambda: any(line.startswith("soon") and "*" in line for line in app.chart.plain), "the run drawn"
         )
+
+
+@synchronous
+async def test_the_timeline_rows_scroll_under_its_time_axis(kd):
+    for i in range(30):
+        kd.add(f"task {i}", INBOX, cron=f"{i} * * * *", name=f"row-{i:02d}")
+    app = app_for(kd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await until(pilot, lambda: len(app.chart.lines) > 30, "the chart")
+        await until(pilot, lambda: app._timeline_width == app.chart.scrollable_content_region.width, "its width")
+        ruler = app.chart.plain[1]
+        text = await until(pilot, lambda: shown(app, "row-00"), "the first row")
+        assert "row-29" not in text
+        app.chart.focus()
+        await pilot.press("end")
+        text = await until(pilot, lambda: shown(app, "kairosd was down (derived)"), "the legend's end")
+        assert "row-00" not in text
+        assert ruler.strip() in text  # the axis stays on top
 
 
 @synchronous

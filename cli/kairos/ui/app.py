@@ -166,10 +166,11 @@ class KairosUI(App[None]):
     def chart_width(self) -> int:
         """The columns the timeline's chart is laid out in: its widget's, or the screen's before it has any."""
         try:
-            width = self.chart.scrollable_content_region.width
+            chart = self.chart
         except NoMatches:
-            width = 0
-        return width or self.size.width
+            return self.size.width
+        # A hidden tab has no region yet: the screen's width less the scrollbar's gutter is what it will get.
+        return chart.scrollable_content_region.width or max(self.size.width - chart.styles.scrollbar_size_vertical, 1)
 
     # ---- the event stream (a worker thread) --------------------------------------------------------
 
