@@ -5,6 +5,7 @@ The lines come from :func:`kairos.ui.views.timeline_lines`, which is :mod:`kairo
 layout for both, so the two pictures cannot drift. This widget only turns each line's colour codes into
 Rich styles, when Textual asks for that line (the Line API: a week of 1,000 tasks is 1,000 lines and
 more), and keeps the time axis (the first two lines) in place while the rows scroll under it.
+Imports Textual and Rich only: no client, no kairosd, no layout of its own.
 """
 
 from __future__ import annotations
