@@ -6,7 +6,7 @@ it times whole processes, each command once per repeat, in turn:
 
     kairos list --json                   the baseline (same store, same run)
     kairos timeline --days 7             the chart, plain (stdout is not a terminal), 120 columns:
-                                         the past 7 days and the next 7 (~58,000 planned fires)
+                                         the past 7 days and the next 7 (52,500 planned fires)
     kairos timeline --days 7 --json      the data alone
     kairos timeline --days 7 --svg FILE  the picture
 

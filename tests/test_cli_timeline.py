@@ -71,6 +71,10 @@ def test_filters_json_and_an_unknown_id(kd, capsys):
     doc = json.loads(out)
     assert code == 0
     documents.check("timeline", doc)  # the --json contract (kairos.documents.TimelineDoc)
+    # To a pipe, kairosd's bytes are passed on: the compact document print_json writes, every instant listed.
+    assert out == json.dumps(doc, separators=(",", ":")) + "\n"
+    assert doc["bins"] is None
+    assert all("planned" in t and "planned_bins" not in t for t in doc["tasks"])
     assert [t["id"] for t in doc["tasks"]] == [ids["watch-ci"]]
     span = (NOW.fromisoformat(doc["to"]) - NOW.fromisoformat(doc["from"])).total_seconds()
     assert span == 4 * 86400

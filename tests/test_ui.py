@@ -24,9 +24,14 @@ from session_support import T0, Kairosd, call_hook, fixture, remove_home, short_
 from textual.app import App
 
 from kairos.client import Client
+from kairos.commands.ui import JSON_HINT
+from kairos.timeline.document import chart_query, cleaned
+from kairos.timeline.layout import layout, render_text
 from kairos.ui import views
 from kairos.ui.app import KairosUI
 from kairos.ui.rows import Rows
+from kairosd.core.errors import EXIT_USAGE
+from kairosd.core.protocol import route_path
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOT = REPO / "docs" / "ui.svg"
@@ -265,14 +270,21 @@ def test_countdown_words():
     assert views.countdown(None, T0) == "-"
 
 
-def test_timeline_strip_puts_fires_in_their_hour():
-    fires = [T0 + timedelta(minutes=10), T0 + timedelta(minutes=50), T0 + timedelta(hours=5)]
-    strip = views.timeline_strip(fires, T0)
-    assert len(strip) == views.STRIP_HOURS
-    assert strip[0] == "2"
-    assert strip[5] == "1"
-    assert strip.count("·") == views.STRIP_HOURS - 2
-    assert views.timeline_strip([T0 + timedelta(hours=30)], T0) == "·" * views.STRIP_HOURS
+def test_timeline_lines_are_the_cli_chart_with_now_from_the_clock_inside_the_window():
+    doc = {
+        "from": T0.isoformat(),
+        "to": (T0 + timedelta(hours=10)).isoformat(),
+        "now": (T0 + timedelta(hours=1)).isoformat(),
+        "bins": 60,
+        "tasks": [{"id": "ab12cd34", "name": "t", "tz": "UTC", "planned_bins": [[30, 2]], "runs": [], "missed": []}],
+    }
+    later = T0 + timedelta(hours=4)
+    moved = {**doc, "now": later.isoformat()}
+    assert views.timeline_lines(doc, 80, later, "UTC") == render_text(layout(moved, 80), True)
+    # Past the window's end, or behind the answer's own now: the answer's now stays.
+    for clock in (T0 + timedelta(hours=11), T0):
+        assert views.timeline_lines(doc, 80, clock, "UTC") == render_text(layout(doc, 80), True)
+    assert views.timeline_lines(None, 80, later, "UTC") == []
 
 
 def test_every_action_is_a_route_the_cli_uses():
@@ -328,6 +340,15 @@ def test_without_textual_kairos_ui_says_how_to_install_it(home):
     assert done.returncode == 1
     hint = "kairos: kairos ui needs the ui extra (Textual): pip install 'kairos[ui]'"
     assert done.stderr.strip().splitlines() == [hint]
+
+
+@pytest.mark.parametrize("argv", [("ui", "--json"), ("--json", "ui")])
+def test_kairos_ui_json_is_a_usage_error_before_any_view_starts(home, argv):
+    done = _kairos_blocked(home, *argv)
+    assert done.returncode == EXIT_USAGE
+    assert "TEXTUAL IMPORTED" not in done.stderr
+    assert done.stderr.strip().splitlines() == [f"kairos: {JSON_HINT}"]
+    assert done.stdout == ""
 
 
 def test_the_block_would_catch_an_import(home):
@@ -449,13 +470,62 @@ async def test_a_prompts_control_and_bidi_characters_are_shown_escaped(kd):
 
 
 @synchronous
-async def test_the_timeline_places_each_next_fire_in_its_hour_and_moves_with_the_clock(kd):
-    soon = kd.add("in three hours", INBOX, cron="30 12 * * *")  # T0 is 09:00: the cell of 12:00-13:00
-    kd.add("another", INBOX, cron="0 10 * * *")
+async def test_the_timeline_is_kairos_timelines_own_chart_and_moves_with_the_clock(kd):
+    soon = kd.add("in three hours", INBOX, cron="30 12 * * *", name="soon")  # T0 is 09:00
+    kd.add("often", INBOX, cron="*/10 * * * *", name="every-ten")
+    app = app_for(kd)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("2")
+        await until(pilot, lambda: app.chart.lines, "the chart")
+        # Laid out in the columns it has.
+        await until(pilot, lambda: app._timeline_width == app.chart.scrollable_content_region.width, "its width")
+        width = app._timeline_width
+        # What kairos timeline prints on a colour terminal of that width, for the same answer: one layout.
+        doc = cleaned(Client(kd.paths.socket).call("GET", route_path("timeline"), query=chart_query(width)))
+        assert app.chart.lines == render_text(layout(doc, width, "UTC"), True)
+        text = await until(pilot, lambda: shown(app, "every-ten"), "the chart on the screen")
+        assert "soon" in text
+        assert "\x1b" not in text
+        ruler = app.chart.plain[1]
+        kd.clock.advance(2 * 3600)
+        # The now mark moves with the clock, from the answer the ui has (nothing is asked).
+        await until(pilot, lambda: app.chart.plain[1].index("v") > ruler.index("v"), "the now mark to move")
+        assert app.chart.plain[1].count("v") == 1
+        # A fire's outcome (kairosd's run_finished event) brings a new chart: the run is drawn delivered.
+        assert not any(line.startswith("soon") and "*" in line for line in app.chart.plain)
+        kd.fire(soon)
+        await until(
+            pilot, lambda: any(line.startswith("soon") and "*" in line for line in app.chart.plain), "the run drawn"
+        )
+
+
+@synchronous
+async def test_the_timeline_rows_scroll_under_its_time_axis(kd):
+    for i in range(30):
+        kd.add(f"task {i}", INBOX, cron=f"{i} * * * *", name=f"row-{i:02d}")
     app = app_for(kd)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("2")
-        await until(pilot, lambda: app.table("timeline").row_count == 2, "the timeline rows")
-        assert app.table("timeline").get_row(soon)[1] == "···1" + "·" * 20
-        kd.clock.advance(2 * 3600)
-        await until(pilot, lambda: app.table("timeline").get_row(soon)[1] == "·1" + "·" * 22, "the strip to move")
+        await until(pilot, lambda: len(app.chart.lines) > 30, "the chart")
+        await until(pilot, lambda: app._timeline_width == app.chart.scrollable_content_region.width, "its width")
+        ruler = app.chart.plain[1]
+        text = await until(pilot, lambda: shown(app, "row-00"), "the first row")
+        assert "row-29" not in text
+        app.chart.focus()
+        await pilot.press("end")
+        text = await until(pilot, lambda: shown(app, "kairosd was down (derived)"), "the legend's end")
+        assert "row-00" not in text
+        assert ruler.strip() in text  # the axis stays on top
+
+
+@synchronous
+async def test_the_timeline_is_asked_again_for_a_new_width(kd):
+    kd.add("often", INBOX, cron="*/10 * * * *", name="every-ten")
+    app = app_for(kd)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("2")
+        await until(pilot, lambda: app.chart.lines, "the chart")
+        before = app._timeline_width
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: app._timeline_width == before - 20, "the chart for 80 columns")
+        assert max(len(line) for line in app.chart.plain[:2]) <= app._timeline_width

@@ -62,7 +62,7 @@ VERBS = {
 
 # Verbs whose output is a protocol or JSON lines whatever the flags: not wrapped in guard_stream. (`watch`
 # writes its JSON lines with kairos.output.json_line, which escapes what a terminal must not get raw.)
-# `timeline` writes colour codes: it cleans what it prints from tasks itself (kairos.commands.timeline.cleaned).
+# `timeline` writes colour codes: it cleans what it prints from tasks itself (kairos.timeline.document.cleaned).
 # `ui` draws the whole terminal with Textual, whose escape sequences must reach it as they are.
 RAW_VERBS = frozenset({"mcp", "watch", "timeline", "ui"})
 

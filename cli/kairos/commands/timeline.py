@@ -5,7 +5,8 @@ changes, derived downtime); :mod:`kairos.timeline.layout` lays it out and :mod:`
 draws it as SVG or HTML. This module only parses the command line, asks, and prints or writes.
 
 The verb is in ``kairos.app.RAW_VERBS`` (its colour codes must reach the terminal), so it cleans
-every text that comes from a task (names) itself, with :func:`kairos.output.clean`.
+every text that comes from a task (names) itself, with :func:`kairos.timeline.document.cleaned` (as
+``kairos ui``'s Timeline view, which draws the same chart, does).
 
 Only argparse and typing at the top (``kairos.app`` imports every verb module for ``--help``).
 Must not import pydantic, asyncio or any kairosd module that does I/O.
@@ -105,19 +106,6 @@ def query_for(args: argparse.Namespace, zone: str) -> dict[str, str]:
     return query
 
 
-def cleaned(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` with every text a task or the daemon wrote made safe to print (see :func:`kairos.output.clean`)."""
-    from kairos.output import clean
-
-    for task in doc.get("tasks") or []:
-        task["id"] = clean(task["id"])
-        if task.get("name") is not None:
-            task["name"] = " ".join(clean(task["name"]).split())
-    if doc.get("downtime_source"):
-        doc["downtime_source"] = clean(doc["downtime_source"])
-    return doc
-
-
 def use_colour() -> bool:
     """Colour only on a terminal, and never with NO_COLOR set (any value) or TERM=dumb."""
     import os
@@ -142,16 +130,30 @@ def cmd_timeline(args: argparse.Namespace) -> int:
         raise UsageError(f"--tz: unknown zone {zone[:60]!r} (an IANA name such as Europe/Berlin)") from None
     query = query_for(args, zone)
     if args.json:
-        print_json(client().call("GET", route_path("timeline"), query=query))
+        import sys
+
+        out = getattr(sys.stdout, "buffer", None)
+        if sys.stdout.isatty() or out is None:
+            print_json(client().call("GET", route_path("timeline"), query=query))
+            return 0
+        # To a pipe: kairosd's own compact (ASCII-escaped) document, as print_json would write it, without
+        # parsing and encoding a week of 1,000 tasks' 50,000 instants again (as list --json does).
+        from kairos.client import parse_answer
+
+        data = client().call_raw("GET", route_path("timeline"), query=query)
+        if not data.startswith(b'{"from":'):
+            print_json(parse_answer(data))  # shaped otherwise (another server): parsed, then printed
+            return 0
+        sys.stdout.flush()
+        out.write(data if data.endswith(b"\n") else data + b"\n")
+        out.flush()
         return 0
-    from kairos.timeline.layout import columns_for, layout, render_text
+    from kairos.timeline.document import chart_query, cleaned
+    from kairos.timeline.layout import layout, render_text
 
     path = args.svg or args.html
     width = args.width or (FILE_WIDTH if path else terminal_columns())
-    # The chart needs only how many fires each cell holds: the daemon counts them (50,000 instants of a
-    # week of 1,000 tasks are not sent, printed and parsed).
-    query["bins"] = str(columns_for(width))
-    doc = cleaned(client().call("GET", route_path("timeline"), query=query))
+    doc = cleaned(client().call("GET", route_path("timeline"), query=chart_query(width, query)))
     if path:
         from pathlib import Path
 

@@ -28,7 +28,9 @@ from textual.widgets import Footer, Label, Log, Static, TabbedContent, TabPane
 
 from kairos.client import Client
 from kairos.output import clean
+from kairos.timeline.document import cleaned
 from kairos.ui import views
+from kairos.ui.chart import ChartLines
 from kairos.ui.rows import Rows
 from kairosd.core.clock import Clock, SystemClock
 from kairosd.core.errors import KairosError
@@ -110,6 +112,7 @@ class KairosUI(App[None]):
         self._log_job = ""
         self._countdowns: dict[str, str] = {}
         self._timeline_minute: datetime | None = None
+        self._timeline_width = 0
 
     # ---- layout ------------------------------------------------------------------------------------
 
@@ -118,7 +121,9 @@ class KairosUI(App[None]):
         with TabbedContent(id="tabs"):
             for i, (name, spec) in enumerate(views.VIEWS.items()):
                 with TabPane(f"{i + 1} {spec[0]}", id=f"tab-{name}"):  # 8 labels within 80 columns
-                    if name == "jobs":
+                    if name == "timeline":
+                        yield ChartLines(id="chart-timeline")
+                    elif name == "jobs":
                         with Vertical():
                             yield self._table(name, spec[1])
                             yield Log(id="job-log", max_lines=views.LOG_LINES)
@@ -153,6 +158,19 @@ class KairosUI(App[None]):
 
     def table(self, name: str) -> Rows:
         return self.query_one(f"#table-{name}", Rows)
+
+    @property
+    def chart(self) -> ChartLines:
+        return self.query_one("#chart-timeline", ChartLines)
+
+    def chart_width(self) -> int:
+        """The columns the timeline's chart is laid out in: its widget's, or the screen's before it has any."""
+        try:
+            chart = self.chart
+        except NoMatches:
+            return self.size.width
+        # A hidden tab has no region yet: the screen's width less the scrollbar's gutter is what it will get.
+        return chart.scrollable_content_region.width or max(self.size.width - chart.styles.scrollbar_size_vertical, 1)
 
     # ---- the event stream (a worker thread) --------------------------------------------------------
 
@@ -223,12 +241,14 @@ class KairosUI(App[None]):
             return
         self.stale.discard(name)
         self._fetching[name] = connection = self._connection
-        projects = list(self.projects)
-        self.run_worker(lambda: self._fetch(name, connection, projects), thread=True, group=f"fetch-{name}")
+        projects, width = list(self.projects), self.chart_width()
+        self.run_worker(lambda: self._fetch(name, connection, projects, width), thread=True, group=f"fetch-{name}")
 
-    def _fetch(self, name: str, connection: int, projects: list[str]) -> None:
+    def _fetch(self, name: str, connection: int, projects: list[str], width: int) -> None:
         try:
-            answers = [self.client.call(m, p, None, q) for m, p, q in views.requests(name, projects)]
+            answers = [self.client.call(m, p, None, q) for m, p, q in views.requests(name, projects, width)]
+            if name == "timeline":
+                answers = [cleaned(answers[0]), width]  # the chart writes colour codes: no raw name reaches it
         except KairosError as exc:
             self._from_thread(self._fetched, name, connection, projects, None, exc.message)
             return
@@ -247,6 +267,8 @@ class KairosUI(App[None]):
             return
         if name == "boards":
             self.docs[name] = [(p, answers[2 * i], answers[2 * i + 1]) for i, p in enumerate(projects)]
+        elif name == "timeline":
+            self.docs[name], self._timeline_width = answers
         else:
             self.docs[name] = answers[0]
             if name == "sessions":
@@ -261,8 +283,6 @@ class KairosUI(App[None]):
         doc, now = self.docs.get(name), self.clock.now()
         if name == "tasks":
             return views.task_rows(doc, now, self.zone)
-        if name == "timeline":
-            return views.timeline_rows(doc, now, self.zone)
         if name == "history":
             return views.history_rows(doc, self.zone)
         if name == "missed":
@@ -276,6 +296,11 @@ class KairosUI(App[None]):
         return views.board_rows(doc or [])
 
     def _render(self, name: str) -> None:
+        if name == "timeline":
+            # Laid out in the columns it was asked for (the daemon counted the fires in that many cells).
+            doc, width = self.docs.get(name), self._timeline_width
+            self.chart.set_lines(views.timeline_lines(doc, width, self.clock.now(), self.zone))
+            return
         rows = self._rows(name)
         # The countdown changes length as it ticks: its column has room for the longest it shows in an hour.
         self.table(name).set_rows(rows, {1: len("in 59m59s")} if name == "tasks" else None)
@@ -306,6 +331,12 @@ class KairosUI(App[None]):
     def on_tabbed_content_tab_activated(self, message: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
         self._refresh(self.current)
+
+    def on_chart_lines_resized(self, message: ChartLines.Resized) -> None:
+        """A chart laid out for other columns is asked for again (its cells are the daemon's bins)."""
+        if "timeline" in self.docs and self.chart_width() != self._timeline_width:
+            self.stale.add("timeline")
+            self._refresh(self.current)
 
     def on_rows_highlighted(self, message: Rows.Highlighted) -> None:
         if message.rows.id == "table-jobs":

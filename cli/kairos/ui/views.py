@@ -4,7 +4,8 @@ rows are tested without a terminal and the app (:mod:`kairos.ui.app`) only lays 
 
 Every request names a route of :mod:`kairosd.core.protocol`, the ones the CLI's verbs call, and the
 actions (:data:`ACTIONS`) are the CLI's requests too: ``p`` is ``kairos pause``'s
-``POST /v1/tasks/{id}/pause``. May import :mod:`kairos.output` and ``kairosd.core`` only.
+``POST /v1/tasks/{id}/pause``. The timeline is ``kairos timeline``'s own chart (:mod:`kairos.timeline`).
+May import :mod:`kairos.output`, :mod:`kairos.timeline` and ``kairosd.core`` only.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from kairos.output import fmt_seconds, fmt_time, one_line
+from kairos.timeline.document import chart_query
+from kairos.timeline.layout import layout, render_text
 from kairosd.core.protocol import route_path
 
-# The timeline strip: this many hours ahead, one cell each (fits 80 columns beside an id and a name).
-STRIP_HOURS = 24
 # Lines of a job's log kept on screen.
 LOG_LINES = 500
 # A row's free text (a prompt, a reason) is cut to this many characters; the table scrolls for the rest.
@@ -58,8 +59,9 @@ VIEWS: dict[str, tuple[str, tuple[str, ...], frozenset[str], tuple[Action, ...]]
     ),
     "timeline": (
         "Timeline",
-        ("ID", f"NEXT {STRIP_HOURS} HOURS (a cell an hour)", "NEXT FIRE", "NAME/PROMPT"),
-        frozenset({"task_added", "task_changed", "task_removed", "run_finished", "clock_jump"}),
+        (),  # no table: kairos timeline's chart (kairos.ui.chart)
+        # Not run_started: a fire is drawn once it has an outcome, and each event asks for the whole chart.
+        frozenset({"task_added", "task_changed", "task_removed", "run_finished", "missed", "clock_jump"}),
         (),
     ),
     "history": (
@@ -109,12 +111,13 @@ def stale_views(kind: str) -> list[str]:
 # ---- requests --------------------------------------------------------------------------------------
 
 
-def requests(name: str, projects: list[str]) -> list[tuple[str, str, dict[str, str] | None]]:
-    """The GETs (method, path, query) that view ``name`` needs; the boards need one pair per project."""
+def requests(name: str, projects: list[str], width: int = 80) -> list[tuple[str, str, dict[str, str] | None]]:
+    """The GETs (method, path, query) that view ``name`` needs; the boards need one pair per project, the
+    timeline ``kairos timeline``'s own request for a chart ``width`` columns wide."""
     if name == "tasks":
         return [("GET", route_path("tasks"), {"view": "summary"})]
     if name == "timeline":
-        return [("GET", route_path("tasks"), {"view": "summary"})]
+        return [("GET", route_path("timeline"), chart_query(width))]
     if name == "history":
         return [("GET", route_path("runs"), {"limit": "200"})]
     if name == "missed":
@@ -204,29 +207,17 @@ def task_rows(doc: Any, now: datetime, zone: str) -> list[tuple[str, list[str]]]
     return rows
 
 
-def timeline_strip(fires: list[datetime], now: datetime) -> str:
-    """One character an hour for ``STRIP_HOURS`` hours from ``now``: ``·`` no fire, ``1``-``9`` how many,
-    ``+`` ten or more."""
-    counts = [0] * STRIP_HOURS
-    for when in fires:
-        slot = int((when - now).total_seconds() // 3600)
-        if 0 <= slot < STRIP_HOURS:
-            counts[slot] += 1
-    return "".join("·" if n == 0 else (str(n) if n < 10 else "+") for n in counts)
-
-
-def timeline_rows(doc: Any, now: datetime, zone: str) -> list[tuple[str, list[str]]]:
-    """Each task's next fire placed on the next ``STRIP_HOURS`` hours (kairosd lists one fire a task;
-    ``kairos timeline`` draws them all), soonest first."""
-    rows = []
-    for t in _items(doc, "tasks"):
-        when = _parse(t.get("planned_for")) if t.get("status") not in ("paused", "done") else None
-        strip = timeline_strip([when], now) if when else "·" * STRIP_HOURS
-        nxt = short_time(t.get("planned_for"), zone) if when else str(t.get("status") or "-")
-        name = one_line(t.get("name") or t.get("prompt") or "", 30)
-        rows.append((when.isoformat() if when else "~", str(t["id"]), [str(t["id"]), strip, nxt, name]))
-    rows.sort(key=lambda r: r[0])
-    return [(key, cells) for _, key, cells in rows]
+def timeline_lines(doc: Any, width: int, now: datetime, zone: str) -> list[str]:
+    """``kairos timeline``'s chart of ``doc`` (a ``GET /v1/timeline`` answer asked with
+    :func:`kairos.timeline.document.chart_query` of this ``width``, and :func:`~kairos.timeline.document.cleaned`),
+    with colour, in ``zone``: the same layout and text as the CLI's. ``now`` (the ui's clock) moves the now
+    mark until the next answer comes."""
+    if not isinstance(doc, dict) or "tasks" not in doc:
+        return []
+    start, end = datetime.fromisoformat(doc["from"]), datetime.fromisoformat(doc["to"])
+    if start <= now <= end and now > datetime.fromisoformat(doc["now"]):
+        doc = {**doc, "now": now.isoformat()}
+    return render_text(layout(doc, width, zone), True)
 
 
 def history_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:

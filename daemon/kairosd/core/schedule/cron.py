@@ -66,6 +66,11 @@ class CronExpr:
     _dom_set: frozenset[int] = field(repr=False, compare=False)
     _dow_set: frozenset[int] = field(repr=False, compare=False)
 
+    @property
+    def days_key(self) -> tuple[frozenset[int], frozenset[int], bool]:
+        """What decides which days of a month match (the month itself aside)."""
+        return (self._dom_set, self._dow_set, self.day_and)
+
     def days_in(self, year: int, month: int) -> tuple[int, ...]:
         """The days of ``year``/``month`` this expression matches, sorted."""
         key = (self._dom_set, self._dow_set, self.day_and, year, month)

@@ -124,17 +124,24 @@ def planned_time(
         # In UTC: within one zone, aware arithmetic is wall-clock arithmetic and drops the fold, so in
         # the repeated hour of a fall-back a period came out negative and a delay an hour early.
         period = following.astimezone(UTC) - scheduled.astimezone(UTC)
-        if policy.kind == "claude":
-            delay = min(_scaled_ms(period, frac * CLAUDE_RECURRING_FRACTION), CLAUDE_RECURRING_CAP)
-        else:
-            delay = _scaled_ms(min(policy.cap, period / 2), frac)
-        return _shifted(scheduled, delay)
+        return _shifted(scheduled, recurring_delay(policy, frac, period))
     if policy.kind == "claude":
         local = scheduled.astimezone(zone)
         if local.minute % CLAUDE_ONESHOT_MINUTE_MOD == 0 and local.second == 0:
             return max(_shifted(scheduled, -_scaled_ms(CLAUDE_ONESHOT_LEAD, frac)), created_at)
         return scheduled
     return _shifted(scheduled, _scaled_ms(policy.cap, frac))
+
+
+def recurring_delay(policy: JitterPolicy, frac: float, period: timedelta) -> timedelta:
+    """How late ``policy`` moves a recurring fire whose next fire is ``period`` later, for a task whose
+    :func:`jitter_fraction` is ``frac`` (``planned_time``'s own rule; a timeline applies it to a week of
+    fires without a datetime each)."""
+    if policy.kind == "none":
+        return timedelta(0)
+    if policy.kind == "claude":
+        return min(_scaled_ms(period, frac * CLAUDE_RECURRING_FRACTION), CLAUDE_RECURRING_CAP)
+    return _scaled_ms(min(policy.cap, period / 2), frac)
 
 
 def _shifted(at: datetime, delta: timedelta) -> datetime:
