@@ -60,9 +60,12 @@ def test_a_users_own_todo_is_not_closed_silently(tmp_path: Path) -> None:
 
 def test_a_replacement_with_the_text_of_an_entry_there_still_removes_the_named_one(tmp_path: Path) -> None:
     store = _store(tmp_path)
+    # the rem-agent's ADDs (infer=False): offline, the later day would replace the earlier at once
     store.merge(
-        "/p", [Candidate("rule", "From now on, deploy on Tuesdays."), Candidate("rule", "Deploy on Thursdays.")]
-    )
+        "/p",
+        [Candidate("rule", "From now on, deploy on Tuesdays.", infer=False),
+         Candidate("rule", "Deploy on Thursdays.", infer=False)],
+    )  # fmt: skip
     ids = _ids(store)
     tuesday, thursday = ids["From now on, deploy on Tuesdays."], ids["Deploy on Thursdays."]
     result = store.merge("/p", [Candidate("rule", "Deploy on Thursdays.", supersedes=tuesday)])

@@ -132,7 +132,8 @@ _STRONG_CORRECTION = re.compile(
     r"|(?:sorry[,.!]*\s+)?(?P<wrong>(?:the|my|that)\s+[^,;:]{1,30}?)\s+(?:i\s+(?:gave\s+you|said|used)\s+)?(?:earlier\s+)?"
     r"(?:was|is)\s+(?:wrong|incorrect|a\s+typo)"
     r"|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+(?P<on>[^:.]{1,30}))?(?=\s*[:,-])|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
-    r"|scratch\s+(?:that|what\s+i\s+said(?:\s+about\s+(?P<scratched>[^,;:]{1,30}))?)|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    r"|scratch\s+that|(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)"
+    r"(?:\s+(?:about|re)\s+(?P<scratched>[^,;:]{1,30}))?|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
     _I,
 )
@@ -165,7 +166,17 @@ _DONE = re.compile(
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
-    r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
+    r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b"
+    r"|\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:taken\s+care\s+of|(?:documented|written\s+up)\s+in\s+"
+    r"(?:the\s+)?(?:wiki|docs|readme|runbook|confluence|notion)\b)",
+    _I,
+)
+# "done with the retry cleanup", "shipped the migration", "took care of the flaky test": the person did
+# it (read once the opening words are set aside).
+_DONE_LEAD = re.compile(
+    r"^(?:(?:i|we)(?:'ve|'m|'re|\s+have|\s+am|\s+are)?\s+)?(?:just\s+|finally\s+|already\s+|now\s+)?(?:done\s+with|"
+    r"finished(?:\s+up)?|shipped|completed|wrapped\s+up|took\s+care\s+of|sorted\s+out|crossed\s+off|knocked\s+out|"
+    r"closed\s+out)\s+(?:the|that|our|my)\s+\w",
     _I,
 )
 # A to-do dropped is closed as well: "let's not bother with the screenshots", "forget about that reminder".
@@ -175,9 +186,9 @@ _DROPPED = re.compile(
     _I,
 )
 # What every strong correction says somewhere, tried first (cheap): most sentences correct nothing.
-_MAY_CORRECT = frozenset(
-    "wait hold no nope sorry wrong mistaken misspoke mistake bad correction scratch lie typo incorrect".split()  # noqa: SIM905
-)
+_MAY_CORRECT_WORDS = """wait hold no nope sorry wrong mistaken misspoke mistake bad correction scratch lie typo
+    incorrect forget ignore disregard"""
+_MAY_CORRECT = frozenset(_MAY_CORRECT_WORDS.split())
 _MAY_DROP = frozenset(["bother", "forget", "mind", "nevermind", "need"])  # what _DROPPED needs, tried first
 _NOT_DONE = re.compile(
     r"\b(?:(?:fixed|locked|closed)\s+(?:to|at|on)|not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b",
@@ -385,10 +396,12 @@ exceptions targets target targeting deploys deploy build builds id landing truth
 routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
 capped limited cut anymore possible front via release launch deadline scope loaded fetched sourced synced imported
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
+took taken care wrapped crossed knocked disregard ignore
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
-landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place"""
+landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place took taken
+care wrapped crossed knocked"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
@@ -498,11 +511,17 @@ def _correction(rest: str, about: str | None, forgot: bool = False, scratched: s
     if scratched:
         # "scratch what I said about Tanstack, the sync went the other way: we're on SWR"
         rest = rest.rsplit(":", 1)[-1].strip().rstrip(".!")
+        if _IT_IS.match(rest):  # "forget what I said about the db: it's on db-2" -> "the db is on db-2"
+            rest = f"{scratched.strip()} is {_IT_IS.sub('', rest, count=1)}"
         if _WE_ARE_ON_NAME.match(rest):
             return Signal("decision", _tidy(f"{rest} (not {scratched.strip()})"))
         said = _correction(rest, about)
         if said is None:
-            return None
+            # what follows a retraction is what holds instead, whatever its words ("forget what I said
+            # about decimal for money: we store integer cents now"); a question or a hedge is not
+            if len(rest.split()) < 3 or rest.endswith("?") or _hedged(rest) or _one_off(rest):
+                return None
+            said = Signal("correction", _tidy(_LEAD.sub("", rest)))
         # what it corrects stays named, so the board replaces what was said about it
         return Signal(said.kind, f"{said.text.rstrip('.!')} (corrects what was said about {scratched.strip()})")
     if about and _IT_IS.match(rest):  # "I was wrong about the pool: it's called X" -> "the pool is called X"
@@ -562,7 +581,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return None  # no word any cue below needs: most sentences ("fix the test") stop here
     if (
         _DONE_WORDS.intersection(tokens)
-        and _DONE.search(sentence)
+        and (_DONE.search(sentence) or _DONE_LEAD.match(_LEAD.sub("", sentence)))
         and not _NOT_DONE.search(sentence)
         and not _UNSURE.search(sentence)
         and not _DECISION.search(_LEAD.sub("", sentence))

@@ -28,6 +28,7 @@ never is: see :mod:`.board`). Pure: must not import the board or anything that d
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from typing import Protocol
@@ -41,7 +42,7 @@ FAMILY = {
     "todo": "todo",
 }
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]|[a-z0-9]")
+_WORD = re.compile(r"_*[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]_*|[a-z0-9]")  # "__tests__", "checkout_v2" are one
 _STOP_WORDS = """a an the this that these those it its is are be been was were to of in on at for from by with and
 or but so we i you our my your us me please pls also just now here there then always never don't dont do not no use
 using used make sure should must will would can let's lets go going with repo project codebase actually scratch
@@ -50,7 +51,9 @@ _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
     r"drop|dropping|dropped|ditching|ditched|killing|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
-    r"(?:from|off(?:\s+of)?)|replaces?)\s+((?:the\s+)?[`'\"#-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
+    r"(?:from|off(?:\s+of)?)|replaces?|(?<!don't\s)(?<!dont\s)(?<!not\s)forget(?:\s+about)?(?:\s+what\s+i\s+said\s+about)?|"
+    r"(?:scratch|ignore|disregard)\s+what\s+i\s+said\s+about)"
+    r"\s+((?:the\s+)?[`'\"#_-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"_-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
     re.IGNORECASE,
 )
 # Words that make "not X" a change of what was so ("we went with postmark, not resend"), not a
@@ -199,6 +202,8 @@ def _shape(value: str) -> str:
     """A value's shape: digit runs as 9, other letter-and-digit runs as a, separators kept
     ("1.6.6" and "1.7.5" are 9.9.9; "acme-tfstate-prod" and "acme-tfstate-main" are a-a-a); an
     amount keeps its unit ("15 minutes" and "10 minutes" are 9 minutes)."""
+    if _WEEKDAY.fullmatch(value):
+        return "weekday"
     _, _, unit = value.partition(" ")
     if unit:
         return f"9 {_stem(unit)}"  # with what it is of: "30 days of logs" and "7 days of backups" differ
@@ -213,6 +218,10 @@ def _stem(word: str) -> str:
 _OF_WHAT = re.compile(r"\s+(?:of|for)\s+(?:the\s+)?([a-z][\w-]*)")
 
 
+_WEEKDAY = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?")
+_NEGATED = re.compile(r"\b(?:not|never|no|don'?t|do\s+not|no\s+longer)\b")
+
+
 def _values(text: str) -> list[tuple[str, list[str]]]:
     """The values of ``text`` (versions, hosts, paths, identifiers, an amount with its unit), each
     with the words that name it: the meaningful words before it in its clause (at most four, in
@@ -221,7 +230,13 @@ def _values(text: str) -> list[tuple[str, list[str]]]:
     out = []
     for match in _WORD.finditer(lower):
         value = match[0]
-        if value in _STOP or not _DISTINCT.search(value):
+        clause = _CLAUSE.split(lower[: match.start()])[-1]
+        if _WEEKDAY.fullmatch(value):
+            # "we deploy on thursdays now" after "deploy on tuesdays": a day is a value; one ruled out
+            # ("never on fridays") is not what the slot holds
+            if _NEGATED.search(clause):
+                continue
+        elif value in _STOP or not _DISTINCT.search(value):
             continue
         if value.isdigit():
             unit = _UNIT.match(lower, match.end())
@@ -232,7 +247,6 @@ def _values(text: str) -> list[tuple[str, list[str]]]:
                     value = f"{value} of {_stem(what[1])}"
             elif not _PROPER_BEFORE.search(text[: match.start()]):
                 continue  # a bare number is a count, unless a name gives it ("React 18", "minSdk is 26")
-        clause = _CLAUSE.split(lower[: match.start()])[-1]
         before = [w for w in _WORD.findall(clause) if w not in _STOP and w not in _SLOT_GENERIC]
         out.append((value, [_stem(w) for w in before[-4:] if not _DISTINCT.search(w)]))
     return out
@@ -246,6 +260,15 @@ def _own_before(names: list[str], shared: set[str], other: str) -> bool:
     return any(w not in other for w in names[:last])
 
 
+def _same_shape(new_value: str, old_value: str) -> bool:
+    """Values of one kind: the same :func:`_shape`, or two paths or addresses under a common root
+    ("s3://ml/forecast/raw" and "s3://ml/forecast/v2/raw")."""
+    if _shape(new_value) == _shape(old_value):
+        return True
+    common = os.path.commonprefix([new_value, old_value])  # noqa: RUF071 (by characters: "s3://" is no path)
+    return "/" in common and len(common) >= 8
+
+
 def _slot_changed(new_text: str, old_text: str) -> bool:
     """ "we go to terraform 1.7.5 now" after "we are using terraform 1.6.6": one value slot, a new
     value (see the module docstring)."""
@@ -257,7 +280,7 @@ def _slot_changed(new_text: str, old_text: str) -> bool:
         if old_value in new_lower:
             continue
         for new_value, new_names in new_values:
-            if _shape(new_value) != _shape(old_value):
+            if not _same_shape(new_value, old_value):
                 continue
             shared = set(old_names) & set(new_names)
             if not shared:

@@ -1,0 +1,109 @@
+"""Replacement a person can follow, through offline extraction and the board's merge: a retraction
+("forget what I said about X"), a correction within a session, a change of plan across sessions,
+and a to-do said done in the words people use ("done with X", "shipped X", "took care of X")."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from kairosd.consolidation.board import BoardStore
+from kairosd.consolidation.extract import extract
+from kairosd.consolidation.transcripts import Message
+from kairosd.testing import FakeClock
+
+NOW = datetime(2026, 11, 20, 9, tzinfo=UTC)
+
+
+def _board(tmp_path: Path, sessions: list[list[str]]) -> list[str]:
+    """The texts on the board once each session (the turns a person typed, each answered by the
+    agent) is consolidated in order, a day apart."""
+    clock = FakeClock(NOW)
+    store = BoardStore(tmp_path / "boards", clock.now)
+    for s, turns in enumerate(sessions):
+        start = NOW + timedelta(days=s)
+        messages = []
+        for t, text in enumerate(turns):
+            at = start + timedelta(minutes=2 * t)
+            messages += [Message("user", text, human=True, at=at), Message("assistant", "Done.", at=at)]
+        clock.set(start + timedelta(hours=1))
+        found = extract(messages, project="/p", anchor=clock.now(), zone=ZoneInfo("UTC")).candidates
+        store.merge("/p", found, session=f"s{s}")
+    return [e.text for e in store.load("/p").entries]
+
+
+def _has(board: list[str], word: str) -> bool:
+    return any(word.lower() in text.lower() for text in board)
+
+
+@pytest.mark.parametrize(
+    ("sessions", "gone", "kept"),
+    [
+        # a retraction, then what holds instead in the next sentence, whatever its words
+        (
+            [["always use decimal for money, never float"],
+             ["forget what i said about decimal for money. we store integer cents now"]],
+            "never float", "integer cents",
+        ),
+        (
+            [["the staging db is on db-1.internal"],
+             ["Forget what I said about the staging db: it's on db-2.internal now."]],
+            "db-1", "db-2",
+        ),
+        # "forget the X rule: ..." rules X out
+        (
+            [["New DAGs should use the TaskFlow API."],
+             ["morning",
+              "Hmm, actually, forget the TaskFlow rule: new DAGs should use classic operators, the team likes them."]],
+            "taskflow api", "classic operators",
+        ),
+        # a correction within a session names an identifier with underscores
+        (
+            [["tests go in __tests__ next to the component", "lol that broke everything",
+              "ugh wait no, not __tests__, tests go in the top level test folder"]],
+            "next to the component", "test folder",
+        ),
+        # a path under the same root is the same slot
+        (
+            [["Quick note: the training data lives in s3://acme-ml/forecast/raw."],
+             ["Also, the raw data moved to s3://acme-ml/forecast/v2/raw."]],
+            "forecast/raw", "v2/raw",
+        ),
+        # a day of the week is a value: the same slot, said again
+        (
+            [["from now on we deploy on tuesdays"], ["change of plan: we deploy on thursdays"]],
+            "tuesdays", "thursdays",
+        ),
+    ],
+)  # fmt: skip
+def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:
+    board = _board(tmp_path, sessions)
+    assert not _has(board, gone), board
+    assert _has(board, kept), board
+
+
+def test_a_day_ruled_out_is_not_the_slot_a_new_day_fills(tmp_path: Path) -> None:
+    board = _board(tmp_path, [["never deploy on fridays"], ["change of plan: we deploy on thursdays"]])
+    assert _has(board, "fridays"), board
+    assert _has(board, "thursdays"), board
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "done with the webhook retries cleanup",
+        "ok, shipped the webhook retries fix",
+        "I took care of the webhook retries this morning",
+        "finished the webhook retries cleanup",
+        "the webhook retries cleanup is taken care of",
+        "The webhook retries are documented in the wiki now.",
+    ],
+)
+def test_a_todo_said_done_is_closed(tmp_path: Path, said: str) -> None:
+    todos = ["remind me to clean up the stripe webhook retries", "put the invoice pdf cleanup on the list"]
+    board = _board(tmp_path, [todos, [said]])
+    assert not _has(board, "webhook"), board
+    assert _has(board, "invoice pdf"), board  # the other to-do stays
