@@ -77,6 +77,47 @@ def _has(board: list[str], word: str) -> bool:
             [["from now on we deploy on tuesdays"], ["change of plan: we deploy on thursdays"]],
             "tuesdays", "thursdays",
         ),
+        # a port ruled out by itself is the port of an address
+        (
+            [["the orders service talks to postgres on pg-orders.internal:5432"],
+             ["Correction: the port is 6432, not 5432, we go through pgbouncer."]],
+            "pg-orders", "6432",
+        ),
+        # "oops no" corrects the sentence before it, in the same session
+        (
+            [["pricing copy is in content/pricing.md", "thanks",
+              "oops no, pricing copy is in content/pages/pricing.mdx, the md one is old"]],
+            "content/pricing.md", "pricing.mdx",
+        ),
+        # an arrow says where something moved to; a mind changed is a decision
+        (
+            [["we deploy the landing page on vercel"],
+             ["update: landing moved off vercel -> cloudflare pages, cheaper"]],
+            "on vercel", "cloudflare pages",
+        ),
+        (
+            [["state management is zustand, no redux"],
+             ["ok changed my mind on state: we go with jotai instead of zustand"]],
+            "no redux", "jotai",
+        ),
+        # what moved, named by a fact that says where it is
+        (
+            [["fyi the build cache is in S3 under nx-cache-prod"],
+             ["We decided to move the build cache to GCS, S3 egress got too expensive."]],
+            "nx-cache-prod", "gcs",
+        ),
+        # what was ruled out, taken back
+        (
+            [["GraphQL is off the table, we stay with REST for the BFF."],
+             ["Let's use GraphQL after all, the app team pushed back hard."]],
+            "off the table", "after all",
+        ),
+        # a time word in a statement of an upgrade says when, not that it is unsure
+        (
+            [["The pricing engine is written in Kotlin and runs on JDK 17."],
+             ["We are on JDK 21 now, the upgrade went through yesterday."]],
+            "jdk 17", "jdk 21",
+        ),
     ],
 )  # fmt: skip
 def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:
@@ -100,6 +141,10 @@ def test_a_day_ruled_out_is_not_the_slot_a_new_day_fills(tmp_path: Path) -> None
         "finished the webhook retries cleanup",
         "the webhook retries cleanup is taken care of",
         "The webhook retries are documented in the wiki now.",
+        "webhook retries \u2705",
+        "webhook retries fixed in 2.3.1 \U0001f389",
+        "The webhook retries cleanup is created and deployed.",
+        "the stripe webhook retries are cleaned up now",
     ],
 )
 def test_a_todo_said_done_is_closed(tmp_path: Path, said: str) -> None:
@@ -107,3 +152,12 @@ def test_a_todo_said_done_is_closed(tmp_path: Path, said: str) -> None:
     board = _board(tmp_path, [todos, [said]])
     assert not _has(board, "webhook"), board
     assert _has(board, "invoice pdf"), board  # the other to-do stays
+
+
+def test_a_todo_said_done_with_its_own_verb_closes_only_a_todo_that_asks_for_it(tmp_path: Path) -> None:
+    """ "the tests are skipped now" is no word for done: it closes a to-do to skip them, never one to
+    fix the skipped tests."""
+    board = _board(tmp_path, [["todo: fix the skipped tests in ci"], ["the tests are skipped now"]])
+    assert _has(board, "fix the skipped tests"), board
+    board = _board(tmp_path / "2", [["put 'quarantine flaky specs' on the list"], ["flaky specs are quarantined now"]])
+    assert not _has(board, "quarantine"), board

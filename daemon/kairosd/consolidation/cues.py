@@ -87,7 +87,9 @@ _HEDGE = re.compile(
 # "envoy bumped to 1.30 yesterday": a time word says when a change was made, not that it is unsure.
 _TIME_WORD = re.compile(r"^(?:yesterday|right\s+now|last\s+time|earlier\s+today|again)$", _I)
 _CHANGED_TO = re.compile(
-    r"\b(?:bumped|upgraded|updated|downgraded|moved|migrated|switched|renamed|merged\s+the\s+upgrade)\b", _I
+    r"\b(?:bumped|upgraded|updated|downgraded|moved|migrated|switched|renamed|merged\s+the\s+upgrade|"
+    r"the\s+(?:upgrade|migration|switch)\s+(?:went|is|was)\b)\b",
+    _I,
 )
 _UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
 _PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
@@ -124,7 +126,7 @@ _FILLER = (
 )
 _STRONG_CORRECTION = re.compile(
     _FILLER + r"(?:"
-    r"(?:wait|hold\s+on)[,.!]*\s+(?:actually[,.!]*\s+)?(?:no+|nope)\b"
+    r"(?:wait|hold\s+on|oops|whoops|ugh|argh)[,.!]*\s+(?:actually[,.!]*\s+)?(?:no+|nope)\b"
     r"|no+[,.!]*\s+wait\b"
     r"|(?:wait[,.!]*\s+)?(?:sorry[,.!]*\s+)?(?:turns\s+out\s+)?(?:i\s+was\s+(?:wrong|mistaken)|i\s+misspoke|i\s+said\s+(?:it\s+)?wrong|i\s+tell\s+a\s+lie|my\s+mistake"
     r"|my\s+bad|i\s+(?:got|had)\s+(?:it|that|(?P<got>(?:the|our)\s+[^,;:]{1,30}?))\s+wrong)"
@@ -160,9 +162,12 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone|live|"
-    r"checked|handled|approved|released|out)\b(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
+    r"checked|handled|approved|released|out|created|deployed|implemented|added|clarified|rolled\s+out)\b"
+    r"(?:\s+and\s+(?:deployed|merged|released|shipped|tested))?"
+    r"(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
-    r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
+    r"(?:\s+in\s+v?\d[\w.-]*)?(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
+    r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s*\u2705\s*(?:done)?[.!]*$"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
@@ -171,6 +176,12 @@ _DONE = re.compile(
     r"(?:the\s+)?(?:wiki|docs|readme|runbook|confluence|notion)\b)",
     _I,
 )
+_PASSIVE_DONE = re.compile(
+    r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?[a-z]{3,}ed\b"
+    r"(?:\s+(?:up|out|off|away))?(?:\s+now)?(?:\s*[,.!;]|$)",
+    _I,
+)
+_EMOJI = re.compile(r"[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f]+(?<!\u2705)")
 # "done with the retry cleanup", "shipped the migration", "took care of the flaky test": the person did
 # it (read once the opening words are set aside).
 _DONE_LEAD = re.compile(
@@ -214,7 +225,7 @@ _DECISION = re.compile(
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
-    r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
+    r"|^change\s+of\s+heart\b|\bchanged\s+(?:my|our)\s+minds?\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
     r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|\band\s+(?:decided|agreed)\s+"
     r"(?:to|on|that)\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
@@ -224,7 +235,7 @@ _DECISION = re.compile(
 # change made, a decision whatever time word comes with it.
 _CHANGED_FROM = re.compile(
     r"^(?:we(?:'ve|\s+have)?\s+|(?:we'?re|we\s+are)\s+|(?:the\s+)?[\w#.-]+(?:\s+[\w#.-]+)?\s+"
-    r"(?:(?:was|were|got|have\s+been|has\s+been)\s+)?)?(?:moved|switched|migrated|moving|switching|migrating)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?(?:from|off(?:\s+of)?)\s+(?:\S+\s+){1,4}?(?:to|onto)\s+\S",
+    r"(?:(?:was|were|got|have\s+been|has\s+been)\s+)?)?(?:moved|switched|migrated|moving|switching|migrating)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?(?:from|off(?:\s+of)?)\s+(?:\S+\s+){1,4}?(?:to|onto|->|\u2192)\s+\S",
     _I,
 )
 _CHANGING = frozenset(["moved", "switched", "migrated", "moving", "switching", "migrating"])
@@ -401,7 +412,7 @@ took taken care wrapped crossed knocked disregard ignore
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place took taken
-care wrapped crossed knocked"""
+care wrapped crossed knocked created deployed implemented added clarified rolled"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
@@ -577,11 +588,15 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
             return Signal("todo", _tidy(sentence))
         return None  # a question asks; it does not decide or instruct
+    # the done cues read the sentence without its emoji ("dark mode \u2705", "FOO-231 fixed in 2.3.1 \U0001f389")
+    plain = _EMOJI.sub("", sentence).strip() if not sentence.isascii() else sentence
+    if "\u2705" in sentence:
+        tokens.add("done")
     if not _TRIGGERS.intersection(tokens) and not _shaped(sentence, tokens):
         return None  # no word any cue below needs: most sentences ("fix the test") stop here
     if (
         _DONE_WORDS.intersection(tokens)
-        and (_DONE.search(sentence) or _DONE_LEAD.match(_LEAD.sub("", sentence)))
+        and (_DONE.search(plain) or _DONE_LEAD.match(_LEAD.sub("", plain)))
         and not _NOT_DONE.search(sentence)
         and not _UNSURE.search(sentence)
         and not _DECISION.search(_LEAD.sub("", sentence))
@@ -614,6 +629,10 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return Signal("preference", _tidy(body))
     if is_fact(body, notice):
         return Signal("fact", _tidy(body))
+    if _PASSIVE_DONE.match(body) and not _NOT_DONE.search(body) and not _UNSURE.search(body):
+        # "flaky specs are quarantined now": done, if an open to-do is to quarantine them (the board
+        # closes one only when the to-do's own verb is that word: :func:`.supersede.closed`)
+        return Signal("todo", sentence, "close")
     return None
 
 

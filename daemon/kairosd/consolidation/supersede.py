@@ -139,10 +139,21 @@ def ruled_out(text: str) -> set[str]:
     return found
 
 
+_PART = re.compile(r"[:/@]")
+
+
 def _named(out: set[str], asked: set[str]) -> set[str]:
-    """What of ``out`` ``asked`` names: the same word, or a path by its last part ("raw.rs" is
-    "src/raw.rs")."""
-    return {o for o in out if o in asked or any(a.endswith("/" + o) or o.endswith("/" + a) for a in asked)}
+    """What of ``out`` ``asked`` names: the same word, a path by its last part ("raw.rs" is
+    "src/raw.rs"), or a port or host by its part of an address ("5432" in "pg.internal:5432")."""
+    return {
+        o
+        for o in out
+        if o in asked
+        or any(
+            a.endswith("/" + o) or o.endswith("/" + a) or ((_DISTINCT.search(o) or o.isdigit()) and o in _PART.split(a))
+            for a in asked
+        )
+    }
 
 
 def _first_words(text: str) -> set[str]:
@@ -301,9 +312,60 @@ def _verb_class(verb: str) -> str:
     return verb
 
 
+# "we moved the build cache to GCS": what moved (at most three words) and where to.
+_MOVED = re.compile(
+    r"\b(?:mov(?:e|ed|ing)|migrat(?:e|ed|ing)|switch(?:ed|ing)?|shift(?:ed|ing)?|port(?:ed|ing)?)\s+"
+    r"(?:the\s+|our\s+|all\s+)?((?:[\w.#/-]+\s+){0,2}?[\w.#/-]+)\s+(?:from\s+\S+\s+)?(?:to|onto|over\s+to|into|->|\u2192)\s+"
+    r"([\w.#/:@-]+)",
+    re.IGNORECASE,
+)
+# Where an old entry says the thing is or what it is: a place, a value.
+_PLACED = re.compile(r"\b(?:is|are|lives?|sits?|runs?|goes|go)\s+(?:in|on|at|under|to)\b|[\d/:@]", re.IGNORECASE)
+_AGAIN = re.compile(r"\bafter\s+all\b|\bback\s+(?:to|on)\b|\b(?:is|are)\s+back\b", re.IGNORECASE)
+_RULED_OUT_HERE = re.compile(
+    r"\b(?:not|no|never|don'?t|no\s+longer|off\s+the\s+table|out\s+of\s+scope|dropped|rejected|ruled\s+out)\b",
+    re.IGNORECASE,
+)
+
+
+def _clauses(text: str) -> list[str]:
+    return [c for c in re.split(r"[,;:()]\s|\s[-\u2013\u2014]\s|\.\s|\s+and\s+", text.lower()) if c.strip()]
+
+
+def _moved(new_text: str, old: Item) -> bool:
+    """ "We decided to move the build cache to GCS" after "the build cache is in S3 under
+    nx-cache-prod": what moved is named, in one clause, by a fact or decision that says where it is
+    (a place or a value), and where it went is new to it."""
+    if old.kind not in ("fact", "decision"):
+        return False
+    for match in _MOVED.finditer(new_text):
+        what = words(match[1]) - _SLOT_GENERIC
+        where = words(match[2])
+        if not what or not where or where <= words(old.text):
+            continue
+        if any(what <= words(c) and _PLACED.search(c) for c in _clauses(old.text)):
+            return True
+    return False
+
+
+def _taken_back(new_text: str, old: Item) -> bool:
+    """ "Let's use GraphQL after all" after "GraphQL is off the table": what the old entry ruled out,
+    in the clause that names it, the new one takes back ("after all", "back to")."""
+    if not _AGAIN.search(new_text) or _polarity(new_text) < 0:
+        return False
+    named = words(_AGAIN.sub(" ", new_text)) - _SLOT_GENERIC
+    return any(
+        _RULED_OUT_HERE.search(c) and named & words(_RULED_OUT_HERE.sub(" ", c)) - _SLOT_GENERIC
+        for c in _clauses(old.text)
+    )
+
+
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
     out = ruled_out(new_text)
+    compatible = FAMILY.get(new_kind) in ("rule", "fact") and FAMILY.get(old.kind) in ("rule", "fact")
+    if compatible and (_moved(new_text, old) or _taken_back(new_text, old)):
+        return True
     retracted = _RETRACTS.search(new_text)
     if retracted and FAMILY.get(old.kind) in ("rule", "fact") and FAMILY.get(new_kind) != "todo":
         about = words(retracted[1])
@@ -372,14 +434,37 @@ def _roots(text: str) -> set[str]:
     return out
 
 
+_PARTICIPLE = re.compile(r"\b(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?([a-z]{3,}ed)\b")
+_KNOWN_DONE = _DONE_WORDS | frozenset(
+    ["deployed", "created", "implemented", "added", "clarified", "checked", "handled", "approved"]
+)
+
+
+def _own_verb(text: str) -> str | None:
+    """The root of the word that says a thing is done, when it is no word for "done" but the thing's
+    own verb ("flaky specs are quarantined" -> "quarantin"); None otherwise."""
+    match = _PARTICIPLE.search(text.lower())
+    if match is None or match[1] in _KNOWN_DONE:
+        return None
+    return _SUFFIX.sub("", match[1])
+
+
 def closed(text: str, current: Iterable[Item]) -> list[Item]:
     """The open to-do ``text`` says is done: the one sharing the most words with it (by their
-    roots), if only one does."""
+    roots), if only one does. Said with the to-do's own verb ("flaky specs are quarantined now"),
+    only a to-do that asks for that ("quarantine flaky specs", not "fix the quarantined specs")."""
     said = _roots(text)
+    verb = _own_verb(text)
     best: list[Item] = []
     most = 0
     for old in current:
         if old.kind != "todo":
+            continue
+        if verb is not None and (
+            verb not in _roots(old.text)
+            or _PARTICIPLE.search(old.text.lower())
+            or re.search(rf"\b{re.escape(verb)}ed\b", old.text.lower())
+        ):
             continue
         shared = len(said & _roots(old.text))
         if shared > most:
