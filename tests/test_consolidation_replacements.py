@@ -118,6 +118,24 @@ def _has(board: list[str], word: str) -> bool:
              ["We are on JDK 21 now, the upgrade went through yesterday."]],
             "jdk 17", "jdk 21",
         ),
+        # "scrap the X rule": what follows is what holds instead
+        (
+            [["Dates are always shown in ISO format."],
+             ["Scrap the ISO rule, HR wants dates as DD.MM.YYYY in the UI."]],
+            "always shown", "dd.mm.yyyy",
+        ),
+        # "wait no" then a thing said to be another value
+        (
+            [["the vocab size of the small model is 32k"],
+             ["wait no the small model vocab is 48k, 32k was the tiny one"]],
+            "vocab size", "48k",
+        ),
+        # a folder in common is the same kind of value
+        (
+            [["results go to the eval-results bucket, prefix runs/2026/"],
+             ["hmm actually results should go under prefix runs/v2/ now, the old prefix is frozen"]],
+            "runs/2026/", "runs/v2/",
+        ),
     ],
 )  # fmt: skip
 def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:
@@ -145,6 +163,9 @@ def test_a_day_ruled_out_is_not_the_slot_a_new_day_fills(tmp_path: Path) -> None
         "webhook retries fixed in 2.3.1 \U0001f389",
         "The webhook retries cleanup is created and deployed.",
         "the stripe webhook retries are cleaned up now",
+        "stripe webhook retries cleaned up this morning.",
+        "cleaned up the stripe webhook retries, all green",
+        "We won't need the stripe webhook retries anymore, the new importer retries by itself.",
     ],
 )
 def test_a_todo_said_done_is_closed(tmp_path: Path, said: str) -> None:
@@ -161,3 +182,17 @@ def test_a_todo_said_done_with_its_own_verb_closes_only_a_todo_that_asks_for_it(
     assert _has(board, "fix the skipped tests"), board
     board = _board(tmp_path / "2", [["put 'quarantine flaky specs' on the list"], ["flaky specs are quarantined now"]])
     assert not _has(board, "quarantine"), board
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I added a test for the parser",  # a word for done with one word in common: another thing
+        "drop the parser thing, it's fine",  # nothing said to hold instead
+        "the parser tests are skipped now",  # not the to-do's verb
+    ],
+)
+def test_what_closes_and_replaces_nothing(tmp_path: Path, said: str) -> None:
+    todos = ["todo: add fuzz tests for the parser", "always run the parser tests before pushing"]
+    board = _board(tmp_path, [todos, [said]])
+    assert board == ["Todo: add fuzz tests for the parser", "Always run the parser tests before pushing"]

@@ -135,7 +135,9 @@ _STRONG_CORRECTION = re.compile(
     r"(?:was|is)\s+(?:wrong|incorrect|a\s+typo)"
     r"|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+(?P<on>[^:.]{1,30}))?(?=\s*[:,-])|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r"|scratch\s+that|(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)"
-    r"(?:\s+(?:about|re)\s+(?P<scratched>[^,;:]{1,30}))?|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    r"(?:\s+(?:about|re)\s+(?P<scratched>[^,;:]{1,30}))?"
+    r"|(?:scrap|forget|ignore|disregard|drop|ditch)\s+(?:the|that|my)\s+(?P<dropped>[^,;:]{1,30}?)\s+(?:rule|thing|part|bit|idea)"
+    r"|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
     _I,
 )
@@ -156,6 +158,8 @@ _QUOTED = re.compile(
     r"[\"\u201c][^\"\u201d\n]*?\s[^\"\u201d\n]*?\s[^\"\u201d\n]*?[\"\u201d]",
     _I,
 )
+_FINE = re.compile(r"^(?:it'?s|its|that'?s|this\s+is)\s+(?:fine|ok|okay|good|great|alright|not\s+needed)\b", _I)
+_STATED_VALUE = re.compile(r"^(?:the\s+|our\s+)?(?:[\w./-]+\s+){0,5}(?:is|are)\s+(?:now\s+)?\S*\d", _I)
 _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 
 # ---- to-dos said done -----------------------------------------------------------------------
@@ -177,8 +181,9 @@ _DONE = re.compile(
     _I,
 )
 _PASSIVE_DONE = re.compile(
-    r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?[a-z]{3,}ed\b"
-    r"(?:\s+(?:up|out|off|away))?(?:\s+now)?(?:\s*[,.!;]|$)",
+    r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}(?:(?:is|are|got|has\s+been|have\s+been)\s+)?(?:now\s+|all\s+|finally\s+)?[a-z]{3,}ed\b"
+    r"(?:\s+(?:up|out|off|away))?(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week))?(?:\s*[,.!;]|$)"
+    r"|^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?[a-z]{3,}ed\s+(?:the\s+|a\s+|an\s+|our\s+)?[\w-]+",
     _I,
 )
 _EMOJI = re.compile(r"[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f]+(?<!\u2705)")
@@ -193,12 +198,14 @@ _DONE_LEAD = re.compile(
 # A to-do dropped is closed as well: "let's not bother with the screenshots", "forget about that reminder".
 _DROPPED = re.compile(
     r"(?:^|[,;]\s+)(?:(?:actually|ok(?:ay)?|so|oh|and|you\s+know\s+what)[,.!\s]+)*(?:let'?s\s+not\s+bother\s+with|"
-    r"(?:we\s+can\s+|you\s+can\s+)?forget\s+about|never\s*mind|no\s+need\s+for)\s+(?:the|that|this|those)\s+\w",
+    r"(?:we\s+can\s+|you\s+can\s+)?forget\s+about|never\s*mind|no\s+need\s+for|(?:we|i)\s+no\s+longer\s+need)\s+"
+    r"(?:the|that|this|those)\s+\w"
+    r"|^(?:we|i)\s+(?:won'?t|will\s+not|don'?t|do\s+not)\s+need\s+(?:the|that|this|those)\s+[^.]*?\b(?:anymore|any\s+more)\b",
     _I,
 )
 # What every strong correction says somewhere, tried first (cheap): most sentences correct nothing.
 _MAY_CORRECT_WORDS = """wait hold no nope sorry wrong mistaken misspoke mistake bad correction scratch lie typo
-    incorrect forget ignore disregard"""
+    incorrect forget ignore disregard scrap drop ditch"""
 _MAY_CORRECT = frozenset(_MAY_CORRECT_WORDS.split())
 _MAY_DROP = frozenset(["bother", "forget", "mind", "nevermind", "need"])  # what _DROPPED needs, tried first
 _NOT_DONE = re.compile(
@@ -517,11 +524,15 @@ def _tidy(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _correction(rest: str, about: str | None, forgot: bool = False, scratched: str | None = None) -> Signal | None:
+def _correction(
+    rest: str, about: str | None, forgot: bool = False, scratched: str | None = None, strong: bool = False
+) -> Signal | None:
     rest = rest.strip()
     if scratched:
         # "scratch what I said about Tanstack, the sync went the other way: we're on SWR"
         rest = rest.rsplit(":", 1)[-1].strip().rstrip(".!")
+        if _FINE.match(rest):
+            return None  # "drop the retry thing, it's fine": nothing holds instead
         if _IT_IS.match(rest):  # "forget what I said about the db: it's on db-2" -> "the db is on db-2"
             rest = f"{scratched.strip()} is {_IT_IS.sub('', rest, count=1)}"
         if _WE_ARE_ON_NAME.match(rest):
@@ -546,6 +557,10 @@ def _correction(rest: str, about: str | None, forgot: bool = False, scratched: s
         return Signal("decision", _tidy(body))
     if _durable(body) or (forgot and not _ONE_OFF.search(body)):
         return Signal("correction", _tidy(sentence_of(body, forgot)))
+    if strong and _STATED_VALUE.match(body) and not _hedged(body) and not _one_off(body):
+        # "wait no the small model vocab is 48k": a thing said to be another value, after a clear
+        # "I was wrong", is what holds now
+        return Signal("correction", _tidy(body))
     return None
 
 
@@ -576,7 +591,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if named and re.match(r"\s*\d", rest) and not _one_off(rest):
             # "Correction on the SLA: 48 hours for ..." says "the SLA is 48 hours for ..."
             return Signal("correction", _tidy(f"{named.strip()} is {rest.strip()}"))
-        return _correction(rest, about_what, scratched=strong.group("scratched"))
+        scratched = strong.group("scratched") or strong.group("dropped")
+        return _correction(rest, about_what, scratched=scratched, strong=True)
     if first and after_agent:
         weak = _WEAK_CORRECTION.match(sentence)
         if weak is not None:
@@ -593,7 +609,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     if "\u2705" in sentence:
         tokens.add("done")
     if not _TRIGGERS.intersection(tokens) and not _shaped(sentence, tokens):
-        return None  # no word any cue below needs: most sentences ("fix the test") stop here
+        # no word any cue below needs: most sentences ("fix the test") stop here
+        return _done_own_verb(sentence, _LEAD.sub("", sentence)) if "ed" in sentence else None
     if (
         _DONE_WORDS.intersection(tokens)
         and (_DONE.search(plain) or _DONE_LEAD.match(_LEAD.sub("", plain)))
@@ -629,11 +646,19 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return Signal("preference", _tidy(body))
     if is_fact(body, notice):
         return Signal("fact", _tidy(body))
-    if _PASSIVE_DONE.match(body) and not _NOT_DONE.search(body) and not _UNSURE.search(body):
-        # "flaky specs are quarantined now": done, if an open to-do is to quarantine them (the board
-        # closes one only when the to-do's own verb is that word: :func:`.supersede.closed`)
-        return Signal("todo", sentence, "close")
-    return None
+    return _done_own_verb(sentence, body)
+
+
+def _done_own_verb(sentence: str, body: str) -> Signal | None:
+    """ "flaky specs are quarantined now", "compared bpe vs unigram": done, if an open to-do asks
+    for that verb (the board closes one only then: :func:`.supersede.closed`)."""
+    said = _PASSIVE_DONE.match(body)
+    if said is None or _NOT_DONE.search(body) or _UNSURE.search(body) or _hedged(body):
+        return None
+    verb = re.search(r"\b[a-z]{3,}ed\b", said[0].lower())
+    if verb is None or verb[0] in _DONE_WORDS:
+        return None  # "I added a test": the words for done have cues of their own, with what they need
+    return Signal("todo", sentence, "close")
 
 
 def context_item(item: str, kind: str = "fact") -> Signal | None:

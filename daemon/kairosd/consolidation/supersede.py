@@ -272,12 +272,12 @@ def _own_before(names: list[str], shared: set[str], other: str) -> bool:
 
 
 def _same_shape(new_value: str, old_value: str) -> bool:
-    """Values of one kind: the same :func:`_shape`, or two paths or addresses under a common root
-    ("s3://ml/forecast/raw" and "s3://ml/forecast/v2/raw")."""
+    """Values of one kind: the same :func:`_shape`, or two paths or addresses under a common folder
+    ("s3://ml/forecast/raw" and "s3://ml/forecast/v2/raw"; not "s3://a" and "s3://b")."""
     if _shape(new_value) == _shape(old_value):
         return True
     common = os.path.commonprefix([new_value, old_value])  # noqa: RUF071 (by characters: "s3://" is no path)
-    return "/" in common and len(common) >= 8
+    return "/" in common.replace("://", "")  # a folder in common ("runs/2026/" and "runs/v2/")
 
 
 def _slot_changed(new_text: str, old_text: str) -> bool:
@@ -434,7 +434,17 @@ def _roots(text: str) -> set[str]:
     return out
 
 
-_PARTICIPLE = re.compile(r"\b(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?([a-z]{3,}ed)\b")
+# The word that says a thing was done, when it is an "-ed" word: after "is/are" ("flaky specs are
+# quarantined now"), opening the sentence ("compared bpe vs unigram"), or after what it names
+# ("SFTP credentials rotated this morning").
+_DONE_BY = (
+    re.compile(r"\b(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?([a-z]{3,}ed)\b"),
+    re.compile(r"^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?([a-z]{3,}ed)\b"),
+    re.compile(
+        r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}([a-z]{3,}ed)\b(?:\s+(?:up|out|off|away))?"
+        r"(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week))?\s*(?:[,.!;]|$)"
+    ),
+)
 _KNOWN_DONE = _DONE_WORDS | frozenset(
     ["deployed", "created", "implemented", "added", "clarified", "checked", "handled", "approved"]
 )
@@ -443,16 +453,26 @@ _KNOWN_DONE = _DONE_WORDS | frozenset(
 def _own_verb(text: str) -> str | None:
     """The root of the word that says a thing is done, when it is no word for "done" but the thing's
     own verb ("flaky specs are quarantined" -> "quarantin"); None otherwise."""
-    match = _PARTICIPLE.search(text.lower())
-    if match is None or match[1] in _KNOWN_DONE:
-        return None
-    return _SUFFIX.sub("", match[1])
+    lower = text.lower().strip()
+    if words(lower) & _KNOWN_DONE:
+        return None  # "we tried the hierarchical thing, it's done": a word for done says it
+    for pattern in _DONE_BY:
+        match = pattern.search(lower)
+        if match is not None:
+            return None if match[1] in _KNOWN_DONE else _SUFFIX.sub("", match[1])
+    return None
+
+
+def _asks_to(verb: str, todo: str) -> bool:
+    """Whether ``todo`` asks to do ``verb`` (its root): the word as a verb ("rotate", "clean up"), not
+    as a participle that names what to work on ("fix the skipped tests")."""
+    return any(w in (verb, verb + "e") for w in words(todo))
 
 
 def closed(text: str, current: Iterable[Item]) -> list[Item]:
     """The open to-do ``text`` says is done: the one sharing the most words with it (by their
     roots), if only one does. Said with the to-do's own verb ("flaky specs are quarantined now"),
-    only a to-do that asks for that ("quarantine flaky specs", not "fix the quarantined specs")."""
+    only a to-do that asks for that verb ("quarantine flaky specs", not "fix the quarantined specs")."""
     said = _roots(text)
     verb = _own_verb(text)
     best: list[Item] = []
@@ -460,13 +480,13 @@ def closed(text: str, current: Iterable[Item]) -> list[Item]:
     for old in current:
         if old.kind != "todo":
             continue
-        if verb is not None and (
-            verb not in _roots(old.text)
-            or _PARTICIPLE.search(old.text.lower())
-            or re.search(rf"\b{re.escape(verb)}ed\b", old.text.lower())
-        ):
-            continue
-        shared = len(said & _roots(old.text))
+        common = said & _roots(old.text)
+        if verb is not None:
+            if not _asks_to(verb, old.text):
+                continue
+            if not common - {verb}:
+                continue  # the verb alone: another thing done the same way
+        shared = len(common)
         if shared > most:
             best, most = [old], shared
         elif shared == most and shared:
