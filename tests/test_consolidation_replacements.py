@@ -136,6 +136,15 @@ def _has(board: list[str], word: str) -> bool:
              ["hmm actually results should go under prefix runs/v2/ now, the old prefix is frozen"]],
             "runs/2026/", "runs/v2/",
         ),
+        # "no more X, we ..." and "we upgrade to X 5.0" say what changed
+        (
+            [["hi. we use expo for the app"], ["no more expo, we did eject to bare react native"]],
+            "for the app", "bare react native",
+        ),
+        (
+            [["admin is django 4.2"], ["we upgrade to django 5.0 now"]],
+            "django 4.2", "django 5.0",
+        ),
     ],
 )  # fmt: skip
 def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:
@@ -164,6 +173,7 @@ def test_a_day_ruled_out_is_not_the_slot_a_new_day_fills(tmp_path: Path) -> None
         "The webhook retries cleanup is created and deployed.",
         "the stripe webhook retries are cleaned up now",
         "stripe webhook retries cleaned up this morning.",
+        "the stripe webhook retries are cleaned up finally",
         "cleaned up the stripe webhook retries, all green",
         "We won't need the stripe webhook retries anymore, the new importer retries by itself.",
     ],

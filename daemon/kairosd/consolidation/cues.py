@@ -182,7 +182,8 @@ _DONE = re.compile(
 )
 _PASSIVE_DONE = re.compile(
     r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}(?:(?:is|are|got|has\s+been|have\s+been)\s+)?(?:now\s+|all\s+|finally\s+)?[a-z]{3,}ed\b"
-    r"(?:\s+(?:up|out|off|away))?(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week))?(?:\s*[,.!;]|$)"
+    r"(?:\s+(?:up|out|off|away))?(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?"
+    r"(?:\s*[,.!;]|$)"
     r"|^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?[a-z]{3,}ed\s+(?:the\s+|a\s+|an\s+|our\s+)?[\w-]+",
     _I,
 )
@@ -228,7 +229,10 @@ _POLITE_TODO = re.compile(
 # ---- decisions, to-dos, rules, preferences ---------------------------------------------------
 _DECISION = re.compile(
     r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
-    r"(?:decided|agreed)\b|^(?:new\s+)?decision\b[^:]{0,50}:|^(?:a\s+)?(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b|\b(?:is|are)\s+(?:now\s+)?(?:in|out\s+of)\s+scope\b"
+    r"(?:decided|agreed)\b|^(?:new\s+)?decision\b[^:]{0,50}:"
+    r"|^no\s+more\s+[\w.-]+(?:\s+[\w.-]+)?[,;]\s+(?:now\s+)?we(?:'ve|\s+have|\s+did)?\s+\w"
+    r"|^(?:we|i)(?:'re|\s+are)?\s+(?:upgrad(?:e|ing)|bump(?:ing)?|mov(?:e|ing)|switch(?:ing)?|"
+    r"migrat(?:e|ing))\s+(?:\w+\s+){0,2}?to\s+[a-z][\w.-]*\s+v?\d|^(?:a\s+)?(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b|\b(?:is|are)\s+(?:now\s+)?(?:in|out\s+of)\s+scope\b"
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
@@ -436,6 +440,7 @@ _NEEDS = {
     "chatter": _needs("don dont do never always see talk catch later happy"),
     "decision": _needs(
         "decided agreed decision change plan plans new let lets ll will go going switching moving standardising scope "
+        "more upgrade upgraded upgrading bump bumped move migrate "
         "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
         "killing moved switched migrated"
     ),

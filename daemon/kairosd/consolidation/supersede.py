@@ -50,7 +50,7 @@ instead rather than over anymore longer stop drop ok okay yes only"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|dropping|dropped|ditching|ditched|killing|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
+    r"drop|dropping|dropped|ditching|ditched|killing|over|away\s+from|no\s+more|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
     r"(?:from|off(?:\s+of)?)|replaces?|(?<!don't\s)(?<!dont\s)(?<!not\s)forget(?:\s+about)?(?:\s+what\s+i\s+said\s+about)?|"
     r"(?:scratch|ignore|disregard)\s+what\s+i\s+said\s+about)"
     r"\s+((?:the\s+)?[`'\"#_-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"_-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
@@ -59,7 +59,8 @@ _OUT = re.compile(
 # Words that make "not X" a change of what was so ("we went with postmark, not resend"), not a
 # standing contrast ("use the staging db, not prod").
 _CHANGE = re.compile(
-    r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?)\b",
+    r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?|"
+    r"no\s+more|no\s+longer|anymore)\b",
     re.IGNORECASE,
 )
 # "the github actions workflows are deleted", "criterion is gone": what is gone is ruled out too.
@@ -442,7 +443,7 @@ _DONE_BY = (
     re.compile(r"^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?([a-z]{3,}ed)\b"),
     re.compile(
         r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}([a-z]{3,}ed)\b(?:\s+(?:up|out|off|away))?"
-        r"(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week))?\s*(?:[,.!;]|$)"
+        r"(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?\s*(?:[,.!;]|$)"
     ),
 )
 _KNOWN_DONE = _DONE_WORDS | frozenset(
