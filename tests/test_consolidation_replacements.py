@@ -145,6 +145,12 @@ def _has(board: list[str], word: str) -> bool:
             [["admin is django 4.2"], ["we upgrade to django 5.0 now"]],
             "django 4.2", "django 5.0",
         ),
+        # what moved, said of the subject; "signing" and "signed" name one thing
+        (
+            [["Release builds are signed with the key in the release-keystore vault entry."],
+             ["The signing key moved to the mobile-signing vault entry."]],
+            "release-keystore", "mobile-signing",
+        ),
     ],
 )  # fmt: skip
 def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:
@@ -174,6 +180,8 @@ def test_a_day_ruled_out_is_not_the_slot_a_new_day_fills(tmp_path: Path) -> None
         "the stripe webhook retries are cleaned up now",
         "stripe webhook retries cleaned up this morning.",
         "the stripe webhook retries are cleaned up finally",
+        "Done: the stripe webhook retries.",
+        "Cleaned up the stripe webhook retries today, valid until the next incident.",
         "cleaned up the stripe webhook retries, all green",
         "We won't need the stripe webhook retries anymore, the new importer retries by itself.",
     ],
@@ -183,6 +191,14 @@ def test_a_todo_said_done_is_closed(tmp_path: Path, said: str) -> None:
     board = _board(tmp_path, [todos, [said]])
     assert not _has(board, "webhook"), board
     assert _has(board, "invoice pdf"), board  # the other to-do stays
+
+
+def test_a_todo_said_as_what_is_so_now_is_closed_only_if_the_sentence_says_nearly_all_of_it(tmp_path: Path) -> None:
+    todo = "TODO: make the login helper reuse the session cookie."
+    board = _board(tmp_path, [[todo], ["Login helper reuses the session cookie now."]])
+    assert not _has(board, "login helper"), board
+    board = _board(tmp_path / "2", [[todo], ["The login page shows the cookie banner now."]])
+    assert board == ["TODO: make the login helper reuse the session cookie."]
 
 
 def test_a_todo_said_done_with_its_own_verb_closes_only_a_todo_that_asks_for_it(tmp_path: Path) -> None:
@@ -200,6 +216,7 @@ def test_a_todo_said_done_with_its_own_verb_closes_only_a_todo_that_asks_for_it(
         "I added a test for the parser",  # a word for done with one word in common: another thing
         "drop the parser thing, it's fine",  # nothing said to hold instead
         "the parser tests are skipped now",  # not the to-do's verb
+        "add fuzz tests for the parser now",  # an order, not what is so now
     ],
 )
 def test_what_closes_and_replaces_nothing(tmp_path: Path, said: str) -> None:

@@ -172,6 +172,7 @@ _DONE = re.compile(
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
     r"(?:\s+in\s+v?\d[\w.-]*)?(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s*\u2705\s*(?:done)?[.!]*$"
+    r"|^(?:done|fixed|finished|shipped|closed|resolved|completed)\s*[:\u2013-]\s*\S"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
@@ -187,6 +188,7 @@ _PASSIVE_DONE = re.compile(
     r"|^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?[a-z]{3,}ed\s+(?:the\s+|a\s+|an\s+|our\s+)?[\w-]+",
     _I,
 )
+_RESTATED = re.compile(r"^(?:the\s+|our\s+)?(?:[\w-]+\s+){1,4}[a-z]{3,}s\s+\S.{2,80}?\s+now[.!]*$", _I)
 _EMOJI = re.compile(r"[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f]+(?<!\u2705)")
 # "done with the retry cleanup", "shipped the migration", "took care of the flaky test": the person did
 # it (read once the opening words are set aside).
@@ -615,7 +617,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         tokens.add("done")
     if not _TRIGGERS.intersection(tokens) and not _shaped(sentence, tokens):
         # no word any cue below needs: most sentences ("fix the test") stop here
-        return _done_own_verb(sentence, _LEAD.sub("", sentence)) if "ed" in sentence else None
+        return _done_own_verb(sentence, _LEAD.sub("", sentence)) if "ed" in sentence or "now" in tokens else None
     if (
         _DONE_WORDS.intersection(tokens)
         and (_DONE.search(plain) or _DONE_LEAD.match(_LEAD.sub("", plain)))
@@ -657,8 +659,15 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
 def _done_own_verb(sentence: str, body: str) -> Signal | None:
     """ "flaky specs are quarantined now", "compared bpe vs unigram": done, if an open to-do asks
     for that verb (the board closes one only then: :func:`.supersede.closed`)."""
+    first = body.split(",")[0]  # "renewed the certificate, valid until 2027": "until" is about the rest
+    if _NOT_DONE.search(first) or _UNSURE.search(body) or _hedged(first):
+        return None
+    if _RESTATED.match(body) and not _IMPERATIVE.match(body):
+        # "login helper reuses the session cookie now": a to-do said as what is so now (the board
+        # closes one only if the sentence says nearly all the to-do says)
+        return Signal("todo", sentence, "close")
     said = _PASSIVE_DONE.match(body)
-    if said is None or _NOT_DONE.search(body) or _UNSURE.search(body) or _hedged(body):
+    if said is None:
         return None
     verb = re.search(r"\b[a-z]{3,}ed\b", said[0].lower())
     if verb is None or verb[0] in _DONE_WORDS:

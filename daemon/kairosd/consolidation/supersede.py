@@ -320,8 +320,16 @@ _MOVED = re.compile(
     r"([\w.#/:@-]+)",
     re.IGNORECASE,
 )
+# "the signing key moved to the mobile-signing vault entry": the same, said of the subject.
+_WAS_MOVED = re.compile(
+    r"^(?:the\s+|our\s+)?((?:[\w.#/-]+\s+){0,2}?[\w.#/-]+)\s+(?:(?:was|were|has\s+been|have\s+been|got|is|are)\s+)?"
+    r"(?:moved|migrated|switched)\s+(?:over\s+)?(?:to|onto|into)\s+(?:the\s+)?([\w.#/:@-]+)",
+    re.IGNORECASE,
+)
 # Where an old entry says the thing is or what it is: a place, a value.
-_PLACED = re.compile(r"\b(?:is|are|lives?|sits?|runs?|goes|go)\s+(?:in|on|at|under|to)\b|[\d/:@]", re.IGNORECASE)
+_PLACED = re.compile(
+    r"\b(?:is|are|lives?|sits?|runs?|goes|go)\s+(?:in|on|at|under|to)\b|[\d/:@]|\b[a-z0-9]+[-_.][a-z0-9]", re.IGNORECASE
+)
 _AGAIN = re.compile(r"\bafter\s+all\b|\bback\s+(?:to|on)\b|\b(?:is|are)\s+back\b", re.IGNORECASE)
 _RULED_OUT_HERE = re.compile(
     r"\b(?:not|no|never|don'?t|no\s+longer|off\s+the\s+table|out\s+of\s+scope|dropped|rejected|ruled\s+out)\b",
@@ -339,12 +347,13 @@ def _moved(new_text: str, old: Item) -> bool:
     (a place or a value), and where it went is new to it."""
     if old.kind not in ("fact", "decision"):
         return False
-    for match in _MOVED.finditer(new_text):
-        what = words(match[1]) - _SLOT_GENERIC
-        where = words(match[2])
+    said = [*_MOVED.finditer(new_text), *filter(None, [_WAS_MOVED.match(new_text.strip())])]
+    for match in said:
+        what = _roots(" ".join(words(match[1]) - _SLOT_GENERIC))  # by their roots: "signing" is "signed"
+        where = words(match[2]) - _SLOT_GENERIC  # "to the new cluster" names no place
         if not what or not where or where <= words(old.text):
             continue
-        if any(what <= words(c) and _PLACED.search(c) for c in _clauses(old.text)):
+        if any(what <= _roots(c) and _PLACED.search(c) for c in _clauses(old.text)):
             return True
     return False
 
@@ -470,18 +479,42 @@ def _asks_to(verb: str, todo: str) -> bool:
     return any(w in (verb, verb + "e") for w in words(todo))
 
 
+_TODO_HEAD_TEXT = """todo fixme remind me put add list backlog note self need needs remember forget don't make sure
+    later someday park reminder please pls should must have to"""
+_TODO_HEAD = frozenset(_TODO_HEAD_TEXT.split())  # the words that only make a sentence a to-do
+_NOW_AT_END = re.compile(r"\bnow[.!]*$")
+
+
+def _restated(text: str) -> bool:
+    """ "login helper reuses the session cookie now": a to-do said as what is so now, with no word
+    for done and no verb of its own."""
+    lower = text.lower().strip()
+    return bool(_NOW_AT_END.search(lower)) and not words(lower) & _KNOWN_DONE and _own_verb(lower) is None
+
+
+def _says_nearly_all(said: set[str], todo: str) -> bool:
+    """Whether ``said`` holds nearly every word the to-do names (its roots, the words that only
+    make it a to-do left out): three in four, and at least two."""
+    named = _roots(todo) - _roots(" ".join(_TODO_HEAD))
+    common = said & named
+    return len(common) >= 2 and 4 * len(common) >= 3 * len(named)
+
+
 def closed(text: str, current: Iterable[Item]) -> list[Item]:
     """The open to-do ``text`` says is done: the one sharing the most words with it (by their
     roots), if only one does. Said with the to-do's own verb ("flaky specs are quarantined now"),
     only a to-do that asks for that verb ("quarantine flaky specs", not "fix the quarantined specs")."""
     said = _roots(text)
     verb = _own_verb(text)
+    restated = _restated(text)
     best: list[Item] = []
     most = 0
     for old in current:
         if old.kind != "todo":
             continue
         common = said & _roots(old.text)
+        if restated and not _says_nearly_all(said, old.text):
+            continue
         if verb is not None:
             if not _asks_to(verb, old.text):
                 continue
