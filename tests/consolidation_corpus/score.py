@@ -258,7 +258,18 @@ def _tally(
         else:
             out.kept.add(item.entry in live)
             if item.entry not in live:
-                out.failed.append(f"[{item.where}] {list(item.expect.key)} learned, then lost from the board")
+                out.failed.append(
+                    f"[{item.where}] {list(item.expect.key)} learned, then lost from the board: {said(item.entry)}"
+                    f"{_how_lost(board, item.entry, text_of)}"
+                )
+
+
+def _how_lost(board: Board, entry_id: str, text_of: dict[str, str]) -> str:
+    """Why an entry left the board, for --misses: what replaced it, if something did."""
+    gone = next((e for e in board.superseded if e.id == entry_id), None)
+    if gone is None or gone.superseded_by is None:
+        return " (closed, pruned or replaced long ago)"
+    return f", replaced by {text_of.get(gone.superseded_by, gone.superseded_by)!r}"
 
 
 def _done(entry: Entry) -> bool:
