@@ -281,8 +281,8 @@ def _capped(candidates: list[Candidate]) -> list[Candidate]:
     kept: list[Candidate] = []
     used: Counter[str] = Counter()
     for candidate in reversed(candidates):
-        group = _CAP_GROUP.get(candidate.kind)
-        if group is None:  # facts were capped as they were made
+        group = _CAP_GROUP.get(candidate.kind) if candidate.action == "add" else None
+        if group is None:  # facts were capped as they were made; a close adds no entry
             kept.append(candidate)
             continue
         if used[group] < CAPS[group]:
