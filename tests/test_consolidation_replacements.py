@@ -151,6 +151,22 @@ def _has(board: list[str], word: str) -> bool:
              ["The signing key moved to the mobile-signing vault entry."]],
             "release-keystore", "mobile-signing",
         ),
+        # what is dropped, named by a fact; a subject changed to another value, named by a rule
+        (
+            [["the cli is built with cobra"], ["we're dropping cobra for urfave/cli"]],
+            "built with cobra", "urfave/cli",
+        ),
+        (
+            [["Our brand font is Inter, always load it from the local /fonts folder."],
+             ["Quick update: brand font changed to Geist, Inter is out. Still load it locally though."]],
+            "/fonts", "geist",
+        ),
+        # "sorry, small correction:" then a thing said to be at another path
+        (
+            [["Icons are exported as React components from src/icons/index.ts."],
+             ["Sorry, small correction: the icons are exported from src/index.ts now, the icons folder is gone."]],
+            "src/icons/index.ts", "src/index.ts",
+        ),
     ],
 )  # fmt: skip
 def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:

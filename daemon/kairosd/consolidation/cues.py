@@ -121,7 +121,7 @@ _MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|nev
 
 # ---- corrections ---------------------------------------------------------------------------
 _FILLER = (
-    r"(?:(?:ugh|urgh|oh+|och|oops|argh|hmm+|ah+|uh+|um+|eh|damn|ok|okay|and|so|also|whoops|wait|hold\s+on)"
+    r"(?:(?:ugh|urgh|oh+|och|oops|argh|hmm+|ah+|uh+|um+|eh|damn|ok|okay|and|so|also|whoops|wait|hold\s+on|sorry)"
     r"[,.!]*\s+){0,2}"
 )
 _STRONG_CORRECTION = re.compile(
@@ -159,7 +159,9 @@ _QUOTED = re.compile(
     _I,
 )
 _FINE = re.compile(r"^(?:it'?s|its|that'?s|this\s+is)\s+(?:fine|ok|okay|good|great|alright|not\s+needed)\b", _I)
-_STATED_VALUE = re.compile(r"^(?:the\s+|our\s+)?(?:[\w./-]+\s+){0,5}(?:is|are)\s+(?:now\s+)?\S*\d", _I)
+_STATED_VALUE = re.compile(
+    r"^(?:the\s+|our\s+)?(?:[\w./-]+\s+){0,5}(?:is|are)\s+(?:now\s+)?(?:[a-z]+\s+){0,3}?[\w-]*(?:\d|\w[./:@]\w)", _I
+)
 _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 
 # ---- to-dos said done -----------------------------------------------------------------------
@@ -189,6 +191,7 @@ _PASSIVE_DONE = re.compile(
     _I,
 )
 _RESTATED = re.compile(r"^(?:the\s+|our\s+)?(?:[\w-]+\s+){1,4}[a-z]{3,}s\s+\S.{2,80}?\s+now[.!]*$", _I)
+_CHANGED_VALUE = re.compile(r"\b(?:changed|switched|moved|migrated|renamed)\s+to\b", _I)
 _EMOJI = re.compile(r"[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f]+(?<!\u2705)")
 # "done with the retry cleanup", "shipped the migration", "took care of the flaky test": the person did
 # it (read once the opening words are set aside).
@@ -624,6 +627,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         and not _NOT_DONE.search(sentence)
         and not _UNSURE.search(sentence)
         and not _DECISION.search(_LEAD.sub("", sentence))
+        and not _CHANGED_VALUE.search(sentence)  # "font changed to Geist, Inter is out": a change, not a close
     ):
         return Signal("todo", sentence, "close")
     notice = _NOTICE.match(sentence) is not None

@@ -60,7 +60,7 @@ _OUT = re.compile(
 # standing contrast ("use the staging db, not prod").
 _CHANGE = re.compile(
     r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?|"
-    r"no\s+more|no\s+longer|anymore)\b",
+    r"no\s+more|no\s+longer|anymore|dropp(?:ed|ing)|ditch(?:ed|ing)|retir(?:ed|ing)|kill(?:ed|ing))\b",
     re.IGNORECASE,
 )
 # "the github actions workflows are deleted", "criterion is gone": what is gone is ruled out too.
@@ -392,6 +392,13 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
             return True
         if _slot_changed(new_text, old.text):
             return True
+        said = _subject(new_text) if FAMILY.get(new_kind) == "fact" else None
+        if (
+            said is not None
+            and said[1].startswith(("changed", "moved"))
+            and set(said[0].split()) == _first_words(old.text)
+        ):
+            return True  # "brand font changed to Geist" after the rule "our brand font is Inter, always ..."
         if old.kind != "fact" or out & _asks_for(new_text):
             return False
         # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject;
