@@ -275,8 +275,14 @@ def _own_before(names: list[str], shared: set[str], other: str) -> bool:
 def _same_shape(new_value: str, old_value: str) -> bool:
     """Values of one kind: the same :func:`_shape`, or two paths or addresses under a common folder
     ("s3://ml/forecast/raw" and "s3://ml/forecast/v2/raw"; not "s3://a" and "s3://b")."""
-    if _shape(new_value) == _shape(old_value):
+    new_shape, old_shape = _shape(new_value), _shape(old_value)
+    if new_shape == old_shape:
         return True
+    if new_shape.startswith("9 ") and old_shape.startswith("9 "):
+        # an amount of the same unit, one saying what it is of: "24 hours", "48 hours for non-urgent PRs"
+        new_unit, _, new_of = new_shape.partition(" of ")
+        old_unit, _, old_of = old_shape.partition(" of ")
+        return _stem(new_unit) == _stem(old_unit) and not (new_of and old_of)
     common = os.path.commonprefix([new_value, old_value])  # noqa: RUF071 (by characters: "s3://" is no path)
     return "/" in common.replace("://", "")  # a folder in common ("runs/2026/" and "runs/v2/")
 
