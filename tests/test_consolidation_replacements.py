@@ -167,6 +167,12 @@ def _has(board: list[str], word: str) -> bool:
              ["Sorry, small correction: the icons are exported from src/index.ts now, the icons folder is gone."]],
             "src/icons/index.ts", "src/index.ts",
         ),
+        # "scratch that about X:" retracts X
+        (
+            [["We use `thiserror` for error types, never `anyhow` in the library."],
+             ["Scratch that about thiserror: we use `snafu` now, it gives us context selectors."]],
+            "never `anyhow`", "snafu",
+        ),
     ],
 )  # fmt: skip
 def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:
@@ -213,6 +219,8 @@ def test_a_todo_said_as_what_is_so_now_is_closed_only_if_the_sentence_says_nearl
     todo = "TODO: make the login helper reuse the session cookie."
     board = _board(tmp_path, [[todo], ["Login helper reuses the session cookie now."]])
     assert not _has(board, "login helper"), board
+    board = _board(tmp_path / "3", [["todo: add tests for the sessions model"], ["sessions model has tests now"]])
+    assert board == [], board
     board = _board(tmp_path / "2", [[todo], ["The login page shows the cookie banner now."]])
     assert board == ["TODO: make the login helper reuse the session cookie."]
 
@@ -224,6 +232,19 @@ def test_a_todo_said_done_with_its_own_verb_closes_only_a_todo_that_asks_for_it(
     assert _has(board, "fix the skipped tests"), board
     board = _board(tmp_path / "2", [["put 'quarantine flaky specs' on the list"], ["flaky specs are quarantined now"]])
     assert not _has(board, "quarantine"), board
+    board = _board(
+        tmp_path / "3",
+        [["Remind me to write the safety comments for every unsafe block."],
+         ["Wrote the safety comments for all unsafe blocks."]],
+    )  # fmt: skip
+    assert board == [], board
+    # another verb, but a word for done: the to-do's words are enough
+    board = _board(
+        tmp_path / "4",
+        [["I'd like to add a troubleshooting section later"],
+         ["I wrote the troubleshooting section this morning, so that's off my plate."]],
+    )  # fmt: skip
+    assert board == [], board
 
 
 @pytest.mark.parametrize(

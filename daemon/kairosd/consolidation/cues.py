@@ -134,8 +134,8 @@ _STRONG_CORRECTION = re.compile(
     r"|(?:sorry[,.!]*\s+)?(?P<wrong>(?:the|my|that)\s+[^,;:]{1,30}?)\s+(?:i\s+(?:gave\s+you|said|used)\s+)?(?:earlier\s+)?"
     r"(?:was|is)\s+(?:wrong|incorrect|a\s+typo)"
     r"|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+(?P<on>[^:.]{1,30}))?(?=\s*[:,-])|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
-    r"|scratch\s+that|(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)"
-    r"(?:\s+(?:about|re)\s+(?P<scratched>[^,;:]{1,30}))?"
+    r"|(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)"
+    r"(?:\s+(?:about|re)\s+(?P<scratched>[^,;:]{1,30}))?|scratch\s+that(?:\s+(?:about|re)\s+(?P<that>[^,;:]{1,30}))?"
     r"|(?:scrap|forget|ignore|disregard|drop|ditch)\s+(?:the|that|my)\s+(?P<dropped>[^,;:]{1,30}?)\s+(?:rule|thing|part|bit|idea)"
     r"|correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
     r")[\s,.:;!-]*",
@@ -187,10 +187,12 @@ _PASSIVE_DONE = re.compile(
     r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}(?:(?:is|are|got|has\s+been|have\s+been)\s+)?(?:now\s+|all\s+|finally\s+)?[a-z]{3,}ed\b"
     r"(?:\s+(?:up|out|off|away))?(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?"
     r"(?:\s*[,.!;]|$)"
-    r"|^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?[a-z]{3,}ed\s+(?:the\s+|a\s+|an\s+|our\s+)?[\w-]+",
+    r"|^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?(?:[a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|set\s+up|"
+    r"ran|did)\s+(?:the\s+|a\s+|an\s+|our\s+)?[\w-]+",
     _I,
 )
-_RESTATED = re.compile(r"^(?:the\s+|our\s+)?(?:[\w-]+\s+){1,4}[a-z]{3,}s\s+\S.{2,80}?\s+now[.!]*$", _I)
+_IRREGULAR_PAST = frozenset(["wrote", "rewrote", "built", "rebuilt", "made", "sent", "set", "ran", "did"])
+_RESTATED = re.compile(r"^(?:the\s+|our\s+)?(?:[\w-]+\s+){1,4}(?:[a-z]{3,}s|has|is|are)\s+\S.{2,80}?\s+now[.!]*$", _I)
 _CHANGED_VALUE = re.compile(r"\b(?:changed|switched|moved|migrated|renamed)\s+to\b", _I)
 _EMOJI = re.compile(r"[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f]+(?<!\u2705)")
 # "done with the retry cleanup", "shipped the migration", "took care of the flaky test": the person did
@@ -601,7 +603,7 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if named and re.match(r"\s*\d", rest) and not _one_off(rest):
             # "Correction on the SLA: 48 hours for ..." says "the SLA is 48 hours for ..."
             return Signal("correction", _tidy(f"{named.strip()} is {rest.strip()}"))
-        scratched = strong.group("scratched") or strong.group("dropped")
+        scratched = strong.group("scratched") or strong.group("dropped") or strong.group("that")
         return _correction(rest, about_what, scratched=scratched, strong=True)
     if first and after_agent:
         weak = _WEAK_CORRECTION.match(sentence)
@@ -620,7 +622,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         tokens.add("done")
     if not _TRIGGERS.intersection(tokens) and not _shaped(sentence, tokens):
         # no word any cue below needs: most sentences ("fix the test") stop here
-        return _done_own_verb(sentence, _LEAD.sub("", sentence)) if "ed" in sentence or "now" in tokens else None
+        maybe_done = "ed" in sentence or "now" in tokens or not _IRREGULAR_PAST.isdisjoint(tokens)
+        return _done_own_verb(sentence, _LEAD.sub("", sentence)) if maybe_done else None
     if (
         _DONE_WORDS.intersection(tokens)
         and (_DONE.search(plain) or _DONE_LEAD.match(_LEAD.sub("", plain)))
@@ -673,7 +676,7 @@ def _done_own_verb(sentence: str, body: str) -> Signal | None:
     said = _PASSIVE_DONE.match(body)
     if said is None:
         return None
-    verb = re.search(r"\b[a-z]{3,}ed\b", said[0].lower())
+    verb = re.search(r"\b(?:[a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|set\s+up|ran|did)\b", said[0].lower())
     if verb is None or verb[0] in _DONE_WORDS:
         return None  # "I added a test": the words for done have cues of their own, with what they need
     return Signal("todo", sentence, "close")

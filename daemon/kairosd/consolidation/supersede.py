@@ -462,27 +462,35 @@ def _roots(text: str) -> set[str]:
 # ("SFTP credentials rotated this morning").
 _DONE_BY = (
     re.compile(r"\b(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?([a-z]{3,}ed)\b"),
-    re.compile(r"^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?([a-z]{3,}ed)\b"),
+    re.compile(
+        r"^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?([a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|ran|did)\b"
+    ),
     re.compile(
         r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}([a-z]{3,}ed)\b(?:\s+(?:up|out|off|away))?"
         r"(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?\s*(?:[,.!;]|$)"
     ),
 )
-_KNOWN_DONE = _DONE_WORDS | frozenset(
-    ["deployed", "created", "implemented", "added", "clarified", "checked", "handled", "approved"]
-)
+_IRREGULAR = {"wrote": "write", "rewrote": "rewrite", "built": "build", "rebuilt": "rebuild", "made": "make",
+              "sent": "send", "ran": "run", "did": "do"}  # fmt: skip
+_KNOWN_DONE_TEXT = """done fixed finished sorted closed resolved merged written documented migrated complete completed
+    shipped landed crossed deployed created implemented added clarified checked handled approved gone live released"""
+_KNOWN_DONE = frozenset(_KNOWN_DONE_TEXT.split())
+_SAID_DONE = re.compile(
+    r"\boff\s+(?:my|the|our)\s+(?:plate|list)\b|\bcross(?:ed)?\s+(?:that|it|this)\s+off\b|\bin\s+place\b|\b(?:is|are)\s+in\b"
+)  # the words for "done" (what the cues read as such)
 
 
 def _own_verb(text: str) -> str | None:
     """The root of the word that says a thing is done, when it is no word for "done" but the thing's
     own verb ("flaky specs are quarantined" -> "quarantin"); None otherwise."""
     lower = text.lower().strip()
-    if words(lower) & _KNOWN_DONE:
+    if words(lower) & _KNOWN_DONE or _SAID_DONE.search(lower):
         return None  # "we tried the hierarchical thing, it's done": a word for done says it
     for pattern in _DONE_BY:
         match = pattern.search(lower)
         if match is not None:
-            return None if match[1] in _KNOWN_DONE else _SUFFIX.sub("", match[1])
+            verb = _IRREGULAR.get(match[1], match[1])
+            return None if verb in _KNOWN_DONE else _SUFFIX.sub("", verb)
     return None
 
 
