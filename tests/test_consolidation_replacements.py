@@ -268,3 +268,12 @@ def test_a_todo_said_done_takes_no_room_from_the_sessions_todos(tmp_path: Path) 
     todos = [f"todo: write the {name} runbook" for name in ("billing", "search", "auth", "queue")]
     board = _board(tmp_path, [[*todos, "the flaky specs are quarantined now"]])
     assert len(board) == 4, board
+
+
+def test_a_value_that_got_later_is_a_fact_not_a_todo(tmp_path: Path) -> None:
+    """ "later" as what a thing became is no to-do: the changed time is a fact."""
+    from kairosd.consolidation.cues import read
+
+    said = read("update: dbt runs at 04:00 utc now, the upstream export got later", after_agent=True, first=False)
+    assert said is not None
+    assert said.kind == "fact"

@@ -272,7 +272,10 @@ _TODO = re.compile(
 )
 _TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
 _TODO_VAGUE = re.compile(
-    r"\b(?:later|next\s+time|follow[\s-]?up|at\s+some\s+point|someday|some\s+day|eventually)\b", _I
+    # "later" as when, not as what a thing became ("the export got later")
+    r"\b(?:(?<!got\s)(?<!gets\s)(?<!is\s)(?<!was\s)(?<!much\s)(?<!bit\s)(?<!even\s)later|next\s+time|follow[\s-]?up|"
+    r"at\s+some\s+point|someday|some\s+day|eventually)\b",
+    _I,
 )
 _RULE = re.compile(
     r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
