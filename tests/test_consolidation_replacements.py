@@ -173,6 +173,22 @@ def _has(board: list[str], word: str) -> bool:
              ["Scratch that about thiserror: we use `snafu` now, it gives us context selectors."]],
             "never `anyhow`", "snafu",
         ),
+        # "X is superseded by Y" rules X out; "we're on X since yesterday" says when it changed
+        (
+            [["All secrets are stored in Vault under secret/prod/."],
+             ["The Vault path secret/prod/ is superseded by kv/prod/ after the migration."]],
+            "stored in vault", "kv/prod/",
+        ),
+        (
+            [["yo, engine is godot 4.2 btw"], ["we're on godot 4.3 since yesterday"]],
+            "godot 4.2", "godot 4.3",
+        ),
+        # "nah actually" opens a statement that holds now
+        (
+            [["saves go to user://saves/slot_N.json"],
+             ["nah actually saves go to user://profiles/<id>/save.json now, one per profile"]],
+            "user://saves", "user://profiles",
+        ),
     ],
 )  # fmt: skip
 def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:
@@ -205,6 +221,7 @@ def test_a_day_ruled_out_is_not_the_slot_a_new_day_fills(tmp_path: Path) -> None
         "Done: the stripe webhook retries.",
         "Cleaned up the stripe webhook retries today, valid until the next incident.",
         "cleaned up the stripe webhook retries, all green",
+        "the stripe webhook retries cleanup works now, merged it",
         "We won't need the stripe webhook retries anymore, the new importer retries by itself.",
     ],
 )

@@ -47,7 +47,7 @@ class Signal:
 _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
 _LEAD = re.compile(
-    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|furthermore|moreover|additionally|in\s+addition|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
+    r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|nah|actually|furthermore|moreover|additionally|in\s+addition|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
     r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
     r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
@@ -86,6 +86,10 @@ _HEDGE = re.compile(
 )
 # "envoy bumped to 1.30 yesterday": a time word says when a change was made, not that it is unsure.
 _TIME_WORD = re.compile(r"^(?:yesterday|right\s+now|last\s+time|earlier\s+today|again)$", _I)
+_SINCE = re.compile(r"\b(?:we'?re|we\s+are|it'?s|is|are)\s+(?:now\s+)?on\s+\S+(?:\s+\S+)?\s+since\s+yesterday\b", _I)
+_SUPERSEDED_BY = re.compile(
+    r"\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\s+\S", _I
+)
 _CHANGED_TO = re.compile(
     r"\b(?:bumped|upgraded|updated|downgraded|moved|migrated|switched|renamed|merged\s+the\s+upgrade|"
     r"the\s+(?:upgrade|migration|switch)\s+(?:went|is|was)\b)\b",
@@ -175,7 +179,7 @@ _DONE = re.compile(
     r"(?:\s+in\s+v?\d[\w.-]*)?(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s*\u2705\s*(?:done)?[.!]*$"
     r"|^(?:done|fixed|finished|shipped|closed|resolved|completed)\s*[:\u2013-]\s*\S"
-    r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
+    r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)(?:\s+(?:it|that|them))?"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b"
@@ -477,7 +481,7 @@ def _hedged(body: str) -> bool:
     found = [m[0] for m in _HEDGE.finditer(body)]
     if not found:
         return False
-    change = _CHANGED_TO.search(body) is not None
+    change = _CHANGED_TO.search(body) is not None or _SINCE.search(body) is not None
     return any(not (change and _TIME_WORD.match(word)) for word in found)
 
 
@@ -651,6 +655,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return Signal("decision", _tidy(body))
     if (_NEEDS["chatter"] & tokens and _CHATTER.search(body)) or (_NEEDS["hedge"] & tokens and _hedged(body)):
         return None  # chit-chat, or not sure: when unsure, keep nothing
+    if _SUPERSEDED_BY.search(body) and not _hedged(body):
+        return Signal("fact", _tidy(body))  # "the Vault path secret/prod/ is superseded by kv/prod/": what holds now
     if _NEEDS["decision"] & tokens and _DECISION.search(body):
         return Signal("decision", _tidy(body))
     if _I_PREFER.search(body):

@@ -46,7 +46,7 @@ _WORD = re.compile(r"_*[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]_*|[a-z0-9]")  # "__tes
 _STOP_WORDS = """a an the this that these those it its is are be been was were to of in on at for from by with and
 or but so we i you our my your us me please pls also just now here there then always never don't dont do not no use
 using used make sure should must will would can let's lets go going with repo project codebase actually scratch
-instead rather than over anymore longer stop drop ok okay yes only"""
+instead rather than over anymore longer stop drop ok okay yes only re ve ll s t m d"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
@@ -67,6 +67,11 @@ _CHANGE = re.compile(
 _GONE = re.compile(
     r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
     r"retired|decommissioned|dropped)\b|(?:^|[,;]\s+)([\w.#/-]*\d[\w.#/-]*\s+)(?:gone|removed|dropped|deleted)\b",
+    re.IGNORECASE,
+)
+# "the Vault path secret/prod/ is superseded by kv/prod/": what is superseded is ruled out.
+_SUPERSEDED = re.compile(
+    r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\b",
     re.IGNORECASE,
 )
 # "(corrects what was said about cert-manager)": an explicit retraction of what was said about X.
@@ -129,6 +134,12 @@ def ruled_out(text: str) -> set[str]:
         if content and content[0] not in ("old", "previous", "former"):
             found.add(content[0])
             found.update(w for w in content[1:] if _DISTINCT.search(w))
+    for match in _SUPERSEDED.finditer(text):
+        # its name: a path, version or identifier if it has one, else the last word ("the old linter")
+        named = [w.strip("`'\"#").rstrip(".:/-,") for w in match[1].lower().split()]
+        content = [w for w in named if w and w not in _STOP]
+        distinct = {w for w in content if _DISTINCT.search(w)}
+        found.update(distinct or set(content[-1:]))
     for match in _OUT.finditer(text):
         # the thing ruled out: the first word that carries meaning ("not make test" -> "test"),
         # and any version, flag or name right after it ("not draining with --delete-emptydir-data")
