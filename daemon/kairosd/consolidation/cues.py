@@ -51,7 +51,7 @@ _LEAD = re.compile(
     r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
     r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
-    r"(?:small|quick|tiny)\s+update|update|"
+    r"(?:small|quick|tiny)\s+update|update(?:\s+(?:to|on|about)\s+[^:,.]{1,40}(?=:))?|"
     r"i\s+(?:checked|looked|asked|confirmed)|(?:my|our|the)\s+(?:lead|mentor|manager|boss|team\s+lead|tl|cto|team)\s+"
     r"(?:said|says|wants|told\s+me)(?:\s+that)?)\b[,:!.-]*\s+)+",
     _I,
@@ -183,12 +183,14 @@ _DONE = re.compile(
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b"
+    r"|\b(?:is|are)\s+(?:now\s+)?live\s+(?:in|on)\s+(?:production|prod)\b"
     r"|\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:taken\s+care\s+of|(?:documented|written\s+up)\s+in\s+"
     r"(?:the\s+)?(?:wiki|docs|readme|runbook|confluence|notion)\b)",
     _I,
 )
 _PASSIVE_DONE = re.compile(
-    r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}(?:(?:is|are|got|has\s+been|have\s+been)\s+)?(?:now\s+|all\s+|finally\s+)?[a-z]{3,}ed\b"
+    r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}(?:(?:is|are|got|has\s+been|have\s+been)\s+)?(?:now\s+|all\s+|finally\s+)?(?:[a-z]{3,}ed|split|rebuilt|built|"
+    r"rewritten)\b"
     r"(?:\s+(?:up|out|off|away))?(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?"
     r"(?:\s*[,.!;]|$)"
     r"|^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?(?:[a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|set\s+up|"
@@ -685,7 +687,9 @@ def _done_own_verb(sentence: str, body: str) -> Signal | None:
     said = _PASSIVE_DONE.match(body)
     if said is None:
         return None
-    verb = re.search(r"\b(?:[a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|set\s+up|ran|did)\b", said[0].lower())
+    verb = re.search(
+        r"\b(?:[a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|set\s+up|ran|did|split|rewritten)\b", said[0].lower()
+    )
     if verb is None or verb[0] in _DONE_WORDS:
         return None  # "I added a test": the words for done have cues of their own, with what they need
     return Signal("todo", sentence, "close")

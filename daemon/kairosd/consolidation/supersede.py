@@ -298,6 +298,15 @@ def _same_shape(new_value: str, old_value: str) -> bool:
     return "/" in common.replace("://", "")  # a folder in common ("runs/2026/" and "runs/v2/")
 
 
+_WAS = re.compile(r"\b(?:was|were|used\s+to|not|instead\s+of|rather\s+than|no\s+longer|too)\b")
+
+
+def _said_to_be_old(value: str, text: str) -> bool:
+    """ "payloads must be under 5 MB, the 1 MB limit was too strict": the old value named again,
+    in a clause that says it was (or is not) so."""
+    return all(_WAS.search(c) for c in _clauses(text) if value in c)
+
+
 def _slot_changed(new_text: str, old_text: str) -> bool:
     """ "we go to terraform 1.7.5 now" after "we are using terraform 1.6.6": one value slot, a new
     value (see the module docstring)."""
@@ -306,7 +315,7 @@ def _slot_changed(new_text: str, old_text: str) -> bool:
     if not new_values:
         return False
     for old_value, old_names in _values(old_text):
-        if old_value in new_lower:
+        if old_value in new_lower and not _said_to_be_old(old_value, new_lower):
             continue
         for new_value, new_names in new_values:
             if not _same_shape(new_value, old_value):
@@ -375,6 +384,21 @@ def _moved(new_text: str, old: Item) -> bool:
     return False
 
 
+_FILE = re.compile(r"(?:[\w.~-]+/)+([\w-]+\.[a-z0-9]{1,5})\b")
+
+
+def _file_moved(new_text: str, old: Item) -> bool:
+    """ "the output is dist/css/tokens.css" after "... into dist/tokens.css": a file of the same name
+    in another folder, each text naming only its own path, is the same file moved."""
+    new_lower, old_lower = new_text.lower(), old.text.lower()
+    new_files = {m[0]: m[1] for m in _FILE.finditer(new_lower)}
+    for match in _FILE.finditer(old_lower):
+        for path, name in new_files.items():
+            if name == match[1] and path != match[0] and match[0] not in new_lower and path not in old_lower:
+                return True
+    return False
+
+
 def _taken_back(new_text: str, old: Item) -> bool:
     """ "Let's use GraphQL after all" after "GraphQL is off the table": what the old entry ruled out,
     in the clause that names it, the new one takes back ("after all", "back to")."""
@@ -391,7 +415,7 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
     out = ruled_out(new_text)
     compatible = FAMILY.get(new_kind) in ("rule", "fact") and FAMILY.get(old.kind) in ("rule", "fact")
-    if compatible and (_moved(new_text, old) or _taken_back(new_text, old)):
+    if compatible and (_moved(new_text, old) or _taken_back(new_text, old) or _file_moved(new_text, old)):
         return True
     retracted = _RETRACTS.search(new_text)
     if retracted and FAMILY.get(old.kind) in ("rule", "fact") and FAMILY.get(new_kind) != "todo":
@@ -472,7 +496,9 @@ def _roots(text: str) -> set[str]:
 # quarantined now"), opening the sentence ("compared bpe vs unigram"), or after what it names
 # ("SFTP credentials rotated this morning").
 _DONE_BY = (
-    re.compile(r"\b(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?([a-z]{3,}ed)\b"),
+    re.compile(
+        r"\b(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?([a-z]{3,}ed|split|built|rebuilt|rewritten)\b"
+    ),
     re.compile(
         r"^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?([a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|ran|did)\b"
     ),
@@ -481,8 +507,8 @@ _DONE_BY = (
         r"(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?\s*(?:[,.!;]|$)"
     ),
 )
-_IRREGULAR = {"wrote": "write", "rewrote": "rewrite", "built": "build", "rebuilt": "rebuild", "made": "make",
-              "sent": "send", "ran": "run", "did": "do"}  # fmt: skip
+_IRREGULAR = {"wrote": "write", "rewrote": "rewrite", "rewritten": "rewrite", "built": "build", "rebuilt": "rebuild",
+              "made": "make", "sent": "send", "ran": "run", "did": "do", "split": "split"}  # fmt: skip
 _KNOWN_DONE_TEXT = """done fixed finished sorted closed resolved merged written documented migrated complete completed
     shipped landed crossed deployed created implemented added clarified checked handled approved gone live released"""
 _KNOWN_DONE = frozenset(_KNOWN_DONE_TEXT.split())
