@@ -17,10 +17,25 @@ decisions are one family; facts another; to-dos a third) when
   both sides before the shared name ("the staging cluster is eks-stg-2" and "the prod cluster is
   eks-prod-1" are two; "the raw layer" and "the raw bucket" are one); an amount keeps its unit and
   what it is of ("15 minutes", "30 days of logs"); a bare number is a count unless a name gives it
-  ("React 18", "minSdk is 26");
+  ("React 18", "minSdk is 26"); a day of the week is a value ("deploy on thursdays" after "deploy
+  on tuesdays"), unless its clause rules it out ("never on fridays"); two paths with a folder in
+  common are of one kind; the old value may be named again as what was wrong ("5 MB, the 1 MB
+  limit was too strict");
 - it **rules out by change** what an older fact names: "we moved off vercel to fly.io", "the
-  github actions workflows are deleted", "1.28 gone", or retracts it: "(corrects what was said
-  about cert-manager)".
+  github actions workflows are deleted", "1.28 gone", "no more expo", "X is superseded by Y", or
+  retracts it: "(corrects what was said about cert-manager)", "forget the TaskFlow rule";
+- it **moves** what a fact or decision places ("move the build cache to GCS", "the signing key moved
+  to the mobile-signing entry"; a file of the same name in another folder is the same file), or
+  **takes back** what one ruled out ("use GraphQL after all" after "GraphQL is off the table").
+
+Words that could name anything never suffice alone: a topic is matched by a named object (the
+ruled-out word, what moved, the retracted subject, a value's slot), never by a count of shared
+words, because a wrong replacement removes a good entry from every later session.
+
+A to-do is **closed** by a sentence that says it is done and names it (:func:`closed`): the one
+to-do sharing the most words with it, if only one does; said with the to-do's own verb ("flaky specs
+are quarantined now", "compared bpe vs unigram"), only a to-do that asks for that verb; said as what
+is so now ("the login helper reuses the session cookie now"), only a to-do it says nearly all of.
 
 Which entries may be replaced silently is the board's decision (a user's own or a pinned entry
 never is: see :mod:`.board`). Pure: must not import the board or anything that does I/O.
