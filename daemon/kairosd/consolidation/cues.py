@@ -4,9 +4,12 @@ Precision first: an entry is given to every later session as an instruction, so 
 becomes one only on a clear cue, and whatever is unsure stays out. The cues, in the order they
 are tried:
 
-- **close**: a to-do said done ("the iam thing is fixed", "cross that off"): no new entry, the
-  board closes the open to-do that shares its words;
-- **correction**: "wait no, ...", "sorry, I was wrong: ...", "scratch that, ..." anywhere, and
+- **close**: a to-do said done ("the iam thing is fixed", "cross that off", "done with the retry
+  cleanup", "shipped the migration", "Done: QA-512", "dark mode \u2705", "we won't need X anymore"), also
+  with the to-do's own verb ("flaky specs are quarantined now") or as what is so now ("the helper
+  reuses the cookie now"): no new entry, the board closes the open to-do it names;
+- **correction**: "wait no, ...", "oops no, ...", "sorry, I was wrong: ...", "scratch that, ...",
+  "forget what I said about X. <what holds>", "scrap the X rule, ..." anywhere, and
   "no, ..." / "actually ..." at the start of a turn that answers the agent; only when what
   follows is durable (a contrast "not X", "should", a fact), never a one-off ("use a dict there").
   A corrected fact is kept as a fact, so it replaces the old fact;
