@@ -60,9 +60,12 @@ def test_a_users_own_todo_is_not_closed_silently(tmp_path: Path) -> None:
 
 def test_a_replacement_with_the_text_of_an_entry_there_still_removes_the_named_one(tmp_path: Path) -> None:
     store = _store(tmp_path)
+    # the rem-agent's ADDs (infer=False): offline, the later day would replace the earlier at once
     store.merge(
-        "/p", [Candidate("rule", "From now on, deploy on Tuesdays."), Candidate("rule", "Deploy on Thursdays.")]
-    )
+        "/p",
+        [Candidate("rule", "From now on, deploy on Tuesdays.", infer=False),
+         Candidate("rule", "Deploy on Thursdays.", infer=False)],
+    )  # fmt: skip
     ids = _ids(store)
     tuesday, thursday = ids["From now on, deploy on Tuesdays."], ids["Deploy on Thursdays."]
     result = store.merge("/p", [Candidate("rule", "Deploy on Thursdays.", supersedes=tuesday)])
@@ -123,3 +126,26 @@ def test_an_add_from_the_rem_agent_replaces_nothing_it_did_not_name(tmp_path: Pa
         texts = [e.text for e in store.load("/p").entries]
         assert ("We are using terraform 1.6.6." in texts) is kept, (infer, texts)
         assert "We go to terraform 1.7.5." in texts
+
+
+def test_restore_marks_the_conflict_with_the_latest_entry_of_a_chain_of_replacements(tmp_path: Path) -> None:
+    """pnpm was replaced by yarn, yarn by bun: restoring pnpm conflicts with bun, the entry on the
+    board now, instead of being pinned beside it silently."""
+    clock = FakeClock(NOW)
+    store = _store(tmp_path, clock)
+    store.merge("/p", [Candidate("rule", "Always use pnpm.")])
+    clock.advance(86400)
+    store.merge("/p", [Candidate("rule", "Use yarn, not pnpm.")])
+    clock.advance(86400)
+    store.merge("/p", [Candidate("rule", "Use bun, not yarn.")])
+    board = store.load("/p")
+    assert [e.text for e in board.entries] == ["Use bun, not yarn."]
+    pnpm = next(e for e in board.superseded if e.text == "Always use pnpm.")
+    bun = board.entries[0].id
+    restored = board_edits.restore(store, "/p", pnpm.id)
+    board = store.load("/p")
+    assert restored.conflicts_with == bun
+    assert board.find(bun).conflicts_with == pnpm.id  # type: ignore[union-attr]
+    text = render_context(board, clock.now())
+    assert text is not None
+    assert 'conflicts with "Use bun, not yarn."' in text

@@ -97,6 +97,14 @@ class E:
         ("fact", "Login rate limit -> 10 req/min per ip", "fact", "Rate limit on /login = 20 req/min per ip", True),
         ("fact", "fact number 11", "fact", "fact number 10", False),
         ("fact", "We keep 30 days of logs", "fact", "We keep 7 days of backups", False),
+        # one amount says what it is for, the other not: the same unit is the same slot
+        (
+            "fact",
+            "The SLA is 48 hours for non-urgent PRs, 24 for hotfixes.",
+            "rule",
+            "Code review SLA is 24 hours.",
+            True,
+        ),
         # the same subject said otherwise
         ("decision", "Social login is now IN scope for v1", "rule", "Social login is out of scope for v1", True),
         ("rule", "Deploys are never on fridays", "rule", "Deploys are always reviewed", False),

@@ -115,7 +115,7 @@ class _Item:
     expect: Expect
     entry: str | None = None  # the id of the board entry that matched it
     replaced_by: _Item | None = None
-    closed: bool = False
+    closed: str | None = None  # what the turn that says it is done typed (for --misses)
 
 
 def score(
@@ -208,13 +208,21 @@ def _link(earlier: list[_Item], mine: list[_Item], session: Session, index: int)
     for t, turn in enumerate(session.turns):
         for key in turn.closes:
             todo = [i for i in earlier + mine if i.expect.key == key and (i.session, i.turn) < (index, t)]
-            todo[-1].closed = True
+            todo[-1].closed = f"s{index} t{t} {turn.text!r}"
 
 
 def _tally(
     board: Board, items: list[_Item], produced: list[tuple[Entry, str, _Item | None, str]], out: Outcome
 ) -> None:
     live = {e.id for e in board.entries if not _done(e)}
+    text_of = {entry.id: entry.text for entry, *_ in produced}
+
+    def said(entry_id: str | None) -> str:
+        """An entry as --misses shows it: its text, and whether it is still on the board."""
+        if entry_id is None:
+            return "(never learned)"
+        return f"{text_of.get(entry_id, '?')!r} ({'on the board' if entry_id in live else 'off the board'})"
+
     for entry, fmt, match, where in produced:
         for tally in (out.overall, out.by_shape[fmt], out.by_kind[entry.kind], out.by_writer[where[1:].split("/")[0]]):
             tally.precision.add(match is not None)
@@ -236,15 +244,32 @@ def _tally(
             ok = item.entry not in live and replacement.entry in live
             out.replacements.add(ok)
             if not ok:
-                out.failed.append(f"replacement [{replacement.where}] of {list(item.expect.key)} not applied")
+                out.failed.append(
+                    f"replacement [{replacement.where}] of {list(item.expect.key)} not applied: "
+                    f"old {said(item.entry)}, new {said(replacement.entry)}"
+                )
         elif item.closed:
             out.closes.add(item.entry not in live)
             if item.entry in live:
-                out.failed.append(f"close of the to-do {list(item.expect.key)} [{item.where}] not applied")
+                out.failed.append(
+                    f"close of the to-do {list(item.expect.key)} [{item.where}] not applied: {said(item.entry)}, "
+                    f"said done in {item.closed}"
+                )
         else:
             out.kept.add(item.entry in live)
             if item.entry not in live:
-                out.failed.append(f"[{item.where}] {list(item.expect.key)} learned, then lost from the board")
+                out.failed.append(
+                    f"[{item.where}] {list(item.expect.key)} learned, then lost from the board: {said(item.entry)}"
+                    f"{_how_lost(board, item.entry, text_of)}"
+                )
+
+
+def _how_lost(board: Board, entry_id: str, text_of: dict[str, str]) -> str:
+    """Why an entry left the board, for --misses: what replaced it, if something did."""
+    gone = next((e for e in board.superseded if e.id == entry_id), None)
+    if gone is None or gone.superseded_by is None:
+        return " (closed, pruned or replaced long ago)"
+    return f", replaced by {text_of.get(gone.superseded_by, gone.superseded_by)!r}"
 
 
 def _done(entry: Entry) -> bool:

@@ -12,7 +12,7 @@ import contextlib
 import json
 from datetime import datetime
 
-from kairosd.consolidation.board import FILE_MODE, KINDS, LIMIT, BoardStore, Entry, board_key
+from kairosd.consolidation.board import FILE_MODE, KINDS, LIMIT, Board, BoardStore, Entry, board_key
 from kairosd.consolidation.entries import clean, normal_key, unsafe
 from kairosd.core.errors import ConflictError, NotFoundError, UsageError
 from kairosd.system.atomic import write_atomic
@@ -82,7 +82,7 @@ def restore(store: BoardStore, project: str, entry_id: str) -> Entry:
         board.superseded.remove(entry)
         entry.superseded_by = entry.superseded_at = None
         entry.pinned = True  # the person chose it over the later words: kairos must not replace it again
-        rival = board.find(replaced_by) if replaced_by else None
+        rival = _current_successor(board, replaced_by)
         entry.conflicts_with = rival.id if rival is not None else None
         if rival is not None:
             rival.conflicts_with = entry.id
@@ -92,6 +92,20 @@ def restore(store: BoardStore, project: str, entry_id: str) -> Entry:
                                 "author": entry.author, "replaced_by": replaced_by,
                                 "conflicts_with": entry.conflicts_with, "by": "user"}])  # fmt: skip
     return entry
+
+
+def _current_successor(board: Board, replaced_by: str | None) -> Entry | None:
+    """The current entry that holds what replaced an entry: the one that replaced it, or, if that was
+    replaced in turn ("use yarn" by "use bun"), the latest one of the chain still on the board."""
+    seen: set[str] = set()
+    while replaced_by and replaced_by not in seen:
+        seen.add(replaced_by)
+        current = board.find(replaced_by)
+        if current is not None:
+            return current
+        gone = next((e for e in board.superseded if e.id == replaced_by), None)
+        replaced_by = gone.superseded_by if gone is not None else None
+    return None
 
 
 def _current(entry: Entry | None, entry_id: str, project: str) -> Entry:

@@ -81,7 +81,8 @@ _NAMES = re.compile(
 # 48 hours ...") is read with it; one that only stresses the one before ("No exceptions.") makes it a rule.
 _HEADER = re.compile(
     r"^(?:(?:a\s+|one\s+)?(?:small\s+|quick\s+|minor\s+)?correction(?:\s+(?:on|to|about|for)\s+[^.:]{1,30})?|new\s+decision|"
-    r"(?:a\s+)?decision|change\s+of\s+plans?|new\s+plan|new\s+rule|house\s+rule|rules?\s+for\s+this\s+\w+)[.!:]*$",
+    r"(?:a\s+)?decision|change\s+of\s+plans?|new\s+plan|new\s+rule|house\s+rule|rules?\s+for\s+this\s+\w+|"
+    r"(?:ok(?:ay)?[,\s]+)?(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)\s+(?:about|re)\s+[^.:]{1,30})[.!:]*$",
     re.IGNORECASE,
 )
 _STRESS = re.compile(
@@ -280,8 +281,8 @@ def _capped(candidates: list[Candidate]) -> list[Candidate]:
     kept: list[Candidate] = []
     used: Counter[str] = Counter()
     for candidate in reversed(candidates):
-        group = _CAP_GROUP.get(candidate.kind)
-        if group is None:  # facts were capped as they were made
+        group = _CAP_GROUP.get(candidate.kind) if candidate.action == "add" else None
+        if group is None:  # facts were capped as they were made; a close adds no entry
             kept.append(candidate)
             continue
         if used[group] < CAPS[group]:

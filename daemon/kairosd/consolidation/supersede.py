@@ -17,10 +17,25 @@ decisions are one family; facts another; to-dos a third) when
   both sides before the shared name ("the staging cluster is eks-stg-2" and "the prod cluster is
   eks-prod-1" are two; "the raw layer" and "the raw bucket" are one); an amount keeps its unit and
   what it is of ("15 minutes", "30 days of logs"); a bare number is a count unless a name gives it
-  ("React 18", "minSdk is 26");
+  ("React 18", "minSdk is 26"); a day of the week is a value ("deploy on thursdays" after "deploy
+  on tuesdays"), unless its clause rules it out ("never on fridays"); two paths with a folder in
+  common are of one kind; the old value may be named again as what was wrong ("5 MB, the 1 MB
+  limit was too strict");
 - it **rules out by change** what an older fact names: "we moved off vercel to fly.io", "the
-  github actions workflows are deleted", "1.28 gone", or retracts it: "(corrects what was said
-  about cert-manager)".
+  github actions workflows are deleted", "1.28 gone", "no more expo", "X is superseded by Y", or
+  retracts it: "(corrects what was said about cert-manager)", "forget the TaskFlow rule";
+- it **moves** what a fact or decision places ("move the build cache to GCS", "the signing key moved
+  to the mobile-signing entry"; a file of the same name in another folder is the same file), or
+  **takes back** what one ruled out ("use GraphQL after all" after "GraphQL is off the table").
+
+Words that could name anything never suffice alone: a topic is matched by a named object (the
+ruled-out word, what moved, the retracted subject, a value's slot), never by a count of shared
+words, because a wrong replacement removes a good entry from every later session.
+
+A to-do is **closed** by a sentence that says it is done and names it (:func:`closed`): the one
+to-do sharing the most words with it, if only one does; said with the to-do's own verb ("flaky specs
+are quarantined now", "compared bpe vs unigram"), only a to-do that asks for that verb; said as what
+is so now ("the login helper reuses the session cookie now"), only a to-do it says nearly all of.
 
 Which entries may be replaced silently is the board's decision (a user's own or a pinned entry
 never is: see :mod:`.board`). Pure: must not import the board or anything that does I/O.
@@ -28,6 +43,7 @@ never is: see :mod:`.board`). Pure: must not import the board or anything that d
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from typing import Protocol
@@ -41,28 +57,36 @@ FAMILY = {
     "todo": "todo",
 }
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]|[a-z0-9]")
+_WORD = re.compile(r"_*[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]_*|[a-z0-9]")  # "__tests__", "checkout_v2" are one
 _STOP_WORDS = """a an the this that these those it its is are be been was were to of in on at for from by with and
 or but so we i you our my your us me please pls also just now here there then always never don't dont do not no use
 using used make sure should must will would can let's lets go going with repo project codebase actually scratch
-instead rather than over anymore longer stop drop ok okay yes only"""
+instead rather than over anymore longer stop drop ok okay yes only re ve ll s t m d"""
 _STOP = frozenset(_STOP_WORDS.split())
 _OUT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
-    r"drop|dropping|dropped|ditching|ditched|killing|over|away\s+from|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
-    r"(?:from|off(?:\s+of)?)|replaces?)\s+((?:the\s+)?[`'\"#-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
+    r"drop|dropping|dropped|ditching|ditched|killing|over|away\s+from|no\s+more|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
+    r"(?:from|off(?:\s+of)?)|replaces?|(?<!don't\s)(?<!dont\s)(?<!not\s)forget(?:\s+about)?(?:\s+what\s+i\s+said\s+about)?|"
+    r"(?:scratch|ignore|disregard)\s+what\s+i\s+said\s+about)"
+    r"\s+((?:the\s+)?[`'\"#_-]*[a-z0-9][a-z0-9._/:@*+-]*(?:\s+[`'\"_-]*[a-z0-9][a-z0-9._/:@*+-]*){0,3})",
     re.IGNORECASE,
 )
 # Words that make "not X" a change of what was so ("we went with postmark, not resend"), not a
 # standing contrast ("use the staging db, not prod").
 _CHANGE = re.compile(
-    r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?)\b",
+    r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?|"
+    r"no\s+more|no\s+longer|anymore|dropp(?:ed|ing)|ditch(?:ed|ing)|retir(?:ed|ing)|kill(?:ed|ing))\b",
     re.IGNORECASE,
 )
 # "the github actions workflows are deleted", "criterion is gone": what is gone is ruled out too.
 _GONE = re.compile(
     r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
     r"retired|decommissioned|dropped)\b|(?:^|[,;]\s+)([\w.#/-]*\d[\w.#/-]*\s+)(?:gone|removed|dropped|deleted)\b",
+    re.IGNORECASE,
+)
+# "the Vault path secret/prod/ is superseded by kv/prod/": what is superseded is ruled out.
+_SUPERSEDED = re.compile(
+    r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\b",
     re.IGNORECASE,
 )
 # "(corrects what was said about cert-manager)": an explicit retraction of what was said about X.
@@ -125,6 +149,12 @@ def ruled_out(text: str) -> set[str]:
         if content and content[0] not in ("old", "previous", "former"):
             found.add(content[0])
             found.update(w for w in content[1:] if _DISTINCT.search(w))
+    for match in _SUPERSEDED.finditer(text):
+        # its name: a path, version or identifier if it has one, else the last word ("the old linter")
+        named = [w.strip("`'\"#").rstrip(".:/-,") for w in match[1].lower().split()]
+        content = [w for w in named if w and w not in _STOP]
+        distinct = {w for w in content if _DISTINCT.search(w)}
+        found.update(distinct or set(content[-1:]))
     for match in _OUT.finditer(text):
         # the thing ruled out: the first word that carries meaning ("not make test" -> "test"),
         # and any version, flag or name right after it ("not draining with --delete-emptydir-data")
@@ -136,10 +166,21 @@ def ruled_out(text: str) -> set[str]:
     return found
 
 
+_PART = re.compile(r"[:/@]")
+
+
 def _named(out: set[str], asked: set[str]) -> set[str]:
-    """What of ``out`` ``asked`` names: the same word, or a path by its last part ("raw.rs" is
-    "src/raw.rs")."""
-    return {o for o in out if o in asked or any(a.endswith("/" + o) or o.endswith("/" + a) for a in asked)}
+    """What of ``out`` ``asked`` names: the same word, a path by its last part ("raw.rs" is
+    "src/raw.rs"), or a port or host by its part of an address ("5432" in "pg.internal:5432")."""
+    return {
+        o
+        for o in out
+        if o in asked
+        or any(
+            a.endswith("/" + o) or o.endswith("/" + a) or ((_DISTINCT.search(o) or o.isdigit()) and o in _PART.split(a))
+            for a in asked
+        )
+    }
 
 
 def _first_words(text: str) -> set[str]:
@@ -199,6 +240,8 @@ def _shape(value: str) -> str:
     """A value's shape: digit runs as 9, other letter-and-digit runs as a, separators kept
     ("1.6.6" and "1.7.5" are 9.9.9; "acme-tfstate-prod" and "acme-tfstate-main" are a-a-a); an
     amount keeps its unit ("15 minutes" and "10 minutes" are 9 minutes)."""
+    if _WEEKDAY.fullmatch(value):
+        return "weekday"
     _, _, unit = value.partition(" ")
     if unit:
         return f"9 {_stem(unit)}"  # with what it is of: "30 days of logs" and "7 days of backups" differ
@@ -213,6 +256,10 @@ def _stem(word: str) -> str:
 _OF_WHAT = re.compile(r"\s+(?:of|for)\s+(?:the\s+)?([a-z][\w-]*)")
 
 
+_WEEKDAY = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?")
+_NEGATED = re.compile(r"\b(?:not|never|no|don'?t|do\s+not|no\s+longer)\b")
+
+
 def _values(text: str) -> list[tuple[str, list[str]]]:
     """The values of ``text`` (versions, hosts, paths, identifiers, an amount with its unit), each
     with the words that name it: the meaningful words before it in its clause (at most four, in
@@ -221,7 +268,13 @@ def _values(text: str) -> list[tuple[str, list[str]]]:
     out = []
     for match in _WORD.finditer(lower):
         value = match[0]
-        if value in _STOP or not _DISTINCT.search(value):
+        clause = _CLAUSE.split(lower[: match.start()])[-1]
+        if _WEEKDAY.fullmatch(value):
+            # "we deploy on thursdays now" after "deploy on tuesdays": a day is a value; one ruled out
+            # ("never on fridays") is not what the slot holds
+            if _NEGATED.search(clause):
+                continue
+        elif value in _STOP or not _DISTINCT.search(value):
             continue
         if value.isdigit():
             unit = _UNIT.match(lower, match.end())
@@ -232,7 +285,6 @@ def _values(text: str) -> list[tuple[str, list[str]]]:
                     value = f"{value} of {_stem(what[1])}"
             elif not _PROPER_BEFORE.search(text[: match.start()]):
                 continue  # a bare number is a count, unless a name gives it ("React 18", "minSdk is 26")
-        clause = _CLAUSE.split(lower[: match.start()])[-1]
         before = [w for w in _WORD.findall(clause) if w not in _STOP and w not in _SLOT_GENERIC]
         out.append((value, [_stem(w) for w in before[-4:] if not _DISTINCT.search(w)]))
     return out
@@ -246,6 +298,30 @@ def _own_before(names: list[str], shared: set[str], other: str) -> bool:
     return any(w not in other for w in names[:last])
 
 
+def _same_shape(new_value: str, old_value: str) -> bool:
+    """Values of one kind: the same :func:`_shape`, or two paths or addresses under a common folder
+    ("s3://ml/forecast/raw" and "s3://ml/forecast/v2/raw"; not "s3://a" and "s3://b")."""
+    new_shape, old_shape = _shape(new_value), _shape(old_value)
+    if new_shape == old_shape:
+        return True
+    if new_shape.startswith("9 ") and old_shape.startswith("9 "):
+        # an amount of the same unit, one saying what it is of: "24 hours", "48 hours for non-urgent PRs"
+        new_unit, _, new_of = new_shape.partition(" of ")
+        old_unit, _, old_of = old_shape.partition(" of ")
+        return _stem(new_unit) == _stem(old_unit) and not (new_of and old_of)
+    common = os.path.commonprefix([new_value, old_value])  # noqa: RUF071 (by characters: "s3://" is no path)
+    return "/" in common.replace("://", "")  # a folder in common ("runs/2026/" and "runs/v2/")
+
+
+_WAS = re.compile(r"\b(?:was|were|used\s+to|not|instead\s+of|rather\s+than|no\s+longer|too)\b")
+
+
+def _said_to_be_old(value: str, text: str) -> bool:
+    """ "payloads must be under 5 MB, the 1 MB limit was too strict": the old value named again,
+    in a clause that says it was (or is not) so."""
+    return all(_WAS.search(c) for c in _clauses(text) if value in c)
+
+
 def _slot_changed(new_text: str, old_text: str) -> bool:
     """ "we go to terraform 1.7.5 now" after "we are using terraform 1.6.6": one value slot, a new
     value (see the module docstring)."""
@@ -254,10 +330,10 @@ def _slot_changed(new_text: str, old_text: str) -> bool:
     if not new_values:
         return False
     for old_value, old_names in _values(old_text):
-        if old_value in new_lower:
+        if old_value in new_lower and not _said_to_be_old(old_value, new_lower):
             continue
         for new_value, new_names in new_values:
-            if _shape(new_value) != _shape(old_value):
+            if not _same_shape(new_value, old_value):
                 continue
             shared = set(old_names) & set(new_names)
             if not shared:
@@ -278,9 +354,84 @@ def _verb_class(verb: str) -> str:
     return verb
 
 
+# "we moved the build cache to GCS": what moved (at most three words) and where to.
+_MOVED = re.compile(
+    r"\b(?:mov(?:e|ed|ing)|migrat(?:e|ed|ing)|switch(?:ed|ing)?|shift(?:ed|ing)?|port(?:ed|ing)?)\s+"
+    r"(?:the\s+|our\s+|all\s+)?((?:[\w.#/-]+\s+){0,2}?[\w.#/-]+)\s+(?:from\s+\S+\s+)?(?:to|onto|over\s+to|into|->|\u2192)\s+"
+    r"([\w.#/:@-]+)",
+    re.IGNORECASE,
+)
+# "the signing key moved to the mobile-signing vault entry": the same, said of the subject.
+_WAS_MOVED = re.compile(
+    r"^(?:the\s+|our\s+)?((?:[\w.#/-]+\s+){0,2}?[\w.#/-]+)\s+(?:(?:was|were|has\s+been|have\s+been|got|is|are)\s+)?"
+    r"(?:moved|migrated|switched)\s+(?:over\s+)?(?:to|onto|into)\s+(?:the\s+)?([\w.#/:@-]+)",
+    re.IGNORECASE,
+)
+# Where an old entry says the thing is or what it is: a place, a value.
+_PLACED = re.compile(
+    r"\b(?:is|are|lives?|sits?|runs?|goes|go)\s+(?:in|on|at|under|to)\b|[\d/:@]|\b[a-z0-9]+[-_.][a-z0-9]", re.IGNORECASE
+)
+_AGAIN = re.compile(r"\bafter\s+all\b|\bback\s+(?:to|on)\b|\b(?:is|are)\s+back\b", re.IGNORECASE)
+_RULED_OUT_HERE = re.compile(
+    r"\b(?:not|no|never|don'?t|no\s+longer|off\s+the\s+table|out\s+of\s+scope|dropped|rejected|ruled\s+out)\b",
+    re.IGNORECASE,
+)
+
+
+def _clauses(text: str) -> list[str]:
+    return [c for c in re.split(r"[,;:()]\s|\s[-\u2013\u2014]\s|\.\s|\s+and\s+", text.lower()) if c.strip()]
+
+
+def _moved(new_text: str, old: Item) -> bool:
+    """ "We decided to move the build cache to GCS" after "the build cache is in S3 under
+    nx-cache-prod": what moved is named, in one clause, by a fact or decision that says where it is
+    (a place or a value), and where it went is new to it."""
+    if old.kind not in ("fact", "decision"):
+        return False
+    said = [*_MOVED.finditer(new_text), *filter(None, [_WAS_MOVED.match(new_text.strip())])]
+    for match in said:
+        what = _roots(" ".join(words(match[1]) - _SLOT_GENERIC))  # by their roots: "signing" is "signed"
+        where = words(match[2]) - _SLOT_GENERIC  # "to the new cluster" names no place
+        if not what or not where or where <= words(old.text):
+            continue
+        if any(what <= _roots(c) and _PLACED.search(c) for c in _clauses(old.text)):
+            return True
+    return False
+
+
+_FILE = re.compile(r"(?:[\w.~-]+/)+([\w-]+\.[a-z0-9]{1,5})\b")
+
+
+def _file_moved(new_text: str, old: Item) -> bool:
+    """ "the output is dist/css/tokens.css" after "... into dist/tokens.css": a file of the same name
+    in another folder, each text naming only its own path, is the same file moved."""
+    new_lower, old_lower = new_text.lower(), old.text.lower()
+    new_files = {m[0]: m[1] for m in _FILE.finditer(new_lower)}
+    for match in _FILE.finditer(old_lower):
+        for path, name in new_files.items():
+            if name == match[1] and path != match[0] and match[0] not in new_lower and path not in old_lower:
+                return True
+    return False
+
+
+def _taken_back(new_text: str, old: Item) -> bool:
+    """ "Let's use GraphQL after all" after "GraphQL is off the table": what the old entry ruled out,
+    in the clause that names it, the new one takes back ("after all", "back to")."""
+    if not _AGAIN.search(new_text) or _polarity(new_text) < 0:
+        return False
+    named = words(_AGAIN.sub(" ", new_text)) - _SLOT_GENERIC
+    return any(
+        _RULED_OUT_HERE.search(c) and named & words(_RULED_OUT_HERE.sub(" ", c)) - _SLOT_GENERIC
+        for c in _clauses(old.text)
+    )
+
+
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
     out = ruled_out(new_text)
+    compatible = FAMILY.get(new_kind) in ("rule", "fact") and FAMILY.get(old.kind) in ("rule", "fact")
+    if compatible and (_moved(new_text, old) or _taken_back(new_text, old) or _file_moved(new_text, old)):
+        return True
     retracted = _RETRACTS.search(new_text)
     if retracted and FAMILY.get(old.kind) in ("rule", "fact") and FAMILY.get(new_kind) != "todo":
         about = words(retracted[1])
@@ -297,6 +448,13 @@ def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
             return True
         if _slot_changed(new_text, old.text):
             return True
+        said = _subject(new_text) if FAMILY.get(new_kind) == "fact" else None
+        if (
+            said is not None
+            and said[1].startswith(("changed", "moved"))
+            and set(said[0].split()) == _first_words(old.text)
+        ):
+            return True  # "brand font changed to Geist" after the rule "our brand font is Inter, always ..."
         if old.kind != "fact" or out & _asks_for(new_text):
             return False
         # "we're moving from Hilt to Koin" replaces the fact "Hilt is our DI framework": its subject;
@@ -349,16 +507,94 @@ def _roots(text: str) -> set[str]:
     return out
 
 
+# The word that says a thing was done, when it is an "-ed" word: after "is/are" ("flaky specs are
+# quarantined now"), opening the sentence ("compared bpe vs unigram"), or after what it names
+# ("SFTP credentials rotated this morning").
+_DONE_BY = (
+    re.compile(
+        r"\b(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?([a-z]{3,}ed|split|built|rebuilt|rewritten)\b"
+    ),
+    re.compile(
+        r"^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?([a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|ran|did)\b"
+    ),
+    re.compile(
+        r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}([a-z]{3,}ed)\b(?:\s+(?:up|out|off|away))?"
+        r"(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?\s*(?:[,.!;]|$)"
+    ),
+)
+_IRREGULAR = {"wrote": "write", "rewrote": "rewrite", "rewritten": "rewrite", "built": "build", "rebuilt": "rebuild",
+              "made": "make", "sent": "send", "ran": "run", "did": "do", "split": "split"}  # fmt: skip
+_KNOWN_DONE_TEXT = """done fixed finished sorted closed resolved merged written documented migrated complete completed
+    shipped landed crossed deployed created implemented added clarified checked handled approved gone live released
+    configured enabled published"""
+_KNOWN_DONE = frozenset(_KNOWN_DONE_TEXT.split())
+_SAID_DONE = re.compile(
+    r"\boff\s+(?:my|the|our)\s+(?:plate|list)\b|\bcross(?:ed)?\s+(?:that|it|this)\s+off\b|\bin\s+place\b|\b(?:is|are)\s+in\b"
+)  # the words for "done" (what the cues read as such)
+
+
+def _own_verb(text: str) -> str | None:
+    """The root of the word that says a thing is done, when it is no word for "done" but the thing's
+    own verb ("flaky specs are quarantined" -> "quarantin"); None otherwise."""
+    lower = text.lower().strip()
+    if words(lower) & _KNOWN_DONE or _SAID_DONE.search(lower):
+        return None  # "we tried the hierarchical thing, it's done": a word for done says it
+    for pattern in _DONE_BY:
+        match = pattern.search(lower)
+        if match is not None:
+            verb = _IRREGULAR.get(match[1], match[1])
+            return None if verb in _KNOWN_DONE else _SUFFIX.sub("", verb)
+    return None
+
+
+def _asks_to(verb: str, todo: str) -> bool:
+    """Whether ``todo`` asks to do ``verb`` (its root): the word as a verb ("rotate", "clean up"), not
+    as a participle that names what to work on ("fix the skipped tests")."""
+    return any(w in (verb, verb + "e") for w in words(todo))
+
+
+_TODO_HEAD_TEXT = """todo fixme remind me put add list backlog note self need needs remember forget don't make sure
+    later someday park reminder please pls should must have to"""
+_TODO_HEAD = frozenset(_TODO_HEAD_TEXT.split())  # the words that only make a sentence a to-do
+_NOW_AT_END = re.compile(r"\bnow[.!]*$")
+
+
+def _restated(text: str) -> bool:
+    """ "login helper reuses the session cookie now": a to-do said as what is so now, with no word
+    for done and no verb of its own."""
+    lower = text.lower().strip()
+    return bool(_NOW_AT_END.search(lower)) and not words(lower) & _KNOWN_DONE and _own_verb(lower) is None
+
+
+def _says_nearly_all(said: set[str], todo: str) -> bool:
+    """Whether ``said`` holds nearly every word the to-do names (its roots, the words that only
+    make it a to-do left out): three in four, and at least two."""
+    named = _roots(todo) - _roots(" ".join(_TODO_HEAD))
+    common = said & named
+    return len(common) >= 2 and 4 * len(common) >= 3 * len(named)
+
+
 def closed(text: str, current: Iterable[Item]) -> list[Item]:
     """The open to-do ``text`` says is done: the one sharing the most words with it (by their
-    roots), if only one does."""
+    roots), if only one does. Said with the to-do's own verb ("flaky specs are quarantined now"),
+    only a to-do that asks for that verb ("quarantine flaky specs", not "fix the quarantined specs")."""
     said = _roots(text)
+    verb = _own_verb(text)
+    restated = _restated(text)
     best: list[Item] = []
     most = 0
     for old in current:
         if old.kind != "todo":
             continue
-        shared = len(said & _roots(old.text))
+        common = said & _roots(old.text)
+        if restated and not _says_nearly_all(said, old.text):
+            continue
+        if verb is not None:
+            if not _asks_to(verb, old.text):
+                continue
+            if not common - {verb}:
+                continue  # the verb alone: another thing done the same way
+        shared = len(common)
         if shared > most:
             best, most = [old], shared
         elif shared == most and shared:
