@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kairosd.consolidation.noise import refused
+
 MIN_TEXT = 8
 
 
@@ -526,7 +528,16 @@ def sentence_of(body: str, forgot: bool) -> str:
 
 def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     """What ``sentence`` says for the board, or None. ``after_agent``/``first``: it opens a turn
-    that answers the agent (only then do "no, ..." and "actually ..." correct it)."""
+    that answers the agent (only then do "no, ..." and "actually ..." correct it). A cue's words
+    in a hypothetical, someone else's words, an observation or a one-off give nothing
+    (:func:`.noise.refused`)."""
+    signal = _read(sentence, after_agent=after_agent, first=first)
+    if signal is not None and signal.action == "add" and refused(sentence.strip(), signal.kind) is not None:
+        return None
+    return signal
+
+
+def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     sentence = sentence.strip()
     if '"' in sentence or "\u201c" in sentence:
         sentence = _QUOTED.sub(r"\1", sentence).strip()

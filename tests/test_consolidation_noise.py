@@ -1,0 +1,72 @@
+"""Cue words that are no standing instruction make no board entry (issue 22, item 2: precision).
+
+The sentences here are not from any corpus split: they are the shapes of noise that carry a
+rule's words (hypotheticals, other people's and tools' words, observations, one-offs about the
+code at hand, task instructions), each next to a near neighbour that is a real rule and stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from kairosd.consolidation.cues import read
+from kairosd.consolidation.extract import signals
+from kairosd.consolidation.noise import refused
+
+
+@pytest.mark.parametrize(
+    ("sentence", "why"),
+    [
+        ("If we ever add a second payment provider, we'd need an adapter layer.", "hypothetical"),
+        ("if we ever move to kafka we should always use avro", "hypothetical"),
+        ("Suppose we switch to grpc, we must use a new proxy.", "hypothetical"),
+        ("what if we never cache the tokens", "hypothetical"),
+        ("If the holdout MAPE would be above 15%, we would need to retrain with more features.", "hypothetical"),
+        ("the docs say always call close() first", "reported"),
+        ("someone on slack said never deploy on fridays", "reported"),
+        ("the reviewer wrote that we must never use print", "reported"),
+        ("my colleague thinks we should use poetry", "reported"),
+        ("according to the linter we should use const instead of let", "reported"),
+        ("the warning says this will be removed later", "reported"),
+        ("we always forget this step haha", "observation"),
+        ("you always do this", "observation"),
+        ("we never had that problem before", "observation"),
+        ("the old team always used jenkins", "observation"),
+        ("thanks, always helpful", "observation"),
+        ("actually use a set here instead of a list", "one-off"),
+        ("use the builder pattern here, not the constructor", "one-off"),
+        ("great, let's use that approach for this bug", "one-off"),
+        ("write a test that checks we always retry", "task"),
+    ],
+)
+def test_noise_with_a_cue_word_makes_no_entry(sentence: str, why: str) -> None:
+    assert signals(sentence, True) == ()
+    said = read(sentence, after_agent=False, first=False)
+    assert said is None
+    # and it is the noise test that refuses it, as what the cues would have read it as
+    assert refused(sentence, "rule") == why
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("if the tests fail, never merge", "rule"),  # a conditional rule says what to do
+        ("tokens are never logged", "rule"),  # a standing passive, not a past
+        ("we always use the design tokens from @shop/tokens, never hardcoded hex colors", "rule"),
+        ("orjson is deprecated here, use msgspec", "rule"),  # "here" is the project
+        ("from here on use structlog, not print", "rule"),
+        ("Dana says we're on React 19 now", "fact"),  # a teammate's statement relayed as the team's
+        ("we never terminate tls at the nlb, always at envoy", "rule"),
+        ("could you stop using default exports?", "rule"),
+    ],
+)
+def test_near_neighbours_that_are_rules_stay(sentence: str, kind: str) -> None:
+    said = read(sentence, after_agent=False, first=False)
+    assert said is not None
+    assert said.kind == kind
+
+
+def test_a_hypothetical_todo_or_fact_is_refused_and_a_plain_one_is_not() -> None:
+    assert refused("if we ever go multi region, add a global lb to the backlog", "todo") == "hypothetical"
+    assert refused("add a global lb to the backlog", "todo") is None
+    # observations and one-offs are about rules: a fact that says "here" is still a fact
+    assert refused("the inventory lives here in inventories/prod", "fact") is None
