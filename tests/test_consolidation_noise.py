@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from kairosd.consolidation.clauses import typed_lines
 from kairosd.consolidation.cues import read
 from kairosd.consolidation.extract import signals
 from kairosd.consolidation.noise import refused
@@ -70,3 +71,40 @@ def test_a_hypothetical_todo_or_fact_is_refused_and_a_plain_one_is_not() -> None
     assert refused("add a global lb to the backlog", "todo") is None
     # observations and one-offs are about rules: a fact that says "here" is still a fact
     assert refused("the inventory lives here in inventories/prod", "fact") is None
+
+
+# ---- what is pasted ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "E501 line too long, should be under 100",
+        "W0611: Unused import os; never import os here",
+        "help: use `&str` instead of `String`",
+        "- retries = 3  # always 3",
+        "+ timeout = 30  // never more than 30",
+        "# TODO: make configurable later",
+    ],
+)
+def test_a_linters_code_a_compilers_help_and_a_diffs_code_line_are_pasted(line: str) -> None:
+    assert typed_lines(f"can you look?\n{line}") == ["can you look?"]
+
+
+def test_a_lint_code_said_in_a_sentence_is_typed() -> None:
+    assert typed_lines("E501 is off in this repo") == ["E501 is off in this repo"]
+
+
+def test_a_line_with_pasted_lines_on_both_sides_is_pasted() -> None:
+    typed = (
+        "here's the CI tail\n"
+        "2024-05-02 03:00:12 INFO step 3 of 5\n"
+        "we should always pin the runner image\n"  # printed by the job: no pattern knows it
+        "2024-05-02 03:00:14 ERROR step 4 failed\n"
+        "can you look?"
+    )
+    assert typed_lines(typed) == ["here's the CI tail", "can you look?"]
+    assert signals(typed, True) == ()
+    # the same words typed after the paste are the person's
+    after = "2024-05-02 03:00:14 ERROR step 4 failed\nwe should always pin the runner image"
+    assert [s.kind for s in signals(after, True)] == ["rule"]

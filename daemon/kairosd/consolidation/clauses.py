@@ -3,8 +3,9 @@
 A typed turn mixes what the person says with what they paste: fenced code, stack traces,
 compiler and linter lines, CI annotations, shell prompts, quoted replies. Those carry the words
 of rules ("later", "use X instead of Y", "always") without being the person's words, so they go
-before anything is classified. What remains is split into sentences, also where a lower-case
-writer starts the next sentence without a capital ("ok looks sane. next: dont ever ...").
+before anything is classified; so does a line with pasted lines on both sides (a program's line
+that no pattern here knows, inside a paste). What remains is split into sentences, also where a
+lower-case writer starts the next sentence without a capital ("ok looks sane. next: dont ever ...").
 
 Pure: no I/O; must not import the board or the extractor.
 """
@@ -23,7 +24,7 @@ _LOG_START = re.compile(
     r"\s*(?:File \"|at \S+\(|\$ |>>> |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|[WEIF]\d{4} \d\d:\d\d"
     r"|(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE)\b[:\]\s-]"
     r"|\[(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL)\]|##\[\w+\]|\(!\)\s"
-    r"|(?:warning|error|fatal|hint)(?:\[[\w-]+\])?:\s"  # compilers: "warning: unused ...", "error[E0308]:"
+    r"|(?:warning|error|fatal|hint|help)(?:\[[\w-]+\])?:\s"  # compilers: "warning: unused ...", "error[E0308]:"
     r"|\w[\w./\\-]*\.(?:py|pyi|js|jsx|ts|tsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh|ya?ml"
     r"|toml|json|css|scss|sql|tf|md)(?::\d+){1,2}\b"  # "app/x.py:12:5: UP006 ..."
     r"|\d+:\d+\s+(?:error|warning|warn)\b"  # eslint's "12:3  warning  ..."
@@ -36,6 +37,8 @@ _LOG_CHARS = frozenset(":[(=$|│┃>#")
 _LOG_WORD = re.compile(
     r"WARN|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE|FAILED|PASSED|XFAIL|SKIPPED|E  |npm |yarn |pnpm |[-*]{4}"
 )
+# A diff's or a source file's line: "- retries = 3  # always 3", "+ x = never_retry()  // ...".
+_CODE_LINE = re.compile(r"^\s*[+-]\s*[\w.\[\]]+\s*[+*/-]?=\s*\S.*\s(?:#|//)\s|^\s*(?:#|//)\s*(?:TODO|FIXME|XXX)\b")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+")
 # A sentence ends at . ! ? (or …) followed by a space, whatever case comes next; not after a
 # short abbreviation ("e.g.", "i.e.", "etc.", "vs.").
@@ -45,8 +48,14 @@ _ONLY_THEN_NO = re.compile(r"\bonly[.!]?$", re.IGNORECASE)
 _NO_NEXT = re.compile(r"^no\s+\w", re.IGNORECASE)
 
 
+# A linter's code opens the line: "E501 line too long", "W0611: Unused import" ("E501 is off" is typed).
+_LINT_CODE = re.compile(r"[A-Z]{1,3}\d{3,4}:?\s+(?!(?:is|are|was|were|has|and|or|in|on|for)\b)[A-Za-z]")
+
+
 def is_log_line(line: str) -> bool:
     """Whether ``line`` looks printed by a program (a log, a compiler, a linter, CI), not typed."""
+    if line[:1].isupper() and line[1:2].isalnum() and _LINT_CODE.match(line):
+        return True
     if not (_LOG_CHARS.intersection(line) or line[:1].isspace() or _LOG_WORD.match(line)):
         return False  # what every shape below needs (a cheap test first: it runs on every typed line)
     return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
@@ -85,14 +94,21 @@ def context_items(text: str) -> dict[str, str]:
 
 
 def typed_lines(text: str) -> list[str]:
-    """The lines the person typed: fenced blocks, quoted lines, log lines and walls left out."""
-    kept = []
+    """The lines the person typed: fenced blocks, quoted lines, log lines and walls left out, and
+    a line with pasted lines on both sides (a program's line no pattern knows, inside a paste)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    pasted = []
     fenced = False
-    for line in text.splitlines():
+    for line in lines:
         if _FENCE.match(line):
             fenced = not fenced
+            pasted.append(True)
             continue
-        if fenced or line.lstrip().startswith(">") or is_log_line(line):
+        quoted = line.lstrip().startswith(">")
+        pasted.append(fenced or quoted or is_log_line(line) or _CODE_LINE.match(line) is not None)
+    kept = []
+    for index, line in enumerate(lines):
+        if pasted[index] or (0 < index < len(lines) - 1 and pasted[index - 1] and pasted[index + 1]):
             continue
         line = _BULLET.sub("", line).strip()
         if line and len(line) <= MAX_LINE:
