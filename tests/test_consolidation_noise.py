@@ -108,3 +108,51 @@ def test_a_line_with_pasted_lines_on_both_sides_is_pasted() -> None:
     # the same words typed after the paste are the person's
     after = "2024-05-02 03:00:14 ERROR step 4 failed\nwe should always pin the runner image"
     assert [s.kind for s in signals(after, True)] == ["rule"]
+
+
+# ---- the work at hand, not the project -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind", "why"),
+    [
+        ("the bug is in src/cart/total.ts", "fact", "transient"),
+        ("the error is at main.py:12", "fact", "transient"),
+        ("my laptop is on macos 14.5", "fact", "transient"),
+        ("the PR is at github.com/acme/api/pull/123", "fact", "transient"),
+        ("fyi the build is green now", "fact", "transient"),
+        ("btw the tests are passing", "fact", "transient"),
+        ("todo: check this", "todo", "says nothing"),
+        ("you should never have deleted that file", "rule", "observation"),
+        ("you must have missed the second test", "rule", "observation"),
+        ("you never told me about that flag", "rule", "observation"),
+        ("the function should never return None but it does", "rule", "observation"),
+        ("always the same story with this lib", "rule", "observation"),
+        ("don't commit yet", "rule", "for now"),
+        ("don't push until I say", "rule", "for now"),
+        ("make sure it compiles", "rule", "for now"),
+        ("i'll use my own token for now", "decision", "for now"),
+        ("we decided to wait until tomorrow for that", "decision", "for now"),
+        ("let's go with your second suggestion", "decision", "one-off"),
+        ("we're switching to the other branch", "decision", "one-off"),
+        ("I prefer the second version", "preference", "one-off"),
+    ],
+)
+def test_what_is_about_the_work_at_hand_makes_no_entry(sentence: str, kind: str, why: str) -> None:
+    assert refused(sentence, kind) == why
+    assert signals(sentence, True) == ()
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("the build cache lives in ghcr.io/acme/cache", "fact"),
+        ("Spring Boot is at 3.2.4 for now, upgrade is planned for Q1.", "fact"),  # "for now" holds a fact
+        ("every runbook must have a rollback section", "rule"),  # "must have" a thing, not a past
+        ("let's go with catboost instead of lightgbm", "decision"),  # names what it chose
+        ("todo: migrate the cron jobs to systemd timers", "todo"),
+    ],
+)
+def test_near_neighbours_about_the_project_stay(sentence: str, kind: str) -> None:
+    said = signals(sentence, True)
+    assert [s.kind for s in said] == [kind]

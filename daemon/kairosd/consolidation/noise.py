@@ -18,7 +18,15 @@ cue they carry (precision first; a missed entry is only missing):
 - **one-offs about the code at hand**: "use a set here instead of a list", "let's use that approach
   for this bug" (the cues' own one-off test covers "there", "for now", "make it ...");
 - **task instructions**: "write a test that checks we always retry": the rule word is in what the
-  agent is asked to make, not in an instruction to remember.
+  agent is asked to make, not in an instruction to remember;
+- **counterfactuals and broken rules**: "you should never have deleted that", "it should never
+  return None but it does";
+- **for now**: "don't commit yet", "don't push until I say", "I'll use my own token for now" (a
+  fact that holds for now, "Spring Boot is at 3.2.4 for now", is still the project's state);
+- **a choice among what the agent offered**: "let's go with your second suggestion", "I prefer the
+  other one", unless it names what it chose ("go with catboost instead of lightgbm");
+- **the work at hand as a fact**: "the bug is in src/x.ts", "my laptop is on macos 14", "the build
+  is green now"; and a to-do that names nothing ("todo: check this").
 
 Pure: no I/O; must not import the board or the extractor.
 """
@@ -80,6 +88,46 @@ _TASK = re.compile(
     _I,
 )
 
+# What the observations above miss: a counterfactual ("you should never have deleted that"), a rule
+# the code breaks ("it should never return None but it does"), a sigh ("always the same story").
+_COUNTERFACTUAL = re.compile(
+    r"\b(?:should|must|could|would)(?:\s+never|\s+not|n'?t)?\s+have\s+(?:been\s+)?(?:\w+ed|done|gone|made|seen|told|said|"
+    r"known|thought|broken|forgotten|written|taken|given)\b"
+    r"|\b(?:always|never)\s+(?:told|said|gave|wrote|broke|forgot|ran|saw|went|took|knew|thought|got|made)\b"
+    r"|\bbut\s+(?:it|they|this|that|he|she)\s+(?:does|do|did|is|are|was|were|isn'?t|doesn'?t|didn'?t|won'?t|can'?t)\b"
+    r"|^(?:always|never)\s+(?:the\s+same|something|like\s+this)\b",
+    _I,
+)
+# Until when it holds says it is not standing: "don't commit yet", "I'll use my own token for now".
+_FOR_NOW = re.compile(
+    r"\b(?:yet|for\s+now|for\s+the\s+moment|today|tonight|this\s+(?:afternoon|morning|evening)|"
+    r"until\s+(?:i|we|you)\s+(?:say|tell|confirm|check|review|approve)\w*|until\s+(?:tomorrow|later|monday|next\s+week))\b"
+    r"|^(?:please\s+)?make\s+sure\s+(?:it|this|that|they)\b",
+    _I,
+)
+# A choice among what the agent offered: "let's go with your second suggestion", "I prefer the other one".
+_THAT_ONE = re.compile(
+    r"\b(?:use|go\s+with|going\s+with|stick\s+with|switch(?:ing)?\s+to|prefer|take|pick)\s+(?:that|this|it|those|these|"
+    r"yours|your\s+\w+|the\s+(?:other|same|second|first|last|previous|latter|former|\w+\s+one)\b|option\s+\w+)",
+    _I,
+)
+_NAMES_A_THING = re.compile(
+    r"[\d./_`@:]|\b(?:instead\s+of|rather\s+than|not|over|from\s+now\s+on|going\s+forward)\b", _I
+)
+# A fact about the work at hand, not the project: "the bug is in src/x.ts", "the build is green now".
+_NOTICE = r"^(?:(?:so|and|ok(?:ay)?|also|but|fyi|btw|heads[\s-]*up|note\s+that|by\s+the\s+way)[,:.!]*\s+)*"
+_TRANSIENT = re.compile(
+    _NOTICE + r"(?:the|this|that|my|your)\s+(?:[\w-]+\s+)?(?:bug|error|failure|crash|issue|problem|pr|diff|"
+    r"stack\s*trace|traceback|laptop|machine|fix|typo|exception|regression|failing\s+[\w-]+|build|test\s+run|output)s?"
+    r"\s+(?:is|are|was|were)\b"
+    r"|\b(?:is|are)\s+(?:now\s+|still\s+|all\s+)?(?:green|red|passing|failing|broken|flaky|slow|stuck|at\s+\d+\s*%)\b",
+    _I,
+)
+_EMPTY_TODO = frozenset(
+    "todo fixme this that these those it them check look fix later the and for into thing things stuff".split()  # noqa: SIM905
+)
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.-]{2,}", _I)
+
 
 def refused(sentence: str, kind: str) -> str | None:
     """Why ``sentence``, read by the cues as ``kind``, is not for the board (see the module
@@ -88,8 +136,17 @@ def refused(sentence: str, kind: str) -> str | None:
         return "hypothetical"
     if _REPORTED.search(sentence):
         return "reported"
-    if kind in ("todo", "fact"):
-        return None
+    if kind == "fact":
+        return "transient" if _TRANSIENT.search(sentence) else None
+    if kind == "todo":
+        said = [w for w in _WORD.findall(sentence.lower()) if w not in _EMPTY_TODO]
+        return "says nothing" if not said else None
+    if _COUNTERFACTUAL.search(sentence):
+        return "observation"
+    if _FOR_NOW.search(sentence):
+        return "for now"
+    if _THAT_ONE.search(sentence) and not _NAMES_A_THING.search(sentence):
+        return "one-off"
     for match in _OBSERVATION.finditer(sentence):
         said = match.group("before") or ""
         if match.group("past") and (not said or said.endswith((",", ";", ":"))):
