@@ -139,8 +139,8 @@ def refused(sentence: str, kind: str) -> str | None:
     if kind == "fact":
         return "transient" if _TRANSIENT.search(sentence) else None
     if kind == "todo":
-        said = [w for w in _WORD.findall(sentence.lower()) if w not in _EMPTY_TODO]
-        return "says nothing" if not said else None
+        named = [w for w in _WORD.findall(sentence.lower()) if w not in _EMPTY_TODO]
+        return "says nothing" if not named else None
     if _COUNTERFACTUAL.search(sentence):
         return "observation"
     if _FOR_NOW.search(sentence):
