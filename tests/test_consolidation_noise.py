@@ -136,6 +136,11 @@ def test_a_line_with_pasted_lines_on_both_sides_is_pasted() -> None:
         ("let's go with your second suggestion", "decision", "one-off"),
         ("we're switching to the other branch", "decision", "one-off"),
         ("I prefer the second version", "preference", "one-off"),
+        ("let's use option 2", "decision", "one-off"),  # a number that names no thing
+        ("i'd prefer you didn't touch the tests in this pr", "preference", "one-off"),
+        ("prefer the simpler fix here", "preference", "one-off"),
+        ("the container is on port 5432 on my machine", "fact", "transient"),
+        ("my branch is at 4 commits ahead", "fact", "transient"),
     ],
 )
 def test_what_is_about_the_work_at_hand_makes_no_entry(sentence: str, kind: str, why: str) -> None:

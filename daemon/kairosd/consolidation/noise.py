@@ -26,7 +26,7 @@ cue they carry (precision first; a missed entry is only missing):
 - **a choice among what the agent offered**: "let's go with your second suggestion", "I prefer the
   other one", unless it names what it chose ("go with catboost instead of lightgbm");
 - **the work at hand as a fact**: "the bug is in src/x.ts", "my laptop is on macos 14", "the build
-  is green now"; and a to-do that names nothing ("todo: check this").
+  is green now", "it's on port 5432 on my machine"; and a to-do that names nothing ("todo: check this").
 
 Pure: no I/O; must not import the board or the extractor.
 """
@@ -74,11 +74,12 @@ _STANDING_BEFORE = frozenset(
     "is are be been being get gets must should shall will would to have has 've can may".split()  # noqa: SIM905
 )
 _DEICTIC = re.compile(
-    r"^(?:actually\s+|just\s+|then\s+)?(?:use|put|add|make|do|try|keep|call|return|pass|inline|switch\s+to|"
+    r"^(?:actually\s+|just\s+|then\s+)?(?:use|put|add|make|do|try|keep|call|return|pass|inline|prefer|switch\s+to|"
     r"change|go\s+with|stick\s+with|let'?s\s+use|let'?s\s+go\s+with)\b[^,;.]{0,60}?\bhere\b(?!\s+on\b)"
     r"|\bfor\s+(?:this|that)\s+(?:bug|issue|pr|ticket|fix|task|change|commit|one|case|story|branch|function|method|"
     r"test|snippet|cell|line|query|approach)\b"
-    r"|\b(?:in|on)\s+(?:this|that)\s+(?:line|function|method|snippet|cell|block|loop|branch|hunk|diff)\b",
+    r"|\b(?:in|on)\s+(?:this|that)\s+(?:line|function|method|snippet|cell|block|loop|branch|hunk|diff|pr|commit|"
+    r"ticket|task|story)\b",
     _I,
 )
 _STANDING = re.compile(r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|every\s+time|whenever)\b", _I)
@@ -120,6 +121,8 @@ _TRANSIENT = re.compile(
     _NOTICE + r"(?:the|this|that|my|your)\s+(?:[\w-]+\s+)?(?:bug|error|failure|crash|issue|problem|pr|diff|"
     r"stack\s*trace|traceback|laptop|machine|fix|typo|exception|regression|failing\s+[\w-]+|build|test\s+run|output)s?"
     r"\s+(?:is|are|was|were)\b"
+    r"|" + _NOTICE + r"my\s+(?:[\w-]+\s+)?(?:branch|machine|laptop|box|computer|setup|env|environment|terminal|shell)\b"
+    r"|\b(?:on|in)\s+my\s+(?:machine|laptop|box|computer|setup|env|environment|terminal|shell|branch)\b"
     r"|\b(?:is|are)\s+(?:now\s+|still\s+|all\s+)?(?:green|red|passing|failing|broken|flaky|slow|stuck|at\s+\d+\s*%)\b",
     _I,
 )
@@ -145,7 +148,8 @@ def refused(sentence: str, kind: str) -> str | None:
         return "observation"
     if _FOR_NOW.search(sentence):
         return "for now"
-    if _THAT_ONE.search(sentence) and not _NAMES_A_THING.search(sentence):
+    picked = _THAT_ONE.search(sentence)
+    if picked is not None and not _NAMES_A_THING.search(sentence[: picked.start()] + sentence[picked.end() :]):
         return "one-off"
     for match in _OBSERVATION.finditer(sentence):
         said = match.group("before") or ""
