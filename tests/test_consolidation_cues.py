@@ -583,3 +583,26 @@ def test_in_scope_after_out_of_scope_and_dropping_replace(store: BoardStore) -> 
         ("We're dropping magic links, passwords plus Google SSO instead.",),
     )
     assert board == ["We're dropping magic links, passwords plus Google SSO instead."]
+
+
+@pytest.mark.parametrize(
+    ("typed", "kinds"),
+    [
+        ("Do not forget to update the operator manual before the next production run.", ["todo"]),
+        ("Team rule: no new Java files, Kotlin only.", ["rule"]),
+        ("A general rule for this codebase: no dynamic allocation after the scheduler starts.", ["rule"]),
+        ("ok so context: charts are recharts, state is zustand", ["fact"]),
+        ("The feature flags come from ConfigCat.", ["fact"]),
+        ("The jig is on firmware 2.5.0 since yesterday, the vendor shipped a fix.", ["fact"]),
+        ("Context for today:\n- app is Kotlin, minSdk 26\n- DI is Koin", ["fact", "fact"]),
+        ("I think the jig was on firmware 2.5.0 yesterday", []),  # unsure, and an event
+    ],
+)
+def test_principles_from_the_twenty_eighth_to_thirtieth_writers(typed: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == kinds
+
+
+def test_has_been_updated_closes_the_todo(store: BoardStore) -> None:
+    store.merge("p", _session("Don't forget to update the operator manual."))
+    store.merge("p", _session("The operator manual has been updated.", day=1))
+    assert [e.text for e in store.load("p").entries if e.kind == "todo"] == []

@@ -141,6 +141,7 @@ def test_a_line_with_pasted_lines_on_both_sides_is_pasted() -> None:
         ("prefer the simpler fix here", "preference", "one-off"),
         ("the container is on port 5432 on my machine", "fact", "transient"),
         ("my branch is at 4 commits ahead", "fact", "transient"),
+        ("Please, in this cell use a log scale for the y axis.", "fact", "one-off"),
     ],
 )
 def test_what_is_about_the_work_at_hand_makes_no_entry(sentence: str, kind: str, why: str) -> None:

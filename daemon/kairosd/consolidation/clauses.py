@@ -63,7 +63,7 @@ def is_log_line(line: str) -> bool:
 
 _CONTEXT_HEAD = re.compile(
     r"^(?:(?:some|quick|a\s+bit\s+of|more)\s+)?(?:ctx|context|background|setup|stack|the\s+stack|facts|"
-    r"for\s+context|project\s+context)(?:\s+for\s+you)?\s*:\s*$",
+    r"for\s+context|project\s+context)(?:\s+for\s+(?:you|today|this\s+session|the\s+\w+))?\s*:\s*$",
     re.IGNORECASE,
 )
 

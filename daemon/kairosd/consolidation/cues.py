@@ -70,7 +70,7 @@ _WANTS = re.compile(
 )
 _RELAYING = frozenset(["said", "says", "told", "confirmed", "mentioned", "wants", "expects", "requires", "asks"])
 _NOTICE = re.compile(
-    r"^(?:\S+\s+)?(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
+    r"^(?:\S+\s+){0,2}(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
     r"just\s+so\s+you\s+know|let'?s\s+note|for\s+context|as\s+context)\b",
     _I,
 )
@@ -88,6 +88,7 @@ _HEDGE = re.compile(
 )
 # "envoy bumped to 1.30 yesterday": a time word says when a change was made, not that it is unsure.
 _TIME_WORD = re.compile(r"^(?:yesterday|right\s+now|last\s+time|earlier\s+today|again)$", _I)
+_SINCE = re.compile(r"\bsince\s+(yesterday|last\s+time|earlier\s+today)\b", _I)
 _CHANGED_TO = re.compile(
     r"\b(?:bumped|upgraded|updated|downgraded|moved|migrated|switched|renamed|merged\s+the\s+upgrade)\b", _I
 )
@@ -160,7 +161,7 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 # ---- to-dos said done -----------------------------------------------------------------------
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
-    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone|live|"
+    r"finished|sorted|resolved|merged|written|documented|updated|migrated|complete|completed|shipped|landed|closed|gone|live|"
     r"checked|handled|approved|released|out)\b(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
     r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
@@ -220,7 +221,7 @@ _CHANGED_FROM = re.compile(
 )
 _CHANGING = frozenset(["moved", "switched", "migrated", "moving", "switching", "migrating"])
 _TODO = re.compile(
-    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:(?:don'?t|do\s+not)\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
     r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
@@ -263,7 +264,7 @@ _RULE_PLAIN = re.compile(
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
-    r"|^(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?)"
+    r"|^(?:(?:a|one|our|the)\s+)?(?:(?:team|general|project|repo|standing)\s+)?(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?)"
     r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
     r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
     r"|^(?:use|stick\s+(?:to|with)|go\s+with)\s+[^,;]{1,60}?,?\s+not\s+\S"  # "use X instead of Y": a preference
@@ -297,7 +298,7 @@ _FACT = re.compile(
     r"|\b(?:is|are)\s+(?:hashed|encrypted|signed|encoded|serialized|generated|compiled|bundled|formatted|linted|"
     r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated|audited|logged|routed|proxied|sent|delivered|collected|processed)\s+(?:with|by|using|via|through|in|on)\s+\S"
     r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S|\b(?:fixed|locked|held|frozen)\s+(?:to|at)\s+v?\d"
-    r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
+    r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S|\bcomes?\s+from\s+[\w.-]"
     r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
     r"|\b(?:is|are)\s+(?:partitioned|sharded|keyed|indexed)\s+(?:by|on)\b"
     r"|\b(?:is|are)\s+(?:published|pushed|uploaded)\s+to\b|\b(?:is|are)\s+(?:being\s+)?(?:decommissioned|retired)\b"
@@ -389,7 +390,8 @@ capped limited cut anymore possible front via release launch deadline scope load
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
-_DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
+_DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented updated migrated complete completed
+shipped
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
@@ -434,7 +436,8 @@ def _hedged(body: str) -> bool:
     if not found:
         return False
     change = _CHANGED_TO.search(body) is not None
-    return any(not (change and _TIME_WORD.match(word)) for word in found)
+    since = {m[1].lower() for m in _SINCE.finditer(body)}
+    return any(not ((change or word.lower() in since) and _TIME_WORD.match(word)) for word in found)
 
 
 def _subject_first(body: str, start: int, most: int = 10) -> bool:

@@ -140,6 +140,8 @@ def refused(sentence: str, kind: str) -> str | None:
     if _REPORTED.search(sentence):
         return "reported"
     if kind == "fact":
+        if _DEICTIC.search(sentence):
+            return "one-off"  # "in this cell use a log scale": an order about the code at hand
         return "transient" if _TRANSIENT.search(sentence) else None
     if kind == "todo":
         named = [w for w in _WORD.findall(sentence.lower()) if w not in _EMPTY_TODO]
