@@ -162,3 +162,41 @@ def test_what_is_about_the_work_at_hand_makes_no_entry(sentence: str, kind: str,
 def test_near_neighbours_about_the_project_stay(sentence: str, kind: str) -> None:
     said = signals(sentence, True)
     assert [s.kind for s in said] == [kind]
+
+
+# ---- task orders, review comments and how the code behaves ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "why"),
+    [
+        ("refactor the payment module to always use decimals", "task"),
+        ("update the handler so it never returns 500 on bad input", "task"),
+        ("make the parser always strip whitespace", "task"),
+        ("the function should always return a list, fix it", "task"),
+        ("suggestion: use `Optional` instead of `Union[X, None]`", "review"),
+        ("+1 to always validating input here", "review"),
+        ("LGTM but please never merge on red", "review"),
+        ("re the comment above: always await that promise", "review"),
+        ("blocking: this never closes the connection", "review"),
+        ("your last change always sends two requests", "observation"),
+        ("the cron never fires on sundays, weird", "observation"),
+        ("we always end up rewriting this", "observation"),
+    ],
+)
+def test_task_orders_review_comments_and_behaviour_make_no_entry(sentence: str, why: str) -> None:
+    assert refused(sentence, "rule") == why
+    assert signals(sentence, True) == ()
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "LGTM. From now on, squash merge everything.",  # the label opens its own sentence
+        "make sure every handler returns json errors",  # "make sure" is a rule's word
+        "Kindly ensure that PII columns are always hashed with SHA-256",
+        "services never call each other's databases",  # a plural subject: how they must behave
+    ],
+)
+def test_rules_near_task_orders_and_reviews_stay(typed: str) -> None:
+    assert [s.kind for s in signals(typed, True)] == ["rule"]

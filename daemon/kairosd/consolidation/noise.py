@@ -17,10 +17,12 @@ cue they carry (precision first; a missed entry is only missing):
   must be done ("tokens are never logged" is a rule: a passive after "are" stays);
 - **one-offs about the code at hand**: "use a set here instead of a list", "let's use that approach
   for this bug" (the cues' own one-off test covers "there", "for now", "make it ...");
-- **task instructions**: "write a test that checks we always retry": the rule word is in what the
-  agent is asked to make, not in an instruction to remember;
-- **counterfactuals and broken rules**: "you should never have deleted that", "it should never
-  return None but it does";
+- **task instructions**: "write a test that checks we always retry", "refactor the module to always
+  use decimals", "it should always return a list, fix it": the rule word is in what the agent is
+  asked to make or mend, not in an instruction to remember;
+- **review comments on a diff**: "nit: ...", "suggestion: ...", "+1 to ...", "LGTM but ...";
+- **counterfactuals, broken rules and behaviour**: "you should never have deleted that", "it should
+  never return None but it does", "the cron never fires on sundays" (a thing's habit, not an order);
 - **for now**: "don't commit yet", "don't push until I say", "I'll use my own token for now" (a
   fact that holds for now, "Spring Boot is at 3.2.4 for now", is still the project's state);
 - **a choice among what the agent offered**: "let's go with your second suggestion", "I prefer the
@@ -85,7 +87,18 @@ _DEICTIC = re.compile(
 _STANDING = re.compile(r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|every\s+time|whenever)\b", _I)
 _TASK = re.compile(
     r"^(?:please\s+)?(?:write|add|create|implement|generate|draft|build|set\s+up)\s+(?:a|an|the|some|one|two|more)\s+"
-    r"(?:[\w-]+\s+){0,3}?(?:that|which|to\s+(?:check|make\s+sure|ensure|verify|assert))\b",
+    r"(?:[\w-]+\s+){0,3}?(?:that|which|to\s+(?:check|make\s+sure|ensure|verify|assert))\b"
+    # "refactor the payment module to always use decimals": a change to make, once
+    r"|^(?:please\s+)?(?:refactor|update|change|modify|rewrite|fix|adjust|tweak|patch|make(?!\s+sure))\s+"
+    r"(?:the|this|that|these|those|our|my|its?|[\w.-]+\(\))\b[^,;.]{0,60}?\b(?:always|never)\b"
+    # "it should always return a list, fix it": a rule the code at hand breaks
+    r"|[,;]\s*(?:so\s+)?(?:please\s+)?(?:fix|change|correct)\s+(?:it|that|this)\b",
+    _I,
+)
+# A review's label opens a comment on a diff: "nit: ...", "suggestion: ...", "+1 to ...", "LGTM but ...".
+_REVIEW = re.compile(
+    r"^(?:(?:nit|nitpick|suggestion|blocking|minor|major|q|question|praise|issue|thought|optional)\s*(?:\([^)]*\))?\s*:"
+    r"|\+1\b|lgtm\b|re\s+(?:the|your|this|that|my)\s+(?:comment|review|suggestion|thread|note)\b)",
     _I,
 )
 
@@ -96,7 +109,10 @@ _COUNTERFACTUAL = re.compile(
     r"known|thought|broken|forgotten|written|taken|given)\b"
     r"|\b(?:always|never)\s+(?:told|said|gave|wrote|broke|forgot|ran|saw|went|took|knew|thought|got|made)\b"
     r"|\bbut\s+(?:it|they|this|that|he|she)\s+(?:does|do|did|is|are|was|were|isn'?t|doesn'?t|didn'?t|won'?t|can'?t)\b"
-    r"|^(?:always|never)\s+(?:the\s+same|something|like\s+this)\b",
+    r"|^(?:always|never)\s+(?:the\s+same|something|like\s+this)\b|\b(?:always|never)\s+end(?:s|ed)?\s+up\b"
+    # what a thing does, said of it ("the cron never fires on sundays"): how it behaves, no instruction
+    r"|\b(?:it|this|that|the\s+[\w-]+|your\s+(?:last\s+)?[\w-]+)\s+(?:always|never)\s+(?!(?:is|was|has|does|goes)\b)"
+    r"[a-z]+[^s\W]s\b",
     _I,
 )
 # Until when it holds says it is not standing: "don't commit yet", "I'll use my own token for now".
@@ -146,6 +162,10 @@ def refused(sentence: str, kind: str) -> str | None:
     if kind == "todo":
         named = [w for w in _WORD.findall(sentence.lower()) if w not in _EMPTY_TODO]
         return "says nothing" if not named else None
+    if _REVIEW.match(sentence):
+        return "review"
+    if _TASK.search(sentence):
+        return "task"
     if _COUNTERFACTUAL.search(sentence):
         return "observation"
     if _FOR_NOW.search(sentence):
@@ -162,6 +182,4 @@ def refused(sentence: str, kind: str) -> str | None:
             return "observation"
     if _DEICTIC.search(sentence) and not _STANDING.search(sentence):
         return "one-off"
-    if _TASK.search(sentence):
-        return "task"
     return None
