@@ -196,6 +196,8 @@ def test_task_orders_review_comments_and_behaviour_make_no_entry(sentence: str, 
         "make sure every handler returns json errors",  # "make sure" is a rule's word
         "Kindly ensure that PII columns are always hashed with SHA-256",
         "services never call each other's databases",  # a plural subject: how they must behave
+        "the frontend never talks to the db directly",  # how the system is, said of a part of it
+        "the worker always acks after processing, never before",
     ],
 )
 def test_rules_near_task_orders_and_reviews_stay(typed: str) -> None:

@@ -22,7 +22,8 @@ cue they carry (precision first; a missed entry is only missing):
   asked to make or mend, not in an instruction to remember;
 - **review comments on a diff**: "nit: ...", "suggestion: ...", "+1 to ...", "LGTM but ...";
 - **counterfactuals, broken rules and behaviour**: "you should never have deleted that", "it should
-  never return None but it does", "the cron never fires on sundays" (a thing's habit, not an order);
+  never return None but it does", "this never closes the connection", "the cron never fires on
+  sundays, weird" ("the frontend never talks to the db" says how the system is, and is kept);
 - **for now**: "don't commit yet", "don't push until I say", "I'll use my own token for now" (a
   fact that holds for now, "Spring Boot is at 3.2.4 for now", is still the project's state);
 - **a choice among what the agent offered**: "let's go with your second suggestion", "I prefer the
@@ -110,9 +111,13 @@ _COUNTERFACTUAL = re.compile(
     r"|\b(?:always|never)\s+(?:told|said|gave|wrote|broke|forgot|ran|saw|went|took|knew|thought|got|made)\b"
     r"|\bbut\s+(?:it|they|this|that|he|she)\s+(?:does|do|did|is|are|was|were|isn'?t|doesn'?t|didn'?t|won'?t|can'?t)\b"
     r"|^(?:always|never)\s+(?:the\s+same|something|like\s+this)\b|\b(?:always|never)\s+end(?:s|ed)?\s+up\b"
-    # what a thing does, said of it ("the cron never fires on sundays"): how it behaves, no instruction
-    r"|\b(?:it|this|that|the\s+[\w-]+|your\s+(?:last\s+)?[\w-]+)\s+(?:always|never)\s+(?!(?:is|was|has|does|goes)\b)"
-    r"[a-z]+[^s\W]s\b",
+    # what the code at hand does ("this never closes the connection", "your change always sends two"),
+    # or a thing does to the person's surprise ("the cron never fires on sundays, weird"); "the
+    # frontend never talks to the db" says how the system is, and is kept
+    r"|(?:^|\b(?:but|and|so)\s+)(?:it|this|that|your\s+(?:last\s+)?[\w-]+)\s+(?:always|never)\s+(?!(?:is|was|has|does|goes)\b)"
+    r"[a-z]+[^s\W]s\b"
+    r"|\b(?:always|never)\s+(?!(?:is|was|has|does|goes)\b)[a-z]+[^s\W]s\b.*\b(?:weird|strange|odd|annoying|for\s+some\s+reason|"
+    r"no\s+idea\s+why|wtf|lol|somehow)\b",
     _I,
 )
 # Until when it holds says it is not standing: "don't commit yet", "I'll use my own token for now".
