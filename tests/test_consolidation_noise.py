@@ -202,3 +202,8 @@ def test_task_orders_review_comments_and_behaviour_make_no_entry(sentence: str, 
 )
 def test_rules_near_task_orders_and_reviews_stay(typed: str) -> None:
     assert [s.kind for s in signals(typed, True)] == ["rule"]
+
+
+def test_a_context_list_item_about_the_work_at_hand_is_refused() -> None:
+    typed = "ctx:\n- the bug is in src/cart/total.ts\n- msrv 1.70\n- my laptop is on macos 14"
+    assert [s.text for s in signals(typed, True)] == ["Msrv 1.70"]
