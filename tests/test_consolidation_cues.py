@@ -606,3 +606,16 @@ def test_has_been_updated_closes_the_todo(store: BoardStore) -> None:
     store.merge("p", _session("Don't forget to update the operator manual."))
     store.merge("p", _session("The operator manual has been updated.", day=1))
     assert [e.text for e in store.load("p").entries if e.kind == "todo"] == []
+
+
+@pytest.mark.parametrize(
+    ("typed", "kinds"),
+    [
+        ("thats from staging, look at main.go:42", []),  # a pronoun without its apostrophe names nothing
+        ("Please keep the raw k6 JSON output of every run in results/.", []),  # an order is no fact
+        ("Our test environment is qa.shop.test and it is reset every night at 01:00.", ["fact"]),
+        ("The threshold should be 350 ms for this run only.", []),
+    ],
+)
+def test_principles_from_the_thirty_first_to_thirty_third_writers(typed: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == kinds

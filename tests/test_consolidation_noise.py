@@ -85,6 +85,7 @@ def test_a_hypothetical_todo_or_fact_is_refused_and_a_plain_one_is_not() -> None
         "- retries = 3  # always 3",
         "+ timeout = 30  // never more than 30",
         "# TODO: make configurable later",
+        '      ^--^ SC2115: Use "${var:?}" to ensure this never expands to /* .',
     ],
 )
 def test_a_linters_code_a_compilers_help_and_a_diffs_code_line_are_pasted(line: str) -> None:

@@ -59,8 +59,8 @@ def figures() -> Figures:
 
 def test_the_tuned_figures_hold(figures: Figures) -> None:
     assert figures.precision >= 0.97, figures.false
-    # 0.94 (543/577) today: the six writers w-train-25..30 were added blind, their misses left in
-    assert figures.recall >= 0.93, figures.missed
+    # 0.93 (570/615) today: the nine writers w-train-25..33 were added blind, their misses left in
+    assert figures.recall >= 0.92, figures.missed
     # a little under today's 0.91 (74/81)
     assert figures.replacements >= 0.88, figures.not_replaced
     assert figures.closes >= 0.95, figures.not_replaced

@@ -24,6 +24,7 @@ _LOG_START = re.compile(
     r"\s*(?:File \"|at \S+\(|\$ |>>> |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|[WEIF]\d{4} \d\d:\d\d"
     r"|(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE)\b[:\]\s-]"
     r"|\[(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL)\]|##\[\w+\]|\(!\)\s"
+    r"|\s*\^[-~^]*(?:\s|$)"  # the caret under the code a compiler or shellcheck points at: "  ^--^ SC2115: ..."
     r"|(?:warning|error|fatal|hint|help)(?:\[[\w-]+\])?:\s"  # compilers: "warning: unused ...", "error[E0308]:"
     r"|\w[\w./\\-]*\.(?:py|pyi|js|jsx|ts|tsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh|ya?ml"
     r"|toml|json|css|scss|sql|tf|md)(?::\d+){1,2}\b"  # "app/x.py:12:5: UP006 ..."

@@ -75,7 +75,8 @@ _NOTICE = re.compile(
     _I,
 )
 _NOT_A_SUBJECT = re.compile(
-    r"^(?:i|i'?m|i'?ve|i'?d|you|you'?re|it|it'?s|its|this|that|these|those|there|here|he|she|they|what|why|how|when|"
+    r"^(?:i|i'?m|i'?ve|i'?d|you|you'?re|it|it'?s|its|this|that|that'?s|these|those|there|there'?s|here|here'?s|he|she|they|"
+    r"they'?re|what|what'?s|why|how|when|"
     r"where|who|which|can|could|should|would|will|do|does|did|is|are|was|were|let'?s|lets|pls|please|maybe|"
     r"perhaps|ok|okay|hmm+|so|just|if|and|but|or|then|also|now|well|yes|no|yeah|yep|nah|nope|lol|thanks|thx|ty|"
     r"sure|cool|great|nice|looks?|seems?|sounds?|not|any|some|one|idk|eh|ugh|huh|wow|anyway|still)\b",
@@ -330,13 +331,14 @@ _NAMED_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
     r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
     r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri|toolchain|compiler|runtime|framework|sdk|"
-    r"bootloader|platform|kernel|id|dataset|schema|space|selector|workspace|tenant|instance|pool|zone|tag|label)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"bootloader|platform|kernel|id|dataset|schema|space|selector|workspace|tenant|instance|pool|zone|tag|label|"
+    r"environment|env|server|site|website)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
     r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
     _I,
 )
 # An imperative is not a statement about the project ("kill the thing on port 8080").
 _IMPERATIVE = re.compile(
-    r"^(?:kill|run|fix|add|make|use|check|open|close|restart|stop|start|bump|set|change|update|remove|delete|try|look|"
+    r"^(?:kill|run|fix|add|make|use|keep|check|open|close|restart|stop|start|bump|set|change|update|remove|delete|try|look|"
     r"write|create|move|rename|deploy|build|test|show|print|give|put|help|find|grep|print|revert|merge|push|pull|"
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,

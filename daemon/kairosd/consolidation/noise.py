@@ -80,7 +80,7 @@ _DEICTIC = re.compile(
     r"^(?:actually\s+|just\s+|then\s+)?(?:use|put|add|make|do|try|keep|call|return|pass|inline|prefer|switch\s+to|"
     r"change|go\s+with|stick\s+with|let'?s\s+use|let'?s\s+go\s+with)\b[^,;.]{0,60}?\bhere\b(?!\s+on\b)"
     r"|\bfor\s+(?:this|that)\s+(?:bug|issue|pr|ticket|fix|task|change|commit|one|case|story|branch|function|method|"
-    r"test|snippet|cell|line|query|approach)\b"
+    r"test|snippet|cell|line|query|approach|run|time|demo|spike|prototype|experiment|session)\b"
     r"|\b(?:in|on)\s+(?:this|that)\s+(?:line|function|method|snippet|cell|block|loop|branch|hunk|diff|pr|commit|"
     r"ticket|task|story)\b",
     _I,
