@@ -619,3 +619,13 @@ def test_has_been_updated_closes_the_todo(store: BoardStore) -> None:
 )
 def test_principles_from_the_thirty_first_to_thirty_third_writers(typed: str, kinds: list[str]) -> None:
     assert [kind for kind, _ in _kinds(typed)] == kinds
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["The new DAG is documented in the wiki.", "The ConfigCat SDK key is rotated.", "old cron entries are cleaned up"],
+)
+def test_documented_rotated_and_cleaned_up_say_done(typed: str) -> None:
+    said = read(typed, after_agent=True, first=True)
+    assert said is not None
+    assert said.action == "close"

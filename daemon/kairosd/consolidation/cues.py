@@ -163,13 +163,14 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|updated|migrated|complete|completed|shipped|landed|closed|gone|live|"
+    r"rotated|renewed|cleaned\s+up|removed|archived|"
     r"checked|handled|approved|released|out)\b(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
     r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
-    r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
+    r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?(?:documented\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
     _I,
 )
 # A to-do dropped is closed as well: "let's not bother with the screenshots", "forget about that reminder".
@@ -393,7 +394,7 @@ done fixed finished sorted resolved merged documented migrated complete complete
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented updated migrated complete completed
-shipped
+shipped rotated renewed cleaned removed archived
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
