@@ -629,3 +629,17 @@ def test_documented_rotated_and_cleaned_up_say_done(typed: str) -> None:
     said = read(typed, after_agent=True, first=True)
     assert said is not None
     assert said.action == "close"
+
+
+@pytest.mark.parametrize(
+    ("typed", "kinds"),
+    [
+        ("Policy: all secrets come from Vault, nothing in env files.", ["rule"]),
+        ("One thing that is non-negotiable: every run config gets committed before the run starts.", ["rule"]),
+        ("Marta confirmed: yes every view needs a permission class", ["rule"]),
+        # a markdown code block (four spaces in) is pasted, whatever it says
+        ("semgrep:\n  jinja2.audit\n    You should always use Flask's render_template.\n\nfix the SQL one", []),
+    ],
+)
+def test_principles_from_the_thirty_fourth_to_thirty_sixth_writers(typed: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == kinds

@@ -105,7 +105,8 @@ def typed_lines(text: str) -> list[str]:
             fenced = not fenced
             pasted.append(True)
             continue
-        quoted = line.lstrip().startswith(">")
+        # a quoted reply, or a markdown code block (indented four spaces or a tab): not typed prose
+        quoted = line.lstrip().startswith(">") or line.startswith(("    ", "\t"))
         pasted.append(fenced or quoted or is_log_line(line) or _CODE_LINE.match(line) is not None)
     kept = []
     for index, line in enumerate(lines):

@@ -62,7 +62,7 @@ _LEAD = re.compile(
 # words relayed; what they say is read (a capitalised name, so "it says" is not one).
 _RELAYED = re.compile(
     r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
-    r"(?:said|says|told\s+(?:me|us)|confirmed|mentioned)(?:\s+that)?\s+(?=\w)"
+    r"(?:said|says|told\s+(?:me|us)|confirmed|mentioned)(?:\s+that|\s*:)?\s+(?:(?:yes|yeah|yep)[,!.]*\s+)?(?=\w)"
 )
 _WANTS = re.compile(
     r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
@@ -266,11 +266,12 @@ _RULE_PLAIN = re.compile(
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
-    r"|^(?:(?:a|one|our|the)\s+)?(?:(?:team|general|project|repo|standing)\s+)?(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?)"
+    r"|^(?:(?:a|one|our|the)\s+)?(?:(?:team|general|project|repo|standing)\s+)?(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?|"
+    r"(?:security\s+)?polic(?:y|ies))"
     r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
     r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
     r"|^(?:use|stick\s+(?:to|with)|go\s+with)\s+[^,;]{1,60}?,?\s+not\s+\S"  # "use X instead of Y": a preference
-    r"|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
+    r"|^(?:(?:the\s+)?one\s+thing\s+(?:that\s+is|that'?s|is)\s+)?non-?negotiable\s*:\s*\S|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
     r"|\b(?:nothing|nobody|no\s+one)\s+else\s+(?:touches|writes|reads|uses|calls|should|may|can)\b"
     r"|\bgo(?:es)?\s+through\s+.{1,40}\bonly\b"
     r"|\b(?:is|are)\s+(?:mandatory|required|compulsory|forbidden|banned|not\s+allowed|disallowed)\b"
