@@ -24,6 +24,8 @@ from kairosd.consolidation.noise import refused
         ("If the holdout MAPE would be above 15%, we would need to retrain with more features.", "hypothetical"),
         ("the docs say always call close() first", "reported"),
         ("someone on slack said never deploy on fridays", "reported"),
+        ("Someone in the community said we should always pin exact SDK versions in samples.", "reported"),
+        ("a guy at work says never use orms", "reported"),
         ("the reviewer wrote that we must never use print", "reported"),
         ("my colleague thinks we should use poetry", "reported"),
         ("according to the linter we should use const instead of let", "reported"),
@@ -86,6 +88,7 @@ def test_a_hypothetical_todo_or_fact_is_refused_and_a_plain_one_is_not() -> None
         "+ timeout = 30  // never more than 30",
         "# TODO: make configurable later",
         '      ^--^ SC2115: Use "${var:?}" to ensure this never expands to /* .',
+        "## Follow-up",  # a markdown heading titles what follows
     ],
 )
 def test_a_linters_code_a_compilers_help_and_a_diffs_code_line_are_pasted(line: str) -> None:

@@ -38,6 +38,8 @@ _LOG_CHARS = frozenset(":[(=$|│┃>#")
 _LOG_WORD = re.compile(
     r"WARN|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE|FAILED|PASSED|XFAIL|SKIPPED|E  |npm |yarn |pnpm |[-*]{4}"
 )
+# A markdown heading ("## Follow-up") titles what follows; it says nothing for the board itself.
+_HEADING = re.compile(r"^#{1,6}\s+\S")
 # A diff's or a source file's line: "- retries = 3  # always 3", "+ x = never_retry()  // ...".
 _CODE_LINE = re.compile(r"^\s*[+-]\s*[\w.\[\]]+\s*[+*/-]?=\s*\S.*\s(?:#|//)\s|^\s*(?:#|//)\s*(?:TODO|FIXME|XXX)\b")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+")
@@ -106,7 +108,7 @@ def typed_lines(text: str) -> list[str]:
             pasted.append(True)
             continue
         # a quoted reply, or a markdown code block (indented four spaces or a tab): not typed prose
-        quoted = line.lstrip().startswith(">") or line.startswith(("    ", "\t"))
+        quoted = line.lstrip().startswith(">") or line.startswith(("    ", "\t")) or _HEADING.match(line) is not None
         pasted.append(fenced or quoted or is_log_line(line) or _CODE_LINE.match(line) is not None)
     kept = []
     for index, line in enumerate(lines):

@@ -56,7 +56,8 @@ _REPORTED = re.compile(
     _OPENER
     + r"(?:(?:the|a|an|this|that|my|our|some|one|another)\s+)?(?:[\w-]+\s+){0,2}?"
     + _SOURCE
-    + r"(?:\s+(?:on|in|from)\s+[\w#.-]+)?\s+(?:said|says|say|wrote|writes|write|thinks?|suggest(?:s|ed)?|"
+    + r"(?:\s+(?:on|in|from|at)\s+(?:the\s+|our\s+|my\s+)?[\w#.-]+)?"
+    r"\s+(?:said|says|say|wrote|writes|write|thinks?|suggest(?:s|ed)?|"
     r"recommend(?:s|ed)?|claims?|claimed|told\s+(?:me|us)|mentioned|commented|proposed|argued|insists?|"
     r"complains?|complained)\b"
     r"|^according\s+to\b"
