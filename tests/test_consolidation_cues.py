@@ -643,3 +643,23 @@ def test_documented_rotated_and_cleaned_up_say_done(typed: str) -> None:
 )
 def test_principles_from_the_thirty_fourth_to_thirty_sixth_writers(typed: str, kinds: list[str]) -> None:
     assert [kind for kind, _ in _kinds(typed)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("typed", "kinds"),
+    [
+        ("action item: add cpu requests to the checkout deployment", ["todo"]),
+        ("the payment provider's status page is status.payco.com", ["fact"]),
+        ("We're moving the MSRV to 1.78 for the new let-else in the compaction code.", ["decision"]),
+        ("Please put the partial refunds topic in the backlog, is complicated.", ["todo"]),
+        ("For the admin, every destructive action needs a confirmation dialog.", ["rule"]),
+    ],
+)
+def test_principles_from_the_fortieth_to_forty_second_writers(typed: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == kinds
+
+
+def test_implemented_says_done() -> None:
+    said = read("Partial refunds are implemented, finally!", after_agent=True, first=True)
+    assert said is not None
+    assert said.action == "close"

@@ -163,7 +163,7 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|updated|migrated|complete|completed|shipped|landed|closed|gone|live|"
-    r"rotated|renewed|cleaned\s+up|removed|archived|"
+    r"rotated|renewed|cleaned\s+up|removed|archived|implemented|"
     r"checked|handled|approved|released|out)\b(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
     r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
@@ -210,7 +210,8 @@ _DECISION = re.compile(
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
     r"|^change\s+of\s+heart\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
-    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|\band\s+(?:decided|agreed)\s+"
+    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b"
+    r"|\b(?:we'?re|we\s+are)\s+(?:moving|bumping|raising|upgrading)\s+(?:the\s+|our\s+)?[\w.-]+\s+to\s+v?\d|\band\s+(?:decided|agreed)\s+"
     r"(?:to|on|that)\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
     _I,
 )
@@ -231,7 +232,8 @@ _TODO = re.compile(
     r"|^(?:we|i)\s+(?:need\s+to|have\s+to|must|should)\s+\w.{3,80}\bbefore\s+(?:the\s+)?(?:next\s+)?(?:release|launch|"
     r"deadline|demo|cutover|freeze|go-?live)\b|\b(?:i|we)\s+(?:need|have|got)\s+to\s+remember\s+to\b"
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
-    r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
+    r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+(?:on|in)\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
+    r"|^(?:post-?mortem\s+)?action\s+items?\s*:\s*\S"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
     _I,
 )
@@ -248,7 +250,8 @@ _RULE = re.compile(
 # Rules with no rule word: the shapes people use for standing instructions.
 _RULE_PLAIN = re.compile(
     r"^(?:we|i)\s+(?:only\s+)?use\s+[^,.;]{1,40}?,?\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
-    r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,5}?(?:should|must|shall|needs?|has\s+to|have\s+to|gets?)\b"
+    r"|^(?:(?:for|in)\s+(?:the\s+|our\s+)?[\w-]+(?:\s+[\w-]+)?,\s+)?(?:new|all|every|each)\s+(?:\S+\s+){0,5}?"
+    r"(?:should|must|shall|needs?|has\s+to|have\s+to|gets?)\b"
     r"|\bmake\s+it\s+a\s+rule\b|\bas\s+a\s+rule\b|\bhouse\s+rule\b"
     r"|^no\s+.{3,60}[.;,]\s+\S+(?:\s+\S+){0,3}\s+only[.!]*$"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
@@ -325,7 +328,8 @@ _FACT = re.compile(
     r"|\bgo(?:es)?\s+(?:in|into)\s+(?:the\s+)?[\w/-]*[._/][\w./-]*\w|\b(?:build|builds|built|compiled?)\s+with\s+\S+\s+v?\d"
     r"|\b(?:is|are)\s+registered\s+(?:in|with|at)\s+\S|\bat\s+[\w-]+(?:\.[\w-]+)+:\d{2,5}\b|\bchanged\s+to\s+\S"
     r"|\bbehind\s+(?:the\s+)?[\w.-]*[_\d][\w.-]*\b|\b(?:is|are)\s+(?:a|an)\s+(?:string|int|integer|float|uuid|bool|boolean|"
-    r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
+    r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})"
+    r"|\b(?:is|are)\s+(?:now\s+)?[\w-]+(?:\.[\w-]+)*\.(?:com|io|dev|net|org|internal|local|app|cloud|tech|ai)\b",
     _I,
 )
 # "the module path is github.com/acme/billing", "our SDK package on PyPI is acme-sdk": a name's value.
@@ -395,7 +399,7 @@ done fixed finished sorted resolved merged documented migrated complete complete
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented updated migrated complete completed
-shipped rotated renewed cleaned removed archived
+shipped rotated renewed cleaned removed archived implemented
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place"""
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
