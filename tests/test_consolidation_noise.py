@@ -211,3 +211,12 @@ def test_rules_near_task_orders_and_reviews_stay(typed: str) -> None:
 def test_a_context_list_item_about_the_work_at_hand_is_refused() -> None:
     typed = "ctx:\n- the bug is in src/cart/total.ts\n- msrv 1.70\n- my laptop is on macos 14"
     assert [s.text for s in signals(typed, True)] == ["Msrv 1.70"]
+
+
+def test_a_user_storys_musts_are_what_to_build_not_rules() -> None:
+    story = "User story: as a guest I want to cancel my booking. The button should be red and it must show the refund."
+    assert signals(story, True) == ()
+    # a standing word in the story is still a rule; the same "must" outside a story is one too
+    told = "As an admin I want to export bookings. The export must be CSV. From now on every export goes through jobs."
+    assert [s.kind for s in signals(told, True)] == ["rule"]
+    assert [s.kind for s in signals("The export must be CSV.", True)] == ["rule"]

@@ -10,6 +10,8 @@ What it looks for, in what the person typed (human user turns only: an agent's e
   correction, decision, todo, fact, or a to-do said done (a ``close`` candidate);
 - the items of a context list the person typed ("ctx:" then "- msrv 1.70") are facts, unless
   one asks, orders or hedges (:func:`.cues.context_item`);
+- a turn that opens as a user story ("User story: ...", "As a guest I want ...") asks for a
+  feature: its "should" and "must" are what to build, not rules, unless one says "from now on";
 - here, two sentences read together: "put that on the list" is a to-do about the sentence before,
   "so that's done" closes what the sentence before named, and "could you not use X? Use Y." is
   one rule;
@@ -96,6 +98,12 @@ _STRESS = re.compile(
     r"^(?:no\s+exceptions|zero\s+exceptions|period|full\s+stop|non-?negotiable|always|every\s+time|without\s+exception)[.!]*$",
     re.IGNORECASE,
 )
+# A turn that opens as a user story asks for a feature: its "should" and "must" are what to build.
+_STORY = re.compile(
+    r"^(?:user\s+story\b|as\s+an?\s+[\w-]+(?:\s+[\w-]+)?,?\s+i\s+(?:want|need|would\s+like)\b)", re.IGNORECASE
+)
+_ORDERS = frozenset({"rule", "preference", "correction"})
+_FOR_GOOD = re.compile(r"\b(?:from\s+now\s+on|going\s+forward|always|never|every\s+time|whenever)\b", re.IGNORECASE)
 _USE_NEXT = re.compile(r"^use\s+\S+(?:\s+\S+){0,5}[.!]?$", re.IGNORECASE)
 
 _TRIVIAL_COMMANDS = frozenset(
@@ -131,7 +139,9 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     previous: str | None = None
     previous_signal: Signal | None = None
     listed = context_items(text) if ":" in text else {}
-    for index, sentence in enumerate(_headed(sentences(text))):
+    typed = _headed(sentences(text))
+    story = bool(typed) and _STORY.match(typed[0]) is not None
+    for index, sentence in enumerate(typed):
         if previous is not None and len(sentence) < 30 and _STRESS.match(sentence):
             # "Code review SLA is 24 hours. No exceptions.": the sentence before is a rule
             said = f"{previous.rstrip('.!')}. {sentence}"
@@ -162,6 +172,8 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             found[-1] = previous_signal = Signal("rule", f"{previous_signal.text.rstrip('.!')}. {sentence}")
             previous = sentence
             continue
+        if story and signal is not None and signal.kind in _ORDERS and not _FOR_GOOD.search(sentence):
+            signal = None  # "User story: ... The button should be red": what to build now, not a rule
         if signal is not None and signal.action == "close" and previous is not None and not _NAMES.search(signal.text):
             # "got read access today!! so that's done": what is done is the sentence before
             signal = Signal("todo", f"{previous} {signal.text}", "close")
