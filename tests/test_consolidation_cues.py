@@ -659,7 +659,16 @@ def test_principles_from_the_fortieth_to_forty_second_writers(typed: str, kinds:
     assert [kind for kind, _ in _kinds(typed)] == kinds
 
 
-def test_implemented_says_done() -> None:
-    said = read("Partial refunds are implemented, finally!", after_agent=True, first=True)
+@pytest.mark.parametrize(
+    "typed", ["Partial refunds are implemented, finally!", "Lock screen widgets are shipped in 2.1 beta."]
+)
+def test_implemented_and_shipped_in_a_version_say_done(typed: str) -> None:
+    said = read(typed, after_agent=True, first=True)
     assert said is not None
     assert said.action == "close"
+
+
+def test_written_in_a_language_is_still_a_fact() -> None:
+    said = read("the api is written in go 1.22", after_agent=True, first=True)
+    assert said is not None
+    assert (said.kind, said.action) == ("fact", "add")

@@ -26,6 +26,7 @@ from kairosd.consolidation.noise import refused
         ("someone on slack said never deploy on fridays", "reported"),
         ("Someone in the community said we should always pin exact SDK versions in samples.", "reported"),
         ("a guy at work says never use orms", "reported"),
+        ("My friend says I should never store passwords in plain text lol", "reported"),
         ("the reviewer wrote that we must never use print", "reported"),
         ("my colleague thinks we should use poetry", "reported"),
         ("according to the linter we should use const instead of let", "reported"),

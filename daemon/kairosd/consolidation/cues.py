@@ -169,6 +169,7 @@ _DONE = re.compile(
     r"(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
+    r"|\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:shipped|released|landed|merged|out)\s+in\s+v?\d"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?(?:documented\s+)?in\s+the\s+(?:wiki|docs|readme)\b",
     _I,

@@ -49,7 +49,8 @@ _HYPOTHETICAL = re.compile(
 )
 _SOURCE = (
     r"(?:docs?|documentation|readme|man\s+page|linter|compiler|warning|error|log|logs|output|message|tool|ci|bot|"
-    r"reviewer|someone|somebody|people|colleague|coworker|co-worker|teammate|intern|chatgpt|gpt|copilot|"
+    r"reviewer|someone|somebody|people|colleague|coworker|co-worker|teammate|intern|friend|buddy|classmate|chatgpt|gpt|"
+    r"copilot|"
     r"stack\s*overflow|blog(?:\s+post)?|article|tutorial|internet|guy|person|thread|comment)"
 )
 _REPORTED = re.compile(
