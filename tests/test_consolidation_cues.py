@@ -653,6 +653,7 @@ def test_principles_from_the_thirty_fourth_to_thirty_sixth_writers(typed: str, k
         ("We're moving the MSRV to 1.78 for the new let-else in the compaction code.", ["decision"]),
         ("Please put the partial refunds topic in the backlog, is complicated.", ["todo"]),
         ("For the admin, every destructive action needs a confirmation dialog.", ["rule"]),
+        ("Team convention, for good: money math uses Decimal end to end.", ["rule"]),
     ],
 )
 def test_principles_from_the_fortieth_to_forty_second_writers(typed: str, kinds: list[str]) -> None:

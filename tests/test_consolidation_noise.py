@@ -90,6 +90,7 @@ def test_a_hypothetical_todo_or_fact_is_refused_and_a_plain_one_is_not() -> None
         "# TODO: make configurable later",
         '      ^--^ SC2115: Use "${var:?}" to ensure this never expands to /* .',
         "## Follow-up",  # a markdown heading titles what follows
+        "PHP Deprecated:  Creation of dynamic property WC_Cart::$foo is deprecated in /x/functions.php on line 88",
     ],
 )
 def test_a_linters_code_a_compilers_help_and_a_diffs_code_line_are_pasted(line: str) -> None:
@@ -128,6 +129,7 @@ def test_a_line_with_pasted_lines_on_both_sides_is_pasted() -> None:
         ("fyi the build is green now", "fact", "transient"),
         ("btw the tests are passing", "fact", "transient"),
         ("todo: check this", "todo", "says nothing"),
+        ("Just an idea for later.", "todo", "says nothing"),
         ("you should never have deleted that file", "rule", "observation"),
         ("you must have missed the second test", "rule", "observation"),
         ("you never told me about that flag", "rule", "observation"),

@@ -59,12 +59,12 @@ def figures() -> Figures:
 
 def test_the_tuned_figures_hold(figures: Figures) -> None:
     assert figures.precision >= 0.97, figures.false
-    # 0.89 (657/736) today: the 21 writers w-train-25..45 were added blind, their misses left in
-    assert figures.recall >= 0.88, figures.missed
-    # 0.86 (82/95) today: the blind writers w-train-25..42 brought replacements supersede.py does not
+    # 0.88 (675/764) today: the 24 writers w-train-25..48 were added blind, their misses left in
+    assert figures.recall >= 0.87, figures.missed
+    # 0.85 (82/96) today: the blind writers w-train-25..48 brought replacements supersede.py does not
     # apply yet (w-train-32's "it's qa2.shop.test now"), left in for whoever works on replacements
-    assert figures.replacements >= 0.85, figures.not_replaced
-    # 0.88 (69/78) today, with the blind writers' "Admin UI has the CSP header now", "I learned
+    assert figures.replacements >= 0.84, figures.not_replaced
+    # 0.88 (71/81) today, with the blind writers' "Admin UI has the CSP header now", "I learned
     # flask-migrate yesterday" left in
     assert figures.closes >= 0.86, figures.not_replaced
     assert figures.wrong_closes == 0

@@ -26,6 +26,7 @@ _LOG_START = re.compile(
     r"|\[(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL)\]|##\[\w+\]|\(!\)\s"
     r"|\s*\^[-~^]*(?:\s|$)"  # the caret under the code a compiler or shellcheck points at: "  ^--^ SC2115: ..."
     r"|(?:warning|error|fatal|hint|help)(?:\[[\w-]+\])?:\s"  # compilers: "warning: unused ...", "error[E0308]:"
+    r"|PHP\s+(?:Deprecated|Notice|Warning|Fatal\s+error|Parse\s+error|Stack\s+trace):"  # PHP's own log lines
     r"|\w[\w./\\-]*\.(?:py|pyi|js|jsx|ts|tsx|mjs|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh|ya?ml"
     r"|toml|json|css|scss|sql|tf|md)(?::\d+){1,2}\b"  # "app/x.py:12:5: UP006 ..."
     r"|\d+:\d+\s+(?:error|warning|warn)\b"  # eslint's "12:3  warning  ..."

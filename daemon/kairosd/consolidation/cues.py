@@ -272,7 +272,8 @@ _RULE_PLAIN = re.compile(
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
     r"|^(?:(?:a|one|our|the)\s+)?(?:(?:team|general|project|repo|standing)\s+)?(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?|"
     r"(?:security\s+)?polic(?:y|ies))"
-    r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
+    r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?(?:,?\s+(?:for\s+good|going\s+forward|from\s+now\s+on))?\s*:\s*\S"
+    r"|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
     r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
     r"|^(?:use|stick\s+(?:to|with)|go\s+with)\s+[^,;]{1,60}?,?\s+not\s+\S"  # "use X instead of Y": a preference
     r"|^(?:(?:the\s+)?one\s+thing\s+(?:that\s+is|that'?s|is)\s+)?non-?negotiable\s*:\s*\S|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"

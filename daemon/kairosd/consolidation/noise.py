@@ -150,7 +150,8 @@ _TRANSIENT = re.compile(
     _I,
 )
 _EMPTY_TODO = frozenset(
-    "todo fixme this that these those it them check look fix later the and for into thing things stuff".split()  # noqa: SIM905
+    "todo fixme this that these those it them check look fix later the and for into thing things stuff just "  # noqa: SIM905
+    "idea ideas maybe something thought some day someday".split()
 )
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]{2,}", _I)
 
@@ -167,7 +168,7 @@ def refused(sentence: str, kind: str) -> str | None:
             return "one-off"  # "in this cell use a log scale": an order about the code at hand
         return "transient" if _TRANSIENT.search(sentence) else None
     if kind == "todo":
-        named = [w for w in _WORD.findall(sentence.lower()) if w not in _EMPTY_TODO]
+        named = [w for w in _WORD.findall(sentence.lower()) if w.rstrip(".-") not in _EMPTY_TODO]
         return "says nothing" if not named else None
     if _REVIEW.match(sentence):
         return "review"
