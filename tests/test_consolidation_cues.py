@@ -673,3 +673,9 @@ def test_written_in_a_language_is_still_a_fact() -> None:
     said = read("the api is written in go 1.22", after_agent=True, first=True)
     assert said is not None
     assert (said.kind, said.action) == ("fact", "add")
+
+
+def test_the_outcome_of_a_meeting_is_a_decision_and_todays_stays_a_possessive() -> None:
+    said = _kinds("Outcome of today's planning: the standup bot is frozen, no new features this quarter.")
+    assert [kind for kind, _ in said] == ["decision"]
+    assert said[0][1].startswith(f"Outcome of {ANCHOR.date().isoformat()}'s planning:")

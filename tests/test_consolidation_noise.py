@@ -223,3 +223,31 @@ def test_a_user_storys_musts_are_what_to_build_not_rules() -> None:
     told = "As an admin I want to export bookings. The export must be CSV. From now on every export goes through jobs."
     assert [s.kind for s in signals(told, True)] == ["rule"]
     assert [s.kind for s in signals("The export must be CSV.", True)] == ["rule"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind", "why"),
+    [
+        ("Let's go with your first proposal for the dedupe.", "decision", "one-off"),  # a full stop names nothing
+        ("ok go with that one.", "decision", "one-off"),
+        ("Rhetorical question, don't answer.", "rule", "one-off"),
+    ],
+)
+def test_w_train_49_to_51s_blind_false_entries_are_refused(sentence: str, kind: str, why: str) -> None:
+    assert refused(sentence, kind) == why
+    assert signals(sentence, True) == ()
+
+
+def test_prefer_that_opening_a_clause_is_no_pick() -> None:
+    assert refused("I would prefer that you cite the file and line for every finding.", "preference") is None
+
+
+def test_an_indented_block_and_a_pasted_ticket_are_pasted() -> None:
+    config = "show run excerpt:\ninterface Gi1/0/1\n description uplink - never shut this\n switchport mode trunk"
+    assert signals(config, True) == ()
+    ticket = "From Jira:\nSummary: duplicate posts\nDescription: The bot should never post twice.\nPriority: High"
+    assert signals(ticket, True) == ()
+    # a nested list is a list, and one "Description:" line typed alone is the person's
+    nested = "ctx:\n- db is postgres 15\n  - on rds\n- queue is sqs"
+    assert [s.text for s in signals(nested, True)] == ["Db is postgres 15", "On rds", "Queue is sqs"]
+    assert typed_lines("Description: we never deploy on fridays") == ["Description: we never deploy on fridays"]

@@ -1,11 +1,13 @@
 """What a person wrote in a turn, as sentences: pasted logs, code and quoted tool output left out.
 
-A typed turn mixes what the person says with what they paste: fenced code, stack traces,
-compiler and linter lines, CI annotations, shell prompts, quoted replies. Those carry the words
-of rules ("later", "use X instead of Y", "always") without being the person's words, so they go
-before anything is classified; so does a line with pasted lines on both sides (a program's line
-that no pattern here knows, inside a paste). What remains is split into sentences, also where a
-lower-case writer starts the next sentence without a capital ("ok looks sane. next: dont ever ...").
+A typed turn mixes what the person says with what they paste: fenced code, stack traces, compiler
+and linter lines, CI annotations, shell prompts, quoted replies. Those carry the words of rules
+("later", "use X instead of Y", "always") without being the person's words, so they go before
+anything is classified; so does a line with pasted lines on both sides (a program's line that no
+pattern here knows, inside a paste), a run of indented lines that is no list (a config, an output
+block) and the fields of a ticket pasted from a tracker ("Summary:", "Description:"). What remains
+is split into sentences, also where a lower-case writer starts the next sentence without a capital
+("ok looks sane. next: dont ever ...").
 
 Pure: no I/O; must not import the board or the extractor.
 """
@@ -38,6 +40,11 @@ _LOG_ANYWHERE = re.compile(r"Traceback \(most recent call last\)|\blevel=\w+|\bt
 _LOG_CHARS = frozenset(":[(=$|│┃>#")
 _LOG_WORD = re.compile(
     r"WARN|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE|FAILED|PASSED|XFAIL|SKIPPED|E  |npm |yarn |pnpm |[-*]{4}"
+)
+_TICKET_FIELD = re.compile(
+    r"^\s*(?:summary|description|priority|severity|status|assignee|reporter|labels?|components?|repro|"
+    r"steps\s+to\s+reproduce|expected(?:\s+result)?|actual(?:\s+result)?|environment|resolution|fix\s+versions?)\s*:\s",
+    re.IGNORECASE,
 )
 # A markdown heading ("## Follow-up") titles what follows; it says nothing for the board itself.
 _HEADING = re.compile(r"^#{1,6}\s+\S")
@@ -111,6 +118,15 @@ def typed_lines(text: str) -> list[str]:
         # a quoted reply, or a markdown code block (indented four spaces or a tab): not typed prose
         quoted = line.lstrip().startswith(">") or line.startswith(("    ", "\t")) or _HEADING.match(line) is not None
         pasted.append(fenced or quoted or is_log_line(line) or _CODE_LINE.match(line) is not None)
+    # a run of indented lines that are not a list (a config, an output block) is pasted
+    indented = [line[:1] == " " and not _BULLET.match(line) for line in lines]
+    for index in range(len(lines)):
+        beside = (index > 0 and indented[index - 1]) or (index + 1 < len(lines) and indented[index + 1])
+        if indented[index] and beside:
+            pasted[index] = True
+    # a ticket pasted from a tracker ("Summary: ...", "Description: ...", "Priority: High")
+    if sum(_TICKET_FIELD.match(line) is not None for line in lines) >= 2:
+        pasted = [was or _TICKET_FIELD.match(line) is not None for was, line in zip(pasted, lines, strict=True)]
     kept = []
     for index, line in enumerate(lines):
         if pasted[index] or (0 < index < len(lines) - 1 and pasted[index - 1] and pasted[index + 1]):

@@ -204,7 +204,7 @@ _POLITE_TODO = re.compile(
 
 # ---- decisions, to-dos, rules, preferences ---------------------------------------------------
 _DECISION = re.compile(
-    r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
+    r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:the\s+)?outcomes?\s+of\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
     r"(?:decided|agreed)\b|^(?:new\s+)?decision\b[^:]{0,50}:|^(?:a\s+)?(?:change\s+of\s+plans?|new\s+plan|plan\s+change)\b|\b(?:is|are)\s+(?:now\s+)?(?:in|out\s+of)\s+scope\b"
     r"|\b(?:we'?re|we\s+are)\s+(?:going\s+with|switching\s+to|moving\s+to|standardi[sz]ing\s+on)\b"
     r"|\b(?:let'?s|we'?ll|we\s+will|i'?ll)\s+(?:go\s+with|use|stick\s+with|switch\s+to|adopt)\b"
@@ -398,6 +398,7 @@ exceptions targets target targeting deploys deploy build builds id landing truth
 routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
 capped limited cut anymore possible front via release launch deadline scope loaded fetched sourced synced imported
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
+outcome outcomes
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented updated migrated complete completed
@@ -420,7 +421,7 @@ _NEEDS = {
     "decision": _needs(
         "decided agreed decision change plan plans new let lets ll will go going switching moving standardising scope "
         "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
-        "killing moved switched migrated"
+        "killing moved switched migrated outcome outcomes"
     ),
     "vague": _needs("later next follow followup point someday some eventually"),
     "preference": _needs("prefer rather like instead over"),

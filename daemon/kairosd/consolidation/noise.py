@@ -26,6 +26,7 @@ cue they carry (precision first; a missed entry is only missing):
   sundays, weird" ("the frontend never talks to the db" says how the system is, and is kept);
 - **for now**: "don't commit yet", "don't push until I say", "I'll use my own token for now" (a
   fact that holds for now, "Spring Boot is at 3.2.4 for now", is still the project's state);
+- **this conversation**: "Rhetorical question, don't answer.";
 - **a choice among what the agent offered**: "let's go with your second suggestion", "I prefer the
   other one", unless it names what it chose ("go with catboost instead of lightgbm");
 - **the work at hand as a fact**: "the bug is in src/x.ts", "my laptop is on macos 14", "the build
@@ -122,16 +123,20 @@ _COUNTERFACTUAL = re.compile(
     r"no\s+idea\s+why|wtf|lol|somehow)\b",
     _I,
 )
+# About this conversation, not the project: "Rhetorical question, don't answer."
+_THIS_TALK = re.compile(r"\b(?:don'?t|do\s+not|no\s+need\s+to)\s+(?:answer|reply|respond)\b|\brhetorical\b", _I)
 # Until when it holds says it is not standing: "don't commit yet", "I'll use my own token for now".
 _FOR_NOW = re.compile(
-    r"\b(?:yet|for\s+now|for\s+the\s+moment|today|tonight|this\s+(?:afternoon|morning|evening)|"
+    r"\b(?:yet|for\s+now|for\s+the\s+moment|today(?!'s)|tonight|this\s+(?:afternoon|morning|evening)|"
     r"until\s+(?:i|we|you)\s+(?:say|tell|confirm|check|review|approve)\w*|until\s+(?:tomorrow|later|monday|next\s+week))\b"
     r"|^(?:please\s+)?make\s+sure\s+(?:it|this|that|they)\b",
     _I,
 )
 # A choice among what the agent offered: "let's go with your second suggestion", "I prefer the other one".
 _THAT_ONE = re.compile(
-    r"\b(?:use|go\s+with|going\s+with|stick\s+with|switch(?:ing)?\s+to|prefer|take|pick)\s+(?:that|this|it|those|these|"
+    r"\b(?:use|go\s+with|going\s+with|stick\s+with|switch(?:ing)?\s+to|prefer|take|pick)\s+(?:(?:that|this|it|those|these)"
+    # "prefer that you cite ..." opens a clause; "let's use that" / "use that one" points at something
+    r"(?=\s*(?:[.!?,;]|$|one\b|approach\b|option\b|version\b|way\b|fix\b|solution\b|idea\b|proposal\b))|"
     r"yours|your\s+\w+|the\s+(?:other|same|second|first|last|previous|latter|former|\w+\s+one)\b|option\s+\w+)",
     _I,
 )
@@ -178,8 +183,11 @@ def refused(sentence: str, kind: str) -> str | None:
         return "observation"
     if _FOR_NOW.search(sentence):
         return "for now"
+    if _THIS_TALK.search(sentence):
+        return "one-off"
     picked = _THAT_ONE.search(sentence)
-    if picked is not None and not _NAMES_A_THING.search(sentence[: picked.start()] + sentence[picked.end() :]):
+    rest = (sentence[: picked.start()] + sentence[picked.end() :]).rstrip(".!?") if picked is not None else ""
+    if picked is not None and not _NAMES_A_THING.search(rest):
         return "one-off"
     for match in _OBSERVATION.finditer(sentence):
         said = match.group("before") or ""
