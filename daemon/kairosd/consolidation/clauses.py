@@ -23,7 +23,8 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 # A line that a program printed, not a person: each alternative is a shape tools print in. Most
 # are anchored at the line's start (tried there only, with ``match``); a few may come anywhere.
 _LOG_START = re.compile(
-    r"\s*(?:File \"|at \S+\(|\$ |>>> |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|[WEIF]\d{4} \d\d:\d\d"
+    r"\s*(?:\[\d{1,2}:\d\d(?::\d\d)?(?:\s*[AaPp][Mm])?\]\s"  # a chat log's "[10:42] Priya: ..."
+    r"|File \"|at \S+\(|\$ |>>> |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|[WEIF]\d{4} \d\d:\d\d"
     r"|(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE)\b[:\]\s-]"
     r"|\[(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL)\]|##\[\w+\]|\(!\)\s"
     r"|\s*\^[-~^]*(?:\s|$)"  # the caret under the code a compiler or shellcheck points at: "  ^--^ SC2115: ..."

@@ -181,7 +181,10 @@ def refused(sentence: str, kind: str) -> str | None:
         return "task"
     if _COUNTERFACTUAL.search(sentence):
         return "observation"
-    if _FOR_NOW.search(sentence):
+    # "owner is required, lifecycle optional for now": a last clause for now qualifies only itself
+    # (after a clause of its own: "ok, don't commit yet" is for now)
+    head, _, last = sentence.rpartition(", ")
+    if _FOR_NOW.search(head if last and len(head.split()) >= 3 else sentence):
         return "for now"
     if _THIS_TALK.search(sentence):
         return "one-off"
