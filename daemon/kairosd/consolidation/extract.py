@@ -23,9 +23,9 @@ What it looks for, in what the person typed (human user turns only: an agent's e
   other people's and tools' words, observations, one-offs about the code at hand, task orders,
   review comments, a pick among the agent's options, the state of the work at hand.
 
-Why patterns and not a trained classifier (tests/consolidation_corpus/train_classifier.py, 45
+Why patterns and not a trained classifier (tests/consolidation_corpus/train_classifier.py, 54
 train writers): leave-one-writer-out, a naive Bayes classifier alone has precision 0.86 and recall
-0.63; as a gate on the cues it keeps their precision and loses a fifth of their recall. Trained
+0.64; as a gate on the cues it keeps their precision and loses a fifth of their recall. Trained
 only on the writers before each (so each is unseen, as the cues were the day it was written), it
 has precision 0.80 on w-train-25..48 where the cues had 0.92, at the same recall (0.67). On
 sentences written outside the corpus, of the 4 noise sentences (of 83) the cues keep, its gate
