@@ -583,3 +583,99 @@ def test_in_scope_after_out_of_scope_and_dropping_replace(store: BoardStore) -> 
         ("We're dropping magic links, passwords plus Google SSO instead.",),
     )
     assert board == ["We're dropping magic links, passwords plus Google SSO instead."]
+
+
+@pytest.mark.parametrize(
+    ("typed", "kinds"),
+    [
+        ("Do not forget to update the operator manual before the next production run.", ["todo"]),
+        ("Team rule: no new Java files, Kotlin only.", ["rule"]),
+        ("A general rule for this codebase: no dynamic allocation after the scheduler starts.", ["rule"]),
+        ("ok so context: charts are recharts, state is zustand", ["fact"]),
+        ("The feature flags come from ConfigCat.", ["fact"]),
+        ("The jig is on firmware 2.5.0 since yesterday, the vendor shipped a fix.", ["fact"]),
+        ("Context for today:\n- app is Kotlin, minSdk 26\n- DI is Koin", ["fact", "fact"]),
+        ("I think the jig was on firmware 2.5.0 yesterday", []),  # unsure, and an event
+    ],
+)
+def test_principles_from_the_twenty_eighth_to_thirtieth_writers(typed: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == kinds
+
+
+def test_has_been_updated_closes_the_todo(store: BoardStore) -> None:
+    store.merge("p", _session("Don't forget to update the operator manual."))
+    store.merge("p", _session("The operator manual has been updated.", day=1))
+    assert [e.text for e in store.load("p").entries if e.kind == "todo"] == []
+
+
+@pytest.mark.parametrize(
+    ("typed", "kinds"),
+    [
+        ("thats from staging, look at main.go:42", []),  # a pronoun without its apostrophe names nothing
+        ("Please keep the raw k6 JSON output of every run in results/.", []),  # an order is no fact
+        ("Our test environment is qa.shop.test and it is reset every night at 01:00.", ["fact"]),
+        ("The threshold should be 350 ms for this run only.", []),
+    ],
+)
+def test_principles_from_the_thirty_first_to_thirty_third_writers(typed: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == kinds
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["The new DAG is documented in the wiki.", "The ConfigCat SDK key is rotated.", "old cron entries are cleaned up"],
+)
+def test_documented_rotated_and_cleaned_up_say_done(typed: str) -> None:
+    said = read(typed, after_agent=True, first=True)
+    assert said is not None
+    assert said.action == "close"
+
+
+@pytest.mark.parametrize(
+    ("typed", "kinds"),
+    [
+        ("Policy: all secrets come from Vault, nothing in env files.", ["rule"]),
+        ("One thing that is non-negotiable: every run config gets committed before the run starts.", ["rule"]),
+        ("Marta confirmed: yes every view needs a permission class", ["rule"]),
+        # a markdown code block (four spaces in) is pasted, whatever it says
+        ("semgrep:\n  jinja2.audit\n    You should always use Flask's render_template.\n\nfix the SQL one", []),
+    ],
+)
+def test_principles_from_the_thirty_fourth_to_thirty_sixth_writers(typed: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("typed", "kinds"),
+    [
+        ("action item: add cpu requests to the checkout deployment", ["todo"]),
+        ("the payment provider's status page is status.payco.com", ["fact"]),
+        ("We're moving the MSRV to 1.78 for the new let-else in the compaction code.", ["decision"]),
+        ("Please put the partial refunds topic in the backlog, is complicated.", ["todo"]),
+        ("For the admin, every destructive action needs a confirmation dialog.", ["rule"]),
+        ("Team convention, for good: money math uses Decimal end to end.", ["rule"]),
+    ],
+)
+def test_principles_from_the_fortieth_to_forty_second_writers(typed: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == kinds
+
+
+@pytest.mark.parametrize(
+    "typed", ["Partial refunds are implemented, finally!", "Lock screen widgets are shipped in 2.1 beta."]
+)
+def test_implemented_and_shipped_in_a_version_say_done(typed: str) -> None:
+    said = read(typed, after_agent=True, first=True)
+    assert said is not None
+    assert said.action == "close"
+
+
+def test_written_in_a_language_is_still_a_fact() -> None:
+    said = read("the api is written in go 1.22", after_agent=True, first=True)
+    assert said is not None
+    assert (said.kind, said.action) == ("fact", "add")
+
+
+def test_the_outcome_of_a_meeting_is_a_decision_and_todays_stays_a_possessive() -> None:
+    said = _kinds("Outcome of today's planning: the standup bot is frozen, no new features this quarter.")
+    assert [kind for kind, _ in said] == ["decision"]
+    assert said[0][1].startswith(f"Outcome of {ANCHOR.date().isoformat()}'s planning:")

@@ -5,6 +5,8 @@ project's context board (see :mod:`kairosd.consolidation.wiring` for how kairosd
                   transcript_model (shared types), transcript_tools and transcript_readers
     dates         relative dates to absolute ones (pure)
     extract       the offline consolidator: durable signals out of a transcript (pure)
+                  with clauses (typed vs pasted, sentences), cues (a sentence's kind) and noise
+                  (cue words that are no instruction: hypotheticals, others' words, one-offs)
     entries       what a board entry may be: kinds, one-line text, key, what is never stored (pure)
     board         the context board's store: entries, caps, pruning, history, superseded entries,
                   with board_model (its types and priorities, pure), board_render (the board as a

@@ -35,6 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kairosd.consolidation.noise import refused
+
 MIN_TEXT = 8
 
 
@@ -63,7 +65,7 @@ _LEAD = re.compile(
 # words relayed; what they say is read (a capitalised name, so "it says" is not one).
 _RELAYED = re.compile(
     r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
-    r"(?:said|says|told\s+(?:me|us)|confirmed|mentioned)(?:\s+that)?\s+(?=\w)"
+    r"(?:said|says|told\s+(?:me|us)|confirmed|mentioned)(?:\s+that|\s*:)?\s+(?:(?:yes|yeah|yep)[,!.]*\s+)?(?=\w)"
 )
 _WANTS = re.compile(
     r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
@@ -71,12 +73,13 @@ _WANTS = re.compile(
 )
 _RELAYING = frozenset(["said", "says", "told", "confirmed", "mentioned", "wants", "expects", "requires", "asks"])
 _NOTICE = re.compile(
-    r"^(?:\S+\s+)?(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
+    r"^(?:\S+\s+){0,2}(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
     r"just\s+so\s+you\s+know|let'?s\s+note|for\s+context|as\s+context)\b",
     _I,
 )
 _NOT_A_SUBJECT = re.compile(
-    r"^(?:i|i'?m|i'?ve|i'?d|you|you'?re|it|it'?s|its|this|that|these|those|there|here|he|she|they|what|why|how|when|"
+    r"^(?:i|i'?m|i'?ve|i'?d|you|you'?re|it|it'?s|its|this|that|that'?s|these|those|there|there'?s|here|here'?s|he|she|they|"
+    r"they'?re|what|what'?s|why|how|when|"
     r"where|who|which|can|could|should|would|will|do|does|did|is|are|was|were|let'?s|lets|pls|please|maybe|"
     r"perhaps|ok|okay|hmm+|so|just|if|and|but|or|then|also|now|well|yes|no|yeah|yep|nah|nope|lol|thanks|thx|ty|"
     r"sure|cool|great|nice|looks?|seems?|sounds?|not|any|some|one|idk|eh|ugh|huh|wow|anyway|still)\b",
@@ -98,6 +101,8 @@ _UPGRADED = re.compile(
 _SUPERSEDED_BY = re.compile(
     r"\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\s+\S", _I
 )
+# "since yesterday": when a change happened (a time word then says when, not that it is unsure).
+_SINCE_WHEN = re.compile(r"\bsince\s+(yesterday|last\s+time|earlier\s+today)\b", _I)
 _CHANGED_TO = re.compile(
     r"\b(?:bumped|upgraded|updated|downgraded|moved|migrated|switched|renamed|merged\s+the\s+upgrade|"
     r"the\s+(?:upgrade|migration|switch)\s+(?:went|is|was)\b)\b",
@@ -179,7 +184,8 @@ _IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 # ---- to-dos said done -----------------------------------------------------------------------
 _DONE = re.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
-    r"finished|sorted|resolved|merged|written|documented|migrated|complete|completed|shipped|landed|closed|gone|live|"
+    r"finished|sorted|resolved|merged|written|documented|updated|migrated|complete|completed|shipped|landed|closed|gone|live|"
+    r"rotated|renewed|cleaned\s+up|removed|archived|"
     r"checked|handled|approved|released|out|created|deployed|implemented|added|clarified|rolled\s+out|configured|"
     r"enabled|published|set\s+up)\b"
     r"(?:\s+and\s+(?:deployed|merged|released|shipped|tested))?"
@@ -190,8 +196,9 @@ _DONE = re.compile(
     r"|^(?:done|fixed|finished|shipped|closed|resolved|completed)\s*[:\u2013-]\s*\S"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)(?:\s+(?:it|that|them))?"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
+    r"|\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:shipped|released|landed|merged|out)\s+in\s+v?\d"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
-    r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?in\s+the\s+(?:wiki|docs|readme)\b"
+    r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?(?:documented\s+)?in\s+the\s+(?:wiki|docs|readme)\b"
     r"|\b(?:is|are)\s+(?:now\s+)?live\s+(?:in|on)\s+(?:production|prod)\b"
     r"|\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:taken\s+care\s+of|(?:documented|written\s+up)\s+in\s+"
     r"(?:the\s+)?(?:wiki|docs|readme|runbook|confluence|notion)\b)",
@@ -250,7 +257,7 @@ _POLITE_TODO = re.compile(
 
 # ---- decisions, to-dos, rules, preferences ---------------------------------------------------
 _DECISION = re.compile(
-    r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
+    r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:the\s+)?outcomes?\s+of\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
     r"(?:decided|agreed)\b|^(?:new\s+)?decision\b[^:]{0,50}:"
     r"|^no\s+more\s+[\w.-]+(?:\s+[\w.-]+)?[,;]\s+(?:now\s+)?we(?:'ve|\s+have|\s+did)?\s+\w"
     r"|^(?:we|i)(?:'re|\s+are)?\s+(?:upgrad(?:e|ing)|bump(?:ing)?|mov(?:e|ing)|switch(?:ing)?|"
@@ -260,7 +267,8 @@ _DECISION = re.compile(
     r"|^(?:let'?s\s+)?go\s+with\b|\b(?:we|i)(?:'ve|\s+have)?\s+(?:settled\s+on|chose|picked|went\s+with|opted\s+for)\b"
     r"|^change\s+of\s+heart\b|\bchanged\s+(?:my|our)\s+minds?\b|\bsigned\s+off\s+on\b|\b(?:is|are)\s+off\s+the\s+table\b"
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
-    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b|\band\s+(?:decided|agreed)\s+"
+    r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b"
+    r"|\b(?:we'?re|we\s+are)\s+(?:moving|bumping|raising|upgrading)\s+(?:the\s+|our\s+)?[\w.-]+\s+to\s+v?\d|\band\s+(?:decided|agreed)\s+"
     r"(?:to|on|that)\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
     _I,
 )
@@ -273,7 +281,7 @@ _CHANGED_FROM = re.compile(
 )
 _CHANGING = frozenset(["moved", "switched", "migrated", "moving", "switching", "migrating"])
 _TODO = re.compile(
-    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:don'?t\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:(?:don'?t|do\s+not)\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
     r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
@@ -281,7 +289,8 @@ _TODO = re.compile(
     r"|^(?:we|i)\s+(?:need\s+to|have\s+to|must|should)\s+\w.{3,80}\bbefore\s+(?:the\s+)?(?:next\s+)?(?:release|launch|"
     r"deadline|demo|cutover|freeze|go-?live)\b|\b(?:i|we)\s+(?:need|have|got)\s+to\s+remember\s+to\b"
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
-    r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
+    r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+(?:on|in)\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
+    r"|^(?:post-?mortem\s+)?action\s+items?\s*:\s*\S"
     r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
     _I,
 )
@@ -301,7 +310,8 @@ _RULE = re.compile(
 # Rules with no rule word: the shapes people use for standing instructions.
 _RULE_PLAIN = re.compile(
     r"^(?:we|i)\s+(?:only\s+)?use\s+[^,.;]{1,40}?,?\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
-    r"|^(?:new|all|every|each)\s+(?:\S+\s+){0,5}?(?:should|must|shall|needs?|has\s+to|have\s+to|gets?)\b"
+    r"|^(?:(?:for|in)\s+(?:the\s+|our\s+)?[\w-]+(?:\s+[\w-]+)?,\s+)?(?:new|all|every|each)\s+(?:\S+\s+){0,5}?"
+    r"(?:should|must|shall|needs?|has\s+to|have\s+to|gets?)\b"
     r"|\bmake\s+it\s+a\s+rule\b|\bas\s+a\s+rule\b|\bhouse\s+rule\b"
     r"|^no\s+.{3,60}[.;,]\s+\S+(?:\s+\S+){0,3}\s+only[.!]*$"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
@@ -319,11 +329,13 @@ _RULE_PLAIN = re.compile(
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
-    r"|^(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?)"
-    r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?\s*:\s*\S|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
+    r"|^(?:(?:a|one|our|the)\s+)?(?:(?:team|general|project|repo|standing)\s+)?(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?|"
+    r"(?:security\s+)?polic(?:y|ies))"
+    r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?(?:,?\s+(?:for\s+good|going\s+forward|from\s+now\s+on))?\s*:\s*\S"
+    r"|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
     r"|^not\s+(?:to\s+)?(?:commit|push|use|run|add|touch|change|edit|delete|merge|deploy)\b|\bnever[.!]*$"
     r"|^(?:use|stick\s+(?:to|with)|go\s+with)\s+[^,;]{1,60}?,?\s+not\s+\S"  # "use X instead of Y": a preference
-    r"|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
+    r"|^(?:(?:the\s+)?one\s+thing\s+(?:that\s+is|that'?s|is)\s+)?non-?negotiable\s*:\s*\S|\bonly\s+ever\b|\b\d+\s*[a-z]*\s+(?:max|maximum|tops|at\s+most|minimum|at\s+least)[.!]*$"
     r"|\b(?:nothing|nobody|no\s+one)\s+else\s+(?:touches|writes|reads|uses|calls|should|may|can)\b"
     r"|\bgo(?:es)?\s+through\s+.{1,40}\bonly\b"
     r"|\b(?:is|are)\s+(?:mandatory|required|compulsory|forbidden|banned|not\s+allowed|disallowed)\b"
@@ -353,7 +365,7 @@ _FACT = re.compile(
     r"|\b(?:is|are)\s+(?:hashed|encrypted|signed|encoded|serialized|generated|compiled|bundled|formatted|linted|"
     r"validated|cached|rendered|scheduled|triggered|provisioned|orchestrated|audited|logged|routed|proxied|sent|delivered|collected|processed)\s+(?:with|by|using|via|through|in|on)\s+\S"
     r"|\b(?:was|were|has\s+been|have\s+been|got|is|are)\s+renamed\s+(?:to|from|as)\b|\bpinned\s+(?:to|at)\s+\S|\b(?:fixed|locked|held|frozen)\s+(?:to|at)\s+v?\d"
-    r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S"
+    r"|\b(?:moved|migrated)\s+(?:over\s+)?to\b|\btalks?\s+to\s+\S|\bcomes?\s+from\s+[\w.-]"
     r"|\b(?:is|are)\s+(?:powered|backed|served|fronted|owned|maintained)\s+by\b"
     r"|\b(?:is|are)\s+(?:partitioned|sharded|keyed|indexed)\s+(?:by|on)\b"
     r"|\b(?:is|are)\s+(?:published|pushed|uploaded)\s+to\b|\b(?:is|are)\s+(?:being\s+)?(?:decommissioned|retired)\b"
@@ -377,7 +389,8 @@ _FACT = re.compile(
     r"|\bgo(?:es)?\s+(?:in|into)\s+(?:the\s+)?[\w/-]*[._/][\w./-]*\w|\b(?:build|builds|built|compiled?)\s+with\s+\S+\s+v?\d"
     r"|\b(?:is|are)\s+registered\s+(?:in|with|at)\s+\S|\bat\s+[\w-]+(?:\.[\w-]+)+:\d{2,5}\b|\bchanged\s+to\s+\S"
     r"|\bbehind\s+(?:the\s+)?[\w.-]*[_\d][\w.-]*\b|\b(?:is|are)\s+(?:a|an)\s+(?:string|int|integer|float|uuid|bool|boolean|"
-    r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})",
+    r"timestamp|date|enum|bigint|decimal|json)\b|\bhandles\s+(?:all\s+)?(?:our|the)\s+\S|\b(?:is|are)\s+(?:\S+\s+)?(?:https?://\S+|[\w-]+(?:\.[\w-]+)+:\d{2,5})"
+    r"|\b(?:is|are)\s+(?:now\s+)?[\w-]+(?:\.[\w-]+)*\.(?:com|io|dev|net|org|internal|local|app|cloud|tech|ai)\b",
     _I,
 )
 # "the module path is github.com/acme/billing", "our SDK package on PyPI is acme-sdk": a name's value.
@@ -385,13 +398,14 @@ _NAMED_VALUE = re.compile(
     r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
     r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
     r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri|toolchain|compiler|runtime|framework|sdk|"
-    r"bootloader|platform|kernel|id|dataset|schema|space|selector|workspace|tenant|instance|pool|zone|tag|label)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
+    r"bootloader|platform|kernel|id|dataset|schema|space|selector|workspace|tenant|instance|pool|zone|tag|label|"
+    r"environment|env|server|site|website)\s+(?:(?:on|in|for|of)\s+\S+\s+)?(?:is|are)\s+(?:now\s+)?"
     r"[`'\"]?[\w.:/@-]*[.:/@_\d-][\w.:/@-]*",
     _I,
 )
 # An imperative is not a statement about the project ("kill the thing on port 8080").
 _IMPERATIVE = re.compile(
-    r"^(?:kill|run|fix|add|make|use|check|open|close|restart|stop|start|bump|set|change|update|remove|delete|try|look|"
+    r"^(?:kill|run|fix|add|make|use|keep|check|open|close|restart|stop|start|bump|set|change|update|remove|delete|try|look|"
     r"write|create|move|rename|deploy|build|test|show|print|give|put|help|find|grep|print|revert|merge|push|pull|"
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
@@ -443,12 +457,16 @@ exceptions targets target targeting deploys deploy build builds id landing truth
 routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
 capped limited cut anymore possible front via release launch deadline scope loaded fetched sourced synced imported
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
-took taken care wrapped crossed knocked disregard ignore
+took taken care wrapped crossed knocked disregard ignore outcome outcomes
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
 _DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place took taken
-care wrapped crossed knocked created deployed implemented added clarified rolled configured enabled published set"""
+care wrapped crossed knocked created deployed implemented added clarified rolled configured enabled published set
+updated rotated renewed cleaned removed archived"""
+# Done words whose cue needs "is/are ... cleaned up": said bare ("retries cleaned up this morning") they
+# close a to-do only as its own verb does (:func:`_done_own_verb`).
+_DONE_BY_OWN_VERB = frozenset(["updated", "rotated", "renewed", "cleaned", "removed", "archived"])
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
@@ -467,7 +485,7 @@ _NEEDS = {
         "decided agreed decision change plan plans new let lets ll will go going switching moving standardising scope "
         "more upgrade upgraded upgrading bump bumped move migrate "
         "standardizing settled chose picked went opted heart gonna team i we dropping ditching retiring replacing "
-        "killing moved switched migrated"
+        "killing moved switched migrated outcome outcomes"
     ),
     "vague": _needs("later next follow followup point someday some eventually"),
     "preference": _needs("prefer rather like instead over"),
@@ -493,7 +511,8 @@ def _hedged(body: str) -> bool:
     if not found:
         return False
     change = _CHANGED_TO.search(body) is not None or _SINCE.search(body) is not None
-    return any(not (change and _TIME_WORD.match(word)) for word in found)
+    since = {m[1].lower() for m in _SINCE_WHEN.finditer(body)}
+    return any(not ((change or word.lower() in since) and _TIME_WORD.match(word)) for word in found)
 
 
 def _subject_first(body: str, start: int, most: int = 10) -> bool:
@@ -601,7 +620,16 @@ def sentence_of(body: str, forgot: bool) -> str:
 
 def read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     """What ``sentence`` says for the board, or None. ``after_agent``/``first``: it opens a turn
-    that answers the agent (only then do "no, ..." and "actually ..." correct it)."""
+    that answers the agent (only then do "no, ..." and "actually ..." correct it). A cue's words
+    in a hypothetical, someone else's words, an observation or a one-off give nothing
+    (:func:`.noise.refused`)."""
+    signal = _read(sentence, after_agent=after_agent, first=first)
+    if signal is not None and signal.action == "add" and refused(sentence.strip(), signal.kind) is not None:
+        return None
+    return signal
+
+
+def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     sentence = sentence.strip()
     if '"' in sentence or "\u201c" in sentence:
         sentence = _QUOTED.sub(r"\1", sentence).strip()
@@ -701,7 +729,7 @@ def _done_own_verb(sentence: str, body: str) -> Signal | None:
     verb = re.search(
         r"\b(?:[a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|set\s+up|ran|did|split|rewritten)\b", said[0].lower()
     )
-    if verb is None or verb[0] in _DONE_WORDS:
+    if verb is None or (verb[0] in _DONE_WORDS and verb[0] not in _DONE_BY_OWN_VERB):
         return None  # "I added a test": the words for done have cues of their own, with what they need
     return Signal("todo", sentence, "close")
 

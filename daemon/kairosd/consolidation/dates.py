@@ -122,6 +122,8 @@ def absolutize(text: str, when: datetime, zone: ZoneInfo) -> str:
             default_prep, absolute = fn(m, day)
             groups = m.groupdict()
             prep = groups.get("prep") or default_prep
+            if not groups.get("prep") and m.string[m.end() : m.end() + 1] in ("'", "\u2019"):
+                prep = ""  # "today's planning" is "2026-10-05's planning", not "on 2026-10-05's planning"
             return f"{prep} {absolute}" if prep else absolute
 
         text = pattern.sub(replace, text)
