@@ -139,6 +139,8 @@ async def run(
     if ready is not None:
         ready.set()
     loop_task = asyncio.ensure_future(scheduler.run(stop_event))
+    # Off the start's path: the JSON of each task, which listings and whole rewrites use (issue 28).
+    encoding = asyncio.ensure_future(app.book.encode_ahead())
     stopper = asyncio.ensure_future(stop_event.wait())
     watchdog: asyncio.Future[None] | None = None
     if watchdog_s is not None:
@@ -156,9 +158,10 @@ async def run(
             # Shutdown is bounded by TimeoutStopSec=, not by the watchdog.
             watchdog.cancel()
         app.release_waiters()
+        encoding.cancel()
         await server.close()
         loop_task.cancel()
-        await asyncio.gather(loop_task, return_exceptions=True)
+        await asyncio.gather(loop_task, encoding, return_exceptions=True)
         await app.stop()
         stopper.cancel()
     return 0
