@@ -90,3 +90,37 @@ def test_a_store_that_keeps_no_json_is_left_alone():
     for task in _tasks():
         book.put(task)
     assert asyncio.run(book.encode_ahead()) == 0
+
+
+def test_the_daemon_settles_once_the_json_is_made_or_the_work_is_cancelled():
+    """kairosd turns its cycle collector on (frozen) when ``settled`` is set: after encode_ahead, so the
+    new entries are frozen with the rest rather than walked by full collections as they grow; and also
+    when a stop cancels the work, so the collector never stays off."""
+    from types import SimpleNamespace
+
+    from kairosd.app import daemon
+
+    class Book:
+        def __init__(self, hold: bool) -> None:
+            self.hold = hold
+            self.done = False
+
+        async def encode_ahead(self) -> int:
+            if self.hold:
+                await asyncio.Event().wait()
+            self.done = True
+            return 0
+
+    async def main(hold: bool) -> tuple[bool, bool]:
+        settled = asyncio.Event()
+        book = Book(hold)
+        work = asyncio.ensure_future(daemon._encode_ahead(SimpleNamespace(book=book), settled))  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        if hold:
+            assert not settled.is_set()
+            work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+        return settled.is_set(), book.done
+
+    assert asyncio.run(main(False)) == (True, True)
+    assert asyncio.run(main(True)) == (True, False)

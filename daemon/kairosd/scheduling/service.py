@@ -10,6 +10,7 @@ Must not import the server or the CLI.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import operator
 import os
@@ -143,14 +144,22 @@ class Service:
         now = self.clock.now()  # one instant for the whole list
         planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
         rows = []
-        for task in self.book:
-            fire = None if task.paused else planned_of(task.id)
-            if not summary and not task.paused and (fire is None or fire.planned_for <= now):
-                fires = upcoming(task, now, 1, after=task.last_scheduled_for)
-                fire = fires[0] if fires else None
-            # Aware datetimes compare as instants, whatever their offsets.
-            key = (fire is None, _NEVER if fire is None else fire.planned_for, task.id)
-            rows.append((key, task, fire, running_of(task.id)))
+        # A row per task, and no cycles among them: the collector would walk the rows made so far each
+        # time they grew by a quarter (0.4 of 0.9 s at 300,000 tasks). It is on again before anything else runs.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for task in self.book:
+                fire = None if task.paused else planned_of(task.id)
+                if not summary and not task.paused and (fire is None or fire.planned_for <= now):
+                    fires = upcoming(task, now, 1, after=task.last_scheduled_for)
+                    fire = fires[0] if fires else None
+                # Aware datetimes compare as instants, whatever their offsets.
+                key = (fire is None, _NEVER if fire is None else fire.planned_for, task.id)
+                rows.append((key, task, fire, running_of(task.id)))
+        finally:
+            if collecting:
+                gc.enable()
         rows.sort(key=operator.itemgetter(0))
         return rows
 
