@@ -47,27 +47,33 @@ class ViewTails:
         self._explain = explain
         self._schedules: dict[str, str] = {}
         self._fires: dict[tuple[object, ...], str] = {}
+        # By the Fire object too: the scheduler shares one among tasks of one schedule and anchor, and
+        # looking it up is cheaper than making its key. The object is kept, so its id is not reused.
+        self._fire_objects: dict[int, tuple[Fire, str]] = {}
 
     def tail(self, task: Task, fire: Fire | None, running: bool) -> str:
         """The view's fields after the task's own, from the comma to the closing brace."""
+        cron = task.cron
+        schedule = None if cron is None else self._schedules.get(cron)
+        if schedule is None:
+            schedule = self._schedule(task)
+        if fire is None:
+            fires = _NO_FIRE
+        else:
+            known = self._fire_objects.get(id(fire))
+            fires = known[1] if known is not None and known[0] is fire else self._fire(fire)
         status = '"paused"' if task.paused else '"scheduled"' if fire is not None else '"done"'
-        return (
-            f',"status":{status},{self._schedule(task)},{self._fire(fire)},"running":{"true" if running else "false"}}}'
-        )
+        return f',"status":{status},{schedule},{fires},"running":{"true" if running else "false"}}}'
 
     def _schedule(self, task: Task) -> str:
         cron = task.cron
         if cron is None:
             at = quote(rfc3339(task.at.astimezone(task.zone))) if task.at else "null"
             return f'"schedule":{at},"explanation":"once, at the exact time"'
-        text = self._schedules.get(cron)
-        if text is None:
-            text = self._schedules[cron] = f'"schedule":{quote(cron)},"explanation":{quote(self._explain(cron))}'
+        text = self._schedules[cron] = f'"schedule":{quote(cron)},"explanation":{quote(self._explain(cron))}'
         return text
 
-    def _fire(self, fire: Fire | None) -> str:
-        if fire is None:
-            return _NO_FIRE
+    def _fire(self, fire: Fire) -> str:
         scheduled, planned = fire.scheduled_for, fire.planned_for
         # With the offsets: aware datetimes are equal as instants (or, in one zone, as wall times, fold
         # ignored), and the same instant in another zone, or the other side of a DST fold, reads otherwise.
@@ -78,4 +84,5 @@ class ViewTails:
             nominal = at if planned is scheduled else quote(rfc3339(scheduled))
             fires = f'[{{"scheduled_for":{nominal},"planned_for":{at}}}]'
             text = self._fires[key] = f'"next_fires":{fires},"planned_for":{at}'
+        self._fire_objects[id(fire)] = (fire, text)
         return text
