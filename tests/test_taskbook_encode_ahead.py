@@ -114,7 +114,7 @@ def test_the_daemon_settles_once_the_json_is_made_or_the_work_is_cancelled():
     async def main(hold: bool) -> tuple[bool, bool]:
         settled = asyncio.Event()
         book = Book(hold)
-        work = asyncio.ensure_future(daemon._encode_ahead(SimpleNamespace(book=book), settled))  # type: ignore[arg-type]
+        work = asyncio.ensure_future(daemon._encode_ahead(SimpleNamespace(book=book), settled, 0))  # type: ignore[arg-type]
         await asyncio.sleep(0)
         if hold:
             assert not settled.is_set()
