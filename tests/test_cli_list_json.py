@@ -280,6 +280,9 @@ def test_listed_body_is_the_whole_document_encoded_at_once(kd, query, monkeypatc
         lambda: kd.run(kd.service.set_paused("000000a9", True)),
         lambda: kd.run(kd.service.remove(["000000a2"])),
         lambda: kd.clock.advance(2.5 * 3600),
+        # An edit keeps the id: the task's JSON and its view fields must both be the new ones.
+        lambda: kd.run(kd.service.edit("000000a1", {"prompt": "edited prompt", "cron": "45 7 * * *"})),
+        lambda: kd.run(kd.service.edit("000000a9", {"tz": "Asia/Kolkata", "name": "renamed"})),
     ):
         change()
         body, expected = body_and_expected()
@@ -288,6 +291,9 @@ def test_listed_body_is_the_whole_document_encoded_at_once(kd, query, monkeypatc
         assert again == body
     assert b'"000000a2"' not in body
     assert b'"paused"' in body
+    assert b'"edited prompt"' in body
+    assert b'"45 7 * * *"' in body
+    assert b'"renamed"' in body
 
 
 def test_list_json_to_a_pipe_prints_the_daemons_bytes_unparsed(kd, capsys, monkeypatch):

@@ -80,7 +80,7 @@ class Api(Router):
         return Response(200, {"api_version": API_VERSION, **self.service.status()})
 
     async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces:
-        """``{"tasks": [...]}``, sent piece by piece as each view's cached JSON is joined: the bytes
+        """``{"tasks": [...]}``, sent piece by piece as each piece of views is encoded: the bytes
         ``compact_json`` would give for the whole document, which ``kairos list --json`` prints unchanged
         (``bench/bench_cli.py``), never the whole document in memory (issue 28)."""
         summary = req.query.get("view") == "summary"

@@ -10,12 +10,12 @@ Must not import the server or the CLI.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import operator
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from json.encoder import encode_basestring_ascii
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -50,6 +50,8 @@ from kairosd.scheduling import timeline
 from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
 from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
+from kairosd.scheduling.viewtails import ViewTails
+from kairosd.scheduling.viewtails import rfc3339 as _rfc3339
 from kairosd.store.inbox import InboxStore
 
 MAX_TASKS = 100_000
@@ -67,8 +69,6 @@ def _refuse_contradictions(req: AddRequest, recurring: bool) -> None:
 
 
 _NEVER = datetime.max.replace(tzinfo=UTC)  # sorts a task with no fire after all others (they come last anyway)
-# Cached views of removed tasks are dropped once they are this many: a pass over the cache per 1,000 removals.
-CACHE_SLACK = 1000
 
 
 def _store_error(path: object, exc: OSError) -> StoreError:
@@ -99,12 +99,6 @@ class Service:
         self.info = info or {}
         self.extra_status = extra_status or {}  # e.g. {"background": registry.status}
         self.started_at = clock.now()
-        # Each listed full view's JSON, by task id: (task, fire, running, JSON). One representation
-        # (bytes), kept while the same task object, planned fire and running state are listed; entries
-        # of removed tasks go once there are more entries than tasks (issue 28: the four caches before
-        # held ~5.5 KB a task for the daemon's life). Summaries are not kept: each is about as cheap to
-        # make as to find, and keeping them took RSS after listing 10,000 tasks past 1.3x its start.
-        self._listed: dict[str, tuple[Task, Fire | None, bool, bytes]] = {}
         self.new_id: Callable[[], str] = new_task_id  # replaced by tests that force a collision
 
     # ---- views ----------------------------------------------------------
@@ -150,18 +144,23 @@ class Service:
         now = self.clock.now()  # one instant for the whole list
         planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
         rows = []
-        for task in self.book:
-            fire = None if task.paused else planned_of(task.id)
-            if not summary and not task.paused and (fire is None or fire.planned_for <= now):
-                fires = upcoming(task, now, 1, after=task.last_scheduled_for)
-                fire = fires[0] if fires else None
-            # Aware datetimes compare as instants, whatever their offsets.
-            key = (fire is None, _NEVER if fire is None else fire.planned_for, task.id)
-            rows.append((key, task, fire, running_of(task.id)))
+        # A row per task, and no cycles among them: the collector would walk the rows made so far each
+        # time they grew by a quarter (0.4 of 0.9 s at 300,000 tasks). It is on again before anything else runs.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for task in self.book:
+                fire = None if task.paused else planned_of(task.id)
+                if not summary and not task.paused and (fire is None or fire.planned_for <= now):
+                    fires = upcoming(task, now, 1, after=task.last_scheduled_for)
+                    fire = fires[0] if fires else None
+                # Aware datetimes compare as instants, whatever their offsets.
+                key = (fire is None, _NEVER if fire is None else fire.planned_for, task.id)
+                rows.append((key, task, fire, running_of(task.id)))
+        finally:
+            if collecting:
+                gc.enable()
         rows.sort(key=operator.itemgetter(0))
-        cache = self._listed
-        if len(cache) > len(rows) + CACHE_SLACK:  # removed tasks' views; at most the tasks listed now stay
-            self._listed = {task.id: cache[task.id] for _, task, _, _ in rows if task.id in cache}
         return rows
 
     def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
@@ -170,45 +169,36 @@ class Service:
         return [make(task, fire, running) for _, task, fire, running in self.listing(summary)]
 
     def listed_json(self, task: Task, fire: Fire | None, running: bool, summary: bool) -> bytes:
-        """One row of :meth:`listing` as the compact JSON of its view (what ``compact_json`` gives), cached."""
+        """One row of :meth:`listing` as the compact JSON of its view (what ``compact_json`` gives)."""
         return self.listed_piece([(None, task, fire, running)], summary)
 
     def listed_piece(self, rows: list[tuple[Any, Task, Fire | None, bool]], summary: bool) -> bytes:
         """Rows of :meth:`listing` as the compact JSON of their views, comma-separated (a piece of the list).
 
         A full view is the store's own JSON of the task (:meth:`TaskBook.encoded`, kept by the store
-        anyway) with the view's fields after it, so its cache entry is only those fields (``b',...}'``):
-        about a quarter of the view, which with summaries not kept took RSS after a listing of 10,000
-        tasks from 1.45x to ~1.3x of the RSS at start (``bench/bench_scale.py``). One loop per piece,
-        not one call per view: at 100,000 tasks the calls were a second of ``kairos list --json``.
+        for its writes anyway) with the view's fields after it, which one :class:`ViewTails` per piece
+        makes: the rows are in fire order, so tasks that share a fire (and mostly a schedule) are
+        neighbours, and each distinct one is encoded once per piece. Nothing is kept per view: a
+        task that changed is a new object with a new store entry, and its view fields are made afresh.
+        One loop per piece, not one call per view: at 100,000 tasks the calls were a second of
+        ``kairos list --json``.
         """
         if summary:
             return b",".join([compact_json(self._summary(task, fire, running)) for _, task, fire, running in rows])
-        cache, encoded, planned_of = self._listed, self.book.encoded, self.scheduler.planned
+        tail = ViewTails(explain).tail
+        encoded = self.book.encoded
         out = []
         for _, task, fire, running in rows:
-            hit = cache.get(task.id)
-            if hit is not None and hit[0] is task and hit[1] is fire and hit[2] == running:
-                data = hit[3]
+            text = encoded(task)
+            if task.meta or task.model_extra or not text.isascii():
+                # The store's JSON and json.dumps agree on ASCII strings, not on every float in meta or on
+                # non-ASCII text (escaped here); an unknown field could also be named like a view's key.
+                out.append(compact_json(self._view(task, [] if fire is None else [fire], running)).decode())
             else:
-                data = self._view_json(task, fire, running)
-                if fire is None or fire is planned_of(task.id):  # a fire computed here is new each time
-                    cache[task.id] = (task, fire, running, data)
-            # The view's own fields (b",...}"): the task's JSON goes first.
-            out.append(encoded(task)[:-1].encode() + data if data[:1] == b"," else data)
-        return b",".join(out)
+                out.append(text[:-1] + tail(task, fire, running))
+        return ",".join(out).encode()
 
-    def _view_json(self, task: Task, fire: Fire | None, running: bool) -> bytes:
-        """``compact_json(self._view(...))``, or only its part after the task's own fields (``b',...}'``)
-        where the store's JSON of the task is the same text as that part."""
-        fires = [] if fire is None else [fire]
-        if task.meta or task.model_extra or not self.book.encoded(task).isascii():  # (cached by the store)
-            # The store's JSON and json.dumps agree on ASCII strings, not on every float in meta or on
-            # non-ASCII text (escaped here); an unknown field could also be named like a view's key.
-            return compact_json(self._view(task, fires, running))
-        return _tail_json(self._view_tail(task, fires, running))
-
-    # ---- tasks ----    # ---- tasks ----------------------------------------------------------
+    # ---- tasks ----------------------------------------------------------
 
     def _zone(self, name: Any) -> str:
         if name is not None and not isinstance(name, str):
@@ -620,32 +610,6 @@ def check_catch_up(policy: Any, recurring: bool) -> None:
             "--catch-up surface is for one-shots (record the missed fire and drop the task); "
             "a recurring task takes skip, once (the default) or all"
         )
-
-
-def _rfc3339(when: datetime) -> str:
-    """``when`` as the task's own fields are dumped (pydantic): ``Z`` for UTC, else the offset; one record
-    does not mix ``Z`` and ``+00:00``."""
-    text = when.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def _tail_json(tail: dict[str, Any]) -> bytes:
-    """``compact_json(tail)`` without its opening brace, after a comma (``b',"status":...}'``), built by
-    hand: the first listing after a start makes one per task, and json's encoder was ~1/3 of it at
-    100,000 tasks. Strings are escaped by json's own C function, so the bytes are the same."""
-    fires = ",".join(
-        f'{{"scheduled_for":{_quote(f["scheduled_for"])},"planned_for":{_quote(f["planned_for"])}}}'
-        for f in tail["next_fires"]
-    )
-    return (
-        f',"status":{_quote(tail["status"])},"schedule":{_quote(tail["schedule"])},'
-        f'"explanation":{_quote(tail["explanation"])},"next_fires":[{fires}],'
-        f'"planned_for":{_quote(tail["planned_for"])},"running":{"true" if tail["running"] else "false"}}}'
-    ).encode()
-
-
-def _quote(text: str | None) -> str:
-    return "null" if text is None else encode_basestring_ascii(text)
 
 
 def _summary_target(task: Task) -> dict[str, Any]:

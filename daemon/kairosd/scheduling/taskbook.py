@@ -117,6 +117,26 @@ class TaskBook:
         """``task`` as compact JSON, as the store writes it (cached by a store that keeps it)."""
         return self._encode(task)
 
+    async def encode_ahead(self, per_turn: int = 500) -> int:
+        """Have the store encode each task it holds no JSON of yet, ``per_turn`` tasks per turn of the loop;
+        how many tasks were looked at.
+
+        For after the daemon answers: loading does not encode, so the first listing after a start
+        (and the first whole rewrite) encoded every task, ~0.7 s at 100,000 tasks (issue 28). Done
+        here, it is out of the way: requests are served between turns, and a task changed or removed
+        meanwhile is left to whoever needs its new version. A store that keeps no JSON needs nothing.
+        """
+        if self._encode is encode_task:
+            return 0
+        tasks = list(self._tasks.values())
+        current, encode = self._tasks.get, self._encode
+        for start in range(0, len(tasks), per_turn):
+            for task in tasks[start : start + per_turn]:
+                if current(task.id) is task:
+                    encode(task)
+            await asyncio.sleep(0)
+        return len(tasks)
+
     def get_field(self, key: str) -> Any:
         """A top-level field of the store besides the tasks (None when absent)."""
         return self._extra.get(key)
