@@ -27,15 +27,17 @@ NO_IDLE_WAKE = {
         "(--acp starts a separate agent), and an AfterAgent hook that waits for a due prompt would hold up "
         "the user's own prompts for as long as it waits"
     ),
-    "copilot": "Copilot CLI hooks cannot start a turn; only its SDK in --ui-server mode can",
 }
 
 
 @pytest.mark.feature("idle wake")
-@pytest.mark.parametrize("cli", ["claude", *NO_IDLE_WAKE])
+@pytest.mark.parametrize("cli", ["claude", "copilot", *NO_IDLE_WAKE])
 def test_a_prompt_due_while_the_session_is_idle_wakes_it(cli, world_factory):
-    if cli != "claude":
+    if cli in NO_IDLE_WAKE:
         pytest.skip(UNSUPPORTED + NO_IDLE_WAKE[cli])
+    if cli == "copilot":
+        copilot_idle_wake(world_factory(cli))
+        return
     world = world_factory(cli)
     world.start_daemon()
     world.integrate("--rewake-lifetime", "60")  # the default install, with the waiter's lifetime shortened
@@ -53,6 +55,39 @@ def test_a_prompt_due_while_the_session_is_idle_wakes_it(cli, world_factory):
     wait_for(lambda: "woken" in world.screen(), "the answer on screen", 30)
     runs = world.kairos_json("list")["tasks"]
     assert runs == [] or all(t.get("prompt") != "SAY:woken" or t.get("status") != "scheduled" for t in runs)
+
+
+def copilot_idle_wake(world) -> None:
+    """Copilot's opt-in: `integrate copilot --idle-wake` installs the extension; an idle session is woken."""
+    world.start_daemon()
+    world.integrate("--idle-wake")
+    world.start_interactive([world.binary])
+
+    def ready() -> bool:
+        screen = world.screen()
+        if "Confirm folder trust" in screen:
+            world.tmux("send-keys", "-t", "cli", "Enter")  # what the user does: "1. Yes", trust this folder
+            time.sleep(1)
+            return False
+        return "MCP Servers reloaded" in screen and "❯" in screen
+
+    wait_for(ready, "the prompt box, with the folder trusted", 90)
+    world.type("SAY:hello")  # Copilot registers a session (sessionStart) at its first prompt
+    wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 90)
+    wait_for(lambda: "hello" in world.screen(), "the first answer on screen", 60)
+    time.sleep(3)  # idle: nobody types from here on (the extension's waiter is polling)
+    asked = len(world.model.conversation())
+    world.kairos("add", "--in", "5s", "--project", str(world.project), "--fallback", "drop", "SAY:woken")
+    woken = wait_for(
+        lambda: [r for r in world.model.conversation()[asked:] if "SAY:woken" in (last_user_text(r) or "")],
+        "the idle session to be woken",
+        90,
+    )
+    assert "carry out this scheduled task now" in (last_user_text(woken[0]) or "")
+    wait_for(lambda: "woken" in world.screen(), "the answer on screen", 30)
+    [session] = world.kairos_json("sessions")["sessions"]
+    assert session["agent"] == "copilot"
+    assert session["cwd"] == str(world.project)
 
 
 @pytest.mark.feature("MCP")
