@@ -49,10 +49,10 @@ def test_with_a_latest_run_each_cli_has_a_pinned_and_a_newest_row_each_as_its_ru
     pinned, newest = rows(table, "Codex")
     idle = 2 + matrix.FEATURES.index("idle wake")
     assert (pinned[1], pinned[idle]) == ("`0.169.0` pinned", "✅ verified")
-    assert (newest[1], newest[idle]) == ("`0.171.0` newest", "❌ failing [2]")
+    assert (newest[1], newest[idle]) == ("`0.171.0` newest", "❌ failing [1]")
     gemini = rows(table, "Gemini CLI")
-    assert [g[idle] for g in gemini] == ["➖ not supported [1]", "➖ not supported [1]"]  # one note, not two
-    assert "[2] Codex, idle wake: queue refused" in table
+    assert [g[idle] for g in gemini] == ["➖ not supported [2]", "➖ not supported [2]"]  # one note, not two
+    assert "[1] Codex, idle wake: queue refused" in table
 
 
 def test_the_latest_results_beside_the_pinned_ones_are_picked_up(tmp_path, capsys):
