@@ -3,6 +3,11 @@
     python scripts/compat_matrix.py                 # print the table
     python scripts/compat_matrix.py --write         # replace the table in README.md between its markers
     python scripts/compat_matrix.py --results FILE  # another run's results
+    python scripts/compat_matrix.py --latest FILE   # also a row per CLI from a `scripts/compat --latest` run
+
+With a ``--latest`` run's results (by default ``last-run-latest.json`` beside the pinned run's, when it
+exists) each CLI gets two rows: the pinned version and the newest published one, each as its own run
+found it.
 
 Statuses: verified (the test passed against the real CLI), not supported (the CLI lacks what the
 feature needs, or kairos does not integrate it; the note says which), failing, not run.
@@ -44,30 +49,45 @@ def default_results() -> Path:
     return Path(os.environ.get("KAIROS_COMPAT_RESULTS") or Path(cache) / "last-run.json")
 
 
-def render(data: dict[str, object]) -> str:
+def latest_results(pinned: Path) -> Path:
+    return pinned.with_name(pinned.stem + "-latest" + pinned.suffix)
+
+
+def _cells(data: dict[str, object]) -> tuple[dict[str, str], dict[tuple[str, str], dict[str, str]]]:
     versions = data.get("versions") or {}
     assert isinstance(versions, dict)
-    cells: dict[tuple[str, str], dict[str, str]] = {}
-    for row in data.get("results") or []:  # type: ignore[attr-defined]
-        cells[(row["cli"], row["feature"])] = row
+    cells = {(row["cli"], row["feature"]): row for row in data.get("results") or []}  # type: ignore[attr-defined]
+    return versions, cells
+
+
+def render(data: dict[str, object], latest: dict[str, object] | None = None) -> str:
+    runs = [("", *_cells(data))]
+    if latest is not None:
+        runs.append(("newest", *_cells(latest)))
     notes: list[str] = []
     lines = [
         "| CLI | version | " + " | ".join(FEATURES) + " |",
         "| --- | --- | " + " | ".join("---" for _ in FEATURES) + " |",
     ]
     for cli in CLIS:
-        row = [NAMES[cli], f"`{versions.get(cli, '?')}`"]
-        for feature in FEATURES:
-            cell = cells.get((cli, feature))
-            if cell is None:
-                row.append("… not run")
-                continue
-            text = MARK.get(cell["status"], cell["status"])
-            if cell["status"] in ("unsupported", "failing") and cell.get("detail"):
-                notes.append(f"{NAMES[cli]}, {feature}: {cell['detail']}")
-                text += f" [{len(notes)}]"
-            row.append(text)
-        lines.append("| " + " | ".join(row) + " |")
+        for label, versions, cells in runs:
+            version = f"`{versions.get(cli, '?')}`"
+            if latest is not None:
+                version += " newest" if label else " pinned"
+            row = [NAMES[cli], version]
+            for feature in FEATURES:
+                cell = cells.get((cli, feature))
+                if cell is None:
+                    row.append("… not run")
+                    continue
+                text = MARK.get(cell["status"], cell["status"])
+                if cell["status"] in ("unsupported", "failing") and cell.get("detail"):
+                    note = f"{NAMES[cli]}, {feature}: {cell['detail']}"
+                    if note not in notes:
+                        notes.append(note)
+                    text += f" [{notes.index(note) + 1}]"
+                row.append(text)
+            lines.append("| " + " | ".join(row) + " |")
     if notes:
         lines.append("")
         lines += [f"[{i}] {note}  " for i, note in enumerate(notes, 1)]
@@ -77,13 +97,19 @@ def render(data: dict[str, object]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=None)
+    parser.add_argument("--latest", type=Path, default=None, help="a `scripts/compat --latest` run's results")
     parser.add_argument("--write", action="store_true", help="replace the matrix in README.md")
     args = parser.parse_args(argv)
     path = args.results or default_results()
     if not path.exists():
         print(f"no results at {path}: run scripts/compat first", file=sys.stderr)
         return 1
-    table = render(json.loads(path.read_text()))
+    latest_path = args.latest or latest_results(path)
+    if args.latest is not None and not latest_path.exists():
+        print(f"no results at {latest_path}: run scripts/compat --latest first", file=sys.stderr)
+        return 1
+    latest = json.loads(latest_path.read_text()) if latest_path.exists() else None
+    table = render(json.loads(path.read_text()), latest)
     if not args.write:
         sys.stdout.write(table)
         return 0

@@ -27,15 +27,17 @@ NO_IDLE_WAKE = {
         "(--acp starts a separate agent), and an AfterAgent hook that waits for a due prompt would hold up "
         "the user's own prompts for as long as it waits"
     ),
-    "copilot": "Copilot CLI hooks cannot start a turn; only its SDK in --ui-server mode can",
 }
 
 
 @pytest.mark.feature("idle wake")
-@pytest.mark.parametrize("cli", ["claude", *NO_IDLE_WAKE])
+@pytest.mark.parametrize("cli", ["claude", "copilot", *NO_IDLE_WAKE])
 def test_a_prompt_due_while_the_session_is_idle_wakes_it(cli, world_factory):
-    if cli != "claude":
+    if cli in NO_IDLE_WAKE:
         pytest.skip(UNSUPPORTED + NO_IDLE_WAKE[cli])
+    if cli == "copilot":
+        copilot_idle_wake(world_factory(cli))
+        return
     world = world_factory(cli)
     world.start_daemon()
     world.integrate("--rewake-lifetime", "60")  # the default install, with the waiter's lifetime shortened
@@ -53,6 +55,104 @@ def test_a_prompt_due_while_the_session_is_idle_wakes_it(cli, world_factory):
     wait_for(lambda: "woken" in world.screen(), "the answer on screen", 30)
     runs = world.kairos_json("list")["tasks"]
     assert runs == [] or all(t.get("prompt") != "SAY:woken" or t.get("status") != "scheduled" for t in runs)
+
+
+# What each TUI asks of a new folder (the user answers "1. Yes" / "1. Trust folder"), and how its prompt box
+# looks once it is ready for typing.
+TRUST = {"copilot": "Confirm folder trust"}
+READY = {
+    "claude": lambda screen: bool(re.search(r"❯|>", screen)),
+    "copilot": lambda screen: "MCP Servers reloaded" in screen and "❯" in screen,
+    # Gemini draws its prompt box before it asks about the folder, and restarts (a new banner) once it is
+    # trusted: the box that counts is the one after the last banner, without the untrusted-folder notice.
+    "gemini": lambda screen: (
+        "Type your message" in (last := screen.split("Gemini CLI v")[-1]) and "untrusted folder" not in last
+    ),
+}
+
+
+def start_tui(world) -> None:
+    """Start the CLI's TUI and wait until it takes typing. A CLI that asks about a new folder (every world's
+    folder is new) is answered first, as a user does; the dialog may come after the prompt box is drawn.
+    Gemini's folder is trusted beforehand, as a user's answer leaves it (its dialog, answered under tmux,
+    restarts the CLI at an unpredictable moment)."""
+    if world.cli == "gemini":
+        trusted = world.home / ".gemini" / "trustedFolders.json"
+        trusted.parent.mkdir(parents=True, exist_ok=True)
+        trusted.write_text(json.dumps({str(world.project): "TRUST_FOLDER"}))
+    world.start_interactive([world.binary])
+    if world.cli in TRUST:
+        wait_for(lambda: TRUST[world.cli] in world.screen(), "the folder trust dialog", 90)
+
+        def answered() -> bool:
+            if TRUST[world.cli] in world.screen():
+                world.tmux("send-keys", "-t", "cli", "Enter")
+                time.sleep(1)
+            return TRUST[world.cli] not in world.screen()
+
+        wait_for(answered, "the trust dialog to close", 60)
+    try:
+        wait_for(lambda: READY[world.cli](world.screen()), "the prompt box", 90)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{world.screen()}") from None
+
+
+def copilot_idle_wake(world) -> None:
+    """Copilot's opt-in: `integrate copilot --idle-wake` installs the extension; an idle session is woken."""
+    world.start_daemon()
+    world.integrate("--idle-wake")
+    start_tui(world)
+    world.type("SAY:hello")  # Copilot registers a session (sessionStart) at its first prompt
+    wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 90)
+    wait_for(lambda: "hello" in world.screen(), "the first answer on screen", 60)
+    time.sleep(3)  # idle: nobody types from here on (the extension's waiter is polling)
+    asked = len(world.model.conversation())
+    world.kairos("add", "--in", "5s", "--project", str(world.project), "--fallback", "drop", "SAY:woken")
+    woken = wait_for(
+        lambda: [r for r in world.model.conversation()[asked:] if "SAY:woken" in (last_user_text(r) or "")],
+        "the idle session to be woken",
+        90,
+    )
+    assert "carry out this scheduled task now" in (last_user_text(woken[0]) or "")
+    wait_for(lambda: "woken" in world.screen(), "the answer on screen", 30)
+    [session] = world.kairos_json("sessions")["sessions"]
+    assert session["agent"] == "copilot"
+    assert session["cwd"] == str(world.project)
+
+
+@pytest.mark.feature("turn-end delivery")
+@pytest.mark.parametrize("cli", ["claude", "copilot", "gemini"])
+def test_a_prompt_due_during_an_interactive_turn_is_the_next_request(cli, world_factory):
+    """The TUI's turn end, as ``test_integrated`` checks it headless: a prompt due while a turn runs follows it."""
+    world = world_factory(cli)
+    world.start_daemon()
+    world.integrate(*{"claude": ["--no-rewake"], "copilot": ["--no-idle-wake"]}.get(cli, []))
+    start_tui(world)
+    world.model.hold()
+    try:
+        world.type("HOLD SAY:first", enter=False)
+        wait_for(lambda: "HOLD SAY:first" in world.screen(), "the typed prompt on screen", 30)
+
+        def submitted() -> bool:  # a TUI may take the Enter only once it has read the pasted line
+            world.tmux("send-keys", "-t", "cli", "Enter")
+            return world.model.held.wait(5)
+
+        try:
+            wait_for(submitted, "the turn to reach the model", 120)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{world.screen()}") from None
+        wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 60)
+        world.kairos("add", "--in", "1s", "--project", str(world.project), "--fallback", "drop", "SAY:second")
+        wait_for(lambda: any(s.get("pending") for s in world.kairos_json("sessions")["sessions"]), "a pending prompt")
+    finally:
+        world.model.release()
+    delivered = wait_for(
+        lambda: [u for u in (last_user_text(r) or "" for r in world.model.conversation()) if "SAY:second" in u],
+        "the due prompt to reach the model",
+        120,
+    )
+    assert "carry out this scheduled task now" in delivered[0]
+    wait_for(lambda: "second" in world.screen().split("HOLD SAY:first", 1)[-1], "the answer on screen", 60)
 
 
 @pytest.mark.feature("MCP")
@@ -103,14 +203,18 @@ def test_mcp_cron_create_from_an_interactive_session(cli, world_factory):
 
 
 @pytest.mark.feature("consolidation")
-@pytest.mark.parametrize("cli", ["claude"])
+@pytest.mark.parametrize("cli", ["claude", "copilot", "gemini"])
 def test_session_end_consolidates_what_the_user_typed_interactively(cli, world_factory):
-    """Claude counts only typed prompts as human turns (``claude -p`` prompts are ``promptSource: sdk``)."""
+    """Claude counts only typed prompts as human turns (``claude -p`` prompts are ``promptSource: sdk``);
+    Copilot's TUI registers its session at the first prompt; each ends it at its /exit (Gemini: /quit)."""
     world = world_factory(cli)
     world.start_daemon()
-    world.integrate("--no-rewake")
-    world.start_interactive([world.binary])
-    wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 90)
+    world.integrate(*{"claude": ["--no-rewake"], "copilot": ["--no-idle-wake"]}.get(cli, []))
+    if cli == "claude":
+        world.start_interactive([world.binary])
+        wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 90)
+    else:
+        start_tui(world)
     prompts = [
         "from now on always use pnpm for installs",
         "remember that the staging database is read only",
@@ -129,8 +233,9 @@ def test_session_end_consolidates_what_the_user_typed_interactively(cli, world_f
 
         wait_for(answered, f"turn {n} to reach the model", 60)
         wait_for(lambda n=n: world.screen().count("fake reply") >= n, f"answer {n} on screen", 30)
-    world.type("/exit", enter=False)
-    wait_for(lambda: "/exit" in world.screen(), "/exit typed", 30)
+    leave = "/quit" if cli == "gemini" else "/exit"
+    world.type(leave, enter=False)
+    wait_for(lambda: leave in world.screen(), f"{leave} typed", 30)
     world.tmux("send-keys", "-t", "cli", "Enter")
 
     def learned() -> list[dict[str, object]]:
@@ -139,7 +244,7 @@ def test_session_end_consolidates_what_the_user_typed_interactively(cli, world_f
         return [e for e in items if "staging database" in json.dumps(e)]
 
     found = wait_for(learned, "consolidation to learn from the typed prompts", 90)
-    assert found[0]["source_agent"] == "claude"
+    assert found[0]["source_agent"] == cli
 
 
 LONG_IDLE_S = 660  # past Claude Code's default 600 s hook timeout, which ended the old 540 s waiter

@@ -1,4 +1,4 @@
-"""``kairos integrate AGENT [--uninstall] [--dry-run] [--no-rewake]``: hooks and MCP for an agent CLI.
+"""``kairos integrate AGENT [--uninstall] [--dry-run] [--no-rewake] [--[no-]idle-wake]``: hooks, MCP and more.
 
 Installs, into the agent's user-level configuration only, the hooks that call ``kairos hook AGENT
 EVENT`` and the MCP server ``kairos mcp``, both with the absolute path of this kairos (see
@@ -50,7 +50,8 @@ def register(subparsers: Any) -> None:
         "install kairos' hooks and MCP server into an agent CLI",
         "Install (or with --uninstall remove) kairos' hooks and its MCP server in the USER-level configuration "
         "of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
-        "(~/.copilot/hooks/kairos.json, ~/.copilot/mcp-config.json), Codex (~/.codex/hooks.json, "
+        "(~/.copilot/hooks/kairos.json, ~/.copilot/mcp-config.json; with --idle-wake an extension in "
+        "~/.copilot/extensions/kairos/ and experimental mode in ~/.copilot/settings.json), Codex (~/.codex/hooks.json, "
         "~/.codex/config.toml, where thread_unload_delay_secs = 0 makes a quit TUI end its session at once; "
         "kairosd then wakes idle Codex sessions with codex queue), Gemini CLI (~/.gemini/settings.json) or "
         "opencode (a plugin, ~/.config/opencode/plugin/kairos.js, and ~/.config/opencode/opencode.json). "
@@ -61,6 +62,7 @@ def register(subparsers: Any) -> None:
         kairos integrate claude --dry-run         # show the diff, write nothing
         kairos integrate claude --no-rewake       # without the waiter that wakes idle sessions
         kairos integrate codex
+        kairos integrate copilot --idle-wake      # opt in: an extension wakes idle Copilot sessions
         kairos integrate gemini --uninstall
         """,
     )
@@ -81,6 +83,19 @@ def register(subparsers: Any) -> None:
         default=None,
         help="claude: how long one waiter lasts while the session is idle (default 86400, a day; every turn "
         "re-arms it)",
+    )
+    wake = parser.add_mutually_exclusive_group()
+    wake.add_argument(
+        "--idle-wake",
+        action="store_true",
+        help="copilot (opt-in): install kairos' Copilot extension, which starts a turn in an idle session when a "
+        "prompt falls due, and turn on Copilot's experimental mode, which extensions need",
+    )
+    wake.add_argument(
+        "--no-idle-wake",
+        action="store_true",
+        help="copilot: remove that extension (experimental mode is left as it is); without either option a "
+        "re-run keeps what is installed",
     )
     parser.add_argument("--kairos", metavar="PATH", help="the kairos executable the entries run (default: this one)")
     parser.set_defaults(handler=cmd_integrate)
@@ -107,6 +122,14 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         raise UsageError(f"--uninstall removes every kairos hook, the waiter too; leave out {rewake_options[0]}")
     if args.no_rewake and (args.with_rewake or args.rewake_lifetime is not None):
         raise UsageError("--no-rewake leaves the waiter out; it takes neither --with-rewake nor --rewake-lifetime")
+    wake_option = "--idle-wake" if args.idle_wake else "--no-idle-wake" if args.no_idle_wake else None
+    if wake_option and args.agent != "copilot":
+        raise UsageError(
+            f"{wake_option} is for copilot only (claude's waiter: --no-rewake; codex and opencode wake idle "
+            "sessions by default; gemini cannot)"
+        )
+    if wake_option and args.uninstall:
+        raise UsageError(f"--uninstall removes kairos' extension too; leave out {wake_option}")
     if args.rewake_lifetime is not None and args.rewake_lifetime < 2:
         raise UsageError("--rewake-lifetime must be at least 2 seconds")
     kairos = args.kairos or find_kairos()
@@ -117,13 +140,17 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         raise UsageError("cannot tell your home folder: set HOME")
     ctx = agents.Context(
         home=Path(home), kairos=kairos, environ=dict(os.environ), install=not args.uninstall,
-        with_rewake=not args.no_rewake,
+        with_rewake=not args.no_rewake, idle_wake=True if args.idle_wake else False if args.no_idle_wake else None,
         **({"rewake_lifetime": args.rewake_lifetime} if args.rewake_lifetime is not None else {}),
     )  # fmt: skip
     if args.agent == "opencode":
         from kairos.agents.integrations import opencode
 
         plans, notes = opencode.plan(ctx)
+    elif args.agent == "copilot":
+        from kairos.agents.integrations import copilot
+
+        plans, notes = copilot.plan(ctx)
     else:
         plans, notes = agents.plan(args.agent, ctx)
     changes = files.plan_changes(plans)  # Refused (exit 1, nothing written) for a file it cannot use

@@ -10,15 +10,17 @@ session start   SessionStart           sessionStart         SessionStart       S
 user prompt     UserPromptSubmit       userPromptSubmitted  UserPromptSubmit   BeforeAgent
 turn boundary   Stop                   agentStop            Stop               AfterAgent
 session end     SessionEnd             sessionEnd           SessionEnd         SessionEnd
-waiter          wait, at SessionStart  -                    -                  -
-                and Stop (default)
+waiter          wait, at SessionStart  wait, from the        -                  -
+                and Stop (default)     extension (opt-in)
 ==============  =====================  ===================  =================  ====================
 
 Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' folders):
 
 - Claude Code: hooks and the ``mcp__kairos`` allow rule in ``~/.claude/settings.json``; MCP server
   (user scope) in ``~/.claude.json``.
-- Copilot CLI: hooks in ``~/.copilot/hooks/kairos.json`` (a file of its own); MCP in ``~/.copilot/mcp-config.json``.
+- Copilot CLI: hooks in ``~/.copilot/hooks/kairos.json`` (a file of its own); MCP in ``~/.copilot/mcp-config.json``;
+  :mod:`kairos.agents.integrations.copilot` adds, with ``--idle-wake``, the extension
+  ``~/.copilot/extensions/kairos/extension.mjs`` and ``"experimental": true`` in ``~/.copilot/settings.json``.
 - Codex: hooks in ``~/.codex/hooks.json``; MCP as ``[mcp_servers.kairos]`` in ``~/.codex/config.toml``, and
   there ``thread_unload_delay_secs = 0`` (first line), so a quit TUI ends its session at once rather than a
   minute later, when the shared app-server unloads the thread (a value the user set is kept).
@@ -66,6 +68,8 @@ class Context:
     install: bool = True
     with_rewake: bool = True  # Claude's asyncRewake waiter (`--no-rewake` leaves it out)
     rewake_lifetime: int = REWAKE_LIFETIME_S
+    # Copilot's opt-in idle-wake extension: True installs it, False removes it, None keeps what is there.
+    idle_wake: bool | None = None
 
     @property
     def kairos_home(self) -> str | None:
@@ -184,8 +188,8 @@ def copilot_hooks(ctx: Context) -> dict[str, list[dict[str, Any]]]:
 
 
 def _copilot(ctx: Context) -> tuple[list[FilePlan], list[str]]:
-    copilot_dir = ctx.dot_dir(".copilot", "COPILOT_HOME")
-    hooks_path = copilot_dir / "hooks" / "kairos.json"
+    folder = copilot_dir(ctx)
+    hooks_path = folder / "hooks" / "kairos.json"
 
     def hooks_transform(text: str | None) -> tuple[str | None, list[str]]:
         data = merge.parse_json_object(text, str(hooks_path))
@@ -200,13 +204,17 @@ def _copilot(ctx: Context) -> tuple[list[FilePlan], list[str]]:
     plans = [
         FilePlan(hooks_path, "hooks", hooks_transform),
         _json_plan(
-            copilot_dir / "mcp-config.json",
+            folder / "mcp-config.json",
             "MCP server",
             lambda data, where: merge.merge_mcp_server(data, entry, where, install=ctx.install),
         ),
     ]
     notes = ["Copilot CLI loads hooks and MCP servers when it starts: restart open sessions."] if ctx.install else []
     return plans, notes
+
+
+def copilot_dir(ctx: Context) -> Path:
+    return ctx.dot_dir(".copilot", "COPILOT_HOME")
 
 
 # ---- Codex -------------------------------------------------------------------------------------------
