@@ -78,14 +78,14 @@ def herd(n: int, sessions: tuple[str, ...] = ("main",), **kw: Any) -> list[Task]
 def appends(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Appends (fsyncs) per log: the file name for ledgers, ``inbox/<file>`` for inboxes."""
     counted: Counter[str] = Counter()
-    real = JsonLog.append
+    real = JsonLog.append_lines  # every append goes through it
 
-    def append(self: JsonLog, records: list[dict[str, Any]]) -> None:
+    def append(self: JsonLog, lines: list[bytes]) -> None:
         name = self.path.name if self.path.parent.name != "inbox" else f"inbox/{self.path.name}"
         counted[name] += 1
-        real(self, records)
+        real(self, lines)
 
-    monkeypatch.setattr(JsonLog, "append", append)
+    monkeypatch.setattr(JsonLog, "append_lines", append)
     return counted
 
 

@@ -462,14 +462,14 @@ def test_acked_items_leave_memory_and_stay_on_disk(tmp_path: Path, clock: FakeCl
 def test_put_many_is_one_write_and_idempotent(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
     """A batch of puts is one append per session; repeats in and across batches are not written twice."""
     appends: list[int] = []
-    real = JsonLog.append
+    real = JsonLog.append_lines  # every append goes through it
 
-    def append(self: JsonLog, records: list[dict[str, Any]]) -> None:
-        appends.append(len(records))
-        real(self, records)
+    def append(self: JsonLog, lines: list[bytes]) -> None:
+        appends.append(len(lines))
+        real(self, lines)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(JsonLog, "append", append)
+        patch.setattr(JsonLog, "append_lines", append)
         assert store.put_many([_item("a"), _item("b", "s2"), _item("a"), _item("c")]) == [True, True, False, True]
         assert store.put_many([_item("c"), _item("d")]) == [False, True]
     assert sorted(appends) == [1, 1, 2]
