@@ -285,6 +285,23 @@ def serve_forever(paths: Paths | None = None) -> int:
             gc.enable()
 
 
+# The cycle collector's thresholds once kairosd answers: a young collection every 50,000 new objects
+# rather than 700, and older ones as often relative to it (20, 10) as CPython's default (10, 10) about.
+# A herd of 10,000 fires makes some 100,000 short-lived records that live for its pass: at 700 they
+# were swept hundreds of times and promoted to the oldest generation, whose full sweeps then walked
+# the whole run history (tens of seconds over ten herds: bench/bench_herd.py). Garbage without
+# cycles is freed at once whatever the thresholds; only cycles wait a little longer.
+GC_THRESHOLDS = (50_000, 20, 10)
+
+
+def settle_memory() -> None:
+    """Turn the cycle collector on for the daemon's life: what exists now is frozen (later collections
+    skip it), and collections come at :data:`GC_THRESHOLDS`."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    gc.enable()
+
+
 async def _settle_memory_when(ready: asyncio.Event) -> None:
     """Once kairosd answers: turn the cycle collector back on (``__main__`` turned it off for the start).
 
@@ -292,8 +309,7 @@ async def _settle_memory_when(ready: asyncio.Event) -> None:
     daemon, so it is frozen: later collections skip it, and an idle daemon with
     10,000 tasks does not walk them all now and then. No collection first: it
     would walk everything (~50 ms with 10,000 tasks) just as the first clients
-    are waiting, to free about a thousand start-up objects.
+    are waiting, to free about a thousand start-up objects. See :func:`settle_memory`.
     """
     await ready.wait()
-    gc.freeze()
-    gc.enable()
+    settle_memory()
