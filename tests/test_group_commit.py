@@ -130,10 +130,10 @@ def test_a_crash_between_a_batch_write_and_its_acknowledgement_repeats_nothing(t
         await d.sched.start()
         record_many = d.ledger.record_many
 
-        def snapshot_first(runs: list[Any]) -> None:
+        def snapshot_first(runs: list[Any], **kw: Any) -> None:
             if any(r.outcome is Outcome.DELIVERED for r in runs) and not crashed.exists():
                 shutil.copytree(tmp_path / "live", crashed)  # the disk as a crash here leaves it
-            record_many(runs)
+            record_many(runs, **kw)
 
         d.ledger.record_many = snapshot_first  # type: ignore[method-assign]
         await d.at(MINUTE)
@@ -168,8 +168,8 @@ def test_a_stop_records_a_written_item_as_delivered(tmp_path: Path) -> None:
         await d.sched.start()
         put_many = d.inbox.put_many
 
-        def slow_put_many(items: list[InboxItem]) -> list[bool]:
-            answers = put_many(items)  # durable now
+        def slow_put_many(items: list[InboxItem], **kw: Any) -> list[bool]:
+            answers = put_many(items, **kw)  # durable now
             entered.set()
             release.wait(30)
             return answers
@@ -209,10 +209,10 @@ def test_a_stop_does_not_wait_for_queued_deliveries(tmp_path: Path) -> None:
         await d.sched.start()
         put_many = d.inbox.put_many
 
-        def held_put_many(items: list[InboxItem]) -> list[bool]:
+        def held_put_many(items: list[InboxItem], **kw: Any) -> list[bool]:
             entered.set()
             release.wait(30)
-            return put_many(items)
+            return put_many(items, **kw)
 
         d.inbox.put_many = held_put_many  # type: ignore[method-assign]
         d.clock.advance((MINUTE - d.clock.now()).total_seconds())

@@ -475,3 +475,16 @@ def test_put_many_is_one_write_and_idempotent(tmp_path: Path, clock: FakeClock, 
     assert sorted(appends) == [1, 1, 2]
     again = InboxStore(tmp_path / "inbox", clock)
     assert sorted(_ids(again.list())) == ["a", "b", "c", "d"]
+
+
+def test_handed_over_items_are_kept_without_a_copy(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """The inbox target hands over the items it made for a put (10,000 a herd): kept as they are; items
+    put otherwise are copies. Both are durable and read back the same."""
+    mine, theirs = _item("a"), _item("b", minute=1)
+    assert store.put_many([mine], handed_over=True) == [True]
+    assert store.put_many([theirs]) == [True]
+    held = store._sessions["default"].items
+    assert held["a"] is mine
+    assert held["b"] is not theirs
+    assert held["b"] == theirs
+    assert InboxStore(tmp_path / "inbox", clock).list() == [mine, theirs]

@@ -26,6 +26,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
@@ -239,7 +240,7 @@ class Dispatcher:
                 )
             )
         try:
-            await asyncio.to_thread(self.ledger.record_many, done)
+            await asyncio.to_thread(partial(self.ledger.record_many, done, handed_over=True))  # new records
         except OSError as exc:
             # The runs stay in flight in the ledger; after a restart they read as interrupted, never delivered.
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
@@ -275,7 +276,7 @@ class Dispatcher:
         if not starting:
             return
         try:
-            await asyncio.to_thread(self.ledger.record_many, [run for _, run in starting])
+            await asyncio.to_thread(partial(self.ledger.record_many, [run for _, run in starting], handed_over=True))
         except OSError as exc:
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
             self._write_failed(error)

@@ -158,7 +158,7 @@ class RunLedger:
                 if run.outcome is Outcome.QUEUED and not run.awaiting
             ]
             if interrupted:
-                self._append(interrupted)
+                self._append(interrupted, handed_over=True)  # copies of their own, made just above
             else:
                 self._maybe_compact()
             return [run.model_copy(deep=True) for run in interrupted]
@@ -167,13 +167,19 @@ class RunLedger:
         """Append ``run`` (a new run or a later state of one); durable when this returns."""
         self.record_many([run])
 
-    def record_many(self, runs: builtins.list[Run]) -> None:
-        """Append several runs with a single fsync."""
+    def record_many(self, runs: builtins.list[Run], *, handed_over: bool = False) -> None:
+        """Append several runs with a single fsync.
+
+        The ledger keeps copies, so a caller that changes its Run later does not
+        change history. ``handed_over``: the caller made these records for the
+        ledger and will not change them (a later state of a run is a new record):
+        they are kept as they are, without a copy each (20,000 a 10k herd).
+        """
         if not runs:
             return
         with self._lock:
             self._require_loaded()
-            self._append(runs)
+            self._append(runs, handed_over)
 
     def get(self, run_id: str) -> Run:
         with self._lock:
@@ -256,11 +262,11 @@ class RunLedger:
             )
             return [self._runs[run_id].model_copy(deep=True) for run_id in ids]
 
-    def _append(self, runs: builtins.list[Run]) -> None:
+    def _append(self, runs: builtins.list[Run], handed_over: bool = False) -> None:
         self._log.append_lines([encode_model(run) for run in runs])
         # Copies: a caller that keeps mutating its Run must not change history behind the file's back.
         for run in runs:
-            self._put(_detached(run))
+            self._put(run if handed_over else _detached(run))
         self._trim({run.task_id for run in runs})
         self._maybe_compact()
 

@@ -51,6 +51,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from kairosd.core import defaults
@@ -426,7 +427,8 @@ class Scheduler:
         """
         if decision.runs:
             try:
-                await asyncio.to_thread(self.ledger.record_many, decision.runs)
+                # Handed over: firing made them for this record, and a later state of a run is a copy.
+                await asyncio.to_thread(partial(self.ledger.record_many, decision.runs, handed_over=True))
             except OSError as exc:
                 self.write_error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
                 log.error("%s; %d fire(s) not delivered, retried later", self.write_error, len(decision.start))
@@ -497,7 +499,7 @@ class Scheduler:
         if stopped.runs:
             log.info("kairosd stopping: %d run(s) not started are recorded as missed", len(stopped.runs))
             try:
-                await asyncio.to_thread(self.ledger.record_many, stopped.runs)
+                await asyncio.to_thread(partial(self.ledger.record_many, stopped.runs, handed_over=True))
             except OSError as exc:
                 # They stay dispatched or queued in the ledger: the next start marks them interrupted or skipped.
                 log.error("cannot write the run ledger %s: %s", self.ledger.path, exc.strerror or exc)
