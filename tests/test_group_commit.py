@@ -22,6 +22,7 @@ from kairosd.core.events import EventBus
 from kairosd.core.models import InboxTarget, Overlap, Task, new_task
 from kairosd.core.records import InboxItem, Outcome
 from kairosd.delivery.inbox import InboxDelivery
+from kairosd.scheduling import scheduler as scheduler_module
 from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.settle import settle_written_items
@@ -237,5 +238,46 @@ def test_a_stop_does_not_wait_for_queued_deliveries(tmp_path: Path) -> None:
         assert sorted(m.task_id for m in surfaced) == sorted(t.id for t in tasks)
         assert {(m.count, m.action) for m in surfaced} == {(2, "surfaced")}
         assert {m.first_scheduled_for for m in surfaced} == {MINUTE + timedelta(minutes=1)}
+
+    asyncio.run(main())
+
+
+def test_a_big_pass_writes_the_store_after_its_group_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass of several chunks (a herd) holds the store's write until its batch is written and its
+    outcomes recorded: a write of the whole store in the middle only made the herd's last outcome later.
+    The store does follow (drain waits for it), with every task's new anchor."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 10)
+    tasks = herd(30)
+    saved = threading.Event()
+    order: list[str] = []
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0), persist_delay_s=0.0)
+        await d.sched.start()
+        assert await d.sched.drain(10)
+        save, put_many, record_many = d.store.save, d.inbox.put_many, d.ledger.record_many
+
+        def saving(state: StoreState) -> None:
+            order.append("store")
+            save(state)
+            saved.set()
+
+        def held_put_many(items: list[InboxItem], **kw: Any) -> list[bool]:
+            saved.wait(1.0)  # a store write started meanwhile would be done by then; this one must not start
+            order.append("inbox")
+            return put_many(items, **kw)
+
+        def recording(runs: list[Any], **kw: Any) -> None:
+            order.append("outcomes" if runs[0].outcome is Outcome.DELIVERED else "fired")
+            record_many(runs, **kw)
+
+        d.store.save = saving  # type: ignore[method-assign]
+        d.inbox.put_many = held_put_many  # type: ignore[method-assign]
+        d.ledger.record_many = recording  # type: ignore[method-assign]
+        await d.at(MINUTE)
+        assert await d.sched.drain(10)
+        assert order == ["fired"] * 3 + ["inbox", "outcomes", "store"]
+        assert {t.last_scheduled_for for t in d.store.load().tasks} == {MINUTE}
+        _one_per_slot(d, tasks, [MINUTE])
 
     asyncio.run(main())

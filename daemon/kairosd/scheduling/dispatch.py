@@ -72,6 +72,7 @@ class Dispatcher:
         self._held = False
         # Runs for batching targets, by kind, gathered until the end of this event-loop turn (see _spawn).
         self._batches: dict[str, list[tuple[Task, Run, Handoff]]] = {}
+        self._batching: set[asyncio.Task[None]] = set()  # batches in flight (see batches_settled)
 
     def in_flight(self) -> InFlight:
         """What runs and waits now, for the overlap rule."""
@@ -136,7 +137,17 @@ class Dispatcher:
         """Deliver the runs gathered for ``kind`` in this event-loop turn, as one batch."""
         batch = self._batches.pop(kind, None)
         if batch:
-            self._track(asyncio.ensure_future(self._deliver_batch(kind, batch)))
+            handle = asyncio.ensure_future(self._deliver_batch(kind, batch))
+            self._batching.add(handle)
+            handle.add_done_callback(self._batching.discard)
+            self._track(handle)
+
+    async def batches_settled(self) -> None:
+        """Wait for the batches started so far, this event-loop turn's included: their items written and
+        their outcomes recorded (or failed)."""
+        await asyncio.sleep(0)  # this turn's batches go in flight first (_flush was called soon before this)
+        if self._batching:
+            await asyncio.wait(set(self._batching))  # not later ones: the next herd's would make this wait on
 
     def _track(self, handle: asyncio.Task[None]) -> None:
         self.inflight.add(handle)

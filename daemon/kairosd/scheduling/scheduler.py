@@ -383,8 +383,10 @@ class Scheduler:
                         self._replan(task.id)
                     return
         finally:
-            self._anchors.release()
             self._dispatch.release()
+            # The store follows once the pass's group commits are done, not in the middle of them: its
+            # write (the whole store) only delayed the herd's last outcome. The run ledger holds the anchors.
+            self._anchors.release(after=self._dispatch.batches_settled())
 
     async def _pass_some(self, now: datetime, missed_reason: str | None, tasks: list[Task]) -> bool:
         """Decide, record and start the due fires of ``tasks``; False when the run ledger refused them."""
