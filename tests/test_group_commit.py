@@ -281,3 +281,79 @@ def test_a_big_pass_writes_the_store_after_its_group_commit(tmp_path: Path, monk
         _one_per_slot(d, tasks, [MINUTE])
 
     asyncio.run(main())
+
+
+def test_a_herds_chunks_are_decided_while_the_chunk_before_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass of several chunks decides a chunk while the one before it is written to the run ledger (the
+    writes no longer wait one after another), and each chunk takes effect once its own write is done:
+    one run and one item per task, all delivered."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 10)
+    tasks = herd(30)
+    second_decided = threading.Event()
+    order: list[str] = []
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0))
+        await d.sched.start()
+        decide, record_many = d.sched._decide, d.ledger.record_many
+
+        def deciding(*args: Any) -> Any:
+            order.append("decide")
+            if order.count("decide") == 2:
+                second_decided.set()
+            return decide(*args)
+
+        def recording(runs: list[Any], **kw: Any) -> None:
+            if not order.count("written"):
+                second_decided.wait(2.0)  # the next chunk is decided meanwhile, or never before this ends
+            record_many(runs, **kw)
+            order.append("written")
+
+        d.sched._decide = deciding  # type: ignore[method-assign]
+        d.ledger.record_many = recording  # type: ignore[method-assign]
+        await d.at(MINUTE)
+        assert await d.sched.drain(10)
+        assert order[:3] == ["decide", "decide", "written"]
+        assert order.count("decide") == 3
+        assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+        _one_per_slot(d, tasks, [MINUTE])
+
+    asyncio.run(main())
+
+
+def test_a_chunk_the_run_ledger_refuses_leaves_it_and_the_rest_to_the_next_tick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run ledger refuses the second chunk's write (the third is decided by then): the first chunk
+    fires, the other two neither fire nor move their anchors, and the next tick fires them, once each."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 10)
+    tasks = herd(30)
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0))
+        await d.sched.start()
+        record_many, writes = d.ledger.record_many, []
+
+        def refusing_the_second(runs: list[Any], **kw: Any) -> None:
+            writes.append(len(runs))
+            if len(writes) == 2:
+                raise OSError(30, "Read-only file system")
+            record_many(runs, **kw)
+
+        d.ledger.record_many = refusing_the_second  # type: ignore[method-assign]
+        await d.at(MINUTE)
+        assert await d.sched.drain(10)
+        assert writes == [10, 10, 10]  # the first chunk's fires, the refused chunk, the first's outcomes
+        fired = {r.task_id for r in d.ledger.list(limit=1000)}
+        assert fired == {t.id for t in tasks[:10]}
+        assert {t.id for t in d.book if t.last_scheduled_for == MINUTE} == fired
+        assert "run ledger" in (d.sched.status()["store_error"] or "")
+        d.clock.advance(5)
+        await d.sched.tick()
+        assert await d.sched.drain(10)
+        _one_per_slot(d, tasks, [MINUTE])
+        assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+
+    asyncio.run(main())

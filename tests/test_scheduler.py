@@ -619,8 +619,8 @@ def test_a_pass_in_many_chunks_writes_the_store_once_at_its_end(tmp_path, monkey
         saves_in_pass: list[int] = []
         commit = h.sched._commit
 
-        async def slow_commit(decision):
-            recorded = await commit(decision)
+        async def slow_commit(decision, *writing):
+            recorded = await commit(decision, *writing)
             await asyncio.sleep(0.02)  # room for a background store write between chunks
             saves_in_pass.append(h.store.saves)
             return recorded
