@@ -8,6 +8,7 @@ append is one fsync).
 from __future__ import annotations
 
 import asyncio
+import gc
 import shutil
 import threading
 from collections import Counter
@@ -245,7 +246,8 @@ def test_a_stop_does_not_wait_for_queued_deliveries(tmp_path: Path) -> None:
 def test_a_big_pass_writes_the_store_after_its_group_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A pass of several chunks (a herd) holds the store's write until its batch is written and its
     outcomes recorded: a write of the whole store in the middle only made the herd's last outcome later.
-    The store does follow (drain waits for it), with every task's new anchor."""
+    The store does follow (drain waits for it), with every task's new anchor. The cycle collector is
+    held off as long, and is on again after."""
     monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 10)
     tasks = herd(30)
     saved = threading.Event()
@@ -264,7 +266,7 @@ def test_a_big_pass_writes_the_store_after_its_group_commit(tmp_path: Path, monk
 
         def held_put_many(items: list[InboxItem], **kw: Any) -> list[bool]:
             saved.wait(1.0)  # a store write started meanwhile would be done by then; this one must not start
-            order.append("inbox")
+            order.append("inbox" if not gc.isenabled() else "inbox, collector on")
             return put_many(items, **kw)
 
         def recording(runs: list[Any], **kw: Any) -> None:
@@ -274,9 +276,12 @@ def test_a_big_pass_writes_the_store_after_its_group_commit(tmp_path: Path, monk
         d.store.save = saving  # type: ignore[method-assign]
         d.inbox.put_many = held_put_many  # type: ignore[method-assign]
         d.ledger.record_many = recording  # type: ignore[method-assign]
+        gc.enable()
         await d.at(MINUTE)
         assert await d.sched.drain(10)
+        # The cycle collector was off for the pass and its group commit (kairosd.system.gcpause), and is on again.
         assert order == ["fired"] * 3 + ["inbox", "outcomes", "store"]
+        assert gc.isenabled()
         assert {t.last_scheduled_for for t in d.store.load().tasks} == {MINUTE}
         _one_per_slot(d, tasks, [MINUTE])
 

@@ -80,6 +80,7 @@ from kairosd.scheduling.firing import (
 )
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.taskbook import TaskBook
+from kairosd.system import gcpause
 
 log = logging.getLogger(__name__)
 
@@ -378,6 +379,7 @@ class Scheduler:
         # no longer wait one after another. A chunk takes effect only once its own write is done.
         self._dispatch.hold()
         self._anchors.hold()
+        gcpause.pause()  # until the pass's group commits are done (see kairosd.system.gcpause)
         ahead: tuple[list[Due], Decision, asyncio.Future[None] | None] | None = None
         try:
             for first in range(0, len(tasks), PASS_CHUNK):
@@ -404,7 +406,10 @@ class Scheduler:
             self._dispatch.release()
             # The store follows once the pass's group commits are done, not in the middle of them: its
             # write (the whole store) only delayed the herd's last outcome. The run ledger holds the anchors.
-            self._anchors.release(after=self._dispatch.batches_settled())
+            # The collector comes back then too (or when the anchors stop waiting: see Anchors.release).
+            settled = asyncio.ensure_future(self._dispatch.batches_settled())
+            settled.add_done_callback(lambda _: gcpause.resume())
+            self._anchors.release(after=settled)
 
     async def _pass_some(self, now: datetime, missed_reason: str | None, tasks: list[Task]) -> bool:
         """Decide, record and start the due fires of ``tasks``; False when the run ledger refused them."""
