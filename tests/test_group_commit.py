@@ -8,6 +8,7 @@ append is one fsync).
 from __future__ import annotations
 
 import asyncio
+import gc
 import shutil
 import threading
 from collections import Counter
@@ -22,6 +23,7 @@ from kairosd.core.events import EventBus
 from kairosd.core.models import InboxTarget, Overlap, Task, new_task
 from kairosd.core.records import InboxItem, Outcome
 from kairosd.delivery.inbox import InboxDelivery
+from kairosd.scheduling import scheduler as scheduler_module
 from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.settle import settle_written_items
@@ -78,14 +80,14 @@ def herd(n: int, sessions: tuple[str, ...] = ("main",), **kw: Any) -> list[Task]
 def appends(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Appends (fsyncs) per log: the file name for ledgers, ``inbox/<file>`` for inboxes."""
     counted: Counter[str] = Counter()
-    real = JsonLog.append
+    real = JsonLog.append_lines  # every append goes through it
 
-    def append(self: JsonLog, records: list[dict[str, Any]]) -> None:
+    def append(self: JsonLog, lines: list[bytes]) -> None:
         name = self.path.name if self.path.parent.name != "inbox" else f"inbox/{self.path.name}"
         counted[name] += 1
-        real(self, records)
+        real(self, lines)
 
-    monkeypatch.setattr(JsonLog, "append", append)
+    monkeypatch.setattr(JsonLog, "append_lines", append)
     return counted
 
 
@@ -130,10 +132,10 @@ def test_a_crash_between_a_batch_write_and_its_acknowledgement_repeats_nothing(t
         await d.sched.start()
         record_many = d.ledger.record_many
 
-        def snapshot_first(runs: list[Any]) -> None:
+        def snapshot_first(runs: list[Any], **kw: Any) -> None:
             if any(r.outcome is Outcome.DELIVERED for r in runs) and not crashed.exists():
                 shutil.copytree(tmp_path / "live", crashed)  # the disk as a crash here leaves it
-            record_many(runs)
+            record_many(runs, **kw)
 
         d.ledger.record_many = snapshot_first  # type: ignore[method-assign]
         await d.at(MINUTE)
@@ -168,8 +170,8 @@ def test_a_stop_records_a_written_item_as_delivered(tmp_path: Path) -> None:
         await d.sched.start()
         put_many = d.inbox.put_many
 
-        def slow_put_many(items: list[InboxItem]) -> list[bool]:
-            answers = put_many(items)  # durable now
+        def slow_put_many(items: list[InboxItem], **kw: Any) -> list[bool]:
+            answers = put_many(items, **kw)  # durable now
             entered.set()
             release.wait(30)
             return answers
@@ -209,10 +211,10 @@ def test_a_stop_does_not_wait_for_queued_deliveries(tmp_path: Path) -> None:
         await d.sched.start()
         put_many = d.inbox.put_many
 
-        def held_put_many(items: list[InboxItem]) -> list[bool]:
+        def held_put_many(items: list[InboxItem], **kw: Any) -> list[bool]:
             entered.set()
             release.wait(30)
-            return put_many(items)
+            return put_many(items, **kw)
 
         d.inbox.put_many = held_put_many  # type: ignore[method-assign]
         d.clock.advance((MINUTE - d.clock.now()).total_seconds())
@@ -237,5 +239,126 @@ def test_a_stop_does_not_wait_for_queued_deliveries(tmp_path: Path) -> None:
         assert sorted(m.task_id for m in surfaced) == sorted(t.id for t in tasks)
         assert {(m.count, m.action) for m in surfaced} == {(2, "surfaced")}
         assert {m.first_scheduled_for for m in surfaced} == {MINUTE + timedelta(minutes=1)}
+
+    asyncio.run(main())
+
+
+def test_a_big_pass_writes_the_store_after_its_group_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass of several chunks (a herd) holds the store's write until its batch is written and its
+    outcomes recorded: a write of the whole store in the middle only made the herd's last outcome later.
+    The store does follow (drain waits for it), with every task's new anchor. The cycle collector is
+    held off as long, and is on again after."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 10)
+    tasks = herd(30)
+    saved = threading.Event()
+    order: list[str] = []
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0), persist_delay_s=0.0)
+        await d.sched.start()
+        assert await d.sched.drain(10)
+        save, put_many, record_many = d.store.save, d.inbox.put_many, d.ledger.record_many
+
+        def saving(state: StoreState) -> None:
+            order.append("store")
+            save(state)
+            saved.set()
+
+        def held_put_many(items: list[InboxItem], **kw: Any) -> list[bool]:
+            saved.wait(1.0)  # a store write started meanwhile would be done by then; this one must not start
+            order.append("inbox" if not gc.isenabled() else "inbox, collector on")
+            return put_many(items, **kw)
+
+        def recording(runs: list[Any], **kw: Any) -> None:
+            order.append("outcomes" if runs[0].outcome is Outcome.DELIVERED else "fired")
+            record_many(runs, **kw)
+
+        d.store.save = saving  # type: ignore[method-assign]
+        d.inbox.put_many = held_put_many  # type: ignore[method-assign]
+        d.ledger.record_many = recording  # type: ignore[method-assign]
+        gc.enable()
+        await d.at(MINUTE)
+        assert await d.sched.drain(10)
+        # The cycle collector was off for the pass and its group commit (kairosd.system.gcpause), and is on again.
+        assert order == ["fired"] * 3 + ["inbox", "outcomes", "store"]
+        assert gc.isenabled()
+        assert {t.last_scheduled_for for t in d.store.load().tasks} == {MINUTE}
+        _one_per_slot(d, tasks, [MINUTE])
+
+    asyncio.run(main())
+
+
+def test_a_herds_chunks_are_decided_while_the_chunk_before_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass of several chunks decides a chunk while the one before it is written to the run ledger (the
+    writes no longer wait one after another), and each chunk takes effect once its own write is done:
+    one run and one item per task, all delivered."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 10)
+    tasks = herd(30)
+    second_decided = threading.Event()
+    order: list[str] = []
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0))
+        await d.sched.start()
+        decide, record_many = d.sched._decide, d.ledger.record_many
+
+        def deciding(*args: Any) -> Any:
+            order.append("decide")
+            if order.count("decide") == 2:
+                second_decided.set()
+            return decide(*args)
+
+        def recording(runs: list[Any], **kw: Any) -> None:
+            if not order.count("written"):
+                second_decided.wait(2.0)  # the next chunk is decided meanwhile, or never before this ends
+            record_many(runs, **kw)
+            order.append("written")
+
+        d.sched._decide = deciding  # type: ignore[method-assign]
+        d.ledger.record_many = recording  # type: ignore[method-assign]
+        await d.at(MINUTE)
+        assert await d.sched.drain(10)
+        assert order[:3] == ["decide", "decide", "written"]
+        assert order.count("decide") == 3
+        assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+        _one_per_slot(d, tasks, [MINUTE])
+
+    asyncio.run(main())
+
+
+def test_a_chunk_the_run_ledger_refuses_leaves_it_and_the_rest_to_the_next_tick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run ledger refuses the second chunk's write (the third is decided by then): the first chunk
+    fires, the other two neither fire nor move their anchors, and the next tick fires them, once each."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 10)
+    tasks = herd(30)
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0))
+        await d.sched.start()
+        record_many, writes = d.ledger.record_many, []
+
+        def refusing_the_second(runs: list[Any], **kw: Any) -> None:
+            writes.append(len(runs))
+            if len(writes) == 2:
+                raise OSError(30, "Read-only file system")
+            record_many(runs, **kw)
+
+        d.ledger.record_many = refusing_the_second  # type: ignore[method-assign]
+        await d.at(MINUTE)
+        assert await d.sched.drain(10)
+        assert writes == [10, 10, 10]  # the first chunk's fires, the refused chunk, the first's outcomes
+        fired = {r.task_id for r in d.ledger.list(limit=1000)}
+        assert fired == {t.id for t in tasks[:10]}
+        assert {t.id for t in d.book if t.last_scheduled_for == MINUTE} == fired
+        assert "run ledger" in (d.sched.status()["store_error"] or "")
+        d.clock.advance(5)
+        await d.sched.tick()
+        assert await d.sched.drain(10)
+        _one_per_slot(d, tasks, [MINUTE])
+        assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
 
     asyncio.run(main())

@@ -462,16 +462,29 @@ def test_acked_items_leave_memory_and_stay_on_disk(tmp_path: Path, clock: FakeCl
 def test_put_many_is_one_write_and_idempotent(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
     """A batch of puts is one append per session; repeats in and across batches are not written twice."""
     appends: list[int] = []
-    real = JsonLog.append
+    real = JsonLog.append_lines  # every append goes through it
 
-    def append(self: JsonLog, records: list[dict[str, Any]]) -> None:
-        appends.append(len(records))
-        real(self, records)
+    def append(self: JsonLog, lines: list[bytes]) -> None:
+        appends.append(len(lines))
+        real(self, lines)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(JsonLog, "append", append)
+        patch.setattr(JsonLog, "append_lines", append)
         assert store.put_many([_item("a"), _item("b", "s2"), _item("a"), _item("c")]) == [True, True, False, True]
         assert store.put_many([_item("c"), _item("d")]) == [False, True]
     assert sorted(appends) == [1, 1, 2]
     again = InboxStore(tmp_path / "inbox", clock)
     assert sorted(_ids(again.list())) == ["a", "b", "c", "d"]
+
+
+def test_handed_over_items_are_kept_without_a_copy(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """The inbox target hands over the items it made for a put (10,000 a herd): kept as they are; items
+    put otherwise are copies. Both are durable and read back the same."""
+    mine, theirs = _item("a"), _item("b", minute=1)
+    assert store.put_many([mine], handed_over=True) == [True]
+    assert store.put_many([theirs]) == [True]
+    held = store._sessions["default"].items
+    assert held["a"] is mine
+    assert held["b"] is not theirs
+    assert held["b"] == theirs
+    assert InboxStore(tmp_path / "inbox", clock).list() == [mine, theirs]

@@ -6,12 +6,14 @@ import json
 import logging
 import os
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kairosd.store.jsonlog import JsonLog
+from kairosd.core.records import Outcome, Run
+from kairosd.store.jsonlog import JsonLog, encode_model
 
 
 def _mode(path: Path) -> int:
@@ -151,3 +153,39 @@ def test_stale_temp_files_are_removed(tmp_path: Path, caplog: pytest.LogCaptureF
     assert not stale.exists()
     assert JsonLog(path).read() == [{"n": 1}]
     assert "interrupted write" in caplog.text
+
+
+def _compact(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "line one\nline two", 'a "quote" and a \\ backslash', "héllo ☕", "\ud800 lone surrogate", "\x00\x1f"],
+)
+def test_an_encoded_model_is_the_line_its_dict_would_be(tmp_path: Path, text: str) -> None:
+    """encode_model writes what append would for model_dump(mode="json"): one ASCII line (non-ASCII and a
+    lone surrogate escaped, a newline never raw), read back as the same record."""
+    now = datetime(2026, 3, 1, 9, 30, 0, 250000, tzinfo=UTC)
+    target = {"kind": "inbox", "session": text}
+    run = Run(task_id="t1", task_name=text, scheduled_for=now, planned_for=now, late_by_s=0.125, target=target,
+              reason=text, outcome=Outcome.DELIVERED, extra_field=[text])  # fmt: skip
+    line = encode_model(run)
+    assert line.isascii()
+    assert b"\n" not in line
+    assert json.loads(line) == run.model_dump(mode="json")
+    if text.isascii():
+        assert line == _compact(run.model_dump(mode="json"))
+    log = JsonLog(tmp_path / "runs.jsonl")
+    log.append_lines([line, line])
+    assert log.read() == [run.model_dump(mode="json")] * 2
+    assert log.lines == 2
+
+
+def test_a_line_with_a_newline_is_refused(tmp_path: Path) -> None:
+    """append_lines trusts its lines to be one record each, but not so far as to let one span two."""
+    log = JsonLog(tmp_path / "a.jsonl")
+    with pytest.raises(ValueError, match="newline"):
+        log.append_lines([b'{"n":1}', b'{"n":\n2}'])
+    assert log.read() == []
+    assert log.lines == 0

@@ -491,7 +491,7 @@ def _refuse_run_ledger(h: Harness, monkeypatch: Any) -> Any:
     """Make the run ledger refuse every write (a read-only file system); call the result to heal it."""
     real = h.ledger.record_many
 
-    def refuse(runs: Any) -> None:
+    def refuse(runs: Any, **_: Any) -> None:
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(h.ledger, "record_many", refuse)
@@ -619,8 +619,8 @@ def test_a_pass_in_many_chunks_writes_the_store_once_at_its_end(tmp_path, monkey
         saves_in_pass: list[int] = []
         commit = h.sched._commit
 
-        async def slow_commit(decision):
-            recorded = await commit(decision)
+        async def slow_commit(decision, *writing):
+            recorded = await commit(decision, *writing)
             await asyncio.sleep(0.02)  # room for a background store write between chunks
             saves_in_pass.append(h.store.saves)
             return recorded

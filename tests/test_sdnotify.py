@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kairosd.app.daemon import JournalFormatter, _settle_memory_when, watchdog_pings
+from kairosd.app.daemon import GC_THRESHOLDS, JournalFormatter, _settle_memory_when, watchdog_pings
 from kairosd.system.sdnotify import (
     SYSTEMD_VARS,
     Notifier,
@@ -367,8 +367,9 @@ def _wait_for_log(path: Path, text: str, proc: subprocess.Popen[Any]) -> None:
 
 
 def test_the_cycle_collector_comes_back_frozen_once_kairosd_answers() -> None:
-    """kairosd starts with the collector off; once ready it is on again and the start's survivors are
-    frozen (later collections skip the loaded tasks). Before ready, it stays off."""
+    """kairosd starts with the collector off; once ready it is on again, the start's survivors are
+    frozen (later collections skip the loaded tasks), and young collections are rare enough that a
+    herd's records die before they are swept (GC_THRESHOLDS). Before ready, it stays off."""
 
     async def main() -> None:
         ready = asyncio.Event()
@@ -378,12 +379,15 @@ def test_the_cycle_collector_comes_back_frozen_once_kairosd_answers() -> None:
         ready.set()
         await asyncio.wait_for(settle, 5)
 
-    was_enabled = gc.isenabled()
+    was_enabled, thresholds = gc.isenabled(), gc.get_threshold()
     gc.disable()
     try:
         asyncio.run(main())
         assert gc.isenabled()
         assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert GC_THRESHOLDS[0] >= 10_000  # CPython's 700 swept a 10k herd's records hundreds of times
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
         (gc.enable if was_enabled else gc.disable)()

@@ -233,7 +233,7 @@ def test_nothing_fires_while_the_run_ledger_cannot_be_written(tmp_path, monkeypa
         await h.start()
         real = h.ledger.record_many
 
-        def broken(runs: Any) -> None:
+        def broken(runs: Any, **_: Any) -> None:
             raise OSError(errno.EROFS, "Read-only file system")
 
         monkeypatch.setattr(h.ledger, "record_many", broken)
@@ -262,7 +262,7 @@ def test_run_now_with_an_unwritable_ledger_is_a_store_error(tmp_path, monkeypatc
         h = SchedHarness(tmp_path, FlakyStore(state(rec)), FakeClock(T0))
         await h.start()
 
-        def broken(runs: Any) -> None:
+        def broken(runs: Any, **_: Any) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
 
         monkeypatch.setattr(h.ledger, "record_many", broken)

@@ -307,6 +307,23 @@ def serve_forever(paths: Paths | None = None) -> int:
             gc.enable()
 
 
+# The cycle collector's thresholds once kairosd answers: a young collection every 50,000 new objects
+# rather than 700, and older ones as often relative to it (20, 10) as CPython's default (10, 10) about.
+# A herd of 10,000 fires makes some 100,000 short-lived records that live for its pass: at 700 they
+# were swept hundreds of times and promoted to the oldest generation, whose full sweeps then walked
+# the whole run history (tens of seconds over ten herds: bench/bench_herd.py). Garbage without
+# cycles is freed at once whatever the thresholds; only cycles wait a little longer.
+GC_THRESHOLDS = (50_000, 20, 10)
+
+
+def settle_memory() -> None:
+    """Turn the cycle collector on for the daemon's life: what exists now is frozen (later collections
+    skip it), and collections come at :data:`GC_THRESHOLDS`."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    gc.enable()
+
+
 async def _settle_memory_when(settled: asyncio.Event) -> None:
     """Once kairosd answers and has encoded its tasks' JSON (``settled``): turn the cycle collector back
     on (``__main__`` turned it off for the start).
@@ -317,8 +334,7 @@ async def _settle_memory_when(settled: asyncio.Event) -> None:
     would walk everything (~50 ms with 10,000 tasks) just as the first clients
     are waiting, to free about a thousand start-up objects. Not before the JSON is made:
     with the collector on, the 100,000 new entries of a big store set off a full
-    collection each time they grew by a quarter (1 s of 2.7 s at 300,000 tasks).
+    collection each time they grew by a quarter (1 s of 2.7 s at 300,000 tasks). See :func:`settle_memory`.
     """
     await settled.wait()
-    gc.freeze()
-    gc.enable()
+    settle_memory()

@@ -112,7 +112,7 @@ class InboxDelivery:
         for session, entries in groups.items():
             items = [item for _, item in entries]
             try:
-                fresh = self._store.put_many(items)
+                fresh = self._store.put_many(items, handed_over=True)  # made above; read only from here on
             except UsageError as exc:  # an unusable session name
                 written[session] = str(exc)
             except OSError as exc:

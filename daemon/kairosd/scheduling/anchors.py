@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 
 from kairosd.core.errors import StoreError
@@ -39,6 +39,10 @@ from kairosd.scheduling.taskbook import TaskBook
 
 # The scheduler's name: these lines are part of what it reports about fires.
 log = logging.getLogger("kairosd.scheduling.scheduler")
+
+# How long a release waits for what it was given (see Anchors.release) at most: the store must not
+# lag the run ledger for long because a delivery's write hangs.
+RELEASE_WAIT_S = 10.0
 
 
 class Anchors:
@@ -65,7 +69,7 @@ class Anchors:
         self.writing: set[asyncio.Task[None]] = set()  # the background store write, while it runs
         self._flush = asyncio.Event()  # set: write the book now rather than after persist_delay_s
         self._wanted = False
-        self._held = False
+        self._holds = 0  # hold() calls not yet released: nothing is written meanwhile
         book.on_rollback.append(self._rolled_back)
 
     def anchor(self, task: Task) -> datetime:
@@ -156,6 +160,10 @@ class Anchors:
         if not self._held:
             self._start_writer()
 
+    @property
+    def _held(self) -> bool:
+        return self._holds > 0
+
     def _start_writer(self) -> None:
         if any(not handle.done() for handle in self.writing):
             return  # the writer below loops until nothing more is wanted
@@ -167,11 +175,38 @@ class Anchors:
         """Write nothing until :meth:`release`: a pass of many chunks moves anchors for seconds, and a
         write of the whole store every ``persist_delay_s`` meanwhile (10,000 tasks each time) only
         slows it down. The run ledger holds every anchor moved meanwhile."""
-        self._held = True
+        self._holds += 1
 
-    def release(self) -> None:
-        self._held = False
-        if self._wanted:
+    def release(self, after: Awaitable[object] | None = None) -> None:
+        """End one :meth:`hold`; with ``after``, once it is done (or after :data:`RELEASE_WAIT_S`).
+
+        A herd's pass gives ``after`` its deliveries' group commits: a write of the
+        whole store meanwhile (10,000 tasks, a fifth of a second or more) only made
+        the herd's last outcome later. It waits in :attr:`writing`, so
+        :meth:`Scheduler.drain` waits for it and the write that follows.
+        """
+        if after is None:
+            self._unhold()
+            return
+        handle = asyncio.ensure_future(self._release_after(after))
+        self.writing.add(handle)
+        handle.add_done_callback(self.writing.discard)
+
+    async def _release_after(self, after: Awaitable[object]) -> None:
+        try:
+            with contextlib.suppress(Exception):  # what it waits for reports its own failures; a timeout
+                await asyncio.wait_for(after, RELEASE_WAIT_S)
+        except asyncio.CancelledError:
+            self._holds = max(0, self._holds - 1)  # stopping: the next start recovers anchors from the ledger
+            raise
+        current = asyncio.current_task()
+        if current is not None:
+            self.writing.discard(current)  # or the writer started below would think one is running
+        self._unhold()
+
+    def _unhold(self) -> None:
+        self._holds = max(0, self._holds - 1)
+        if self._wanted and not self._held:
             self._start_writer()
 
     def flush(self) -> None:

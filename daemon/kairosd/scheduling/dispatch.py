@@ -26,6 +26,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
@@ -71,6 +72,7 @@ class Dispatcher:
         self._held = False
         # Runs for batching targets, by kind, gathered until the end of this event-loop turn (see _spawn).
         self._batches: dict[str, list[tuple[Task, Run, Handoff]]] = {}
+        self._batching: set[asyncio.Task[None]] = set()  # batches in flight (see batches_settled)
 
     def in_flight(self) -> InFlight:
         """What runs and waits now, for the overlap rule."""
@@ -135,7 +137,17 @@ class Dispatcher:
         """Deliver the runs gathered for ``kind`` in this event-loop turn, as one batch."""
         batch = self._batches.pop(kind, None)
         if batch:
-            self._track(asyncio.ensure_future(self._deliver_batch(kind, batch)))
+            handle = asyncio.ensure_future(self._deliver_batch(kind, batch))
+            self._batching.add(handle)
+            handle.add_done_callback(self._batching.discard)
+            self._track(handle)
+
+    async def batches_settled(self) -> None:
+        """Wait for the batches started so far, this event-loop turn's included: their items written and
+        their outcomes recorded (or failed)."""
+        await asyncio.sleep(0)  # this turn's batches go in flight first (_flush was called soon before this)
+        if self._batching:
+            await asyncio.wait(set(self._batching))  # not later ones: the next herd's would make this wait on
 
     def _track(self, handle: asyncio.Task[None]) -> None:
         self.inflight.add(handle)
@@ -239,7 +251,7 @@ class Dispatcher:
                 )
             )
         try:
-            await asyncio.to_thread(self.ledger.record_many, done)
+            await asyncio.to_thread(partial(self.ledger.record_many, done, handed_over=True))  # new records
         except OSError as exc:
             # The runs stay in flight in the ledger; after a restart they read as interrupted, never delivered.
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
@@ -275,7 +287,7 @@ class Dispatcher:
         if not starting:
             return
         try:
-            await asyncio.to_thread(self.ledger.record_many, [run for _, run in starting])
+            await asyncio.to_thread(partial(self.ledger.record_many, [run for _, run in starting], handed_over=True))
         except OSError as exc:
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
             self._write_failed(error)

@@ -50,7 +50,7 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.ids import resolve_prefix
 from kairosd.core.records import InboxItem
-from kairosd.store.jsonlog import JsonLog
+from kairosd.store.jsonlog import JsonLog, encode_model
 
 __all__ = ["ACKED_RETENTION", "MAX_CACHED_SESSIONS", "MAX_SESSION_CHARS", "InboxStore", "session_file_name"]
 
@@ -146,13 +146,15 @@ class InboxStore:
         """
         return self.put_many([item])[0]
 
-    def put_many(self, items: builtins.list[InboxItem]) -> builtins.list[bool]:
+    def put_many(self, items: builtins.list[InboxItem], *, handed_over: bool = False) -> builtins.list[bool]:
         """Add several items with one write and one fsync per session: a group commit.
 
         Returns, per item, what :meth:`put` would (True: new and durable; False:
         a repeat of an id already there). All or nothing per session: when a
         session's write fails, :class:`OSError` is raised and that session's
         memory is unchanged (sessions written before it stay written).
+        The store keeps copies; ``handed_over``: the caller made the items for
+        it and will not change them, so they are kept as they are.
         """
         with self._lock:
             fresh: dict[str, builtins.list[InboxItem]] = {}  # session -> new items, put order
@@ -168,10 +170,10 @@ class InboxStore:
                     fresh.setdefault(item.session, []).append(item)
             for name, new_items in fresh.items():
                 session = self._session(name)
-                session.log.append([item.model_dump(mode="json") for item in new_items])
+                session.log.append_lines([encode_model(item) for item in new_items])
                 for item in new_items:
                     # A shallow copy is a full one: every field of an item is immutable (text, times, numbers).
-                    session.items[item.id] = item.model_copy()
+                    session.items[item.id] = item if handed_over else item.model_copy()
                 self._maybe_compact(session)
             return answers
 

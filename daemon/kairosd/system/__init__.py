@@ -10,6 +10,7 @@
     lifecycle   the user's lifecycle hook commands, run on daemon events
     linger      whether the user lingers (on, off or unknown, and why)
     sdnotify    tell systemd we are ready, alive or stopping
+    gcpause     hold the cycle collector off while a herd's pass runs
 
 Imports: :mod:`kairosd.core` only. The CLI may import this package.
 """
