@@ -130,10 +130,10 @@ def test_a_crash_between_a_batch_write_and_its_acknowledgement_repeats_nothing(t
         await d.sched.start()
         record_many = d.ledger.record_many
 
-        def snapshot_first(runs: list[Any]) -> None:
+        def snapshot_first(runs: list[Any], **kwargs: Any) -> None:
             if any(r.outcome is Outcome.DELIVERED for r in runs) and not crashed.exists():
                 shutil.copytree(tmp_path / "live", crashed)  # the disk as a crash here leaves it
-            record_many(runs)
+            record_many(runs, **kwargs)
 
         d.ledger.record_many = snapshot_first  # type: ignore[method-assign]
         await d.at(MINUTE)

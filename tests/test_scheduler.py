@@ -491,7 +491,7 @@ def _refuse_run_ledger(h: Harness, monkeypatch: Any) -> Any:
     """Make the run ledger refuse every write (a read-only file system); call the result to heal it."""
     real = h.ledger.record_many
 
-    def refuse(runs: Any) -> None:
+    def refuse(runs: Any, **_: Any) -> None:
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(h.ledger, "record_many", refuse)

@@ -9,7 +9,8 @@ previous run is done. What is running or queued feeds the overlap rule
 
 Group commit: a target that can take many runs at once
 (:class:`kairosd.delivery.base.BatchDelivery`, the inbox) gets every run started
-in one event-loop turn (a herd's pass) as one batch, in one concurrency slot: it
+in one event-loop turn (a herd's pass) as one batch (of at most ``BATCH_MAX`` runs; a
+bigger herd is several), in one concurrency slot: it
 writes them all and syncs once, then the batch's outcomes go to the run ledger
 in one append (one fsync), and only then is each run acknowledged (its
 ``run_finished`` event, its overlap mark released). The crash rules are those
@@ -26,6 +27,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
@@ -40,6 +42,10 @@ from kairosd.scheduling.taskbook import TaskBook
 log = logging.getLogger("kairosd.scheduling.scheduler")
 
 STOPPED_REASON = "kairosd stopped before the target confirmed delivery"
+
+# Runs one batch takes at most. After a long stop 10,000 catch-up fires start at once: as one batch
+# their items, outcomes and JSON were all in memory together (tens of MB at the peak of the start).
+BATCH_MAX = 500
 
 
 class Dispatcher:
@@ -128,6 +134,10 @@ class Dispatcher:
             if not batch:
                 asyncio.get_running_loop().call_soon(self._flush, kind)
             batch.append((task, run, handoff))
+            if len(batch) >= BATCH_MAX:
+                # A full batch goes now and takes a delivery slot, so a herd is delivered at most
+                # max_concurrent batches at a time (the rest wait in the backlog as plain data).
+                self._flush(kind)
             return
         self._track(asyncio.ensure_future(self._deliver(task, run, handoff)))
 
@@ -239,7 +249,7 @@ class Dispatcher:
                 )
             )
         try:
-            await asyncio.to_thread(self.ledger.record_many, done)
+            await asyncio.to_thread(partial(self.ledger.record_many, done, handed_over=True))
         except OSError as exc:
             # The runs stay in flight in the ledger; after a restart they read as interrupted, never delivered.
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
@@ -275,7 +285,7 @@ class Dispatcher:
         if not starting:
             return
         try:
-            await asyncio.to_thread(self.ledger.record_many, [run for _, run in starting])
+            await asyncio.to_thread(partial(self.ledger.record_many, [run for _, run in starting], handed_over=True))
         except OSError as exc:
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
             self._write_failed(error)

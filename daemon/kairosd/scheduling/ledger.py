@@ -155,13 +155,18 @@ class RunLedger:
         """Append ``run`` (a new run or a later state of one); durable when this returns."""
         self.record_many([run])
 
-    def record_many(self, runs: builtins.list[Run]) -> None:
-        """Append several runs with a single fsync."""
+    def record_many(self, runs: builtins.list[Run], *, handed_over: bool = False) -> None:
+        """Append several runs with a single fsync.
+
+        ``handed_over``: the caller never changes these runs again (the scheduler's own records), so the
+        ledger keeps them as they are rather than copies. A catch-up pass over 10,000 tasks copied
+        30,000 runs that nothing else would ever change.
+        """
         if not runs:
             return
         with self._lock:
             self._require_loaded()
-            self._append(runs)
+            self._append(runs, handed_over)
 
     def get(self, run_id: str) -> Run:
         with self._lock:
@@ -244,11 +249,11 @@ class RunLedger:
             )
             return [self._runs[run_id].model_copy(deep=True) for run_id in ids]
 
-    def _append(self, runs: builtins.list[Run]) -> None:
+    def _append(self, runs: builtins.list[Run], handed_over: bool = False) -> None:
         self._log.append([run.model_dump(mode="json") for run in runs])
         # Copies: a caller that keeps mutating its Run must not change history behind the file's back.
         for run in runs:
-            self._put(_detached(run))
+            self._put(run if handed_over else _detached(run))
         self._trim({run.task_id for run in runs})
         self._maybe_compact()
 
@@ -362,8 +367,9 @@ class MissedLedger:
             self._maybe_compact()
             return self._newest_first()
 
-    def add(self, records: builtins.list[MissedRecord]) -> None:
-        """Append ``records`` with a single fsync; durable when this returns."""
+    def add(self, records: builtins.list[MissedRecord], *, handed_over: bool = False) -> None:
+        """Append ``records`` with a single fsync; durable when this returns. ``handed_over``: as for
+        :meth:`RunLedger.record_many` (kept as they are, not copied)."""
         if not records:
             return
         with self._lock:
@@ -375,7 +381,7 @@ class MissedLedger:
             for record in records[:kept] if kept > 0 else ():
                 self._records.pop(record.id, None)
             for record in records[max(kept, 0) :]:
-                self._put(_detached(record))
+                self._put(record if handed_over else _detached(record))
             self._trim()
             self._maybe_compact()
 
