@@ -499,3 +499,28 @@ def test_the_summary_has_the_count_first_and_newest_of_the_full_list(jitter: str
         assert [f.scheduled_for for f in due.newest] == [f.scheduled_for for f in full[-5:]]
         reach = NOW - parse_jitter(jitter).max_delay - timedelta(seconds=1)
         assert [f for f in due.newest if f.scheduled_for > reach] == [f for f in full[-5:] if f.scheduled_for > reach]
+
+
+def test_the_records_of_a_pass_are_the_ones_validation_makes_in_any_zone():
+    """The records a decision makes skip validation (a catch-up pass makes 30,000 of them): every time
+    they hold is in UTC anyway, as the models' validators keep it, for a task in any zone, and each
+    record equals the one validation makes of it."""
+    from zoneinfo import ZoneInfo
+
+    from kairosd.core.records import MissedRecord, Run
+
+    paris = ZoneInfo("Europe/Paris")
+    t = task("0 * * * *", tz="Europe/Paris", catch_up=CatchUp.ONCE).model_copy(
+        update={"last_scheduled_for": THREE_DAYS_AGO}
+    )
+    now = NOW.astimezone(paris)
+    d = decide([due_slots(t, THREE_DAYS_AGO, now, LIMITS.grace)], now, NOT_RUNNING, LIMITS, InFlight())
+    assert [r.outcome for r in d.runs] == [Outcome.MISSED, None] and len(d.missed) == 1
+    for run in d.runs:
+        times = [run.scheduled_for, run.planned_for, run.dispatched_at or run.finished_at]
+        assert all(when is not None and when.tzinfo is UTC for when in times)
+        assert Run.model_validate(run.model_dump()) == run
+        assert run.model_dump(mode="json")["scheduled_for"].endswith("Z")
+    (missed,) = d.missed
+    assert {missed.scheduled_for.tzinfo, missed.first_scheduled_for.tzinfo, missed.detected_at.tzinfo} == {UTC}
+    assert MissedRecord.model_validate(missed.model_dump()) == missed
