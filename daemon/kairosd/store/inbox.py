@@ -49,7 +49,7 @@ from pydantic import ValidationError
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.ids import resolve_prefix
-from kairosd.core.records import InboxItem
+from kairosd.core.records import InboxItem, json_line
 from kairosd.store.jsonlog import JsonLog
 
 __all__ = ["ACKED_RETENTION", "MAX_CACHED_SESSIONS", "MAX_SESSION_CHARS", "InboxStore", "session_file_name"]
@@ -168,7 +168,7 @@ class InboxStore:
                     fresh.setdefault(item.session, []).append(item)
             for name, new_items in fresh.items():
                 session = self._session(name)
-                session.log.append([item.model_dump(mode="json") for item in new_items])
+                session.log.append([json_line(item) for item in new_items])
                 for item in new_items:
                     # A shallow copy is a full one: every field of an item is immutable (text, times, numbers).
                     session.items[item.id] = item.model_copy()

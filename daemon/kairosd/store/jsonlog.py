@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,13 @@ DIR_MODE = 0o700
 _NEWLINE = b"\n"
 
 
-def _encode(records: list[dict[str, Any]]) -> bytes:
+def _encode(records: Sequence[dict[str, Any] | bytes]) -> bytes:
     # ASCII escapes, not raw UTF-8: a lone surrogate kept from an unknown field must still encode.
     # Compact separators and no indent, so a record can never span lines.
     return b"".join(
-        json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode("ascii") + _NEWLINE for record in records
+        (record if isinstance(record, bytes) else json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode())
+        + _NEWLINE
+        for record in records
     )
 
 
@@ -60,11 +63,16 @@ class JsonLog:
     def path(self) -> Path:
         return self._path
 
-    def append(self, records: list[dict[str, Any]]) -> None:
-        """Append ``records`` with one write and one fsync; durable when this returns."""
-        if not records:
-            return
-        data = _encode(records)
+    def append(self, records: Sequence[dict[str, Any] | bytes]) -> None:
+        """Append ``records`` with one write and one fsync; durable when this returns.
+
+        A record is a JSON object, or one already encoded as :meth:`append` writes it (compact JSON
+        in ASCII, no newline): a caller with a faster encoder for its records hands those over.
+        """
+        if records:
+            self._append(_encode(records), len(records))
+
+    def _append(self, data: bytes, count: int) -> None:
         fd, created = self._open_for_append()
         try:
             size = os.fstat(fd).st_size
@@ -80,7 +88,7 @@ class JsonLog:
             os.close(fd)
         if created:
             fsync_dir(self._path.parent)  # the new file's entry must survive a crash too
-        self.lines += len(records)
+        self.lines += count
 
     def read(self) -> list[dict[str, Any]]:
         """Every well-formed record, in order. An absent file is an empty log.
