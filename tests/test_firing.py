@@ -515,7 +515,8 @@ def test_the_records_of_a_pass_are_the_ones_validation_makes_in_any_zone():
     )
     now = NOW.astimezone(paris)
     d = decide([due_slots(t, THREE_DAYS_AGO, now, LIMITS.grace)], now, NOT_RUNNING, LIMITS, InFlight())
-    assert [r.outcome for r in d.runs] == [Outcome.MISSED, None] and len(d.missed) == 1
+    assert [r.outcome for r in d.runs] == [Outcome.MISSED, None]
+    assert len(d.missed) == 1
     for run in d.runs:
         times = [run.scheduled_for, run.planned_for, run.dispatched_at or run.finished_at]
         assert all(when is not None and when.tzinfo is UTC for when in times)

@@ -659,3 +659,42 @@ def test_a_catch_up_moves_each_task_once_to_its_newest_slot(tmp_path):
         assert h.book.get(t.id).last_fired_at == clock.now()
 
     run(main())
+
+
+def test_status_names_a_fire_still_due_while_a_pass_decides_it_then_the_next_one(tmp_path, monkeypatch):
+    """status() takes the next fire from the heap, not from a scan of every task (clients poll it: 10 ms
+    a call with 10,000 tasks). A pass takes its due fires off the heap; until it has decided each,
+    status still names the earliest of them (due, in the past), never a later one."""
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", 2)
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(hours=1)
+        tasks = [
+            task(cron, task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i, cron in enumerate(["*/5 * * * *", "*/10 * * * *", "*/20 * * * *", "7 * * * *", "0 12 * * *"])
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        await h.sched.start(defer_catch_up=True)
+        seen: list[Any] = []
+        commit = h.sched._commit
+
+        async def noting(decision):
+            seen.append(h.sched.status()["next_fire"])  # decided, not yet recorded nor planned again
+            return await commit(decision)
+
+        h.sched._commit = noting  # type: ignore[method-assign]
+        await h.at(T0)
+        # Taken off the heap at 09:05 (*/5), 09:07, 09:10 (*/10) and 09:20 (*/20), decided two at a time.
+        assert seen == [
+            {"task_id": tasks[0].id, "planned_for": (anchor + timedelta(minutes=5)).isoformat()},
+            {"task_id": tasks[1].id, "planned_for": (anchor + timedelta(minutes=10)).isoformat()},
+        ]
+        after = h.sched.status()["next_fire"]
+        assert after == {
+            "task_id": tasks[0].id,
+            "planned_for": (T0.replace(second=0) + timedelta(minutes=5)).isoformat(),
+        }
+
+    run(main())

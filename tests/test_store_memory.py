@@ -81,3 +81,27 @@ def test_a_fresh_daemon_process_loads_lean_tasks(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_a_task_put_back_changed_keeps_the_layout_of_the_one_it_replaces(tmp_path: Path) -> None:
+    """A catch-up pass puts back a copy of every task, its anchor moved (``model_copy``): the copy
+    takes the replaced task's fields set (2 KB a task) and stays the same task in every other way;
+    the task it replaced is left as it was (a failed write rolls back to it)."""
+    from kairosd.scheduling.taskbook import TaskBook
+    from kairosd.testing import InMemoryStore
+
+    saved = _tasks()
+    store = JsonStore(tmp_path / "scheduled_tasks.json", FakeClock(T0))
+    store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=saved))
+    book = TaskBook(InMemoryStore(store.load()))
+    book.load()
+    before = book.get(saved[0].id)
+    moved = before.model_copy(update={"last_scheduled_for": T0})
+    assert moved.__pydantic_fields_set__ is not before.__pydantic_fields_set__
+    book.put(moved)
+    assert book.get(moved.id).__pydantic_fields_set__ is before.__pydantic_fields_set__
+    assert moved == saved[0].model_copy(update={"last_scheduled_for": T0})
+    assert before.last_scheduled_for is None
+    assert before == saved[0]
+    moved.paused = True
+    assert (moved.paused, before.paused) == (True, False)
