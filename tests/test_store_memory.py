@@ -13,6 +13,8 @@ import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from kairosd.core.models import ShellTarget, Task, new_task
 from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 from kairosd.testing import FakeClock
@@ -105,3 +107,30 @@ def test_a_task_put_back_changed_keeps_the_layout_of_the_one_it_replaces(tmp_pat
     assert before == saved[0]
     moved.paused = True
     assert (moved.paused, before.paused) == (True, False)
+
+
+def test_a_moved_task_is_its_model_copy_in_the_lean_layout(tmp_path: Path) -> None:
+    """``moved`` (a catch-up moves the anchor of every task) gives what ``model_copy`` gives, with the
+    loaded tasks' layout: a dict on the shared keys and the original's fields set; unknown fields are
+    copied, never shared; the original is left alone, and so are the other tasks after a change."""
+    from kairosd.core.models import moved
+
+    store = JsonStore(tmp_path / "scheduled_tasks.json", FakeClock(T0))
+    store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=_tasks()))
+    for task in store.load().tasks:
+        copy = moved(task, last_scheduled_for=T0, last_fired_at=T0)
+        assert copy == task.model_copy(update={"last_scheduled_for": T0, "last_fired_at": T0})
+        assert (
+            copy.model_dump_json()
+            == task.model_copy(update={"last_scheduled_for": T0, "last_fired_at": T0}).model_dump_json()
+        )
+        assert copy.__pydantic_fields_set__ is task.__pydantic_fields_set__
+        assert sys.getsizeof(copy.__dict__) <= sys.getsizeof(task.__dict__)
+        assert (task.last_scheduled_for, task.last_fired_at) == (None, None)
+        if task.model_extra:
+            assert copy.model_extra == task.model_extra
+            assert copy.model_extra is not task.model_extra
+        copy.paused = True
+        assert not task.paused
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        moved(task, nope=1)

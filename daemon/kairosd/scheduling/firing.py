@@ -43,7 +43,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
-from kairosd.core.models import CatchUp, Overlap, Task
+from kairosd.core.models import CatchUp, Overlap, Task, moved
 from kairosd.core.plan import Fire, fire_for, scheduled_after
 from kairosd.core.records import MissedRecord, Outcome, Run, trusted
 from kairosd.core.schedule.counting import count_fires, last_fires
@@ -261,7 +261,7 @@ def advanced(task: Task, fire: Fire, when: datetime, fired: bool) -> tuple[Task,
     updates: dict[str, Any] = {"last_scheduled_for": fire.scheduled_for}
     if fired:
         updates["last_fired_at"] = when
-    updated = task.model_copy(update=updates)
+    updated = moved(task, **updates)
     expired = fired and updated.expires and when >= updated.created_at + timedelta(days=updated.expires_after_days or 0)
     if expired:
         return updated, "expired"

@@ -313,7 +313,7 @@ class RunLedger:
             return
         oldest_first = sorted(self._runs, key=self._age)
         try:
-            self._log.rewrite([self._runs[run_id].model_dump(mode="json") for run_id in oldest_first])
+            self._log.rewrite([json_line(self._runs[run_id]) for run_id in oldest_first])
         except OSError as exc:
             # Every record is already durable in the long file; compaction can wait for the next append.
             log.warning("could not compact %s: %s", self._log.path, exc)
@@ -415,7 +415,7 @@ class MissedLedger:
         if not _needs_compaction(self._log.lines, len(self._records)):
             return
         try:
-            self._log.rewrite([record.model_dump(mode="json") for record in self._records.values()])
+            self._log.rewrite([json_line(record) for record in self._records.values()])
         except OSError as exc:
             log.warning("could not compact %s: %s", self._log.path, exc)
         else:

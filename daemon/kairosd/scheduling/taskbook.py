@@ -100,8 +100,8 @@ class TaskBook:
 
     def put(self, task: Task) -> None:
         old = self._tasks.get(task.id)
-        if old is not None:
-            slim(task, old)  # most puts are copies with an anchor moved: 10,000 after a long stop
+        if old is not None and task.__pydantic_fields_set__ is not old.__pydantic_fields_set__:
+            slim(task, old)  # a model_copy of it (an edit, say); an anchor moved is already lean (models.moved)
         self._undo.setdefault(task.id, old)
         self._ops.append((True, task.id))
         self._tasks[task.id] = task

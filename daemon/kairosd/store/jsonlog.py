@@ -130,7 +130,7 @@ class JsonLog:
                 log.warning("%s: skipping garbled line %d (%s)", self._path, number, problem)
         return records
 
-    def rewrite(self, records: list[dict[str, Any]]) -> None:
+    def rewrite(self, records: Sequence[dict[str, Any] | bytes]) -> None:
         """Replace the whole log with ``records`` atomically (compaction)."""
         self._path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         write_atomic(self._path, _encode(records), mode=FILE_MODE)
