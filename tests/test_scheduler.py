@@ -698,3 +698,44 @@ def test_status_names_a_fire_still_due_while_a_pass_decides_it_then_the_next_one
         }
 
     run(main())
+
+
+def test_a_pass_in_many_chunks_makes_no_cycle_collections_and_turns_them_back_on(tmp_path, monkeypatch):
+    """A big pass (every task after a long stop) runs without the cycle collector, which walked its
+    100,000 new objects again and again; collections are on again after it, also when a chunk fails."""
+    import gc
+
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", 7)
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=3)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(20)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        during: list[bool] = []
+        commit = h.sched._commit
+
+        async def noting(decision):
+            during.append(gc.isenabled())
+            return await commit(decision)
+
+        h.sched._commit = noting  # type: ignore[method-assign]
+        assert gc.isenabled()
+        await h.sched.start()
+        assert during == [False, False, False]
+        assert gc.isenabled()
+
+        def failing(decision):
+            raise RuntimeError("a bug in a chunk")
+
+        h2 = Harness(tmp_path / "again", tasks, FakeClock(T0))
+        h2.sched._commit = failing  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError):
+            await h2.sched.start()
+        assert gc.isenabled()
+
+    run(main())

@@ -45,6 +45,7 @@ Must not import the server, the CLI, or concrete delivery targets.
 from __future__ import annotations
 
 import asyncio
+import gc
 import heapq
 import itertools
 import logging
@@ -394,6 +395,11 @@ class Scheduler:
         # and before the store is written: both would compete with it, and the loop be behind for longer.
         self._dispatch.hold()
         self._anchors.hold()
+        # No cycle collections meanwhile (as while kairosd starts, see __main__): the pass makes some
+        # 100,000 objects and no cycles, and each full collection walks them all. Measured on 10,000
+        # tasks back after 7 days: 15% of the pass's CPU time.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             for first in range(0, len(tasks), PASS_CHUNK):
                 if not await self._pass_some(now, missed_reason, tasks[first : first + PASS_CHUNK]):
@@ -403,6 +409,8 @@ class Scheduler:
                         self._replan(task.id)
                     return
         finally:
+            if collecting:
+                gc.enable()
             self._anchors.release()
             self._dispatch.release()
 
