@@ -50,6 +50,8 @@ class Harness:
             publish(kind, **data)
 
         self.events.publish = capture  # type: ignore[method-assign]
+        # A listener, as `kairos watch` or a hook would be: with none, kairosd tells nobody of a miss.
+        self.listener = self.events.subscribe()
 
     async def start(self) -> None:
         await self.sched.start()
@@ -737,5 +739,40 @@ def test_a_pass_in_many_chunks_makes_no_cycle_collections_and_turns_them_back_on
         with pytest.raises(RuntimeError):
             await h2.sched.start()
         assert gc.isenabled()
+
+    run(main())
+
+
+def test_a_listener_hears_each_miss_recorded_by_a_catch_up(tmp_path):
+    """Each missed record of a catch-up is told to whoever listens (``kairos watch``, hooks), as its
+    JSON; with nobody listening nothing is built for it, and the records are the same."""
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=1)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(3)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        await h.sched.start()
+        told = [data for kind, data in h.seen if kind == "missed"]
+        heard = []
+        async for event in h.listener:
+            heard.append(event)
+            if len([e for e in heard if e["type"] == "missed"]) == 3:
+                break
+        records = h.missed.list()
+        assert sorted(d["id"] for d in told) == sorted(m.id for m in records)
+        by_id = {m.id: m.model_dump(mode="json") for m in records}
+        assert all({k: v for k, v in e.items() if k not in ("type", "at")} == by_id[e["id"]]
+                   for e in heard if e["type"] == "missed")  # fmt: skip
+
+        quiet = Harness(tmp_path / "quiet", tasks, FakeClock(T0))
+        await quiet.listener.aclose()
+        await quiet.sched.start()
+        assert [kind for kind, _ in quiet.seen if kind == "missed"] == []
+        assert sorted(m.task_id for m in quiet.missed.list()) == sorted(t.id for t in tasks)
 
     run(main())

@@ -52,7 +52,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
 from kairosd.core import defaults
@@ -455,7 +454,9 @@ class Scheduler:
         """
         if decision.runs:
             try:
-                await asyncio.to_thread(self._record, decision.runs)
+                # The missed records in the same trip to a thread, right after the runs: one trip per chunk
+                # of a pass, not two (on a loaded machine each trip waits its turn for a CPU).
+                await asyncio.to_thread(self._record, decision.runs, decision.missed)
             except OSError as exc:
                 self.write_error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
                 log.error("%s; %d fire(s) not delivered, retried later", self.write_error, len(decision.start))
@@ -463,9 +464,11 @@ class Scheduler:
             if self.write_error is not None:
                 log.warning("the run ledger is writable again; firing resumes")
                 self.write_error = None
+        elif decision.missed:
+            await asyncio.to_thread(self._add_missed, decision.missed)
         # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
         # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
-        await self._report_missed(decision.missed)
+        self._tell_missed(decision.missed)
         self._anchors.advance(decision.advances)
         for task, run in decision.queue:
             self._dispatch.enqueue(task, run)
@@ -473,19 +476,29 @@ class Scheduler:
             self._dispatch.start(task, run)
         return True
 
-    def _record(self, runs: list[Run]) -> None:
-        """Append runs the scheduler made and hands over: after this it reads them (to deliver, to queue),
-        never changes them (a later state is a copy), so the ledger keeps them rather than copies."""
-        self.ledger.record_many(runs, handed_over=True)
+    def _record(self, runs: list[Run], missed: list[MissedRecord] | None = None) -> None:
+        """Append runs the scheduler made and hands over, then ``missed`` (see :meth:`_add_missed`).
 
-    async def _report_missed(self, records: list[MissedRecord]) -> None:
-        """Add ``records`` to the missed ledger and tell them (once their runs are recorded)."""
-        if records:
-            try:
-                await asyncio.to_thread(partial(self.missed.add, records, handed_over=True))
-            except OSError as exc:
-                # The run ledger has the misses too (as missed runs); this ledger is the summary.
-                log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
+        After this the scheduler reads the runs (to deliver, to queue), never changes them (a later
+        state is a copy), so the ledger keeps them rather than copies. An OSError from the run ledger
+        is raised, and then nothing was added to the missed ledger either.
+        """
+        self.ledger.record_many(runs, handed_over=True)
+        if missed:
+            self._add_missed(missed)
+
+    def _add_missed(self, records: list[MissedRecord]) -> None:
+        """Add ``records`` to the missed ledger (once their runs are recorded); a failure is logged."""
+        try:
+            self.missed.add(records, handed_over=True)
+        except OSError as exc:
+            # The run ledger has the misses too (as missed runs); this ledger is the summary.
+            log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
+
+    def _tell_missed(self, records: list[MissedRecord]) -> None:
+        """Publish a ``missed`` event per record (their runs are recorded)."""
+        if not self.events.subscribers:
+            return  # nobody listens: a pass after a long stop would dump 10,000 records for nothing
         for record in records:
             self.events.publish("missed", **record.model_dump(mode="json"))
 
@@ -531,12 +544,12 @@ class Scheduler:
         if stopped.runs:
             log.info("kairosd stopping: %d run(s) not started are recorded as missed", len(stopped.runs))
             try:
-                await asyncio.to_thread(self._record, stopped.runs)
+                await asyncio.to_thread(self._record, stopped.runs, stopped.missed)
             except OSError as exc:
                 # They stay dispatched or queued in the ledger: the next start marks them interrupted or skipped.
                 log.error("cannot write the run ledger %s: %s", self.ledger.path, exc.strerror or exc)
             else:
-                await self._report_missed(stopped.missed)
+                self._tell_missed(stopped.missed)
                 for run in stopped.runs:
                     self.events.publish(
                         "run_finished", run_id=run.run_id, task_id=run.task_id, outcome=run.outcome, reason=run.reason
