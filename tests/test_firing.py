@@ -525,3 +525,22 @@ def test_the_records_of_a_pass_are_the_ones_validation_makes_in_any_zone():
     (missed,) = d.missed
     assert {missed.scheduled_for.tzinfo, missed.first_scheduled_for.tzinfo, missed.detected_at.tzinfo} == {UTC}
     assert MissedRecord.model_validate(missed.model_dump()) == missed
+
+
+def test_the_runs_of_tasks_that_share_a_target_share_its_json():
+    """Tasks loaded from the store share their target objects; the runs of a pass share the target's
+    JSON (one dict, read only) rather than a dump each: 20,000 dicts in a catch-up of 10,000 tasks."""
+    from kairosd.core.models import InboxTarget, ShellTarget
+
+    shared = InboxTarget(session="main")
+    tasks = [hourly(CatchUp.ONCE, target=shared), hourly(CatchUp.ONCE, target=shared)]
+    tasks.append(hourly(CatchUp.ONCE, target=ShellTarget(argv=["true"])))
+    items = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
+    d = decide(items, NOW, NOT_RUNNING, LIMITS, InFlight())
+    by_task = {t.id: [r.target for r in d.runs if r.task_id == t.id] for t in tasks}
+    assert all(len(targets) == 2 for targets in by_task.values())
+    main_targets = by_task[tasks[0].id] + by_task[tasks[1].id]
+    assert all(target is main_targets[0] for target in main_targets)
+    assert main_targets[0] == shared.model_dump(mode="json")
+    assert by_task[tasks[2].id][0] == tasks[2].target.model_dump(mode="json")
+    assert by_task[tasks[2].id][0] is not main_targets[0]

@@ -727,7 +727,7 @@ def test_a_pass_in_many_chunks_makes_no_cycle_collections_and_turns_them_back_on
 
         h.sched._commit = noting  # type: ignore[method-assign]
         assert gc.isenabled()
-        await h.sched.start()
+        await h.start()
         assert during == [False, False, False]
         assert gc.isenabled()
 
@@ -756,23 +756,49 @@ def test_a_listener_hears_each_miss_recorded_by_a_catch_up(tmp_path):
             for i in range(3)
         ]
         h = Harness(tmp_path, tasks, FakeClock(T0))
-        await h.sched.start()
+        misses = h.events.subscribe(frozenset({"missed"}))
+        await h.start()
         told = [data for kind, data in h.seen if kind == "missed"]
-        heard = []
-        async for event in h.listener:
-            heard.append(event)
-            if len([e for e in heard if e["type"] == "missed"]) == 3:
-                break
+        heard = [await asyncio.wait_for(anext(misses), 5) for _ in range(3)]
         records = h.missed.list()
         assert sorted(d["id"] for d in told) == sorted(m.id for m in records)
         by_id = {m.id: m.model_dump(mode="json") for m in records}
-        assert all({k: v for k, v in e.items() if k not in ("type", "at")} == by_id[e["id"]]
-                   for e in heard if e["type"] == "missed")  # fmt: skip
+        assert [{k: v for k, v in e.items() if k not in ("type", "at")} for e in heard] == [
+            by_id[e["id"]] for e in heard
+        ]
 
         quiet = Harness(tmp_path / "quiet", tasks, FakeClock(T0))
         await quiet.listener.aclose()
-        await quiet.sched.start()
+        await quiet.start()
         assert [kind for kind, _ in quiet.seen if kind == "missed"] == []
         assert sorted(m.task_id for m in quiet.missed.list()) == sorted(t.id for t in tasks)
+
+    run(main())
+
+
+def test_run_started_is_told_to_a_listener_only(tmp_path):
+    """Each fire that starts is told (``run_started``) to whoever listens; with nobody listening
+    nothing is built for it, and the runs are the same."""
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=1)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(3)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        await h.start()
+        started = sorted(data["task_id"] for kind, data in h.seen if kind == "run_started")
+        assert started == sorted(t.id for t in tasks)
+
+        quiet = Harness(tmp_path / "quiet", tasks, FakeClock(T0))
+        await quiet.listener.aclose()
+        await quiet.start()
+        assert [kind for kind, _ in quiet.seen if kind == "run_started"] == []
+        fired = [r for r in quiet.ledger.list(limit=100) if r.catch_up]
+        assert sorted(r.task_id for r in fired) == sorted(t.id for t in tasks)
+        assert {r.outcome for r in fired} == {Outcome.DELIVERED}
 
     run(main())

@@ -97,9 +97,10 @@ class Dispatcher:
         catch-up fires come at once, and as many waiting tasks cost tens of MB.
         """
         self.running[task.id] = run.run_id
-        self.events.publish(
-            "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
-        )
+        if self.events.subscribers:  # else nobody to tell: 10,000 events for nothing after a long stop
+            self.events.publish(
+                "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
+            )
         if len(self.inflight) < self._max and not self._held:
             self._spawn(task, run)
         else:

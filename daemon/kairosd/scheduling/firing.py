@@ -105,6 +105,16 @@ class Decision:
     # scanning start and queue instead made a pass over 10,000 catch-up fires quadratic (27 s).
     started: set[str] = field(default_factory=set, repr=False, compare=False)
     queued: Counter[str] = field(default_factory=Counter, repr=False, compare=False)
+    # Each target's JSON, by the target object: tasks share their target objects (the store loads one
+    # per inbox session), so do their runs' (read only, as copies of a run already share it).
+    targets: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+
+    def target_json(self, task: Task) -> dict[str, Any]:
+        target = task.target
+        known = self.targets.get(id(target))
+        if known is None or known[0] is not target:
+            known = self.targets[id(target)] = (target, target.model_dump(mode="json"))
+        return known[1]
 
 
 @dataclass(frozen=True)
@@ -351,7 +361,7 @@ def _record_missed(
             finished_at=_utc(now),
             outcome=Outcome.MISSED,
             reason=f"{reason} ({count:,} fire{'s' if count != 1 else ''} {action})",
-            target=task.target.model_dump(mode="json"),
+            target=decision.target_json(task),
             late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
         )
     )
@@ -383,7 +393,7 @@ def _fire(
         scheduled_for=_utc(fire.scheduled_for),
         planned_for=_utc(fire.planned_for),
         dispatched_at=_utc(now),
-        target=task.target.model_dump(mode="json"),
+        target=decision.target_json(task),
         late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
         catch_up=catch_up,
         manual=manual,
