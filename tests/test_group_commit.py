@@ -322,6 +322,43 @@ def test_a_herds_chunks_are_decided_while_the_chunk_before_is_written(
         assert await d.sched.drain(10)
         assert order[:3] == ["decide", "decide", "written"]
         assert order.count("decide") == 3
+
+
+def test_a_herd_bigger_than_a_batch_goes_in_batches_at_most_max_concurrent_at_once(
+    tmp_path: Path, appends: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a long stop 10,000 catch-up fires start together: they go to the inbox in batches of at most
+    BATCH_MAX (one append each, then one for their outcomes), at most max_concurrent batches at a time,
+    every fire delivered once. As one batch, every item, outcome and their JSON were in memory at once."""
+    from kairosd.scheduling import dispatch
+
+    monkeypatch.setattr(dispatch, "BATCH_MAX", 25)
+    tasks = herd(110)
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0), max_concurrent=2)
+        sizes: list[int] = []
+        busy, most = 0, 0
+        deliver_many = d.delivery.deliver_many
+
+        async def counting(handoffs: list[Any]) -> list[Any]:
+            nonlocal busy, most
+            sizes.append(len(handoffs))
+            busy += 1
+            most = max(most, busy)
+            await asyncio.sleep(0.01)  # let the others start, if they may
+            try:
+                return await deliver_many(handoffs)
+            finally:
+                busy -= 1
+
+        d.delivery.deliver_many = counting  # type: ignore[method-assign]
+        await d.sched.start()
+        appends.clear()
+        await d.at(MINUTE)
+        assert sizes == [25, 25, 25, 25, 10]
+        assert most == 2
+        assert appends == {"inbox/main.jsonl": 5, "runs.jsonl": 1 + 5}
         assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
         _one_per_slot(d, tasks, [MINUTE])
 

@@ -296,3 +296,16 @@ def test_jitter_in_the_repeated_hour_of_a_fall_back_stays_after_its_slot():
         )
         delay = planned.astimezone(UTC) - scheduled.astimezone(UTC)
         assert timedelta(0) < delay <= timedelta(minutes=1), (scheduled, planned)
+
+
+def test_a_jitter_spelling_is_parsed_once_and_a_bad_one_refused_every_time():
+    """A catch-up pass asks for the policy of each of 10,000 tasks: the same spelling gives the same
+    (frozen) policy without parsing it again; a bad spelling is refused each time, never remembered."""
+    from kairosd.core.errors import InvalidTimeError
+    from kairosd.core.schedule.jitter import parse_jitter
+
+    assert parse_jitter("max:90s") is parse_jitter("max:90s")
+    assert parse_jitter("claude") is parse_jitter("claude")
+    for _ in range(2):
+        with pytest.raises(InvalidTimeError):
+            parse_jitter("max:2d")

@@ -325,3 +325,57 @@ def test_runs_let_go_are_reported_so_their_logs_can_go_too(tmp_path: Path, clock
     assert evicted == ["r1", "r2"]
     assert not smaller.knows("r2")
     assert smaller.knows("r4")
+
+
+def test_a_trusted_record_is_the_record_validation_makes_and_its_line_the_same_bytes() -> None:
+    """``trusted`` (the scheduler's records, built without validation) gives what validating the same
+    values gives: equal, every default filled in the fields' order, a fresh id each, and the same JSON;
+    ``json_line`` writes the bytes json.dumps wrote, and still encodes a lone surrogate."""
+    import json
+
+    from kairosd.core.records import json_line, trusted
+
+    values: dict[str, Any] = {"task_id": "t1", "scheduled_for": T0, "planned_for": T0, "target": {"kind": "inbox"}}
+    made, validated = trusted(Run, **values), Run(**values)
+    assert made == validated.model_copy(update={"run_id": made.run_id})
+    assert list(made.__dict__) == list(Run.model_fields)
+    assert trusted(Run, **values).run_id != made.run_id
+    assert made.model_dump_json() == validated.model_copy(update={"run_id": made.run_id}).model_dump_json()
+    missed = trusted(MissedRecord, task_id="t1", prompt="p", schedule="* * * * *", scheduled_for=T0,
+                     detected_at=T0, reason="r", action="recorded")  # fmt: skip
+    assert missed.id.startswith("m")
+    assert missed.count == 1
+    assert missed.first_scheduled_for is None
+    for record in (made, missed, Run(**values, task_name="caf\u00e9 \u2603", reason="line\nbreak")):
+        line = json_line(record)
+        assert line == json.dumps(record.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=True).encode()
+        assert json.loads(line) == record.model_dump(mode="json")
+    odd = Run.model_validate({**values, "scheduled_for": T0.isoformat(), "planned_for": T0.isoformat(), "x": "\ud800"})
+    assert json.loads(json_line(odd))["x"] == "\ud800"
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        trusted(Run, **values, nope=1)
+    with pytest.raises(TypeError, match="'planned_for' is required"):
+        trusted(Run, task_id="t1", scheduled_for=T0)
+
+
+def test_runs_handed_over_are_kept_as_they_are_and_others_are_copied(tmp_path: Path, clock: FakeClock) -> None:
+    """The scheduler hands its runs over (it never changes them after): the ledger keeps those objects,
+    not a copy each (30,000 copies in a catch-up of 10,000 tasks). A caller that did not hand its run
+    over can still change it without changing history."""
+    ledger = _ledger(tmp_path, clock)
+    mine, theirs = _done("r1"), _done("r2")
+    ledger.record_many([mine], handed_over=True)
+    ledger.record_many([theirs])
+    theirs.reason = "changed afterwards"
+    assert ledger._runs["r1"] is mine
+    assert ledger._runs["r2"] is not theirs
+    assert ledger.get("r2").reason is None
+    missed = MissedLedger(tmp_path / "missed.jsonl", clock)
+    missed.load()
+    record = MissedRecord(task_id="t1", prompt="p", schedule="x", scheduled_for=T0, detected_at=T0, reason="r",
+                          action="recorded")  # fmt: skip
+    missed.add([record], handed_over=True)
+    assert missed._records[record.id] is record
+    reloaded = RunLedger(tmp_path / "runs.jsonl", clock)
+    reloaded.load()
+    assert {r.run_id: r.reason for r in reloaded.list()} == {"r1": None, "r2": None}

@@ -50,6 +50,8 @@ class Harness:
             publish(kind, **data)
 
         self.events.publish = capture  # type: ignore[method-assign]
+        # A listener, as `kairos watch` or a hook would be: with none, kairosd tells nobody of a miss.
+        self.listener = self.events.subscribe()
 
     async def start(self) -> None:
         await self.sched.start()
@@ -657,5 +659,154 @@ def test_a_catch_up_moves_each_task_once_to_its_newest_slot(tmp_path):
         (fired,) = h.delivery.handoffs
         assert puts == [fired.scheduled_for]
         assert h.book.get(t.id).last_fired_at == clock.now()
+
+    run(main())
+
+
+def test_status_names_a_fire_still_due_while_a_pass_decides_it_then_the_next_one(tmp_path, monkeypatch):
+    """status() takes the next fire from the heap, not from a scan of every task (clients poll it: 10 ms
+    a call with 10,000 tasks). A pass takes its due fires off the heap; until it has decided each,
+    status still names the earliest of them (due, in the past), never a later one."""
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", 2)
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(hours=1)
+        tasks = [
+            task(cron, task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i, cron in enumerate(["*/5 * * * *", "*/10 * * * *", "*/20 * * * *", "7 * * * *", "0 12 * * *"])
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        await h.sched.start(defer_catch_up=True)
+        seen: list[Any] = []
+        commit = h.sched._commit
+
+        async def noting(decision, writing=None):
+            seen.append(h.sched.status()["next_fire"])  # decided, not yet recorded nor planned again
+            return await commit(decision, writing)
+
+        h.sched._commit = noting  # type: ignore[method-assign]
+        await h.at(T0)
+        # Taken off the heap at 09:05 (*/5), 09:07, 09:10 (*/10) and 09:20 (*/20), decided two at a time.
+        assert seen == [
+            {"task_id": tasks[0].id, "planned_for": (anchor + timedelta(minutes=5)).isoformat()},
+            {"task_id": tasks[1].id, "planned_for": (anchor + timedelta(minutes=10)).isoformat()},
+        ]
+        after = h.sched.status()["next_fire"]
+        assert after == {
+            "task_id": tasks[0].id,
+            "planned_for": (T0.replace(second=0) + timedelta(minutes=5)).isoformat(),
+        }
+
+    run(main())
+
+
+async def _collector_back() -> None:
+    import gc
+
+    while not gc.isenabled():  # noqa: ASYNC110 - the collector has no event to wait on
+        await asyncio.sleep(0.01)
+
+
+def test_a_pass_in_many_chunks_makes_no_cycle_collections_and_turns_them_back_on(tmp_path, monkeypatch):
+    """A big pass (every task after a long stop) runs without the cycle collector, which walked its
+    100,000 new objects again and again; collections are on again after it, also when a chunk fails."""
+    import gc
+
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", 7)
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=3)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(20)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        during: list[bool] = []
+        commit = h.sched._commit
+
+        async def noting(decision, writing=None):
+            during.append(gc.isenabled())
+            return await commit(decision, writing)
+
+        h.sched._commit = noting  # type: ignore[method-assign]
+        assert gc.isenabled()
+        await h.start()
+        assert during == [False, False, False]
+        assert gc.isenabled()
+
+        def failing(decision, writing=None):
+            raise RuntimeError("a bug in a chunk")
+
+        h2 = Harness(tmp_path / "again", tasks, FakeClock(T0))
+        h2.sched._commit = failing  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError):
+            await h2.sched.start()
+        # Back once the pass's group commits have settled (kairosd.system.gcpause), failed pass or not.
+        await asyncio.wait_for(_collector_back(), 10)
+
+    run(main())
+
+
+def test_a_listener_hears_each_miss_recorded_by_a_catch_up(tmp_path):
+    """Each missed record of a catch-up is told to whoever listens (``kairos watch``, hooks), as its
+    JSON; with nobody listening nothing is built for it, and the records are the same."""
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=1)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(3)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        misses = h.events.subscribe(frozenset({"missed"}))
+        await h.start()
+        told = [data for kind, data in h.seen if kind == "missed"]
+        heard = [await asyncio.wait_for(anext(misses), 5) for _ in range(3)]
+        records = h.missed.list()
+        assert sorted(d["id"] for d in told) == sorted(m.id for m in records)
+        by_id = {m.id: m.model_dump(mode="json") for m in records}
+        assert [{k: v for k, v in e.items() if k not in ("type", "at")} for e in heard] == [
+            by_id[e["id"]] for e in heard
+        ]
+
+        quiet = Harness(tmp_path / "quiet", tasks, FakeClock(T0))
+        await quiet.listener.aclose()
+        await quiet.start()
+        assert [kind for kind, _ in quiet.seen if kind == "missed"] == []
+        assert sorted(m.task_id for m in quiet.missed.list()) == sorted(t.id for t in tasks)
+
+    run(main())
+
+
+def test_run_started_is_told_to_a_listener_only(tmp_path):
+    """Each fire that starts is told (``run_started``) to whoever listens; with nobody listening
+    nothing is built for it, and the runs are the same."""
+
+    async def main():
+        anchor = T0.replace(second=0) - timedelta(days=1)
+        tasks = [
+            task("*/5 * * * *", task_id=f"{0x10000000 + i:08x}", created_at=anchor).model_copy(
+                update={"last_scheduled_for": anchor}
+            )
+            for i in range(3)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        await h.start()
+        started = sorted(data["task_id"] for kind, data in h.seen if kind == "run_started")
+        assert started == sorted(t.id for t in tasks)
+
+        quiet = Harness(tmp_path / "quiet", tasks, FakeClock(T0))
+        await quiet.listener.aclose()
+        await quiet.start()
+        assert [kind for kind, _ in quiet.seen if kind == "run_started"] == []
+        fired = [r for r in quiet.ledger.list(limit=100) if r.catch_up]
+        assert sorted(r.task_id for r in fired) == sorted(t.id for t in tasks)
+        assert {r.outcome for r in fired} == {Outcome.DELIVERED}
 
     run(main())

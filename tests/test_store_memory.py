@@ -13,6 +13,8 @@ import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from kairosd.core.models import ShellTarget, Task, new_task
 from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 from kairosd.testing import FakeClock
@@ -81,3 +83,54 @@ def test_a_fresh_daemon_process_loads_lean_tasks(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_a_task_put_back_changed_keeps_the_layout_of_the_one_it_replaces(tmp_path: Path) -> None:
+    """A catch-up pass puts back a copy of every task, its anchor moved (``model_copy``): the copy
+    takes the replaced task's fields set (2 KB a task) and stays the same task in every other way;
+    the task it replaced is left as it was (a failed write rolls back to it)."""
+    from kairosd.scheduling.taskbook import TaskBook
+    from kairosd.testing import InMemoryStore
+
+    saved = _tasks()
+    store = JsonStore(tmp_path / "scheduled_tasks.json", FakeClock(T0))
+    store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=saved))
+    book = TaskBook(InMemoryStore(store.load()))
+    book.load()
+    before = book.get(saved[0].id)
+    moved = before.model_copy(update={"last_scheduled_for": T0})
+    assert moved.__pydantic_fields_set__ is not before.__pydantic_fields_set__
+    book.put(moved)
+    assert book.get(moved.id).__pydantic_fields_set__ is before.__pydantic_fields_set__
+    assert moved == saved[0].model_copy(update={"last_scheduled_for": T0})
+    assert before.last_scheduled_for is None
+    assert before == saved[0]
+    moved.paused = True
+    assert (moved.paused, before.paused) == (True, False)
+
+
+def test_a_moved_task_is_its_model_copy_in_the_lean_layout(tmp_path: Path) -> None:
+    """``moved`` (a catch-up moves the anchor of every task) gives what ``model_copy`` gives, with the
+    loaded tasks' layout: a dict on the shared keys and the original's fields set; unknown fields are
+    copied, never shared; the original is left alone, and so are the other tasks after a change."""
+    from kairosd.core.models import moved
+
+    store = JsonStore(tmp_path / "scheduled_tasks.json", FakeClock(T0))
+    store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=_tasks()))
+    for task in store.load().tasks:
+        copy = moved(task, last_scheduled_for=T0, last_fired_at=T0)
+        assert copy == task.model_copy(update={"last_scheduled_for": T0, "last_fired_at": T0})
+        assert (
+            copy.model_dump_json()
+            == task.model_copy(update={"last_scheduled_for": T0, "last_fired_at": T0}).model_dump_json()
+        )
+        assert copy.__pydantic_fields_set__ is task.__pydantic_fields_set__
+        assert sys.getsizeof(copy.__dict__) <= sys.getsizeof(task.__dict__)
+        assert (task.last_scheduled_for, task.last_fired_at) == (None, None)
+        if task.model_extra:
+            assert copy.model_extra == task.model_extra
+            assert copy.model_extra is not task.model_extra
+        copy.paused = True
+        assert not task.paused
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        moved(task, nope=1)

@@ -359,6 +359,31 @@ class Task(BaseModel):
         return self.recurring and not self.permanent and self.expires_after_days is not None
 
 
+def moved(task: Task, **changes: Any) -> Task:
+    """``task.model_copy(update=changes)``, for changes already valid, at a third of its cost.
+
+    A catch-up pass moves the anchor of every task (10,000 copies after a long stop). The copy's
+    dict shares its keys with the other tasks' (as a loaded task's does, see
+    :func:`kairosd.store.store.slim`), and it shares ``task``'s fields set and empty unknown-fields
+    dict (pydantic adds names to the set and, with ``validate_assignment``, replaces that dict on an
+    assignment rather than changing it). Nothing is validated: only for values of the fields' types.
+    """
+    unknown = changes.keys() - Task.model_fields.keys()
+    if unknown:
+        raise TypeError(f"Task has no field {sorted(unknown)[0]!r}")
+    copy = Task.__new__(Task)
+    fields = copy.__dict__  # empty, on the class's shared keys
+    for name, value in task.__dict__.items():
+        fields[name] = value
+    fields.update(changes)
+    kept = task.__pydantic_fields_set__
+    extra = task.__pydantic_extra__
+    object.__setattr__(copy, "__pydantic_fields_set__", kept if changes.keys() <= kept else kept | changes.keys())
+    object.__setattr__(copy, "__pydantic_extra__", dict(extra) if extra else extra)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
+
+
 def default_catch_up(recurring: bool) -> CatchUp:
     return CatchUp.ONCE if recurring else CatchUp.SURFACE
 

@@ -102,9 +102,12 @@ class Anchors:
         newest: dict[str, Advance] = {}
         for item in advances:
             seen = newest.get(item.task.id)
-            if seen is not None and seen.fire.scheduled_for > item.fire.scheduled_for:
+            if seen is None:
+                newest[item.task.id] = item  # most tasks move once: no copy of the tuple for them
+                continue
+            if seen.fire.scheduled_for > item.fire.scheduled_for:
                 item, seen = seen, item
-            newest[item.task.id] = item._replace(fired=item.fired or (seen is not None and seen.fired))
+            newest[item.task.id] = item._replace(fired=item.fired or seen.fired)
         moved = False
         for task, fire, when, fired in newest.values():
             known = self._handled.get(task.id)

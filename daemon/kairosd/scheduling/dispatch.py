@@ -9,7 +9,8 @@ previous run is done. What is running or queued feeds the overlap rule
 
 Group commit: a target that can take many runs at once
 (:class:`kairosd.delivery.base.BatchDelivery`, the inbox) gets every run started
-in one event-loop turn (a herd's pass) as one batch, in one concurrency slot: it
+in one event-loop turn (a herd's pass) as one batch (of at most ``BATCH_MAX`` runs; a
+bigger herd is several), in one concurrency slot: it
 writes them all and syncs once, then the batch's outcomes go to the run ledger
 in one append (one fsync), and only then is each run acknowledged (its
 ``run_finished`` event, its overlap mark released). The crash rules are those
@@ -41,6 +42,10 @@ from kairosd.scheduling.taskbook import TaskBook
 log = logging.getLogger("kairosd.scheduling.scheduler")
 
 STOPPED_REASON = "kairosd stopped before the target confirmed delivery"
+
+# Runs one batch takes at most. After a long stop 10,000 catch-up fires start at once: as one batch
+# their items, outcomes and JSON were all in memory together (tens of MB at the peak of the start).
+BATCH_MAX = 500
 
 
 class Dispatcher:
@@ -93,9 +98,10 @@ class Dispatcher:
         catch-up fires come at once, and as many waiting tasks cost tens of MB.
         """
         self.running[task.id] = run.run_id
-        self.events.publish(
-            "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
-        )
+        if self.events.subscribers:  # else nobody to tell: 10,000 events for nothing after a long stop
+            self.events.publish(
+                "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
+            )
         if len(self.inflight) < self._max and not self._held:
             self._spawn(task, run)
         else:
@@ -130,6 +136,10 @@ class Dispatcher:
             if not batch:
                 asyncio.get_running_loop().call_soon(self._flush, kind)
             batch.append((task, run, handoff))
+            if len(batch) >= BATCH_MAX:
+                # A full batch goes now and takes a delivery slot, so a herd is delivered at most
+                # max_concurrent batches at a time (the rest wait in the backlog as plain data).
+                self._flush(kind)
             return
         self._track(asyncio.ensure_future(self._deliver(task, run, handoff)))
 

@@ -38,14 +38,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
-from kairosd.core.models import CatchUp, Overlap, Task
+from kairosd.core.models import CatchUp, Overlap, Task, moved
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Outcome, Run
+from kairosd.core.records import MissedRecord, Outcome, Run, trusted
 from kairosd.core.schedule.counting import count_fires, last_fires
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.fires import next_fire
@@ -105,6 +105,16 @@ class Decision:
     # scanning start and queue instead made a pass over 10,000 catch-up fires quadratic (27 s).
     started: set[str] = field(default_factory=set, repr=False, compare=False)
     queued: Counter[str] = field(default_factory=Counter, repr=False, compare=False)
+    # Each target's JSON, by the target object: tasks share their target objects (the store loads one
+    # per inbox session), so do their runs' (read only, as copies of a run already share it).
+    targets: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+
+    def target_json(self, task: Task) -> dict[str, Any]:
+        target = task.target
+        known = self.targets.get(id(target))
+        if known is None or known[0] is not target:
+            known = self.targets[id(target)] = (target, target.model_dump(mode="json"))
+        return known[1]
 
 
 @dataclass(frozen=True)
@@ -261,7 +271,7 @@ def advanced(task: Task, fire: Fire, when: datetime, fired: bool) -> tuple[Task,
     updates: dict[str, Any] = {"last_scheduled_for": fire.scheduled_for}
     if fired:
         updates["last_fired_at"] = when
-    updated = task.model_copy(update=updates)
+    updated = moved(task, **updates)
     expired = fired and updated.expires and when >= updated.created_at + timedelta(days=updated.expires_after_days or 0)
     if expired:
         return updated, "expired"
@@ -327,33 +337,41 @@ def _record_missed(
     task = item.task
     first = item.first if item.first is not None else latest
     decision.missed.append(
-        MissedRecord(
+        trusted(
+            MissedRecord,
             task_id=task.id,
             task_name=task.name,
             prompt=task.prompt,
             schedule=task.cron or (task.at.isoformat() if task.at else ""),
-            scheduled_for=latest.scheduled_for,
-            first_scheduled_for=first.scheduled_for if count > 1 else None,
+            scheduled_for=_utc(latest.scheduled_for),
+            first_scheduled_for=_utc(first.scheduled_for) if count > 1 else None,
             count=count,
-            detected_at=now,
+            detected_at=_utc(now),
             reason=reason,
             action=action,
         )
     )
     decision.runs.append(
-        Run(
+        trusted(
+            Run,
             task_id=task.id,
             task_name=task.name,
-            scheduled_for=latest.scheduled_for,
-            planned_for=latest.planned_for,
-            finished_at=now,
+            scheduled_for=_utc(latest.scheduled_for),
+            planned_for=_utc(latest.planned_for),
+            finished_at=_utc(now),
             outcome=Outcome.MISSED,
             reason=f"{reason} ({count:,} fire{'s' if count != 1 else ''} {action})",
-            target=task.target.model_dump(mode="json"),
+            target=decision.target_json(task),
             late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
         )
     )
     decision.advances.append(Advance(task, latest, now, False))
+
+
+def _utc(when: datetime) -> datetime:
+    """``when`` as the records' validators keep it (UTC). Records made here are built without validation
+    (:func:`~kairosd.core.records.trusted`: every value comes from a validated task, a fire or ``now``)."""
+    return when if when.tzinfo is UTC else when.astimezone(UTC)
 
 
 def _fire(
@@ -368,13 +386,14 @@ def _fire(
     serial: bool = False,
     manual: bool = False,
 ) -> Run:
-    run = Run(
+    run = trusted(
+        Run,
         task_id=task.id,
         task_name=task.name,
-        scheduled_for=fire.scheduled_for,
-        planned_for=fire.planned_for,
-        dispatched_at=now,
-        target=task.target.model_dump(mode="json"),
+        scheduled_for=_utc(fire.scheduled_for),
+        planned_for=_utc(fire.planned_for),
+        dispatched_at=_utc(now),
+        target=decision.target_json(task),
         late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
         catch_up=catch_up,
         manual=manual,

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError, UsageError
-from kairosd.core.records import MissedRecord, Outcome, Run
+from kairosd.core.records import MissedRecord, Outcome, Run, json_line
 from kairosd.store.jsonlog import JsonLog, encode_model
 
 __all__ = ["INTERRUPTED_REASON", "MissedLedger", "RunLedger"]
@@ -326,7 +326,7 @@ class RunLedger:
             return
         oldest_first = sorted(self._runs, key=self._age)
         try:
-            self._log.rewrite([self._runs[run_id].model_dump(mode="json") for run_id in oldest_first])
+            self._log.rewrite([json_line(self._runs[run_id]) for run_id in oldest_first])
         except OSError as exc:
             # Every record is already durable in the long file; compaction can wait for the next append.
             log.warning("could not compact %s: %s", self._log.path, exc)
@@ -380,8 +380,9 @@ class MissedLedger:
             self._maybe_compact()
             return self._newest_first()
 
-    def add(self, records: builtins.list[MissedRecord]) -> None:
-        """Append ``records`` with a single fsync; durable when this returns."""
+    def add(self, records: builtins.list[MissedRecord], *, handed_over: bool = False) -> None:
+        """Append ``records`` with a single fsync; durable when this returns. ``handed_over``: as for
+        :meth:`RunLedger.record_many` (kept as they are, not copied)."""
         if not records:
             return
         with self._lock:
@@ -393,7 +394,7 @@ class MissedLedger:
             for record in records[:kept] if kept > 0 else ():
                 self._records.pop(record.id, None)
             for record in records[max(kept, 0) :]:
-                self._put(_detached(record))
+                self._put(record if handed_over else _detached(record))
             self._trim()
             self._maybe_compact()
 
@@ -427,7 +428,7 @@ class MissedLedger:
         if not _needs_compaction(self._log.lines, len(self._records)):
             return
         try:
-            self._log.rewrite([record.model_dump(mode="json") for record in self._records.values()])
+            self._log.rewrite([json_line(record) for record in self._records.values()])
         except OSError as exc:
             log.warning("could not compact %s: %s", self._log.path, exc)
         else:

@@ -52,7 +52,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
 from kairosd.core import defaults
@@ -145,6 +144,10 @@ class Scheduler:
         # Why fires were missed, for tasks whose pass the run ledger refused, or whose catch-up waits
         # for the loop's first tick (see start): task id -> reason.
         self._unrecorded: dict[str, str] = {}
+        # The fires the last pass took off the heap, earliest first, and how many of them are decided
+        # (see _earliest): a pass over 10,000 tasks takes seconds, and status() is asked meanwhile.
+        self._popped: list[tuple[str, Fire]] = []
+        self._undecided = 0
 
     # ---- planning -------------------------------------------------------
 
@@ -313,14 +316,26 @@ class Scheduler:
             return min(cap, self.config.store_retry_s)
         if self.book.error is not None:
             cap = min(cap, self.config.store_retry_s)
-        while self._heap:
-            planned, _, task_id = self._heap[0]
-            current = self._next.get(task_id)
+        earliest = self._earliest()
+        return cap if earliest is None else max(0.0, min(cap, (earliest[1].planned_for - now).total_seconds()))
+
+    def _earliest(self) -> tuple[str, Fire] | None:
+        """The task planned soonest and its fire: one the pass under way has yet to decide, else the
+        heap's top (every other planned fire is in it)."""
+        heap, planned_now, popped = self._heap, self._next, self._popped
+        while self._undecided < len(popped):
+            task_id, fire = popped[self._undecided]
+            if planned_now.get(task_id) is fire:
+                return task_id, fire  # still due: popped in order, so the earliest
+            self._undecided += 1  # decided and planned again (or gone)
+        while heap:
+            planned, _, task_id = heap[0]
+            current = planned_now.get(task_id)
             if current is None or current.planned_for != planned:
-                heapq.heappop(self._heap)  # stale entry: the task changed or went
+                heapq.heappop(heap)  # stale entry: the task changed or went
                 continue
-            return max(0.0, min(cap, (planned - now).total_seconds()))
-        return cap
+            return task_id, current
+        return None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick until ``stop`` is set."""
@@ -345,6 +360,7 @@ class Scheduler:
     def _pop_due(self, now: datetime) -> list[Task]:
         due: list[Task] = []
         seen: set[str] = set()
+        popped: list[tuple[str, Fire]] = []
         while self._heap and self._heap[0][0] <= now:
             planned, _, task_id = heapq.heappop(self._heap)
             current = self._next.get(task_id)
@@ -354,6 +370,9 @@ class Scheduler:
             if task is not None:
                 seen.add(task_id)
                 due.append(task)
+                popped.append((task_id, current))
+        # Out of the heap but still planned until decided: status() finds them here meanwhile.
+        self._popped, self._undecided = popped, 0
         return due
 
     async def _pass_disabled(self, now: datetime) -> None:
@@ -379,6 +398,8 @@ class Scheduler:
         # no longer wait one after another. A chunk takes effect only once its own write is done.
         self._dispatch.hold()
         self._anchors.hold()
+        # No cycle collections meanwhile: the pass makes some 100,000 objects and no cycles, and each full
+        # collection walks them all (15% of the CPU of a pass over 10,000 tasks back after 7 days).
         gcpause.pause()  # until the pass's group commits are done (see kairosd.system.gcpause)
         ahead: tuple[list[Due], Decision, asyncio.Future[None] | None] | None = None
         try:
@@ -449,13 +470,11 @@ class Scheduler:
     # ---- recording and delivering --------------------------------------
 
     def _record(self, decision: Decision) -> asyncio.Future[None] | None:
-        """Start writing the decision's runs to the run ledger, in a thread (None: nothing to write)."""
+        """Start writing the decision's runs to the run ledger, then its missed records, in one trip to a
+        thread (None: no runs to write). On a loaded machine each trip waits its turn for a CPU."""
         if not decision.runs:
             return None
-        # Handed over: firing made them for this record, and a later state of a run is a copy.
-        return asyncio.ensure_future(
-            asyncio.to_thread(partial(self.ledger.record_many, decision.runs, handed_over=True))
-        )
+        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed))
 
     async def _commit(self, decision: Decision, writing: asyncio.Future[None] | None = None) -> bool:
         """Record the decision's runs (the commit point), apply its anchors, start its deliveries.
@@ -477,9 +496,11 @@ class Scheduler:
             if self.write_error is not None:
                 log.warning("the run ledger is writable again; firing resumes")
                 self.write_error = None
+        elif decision.missed:
+            await asyncio.to_thread(self._add_missed, decision.missed)
         # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
         # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
-        await self._report_missed(decision.missed)
+        self._tell_missed(decision.missed)
         self._anchors.advance(decision.advances)
         for task, run in decision.queue:
             self._dispatch.enqueue(task, run)
@@ -487,14 +508,29 @@ class Scheduler:
             self._dispatch.start(task, run)
         return True
 
-    async def _report_missed(self, records: list[MissedRecord]) -> None:
-        """Add ``records`` to the missed ledger and tell them (once their runs are recorded)."""
-        if records:
-            try:
-                await asyncio.to_thread(self.missed.add, records)
-            except OSError as exc:
-                # The run ledger has the misses too (as missed runs); this ledger is the summary.
-                log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
+    def _write(self, runs: list[Run], missed: list[MissedRecord] | None = None) -> None:
+        """Append runs the scheduler made and hands over, then ``missed`` (see :meth:`_add_missed`).
+
+        After this the scheduler reads the runs (to deliver, to queue), never changes them (a later
+        state is a copy), so the ledger keeps them rather than copies. An OSError from the run ledger
+        is raised, and then nothing was added to the missed ledger either.
+        """
+        self.ledger.record_many(runs, handed_over=True)
+        if missed:
+            self._add_missed(missed)
+
+    def _add_missed(self, records: list[MissedRecord]) -> None:
+        """Add ``records`` to the missed ledger (once their runs are recorded); a failure is logged."""
+        try:
+            self.missed.add(records, handed_over=True)
+        except OSError as exc:
+            # The run ledger has the misses too (as missed runs); this ledger is the summary.
+            log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
+
+    def _tell_missed(self, records: list[MissedRecord]) -> None:
+        """Publish a ``missed`` event per record (their runs are recorded)."""
+        if not self.events.subscribers:
+            return  # nobody listens: a pass after a long stop would dump 10,000 records for nothing
         for record in records:
             self.events.publish("missed", **record.model_dump(mode="json"))
 
@@ -540,12 +576,12 @@ class Scheduler:
         if stopped.runs:
             log.info("kairosd stopping: %d run(s) not started are recorded as missed", len(stopped.runs))
             try:
-                await asyncio.to_thread(partial(self.ledger.record_many, stopped.runs, handed_over=True))
+                await asyncio.to_thread(self._write, stopped.runs, stopped.missed)
             except OSError as exc:
                 # They stay dispatched or queued in the ledger: the next start marks them interrupted or skipped.
                 log.error("cannot write the run ledger %s: %s", self.ledger.path, exc.strerror or exc)
             else:
-                await self._report_missed(stopped.missed)
+                self._tell_missed(stopped.missed)
                 for run in stopped.runs:
                     self.events.publish(
                         "run_finished", run_id=run.run_id, task_id=run.task_id, outcome=run.outcome, reason=run.reason
@@ -559,7 +595,8 @@ class Scheduler:
             await delivery.close()
 
     def status(self) -> dict[str, Any]:
-        upcoming = min(self._next.items(), key=lambda item: item[1].planned_for, default=None)
+        # From the heap, not a scan of every task: clients poll status (10,000 tasks cost 10 ms a scan).
+        upcoming = self._earliest()
         return {
             "enabled": self.disabled_reason is None,
             "disabled_reason": self.disabled_reason,

@@ -30,7 +30,7 @@ from typing import Any
 from kairosd.core.errors import NotFoundError, StoreError
 from kairosd.core.ids import resolve_prefix
 from kairosd.core.models import Task
-from kairosd.store.store import SCHEMA_VERSION, Store, StoreState, encode_task
+from kairosd.store.store import SCHEMA_VERSION, Store, StoreState, encode_task, slim
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,10 @@ class TaskBook:
         return self._tasks.get(task_id)
 
     def put(self, task: Task) -> None:
-        self._undo.setdefault(task.id, self._tasks.get(task.id))
+        old = self._tasks.get(task.id)
+        if old is not None and task.__pydantic_fields_set__ is not old.__pydantic_fields_set__:
+            slim(task, old)  # a model_copy of it (an edit, say); an anchor moved is already lean (models.moved)
+        self._undo.setdefault(task.id, old)
         self._ops.append((True, task.id))
         self._tasks[task.id] = task
         self._version += 1

@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,9 @@ def _encode_one(record: dict[str, Any]) -> bytes:
     return json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
-def _encode(records: list[dict[str, Any]]) -> bytes:
-    return b"".join(_encode_one(record) + _NEWLINE for record in records)
+def _encode(records: Sequence[dict[str, Any] | bytes]) -> bytes:
+    """Lines for ``records``: JSON objects, or lines already encoded as :meth:`JsonLog.append` writes them."""
+    return b"".join((r if isinstance(r, bytes) else _encode_one(r)) + _NEWLINE for r in records)
 
 
 def encode_model(model: BaseModel) -> bytes:
@@ -81,9 +83,13 @@ class JsonLog:
     def path(self) -> Path:
         return self._path
 
-    def append(self, records: list[dict[str, Any]]) -> None:
-        """Append ``records`` with one write and one fsync; durable when this returns."""
-        self.append_lines([_encode_one(record) for record in records])
+    def append(self, records: Sequence[dict[str, Any] | bytes]) -> None:
+        """Append ``records`` with one write and one fsync; durable when this returns.
+
+        A record is a JSON object, or one already encoded as :meth:`append` writes it (compact JSON
+        in ASCII, no newline): a caller with a faster encoder for its records hands those over.
+        """
+        self.append_lines([record if isinstance(record, bytes) else _encode_one(record) for record in records])
 
     def append_lines(self, lines: list[bytes]) -> None:
         """Append records already encoded (one JSON object each, no newline: :func:`encode_model`),
@@ -150,7 +156,7 @@ class JsonLog:
                 log.warning("%s: skipping garbled line %d (%s)", self._path, number, problem)
         return records
 
-    def rewrite(self, records: list[dict[str, Any]]) -> None:
+    def rewrite(self, records: Sequence[dict[str, Any] | bytes]) -> None:
         """Replace the whole log with ``records`` atomically (compaction)."""
         self._path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         write_atomic(self._path, _encode(records), mode=FILE_MODE)

@@ -184,6 +184,17 @@ def _lean_dict(task: Task) -> None:
         object.__setattr__(task, "__dict__", lean)
 
 
+def slim(task: Task, like: Task) -> None:
+    """Give ``task``, a changed copy of ``like`` (``model_copy``), the layout of a loaded task: ``like``'s
+    fields set (see :func:`_share_fields_set`) and a dict on the shared keys (:func:`_lean_dict`).
+
+    A copy gets a fields set and a plain dict of its own: after a catch-up pass had moved the anchor of
+    10,000 tasks, they held 2.5 KB more each, 25 MB in all, until kairosd restarted.
+    """
+    _share_fields_set(task, like)
+    _lean_dict(task)
+
+
 # How every store this version writes begins (see _encode_store).
 _OWN_HEAD = f'{{\n  "schema_version": {SCHEMA_VERSION},'.encode()
 _TASKS_OPEN = b'  "tasks": ['

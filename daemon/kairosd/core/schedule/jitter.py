@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from kairosd.core.errors import InvalidTimeError
@@ -52,7 +53,10 @@ class JitterPolicy:
         return {"none": timedelta(0), "claude": CLAUDE_RECURRING_CAP}.get(self.kind, self.cap)
 
 
+@lru_cache(maxsize=256)
 def parse_jitter(text: str) -> JitterPolicy:
+    """The policy ``text`` names (cached: a catch-up pass asks once per task, 10,000 times for the same
+    few spellings; the policy is frozen)."""
     value = text.strip().lower()
     if value in ("", "none", "off", "0"):
         return JitterPolicy("none")
