@@ -330,7 +330,7 @@ def codex_tui(world_factory):
         world.type("SAY:hello", enter=False)
         wait_for(lambda: "SAY:hello" in world.screen(), "the typed prompt on screen", 30)
         wait_for(answered, "the first prompt to reach the model", 60)
-        wait_for(lambda: "hello" in world.screen().split("SAY:hello")[-1], "the answer on screen", 30)
+        wait_for(lambda: "hello" in world.screen().split("SAY:hello", 1)[-1], "the answer on screen", 30)
         sessions = wait_for(lambda: world.kairos_json("sessions")["sessions"], "the Codex session to register", 30)
     except AssertionError as exc:
         screen = world.screen()
