@@ -109,12 +109,26 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not _results or all(r["status"] == "skipped" for r in _results.values()):
         return
     out = results_path()
-    data = {
-        "versions": {cli: clis.version(cli) for cli in clis.CLIS},
-        "results": [{"cli": c, "feature": f, **r} for (c, f), r in sorted(_results.items())],
-    }
+    versions = {cli: clis.version(cli) for cli in clis.CLIS}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2) + "\n")
+    out.write_text(json.dumps(merged_results(out, versions, _results), indent=2) + "\n")
+
+
+def merged_results(
+    path: Path, versions: dict[str, str], results: dict[tuple[str, str], dict[str, str]]
+) -> dict[str, Any]:
+    """What ``last-run.json`` holds after this run: a run of part of the suite (``-k``, one file) updates
+    the cells it ran and keeps the others of an earlier run of the same versions; other versions start over."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    try:
+        earlier = json.loads(path.read_text())
+    except (OSError, ValueError):
+        earlier = None
+    if isinstance(earlier, dict) and earlier.get("versions") == versions:
+        for row in earlier.get("results") or []:
+            cells[(row["cli"], row["feature"])] = {k: v for k, v in row.items() if k not in ("cli", "feature")}
+    cells.update(results)
+    return {"versions": versions, "results": [{"cli": c, "feature": f, **r} for (c, f), r in sorted(cells.items())]}
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
