@@ -7,7 +7,7 @@ import json
 import pytest
 
 pytest.importorskip("compat.conftest")
-from compat.conftest import merged_results  # noqa: E402
+from compat.conftest import merged_results
 
 V = {"claude": "2.1.330", "codex": "0.169.0"}
 
