@@ -120,11 +120,15 @@ class Sandbox:
     def prepare(self, cli: str) -> dict[str, str]:
         self.home.mkdir(parents=True, exist_ok=True)
         self.project.mkdir(parents=True, exist_ok=True)
+        (self.root / "tmp").mkdir(exist_ok=True)
         if not (self.project / ".git").exists():
             subprocess.run(["git", "init", "-q", str(self.project)], check=True)
         base = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.home),
+            # The CLIs' own temporary files (opencode's Bun unpacks native libraries there) stay in the
+            # sandbox, which the suite removes: nothing is left in /tmp.
+            "TMPDIR": str(self.root / "tmp"),
             "USER": os.environ.get("USER", "user"),
             "LANG": "C.UTF-8",
             "TERM": "xterm-256color",

@@ -12,6 +12,7 @@ reason starting ``unsupported:`` counts as "not supported" there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -108,12 +109,26 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not _results or all(r["status"] == "skipped" for r in _results.values()):
         return
     out = results_path()
-    data = {
-        "versions": {cli: clis.version(cli) for cli in clis.CLIS},
-        "results": [{"cli": c, "feature": f, **r} for (c, f), r in sorted(_results.items())],
-    }
+    versions = {cli: clis.version(cli) for cli in clis.CLIS}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2) + "\n")
+    out.write_text(json.dumps(merged_results(out, versions, _results), indent=2) + "\n")
+
+
+def merged_results(
+    path: Path, versions: dict[str, str], results: dict[tuple[str, str], dict[str, str]]
+) -> dict[str, Any]:
+    """What ``last-run.json`` holds after this run: a run of part of the suite (``-k``, one file) updates
+    the cells it ran and keeps the others of an earlier run of the same versions; other versions start over."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    try:
+        earlier = json.loads(path.read_text())
+    except (OSError, ValueError):
+        earlier = None
+    if isinstance(earlier, dict) and earlier.get("versions") == versions:
+        for row in earlier.get("results") or []:
+            cells[(row["cli"], row["feature"])] = {k: v for k, v in row.items() if k not in ("cli", "feature")}
+    cells.update(results)
+    return {"versions": versions, "results": [{"cli": c, "feature": f, **r} for (c, f), r in sorted(cells.items())]}
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
@@ -126,6 +141,32 @@ def kairos_script() -> str:
     if not found.exists():
         pytest.fail(f"no kairos script next to {sys.executable}: install kairos (pip install -e .)")
     return str(found)
+
+
+def reap(home: Path, grace: float = 5.0) -> list[str]:
+    """End every process still running as this world's user (``HOME`` is the sandbox's home): what a CLI
+    left behind when its TUI went (MCP servers, waiters, Gemini's relauncher, which ignores SIGTERM).
+    SIGTERM first, then SIGKILL by pid after ``grace`` seconds; returns the command lines it had to kill."""
+    import psutil
+
+    mine = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.pid != os.getpid() and proc.environ().get("HOME") == str(home):
+                mine.append(proc)
+        except psutil.Error:
+            continue
+    for proc in mine:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(mine, timeout=grace)
+    killed = []
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            killed.append(" ".join(proc.cmdline()[:3]))
+            proc.kill()
+    psutil.wait_procs(alive, timeout=grace)
+    return killed
 
 
 class World:
@@ -276,6 +317,7 @@ class World:
             except subprocess.TimeoutExpired:
                 self.daemon.kill()
                 self.daemon.wait()
+        self.reaped = reap(self.home)
 
 
 @pytest.fixture
@@ -301,6 +343,8 @@ def world_factory(model: FakeModel) -> Iterator[Callable[[str], World]]:
     yield make
     for world, root in made:
         world.stop()
+        # Reaped once by pid (SIGKILL for what ignored SIGTERM): nothing may come back after that.
+        assert reap(world.home, grace=1.0) == [], f"processes of the {world.cli} world came back after it ended"
         captures = suite_setting("KAIROS_COMPAT_CAPTURE")
         if captures:  # sanitized transcripts for transcript readers (scripts/compat --capture DIR)
             test = os.environ.get("PYTEST_CURRENT_TEST", "test").split("::")[-1].split(" ")[0]

@@ -330,7 +330,7 @@ def codex_tui(world_factory):
         world.type("SAY:hello", enter=False)
         wait_for(lambda: "SAY:hello" in world.screen(), "the typed prompt on screen", 30)
         wait_for(answered, "the first prompt to reach the model", 60)
-        wait_for(lambda: "hello" in world.screen().split("SAY:hello")[-1], "the answer on screen", 30)
+        wait_for(lambda: "hello" in world.screen().split("SAY:hello", 1)[-1], "the answer on screen", 30)
         sessions = wait_for(lambda: world.kairos_json("sessions")["sessions"], "the Codex session to register", 30)
     except AssertionError as exc:
         screen = world.screen()
@@ -386,5 +386,39 @@ def test_codex_idle_wake_through_codex_queue_and_quit_ends_the_session(cli, worl
         world.kairos("add", "--in", "1s", "--session-target", sid, "--fallback", "drop", "SAY:late")
         time.sleep(8)
         assert len(world.model.conversation()) == before
+    finally:
+        stop_codex_daemon(world)
+
+
+@pytest.mark.feature("turn-end delivery")
+@pytest.mark.parametrize("cli", ["codex"])
+def test_codex_turn_end_delivery_in_the_tui(cli, world_factory):
+    """The Codex TUI's turn end: a prompt due while a turn runs is the next request (its Stop hook)."""
+    world, _sid = codex_tui(world_factory)
+    try:
+        world.model.hold()
+        try:
+            world.type("HOLD SAY:first", enter=False)
+            wait_for(lambda: "HOLD SAY:first" in world.screen(), "the typed prompt on screen", 30)
+
+            def submitted() -> bool:  # a TUI may take the Enter only once it has read the pasted line
+                world.tmux("send-keys", "-t", "cli", "Enter")
+                return world.model.held.wait(5)
+
+            wait_for(submitted, "the turn to reach the model", 120)
+            world.kairos("add", "--in", "1s", "--project", str(world.project), "--fallback", "drop", "SAY:second")
+            wait_for(
+                lambda: any(s.get("pending") for s in world.kairos_json("sessions")["sessions"]), "a pending prompt"
+            )
+        finally:
+            world.model.release()
+        delivered = wait_for(
+            lambda: [u for u in (last_user_text(r) or "" for r in world.model.conversation()) if "SAY:second" in u],
+            "the due prompt to reach the model",
+            120,
+        )
+        assert "carry out this scheduled task now" in delivered[0]
+        runs = wait_for(lambda: [r for r in world.kairos_json("history")["runs"] if r.get("outcome")], "the run")
+        assert not any("codex queue" in str(r.get("reason")) for r in runs), runs  # the Stop hook, not a wake
     finally:
         stop_codex_daemon(world)
