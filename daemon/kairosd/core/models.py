@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from kairosd.core import bounds
 from kairosd.core.errors import InvalidTimeError
+from kairosd.core.readonly import read_only
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.jitter import parse_jitter
 
@@ -256,10 +257,20 @@ def utc_fields(*names: str) -> Any:
     return field_validator(*names)(classmethod(lambda cls, value: utc_or_none(value)))
 
 
-class Task(BaseModel):
-    """One scheduled prompt: a cron expression (recurring or one-shot) or an exact time."""
+def _no_meta() -> dict[str, Any]:
+    return read_only({})
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True, allow_inf_nan=False, defer_build=True)
+
+class Task(BaseModel):
+    """One scheduled prompt: a cron expression (recurring or one-shot) or an exact time.
+
+    Frozen, and its ``meta`` is a read-only dict (:mod:`kairosd.core.readonly`): a change is a new
+    task, ``task.model_copy(update=...)`` (values already valid) or ``Task.model_validate`` (new
+    values from a request). The store shares parts of loaded tasks and several caches hold a
+    task's JSON by the task object (see :mod:`kairosd.store.store`): both rely on this.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False, defer_build=True)
 
     id: str
     prompt: str = Field(max_length=bounds.MAX_PROMPT_CHARS)
@@ -283,7 +294,7 @@ class Task(BaseModel):
     catch_up: CatchUp = CatchUp.ONCE
     jitter: str = "none"
     overlap: Overlap = Overlap.SKIP
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=_no_meta)
 
     @field_validator("id")
     @classmethod
@@ -310,7 +321,8 @@ class Task(BaseModel):
     @field_validator("meta")
     @classmethod
     def _check_meta(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return check_meta(value)
+        # Read-only, and one shared dict for every empty meta (most tasks have none).
+        return read_only(check_meta(value))
 
     @field_validator("tz")
     @classmethod
