@@ -302,6 +302,8 @@ def test_a_task_is_never_changed_in_place():
     assert (task.meta, bare.meta, task.paused) == ({"k": [1]}, {}, False)
     changed = task.model_copy(update={"paused": True, "meta": {**task.meta, "x": 1}})
     assert (changed.paused, changed.meta, task.paused, task.meta) == (True, {"k": [1], "x": 1}, False, {"k": [1]})
+    with pytest.raises(TypeError, match="read-only"):
+        changed.meta["y"] = 2  # a copy given a new meta holds it read-only too
 
 
 def test_a_read_only_meta_still_copies_dumps_and_pickles_as_a_dict():

@@ -13,10 +13,11 @@ import json
 import posixpath
 import re
 import secrets
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -361,6 +362,13 @@ class Task(BaseModel):
         if self.at is not None and self.recurring:
             raise ValueError("a task pinned to an exact time ('at') cannot be recurring")
         return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied, unvalidated (as pydantic's), except that a new ``meta`` is
+        checked and made read-only like a validated one: a copy must not hold a meta one can change."""
+        if update is not None and "meta" in update:
+            update = {**update, "meta": read_only(check_meta(dict(update["meta"])))}
+        return super().model_copy(update=update, deep=deep)
 
     @property
     def zone(self) -> ZoneInfo:
