@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import pickle
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -280,8 +282,38 @@ def test_shell_target_defaults():
     assert (target.kind, target.cwd, target.timeout_s) == ("shell", None, 300.0)
 
 
-def test_assignment_is_validated():
-    """Assigning an invalid value to a task field is rejected too."""
-    task = Task(**BASE)
-    with pytest.raises(ValidationError):
-        task.tz = "Mars/Base"
+def test_a_task_is_never_changed_in_place():
+    """A task is frozen and its meta read-only (issue 25): the store and the caches rely on it.
+
+    Even a valid value is refused; a change is a new task, and the old one stays as it was.
+    """
+    task = Task(**{**BASE, "meta": {"k": [1]}})
+    bare = Task(**BASE)
+    for name, value in (("paused", True), ("prompt", "other"), ("meta", {}), ("from_newer", 1)):
+        with pytest.raises(ValidationError, match="frozen"):
+            setattr(task, name, value)
+    for meta in (task.meta, bare.meta):
+        for change in (
+            lambda m: m.__setitem__("x", 1), lambda m: m.update(x=1), lambda m: m.setdefault("x", 1),
+            lambda m: m.pop("k", None), lambda m: m.clear(), lambda m: m.__ior__({"x": 1}),
+        ):  # fmt: skip
+            with pytest.raises(TypeError, match="read-only"):
+                change(meta)
+    assert (task.meta, bare.meta, task.paused) == ({"k": [1]}, {}, False)
+    changed = task.model_copy(update={"paused": True, "meta": {**task.meta, "x": 1}})
+    assert (changed.paused, changed.meta, task.paused, task.meta) == (True, {"k": [1], "x": 1}, False, {"k": [1]})
+    with pytest.raises(TypeError, match="read-only"):
+        changed.meta["y"] = 2  # a copy given a new meta holds it read-only too
+
+
+def test_a_read_only_meta_still_copies_dumps_and_pickles_as_a_dict():
+    """Deep copies (the fake store's), pickles and dumps keep the values, and the copy is read-only too."""
+    task = Task(**{**BASE, "meta": {"k": [1]}})
+    for twin in (task.model_copy(deep=True), pickle.loads(pickle.dumps(task))):
+        assert twin == task
+        assert twin.meta["k"] is not task.meta["k"]
+        with pytest.raises(TypeError):
+            twin.meta["x"] = 1
+    assert task.model_dump()["meta"] == {"k": [1]}
+    assert '"meta":{"k":[1]}' in task.model_dump_json()
+    assert json.dumps(task.meta) == '{"k": [1]}'

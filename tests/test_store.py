@@ -114,7 +114,7 @@ def test_save_leaves_no_temp_files(store: JsonStore, store_path: Path) -> None:
 def test_save_does_not_require_ascii_input(store: JsonStore) -> None:
     """Non-ASCII prompts, and a lone surrogate kept from an unknown field, still save and load."""
     state = StoreState(schema_version=SCHEMA_VERSION, tasks=[_task(prompt_note="\ud800", prompt="prüfe ✓")])
-    state.tasks[0].prompt = "prüfe den Build ✓"
+    state.tasks[0] = state.tasks[0].model_copy(update={"prompt": "prüfe den Build ✓"})
     store.save(state)
     assert store.load() == state
 
@@ -308,11 +308,11 @@ def test_write_atomic_exact_mode_and_stale_listing(tmp_path: Path) -> None:
 
 
 def test_in_memory_store_copies_in_and_out() -> None:
-    """The fake store hands out copies: mutating a loaded or saved state changes nothing stored."""
+    """The fake store hands out copies: changing a loaded or saved state changes nothing stored."""
     fake = InMemoryStore()
     state = StoreState(schema_version=SCHEMA_VERSION, tasks=[_task()])
     fake.save(state)
-    state.tasks[0].paused = True
+    state.tasks[0] = state.tasks[0].model_copy(update={"paused": True})  # a task itself is frozen
     loaded = fake.load()
     assert not loaded.tasks[0].paused
     loaded.tasks.clear()

@@ -2,7 +2,8 @@
 
 The loader gives tasks one "fields set", one empty ``meta`` and one empty unknown-fields dict, and
 a dict of fields that shares its keys with the other tasks'. None of that may show: a loaded task
-equals the saved one, dumps the same, and a change to one task leaves the others alone.
+equals the saved one and dumps the same; a task is frozen and what it shares is read-only, so a
+change is a new task and leaves the others alone (issue 25).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from kairosd.core.models import ShellTarget, Task, new_task
 from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
@@ -46,15 +48,53 @@ def test_loaded_tasks_equal_the_saved_ones_and_change_one_at_a_time(tmp_path: Pa
     assert loaded[5].meta == {"k": [1]}
 
     first, second = loaded[0], loaded[1]
-    first.paused = True
-    first.meta = {"now": "set"}
-    assert (second.paused, second.meta, second.model_extra) == (False, {}, {})
-    assert first.model_dump()["meta"] == {"now": "set"}
+    # Issue 25: what the loader shares cannot be changed through one task.
+    with pytest.raises(ValidationError, match="frozen"):
+        first.paused = True
+    for shared in (first.meta, first.model_extra, first.target.model_extra):
+        with pytest.raises(TypeError, match="read-only"):
+            shared["now"] = "set"  # type: ignore[index]
+    assert (second.paused, second.meta, second.model_extra, second.target.model_extra) == (False, {}, {}, {})
+    first = first.model_copy(update={"paused": True, "meta": {"now": "set"}})
+    assert (first.paused, first.model_dump()["meta"], second.paused, second.meta) == (True, {"now": "set"}, False, {})
     copy = second.model_copy(update={"prompt": "other"})
     assert (copy.prompt, second.prompt) == ("other", "task 1")
     # Saved again, the store reads back the same tasks.
     store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=loaded))
     assert store.load().tasks == loaded
+
+
+def _mutable_parts(task: Task) -> dict[str, object]:
+    """Every container a task holds (its own and its target's), by where it sits."""
+    parts: dict[str, object] = {}
+    for where, model in (("task", task), ("target", task.target)):
+        parts[f"{where} extra"] = model.__pydantic_extra__
+        for name, value in model.__dict__.items():
+            if isinstance(value, dict | list | set):
+                parts[f"{where}.{name}"] = value
+    return parts
+
+
+def test_two_loaded_tasks_share_no_dict_that_one_could_change(tmp_path: Path) -> None:
+    """Whatever two loaded tasks share by identity (an empty meta, the unknown-fields dict, an inbox
+    target's) refuses changes: a write through one task would otherwise reach them all."""
+    store = JsonStore(tmp_path / "scheduled_tasks.json", FakeClock(T0))
+    store.save(StoreState(schema_version=SCHEMA_VERSION, tasks=_tasks()))
+    loaded = store.load().tasks
+    seen: dict[int, list[str]] = {}
+    objects: dict[int, object] = {}
+    for task in loaded:
+        for where, value in _mutable_parts(task).items():
+            seen.setdefault(id(value), []).append(f"{task.id} {where}")
+            objects[id(value)] = value
+    shared = {key: places for key, places in seen.items() if len(places) > 1}
+    assert shared, "the loader shares nothing any more: this test no longer looks at anything"
+    for key, places in shared.items():
+        value = objects[key]
+        assert isinstance(value, dict), places
+        with pytest.raises(TypeError):
+            value["x"] = 1  # type: ignore[index]
+        assert "x" not in value
 
 
 def test_a_fresh_daemon_process_loads_lean_tasks(tmp_path: Path) -> None:
@@ -105,8 +145,9 @@ def test_a_task_put_back_changed_keeps_the_layout_of_the_one_it_replaces(tmp_pat
     assert moved == saved[0].model_copy(update={"last_scheduled_for": T0})
     assert before.last_scheduled_for is None
     assert before == saved[0]
-    moved.paused = True
-    assert (moved.paused, before.paused) == (True, False)
+    with pytest.raises(ValidationError, match="frozen"):
+        moved.paused = True  # tasks are frozen: a change is a new task, never one shared with another
+    assert (moved.paused, before.paused) == (False, False)
 
 
 def test_a_moved_task_is_its_model_copy_in_the_lean_layout(tmp_path: Path) -> None:
@@ -130,7 +171,8 @@ def test_a_moved_task_is_its_model_copy_in_the_lean_layout(tmp_path: Path) -> No
         if task.model_extra:
             assert copy.model_extra == task.model_extra
             assert copy.model_extra is not task.model_extra
-        copy.paused = True
+        with pytest.raises(ValidationError, match="frozen"):
+            copy.paused = True
         assert not task.paused
     with pytest.raises(TypeError, match="no field 'nope'"):
         moved(task, nope=1)

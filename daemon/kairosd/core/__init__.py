@@ -15,6 +15,7 @@
     agentspec   agent permissions and command templates, shared by the config and the adapters (pure)
     agentversions  the oldest supported version of each agent CLI, and what an older one lacks (pure)
     redact      secrets out of URLs before they are logged (pure)
+    readonly    the read-only dict a frozen task's meta is (pure)
     invisible   the characters a person cannot see, escaped in every human view (pure)
     clock       the Clock interface and the only module that reads the real time
 

@@ -13,10 +13,11 @@ import json
 import posixpath
 import re
 import secrets
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from kairosd.core import bounds
 from kairosd.core.errors import InvalidTimeError
+from kairosd.core.readonly import read_only
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.jitter import parse_jitter
 
@@ -256,10 +258,20 @@ def utc_fields(*names: str) -> Any:
     return field_validator(*names)(classmethod(lambda cls, value: utc_or_none(value)))
 
 
-class Task(BaseModel):
-    """One scheduled prompt: a cron expression (recurring or one-shot) or an exact time."""
+def _no_meta() -> dict[str, Any]:
+    return read_only({})
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True, allow_inf_nan=False, defer_build=True)
+
+class Task(BaseModel):
+    """One scheduled prompt: a cron expression (recurring or one-shot) or an exact time.
+
+    Frozen, and its ``meta`` is a read-only dict (:mod:`kairosd.core.readonly`): a change is a new
+    task, ``task.model_copy(update=...)`` (values already valid) or ``Task.model_validate`` (new
+    values from a request). The store shares parts of loaded tasks and several caches hold a
+    task's JSON by the task object (see :mod:`kairosd.store.store`): both rely on this.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False, defer_build=True)
 
     id: str
     prompt: str = Field(max_length=bounds.MAX_PROMPT_CHARS)
@@ -283,7 +295,7 @@ class Task(BaseModel):
     catch_up: CatchUp = CatchUp.ONCE
     jitter: str = "none"
     overlap: Overlap = Overlap.SKIP
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=_no_meta)
 
     @field_validator("id")
     @classmethod
@@ -310,7 +322,8 @@ class Task(BaseModel):
     @field_validator("meta")
     @classmethod
     def _check_meta(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return check_meta(value)
+        # Read-only, and one shared dict for every empty meta (most tasks have none).
+        return read_only(check_meta(value))
 
     @field_validator("tz")
     @classmethod
@@ -349,6 +362,13 @@ class Task(BaseModel):
         if self.at is not None and self.recurring:
             raise ValueError("a task pinned to an exact time ('at') cannot be recurring")
         return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied, unvalidated (as pydantic's), except that a new ``meta`` is
+        checked and made read-only like a validated one: a copy must not hold a meta one can change."""
+        if update is not None and "meta" in update:
+            update = {**update, "meta": read_only(check_meta(dict(update["meta"])))}
+        return super().model_copy(update=update, deep=deep)
 
     @property
     def zone(self) -> ZoneInfo:

@@ -37,6 +37,17 @@ Crash-recovery rules (what a user finds after a crash or a bad edit):
 The store has a single writer: the process holding ``scheduled_tasks.lock``
 (:mod:`kairosd.store.locking`); only that process may load with temp-file cleanup.
 
+The one rule for tasks in memory: **a task is never changed in place.** :class:`~kairosd.core.models.Task`
+is frozen (assigning a field raises), its ``meta`` is a read-only dict and so is the shared empty
+dict of unknown fields (changing them raises ``TypeError``, :mod:`kairosd.core.readonly`); nested
+values (a shell target's ``argv``, values inside ``meta``) are never changed in place either. A change
+is a new task: ``task.model_copy(update=...)`` for values that are already valid (a time, a flag),
+``Task.model_validate`` for new values from a request (as ``edit`` does). The load below relies on it:
+loaded tasks share one "fields set", one empty ``meta``, one empty dict of unknown fields, one
+inbox target per session and a key-sharing ``__dict__`` layout; and the JSON kept per task
+(:meth:`JsonStore.fragment`) and the task book's change tracking are keyed by the task object,
+so a new object is what tells them a task changed.
+
 Must not import the server, the scheduler or the CLI.
 """
 
@@ -52,7 +63,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticSerializationError
 
-from kairosd.core import bounds, jsonsafe
+from kairosd.core import bounds, jsonsafe, readonly
 from kairosd.core.clock import Clock, local_zone_name
 from kairosd.core.errors import StoreCorruptError, StoreError, StoreVersionError
 from kairosd.core.lifecheck import clamp_future, life_problem
@@ -121,8 +132,8 @@ def _share_fields_set(task: Task, model: Task) -> None:
     That set is 2 KB of a task's 3.7 KB in memory; tasks loaded from a store we
     wrote all set every field, so one set serves them all: about 20 MB less for
     10,000 tasks (measured again in BENCHMARKS.md, Session 5: loading 10,000 tasks takes 18 MB more
-    without it). Safe because pydantic only ever adds the name of an assigned
-    field to it (already there) and ``model_copy`` gives each copy its own.
+    without it). Safe because a task is frozen: pydantic adds to the set only on an
+    assignment, which a frozen model refuses, and ``model_copy`` gives each copy its own.
     Leaves the task alone if pydantic's internals look different.
     """
     shared = getattr(model, "__pydantic_fields_set__", None)
@@ -132,23 +143,17 @@ def _share_fields_set(task: Task, model: Task) -> None:
         object.__setattr__(task, "__pydantic_fields_set__", shared)
 
 
-def _share_empty_dicts(task: Task, meta: dict[str, Any], extra: dict[str, Any]) -> None:
-    """Let ``task`` use the given empty dicts for an empty ``meta`` and no unknown fields.
+def _share_no_extra(model: BaseModel) -> None:
+    """Let ``model`` (a task or a target) hold the one read-only empty dict when it has no unknown fields.
 
-    Most tasks have neither, and pydantic gives each two empty dicts of 64 bytes:
-    tracemalloc at start with 10,000 tasks counted 1.3 MB of them. Safe because
-    nothing in kairosd changes a task's ``meta`` in place (a change is a new task
-    or a new dict, and ``model_copy`` already shares it with the copy), and with
-    ``validate_assignment`` pydantic replaces the unknown-fields dict on an
-    assignment instead of adding to it. Leaves the task alone if pydantic's
-    internals look different.
+    Most have none, and pydantic gives each its own empty dict of 64 bytes. The shared one
+    refuses any change (:mod:`kairosd.core.readonly`), so a write into one task's
+    ``model_extra`` raises instead of reaching every task. Leaves the model alone if
+    pydantic's internals look different.
     """
-    fields = task.__dict__
-    if type(fields.get("meta")) is dict and not fields["meta"]:
-        fields["meta"] = meta
-    own = getattr(task, "__pydantic_extra__", None)
+    own = getattr(model, "__pydantic_extra__", None)
     if type(own) is dict and not own:
-        object.__setattr__(task, "__pydantic_extra__", extra)
+        object.__setattr__(model, "__pydantic_extra__", readonly.EMPTY)
 
 
 def _key_sharing_model() -> Task:
@@ -173,7 +178,7 @@ def _lean_dict(task: Task) -> None:
 
     Measured (issue 16): 232 bytes instead of 464 a task, 2.3 MB of RSS with 10,000 tasks,
     for ~3 ms per 1,000 tasks at load. The fields, their order and their values are the
-    same objects; pydantic replaces the dict on any assignment (as before). Leaves the task
+    same objects, and the dict is the task's own (a frozen task is never assigned to). Leaves the task
     alone when the new dict is not smaller (CPython stopped sharing this class's keys).
     """
     fields = task.__dict__
@@ -431,8 +436,6 @@ class JsonStore:
             tasks: list[Task] = []
             seen: set[str] = set()
             targets: dict[str, InboxTarget] = {}
-            no_meta: dict[str, Any] = {}
-            no_extra: dict[str, Any] = {}
             # One line at a time, each slice freed before the next task is made: splitting the file
             # into all its lines first left their freed memory scattered among the tasks. For 10,000
             # tasks: 8.6 against 13.3 MB of RSS right after the load, 53.8 against 55.2 MB once
@@ -449,11 +452,15 @@ class JsonStore:
                 seen.add(task.id)
                 tasks.append(task)
                 _share_fields_set(task, tasks[0])
-                _share_empty_dicts(task, no_meta, no_extra)
+                _share_no_extra(task)
                 target = task.target
                 if type(target) is InboxTarget and not target.model_extra:
                     # Frozen, so equal inbox targets can be one object (400 bytes a task).
-                    task.__dict__["target"] = targets.setdefault(target.session, target)
+                    shared = targets.get(target.session)
+                    if shared is None:
+                        _share_no_extra(target)
+                        shared = targets[target.session] = target
+                    task.__dict__["target"] = shared
                 _lean_dict(task)
         except (ValidationError, ValueError, OSError, IndexError, RecursionError):
             return None
