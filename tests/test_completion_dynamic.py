@@ -128,7 +128,7 @@ def test_complete_tz_makes_no_folder(home: Path):
     ("shell", "calls"),
     [
         ("bash", ['command kairos __complete "$1"', "_pause_pos_0_COMPGEN=_kairos_complete_tasks", "_complete_tz"]),
-        ("zsh", ["command kairos __complete $1", ":_kairos_complete tasks", ":_kairos_complete tz"]),
+        ("zsh", ["command kairos __complete $kind", ":_kairos_complete tasks", ":_kairos_complete tz"]),
         ("fish", ["(kairos __complete tasks 2>/dev/null)", "(kairos __complete jobs 2>/dev/null)"]),
     ],
 )
@@ -218,3 +218,58 @@ def test_fish_completes_run_with_the_task_ids(kd: Kairosd, tmp_path: Path):
         timeout=60,
     ).stdout
     assert f"{task_id}\tfishy" in out.splitlines()
+
+
+# zsh's completion system runs only in a terminal: a zsh on a pseudo-terminal (zpty) with compinit and the
+# script on its fpath gets the keys, and `expect` reads its screen until the text shows (bounded wait).
+ZPTY_DRIVER = r"""
+zmodload zsh/zpty
+typeset -F SECONDS
+expect() {
+    local deadline=$(( SECONDS + 30 )) buf="" chunk
+    while (( SECONDS < deadline )); do
+        if zpty -r -t z chunk; then
+            buf+=$chunk
+            [[ $buf == *"$1"* ]] && { print -r -- "found: $1"; return 0 }
+        else
+            sleep 0.05
+        fi
+    done
+    print -r -- "missing: $1"
+}
+zpty z "zsh -f -i"
+zpty -w z "PS1='%% '; fpath=(${(q)1} \$fpath); autoload -Uz compinit; compinit -u -D; print RE''ADY"
+expect READY
+shift
+while (( $# )); do
+    zpty -w -n z $'\x15'"$1"$'\t'
+    expect "$2"
+    shift 2
+done
+zpty -d z
+"""
+
+
+def test_zsh_completes_ids_zones_and_choices_in_its_completion_system(kd: Kairosd, tmp_path: Path):
+    """A real zsh with compinit: a task id with its name, a zone, a choice holding a colon, a subcommand."""
+    zsh = shutil.which("zsh")
+    if zsh is None:
+        pytest.skip("zsh is not installed")
+    task_id, _ = _add("nightly"), _add("weekly")
+    (tmp_path / "fpath").mkdir()
+    (tmp_path / "fpath" / "_kairos").write_text(generate("zsh", build_parser()))
+    keys = {
+        "kairos resume ": f"{task_id}  -- nightly",
+        "kairos cron next --tz Europe/Par": "Europe/Paris",
+        "kairos add --target ": "webhook:",
+        "kairos add --overlap ": "skip",
+        "kairos daemon st": "start kairosd in the background",
+    }
+    out = subprocess.run(
+        [zsh, "-f", "-c", ZPTY_DRIVER, "driver", str(tmp_path / "fpath"), *(w for pair in keys.items() for w in pair)],
+        env={**_env(), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=200,
+    ).stdout.splitlines()
+    assert out == ["found: READY", *(f"found: {text}" for text in keys.values())]
