@@ -12,7 +12,7 @@ import zoneinfo
 from pathlib import Path
 
 import pytest
-from session_support import Kairosd, hook_home, hook_kd
+from session_support import Kairosd, hook_home, hook_kd, wait_for
 
 from kairos.app import build_parser
 from kairos.commands.completion import generate
@@ -63,8 +63,21 @@ def test_complete_jobs_prints_each_background_task_with_its_prompt(kd: Kairosd):
     assert _kairos("__complete", "jobs").stdout == f"{job_id}\tcount the lines\n"
 
 
+def test_complete_inbox_prints_each_waiting_run_with_its_task(kd: Kairosd):
+    """The runs an inbox holds (what `kairos inbox --ack` takes): the run id, a tab, its task's name."""
+    task_id = _add("standup")
+    fired = _kairos("run", task_id, "--json")
+    assert fired.returncode == 0, fired.stderr
+    run_id = wait_for(lambda: json.loads(_kairos("inbox", "--json").stdout).get("items"), "the inbox item")[0]["id"]
+    assert run_id in fired.stdout
+    assert _kairos("__complete", "inbox").stdout == f"{run_id}\tstandup\n"
+    acked = _kairos("inbox", "--ack", run_id)
+    assert acked.returncode == 0, acked.stderr
+    assert _kairos("__complete", "inbox").stdout == ""
+
+
 def test_complete_without_a_daemon_prints_nothing_and_exits_0(home: Path):
-    for kind in ("tasks", "jobs", "board", "nonsense"):
+    for kind in ("tasks", "jobs", "board", "inbox", "nonsense"):
         proc = _kairos("__complete", kind)
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
@@ -114,8 +127,8 @@ def test_complete_tz_makes_no_folder(home: Path):
 @pytest.mark.parametrize(
     ("shell", "calls"),
     [
-        ("bash", ['command kairos __complete "$1"', "dyn=tasks", "_kairos_dynamic tz"]),
-        ("zsh", ["command kairos __complete $1", "dyn=tasks", "_kairos_dynamic tz"]),
+        ("bash", ['command kairos __complete "$1"', "_pause_pos_0_COMPGEN=_kairos_complete_tasks", "_complete_tz"]),
+        ("zsh", ["command kairos __complete $kind", ":_kairos_complete tasks", ":_kairos_complete tz"]),
         ("fish", ["(kairos __complete tasks 2>/dev/null)", "(kairos __complete jobs 2>/dev/null)"]),
     ],
 )
@@ -123,15 +136,22 @@ def test_the_scripts_call_complete(shell: str, calls: list[str]):
     script = generate(shell, build_parser())
     for call in calls:
         assert call in script
-    assert "__complete board" in script or "dyn=board" in script
+    assert "__complete board" in script or "_kairos_complete board" in script or "_complete_board" in script
+    assert "__complete inbox" in script or "_kairos_complete inbox" in script or "_complete_inbox" in script
 
 
 BASH_DRIVER = """
 source "$1"
-comp() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=(); _kairos; echo "${COMPREPLY[*]}"; }
+comp() {
+    COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=()
+    _shtab_kairos kairos "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+    echo "${COMPREPLY[*]}"
+}
 comp kairos pause ''
 comp kairos add --tz Europe/Par
 comp kairos task cancel ''
+comp kairos pause "$2" ''
+comp kairos export --all --to systemd ''
 """
 
 
@@ -144,24 +164,32 @@ def test_bash_completes_pause_with_the_task_ids(kd: Kairosd, tmp_path: Path):
     script = tmp_path / "kairos.bash"
     script.write_text(generate("bash", build_parser()))
     out = subprocess.run(
-        [bash, "-c", BASH_DRIVER, "driver", str(script)], env=_env(), capture_output=True, text=True, timeout=60
+        [bash, "-c", BASH_DRIVER, "driver", str(script), ids[0]],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
     ).stdout.splitlines()
     assert sorted(out[0].split()) == ids
     assert out[1] == "Europe/Paris"
     assert out[2] == ""  # no background task
+    assert sorted(out[3].split()) == ids  # `pause` takes several
+    assert sorted(out[4].split()) == ids
 
 
 ZSH_DRIVER = """
 compdef() { : }
+_arguments() { : }  # the script completes the line it was loaded for: none here
 _describe() { print -r -- "describe ${(P)${@[-1]}}" }
-_files() { print -r -- files }
 source "$1"
-comp() { words=("$@"); CURRENT=${#words}; PREFIX=${words[-1]}; _kairos }
-comp kairos resume ''
+_kairos_complete tasks
+print -r -- ${(M)_shtab_kairos_resume_options:#*_kairos_complete*}
 """
 
 
 def test_zsh_describes_the_task_ids_with_their_names(kd: Kairosd, tmp_path: Path):
+    """The function the script gives _arguments for an id describes each with its name; `resume` uses it."""
     zsh = shutil.which("zsh")
     if zsh is None:
         pytest.skip("zsh is not installed")
@@ -171,7 +199,8 @@ def test_zsh_describes_the_task_ids_with_their_names(kd: Kairosd, tmp_path: Path
     out = subprocess.run(
         [zsh, "-f", "-c", ZSH_DRIVER, "driver", str(script)], env=_env(), capture_output=True, text=True, timeout=60
     ).stdout.splitlines()
-    assert out == [f"describe {task_id}:nightly: build"]
+    assert out[0] == f"describe {task_id}:nightly: build"
+    assert out[1].endswith(":_kairos_complete tasks")
 
 
 def test_fish_completes_run_with_the_task_ids(kd: Kairosd, tmp_path: Path):
@@ -189,3 +218,58 @@ def test_fish_completes_run_with_the_task_ids(kd: Kairosd, tmp_path: Path):
         timeout=60,
     ).stdout
     assert f"{task_id}\tfishy" in out.splitlines()
+
+
+# zsh's completion system runs only in a terminal: a zsh on a pseudo-terminal (zpty) with compinit and the
+# script on its fpath gets the keys, and `expect` reads its screen until the text shows (bounded wait).
+ZPTY_DRIVER = r"""
+zmodload zsh/zpty
+typeset -F SECONDS
+expect() {
+    local deadline=$(( SECONDS + 30 )) buf="" chunk
+    while (( SECONDS < deadline )); do
+        if zpty -r -t z chunk; then
+            buf+=$chunk
+            [[ $buf == *"$1"* ]] && { print -r -- "found: $1"; return 0 }
+        else
+            sleep 0.05
+        fi
+    done
+    print -r -- "missing: $1"
+}
+zpty z "zsh -f -i"
+zpty -w z "PS1='%% '; fpath=(${(q)1} \$fpath); autoload -Uz compinit; compinit -u -D; print RE''ADY"
+expect READY
+shift
+while (( $# )); do
+    zpty -w -n z $'\x15'"$1"$'\t'
+    expect "$2"
+    shift 2
+done
+zpty -d z
+"""
+
+
+def test_zsh_completes_ids_zones_and_choices_in_its_completion_system(kd: Kairosd, tmp_path: Path):
+    """A real zsh with compinit: a task id with its name, a zone, a choice holding a colon, a subcommand."""
+    zsh = shutil.which("zsh")
+    if zsh is None:
+        pytest.skip("zsh is not installed")
+    task_id, _ = _add("nightly"), _add("weekly")
+    (tmp_path / "fpath").mkdir()
+    (tmp_path / "fpath" / "_kairos").write_text(generate("zsh", build_parser()))
+    keys = {
+        "kairos resume ": f"{task_id}  -- nightly",
+        "kairos cron next --tz Europe/Par": "Europe/Paris",
+        "kairos add --target ": "webhook:",
+        "kairos add --overlap ": "skip",
+        "kairos daemon st": "start kairosd in the background",
+    }
+    out = subprocess.run(
+        [zsh, "-f", "-c", ZPTY_DRIVER, "driver", str(tmp_path / "fpath"), *(w for pair in keys.items() for w in pair)],
+        env={**_env(), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=200,
+    ).stdout.splitlines()
+    assert out == ["found: READY", *(f"found: {text}" for text in keys.values())]

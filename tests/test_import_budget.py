@@ -1,6 +1,6 @@
-"""The import budget of the CLI's two hot paths: a hook call and ``kairos list``.
+"""The import budget of the CLI's hot paths: a hook call, ``kairos list`` and a TAB on an id.
 
-Both run against a real kairosd. The child records ``sys.modules`` as the call ends, and the test
+Each runs against a real kairosd. The child records ``sys.modules`` as the call ends, and the test
 fails if a heavy module got in: these are the imports that made the hot paths slow before
 (docs/performance.md says what each path avoids and why). A new import on the path shows here as
 a named module, not as a few milliseconds that nobody notices.
@@ -33,6 +33,7 @@ HEAVY = (
     "kairosd.api",
     "kairosd.scheduling",
     "kairosd.app",
+    "shtab",  # only `kairos completion` writes a script; a TAB runs it without Python or calls kairos.dynamic
 )
 
 # Runs kairos' console script in-process and writes sys.modules as the call ends: the hot paths leave
@@ -124,6 +125,13 @@ def test_a_hook_call_stays_within_its_imports(daemon_home: dict[str, str], tmp_p
     stop = fixture("claude", "Stop", cwd=str(tmp_path))
     modules = imported(daemon_home, tmp_path, ["hook", "claude", "Stop"], json.dumps(stop))
     assert "kairos.agents.hook" in modules  # the snapshot is of the real hook path
+    assert over_budget(modules) == []
+
+
+def test_a_tab_that_asks_for_ids_stays_within_its_imports(daemon_home: dict[str, str], tmp_path: Path) -> None:
+    """`kairos __complete tasks`, which the completion scripts run at each TAB on an id: no parser, no shtab."""
+    modules = imported(daemon_home, tmp_path, ["__complete", "tasks"])
+    assert "kairos.dynamic" in modules  # the snapshot is of the real completion path
     assert over_budget(modules) == []
 
 

@@ -1,4 +1,4 @@
-"""``kairos __complete tasks|jobs|board|tz``: the names a completion script offers for an argument.
+"""``kairos __complete tasks|jobs|board|inbox|tz``: the names a completion script offers for an argument.
 
 The scripts ``kairos completion SHELL`` prints call this hidden subcommand at TAB time, as git,
 systemctl and kubectl complete their object names. It prints one candidate a line, ``NAME<TAB>
@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-KINDS = ("tasks", "jobs", "board", "tz")
+KINDS = ("tasks", "jobs", "board", "inbox", "tz")
 # A TAB that waits longer than this for kairosd feels broken; better no candidates.
 TIMEOUT_S = 0.8
 DESCRIPTION_CHARS = 60
@@ -47,6 +47,10 @@ def candidates(kind: str) -> Iterable[str]:
     if kind == "jobs":
         doc = _get("registry", None)
         return (_line(t.get("id"), t.get("prompt")) for t in doc.get("tasks") or [])
+    if kind == "inbox":
+        # The runs waiting in an inbox (what `kairos inbox --ack` takes), with their task's name or prompt.
+        doc = _get("inbox", None)
+        return (_line(i.get("id"), i.get("task_name") or i.get("prompt")) for i in doc.get("items") or [])
     if kind == "board":
         doc = _get("board", {"cwd": os.getcwd()})
         return (_line(e.get("id"), e.get("text")) for e in doc.get("entries") or [])
