@@ -166,9 +166,9 @@ def test_kairos_import_of_a_link_to_dev_zero_or_a_fifo_fails_at_once(tmp_path, f
 
 def test_kairos_import_refuses_a_file_larger_than_its_cap(tmp_path, capsys, kairos_home, monkeypatch):
     """Files larger than one request go in batches (issue 28), up to a cap; past it, refused unread."""
-    from kairos.commands import ledger
+    from kairos.commands import claudeimport
 
-    monkeypatch.setattr(ledger, "IMPORT_FILE_MAX", 1 << 20)
+    monkeypatch.setattr(claudeimport, "IMPORT_FILE_MAX", 1 << 20)
     path = tmp_path / "scheduled_tasks.json"
     path.write_bytes(b" " * ((1 << 20) + 1))
     assert kairos(["import", str(path), "--dry-run"]) == 1

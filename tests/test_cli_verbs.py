@@ -863,10 +863,10 @@ def test_inbox_ack(fake, capsys):
 
 @pytest.fixture
 def quick_reconnect(monkeypatch):
-    from kairos.commands import ledger
+    from kairos.commands import inbox
 
-    monkeypatch.setattr(ledger, "RECONNECT_S", 0.5)
-    monkeypatch.setattr(ledger, "RECONNECT_POLL_S", 0.01)
+    monkeypatch.setattr(inbox, "RECONNECT_S", 0.5)
+    monkeypatch.setattr(inbox, "RECONNECT_POLL_S", 0.01)
 
 
 def test_inbox_follow_json_lines(fake, capsys, quick_reconnect):

@@ -286,6 +286,13 @@ def installed_script(name: str, option: str) -> str:
     )
 
 
+def user_path(path: str) -> str:
+    """A path the user typed, absolute: kairosd's working directory is not the user's, so it is resolved here."""
+    import os
+
+    return os.path.abspath(os.path.expanduser(path))
+
+
 def whole_number(text: str) -> int:
     """An argparse ``type`` for a count: ASCII digits, optionally signed (``int`` alone also reads
     ``"٣"``, ``"３"`` and ``"1_000"``). Out-of-range values are each verb's to refuse."""
