@@ -19,7 +19,7 @@ from test_consolidation_service import Harness
 
 from kairos.app import run as kairos
 from kairosd.consolidation import service as service_module
-from kairosd.consolidation.transcripts import count_human_turns, read_file
+from kairosd.consolidation.transcripts.read import count_human_turns, read_file
 from kairosd.core.errors import UnavailableError
 from kairosd.system.boundedread import NotRegularFile, TooLarge, open_capped, open_regular, read_capped
 

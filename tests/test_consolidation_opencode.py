@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kairosd.consolidation import transcript_opencode
-from kairosd.consolidation.transcripts import ReadStats, count_human_turns, read_file
+from kairosd.consolidation.transcripts import opencode as transcript_opencode
+from kairosd.consolidation.transcripts.read import ReadStats, count_human_turns, read_file
 
 SCHEMA = """
 CREATE TABLE `session` (

@@ -13,7 +13,7 @@ import pytest
 from kairos.agents.integrations import opencode
 from kairos.agents.integrations.agents import Context
 from kairos.agents.integrations.merge import Refused
-from kairosd.consolidation import modes
+from kairosd.consolidation.remagent import modes
 
 KAIROS = "/opt/kairos/bin/kairos"
 USER_CONFIG = {

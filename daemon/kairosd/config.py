@@ -67,7 +67,7 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     max_agent_runs_per_day = 20     # agent runs a day (all projects); past it, offline (0: never agent)
     prompt_budget = 60000           # bytes (UTF-8) of typed turns per rem-agent turn; more: several turns
     max_chunks = 10                 # a session needing more turns than this is consolidated offline
-    models = { claude = "sonnet" }  # the model per CLI (default: a cheap one, see consolidation.modes)
+    models = { claude = "sonnet" }  # the model per CLI (default: a cheap one, see consolidation.remagent.modes)
 
     [webhook]                       # webhook:URL targets (see kairosd.delivery.webhook)
     secret_file = "~/.config/kairos/webhook.secret"  # the HMAC-SHA256 key (owner-only file), or:

@@ -11,7 +11,7 @@ supports (:mod:`kairosd.core.agentversions`) gets a note saying what will not wo
 
 It then says what the agent's sessions cost from now on: ``[consolidation] mode = "auto"`` (the
 default) consolidates an ended session through that agent's own CLI, with a cheap model, in about
-:func:`estimate_tokens` tokens (see :mod:`kairosd.consolidation.modes`), and how to opt out.
+:func:`estimate_tokens` tokens (see :mod:`kairosd.consolidation.remagent.modes`), and how to opt out.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module).
 Must not import pydantic or asyncio.
@@ -25,7 +25,7 @@ from typing import Any
 from kairos.commands.common import installed_script, make_parser, whole_number
 
 AGENTS = ("claude", "copilot", "codex", "gemini", "opencode")
-# kairosd.consolidation.modes.DEFAULT_MODELS, which the CLI may not import (a test keeps them equal).
+# kairosd.consolidation.remagent.modes.DEFAULT_MODELS, which the CLI may not import (a test keeps them equal).
 CHEAP_MODELS: dict[str, str | None] = {
     "claude": "haiku",
     "codex": "gpt-5.1-codex-mini",
@@ -34,7 +34,7 @@ CHEAP_MODELS: dict[str, str | None] = {
     "opencode": None,  # its models depend on the user's providers: the user's own default model
 }
 # What a rem-agent prompt holds besides the typed turns: the definition, the task's text and a board
-# of about 15 entries (kairosd.consolidation.rem_protocol; a test keeps this within 10% of it).
+# of about 15 entries (kairosd.consolidation.remagent.protocol; a test keeps this within 10% of it).
 PROMPT_OVERHEAD_CHARS = 4600
 TYPICAL_TURNS = 30
 TYPICAL_TURN_CHARS = 250  # what a person types in a turn, on average (a pasted log is much more)

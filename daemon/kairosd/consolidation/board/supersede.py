@@ -38,7 +38,7 @@ are quarantined now", "compared bpe vs unigram"), only a to-do that asks for tha
 is so now ("the login helper reuses the session cookie now"), only a to-do it says nearly all of.
 
 Which entries may be replaced silently is the board's decision (a user's own or a pinned entry
-never is: see :mod:`.board`). Pure: must not import the board or anything that does I/O.
+never is: see :mod:`.store`). Pure: must not import the board or anything that does I/O.
 """
 
 from __future__ import annotations

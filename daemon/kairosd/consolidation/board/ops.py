@@ -1,7 +1,7 @@
 """Board operations for ``kairos board ...`` and the board as SessionStart's context (with what
 changed since the project's last session start, which it records).
 
-Each operation takes the board's file lock (through :class:`.board.BoardStore`), like the worker,
+Each operation takes the board's file lock (through :class:`.store.BoardStore`), like the worker,
 so kairosd and a worker never lose each other's changes. A user's change is published as a
 ``board_changed`` event.
 
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from kairosd.consolidation import board_edits
-from kairosd.consolidation.board import LIMIT, PRUNE_TO, BoardStore, project_root
-from kairosd.consolidation.board_render import render_context
+from kairosd.consolidation.board import edits
+from kairosd.consolidation.board.render import render_context
+from kairosd.consolidation.board.store import LIMIT, PRUNE_TO, BoardStore, project_root
 from kairosd.consolidation.request import BoardChangeRequest
 from kairosd.core.errors import UsageError
 from kairosd.core.events import EventBus
@@ -78,16 +78,16 @@ class BoardOperations:
             raise UsageError("restore takes no other change")
         answer: dict[str, Any] = {"project": project}
         if restore:
-            entry = await asyncio.to_thread(board_edits.restore, self.boards, project, entry_id)
+            entry = await asyncio.to_thread(edits.restore, self.boards, project, entry_id)
             answer["restored"] = True
         else:
             if pinned is None and text is None and kind is None:
                 raise UsageError("give text, kind, pinned or restore")
             if text is not None or kind is not None:
-                entry, before = await asyncio.to_thread(board_edits.edit, self.boards, project, entry_id, text, kind)
+                entry, before = await asyncio.to_thread(edits.edit, self.boards, project, entry_id, text, kind)
                 answer["before"] = before
             if pinned is not None:
-                entry = await asyncio.to_thread(board_edits.pin, self.boards, project, entry_id, pinned)
+                entry = await asyncio.to_thread(edits.pin, self.boards, project, entry_id, pinned)
         answer["entry"] = entry.to_json()
         self.events.publish("board_changed", project=project, by="user", changed=entry.id)
         return answer
@@ -115,10 +115,10 @@ class BoardOperations:
         try:
             project = project_root(cwd)
             board = self.boards.load(project)
-            since = board_edits.last_session(self.boards, project)
+            since = edits.last_session(self.boards, project)
             text = render_context(board, self.now(), since)
             if board.entries or board.superseded:
-                board_edits.mark_session(self.boards, project, self.now())
+                edits.mark_session(self.boards, project, self.now())
             return text
         except Exception:
             log.exception("cannot render the context board for %s", cwd)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from kairosd.consolidation.board import Board, Entry, by_priority
-from kairosd.consolidation.entries import clean
+from kairosd.consolidation.board.entries import clean
+from kairosd.consolidation.board.store import Board, Entry, by_priority
 
 MAX_REPLACED_SHOWN = 3
 

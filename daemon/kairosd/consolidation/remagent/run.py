@@ -4,7 +4,7 @@ agent CLI's adapter (the registry's adapters). :mod:`.modes` decides whether a r
 The run is bounded: read-only (Read, Grep, Glob on the CLIs that enforce a tool list; the
 read-only sandbox or plan mode on codex and gemini, which cannot; a definition that asks for more
 is narrowed), a timeout after which its process group is killed, and an answer read by
-:mod:`.rem_protocol` (one ``ADD``, ``REPLACE``, ``CLOSE`` or ``NONE`` line per decision). Anything
+:mod:`.protocol` (one ``ADD``, ``REPLACE``, ``CLOSE`` or ``NONE`` line per decision). Anything
 else (no such CLI, a refusal, a failed or timed-out run, an answer with no usable line) is a
 failure the worker answers with offline mode, and the run's result says why.
 
@@ -26,9 +26,9 @@ from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import Permissions, TurnRequest, narrow
 from kairosd.agents.catalog import AgentDefinition
 from kairosd.config import BUILTIN_AGENTS, Config
-from kairosd.consolidation import modes
-from kairosd.consolidation.entries import Candidate
-from kairosd.consolidation.rem_protocol import read_answer
+from kairosd.consolidation.board.entries import Candidate
+from kairosd.consolidation.remagent import modes
+from kairosd.consolidation.remagent.protocol import read_answer
 from kairosd.core.errors import KairosError
 
 AGENT_NAME = catalog.BUILTIN_NAME  # "rem-agent"

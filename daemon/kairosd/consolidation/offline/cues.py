@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kairosd.consolidation.noise import refused
+from kairosd.consolidation.offline.noise import refused
 
 MIN_TEXT = 8
 
@@ -715,7 +715,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
 
 def _done_own_verb(sentence: str, body: str) -> Signal | None:
     """ "flaky specs are quarantined now", "compared bpe vs unigram": done, if an open to-do asks
-    for that verb (the board closes one only then: :func:`.supersede.closed`)."""
+    for that verb (the board closes one only then: :func:`..board.supersede.closed`)."""
     first = body.split(",")[0]  # "renewed the certificate, valid until 2027": "until" is about the rest
     if _NOT_DONE.search(first) or _UNSURE.search(body) or _hedged(first):
         return None

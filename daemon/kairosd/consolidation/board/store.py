@@ -7,9 +7,9 @@ Next to it: ``.history.jsonl`` (every change, appended) and ``.lock`` (one write
 
 An entry is ``{id, text, kind, author, source_session, source_agent, created_at, last_seen_at,
 hits}``, with ``pinned``, ``conflicts_with``, ``superseded_by`` and ``superseded_at`` when set (the
-types are in :mod:`.board_model`). ``author`` is ``kairos`` (consolidation wrote it) or ``user``
+types are in :mod:`.model`). ``author`` is ``kairos`` (consolidation wrote it) or ``user``
 (``kairos board add`` or ``edit``). Seeing the same text again (compared by
-:func:`~kairosd.consolidation.entries.normal_key`) counts a hit and moves ``last_seen_at`` instead
+:func:`~kairosd.consolidation.board.entries.normal_key`) counts a hit and moves ``last_seen_at`` instead
 of adding a duplicate.
 
 Later words win (:mod:`.supersede`): a new entry that updates or contradicts a current one about
@@ -50,7 +50,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kairosd.consolidation.board_model import (
+from kairosd.consolidation.board.entries import KINDS, Candidate, clean, normal_key, unsafe
+from kairosd.consolidation.board.model import (
     AUTHORS,
     HALF_LIFE_DAYS,
     LIMIT,
@@ -65,9 +66,8 @@ from kairosd.consolidation.board_model import (
     score,
     to_prune,
 )
-from kairosd.consolidation.entries import KINDS, Candidate, clean, normal_key, unsafe
-from kairosd.consolidation.supersede import closed as closed_by_text
-from kairosd.consolidation.supersede import superseded as superseded_by_text
+from kairosd.consolidation.board.supersede import closed as closed_by_text
+from kairosd.consolidation.board.supersede import superseded as superseded_by_text
 from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
 from kairosd.store.jsonlog import JsonLog
 from kairosd.system.atomic import write_atomic

@@ -4,7 +4,7 @@ Each CLI names its tools differently (Claude's ``Bash``, Codex's ``exec_command`
 ``run_shell_command``); the name sets below group them as shell, edit, read or to-do tools, so the
 extractor sees one vocabulary. Arguments are only looked at, never run.
 
-Must not import :mod:`kairosd.consolidation.transcripts` or the readers (they import this), the
+Must not import :mod:`kairosd.consolidation.transcripts.read` or the readers (they import this), the
 registry, the daemon, the board or anything that writes.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kairosd.consolidation.transcript_model import ToolUse
+from kairosd.consolidation.transcripts.model import ToolUse
 
 # Tool names, per CLI, grouped by what they tell us.
 _SHELL_TOOLS = frozenset(

@@ -16,7 +16,7 @@ Formats (the line shapes are reverse-engineered by others; see the research note
   updates. Content is a string or parts ``[{text}]``.
 - **generic**: JSON lines of ``{role, content}`` (optional ``timestamp``).
 - **opencode**: not a file of its own but a session in opencode's SQLite database, named by the
-  database's path and the session's id (:mod:`kairosd.consolidation.transcript_opencode`).
+  database's path and the session's id (:mod:`kairosd.consolidation.transcripts.opencode`).
 
 A human user turn is what a person typed: not a tool result, not a meta or injected message
 (Claude's ``isMeta``, slash-command echoes, ``<local-command-stdout>``, compaction summaries,
@@ -34,9 +34,10 @@ Everything read is data: nothing here follows a link, runs a command or evaluate
 This module tells the format, picks a reader and counts; it re-exports the names callers use, so
 they import from here alone. The rest is split by seam:
 
-    transcript_model     the types (:class:`Message`, :class:`ReadStats`), bounded line reading
-    transcript_tools     tool calls classified (shell, edit, read, to-do)
-    transcript_readers   one reader per format
+    model     the types (:class:`Message`, :class:`ReadStats`), bounded line reading
+    tools     tool calls classified (shell, edit, read, to-do)
+    formats   one reader per JSONL format
+    opencode  OpenCode's SQLite store
 
 Must not import the registry, the daemon, the board or anything that writes.
 """
@@ -48,7 +49,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from kairosd.consolidation.transcript_model import (
+from kairosd.consolidation.transcripts.formats import READERS
+from kairosd.consolidation.transcripts.model import (
     MAX_LINE_BYTES,
     Message,
     ReadStats,
@@ -58,9 +60,8 @@ from kairosd.consolidation.transcript_model import (
     parse_objects,
     parse_time,
 )
-from kairosd.consolidation.transcript_opencode import is_sqlite, read_session
-from kairosd.consolidation.transcript_readers import READERS
-from kairosd.consolidation.transcript_tools import tool_use
+from kairosd.consolidation.transcripts.opencode import is_sqlite, read_session
+from kairosd.consolidation.transcripts.tools import tool_use
 from kairosd.system.boundedread import open_capped
 
 __all__ = [

@@ -1,7 +1,7 @@
 """A person's changes to board entries besides add and remove: edit, pin, restore a replaced
 entry; and the time of the project's last session start (for "what changed since").
 
-Each change takes the board's lock through :class:`.board.BoardStore`, like every writer, and is
+Each change takes the board's lock through :class:`.store.BoardStore`, like every writer, and is
 recorded in the board's history. Blocking I/O: async callers use a thread. Must not import the
 registry, the daemon or the server.
 """
@@ -12,8 +12,8 @@ import contextlib
 import json
 from datetime import datetime
 
-from kairosd.consolidation.board import FILE_MODE, KINDS, LIMIT, Board, BoardStore, Entry, board_key
-from kairosd.consolidation.entries import clean, normal_key, unsafe
+from kairosd.consolidation.board.entries import clean, normal_key, unsafe
+from kairosd.consolidation.board.store import FILE_MODE, KINDS, LIMIT, Board, BoardStore, Entry, board_key
 from kairosd.core.errors import ConflictError, NotFoundError, UsageError
 from kairosd.system.atomic import write_atomic
 

@@ -1,6 +1,6 @@
 """The board's types: an entry, a board, a merge's result; and which entries matter most (pure).
 
-See :mod:`.board` for what they mean and how they are stored; it re-exports every name here.
+See :mod:`.store` for what they mean and how they are stored; it re-exports every name here.
 Pure: must not import the board's store or anything that does I/O.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kairosd.consolidation.entries import KINDS
+from kairosd.consolidation.board.entries import KINDS
 from kairosd.core.ids import resolve_prefix
 
 LIMIT = 25

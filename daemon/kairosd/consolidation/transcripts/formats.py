@@ -1,12 +1,12 @@
 """One reader per agent CLI's transcript format: parsed JSON objects in, :class:`Message` objects out.
 
-The formats and what counts as a human turn are described in :mod:`kairosd.consolidation.transcripts`,
+The formats and what counts as a human turn are described in :mod:`kairosd.consolidation.transcripts.read`,
 which tells the format and picks a reader from :data:`READERS`. A reader is fed one parsed object
 at a time and may hold one back (Codex) until :meth:`close`; it fills in the session id and working
 directory of :class:`ReadStats` as it meets them. ``feed`` is the hot path of a read: it is called
 once per line, so the common cases (tool results, deltas) return early.
 
-Must not import :mod:`kairosd.consolidation.transcripts` (it imports this), the registry, the
+Must not import :mod:`kairosd.consolidation.transcripts.read` (it imports this), the registry, the
 daemon, the board or anything that writes.
 """
 
@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from kairosd.consolidation.transcript_model import Message, ReadStats, ToolUse, blocks_text, nonempty, parse_time
-from kairosd.consolidation.transcript_tools import tool_arguments, tool_use
+from kairosd.consolidation.transcripts.model import Message, ReadStats, ToolUse, blocks_text, nonempty, parse_time
+from kairosd.consolidation.transcripts.tools import tool_arguments, tool_use
 from kairosd.core.reminder import OLD_REMINDER_LEAD, REMINDER_LEAD
 
 # Claude Code user lines that a person did not type (slash-command echoes, shell output, notices).

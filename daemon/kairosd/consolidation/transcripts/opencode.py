@@ -12,7 +12,7 @@ session's id; the tables read are:
 
 A human turn is the text a person typed: the text parts of a user message that are neither
 ``synthetic`` nor ``ignored``, less what kairos itself put there (a scheduled reminder sent into
-the session; see :func:`~kairosd.consolidation.transcript_readers.typed_text`). Tool output is
+the session; see :func:`~kairosd.consolidation.transcripts.formats.typed_text`). Tool output is
 never read: only the fields used are extracted, in SQL, so a part holding a large tool result is
 not loaded.
 
@@ -22,7 +22,7 @@ A writer holding a lock is waited for ``busy_timeout_s``, then the read fails wi
 that says so. At most ``max_rows`` rows are read (the rest left with a note). Rows whose JSON is
 malformed are skipped and counted.
 
-Must not import :mod:`kairosd.consolidation.transcripts` (it imports this), the registry, the
+Must not import :mod:`kairosd.consolidation.transcripts.read` (it imports this), the registry, the
 daemon, the board or anything that writes.
 """
 
@@ -37,9 +37,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from kairosd.consolidation.transcript_model import Message, ReadStats, nonempty
-from kairosd.consolidation.transcript_readers import typed_text
-from kairosd.consolidation.transcript_tools import tool_arguments, tool_use
+from kairosd.consolidation.transcripts.formats import typed_text
+from kairosd.consolidation.transcripts.model import Message, ReadStats, nonempty
+from kairosd.consolidation.transcripts.tools import tool_arguments, tool_use
 from kairosd.system.boundedread import open_regular
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

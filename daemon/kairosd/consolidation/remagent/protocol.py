@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kairosd.consolidation.board_model import Board, by_priority
-from kairosd.consolidation.entries import KINDS, Candidate, clean, unsafe
+from kairosd.consolidation.board.entries import KINDS, Candidate, clean, unsafe
+from kairosd.consolidation.board.model import Board, by_priority
 
 MAX_ANSWER_LINES = 25  # decisions per answer (the board holds 25 entries)
 _LEAD = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")

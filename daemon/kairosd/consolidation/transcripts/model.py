@@ -1,8 +1,8 @@
 """What every transcript reader shares: the message types, bounded line reading, and small parsers.
 
-:class:`Message` is what :mod:`kairosd.consolidation.transcripts` yields; :class:`ReadStats` is what
+:class:`Message` is what :mod:`kairosd.consolidation.transcripts.read` yields; :class:`ReadStats` is what
 a read saw. The helpers (``parse_time``, ``nonempty``, ``blocks_text``) are the field parsers the
-per-agent readers in :mod:`kairosd.consolidation.transcript_readers` have in common.
+per-agent readers in :mod:`kairosd.consolidation.transcripts.formats` have in common.
 
 The bottom of the transcript modules: must not import the other ``transcript*`` modules, the
 registry, the daemon, the board or anything that writes.

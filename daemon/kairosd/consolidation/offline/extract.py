@@ -38,7 +38,7 @@ keys, passwords) and text that tries to instruct a future agent about its instru
 dropped, not stored.
 
 Safety: the transcript is data. Nothing here evaluates, runs or fetches anything; entries are
-plain text (they are quoted and fenced when shown to a session, see :mod:`.board`).
+plain text (they are quoted and fenced when shown to a session, see :mod:`..board.store`).
 
 Pure (the caller gives the anchor time and the zone). Must not import the board, the registry
 or anything that does I/O.
@@ -55,12 +55,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from kairosd.consolidation.clauses import MAX_LINE, context_items, sentences
-from kairosd.consolidation.cues import MIN_TEXT, Signal, classify, context_item, is_fact, read, refers_back
-from kairosd.consolidation.dates import absolutize
-from kairosd.consolidation.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
-from kairosd.consolidation.noise import refused
-from kairosd.consolidation.transcripts import Message
+from kairosd.consolidation.board.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
+from kairosd.consolidation.offline.clauses import MAX_LINE, context_items, sentences
+from kairosd.consolidation.offline.cues import MIN_TEXT, Signal, classify, context_item, is_fact, read, refers_back
+from kairosd.consolidation.offline.dates import absolutize
+from kairosd.consolidation.offline.noise import refused
+from kairosd.consolidation.transcripts.model import Message
 
 __all__ = [
     "KINDS",
