@@ -308,8 +308,8 @@ def test_auto_mode_runs_the_rem_agent_through_opencode_once_the_plugin_is_instal
     from fake_agents import write_fake_agents
     from test_consolidation_service import Harness, clean_environ, run
 
-    from kairos.agents.integrations import opencode
-    from kairos.agents.integrations.agents import Context
+    from kairos.integrations.settings import opencode
+    from kairos.integrations.settings.agents import Context
     from kairosd.consolidation.request import ConsolidationRequest
 
     bin_dir = tmp_path / "bin"

@@ -2,7 +2,7 @@
 parts): each agent's schemas and outputs, the Stop guards, ack-after-output, failure silence, session
 scopes, fallbacks, the pending -> delivered run transition, and the asyncRewake waiter.
 
-The hook runs in-process (``kairos.agents.hook.main`` with stdin and stdout swapped), the daemon on a loop in a
+The hook runs in-process (``kairos.integrations.hook.main`` with stdin and stdout swapped), the daemon on a loop in a
 background thread; ``test_hooks_cli.py`` covers the real ``kairos`` processes.
 """
 
@@ -288,7 +288,7 @@ def test_the_hook_is_silent_on_garbage_stdin(kd, monkeypatch, stdin):
 @pytest.mark.parametrize("argv", [["claude"], ["nobody", "Stop"], ["claude", "Nonsense"], []])
 def test_the_hook_ignores_an_unknown_agent_or_event(kd, monkeypatch, argv):
     """A misconfigured hook entry (unknown agent or event, missing words) exits 0 and prints nothing."""
-    from kairos.agents.hook import main
+    from kairos.integrations.hook import main
 
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)

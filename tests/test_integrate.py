@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kairos.agents.integrations import agents, merge
-from kairos.agents.integrations.merge import Refused
+from kairos.integrations.settings import agents, merge
+from kairos.integrations.settings.merge import Refused
 
 KAIROS = "/opt/kairos/bin/kairos"
 EXAMPLES = Path(__file__).parent.parent / "examples" / "integrations"
@@ -438,7 +438,7 @@ def test_examples_parse_and_match_what_integrate_writes_into_an_empty_home(tmp_p
 @pytest.mark.parametrize("agent", agents.AGENTS)
 def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
     """Each installed command is `kairos hook AGENT EVENT` with an AGENT and EVENT that `kairos hook` handles."""
-    from kairos.agents import hook
+    from kairos.integrations import hook
 
     plans, _ = agents.plan(agent, ctx(tmp_path))
     commands = []

@@ -2,7 +2,7 @@
 
 Installs, into the agent's user-level configuration only, the hooks that call ``kairos hook AGENT
 EVENT`` and the MCP server ``kairos mcp``, both with the absolute path of this kairos (see
-:mod:`kairos.agents.integrations.agents` for what goes where). Every other entry in those files is kept;
+:mod:`kairos.integrations.settings.agents` for what goes where). Every other entry in those files is kept;
 ``--uninstall`` removes exactly kairos' entries. Files are backed up before they change;
 ``--dry-run`` prints the diff and writes nothing; a file that cannot be parsed stops the run with
 nothing written. The home folder is ``$HOME`` (``COPILOT_HOME`` and ``CODEX_HOME`` are honoured).
@@ -110,7 +110,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from kairos.agents.integrations import agents, files
+    from kairos.integrations.settings import agents, files
     from kairos.output import print_json
     from kairosd.core.errors import UsageError
 
@@ -144,11 +144,11 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         **({"rewake_lifetime": args.rewake_lifetime} if args.rewake_lifetime is not None else {}),
     )  # fmt: skip
     if args.agent == "opencode":
-        from kairos.agents.integrations import opencode
+        from kairos.integrations.settings import opencode
 
         plans, notes = opencode.plan(ctx)
     elif args.agent == "copilot":
-        from kairos.agents.integrations import copilot
+        from kairos.integrations.settings import copilot
 
         plans, notes = copilot.plan(ctx)
     else:

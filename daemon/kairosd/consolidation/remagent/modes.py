@@ -48,7 +48,7 @@ DEFAULT_MODELS: dict[str, str | None] = {
     "opencode": None,
 }
 # Where `kairos integrate AGENT` writes each CLI's hooks: (folder's env override, folder, file in it),
-# and the session-end event's name in that CLI (see kairos.agents.integrations.agents).
+# and the session-end event's name in that CLI (see kairos.integrations.settings.agents).
 HOOK_FILES: dict[str, tuple[str | None, str, str, str]] = {
     "claude": (None, ".claude", "settings.json", "SessionEnd"),
     "copilot": ("COPILOT_HOME", ".copilot", "hooks/kairos.json", "sessionEnd"),

@@ -24,9 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kairos.agents.integrations import agents, merge
-from kairos.agents.integrations.agents import Context, FilePlan
-from kairos.agents.integrations.merge import Refused
+from kairos.integrations.settings import agents, merge
+from kairos.integrations.settings.agents import Context, FilePlan
+from kairos.integrations.settings.merge import Refused
 
 EXTENSION_DIR = "kairos"
 EXTENSION_TEMPLATE = "copilot_extension.mjs"
@@ -41,7 +41,7 @@ OPT_IN = (
 
 
 def extension_text(ctx: Context) -> str:
-    template = resources.files("kairos.agents.integrations").joinpath(EXTENSION_TEMPLATE).read_text(encoding="utf-8")
+    template = resources.files("kairos.integrations.settings").joinpath(EXTENSION_TEMPLATE).read_text(encoding="utf-8")
     # JSON string literals are valid JavaScript ones: the paths reach the extension exactly.
     text = template.replace("__KAIROS_HOME__", json.dumps(ctx.kairos_home))
     return text.replace("__KAIROS__", json.dumps(ctx.kairos))

@@ -25,9 +25,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kairos.agents.integrations import merge
-from kairos.agents.integrations.agents import Context, FilePlan
-from kairos.agents.integrations.merge import Refused
+from kairos.integrations.settings import merge
+from kairos.integrations.settings.agents import Context, FilePlan
+from kairos.integrations.settings.merge import Refused
 
 PLUGIN_NAME = "kairos.js"
 PLUGIN_TEMPLATE = "opencode_plugin.js"
@@ -45,7 +45,7 @@ def config_dir(ctx: Context) -> Path:
 
 
 def plugin_text(ctx: Context) -> str:
-    template = resources.files("kairos.agents.integrations").joinpath(PLUGIN_TEMPLATE).read_text(encoding="utf-8")
+    template = resources.files("kairos.integrations.settings").joinpath(PLUGIN_TEMPLATE).read_text(encoding="utf-8")
     # JSON string literals are valid JavaScript ones: the paths reach the plugin exactly.
     text = template.replace("__KAIROS_HOME__", json.dumps(ctx.kairos_home))
     return text.replace("__KAIROS__", json.dumps(ctx.kairos))

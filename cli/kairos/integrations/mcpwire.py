@@ -16,7 +16,7 @@ fd 0 is handled as the transport handles it for itself: read through a private
 duplicate, with /dev/null in its place, so nothing a tool starts can read the
 wire.
 
-Imports ``mcp`` (with :mod:`kairos.agents.mcptools`, the only modules that do);
+Imports ``mcp`` (with :mod:`kairos.integrations.mcptools`, the only modules that do);
 must not import kairosd's daemon.
 """
 

@@ -16,7 +16,7 @@ Every failure comes back as an MCP tool error with a one-line reason (for a stop
 with ``kairos daemon start``); bad arguments fail the call, never the server, and a call whose
 arguments are not text (a lone surrogate) is answered with an error too.
 
-With :mod:`kairos.agents.mcpwire` (its stdio wire), the only module that imports ``mcp``;
+With :mod:`kairos.integrations.mcpwire` (its stdio wire), the only module that imports ``mcp``;
 ``kairos.commands.mcpserver`` imports it when the verb runs.
 Must not import pydantic models of kairosd, asyncio internals of kairosd, or the daemon.
 """
@@ -67,7 +67,7 @@ def build_server(environ: Mapping[str, str] | None = None) -> MCPServer:
 
 def run(environ: Mapping[str, str] | None = None) -> None:
     """Serve on stdin/stdout until the client closes the connection (every call answered: see mcpwire)."""
-    from kairos.agents.mcpwire import serve
+    from kairos.integrations.mcpwire import serve
 
     serve(build_server(environ))
 

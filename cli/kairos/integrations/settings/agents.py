@@ -1,7 +1,7 @@
 """What ``kairos integrate AGENT`` puts where: each agent CLI's user-level files and entries.
 
 Every hook runs ``<kairos> hook AGENT EVENT`` with EVENT the CLI's own event name (what
-:mod:`kairos.agents.hook` expects), or ``wait`` for Claude Code's asyncRewake waiter:
+:mod:`kairos.integrations.hook` expects), or ``wait`` for Claude Code's asyncRewake waiter:
 
 ==============  =====================  ===================  =================  ====================
 what            Claude Code            Copilot CLI          Codex              Gemini CLI
@@ -19,7 +19,7 @@ Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' fol
 - Claude Code: hooks and the ``mcp__kairos`` allow rule in ``~/.claude/settings.json``; MCP server
   (user scope) in ``~/.claude.json``.
 - Copilot CLI: hooks in ``~/.copilot/hooks/kairos.json`` (a file of its own); MCP in ``~/.copilot/mcp-config.json``;
-  :mod:`kairos.agents.integrations.copilot` adds, with ``--idle-wake``, the extension
+  :mod:`kairos.integrations.settings.copilot` adds, with ``--idle-wake``, the extension
   ``~/.copilot/extensions/kairos/extension.mjs`` and ``"experimental": true`` in ``~/.copilot/settings.json``.
 - Codex: hooks in ``~/.codex/hooks.json``; MCP as ``[mcp_servers.kairos]`` in ``~/.codex/config.toml``, and
   there ``thread_unload_delay_secs = 0`` (first line), so a quit TUI ends its session at once rather than a
@@ -27,7 +27,7 @@ Files (user level only; ``COPILOT_HOME`` and ``CODEX_HOME`` move those CLIs' fol
 - Gemini CLI: hooks and MCP in ``~/.gemini/settings.json``.
 - opencode: no hooks but a plugin, ``~/.config/opencode/plugin/kairos.js``, that runs ``kairos hook
   opencode EVENT`` with Claude's event names; MCP in ``~/.config/opencode/opencode.json`` (see
-  :mod:`kairos.agents.integrations.opencode`; ``XDG_CONFIG_HOME`` moves the folder).
+  :mod:`kairos.integrations.settings.opencode`; ``XDG_CONFIG_HOME`` moves the folder).
 
 Timeouts are in each CLI's unit (seconds; Gemini milliseconds). Claude's SessionEnd hook has no
 timeout of its own: Claude gives SessionEnd hooks 1.5 s in all and kairos answers well within it.
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kairos.agents.integrations import merge
+from kairos.integrations.settings import merge
 
 AGENTS = ("claude", "copilot", "codex", "gemini")  # opencode: :mod:`.opencode` plans its own files
 HOOK_TIMEOUT_S = 10

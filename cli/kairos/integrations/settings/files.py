@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from kairos.agents.integrations.agents import FilePlan
-from kairos.agents.integrations.merge import Refused
+from kairos.integrations.settings.agents import FilePlan
+from kairos.integrations.settings.merge import Refused
 
 NEW_FILE_MODE = 0o600  # settings files can hold tokens (MCP server env, OAuth state)
 
