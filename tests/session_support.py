@@ -40,7 +40,7 @@ from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
 from kairosd.core.records import Run
-from kairosd.registry.registry import AgentPolicy, Registry
+from kairosd.jobs.registry import AgentPolicy, Registry
 from kairosd.store.store import StoreState
 from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock, InMemoryStore

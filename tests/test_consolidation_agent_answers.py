@@ -19,7 +19,7 @@ from kairosd.consolidation.board.entries import Candidate
 from kairosd.consolidation.board.store import Board
 from kairosd.consolidation.remagent.protocol import chunks, prompt_for
 from kairosd.consolidation.transcripts.read import ReadStats
-from kairosd.registry.model import JobStatus
+from kairosd.jobs.model import JobStatus
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 

@@ -18,9 +18,9 @@ from kairos.app import run as kairos
 from kairosd.api.server import Request, Response, UnixHttpServer
 from kairosd.consolidation.api import consolidation_routes
 from kairosd.core.errors import NotFoundError, UsageError
-from kairosd.registry.api import registry_routes
-from kairosd.registry.model import JobKind
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.api import registry_routes
+from kairosd.jobs.model import JobKind
+from kairosd.jobs.registry import StartSpec
 from kairosd.scheduling.api import Api
 
 

@@ -265,7 +265,7 @@ def test_a_second_session_of_the_same_database_ending_during_a_run_follows_it(tm
     from test_consolidation_service import Harness, run
 
     from kairosd.consolidation.request import ConsolidationRequest
-    from kairosd.registry.model import JobStatus
+    from kairosd.jobs.model import JobStatus
 
     release = tmp_path / "release"
     h = Harness(tmp_path, mode="agent", min_interval_minutes=0)

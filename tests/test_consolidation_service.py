@@ -20,8 +20,8 @@ from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.runs import ConsolidationDeps
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
-from kairosd.registry.model import JobStatus
-from kairosd.registry.registry import Registry, StartSpec
+from kairosd.jobs.model import JobStatus
+from kairosd.jobs.registry import Registry, StartSpec
 from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock
 

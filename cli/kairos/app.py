@@ -47,7 +47,7 @@ VERBS = {
     "daemon": "daemon",
     "sessions": "sessions",
     "hook": "sessions",
-    "task": "agenttasks",
+    "task": "jobs",
     "consolidate": "consolidate",
     "board": "board",
     "doctor": "doctor",

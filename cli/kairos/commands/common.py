@@ -226,7 +226,7 @@ def print_records(
 
 
 def print_block(label: str, text: str) -> None:
-    """``label:`` with ``text`` below it, indented: a task's prompt, a background task's response."""
+    """``label:`` with ``text`` below it, indented: a task's prompt, a background job's response."""
     print(f"{label}:")
     print(_indent(text, "  "))
 

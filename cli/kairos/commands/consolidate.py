@@ -106,7 +106,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         else:
             error(f"not consolidated ({decision.get('gate') or status}): {decision.get('reason')}")
         return 0 if status in ("started", "coalesced") else 1
-    from kairos.commands.agenttasks import wait_for
+    from kairos.commands.jobs import wait_for
     from kairos.progress import on_stderr
 
     # The worker reports no phase while it runs (kairosd.consolidation.runs): the line shows the run's

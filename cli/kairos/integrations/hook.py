@@ -31,7 +31,7 @@ chain of blocks well under each agent's cap. An item is acknowledged only after
 its output was written and flushed; an item whose acknowledgement never arrives
 is handed out again once its claim lapses (at least once, not at most once).
 
-An agent that kairos started itself (``KAIROS_SPAWNED=1``: a background task or
+An agent that kairos started itself (``KAIROS_SPAWNED=1``: a background job or
 a headless fallback) is not a session the user works in: its hooks neither
 register it nor hand it prompts; its SessionEnd only tells consolidation.
 
@@ -118,7 +118,7 @@ def _run(argv: list[str]) -> int:
     if session_id is None:
         return 0
     if os.environ.get("KAIROS_SPAWNED") == "1" and event != "end":
-        # An agent kairos itself started (a background task, a headless fallback) runs the user's hooks
+        # An agent kairos itself started (a background job, a headless fallback) runs the user's hooks
         # too; it is not a session the user works in, so it neither registers nor takes prompts.
         return 0
     if event == "wait":

@@ -8,7 +8,7 @@ Agent CLIs start it (``kairos integrate`` registers it) and the model calls its 
 - ``schedule_wakeup{delay_seconds, prompt, reason}``: a one-shot, its delay clamped to 60–3600 s (the
   result says when it was).
 - ``inbox_list``, ``inbox_ack``: the prompts kairos delivered to the inbox.
-- ``task_start``, ``task_status``, ``task_result``, ``task_cancel``: background tasks (the registry's
+- ``task_start``, ``task_status``, ``task_result``, ``task_cancel``: background jobs (the registry's
   ``/v1/registry`` routes).
 
 Jobs created here are ``created_by: mcp``: recurring ones expire after 7 days unless ``permanent``.
@@ -87,9 +87,9 @@ class _Tools:
             ("inbox_list", self.inbox_list, "List prompts kairos delivered to the inbox (unacknowledged ones)."),
             ("inbox_ack", self.inbox_ack, "Acknowledge inbox items by id (or all=true) so they are not shown again."),
             ("task_start", self.task_start, TASK_START),
-            ("task_status", self.task_status, "Status and progress of a background task started with task_start."),
+            ("task_status", self.task_status, "Status and progress of a background job started with task_start."),
             ("task_result", self.task_result, TASK_RESULT),
-            ("task_cancel", self.task_cancel, "Cancel a background task and every task it started."),
+            ("task_cancel", self.task_cancel, "Cancel a background job and every task it started."),
         ]
 
     # ---- scheduled jobs ----------------------------------------------------
@@ -226,7 +226,7 @@ class _Tools:
         acked = (await self._call("POST", route_path("inbox_ack"), body))["acked"]
         return f"Acknowledged {len(acked)} item(s)" + (f": {', '.join(acked)}." if acked else ".")
 
-    # ---- background tasks --------------------------------------------------
+    # ---- background jobs --------------------------------------------------
 
     async def task_start(
         self,
@@ -258,7 +258,7 @@ class _Tools:
             body["parent_depth"] = int(depth)
         task = (await self._call("POST", route_path("registry"), body))["task"]
         return (
-            f"Started background task {task['id']} ({_what(task)}, depth {task.get('depth', 0)}). "
+            f"Started background job {task['id']} ({_what(task)}, depth {task.get('depth', 0)}). "
             f"Follow it with task_status {task['id']}; get its answer with task_result {task['id']}."
         )
 
@@ -320,7 +320,7 @@ class _Tools:
             left = max(0.0, deadline - anyio.current_time())
             query = {"timeout": f"{min(left, REGISTRY_MAX_WAIT_S):.3f}"}
             if self.env.get("KAIROS_TASK_ID", "").strip():
-                # A task waiting on its own child lends it its slot meanwhile (see kairosd.registry).
+                # A task waiting on its own child lends it its slot meanwhile (see kairosd.jobs).
                 query["waiter"] = self.env["KAIROS_TASK_ID"].strip()
             doc = await self._call(
                 "GET", _registry(task_id, "wait"), query=query, wait_s=REGISTRY_MAX_WAIT_S + POLL_MARGIN_S
@@ -418,9 +418,9 @@ Schedule a one-shot prompt delay_seconds from now (clamped to 60-3600 seconds); 
 it was clamped. Persisted by kairos, so it fires even if this session ends."""
 
 TASK_START = """\
-Start a background task run by kairosd: a headless turn of an agent (agent=claude, codex, ...) or a
+Start a background job run by kairosd: a headless turn of an agent (agent=claude, codex, ...) or a
 command (argv). Returns its id at once; use task_status and task_result to follow it."""
 
 TASK_RESULT = """\
-The latest answer of a background task once its turn ended (idle, completed, failed, cancelled or
+The latest answer of a background job once its turn ended (idle, completed, failed, cancelled or
 interrupted). With wait_seconds, wait up to that long for it."""

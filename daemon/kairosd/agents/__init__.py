@@ -5,5 +5,5 @@ output into a result; and the agent definitions (``catalog``) it runs.
 points it calls, is an *integration*: :mod:`kairos.integrations`.)
 
 Imports: :mod:`kairosd.core`, :mod:`kairosd.system` and :mod:`kairosd.config` (the settings it reads).
-Must not import the store, the scheduler, the registry or the server.
+Must not import the store, the scheduler, the background jobs (``jobs``) or the server.
 """

@@ -18,6 +18,6 @@ The four subpackages sit below the top-level modules: none of them imports servi
 worker, api or wiring (pyproject's ``consolidation-*`` contracts). The daemon loads only the board
 and the transcripts' turn counter; offline and remagent run in the worker.
 
-Imports: core, system, api, store, agents, config and the registry (a worker run is a
-registry record). Must not import scheduling, sessions, export or app.
+Imports: core, system, api, store, agents, config and jobs (a worker run is a
+background job of kind ``consolidation``). Must not import scheduling, sessions, export or app.
 """

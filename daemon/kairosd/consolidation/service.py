@@ -42,7 +42,7 @@ from kairosd.consolidation import gates
 from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.runs import ConsolidationDeps, Run, RunTracker
 from kairosd.core.errors import UnavailableError
-from kairosd.registry.model import JobKind, view
+from kairosd.jobs.model import JobKind, view
 from kairosd.store.jsonlog import JsonLog
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The ``agent:NAME`` target: a fire starts a headless agent run in the background task registry.
+"""The ``agent:NAME`` target: a fire starts a headless agent run in the background job registry.
 
 Each fire becomes a registry task of kind ``fire`` (one turn, no follow-ups)
 for the scheduled prompt, with the target's agent, cwd, model and timeout. The
@@ -29,8 +29,8 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import KairosError, UsageError
 from kairosd.core.models import AgentTarget, Target
 from kairosd.delivery.base import Handoff, Result
-from kairosd.registry.model import ExecutionMode, JobKind, JobRecord, JobStatus
-from kairosd.registry.registry import Registry, StartSpec
+from kairosd.jobs.model import ExecutionMode, JobKind, JobRecord, JobStatus
+from kairosd.jobs.registry import Registry, StartSpec
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class AgentDelivery:
         started_at = self._clock.now()
         record = self._registry.find_by_run(handoff.run_id)
         if record is not None:
-            log.info("run %s already started agent task %s; not starting it again", handoff.run_id, record.id)
+            log.info("run %s already started agent job %s; not starting it again", handoff.run_id, record.id)
         else:
             if self._closed:
                 return Result("failed", started_at, self._clock.now(), reason="agent delivery is closed (shutdown)")
@@ -94,7 +94,7 @@ def _spec(handoff: Handoff) -> StartSpec:
 
 
 def _result(record: JobRecord, started_at: Any, finished_at: Any) -> Result:
-    what = f"agent task {record.id}"
+    what = f"agent job {record.id}"
     if record.status is JobStatus.COMPLETED:
         return Result(
             "delivered",

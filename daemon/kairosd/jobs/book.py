@@ -6,9 +6,9 @@ as a ``task_updated`` event carrying only the changed fields) and, to last,
 wakes whoever waits for a record to settle (:meth:`Book.wait_settled`). The
 family queries (children, ancestors) read the same records.
 
-The registry, its turns (:mod:`~kairosd.registry.turns`), its cancellation
-(:mod:`~kairosd.registry.cancel`) and its detached work
-(:mod:`~kairosd.registry.detached`) all share one Book.
+The registry, its turns (:mod:`~kairosd.jobs.turns`), its cancellation
+(:mod:`~kairosd.jobs.cancel`) and its detached work
+(:mod:`~kairosd.jobs.detached`) all share one Book.
 
 Must not import the registry's turns, cancellation or use-cases,
 the scheduler or the server.
@@ -24,12 +24,12 @@ from typing import Any
 from kairosd.core.clock import Clock
 from kairosd.core.errors import KairosError, NotFoundError
 from kairosd.core.events import EventBus
-from kairosd.registry import rules
-from kairosd.registry.model import JobRecord, view
-from kairosd.registry.persist import RecordStore
+from kairosd.jobs import rules
+from kairosd.jobs.model import JobRecord, view
+from kairosd.jobs.persist import RecordStore
 
 # Named as before the registry was split into modules, so its log lines read as they did.
-log = logging.getLogger("kairosd.registry.registry")
+log = logging.getLogger("kairosd.jobs.registry")
 
 
 class Book:
@@ -48,7 +48,7 @@ class Book:
     def get(self, task_id: str) -> JobRecord:
         record = self.records.get(task_id)
         if record is None:
-            raise NotFoundError(f"no background task {task_id!r} (see: kairos task list)")
+            raise NotFoundError(f"no background job {task_id!r} (see: kairos task list)")
         return record
 
     def children(self, task_id: str) -> list[JobRecord]:

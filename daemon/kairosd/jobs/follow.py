@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kairosd.registry import tasklog
+from kairosd.jobs import joblog
 
 FOLLOW_QUEUE = 1000  # lines a slow follower may fall behind before it is told it lost some
 
@@ -64,7 +64,7 @@ class Followers:
         follower = _Follower()
         self._by_task.setdefault(task_id, set()).add(follower)
         try:
-            backlog = await asyncio.to_thread(tasklog.read_lines, log_path)
+            backlog = await asyncio.to_thread(joblog.read_lines, log_path)
             for number, line in enumerate(backlog):
                 yield {"seq": number, "line": line}
             next_seq = len(backlog)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from kairosd.registry.model import RECORD_ID_RE, JobRecord
+from kairosd.jobs.model import RECORD_ID_RE, JobRecord
 from kairosd.system.atomic import remove_stale_temp_files, write_atomic
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""What the composition root calls to add the background task registry to kairosd.
+"""What the composition root calls to add the background job registry to kairosd.
 
     parts = build_registry(paths, clock, events, config.limits, adapter_for, hooks, ...)
     deliveries.update(parts.deliveries)     # before the Scheduler is built: the "agent" target
@@ -23,12 +23,12 @@ from kairosd.config import Limits
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
 from kairosd.delivery.base import Delivery
-from kairosd.registry.api import registry_routes
-from kairosd.registry.delivery import AgentDelivery
-from kairosd.registry.limits import RegistryLimits
-from kairosd.registry.model import view
-from kairosd.registry.persist import RecordStore
-from kairosd.registry.registry import AdapterFor, PolicyFor, Registry
+from kairosd.jobs.api import registry_routes
+from kairosd.jobs.delivery import AgentDelivery
+from kairosd.jobs.limits import RegistryLimits
+from kairosd.jobs.model import view
+from kairosd.jobs.persist import RecordStore
+from kairosd.jobs.registry import AdapterFor, PolicyFor, Registry
 from kairosd.system.lifecycle import HookConfig, LifecycleHooks
 from kairosd.system.paths import Paths
 
@@ -87,9 +87,9 @@ def build_registry(
         lifecycle.start()  # first: hooks hear everything the registry publishes from here on
         interrupted = await registry.recover()
         if interrupted:
-            log.warning("%d background task(s) were interrupted by the previous stop", len(interrupted))
+            log.warning("%d background job(s) were interrupted by the previous stop", len(interrupted))
         log.info(
-            "background task registry: %d record(s), at most %d running, depth limit %d, hooks for %s",
+            "background job registry: %d record(s), at most %d running, depth limit %d, hooks for %s",
             len(registry.list_tasks()),
             limits.max_concurrent,
             limits.max_depth,

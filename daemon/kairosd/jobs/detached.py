@@ -3,9 +3,9 @@
 The registry records it (durably ``running``, before the process exists),
 learns its pid and finally its end from the owner, and cancels it on request;
 it takes no slot, is left alone at shutdown and at start-up. The contract is on
-:meth:`Registry.record_external <kairosd.registry.registry.Registry.record_external>`.
+:meth:`Registry.record_external <kairosd.jobs.registry.Registry.record_external>`.
 
-Must not import the registry's use-cases (:mod:`~kairosd.registry.registry`),
+Must not import the registry's use-cases (:mod:`~kairosd.jobs.registry`),
 the scheduler or the server.
 """
 
@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from kairosd.core.errors import UnavailableError
-from kairosd.registry import rules
-from kairosd.registry.book import Book
-from kairosd.registry.model import MAX_RESPONSE_CHARS, JobRecord, JobStatus, Turn, clip, new_record_id
-from kairosd.registry.rules import StartSpec
+from kairosd.jobs import rules
+from kairosd.jobs.book import Book
+from kairosd.jobs.model import MAX_RESPONSE_CHARS, JobRecord, JobStatus, Turn, clip, new_record_id
+from kairosd.jobs.rules import StartSpec
 
 # Named as before the registry was split into modules, so its log lines read as they did.
-log = logging.getLogger("kairosd.registry.registry")
+log = logging.getLogger("kairosd.jobs.registry")
 
 
 async def record(book: Book, spec: StartSpec, logs_dir: Path, turn_timeout_s: float) -> JobRecord:

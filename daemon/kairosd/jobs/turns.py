@@ -1,6 +1,6 @@
 """The turns of the registry's tasks: from the wait for a slot to the recorded end of the process.
 
-A turn waits for a slot (:class:`~kairosd.registry.slots.Slots`), is written
+A turn waits for a slot (:class:`~kairosd.jobs.slots.Slots`), is written
 durably as started, then runs its process (:class:`~kairosd.system.runner.ProcessRun`)
 with the task's ``KAIROS_*`` environment. Each output line goes to the task log
 (one write per chunk read, up to the turn's output cap); at most
@@ -8,10 +8,10 @@ with the task's ``KAIROS_*`` environment. Each output line goes to the task log
 ``task_notification`` events, so a flood costs the event loop a bounded amount
 per chunk. What the adapter makes of each line updates the progress
 (``task_progress``, in memory until the turn ends). The outcome
-(:mod:`~kairosd.registry.rules`) is recorded, then the slot and the turn are
+(:mod:`~kairosd.jobs.rules`) is recorded, then the slot and the turn are
 let go in one step. A turn is stopped by a cancel or at shutdown.
 
-Must not import the registry's use-cases (:mod:`~kairosd.registry.registry`),
+Must not import the registry's use-cases (:mod:`~kairosd.jobs.registry`),
 the scheduler or the server.
 """
 
@@ -27,19 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from kairosd.agents.base import AgentAdapter, Command
-from kairosd.registry import rules, tasklog
-from kairosd.registry.book import Book
-from kairosd.registry.follow import Followers
-from kairosd.registry.limits import RegistryLimits
-from kairosd.registry.model import MAX_LINE_CHARS, JobRecord, JobStatus, ProgressInfo, clip
-from kairosd.registry.slots import Slots
+from kairosd.jobs import joblog, rules
+from kairosd.jobs.book import Book
+from kairosd.jobs.follow import Followers
+from kairosd.jobs.limits import RegistryLimits
+from kairosd.jobs.model import MAX_LINE_CHARS, JobRecord, JobStatus, ProgressInfo, clip
+from kairosd.jobs.slots import Slots
 from kairosd.system.runner import ProcessResult, ProcessRun, ProcessSpec
 
 # Output lines of one chunk published live (events, followers); the log gets them all.
 LIVE_LINES_PER_CHUNK = 256
 
 # Named as before the registry was split into modules, so its log lines read as they did.
-log = logging.getLogger("kairosd.registry.registry")
+log = logging.getLogger("kairosd.jobs.registry")
 
 
 @dataclass
@@ -109,7 +109,7 @@ class Turns:
         """At shutdown: stop every turn in flight, then wait for all turns to record their end."""
         lives = list(self._live.values())
         if lives:
-            log.info("stopping %d background task(s) in flight", len(lives))
+            log.info("stopping %d background job(s) in flight", len(lives))
         for live in lives:
             live.stopping = True
         await asyncio.gather(*(self._halt(live) for live in lives))
@@ -164,9 +164,9 @@ class Turns:
             await live.process.stop()  # cancelled between queue and slot: run() returns at once
         record = self._book.records[task_id]
         path = Path(record.log_path)
-        live.seq = await asyncio.to_thread(tasklog.count_lines, path)
+        live.seq = await asyncio.to_thread(joblog.count_lines, path)
         try:
-            live.log_fd = tasklog.open_log(path)
+            live.log_fd = joblog.open_log(path)
         except OSError as exc:
             log.warning("task %s: cannot open its log %s: %s", task_id, path, exc)
         turn = record.turns[-1]
@@ -254,7 +254,7 @@ class Turns:
         """
         if live.log_fd is not None:
             try:
-                tasklog.append_lines(live.log_fd, lines)
+                joblog.append_lines(live.log_fd, lines)
             except OSError as exc:
                 log.warning("task %s: cannot write its log (%s); not logging this turn further", task_id, exc)
                 os.close(live.log_fd)

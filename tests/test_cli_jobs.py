@@ -220,7 +220,7 @@ def test_list_table_and_status_filter(fake, capsys):
 def test_list_empty(fake, capsys):
     """No tasks: a friendly line."""
     fake.routes[("GET", "/v1/registry")] = (200, {"tasks": [], "registry": {}})
-    assert _run(capsys, "list") == (0, "no background tasks\n", "")
+    assert _run(capsys, "list") == (0, "no background jobs\n", "")
 
 
 def test_show_prints_fields_turns_and_response(fake, capsys):
@@ -395,7 +395,7 @@ LISTINGS = [
             "ID           STATUS            WHAT           TURNS  CREATED                    PROMPT",
             f"{TASK_ID}  running (queued)  agent: claude  2      2026-11-23 09:00:00+00:00  check the build",
         ],
-        "no background tasks",
+        "no background jobs",
     ),
     (
         ["history"],

@@ -1,11 +1,14 @@
-"""The background task registry: durable records of agent, shell and fire runs, and the runs themselves.
+"""Background jobs: durable records of agent, shell, fire and consolidation runs, and the runs themselves.
 
-The CLI and the API call these *tasks* (``kairos task start``); the code calls them *jobs*
-(:class:`~kairosd.registry.model.JobRecord`), since a *task* in kairosd is a scheduled prompt.
+A *job* is one run that kairosd supervises (:class:`~kairosd.jobs.model.JobRecord`); a *task* is
+a scheduled prompt (:class:`kairosd.core.models.Task`). The CLI verb stays ``kairos task ...``
+and the wire keeps its names (``/v1/registry``, ``task_*`` events and MCP tools, ``KAIROS_TASK_ID``)
+for the scripts and agents that use them; the state folder is still ``registry/``. The
+:class:`~kairosd.jobs.registry.Registry` is the use-case object that keeps the jobs.
 
 ``model`` (the record), ``persist`` (one file per record), ``slots`` (the
 concurrency cap and slot loans), ``limits`` and ``rules`` (what a start may
-ask for), ``requests`` (the typed start and send bodies), ``tasklog`` (its output), ``follow``
+ask for), ``requests`` (the typed start and send bodies), ``joblog`` (its output), ``follow``
 (live followers), ``registry`` (the use-cases) with ``book`` (the state its
 parts share), ``turns`` (running a turn), ``cancel`` (cancelling a tree) and
 ``detached`` (runs started outside the registry), ``recovery`` (after a

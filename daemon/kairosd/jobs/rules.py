@@ -2,7 +2,7 @@
 permissions it gets, when a wait is over, and what a turn's process result means.
 
 Pure functions and plain data (no I/O, no clock, no asyncio), so each rule is
-tested and read on its own; :mod:`kairosd.registry.registry` applies them.
+tested and read on its own; :mod:`kairosd.jobs.registry` applies them.
 
 Must not import the registry's state, the scheduler, the store or the server.
 """
@@ -21,7 +21,7 @@ from kairosd.agents.base import AgentAdapter, Permissions, narrow
 from kairosd.core import bounds
 from kairosd.core.bounds import MAX_PROMPT_CHARS
 from kairosd.core.errors import LimitError, UsageError
-from kairosd.registry.model import (
+from kairosd.jobs.model import (
     MAX_RESPONSE_CHARS,
     ExecutionMode,
     JobKind,
@@ -126,7 +126,7 @@ def check_prompt(prompt: Any, *, required: bool) -> str:
     if not isinstance(prompt, str):
         raise UsageError("the prompt must be a string")
     if required and not prompt.strip():
-        raise UsageError("an agent task needs a non-empty prompt")
+        raise UsageError("an agent job needs a non-empty prompt")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise UsageError(f"the prompt is longer than {MAX_PROMPT_CHARS} characters")
     return prompt

@@ -1,4 +1,4 @@
-"""Typed request bodies of the background task registry: start a task, send a follow-up turn.
+"""Typed request bodies of the background job registry: start a task, send a follow-up turn.
 
 Parsed by :func:`kairosd.api.requests.parse_body`, with the bounds of :mod:`kairosd.core.bounds`.
 
@@ -13,14 +13,14 @@ from pydantic import Field, StrictInt, StringConstraints
 
 from kairosd.api.requests import Body, Name, Short
 from kairosd.core import bounds
-from kairosd.registry.model import ExecutionMode, PermissionSet
+from kairosd.jobs.model import ExecutionMode, PermissionSet
 
 ProcessText = Annotated[str, StringConstraints(max_length=bounds.MAX_ARG_CHARS)]
 PathText = Annotated[str, StringConstraints(min_length=1, max_length=bounds.MAX_PATH_CHARS)]
 
 
 class StartRequest(Body):
-    """``POST /v1/registry``: a background task, an agent turn (``agent``) or a command (``argv``)."""
+    """``POST /v1/registry``: a background job, an agent turn (``agent``) or a command (``argv``)."""
 
     kind: Literal["agent", "shell"] = "agent"  # fire and consolidation tasks are started by kairosd itself
     agent: Short | None = None
@@ -37,6 +37,6 @@ class StartRequest(Body):
 
 
 class SendRequest(Body):
-    """``POST /v1/registry/{id}/send``: the follow-up prompt of an idle multi-turn agent task."""
+    """``POST /v1/registry/{id}/send``: the follow-up prompt of an idle multi-turn agent job."""
 
     message: Annotated[str, StringConstraints(max_length=bounds.MAX_PROMPT_CHARS)]

@@ -8,7 +8,7 @@ runs, its tasks cannot start children (:meth:`Cancels.pending`). The report
 says which tasks had to be killed with SIGKILL after the grace, so a caller can
 tell the user why the cancel took that long.
 
-Must not import the registry's use-cases (:mod:`~kairosd.registry.registry`),
+Must not import the registry's use-cases (:mod:`~kairosd.jobs.registry`),
 the scheduler or the server.
 """
 
@@ -19,13 +19,13 @@ import logging
 from dataclasses import dataclass
 
 from kairosd.core.errors import ConflictError
-from kairosd.registry import recovery
-from kairosd.registry.book import Book
-from kairosd.registry.model import JobRecord, JobStatus
-from kairosd.registry.turns import Turns
+from kairosd.jobs import recovery
+from kairosd.jobs.book import Book
+from kairosd.jobs.model import JobRecord, JobStatus
+from kairosd.jobs.turns import Turns
 
 # Named as before the registry was split into modules, so its log lines read as they did.
-log = logging.getLogger("kairosd.registry.registry")
+log = logging.getLogger("kairosd.jobs.registry")
 
 
 @dataclass(frozen=True)

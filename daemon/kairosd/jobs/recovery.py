@@ -12,8 +12,8 @@ import os
 from datetime import datetime
 from typing import Any
 
-from kairosd.registry.model import JobRecord, JobStatus
-from kairosd.registry.persist import RecordStore
+from kairosd.jobs.model import JobRecord, JobStatus
+from kairosd.jobs.persist import RecordStore
 from kairosd.system.procgroup import group_alive, terminate_group
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The background task registry: start, follow up, wait for, cancel and recover background work.
+"""The background job registry: start, follow up, wait for, cancel and recover background work.
 
 How a task runs:
 
@@ -6,7 +6,7 @@ How a task runs:
   command line) before anything exists, so a refusal is a clean KairosError and
   leaves no record. Then the record is written durably as ``running`` (and
   ``queued``) and a turn is launched.
-* A turn waits for a concurrency slot (:class:`~kairosd.registry.slots.Slots`),
+* A turn waits for a concurrency slot (:class:`~kairosd.jobs.slots.Slots`),
   is written durably as started, then runs its process in its own group with
   ``KAIROS_TASK_ID``, ``KAIROS_TASK_DEPTH``, ``KAIROS_SESSION`` and
   ``KAIROS_SPAWNED=1``. Each output line goes to the task log and out as a
@@ -23,7 +23,7 @@ How a task runs:
   with the descendant's turn (the slot goes back) or with the wait (a timeout:
   the descendant keeps running and counts on its own, above the cap if need be,
   and nothing new starts until the count is under it). ``status`` reports the
-  slots lent out. See :mod:`~kairosd.registry.slots`.
+  slots lent out. See :mod:`~kairosd.jobs.slots`.
 * ``cancel`` reaches every descendant: each running group gets SIGTERM, then
   SIGKILL after the grace; queued and idle ones just end ``cancelled``.
 * At start-up (:meth:`Registry.recover`) a record still ``running`` belonged to
@@ -37,12 +37,12 @@ How a task runs:
 Every change is a ``task_updated`` event carrying only the changed fields
 (``task_started`` carries the whole record). Times come from the injected clock.
 This module holds the use-cases and the order of things; the parts it drives are
-:mod:`~kairosd.registry.book` (the records, their durable writes, waiting),
-:mod:`~kairosd.registry.turns` (a turn, from its slot to its recorded end),
-:mod:`~kairosd.registry.cancel` (cancelling a tree) and
-:mod:`~kairosd.registry.detached`; the rules it applies are in
-:mod:`~kairosd.registry.rules` (validation, depth, permissions, turn outcomes),
-:mod:`~kairosd.registry.recovery` and :mod:`~kairosd.registry.follow`.
+:mod:`~kairosd.jobs.book` (the records, their durable writes, waiting),
+:mod:`~kairosd.jobs.turns` (a turn, from its slot to its recorded end),
+:mod:`~kairosd.jobs.cancel` (cancelling a tree) and
+:mod:`~kairosd.jobs.detached`; the rules it applies are in
+:mod:`~kairosd.jobs.rules` (validation, depth, permissions, turn outcomes),
+:mod:`~kairosd.jobs.recovery` and :mod:`~kairosd.jobs.follow`.
 
 Must not import the scheduler, the server or the CLI.
 """
@@ -60,12 +60,12 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import ConflictError, UnavailableError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.ids import resolve_prefix
-from kairosd.registry import detached, recovery, rules
-from kairosd.registry.book import Book
-from kairosd.registry.cancel import CancelReport, Cancels
-from kairosd.registry.follow import Followers
-from kairosd.registry.limits import RegistryLimits
-from kairosd.registry.model import (
+from kairosd.jobs import detached, recovery, rules
+from kairosd.jobs.book import Book
+from kairosd.jobs.cancel import CancelReport, Cancels
+from kairosd.jobs.follow import Followers
+from kairosd.jobs.limits import RegistryLimits
+from kairosd.jobs.model import (
     MAX_TURNS_KEPT,
     JobRecord,
     JobStatus,
@@ -73,10 +73,10 @@ from kairosd.registry.model import (
     Turn,
     new_record_id,
 )
-from kairosd.registry.persist import RecordStore
-from kairosd.registry.rules import AGENT_KINDS, AdapterFor, AgentPolicy, PolicyFor, StartSpec
-from kairosd.registry.slots import Slots
-from kairosd.registry.turns import Turns
+from kairosd.jobs.persist import RecordStore
+from kairosd.jobs.rules import AGENT_KINDS, AdapterFor, AgentPolicy, PolicyFor, StartSpec
+from kairosd.jobs.slots import Slots
+from kairosd.jobs.turns import Turns
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +117,8 @@ class Registry:
         return self._book.get(self.resolve(task_id))
 
     def resolve(self, task_id: str) -> str:
-        """The whole id of the background task ``task_id`` names (a git-style prefix, any case)."""
-        return resolve_prefix(task_id, self._book.records, "background task", " (see: kairos task list)")
+        """The whole id of the background job ``task_id`` names (a git-style prefix, any case)."""
+        return resolve_prefix(task_id, self._book.records, "background job", " (see: kairos task list)")
 
     def list_tasks(self, status: JobStatus | None = None) -> list[JobRecord]:
         """Newest first."""
@@ -163,7 +163,7 @@ class Registry:
         policy = AgentPolicy()
         if kind in AGENT_KINDS:
             if not spec.agent:
-                raise UsageError("an agent task needs an agent name (e.g. --agent claude)")
+                raise UsageError("an agent job needs an agent name (e.g. --agent claude)")
             policy = await self._policy(spec.agent, cwd)  # raises for an unknown name, listing the known ones
             adapter = self._adapter_for(policy.cli or spec.agent)
             rules.check_binary(policy.cli or spec.agent, adapter, self._environ)
@@ -280,13 +280,13 @@ class Registry:
     # ---- follow-ups, closing ------------------------------------------------
 
     async def send(self, task_id: str, message: str) -> JobRecord:
-        """Resume an idle (or interrupted) agent task's session with a follow-up prompt."""
+        """Resume an idle (or interrupted) agent job's session with a follow-up prompt."""
         if self._book.closing:
             raise UnavailableError("kairosd is shutting down; no new turns")
         record = self.get(task_id)
         message = rules.check_prompt(message, required=True)
         if record.kind not in AGENT_KINDS:
-            raise ConflictError(f"task {task_id} is a {record.kind.value} task; only agent tasks take follow-ups")
+            raise ConflictError(f"job {task_id} is a {record.kind.value} job; only agent jobs take follow-ups")
         if record.terminal:
             raise ConflictError(f"task {task_id} is {record.status.value}; a follow-up needs an idle task")
         if record.status is JobStatus.RUNNING:

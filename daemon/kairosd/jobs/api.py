@@ -1,4 +1,4 @@
-"""HTTP routes of the background task registry, registered through :meth:`kairosd.api.router.Router.add_routes`.
+"""HTTP routes of the background job registry, registered through :meth:`kairosd.api.router.Router.add_routes`.
 
     GET    /v1/registry?status=S&parent=ID       list (newest first, without turn history)
     POST   /v1/registry                          start (body: see :func:`parse_start`)
@@ -11,7 +11,7 @@
 
 Request parsing lives here; every decision is the registry's. ``waiter`` on a wait is
 the asking task's ``KAIROS_TASK_ID``: a task waiting on its own descendant lends it
-its slot meanwhile (see :mod:`kairosd.registry.registry`). The wait is the one route the
+its slot meanwhile (see :mod:`kairosd.jobs.registry`). The wait is the one route the
 server may cancel when its client hangs up (:func:`kairosd.api.server.cancel_on_disconnect`):
 it only waits, so cutting it off undoes nothing but the wait and its loan.
 
@@ -28,10 +28,10 @@ from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, StreamResponse, cancel_on_disconnect
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import REGISTRY_MAX_WAIT_S
-from kairosd.registry.model import ExecutionMode, JobKind, JobStatus, view
-from kairosd.registry.registry import Registry, StartSpec
-from kairosd.registry.requests import SendRequest, StartRequest
-from kairosd.registry.tasklog import read_chunk
+from kairosd.jobs.joblog import read_chunk
+from kairosd.jobs.model import ExecutionMode, JobKind, JobStatus, view
+from kairosd.jobs.registry import Registry, StartSpec
+from kairosd.jobs.requests import SendRequest, StartRequest
 
 DEFAULT_WAIT_S = 30.0
 _E = TypeVar("_E", JobKind, JobStatus, ExecutionMode)

@@ -1,10 +1,10 @@
-"""The background task record: one piece of work kairosd runs (an agent, a shell command, a fire).
+"""The background job record: one piece of work kairosd runs (an agent, a shell command, a fire).
 
 Pure pydantic (no I/O, no clock): every time comes from the caller. Unknown
 fields are kept, so an older daemon never drops what a newer one wrote.
 
 Status rules: ``running`` (a turn runs or waits for a slot: ``queued``),
-``idle`` (a multi-turn agent task between turns, holding no slot),
+``idle`` (a multi-turn agent job between turns, holding no slot),
 ``interrupted`` (it was running when kairosd died or stopped; never re-run on
 its own), and the terminal ``completed``, ``failed`` and ``cancelled``.
 

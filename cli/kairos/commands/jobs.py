@@ -1,7 +1,8 @@
-"""``kairos task start|list|show|wait|logs|cancel|send|close``: the background task registry.
+"""``kairos task start|list|show|wait|logs|cancel|send|close``: background jobs (:mod:`kairosd.jobs`).
 
-A task started from inside a kairos task (``KAIROS_TASK_ID`` and
-``KAIROS_TASK_DEPTH`` in the environment) is that task's child: the start
+The verb keeps the name users type; what it starts is a *job* (a *task* is a scheduled prompt).
+A job started from inside a job (``KAIROS_TASK_ID`` and
+``KAIROS_TASK_DEPTH`` in the environment) is that job's child: the start
 sends them as the parent, and the daemon narrows the child's permissions and
 enforces the depth limit. Waits are long-polls of at most
 ``protocol.REGISTRY_MAX_WAIT_S`` each, repeated until the task settles or
@@ -43,14 +44,14 @@ POLL_MARGIN_S = 15.0
 PROGRESS_POLL_S = 5.0
 
 
-BACKGROUND_ID_HELP = "background task id (t and 10 hex digits; kairos task list shows them)"
+BACKGROUND_ID_HELP = "background job id (t and 10 hex digits; kairos task list shows them)"
 
 
 def register(subparsers: Any) -> None:
     task = subparsers.add_parser(
         "task",
-        help="background tasks: headless agent and shell runs",
-        description="Start, follow and stop background tasks that kairosd runs: headless agent turns "
+        help="background jobs: headless agent and shell runs",
+        description="Start, follow and stop background jobs that kairosd runs: headless agent turns "
         "(claude, copilot, codex, gemini, opencode, custom) and shell commands. Records survive daemon "
         "restarts; work that was running when kairosd died shows as interrupted and is never re-run.",
         epilog="examples:\n  kairos task start --agent claude 'fix the flaky test' --cwd .\n"
@@ -63,17 +64,17 @@ def register(subparsers: Any) -> None:
     lst = make_parser(
         verbs,
         "list",
-        "list background tasks",
-        "List background tasks, newest first: id, status, kind, agent or command, turns, prompt.",
+        "list background jobs",
+        "List background jobs, newest first: id, status, kind, agent or command, turns, prompt.",
         "kairos task list\n  kairos task list --status idle --json",
         aliases=["ls"],
     )
-    lst.add_argument("--status", choices=STATUSES, help="only tasks with this status")
+    lst.add_argument("--status", choices=STATUSES, help="only jobs with this status")
     add_wide_flag(lst)
     lst.set_defaults(handler=cmd_list)
 
     show = make_parser(
-        verbs, "show", "show one task", "Show a task's fields, progress and turns.", "kairos task show t0a1b2c3d4e"
+        verbs, "show", "show one job", "Show a job's fields, progress and turns.", "kairos task show t0a1b2c3d4e"
     )
     show.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
     show.set_defaults(handler=cmd_show)
@@ -81,8 +82,8 @@ def register(subparsers: Any) -> None:
     wait = make_parser(
         verbs,
         "wait",
-        "wait for a task's turn or end",
-        "Block until the task stops running (its turn ended: idle, completed, failed, cancelled or "
+        "wait for a job's turn or end",
+        "Block until the job stops running (its turn ended: idle, completed, failed, cancelled or "
         "interrupted), or with --since-turn N until a turn after N has finished. Prints the latest "
         "response. Exit 0 if it ended idle or completed, 1 otherwise (also on --timeout).",
         "kairos task wait t0a1b2c3d4e\n  kairos task wait t0a1b2c3d4e --timeout 60 --since-turn 1",
@@ -98,22 +99,22 @@ def register(subparsers: Any) -> None:
     logs = make_parser(
         verbs,
         "logs",
-        "print a task's output",
-        "Print a task's log: every output line of every turn, with kairos' turn markers. -f keeps "
-        "printing new lines until the task stops running.",
+        "print a job's output",
+        "Print a job's log: every output line of every turn, with kairos' turn markers. -f keeps "
+        "printing new lines until the job stops running.",
         "kairos task logs t0a1b2c3d4e\n  kairos task logs -f t0a1b2c3d4e",
     )
     logs.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
-    logs.add_argument("-f", "--follow", action="store_true", help="follow new output until the task stops running")
+    logs.add_argument("-f", "--follow", action="store_true", help="follow new output until the job stops running")
     logs.set_defaults(handler=cmd_logs)
 
     cancel = make_parser(
         verbs,
         "cancel",
-        "cancel a task and its descendants",
-        "Cancel a task and every task it started (recursively): running process groups get SIGTERM, "
+        "cancel a job and its descendants",
+        "Cancel a job and every job it started (recursively): running process groups get SIGTERM, "
         "then SIGKILL after a grace period ([limits] kill_grace; the answer says which were killed so). "
-        "A completed, failed or cancelled task cannot be cancelled.",
+        "A completed, failed or cancelled job cannot be cancelled.",
         "kairos task cancel t0a1b2c3d4e",
     )
     cancel.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
@@ -122,12 +123,12 @@ def register(subparsers: Any) -> None:
     send = make_parser(
         verbs,
         "send",
-        "send a follow-up to an idle agent task",
-        "Resume an idle multi-turn agent task's session with a follow-up prompt ('-' reads stdin).",
+        "send a follow-up to an idle agent job",
+        "Resume an idle multi-turn agent job's session with a follow-up prompt ('-' reads stdin).",
         "kairos task send t0a1b2c3d4e 'now add a test'\n  kairos task send --wait t0a1b2c3d4e 'and commit'",
     )
     send.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
-    send.add_argument("message", nargs="+", metavar="MESSAGE", help="the next prompt for the task's session")
+    send.add_argument("message", nargs="+", metavar="MESSAGE", help="the next prompt for the job's session")
     send.add_argument("--wait", action="store_true", help="wait for the turn and print its response")
     add_quiet_flag(send)
     send.set_defaults(handler=cmd_send)
@@ -135,8 +136,8 @@ def register(subparsers: Any) -> None:
     close = make_parser(
         verbs,
         "close",
-        "end an idle multi-turn task",
-        "Mark an idle agent task completed: it takes no more follow-ups.",
+        "end an idle multi-turn job",
+        "Mark an idle agent job completed: it takes no more follow-ups.",
         "kairos task close t0a1b2c3d4e",
     )
     close.add_argument("id", metavar="ID", help=BACKGROUND_ID_HELP)
@@ -156,10 +157,10 @@ def _register_start(verbs: Any) -> None:
     start = make_parser(
         verbs,
         "start",
-        "start an agent or shell task",
-        "Start a background task: a headless agent turn (--agent NAME, the prompt is required) or a "
+        "start an agent or shell job",
+        "Start a background job: a headless agent turn (--agent NAME, the prompt is required) or a "
         "command (--shell -- ARGV..., the prompt, if any, goes to its stdin). A prompt of '-' is read "
-        "from stdin. Started from inside a kairos task, it becomes that task's child.",
+        "from stdin. Started from inside a background job, it becomes that job's child.",
         """
         kairos task start --agent claude 'summarise the open PRs'
         kairos task start --agent codex --cwd ~/src/app --model o3 --wait 'fix the build'
@@ -308,7 +309,7 @@ def wait_for(
     answer. A shown line makes the polls shorter (the first one returns at once, the others within
     :data:`PROGRESS_POLL_S`) so that the state it shows is fresh; not for a waiter, whose every poll
     lends its slot anew, and a loan that ends while the borrower runs counts it above the cap
-    (kairosd.registry.slots).
+    (kairosd.jobs.slots).
     """
     import os
     import time
@@ -417,7 +418,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from kairosd.core.protocol import route_path
 
     doc = _client().call("GET", route_path("registry"), query={"status": args.status} if args.status else None)
-    empty = "no background tasks" + (f" with status {args.status}" if args.status else "")
+    empty = "no background jobs" + (f" with status {args.status}" if args.status else "")
     return print_listing(args, doc, "tasks", empty, ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], _list_row)
 
 
