@@ -47,9 +47,9 @@ def register(subparsers: Any) -> None:
     parser = make_parser(
         subparsers,
         "integrate",
-        "install kairos' hooks and MCP server into an agent CLI",
-        "Install (or with --uninstall remove) kairos' hooks and its MCP server in the USER-level configuration "
-        "of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
+        "install kairos' integration (hooks, MCP server) into an agent CLI",
+        "Install (or with --uninstall remove) kairos' integration, its hooks and its MCP server, in the "
+        "USER-level configuration of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
         "(~/.copilot/hooks/kairos.json, ~/.copilot/mcp-config.json; with --idle-wake an extension in "
         "~/.copilot/extensions/kairos/ and experimental mode in ~/.copilot/settings.json), Codex (~/.codex/hooks.json, "
         "~/.codex/config.toml, where thread_unload_delay_secs = 0 makes a quit TUI end its session at once; "
