@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.core.errors import UsageError
 from kairosd.core.events import EventBus
-from kairosd.registry.limits import RegistryLimits
-from kairosd.registry.persist import RecordStore
-from kairosd.registry.registry import Registry
+from kairosd.jobs.limits import RegistryLimits
+from kairosd.jobs.persist import RecordStore
+from kairosd.jobs.registry import Registry
 from kairosd.testing import FakeClock
 
 WAIT_S = 20.0  # upper bound for anything a test waits on; passing runs take far less

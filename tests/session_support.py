@@ -9,7 +9,7 @@ fires are made with ``kairos run`` (``Scheduler.run_now``), and expiry and claim
 hand. Started with ``agents``, its registry runs those fake agents behind the ``agent`` target
 and headless fallbacks.
 
-:func:`call_hook` runs ``kairos.agents.hook.main`` in-process with a payload on stdin and
+:func:`call_hook` runs ``kairos.integrations.hook.main`` in-process with a payload on stdin and
 captures what it writes, fast enough to run many per test.
 """
 
@@ -40,7 +40,7 @@ from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
 from kairosd.core.records import Run
-from kairosd.registry.registry import AgentPolicy, Registry
+from kairosd.jobs.registry import AgentPolicy, Registry
 from kairosd.store.store import StoreState
 from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock, InMemoryStore
@@ -273,7 +273,7 @@ def call_hook(
     broken_stdout: bool = False,
 ) -> HookRun:
     """Run ``kairos hook AGENT EVENT`` in this process with ``payload`` (JSON-encoded unless bytes) on stdin."""
-    from kairos.agents.hook import main
+    from kairos.integrations.hook import main
 
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     stdout = _BrokenStdout() if broken_stdout else io.StringIO()

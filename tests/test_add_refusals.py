@@ -17,7 +17,7 @@ from session_support import Kairosd, remove_home, short_home
 from kairosd.core.errors import UsageError
 from kairosd.core.models import ShellTarget, WebhookTarget
 from kairosd.delivery.webhook import WebhookDelivery
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.registry import StartSpec
 from kairosd.testing import FakeClock
 
 

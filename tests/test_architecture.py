@@ -4,6 +4,9 @@
   functions count, so a lazy import cannot dodge the rule).
 - ``cli-public-face``: the CLI uses only kairosd's shared kernel (core and system), directly or
   through any chain of imports.
+- ``consolidation-layers``, ``consolidation-parts``, ``consolidation-offline-pure``: inside
+  consolidation, offline and remagent sit above board and transcripts, no subpackage reaches up
+  to the runs, service, worker or routes, and the offline extractor stays pure.
 - ``no-cycles``: no import cycle among the modules of any package.
 """
 
@@ -75,6 +78,25 @@ def test_the_cli_reaching_the_daemon_through_an_intermediary_is_caught(tmp_path:
     assert "kairosd.system.relay -> kairosd.config" in cli_contract
 
 
+def test_a_consolidation_part_reaching_up_to_its_service_is_caught(tmp_path: Path) -> None:
+    """The board sits below the consolidation service: a board module importing it breaks a contract,
+    and so does the offline extractor importing the board's store (it must stay pure)."""
+    root = copy_tree(tmp_path)
+    package = root / "daemon" / "kairosd" / "consolidation"
+    render = package / "board" / "render.py"
+    render.write_text(
+        render.read_text() + "\n\ndef _reach_up() -> None:\n    from kairosd.consolidation import service\n"
+    )
+    dates = package / "offline" / "dates.py"
+    dates.write_text(
+        dates.read_text() + "\n\ndef _load() -> None:\n    from kairosd.consolidation.board import store\n"
+    )
+    done = lint(root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "kairosd.consolidation.board.render -> kairosd.consolidation.service" in done.stdout
+    assert "kairosd.consolidation.offline.dates -> kairosd.consolidation.board.store" in done.stdout
+
+
 def test_the_cli_contract_is_an_allow_list() -> None:
     """Every kairosd package but the shared kernel is forbidden to the CLI, so a new package is too."""
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
@@ -96,8 +118,13 @@ def test_type_only_imports_count() -> None:
 
 
 def test_every_package_says_what_it_may_import() -> None:
-    """Each package's docstring states its import rule, so a reader need not open pyproject.toml."""
-    for init in sorted(KAIROSD.glob("*/__init__.py")):
+    """Each package's docstring states its import rule, so a reader need not open pyproject.toml.
+
+    Subpackages too (``consolidation/board``, ``core/schedule``, ...).
+    """
+    inits = sorted([*KAIROSD.glob("*/__init__.py"), *KAIROSD.glob("*/*/__init__.py")])
+    assert KAIROSD / "consolidation" / "board" / "__init__.py" in inits
+    for init in inits:
         if init.parent.name.startswith("_") or init.parent.name == "data":
             continue
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""

@@ -19,7 +19,7 @@ from test_consolidation_service import Harness
 
 from kairos.app import run as kairos
 from kairosd.consolidation import service as service_module
-from kairosd.consolidation.transcripts import count_human_turns, read_file
+from kairosd.consolidation.transcripts.read import count_human_turns, read_file
 from kairosd.core.errors import UnavailableError
 from kairosd.system.boundedread import NotRegularFile, TooLarge, open_capped, open_regular, read_capped
 
@@ -166,9 +166,9 @@ def test_kairos_import_of_a_link_to_dev_zero_or_a_fifo_fails_at_once(tmp_path, f
 
 def test_kairos_import_refuses_a_file_larger_than_its_cap(tmp_path, capsys, kairos_home, monkeypatch):
     """Files larger than one request go in batches (issue 28), up to a cap; past it, refused unread."""
-    from kairos.commands import ledger
+    from kairos.commands import claudeimport
 
-    monkeypatch.setattr(ledger, "IMPORT_FILE_MAX", 1 << 20)
+    monkeypatch.setattr(claudeimport, "IMPORT_FILE_MAX", 1 << 20)
     path = tmp_path / "scheduled_tasks.json"
     path.write_bytes(b" " * ((1 << 20) + 1))
     assert kairos(["import", str(path), "--dry-run"]) == 1

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_agenttasks import TASK_ID, _task
+from test_cli_jobs import TASK_ID, _task
 from test_cli_verbs import ANY_QUERY, FakeDaemon, Recorded, _claude_file
 
 from kairos import progress
@@ -157,7 +157,7 @@ def test_task_wait_draws_nothing_with_quiet_or_on_a_dumb_terminal(fake, monkeypa
 
 
 def test_a_wait_from_inside_a_task_keeps_its_long_polls(fake, monkeypatch):
-    """Each poll of a waiter lends its slot anew (kairosd.registry.slots): no shorter polls for the line."""
+    """Each poll of a waiter lends its slot anew (kairosd.jobs.slots): no shorter polls for the line."""
     monkeypatch.setenv("KAIROS_TASK_ID", "t9a9b9c9d9e")
     _wait_route(fake)
     ran = kairos(monkeypatch, "task", "wait", TASK_ID, terminal=True)

@@ -733,7 +733,7 @@ def test_history(fake, capsys):
         (-15, "killed by SIGTERM after the 5m timeout, with its process group", "killed by SIGTERM after the 5m"),
         (-15, None, "killed by SIGTERM"),  # was "exit -15"
         (-9, "cancelled", "killed by SIGKILL; cancelled"),
-        (2, "agent task t0a1b2 failed", "exit 2; agent task t0a1b2 failed"),
+        (2, "agent job t0a1b2 failed", "exit 2; agent job t0a1b2 failed"),
     ],
 )
 def test_history_says_the_exit_once_and_names_a_signal(fake, capsys, exit_code, reason, shown):
@@ -863,10 +863,10 @@ def test_inbox_ack(fake, capsys):
 
 @pytest.fixture
 def quick_reconnect(monkeypatch):
-    from kairos.commands import ledger
+    from kairos.commands import inbox
 
-    monkeypatch.setattr(ledger, "RECONNECT_S", 0.5)
-    monkeypatch.setattr(ledger, "RECONNECT_POLL_S", 0.01)
+    monkeypatch.setattr(inbox, "RECONNECT_S", 0.5)
+    monkeypatch.setattr(inbox, "RECONNECT_POLL_S", 0.01)
 
 
 def test_inbox_follow_json_lines(fake, capsys, quick_reconnect):

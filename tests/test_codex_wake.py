@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from session_support import Kairosd, call_hook, fixture, hook_home, remove_home, session_of, short_home
 
-from kairos.agents.integrations import merge
+from kairos.integrations.settings import merge
 from kairosd.agents.codexqueue import AppServerError, loaded_threads
 from kairosd.core.records import Outcome
 

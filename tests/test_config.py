@@ -327,7 +327,7 @@ def test_every_part_shares_one_set_of_defaults(tmp_path):
     from kairosd.config import Limits
     from kairosd.core.clock import SystemClock
     from kairosd.delivery.shell import ShellDelivery
-    from kairosd.registry.limits import RegistryLimits
+    from kairosd.jobs.limits import RegistryLimits
     from kairosd.scheduling.scheduler import SchedulerConfig
     from kairosd.system.lifecycle import LifecycleHooks
     from kairosd.system.runner import ProcessRun
@@ -376,6 +376,6 @@ def test_a_bad_max_output_is_an_error_naming_the_key(paths, value, message):
 
 def test_the_output_cap_defaults_to_one_mib_everywhere():
     from kairosd.config import Limits
-    from kairosd.registry.limits import RegistryLimits
+    from kairosd.jobs.limits import RegistryLimits
 
     assert Limits().max_output == RegistryLimits().max_output == 1 << 20

@@ -15,11 +15,11 @@ from registry_support import run
 from test_consolidation_service import Harness
 
 from kairosd.consolidation import worker
-from kairosd.consolidation.board import Board
-from kairosd.consolidation.entries import Candidate
-from kairosd.consolidation.rem_protocol import chunks, prompt_for
-from kairosd.consolidation.transcripts import ReadStats
-from kairosd.registry.model import JobStatus
+from kairosd.consolidation.board.entries import Candidate
+from kairosd.consolidation.board.store import Board
+from kairosd.consolidation.remagent.protocol import chunks, prompt_for
+from kairosd.consolidation.transcripts.read import ReadStats
+from kairosd.jobs.model import JobStatus
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 
@@ -344,7 +344,7 @@ def test_auto_mode_runs_the_rem_agent_through_the_cli_whose_session_ended(tmp_pa
     from fake_agents import write_fake_agents
     from test_consolidation_service import clean_environ
 
-    from kairosd.consolidation.modes import DEFAULT_MODELS
+    from kairosd.consolidation.remagent.modes import DEFAULT_MODELS
 
     async def main() -> None:
         bin_dir = tmp_path / "bin"

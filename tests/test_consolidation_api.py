@@ -18,9 +18,9 @@ from kairos.app import run as kairos
 from kairosd.api.server import Request, Response, UnixHttpServer
 from kairosd.consolidation.api import consolidation_routes
 from kairosd.core.errors import NotFoundError, UsageError
-from kairosd.registry.api import registry_routes
-from kairosd.registry.model import JobKind
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.api import registry_routes
+from kairosd.jobs.model import JobKind
+from kairosd.jobs.registry import StartSpec
 from kairosd.scheduling.api import Api
 
 
@@ -249,7 +249,7 @@ def test_cli_without_kairosd_exits_3(home, capsys):
 def test_cli_board_replacements_edit_pin_restore(home, capsys, monkeypatch):
     """Later words replace earlier ones and `board show --all` and `board history` say by what and when;
     edit, pin and restore; the starting session is told what changed since the last one."""
-    from kairosd.consolidation.entries import Candidate
+    from kairosd.consolidation.board.entries import Candidate
 
     async def main() -> None:
         h = await Harness(home).start()

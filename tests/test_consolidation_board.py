@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kairosd.consolidation.board import (
+from kairosd.consolidation.board.render import render_context
+from kairosd.consolidation.board.store import (
     LIMIT,
     PRUNE_TO,
     Board,
@@ -21,8 +22,7 @@ from kairosd.consolidation.board import (
     project_root,
     to_prune,
 )
-from kairosd.consolidation.board_render import render_context
-from kairosd.consolidation.extract import Candidate
+from kairosd.consolidation.offline.extract import Candidate
 from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
 from kairosd.testing import FakeClock
 

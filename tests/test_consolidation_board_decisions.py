@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kairosd.consolidation import board_edits
-from kairosd.consolidation.board import BoardStore
-from kairosd.consolidation.board_render import render_context
-from kairosd.consolidation.entries import Candidate
+from kairosd.consolidation.board import edits as board_edits
+from kairosd.consolidation.board.entries import Candidate
+from kairosd.consolidation.board.render import render_context
+from kairosd.consolidation.board.store import BoardStore
 from kairosd.testing import FakeClock
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
@@ -113,7 +113,7 @@ def test_an_add_from_the_rem_agent_replaces_nothing_it_did_not_name(tmp_path: Pa
     """The rem-agent's answer says what it replaces (REPLACE ID): an ADD of a related entry keeps the
     old one, where offline mode's word-based inference would replace it. kairos loses nothing the
     agent decided to keep (a held-out session lost an entry this way)."""
-    from kairosd.consolidation.rem_protocol import read_answer
+    from kairosd.consolidation.remagent.protocol import read_answer
 
     for infer, kept in ((False, True), (True, False)):
         store = _store(tmp_path / str(infer))

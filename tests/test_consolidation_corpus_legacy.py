@@ -12,7 +12,7 @@ from consolidation_corpus import formats
 from consolidation_corpus.legacy import score
 from consolidation_corpus.sessions import SESSIONS
 
-from kairosd.consolidation.entries import KINDS
+from kairosd.consolidation.board.entries import KINDS
 
 PRECISION_FLOOR = 0.95
 RECALL_FLOOR = 0.85
@@ -55,8 +55,8 @@ def test_each_format_meets_the_floor(outcome, fmt: str) -> None:
 def test_plain_project_facts_are_kept_and_chatter_is_not(tmp_path: Path) -> None:
     from zoneinfo import ZoneInfo
 
-    from kairosd.consolidation.extract import extract
-    from kairosd.consolidation.transcripts import Message
+    from kairosd.consolidation.offline.extract import extract
+    from kairosd.consolidation.transcripts.read import Message
 
     said = [
         "The billing service runs on port 8443.",

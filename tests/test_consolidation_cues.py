@@ -10,12 +10,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from kairosd.consolidation.board import BoardStore
-from kairosd.consolidation.clauses import is_log_line, sentences
-from kairosd.consolidation.cues import classify, read
-from kairosd.consolidation.entries import Candidate
-from kairosd.consolidation.extract import extract
-from kairosd.consolidation.transcripts import Message
+from kairosd.consolidation.board.entries import Candidate
+from kairosd.consolidation.board.store import BoardStore
+from kairosd.consolidation.offline.clauses import is_log_line, sentences
+from kairosd.consolidation.offline.cues import classify, read
+from kairosd.consolidation.offline.extract import extract
+from kairosd.consolidation.transcripts.read import Message
 
 UTC_ZONE = ZoneInfo("UTC")
 ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from consolidation_support import write_transcript
 
-from kairosd.consolidation.dates import absolutize
-from kairosd.consolidation.extract import (
+from kairosd.consolidation.offline.dates import absolutize
+from kairosd.consolidation.offline.extract import (
     CAPS,
     Candidate,
     classify,
@@ -21,7 +21,7 @@ from kairosd.consolidation.extract import (
     short_command,
     unsafe,
 )
-from kairosd.consolidation.transcripts import Message, ToolUse, read_file
+from kairosd.consolidation.transcripts.read import Message, ToolUse, read_file
 
 UTC_ZONE = ZoneInfo("UTC")
 ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -1,11 +1,11 @@
-"""Which way a run goes (kairosd.consolidation.modes): integration found by kairos' session-end hook,
+"""Which way a run goes (kairosd.consolidation.remagent.modes): integration found by kairos' session-end hook,
 the model's precedence, and the daily count of agent runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kairosd.consolidation import modes
+from kairosd.consolidation.remagent import modes
 
 
 def test_integrated_means_kairos_session_end_hook_is_in_the_clis_hooks_file(tmp_path: Path) -> None:

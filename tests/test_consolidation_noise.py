@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from kairosd.consolidation.clauses import typed_lines
-from kairosd.consolidation.cues import read
-from kairosd.consolidation.extract import signals
-from kairosd.consolidation.noise import refused
+from kairosd.consolidation.offline.clauses import typed_lines
+from kairosd.consolidation.offline.cues import read
+from kairosd.consolidation.offline.extract import signals
+from kairosd.consolidation.offline.noise import refused
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kairosd.consolidation import transcript_opencode
-from kairosd.consolidation.transcripts import ReadStats, count_human_turns, read_file
+from kairosd.consolidation.transcripts import opencode as transcript_opencode
+from kairosd.consolidation.transcripts.read import ReadStats, count_human_turns, read_file
 
 SCHEMA = """
 CREATE TABLE `session` (
@@ -265,7 +265,7 @@ def test_a_second_session_of_the_same_database_ending_during_a_run_follows_it(tm
     from test_consolidation_service import Harness, run
 
     from kairosd.consolidation.request import ConsolidationRequest
-    from kairosd.registry.model import JobStatus
+    from kairosd.jobs.model import JobStatus
 
     release = tmp_path / "release"
     h = Harness(tmp_path, mode="agent", min_interval_minutes=0)
@@ -308,8 +308,8 @@ def test_auto_mode_runs_the_rem_agent_through_opencode_once_the_plugin_is_instal
     from fake_agents import write_fake_agents
     from test_consolidation_service import Harness, clean_environ, run
 
-    from kairos.agents.integrations import opencode
-    from kairos.agents.integrations.agents import Context
+    from kairos.integrations.settings import opencode
+    from kairos.integrations.settings.agents import Context
     from kairosd.consolidation.request import ConsolidationRequest
 
     bin_dir = tmp_path / "bin"

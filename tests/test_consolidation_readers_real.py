@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from consolidation_corpus import formats
 
-from kairosd.consolidation.transcripts import ReadStats, count_human_turns, read_file
+from kairosd.consolidation.transcripts.read import ReadStats, count_human_turns, read_file
 
 TYPED = ["fix the flaky test in ci pls", "Never force-push to main.", "thanks, that's it", "ok run it again"]
 
@@ -38,7 +38,7 @@ def test_codex_0169_long_first_line_is_json_lines(tmp_path: Path) -> None:
 
 
 def test_codex_hook_prompt_is_not_a_turn_by_provenance_alone() -> None:
-    from kairosd.consolidation.transcripts import read_messages
+    from kairosd.consolidation.transcripts.read import read_messages
 
     item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "continue the job"}]}
 

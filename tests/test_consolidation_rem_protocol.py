@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from kairosd.agents.catalog import builtin_definition
-from kairosd.consolidation.board import Board, Entry
-from kairosd.consolidation.entries import Candidate
-from kairosd.consolidation.rem_protocol import MAX_ANSWER_LINES, Piece, chunks, prompt_for, read_answer
+from kairosd.consolidation.board.entries import Candidate
+from kairosd.consolidation.board.store import Board, Entry
+from kairosd.consolidation.remagent.protocol import MAX_ANSWER_LINES, Piece, chunks, prompt_for, read_answer
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 RULE, TODO, MINE = "b1a2b3c", "b0d0d0d", "b0c0ffe"

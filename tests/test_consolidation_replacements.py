@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from kairosd.consolidation.board import BoardStore
-from kairosd.consolidation.extract import extract
-from kairosd.consolidation.transcripts import Message
+from kairosd.consolidation.board.store import BoardStore
+from kairosd.consolidation.offline.extract import extract
+from kairosd.consolidation.transcripts.read import Message
 from kairosd.testing import FakeClock
 
 NOW = datetime(2026, 11, 20, 9, tzinfo=UTC)
@@ -312,7 +312,7 @@ def test_a_todo_said_done_takes_no_room_from_the_sessions_todos(tmp_path: Path) 
 
 def test_a_value_that_got_later_is_a_fact_not_a_todo(tmp_path: Path) -> None:
     """ "later" as what a thing became is no to-do: the changed time is a fact."""
-    from kairosd.consolidation.cues import read
+    from kairosd.consolidation.offline.cues import read
 
     said = read("update: dbt runs at 04:00 utc now, the upstream export got later", after_agent=True, first=False)
     assert said is not None

@@ -20,8 +20,8 @@ from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.runs import ConsolidationDeps
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
-from kairosd.registry.model import JobStatus
-from kairosd.registry.registry import Registry, StartSpec
+from kairosd.jobs.model import JobStatus
+from kairosd.jobs.registry import Registry, StartSpec
 from kairosd.system.paths import Paths
 from kairosd.testing import FakeClock
 
@@ -250,7 +250,7 @@ def test_gate_user_turns_allows_three(tmp_path):
 def test_a_copilot_transcript_written_after_session_end_is_waited_for(tmp_path, monkeypatch):
     """Copilot CLI writes events.jsonl only after its sessionEnd hook ran: the gate read it one turn short
     (or found no file) and skipped the session. The real CLI showed it in the compatibility suite."""
-    from kairosd.consolidation import transcripts  # the service imports it at its first request
+    from kairosd.consolidation.transcripts import read as transcripts  # the service imports it at its first request
 
     looked = threading.Event()  # the gate read the transcript's path and found no file there
     count_human_turns = transcripts.count_human_turns

@@ -13,13 +13,13 @@ import pytest
 from consolidation_corpus import formats
 from consolidation_corpus.sessions import SESSIONS
 
-from kairosd.consolidation import board_edits
-from kairosd.consolidation.board import BoardStore
-from kairosd.consolidation.board_render import render_context
-from kairosd.consolidation.entries import Candidate
-from kairosd.consolidation.extract import extract
-from kairosd.consolidation.supersede import ruled_out, supersedes
-from kairosd.consolidation.transcripts import read_file
+from kairosd.consolidation.board import edits as board_edits
+from kairosd.consolidation.board.entries import Candidate
+from kairosd.consolidation.board.render import render_context
+from kairosd.consolidation.board.store import BoardStore
+from kairosd.consolidation.board.supersede import ruled_out, supersedes
+from kairosd.consolidation.offline.extract import extract
+from kairosd.consolidation.transcripts.read import read_file
 from kairosd.core.errors import ConflictError, NotFoundError, UsageError
 from kairosd.testing import FakeClock
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from consolidation_corpus.train_score import Figures, load, score_writer
 
-from kairosd.consolidation.entries import KINDS
+from kairosd.consolidation.board.entries import KINDS
 
 FORMATS = {"claude", "codex", "codex-0.169", "gemini", "gemini-jsonl", "copilot"}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from consolidation_support import CORRECTION, HUMAN, MALFORMED, write_lines, write_transcript
 
-from kairosd.consolidation.transcripts import (
+from kairosd.consolidation.transcripts.read import (
     ReadStats,
     count_human_turns,
     iter_lines,

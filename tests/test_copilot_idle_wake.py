@@ -21,9 +21,9 @@ import psutil
 import pytest
 from session_support import call_hook, hook_home, hook_kd, wait_for
 
-from kairos.agents.integrations import agents, copilot
-from kairos.agents.integrations.agents import Context
-from kairos.agents.integrations.merge import Refused
+from kairos.integrations.settings import agents, copilot
+from kairos.integrations.settings.agents import Context
+from kairos.integrations.settings.merge import Refused
 from kairosd.core.records import Outcome
 
 FIXTURES = (hook_home, hook_kd)  # pytest knows them as ``home`` and ``kd``

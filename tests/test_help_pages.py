@@ -55,8 +55,8 @@ def test_every_positional_argument_is_described(pages):
 
 def test_example_board_ids_have_the_length_of_real_ones():
     """Board ids are "b" and 6 hex digits (7 characters); the help showed 6."""
-    from kairosd.consolidation.board import _new_id
-    from kairosd.consolidation.board_model import Board
+    from kairosd.consolidation.board.model import Board
+    from kairosd.consolidation.board.store import _new_id
 
     real = {len(_new_id(Board(project="/p"))) for _ in range(20)}
     ids = [

@@ -2,7 +2,7 @@
 parts): each agent's schemas and outputs, the Stop guards, ack-after-output, failure silence, session
 scopes, fallbacks, the pending -> delivered run transition, and the asyncRewake waiter.
 
-The hook runs in-process (``kairos.agents.hook.main`` with stdin and stdout swapped), the daemon on a loop in a
+The hook runs in-process (``kairos.integrations.hook.main`` with stdin and stdout swapped), the daemon on a loop in a
 background thread; ``test_hooks_cli.py`` covers the real ``kairos`` processes.
 """
 
@@ -288,7 +288,7 @@ def test_the_hook_is_silent_on_garbage_stdin(kd, monkeypatch, stdin):
 @pytest.mark.parametrize("argv", [["claude"], ["nobody", "Stop"], ["claude", "Nonsense"], []])
 def test_the_hook_ignores_an_unknown_agent_or_event(kd, monkeypatch, argv):
     """A misconfigured hook entry (unknown agent or event, missing words) exits 0 and prints nothing."""
-    from kairos.agents.hook import main
+    from kairos.integrations.hook import main
 
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
@@ -362,7 +362,7 @@ def test_no_live_session_and_fallback_drop_is_skipped_with_a_reason(kd):
 
 def test_headless_without_a_registry_is_refused_at_add_time(kd):
     """A new task cannot ask for a headless fallback this kairosd cannot run (issue 15, item 11)."""
-    with pytest.raises(UsageError, match="needs the background task registry"):
+    with pytest.raises(UsageError, match="needs the background job registry"):
         kd.add("p", {"kind": "session", "user": True, "agent": "claude", "fallback": "headless"})
 
 
@@ -379,7 +379,7 @@ def test_headless_without_a_registry_falls_back_to_the_inbox_and_says_so(kd):
     run = kd.run_record(kd.fire(task_id))
     assert run.outcome is Outcome.DELIVERED
     assert run.reason == (
-        "no live session matches user (agent claude); fallback=headless needs the background task registry, "
+        "no live session matches user (agent claude); fallback=headless needs the background job registry, "
         "which this kairosd lacks; delivered to inbox 'default' (fallback=inbox)"
     )
 
@@ -402,7 +402,7 @@ def test_headless_fallback_runs_the_agent_in_the_background(kd_with_registry):
     assert run.outcome is Outcome.DELIVERED
     assert run.reason == (
         "no live session matches user (agent claude); ran headless (fallback=headless): "
-        f"agent task {record.id} completed"
+        f"agent job {record.id} completed"
     )
     assert (record.run_id, record.prompt) == (run.run_id, "check the deploy")
 

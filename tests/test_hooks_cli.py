@@ -168,7 +168,7 @@ def test_session_end_spends_at_most_its_budget(monkeypatch, answers):
     """Against a kairosd that never answers, each of SessionEnd's two calls waits its whole timeout (on a fake
     clock): together they stay within END_BUDGET_S, which leaves Python's start-up room in Claude's 1.5 s.
     A kairosd that answers at once leaves the hand-over the rest of the budget."""
-    from kairos.agents import hook
+    from kairos.integrations import hook
 
     now = [1000.0]
     calls: list[tuple[str, float]] = []

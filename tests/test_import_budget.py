@@ -124,7 +124,7 @@ def test_kairos_list_stays_within_its_imports(daemon_home: dict[str, str], tmp_p
 def test_a_hook_call_stays_within_its_imports(daemon_home: dict[str, str], tmp_path: Path) -> None:
     stop = fixture("claude", "Stop", cwd=str(tmp_path))
     modules = imported(daemon_home, tmp_path, ["hook", "claude", "Stop"], json.dumps(stop))
-    assert "kairos.agents.hook" in modules  # the snapshot is of the real hook path
+    assert "kairos.integrations.hook" in modules  # the snapshot is of the real hook path
     assert over_budget(modules) == []
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kairos.agents.integrations import agents, merge
-from kairos.agents.integrations.merge import Refused
+from kairos.integrations.settings import agents, merge
+from kairos.integrations.settings.merge import Refused
 
 KAIROS = "/opt/kairos/bin/kairos"
 EXAMPLES = Path(__file__).parent.parent / "examples" / "integrations"
@@ -438,7 +438,7 @@ def test_examples_parse_and_match_what_integrate_writes_into_an_empty_home(tmp_p
 @pytest.mark.parametrize("agent", agents.AGENTS)
 def test_every_installed_hook_names_an_event_kairos_hook_knows(tmp_path, agent):
     """Each installed command is `kairos hook AGENT EVENT` with an AGENT and EVENT that `kairos hook` handles."""
-    from kairos.agents import hook
+    from kairos.integrations import hook
 
     plans, _ = agents.plan(agent, ctx(tmp_path))
     commands = []
@@ -468,7 +468,7 @@ def test_integrate_says_consolidation_uses_the_agents_cli_what_it_costs_and_how_
     proc = kairos(tmp_path, agent, "--kairos", KAIROS, env={"KAIROS_HOME": str(tmp_path / "k")})
     assert proc.returncode == 0, proc.stderr
     [line] = [x for x in proc.stdout.splitlines() if x.startswith("consolidation:")]
-    from kairosd.consolidation.modes import DEFAULT_MODELS
+    from kairosd.consolidation.remagent.modes import DEFAULT_MODELS
 
     assert f"kairos asks {agent} itself (headless, read-only, model {DEFAULT_MODELS[agent]})" in line
     assert re.search(r"about \d+(\.\d)?k input tokens for a typical session of 30 turns", line)
@@ -498,9 +498,9 @@ def test_the_clis_cost_figures_follow_the_daemons_prompt_and_models():
 
     from kairos.commands import integrate
     from kairosd.agents.catalog import builtin_definition
-    from kairosd.consolidation.board import Board, Entry
-    from kairosd.consolidation.modes import DEFAULT_MODELS
-    from kairosd.consolidation.rem_protocol import chunks, prompt_for
+    from kairosd.consolidation.board.store import Board, Entry
+    from kairosd.consolidation.remagent.modes import DEFAULT_MODELS
+    from kairosd.consolidation.remagent.protocol import chunks, prompt_for
 
     assert {a: DEFAULT_MODELS[a] for a in integrate.CHEAP_MODELS} == integrate.CHEAP_MODELS
     now = datetime(2026, 11, 20, tzinfo=UTC)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kairos.agents.integrations import opencode
-from kairos.agents.integrations.agents import Context
-from kairos.agents.integrations.merge import Refused
-from kairosd.consolidation import modes
+from kairos.integrations.settings import opencode
+from kairos.integrations.settings.agents import Context
+from kairos.integrations.settings.merge import Refused
+from kairosd.consolidation.remagent import modes
 
 KAIROS = "/opt/kairos/bin/kairos"
 USER_CONFIG = {

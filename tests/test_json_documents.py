@@ -169,7 +169,7 @@ def test_local_verbs_print_their_documents(home, capsys, monkeypatch, tmp_path):
 
 # Keys whose type differs between documents on purpose.
 SAME_NAME_OTHER_TYPE = {
-    "tasks": "a count in status, the list itself in list; in task list, the list of background tasks",
+    "tasks": "a count in status, the list itself in list; in task list, the list of background jobs",
     "task": "add's TaskView also carries the add's note (AddedTask); in task ..., a background task",
     "entries": "a list of objects in both: a board's entries in board show, the records set aside in list "
     "--problems (the quarantine file's own name for them)",

@@ -19,7 +19,7 @@ from test_consolidation_service import Harness
 from kairos import documents
 from kairos.app import run as kairos
 from kairosd.api.server import UnixHttpServer
-from kairosd.consolidation.entries import Candidate
+from kairosd.consolidation.board.entries import Candidate
 
 __all__ = ["home"]  # the fixture, used below
 

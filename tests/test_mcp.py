@@ -226,7 +226,7 @@ def test_background_task_tools_use_the_registry(home):
 
     (e1, started), (e2, result), (e3, status), (cancel_error, _cancelled) = with_session(home, body)
     assert [e1, e2, e3] == [False, False, False], (started, result, status)
-    assert "Started background task t" in started
+    assert "Started background job t" in started
     assert "is completed" in result
     assert "completed" in status
     assert "command cat" in status

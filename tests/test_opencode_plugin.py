@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from session_support import hook_home, hook_kd, wait_for
 
-from kairos.agents.integrations import opencode
-from kairos.agents.integrations.agents import Context
+from kairos.integrations.settings import opencode
+from kairos.integrations.settings.agents import Context
 from kairosd.core.records import Outcome
 
 FIXTURES = (hook_home, hook_kd)  # pytest knows them as ``home`` and ``kd``

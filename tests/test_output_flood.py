@@ -14,9 +14,9 @@ from pathlib import Path
 from registry_support import make_registry, run
 
 from kairosd.core.events import EventBus
-from kairosd.registry.model import JobKind, JobRecord, JobStatus
-from kairosd.registry.registry import StartSpec
-from kairosd.registry.turns import LIVE_LINES_PER_CHUNK
+from kairosd.jobs.model import JobKind, JobRecord, JobStatus
+from kairosd.jobs.registry import StartSpec
+from kairosd.jobs.turns import LIVE_LINES_PER_CHUNK
 from kairosd.testing import FakeClock
 
 FLOOD_BYTES = 8 << 20  # 4 Mi lines of "y"

@@ -165,7 +165,7 @@ def test_mcp_tools_return_the_refusal_as_their_error(
 ) -> None:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from kairos.agents.mcptools import _blocking_call
+    from kairos.integrations.mcptools import _blocking_call
 
     home, received = foreign_home
     monkeypatch.setenv("KAIROS_HOME", str(home))

@@ -13,8 +13,8 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 from kairosd.agents.base import Permissions
 from kairosd.core.errors import ConflictError, LimitError, NotFoundError, UsageError
 from kairosd.core.events import EventBus
-from kairosd.registry.model import ExecutionMode, JobKind, JobStatus
-from kairosd.registry.registry import AgentPolicy, Registry, StartSpec
+from kairosd.jobs.model import ExecutionMode, JobKind, JobStatus
+from kairosd.jobs.registry import AgentPolicy, Registry, StartSpec
 from kairosd.testing import FakeClock
 
 
@@ -132,7 +132,7 @@ def test_send_is_refused_while_running_and_for_shell_tasks(tmp_path, adapter):
             await reg.send(record.id, "more")
         shell = await reg.start(StartSpec(kind=JobKind.SHELL, argv=["true"]))
         await reg.wait(shell.id, 10)
-        with pytest.raises(ConflictError, match="shell task; only agent tasks take follow-ups"):
+        with pytest.raises(ConflictError, match="shell job; only agent jobs take follow-ups"):
             await reg.send(shell.id, "more")
         await reg.stop()
 

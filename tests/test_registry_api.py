@@ -14,8 +14,8 @@ from registry_support import FakeAdapter, fake_agent, make_registry, run
 
 from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
 from kairosd.core.errors import ConflictError, NotFoundError, UsageError
-from kairosd.registry.api import registry_routes
-from kairosd.registry.registry import Registry
+from kairosd.jobs.api import registry_routes
+from kairosd.jobs.registry import Registry
 from kairosd.scheduling.api import Api
 
 
@@ -84,7 +84,7 @@ def test_start_show_wait_send_close_through_the_routes(tmp_path, adapter):
          "permissions.mode: unknown permission mode 'god'"),
         ("POST", "/registry", [], {}, UsageError, "must be a JSON object"),
         ("GET", "/registry", None, {"status": "asleep"}, UsageError, "status must be one of"),
-        ("GET", "/registry/t0000000000", None, {}, NotFoundError, "no background task starts with 't0000000000'"),
+        ("GET", "/registry/t0000000000", None, {}, NotFoundError, "no background job starts with 't0000000000'"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "61"}, UsageError, "timeout must be from 0 to 60"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "x"}, UsageError, "timeout must be a number"),
         ("GET", "/registry/t0000000000/wait", None, {"timeout": "y" * 50}, UsageError,
@@ -197,7 +197,7 @@ def test_cli_against_the_real_server(home, tmp_path, adapter, capsys, monkeypatc
             code, out, err = await cli("task", "send", child["id"], "again")
             assert (code, err) == (1, f"kairos: task {child['id']} is cancelled; a follow-up needs an idle task\n")
             code, out, err = await cli("task", "show", "t0000000000")
-            assert (code, err) == (1, "kairos: no background task starts with 't0000000000' (see: kairos task list)\n")
+            assert (code, err) == (1, "kairos: no background job starts with 't0000000000' (see: kairos task list)\n")
         finally:
             await server.close(grace_s=1.0)
             await reg.stop()
@@ -211,7 +211,7 @@ def test_build_registry_wires_routes_the_agent_target_and_hooks(tmp_path, adapte
     from kairosd.config import Limits
     from kairosd.core.clock import SystemClock
     from kairosd.core.events import EventBus
-    from kairosd.registry.wiring import build_registry
+    from kairosd.jobs.wiring import build_registry
     from kairosd.system.paths import Paths
 
     out = tmp_path / "hook.json"

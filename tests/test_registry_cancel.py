@@ -9,8 +9,8 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, gone, make_registry, run, until, wait_file
 
 from kairosd.core.errors import ConflictError
-from kairosd.registry.model import JobKind, JobStatus
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.model import JobKind, JobStatus
+from kairosd.jobs.registry import StartSpec
 
 
 def test_cancel_reaches_every_descendant_and_kills_their_groups(tmp_path: Path):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until, wait_file, write_script
 
-from kairosd.registry.model import JobKind, JobStatus
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.model import JobKind, JobStatus
+from kairosd.jobs.registry import StartSpec
 
 CAP = 3
 TASKS = 12

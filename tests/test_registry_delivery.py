@@ -14,8 +14,8 @@ from kairosd.core.events import EventBus
 from kairosd.core.models import AgentTarget, new_task
 from kairosd.core.records import Outcome
 from kairosd.delivery.base import Handoff
-from kairosd.registry.delivery import AgentDelivery
-from kairosd.registry.model import JobKind, JobStatus
+from kairosd.jobs.delivery import AgentDelivery
+from kairosd.jobs.model import JobKind, JobStatus
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler
 from kairosd.scheduling.taskbook import TaskBook
@@ -51,7 +51,7 @@ def test_a_completed_turn_is_delivered_and_both_records_point_at_each_other(tmp_
         result = await delivery.deliver(_job(cwd=str(tmp_path), model="m1"))
         (record,) = reg.list_tasks()
         assert result.outcome == "delivered"
-        assert result.reason == f"agent task {record.id} completed"
+        assert result.reason == f"agent job {record.id} completed"
         assert (result.output_path, result.exit_code) == (record.log_path, 0)
         assert (record.kind, record.status, record.multi_turn) == (JobKind.FIRE, JobStatus.COMPLETED, False)
         assert (record.scheduled_task_id, record.run_id) == ("3f2a9c1d", "r000000000001")
@@ -147,7 +147,7 @@ def test_scheduler_fires_an_agent_target_into_the_registry(tmp_path, adapter):
         (done,) = ledger.list(task.id, 10)
         (record,) = reg.list_tasks()
         assert done.outcome is Outcome.DELIVERED
-        assert done.reason == f"agent task {record.id} completed"
+        assert done.reason == f"agent job {record.id} completed"
         assert done.output_path == record.log_path
         assert (record.run_id, record.scheduled_task_id, record.prompt) == (run_.run_id, task.id, "nightly triage")
         await reg.stop()

@@ -12,8 +12,8 @@ from registry_support import gone, make_registry, run, until
 
 from kairosd.core.errors import UnavailableError
 from kairosd.core.events import EventBus
-from kairosd.registry.model import JobKind, JobStatus
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.model import JobKind, JobStatus
+from kairosd.jobs.registry import StartSpec
 from kairosd.testing import FakeClock
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from registry_support import gone, make_registry, run, until, wait_file
 
-from kairosd.registry.model import JobKind, JobStatus
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.model import JobKind, JobStatus
+from kairosd.jobs.registry import StartSpec
 
 # Leaves one process in the group and one out of it (setsid), both ignoring SIGTERM, then exits 0.
 LEAVER = (

@@ -18,8 +18,8 @@ import pytest
 from registry_support import WAIT_S, FakeAdapter, fake_agent, gone, make_registry, run, until, wait_file
 
 from kairosd.core.errors import ConflictError
-from kairosd.registry.model import JobKind, JobStatus
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.model import JobKind, JobStatus
+from kairosd.jobs.registry import StartSpec
 
 # Runs a registry with one long shell task (running) and one waiting for the only slot (queued),
 # and says READY once both records, and the running one's pid, are on disk.
@@ -29,10 +29,10 @@ CRASHER = textwrap.dedent(
     from pathlib import Path
     from kairosd.core.clock import SystemClock
     from kairosd.core.events import EventBus
-    from kairosd.registry.limits import RegistryLimits
-    from kairosd.registry.model import JobKind
-    from kairosd.registry.persist import RecordStore
-    from kairosd.registry.registry import Registry, StartSpec
+    from kairosd.jobs.limits import RegistryLimits
+    from kairosd.jobs.model import JobKind
+    from kairosd.jobs.persist import RecordStore
+    from kairosd.jobs.registry import Registry, StartSpec
 
     root = Path(sys.argv[1])
 
@@ -92,7 +92,7 @@ def test_kill_9_leaves_interrupted_records_never_rerun(tmp_path: Path):
         assert reg.get(running_id).turns[-1].error == "kairosd stopped while this turn ran"
         assert reg.get(queued_id).turns[-1].error == "kairosd stopped while this turn waited for a slot"
         assert reg.slots.in_use == 0  # nothing was started again
-        with pytest.raises(ConflictError, match="shell task"):
+        with pytest.raises(ConflictError, match="shell job"):
             await reg.send(running_id, "again")
         (cancelled,) = await reg.cancel(queued_id)  # interrupted is not terminal: it can still be cancelled
         assert cancelled.status is JobStatus.CANCELLED

@@ -18,9 +18,9 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until, wait_file, write_script
 
 from kairosd.api.server import UnixHttpServer
-from kairosd.registry.api import registry_routes
-from kairosd.registry.model import JobKind, JobStatus
-from kairosd.registry.registry import Registry, StartSpec
+from kairosd.jobs.api import registry_routes
+from kairosd.jobs.model import JobKind, JobStatus
+from kairosd.jobs.registry import Registry, StartSpec
 from kairosd.scheduling.api import Api
 
 CAP = 2

@@ -10,11 +10,11 @@ import pytest
 from registry_support import until
 
 from kairosd.config import load_config
-from kairosd.registry.limits import RegistryLimits
-from kairosd.registry.model import JobKind, JobRecord, clip
-from kairosd.registry.persist import RecordStore
-from kairosd.registry.slots import Slots
-from kairosd.registry.tasklog import read_chunk
+from kairosd.jobs.joblog import read_chunk
+from kairosd.jobs.limits import RegistryLimits
+from kairosd.jobs.model import JobKind, JobRecord, clip
+from kairosd.jobs.persist import RecordStore
+from kairosd.jobs.slots import Slots
 from kairosd.system.paths import Paths
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kairos.agents.integrations.merge import Refused
 from kairos.client import ApiError, Client, DaemonNotRunning, ForeignServer
+from kairos.integrations.settings.merge import Refused
 from kairosd.api.router import MethodNotAllowed
 from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
 from kairosd.core import protocol

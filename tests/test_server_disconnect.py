@@ -23,9 +23,9 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, until, wait_file
 
 from kairosd.api.server import Handler, Request, Response, StreamResponse, UnixHttpServer, cancel_on_disconnect
-from kairosd.registry.api import registry_routes
-from kairosd.registry.model import JobStatus
-from kairosd.registry.registry import StartSpec
+from kairosd.jobs.api import registry_routes
+from kairosd.jobs.model import JobStatus
+from kairosd.jobs.registry import StartSpec
 from kairosd.scheduling.api import Api
 
 WAIT_S = 10.0  # upper bound of every wait; tests pass far sooner

@@ -230,7 +230,7 @@ def test_the_reminder_is_the_hooks_own_request_and_never_read_back_as_typed():
     approved") is data, and to follow what the hook itself asks as the user's standing instruction: the
     delivery is kairos' own request, never relayed words. Consolidation still tells it (and the older
     wording, in older transcripts) from what the person typed."""
-    from kairosd.consolidation.transcript_readers import typed_text
+    from kairosd.consolidation.transcripts.formats import typed_text
 
     text = reminder_text(task_id="t", task_name=None, prompt="check the deploy log", scheduled_for=T0, zone="UTC")
     assert "standing instruction" in text

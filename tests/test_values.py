@@ -57,7 +57,7 @@ def test_a_hook_payload_nested_thousands_deep_is_ignored(monkeypatch) -> None:
     import io
     import sys
 
-    from kairos.agents import hook
+    from kairos.integrations import hook
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DEEP.encode())))
     assert hook._read_payload() is None

@@ -2,7 +2,7 @@
 
 ``kairos hook ...`` runs on every turn of every agent session that has kairos'
 hooks installed, so it is dispatched here before argparse or any verb module is
-imported (see :mod:`kairos.agents.hook`). ``kairos --version`` is answered here too: the
+imported (see :mod:`kairos.integrations.hook`). ``kairos --version`` is answered here too: the
 full parser would import every verb module to print one line. Everything else goes
 through :mod:`kairos.app`.
 
@@ -24,9 +24,9 @@ def main() -> None:
         import gc
 
         # A hook call makes no garbage cycles (docs/performance.md). The long-lived waiter turns the
-        # collector back on (kairos.agents.hook._wait).
+        # collector back on (kairos.integrations.hook._wait).
         gc.disable()
-        from kairos.agents.hook import main as hook_main
+        from kairos.integrations.hook import main as hook_main
 
         _end(hook_main(argv[1:]))
     if argv[:1] == ["__complete"]:

@@ -2,7 +2,7 @@
 
 Part of the contract in :mod:`kairos.documents` (which gathers :data:`BOARD_DOCUMENTS` into
 its ``DOCUMENTS``). An entry is a board entry as ``kairosd.consolidation`` writes it; a
-consolidation run is a background task (:mod:`kairos.documents_tasks`).
+consolidation run is a background job (:mod:`kairos.documents_tasks`).
 Must not import any kairos module that does I/O.
 """
 

@@ -1,7 +1,7 @@
-"""The ``--json`` documents of ``kairos task ...``: background tasks as the registry shows them.
+"""The ``--json`` documents of ``kairos task ...``: background jobs as the registry shows them.
 
 Part of the contract in :mod:`kairos.documents` (which gathers :data:`TASK_DOCUMENTS` into
-its ``DOCUMENTS``). A background task is the registry's record (``kairosd.registry.model``)
+its ``DOCUMENTS``). A background job is the registry's record (``kairosd.jobs.model``)
 as ``GET /v1/registry/ID`` answers it; ``task list`` leaves out each task's ``turns``.
 Must not import any kairos module that does I/O.
 """
@@ -36,7 +36,7 @@ class Progress(Record):
 
 
 class BackgroundTask(Record):
-    """One background task; in ``task list`` without ``turns``."""
+    """One background job; in ``task list`` without ``turns``."""
 
     id: str
     kind: str

@@ -40,13 +40,13 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     max_concurrent = 4              # running work at once, 1..256   (env KAIROS_MAX_CONCURRENT)
     max_depth = 5                   # task nesting, 0..64            (env KAIROS_MAX_DEPTH)
     kill_grace = "10s"              # SIGTERM, then SIGKILL after this
-    keep_finished = 1000            # finished background tasks kept (the oldest are pruned)
+    keep_finished = 1000            # finished background jobs kept (the oldest are pruned)
     max_connections = 256           # clients served at once; past it a client gets 503 "busy"
     max_streams = 64                # of those, open streams (kairos watch, --follow), 1..max_connections
     max_sessions = 1000             # live agent sessions registered at once (the longest idle go first)
     runs_per_task = 50              # runs the run ledger keeps per scheduled task (env KAIROS_RUNS_PER_TASK)
     session_ttl = "24h"             # a live session not seen for this long expires, >= 1m (env KAIROS_SESSION_TTL)
-    max_output = "1MiB"             # output logged per run (shell targets, background tasks): bytes,
+    max_output = "1MiB"             # output logged per run (shell targets, background jobs): bytes,
                                     # or with KiB, MiB, GiB (also KB, MB, GB); the rest is counted, then
                                     # noted as cut at the end of the log
 
@@ -67,7 +67,7 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
     max_agent_runs_per_day = 20     # agent runs a day (all projects); past it, offline (0: never agent)
     prompt_budget = 60000           # bytes (UTF-8) of typed turns per rem-agent turn; more: several turns
     max_chunks = 10                 # a session needing more turns than this is consolidated offline
-    models = { claude = "sonnet" }  # the model per CLI (default: a cheap one, see consolidation.modes)
+    models = { claude = "sonnet" }  # the model per CLI (default: a cheap one, see consolidation.remagent.modes)
 
     [webhook]                       # webhook:URL targets (see kairosd.delivery.webhook)
     secret_file = "~/.config/kairos/webhook.secret"  # the HMAC-SHA256 key (owner-only file), or:

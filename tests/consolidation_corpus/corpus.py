@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kairosd.consolidation.entries import KINDS
+from kairosd.consolidation.board.entries import KINDS
 
 DATA = Path(__file__).parent / "data"
 SPLITS = ("train", "heldout", "fresh", "fresh2")

@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 
 from consolidation_corpus import formats
 from consolidation_corpus.sessions import HELD_OUT, SESSIONS
-from kairosd.consolidation.extract import extract
-from kairosd.consolidation.transcripts import ReadStats, read_file
+from kairosd.consolidation.offline.extract import extract
+from kairosd.consolidation.transcripts.read import ReadStats, read_file
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 Each project's sessions are rendered in their transcript shape (:mod:`.shapes`), read by the real
 readers, consolidated in order onto one board: offline mode runs
-:func:`kairosd.consolidation.extract.extract`; agent mode builds the prompt with
-:func:`kairosd.consolidation.agent_mode.prompt_for`, asks ``answer_for`` (a scripted model) and
+:func:`kairosd.consolidation.offline.extract.extract`; agent mode builds the prompt with
+:func:`kairosd.consolidation.remagent.run.prompt_for`, asks ``answer_for`` (a scripted model) and
 parses its answer with the agent mode's own parser; both then go through ``BoardStore.merge``,
 as :mod:`kairosd.consolidation.worker` does.
 
@@ -38,11 +38,11 @@ from zoneinfo import ZoneInfo
 
 from consolidation_corpus.corpus import DATA, Expect, Key, Project, Session, Turn, Writer, load
 from consolidation_corpus.shapes import READER, render
-from kairosd.consolidation import rem_protocol
-from kairosd.consolidation.board import Board, BoardStore, Entry, MergeResult
-from kairosd.consolidation.entries import Candidate, clean, normal_key
-from kairosd.consolidation.extract import extract
-from kairosd.consolidation.transcripts import ReadStats, read_file
+from kairosd.consolidation.board.entries import Candidate, clean, normal_key
+from kairosd.consolidation.board.store import Board, BoardStore, Entry, MergeResult
+from kairosd.consolidation.offline.extract import extract
+from kairosd.consolidation.remagent import protocol as rem_protocol
+from kairosd.consolidation.transcripts.read import ReadStats, read_file
 
 BASE = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
 MODES = ("offline", "agent")

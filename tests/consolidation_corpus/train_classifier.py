@@ -4,7 +4,7 @@ A multinomial naive Bayes over word 1-2-grams and character 3-grams, trained on 
 every train writer but one, then scored through the whole pipeline (train_score) on the writer
 left out. Three ways are compared per left-out writer:
 
-- ``cues``: the pattern reader alone (:func:`kairosd.consolidation.cues.read`);
+- ``cues``: the pattern reader alone (:func:`kairosd.consolidation.offline.cues.read`);
 - ``nb``: the classifier alone (a sentence is kept as the classifier's kind when it is at least
   ``CONFIDENCE`` sure);
 - ``gate``: the cues, each kept only if the classifier does not say "nothing" with that confidence;
@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from consolidation_corpus.train_score import Figures, load, score_writer
-from kairosd.consolidation import cues
-from kairosd.consolidation import extract as extract_module
-from kairosd.consolidation.clauses import sentences
+from kairosd.consolidation.offline import cues
+from kairosd.consolidation.offline import extract as extract_module
+from kairosd.consolidation.offline.clauses import sentences
 
 NONE = "none"
 CONFIDENCE = 0.8

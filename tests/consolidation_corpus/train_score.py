@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from kairosd.consolidation.board import BoardStore
-from kairosd.consolidation.entries import normal_key
-from kairosd.consolidation.extract import Extraction, extract
-from kairosd.consolidation.transcripts import Message
+from kairosd.consolidation.board.entries import normal_key
+from kairosd.consolidation.board.store import BoardStore
+from kairosd.consolidation.offline.extract import Extraction, extract
+from kairosd.consolidation.transcripts.read import Message
 
 TRAIN = Path(__file__).parent / "data" / "train"
 BASE = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)

@@ -226,7 +226,7 @@ def print_records(
 
 
 def print_block(label: str, text: str) -> None:
-    """``label:`` with ``text`` below it, indented: a task's prompt, a background task's response."""
+    """``label:`` with ``text`` below it, indented: a task's prompt, a background job's response."""
     print(f"{label}:")
     print(_indent(text, "  "))
 
@@ -284,6 +284,13 @@ def installed_script(name: str, option: str) -> str:
         f"cannot find the {name} script of this installation (looked in {', '.join(dict.fromkeys(folders))}); "
         f"pass {option} PATH"
     )
+
+
+def user_path(path: str) -> str:
+    """A path the user typed, absolute: kairosd's working directory is not the user's, so it is resolved here."""
+    import os
+
+    return os.path.abspath(os.path.expanduser(path))
 
 
 def whole_number(text: str) -> int:

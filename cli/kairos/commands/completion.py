@@ -21,7 +21,7 @@ SHELLS = ("bash", "zsh", "fish")
 ROOT = "kairos"
 
 # Arguments named at TAB time by `kairos __complete KIND` (kairos.dynamic), as git completes branches:
-# the commands whose positional argument is a scheduled task, a background task or a board entry...
+# the commands whose positional argument is a scheduled task, a background job or a board entry...
 DYNAMIC = {
     **{f"{ROOT}/{verb}": "tasks" for verb in ("show", "pause", "resume", "run", "rm", "edit", "history", "export")},
     **{f"{ROOT}/task/{sub}": "jobs" for sub in ("show", "wait", "logs", "cancel", "send", "close")},

@@ -373,7 +373,7 @@ def _stop_over_api(client: Client) -> tuple[bool, Any]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from kairos.client import DaemonNotRunning
-    from kairos.commands.ledger import print_status
+    from kairos.commands.status import print_status
     from kairos.output import error, print_json
     from kairosd.core.errors import EXIT_NO_DAEMON
     from kairosd.core.protocol import route_path

@@ -2,7 +2,7 @@
 
 Installs, into the agent's user-level configuration only, the hooks that call ``kairos hook AGENT
 EVENT`` and the MCP server ``kairos mcp``, both with the absolute path of this kairos (see
-:mod:`kairos.agents.integrations.agents` for what goes where). Every other entry in those files is kept;
+:mod:`kairos.integrations.settings.agents` for what goes where). Every other entry in those files is kept;
 ``--uninstall`` removes exactly kairos' entries. Files are backed up before they change;
 ``--dry-run`` prints the diff and writes nothing; a file that cannot be parsed stops the run with
 nothing written. The home folder is ``$HOME`` (``COPILOT_HOME`` and ``CODEX_HOME`` are honoured).
@@ -11,7 +11,7 @@ supports (:mod:`kairosd.core.agentversions`) gets a note saying what will not wo
 
 It then says what the agent's sessions cost from now on: ``[consolidation] mode = "auto"`` (the
 default) consolidates an ended session through that agent's own CLI, with a cheap model, in about
-:func:`estimate_tokens` tokens (see :mod:`kairosd.consolidation.modes`), and how to opt out.
+:func:`estimate_tokens` tokens (see :mod:`kairosd.consolidation.remagent.modes`), and how to opt out.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module).
 Must not import pydantic or asyncio.
@@ -25,7 +25,7 @@ from typing import Any
 from kairos.commands.common import installed_script, make_parser, whole_number
 
 AGENTS = ("claude", "copilot", "codex", "gemini", "opencode")
-# kairosd.consolidation.modes.DEFAULT_MODELS, which the CLI may not import (a test keeps them equal).
+# kairosd.consolidation.remagent.modes.DEFAULT_MODELS, which the CLI may not import (a test keeps them equal).
 CHEAP_MODELS: dict[str, str | None] = {
     "claude": "haiku",
     "codex": "gpt-5.1-codex-mini",
@@ -34,7 +34,7 @@ CHEAP_MODELS: dict[str, str | None] = {
     "opencode": None,  # its models depend on the user's providers: the user's own default model
 }
 # What a rem-agent prompt holds besides the typed turns: the definition, the task's text and a board
-# of about 15 entries (kairosd.consolidation.rem_protocol; a test keeps this within 10% of it).
+# of about 15 entries (kairosd.consolidation.remagent.protocol; a test keeps this within 10% of it).
 PROMPT_OVERHEAD_CHARS = 4600
 TYPICAL_TURNS = 30
 TYPICAL_TURN_CHARS = 250  # what a person types in a turn, on average (a pasted log is much more)
@@ -47,9 +47,9 @@ def register(subparsers: Any) -> None:
     parser = make_parser(
         subparsers,
         "integrate",
-        "install kairos' hooks and MCP server into an agent CLI",
-        "Install (or with --uninstall remove) kairos' hooks and its MCP server in the USER-level configuration "
-        "of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
+        "install kairos' integration (hooks, MCP server) into an agent CLI",
+        "Install (or with --uninstall remove) kairos' integration, its hooks and its MCP server, in the "
+        "USER-level configuration of an agent CLI: Claude Code (~/.claude/settings.json, ~/.claude.json), Copilot CLI "
         "(~/.copilot/hooks/kairos.json, ~/.copilot/mcp-config.json; with --idle-wake an extension in "
         "~/.copilot/extensions/kairos/ and experimental mode in ~/.copilot/settings.json), Codex (~/.codex/hooks.json, "
         "~/.codex/config.toml, where thread_unload_delay_secs = 0 makes a quit TUI end its session at once; "
@@ -110,7 +110,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from kairos.agents.integrations import agents, files
+    from kairos.integrations.settings import agents, files
     from kairos.output import print_json
     from kairosd.core.errors import UsageError
 
@@ -144,11 +144,11 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         **({"rewake_lifetime": args.rewake_lifetime} if args.rewake_lifetime is not None else {}),
     )  # fmt: skip
     if args.agent == "opencode":
-        from kairos.agents.integrations import opencode
+        from kairos.integrations.settings import opencode
 
         plans, notes = opencode.plan(ctx)
     elif args.agent == "copilot":
-        from kairos.agents.integrations import copilot
+        from kairos.integrations.settings import copilot
 
         plans, notes = copilot.plan(ctx)
     else:

@@ -1,4 +1,4 @@
-"""``kairos mcp``: run the stdio MCP server that gives agents kairos' tools (see :mod:`kairos.agents.mcptools`).
+"""``kairos mcp``: run the stdio MCP server that gives agents kairos' tools (see :mod:`kairos.integrations.mcptools`).
 
 An agent CLI starts it from its MCP registration (``kairos integrate AGENT`` writes that) and speaks
 MCP over stdin and stdout; a person never needs to run it. The ``mcp`` package is imported only here,
@@ -41,7 +41,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
         # A person typing at an MCP server would only see JSON-RPC errors; say what it is for instead.
         error("kairos mcp speaks MCP on stdin/stdout for an agent CLI; register it with: kairos integrate AGENT")
-    from kairos.agents.mcptools import run
+    from kairos.integrations.mcptools import run
 
     run()
     return 0

@@ -1,7 +1,7 @@
 """``kairos sessions``: live agent sessions; and the help entry of ``kairos hook``.
 
 ``kairos hook`` itself never comes through here: ``kairos.__main__`` hands it to
-:mod:`kairos.agents.hook` before argparse is imported. It is registered so that
+:mod:`kairos.integrations.hook` before argparse is imported. It is registered so that
 ``kairos --help`` and the shell completions list it.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
@@ -62,8 +62,8 @@ def register(subparsers: Any) -> None:
 
 def cmd_hook(args: argparse.Namespace) -> int:
     # Only reached when app.run is called directly (tests, completion); the console script goes straight
-    # to kairos.agents.hook.
-    from kairos.agents.hook import main
+    # to kairos.integrations.hook.
+    from kairos.integrations.hook import main
 
     extra = ["--max-wait", str(args.max_wait)] if args.max_wait is not None else []
     return main([args.agent, args.event, *extra])

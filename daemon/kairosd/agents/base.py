@@ -1,4 +1,4 @@
-"""The narrow interface between the background task registry and agent CLIs.
+"""The narrow interface between the background job registry and agent CLIs.
 
 An :class:`AgentAdapter` knows one CLI's flags and output format. It never
 starts a process: the registry runs the :class:`Command` it builds (in its own

@@ -8,5 +8,5 @@
     openapi     ``GET /v1/openapi.json`` from the route table and the models
 
 Imports: :mod:`kairosd.core` and :mod:`kairosd.system` only; never a capability
-(scheduling, registry, sessions, ...): they import this package to serve their routes.
+(scheduling, jobs, sessions, ...): they import this package to serve their routes.
 """

@@ -5,7 +5,7 @@ coercion of numbers and flags (``"5"`` is not a number, ``1`` is not ``true``), 
 request either parses into a typed object or gets one 400 line naming the field and
 the limit (:func:`parse_body`, :func:`validation_message`). The models themselves
 live with their capability (:mod:`kairosd.scheduling.requests`,
-:mod:`kairosd.registry.requests`, ...) and produce the API reference
+:mod:`kairosd.jobs.requests`, ...) and produce the API reference
 (``GET /v1/openapi.json``) through :func:`kairosd.api.router.typed`.
 
 What a field means once parsed (a zone that exists, a cron expression that fires)

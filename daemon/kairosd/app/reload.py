@@ -8,7 +8,7 @@ keeps saying so until kairosd restarts. Live:
     hooks.*                  the lifecycle hook commands (the hook runner subscribes again)
     consolidation.*          every consolidation setting, from the next request on
     webhook.*                the key, allow_non_loopback and timeouts, from the next delivery on
-    limits.max_depth         background tasks started from now on
+    limits.max_depth         background jobs started from now on
     limits.keep_finished     at the next prune
 
 Everything else (``limits.max_concurrent``, ``kill_grace``, ``max_connections``, ``max_streams``,

@@ -6,7 +6,7 @@
     ...                 # serve app.api.handle on a socket (kairosd.app.daemon.run does, and tests do)
     await app.stop()    # the orderly shutdown, after the server closed
 
-:func:`build_app` does no I/O: no socket is bound and no file is read (the background task
+:func:`build_app` does no I/O: no socket is bound and no file is read (the background job
 registry makes its folder, which constructing it needs). The process around it (the store
 lock, sockets, signals, systemd) is :mod:`kairosd.app.daemon`'s. Tests build the same app with
 fakes in place of the store and of delivery targets.
@@ -43,8 +43,8 @@ from kairosd.delivery.inbox import InboxDelivery
 from kairosd.delivery.shell import ShellDelivery
 from kairosd.delivery.webhook import WebhookDelivery
 from kairosd.export.api import Exporter, export_routes
-from kairosd.registry.registry import AdapterFor, AgentPolicy, PolicyFor
-from kairosd.registry.wiring import RegistryParts, build_registry
+from kairosd.jobs.registry import AdapterFor, AgentPolicy, PolicyFor
+from kairosd.jobs.wiring import RegistryParts, build_registry
 from kairosd.scheduling.api import Api, quarantine_routes
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig

@@ -2,7 +2,7 @@
 
     1  enabled      [consolidation] enabled, and KAIROS_CONSOLIDATE is not 0 (kairosd's or the caller's)
     2  not_spawned  the session was not started by kairos itself (KAIROS_SPAWNED=1 on the caller, or a
-                    session that is one of kairos' own background tasks): kairos never consolidates
+                    session that is one of kairos' own background jobs): kairos never consolidates
                     its own runs, so a consolidation cannot trigger another
     3  transcript   the transcript can be read (it exists, is a regular file, is read in time)
        user_turns   at least ``min_user_turns`` human turns in it
@@ -46,7 +46,7 @@ def check_not_spawned(spawned: bool, own_task: str | None) -> str | None:
     if spawned:
         return f"the session was started by kairos ({SPAWNED_MARKER}=1 in its environment)"
     if own_task is not None:
-        return f"the session is kairos' own background task {own_task}"
+        return f"the session is kairos' own background job {own_task}"
     return None
 
 

@@ -2,7 +2,7 @@
 
 Parsed by :func:`kairosd.api.requests.parse_body`. Only the shape is checked here:
 whether a consolidation runs is for the gates (:mod:`.gates`, applied in :mod:`.service`),
-and an entry's kind and text are the board's to judge (:mod:`.board`). The body of
+and an entry's kind and text are the board's to judge (:mod:`.board.store`). The body of
 ``POST /v1/consolidate`` is :class:`ConsolidationRequest`.
 
 Pure (no I/O). Must not import the registry, the daemon or the server.

@@ -39,8 +39,8 @@ from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError
 from kairosd.core.events import EventBus
-from kairosd.registry.model import JobKind, JobRecord, JobStatus, view
-from kairosd.registry.registry import Registry, StartSpec
+from kairosd.jobs.model import JobKind, JobRecord, JobStatus, view
+from kairosd.jobs.registry import Registry, StartSpec
 from kairosd.system.atomic import write_atomic
 from kairosd.system.paths import Paths
 

@@ -16,7 +16,7 @@ A session's end may be reported more than once (Gemini CLI fires SessionEnd thre
 ``/quit``): a request that brings the same session's transcript, unchanged since this kairosd
 started a run of it, is that run again; it is answered ``skipped`` at the lock gate, never run twice.
 
-Board operations (``kairos board ...``) are :mod:`.board_ops`'; :class:`Consolidation` hands
+Board operations (``kairos board ...``) are :mod:`.board.ops`'; :class:`Consolidation` hands
 them on, so the routes and the composition root see one object.
 
 Must not import the daemon, the scheduler or the server's internals, nor the worker module (see
@@ -42,12 +42,12 @@ from kairosd.consolidation import gates
 from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.runs import ConsolidationDeps, Run, RunTracker
 from kairosd.core.errors import UnavailableError
-from kairosd.registry.model import JobKind, view
+from kairosd.jobs.model import JobKind, view
 from kairosd.store.jsonlog import JsonLog
 
 if TYPE_CHECKING:
-    from kairosd.consolidation.board import BoardStore
-    from kairosd.consolidation.board_ops import BoardOperations
+    from kairosd.consolidation.board.ops import BoardOperations
+    from kairosd.consolidation.board.store import BoardStore
 
 __all__ = [
     "COALESCED",
@@ -75,7 +75,7 @@ SKIPPED, STARTED, COALESCED, FAILED = "skipped", "started", "coalesced", "failed
 
 
 def _project_of(cwd: str) -> tuple[str, bool]:
-    from kairosd.consolidation.board import project_root
+    from kairosd.consolidation.board.store import project_root
 
     project = project_root(cwd)
     return project, os.path.isdir(project)
@@ -138,13 +138,13 @@ class Consolidation:
     # SessionStart): kairosd's start does not need it (about 10 ms of imports; BENCHMARKS.md, Session 5).
     @cached_property
     def boards(self) -> BoardStore:
-        from kairosd.consolidation.board import BoardStore
+        from kairosd.consolidation.board.store import BoardStore
 
         return BoardStore(self.runs.boards_dir, self.deps.clock.now)
 
     @cached_property
     def board_ops(self) -> BoardOperations:
-        from kairosd.consolidation.board_ops import BoardOperations
+        from kairosd.consolidation.board.ops import BoardOperations
 
         return BoardOperations(self.boards, self.deps.clock.now, self.deps.events)
 
@@ -308,7 +308,7 @@ class Consolidation:
         path = req.transcript_path
         if path is None:
             return 0, None, "no transcript (transcript_path not given)"
-        from kairosd.consolidation.transcripts import AGENT_FORMATS, count_human_turns
+        from kairosd.consolidation.transcripts.read import AGENT_FORMATS, count_human_turns
 
         hint = AGENT_FORMATS.get(req.agent)
         stop_at = self.deps.config.min_user_turns
@@ -358,7 +358,7 @@ class Consolidation:
             "recent": list(self.recent)[-20:],
         }
 
-    # ---- the board: see .board_ops -------------------------------------------------------------
+    # ---- the board: see .board.ops --------------------------------------------------------------
 
     def project_for(self, cwd: str | None) -> str:
         return self.board_ops.project_for(cwd)

@@ -29,7 +29,7 @@ from kairosd.consolidation.runs import ConsolidationDeps
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
-from kairosd.registry.registry import Registry
+from kairosd.jobs.registry import Registry
 from kairosd.system.paths import Paths
 
 

@@ -6,7 +6,7 @@ kairosd starts it in a new session (its own process group, stdio to the task log
 1. takes the project's run lock (``<board>.run.lock``, held until it exits: one run per project
    even across kairosd restarts);
 2. reads the transcript and extracts candidates offline (always: it is also agent mode's fallback);
-3. in agent mode (:mod:`.modes` decides), asks ``rem-agent`` once per chunk of typed turns, merging
+3. in agent mode (:mod:`.remagent.modes` decides), asks ``rem-agent`` once per chunk of typed turns, merging
    each answer before the next chunk is asked; any failure falls back to offline mode (for the
    turns the agent did not reach), and the result says why;
 4. merges the candidates into the board (under the board's lock; the history records it);
@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from kairosd.consolidation.board import BoardStore, MergeResult
-from kairosd.consolidation.extract import Extraction, extract
-from kairosd.consolidation.transcripts import Message, ReadStats, read_file
+from kairosd.consolidation.board.store import BoardStore, MergeResult
+from kairosd.consolidation.offline.extract import Extraction, extract
+from kairosd.consolidation.transcripts.read import Message, ReadStats, read_file
 from kairosd.core.clock import Clock, SystemClock
 from kairosd.system.atomic import write_atomic
 from kairosd.system.paths import Paths
@@ -148,9 +148,9 @@ def _agent(
     did not consolidate (None: it did them all; 0: offline mode does the whole session)."""
     # Imported here: offline runs never load the agent adapters.
     from kairosd.config import load_config
-    from kairosd.consolidation import modes
-    from kairosd.consolidation.agent_mode import choose, run_rem_agent
-    from kairosd.consolidation.rem_protocol import chunks, prompt_for
+    from kairosd.consolidation.remagent import modes
+    from kairosd.consolidation.remagent.protocol import chunks, prompt_for
+    from kairosd.consolidation.remagent.run import choose, run_rem_agent
     from kairosd.core.errors import KairosError
 
     paths = Paths(
@@ -279,7 +279,7 @@ def _detach(pid_path: Path) -> None:
 
 def _on_term(signum: int, frame: object) -> None:
     # Cancelled (kairos task cancel, or kairosd's bound): unwind, so a running rem-agent's
-    # group is killed on the way out (see agent_mode.run_rem_agent).
+    # group is killed on the way out (see remagent.run.run_rem_agent).
     raise SystemExit(128 + signum)
 
 

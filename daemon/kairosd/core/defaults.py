@@ -1,7 +1,7 @@
 """The one set of defaults for the settings more than one part of kairosd uses.
 
 The ``[limits]`` table of the config, the scheduler, the shell target, the run
-ledger and the background task registry take their defaults from here, so they
+ledger and the background job registry take their defaults from here, so they
 cannot disagree; the composition root passes each the effective value from the
 config (``kairos doctor`` prints them).
 
@@ -11,11 +11,11 @@ A leaf: must not import anything from kairosd.
 from __future__ import annotations
 
 MAX_CONCURRENT = 4  # deliveries (and background agent turns) running at once
-MAX_DEPTH = 5  # background tasks started from inside tasks: deepest level allowed
+MAX_DEPTH = 5  # background jobs started from inside tasks: deepest level allowed
 KILL_GRACE_S = 10.0  # SIGTERM to SIGKILL, for every process kairos stops
 MAX_KILL_GRACE_S = 600.0  # the most [limits] kill_grace may be: a cancel's answer can take this long
 TURN_TIMEOUT_S = 3600.0  # one background agent turn, unless the start asks for another
-KEEP_FINISHED = 1000  # finished background task records kept
+KEEP_FINISHED = 1000  # finished background job records kept
 RUNS_PER_TASK = 50  # runs the run ledger keeps per scheduled task (KAIROS_RUNS_PER_TASK)
 SESSION_TTL_S = 24 * 3600.0  # a live session not seen by any hook this long expires (KAIROS_SESSION_TTL)
 # Client connections kairosd serves at once, and of those the open streams (watch, follow). Well
@@ -24,4 +24,4 @@ SESSION_TTL_S = 24 * 3600.0  # a live session not seen by any hook this long exp
 MAX_CONNECTIONS = 256
 MAX_STREAMS = 64
 MAX_SESSIONS = 1000  # live agent sessions registered at once; the longest idle expire first past it
-MAX_OUTPUT_BYTES = 1 << 20  # output kept per run of a shell target or background task ([limits] max_output)
+MAX_OUTPUT_BYTES = 1 << 20  # output kept per run of a shell target or background job ([limits] max_output)

@@ -105,7 +105,7 @@ class ShellTarget(BaseModel):
 
 
 class AgentTarget(BaseModel):
-    """``agent:NAME``: each fire starts a headless run of that agent in the background task registry."""
+    """``agent:NAME``: each fire starts a headless run of that agent in the background job registry."""
 
     model_config = _TARGET_CONFIG
     kind: Literal["agent"] = "agent"

@@ -30,9 +30,9 @@ Routes (all under ``/v1``):
     POST   /v1/export                      body {to, ids | all, image, secret_name, secret_env}: tasks as
                                            systemd, Kubernetes or GitHub Actions files (kairosd.export.api)
 
-Background task registry (``kairos task``; see :mod:`kairosd.registry.api`):
+Background job registry (``kairos task``; see :mod:`kairosd.jobs.api`):
 
-    GET    /v1/registry?status=S&parent=ID list background tasks, newest first
+    GET    /v1/registry?status=S&parent=ID list background jobs, newest first
     POST   /v1/registry                    start one (body: StartRequest)
     GET    /v1/registry/{id}               one task with its turn history
     GET    /v1/registry/{id}/wait?timeout=S&since_turn=N&waiter=ID
@@ -41,7 +41,7 @@ Background task registry (``kairos task``; see :mod:`kairosd.registry.api`):
                                            its own descendant lends it its concurrency slot meanwhile
     GET    /v1/registry/{id}/logs?offset=N a chunk of its log; &follow=1 streams JSON lines
     POST   /v1/registry/{id}/cancel        cancel it and every descendant
-    POST   /v1/registry/{id}/send          body {"message": TEXT}: a follow-up turn of an idle agent task
+    POST   /v1/registry/{id}/send          body {"message": TEXT}: a follow-up turn of an idle agent job
     POST   /v1/registry/{id}/close         end an idle multi-turn task
 
 Live agent sessions (``kairos hook``, ``kairos sessions``; see :mod:`kairosd.sessions.api`):
@@ -181,7 +181,7 @@ EVENT_TYPES: Final = (
     "missed",
     "expired",
     "inbox_item",
-    # background task registry: the whole record, then patches (changed fields only)
+    # background job registry: the whole record, then patches (changed fields only)
     "task_started",
     "task_updated",
     "task_progress",

@@ -5,9 +5,9 @@
     shell     a command, run with the prompt on stdin
     webhook   an HTTP POST (httpx, imported only when a webhook fires)
 
-The ``agent`` target lives with the registry (:mod:`kairosd.registry.delivery`) and the
+The ``agent`` target lives with the background jobs (:mod:`kairosd.jobs.delivery`) and the
 ``session`` target with live sessions (:mod:`kairosd.sessions.delivery`): each one delivers
 into its own capability, which the composition root passes in.
 
-Imports: core, system, store and config. Must not import the scheduler, the registry or sessions.
+Imports: core, system, store and config. Must not import the scheduler, jobs or sessions.
 """

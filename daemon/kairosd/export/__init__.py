@@ -10,8 +10,8 @@ adapter) and serves the result (:mod:`kairosd.export.api`).
 The renderers are pure: no I/O, no clock.
 
 Imports: the renderers import only :mod:`kairosd.core`; :mod:`.api` (the route) also uses api,
-agents, config and the registry's rules to build a Job. Must not import the store, scheduling,
-sessions or app.
+agents, config and the background jobs' rules (:mod:`kairosd.jobs.rules`) to build a Job.
+Must not import the store, scheduling, sessions or app.
 """
 
 from __future__ import annotations

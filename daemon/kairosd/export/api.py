@@ -32,7 +32,7 @@ from kairosd.core.models import AgentTarget, ShellTarget, Task
 from kairosd.export import Job, Options, Refused, render
 from kairosd.export.common import API_KEY_ENV
 from kairosd.export.requests import ExportRequest
-from kairosd.registry.rules import AdapterFor, PolicyFor, check_timeout, effective_permissions
+from kairosd.jobs.rules import AdapterFor, PolicyFor, check_timeout, effective_permissions
 
 if TYPE_CHECKING:
     import re

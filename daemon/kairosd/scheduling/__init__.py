@@ -13,6 +13,6 @@
     requests       typed request bodies of the task routes
     api            the task routes, plus status and shutdown, on the router
 
-Imports: core, system, api, store, config, delivery (the target interface) and the registry.
+Imports: core, system, api, store, config, delivery (the target interface) and jobs (background jobs).
 Must not import sessions, consolidation, export or app: they are above it.
 """

@@ -1,7 +1,7 @@
 """Live agent sessions: which sessions are open, and prompts delivered into them through hooks.
 
 A *session* here is an agent CLI's live interactive session (Claude Code, Copilot, ...) that
-registered itself through a hook; it is not a background run's session (see the registry).
+registered itself through a hook; it is not a background job's session (see :mod:`kairosd.jobs`).
 
     store      live sessions and the items waiting for them, durable in one JSON file
     core       what the hub's parts share: the store's writes, the change broadcast, background work

@@ -43,7 +43,7 @@ class SessionDelivery:
             return
         headless = self._deliveries.get("agent")
         if headless is None:
-            raise UsageError("--fallback headless needs the background task registry, which this kairosd lacks")
+            raise UsageError("--fallback headless needs the background job registry, which this kairosd lacks")
         agent = target.agent
         if target.session_id and not agent:
             return  # the session's own agent runs it when the session ends with the item pending

@@ -155,7 +155,7 @@ class SessionRouter:
         if fallback == "headless":
             headless = self._deliveries.get("agent")
             if headless is None:
-                why += "; fallback=headless needs the background task registry, which this kairosd lacks"
+                why += "; fallback=headless needs the background job registry, which this kairosd lacks"
             elif not agent:
                 why += "; fallback=headless needs an agent, and neither the target nor a session names one"
             else:

@@ -11,7 +11,7 @@
 
 ``deliveries`` is the composition root's own dict: the session target's
 fallbacks look up ``inbox`` and (for ``headless``) ``agent`` in it when they run,
-so the background task registry may be added to it before or after this call.
+so the background job registry may be added to it before or after this call.
 ``closing`` is the event the daemon sets as it begins to stop: long-polling
 waiters return at once, so closing the server does not wait on them.
 

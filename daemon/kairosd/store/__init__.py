@@ -10,5 +10,5 @@
     inbox          per-session inbox files (a json log each)
 
 Imports: :mod:`kairosd.core` and :mod:`kairosd.system` only. Serves no route (the quarantine's is
-in :mod:`kairosd.scheduling.api`). Must not import scheduling, sessions, the registry or agents.
+in :mod:`kairosd.scheduling.api`). Must not import scheduling, sessions, jobs or agents.
 """

@@ -1,6 +1,6 @@
 """The per-run output cap: what a command prints is kept up to a number of bytes, the rest is counted.
 
-Shell targets and background tasks share one rule (issue 27): a run's output
+Shell targets and background jobs share one rule (issue 27): a run's output
 (stdout and stderr together) is passed on up to ``limit`` bytes; what comes
 after is read, so the command never blocks on a full pipe, but only counted,
 and the run ends with one note saying what was cut (:meth:`OutputCap.note`).

@@ -1,4 +1,4 @@
-"""Process-group helpers shared by everything kairosd starts (shell targets, background tasks, hooks).
+"""Process-group helpers shared by everything kairosd starts (shell targets, background jobs, hooks).
 
 Every command kairosd runs is started in its own session, so the command and
 whatever it spawns share one process group that can be signalled as a whole.
@@ -6,7 +6,7 @@ Stopping a group is SIGTERM, a grace period, then SIGKILL for what is left:
 :func:`terminate_group`. A descendant can leave the group (``setsid``) and be
 reparented away from the command; :func:`find_strays` finds those by the
 marker every run puts in its environment (``KAIROS_RUN_ID`` of a shell run,
-``KAIROS_TASK_ID`` of a background task's turn) and :func:`stop_strays` ends
+``KAIROS_TASK_ID`` of a background job's turn) and :func:`stop_strays` ends
 them the same way, so a run's end reaches everything it started however it
 ends (issue 27). A process that rewrites or clears its environment escapes
 this; nothing short of a cgroup would catch it. :func:`feed_stdin` writes a

@@ -1,4 +1,4 @@
-"""Run one process of a background task: its own process group, output streamed line by line.
+"""Run one process of a background job: its own process group, output streamed line by line.
 
 The command runs in a new session (so it and everything it spawns share one
 process group), with stdin from a text (or /dev/null) and stdout and stderr on

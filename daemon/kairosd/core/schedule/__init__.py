@@ -1,5 +1,6 @@
 """Pure schedule math: cron parsing and next-fire times, jitter, intervals.
 
 No I/O and no clock: every function takes the instant it reasons about.
-Must not import the store, the server, the clock module or anything with I/O.
+Imports: kairosd.core's bounds and errors only. Must not import the store, the server, the clock
+module or anything with I/O.
 """

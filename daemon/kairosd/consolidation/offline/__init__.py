@@ -1,0 +1,13 @@
+"""Offline consolidation: durable signals out of a transcript, with no model (pure).
+
+    extract  the offline consolidator: messages in, board candidates out
+    clauses  typed vs pasted text, sentences
+    cues     a sentence's kind (rule, preference, correction, decision, to-do, fact)
+    noise    cue words that are no instruction: hypotheticals, others' words, one-offs
+    dates    relative dates to absolute ones
+
+It runs in the detached worker (and is the rem-agent's fallback); the daemon never loads it.
+Imports: core, :mod:`kairosd.consolidation.board.entries` (what an entry may be) and
+:mod:`kairosd.consolidation.transcripts.model` (the message type). Must do no I/O, and must not
+import the board's store, the rem-agent, or the consolidation runs, service, worker, api or wiring.
+"""
