@@ -16,6 +16,22 @@ from environment_support import clean_environment
 
 clean_environment()
 
+TESTS = Path(__file__).resolve().parent
+# The tiers, each a folder of tests/ (scripts/tiers.py puts each test file in one) and a marker of
+# the same name: scripts/check's default gate selects "not stress and not compat".
+TIERS = ("unit", "integration", "stress", "compat")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its folder's tier, so ``-m`` selects by tier whatever the file says."""
+    for item in items:
+        try:
+            tier = item.path.resolve().relative_to(TESTS).parts[0]
+        except ValueError:  # a test outside tests/ (given on the command line)
+            continue
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
+
 
 @pytest.fixture
 def short_dir() -> Iterator[Path]:

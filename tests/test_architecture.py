@@ -17,7 +17,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from paths_support import REPO
+
+REPO = REPO
 KAIROSD = REPO / "daemon" / "kairosd"
 
 

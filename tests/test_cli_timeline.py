@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from paths_support import REPO
 from session_support import Kairosd, remove_home, short_home
 from timeline_support import NOW, fill
 
@@ -19,7 +19,7 @@ from kairos import documents
 from kairos.app import run
 from kairosd.testing import FakeClock
 
-PICTURE = Path(__file__).resolve().parent.parent / "docs" / "timeline.svg"
+PICTURE = REPO / "docs" / "timeline.svg"
 
 
 @pytest.fixture(name="kd")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
-SCRIPT = Path(__file__).parent.parent / "scripts" / "compat_matrix.py"
+from paths_support import REPO
+
+SCRIPT = REPO / "scripts" / "compat_matrix.py"
 _spec = importlib.util.spec_from_file_location("compat_matrix", SCRIPT)
 assert _spec is not None
 assert _spec.loader is not None

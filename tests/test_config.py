@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from paths_support import REPO
 
 from kairosd.agents.base import Permissions
 from kairosd.config import BUILTIN_AGENTS, HOOK_EVENTS, Config, config_path, load_config
@@ -315,7 +316,7 @@ def test_many_problems_are_summarised(paths):
 
 
 def test_the_example_config_is_valid(paths):
-    example = Path(__file__).parent.parent / "examples" / "config.toml"
+    example = REPO / "examples" / "config.toml"
     write(paths, example.read_text())
     config = load_config(paths, {})
     assert config.agent_names() == ["claude", "copilot", "codex", "opencode", "aider"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from consolidation_corpus import formats
+from paths_support import TESTS
 
 from kairosd.consolidation.transcripts import ReadStats, count_human_turns, read_file
 
@@ -78,7 +79,7 @@ def test_gemini_whole_document_on_one_line_reads(tmp_path: Path) -> None:
     assert [m.text for m in read_file(path, "gemini") if m.human] == ["always pin the versions"]
 
 
-REAL = Path(__file__).parent / "fixtures" / "transcripts_real"
+REAL = TESTS / "fixtures" / "transcripts_real"
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 import pytest
+from paths_support import TESTS
 from session_support import call_hook, hook_home, hook_kd, wait_for
 
 from kairos.agents.integrations import agents, copilot
@@ -29,7 +30,7 @@ from kairosd.core.records import Outcome
 FIXTURES = (hook_home, hook_kd)  # pytest knows them as ``home`` and ``kd``
 NODE = shutil.which("node")
 KAIROS = shutil.which("kairos", path=str(Path(sys.executable).parent)) or "kairos"
-STUB = Path(__file__).parent / "fixtures" / "copilot" / "copilot-sdk-stub"
+STUB = TESTS / "fixtures" / "copilot" / "copilot-sdk-stub"
 SID = "5eb856c3-b40a-473f-840d-d0659d830224"
 FAKE = "/opt/kairos/bin/kairos"
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths_support import REPO
 
 from kairos.agents.integrations import agents, merge
 from kairos.agents.integrations.merge import Refused
 
 KAIROS = "/opt/kairos/bin/kairos"
-EXAMPLES = Path(__file__).parent.parent / "examples" / "integrations"
+EXAMPLES = REPO / "examples" / "integrations"
 
 
 def ctx(home: Path, **kw: Any) -> agents.Context:

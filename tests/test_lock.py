@@ -20,13 +20,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from paths_support import REPO
 
 from kairosd.core.errors import LockHeldError
 from kairosd.store.locking import LockRecord, StoreLock, read_owner
 from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 11, 21, 23, 15, 2, tzinfo=UTC)
-DAEMON_DIR = Path(__file__).resolve().parent.parent / "daemon"
+DAEMON_DIR = REPO / "daemon"
 WAIT_S = 20.0
 
 CHILD = """

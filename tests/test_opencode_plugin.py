@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths_support import TESTS
 from session_support import hook_home, hook_kd, wait_for
 
 from kairos.agents.integrations import opencode
@@ -25,7 +26,7 @@ from kairosd.core.records import Outcome
 FIXTURES = (hook_home, hook_kd)  # pytest knows them as ``home`` and ``kd``
 NODE = shutil.which("node")
 KAIROS = shutil.which("kairos", path=str(Path(sys.executable).parent)) or "kairos"
-DRIVER = Path(__file__).parent / "fixtures" / "opencode" / "driver.mjs"
+DRIVER = TESTS / "fixtures" / "opencode" / "driver.mjs"
 SID = "ses_de8df717effehKJ5bNDKZdhiTX"
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(NODE is None, reason="node is not installed")]
 

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths_support import REPO
 
 from kairos.app import VERBS, build_parser
 from kairos.commands.completion import SHELLS, command_tree, generate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO
 TIMEOUT_S = 300
 
 

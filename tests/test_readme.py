@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths_support import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 README = ROOT / "README.md"
 MARKER = re.compile(r"<!-- readme-test: (run|skip (\S.*)) -->")
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from paths_support import REPO
 from test_scheduler import T0
 
 from kairosd.api.server import Request
@@ -114,7 +115,7 @@ def test_a_config_that_does_not_load_changes_nothing(home: Path) -> None:
 
 
 def test_the_unit_reloads_with_sighup() -> None:
-    unit = (Path(__file__).parent.parent / "systemd" / "kairosd.service").read_text()
+    unit = (REPO / "systemd" / "kairosd.service").read_text()
     assert "ExecReload=/bin/kill -HUP $MAINPID" in unit  # kairosd's SIGHUP: see test_e2e (reload)
 
 

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths_support import REPO
 from session_support import remove_home, short_home
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 def _copy(tmp_path: Path) -> Path:

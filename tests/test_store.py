@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths_support import TESTS
 
 from kairosd.core.errors import StoreCorruptError, StoreVersionError
 from kairosd.core.models import CatchUp, CreatedBy, Task, new_task
@@ -21,7 +22,7 @@ from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
 from kairosd.system.atomic import stale_temp_files, write_atomic
 from kairosd.testing import FakeClock, InMemoryStore
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = TESTS / "fixtures"
 T0 = datetime(2026, 11, 21, 23, 15, 0, tzinfo=UTC)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from cli_support import KairosCli
+from paths_support import REPO
 
 from kairos.commands import systemd as sd
 from kairos.commands import units
@@ -189,7 +190,7 @@ def needs_kairosd() -> None:
 def test_shipped_units_pass_systemd_analyze_verify(box):
     """systemd/kairosd.service and kairosd.socket verify as user units (ExecStart in ~/.local/bin)."""
     needs_kairosd()
-    repo_units = Path(__file__).resolve().parents[1] / "systemd"
+    repo_units = REPO / "systemd"
     (box.root / ".local" / "bin").mkdir(parents=True)
     (box.root / ".local" / "bin" / "kairosd").symlink_to(KAIROSD)  # the shipped default ExecStart=%h/.local/bin/kairosd
     verify(repo_units, home=box.root)
@@ -197,13 +198,13 @@ def test_shipped_units_pass_systemd_analyze_verify(box):
 
 def test_shipped_service_is_type_notify_with_watchdog_restart_and_sandboxing():
     """The service has the settings the daemon relies on: notify, a watchdog above 30 s, restart on failure."""
-    text = (Path(__file__).resolve().parents[1] / "systemd" / sd.SERVICE).read_text()
+    text = (REPO / "systemd" / sd.SERVICE).read_text()
     settings = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
     assert settings["Type"] == "notify"
     assert int(settings["WatchdogSec"]) > 30 * 2  # above the loop's 30 s cap, and its 60 s staleness limit
     assert settings["Restart"] == "on-failure"
     assert settings["NoNewPrivileges"] == "yes"
-    socket_text = (Path(__file__).resolve().parents[1] / "systemd" / sd.SOCKET).read_text()
+    socket_text = (REPO / "systemd" / sd.SOCKET).read_text()
     assert "ListenStream=%t/kairos/kairosd.sock" in socket_text
     assert "SocketMode=0600" in socket_text
 
@@ -301,7 +302,7 @@ def test_a_missing_script_names_every_folder_looked_in_and_the_flag(tmp_path, mo
 
 def test_template_falls_back_to_the_repository_in_an_editable_install():
     """The shipped unit text is found (wheel data or, in a checkout, systemd/) and is the repository's file."""
-    repo = Path(__file__).resolve().parents[1] / "systemd"
+    repo = REPO / "systemd"
     for name in sd.UNITS:
         assert units.template(name) == (repo / name).read_text()
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from environment_support import caller_variables
+from paths_support import REPO, TESTS
 
 from kairosd.testing import wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 def test_no_caller_variable_reaches_a_test():
@@ -28,7 +28,8 @@ def test_a_kairos_variable_in_the_callers_shell_does_not_fail_the_registry_env_t
         "KAIROS_SKIP_SLOW": "1",
         "CLAUDE_CODE_DISABLE_CRON": "1",
     }
-    test = "tests/test_registry.py::test_env_markers_and_cwd_reach_the_agent"
+    (where,) = TESTS.rglob("test_registry.py")  # in its tier's folder (scripts/tiers.py)
+    test = f"{where.relative_to(REPO)}::test_env_markers_and_cwd_reach_the_agent"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
         cwd=ROOT,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths_support import REPO
 from session_support import T0, Kairosd, call_hook, fixture, remove_home, short_home
 from textual.app import App
 
@@ -33,7 +34,7 @@ from kairos.ui.rows import Rows
 from kairosd.core.errors import EXIT_USAGE
 from kairosd.core.protocol import route_path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO
 SCREENSHOT = REPO / "docs" / "ui.svg"
 WAIT_S = 10.0
 INBOX = {"kind": "inbox"}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from paths_support import REPO
 from pydantic import ValidationError
 
 from kairosd.config import load_config
@@ -129,7 +130,7 @@ async def deliver(hook: WebhookDelivery, *handoffs: Handoff) -> list[Any]:
 
 
 def load_example_receiver() -> Any:
-    path = Path(__file__).parent.parent / "examples" / "webhook_receiver.py"
+    path = REPO / "examples" / "webhook_receiver.py"
     spec = importlib.util.spec_from_file_location("webhook_receiver", path)
     assert spec is not None
     assert spec.loader is not None

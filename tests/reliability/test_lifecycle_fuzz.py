@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -20,9 +19,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from reliability_support import SchedHarness
+from sizes_support import sized
 
 from kairosd.core import bounds
 from kairosd.core.errors import KairosError
@@ -32,6 +33,8 @@ from kairosd.scheduling.service import Service
 from kairosd.store.inbox import InboxStore
 from kairosd.store.store import JsonStore
 from kairosd.testing import FakeClock
+
+pytestmark = pytest.mark.stress
 
 CRONS = [
     "* * * * *", "*/7 * * * *", "30 2 * * *", "0 0 29 2 *", "59 23 31 12 *", "0 0 1 1 *", "0 12 13 * 5",
@@ -244,7 +247,8 @@ def _fresh(start: datetime) -> tuple[Path, Life]:
 
 
 FUZZ = settings(
-    max_examples=int(os.environ.get("KAIROS_FUZZ_EXAMPLES", "200")),
+    # 200 lives at full size (.ci/run), 30 by default; KAIROS_FUZZ_EXAMPLES=N sets it.
+    max_examples=sized(200, 30, override="KAIROS_FUZZ_EXAMPLES"),
     deadline=None,
     derandomize=True,
     suppress_health_check=list(HealthCheck),

@@ -13,11 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths_support import REPO
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "redteam.py"
+SCRIPT = REPO / "scripts" / "redteam.py"
 
 
 @pytest.mark.slow
+@pytest.mark.stress
 @pytest.mark.serial  # it plants /tmp/runtime-0 for a moment and starts many daemons: not beside other tests
 def test_the_quick_red_team_run_breaks_nothing(tmp_path: Path) -> None:
     done = subprocess.run(
