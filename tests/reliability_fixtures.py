@@ -1,4 +1,8 @@
-"""Fixtures of the reliability suite (see README, "Reliability")."""
+"""Fixtures of the reliability tests (see README, "Reliability"): a pytest plugin that conftest.py loads.
+
+Those tests now sit in their tiers' folders (scripts/tiers.py), no longer in one folder with its
+own conftest; a test module's own fixture of the same name wins over these.
+"""
 
 from __future__ import annotations
 
