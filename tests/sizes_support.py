@@ -1,8 +1,9 @@
-"""How big the stress tier's runs are: small by default, the full size when ``KAIROS_TEST_SIZE=full``.
+"""How big the large runs are: small by default, the full size when ``KAIROS_TEST_SIZE=full``.
 
-The stress tier (``-m stress``: crash storm, fuzzers, red team, large property runs) is kept out of
-``scripts/check``'s default gate. A developer who runs it by hand gets a quick, small run; ``.ci/run``
-exports ``KAIROS_TEST_SIZE=full`` and gets the sizes the README reports. The small sizes exercise the
+The stress tier (crash storm, fuzzers) and the large property runs of the other tiers (cron
+against cronsim, time jumps, racing starts) read their counts here. ``scripts/check`` by default
+runs them small, so the gate stays fast; ``.ci/run`` exports ``KAIROS_TEST_SIZE=full`` for the gate
+and for the stress tier after it, and gets the sizes the README reports. The small sizes exercise the
 same code paths, only fewer times.
 
 The variables start with ``KAIROS_``, which conftest removes from the environment before any test

@@ -13,13 +13,14 @@ from datetime import UTC, datetime, timedelta
 import psutil
 import pytest
 from reliability_support import Home, wait_for
+from sizes_support import sized
 
 from kairosd.core.clock import SystemClock
 from kairosd.store.locking import LockRecord, StoreLock
 
 pytestmark = pytest.mark.slow
 
-PAIRS = 50  # 100 starts
+PAIRS = sized(50, 8)  # 100 starts at full size (KAIROS_TEST_SIZE=full, .ci/run), 16 by default
 
 
 def lock_record(home: Home) -> dict[str, object]:

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_support import FlakyStore, SchedHarness
+from sizes_support import sized
 
 from kairosd.core.models import CatchUp, Task, new_task
 from kairosd.core.plan import scheduled_after
@@ -245,7 +246,7 @@ async def _scenario(folder: Path, specs: list[tuple[str, CatchUp]], steps: list[
         assert accounted == expected, (t.cron, t.catch_up, accounted, expected)
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sized(120, 30), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     specs=st.lists(st.tuples(st.sampled_from(CRONS), st.sampled_from(POLICIES)), min_size=1, max_size=4),
     steps=st.lists(step, min_size=1, max_size=6),
