@@ -20,7 +20,7 @@ from kairosd.store.locking import LockRecord, StoreLock
 
 pytestmark = pytest.mark.slow
 
-PAIRS = sized(50, 8)  # 100 starts at full size (KAIROS_TEST_SIZE=full, .ci/run), 16 by default
+PAIRS = sized(50, 4)  # 100 starts at full size (KAIROS_TEST_SIZE=full, .ci/run), 8 by default
 
 
 def lock_record(home: Home) -> dict[str, object]:
