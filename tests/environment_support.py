@@ -29,6 +29,10 @@ SUITE_SETTINGS = (
     "KAIROS_COMPAT_CAPTURE",
     "KAIROS_COMPAT_KEEP",
     "KAIROS_COMPAT_LONG",
+    # The stress tier's sizes (tests/sizes_support.py; .ci/run sets KAIROS_TEST_SIZE=full).
+    "KAIROS_TEST_SIZE",
+    "KAIROS_STORM_KILLS",
+    "KAIROS_FUZZ_EXAMPLES",
 )
 _kept: dict[str, str] = {}
 
@@ -51,5 +55,5 @@ def suite_setting(name: str) -> str | None:
     """The compat suite's setting ``name`` as the caller gave it: kept by :func:`clean_environment`,
     else still in the environment (``scripts/compat`` imports ``compat.clis`` without the conftest)."""
     if name not in SUITE_SETTINGS:
-        raise KeyError(f"{name} is not one of the compat suite's settings")
+        raise KeyError(f"{name} is not one of the test suite's own settings")
     return _kept[name] if name in _kept else os.environ.get(name)

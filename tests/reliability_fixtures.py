@@ -1,0 +1,46 @@
+"""Fixtures of the reliability tests (see README, "Reliability"): a pytest plugin that conftest.py loads.
+
+Those tests now sit in their tiers' folders (scripts/tiers.py), no longer in one folder with its
+own conftest; a test module's own fixture of the same name wins over these.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from reliability_support import Home, InProcessDaemon, precompile
+
+from kairosd.testing import FakeClock
+
+
+@pytest.fixture(scope="session")
+def compiled() -> None:
+    """Bytecode on disk, so each of the hundreds of kairosd starts does not recompile every module."""
+    precompile()
+
+
+@pytest.fixture
+def home(compiled: None) -> Iterator[Home]:
+    """A fresh short KAIROS_HOME; every kairosd started in it is killed at teardown."""
+    h = Home()
+    try:
+        yield h
+    finally:
+        h.cleanup()
+
+
+@pytest.fixture
+def daemon() -> Iterator[InProcessDaemon]:
+    """The real API, service and scheduler in this process, on a clock nobody moves."""
+    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="kg"))
+    d = InProcessDaemon(root, FakeClock(datetime(2026, 3, 2, 10, tzinfo=UTC)))
+    try:
+        yield d
+    finally:
+        d.close()
+        shutil.rmtree(root, ignore_errors=True)

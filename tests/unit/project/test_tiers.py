@@ -1,0 +1,67 @@
+"""scripts/tiers.py: the rules that put a test file in its tier and package folder, and the tree obeys them."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+import pytest
+from paths_support import REPO, TESTS
+
+
+def _tiers() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tiers_script", REPO / "scripts" / "tiers.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tiers = _tiers()
+
+
+@pytest.mark.parametrize(
+    ("text", "tier"),
+    [
+        ("import pytest\npytestmark = [pytest.mark.slow, pytest.mark.stress]\nimport subprocess\n", "stress"),
+        ("import subprocess\n\ndef test_x():\n    subprocess.run(['kairos'])\n", "integration"),
+        ("from reliability_support import Home, wait_for\n", "integration"),
+        ("done = await asyncio.create_subprocess_exec('x')\n", "integration"),
+        ("from reliability_support import InProcessDaemon\nfrom kairosd.testing import FakeClock\n", "unit"),
+        ("from kairosd.core.models import new_task\n# mentions a subprocessor\n", "unit"),
+    ],
+)
+def test_the_tier_follows_from_what_the_file_does(text: str, tier: str) -> None:
+    assert tiers.tier_of(text) == tier
+
+
+@pytest.mark.parametrize(
+    ("text", "folder"),
+    [
+        ("from kairosd.core.models import Task\nfrom kairosd.store.store import JsonStore\n", "kairosd/store"),
+        ("from kairosd.core.models import Task\nfrom kairosd.core.errors import E\n", "kairosd/core"),
+        ("from kairosd.testing import FakeClock\nfrom kairos.commands import common\n", "kairos/commands"),
+        ("from kairosd.config import load_config\n", "kairosd"),
+        ("from kairos.client import Client\nfrom kairos.app import main\nimport kairos.ui.views\n", "kairos"),
+        ("import json\n", "project"),
+    ],
+)
+def test_the_folder_is_the_package_imported_most(text: str, folder: str) -> None:
+    assert tiers.package_of(text) == folder
+
+
+def test_every_test_file_is_in_its_tiers_folder() -> None:
+    """A test file added flat (tests/test_x.py) fails here until ``python3 scripts/tiers.py`` places it."""
+    assert tiers.loose_files() == [], "run python3 scripts/tiers.py"
+    for path in TESTS.rglob("test_*.py"):
+        tier = path.relative_to(TESTS).parts[0]
+        assert tier in tiers.TIERS, path
+
+
+def test_test_file_names_are_unique_across_the_tiers() -> None:
+    """pytest imports each test file under its bare name: two of one name would collide."""
+    names = [p.name for p in TESTS.rglob("test_*.py") if "compat" not in p.relative_to(TESTS).parts[:1]]
+    assert sorted(names) == sorted(set(names))
