@@ -378,10 +378,32 @@ def test_codex_idle_wake_through_codex_queue_and_quit_ends_the_session(cli, worl
         runs = world.kairos_json("history")["runs"]
         assert any("codex queue" in str(r.get("reason")) and r.get("outcome") == "delivered" for r in runs), runs
 
+        # Typed turns for consolidation to learn from once the TUI quits.
+        for prompt in ("from now on always use pnpm for installs", "remember that the staging database is read only"):
+            asked = len(world.model.conversation())
+            world.type(prompt, enter=False)
+            wait_for(lambda p=prompt: p in world.screen(), "the typed prompt on screen", 30)
+
+            def answered(asked: int = asked) -> bool:
+                world.tmux("send-keys", "-t", "cli", "Enter")
+                time.sleep(2)
+                return len(world.model.conversation()) > asked
+
+            wait_for(answered, "the typed prompt to reach the model", 60)
+        wait_for(lambda: not world.kairos_json("sessions")["sessions"][0]["in_turn"], "the turn to end", 60)
+
         world.type("/quit", enter=False)
         wait_for(lambda: "/quit" in world.screen(), "/quit typed", 30)
         world.tmux("send-keys", "-t", "cli", "Enter")
         wait_for(lambda: not world.kairos_json("sessions")["sessions"], "the quit session to end", 30)
+
+        def learned() -> list[dict[str, object]]:
+            board = world.kairos_json("board", "show")
+            items = board.get("entries", []) if isinstance(board, dict) else board
+            return [e for e in items if "staging database" in json.dumps(e)]
+
+        found = wait_for(learned, "the quit session to be consolidated", 120)
+        assert found[0]["source_agent"] == "codex"
         before = len(world.model.conversation())
         world.kairos("add", "--in", "1s", "--session-target", sid, "--fallback", "drop", "SAY:late")
         time.sleep(8)
