@@ -30,7 +30,7 @@ from environment_support import suite_setting
 
 from compat import clis
 from compat.capture import capture
-from compat.fakemodel import FakeModel
+from compat.fakemodel import FakeModel, last_user_text
 from kairosd import testing
 
 UNSUPPORTED = "unsupported: "
@@ -133,6 +133,35 @@ def merged_results(
 
 def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
     return testing.wait_for(condition, what, timeout, poll=0.1)
+
+
+def due_during_a_held_turn(world: World, typed: str) -> str:
+    """Type ``typed`` (a ``HOLD`` prompt) into the running TUI and, while the fake model holds that turn, make a
+    prompt (``SAY:second``) due for the project: return the text the model then receives for it."""
+    world.model.hold()
+    try:
+        world.type(typed, enter=False)
+        wait_for(lambda: typed in world.screen(), "the typed prompt on screen", 60)
+
+        def submitted() -> bool:  # a TUI may take the Enter only once it has read the pasted line
+            world.tmux("send-keys", "-t", "cli", "Enter")
+            return world.model.held.wait(5)
+
+        try:
+            wait_for(submitted, "the held turn to reach the model", 120)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{world.screen()}") from None
+        wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 60)
+        world.kairos("add", "--in", "1s", "--project", str(world.project), "--fallback", "drop", "SAY:second")
+        wait_for(lambda: any(s.get("pending") for s in world.kairos_json("sessions")["sessions"]), "a pending prompt")
+    finally:
+        world.model.release()
+    delivered = wait_for(
+        lambda: [u for u in (last_user_text(r) or "" for r in world.model.conversation()) if "SAY:second" in u],
+        "the due prompt to reach the model",
+        120,
+    )
+    return str(delivered[0])
 
 
 def kairos_script() -> str:

@@ -16,7 +16,7 @@ import time
 import pytest
 from environment_support import suite_setting
 
-from compat.conftest import UNSUPPORTED, wait_for
+from compat.conftest import UNSUPPORTED, due_during_a_held_turn, wait_for
 from compat.fakemodel import last_user_text, tool_names
 
 NO_IDLE_WAKE = {
@@ -128,29 +128,7 @@ def test_a_prompt_due_during_an_interactive_turn_is_the_next_request(cli, world_
     world.start_daemon()
     world.integrate(*{"claude": ["--no-rewake"], "copilot": ["--no-idle-wake"]}.get(cli, []))
     start_tui(world)
-    world.model.hold()
-    try:
-        world.type("HOLD SAY:first", enter=False)
-        wait_for(lambda: "HOLD SAY:first" in world.screen(), "the typed prompt on screen", 30)
-
-        def submitted() -> bool:  # a TUI may take the Enter only once it has read the pasted line
-            world.tmux("send-keys", "-t", "cli", "Enter")
-            return world.model.held.wait(5)
-
-        try:
-            wait_for(submitted, "the turn to reach the model", 120)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{world.screen()}") from None
-        wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 60)
-        world.kairos("add", "--in", "1s", "--project", str(world.project), "--fallback", "drop", "SAY:second")
-        wait_for(lambda: any(s.get("pending") for s in world.kairos_json("sessions")["sessions"]), "a pending prompt")
-    finally:
-        world.model.release()
-    delivered = wait_for(
-        lambda: [u for u in (last_user_text(r) or "" for r in world.model.conversation()) if "SAY:second" in u],
-        "the due prompt to reach the model",
-        120,
-    )
+    delivered = [due_during_a_held_turn(world, "HOLD SAY:first")]
     assert "carry out this scheduled task now" in delivered[0]
     wait_for(lambda: "second" in world.screen().split("HOLD SAY:first", 1)[-1], "the answer on screen", 60)
 
@@ -418,27 +396,7 @@ def test_codex_turn_end_delivery_in_the_tui(cli, world_factory):
     """The Codex TUI's turn end: a prompt due while a turn runs is the next request (its Stop hook)."""
     world, _sid = codex_tui(world_factory)
     try:
-        world.model.hold()
-        try:
-            world.type("HOLD SAY:first", enter=False)
-            wait_for(lambda: "HOLD SAY:first" in world.screen(), "the typed prompt on screen", 30)
-
-            def submitted() -> bool:  # a TUI may take the Enter only once it has read the pasted line
-                world.tmux("send-keys", "-t", "cli", "Enter")
-                return world.model.held.wait(5)
-
-            wait_for(submitted, "the turn to reach the model", 120)
-            world.kairos("add", "--in", "1s", "--project", str(world.project), "--fallback", "drop", "SAY:second")
-            wait_for(
-                lambda: any(s.get("pending") for s in world.kairos_json("sessions")["sessions"]), "a pending prompt"
-            )
-        finally:
-            world.model.release()
-        delivered = wait_for(
-            lambda: [u for u in (last_user_text(r) or "" for r in world.model.conversation()) if "SAY:second" in u],
-            "the due prompt to reach the model",
-            120,
-        )
+        delivered = [due_during_a_held_turn(world, "HOLD SAY:first")]
         assert "carry out this scheduled task now" in delivered[0]
         runs = wait_for(lambda: [r for r in world.kairos_json("history")["runs"] if r.get("outcome")], "the run")
         assert not any("codex queue" in str(r.get("reason")) for r in runs), runs  # the Stop hook, not a wake

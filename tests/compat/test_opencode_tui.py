@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from compat.conftest import World, wait_for
+from compat.conftest import World, due_during_a_held_turn, wait_for
 from compat.fakemodel import last_user_text
 
 
@@ -91,24 +91,6 @@ def test_a_prompt_due_during_a_tui_turn_follows_it(cli, world_factory):
     world = tui(world_factory)
     send(world, "SAY:first", 1)
     wait_for(lambda: world.kairos_json("sessions")["sessions"], "the session to register", 60)
-    world.model.hold()
-    try:
-        world.type("HOLD SAY:held", enter=False)
-        wait_for(lambda: "HOLD SAY:held" in world.screen(), "the typed prompt on screen", 60)
-
-        def submitted() -> bool:  # a TUI may take the Enter only once it has read the pasted line
-            world.tmux("send-keys", "-t", "cli", "Enter")
-            return world.model.held.wait(5)
-
-        wait_for(submitted, "the held turn to reach the model", 120)
-        world.kairos("add", "--in", "1s", "--project", str(world.project), "--fallback", "drop", "SAY:second")
-        wait_for(lambda: any(s.get("pending") for s in world.kairos_json("sessions")["sessions"]), "a pending prompt")
-    finally:
-        world.model.release()
-    delivered = wait_for(
-        lambda: [u for u in (last_user_text(r) or "" for r in world.model.conversation()) if "SAY:second" in u],
-        "the due prompt to reach the model",
-        120,
-    )
+    delivered = [due_during_a_held_turn(world, "HOLD SAY:held")]
     assert "carry out this scheduled task now" in delivered[0]
     wait_for(lambda: "second" in world.screen().split("HOLD SAY:held", 1)[-1], "the answer on screen", 60)
