@@ -1,4 +1,4 @@
-"""Every verb's ``--json`` output against its model in :mod:`kairos.documents` (issue 15, item 2).
+"""Every verb's ``--json`` output against its model in :mod:`kairosd.core.wire.verbs` (issue 15, item 2).
 
 The verbs run in-process against the harness kairosd (real service, scheduler,
 inbox and server on a socket) or, for the verbs that need none, on their own. A
@@ -18,8 +18,8 @@ from typing import Any, Union, get_args, get_origin
 import pytest
 from session_support import Kairosd, hook_home
 
-from kairos import documents
 from kairos.app import build_parser, run
+from kairosd.core.wire import verbs as documents
 from kairosd.scheduling.api import quarantine_routes
 from kairosd.store.quarantine import Quarantine
 

@@ -1,19 +1,15 @@
-"""The ``--json`` documents of ``kairos board ...`` and ``kairos consolidate``.
+"""Responses of the context board and consolidation (``kairos board ...``, ``kairos consolidate``).
 
-Part of the contract in :mod:`kairos.documents` (which gathers :data:`BOARD_DOCUMENTS` into
-its ``DOCUMENTS``). An entry is a board entry as ``kairosd.consolidation`` writes it; a
-consolidation run is a background task (:mod:`kairos.documents_tasks`).
-Must not import any kairos module that does I/O.
+An entry is a board entry as ``kairosd.consolidation`` writes it; a consolidation run is a background task
+(:mod:`kairosd.core.wire.registry`). Must not import any kairosd module outside :mod:`kairosd.core`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
-from kairos.document_base import Document, Record
-from kairos.documents_tasks import BackgroundTask, FullBackgroundTask
+from kairosd.core.wire.base import Document, Record
+from kairosd.core.wire.registry import BackgroundTask, FullBackgroundTask
 
 
 class BoardEntry(Record):
@@ -111,16 +107,3 @@ class ConsolidateRunDoc(Document):
     result: dict[str, Any] | None
     decision: ConsolidateDecisionDoc
     timed_out: bool
-
-
-BOARD_DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
-    "board show": BoardDoc,
-    "board add": BoardAddDoc,
-    "board rm": BoardRemovedDoc,
-    "board prune": BoardPruneDoc,
-    "board history": BoardHistoryDoc,
-    "board edit": BoardEntryDoc,
-    "board pin": BoardEntryDoc,
-    "board restore": BoardEntryDoc,
-    "consolidate": (ConsolidateDecisionDoc, ConsolidateRunDoc),
-}

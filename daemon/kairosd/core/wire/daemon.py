@@ -1,0 +1,178 @@
+"""Responses about the daemon itself: status, live sessions, the doctor's report, the timeline, export
+and reload, as kairosd answers them and ``kairos VERB --json`` prints them.
+
+Must not import any kairosd module outside :mod:`kairosd.core`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from kairosd.core.wire.base import Document, Record
+
+# ---- the daemon ---------------------------------------------------------------------------------
+
+
+class NextFire(Record):
+    task_id: str
+    planned_for: str
+
+
+class StatusDoc(Document):
+    """``kairos status --json``: GET /v1/status as kairosd answers it."""
+
+    model_config = ConfigDict(strict=True, extra="allow")  # features add their own sections (background, ...)
+    api_version: int
+    version: str
+    pid: int
+    started_at: str
+    uptime_s: float
+    default_tz: str
+    enabled: bool
+    disabled_reason: str | None
+    tasks: int
+    paused: int
+    deliveries_running: int
+    queued: int
+    next_fire: NextFire | None
+    store_error: str | None
+
+
+class SessionsDoc(Document):
+    sessions: list[dict[str, Any]]
+
+
+class DoctorAgent(Record):
+    name: str
+    kind: str
+    enabled: bool
+    found: bool
+    usable: bool
+    path: str | None
+    version: str | None
+    reason: str | None
+
+
+class DoctorDoc(Document):
+    model_config = ConfigDict(strict=True, extra="allow")
+    ok: bool
+    problems: list[str]
+    notes: list[str]
+    kairos_version: str
+    checked_by: str
+    agents: list[DoctorAgent]
+    usable_agents: list[str]
+    config: dict[str, Any]
+    paths: dict[str, str]
+
+
+# ---- export ---------------------------------------------------------------------------------------
+
+
+class ExportFile(Record):
+    name: str
+    text: str
+
+
+class ExportedTask(Record):
+    task_id: str
+    files: list[ExportFile]
+    warnings: list[str]
+
+
+class RefusedTask(Record):
+    task_id: str
+    reason: str
+
+
+class ExportDoc(Document):
+    """``kairos export --json``: POST /v1/export's answer; with ``--out``, also the paths written."""
+
+    engine: str
+    exports: list[ExportedTask]
+    refused: list[RefusedTask]
+    written: list[str] | None = None
+
+
+class TimelineRun(Record):
+    run_id: str
+    at: str
+    scheduled_for: str
+    outcome: str  # delivered, late (caught up), failed, skipped, missed or running
+    late_by_s: float
+    manual: bool
+    reason: str | None
+
+
+class TimelineMissed(Record):
+    at: str
+    count: int
+    reason: str
+    action: str
+
+
+class TimelineTask(Record):
+    id: str
+    name: str | None
+    tz: str
+    schedule: str | None
+    paused: bool
+    capped: bool  # more fires in the window than the cap: only the first cap are listed
+    planned: list[str] | None = None  # planned instants (jitter included); without bins
+    planned_bins: list[list[int]] | None = None  # [slice, count]; with bins
+    planned_count: int | None = None
+    runs: list[TimelineRun]
+    missed: list[TimelineMissed]
+
+
+class DstChange(Record):
+    at: str
+    before: str
+    after: str
+
+
+class TimelineDoc(Document):
+    """``kairos timeline --json``: GET /v1/timeline's answer (kairosd.scheduling.timeline)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    to: str
+    now: str
+    cap: int
+    bins: int | None
+    capped: list[str]
+    tasks: list[TimelineTask]
+    dst: dict[str, list[DstChange]]
+    downtime: list[list[str]]  # [from, to] spans kairosd was down, derived (see downtime_source)
+    downtime_source: str
+    started_at: str
+
+
+class ReloadDoc(Document):
+    """``daemon reload``: what kairosd applied from config.toml, and what needs a restart."""
+
+    ok: bool
+    error: str | None
+    applied: list[str]
+    needs_restart: list[str]
+
+
+class StoppingDoc(Document):
+    """``POST /v1/shutdown``: answered before kairosd stops."""
+
+    stopping: bool
+
+
+class DoctorAnswer(Document):
+    """``GET /v1/doctor``: the doctor's report from the daemon's side (``checked_by`` is ``kairosd``)."""
+
+    doctor: DoctorDoc
+
+
+class ReloadAnswer(Document):
+    """``POST /v1/reload``: what kairosd applied from config.toml (``kairos daemon reload`` prints the inside)."""
+
+    reload: ReloadDoc
