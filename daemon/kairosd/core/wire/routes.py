@@ -15,12 +15,15 @@ from pydantic import BaseModel
 
 from kairosd.core.wire import board, daemon, registry, tasks
 
-RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
+# A route whose answer has more than one shape (chosen by the query) names each, the default first.
+Answer = type[BaseModel] | tuple[type[BaseModel], ...]
+
+RESPONSES: dict[tuple[str, str], Answer] = {
     ("status", "GET"): daemon.StatusDoc,
     ("shutdown", "POST"): daemon.StoppingDoc,
     ("doctor", "GET"): daemon.DoctorAnswer,
     ("reload", "POST"): daemon.ReloadAnswer,
-    ("tasks", "GET"): tasks.ListDoc,
+    ("tasks", "GET"): (tasks.ListDoc, tasks.SummaryListDoc),  # view=summary: the second
     ("tasks", "POST"): tasks.AddDoc,
     ("task", "GET"): tasks.TaskDoc,
     ("task", "PATCH"): tasks.EditDoc,
@@ -73,3 +76,8 @@ UNTYPED: dict[tuple[str, str], str] = {
     ("consolidation", "GET"): "running and pending runs and the latest decisions; not described yet",
     ("consolidation_run", "GET"): "a run's task record and the worker's result; not described yet",
 }
+
+
+def models_of(answer: Answer) -> tuple[type[BaseModel], ...]:
+    """The models of an answer in :data:`RESPONSES`, the default first."""
+    return answer if isinstance(answer, tuple) else (answer,)

@@ -107,6 +107,30 @@ class ListDoc(Document):
     tasks: list[TaskView]
 
 
+class TaskSummary(Record):
+    """A task in ``GET /v1/tasks?view=summary``: only what a table shows (``kairos list`` without ``--json``).
+
+    ``target`` is its kind and the one field a table names (a shell's argv[0], an agent, a URL, a session).
+    """
+
+    id: str
+    name: str | None
+    prompt: str  # the first 200 characters
+    cron: str | None
+    at: str | None
+    recurring: bool
+    tz: str
+    target: dict[str, Any]
+    status: str
+    paused_reason: str | None
+    planned_for: str | None
+    running: bool
+
+
+class SummaryListDoc(Document):
+    tasks: list[TaskSummary]
+
+
 class SetAside(Record):
     """A record the store could not use: its id (None if it had no string id), why, and the record as it was."""
 
