@@ -10,16 +10,21 @@ validate per request. ``openapi.json`` shows the same models, and a test here ch
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from consolidation_support import write_transcript
 from pydantic import BaseModel, ValidationError
-from registry_support import FakeAdapter, fake_agent
+from registry_support import FakeAdapter, fake_agent, run
 from session_support import Kairosd, hook_home
+from test_consolidation_api import _api as _consolidation_api
+from test_consolidation_service import Harness
 
 from kairos.client import Client
+from kairosd.api.server import Request, Response
 from kairosd.core.protocol import PREFIX, ROUTES, route_path
 from kairosd.core.wire import routes, tasks
 from kairosd.scheduling.api import quarantine_routes
@@ -89,7 +94,21 @@ def test_each_route_answers_its_model(kd, tmp_path):
     answer("POST", "export", {"to": "systemd", "all": True})
     answer("GET", "doctor")
     answer("POST", "reload")
-    answer("GET", "sessions")
+    session = {"agent": "claude", "cwd": str(tmp_path)}
+    answer("POST", "sessions", {**session, "session_id": "s-1"})
+    held = answer(
+        "POST", "tasks", {"prompt": "for s-1", "cron": "0 4 * * *", "target": {"kind": "session", "session_id": "s-1"}}
+    )
+    kd.fire(held["task"]["id"])  # held for the session's next turn
+    assert answer("GET", "sessions")["sessions"][0]["pending"] == 1
+    hooked = answer("POST", "session_hook", {**session, "event": "prompt"}, id="s-1")
+    assert [i["task_id"] for i in hooked["items"]] == [held["task"]["id"]]
+    run_ids = [i["run_id"] for i in hooked["items"]]
+    assert answer("POST", "session_ack", {"agent": "claude", "claim": hooked["claim"], "run_ids": run_ids}, id="s-1")
+    assert answer("GET", "session_next", query={"agent": "claude", "timeout": "0"}, id="s-1")["item"] is None
+    assert answer("POST", "session_end", {"agent": "claude"}, id="s-1")["ended"] is True
+    ended = client.call("POST", route_path("session_hook", id="s-2"), {**session, "event": "end"})
+    routes.models_of(routes.RESPONSES[("session_hook", "POST")])[1].model_validate(ended)  # the end's answer
     assert [e["id"] for e in answer("GET", "quarantine")["entries"]] == ["bad0bad0", None]
 
     started = answer("POST", "registry", {"agent": "fake", "prompt": "hi"})["task"]
@@ -108,6 +127,7 @@ def test_each_route_answers_its_model(kd, tmp_path):
     cwd = str(project)
     handover = {"agent": "codex", "session_id": "s1", "cwd": cwd}
     assert answer("POST", "consolidate", handover)["status"] == "skipped"  # consolidation is off here
+    assert [d["outcome"] for d in answer("GET", "consolidation")["recent"]] == ["skipped"]
     entry = answer("POST", "board", {"cwd": cwd, "text": "Use pnpm, not npm."})["entry"]
     answer("GET", "board", query={"cwd": cwd})
     answer("GET", "board", query={"cwd": cwd, "all": "1"})
@@ -118,7 +138,34 @@ def test_each_route_answers_its_model(kd, tmp_path):
 
     assert answer("DELETE", "task", id=added["id"])["removed"] == [added["id"]]
     answer("POST", "shutdown")
-    assert checked == set(routes.RESPONSES)
+    assert checked == set(routes.RESPONSES) - {("consolidation_run", "GET")}  # the next test's
+
+
+def test_a_consolidation_run_answers_its_model(tmp_path):
+    """``GET /v1/consolidation/runs/ID`` needs a run, so consolidation on: the consolidation tests' harness."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        api = _consolidation_api(h)
+        transcript = write_transcript(tmp_path / "t", "claude", str(h.project))
+        body = {"agent": "claude", "session_id": "s1", "transcript_path": str(transcript), "cwd": str(h.project)}
+        started = await api.handle(Request("POST", "/v1/consolidate", {}, body, 0))
+        assert isinstance(started, Response)
+        routes.models_of(routes.RESPONSES[("consolidate", "POST")])[0].model_validate(_wire(started.body))
+        await h.settled(started.body["run"]["id"])
+        for name, path in [("consolidation_run", f"/v1/consolidation/runs/{started.body['run']['id']}"),
+                           ("consolidation", "/v1/consolidation")]:  # fmt: skip
+            answered = await api.handle(Request("GET", path, {}, None, 0))
+            assert isinstance(answered, Response)
+            routes.models_of(routes.RESPONSES[(name, "GET")])[0].model_validate(_wire(answered.body))
+        await h.stop()
+
+    run(main())
+
+
+def _wire(body: Any) -> Any:
+    """A handler's answer as a client gets it: through JSON."""
+    return json.loads(json.dumps(body))
 
 
 def test_an_answer_of_the_wrong_shape_is_refused():
@@ -166,3 +213,20 @@ def test_openapi_documents_each_route_s_answer_as_its_model(kd):
         assert components[model_name] == schema, model_name
         for nested_name, nested_schema in nested.items():
             assert components[nested_name] == nested_schema, nested_name
+
+
+def test_each_free_form_field_is_named_in_the_wire_docstring():
+    """``dict[str, Any]`` (or ``Any``) only where the data is free-form, and each such field named once."""
+    import kairosd.core.wire
+    from kairosd.core.wire import board, daemon, local, registry
+
+    free = set()
+    for module in (tasks, daemon, registry, board, local):
+        for model in vars(module).values():
+            if isinstance(model, type) and issubclass(model, BaseModel) and model.__module__ == module.__name__:
+                for name, field in model.model_fields.items():
+                    if "Any" in str(field.annotation) and name not in getattr(model.__base__, "model_fields", {}):
+                        free.add(f"{model.__name__}.{name}")
+    assert free, "the walk found no field at all"
+    named = set(re.findall(r"\b([A-Z]\w+\.\w+)\b", kairosd.core.wire.__doc__ or ""))
+    assert free == named

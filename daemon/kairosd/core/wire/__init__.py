@@ -25,13 +25,14 @@ Pydantic is imported by every module here, so nothing on the CLI's hot paths (``
 (docs/performance.md, tests/test_import_budget.py).
 
 Free-form on purpose (``dict[str, Any]`` or ``Any``), and only here:
-    TaskView.meta, RunView.target, TaskView.target   a task's meta is the caller's; a target's extras
-                                                      depend on its kind (inbox, shell, agent, webhook)
-    BackgroundTask.permissions                        the agent's permission spec, as the config names it
-    SetAside.record                                   a stored record the store could not read, as it was
-    DoctorDoc.config                                  the config file's sections, as written
-    ConsolidateRunDoc.result                          the consolidation worker's own report
-    SessionsDoc.sessions                              a live session record, whose keys vary by agent
+    TaskView.meta                        a task's meta belongs to whoever added the task
+    TaskView.target, RunView.target,     a target's fields depend on its kind (inbox, session, shell,
+    TaskSummary.target                   agent, webhook: kairosd.core.models), and a summary keeps one
+    BackgroundTask.permissions           the agent's permission spec, as the config names it
+    SetAside.record                      a stored record the store could not read, as it was
+    DoctorDoc.config                     the config file's sections, as written
+    ConsolidateRunDoc.result,            the consolidation worker's own report (kairosd.consolidation.worker)
+    ConsolidationRunDoc.result
 
 Must not import any kairosd module outside :mod:`kairosd.core`.
 """

@@ -41,6 +41,11 @@ RESPONSES: dict[tuple[str, str], Answer] = {
     ("quarantine", "GET"): tasks.ProblemsDoc,
     ("export", "POST"): daemon.ExportDoc,
     ("sessions", "GET"): daemon.SessionsDoc,
+    ("sessions", "POST"): daemon.SessionDoc,
+    ("session_hook", "POST"): (daemon.HookAnswer, daemon.EndedDoc),  # event "end": the second
+    ("session_ack", "POST"): tasks.AckDoc,
+    ("session_end", "POST"): daemon.EndedDoc,
+    ("session_next", "GET"): daemon.NextItemDoc,
     ("registry", "GET"): registry.BackgroundListDoc,
     ("registry", "POST"): registry.BackgroundTaskDoc,
     ("registry_task", "GET"): registry.BackgroundTaskDoc,
@@ -50,6 +55,8 @@ RESPONSES: dict[tuple[str, str], Answer] = {
     ("registry_send", "POST"): registry.BackgroundTaskDoc,
     ("registry_close", "POST"): registry.BackgroundTaskDoc,
     ("consolidate", "POST"): board.ConsolidateDecisionDoc,
+    ("consolidation", "GET"): board.ConsolidationStatusDoc,
+    ("consolidation_run", "GET"): board.ConsolidationRunDoc,
     ("board", "GET"): board.BoardDoc,
     ("board", "POST"): board.BoardAddDoc,
     ("board_prune", "POST"): board.BoardPruneDoc,
@@ -68,13 +75,6 @@ STREAMS: dict[tuple[str, str], type[BaseModel]] = {
 UNTYPED: dict[tuple[str, str], str] = {
     ("openapi", "GET"): "the OpenAPI document itself",
     ("events", "GET"): "a stream of events of many kinds (kairosd.core.events), one JSON line each",
-    ("sessions", "POST"): "the session record (kairosd.sessions), not described yet",
-    ("session_hook", "POST"): "the hook's claim and items, read by kairos hook on its hot path; not described yet",
-    ("session_ack", "POST"): "the hook's acknowledgement; not described yet",
-    ("session_end", "POST"): "the session's end report; not described yet",
-    ("session_next", "GET"): "the waiter's next item or null; not described yet",
-    ("consolidation", "GET"): "running and pending runs and the latest decisions; not described yet",
-    ("consolidation_run", "GET"): "a run's task record and the worker's result; not described yet",
 }
 
 
