@@ -83,6 +83,13 @@ def test_each_route_answers_its_model(kd, tmp_path):
     answer("POST", "task_resume", id=added["id"])
     run_id = answer("POST", "task_run", id=added["id"])["run"]["run_id"]
     assert [r["run_id"] for r in answer("GET", "runs", query={"task": added["id"]})["runs"]] == [run_id]
+    # A one-shot whose time passed while it was paused, resumed with catch-up skip: a run never dispatched.
+    late = answer("POST", "tasks", {"prompt": "late", "in": "1m", "catch_up": "skip"})["task"]["id"]
+    answer("POST", "task_pause", id=late)
+    kd.clock.advance(120)
+    assert answer("POST", "task_resume", id=late)["task"]["caught_up"]["action"] == "missed"
+    missed_runs = [r for r in answer("GET", "runs", query={"task": late})["runs"] if r["dispatched_at"] is None]
+    assert missed_runs, "no run that was never dispatched"
     answer("GET", "missed")
     answer("DELETE", "missed")
     answer("GET", "timeline", query={"span": "86400"})

@@ -160,7 +160,7 @@ class RunView(Record):
     task_name: str | None
     scheduled_for: str
     planned_for: str
-    dispatched_at: str
+    dispatched_at: str | None  # None: never dispatched (a missed fire recorded as a run)
     started_at: str | None
     finished_at: str | None
     outcome: str | None
