@@ -688,14 +688,20 @@ def test_pause_resume_run(fake, capsys):
 
 
 def _run_record(**over: Any) -> dict[str, Any]:
+    """A run as GET /v1/runs lists it (kairosd.core.wire.tasks.RunView: history reads it typed)."""
     record: dict[str, Any] = {
         "run_id": "r0123456789ab",
         "task_id": "3f2a9c1d",
+        "task_name": None,
         "scheduled_for": "2026-11-23T08:00:00Z",
         "planned_for": "2026-11-23T08:00:00Z",
+        "dispatched_at": "2026-11-23T08:00:00Z",
         "started_at": "2026-11-23T08:00:01Z",
+        "finished_at": "2026-11-23T08:00:02Z",
         "outcome": "delivered",
         "reason": None,
+        "target": {"kind": "inbox", "session": "default"},
+        "output_path": None,
         "exit_code": None,
         "late_by_s": 0.0,
         "catch_up": False,
@@ -754,27 +760,28 @@ def test_history_empty_and_bad_n(fake, capsys):
     assert _run(capsys, "history", "-n", "0")[0] == 2
 
 
+def _missed_record(**over: Any) -> dict[str, Any]:
+    """A missed record as GET /v1/missed lists it (kairosd.core.wire.tasks.MissedView: missed reads it typed)."""
+    record: dict[str, Any] = {
+        "id": "m1",
+        "task_id": "3f2a9c1d",
+        "task_name": None,
+        "prompt": "summarise open PRs",
+        "schedule": "0 9 * * 1-5",
+        "scheduled_for": "2026-11-23T08:00:00Z",
+        "first_scheduled_for": None,
+        "count": 3,
+        "detected_at": "2026-11-23T10:00:00Z",
+        "reason": "daemon was not running",
+        "action": "surfaced",
+    }
+    record.update(over)
+    return record
+
+
 def test_missed_and_clear(fake, capsys):
     """`missed` prints a table; `missed --clear` sends DELETE and prints the count."""
-    fake.routes[("GET", "/v1/missed")] = (
-        200,
-        {
-            "missed": [
-                {
-                    "id": "m1",
-                    "task_id": "3f2a9c1d",
-                    "task_name": None,
-                    "prompt": "summarise open PRs",
-                    "schedule": "0 9 * * 1-5",
-                    "scheduled_for": "2026-11-23T08:00:00Z",
-                    "count": 3,
-                    "detected_at": "2026-11-23T10:00:00Z",
-                    "reason": "daemon was not running",
-                    "action": "surfaced",
-                }
-            ]
-        },
-    )
+    fake.routes[("GET", "/v1/missed")] = (200, {"missed": [_missed_record()]})
     fake.routes[("DELETE", "/v1/missed")] = (200, {"cleared": 3})
     code, out, _ = _run(capsys, "missed")
     assert code == 0
@@ -787,11 +794,27 @@ def test_missed_and_clear(fake, capsys):
     assert _run(capsys, "missed")[:2] == (0, "nothing missed\n")
 
 
+@pytest.mark.parametrize(
+    ("verb", "path", "answer", "where"),
+    [
+        ("history", "/v1/runs?limit=20", {"runs": [{"run_id": "r1", "task_id": "t1"}]}, "runs.0.task_name"),
+        ("missed", "/v1/missed", {"missed": [_missed_record(count="3")]}, "missed.0.count"),
+        ("sessions", "/v1/sessions", {"sessions": [{"agent": "claude", "session_id": "s1"}]}, "sessions.0.cwd"),
+    ],
+)
+def test_an_answer_of_another_shape_is_one_clear_error(fake, capsys, verb, path, answer, where):
+    """A verb that reads kairosd's answer typed says which key is wrong, not a table of "?" (issue 25)."""
+    fake.routes[("GET", path)] = (200, answer)
+    code, out, err = _run(capsys, verb)
+    assert (code, out) == (1, "")
+    assert f"kairosd answered GET {path.partition('?')[0]} in a shape this kairos does not know ({where}:" in err
+    assert len(err.splitlines()) == 1
+
+
 def test_missed_cuts_a_long_reason_to_the_terminal(fake, capsys, monkeypatch):
     """A 100-character REASON is cut to a third of the terminal; ACTION and the prompt stay on the line."""
     reason = "clock jumped forward by 6d 3h 12m 5s (suspend?); " + "x" * 60
-    record = {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00Z", "count": 1, "reason": reason,
-              "action": "surfaced", "prompt": "summarise open PRs"}  # fmt: skip
+    record = _missed_record(count=1, reason=reason)
     fake.routes[("GET", "/v1/missed")] = (200, {"missed": [record]})
     monkeypatch.setenv("COLUMNS", "120")
     _at_terminal(monkeypatch)
@@ -805,8 +828,7 @@ def test_missed_cuts_a_long_reason_to_the_terminal(fake, capsys, monkeypatch):
 @pytest.mark.parametrize("argv", [["missed"], ["missed", "--wide"]])
 def test_missed_keeps_the_reason_whole_when_piped_or_wide(fake, capsys, monkeypatch, argv):
     reason = "clock jumped forward by 6d 3h 12m 5s (suspend?); " + "x" * 60
-    record = {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00Z", "count": 1, "reason": reason,
-              "action": "surfaced", "prompt": "summarise open PRs"}  # fmt: skip
+    record = _missed_record(count=1, reason=reason)
     fake.routes[("GET", "/v1/missed")] = (200, {"missed": [record]})
     monkeypatch.setenv("COLUMNS", "120")
     if "--wide" in argv:
