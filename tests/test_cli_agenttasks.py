@@ -401,8 +401,11 @@ LISTINGS = [
         ["history"],
         "/v1/runs?limit=20",
         "runs",
-        {"run_id": "r1", "task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00+01:00",
-         "outcome": "failed", "manual": True, "late_by_s": 90, "exit_code": 2, "reason": "boom"},
+        {"run_id": "r1", "task_id": "3f2a9c1d", "task_name": None, "scheduled_for": "2026-11-23T08:00:00+01:00",
+         "planned_for": "2026-11-23T08:00:00+01:00", "dispatched_at": "2026-11-23T08:01:30+01:00",
+         "started_at": None, "finished_at": "2026-11-23T08:01:31+01:00", "target": {"kind": "shell"},
+         "output_path": None, "catch_up": False, "outcome": "failed", "manual": True, "late_by_s": 90.0,
+         "exit_code": 2, "reason": "boom"},
         [
             "RUN  TASK      SCHEDULED                  OUTCOME          LATE   REASON/EXIT",
             "r1   3f2a9c1d  2026-11-23 07:00:00+00:00  failed (manual)  1m30s  exit 2; boom",
@@ -414,7 +417,8 @@ LISTINGS = [
         "/v1/missed",
         "missed",
         {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T09:00:00+00:00", "count": 3,
-         "reason": "kairosd was not running", "action": "skipped", "task_name": "standup"},
+         "reason": "kairosd was not running", "action": "skipped", "task_name": "standup", "prompt": "p",
+         "schedule": "0 9 * * *", "first_scheduled_for": None, "detected_at": "2026-11-23T10:00:00+00:00"},
         [
             "TASK      LAST MISSED                COUNT  REASON                   ACTION   NAME/PROMPT",
             "3f2a9c1d  2026-11-23 09:00:00+00:00  3      kairosd was not running  skipped  standup",
@@ -426,7 +430,8 @@ LISTINGS = [
         "/v1/sessions",
         "sessions",
         {"agent": "claude", "session_id": "s1", "last_active": "2026-11-23T10:00:00+01:00", "pending": 1,
-         "cwd": "/src/app"},
+         "cwd": "/src/app", "transcript_path": None, "registered_at": "2026-11-23T09:00:00+01:00",
+         "expires_at": "2026-11-23T11:00:00+01:00", "in_turn": False},
         [
             "AGENT   SESSION  LAST ACTIVE                PENDING  CWD",
             "claude  s1       2026-11-23 10:00:00+01:00  1        /src/app",
@@ -454,14 +459,16 @@ LISTINGS = [
 def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_json(
     fake, capsys, argv, route, key, entry, table, empty
 ):
-    doc = {key: [entry], "project": "/src/app"}
+    # Whole answers as kairosd gives them: history, missed and sessions read theirs as their models.
+    project = {"project": "/src/app"} if argv[0] in ("task", "board") else {}
+    doc = {key: [entry], **project}
     route = route.format(cwd=Path.cwd())  # the home: the fixture's working folder
     fake.routes[("GET", route)] = (200, doc)
     assert run(argv) == 0
     assert capsys.readouterr().out.splitlines() == table
     assert run([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == doc
-    fake.routes[("GET", route)] = (200, {key: [], "project": "/src/app"})
+    fake.routes[("GET", route)] = (200, {key: [], **project})
     assert run(argv) == 0
     assert capsys.readouterr().out == empty + "\n"
 
