@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from test_cli_verbs import ANY_QUERY, FakeDaemon, Recorded, Stream
+from test_cli_verbs import _task as _task_view
 
 from kairos.app import run
 
@@ -333,7 +334,7 @@ def test_send_and_close(fake, capsys, monkeypatch):
 
 
 def _add(fake: FakeDaemon, capsys, *argv: str) -> tuple[int, str, dict[str, Any] | None]:
-    task = {"id": "3f2a9c1d", "cron": None, "tz": "UTC", "explanation": "once", "next_fires": [], "target": {}}
+    task = _task_view(cron=None, tz="UTC", explanation="once", next_fires=[], target={}, note=None)
     fake.routes[("POST", "/v1/tasks")] = (201, {"task": task})
     try:
         code = run(["add", *argv])

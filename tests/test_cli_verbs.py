@@ -206,6 +206,7 @@ def _task(**over: Any) -> dict[str, Any]:
         "last_fired_at": None,
         "last_scheduled_for": None,
         "paused": False,
+        "paused_reason": None,
         "expires_after_days": None,
         "permanent": False,
         "catch_up": "once",
@@ -993,9 +994,9 @@ def test_import(fake, capsys, home):
     fake.routes[("POST", "/v1/import")] = (
         200,
         {
-            "imported": [_task()],
+            "imported": [_task(on_import="")],
             "skipped": [{"id": "aaaabbbb", "reason": "a task with this id already exists"}],
-            "rejected": [{"index": 2, "reason": "missing 'cron'"}],
+            "rejected": [{"index": 2, "id": None, "reason": "missing 'cron'"}],
         },
     )
     code, out, _ = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
@@ -1204,8 +1205,8 @@ def test_daemon_start_then_stop(home, capsys, monkeypatch):
 
 
 def test_cli_edit_sends_only_what_changes(fake, capsys) -> None:
-    view = {"id": "3f2a9c1d", "cron": "30 8 * * 1-5", "tz": "UTC", "recurring": True, "explanation": "At 08:30",
-            "next_fires": [], "changed": ["jitter", "schedule"]}  # fmt: skip
+    view = _task(cron="30 8 * * 1-5", tz="UTC", explanation="At 08:30", next_fires=[], changed=["jitter", "schedule"],
+                 note=None)  # fmt: skip
     fake.routes[("PATCH", "/v1/tasks/3f2a")] = (200, {"task": view})
     code = run(["edit", "3f2a", "--cron", "30 8 * * 1-5", "--jitter", "claude"])
     out, err = capsys.readouterr()
@@ -1258,7 +1259,8 @@ def test_import_of_more_than_one_request_carries_goes_in_batches(fake, capsys, h
     path, tasks = _claude_file(home, 12_000)
 
     def answer(req: Any) -> tuple[int, dict[str, Any]]:
-        return 200, {"imported": [], "skipped": [], "rejected": [{"index": 0, "reason": "first of its batch"}]}
+        rejected = [{"index": 0, "id": None, "reason": "first of its batch"}]
+        return 200, {"imported": [], "skipped": [], "rejected": rejected}
 
     fake.routes[("POST", "/v1/import")] = answer
     code, out, _ = _run(capsys, "import", str(path), "--tz", "UTC", "--allow-hidden")

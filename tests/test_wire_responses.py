@@ -179,7 +179,8 @@ def test_an_answer_of_the_wrong_shape_is_refused():
     """The models catch what the tests above exist for: a listing whose task lost a key, a flag as 0."""
     view = {"id": "t1", "prompt": "p", "cron": None, "at": "2026-01-01T00:00:00Z", "recurring": False, "tz": "UTC",
             "target": {"kind": "inbox"}, "name": None, "created_at": "t", "created_by": "cli", "last_fired_at": None,
-            "last_scheduled_for": None, "paused": False, "expires_after_days": None, "permanent": False,
+            "last_scheduled_for": None, "paused": False, "paused_reason": None, "expires_after_days": None,
+            "permanent": False,
             "catch_up": "once", "jitter": "none", "overlap": "skip", "meta": {}, "status": "scheduled",
             "schedule": "once", "explanation": "once", "next_fires": [], "planned_for": None,
             "running": False}  # fmt: skip

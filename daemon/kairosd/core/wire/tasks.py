@@ -34,6 +34,7 @@ class TaskView(Record):
     last_fired_at: str | None
     last_scheduled_for: str | None
     paused: bool
+    paused_reason: str | None  # why kairos paused it itself (a target that keeps failing); None if a person did
     expires_after_days: int | None
     permanent: bool
     catch_up: str
