@@ -958,7 +958,16 @@ STATUS = {
     "deliveries_running": 0,
     "queued": 0,
     "next_fire": {"task_id": "3f2a9c1d", "planned_for": "2026-11-23T08:00:00Z"},
-}
+    "store_error": None,
+    "last_clock_jump": None,
+    "wakeups": 12,
+    "overlap_default": "skip",
+    "background": {"tasks": {"running": 1, "idle": 0}, "slots": {"limit": 4, "in_use": 1, "waiting": 0, "lent": 0},
+                   "max_depth": 3},
+    "sessions": {"live": 1, "pending": 0, "waiters": 0, "ttl_s": 86400.0},
+    "consolidation": {"enabled": False, "mode": "auto", "min_interval_minutes": 10.0, "min_user_turns": 3,
+                      "running": {}, "pending": {}, "recent": []},
+}  # fmt: skip
 
 
 def test_status(fake, capsys):
@@ -974,6 +983,7 @@ def test_status(fake, capsys):
         "zone:       Europe/Berlin",
         "socket:     /run/user/1000/kairos/kairosd.sock",
         "store:      /home/u/.local/state/kairos/scheduled_tasks.json",
+        "background: 1 running; slots 1/4",
     ]
     assert json.loads(_run(capsys, "status", "--json")[1]) == STATUS
 

@@ -173,6 +173,9 @@ SAME_NAME_OTHER_TYPE = {
     "task": "add's TaskView also carries the add's note (AddedTask); in task ..., a background task",
     "entries": "a list of objects in both: a board's entries in board show, the records set aside in list "
     "--problems (the quarantine file's own name for them)",
+    "sessions": "the list of live sessions in sessions; in status, the sessions' section (counts)",
+    "consolidation": "in status, consolidation's section (as GET /v1/consolidation); in integrate, the sentence "
+    "saying how the agent's ended sessions are consolidated",
     "run": "the run the verb started, an object in both: a scheduled task's run in run, the consolidation run "
     "(a background task, as task list shows it) in consolidate",
 }

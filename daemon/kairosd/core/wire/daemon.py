@@ -11,6 +11,8 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from kairosd.core.wire.base import Document, Record
+from kairosd.core.wire.board import ConsolidationStatusDoc
+from kairosd.core.wire.registry import RegistryInfo
 
 # ---- the daemon ---------------------------------------------------------------------------------
 
@@ -20,10 +22,28 @@ class NextFire(Record):
     planned_for: str
 
 
-class StatusDoc(Document):
-    """``kairos status --json``: GET /v1/status as kairosd answers it."""
+class ClockJump(Record):
+    """The last jump of the wall clock kairosd noticed (a suspend, a manual change): when, and by how much."""
 
-    model_config = ConfigDict(strict=True, extra="allow")  # features add their own sections (background, ...)
+    at: str
+    drift_s: float
+
+
+class SessionsInfo(Record):
+    live: int
+    pending: int  # items held for a live session's next turn
+    waiters: int
+    ttl_s: float
+
+
+class QuarantineInfo(Record):
+    count: int
+    path: str
+
+
+class StatusDoc(Document):
+    """``kairos status --json``: GET /v1/status as kairosd answers it; each feature has its own section."""
+
     api_version: int
     version: str
     pid: int
@@ -38,6 +58,15 @@ class StatusDoc(Document):
     queued: int
     next_fire: NextFire | None
     store_error: str | None
+    socket: str
+    store: str
+    last_clock_jump: ClockJump | None
+    wakeups: int
+    overlap_default: str
+    background: RegistryInfo
+    sessions: SessionsInfo
+    consolidation: ConsolidationStatusDoc
+    quarantine: QuarantineInfo | None = None  # with the JSON store (kairosd's own) only
 
 
 class SessionView(Record):
