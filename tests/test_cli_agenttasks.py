@@ -47,11 +47,26 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def _turn(**over: Any) -> dict[str, Any]:
+    turn: dict[str, Any] = {"number": 1, "prompt": "fix the build", "queued_at": "2026-11-20T08:00:00+00:00",
+                            "started_at": "2026-11-20T08:00:00+00:00", "finished_at": None, "ok": None,
+                            "response": None, "error": None, "exit_code": None, "session_id": None,
+                            "tool_calls": 2}  # fmt: skip
+    turn.update(over)
+    return turn
+
+
+# The registry's section of GET /v1/registry (kairosd.core.wire.registry.RegistryInfo).
+REGISTRY = {"tasks": {"running": 1}, "slots": {"limit": 4, "in_use": 1, "waiting": 0, "lent": 0}, "max_depth": 3}
+
+
 def _task(**over: Any) -> dict[str, Any]:
+    """A background task as kairosd answers it (kairosd.core.wire.registry: task list and show read it typed)."""
     task: dict[str, Any] = {
         "id": TASK_ID,
         "kind": "agent",
         "agent": "claude",
+        "cli": "claude",
         "argv": None,
         "prompt": "fix the build",
         "status": "running",
@@ -65,14 +80,23 @@ def _task(**over: Any) -> dict[str, Any]:
         "multi_turn": True,
         "permissions": {"mode": "default", "allowed_tools": None, "denied_tools": []},
         "progress": {"tool_calls": 2, "intent": "reading the logs", "last_line": "looking at CI"},
-        "turns": [{"number": 1, "prompt": "fix the build", "finished_at": None, "ok": None, "error": None}],
+        "turns": [_turn()],
         "turns_done": 0,
         "response": None,
         "error": None,
         "exit_code": None,
         "log_path": "/data/tasks/t0a1b2c3d4e.log",
+        "log_lines": 3,
         "created_at": "2026-11-20T08:00:00+00:00",
+        "updated_at": "2026-11-20T08:00:01+00:00",
         "finished_at": None,
+        "timeout_s": 3600.0,
+        "agent_session_id": None,
+        "pid": 4242,
+        "pid_started": 1790000000.5,
+        "detached": False,
+        "scheduled_task_id": None,
+        "run_id": None,
     }
     task.update(over)
     return task
@@ -204,8 +228,8 @@ def test_list_table_and_status_filter(fake, capsys):
         _task(status="running", queued=True),
         _task(id="t1111111111", kind="shell", agent=None, argv=["make", "test"], status="failed", turns_done=1),
     ]
-    fake.routes[("GET", "/v1/registry?status=running")] = (200, {"tasks": tasks, "registry": {}})
-    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": tasks, "registry": {}})
+    fake.routes[("GET", "/v1/registry?status=running")] = (200, {"tasks": tasks, "registry": REGISTRY})
+    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": tasks, "registry": REGISTRY})
     code, out, _ = _run(capsys, "list", "--status", "running")
     assert code == 0
     lines = out.splitlines()
@@ -220,7 +244,7 @@ def test_list_table_and_status_filter(fake, capsys):
 
 def test_list_empty(fake, capsys):
     """No tasks: a friendly line."""
-    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": [], "registry": {}})
+    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": [], "registry": REGISTRY})
     assert _run(capsys, "list") == (0, "no background tasks\n", "")
 
 
@@ -231,7 +255,7 @@ def test_show_prints_fields_turns_and_response(fake, capsys):
         parent_id="t9999999999",
         depth=1,
         permissions={"mode": "plan", "allowed_tools": ["Read"], "denied_tools": ["Bash"]},
-        turns=[{"number": 1, "prompt": "fix the build", "finished_at": "x", "ok": True, "error": None}],
+        turns=[_turn(finished_at="2026-11-20T08:05:00+00:00", ok=True)],
         response="fixed it\nin two places",
         agent_session_id="0cb916db-26aa-40f2-86b5-1ba81b225fd2",
     )
@@ -461,15 +485,15 @@ def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_jso
     fake, capsys, argv, route, key, entry, table, empty
 ):
     # Whole answers as kairosd gives them: history, missed and sessions read theirs as their models.
-    project = {"project": "/src/app"} if argv[0] in ("task", "board") else {}
-    doc = {key: [entry], **project}
+    rest = {"registry": REGISTRY} if argv[0] == "task" else {"project": "/src/app"} if argv[0] == "board" else {}
+    doc = {key: [entry], **rest}
     route = route.format(cwd=Path.cwd())  # the home: the fixture's working folder
     fake.routes[("GET", route)] = (200, doc)
     assert run(argv) == 0
     assert capsys.readouterr().out.splitlines() == table
     assert run([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == doc
-    fake.routes[("GET", route)] = (200, {key: [], **project})
+    fake.routes[("GET", route)] = (200, {key: [], **rest})
     assert run(argv) == 0
     assert capsys.readouterr().out == empty + "\n"
 
