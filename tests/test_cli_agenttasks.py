@@ -530,6 +530,8 @@ def test_a_follower_whose_reader_goes_away_exits_0_quietly(fake, argv, route, it
 
 def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
     """board show: the entries' table (or how entries come), and with --all the replaced ones (or none)."""
+    # Whole answers as kairosd gives them (kairosd.core.wire.board): board show reads its answer typed.
+    made = {"source_session": None, "source_agent": None, "created_at": "2026-11-20T08:00:00+00:00"}
     entry = {
         "id": "b1",
         "kind": "rule",
@@ -539,11 +541,15 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
         "pinned": True,
         "text": "use pnpm",
         "conflicts_with": "b2",
+        **made,
     }
     old = {"id": "b0", "kind": "rule", "superseded_at": "2026-11-22T08:30:00+00:00", "superseded_by": "b1",
-           "text": "use npm"}  # fmt: skip
+           "text": "use npm", "hits": 1, "author": "kairos", "last_seen_at": "2026-11-21T08:00:00+00:00",
+           **made}  # fmt: skip
+    board = {"project": "/src/app", "path": "/data/boards/app.json", "limit": 25, "prune_to": 18,
+             "updated_at": "2026-11-23T09:00:00+00:00"}  # fmt: skip
     route = ("GET", f"/v1/board?cwd={Path.cwd()}&all=1")
-    fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [entry], "superseded": [old]})
+    fake.routes[route] = (200, {**board, "entries": [entry], "superseded": [old]})
     assert run(["board", "show", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "context board of /src/app: 1 of 25 entries",
@@ -554,7 +560,7 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
         "ID  KIND  REPLACED AT                BY ENTRY  TEXT",
         "b0  rule  2026-11-22 08:30:00+00:00  b1        use npm",  # to the second with its offset, as every time
     ]
-    fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [], "superseded": []})
+    fake.routes[route] = (200, {**board, "entries": [], "superseded": []})
     assert run(["board", "show", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "context board of /src/app: 0 of 25 entries",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from kairosd.core.wire.base import Document, Record
 from kairosd.core.wire.registry import BackgroundTask, FullBackgroundTask
 
@@ -23,6 +25,7 @@ class BoardEntry(Record):
     last_seen_at: str
     hits: int
     pinned: bool | None = None  # present (true) only on a pinned entry
+    conflicts_with: str | None = None  # present only beside a person's entry it contradicts (that entry's id)
 
 
 class ReplacedEntry(BoardEntry):
@@ -74,6 +77,11 @@ class BoardChange(Record):
     id: str | None = None
     kind: str | None = None
     text: str | None = None
+    # What a change adds to its entry, each present only on the actions that have it:
+    superseded_by: str | None = None  # replaced: the entry that replaced it
+    with_: str | None = Field(default=None, alias="with")  # conflict: the person's entry it sits beside
+    before: str | None = None  # edit: the text it had
+    replaced_by: str | None = None  # restore: the entry that had replaced it
 
 
 class BoardHistoryDoc(Document):
