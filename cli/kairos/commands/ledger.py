@@ -22,7 +22,7 @@ from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
     from kairosd.core.wire.daemon import StatusDoc
-    from kairosd.core.wire.tasks import MissedView, RunView
+    from kairosd.core.wire.tasks import InboxItem, MissedView, RunView
 
 MAX_HISTORY = 10_000
 MIN_REASON = 20  # the narrowest REASON column of `kairos missed`
@@ -238,23 +238,23 @@ def cmd_missed(args: argparse.Namespace) -> int:
 # ---- inbox / watch --------------------------------------------------------
 
 
-def _print_item(item: dict[str, Any], zone: str) -> None:
+def _print_item(item: InboxItem, zone: str) -> None:
     import textwrap
 
     from kairos.output import fmt_seconds, fmt_time
 
-    task = str(item.get("task_id", "?")) + (f" ({item['task_name']})" if item.get("task_name") else "")
+    task = item.task_id + (f" ({item.task_name})" if item.task_name else "")
     extras = []
-    late = fmt_seconds(item.get("late_by_s"))
+    late = fmt_seconds(item.late_by_s)
     if late != "-":
         extras.append(f"late {late}")
-    if item.get("catch_up"):
+    if item.catch_up:
         extras.append("catch-up")
-    if item.get("acked_at"):
+    if item.acked_at:
         extras.append("acked")
-    when = fmt_time(item.get("scheduled_for"), zone) + (f" ({', '.join(extras)})" if extras else "")
-    print(f"{item.get('id', '?')}  [{item.get('session', '?')}]  task {task}  {when}")
-    print(textwrap.indent(str(item.get("prompt", "")), "  "))
+    when = fmt_time(item.scheduled_for, zone) + (f" ({', '.join(extras)})" if extras else "")
+    print(f"{item.id}  [{item.session}]  task {task}  {when}")
+    print(textwrap.indent(item.prompt, "  "))
 
 
 def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | None = 1) -> int | None:
@@ -268,8 +268,11 @@ def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | No
         if as_json:
             # Exact JSON, yet no control, bidi or invisible character reaches the terminal raw.
             sys.stdout.write(json_line(item) + "\n")
-        else:
-            _print_item(item, zone)
+        else:  # only the inbox's stream is shown as text (watch is JSON lines)
+            from kairos.answers import read
+            from kairosd.core.wire.tasks import InboxItem
+
+            _print_item(read(InboxItem, item, "GET /v1/inbox?follow=1"), zone)
 
     try:
         print_each(lines, show)  # a reader that goes away (`| head -1`) is kairos.app's to quieten
@@ -336,9 +339,11 @@ def _follow_inbox(api: Any, query: dict[str, str], as_json: bool, zone: str) -> 
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.commands.common import client, local_zone
     from kairos.output import print_json
     from kairosd.core.errors import UsageError
+    from kairosd.core.wire.tasks import InboxDoc
 
     api = client()
     if args.ack or args.ack_all:
@@ -363,10 +368,10 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     if args.follow:
         return _follow_inbox(api, {**query, "follow": "1"}, args.json, local_zone())
     doc = api.call("GET", route_path("inbox"), query=query)
+    items = read(InboxDoc, doc, "GET /v1/inbox").items
     if args.json:
         print_json(doc)
         return 0
-    items = doc.get("items") or []
     if not items:
         where = f" in session {args.session!r}" if args.session else ""
         print(f"inbox is empty{where}")
