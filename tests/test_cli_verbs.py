@@ -647,7 +647,8 @@ def test_pause_resume_run_show_take_many_ids_and_go_on_past_a_bad_one(fake, caps
 
 
 def test_resume_says_what_the_catch_up_policy_did_with_a_one_shot(fake, capsys):
-    caught = {"action": "fired", "scheduled_for": "2026-11-23T08:00:00Z", "run_id": "r1", "reason": None}
+    caught = {"action": "fired", "scheduled_for": "2026-11-23T08:00:00Z", "run_id": "r1", "outcome": None,
+              "reason": None}  # fmt: skip
     fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": _task(id="aaaaaaaa", caught_up=caught)})
     code, out, _ = _run(capsys, "resume", "aaaaaaaa")
     assert code == 0
@@ -673,7 +674,7 @@ def test_pause_resume_run(fake, capsys):
     fake.routes[("POST", "/v1/tasks/3f2a9c1d/resume")] = (200, {"task": _task()})
     fake.routes[("POST", "/v1/tasks/3f2a9c1d/run")] = (
         202,
-        {"run": {"run_id": "r0123456789ab", "task_id": "3f2a9c1d", "outcome": None}},
+        {"run": _run_record(outcome=None, started_at=None, finished_at=None)},
     )
     assert _run(capsys, "pause", "3f2a9c1d")[:2] == (0, "paused 3f2a9c1d\n")
     assert _run(capsys, "resume", "3f2a9c1d")[:2] == (0, "resumed 3f2a9c1d, next: 2026-11-23 09:00:00+01:00\n")

@@ -7,7 +7,8 @@ only the CLI's own cheap helpers at the top (not argparse, not even typing:
 the client, the schedule math and everything else are imported inside the
 handlers. Must not import asyncio or any kairosd module that does I/O (allowed: kairosd.core.protocol,
 errors, paths, clock and the pure kairosd.core.schedule.*); pydantic only inside the handlers off the
-list path, which read kairosd's answers as their models (:mod:`kairos.answers`, ``show``).
+list path, which read kairosd's answers as their models (:mod:`kairos.answers`: show, rm, pause,
+resume, run).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from kairosd.core.wire.tasks import TaskView
+    from kairosd.core.wire.tasks import ChangedTask, TaskView
 
 # ---- helpers ----------------------------------------------------------------
 
@@ -440,11 +441,15 @@ def _print_task(task: TaskView) -> None:
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
+    from kairos.answers import read
+    from kairosd.core.wire.tasks import RemovedDoc
+
     api = client()
     removed: list[str] = []
 
     def remove(task_id: str) -> str:
-        full = str((api.call("DELETE", task_path(task_id))["removed"] or [task_id])[0])
+        answer = read(RemovedDoc, api.call("DELETE", task_path(task_id)), "DELETE /v1/tasks/ID")
+        full = (answer.removed or [task_id])[0]
         removed.append(full)
         if not args.json:
             print(f"removed {full}")  # the full id: the prefix typed may be shared by a task added later
@@ -467,49 +472,55 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _set_paused(args: argparse.Namespace, action: str) -> int:
+    from kairos.answers import read
+    from kairosd.core.wire.tasks import PausedDoc
+
     api = client()
 
     def act(task_id: str) -> Any:
         doc = api.call("POST", task_path(task_id, action))
+        task = read(PausedDoc, doc, f"POST /v1/tasks/ID/{action}").task
         if not args.json:
-            print(paused_line(doc["task"], action))
+            print(paused_line(task, action))
         return doc
 
     return each_id(args.ids, act, "tasks", args.json)
 
 
-def paused_line(task: dict[str, Any], action: str) -> str:
+def paused_line(task: ChangedTask, action: str) -> str:
     """What ``pause`` or ``resume`` did to one task, on one line."""
-    if task.get("unchanged"):
+    if task.unchanged:
         state = "paused" if action == "pause" else "not paused"
-        return f"{task['id']} was already {state}: nothing to do"
+        return f"{task.id} was already {state}: nothing to do"
     if action == "pause":
-        return f"paused {task['id']}"
-    caught = task.get("caught_up")
+        return f"paused {task.id}"
+    caught = task.caught_up
     if caught:
-        slot = fmt_time(caught.get("scheduled_for"))
-        if caught.get("action") == "fired":
-            what = f"its time ({slot}) passed while paused: fired now, late (run {caught.get('run_id')}, caught up)"
-        elif caught.get("action") == "missed":
-            reason = caught.get("reason")
-            what = f"its time ({slot}) passed while paused: recorded as missed ({reason}); see kairos missed"
+        slot = fmt_time(caught.scheduled_for)
+        if caught.action == "fired":
+            what = f"its time ({slot}) passed while paused: fired now, late (run {caught.run_id}, caught up)"
+        elif caught.action == "missed":
+            what = f"its time ({slot}) passed while paused: recorded as missed ({caught.reason}); see kairos missed"
         else:
             what = f"its time ({slot}) passed while paused: its catch-up policy decides at the next tick"
-        return f"resumed {task['id']}, {what}"
-    planned = task.get("planned_for")
-    return f"resumed {task['id']}" + (f", next: {fmt_time(planned)}" if planned else ", no fire time ahead")
+        return f"resumed {task.id}, {what}"
+    planned = task.planned_for
+    return f"resumed {task.id}" + (f", next: {fmt_time(planned)}" if planned else ", no fire time ahead")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from kairos.answers import read
+    from kairosd.core.wire.tasks import RunDoc
+
     api = client()
 
     def fire(task_id: str) -> Any:
         doc = api.call("POST", task_path(task_id, "run"))
+        run = read(RunDoc, doc, "POST /v1/tasks/ID/run").run
         if not args.json:
-            run = doc["run"]
-            line = f"dispatched run {run.get('run_id', '?')} of task {run.get('task_id', task_id)}"
-            if run.get("outcome"):
-                line += f": {run['outcome']}" + (f" ({run['reason']})" if run.get("reason") else "")
+            line = f"dispatched run {run.run_id} of task {run.task_id}"
+            if run.outcome:
+                line += f": {run.outcome}" + (f" ({run.reason})" if run.reason else "")
             print(line)
         return doc
 
