@@ -1,4 +1,7 @@
-"""The wire protocol between kairosd and its clients: the only module both sides share.
+"""The wire protocol between kairosd and its clients: routes, error codes and limits, shared by both sides.
+
+What each route answers is a model in :mod:`kairosd.core.wire` (pydantic, so the hot paths do not
+import it); this module stays plain so that ``kairos hook`` and ``kairos list`` can.
 
 HTTP/1.1 over the daemon's Unix socket, JSON bodies, one request per
 connection (so ``curl --unix-socket`` works for scripts). Everything here is
