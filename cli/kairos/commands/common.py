@@ -231,21 +231,6 @@ def print_block(label: str, text: str) -> None:
     print(_indent(text, "  "))
 
 
-def print_listing(
-    args: argparse.Namespace,
-    doc: dict[str, Any],
-    key: str,
-    empty: str,
-    headers: list[str],
-    row: Callable[[dict[str, Any], str], list[str]],
-) -> int:
-    """What a listing verb prints: the daemon's ``doc`` with --json; else the table of ``doc[key]``
-    (:func:`print_records`). Exit code 0."""
-    if not printed_json(args, doc):
-        print_records(doc.get(key) or [], empty, headers, row)
-    return 0
-
-
 def print_each(items: Iterable[Any], show: Callable[[Any], None]) -> None:
     """Follow a stream: show each item as it arrives, flushed at once (a reader at the other end
     of a pipe wants every line now, not when a buffer fills)."""

@@ -407,7 +407,7 @@ def test_add_agent_target_usage_errors(fake, capsys, argv, message):
     assert message in err
 
 
-# ---- the listing verbs (one printer: kairos.commands.common.print_listing) ------------------------
+# ---- the listing verbs (one printer: kairos.commands.common.print_records) ------------------------
 
 # argv, route, the list's key, one entry, the table it prints (zone UTC, 120 columns), the empty message
 LISTINGS = [
