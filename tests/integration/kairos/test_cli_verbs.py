@@ -1334,3 +1334,22 @@ def test_every_session_option_names_a_kairos_session():
     consolidate = build_parser("consolidate")
     assert consolidate.parse_args(["consolidate", "--session-id", "s1", "--transcript", "t"]).session == "s1"
     assert consolidate.parse_args(["consolidate", "--session", "s1", "--transcript", "t"]).session == "s1"
+
+
+@pytest.mark.parametrize(
+    ("argv", "path", "answer", "where"),
+    [
+        (["inbox"], "/v1/inbox", {"items": [_item(prompt=None)]}, "items.0.prompt"),
+        (["inbox", "--all"], "/v1/inbox?all=1", {"items": [_item(session=3)]}, "items.0.session"),
+        (["status"], "/v1/status", {**STATUS, "tasks": "3"}, "tasks"),
+        (["daemon", "status"], "/v1/status", {**STATUS, "background": {}}, "background.tasks"),
+    ],
+)
+def test_inbox_and_status_read_their_answers_typed(fake, capsys, argv, path, answer, where):
+    """inbox, status and daemon status read kairosd's answer as its model (in their modules since the
+    CLI split: commands/inbox.py, commands/status.py): a wrong key is one clear line, not a "?"."""
+    fake.routes[("GET", path)] = (200, answer)
+    code, out, err = _run(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert f"kairosd answered GET {path.partition('?')[0]} in a shape this kairos does not know ({where}:" in err
+    assert len(err.splitlines()) == 1
