@@ -498,6 +498,40 @@ def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_jso
     assert capsys.readouterr().out == empty + "\n"
 
 
+@pytest.mark.parametrize(
+    ("argv", "route", "answer", "where"),
+    [
+        (["task", "list"], "/v1/registry", {"tasks": []}, "registry"),
+        (["board", "history"], "/v1/board/history?cwd={cwd}&limit=50", {"history": []}, "project"),
+        (
+            ["board", "show"],
+            "/v1/board?cwd={cwd}",
+            {
+                "project": "/src/app",
+                "path": "/b.json",
+                "limit": 25,
+                "prune_to": 18,
+                "updated_at": None,
+                "entries": [{"id": "b1"}],
+            },
+            "entries.0.text",
+        ),
+    ],
+    ids=["task list", "board history", "board show"],
+)
+def test_task_list_and_the_board_read_their_answers_typed(fake, capsys, argv, route, answer, where):
+    """task list (commands/jobs.py) and board show/history (commands/board.py) read kairosd's answer as its
+    model: an answer of another shape is one clear line, not a table of "?"."""
+    route = route.format(cwd=Path.cwd())
+    fake.routes[("GET", route)] = (200, answer)
+    assert run(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    path = route.partition("?")[0]
+    assert f"kairosd answered GET {path} in a shape this kairos does not know ({where}:" in err
+    assert len(err.splitlines()) == 1
+
+
 # ---- the following verbs (one loop: kairos.commands.common.print_each) -----------------------------
 
 
