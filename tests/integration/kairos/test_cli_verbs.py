@@ -1353,3 +1353,16 @@ def test_inbox_and_status_read_their_answers_typed(fake, capsys, argv, path, ans
     assert (code, out) == (1, "")
     assert f"kairosd answered GET {path.partition('?')[0]} in a shape this kairos does not know ({where}:" in err
     assert len(err.splitlines()) == 1
+
+
+def test_import_reads_its_answer_typed(fake, capsys, home):
+    """import (commands/claudeimport.py) reads kairosd's answer as its model: a rejected task whose index is
+    not a number is one clear line, not a "#?" in the report."""
+    (home / "proj" / ".claude").mkdir(parents=True)
+    (home / "proj" / ".claude" / "scheduled_tasks.json").write_text('{"tasks": []}')
+    answer = {"imported": [], "skipped": [], "rejected": [{"index": "2", "id": None, "reason": "missing 'cron'"}]}
+    fake.routes[("POST", "/v1/import")] = (200, answer)
+    code, out, err = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
+    assert (code, out) == (1, "")
+    assert "kairosd answered POST /v1/import in a shape this kairos does not know (rejected.0.index:" in err
+    assert len(err.splitlines()) == 1
