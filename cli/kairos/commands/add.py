@@ -494,22 +494,25 @@ def _expires(text: str) -> int | None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.commands.tasks import describe, fire_lines
     from kairos.output import print_json
     from kairosd.core.protocol import route_path
+    from kairosd.core.wire.tasks import AddDoc
 
     body = build_add_request(args)
-    task = client().call("POST", route_path("tasks"), body)["task"]
-    _warn_hidden(task)
+    doc = client().call("POST", route_path("tasks"), body)
+    task = read(AddDoc, doc, "POST /v1/tasks").task
+    _warn_hidden(doc["task"])
     if args.json:
-        print_json({"task": task})
+        print_json({"task": doc["task"]})
         return 0
-    name = f" ({task['name']})" if task.get("name") else ""
-    print(f"added {task['id']}{name}: {describe(task)}")
+    name = f" ({task.name})" if task.name else ""
+    print(f"added {task.id}{name}: {describe(task)}")
     fires = fire_lines(task)[:NEXT_SHOWN]
     print("  next: " + ("\n        ".join(fires) if fires else "(no fire time ahead)"))
-    if task.get("note"):
-        print(f"  note: {task['note']}")
+    if task.note:
+        print(f"  note: {task.note}")
     return 0
 
 

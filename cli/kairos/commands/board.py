@@ -4,8 +4,9 @@ Every change goes through kairosd, the one writer of the boards besides the cons
 worker (a board is per user, and two writers must take the same lock).
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module on
-every call); the client and helpers load inside the handlers. Must not import pydantic, asyncio
-or any kairosd module that does I/O.
+every call); the client and helpers load inside the handlers. Must not import asyncio or any kairosd
+module that does I/O; pydantic only inside ``board show`` and ``board history``, which read kairosd's
+answers as their models (:mod:`kairos.answers`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from kairosd.core.wire.board import BoardChange
 
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
 BOARD_ID_HELP = "entry id: b and 6 hex digits, e.g. b3f2a1c (kairos board show lists them)"
@@ -151,24 +154,27 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.commands.common import ReadClient
     from kairos.output import print_json
+    from kairosd.core.wire.board import BoardDoc
 
     query = {"cwd": user_path(args.cwd), **({"all": "1"} if args.all else {})}
-    doc = ReadClient().call("GET", route_path("board"), query=query)
+    answer = ReadClient().call("GET", route_path("board"), query=query)
+    doc = read(BoardDoc, answer, "GET /v1/board")
     if args.json:
-        print_json(doc)
+        print_json(answer)
         return 0
-    entries = doc.get("entries") or []
-    print(f"context board of {doc.get('project')}: {len(entries)} of {doc.get('limit', 25)} entries")
+    entries = doc.entries
+    print(f"context board of {doc.project}: {len(entries)} of {doc.limit} entries")
     rows = [
         [
-            str(e.get("id")),
-            str(e.get("kind")),
-            str(e.get("hits", 1)),
-            str(e.get("last_seen_at", ""))[:10],
-            ("you" if e.get("author") == "user" else "kairos") + (", pinned" if e.get("pinned") else ""),
-            str(e.get("text", "")) + (f"  (conflicts with {e['conflicts_with']})" if e.get("conflicts_with") else ""),
+            e.id,
+            e.kind,
+            str(e.hits),
+            e.last_seen_at[:10],
+            ("you" if e.author == "user" else "kairos") + (", pinned" if e.pinned else ""),
+            e.text + (f"  (conflicts with {e.conflicts_with})" if e.conflicts_with else ""),
         ]
         for e in entries
     ]
@@ -178,19 +184,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         "(empty: entries come from consolidated sessions, or kairos board add)",
     )
     if args.all:
-        old = doc.get("superseded") or []
+        old = doc.superseded or []
         print(f"\nreplaced entries ({len(old)}, newest first; kairos board restore ID puts one back):")
         from kairos.output import fmt_time
 
         zone = local_zone()
         rows = [
-            [
-                str(e.get("id")),
-                str(e.get("kind")),
-                fmt_time(e.get("superseded_at"), zone),  # as every time in a human view: to the second
-                str(e.get("superseded_by", "?")),
-                str(e.get("text", "")),
-            ]
+            # superseded_at as every time in a human view: to the second
+            [e.id, e.kind, fmt_time(e.superseded_at, zone), e.superseded_by, e.text]
             for e in old
         ]
         _table_or(["ID", "KIND", "REPLACED AT", "BY ENTRY", "TEXT"], rows, "(none)")
@@ -301,35 +302,40 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.client import Client
-    from kairos.commands.common import print_listing
+    from kairos.commands.common import print_records, printed_json
     from kairos.output import fmt_time
     from kairosd.core.errors import UsageError
+    from kairosd.core.wire.board import BoardHistoryDoc
 
-    def row(r: dict[str, Any], zone: str) -> list[str]:
+    def row(r: BoardChange, zone: str) -> list[str]:
         return [
-            fmt_time(r.get("at"), zone),
-            str(r.get("action", "?")),
-            "you" if r.get("by") == "user" else "kairos",
-            str(r.get("id") or "-"),
-            (f"[{r.get('kind')}] {r.get('text', '')}" if r.get("kind") else str(r.get("text", ""))) + _why(r),
+            fmt_time(r.at, zone),
+            r.action,
+            "you" if r.by == "user" else "kairos",
+            r.id or "-",
+            (f"[{r.kind}] {r.text or ''}" if r.kind else r.text or "") + _why(r),
         ]
 
     if args.n < 0:
         raise UsageError("-n must be 0 or more")
-    doc = Client().call("GET", route_path("board_history"), query={"cwd": user_path(args.cwd), "limit": str(args.n)})
-    empty = f"no changes yet to the board of {doc.get('project')}"
-    return print_listing(args, doc, "history", empty, ["WHEN", "ACTION", "BY", "ID", "ENTRY"], row)
+    answer = Client().call("GET", route_path("board_history"), query={"cwd": user_path(args.cwd), "limit": str(args.n)})
+    doc = read(BoardHistoryDoc, answer, "GET /v1/board/history")
+    if not printed_json(args, answer):
+        empty = f"no changes yet to the board of {doc.project}"
+        print_records(doc.history, empty, ["WHEN", "ACTION", "BY", "ID", "ENTRY"], row)
+    return 0
 
 
-def _why(record: dict[str, Any]) -> str:
+def _why(record: BoardChange) -> str:
     """What a history line adds to its entry: what replaced it, what it conflicts with, what it was."""
-    if record.get("superseded_by"):
-        return f" -> replaced by {record['superseded_by']}"
-    if record.get("with"):
-        return f" (beside {record['with']}, yours: conflict)"
-    if record.get("before"):
-        return f" (was: {record['before']})"
-    if record.get("replaced_by"):
-        return f" (back; {record['replaced_by']} had replaced it)"
+    if record.superseded_by:
+        return f" -> replaced by {record.superseded_by}"
+    if record.with_:
+        return f" (beside {record.with_}, yours: conflict)"
+    if record.before:
+        return f" (was: {record.before})"
+    if record.replaced_by:
+        return f" (back; {record.replaced_by} had replaced it)"
     return ""

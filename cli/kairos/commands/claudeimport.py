@@ -5,8 +5,9 @@ stderr how many of its tasks were sent so far (:mod:`kairos.progress`).
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
-Must not import pydantic, asyncio or any kairosd module that does I/O (but it reads its file
-through kairosd.system.boundedread, on this verb alone).
+Must not import asyncio or any kairosd module that does I/O (but it reads its file through
+kairosd.system.boundedread, on this verb alone); pydantic only where it reads kairosd's answer as its
+model (:mod:`kairos.answers`).
 """
 
 from __future__ import annotations
@@ -213,43 +214,47 @@ def _merge_import(doc: dict[str, Any], answer: dict[str, Any], offset: int) -> N
     doc["dry_run"] = answer.get("dry_run", False)
     for key in ("imported", "skipped", "dropped"):
         doc.setdefault(key, []).extend(answer.get(key) or [])
+    doc.setdefault("rejected", [])  # every key of an import answer, even with nothing rejected (ImportDoc)
     for item in answer.get("rejected") or []:
         if isinstance(item.get("index"), int):
             item = {**item, "index": item["index"] + offset}
         doc.setdefault("rejected", []).append(item)
 
 
-def _print_import(doc: dict[str, Any], path: Any, batches: int | None = None) -> None:
+def _print_import(answer: dict[str, Any], path: Any, batches: int | None = None) -> None:
     import textwrap
 
+    from kairos.answers import read
     from kairos.commands.tasks import describe
     from kairosd.core.invisible import describe_hidden
+    from kairosd.core.wire.tasks import ImportDoc
 
-    imported, skipped, rejected = doc.get("imported") or [], doc.get("skipped") or [], doc.get("rejected") or []
-    verb = "would import" if doc.get("dry_run") else "imported"
+    doc = read(ImportDoc, answer, "POST /v1/import")
+    imported, skipped, rejected = doc.imported, doc.skipped, doc.rejected
+    verb = "would import" if doc.dry_run else "imported"
     where = f" (the first {batches} batch(es))" if batches is not None else ""
     print(f"{verb} {len(imported)}, skipped {len(skipped)}, rejected {len(rejected)} from {path}{where}")
     for task in imported:
-        name = f" ({task['name']})" if task.get("name") else ""
-        print(f"  + {task.get('id')}{name}: {describe(task)}")
-        if task.get("on_import"):
-            print(f"      at import: {_safe(task['on_import'])}")
-        if doc.get("dry_run"):
+        name = f" ({task.name})" if task.name else ""
+        print(f"  + {task.id}{name}: {describe(task)}")
+        if task.on_import:
+            print(f"      at import: {_safe(task.on_import)}")
+        if doc.dry_run:
             # The whole prompt, as a block: what the agent will be asked is what the person reviews.
-            print(textwrap.indent(str(task.get("prompt", "")), "      | "))
-        for field in ("prompt", "name"):
-            problem = describe_hidden(str(task.get(field) or ""))
+            print(textwrap.indent(task.prompt, "      | "))
+        for field, text in (("prompt", task.prompt), ("name", task.name or "")):
+            problem = describe_hidden(text)
             if problem:
                 print(f"      HIDDEN: the {field} holds {problem}: kairos shows them escaped, the agent gets them")
-    for item in skipped:
-        print(f"  = {item.get('id')}: {_safe(item.get('reason'))}")
-    for item in rejected:
-        who = item.get("id") if item.get("id") is not None else f"#{item.get('index')}"
-        print(f"  ! {_safe(who)}: {_safe(item.get('reason'))}")
-    for item in doc.get("dropped") or []:
-        keys = ", ".join(_safe(k) for k in item.get("keys") or [])
-        print(f"  - {item.get('id')}: dropped keys kairos does not import: {keys}")
-    if doc.get("dry_run"):
+    for skip in skipped:
+        print(f"  = {skip.id}: {_safe(skip.reason)}")
+    for reject in rejected:
+        who = reject.id if reject.id is not None else f"#{reject.index}"
+        print(f"  ! {_safe(who)}: {_safe(reject.reason)}")
+    for dropped in doc.dropped:
+        keys = ", ".join(_safe(k) for k in dropped.keys)
+        print(f"  - {dropped.id}: dropped keys kairos does not import: {keys}")
+    if doc.dry_run:
         print("nothing was changed (--dry-run)")
 
 

@@ -12,9 +12,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Iterable, Sequence
-    from typing import Any
+    from typing import Any, TypeVar
 
     from kairos.client import Client
+
+    _R = TypeVar("_R")
 
 _formatters: tuple[type[argparse.HelpFormatter], type[argparse.HelpFormatter]] | None = None
 
@@ -210,9 +212,7 @@ def printed_json(args: argparse.Namespace, doc: Any) -> bool:
     return True
 
 
-def print_records(
-    records: Sequence[dict[str, Any]], empty: str, headers: list[str], row: Callable[[dict[str, Any], str], list[str]]
-) -> bool:
+def print_records(records: Sequence[_R], empty: str, headers: list[str], row: Callable[[_R, str], list[str]]) -> bool:
     """A table of ``records``, a ``row(record, zone)`` each (times in the user's zone), or the line ``empty``
     when there is none; whether there was any."""
     if not records:
@@ -229,21 +229,6 @@ def print_block(label: str, text: str) -> None:
     """``label:`` with ``text`` below it, indented: a task's prompt, a background job's response."""
     print(f"{label}:")
     print(_indent(text, "  "))
-
-
-def print_listing(
-    args: argparse.Namespace,
-    doc: dict[str, Any],
-    key: str,
-    empty: str,
-    headers: list[str],
-    row: Callable[[dict[str, Any], str], list[str]],
-) -> int:
-    """What a listing verb prints: the daemon's ``doc`` with --json; else the table of ``doc[key]``
-    (:func:`print_records`). Exit code 0."""
-    if not printed_json(args, doc):
-        print_records(doc.get(key) or [], empty, headers, row)
-    return 0
 
 
 def print_each(items: Iterable[Any], show: Callable[[Any], None]) -> None:

@@ -372,11 +372,13 @@ def _stop_over_api(client: Client) -> tuple[bool, Any]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.client import DaemonNotRunning
     from kairos.commands.status import print_status
     from kairos.output import error, print_json
     from kairosd.core.errors import EXIT_NO_DAEMON
     from kairosd.core.protocol import route_path
+    from kairosd.core.wire.daemon import StatusDoc
 
     client = _client()
     try:
@@ -389,7 +391,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"running": True, **doc})
     else:
-        print_status(doc)
+        print_status(read(StatusDoc, doc, "GET /v1/status"))
     return 0
 
 

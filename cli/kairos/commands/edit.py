@@ -123,17 +123,20 @@ def build_edit_request(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.commands.tasks import describe, fire_lines, task_path
     from kairos.output import print_json
+    from kairosd.core.wire.tasks import EditDoc
 
-    task = client().call("PATCH", task_path(args.id), build_edit_request(args))["task"]
+    doc = client().call("PATCH", task_path(args.id), build_edit_request(args))
+    task = read(EditDoc, doc, "PATCH /v1/tasks/ID").task
     if args.json:
-        print_json({"task": task})
+        print_json({"task": doc["task"]})
         return 0
-    name = f" ({task['name']})" if task.get("name") else ""
-    print(f"edited {task['id']}{name}: {', '.join(task.get('changed') or [])} changed; {describe(task)}")
+    name = f" ({task.name})" if task.name else ""
+    print(f"edited {task.id}{name}: {', '.join(task.changed)} changed; {describe(task)}")
     fires = fire_lines(task)[:3]
     print("  next: " + ("\n        ".join(fires) if fires else "(no fire time ahead)"))
-    if task.get("note"):
-        print(f"  note: {task['note']}")
+    if task.note:
+        print(f"  note: {task.note}")
     return 0

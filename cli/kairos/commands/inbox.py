@@ -5,17 +5,21 @@ Lists, follows (reconnecting when kairosd restarts) and acknowledges inbox items
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
-Must not import pydantic, asyncio or any kairosd module that does I/O.
+Must not import asyncio or any kairosd module that does I/O; pydantic only inside the handlers
+that read kairosd's answers as their models (:mod:`kairos.answers`).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos.commands.common import make_parser
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from kairosd.core.wire.tasks import InboxItem
 
 RECONNECT_S = 60.0  # how long `inbox --follow` waits for kairosd to come back after it closed the stream
 RECONNECT_POLL_S = 0.5
@@ -61,23 +65,23 @@ def register(subparsers: Any) -> None:
     watch.set_defaults(handler=cmd_watch)
 
 
-def _print_item(item: dict[str, Any], zone: str) -> None:
+def _print_item(item: InboxItem, zone: str) -> None:
     import textwrap
 
     from kairos.output import fmt_seconds, fmt_time
 
-    task = str(item.get("task_id", "?")) + (f" ({item['task_name']})" if item.get("task_name") else "")
+    task = item.task_id + (f" ({item.task_name})" if item.task_name else "")
     extras = []
-    late = fmt_seconds(item.get("late_by_s"))
+    late = fmt_seconds(item.late_by_s)
     if late != "-":
         extras.append(f"late {late}")
-    if item.get("catch_up"):
+    if item.catch_up:
         extras.append("catch-up")
-    if item.get("acked_at"):
+    if item.acked_at:
         extras.append("acked")
-    when = fmt_time(item.get("scheduled_for"), zone) + (f" ({', '.join(extras)})" if extras else "")
-    print(f"{item.get('id', '?')}  [{item.get('session', '?')}]  task {task}  {when}")
-    print(textwrap.indent(str(item.get("prompt", "")), "  "))
+    when = fmt_time(item.scheduled_for, zone) + (f" ({', '.join(extras)})" if extras else "")
+    print(f"{item.id}  [{item.session}]  task {task}  {when}")
+    print(textwrap.indent(item.prompt, "  "))
 
 
 def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | None = 1) -> int | None:
@@ -91,8 +95,11 @@ def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | No
         if as_json:
             # Exact JSON, yet no control, bidi or invisible character reaches the terminal raw.
             sys.stdout.write(json_line(item) + "\n")
-        else:
-            _print_item(item, zone)
+        else:  # only the inbox's stream is shown as text (watch is JSON lines)
+            from kairos.answers import read
+            from kairosd.core.wire.tasks import InboxItem
+
+            _print_item(read(InboxItem, item, "GET /v1/inbox?follow=1"), zone)
 
     try:
         print_each(lines, show)  # a reader that goes away (`| head -1`) is kairos.app's to quieten
@@ -159,9 +166,11 @@ def _follow_inbox(api: Any, query: dict[str, str], as_json: bool, zone: str) -> 
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.commands.common import client, local_zone
     from kairos.output import print_json
     from kairosd.core.errors import UsageError
+    from kairosd.core.wire.tasks import InboxDoc
 
     api = client()
     if args.ack or args.ack_all:
@@ -186,10 +195,10 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     if args.follow:
         return _follow_inbox(api, {**query, "follow": "1"}, args.json, local_zone())
     doc = api.call("GET", route_path("inbox"), query=query)
+    items = read(InboxDoc, doc, "GET /v1/inbox").items
     if args.json:
         print_json(doc)
         return 0
-    items = doc.get("items") or []
     if not items:
         where = f" in session {args.session!r}" if args.session else ""
         print(f"inbox is empty{where}")

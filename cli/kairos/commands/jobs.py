@@ -12,7 +12,8 @@ enforces the depth limit. Waits are long-polls of at most
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
-Must not import pydantic, asyncio or any kairosd module that does I/O.
+Must not import asyncio or any kairosd module that does I/O; pydantic only inside ``task list`` and
+``task show``, which read kairosd's answers as their models (:mod:`kairos.answers`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from kairos.commands.common import (
     add_wide_flag,
     make_parser,
     print_block,
-    print_listing,
     printed_json,
     seconds,
     whole_number,
@@ -34,6 +34,7 @@ from kairos.commands.common import (
 if TYPE_CHECKING:
     from kairos.client import Client
     from kairos.progress import Progress, Silent
+    from kairosd.core.wire.registry import BackgroundTask
 
 STATUSES = ("running", "idle", "completed", "failed", "cancelled", "interrupted")
 PERMISSION_MODES = ("plan", "default", "acceptEdits", "bypassPermissions")
@@ -397,11 +398,16 @@ def _started(args: argparse.Namespace, task: dict[str, Any], line: str) -> int:
 
 
 def _what(task: dict[str, Any]) -> str:
-    if task.get("kind") == "shell":
+    return what_text(task.get("kind"), task.get("agent"), task.get("argv"))
+
+
+def what_text(kind: str | None, agent: str | None, argv: list[str] | None) -> str:
+    """``shell: ARGV`` or ``agent: NAME`` (the kind of any other task, and its agent)."""
+    if kind == "shell":
         import shlex
 
-        return "shell: " + shlex.join(str(a) for a in task.get("argv") or [])
-    return f"{task.get('kind', '?')}: {task.get('agent') or '?'}"
+        return "shell: " + shlex.join(str(a) for a in argv or [])
+    return f"{kind or '?'}: {agent or '?'}"
 
 
 # ---- handlers -----------------------------------------------------------------
@@ -415,67 +421,74 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from kairos.answers import read
+    from kairos.commands.common import print_records
     from kairosd.core.protocol import route_path
+    from kairosd.core.wire.registry import BackgroundListDoc
 
     doc = _client().call("GET", route_path("registry"), query={"status": args.status} if args.status else None)
-    empty = "no background jobs" + (f" with status {args.status}" if args.status else "")
-    return print_listing(args, doc, "tasks", empty, ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], _list_row)
+    tasks = read(BackgroundListDoc, doc, "GET /v1/registry").tasks
+    if not printed_json(args, doc):
+        empty = "no background jobs" + (f" with status {args.status}" if args.status else "")
+        print_records(tasks, empty, ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"], _list_row)
+    return 0
 
 
-def _list_row(t: dict[str, Any], zone: str) -> list[str]:
+def _list_row(t: BackgroundTask, zone: str) -> list[str]:
     from kairos.output import fmt_time
 
     return [
-        str(t["id"]),
-        str(t.get("status", "?")) + (" (queued)" if t.get("queued") else ""),
-        _what(t),
-        str(t.get("turns_done", 0)),
-        fmt_time(t.get("created_at"), zone),
-        t.get("prompt") or "",
+        t.id,
+        t.status + (" (queued)" if t.queued else ""),
+        what_text(t.kind, t.agent, t.argv),
+        str(t.turns_done),
+        fmt_time(t.created_at, zone),
+        t.prompt,
     ]
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.commands.common import local_zone
     from kairos.output import fmt_time, one_line, print_fields
+    from kairosd.core.wire.registry import BackgroundTaskDoc
 
     doc = _client().call("GET", _path(args.id))
+    task = read(BackgroundTaskDoc, doc, "GET /v1/registry/ID").task
     if printed_json(args, doc):
         return 0
-    task = doc["task"]
     zone = local_zone()
-    perms = task.get("permissions") or {}
-    progress = task.get("progress") or {}
-    status = str(task.get("status", "?")) + (" (queued for a slot)" if task.get("queued") else "")
+    progress = task.progress
+    status = task.status + (" (queued for a slot)" if task.queued else "")
     fields = [
-        ("id", task["id"]),
+        ("id", task.id),
         ("status", status),
-        ("what", _what(task)),
-        ("parent", f"{task.get('parent_id') or '-'} (depth {task.get('depth', 0)})"),
-        ("cwd", task.get("cwd") or "-"),
-        ("session", task.get("session") or "-"),
-        ("session id", task.get("agent_session_id") or "-"),  # the agent CLI's own, what a follow-up resumes
-        ("model", task.get("model") or "-"),
-        ("mode", f"{task.get('mode', '-')}" + (", multi-turn" if task.get("multi_turn") else "")),
-        ("permissions", _permissions_text(perms)),
-        ("progress", f"{progress.get('tool_calls', 0)} tool call(s); {progress.get('intent') or '-'}"),
-        ("last line", one_line(progress.get("last_line") or "-", 100)),
-        ("created", fmt_time(task.get("created_at"), zone)),
-        ("finished", fmt_time(task.get("finished_at"), zone)),
-        ("exit code", "-" if task.get("exit_code") is None else str(task["exit_code"])),
-        ("log", task.get("log_path") or "-"),
+        ("what", what_text(task.kind, task.agent, task.argv)),
+        ("parent", f"{task.parent_id or '-'} (depth {task.depth})"),
+        ("cwd", task.cwd or "-"),
+        ("session", task.session or "-"),
+        ("session id", task.agent_session_id or "-"),  # the agent CLI's own, what a follow-up resumes
+        ("model", task.model or "-"),
+        ("mode", task.mode + (", multi-turn" if task.multi_turn else "")),
+        ("permissions", _permissions_text(task.permissions)),
+        ("progress", f"{progress.tool_calls} tool call(s); {progress.intent or '-'}"),
+        ("last line", one_line(progress.last_line or "-", 100)),
+        ("created", fmt_time(task.created_at, zone)),
+        ("finished", fmt_time(task.finished_at, zone)),
+        ("exit code", "-" if task.exit_code is None else str(task.exit_code)),
+        ("log", task.log_path or "-"),
     ]
-    if task.get("error"):
-        fields.append(("error", task["error"]))
-    if task.get("scheduled_task_id"):
-        fields.append(("fired by", f"scheduled task {task['scheduled_task_id']}, run {task.get('run_id')}"))
+    if task.error:
+        fields.append(("error", task.error))
+    if task.scheduled_task_id:
+        fields.append(("fired by", f"scheduled task {task.scheduled_task_id}, run {task.run_id}"))
     print_fields(fields, 13)
-    for turn in task.get("turns") or []:
-        state = "running" if not turn.get("finished_at") else ("ok" if turn.get("ok") else "failed")
-        extra = f": {turn['error']}" if turn.get("error") else ""
-        print(f"turn {turn.get('number')} ({state}{extra}): {one_line(turn.get('prompt'), 80)}")
-    if task.get("response"):
-        print_block("response", str(task["response"]).rstrip("\n"))
+    for turn in task.turns:
+        state = "running" if not turn.finished_at else ("ok" if turn.ok else "failed")
+        extra = f": {turn.error}" if turn.error else ""
+        print(f"turn {turn.number} ({state}{extra}): {one_line(turn.prompt, 80)}")
+    if task.response:
+        print_block("response", task.response.rstrip("\n"))
     return 0
 
 

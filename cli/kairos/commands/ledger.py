@@ -4,16 +4,20 @@ Reads the daemon's run ledger and its missed records.
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
-Must not import pydantic, asyncio or any kairosd module that does I/O.
+Must not import asyncio or any kairosd module that does I/O; pydantic only inside the handlers
+that read kairosd's answers as their models (:mod:`kairos.answers`).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos.commands.common import add_wide_flag, make_parser, whole_number
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from kairosd.core.wire.tasks import MissedView, RunView
 
 MAX_HISTORY = 10_000
 MIN_REASON = 20  # the narrowest REASON column of `kairos missed`
@@ -50,18 +54,18 @@ def register(subparsers: Any) -> None:
     missed.set_defaults(handler=cmd_missed)
 
 
-def _outcome(run: dict[str, Any]) -> str:
-    text = str(run.get("outcome") or ("running" if run.get("started_at") else "dispatched"))
-    flags = [f for f, on in (("manual", run.get("manual")), ("catch-up", run.get("catch_up"))) if on]
+def _outcome(run: RunView) -> str:
+    text = run.outcome or ("running" if run.started_at else "dispatched")
+    flags = [f for f, on in (("manual", run.manual), ("catch-up", run.catch_up)) if on]
     return text + (f" ({', '.join(flags)})" if flags else "")
 
 
-def _reason(run: dict[str, Any]) -> str:
+def _reason(run: RunView) -> str:
     """The exit status and the reason, each said once: "exit 3; exit code 3" and a timeout shown as
     "exit -15" were what a run said before (issue 24, item 14)."""
-    code, reason = run.get("exit_code"), str(run.get("reason") or "")
+    code, reason = run.exit_code, run.reason or ""
     status = None
-    if isinstance(code, int) and not isinstance(code, bool):
+    if code is not None:
         status = f"exit {code}" if code >= 0 else _signal_text(-code)
         if f"exit code {code}" in reason or (code < 0 and "killed by" in reason):
             status = None  # the reason says it already
@@ -78,8 +82,10 @@ def _signal_text(number: int) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from kairos.commands.common import ReadClient, print_listing
+    from kairos.answers import read
+    from kairos.commands.common import ReadClient, print_records, printed_json
     from kairosd.core.errors import UsageError
+    from kairosd.core.wire.tasks import HistoryDoc
 
     if not 1 <= args.n <= MAX_HISTORY:
         raise UsageError(f"-n must be between 1 and {MAX_HISTORY}")
@@ -87,40 +93,38 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.id:
         query["task"] = args.id
     doc = ReadClient().call("GET", route_path("runs"), query=query)
-    empty = "no runs yet" + (f" of task {args.id}" if args.id else "")
-    headers = ["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"]
-    return print_listing(args, doc, "runs", empty, headers, _run_row)
+    runs = read(HistoryDoc, doc, "GET /v1/runs").runs
+    if not printed_json(args, doc):
+        empty = "no runs yet" + (f" of task {args.id}" if args.id else "")
+        headers = ["RUN", "TASK", "SCHEDULED", "OUTCOME", "LATE", "REASON/EXIT"]
+        print_records(runs, empty, headers, _run_row)
+    return 0
 
 
-def _run_row(r: dict[str, Any], zone: str) -> list[str]:
+def _run_row(r: RunView, zone: str) -> list[str]:
     from kairos.output import fmt_seconds, fmt_time
 
-    return [
-        str(r.get("run_id", "?")),
-        str(r.get("task_id", "?")),
-        fmt_time(r.get("scheduled_for"), zone),
-        _outcome(r),
-        fmt_seconds(r.get("late_by_s")),
-        _reason(r),
-    ]
+    return [r.run_id, r.task_id, fmt_time(r.scheduled_for, zone), _outcome(r), fmt_seconds(r.late_by_s), _reason(r)]
 
 
 def cmd_missed(args: argparse.Namespace) -> int:
-    from kairos.commands.common import ReadClient, client, print_listing
+    from kairos.answers import read
+    from kairos.commands.common import ReadClient, client, print_records, printed_json
     from kairos.output import cut_width, fmt_time, one_line, print_json, terminal_columns
+    from kairosd.core.wire.tasks import MissedDoc
 
     # REASON can be 100 characters (a clock jump, a long stop): at a terminal, cut it to a share of it, so
     # that ACTION and NAME/PROMPT stay on the line; piped, with --wide or --json it is whole.
     reason_width = cut_width(max(MIN_REASON, terminal_columns() // 3))
 
-    def row(m: dict[str, Any], zone: str) -> list[str]:
+    def row(m: MissedView, zone: str) -> list[str]:
         return [
-            str(m.get("task_id", "?")),
-            fmt_time(m.get("scheduled_for"), zone),
-            str(m.get("count", 1)),
-            one_line(m.get("reason", "-"), reason_width),
-            str(m.get("action", "-")),
-            m.get("task_name") or m.get("prompt") or "",
+            m.task_id,
+            fmt_time(m.scheduled_for, zone),
+            str(m.count),
+            one_line(m.reason, reason_width),
+            m.action,
+            m.task_name or m.prompt,
         ]
 
     api = client()
@@ -132,5 +136,8 @@ def cmd_missed(args: argparse.Namespace) -> int:
             print(f"cleared {doc.get('cleared', 0)} missed record(s)")
         return 0
     doc = ReadClient().call("GET", route_path("missed"))
-    headers = ["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"]
-    return print_listing(args, doc, "missed", "nothing missed", headers, row)
+    missed = read(MissedDoc, doc, "GET /v1/missed").missed
+    if not printed_json(args, doc):
+        headers = ["TASK", "LAST MISSED", "COUNT", "REASON", "ACTION", "NAME/PROMPT"]
+        print_records(missed, "nothing missed", headers, row)
+    return 0

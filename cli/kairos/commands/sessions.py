@@ -6,16 +6,20 @@
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
-Must not import pydantic, asyncio or any kairosd module that does I/O.
+Must not import asyncio or any kairosd module that does I/O; pydantic only inside ``cmd_sessions``, which
+reads kairosd's answer as its model (:mod:`kairos.answers`).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos.commands.common import add_wide_flag, make_parser
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from kairosd.core.wire.daemon import SessionView
 
 
 def register(subparsers: Any) -> None:
@@ -70,18 +74,18 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from kairos.commands.common import client, print_listing
+    from kairos.answers import read
+    from kairos.commands.common import client, print_records, printed_json
     from kairos.output import fmt_time
+    from kairosd.core.wire.daemon import SessionsDoc
 
-    def row(s: dict[str, Any], zone: str) -> list[str]:
-        return [
-            str(s.get("agent", "?")),
-            str(s.get("session_id", "?")),
-            fmt_time(s.get("last_active")),  # as the daemon wrote it, not in the user's zone
-            str(s.get("pending", 0)),
-            str(s.get("cwd") or "-"),
-        ]
+    def row(s: SessionView, zone: str) -> list[str]:
+        # last_active as the daemon wrote it, not in the user's zone
+        return [s.agent, s.session_id, fmt_time(s.last_active), str(s.pending), s.cwd or "-"]
 
     doc = client().call("GET", route_path("sessions"))
-    empty = "no live sessions (agents register through kairos' hooks: see kairos integrate)"
-    return print_listing(args, doc, "sessions", empty, ["AGENT", "SESSION", "LAST ACTIVE", "PENDING", "CWD"], row)
+    sessions = read(SessionsDoc, doc, "GET /v1/sessions").sessions
+    if not printed_json(args, doc):
+        empty = "no live sessions (agents register through kairos' hooks: see kairos integrate)"
+        print_records(sessions, empty, ["AGENT", "SESSION", "LAST ACTIVE", "PENDING", "CWD"], row)
+    return 0

@@ -5,8 +5,10 @@
 only the CLI's own cheap helpers at the top (not argparse, not even typing:
 ``kairos list`` runs without a parser, see ``kairos.app``);
 the client, the schedule math and everything else are imported inside the
-handlers. Must not import pydantic, asyncio or any kairosd module that does I/O
-(allowed: kairosd.core.protocol, errors, paths, clock and the pure kairosd.core.schedule.*).
+handlers. Must not import asyncio or any kairosd module that does I/O (allowed: kairosd.core.protocol,
+errors, paths, clock and the pure kairosd.core.schedule.*); pydantic only inside the handlers off the
+list path, which read kairosd's answers as their models (:mod:`kairos.answers`: show, rm, pause,
+resume, run).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
     from typing import Any
+
+    from kairosd.core.wire.tasks import ChangedTask, TaskView
 
 # ---- helpers ----------------------------------------------------------------
 
@@ -159,21 +163,21 @@ def register(subparsers: Any) -> None:
     run.set_defaults(handler=cmd_run)
 
 
-def describe(task: dict[str, Any]) -> str:
+def describe(task: TaskView) -> str:
     """``At 09:00 on Monday to Friday (Europe/Berlin)``, with ``once`` for one-shot crons."""
-    text = str(task.get("explanation") or task.get("schedule") or "?")
-    if task.get("cron") and not task.get("recurring", True):
+    text = task.explanation or task.schedule
+    if task.cron and not task.recurring:
         text += ", once"
-    return f"{text} ({task.get('tz', 'UTC')})"
+    return f"{text} ({task.tz})"
 
 
-def fire_lines(task: dict[str, Any]) -> list[str]:
+def fire_lines(task: TaskView) -> list[str]:
     """Planned fire times, with the scheduled time when jitter moved one."""
     lines = []
-    for fire in task.get("next_fires") or []:
-        planned, scheduled = fire.get("planned_for"), fire.get("scheduled_for")
+    for fire in task.next_fires:
+        planned, scheduled = fire.planned_for, fire.scheduled_for
         line = fmt_time(planned)
-        if scheduled and scheduled != planned:
+        if scheduled != planned:
             nominal = fmt_time(scheduled)
             same_day = nominal[:10] == line[:10]
             line += f" (scheduled {nominal[11:19] if same_day else nominal})"
@@ -327,12 +331,12 @@ def _print_list_json() -> int:
 _LIST_HEAD = b'{"tasks":['
 
 
-def _expiry_text(task: dict[str, Any]) -> str:
-    if not task.get("recurring", True):
+def _expiry_text(task: TaskView) -> str:
+    if not task.recurring:
         return "- (one-shot: removed after it fires)"
-    if task.get("permanent"):
+    if task.permanent:
         return "never (permanent)"
-    days = task.get("expires_after_days")
+    days = task.expires_after_days
     return f"after {days} day(s)" if days else "never"
 
 
@@ -358,7 +362,7 @@ def _target_detail(target: Any) -> str:
     return ", ".join(parts)
 
 
-def _jitter_text(task: dict[str, Any]) -> str:
+def _jitter_text(task: TaskView) -> str:
     """The jitter as asked, and what it really is when half the period caps it (issue 24, item 4)."""
     import itertools
     from datetime import datetime
@@ -366,12 +370,12 @@ def _jitter_text(task: dict[str, Any]) -> str:
     from kairosd.core.schedule.durations import format_duration
     from kairosd.core.schedule.jitter import capped_jitter
 
-    spec = str(task.get("jitter") or "none")
-    if not task.get("recurring", True) or not spec.startswith("max:"):
+    spec = task.jitter or "none"
+    if not task.recurring or not spec.startswith("max:"):
         return spec
     try:
-        times = [datetime.fromisoformat(str(f["scheduled_for"])) for f in task.get("next_fires") or []]
-    except (KeyError, TypeError, ValueError):
+        times = [datetime.fromisoformat(f.scheduled_for) for f in task.next_fires]
+    except ValueError:
         return spec
     gaps = [b - a for a, b in itertools.pairwise(times)]
     cap = capped_jitter(spec, gaps)
@@ -384,60 +388,68 @@ def _jitter_text(task: dict[str, Any]) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from kairos.answers import read
+    from kairosd.core.wire.tasks import TaskDoc
+
     api = ReadClient()
     shown = [0]
 
     def show(task_id: str) -> Any:
         doc = api.call("GET", task_path(task_id))
+        task = read(TaskDoc, doc, "GET /v1/tasks/ID").task
         if not args.json:
             if shown[0]:
                 print()
-            _print_task(doc["task"])
+            _print_task(task)
             shown[0] += 1
         return doc
 
     return each_id(args.ids, show, "tasks", args.json)
 
 
-def _print_task(task: dict[str, Any]) -> None:
+def _print_task(task: TaskView) -> None:
     import json
 
-    status = str(task.get("status", "?")) + (", running now" if task.get("running") else "")
+    status = task.status + (", running now" if task.running else "")
     # A one-shot's schedule is its time: shown as every other time (seconds, the task's zone), not the ISO text.
-    schedule = task.get("cron") or fmt_time(task.get("schedule") or task.get("at"), task.get("tz")) or "?"
-    if task.get("paused_reason"):
-        status += f" by kairos: {_safe(task['paused_reason'])}"
+    schedule = task.cron or fmt_time(task.schedule or task.at, task.tz) or "?"
+    if task.paused_reason:
+        status += f" by kairos: {_safe(task.paused_reason)}"
     fields = [
-        ("id", task["id"]),
-        ("name", task.get("name") or "-"),
+        ("id", task.id),
+        ("name", task.name or "-"),
         ("status", status),
         ("schedule", schedule),
         ("meaning", describe(task)),
-        ("target", _target_detail(task.get("target"))),
+        ("target", _target_detail(task.target)),
         ("jitter", _jitter_text(task)),
-        ("catch-up", task.get("catch_up", "-")),
-        ("overlap", task.get("overlap", "-")),
+        ("catch-up", task.catch_up),
+        ("overlap", task.overlap),
         ("expires", _expiry_text(task)),
-        ("created", f"{fmt_time(task.get('created_at'), task.get('tz'))} by {task.get('created_by', '?')}"),
-        ("last fired", fmt_time(task.get("last_fired_at"), task.get("tz"))),
+        ("created", f"{fmt_time(task.created_at, task.tz)} by {task.created_by}"),
+        ("last fired", fmt_time(task.last_fired_at, task.tz)),
     ]
-    if task.get("meta"):
-        fields.append(("meta", json.dumps(task["meta"], sort_keys=True)))
+    if task.meta:
+        fields.append(("meta", json.dumps(task.meta, sort_keys=True)))
     print_fields(fields, 13)
     fires = fire_lines(task) or ["-"]
     print(f"{'next:':<12} " + ("\n" + " " * 13).join(fires))
-    print_block("prompt", str(task.get("prompt", "")))
+    print_block("prompt", task.prompt)
 
 
 # ---- rm / pause / resume / run --------------------------------------------
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
+    from kairos.answers import read
+    from kairosd.core.wire.tasks import RemovedDoc
+
     api = client()
     removed: list[str] = []
 
     def remove(task_id: str) -> str:
-        full = str((api.call("DELETE", task_path(task_id))["removed"] or [task_id])[0])
+        answer = read(RemovedDoc, api.call("DELETE", task_path(task_id)), "DELETE /v1/tasks/ID")
+        full = (answer.removed or [task_id])[0]
         removed.append(full)
         if not args.json:
             print(f"removed {full}")  # the full id: the prefix typed may be shared by a task added later
@@ -460,49 +472,55 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _set_paused(args: argparse.Namespace, action: str) -> int:
+    from kairos.answers import read
+    from kairosd.core.wire.tasks import PausedDoc
+
     api = client()
 
     def act(task_id: str) -> Any:
         doc = api.call("POST", task_path(task_id, action))
+        task = read(PausedDoc, doc, f"POST /v1/tasks/ID/{action}").task
         if not args.json:
-            print(paused_line(doc["task"], action))
+            print(paused_line(task, action))
         return doc
 
     return each_id(args.ids, act, "tasks", args.json)
 
 
-def paused_line(task: dict[str, Any], action: str) -> str:
+def paused_line(task: ChangedTask, action: str) -> str:
     """What ``pause`` or ``resume`` did to one task, on one line."""
-    if task.get("unchanged"):
+    if task.unchanged:
         state = "paused" if action == "pause" else "not paused"
-        return f"{task['id']} was already {state}: nothing to do"
+        return f"{task.id} was already {state}: nothing to do"
     if action == "pause":
-        return f"paused {task['id']}"
-    caught = task.get("caught_up")
+        return f"paused {task.id}"
+    caught = task.caught_up
     if caught:
-        slot = fmt_time(caught.get("scheduled_for"))
-        if caught.get("action") == "fired":
-            what = f"its time ({slot}) passed while paused: fired now, late (run {caught.get('run_id')}, caught up)"
-        elif caught.get("action") == "missed":
-            reason = caught.get("reason")
-            what = f"its time ({slot}) passed while paused: recorded as missed ({reason}); see kairos missed"
+        slot = fmt_time(caught.scheduled_for)
+        if caught.action == "fired":
+            what = f"its time ({slot}) passed while paused: fired now, late (run {caught.run_id}, caught up)"
+        elif caught.action == "missed":
+            what = f"its time ({slot}) passed while paused: recorded as missed ({caught.reason}); see kairos missed"
         else:
             what = f"its time ({slot}) passed while paused: its catch-up policy decides at the next tick"
-        return f"resumed {task['id']}, {what}"
-    planned = task.get("planned_for")
-    return f"resumed {task['id']}" + (f", next: {fmt_time(planned)}" if planned else ", no fire time ahead")
+        return f"resumed {task.id}, {what}"
+    planned = task.planned_for
+    return f"resumed {task.id}" + (f", next: {fmt_time(planned)}" if planned else ", no fire time ahead")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from kairos.answers import read
+    from kairosd.core.wire.tasks import RunDoc
+
     api = client()
 
     def fire(task_id: str) -> Any:
         doc = api.call("POST", task_path(task_id, "run"))
+        run = read(RunDoc, doc, "POST /v1/tasks/ID/run").run
         if not args.json:
-            run = doc["run"]
-            line = f"dispatched run {run.get('run_id', '?')} of task {run.get('task_id', task_id)}"
-            if run.get("outcome"):
-                line += f": {run['outcome']}" + (f" ({run['reason']})" if run.get("reason") else "")
+            line = f"dispatched run {run.run_id} of task {run.task_id}"
+            if run.outcome:
+                line += f": {run.outcome}" + (f" ({run.reason})" if run.reason else "")
             print(line)
         return doc
 

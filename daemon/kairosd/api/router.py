@@ -87,5 +87,5 @@ class Router:
 
     async def openapi(self, req: Request, m: re.Match[str]) -> Response:
         served = [(name, verbs) for name, _, verbs in self.routes]
-        table = [(PREFIX + ROUTES[name], {verb: body_model(h) for verb, h in verbs.items()}) for name, verbs in served]
+        table = [(name, {verb: body_model(h) for verb, h in verbs.items()}) for name, verbs in served]
         return Response(200, openapi_document(table))

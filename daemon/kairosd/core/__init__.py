@@ -9,6 +9,7 @@
     errors      the one error base class with stable codes and exit codes
     ids         git-style id prefixes, the one rule every verb resolves ids by (pure)
     protocol    the wire protocol's constants (API version, paths' prefix, error statuses)
+    wire/       every response and ``--json`` document as a model (pydantic; off the CLI's hot paths)
     defaults    the one set of default limits (concurrency, depth, grace, timeouts)
     events      the in-process event bus (asyncio queues, no I/O)
     reminder    the words a live session sees for a scheduled prompt (pure)

@@ -1,4 +1,7 @@
-"""The wire protocol between kairosd and its clients: the only module both sides share.
+"""The wire protocol between kairosd and its clients: routes, error codes and limits, shared by both sides.
+
+What each route answers is a model in :mod:`kairosd.core.wire` (pydantic, so the hot paths do not
+import it); this module stays plain so that ``kairos hook`` and ``kairos list`` can.
 
 HTTP/1.1 over the daemon's Unix socket, JSON bodies, one request per
 connection (so ``curl --unix-socket`` works for scripts). Everything here is
@@ -86,12 +89,12 @@ from __future__ import annotations
 
 from kairosd.core.errors import EXIT_FAILURE, EXIT_USAGE
 
-# typing is for mypy only: the CLI does not import it (docs/performance.md), and the request
-# shapes below are documentation and static types, never built at run time.
+# typing is for mypy only: the CLI does not import it (docs/performance.md). The responses' models are
+# in kairosd.core.wire (pydantic, so off the CLI's hot paths); the requests' are each capability's own.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any, Final, TypedDict
+    from typing import Any, Final
 
 API_VERSION: Final = 1
 PREFIX: Final = "/v1"
@@ -198,62 +201,6 @@ EVENT_TYPES: Final = (
     "consolidation_finished",
     "board_changed",
 )
-
-
-if TYPE_CHECKING:
-
-    class StartRequest(TypedDict, total=False):
-        """Body of ``POST /v1/registry``: an agent (``agent``) or a shell (``argv``) task."""
-
-        kind: str  # "agent" (default) or "shell"
-        agent: str
-        argv: list[str]
-        prompt: str  # an agent's first prompt; a shell command's stdin
-        cwd: str  # absolute
-        session: str
-        model: str
-        mode: str  # "background" (default) or "sync" (the starter waits)
-        parent_id: str  # the starter's KAIROS_TASK_ID: the new task is its child
-        parent_depth: int  # the starter's KAIROS_TASK_DEPTH
-        permissions: dict[str, Any]  # {"mode", "allowed_tools", "denied_tools"}; only ever narrowed
-        timeout_s: float
-
-    class SessionHookRequest(TypedDict, total=False):
-        """Body of ``POST /v1/sessions/{id}/hook``, sent by ``kairos hook AGENT EVENT``.
-
-        ``event`` is ``start``, ``prompt``, ``stop`` or ``end`` (the agent's own event,
-        normalised by the hook). ``deliver`` false: only touch the session (the agent
-        drops this hook's output, so items must not be claimed for it).
-        """
-
-        agent: str
-        event: str
-        cwd: str
-        transcript_path: str
-        stop_hook_active: bool
-        deliver: bool
-        source: str  # SessionStart's startup|resume|clear|compact
-        reason: str  # SessionEnd's
-
-    class AddRequest(TypedDict, total=False):
-        """Body of ``POST /v1/tasks``. Exactly one of cron, every, in, at."""
-
-        prompt: str
-        cron: str
-        every: str  # /loop-style interval, e.g. "5m"
-        in_: str  # sent as "in": a duration from now for a one-shot
-        at: str  # ISO 8601 or HH:MM for a one-shot
-        once: bool  # a cron expression that fires once, then the task is removed
-        tz: str
-        name: str
-        target: dict[str, Any]  # {"kind": "inbox", "session": S} or {"kind": "shell", "argv": [...], ...}
-        jitter: str
-        expires_after_days: int | None
-        permanent: bool
-        catch_up: str
-        overlap: str
-        created_by: str
-        meta: dict[str, Any]
 
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

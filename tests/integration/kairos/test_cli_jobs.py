@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from test_cli_verbs import ANY_QUERY, FakeDaemon, Recorded, Stream
+from test_cli_verbs import _task as _task_view
 
 from kairos.app import run
 
@@ -46,11 +47,26 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def _turn(**over: Any) -> dict[str, Any]:
+    turn: dict[str, Any] = {"number": 1, "prompt": "fix the build", "queued_at": "2026-11-20T08:00:00+00:00",
+                            "started_at": "2026-11-20T08:00:00+00:00", "finished_at": None, "ok": None,
+                            "response": None, "error": None, "exit_code": None, "session_id": None,
+                            "tool_calls": 2}  # fmt: skip
+    turn.update(over)
+    return turn
+
+
+# The registry's section of GET /v1/registry (kairosd.core.wire.registry.RegistryInfo).
+REGISTRY = {"tasks": {"running": 1}, "slots": {"limit": 4, "in_use": 1, "waiting": 0, "lent": 0}, "max_depth": 3}
+
+
 def _task(**over: Any) -> dict[str, Any]:
+    """A background job as kairosd answers it (kairosd.core.wire.registry: task list and show read it typed)."""
     task: dict[str, Any] = {
         "id": TASK_ID,
         "kind": "agent",
         "agent": "claude",
+        "cli": "claude",
         "argv": None,
         "prompt": "fix the build",
         "status": "running",
@@ -64,14 +80,23 @@ def _task(**over: Any) -> dict[str, Any]:
         "multi_turn": True,
         "permissions": {"mode": "default", "allowed_tools": None, "denied_tools": []},
         "progress": {"tool_calls": 2, "intent": "reading the logs", "last_line": "looking at CI"},
-        "turns": [{"number": 1, "prompt": "fix the build", "finished_at": None, "ok": None, "error": None}],
+        "turns": [_turn()],
         "turns_done": 0,
         "response": None,
         "error": None,
         "exit_code": None,
         "log_path": "/data/tasks/t0a1b2c3d4e.log",
+        "log_lines": 3,
         "created_at": "2026-11-20T08:00:00+00:00",
+        "updated_at": "2026-11-20T08:00:01+00:00",
         "finished_at": None,
+        "timeout_s": 3600.0,
+        "agent_session_id": None,
+        "pid": 4242,
+        "pid_started": 1790000000.5,
+        "detached": False,
+        "scheduled_task_id": None,
+        "run_id": None,
     }
     task.update(over)
     return task
@@ -203,8 +228,8 @@ def test_list_table_and_status_filter(fake, capsys):
         _task(status="running", queued=True),
         _task(id="t1111111111", kind="shell", agent=None, argv=["make", "test"], status="failed", turns_done=1),
     ]
-    fake.routes[("GET", "/v1/registry?status=running")] = (200, {"tasks": tasks, "registry": {}})
-    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": tasks, "registry": {}})
+    fake.routes[("GET", "/v1/registry?status=running")] = (200, {"tasks": tasks, "registry": REGISTRY})
+    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": tasks, "registry": REGISTRY})
     code, out, _ = _run(capsys, "list", "--status", "running")
     assert code == 0
     lines = out.splitlines()
@@ -219,7 +244,7 @@ def test_list_table_and_status_filter(fake, capsys):
 
 def test_list_empty(fake, capsys):
     """No tasks: a friendly line."""
-    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": [], "registry": {}})
+    fake.routes[("GET", "/v1/registry")] = (200, {"tasks": [], "registry": REGISTRY})
     assert _run(capsys, "list") == (0, "no background jobs\n", "")
 
 
@@ -230,7 +255,7 @@ def test_show_prints_fields_turns_and_response(fake, capsys):
         parent_id="t9999999999",
         depth=1,
         permissions={"mode": "plan", "allowed_tools": ["Read"], "denied_tools": ["Bash"]},
-        turns=[{"number": 1, "prompt": "fix the build", "finished_at": "x", "ok": True, "error": None}],
+        turns=[_turn(finished_at="2026-11-20T08:05:00+00:00", ok=True)],
         response="fixed it\nin two places",
         agent_session_id="0cb916db-26aa-40f2-86b5-1ba81b225fd2",
     )
@@ -333,7 +358,7 @@ def test_send_and_close(fake, capsys, monkeypatch):
 
 
 def _add(fake: FakeDaemon, capsys, *argv: str) -> tuple[int, str, dict[str, Any] | None]:
-    task = {"id": "3f2a9c1d", "cron": None, "tz": "UTC", "explanation": "once", "next_fires": [], "target": {}}
+    task = _task_view(cron=None, tz="UTC", explanation="once", next_fires=[], target={}, note=None)
     fake.routes[("POST", "/v1/tasks")] = (201, {"task": task})
     try:
         code = run(["add", *argv])
@@ -382,7 +407,7 @@ def test_add_agent_target_usage_errors(fake, capsys, argv, message):
     assert message in err
 
 
-# ---- the listing verbs (one printer: kairos.commands.common.print_listing) ------------------------
+# ---- the listing verbs (one printer: kairos.commands.common.print_records) ------------------------
 
 # argv, route, the list's key, one entry, the table it prints (zone UTC, 120 columns), the empty message
 LISTINGS = [
@@ -401,8 +426,11 @@ LISTINGS = [
         ["history"],
         "/v1/runs?limit=20",
         "runs",
-        {"run_id": "r1", "task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00+01:00",
-         "outcome": "failed", "manual": True, "late_by_s": 90, "exit_code": 2, "reason": "boom"},
+        {"run_id": "r1", "task_id": "3f2a9c1d", "task_name": None, "scheduled_for": "2026-11-23T08:00:00+01:00",
+         "planned_for": "2026-11-23T08:00:00+01:00", "dispatched_at": "2026-11-23T08:01:30+01:00",
+         "started_at": None, "finished_at": "2026-11-23T08:01:31+01:00", "target": {"kind": "shell"},
+         "output_path": None, "catch_up": False, "outcome": "failed", "manual": True, "late_by_s": 90.0,
+         "exit_code": 2, "reason": "boom"},
         [
             "RUN  TASK      SCHEDULED                  OUTCOME          LATE   REASON/EXIT",
             "r1   3f2a9c1d  2026-11-23 07:00:00+00:00  failed (manual)  1m30s  exit 2; boom",
@@ -414,7 +442,8 @@ LISTINGS = [
         "/v1/missed",
         "missed",
         {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T09:00:00+00:00", "count": 3,
-         "reason": "kairosd was not running", "action": "skipped", "task_name": "standup"},
+         "reason": "kairosd was not running", "action": "skipped", "task_name": "standup", "prompt": "p",
+         "schedule": "0 9 * * *", "first_scheduled_for": None, "detected_at": "2026-11-23T10:00:00+00:00"},
         [
             "TASK      LAST MISSED                COUNT  REASON                   ACTION   NAME/PROMPT",
             "3f2a9c1d  2026-11-23 09:00:00+00:00  3      kairosd was not running  skipped  standup",
@@ -426,7 +455,8 @@ LISTINGS = [
         "/v1/sessions",
         "sessions",
         {"agent": "claude", "session_id": "s1", "last_active": "2026-11-23T10:00:00+01:00", "pending": 1,
-         "cwd": "/src/app"},
+         "cwd": "/src/app", "transcript_path": None, "registered_at": "2026-11-23T09:00:00+01:00",
+         "expires_at": "2026-11-23T11:00:00+01:00", "in_turn": False},
         [
             "AGENT   SESSION  LAST ACTIVE                PENDING  CWD",
             "claude  s1       2026-11-23 10:00:00+01:00  1        /src/app",
@@ -454,16 +484,52 @@ LISTINGS = [
 def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_json(
     fake, capsys, argv, route, key, entry, table, empty
 ):
-    doc = {key: [entry], "project": "/src/app"}
+    # Whole answers as kairosd gives them: history, missed and sessions read theirs as their models.
+    rest = {"registry": REGISTRY} if argv[0] == "task" else {"project": "/src/app"} if argv[0] == "board" else {}
+    doc = {key: [entry], **rest}
     route = route.format(cwd=Path.cwd())  # the home: the fixture's working folder
     fake.routes[("GET", route)] = (200, doc)
     assert run(argv) == 0
     assert capsys.readouterr().out.splitlines() == table
     assert run([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == doc
-    fake.routes[("GET", route)] = (200, {key: [], "project": "/src/app"})
+    fake.routes[("GET", route)] = (200, {key: [], **rest})
     assert run(argv) == 0
     assert capsys.readouterr().out == empty + "\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "route", "answer", "where"),
+    [
+        (["task", "list"], "/v1/registry", {"tasks": []}, "registry"),
+        (["board", "history"], "/v1/board/history?cwd={cwd}&limit=50", {"history": []}, "project"),
+        (
+            ["board", "show"],
+            "/v1/board?cwd={cwd}",
+            {
+                "project": "/src/app",
+                "path": "/b.json",
+                "limit": 25,
+                "prune_to": 18,
+                "updated_at": None,
+                "entries": [{"id": "b1"}],
+            },
+            "entries.0.text",
+        ),
+    ],
+    ids=["task list", "board history", "board show"],
+)
+def test_task_list_and_the_board_read_their_answers_typed(fake, capsys, argv, route, answer, where):
+    """task list (commands/jobs.py) and board show/history (commands/board.py) read kairosd's answer as its
+    model: an answer of another shape is one clear line, not a table of "?"."""
+    route = route.format(cwd=Path.cwd())
+    fake.routes[("GET", route)] = (200, answer)
+    assert run(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    path = route.partition("?")[0]
+    assert f"kairosd answered GET {path} in a shape this kairos does not know ({where}:" in err
+    assert len(err.splitlines()) == 1
 
 
 # ---- the following verbs (one loop: kairos.commands.common.print_each) -----------------------------
@@ -498,6 +564,8 @@ def test_a_follower_whose_reader_goes_away_exits_0_quietly(fake, argv, route, it
 
 def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
     """board show: the entries' table (or how entries come), and with --all the replaced ones (or none)."""
+    # Whole answers as kairosd gives them (kairosd.core.wire.board): board show reads its answer typed.
+    made = {"source_session": None, "source_agent": None, "created_at": "2026-11-20T08:00:00+00:00"}
     entry = {
         "id": "b1",
         "kind": "rule",
@@ -507,11 +575,15 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
         "pinned": True,
         "text": "use pnpm",
         "conflicts_with": "b2",
+        **made,
     }
     old = {"id": "b0", "kind": "rule", "superseded_at": "2026-11-22T08:30:00+00:00", "superseded_by": "b1",
-           "text": "use npm"}  # fmt: skip
+           "text": "use npm", "hits": 1, "author": "kairos", "last_seen_at": "2026-11-21T08:00:00+00:00",
+           **made}  # fmt: skip
+    board = {"project": "/src/app", "path": "/data/boards/app.json", "limit": 25, "prune_to": 18,
+             "updated_at": "2026-11-23T09:00:00+00:00"}  # fmt: skip
     route = ("GET", f"/v1/board?cwd={Path.cwd()}&all=1")
-    fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [entry], "superseded": [old]})
+    fake.routes[route] = (200, {**board, "entries": [entry], "superseded": [old]})
     assert run(["board", "show", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "context board of /src/app: 1 of 25 entries",
@@ -522,7 +594,7 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
         "ID  KIND  REPLACED AT                BY ENTRY  TEXT",
         "b0  rule  2026-11-22 08:30:00+00:00  b1        use npm",  # to the second with its offset, as every time
     ]
-    fake.routes[route] = (200, {"project": "/src/app", "limit": 25, "entries": [], "superseded": []})
+    fake.routes[route] = (200, {**board, "entries": [], "superseded": []})
     assert run(["board", "show", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "context board of /src/app: 0 of 25 entries",

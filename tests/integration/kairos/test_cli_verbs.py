@@ -206,6 +206,7 @@ def _task(**over: Any) -> dict[str, Any]:
         "last_fired_at": None,
         "last_scheduled_for": None,
         "paused": False,
+        "paused_reason": None,
         "expires_after_days": None,
         "permanent": False,
         "catch_up": "once",
@@ -646,7 +647,8 @@ def test_pause_resume_run_show_take_many_ids_and_go_on_past_a_bad_one(fake, caps
 
 
 def test_resume_says_what_the_catch_up_policy_did_with_a_one_shot(fake, capsys):
-    caught = {"action": "fired", "scheduled_for": "2026-11-23T08:00:00Z", "run_id": "r1", "reason": None}
+    caught = {"action": "fired", "scheduled_for": "2026-11-23T08:00:00Z", "run_id": "r1", "outcome": None,
+              "reason": None}  # fmt: skip
     fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": _task(id="aaaaaaaa", caught_up=caught)})
     code, out, _ = _run(capsys, "resume", "aaaaaaaa")
     assert code == 0
@@ -672,7 +674,7 @@ def test_pause_resume_run(fake, capsys):
     fake.routes[("POST", "/v1/tasks/3f2a9c1d/resume")] = (200, {"task": _task()})
     fake.routes[("POST", "/v1/tasks/3f2a9c1d/run")] = (
         202,
-        {"run": {"run_id": "r0123456789ab", "task_id": "3f2a9c1d", "outcome": None}},
+        {"run": _run_record(outcome=None, started_at=None, finished_at=None)},
     )
     assert _run(capsys, "pause", "3f2a9c1d")[:2] == (0, "paused 3f2a9c1d\n")
     assert _run(capsys, "resume", "3f2a9c1d")[:2] == (0, "resumed 3f2a9c1d, next: 2026-11-23 09:00:00+01:00\n")
@@ -688,14 +690,20 @@ def test_pause_resume_run(fake, capsys):
 
 
 def _run_record(**over: Any) -> dict[str, Any]:
+    """A run as GET /v1/runs lists it (kairosd.core.wire.tasks.RunView: history reads it typed)."""
     record: dict[str, Any] = {
         "run_id": "r0123456789ab",
         "task_id": "3f2a9c1d",
+        "task_name": None,
         "scheduled_for": "2026-11-23T08:00:00Z",
         "planned_for": "2026-11-23T08:00:00Z",
+        "dispatched_at": "2026-11-23T08:00:00Z",
         "started_at": "2026-11-23T08:00:01Z",
+        "finished_at": "2026-11-23T08:00:02Z",
         "outcome": "delivered",
         "reason": None,
+        "target": {"kind": "inbox", "session": "default"},
+        "output_path": None,
         "exit_code": None,
         "late_by_s": 0.0,
         "catch_up": False,
@@ -754,27 +762,28 @@ def test_history_empty_and_bad_n(fake, capsys):
     assert _run(capsys, "history", "-n", "0")[0] == 2
 
 
+def _missed_record(**over: Any) -> dict[str, Any]:
+    """A missed record as GET /v1/missed lists it (kairosd.core.wire.tasks.MissedView: missed reads it typed)."""
+    record: dict[str, Any] = {
+        "id": "m1",
+        "task_id": "3f2a9c1d",
+        "task_name": None,
+        "prompt": "summarise open PRs",
+        "schedule": "0 9 * * 1-5",
+        "scheduled_for": "2026-11-23T08:00:00Z",
+        "first_scheduled_for": None,
+        "count": 3,
+        "detected_at": "2026-11-23T10:00:00Z",
+        "reason": "daemon was not running",
+        "action": "surfaced",
+    }
+    record.update(over)
+    return record
+
+
 def test_missed_and_clear(fake, capsys):
     """`missed` prints a table; `missed --clear` sends DELETE and prints the count."""
-    fake.routes[("GET", "/v1/missed")] = (
-        200,
-        {
-            "missed": [
-                {
-                    "id": "m1",
-                    "task_id": "3f2a9c1d",
-                    "task_name": None,
-                    "prompt": "summarise open PRs",
-                    "schedule": "0 9 * * 1-5",
-                    "scheduled_for": "2026-11-23T08:00:00Z",
-                    "count": 3,
-                    "detected_at": "2026-11-23T10:00:00Z",
-                    "reason": "daemon was not running",
-                    "action": "surfaced",
-                }
-            ]
-        },
-    )
+    fake.routes[("GET", "/v1/missed")] = (200, {"missed": [_missed_record()]})
     fake.routes[("DELETE", "/v1/missed")] = (200, {"cleared": 3})
     code, out, _ = _run(capsys, "missed")
     assert code == 0
@@ -787,11 +796,27 @@ def test_missed_and_clear(fake, capsys):
     assert _run(capsys, "missed")[:2] == (0, "nothing missed\n")
 
 
+@pytest.mark.parametrize(
+    ("verb", "path", "answer", "where"),
+    [
+        ("history", "/v1/runs?limit=20", {"runs": [{"run_id": "r1", "task_id": "t1"}]}, "runs.0.task_name"),
+        ("missed", "/v1/missed", {"missed": [_missed_record(count="3")]}, "missed.0.count"),
+        ("sessions", "/v1/sessions", {"sessions": [{"agent": "claude", "session_id": "s1"}]}, "sessions.0.cwd"),
+    ],
+)
+def test_an_answer_of_another_shape_is_one_clear_error(fake, capsys, verb, path, answer, where):
+    """A verb that reads kairosd's answer typed says which key is wrong, not a table of "?" (issue 25)."""
+    fake.routes[("GET", path)] = (200, answer)
+    code, out, err = _run(capsys, verb)
+    assert (code, out) == (1, "")
+    assert f"kairosd answered GET {path.partition('?')[0]} in a shape this kairos does not know ({where}:" in err
+    assert len(err.splitlines()) == 1
+
+
 def test_missed_cuts_a_long_reason_to_the_terminal(fake, capsys, monkeypatch):
     """A 100-character REASON is cut to a third of the terminal; ACTION and the prompt stay on the line."""
     reason = "clock jumped forward by 6d 3h 12m 5s (suspend?); " + "x" * 60
-    record = {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00Z", "count": 1, "reason": reason,
-              "action": "surfaced", "prompt": "summarise open PRs"}  # fmt: skip
+    record = _missed_record(count=1, reason=reason)
     fake.routes[("GET", "/v1/missed")] = (200, {"missed": [record]})
     monkeypatch.setenv("COLUMNS", "120")
     _at_terminal(monkeypatch)
@@ -805,8 +830,7 @@ def test_missed_cuts_a_long_reason_to_the_terminal(fake, capsys, monkeypatch):
 @pytest.mark.parametrize("argv", [["missed"], ["missed", "--wide"]])
 def test_missed_keeps_the_reason_whole_when_piped_or_wide(fake, capsys, monkeypatch, argv):
     reason = "clock jumped forward by 6d 3h 12m 5s (suspend?); " + "x" * 60
-    record = {"task_id": "3f2a9c1d", "scheduled_for": "2026-11-23T08:00:00Z", "count": 1, "reason": reason,
-              "action": "surfaced", "prompt": "summarise open PRs"}  # fmt: skip
+    record = _missed_record(count=1, reason=reason)
     fake.routes[("GET", "/v1/missed")] = (200, {"missed": [record]})
     monkeypatch.setenv("COLUMNS", "120")
     if "--wide" in argv:
@@ -935,7 +959,16 @@ STATUS = {
     "deliveries_running": 0,
     "queued": 0,
     "next_fire": {"task_id": "3f2a9c1d", "planned_for": "2026-11-23T08:00:00Z"},
-}
+    "store_error": None,
+    "last_clock_jump": None,
+    "wakeups": 12,
+    "overlap_default": "skip",
+    "background": {"tasks": {"running": 1, "idle": 0}, "slots": {"limit": 4, "in_use": 1, "waiting": 0, "lent": 0},
+                   "max_depth": 3},
+    "sessions": {"live": 1, "pending": 0, "waiters": 0, "ttl_s": 86400.0},
+    "consolidation": {"enabled": False, "mode": "auto", "min_interval_minutes": 10.0, "min_user_turns": 3,
+                      "running": {}, "pending": {}, "recent": []},
+}  # fmt: skip
 
 
 def test_status(fake, capsys):
@@ -951,6 +984,7 @@ def test_status(fake, capsys):
         "zone:       Europe/Berlin",
         "socket:     /run/user/1000/kairos/kairosd.sock",
         "store:      /home/u/.local/state/kairos/scheduled_tasks.json",
+        "background: 1 running; slots 1/4",
     ]
     assert json.loads(_run(capsys, "status", "--json")[1]) == STATUS
 
@@ -971,9 +1005,9 @@ def test_import(fake, capsys, home):
     fake.routes[("POST", "/v1/import")] = (
         200,
         {
-            "imported": [_task()],
+            "imported": [_task(on_import="")],
             "skipped": [{"id": "aaaabbbb", "reason": "a task with this id already exists"}],
-            "rejected": [{"index": 2, "reason": "missing 'cron'"}],
+            "rejected": [{"index": 2, "id": None, "reason": "missing 'cron'"}],
         },
     )
     code, out, _ = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
@@ -1182,8 +1216,8 @@ def test_daemon_start_then_stop(home, capsys, monkeypatch):
 
 
 def test_cli_edit_sends_only_what_changes(fake, capsys) -> None:
-    view = {"id": "3f2a9c1d", "cron": "30 8 * * 1-5", "tz": "UTC", "recurring": True, "explanation": "At 08:30",
-            "next_fires": [], "changed": ["jitter", "schedule"]}  # fmt: skip
+    view = _task(cron="30 8 * * 1-5", tz="UTC", explanation="At 08:30", next_fires=[], changed=["jitter", "schedule"],
+                 note=None)  # fmt: skip
     fake.routes[("PATCH", "/v1/tasks/3f2a")] = (200, {"task": view})
     code = run(["edit", "3f2a", "--cron", "30 8 * * 1-5", "--jitter", "claude"])
     out, err = capsys.readouterr()
@@ -1236,7 +1270,8 @@ def test_import_of_more_than_one_request_carries_goes_in_batches(fake, capsys, h
     path, tasks = _claude_file(home, 12_000)
 
     def answer(req: Any) -> tuple[int, dict[str, Any]]:
-        return 200, {"imported": [], "skipped": [], "rejected": [{"index": 0, "reason": "first of its batch"}]}
+        rejected = [{"index": 0, "id": None, "reason": "first of its batch"}]
+        return 200, {"imported": [], "skipped": [], "rejected": rejected}
 
     fake.routes[("POST", "/v1/import")] = answer
     code, out, _ = _run(capsys, "import", str(path), "--tz", "UTC", "--allow-hidden")
@@ -1299,3 +1334,35 @@ def test_every_session_option_names_a_kairos_session():
     consolidate = build_parser("consolidate")
     assert consolidate.parse_args(["consolidate", "--session-id", "s1", "--transcript", "t"]).session == "s1"
     assert consolidate.parse_args(["consolidate", "--session", "s1", "--transcript", "t"]).session == "s1"
+
+
+@pytest.mark.parametrize(
+    ("argv", "path", "answer", "where"),
+    [
+        (["inbox"], "/v1/inbox", {"items": [_item(prompt=None)]}, "items.0.prompt"),
+        (["inbox", "--all"], "/v1/inbox?all=1", {"items": [_item(session=3)]}, "items.0.session"),
+        (["status"], "/v1/status", {**STATUS, "tasks": "3"}, "tasks"),
+        (["daemon", "status"], "/v1/status", {**STATUS, "background": {}}, "background.tasks"),
+    ],
+)
+def test_inbox_and_status_read_their_answers_typed(fake, capsys, argv, path, answer, where):
+    """inbox, status and daemon status read kairosd's answer as its model (in their modules since the
+    CLI split: commands/inbox.py, commands/status.py): a wrong key is one clear line, not a "?"."""
+    fake.routes[("GET", path)] = (200, answer)
+    code, out, err = _run(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert f"kairosd answered GET {path.partition('?')[0]} in a shape this kairos does not know ({where}:" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_import_reads_its_answer_typed(fake, capsys, home):
+    """import (commands/claudeimport.py) reads kairosd's answer as its model: a rejected task whose index is
+    not a number is one clear line, not a "#?" in the report."""
+    (home / "proj" / ".claude").mkdir(parents=True)
+    (home / "proj" / ".claude" / "scheduled_tasks.json").write_text('{"tasks": []}')
+    answer = {"imported": [], "skipped": [], "rejected": [{"index": "2", "id": None, "reason": "missing 'cron'"}]}
+    fake.routes[("POST", "/v1/import")] = (200, answer)
+    code, out, err = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
+    assert (code, out) == (1, "")
+    assert "kairosd answered POST /v1/import in a shape this kairos does not know (rejected.0.index:" in err
+    assert len(err.splitlines()) == 1

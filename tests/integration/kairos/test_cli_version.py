@@ -51,8 +51,8 @@ def test_version_json_is_a_document(capsys, argv):
     """With --json, --version prints a JSON document, not argparse's line."""
     import json
 
-    from kairos import documents
     from kairosd import __version__
+    from kairosd.core.wire import verbs as documents
 
     assert run(argv) == 0
     doc = json.loads(capsys.readouterr().out)

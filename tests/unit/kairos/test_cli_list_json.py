@@ -1,7 +1,7 @@
 """``kairos list --json`` end to end on a fixed store, against documents written by hand.
 
 The expected documents below are written from the documented contract, not taken
-from the code: the ``ListDoc``/``TaskView`` model in ``cli/kairos/documents.py``
+from the code: the ``ListDoc``/``TaskView`` model in ``kairosd/core/wire/tasks.py``
 (the README's "Commands" section points there) and the README's rules for what a
 task becomes (schedules, intervals, one-shots, zones, DST, jitter, catch-up,
 expiry, pause and resume). Each is derived in a comment beside it.
@@ -206,7 +206,7 @@ def test_list_json_is_the_documented_document_through_cache_changes(kd, capsys, 
 
 def test_the_expected_documents_fit_the_documented_model():
     """The hand-written documents are themselves valid ``kairos list --json`` documents (ListDoc)."""
-    from kairos.documents import ListDoc
+    from kairosd.core.wire.tasks import ListDoc
 
     for tasks in STAGES.values():
         ListDoc.model_validate({"tasks": tasks})

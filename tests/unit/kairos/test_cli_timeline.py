@@ -15,8 +15,8 @@ from paths_support import REPO
 from session_support import Kairosd, remove_home, short_home
 from timeline_support import NOW, fill
 
-from kairos import documents
 from kairos.app import run
+from kairosd.core.wire import verbs as documents
 from kairosd.testing import FakeClock
 
 PICTURE = REPO / "docs" / "timeline.svg"
@@ -70,7 +70,7 @@ def test_filters_json_and_an_unknown_id(kd, capsys):
     code, out, _ = _kairos(capsys, "timeline", "--name", "WATCH", "--days", "2", "--json")
     doc = json.loads(out)
     assert code == 0
-    documents.check("timeline", doc)  # the --json contract (kairos.documents.TimelineDoc)
+    documents.check("timeline", doc)  # the --json contract (kairosd.core.wire.daemon.TimelineDoc)
     # To a pipe, kairosd's bytes are passed on: the compact document print_json writes, every instant listed.
     assert out == json.dumps(doc, separators=(",", ":")) + "\n"
     assert doc["bins"] is None

@@ -1,4 +1,4 @@
-"""Every verb's ``--json`` output against its model in :mod:`kairos.documents` (issue 15, item 2).
+"""Every verb's ``--json`` output against its model in :mod:`kairosd.core.wire.verbs` (issue 15, item 2).
 
 The verbs run in-process against the harness kairosd (real service, scheduler,
 inbox and server on a socket) or, for the verbs that need none, on their own. A
@@ -18,8 +18,8 @@ from typing import Any, Union, get_args, get_origin
 import pytest
 from session_support import Kairosd, hook_home
 
-from kairos import documents
 from kairos.app import build_parser, run
+from kairosd.core.wire import verbs as documents
 from kairosd.scheduling.api import quarantine_routes
 from kairosd.store.quarantine import Quarantine
 
@@ -173,6 +173,9 @@ SAME_NAME_OTHER_TYPE = {
     "task": "add's TaskView also carries the add's note (AddedTask); in task ..., a background task",
     "entries": "a list of objects in both: a board's entries in board show, the records set aside in list "
     "--problems (the quarantine file's own name for them)",
+    "sessions": "the list of live sessions in sessions; in status, the sessions' section (counts)",
+    "consolidation": "in status, consolidation's section (as GET /v1/consolidation); in integrate, the sentence "
+    "saying how the agent's ended sessions are consolidated",
     "run": "the run the verb started, an object in both: a scheduled task's run in run, the consolidation run "
     "(a background task, as task list shows it) in consolidate",
 }

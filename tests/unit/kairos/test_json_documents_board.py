@@ -1,4 +1,4 @@
-"""``kairos board ... --json`` and ``kairos consolidate --json`` against :mod:`kairos.documents_board`.
+"""``kairos board ... --json`` and ``kairos consolidate --json`` against :mod:`kairosd.core.wire.board`.
 
 The verbs run in-process against the consolidation and registry routes behind the real socket
 server (the offline consolidation mode: no agent), as ``test_consolidation_api`` does.
@@ -16,10 +16,10 @@ from registry_support import run
 from test_consolidation_api import _api, home
 from test_consolidation_service import Harness
 
-from kairos import documents
 from kairos.app import run as kairos
 from kairosd.api.server import UnixHttpServer
 from kairosd.consolidation.board.entries import Candidate
+from kairosd.core.wire import verbs as documents
 
 __all__ = ["home"]  # the fixture, used below
 

@@ -1,4 +1,4 @@
-"""``kairos systemd status|uninstall --json`` against :mod:`kairos.documents` (issue 15, item 2).
+"""``kairos systemd status|uninstall --json`` against :mod:`kairosd.core.wire.verbs` (issue 15, item 2).
 
 Real ``kairos`` processes in test_systemd's sandbox: fake ``systemctl`` and ``journalctl``
 first on PATH (they record their argv and print what the test sets), so no user manager is needed.
@@ -11,8 +11,8 @@ import json
 import pytest
 from test_systemd import SHOW_RUNNING, box
 
-from kairos import documents
 from kairos.commands import systemd as sd
+from kairosd.core.wire import verbs as documents
 
 __all__ = ["box"]  # the fixture, used below
 

@@ -1,4 +1,4 @@
-"""``kairos task ... --json`` against its models in :mod:`kairos.documents_tasks` (issue 15, item 2).
+"""``kairos task ... --json`` against its models in :mod:`kairosd.core.wire.registry` (issue 15, item 2).
 
 The verbs run in-process against the registry's real routes behind the real socket server, with
 the fake agent of ``registry_support`` (no real agent CLI), as ``test_registry_api`` does.
@@ -14,9 +14,9 @@ import pytest
 from registry_support import FakeAdapter, fake_agent, make_registry, run
 from test_registry_api import _api, home
 
-from kairos import documents
 from kairos.app import run as kairos
 from kairosd.api.server import UnixHttpServer
+from kairosd.core.wire import verbs as documents
 
 __all__ = ["home"]  # the fixture, used below
 

@@ -23,7 +23,6 @@ from typing import Any, get_args
 
 import pytest
 
-from kairos import documents
 from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import TurnRequest
 from kairosd.api.requests import parse_body
@@ -31,6 +30,7 @@ from kairosd.app.wiring import agent_policy
 from kairosd.config import Config
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.models import AgentTarget, InboxTarget, ShellTarget, Task, new_task
+from kairosd.core.wire import verbs as documents
 from kairosd.export import ENGINES
 from kairosd.export.api import Exporter
 from kairosd.export.requests import Engine, ExportRequest

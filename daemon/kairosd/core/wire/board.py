@@ -1,19 +1,17 @@
-"""The ``--json`` documents of ``kairos board ...`` and ``kairos consolidate``.
+"""Responses of the context board and consolidation (``kairos board ...``, ``kairos consolidate``).
 
-Part of the contract in :mod:`kairos.documents` (which gathers :data:`BOARD_DOCUMENTS` into
-its ``DOCUMENTS``). An entry is a board entry as ``kairosd.consolidation`` writes it; a
-consolidation run is a background job (:mod:`kairos.documents_tasks`).
-Must not import any kairos module that does I/O.
+An entry is a board entry as ``kairosd.consolidation`` writes it; a consolidation run is a background job
+(:mod:`kairosd.core.wire.registry`). Must not import any kairosd module outside :mod:`kairosd.core`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import Field
 
-from kairos.document_base import Document, Record
-from kairos.documents_tasks import BackgroundTask, FullBackgroundTask
+from kairosd.core.wire.base import Document, Record
+from kairosd.core.wire.registry import BackgroundTask, FullBackgroundTask
 
 
 class BoardEntry(Record):
@@ -27,6 +25,7 @@ class BoardEntry(Record):
     last_seen_at: str
     hits: int
     pinned: bool | None = None  # present (true) only on a pinned entry
+    conflicts_with: str | None = None  # present only beside a person's entry it contradicts (that entry's id)
 
 
 class ReplacedEntry(BoardEntry):
@@ -78,6 +77,11 @@ class BoardChange(Record):
     id: str | None = None
     kind: str | None = None
     text: str | None = None
+    # What a change adds to its entry, each present only on the actions that have it:
+    superseded_by: str | None = None  # replaced: the entry that replaced it
+    with_: str | None = Field(default=None, alias="with")  # conflict: the person's entry it sits beside
+    before: str | None = None  # edit: the text it had
+    replaced_by: str | None = None  # restore: the entry that had replaced it
 
 
 class BoardHistoryDoc(Document):
@@ -113,14 +117,36 @@ class ConsolidateRunDoc(Document):
     timed_out: bool
 
 
-BOARD_DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
-    "board show": BoardDoc,
-    "board add": BoardAddDoc,
-    "board rm": BoardRemovedDoc,
-    "board prune": BoardPruneDoc,
-    "board history": BoardHistoryDoc,
-    "board edit": BoardEntryDoc,
-    "board pin": BoardEntryDoc,
-    "board restore": BoardEntryDoc,
-    "consolidate": (ConsolidateDecisionDoc, ConsolidateRunDoc),
-}
+class Decision(Record):
+    """One consolidation request's decision, as ``GET /v1/consolidation`` lists the recent ones."""
+
+    at: str
+    outcome: str  # started, coalesced, skipped or failed
+    gate: str | None
+    reason: str
+    agent: str
+    session_id: str
+    project: str | None
+    transcript_path: str | None
+    end_reason: str | None
+    run: str | None
+
+
+class ConsolidationStatusDoc(Document):
+    """``GET /v1/consolidation``: the switch, the gates' settings, each project's running and pending run
+    (a run's id, a waiting session's id) and the latest decisions, oldest first."""
+
+    enabled: bool
+    mode: str
+    min_interval_minutes: float
+    min_user_turns: int
+    running: dict[str, str]
+    pending: dict[str, str]
+    recent: list[Decision]
+
+
+class ConsolidationRunDoc(Document):
+    """``GET /v1/consolidation/runs/ID``: the run's task record and the worker's result (None until it wrote one)."""
+
+    task: FullBackgroundTask
+    result: dict[str, Any] | None

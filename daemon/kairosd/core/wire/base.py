@@ -1,7 +1,6 @@
-"""The two kinds of model every ``--json`` document is made of (see :mod:`kairos.documents`).
+"""The two kinds of model every response and ``--json`` document is made of (see :mod:`kairosd.core.wire`).
 
-Kept apart so the models of each feature can live in their own module. Must not import
-any kairos module.
+Must not import any kairosd module.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
-"""The ``--json`` documents of ``kairos task ...``: background jobs as the registry shows them.
+"""Responses of the background job registry (``kairos task ...``): a job is the registry's record
+(``kairosd.jobs.model``) as ``GET /v1/registry/ID`` answers it; a listing leaves out each task's ``turns``.
 
-Part of the contract in :mod:`kairos.documents` (which gathers :data:`TASK_DOCUMENTS` into
-its ``DOCUMENTS``). A background job is the registry's record (``kairosd.jobs.model``)
-as ``GET /v1/registry/ID`` answers it; ``task list`` leaves out each task's ``turns``.
-Must not import any kairos module that does I/O.
+Must not import any kairosd module outside :mod:`kairosd.core`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
-from kairos.document_base import Document, Record
+from kairosd.core.wire.base import Document, Record
 
 
 class Turn(Record):
@@ -138,13 +134,12 @@ class LogLine(Record):
     status: str | None = None
 
 
-TASK_DOCUMENTS: dict[str, type[BaseModel] | tuple[type[BaseModel], ...]] = {
-    "task start": (BackgroundTaskDoc, SettledDoc),
-    "task send": (BackgroundTaskDoc, SettledDoc),
-    "task show": BackgroundTaskDoc,
-    "task close": BackgroundTaskDoc,
-    "task wait": SettledDoc,
-    "task cancel": CancelledDoc,
-    "task list": BackgroundListDoc,
-    "task logs": LogsDoc,
-}
+class LogChunkDoc(Document):
+    """``GET /v1/registry/ID/logs?offset=N``: a chunk of the log from ``offset``, where the next one starts,
+    the log's size and the task's status (``kairos task logs`` reads chunks until ``next_offset`` is ``size``)."""
+
+    text: str
+    offset: int
+    next_offset: int
+    size: int
+    status: str

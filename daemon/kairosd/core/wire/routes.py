@@ -1,0 +1,83 @@
+"""What each route answers: :data:`RESPONSES`, a (route name, method) to the model of its JSON body.
+
+Route names are :data:`kairosd.core.protocol.ROUTES`' keys. ``GET /v1/openapi.json`` shows these
+models as the routes' responses, and ``tests/unit/kairos/test_wire_responses.py`` holds every handler's answer to
+them. A route that answers a stream of JSON lines names the model of one line in :data:`STREAMS`
+instead; :data:`UNTYPED` lists the answers not described yet, with why (a test keeps the three
+tables covering every route the daemon serves).
+
+Must not import any kairosd module outside :mod:`kairosd.core`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from kairosd.core.wire import board, daemon, registry, tasks
+
+# A route whose answer has more than one shape (chosen by the query) names each, the default first.
+Answer = type[BaseModel] | tuple[type[BaseModel], ...]
+
+RESPONSES: dict[tuple[str, str], Answer] = {
+    ("status", "GET"): daemon.StatusDoc,
+    ("shutdown", "POST"): daemon.StoppingDoc,
+    ("doctor", "GET"): daemon.DoctorAnswer,
+    ("reload", "POST"): daemon.ReloadAnswer,
+    ("tasks", "GET"): (tasks.ListDoc, tasks.SummaryListDoc),  # view=summary: the second
+    ("tasks", "POST"): tasks.AddDoc,
+    ("task", "GET"): tasks.TaskDoc,
+    ("task", "PATCH"): tasks.EditDoc,
+    ("task", "DELETE"): tasks.RemovedDoc,
+    ("task_pause", "POST"): tasks.PausedDoc,
+    ("task_resume", "POST"): tasks.PausedDoc,
+    ("task_run", "POST"): tasks.RunDoc,
+    ("runs", "GET"): tasks.HistoryDoc,
+    ("missed", "GET"): tasks.MissedDoc,
+    ("missed", "DELETE"): tasks.ClearedDoc,
+    ("timeline", "GET"): daemon.TimelineDoc,
+    ("inbox", "GET"): tasks.InboxDoc,
+    ("inbox_ack", "POST"): tasks.AckDoc,
+    ("import", "POST"): tasks.ImportDoc,
+    ("quarantine", "GET"): tasks.ProblemsDoc,
+    ("export", "POST"): daemon.ExportDoc,
+    ("sessions", "GET"): daemon.SessionsDoc,
+    ("sessions", "POST"): daemon.SessionDoc,
+    ("session_hook", "POST"): (daemon.HookAnswer, daemon.EndedDoc),  # event "end": the second
+    ("session_ack", "POST"): tasks.AckDoc,
+    ("session_end", "POST"): daemon.EndedDoc,
+    ("session_next", "GET"): daemon.NextItemDoc,
+    ("registry", "GET"): registry.BackgroundListDoc,
+    ("registry", "POST"): registry.BackgroundTaskDoc,
+    ("registry_task", "GET"): registry.BackgroundTaskDoc,
+    ("registry_wait", "GET"): registry.SettledDoc,
+    ("registry_logs", "GET"): registry.LogChunkDoc,
+    ("registry_cancel", "POST"): registry.CancelledDoc,
+    ("registry_send", "POST"): registry.BackgroundTaskDoc,
+    ("registry_close", "POST"): registry.BackgroundTaskDoc,
+    ("consolidate", "POST"): board.ConsolidateDecisionDoc,
+    ("consolidation", "GET"): board.ConsolidationStatusDoc,
+    ("consolidation_run", "GET"): board.ConsolidationRunDoc,
+    ("board", "GET"): board.BoardDoc,
+    ("board", "POST"): board.BoardAddDoc,
+    ("board_prune", "POST"): board.BoardPruneDoc,
+    ("board_history", "GET"): board.BoardHistoryDoc,
+    ("board_entry", "DELETE"): board.BoardRemovedDoc,
+    ("board_entry", "POST"): board.BoardEntryDoc,
+}
+
+# Answers that are JSON lines: the model of one line (the route's plain answer, if any, is in RESPONSES).
+STREAMS: dict[tuple[str, str], type[BaseModel]] = {
+    ("inbox", "GET"): tasks.InboxItem,  # with follow=1
+    ("registry_logs", "GET"): registry.LogLine,  # with follow=1
+}
+
+# Answers not described by a model yet, and why. Describe one rather than add a line here.
+UNTYPED: dict[tuple[str, str], str] = {
+    ("openapi", "GET"): "the OpenAPI document itself",
+    ("events", "GET"): "a stream of events of many kinds (kairosd.core.events), one JSON line each",
+}
+
+
+def models_of(answer: Answer) -> tuple[type[BaseModel], ...]:
+    """The models of an answer in :data:`RESPONSES`, the default first."""
+    return answer if isinstance(answer, tuple) else (answer,)

@@ -1,0 +1,264 @@
+"""Responses about scheduled tasks: task views (list, show, add, edit, pause, resume), runs, missed fires,
+the inbox, removals and imports, as kairosd answers them and ``kairos VERB --json`` prints them.
+
+A key named here always has the type named here; see :mod:`kairosd.core.wire` for the rules every model
+follows and the places where an object of any shape is allowed. Must not import any kairosd module
+outside :mod:`kairosd.core`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kairosd.core.wire.base import Document, Record
+
+# ---- tasks ---------------------------------------------------------------------------------------
+
+
+class PlannedFire(Record):
+    scheduled_for: str
+    planned_for: str
+
+
+class TaskView(Record):
+    id: str
+    prompt: str
+    cron: str | None
+    at: str | None
+    recurring: bool
+    tz: str
+    target: dict[str, Any]
+    name: str | None
+    created_at: str
+    created_by: str
+    last_fired_at: str | None
+    last_scheduled_for: str | None
+    paused: bool
+    paused_reason: str | None  # why kairos paused it itself (a target that keeps failing); None if a person did
+    expires_after_days: int | None
+    permanent: bool
+    catch_up: str
+    jitter: str
+    overlap: str
+    meta: dict[str, Any]
+    status: str
+    schedule: str
+    explanation: str
+    next_fires: list[PlannedFire]
+    planned_for: str | None
+    running: bool
+
+
+class AddedTask(TaskView):
+    note: str | None
+
+
+class CaughtUp(Record):
+    """What a one-shot's catch-up policy did on resume with the slot that passed while it was paused."""
+
+    action: str  # fired, missed or pending
+    scheduled_for: str
+    run_id: str | None
+    outcome: str | None
+    reason: str | None
+
+
+class ChangedTask(TaskView):
+    """``pause``/``resume``: ``unchanged`` when it was in that state already; ``caught_up`` on resume."""
+
+    unchanged: bool | None = None
+    caught_up: CaughtUp | None = None
+
+
+class EditedTask(TaskView):
+    note: str | None
+    changed: list[str]
+
+
+class EditDoc(Document):
+    task: EditedTask
+
+
+class PausedDoc(Document):
+    task: ChangedTask
+
+
+class IdError(Record):
+    id: str
+    code: str
+    message: str
+
+
+class ManyTasksDoc(Document):
+    """``show``, ``pause``, ``resume`` with several ids: each task, and each id that failed."""
+
+    tasks: list[ChangedTask]
+    errors: list[IdError]
+
+
+class AddDoc(Document):
+    task: AddedTask
+
+
+class TaskDoc(Document):
+    task: TaskView
+
+
+class ListDoc(Document):
+    tasks: list[TaskView]
+
+
+class TaskSummary(Record):
+    """A task in ``GET /v1/tasks?view=summary``: only what a table shows (``kairos list`` without ``--json``).
+
+    ``target`` is its kind and the one field a table names (a shell's argv[0], an agent, a URL, a session).
+    """
+
+    id: str
+    name: str | None
+    prompt: str  # the first 200 characters
+    cron: str | None
+    at: str | None
+    recurring: bool
+    tz: str
+    target: dict[str, Any]
+    status: str
+    paused_reason: str | None
+    planned_for: str | None
+    running: bool
+
+
+class SummaryListDoc(Document):
+    tasks: list[TaskSummary]
+
+
+class SetAside(Record):
+    """A record the store could not use: its id (None if it had no string id), why, and the record as it was."""
+
+    id: str | None
+    reason: str
+    quarantined_at: str
+    record: Any
+
+
+class ProblemsDoc(Document):
+    """``kairos list --problems --json``: the records set aside at load, from the quarantine file at ``path``."""
+
+    path: str
+    entries: list[SetAside]
+
+
+class RemovedDoc(Document):
+    removed: list[str]
+
+
+# ---- runs, misses, inbox ----------------------------------------------------------------------
+
+
+class RunView(Record):
+    run_id: str
+    task_id: str
+    task_name: str | None
+    scheduled_for: str
+    planned_for: str
+    dispatched_at: str | None  # None: never dispatched (a missed fire recorded as a run)
+    started_at: str | None
+    finished_at: str | None
+    outcome: str | None
+    reason: str | None
+    target: dict[str, Any]
+    output_path: str | None
+    exit_code: int | None
+    late_by_s: float
+    catch_up: bool
+    manual: bool
+
+
+class RunDoc(Document):
+    run: RunView
+
+
+class ManyRunsDoc(Document):
+    """``run`` with several ids: each run dispatched, and each id that failed."""
+
+    runs: list[RunView]
+    errors: list[IdError]
+
+
+class HistoryDoc(Document):
+    runs: list[RunView]
+
+
+class MissedView(Record):
+    task_id: str
+    task_name: str | None
+    prompt: str
+    schedule: str
+    scheduled_for: str
+    first_scheduled_for: str | None
+    count: int
+    detected_at: str
+    reason: str
+    action: str
+
+
+class MissedDoc(Document):
+    missed: list[MissedView]
+
+
+class ClearedDoc(Document):
+    cleared: int
+
+
+class InboxItem(Record):
+    id: str
+    session: str
+    task_id: str
+    task_name: str | None
+    prompt: str
+    scheduled_for: str
+    delivered_at: str
+    late_by_s: float
+    catch_up: bool
+    acked_at: str | None
+
+
+class InboxDoc(Document):
+    items: list[InboxItem]
+
+
+class AckDoc(Document):
+    acked: list[str]
+
+
+# ---- import -------------------------------------------------------------------------------------
+
+
+class ImportedTask(TaskView):
+    on_import: str
+
+
+class SkippedImport(Record):
+    id: str
+    reason: str
+
+
+class RejectedImport(Record):
+    index: int
+    id: str | None
+    reason: str
+
+
+class DroppedKeys(Record):
+    id: str
+    keys: list[str]
+
+
+class ImportDoc(Document):
+    """``kairos import --json``: what was (with ``dry_run``, would be) imported, skipped, rejected."""
+
+    dry_run: bool
+    imported: list[ImportedTask]
+    skipped: list[SkippedImport]
+    rejected: list[RejectedImport]
+    dropped: list[DroppedKeys]
