@@ -33,7 +33,7 @@ from kairosd.core import defaults
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.records import MissedRecord, Outcome, Run, json_line
-from kairosd.store.jsonlog import JsonLog, encode_model
+from kairosd.store.jsonlog import JsonLog
 
 __all__ = ["INTERRUPTED_REASON", "MissedLedger", "RunLedger"]
 
@@ -263,7 +263,7 @@ class RunLedger:
             return [self._runs[run_id].model_copy(deep=True) for run_id in ids]
 
     def _append(self, runs: builtins.list[Run], handed_over: bool = False) -> None:
-        self._log.append_lines([encode_model(run) for run in runs])
+        self._log.append_lines([json_line(run) for run in runs])
         # Copies: a caller that keeps mutating its Run must not change history behind the file's back.
         for run in runs:
             self._put(run if handed_over else _detached(run))
@@ -387,7 +387,7 @@ class MissedLedger:
             return
         with self._lock:
             self._require_loaded()
-            self._log.append_lines([encode_model(record) for record in records])
+            self._log.append_lines([json_line(record) for record in records])
             # Only the newest ``keep`` stay in memory: the older ones of a big batch (one per task after a
             # long stop) would be trimmed at once, so they only replace what they update.
             kept = len(records) - self._keep

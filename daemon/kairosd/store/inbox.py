@@ -49,8 +49,8 @@ from pydantic import ValidationError
 from kairosd.core.clock import Clock
 from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.ids import resolve_prefix
-from kairosd.core.records import InboxItem
-from kairosd.store.jsonlog import JsonLog, encode_model
+from kairosd.core.records import InboxItem, json_line
+from kairosd.store.jsonlog import JsonLog
 
 __all__ = ["ACKED_RETENTION", "MAX_CACHED_SESSIONS", "MAX_SESSION_CHARS", "InboxStore", "session_file_name"]
 
@@ -170,7 +170,7 @@ class InboxStore:
                     fresh.setdefault(item.session, []).append(item)
             for name, new_items in fresh.items():
                 session = self._session(name)
-                session.log.append_lines([encode_model(item) for item in new_items])
+                session.log.append_lines([json_line(item) for item in new_items])
                 for item in new_items:
                     # A shallow copy is a full one: every field of an item is immutable (text, times, numbers).
                     session.items[item.id] = item if handed_over else item.model_copy()

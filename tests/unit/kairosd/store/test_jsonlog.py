@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kairosd.core.records import Outcome, Run
-from kairosd.store.jsonlog import JsonLog, encode_model
+from kairosd.core.records import Outcome, Run, json_line
+from kairosd.store.jsonlog import JsonLog
 
 
 def _mode(path: Path) -> int:
@@ -164,13 +164,13 @@ def _compact(record: dict[str, Any]) -> bytes:
     ["plain", "line one\nline two", 'a "quote" and a \\ backslash', "héllo ☕", "\ud800 lone surrogate", "\x00\x1f"],
 )
 def test_an_encoded_model_is_the_line_its_dict_would_be(tmp_path: Path, text: str) -> None:
-    """encode_model writes what append would for model_dump(mode="json"): one ASCII line (non-ASCII and a
+    """json_line writes what append would for model_dump(mode="json"): one ASCII line (non-ASCII and a
     lone surrogate escaped, a newline never raw), read back as the same record."""
     now = datetime(2026, 3, 1, 9, 30, 0, 250000, tzinfo=UTC)
     target = {"kind": "inbox", "session": text}
     run = Run(task_id="t1", task_name=text, scheduled_for=now, planned_for=now, late_by_s=0.125, target=target,
               reason=text, outcome=Outcome.DELIVERED, extra_field=[text])  # fmt: skip
-    line = encode_model(run)
+    line = json_line(run)
     assert line.isascii()
     assert b"\n" not in line
     assert json.loads(line) == run.model_dump(mode="json")
