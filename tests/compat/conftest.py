@@ -305,10 +305,16 @@ class World:
         return subprocess.run(["tmux", "-S", self.tmux_socket, *args], capture_output=True, text=True, check=check)
 
     def start_interactive(self, argv: list[str], env: dict[str, str] | None = None) -> None:
-        """Start ``argv`` in the project folder in a 200x50 tmux window, with this world's environment."""
+        """Start ``argv`` in the project folder in a 200x50 tmux window, with this world's environment and
+        nothing else of the suite's: the tmux server inherits the test run's environment, and a CI runner's
+        ``CI``/``CI_*`` variables make Gemini CLI skip its TUI (is-in-ci) and wait for a prompt on stdin. A
+        user's terminal has only what tmux adds (``TMUX``, ``TMUX_PANE``), and so does this window."""
         script = self.sandbox.root / "interactive.sh"
-        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in {**self.env, **(env or {})}.items())
-        script.write_text(f"cd {shlex.quote(str(self.project))}\n{exports}exec {shlex.join(argv)}\n")
+        pairs = [f"{k}={v}" for k, v in {**self.env, **(env or {})}.items()]
+        script.write_text(
+            f"cd {shlex.quote(str(self.project))}\n"
+            f'exec env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" {shlex.join(pairs)} {shlex.join(argv)}\n'
+        )
         self.tmux("new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "bash", str(script))
         self.interactive = True
 
