@@ -59,7 +59,10 @@ def print_status(doc: StatusDoc) -> None:
     ]
     if doc.last_clock_jump:
         jump = doc.last_clock_jump
-        lines.append(("clock jump", str({"at": jump.at, "drift_s": jump.drift_s})))
+        direction = "forward" if jump.drift_s > 0 else "back"
+        when = fmt_time(jump.at, local_zone())
+        by = fmt_seconds(abs(jump.drift_s))
+        lines.append(("clock jump", f"{direction} {by} at {when} (suspend or clock change)"))
     if doc.quarantine and doc.quarantine.count:
         where = f"{doc.quarantine.count} task(s) in {doc.quarantine.path} (kairos list --problems)"
         lines.append(("set aside", where))

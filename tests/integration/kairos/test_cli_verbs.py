@@ -989,6 +989,18 @@ def test_status(fake, capsys):
     assert json.loads(_run(capsys, "status", "--json")[1]) == STATUS
 
 
+@pytest.mark.parametrize(
+    ("drift", "shown"),
+    [(3725.0, "forward 1h2m5s"), (-90.0, "back 1m30s")],
+)
+def test_status_says_the_last_clock_jump_in_words(fake, capsys, drift, shown):
+    """The last jump reads as a direction, a duration and a local time, not a Python dict."""
+    jump = {"at": "2026-11-23T07:00:00+00:00", "drift_s": drift}
+    fake.routes[("GET", "/v1/status")] = (200, {**STATUS, "last_clock_jump": jump})
+    lines = _run(capsys, "status")[1].splitlines()
+    assert f"clock jump: {shown} at 2026-11-23 08:00:00+01:00 (suspend or clock change)" in lines
+
+
 def test_status_disabled_reason_first(fake, capsys):
     """A disabled daemon says so on the first line."""
     reason = "KAIROS_DISABLE_CRON=1 is set in kairosd's environment: nothing fires (the API still answers)"
