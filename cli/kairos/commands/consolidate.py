@@ -18,7 +18,7 @@ from typing import Any
 from kairos.commands.common import add_quiet_flag, make_parser, seconds, user_path
 from kairosd.core.protocol import route_path
 
-AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "generic")
+AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "opencode", "generic")
 DEFAULT_WAIT_S = 300.0
 
 
@@ -34,9 +34,10 @@ def register(subparsers: Any) -> None:
         "is detached and survives this command, the agent and kairosd. Exit 0 if it started (or was "
         "coalesced into a running one), 1 if a gate stopped it; with --wait, 0 if the run completed.",
         """
-        kairos consolidate --session 6c07 --transcript ~/.claude/projects/-home-me-app/6c07.jsonl --cwd ~/app
+        kairos consolidate --session-id 6c07 --transcript ~/.claude/projects/-home-me-app/6c07.jsonl --cwd ~/app
         kairos consolidate --agent codex --session-id 019a --transcript ROLLOUT.jsonl --cwd . --wait
         kairos consolidate --force --session-id 6c07 --transcript 6c07.jsonl   # again, before the interval
+        kairos consolidate --agent opencode --session-id ses_4f1c --transcript "$(opencode db path)" --cwd .
         """,
     )
     # --session-id, not --session: every --session of kairos names a kairos (inbox) session (issue 24,
@@ -45,7 +46,10 @@ def register(subparsers: Any) -> None:
         "--session-id", "--session", dest="session", required=True, metavar="ID",
         help="the agent CLI's own session id (--session is its old name)",
     )  # fmt: skip
-    parser.add_argument("--transcript", required=True, metavar="PATH", help="the session's transcript file")
+    parser.add_argument(
+        "--transcript", required=True, metavar="PATH",
+        help="the session's transcript file (opencode: its database, `opencode db path`)",
+    )  # fmt: skip
     parser.add_argument("--cwd", default=".", metavar="DIR", help="the project folder (default: this one)")
     parser.add_argument("--agent", choices=AGENTS, default="auto", help="whose transcript (default: detect)")
     parser.add_argument("--reason", default="manual", metavar="TEXT", help="why (recorded with the decision)")

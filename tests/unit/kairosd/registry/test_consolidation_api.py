@@ -345,3 +345,16 @@ def test_the_consolidate_request_carries_the_callers_markers(monkeypatch, tmp_pa
         "consolidate": "0",
     }
     assert build_consolidate_request(args, {})["spawned"] is False
+
+
+def test_every_agent_kairos_integrates_can_be_named_to_consolidate(tmp_path, monkeypatch):
+    """`consolidate --agent` offers each agent `integrate` sets up (opencode was missing), and sends it."""
+    from kairos.app import build_parser
+    from kairos.commands.consolidate import build_consolidate_request
+    from kairos.commands.integrate import AGENTS as INTEGRATED
+
+    monkeypatch.chdir(tmp_path)
+    parser = build_parser("consolidate")
+    for agent in INTEGRATED:
+        args = parser.parse_args(["consolidate", "--agent", agent, "--session-id", "s", "--transcript", "t"])
+        assert build_consolidate_request(args, {})["agent"] == agent
