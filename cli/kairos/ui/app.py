@@ -38,6 +38,17 @@ from kairosd.core.protocol import route_path
 
 RECONNECT_S = 1.0
 HINT = "1-8 or a click: views · ↑↓: pick a row · the keys below act on it"
+# A view with nothing to act on, or no rows, must not promise either (what the message line says first).
+HINTS = {
+    name: (
+        "1-8 or a click: views · the chart follows fires and changes as they happen"
+        if not spec[1]
+        else HINT
+        if spec[3]
+        else "1-8 or a click: views · ↑↓: move through the rows"
+    )
+    for name, spec in views.VIEWS.items()
+}
 
 
 class Confirm(ModalScreen[bool]):
@@ -330,6 +341,7 @@ class KairosUI(App[None]):
 
     def on_tabbed_content_tab_activated(self, message: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
+        self.say(HINTS[self.current])
         self._refresh(self.current)
 
     def on_chart_lines_resized(self, message: ChartLines.Resized) -> None:

@@ -235,6 +235,23 @@ async def test_every_view_renders_at_80x24_with_the_mouse(kd):
         await until(pilot, lambda: app.table("boards").row_count >= 1, "the project's board line")
 
 
+@synchronous
+async def test_the_message_line_promises_only_what_the_view_has(kd):
+    """The Timeline has no rows and no keys of its own: its hint does not say "pick a row"."""
+    kd.add("a", INBOX)
+    app = app_for(kd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.table("tasks").row_count == 1, "the task row")
+        await until(pilot, lambda: shown(app, "pick a row"), "the tasks hint")
+        await pilot.press("2")
+        await until(pilot, lambda: app.current == "timeline", "the timeline tab")
+        text = await until(pilot, lambda: shown(app, "the chart follows fires"), "the timeline's hint")
+        assert "pick a row" not in text
+        await pilot.press("3")
+        text = await until(pilot, lambda: shown(app, "move through the rows"), "the runs' hint")
+        assert "the keys below act on it" not in text
+
+
 # ---- the screenshot ---------------------------------------------------------------------------------
 
 
