@@ -13,7 +13,8 @@ raising one needs a change that was not tuned on this text, and a fresh held-out
 The fresh part (``data/fresh``, written after the last change) is pinned the same way, and agent mode
 with the scripted capable model must lose nothing on both. A second fresh part (``data/fresh2``, six
 writers who never saw the extractor) is written to measure it after the current tuning; only its size,
-its variety and its reading back are pinned here, no figure.
+its variety and its reading back are pinned here, no figure. A third (``data/fresh3``, six other writers)
+likewise: only its size and variety.
 """
 
 from __future__ import annotations
@@ -77,6 +78,24 @@ def test_the_second_fresh_split_is_big_and_varied() -> None:
     assert {e.kind for e in items} == set(KINDS)
     assert 0.25 <= sum(bool(t.expect) for t in turns) / len(turns) <= 0.45  # mostly task chatter
     assert sum(e.replaces is not None for e in items) >= 10
+    assert sum(len(t.closes) for t in turns) >= 8
+
+
+def test_the_third_fresh_split_is_big_and_varied() -> None:
+    """``data/fresh3``: six more writers, unseen by whoever tunes the extractor, each a different voice."""
+    writers = load("fresh3")
+    sessions = [s for w in writers for p in w.projects for s in p.sessions]
+    turns = [t for s in sessions for t in s.turns]
+    items = [e for t in turns for e in t.expect]
+    assert len(turns) >= 250
+    assert len(writers) >= 6
+    assert len({w.voice for w in writers}) == len(writers)
+    assert all(len(w.projects) >= 2 and w.turns >= 40 for w in writers)
+    assert all(2 <= len(p.sessions) <= 4 for w in writers for p in w.projects)
+    assert all(Counter(s.shape for s in sessions)[shape] >= 4 for shape in SHAPES)
+    assert {e.kind for e in items} == set(KINDS)
+    assert 0.25 <= sum(bool(t.expect) for t in turns) / len(turns) <= 0.45  # mostly task chatter
+    assert sum(e.replaces is not None for e in items) >= 12
     assert sum(len(t.closes) for t in turns) >= 8
 
 
