@@ -47,6 +47,7 @@ def table(outcome: Outcome) -> str:
         "",
         f"replacements applied (of those whose original was learned): {outcome.replacements}",
         f"to-dos closed (of those learned that a later turn says are done): {outcome.closes}",
+        f"to-dos opened and said done in one session, off the board at the end: {outcome.done_in_session}",
         f"learned entries still on the board at the end (neither replaced nor closed): {outcome.kept}",
         f"entries made of no typed turn (tool calls): {len(outcome.untimed)}",
         f"sessions whose human turns were not what was typed: {len(outcome.misread)}",

@@ -97,6 +97,9 @@ class Outcome:
     by_writer: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     replacements: Ratio = field(default_factory=Ratio)
     closes: Ratio = field(default_factory=Ratio)
+    # To-dos a session opens and says are done itself: what counts is that none is on the board at the end
+    # (a model that never adds one is right); they are out of recall and ``closes``.
+    done_in_session: Ratio = field(default_factory=Ratio)
     kept: Ratio = field(default_factory=Ratio)
     untimed: list[str] = field(default_factory=list)  # entries made of no turn (tool calls)
     misread: list[str] = field(default_factory=list)  # sessions whose human turns are not what was typed
@@ -116,6 +119,7 @@ class _Item:
     entry: str | None = None  # the id of the board entry that matched it
     replaced_by: _Item | None = None
     closed: str | None = None  # what the turn that says it is done typed (for --misses)
+    closed_in: int | None = None  # the session that says it is done
 
 
 def score(
@@ -209,6 +213,7 @@ def _link(earlier: list[_Item], mine: list[_Item], session: Session, index: int)
         for key in turn.closes:
             todo = [i for i in earlier + mine if i.expect.key == key and (i.session, i.turn) < (index, t)]
             todo[-1].closed = f"s{index} t{t} {turn.text!r}"
+            todo[-1].closed_in = index
 
 
 def _tally(
@@ -229,6 +234,14 @@ def _tally(
         if match is None:
             out.false.append(f"{where} {entry.kind}: {entry.text!r}")
     for item in items:
+        if item.closed is not None and item.closed_in == item.session and item.replaced_by is None:
+            out.done_in_session.add(item.entry not in live)
+            if item.entry in live:
+                out.failed.append(
+                    f"the to-do {list(item.expect.key)} [{item.where}] said done in its own session is on the "
+                    f"board: {said(item.entry)}, said done in {item.closed}"
+                )
+            continue
         replacement = item.replaced_by
         same_session = replacement is not None and replacement.session == item.session
         learned = item.entry is not None or (same_session and replacement.entry is not None)  # type: ignore[union-attr]
@@ -328,15 +341,31 @@ def ideal_answer(prompt: str, script: Script) -> str:
         for item in turn.expect:
             if item.key in later and _replaced_here(script.session, index, item.key):
                 continue
+            if _done_here(script.session, index, item.key, seen):
+                continue  # opened and done in the turns it reads: left out, as the prompt asks
             said = evidence(script.session.turns[: index + 1], item)
             if not all(" ".join(part.split()).lower() in seen for part in said):
                 continue  # the prompt lost it: no model could answer it
             text = " ".join(" ".join(said).split())
+            if any(line.endswith(f": {text}") for line in lines):
+                text = narrowed(text, item)  # two entries in one sentence: a model words each on its own
             old = script.entry_for.get(item.replaces) if item.replaces is not None else None
             lines.append(f"REPLACE {old} {item.kind.upper()}: {text}" if old else f"ADD {item.kind.upper()}: {text}")
         if turn.closes and " ".join(turn.text.split()).lower() in seen:
             lines += [f"CLOSE {script.entry_for[key]}" for key in turn.closes if key in script.entry_for]
     return "\n".join(lines) or "NONE"
+
+
+def narrowed(text: str, item: Expect) -> str:
+    """The shortest run of ``text``'s comma-separated clauses that holds all of ``item``'s key words."""
+    clauses = [c.strip() for c in text.split(",") if c.strip()]
+    runs = [clauses[i:j] for i in range(len(clauses)) for j in range(i + 1, len(clauses) + 1)]
+    whole = [r for r in runs if all(word in ", ".join(r).lower() for word in item.key)]
+    return ", ".join(min(whole, key=len)) if whole else text
+
+
+def _done_here(session: Session, index: int, key: Key, seen: str) -> bool:
+    return any(key in t.closes and " ".join(t.text.split()).lower() in seen for t in session.turns[index + 1 :])
 
 
 def _replaced_here(session: Session, index: int, key: Key) -> bool:
@@ -355,4 +384,6 @@ def evidence(turns: tuple[Turn, ...], item: Expect) -> list[str]:
     best = max(own, key=hits)
     if hits(best) == len(item.key):
         return [best]
-    return [max(sentences, key=lambda s: hits(s) if s != best else -1), best]
+    lacking = [word for word in item.key if word not in best.lower()]  # the other sentence must add these
+    other = max(sentences, key=lambda s: sum(word in s.lower() for word in lacking) if s != best else -1)
+    return [other, best] if sentences.index(other) < sentences.index(best) else [best, other]

@@ -220,7 +220,8 @@ def prompt_for(
         "CLOSE <ID>\n"
         "NONE\n"
         f"KIND is one of {', '.join(KINDS)}. ADD: a new entry. REPLACE: the sentence takes the place of "
-        "entry ID, which this session updated or contradicted. CLOSE: the to-do ID is done. NONE: no change. "
+        "entry ID, which this session updated or contradicted. CLOSE: the to-do ID is done (a to-do these "
+        "turns open and also say is done is not added). NONE: no change. "
         f"Use only the ids above; at most {MAX_ANSWER_LINES} lines."
     )
 

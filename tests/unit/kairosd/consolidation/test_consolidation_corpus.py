@@ -268,6 +268,37 @@ def test_a_replacement_not_applied_and_a_todo_left_open_are_counted() -> None:
     assert len(outcome.failed) == 2
 
 
+@pytest.mark.parametrize(
+    ("answer", "off_board"),
+    [
+        ("ADD RULE: We use uv, not poetry.", True),
+        ("ADD RULE: We use uv, not poetry.\nADD TODO: The retry cleanup", False),
+    ],
+)
+def test_a_todo_opened_and_done_in_one_session_must_be_off_the_board(answer: str, off_board: bool) -> None:
+    """Said done in its own session: out of recall and closes; right only if it is not on the board."""
+    doc = copy.deepcopy(VALID)
+    session = doc["projects"][0]["sessions"][0]
+    session["turns"].append({"text": "the retry thing is done", "expect": [], "closes": [["retry"]]})
+    doc["projects"][0]["sessions"] = [session]
+    writer = parse(doc, "heldout", Path("w-test.json"))
+    outcome = scoring.score("heldout", "agent", lambda prompt, script: answer, writers=[writer])
+    assert (outcome.overall.recall.hit, outcome.overall.recall.of) == (1, 1)  # the rule; the to-do is not counted
+    assert outcome.closes.of == 0
+    assert (outcome.done_in_session.hit, outcome.done_in_session.of) == (int(off_board), 1)
+    assert bool(outcome.failed) is not off_board
+
+
+def test_the_scripted_model_leaves_out_a_todo_done_in_the_turns_it_reads() -> None:
+    doc = copy.deepcopy(VALID)
+    session = doc["projects"][0]["sessions"][0]
+    session["turns"].append({"text": "the retry thing is done", "expect": [], "closes": [["retry"]]})
+    doc["projects"][0]["sessions"] = [session]
+    outcome = scoring.score("heldout", "agent", writers=[parse(doc, "heldout", Path("w-test.json"))])
+    assert (outcome.done_in_session.hit, outcome.done_in_session.of) == (1, 1)
+    assert outcome.overall.precision.value == outcome.overall.recall.value == 1.0
+
+
 def test_a_change_changed_again_is_judged_by_the_latest_word() -> None:
     doc = copy.deepcopy(VALID)
     third = {"text": "we use hatch now", "expect": [{"kind": "rule", "key": ["hatch"], "replaces": ["pdm"]}]}
@@ -332,6 +363,17 @@ def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_out
     assert outcome.replacements.of >= 5
     assert outcome.kept.value == 1.0, outcome.failed
     assert all(t.recall.value == 1.0 for t in outcome.by_shape.values())
+
+
+@pytest.mark.parametrize("split", ["fresh", "fresh2", "fresh3"])
+def test_agent_mode_loses_nothing_on_the_fresh_splits_either(split: str) -> None:
+    """Written after the last change, by writers who never saw the code: the same as held-out."""
+    outcome = scoring.score(split, "agent")
+    assert outcome.human_read == outcome.turns > 200
+    assert outcome.overall.precision.value == 1.0, outcome.false
+    assert outcome.overall.recall.value == 1.0, outcome.misses
+    for ratio in (outcome.replacements, outcome.closes, outcome.done_in_session, outcome.kept):
+        assert ratio.value == 1.0, outcome.failed
 
 
 def test_agent_mode_closes_the_todos_said_done(agent_outcome: scoring.Outcome) -> None:
