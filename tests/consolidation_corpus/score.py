@@ -188,19 +188,50 @@ def _project(
         by_key: dict[str, datetime | None] = {}
         for candidate in candidates:
             by_key.setdefault(normal_key(clean(candidate.text)), candidate.at)
-        for entry in [e for m in merged for e in (*m.added, *m.seen)]:
+        entries = [e for m in merged for e in (*m.added, *m.seen)]
+        # Agent mode knows no turn of an entry, and "6432, not 5432" fits two items: entries and items are
+        # paired as a whole (a maximum matching, the latest item first), not each to the first that fits.
+        paired = _pairs(entries, mine) if mode != "offline" else {}
+        for entry in entries:
             when = by_key.get(normal_key(entry.text))
             where = f"{writer.writer}/{project.name} s{s}/{fmt}"
             if mode == "offline" and (when is None or when not in turn_of):
                 outcome.untimed.append(f"[{where}] {entry.kind}: {entry.text!r}")
                 continue
             turn = turn_of[when] if mode == "offline" and when is not None else None
-            match = next((i for i in mine if turn in (None, i.turn) and i.expect.matches(entry.kind, entry.text)), None)
+            fits = [i for i in mine if turn in (None, i.turn) and i.expect.matches(entry.kind, entry.text)]
+            match = paired.get(id(entry)) or (fits[0] if fits else None)
             if match is not None and match.entry is None:
                 match.entry = entry.id
             produced.append((entry, fmt, match, f"[{where}" + (f" t{turn}]" if turn is not None else "]")))
         items += mine
     _tally(store.load(cwd), items, produced, outcome)
+
+
+def _pairs(entries: list[Entry], mine: list[_Item]) -> dict[int, _Item]:
+    """Each entry's item in a maximum matching of entries to the items they fit (Kuhn's augmenting paths;
+    an entry tries the latest item first: later words win)."""
+    fits = {
+        id(e): sorted((i for i in mine if i.entry is None and i.expect.matches(e.kind, e.text)), key=lambda i: -i.turn)
+        for e in entries
+    }
+    owner: dict[int, int] = {}  # id(item) -> id(entry)
+    item_of: dict[int, _Item] = {}
+
+    def augment(entry: int, visited: set[int]) -> bool:
+        for item in fits[entry]:
+            if id(item) in visited:
+                continue
+            visited.add(id(item))
+            if id(item) not in owner or augment(owner[id(item)], visited):
+                owner[id(item)] = entry
+                item_of[entry] = item
+                return True
+        return False
+
+    for e in entries:
+        augment(id(e), set())
+    return {entry: item for entry, item in item_of.items() if owner.get(id(item)) == entry}
 
 
 def _link(earlier: list[_Item], mine: list[_Item], session: Session, index: int) -> None:

@@ -299,6 +299,25 @@ def test_the_scripted_model_leaves_out_a_todo_done_in_the_turns_it_reads() -> No
     assert outcome.overall.precision.value == outcome.overall.recall.value == 1.0
 
 
+def test_an_entry_that_fits_two_items_is_paired_with_the_one_no_other_entry_fits() -> None:
+    """ "6432, not 5432" fits the old port and the new one; "5432 ... since" only the old. Each item gets one."""
+    doc = copy.deepcopy(VALID)
+    doc["projects"][0]["sessions"] = [
+        {
+            "format": "claude",
+            "turns": [
+                {"text": "the db is on 5432 since forever", "expect": [{"kind": "fact", "key": ["5432"]}]},
+                {"text": "pgbouncer is on 6432, not 5432", "expect": [{"kind": "fact", "key": ["6432"]}]},
+            ],
+        }
+    ]
+    writer = parse(doc, "heldout", Path("w-test.json"))
+    answer = "ADD FACT: pgbouncer is on 6432, not 5432\nADD FACT: the db is on 5432 since forever"
+    outcome = scoring.score("heldout", "agent", lambda prompt, script: answer, writers=[writer])
+    assert (outcome.overall.recall.hit, outcome.overall.recall.of) == (2, 2), outcome.misses
+    assert outcome.overall.precision.value == 1.0
+
+
 def test_a_change_changed_again_is_judged_by_the_latest_word() -> None:
     doc = copy.deepcopy(VALID)
     third = {"text": "we use hatch now", "expect": [{"kind": "rule", "key": ["hatch"], "replaces": ["pdm"]}]}
@@ -365,9 +384,10 @@ def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_out
     assert all(t.recall.value == 1.0 for t in outcome.by_shape.values())
 
 
-@pytest.mark.parametrize("split", ["fresh", "fresh2", "fresh3"])
+@pytest.mark.parametrize("split", ["fresh", "fresh2", "fresh3", "train"])
 def test_agent_mode_loses_nothing_on_the_fresh_splits_either(split: str) -> None:
-    """Written after the last change, by writers who never saw the code: the same as held-out."""
+    """Written after the last change, by writers who never saw the code: the same as held-out (and on
+    the train split's 84 writers)."""
     outcome = scoring.score(split, "agent")
     assert outcome.human_read == outcome.turns > 200
     assert outcome.overall.precision.value == 1.0, outcome.false
