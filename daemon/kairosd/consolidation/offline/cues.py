@@ -245,13 +245,16 @@ _NOT_DONE = re.compile(
 
 # ---- polite questions ----------------------------------------------------------------------
 _POLITE_RULE = re.compile(
-    r"^(?:could|would)\s+you\s+(?:please\s+|kindly\s+)?(?:mind\s+)?(?:always|never|stop|not|no\s+longer|avoid)\b",
+    r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?(?:always|never|stop|not|no\s+longer|avoid)\b",
     _I,
 )
-_POLITE_HEAD = re.compile(r"^(?:could|would)\s+you\s+(?:please\s+|kindly\s+)?(?:mind\s+)?", _I)
+_POLITE_HEAD = re.compile(r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?", _I)
 _POLITE_TODO = re.compile(
     r"^(?:would\s+it\s+be\s+possible\s+to|could\s+(?:you|we)|can\s+(?:you|we))\b.*"
-    r"\b(?:at\s+some\s+point|eventually|later|next\s+(?:week|sprint|time))\b",
+    r"\b(?:at\s+some\s+point|eventually|later|next\s+(?:week|sprint|time))\b"
+    # "could you put on the list that we should add analytics events?": a to-do asked for politely
+    r"|^(?:would\s+it\s+be\s+possible\s+to|(?:could|can|would)\s+(?:you|u|we))\s+(?:please\s+)?(?:put|add|write|note)\s+"
+    r"(?:(?:it|this|that)\s+)?(?:(?:on|to)\s+(?:the|our|my)\s+(?:list|backlog|to-?do(?:\s+list)?)|down\s+somewhere)\b",
     _I,
 )
 
@@ -281,7 +284,7 @@ _CHANGED_FROM = re.compile(
 )
 _CHANGING = frozenset(["moved", "switched", "migrated", "moving", "switching", "migrating"])
 _TODO = re.compile(
-    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:(?:don'?t|do\s+not)\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:(?:don'?t|do\s+not)\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this|(?:mon|tues|wednes|thurs|fri)day)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
     r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
@@ -291,7 +294,9 @@ _TODO = re.compile(
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+(?:on|in)\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|^(?:post-?mortem\s+)?action\s+items?\s*:\s*\S"
-    r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
+    r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b"
+    r"|^(?:(?:add|put|stick|throw)\s+(?:(?:it|this|that)\s+)?(?:to|on|in)\s+(?:the|our|my)\s+(?:to-?dos?(?:\s+list)?|list|backlog)"
+    r"|add\s+(?:a\s+|an?\s+item\s+to\s+the\s+)?to-?do)\s*(?::|that\b)\s*\S",
     _I,
 )
 _TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
@@ -428,6 +433,19 @@ _FRAGMENT = re.compile(
 )
 _CLAUSES = re.compile(r"[,;]\s+")
 _AND = re.compile(r"^(?:and|also|plus)\s+", _I)
+# A statement of how things are done here, not of what is: "we use pnpm, not npm", "every tool comes
+# from a pinned archive", "new deps go in MODULE.bazel", "new rule from the review: ..." (a rule).
+_NORM = re.compile(
+    r"^(?:(?:in|for)\s+(?:this|the|our)\s+(?:repo|project|codebase|team)[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,?\s+)?"
+    r"(?:we|i)\s+(?:only\s+)?use\s+\S(?=.*(?:\bnot\b|\bnever\b|\bno\s+\w|\binstead\b|\brather\b|\bonly\b|\bhere\b|"
+    r"\bthis\s+(?:repo|project)\b|\beverywhere\b|\beverything\b|\bfor\s+\w+ing\b))"
+    r"|^(?:(?:in|for)\s+(?:this|the|our)\s+(?:repo|project|codebase|team)[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,\s+)"
+    r"(?:we|i)\s+(?:only\s+)?use\s+\S"
+    r"|^(?:all|every|each)\s+(?:[\w.-]+\s+){1,3}?(?:goes|go|comes?|gets?|uses?|lands?|needs?)\b"
+    r"|^new\s+[\w.-]+(?:\s+[\w.-]+)?\s+(?:go|goes|use|uses|get|gets|land|lands)\b"
+    r"|^(?:a\s+)?(?:new|general|house|team)\s+rule\b[^:]{0,30}:\s*\S",
+    _I,
+)
 _WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
 _WE_ARE_ON = re.compile(r"(?:^|[,;]\s+)(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
@@ -709,7 +727,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     if _NEEDS["preference"] & tokens and _PREFERENCE.search(body) and not _one_off(body):
         return Signal("preference", _tidy(body))
     if is_fact(body, notice):
-        return Signal("fact", _tidy(body))
+        return Signal("rule" if _NORM.search(body) else "fact", _tidy(body))
     return _done_own_verb(sentence, body)
 
 

@@ -1,0 +1,99 @@
+"""Offline mode: one instruction said over several sentences is one entry, a chore is no rule,
+a statement of how things are done here is a rule, and the to-do heads people type."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from kairosd.consolidation.offline.extract import extract
+from kairosd.consolidation.transcripts.read import Message
+
+ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def _kinds(*typed: str) -> list[tuple[str, str]]:
+    messages = []
+    for step, text in enumerate(typed):
+        when = ANCHOR + timedelta(minutes=step)
+        messages += [Message("user", text, human=True, at=when), Message("assistant", "Done.", at=when)]
+    found = extract(messages, project="/p", anchor=ANCHOR, zone=ZoneInfo("UTC")).candidates
+    return [(c.kind, c.text) for c in found]
+
+
+def test_a_rule_and_what_it_means_on_one_line_are_one_entry() -> None:
+    assert _kinds("we never hand-edit the generated clients. regenerate them from the spec, the CI diffs them") == [
+        ("rule", "We never hand-edit the generated clients. regenerate them from the spec, the CI diffs them")
+    ]
+    # two orders and what is said between them
+    said = "For the record: a session is never shared across tenants. Each one gets its own cookie jar. No cache."
+    assert _kinds(said) == [
+        ("rule", "A session is never shared across tenants. Each one gets its own cookie jar. No cache.")
+    ]
+
+
+def test_a_correction_takes_what_it_goes_on_to_state() -> None:
+    assert _kinds("Set it up.", "wait no, not 2.4. the parser is on 2.5.1, that one handles bom") == [
+        ("correction", "Not 2.4. the parser is on 2.5.1, that one handles bom")
+    ]
+
+
+def test_what_is_apart_stays_apart() -> None:
+    # items of a list, a fact beside a rule, and a task or a question after the rule
+    assert _kinds("rules:\n- never log request bodies\n- always set a timeout on outbound calls") == [
+        ("rule", "Never log request bodies"),
+        ("rule", "Always set a timeout on outbound calls"),
+    ]
+    assert _kinds("The broker is at mq.internal:5672. Never publish to it from a request handler.") == [
+        ("fact", "The broker is at mq.internal:5672."),
+        ("rule", "Never publish to it from a request handler."),
+    ]
+    assert _kinds("never import the ui package from core. fix the cycle in orders.py") == [
+        ("rule", "Never import the ui package from core.")
+    ]
+    assert _kinds("Never import the ui package from core. Can you check the others?") == [
+        ("rule", "Never import the ui package from core.")
+    ]
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "in this repo we use ruff, not flake8",
+        "We use httpx for everything here",
+        "every request goes through the gateway client",
+        "new migrations go in db/migrations/v2",
+        "New rule after the outage: every config change goes to staging first",
+    ],
+)
+def test_how_things_are_done_here_is_a_rule(typed: str) -> None:
+    assert [kind for kind, _ in _kinds(typed)] == ["rule"]
+
+
+@pytest.mark.parametrize(
+    "typed", ["remove tools/old_sync.py then, nobody should call it", "k, fix the header one only"]
+)
+def test_a_chore_is_no_rule(typed: str) -> None:
+    assert _kinds(typed) == []
+
+
+def test_a_chore_with_a_standing_clause_is_kept() -> None:
+    assert [k for k, _ in _kinds("fix it in the mapper, we never patch the fixtures")] == ["rule"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "key"),
+    [
+        ("add a todo: rotate the webhook secret after the audit", "webhook secret"),
+        ("put on the list: a load test for the export job", "load test"),
+        ("Add to the todo: drop the v1 serializers once mobile 4.0 is out", "v1 serializers"),
+        ("could u put on the list that we should cache the tariff lookups?", "tariff lookups"),
+        ("Remind me Friday to ask legal about the retention window", "retention window"),
+    ],
+)
+def test_the_heads_people_give_a_to_do(typed: str, key: str) -> None:
+    found = _kinds(typed)
+    assert [k for k, _ in found] == ["todo"]
+    assert key in found[0][1]
