@@ -7,7 +7,8 @@ anywhere.". Read sentence by sentence, that is two or three board entries, each 
 says less than the turn did ("No UPDATE accounts SET balance anywhere.", "Not 3.6.2."), and the
 board gives every later session each fragment as an instruction of its own. So the orders of one
 typed line (rules, preferences, corrections) become one entry, with the statements between them
-and the plain statements right after them that say why or how ("..., the dashboards read it").
+and the plain statements right after them that say why or how ("..., the dashboards read it"); an
+order about "it" takes the sentence before, which says what "it" is.
 
 What is left apart: facts, decisions and to-dos (each is one thing, and a turn that states a port
 and a rule is two entries), items of a list (each line is its own), a question or an order to do
@@ -32,6 +33,12 @@ _APART = re.compile(
     r"restart|start|bump|set|change|update|remove|delete|try|look|write|create|move|rename|deploy|build|test|show|"
     r"print|give|put|help|find|grep|revert|merge|push|pull|install|drop|call|send|ping|curl|ssh|can\s+you|could\s+you|"
     r"would\s+you|let'?s|thanks?|thx|ty|cool|great|nice|lgtm|sorry|i\s+think|i\s+guess|maybe)\b",
+    re.IGNORECASE,
+)
+
+# An order about "it": "Don't bump it in a feature branch.", "don't fight it, use their component".
+_POINTS_BACK = re.compile(
+    r"^(?:(?:please|pls|and|so|but|just)\s+)?(?:(?:don'?t|dont|do\s+not|never|always)\s+)?[a-z]+\s+(?:it|them|that|those)\b",
     re.IGNORECASE,
 )
 
@@ -66,6 +73,31 @@ def joined(lined: list[tuple[int, str]], found: list[Signal], at: list[tuple[int
         if size > MAX_TEXT:
             out.append(signal)
             continue
+        back = first - 1
+        stated = [j for j, span in enumerate(at) if span == (back, back) and found[j].kind == "fact"]
+        if (
+            _POINTS_BACK.match(found[group[0]].text)
+            and stated
+            and out
+            and out[-1] is found[stated[0]]
+            and lined[back][0] == line
+            and size + len(out[-1].text) < MAX_TEXT
+        ):
+            # "CI runs Bazel 7.4.1 ... Don't bump it in a feature branch.": the rule is about the
+            # fact before it, and says it with it
+            parts[back] = out.pop().text
+            size += len(parts[back]) + 1
+        elif _POINTS_BACK.match(found[group[0]].text) and back >= 0 and lined[back][0] == line and back not in covered:
+            # "Don't bump it in a feature branch.": what "it" is, is the sentence before (skipping a
+            # "whatever." in between)
+            if len(lined[back][1].split()) < 3 and back > 0 and lined[back - 1][0] == line and back - 1 not in covered:
+                parts[back] = lined[back][1]
+                back -= 1
+            parts[back] = lined[back][1]
+            size += sum(len(lined[n][1]) + 1 for n in range(back, first))
+            if size > MAX_TEXT:
+                out.append(signal)
+                continue
         correcting = any(found[j].kind == "correction" for j in group)
         n = last + 1
         while n < len(lined) and lined[n][0] == line and _APART.search(lined[n][1]) is None:

@@ -164,7 +164,9 @@ _TRANSIENT = re.compile(
     r"\s+(?:is|are|was|were)\b"
     r"|" + _NOTICE + r"my\s+(?:[\w-]+\s+)?(?:branch|machine|laptop|box|computer|setup|env|environment|terminal|shell)\b"
     r"|\b(?:on|in)\s+my\s+(?:machine|laptop|box|computer|setup|env|environment|terminal|shell|branch)\b"
-    r"|\b(?:is|are)\s+(?:now\s+|still\s+|all\s+)?(?:green|red|passing|failing|broken|flaky|slow|stuck|at\s+\d+\s*%)\b",
+    r"|\b(?:is|are)\s+(?:now\s+|still\s+|all\s+)?(?:green|red|passing|failing|broken|flaky|slow|stuck|at\s+\d+\s*%)\b"
+    # "the file is in src/test/x.xml": the one at hand (a named one, "the config file is in ...", is kept)
+    r"|^(?:the|this|that)\s+(?:file|files|example|sample|screenshot|attachment|snippet|fixture)\s+(?:is|are)\b",
     _I,
 )
 _EMPTY_TODO = frozenset(

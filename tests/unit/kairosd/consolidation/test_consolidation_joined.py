@@ -97,3 +97,17 @@ def test_the_heads_people_give_a_to_do(typed: str, key: str) -> None:
     found = _kinds(typed)
     assert [k for k, _ in found] == ["todo"]
     assert key in found[0][1]
+
+
+def test_an_order_about_it_takes_the_sentence_that_says_what_it_is() -> None:
+    assert _kinds("the seed list lives in the shared bucket, whatever. never edit them by hand") == [
+        ("rule", "The seed list lives in the shared bucket, whatever. Never edit them by hand")
+    ]
+    assert _kinds("Heads up, prod runs Node 20.11 and .nvmrc is the source of truth. Don't bump it in a PR.") == [
+        ("rule", "Prod runs Node 20.11 and .nvmrc is the source of truth. Don't bump it in a PR.")
+    ]
+
+
+def test_the_file_at_hand_is_no_fact() -> None:
+    assert _kinds("Can you add a case for the refund? The file is in fixtures/refund_partial.json.") == []
+    assert _kinds("The config file is in config/app.toml.") == [("fact", "The config file is in config/app.toml.")]
