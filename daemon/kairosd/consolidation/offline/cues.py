@@ -191,13 +191,17 @@ _DONE = re.compile(
     r"(?:\s+and\s+(?:deployed|merged|released|shipped|tested))?"
     r"(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
-    r"(?:\s+in\s+v?\d[\w.-]*)?(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
+    r"(?:\s+in\s+(?:#|pr\s*#?|v)?\d[\w.-]*)?(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now|btw|already|too))?(?:\s*[,.!;]|$)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s*\u2705\s*(?:done)?[.!]*$"
     r"|^(?:done|fixed|finished|shipped|closed|resolved|completed)\s*[:\u2013-]\s*\S"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)(?:\s+(?:it|that|them))?"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:shipped|released|landed|merged|out)\s+in\s+v?\d"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
+    # "take it off the list", "strike it", "so that one's done", "that's the bootstrap item done"
+    r"|\b(?:take|strike|cross|drop|remove|scratch)\s+(?:it|that|this|them)\s+(?:off|out|from)\s+(?:the|my|our)\s+"
+    r"(?:list|board|to-?do(?:\s+list)?|backlog)\b|\bstrike\s+(?:it|that)(?:\s+off)?[.!]*$"
+    r"|\bthat\s+one'?s\s+(?:done|sorted|fixed)\b|\bthat'?s\s+the\s+[\w\s'-]{1,40}?\s+(?:item|one|thing|part|bit)\s+done\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?(?:documented\s+)?in\s+the\s+(?:wiki|docs|readme)\b"
     r"|\b(?:is|are)\s+(?:now\s+)?live\s+(?:in|on)\s+(?:production|prod)\b"
     r"|\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:taken\s+care\s+of|(?:documented|written\s+up)\s+in\s+"
@@ -246,6 +250,11 @@ _NOT_DONE = re.compile(
 # ---- polite questions ----------------------------------------------------------------------
 _POLITE_RULE = re.compile(
     r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?(?:always|never|stop|not|no\s+longer|avoid)\b",
+    _I,
+)
+_POLITE_CLOSE = re.compile(
+    r"\b(?:could|can|would)\s+(?:you|u)\s+(?:please\s+)?(?:take|strike|cross|drop|remove)\s+(?:it|that|this|them)\s+"
+    r"(?:off|out\s+of|from)\s+(?:the|my|our)\s+(?:list|board|to-?do(?:\s+list)?|backlog)\b",
     _I,
 )
 _POLITE_HEAD = re.compile(r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?", _I)
@@ -475,10 +484,11 @@ exceptions targets target targeting deploys deploy build builds id landing truth
 routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
 capped limited cut anymore possible front via release launch deadline scope loaded fetched sourced synced imported
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
-took taken care wrapped crossed knocked disregard ignore outcome outcomes
+took taken care wrapped crossed knocked disregard ignore outcome outcomes strike
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
-_DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
+_DONE_WORDS_TEXT = """strike list board
+done fixed finished sorted resolved merged written documented migrated complete completed shipped
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place took taken
 care wrapped crossed knocked created deployed implemented added clarified rolled configured enabled published set
 updated rotated renewed cleaned removed archived"""
@@ -675,6 +685,8 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
             forgot = re.match(r"you\s+(?:forgot|missed)\b", sentence, _I) is not None
             return _correction(sentence[weak.end() :], None, forgot)
     if sentence.endswith("?"):
+        if _POLITE_CLOSE.search(sentence):  # "..., so could you take that off the list?"
+            return Signal("todo", sentence, "close")
         if _POLITE_RULE.match(sentence) and not _HEDGE.search(sentence):
             return Signal("rule", _tidy(_POLITE_HEAD.sub("", sentence).rstrip("?").strip()))
         if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):

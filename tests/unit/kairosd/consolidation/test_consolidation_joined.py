@@ -1,26 +1,32 @@
 """Offline mode: one instruction said over several sentences is one entry, a chore is no rule,
-a statement of how things are done here is a rule, and the to-do heads people type."""
+a statement of how things are done here is a rule, and the ways people open or close a to-do."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from kairosd.consolidation.board.entries import Candidate
+from kairosd.consolidation.board.store import BoardStore
 from kairosd.consolidation.offline.extract import extract
 from kairosd.consolidation.transcripts.read import Message
 
 ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
-def _kinds(*typed: str) -> list[tuple[str, str]]:
+def _candidates(*typed: str, day: int = 0) -> list[Candidate]:
     messages = []
     for step, text in enumerate(typed):
-        when = ANCHOR + timedelta(minutes=step)
+        when = ANCHOR + timedelta(days=day, minutes=step)
         messages += [Message("user", text, human=True, at=when), Message("assistant", "Done.", at=when)]
-    found = extract(messages, project="/p", anchor=ANCHOR, zone=ZoneInfo("UTC")).candidates
-    return [(c.kind, c.text) for c in found]
+    return extract(messages, project="/p", anchor=ANCHOR, zone=ZoneInfo("UTC")).candidates
+
+
+def _kinds(*typed: str) -> list[tuple[str, str]]:
+    return [(c.kind, c.text) for c in _candidates(*typed)]
 
 
 def test_a_rule_and_what_it_means_on_one_line_are_one_entry() -> None:
@@ -111,3 +117,21 @@ def test_an_order_about_it_takes_the_sentence_that_says_what_it_is() -> None:
 def test_the_file_at_hand_is_no_fact() -> None:
     assert _kinds("Can you add a case for the refund? The file is in fixtures/refund_partial.json.") == []
     assert _kinds("The config file is in config/app.toml.") == [("fact", "The config file is in config/app.toml.")]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "the retry jitter thing from last time, i did it myself so you can take it off the list",
+        "product says the retry jitter is covered by the sdk now, so could you take that off the list?",
+        "ok it's merged, that's the retry jitter item done",
+        "The retry jitter landed in #455, strike it.",
+        "retry jitter done btw",
+    ],
+)
+def test_the_ways_people_say_a_to_do_is_done_close_it(tmp_path: Path, said: str) -> None:
+    store = BoardStore(tmp_path / "boards", lambda: ANCHOR)
+    store.merge("/p", _candidates("put the retry jitter on the list", "Also the export job needs an owner, add a todo"))
+    assert [e.text for e in store.load("/p").entries if "jitter" in e.text] == ["Put the retry jitter on the list"]
+    store.merge("/p", _candidates(said, day=1))
+    assert [e.text for e in store.load("/p").entries if "jitter" in e.text] == []
