@@ -108,6 +108,7 @@ _CHANGED_TO = re.compile(
     r"the\s+(?:upgrade|migration|switch)\s+(?:went|is|was)\b)\b",
     _I,
 )
+_DECIDED = re.compile(r"\b(?:decided|agreed|voted)\b", _I)
 _UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
 _PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
 _CHATTER = re.compile(
@@ -316,7 +317,7 @@ _TODO_VAGUE = re.compile(
     _I,
 )
 _RULE = re.compile(
-    r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
+    r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+|in\s+general[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
     r"(?:always|never|don'?t|dont|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on|going\s+forward|avoid)\b"
     r"|^(?:remember|keep\s+in\s+mind|note\s+for\s+the\s+future)\b",
     _I,
@@ -456,7 +457,9 @@ _NORM = re.compile(
     _I,
 )
 _WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
-_WE_ARE_ON = re.compile(r"(?:^|[,;]\s+)(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
+_WE_ARE_ON = re.compile(
+    r"(?:^|[,;]\s+(?:(?:so|and|but)\s+)?)(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I
+)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
 _STATEMENT = re.compile(
     r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs|wants|requires|expects)\b", _I
@@ -538,7 +541,8 @@ def _hedged(body: str) -> bool:
     found = [m[0] for m in _HEDGE.finditer(body)]
     if not found:
         return False
-    change = _CHANGED_TO.search(body) is not None or _SINCE.search(body) is not None
+    # "we decided in the meeting yesterday: ...": a time word says when a change or a decision was made
+    change = any(p.search(body) is not None for p in (_CHANGED_TO, _SINCE, _DECIDED))
     since = {m[1].lower() for m in _SINCE_WHEN.finditer(body)}
     return any(not ((change or word.lower() in since) and _TIME_WORD.match(word)) for word in found)
 
@@ -707,6 +711,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         and not _UNSURE.search(sentence)
         and not _DECISION.search(_LEAD.sub("", sentence))
         and not _CHANGED_VALUE.search(sentence)  # "font changed to Geist, Inter is out": a change, not a close
+        and not _WE_ARE_ON.search(_LEAD.sub("", sentence))  # "we're on envoy 1.31 now, 1.29 is gone": what holds now
     ):
         return Signal("todo", sentence, "close")
     notice = _NOTICE.match(sentence) is not None
@@ -779,6 +784,29 @@ def context_item(item: str, kind: str = "fact") -> Signal | None:
 def refers_back(sentence: str) -> bool:
     """ "put that on the list": a to-do whose subject is the sentence before it."""
     return _TODO_THAT.search(sentence) is not None and not sentence.endswith("?")
+
+
+# A clause after the first that opens with a rule's word: "names aren't unique across regions so
+# never join partners on the name", "the others belong to the analytics team and we don't touch their dags".
+_CLAUSE_SPLIT = re.compile(
+    r"(?:[,;:]\s+|\s+(?=(?:so|and|but)\s+(?:we\s+|you\s+|please\s+)?(?:never|always|don'?t|dont)\b))"
+)
+_CLAUSE_OPEN = re.compile(r"^(?:(?:so|and|but|then|also|because|plus|in\s+general)[,\s]+)*", _I)
+
+
+def clause_rule(sentence: str) -> Signal | None:
+    """A rule said in a later clause of a sentence that gives nothing as a whole: the entry is the
+    whole sentence (it names what the rule is about), if the clause is a rule and no noise."""
+    if sentence.endswith("?") or len(sentence) > 300 or _hedged(sentence):
+        return None
+    for clause in _CLAUSE_SPLIT.split(sentence)[1:]:
+        clause = _CLAUSE_OPEN.sub("", clause).strip()
+        if not _RULE.match(clause) or len(clause.split()) < 3:
+            continue
+        said = read(clause, after_agent=False, first=False)
+        if said is not None and said.action == "add" and said.kind == "rule" and refused(sentence, "rule") is None:
+            return Signal("rule", _tidy(_LEAD.sub("", sentence)))
+    return None
 
 
 def classify(sentence: str, *, after_agent: bool, first: bool) -> str | None:

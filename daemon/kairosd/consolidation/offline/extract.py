@@ -61,7 +61,16 @@ from zoneinfo import ZoneInfo
 
 from kairosd.consolidation.board.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
 from kairosd.consolidation.offline.clauses import MAX_LINE, context_items, lined_sentences, sentences
-from kairosd.consolidation.offline.cues import MIN_TEXT, Signal, classify, context_item, is_fact, read, refers_back
+from kairosd.consolidation.offline.cues import (
+    MIN_TEXT,
+    Signal,
+    classify,
+    clause_rule,
+    context_item,
+    is_fact,
+    read,
+    refers_back,
+)
 from kairosd.consolidation.offline.dates import absolutize
 from kairosd.consolidation.offline.joined import joined
 from kairosd.consolidation.offline.noise import refused
@@ -187,6 +196,8 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             at[-1] = (at[-1][0], index)
             previous = sentence
             continue
+        if signal is None and ("," in sentence or ";" in sentence or " so " in sentence):
+            signal = clause_rule(sentence)  # "..., so never join partners on the name"
         if story and signal is not None and signal.kind in _ORDERS and not _FOR_GOOD.search(sentence):
             signal = None  # "User story: ... The button should be red": what to build now, not a rule
         if signal is not None and signal.action == "close" and previous is not None and not _NAMES.search(signal.text):

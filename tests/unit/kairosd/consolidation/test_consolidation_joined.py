@@ -135,3 +135,41 @@ def test_the_ways_people_say_a_to_do_is_done_close_it(tmp_path: Path, said: str)
     assert [e.text for e in store.load("/p").entries if "jitter" in e.text] == ["Put the retry jitter on the list"]
     store.merge("/p", _candidates(said, day=1))
     assert [e.text for e in store.load("/p").entries if "jitter" in e.text] == []
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "that's sorting by the label, ids aren't stable across imports so never sort exports by the label",
+        "ok the billing ones are theirs and we don't touch their migrations, anything under db/billing is off limits",
+        "and in general don't start more than 3 workers without asking me, the box is shared",
+    ],
+)
+def test_a_rule_in_a_later_clause_keeps_the_whole_sentence(typed: str) -> None:
+    found = _kinds(typed)
+    assert [k for k, _ in found] == ["rule"]
+    assert typed.split()[-1] in found[0][1]
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "the build is red right now, don't merge anything",  # the state of the work at hand
+        "is it slow because we never cache the tokens, or because of the pool?",  # a question
+    ],
+)
+def test_a_rule_word_in_a_later_clause_of_noise_is_no_rule(typed: str) -> None:
+    assert _kinds(typed) == []
+
+
+def test_a_decision_said_with_when_it_was_made_is_kept() -> None:
+    assert _kinds("We decided in the retro yesterday: releases go out on wednesdays, never on fridays.") == [
+        ("decision", "We decided in the retro on 2026-11-19: releases go out on wednesdays, never on fridays.")
+    ]
+
+
+def test_what_the_project_is_on_now_is_a_fact_not_a_done_to_do() -> None:
+    assert _kinds("also fyi we're on postgres 16 everywhere now, 14 is gone") == [
+        ("fact", "We're on postgres 16 everywhere now, 14 is gone")
+    ]
+    assert [k for k, _ in _kinds("good news: ops merged the upgrade, so we're on Node 22 now")] == ["fact"]
