@@ -109,6 +109,7 @@ _CHANGED_TO = re.compile(
     _I,
 )
 _DECIDED = re.compile(r"\b(?:decided|agreed|voted)\b", _I)
+_WE_CHANGED = re.compile(r"^we(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:moved|switched|migrated)\b", _I)
 _UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
 _PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
 _CHATTER = re.compile(
@@ -152,6 +153,8 @@ _STRONG_CORRECTION = re.compile(
     r"|(?:sorry[,.!]*\s+)?(?P<wrong>(?:the|my|that)\s+[^,;:]{1,30}?)\s+(?:i\s+(?:gave\s+you|said|used)\s+)?(?:earlier\s+)?"
     r"(?:was|is)\s+(?:wrong|incorrect|a\s+typo)"
     r"|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+(?P<on>[^:.]{1,30}))?(?=\s*[:,-])|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    # "sorry, I told you pnpm before but ...": what was told before is taken back
+    r"|i\s+(?:told\s+you|said)\s+(?P<told>[^,;:]{1,30}?)\s+(?:before|earlier)(?:[,\s]+but\b)?"
     r"|(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)"
     r"(?:\s+(?:about|re)\s+(?P<scratched>[^,;:]{1,30}))?|scratch\s+that(?:\s+(?:about|re)\s+(?P<that>[^,;:]{1,30}))?"
     r"|(?:scrap|forget|ignore|disregard|drop|ditch)\s+(?:the|that|my)\s+(?P<dropped>[^,;:]{1,30}?)\s+(?:rule|thing|part|bit|idea)"
@@ -633,7 +636,9 @@ def _correction(
     if len(body) < MIN_TEXT or not re.search(r"[A-Za-z]{3}", body) or body.endswith("?"):
         return None
     if is_fact(body):
-        return Signal("fact", _tidy(body))
+        # "we moved to bun last week": a change the team made is a decision (what was said before is
+        # not a fact that a fact replaces)
+        return Signal("decision" if _WE_CHANGED.match(body) else "fact", _tidy(body))
     if _DECISION.search(body) and not _HEDGE.search(body):  # "actually, let's use GraphQL after all"
         return Signal("decision", _tidy(body))
     if _durable(body) or (forgot and not _ONE_OFF.search(body)):
@@ -681,7 +686,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if named and re.match(r"\s*\d", rest) and not _one_off(rest):
             # "Correction on the SLA: 48 hours for ..." says "the SLA is 48 hours for ..."
             return Signal("correction", _tidy(f"{named.strip()} is {rest.strip()}"))
-        scratched = strong.group("scratched") or strong.group("dropped") or strong.group("that")
+        scratched = strong.group("scratched") or strong.group("dropped") or strong.group("that") or strong.group("told")
         return _correction(rest, about_what, scratched=scratched, strong=True)
     if first and after_agent:
         weak = _WEAK_CORRECTION.match(sentence)

@@ -173,3 +173,13 @@ def test_what_the_project_is_on_now_is_a_fact_not_a_done_to_do() -> None:
         ("fact", "We're on postgres 16 everywhere now, 14 is gone")
     ]
     assert [k for k, _ in _kinds("good news: ops merged the upgrade, so we're on Node 22 now")] == ["fact"]
+
+
+def test_what_i_told_you_before_is_taken_back_and_replaced(tmp_path: Path) -> None:
+    store = BoardStore(tmp_path / "boards", lambda: ANCHOR)
+    store.merge("/p", _candidates("Set it up.", "in this repo we use jest, not mocha"))
+    said = "Sorry, I told you jest before but we moved to vitest, I forgot."
+    store.merge("/p", _candidates("Set it up.", said, day=1))
+    assert [(e.kind, e.text) for e in store.load("/p").entries] == [
+        ("decision", "We moved to vitest, I forgot (corrects what was said about jest)")
+    ]
