@@ -32,7 +32,8 @@ _APART = re.compile(
     r"\?$|^(?:(?:ok(?:ay)?|k|so|and|then|now|also|pls|please)[,.!\s]+)*(?:kill|run|fix|add|make|check|open|close|"
     r"restart|start|bump|set|change|update|remove|delete|try|look|write|create|move|rename|deploy|build|test|show|"
     r"print|give|put|help|find|grep|revert|merge|push|pull|install|drop|call|send|ping|curl|ssh|can\s+you|could\s+you|"
-    r"would\s+you|let'?s|thanks?|thx|ty|cool|great|nice|lgtm|sorry|i\s+think|i\s+guess|maybe)\b",
+    r"would\s+you|let'?s|thanks?|thx|ty|cool|great|nice|lgtm|sorry|i\s+think|i\s+guess|maybe|do(?!\s*n'?t|\s+not))\b"
+    r"|\b(?:for\s+now|today|this\s+time|just\s+this\s+once)\b",
     re.IGNORECASE,
 )
 

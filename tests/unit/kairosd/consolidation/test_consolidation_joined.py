@@ -183,3 +183,9 @@ def test_what_i_told_you_before_is_taken_back_and_replaced(tmp_path: Path) -> No
     assert [(e.kind, e.text) for e in store.load("/p").entries] == [
         ("decision", "We moved to vitest, I forgot (corrects what was said about jest)")
     ]
+
+
+def test_an_order_for_now_after_a_rule_stays_out_of_it() -> None:
+    assert _kinds("Never cache the tariffs in redis. Do it in memory for now.") == [
+        ("rule", "Never cache the tariffs in redis.")
+    ]
