@@ -79,9 +79,12 @@ _CHANGE = re.compile(
     re.IGNORECASE,
 )
 # "the github actions workflows are deleted", "criterion is gone": what is gone is ruled out too.
+# "the github workflows are deleted", "1.28 gone", "the 8081 was the old one": what is gone.
 _GONE = re.compile(
     r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
-    r"retired|decommissioned|dropped)\b|(?:^|[,;]\s+)([\w.#/-]*\d[\w.#/-]*\s+)(?:gone|removed|dropped|deleted)\b",
+    r"retired|decommissioned|dropped|(?:the\s+)?(?:old|previous|former|wrong)(?:\s+(?:one|value|port|host|version|"
+    r"address|url|path|name|endpoint))?(?=\s*(?:[,.;!]|$)))"
+    r"\b|(?:^|[,;]\s+)([\w.#/-]*\d[\w.#/-]*\s+)(?:gone|removed|dropped|deleted)\b",
     re.IGNORECASE,
 )
 # "the Vault path secret/prod/ is superseded by kv/prod/": what is superseded is ruled out.

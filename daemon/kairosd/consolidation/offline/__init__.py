@@ -4,6 +4,7 @@
     clauses  typed vs pasted text, sentences
     cues     a sentence's kind (rule, preference, correction, decision, to-do, fact)
     noise    cue words that are no instruction: hypotheticals, others' words, one-offs
+    joined   one instruction said over several sentences of a line is one entry
     dates    relative dates to absolute ones
 
 It runs in the detached worker (and is the rem-agent's fallback); the daemon never loads it.

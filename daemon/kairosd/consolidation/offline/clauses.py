@@ -140,9 +140,15 @@ def typed_lines(text: str) -> list[str]:
 
 def sentences(text: str) -> list[str]:
     """The sentences of a typed turn, in order (see the module docstring)."""
+    return [sentence for _, sentence in lined_sentences(text)]
+
+
+def lined_sentences(text: str) -> list[tuple[int, str]]:
+    """The sentences of a typed turn, in order, each with the number of the typed line it opens on
+    (sentences of one line are one stretch of prose; two lines may be two items of a list)."""
     text = text.replace("\u2019", "'")
-    out: list[str] = []
-    for line in typed_lines(text):
+    out: list[tuple[int, str]] = []
+    for number, line in enumerate(typed_lines(text)):
         pieces: list[str] = []
         for piece in _SPLIT.split(line):
             if pieces and _ABBREVIATION.search(pieces[-1]):
@@ -156,10 +162,10 @@ def sentences(text: str) -> list[str]:
             # "CSS modules only. No tailwind." (or "no malloc after boot. static buffers only") is one
             # rule said in two sentences
             if out and (
-                (_ONLY_THEN_NO.search(out[-1]) and _NO_NEXT.match(sentence))
-                or (_NO_NEXT.match(out[-1]) and _ONLY_THEN_NO.search(sentence))
+                (_ONLY_THEN_NO.search(out[-1][1]) and _NO_NEXT.match(sentence))
+                or (_NO_NEXT.match(out[-1][1]) and _ONLY_THEN_NO.search(sentence))
             ):
-                out[-1] = f"{out[-1]} {sentence}"
+                out[-1] = (out[-1][0], f"{out[-1][1]} {sentence}")
                 continue
-            out.append(sentence)
+            out.append((number, sentence))
     return out

@@ -108,6 +108,8 @@ _CHANGED_TO = re.compile(
     r"the\s+(?:upgrade|migration|switch)\s+(?:went|is|was)\b)\b",
     _I,
 )
+_DECIDED = re.compile(r"\b(?:decided|agreed|voted)\b", _I)
+_WE_CHANGED = re.compile(r"^we(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:moved|switched|migrated)\b", _I)
 _UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
 _PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
 _CHATTER = re.compile(
@@ -151,6 +153,8 @@ _STRONG_CORRECTION = re.compile(
     r"|(?:sorry[,.!]*\s+)?(?P<wrong>(?:the|my|that)\s+[^,;:]{1,30}?)\s+(?:i\s+(?:gave\s+you|said|used)\s+)?(?:earlier\s+)?"
     r"(?:was|is)\s+(?:wrong|incorrect|a\s+typo)"
     r"|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+(?P<on>[^:.]{1,30}))?(?=\s*[:,-])|(?:a\s+|one\s+)?(?:(?:small|quick|minor)\s+)?correction(?:\s+(?:on|to|about|for)\s+[^:]{1,30})?(?=\s*[:,-])"
+    # "sorry, I told you pnpm before but ...": what was told before is taken back
+    r"|i\s+(?:told\s+you|said)\s+(?P<told>[^,;:]{1,30}?)\s+(?:before|earlier)(?:[,\s]+but\b)?"
     r"|(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)"
     r"(?:\s+(?:about|re)\s+(?P<scratched>[^,;:]{1,30}))?|scratch\s+that(?:\s+(?:about|re)\s+(?P<that>[^,;:]{1,30}))?"
     r"|(?:scrap|forget|ignore|disregard|drop|ditch)\s+(?:the|that|my)\s+(?P<dropped>[^,;:]{1,30}?)\s+(?:rule|thing|part|bit|idea)"
@@ -191,13 +195,17 @@ _DONE = re.compile(
     r"(?:\s+and\s+(?:deployed|merged|released|shipped|tested))?"
     r"(?!\s+(?:in|with|by|on|at|into|against|for|from|under|as|of|to)\b)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:done|fixed|finished|sorted|merged|shipped|landed)"
-    r"(?:\s+in\s+v?\d[\w.-]*)?(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now))?(?:\s*[,.!;]|$)"
+    r"(?:\s+in\s+(?:#|pr\s*#?|v)?\d[\w.-]*)?(?:\s+(?:yesterday|today|this\s+morning|last\s+night|now|btw|already|too))?(?:\s*[,.!;]|$)"
     r"|^(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s*\u2705\s*(?:done)?[.!]*$"
     r"|^(?:done|fixed|finished|shipped|closed|resolved|completed)\s*[:\u2013-]\s*\S"
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)(?:\s+(?:it|that|them))?"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:shipped|released|landed|merged|out)\s+in\s+v?\d"
     r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
+    # "take it off the list", "strike it", "so that one's done", "that's the bootstrap item done"
+    r"|\b(?:take|strike|cross|drop|remove|scratch)\s+(?:it|that|this|them)\s+(?:off|out|from)\s+(?:the|my|our)\s+"
+    r"(?:list|board|to-?do(?:\s+list)?|backlog)\b|\bstrike\s+(?:it|that)(?:\s+off)?[.!]*$"
+    r"|\bthat\s+one'?s\s+(?:done|sorted|fixed)\b|\bthat'?s\s+the\s+[\w\s'-]{1,40}?\s+(?:item|one|thing|part|bit)\s+done\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?(?:documented\s+)?in\s+the\s+(?:wiki|docs|readme)\b"
     r"|\b(?:is|are)\s+(?:now\s+)?live\s+(?:in|on)\s+(?:production|prod)\b"
     r"|\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?(?:taken\s+care\s+of|(?:documented|written\s+up)\s+in\s+"
@@ -245,13 +253,21 @@ _NOT_DONE = re.compile(
 
 # ---- polite questions ----------------------------------------------------------------------
 _POLITE_RULE = re.compile(
-    r"^(?:could|would)\s+you\s+(?:please\s+|kindly\s+)?(?:mind\s+)?(?:always|never|stop|not|no\s+longer|avoid)\b",
+    r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?(?:always|never|stop|not|no\s+longer|avoid)\b",
     _I,
 )
-_POLITE_HEAD = re.compile(r"^(?:could|would)\s+you\s+(?:please\s+|kindly\s+)?(?:mind\s+)?", _I)
+_POLITE_CLOSE = re.compile(
+    r"\b(?:could|can|would)\s+(?:you|u)\s+(?:please\s+)?(?:take|strike|cross|drop|remove)\s+(?:it|that|this|them)\s+"
+    r"(?:off|out\s+of|from)\s+(?:the|my|our)\s+(?:list|board|to-?do(?:\s+list)?|backlog)\b",
+    _I,
+)
+_POLITE_HEAD = re.compile(r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?", _I)
 _POLITE_TODO = re.compile(
     r"^(?:would\s+it\s+be\s+possible\s+to|could\s+(?:you|we)|can\s+(?:you|we))\b.*"
-    r"\b(?:at\s+some\s+point|eventually|later|next\s+(?:week|sprint|time))\b",
+    r"\b(?:at\s+some\s+point|eventually|later|next\s+(?:week|sprint|time))\b"
+    # "could you put on the list that we should add analytics events?": a to-do asked for politely
+    r"|^(?:would\s+it\s+be\s+possible\s+to|(?:could|can|would)\s+(?:you|u|we))\s+(?:please\s+)?(?:put|add|write|note)\s+"
+    r"(?:(?:it|this|that)\s+)?(?:(?:on|to)\s+(?:the|our|my)\s+(?:list|backlog|to-?do(?:\s+list)?)|down\s+somewhere)\b",
     _I,
 )
 
@@ -281,7 +297,7 @@ _CHANGED_FROM = re.compile(
 )
 _CHANGING = frozenset(["moved", "switched", "migrated", "moving", "switching", "migrating"])
 _TODO = re.compile(
-    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:(?:don'?t|do\s+not)\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this)|"
+    r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:(?:don'?t|do\s+not)\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this|(?:mon|tues|wednes|thurs|fri)day)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
     r"|\b(?:we|i)\s+(?:should|need\s+to|have\s+to|must|gotta)\b.{3,80}\bnext\s+(?:sprint|week|month|quarter|release)\b"
@@ -291,7 +307,9 @@ _TODO = re.compile(
     r"|^(?:jot\s+(?:this\s+|that\s+)?down|note\s+down|for\s+the\s+(?:list|backlog)|need\s+to\s+remember)\s*:"
     r"|\bput\s+(?!(?:that|this|it)\s+on\b).{1,60}?\s+(?:on|in)\s+the\s+(?:list|backlog|to-?do\s+list|board)\b"
     r"|^(?:post-?mortem\s+)?action\s+items?\s*:\s*\S"
-    r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b",
+    r"|\badd\s+.{1,80}?\s+to\s+(?:the|our|my)\s+(?:backlog|list|to-?do\s+list)\b|^to-?do\s+for\s+me\b"
+    r"|^(?:(?:add|put|stick|throw)\s+(?:(?:it|this|that)\s+)?(?:to|on|in)\s+(?:the|our|my)\s+(?:to-?dos?(?:\s+list)?|list|backlog)"
+    r"|add\s+(?:a\s+|an?\s+item\s+to\s+the\s+)?to-?do)\s*(?::|that\b)\s*\S",
     _I,
 )
 _TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
@@ -302,7 +320,7 @@ _TODO_VAGUE = re.compile(
     _I,
 )
 _RULE = re.compile(
-    r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
+    r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+|in\s+general[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
     r"(?:always|never|don'?t|dont|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on|going\s+forward|avoid)\b"
     r"|^(?:remember|keep\s+in\s+mind|note\s+for\s+the\s+future)\b",
     _I,
@@ -428,8 +446,23 @@ _FRAGMENT = re.compile(
 )
 _CLAUSES = re.compile(r"[,;]\s+")
 _AND = re.compile(r"^(?:and|also|plus)\s+", _I)
+# A statement of how things are done here, not of what is: "we use pnpm, not npm", "every tool comes
+# from a pinned archive", "new deps go in MODULE.bazel", "new rule from the review: ..." (a rule).
+_NORM = re.compile(
+    r"^(?:(?:in|for)\s+(?:this|the|our)\s+(?:repo|project|codebase|team)[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,?\s+)?"
+    r"(?:we|i)\s+(?:only\s+)?use\s+\S(?=.*(?:\bnot\b|\bnever\b|\bno\s+\w|\binstead\b|\brather\b|\bonly\b|\bhere\b|"
+    r"\bthis\s+(?:repo|project)\b|\beverywhere\b|\beverything\b|\bfor\s+\w+ing\b))"
+    r"|^(?:(?:in|for)\s+(?:this|the|our)\s+(?:repo|project|codebase|team)[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,\s+)"
+    r"(?:we|i)\s+(?:only\s+)?use\s+\S"
+    r"|^(?:all|every|each)\s+(?:[\w.-]+\s+){1,3}?(?:goes|go|comes?|gets?|uses?|lands?|needs?)\b"
+    r"|^new\s+[\w.-]+(?:\s+[\w.-]+)?\s+(?:go|goes|use|uses|get|gets|land|lands)\b"
+    r"|^(?:a\s+)?(?:new|general|house|team)\s+rule\b[^:]{0,30}:\s*\S",
+    _I,
+)
 _WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
-_WE_ARE_ON = re.compile(r"(?:^|[,;]\s+)(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I)
+_WE_ARE_ON = re.compile(
+    r"(?:^|[,;]\s+(?:(?:so|and|but)\s+)?)(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I
+)
 _FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
 _STATEMENT = re.compile(
     r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs|wants|requires|expects)\b", _I
@@ -457,10 +490,11 @@ exceptions targets target targeting deploys deploy build builds id landing truth
 routed proxied upgraded updated bumped downgraded approved released out outside reduced increased raised lowered
 capped limited cut anymore possible front via release launch deadline scope loaded fetched sourced synced imported
 done fixed finished sorted resolved merged documented migrated complete completed shipped landed closed
-took taken care wrapped crossed knocked disregard ignore outcome outcomes
+took taken care wrapped crossed knocked disregard ignore outcome outcomes strike
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
-_DONE_WORDS_TEXT = """done fixed finished sorted resolved merged written documented migrated complete completed shipped
+_DONE_WORDS_TEXT = """strike list board
+done fixed finished sorted resolved merged written documented migrated complete completed shipped
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place took taken
 care wrapped crossed knocked created deployed implemented added clarified rolled configured enabled published set
 updated rotated renewed cleaned removed archived"""
@@ -510,7 +544,8 @@ def _hedged(body: str) -> bool:
     found = [m[0] for m in _HEDGE.finditer(body)]
     if not found:
         return False
-    change = _CHANGED_TO.search(body) is not None or _SINCE.search(body) is not None
+    # "we decided in the meeting yesterday: ...": a time word says when a change or a decision was made
+    change = any(p.search(body) is not None for p in (_CHANGED_TO, _SINCE, _DECIDED))
     since = {m[1].lower() for m in _SINCE_WHEN.finditer(body)}
     return any(not ((change or word.lower() in since) and _TIME_WORD.match(word)) for word in found)
 
@@ -601,7 +636,9 @@ def _correction(
     if len(body) < MIN_TEXT or not re.search(r"[A-Za-z]{3}", body) or body.endswith("?"):
         return None
     if is_fact(body):
-        return Signal("fact", _tidy(body))
+        # "we moved to bun last week": a change the team made is a decision (what was said before is
+        # not a fact that a fact replaces)
+        return Signal("decision" if _WE_CHANGED.match(body) else "fact", _tidy(body))
     if _DECISION.search(body) and not _HEDGE.search(body):  # "actually, let's use GraphQL after all"
         return Signal("decision", _tidy(body))
     if _durable(body) or (forgot and not _ONE_OFF.search(body)):
@@ -649,7 +686,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         if named and re.match(r"\s*\d", rest) and not _one_off(rest):
             # "Correction on the SLA: 48 hours for ..." says "the SLA is 48 hours for ..."
             return Signal("correction", _tidy(f"{named.strip()} is {rest.strip()}"))
-        scratched = strong.group("scratched") or strong.group("dropped") or strong.group("that")
+        scratched = strong.group("scratched") or strong.group("dropped") or strong.group("that") or strong.group("told")
         return _correction(rest, about_what, scratched=scratched, strong=True)
     if first and after_agent:
         weak = _WEAK_CORRECTION.match(sentence)
@@ -657,6 +694,8 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
             forgot = re.match(r"you\s+(?:forgot|missed)\b", sentence, _I) is not None
             return _correction(sentence[weak.end() :], None, forgot)
     if sentence.endswith("?"):
+        if _POLITE_CLOSE.search(sentence):  # "..., so could you take that off the list?"
+            return Signal("todo", sentence, "close")
         if _POLITE_RULE.match(sentence) and not _HEDGE.search(sentence):
             return Signal("rule", _tidy(_POLITE_HEAD.sub("", sentence).rstrip("?").strip()))
         if _POLITE_TODO.match(sentence) and not _HEDGE.search(sentence):
@@ -677,6 +716,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         and not _UNSURE.search(sentence)
         and not _DECISION.search(_LEAD.sub("", sentence))
         and not _CHANGED_VALUE.search(sentence)  # "font changed to Geist, Inter is out": a change, not a close
+        and not _WE_ARE_ON.search(_LEAD.sub("", sentence))  # "we're on envoy 1.31 now, 1.29 is gone": what holds now
     ):
         return Signal("todo", sentence, "close")
     notice = _NOTICE.match(sentence) is not None
@@ -709,7 +749,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     if _NEEDS["preference"] & tokens and _PREFERENCE.search(body) and not _one_off(body):
         return Signal("preference", _tidy(body))
     if is_fact(body, notice):
-        return Signal("fact", _tidy(body))
+        return Signal("rule" if _NORM.search(body) else "fact", _tidy(body))
     return _done_own_verb(sentence, body)
 
 
@@ -749,6 +789,29 @@ def context_item(item: str, kind: str = "fact") -> Signal | None:
 def refers_back(sentence: str) -> bool:
     """ "put that on the list": a to-do whose subject is the sentence before it."""
     return _TODO_THAT.search(sentence) is not None and not sentence.endswith("?")
+
+
+# A clause after the first that opens with a rule's word: "names aren't unique across regions so
+# never join partners on the name", "the others belong to the analytics team and we don't touch their dags".
+_CLAUSE_SPLIT = re.compile(
+    r"(?:[,;:]\s+|\s+(?=(?:so|and|but)\s+(?:we\s+|you\s+|please\s+)?(?:never|always|don'?t|dont)\b))"
+)
+_CLAUSE_OPEN = re.compile(r"^(?:(?:so|and|but|then|also|because|plus|in\s+general)[,\s]+)*", _I)
+
+
+def clause_rule(sentence: str) -> Signal | None:
+    """A rule said in a later clause of a sentence that gives nothing as a whole: the entry is the
+    whole sentence (it names what the rule is about), if the clause is a rule and no noise."""
+    if sentence.endswith("?") or len(sentence) > 300 or _hedged(sentence):
+        return None
+    for clause in _CLAUSE_SPLIT.split(sentence)[1:]:
+        clause = _CLAUSE_OPEN.sub("", clause).strip()
+        if not _RULE.match(clause) or len(clause.split()) < 3:
+            continue
+        said = read(clause, after_agent=False, first=False)
+        if said is not None and said.action == "add" and said.kind == "rule" and refused(sentence, "rule") is None:
+            return Signal("rule", _tidy(_LEAD.sub("", sentence)))
+    return None
 
 
 def classify(sentence: str, *, after_agent: bool, first: bool) -> str | None:

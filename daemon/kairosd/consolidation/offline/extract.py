@@ -12,6 +12,10 @@ What it looks for, in what the person typed (human user turns only: an agent's e
   one asks, orders or hedges (:func:`.cues.context_item`);
 - a turn that opens as a user story ("User story: ...", "As a guest I want ...") asks for a
   feature: its "should" and "must" are what to build, not rules, unless one says "from now on";
+- :mod:`.joined` makes the orders of one typed line (rules, preferences, corrections), with what
+  is said between them and the reason said after them, one entry: read sentence by sentence, "the
+  invariant: a balance is never updated in place. Every change is an append to postings." is two
+  fragments, each given to every later session as an instruction of its own;
 - here, two sentences read together: "put that on the list" is a to-do about the sentence before,
   "so that's done" closes what the sentence before named, and "could you not use X? Use Y." is
   one rule;
@@ -56,9 +60,19 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from kairosd.consolidation.board.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
-from kairosd.consolidation.offline.clauses import MAX_LINE, context_items, sentences
-from kairosd.consolidation.offline.cues import MIN_TEXT, Signal, classify, context_item, is_fact, read, refers_back
+from kairosd.consolidation.offline.clauses import MAX_LINE, context_items, lined_sentences, sentences
+from kairosd.consolidation.offline.cues import (
+    MIN_TEXT,
+    Signal,
+    classify,
+    clause_rule,
+    context_item,
+    is_fact,
+    read,
+    refers_back,
+)
 from kairosd.consolidation.offline.dates import absolutize
+from kairosd.consolidation.offline.joined import joined
 from kairosd.consolidation.offline.noise import refused
 from kairosd.consolidation.transcripts.model import Message
 
@@ -139,10 +153,12 @@ class Extraction:
 def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     """What one human turn says for the board, sentence by sentence, before dates are made absolute."""
     found: list[Signal] = []
+    at: list[tuple[int, int]] = []  # the first and last sentence each signal in ``found`` was read from
     previous: str | None = None
     previous_signal: Signal | None = None
     listed = context_items(text) if ":" in text else {}
-    typed = _headed(sentences(text))
+    lined = _headed(lined_sentences(text))
+    typed = [sentence for _, sentence in lined]
     story = bool(typed) and _STORY.match(typed[0]) is not None
     for index, sentence in enumerate(typed):
         if previous is not None and len(sentence) < 30 and _STRESS.match(sentence):
@@ -150,12 +166,15 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             said = f"{previous.rstrip('.!')}. {sentence}"
             if previous_signal is not None and previous_signal.action == "add":
                 found[-1] = previous_signal = Signal("rule", said)
+                at[-1] = (at[-1][0], index)
             elif previous_signal is None:
                 found.append(Signal("rule", said[:1].upper() + said[1:]))
+                at.append((index - 1, index))
                 previous_signal = found[-1]
             previous = said
             continue
         signal = read(sentence, after_agent=after_agent, first=index == 0)
+        start = index
         if sentence in listed and (signal is None or (listed[sentence] == "rule" and signal.kind == "fact")):
             signal = context_item(sentence, listed[sentence])  # "ctx:\n- msrv 1.70": a fact the person listed
             if signal is not None and refused(sentence, signal.kind) is not None:
@@ -165,6 +184,7 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             if previous_signal is None or previous_signal.kind != "todo":
                 said = f"{previous.rstrip('.!')}: {sentence}"
                 signal = Signal("todo", said[:1].upper() + said[1:])
+                start = index - 1
         elif (
             signal is None
             and previous_signal is not None
@@ -173,8 +193,11 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
         ):
             # "could you not use inline SVGs? Use the sprite.": one rule
             found[-1] = previous_signal = Signal("rule", f"{previous_signal.text.rstrip('.!')}. {sentence}")
+            at[-1] = (at[-1][0], index)
             previous = sentence
             continue
+        if signal is None and ("," in sentence or ";" in sentence or " so " in sentence):
+            signal = clause_rule(sentence)  # "..., so never join partners on the name"
         if story and signal is not None and signal.kind in _ORDERS and not _FOR_GOOD.search(sentence):
             signal = None  # "User story: ... The button should be red": what to build now, not a rule
         if signal is not None and signal.action == "close" and previous is not None and not _NAMES.search(signal.text):
@@ -182,18 +205,20 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
             signal = Signal("todo", f"{previous} {signal.text}", "close")
         if signal is not None:
             found.append(signal)
+            at.append((start, index))
         previous, previous_signal = sentence, signal
-    return tuple(found)
+    return joined(lined, found, at)
 
 
-def _headed(said: list[str]) -> list[str]:
-    """The sentences, a heading one joined to the next ("New decision. We're moving ..." is one)."""
-    out: list[str] = []
-    for sentence in said:
-        if out and len(out[-1]) < 60 and _HEADER.match(out[-1]):
-            out[-1] = f"{out[-1].rstrip('.!:')}: {sentence}"
+def _headed(said: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The sentences (with their lines), a heading one joined to the next ("New decision. We're
+    moving ..." is one)."""
+    out: list[tuple[int, str]] = []
+    for line, sentence in said:
+        if out and len(out[-1][1]) < 60 and _HEADER.match(out[-1][1]):
+            out[-1] = (out[-1][0], f"{out[-1][1].rstrip('.!:')}: {sentence}")
         else:
-            out.append(sentence)
+            out.append((line, sentence))
     return out
 
 

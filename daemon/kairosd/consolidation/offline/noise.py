@@ -99,6 +99,19 @@ _TASK = re.compile(
     r"|[,;]\s*(?:so\s+)?(?:please\s+)?(?:fix|change|correct)\s+(?:it|that|this)\b",
     _I,
 )
+# A chore to do now, whatever reason or restriction follows it ("k, fix cors one only", "delete
+# scripts/x.sh then, nobody should be using it"), unless a word makes it standing or a clause of its
+# own says how we work ("fix it in the loader, we never patch the data").
+_CHORE = re.compile(
+    r"^(?:(?:ok(?:ay)?|k|so|then|yeah|yes|and|also|pls|please)[,.!\s]+)*(?:delete|remove|drop|fix|revert|rename|move|bump|"
+    r"kill|restart)\b",
+    _I,
+)
+_FOR_GOOD = re.compile(
+    r"\b(?:always|never|ever|from\s+now\s+on|going\s+forward|every\s+time|whenever|in\s+general)\b"
+    r"|\b(?:we|you)\s+(?:don'?t|do\s+not|never|always|only)\b",
+    _I,
+)
 # A review's label opens a comment on a diff: "nit: ...", "suggestion: ...", "+1 to ...", "LGTM but ...".
 _REVIEW = re.compile(
     r"^(?:(?:nit|nitpick|suggestion|blocking|minor|major|q|question|praise|issue|thought|optional)\s*(?:\([^)]*\))?\s*:"
@@ -151,7 +164,9 @@ _TRANSIENT = re.compile(
     r"\s+(?:is|are|was|were)\b"
     r"|" + _NOTICE + r"my\s+(?:[\w-]+\s+)?(?:branch|machine|laptop|box|computer|setup|env|environment|terminal|shell)\b"
     r"|\b(?:on|in)\s+my\s+(?:machine|laptop|box|computer|setup|env|environment|terminal|shell|branch)\b"
-    r"|\b(?:is|are)\s+(?:now\s+|still\s+|all\s+)?(?:green|red|passing|failing|broken|flaky|slow|stuck|at\s+\d+\s*%)\b",
+    r"|\b(?:is|are)\s+(?:now\s+|still\s+|all\s+)?(?:green|red|passing|failing|broken|flaky|slow|stuck|at\s+\d+\s*%)\b"
+    # "the file is in src/test/x.xml": the one at hand (a named one, "the config file is in ...", is kept)
+    r"|^(?:the|this|that)\s+(?:file|files|example|sample|screenshot|attachment|snippet|fixture)\s+(?:is|are)\b",
     _I,
 )
 _EMPTY_TODO = frozenset(
@@ -179,6 +194,8 @@ def refused(sentence: str, kind: str) -> str | None:
         return "review"
     if _TASK.search(sentence):
         return "task"
+    if kind in ("rule", "preference") and _CHORE.match(sentence) and not _FOR_GOOD.search(sentence):
+        return "task"  # "delete scripts/x.sh then, nobody should be using it": a chore, its reason after it
     if _COUNTERFACTUAL.search(sentence):
         return "observation"
     # "owner is required, lifecycle optional for now": a last clause for now qualifies only itself

@@ -98,7 +98,7 @@ def test_a_correction_needs_the_agent_to_have_spoken_and_some_content():
     assert classify("No, use pnpm here.", after_agent=False, first=True) is None
     assert classify("No, use pnpm here.", after_agent=True, first=False) is None
     found = _run(user("Set it up."), agent("Using npm."), user("No, use pnpm here. It is faster."))
-    assert [(c.kind, c.text) for c in found] == [("correction", "Use pnpm here.")]
+    assert [(c.kind, c.text) for c in found] == [("correction", "Use pnpm here. It is faster.")]  # and why
 
 
 @pytest.mark.parametrize(

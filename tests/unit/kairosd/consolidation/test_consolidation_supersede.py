@@ -92,6 +92,9 @@ class E:
         ("fact", "The old dashboards are deleted", "fact", "Grafana has the old dashboards", False),
         # a version said gone; a number a name gives; an amount per unit
         ("fact", "Envoy bumped to 1.30, 1.28 gone", "fact", "Envoy 1.28 in front of everything", True),
+        # a value said to be the old one
+        ("fact", "Ledger port is 7443 now, the 7001 was the old one.", "fact", "Ledger is on ledger.svc:7001", True),
+        ("fact", "The ledger port is 7443, the old one is gone.", "fact", "The audit db is on audit.svc:7001", False),
         ("fact", "We're on React 19 now", "fact", "The frontend is a Vite + React 18 app", True),
         ("decision", "minSdk goes to 28 now", "fact", "The app is in Kotlin, minSdk is 26.", True),
         ("fact", "Login rate limit -> 10 req/min per ip", "fact", "Rate limit on /login = 20 req/min per ip", True),
