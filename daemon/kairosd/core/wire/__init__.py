@@ -28,11 +28,9 @@ Free-form on purpose (``dict[str, Any]`` or ``Any``), and only here:
     TaskView.meta                        a task's meta belongs to whoever added the task
     TaskView.target, RunView.target,     a target's fields depend on its kind (inbox, session, shell,
     TaskSummary.target                   agent, webhook: kairosd.core.models), and a summary keeps one
-    BackgroundTask.permissions           the agent's permission spec, as the config names it
     SetAside.record                      a stored record the store could not read, as it was
-    DoctorDoc.config                     the config file's sections, as written
-    ConsolidateRunDoc.result,            the consolidation worker's own report (kairosd.consolidation.worker)
-    ConsolidationRunDoc.result
+    DoctorDoc.settings, DoctorDoc.limits the whole config in effect, and its [limits] section: their shape is
+                                         kairosd.config's models (outside kairosd.core), shown as they dump
 
 Imports: the standard library, pydantic and :mod:`kairosd.core` only; nothing else of kairosd
 (the CLI imports these models, see the ``cli-public-face`` contract in pyproject.toml).
