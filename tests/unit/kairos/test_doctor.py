@@ -15,6 +15,7 @@ import pytest
 from fake_agents import write_fake_agents
 
 from kairos.app import run
+from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request
 from kairosd.app.api import doctor_routes
 from kairosd.app.doctor import doctor_report, local_report
@@ -194,7 +195,7 @@ def test_the_api_route_reports_from_the_daemon(bin_dir, home, monkeypatch):
     request = Request(method="GET", path="/v1/doctor", query={}, body=None, peer_uid=os.getuid())
     response = asyncio.run(methods["GET"](request, re.fullmatch("x", "x")))  # type: ignore[arg-type]
     assert response.status == 200
-    report = response.body["doctor"]
+    report = json.loads(compact_json(response.body))["doctor"]
     assert report["checked_by"] == "kairosd"
     assert by_name(report)["claude"]["usable"]
 

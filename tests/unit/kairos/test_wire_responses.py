@@ -24,6 +24,8 @@ from test_consolidation_api import _api as _consolidation_api
 from test_consolidation_service import Harness
 
 from kairos.client import Client
+from kairosd.api import server
+from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request, Response
 from kairosd.core.protocol import PREFIX, ROUTES, route_path
 from kairosd.core.wire import routes, tasks
@@ -58,17 +60,32 @@ def test_every_served_route_has_a_model_or_a_reason(kd):
     assert described - served == set(), "a model for a route that is not served"
     assert set(routes.RESPONSES) & set(routes.UNTYPED) == set()
     assert set(routes.STREAMS) <= set(routes.RESPONSES)
+    assert set(routes.PLAIN) <= set(routes.RESPONSES), "a plain answer is still described by a model"
 
 
-def test_each_route_answers_its_model(kd, tmp_path):
+def test_each_route_answers_its_model(kd, tmp_path, monkeypatch):
     client = Client(kd.paths.socket)
     checked: set[tuple[str, str]] = set()
+    sent: list[Any] = []  # what each handler gave the server to send: its model, or plain data (routes.PLAIN)
+
+    def recorded(body: Any) -> bytes:
+        sent.append(body)
+        return json_line(body)
+
+    json_line = server._json_line
+    monkeypatch.setattr(server, "_json_line", recorded)
 
     def answer(method: str, name: str, body: Any = None, query: dict[str, str] | None = None, **params: str) -> Any:
+        sent.clear()
         doc = client.call(method, route_path(name, **params), body, query)
         shapes = routes.models_of(routes.RESPONSES[(name, method)])
         # The default shape, or (chosen by the query) the second: the listing's summary view.
-        shapes[1 if query and query.get("view") == "summary" else 0].model_validate(doc)
+        shape = shapes[1 if query and query.get("view") == "summary" else 0]
+        shape.model_validate(doc)
+        if (name, method) in routes.PLAIN:
+            assert not any(isinstance(b, BaseModel) for b in sent), f"{name} {method} builds its model: not PLAIN"
+        else:
+            assert [type(b) for b in sent] == [shape], f"{name} {method} answered plain data, not its model"
         checked.add((name, method))
         return doc
 
@@ -158,9 +175,10 @@ def test_a_consolidation_run_answers_its_model(tmp_path):
         body = {"agent": "claude", "session_id": "s1", "transcript_path": str(transcript), "cwd": str(h.project)}
         started = await api.handle(Request("POST", "/v1/consolidate", {}, body, 0))
         assert isinstance(started, Response)
-        routes.models_of(routes.RESPONSES[("consolidate", "POST")])[0].model_validate(_wire(started.body))
-        await h.settled(started.body["run"]["id"])
-        for name, path in [("consolidation_run", f"/v1/consolidation/runs/{started.body['run']['id']}"),
+        decision = _wire(started.body)
+        routes.models_of(routes.RESPONSES[("consolidate", "POST")])[0].model_validate(decision)
+        await h.settled(decision["run"]["id"])
+        for name, path in [("consolidation_run", f"/v1/consolidation/runs/{decision['run']['id']}"),
                            ("consolidation", "/v1/consolidation")]:  # fmt: skip
             answered = await api.handle(Request("GET", path, {}, None, 0))
             assert isinstance(answered, Response)
@@ -171,8 +189,8 @@ def test_a_consolidation_run_answers_its_model(tmp_path):
 
 
 def _wire(body: Any) -> Any:
-    """A handler's answer as a client gets it: through JSON."""
-    return json.loads(json.dumps(body))
+    """A handler's answer as a client gets it: through JSON, as the server encodes it."""
+    return json.loads(compact_json(body))
 
 
 def test_an_answer_of_the_wrong_shape_is_refused():
