@@ -557,6 +557,11 @@ OTHER_SHAPES = [
      {"engine": "systemd", "exports": [{"task_id": "a", "files": [], "warnings": None}], "refused": []},
      "exports.0.warnings"),
     (["doctor"], ("GET", "/v1/doctor"), {"doctor": {"ok": True}}, "doctor.problems"),
+    (["list", "--problems"], ("GET", "/v1/quarantine"), {"path": "/q", "entries": [{"id": None, "reason": "x"}]},
+     "entries.0.quarantined_at"),
+    (["import", "claude.json"], ("POST", "/v1/import"),
+     {"dry_run": True, "imported": [{"id": "aa11bb22"}], "skipped": [], "rejected": [], "dropped": []},
+     "imported.0.prompt"),
 ]  # fmt: skip
 
 
@@ -564,10 +569,12 @@ OTHER_SHAPES = [
     ("argv", "route", "answer", "where"), OTHER_SHAPES, ids=[" ".join(x[0][:2]) for x in OTHER_SHAPES]
 )
 def test_every_verb_reads_its_answer_typed(fake, capsys, argv, route, answer, where):
-    """The background job, board, consolidate, export and doctor verbs read kairosd's answer as its model
+    """The background job, board, consolidate, export, doctor, list --problems and import verbs read kairosd's
+    answer as its model
     (kairosd.core.wire): an answer of another shape is one clear line naming the key, with or without
     --json, and nothing is printed on stdout."""
     fake.routes[route] = (200, answer)
+    Path("claude.json").write_text('{"tasks": []}')  # what import reads (its dry run's answer is the broken one)
     method, path = route[0], route[1].partition("?")[0]
     for json_flag in ([], ["--json"]):
         assert run([*argv, *json_flag]) == 1

@@ -1004,10 +1004,12 @@ def test_import(fake, capsys, home):
     (home / "proj" / ".claude" / "scheduled_tasks.json").write_text(text)
     fake.routes[("POST", "/v1/import")] = (
         200,
-        {
+        {  # a whole answer (ImportDoc): the dry run's and the import's alike
+            "dry_run": False,
             "imported": [_task(on_import="")],
             "skipped": [{"id": "aaaabbbb", "reason": "a task with this id already exists"}],
             "rejected": [{"index": 2, "id": None, "reason": "missing 'cron'"}],
+            "dropped": [],
         },
     )
     code, out, _ = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
@@ -1360,7 +1362,8 @@ def test_import_reads_its_answer_typed(fake, capsys, home):
     not a number is one clear line, not a "#?" in the report."""
     (home / "proj" / ".claude").mkdir(parents=True)
     (home / "proj" / ".claude" / "scheduled_tasks.json").write_text('{"tasks": []}')
-    answer = {"imported": [], "skipped": [], "rejected": [{"index": "2", "id": None, "reason": "missing 'cron'"}]}
+    rejected = [{"index": "2", "id": None, "reason": "missing 'cron'"}]
+    answer = {"dry_run": False, "imported": [], "skipped": [], "rejected": rejected, "dropped": []}
     fake.routes[("POST", "/v1/import")] = (200, answer)
     code, out, err = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
     assert (code, out) == (1, "")

@@ -234,7 +234,8 @@ def test_consolidate_wait_names_the_run_and_its_project(fake, monkeypatch, tmp_p
 
 def test_import_of_many_tasks_counts_them_batch_by_batch(fake, monkeypatch, home):
     path, tasks = _claude_file(home, 12_000)
-    fake.routes[("POST", "/v1/import")] = (200, {"imported": [], "skipped": [], "rejected": []})
+    nothing = {"dry_run": False, "imported": [], "skipped": [], "rejected": [], "dropped": []}  # a whole answer
+    fake.routes[("POST", "/v1/import")] = (200, nothing)
     shown, _ = both(monkeypatch, fake, "import", str(path), "--tz", "UTC")
     sent = len(fake.sent("POST", "/v1/import")) // 2  # two runs, each a dry run for hidden text, then the import
     batches = sent // 2
@@ -295,7 +296,8 @@ def test_export_printed_to_stdout_is_the_same_at_a_terminal(fake, monkeypatch):
 def test_batch_lines_printed_to_the_same_terminal_are_not_drawn_over(fake, monkeypatch, home):
     """stdout and stderr on one terminal: each batch line is printed on a line the progress line left clean."""
     path, _ = _claude_file(home, 12_000)
-    fake.routes[("POST", "/v1/import")] = (200, {"imported": [], "skipped": [], "rejected": []})
+    nothing = {"dry_run": False, "imported": [], "skipped": [], "rejected": [], "dropped": []}  # a whole answer
+    fake.routes[("POST", "/v1/import")] = (200, nothing)
     term = Terminal()
     with monkeypatch.context() as patch:
         patch.setattr(sys, "stdout", term)
