@@ -423,7 +423,7 @@ def _print_task(task: TaskView) -> None:
         ("status", status),
         ("schedule", schedule),
         ("meaning", describe(task)),
-        ("target", _target_detail(task.target)),
+        ("target", _target_detail(task.target.model_dump())),
         ("jitter", _jitter_text(task)),
         ("catch-up", task.catch_up),
         ("overlap", task.overlap),

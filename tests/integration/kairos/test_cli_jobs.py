@@ -359,7 +359,7 @@ def test_send_and_close(fake, capsys, monkeypatch):
 
 
 def _add(fake: FakeDaemon, capsys, *argv: str) -> tuple[int, str, dict[str, Any] | None]:
-    task = _task_view(cron=None, tz="UTC", explanation="once", next_fires=[], target={}, note=None)
+    task = _task_view(cron=None, tz="UTC", explanation="once", next_fires=[], note=None)  # what is sent matters
     fake.routes[("POST", "/v1/tasks")] = (201, {"task": task})
     try:
         code = run(["add", *argv])

@@ -374,7 +374,9 @@ def test_show_gives_the_jitter_half_the_period_caps(fake, capsys):
 
 def test_show_names_the_folder_of_a_task_stored_without_one(fake, capsys):
     """A task stored without cwd (an old store, an API client) says where it runs: the home folder."""
-    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(target={"kind": "agent", "agent": "claude"})})
+    # As kairosd answers it: a target's every key, cwd null (kairosd.core.wire.tasks.AgentTargetView).
+    target = {"kind": "agent", "agent": "claude", "cwd": None, "model": None, "timeout_s": None}
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(target=target)})
     code, out, _ = _run(capsys, "show", "3f2a9c1d")
     assert code == 0
     assert "target:      agent: claude, in ~ (no folder recorded: the home folder)\n" in out

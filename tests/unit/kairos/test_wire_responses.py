@@ -194,16 +194,21 @@ def _wire(body: Any) -> Any:
 
 
 def test_an_answer_of_the_wrong_shape_is_refused():
-    """The models catch what the tests above exist for: a listing whose task lost a key, a flag as 0."""
+    """The models catch what the tests above exist for: a listing whose task lost a key, a flag as 0, a
+    target without its kind's keys."""
     view = {"id": "t1", "prompt": "p", "cron": None, "at": "2026-01-01T00:00:00Z", "recurring": False, "tz": "UTC",
-            "target": {"kind": "inbox"}, "name": None, "created_at": "t", "created_by": "cli", "last_fired_at": None,
+            "target": {"kind": "inbox", "session": "default"}, "name": None, "created_at": "t", "created_by": "cli",
+            "last_fired_at": None,
             "last_scheduled_for": None, "paused": False, "paused_reason": None, "expires_after_days": None,
             "permanent": False,
             "catch_up": "once", "jitter": "none", "overlap": "skip", "meta": {}, "status": "scheduled",
             "schedule": "once", "explanation": "once", "next_fires": [], "planned_for": None,
             "running": False}  # fmt: skip
     tasks.ListDoc.model_validate({"tasks": [view]})
-    for broken in ({k: v for k, v in view.items() if k != "schedule"}, {**view, "paused": 0}):
+    # A target is told apart by its kind, and holds that kind's keys (kairosd.core.models).
+    no_session, unknown = {"kind": "inbox"}, {"kind": "carrier-pigeon", "session": "default"}
+    for broken in ({k: v for k, v in view.items() if k != "schedule"}, {**view, "paused": 0},
+                   {**view, "target": no_session}, {**view, "target": unknown}):  # fmt: skip
         with pytest.raises(ValidationError):
             tasks.ListDoc.model_validate({"tasks": [broken]})
     with pytest.raises(ValidationError, match="extra"):

@@ -27,8 +27,8 @@ Pydantic is imported by every module here, so nothing on the CLI's hot paths (``
 
 Free-form on purpose (``dict[str, Any]`` or ``Any``), and only here:
     TaskView.meta                        a task's meta belongs to whoever added the task
-    TaskView.target, RunView.target,     a target's fields depend on its kind (inbox, session, shell,
-    TaskSummary.target                   agent, webhook: kairosd.core.models), and a summary keeps one
+    RunView.target                       the target as the run's ledger line recorded it at fire time, by
+                                         this kairosd or an older one (a task's own target is typed)
     SetAside.record                      a stored record the store could not read, as it was
     DoctorDoc.settings, DoctorDoc.limits the whole config in effect, and its [limits] section: their shape is
                                          kairosd.config's models (outside kairosd.core), shown as they dump
