@@ -40,7 +40,10 @@ Outside this package, ``dict[str, Any]`` stays where the data is not an answer, 
                                          which the CLI may not import (the cli-public-face contract)
     ``--json`` output                    printed as kairosd sent it (validated first, by the verb)
     ``kairos list``, ``kairos hook``     their answers as parsed JSON: pydantic costs more than their budget
+    what the services return             dicts, which each route builds into its model once (one place
+                                         per answer; a service's callers and tests read them as they are)
     the answers of routes.PLAIN          the services' dicts, sent as they are (the listing pre-encoded)
+    streamed lines (routes.STREAMS)      sent as they come; the verb that shows one reads it as its model
     ``kairos ui``, the timeline layout   pure functions of the answers as parsed (the chart's answer is
                                          checked against TimelineDoc before ``kairos timeline`` draws it)
     the events stream (``watch``)        events of many kinds, one JSON line each (routes.UNTYPED)
