@@ -5,8 +5,8 @@ worker (a board is per user, and two writers must take the same lock).
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module on
 every call); the client and helpers load inside the handlers. Must not import asyncio or any kairosd
-module that does I/O; pydantic only inside ``board show`` and ``board history``, which read kairosd's
-answers as their models (:mod:`kairos.answers`).
+module that does I/O; pydantic only inside the handlers, which read kairosd's answers as their models
+(:mod:`kairos.answers`) and with ``--json`` print each answer as it came.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kairos.commands.common import add_wide_flag, local_zone, make_parser, user_path, whole_number
+from kairos.commands.common import add_wide_flag, local_zone, make_parser, printed_json, user_path, whole_number
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kairosd.core.wire.board import BoardChange
+    from kairosd.core.wire.board import BoardChange, BoardEntry, BoardEntryDoc
 
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
 BOARD_ID_HELP = "entry id: b and 6 hex digits, e.g. b3f2a1c (kairos board show lists them)"
@@ -209,37 +209,38 @@ def _table_or(headers: list[str], rows: list[list[str]], empty: str) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.client import Client
-    from kairos.output import print_json
+    from kairosd.core.wire.board import BoardAddDoc
 
     body = {"cwd": user_path(args.cwd), "text": " ".join(args.text), "kind": args.kind}
-    doc = Client().call("POST", route_path("board"), body)
-    if args.json:
-        print_json(doc)
+    answer = Client().call("POST", route_path("board"), body)
+    doc = read(BoardAddDoc, answer, "POST /v1/board")
+    if printed_json(args, answer):
         return 0
-    print(f"added {_entry(doc['entry'])}")
-    for pruned in doc.get("pruned") or []:
+    print(f"added {_entry(doc.entry)}")
+    for pruned in doc.pruned:
         print(f"pruned {_entry(pruned)} (to make room)")
-    for old in doc.get("superseded") or []:
-        print(f"replaced {_entry(old)} (kairos board restore {old['id']} undoes it)")
+    for old in doc.superseded:
+        print(f"replaced {_entry(old)} (kairos board restore {old.id} undoes it)")
     return 0
 
 
-def _change(args: argparse.Namespace, body: dict[str, Any], said: Callable[[dict[str, Any]], str]) -> int:
+def _change(args: argparse.Namespace, body: dict[str, Any], said: Callable[[BoardEntryDoc], str]) -> int:
     """Change entry ``args.id``; print kairosd's answer with --json, else ``said(answer)``."""
+    from kairos.answers import read
     from kairos.client import Client
-    from kairos.output import print_json
+    from kairosd.core.wire.board import BoardEntryDoc
 
-    doc = Client().call("POST", route_path("board_entry", id=args.id), {"cwd": user_path(args.cwd), **body})
-    if args.json:
-        print_json(doc)
-    else:
+    answer = Client().call("POST", route_path("board_entry", id=args.id), {"cwd": user_path(args.cwd), **body})
+    doc = read(BoardEntryDoc, answer, "POST /v1/board/entries/ID")
+    if not printed_json(args, answer):
         print(said(doc))
     return 0
 
 
-def _entry(entry: dict[str, Any]) -> str:
-    return f"{entry['id']} [{entry['kind']}] {entry['text']}"
+def _entry(entry: BoardEntry) -> str:
+    return f"{entry.id} [{entry.kind}] {entry.text}"
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
@@ -252,21 +253,21 @@ def cmd_edit(args: argparse.Namespace) -> int:
         body["kind"] = args.kind
     if not body:
         raise UsageError("give the new text, or --kind")
-    return _change(args, body, lambda doc: f"edited {_entry(doc['entry'])} (was: {doc.get('before')})")
+    return _change(args, body, lambda doc: f"edited {_entry(doc.entry)} (was: {doc.before})")
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
     verb = "unpinned" if args.off else "pinned"
-    return _change(args, {"pinned": not args.off}, lambda doc: f"{verb} {_entry(doc['entry'])}")
+    return _change(args, {"pinned": not args.off}, lambda doc: f"{verb} {_entry(doc.entry)}")
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    def said(doc: dict[str, Any]) -> str:
-        rival = doc["entry"].get("conflicts_with")
+    def said(doc: BoardEntryDoc) -> str:
+        rival = doc.entry.conflicts_with
         if not rival:
-            return f"restored {_entry(doc['entry'])} (pinned)"
+            return f"restored {_entry(doc.entry)} (pinned)"
         return (
-            f"restored {_entry(doc['entry'])} (pinned); it conflicts with {rival}, which had replaced it: the next "
+            f"restored {_entry(doc.entry)} (pinned); it conflicts with {rival}, which had replaced it: the next "
             f"session is told to ask you which holds (kairos board rm the other, or kairos board edit one)"
         )
 
@@ -274,29 +275,29 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.client import Client
-    from kairos.output import print_json
+    from kairosd.core.wire.board import BoardRemovedDoc
 
-    doc = Client().call("DELETE", route_path("board_entry", id=args.id), query={"cwd": user_path(args.cwd)})
-    if args.json:
-        print_json(doc)
-    else:
-        print(f"removed {_entry(doc['entry'])}")
+    answer = Client().call("DELETE", route_path("board_entry", id=args.id), query={"cwd": user_path(args.cwd)})
+    doc = read(BoardRemovedDoc, answer, "DELETE /v1/board/entries/ID")
+    if not printed_json(args, answer):
+        print(f"removed {_entry(doc.entry)}")
     return 0
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.client import Client
-    from kairos.output import print_json
+    from kairosd.core.wire.board import BoardPruneDoc
 
-    doc = Client().call("POST", route_path("board_prune"), {"cwd": user_path(args.cwd)})
-    if args.json:
-        print_json(doc)
+    answer = Client().call("POST", route_path("board_prune"), {"cwd": user_path(args.cwd)})
+    doc = read(BoardPruneDoc, answer, "POST /v1/board/prune")
+    if printed_json(args, answer):
         return 0
-    pruned = doc.get("pruned") or []
-    if not pruned:
-        print(f"nothing to prune (at most {doc.get('prune_to', 18)} of kairos' entries are kept)")
-    for entry in pruned:
+    if not doc.pruned:
+        print(f"nothing to prune (at most {doc.prune_to} of kairos' entries are kept)")
+    for entry in doc.pruned:
         print(f"pruned {_entry(entry)}")
     return 0
 
@@ -304,7 +305,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from kairos.answers import read
     from kairos.client import Client
-    from kairos.commands.common import print_records, printed_json
+    from kairos.commands.common import print_records
     from kairos.output import fmt_time
     from kairosd.core.errors import UsageError
     from kairosd.core.wire.board import BoardHistoryDoc

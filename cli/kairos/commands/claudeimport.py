@@ -258,19 +258,21 @@ def _print_import(answer: dict[str, Any], path: Any, batches: int | None = None)
         print("nothing was changed (--dry-run)")
 
 
-def _hidden_tasks(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def _hidden_tasks(answer: Any) -> list[tuple[str, str]]:
     """(id, what is hidden where) of each task in an import answer whose prompt or name holds unsafe characters."""
+    from kairos.answers import read
     from kairosd.core.invisible import describe_hidden
+    from kairosd.core.wire.tasks import ImportDoc
 
     found = []
-    for task in doc.get("imported") or []:
+    for task in read(ImportDoc, answer, "POST /v1/import").imported:
         problems = [
             f"the {field} holds {problem}"
-            for field in ("prompt", "name")
-            if (problem := describe_hidden(str(task.get(field) or "")))
+            for field, text in (("prompt", task.prompt), ("name", task.name or ""))
+            if (problem := describe_hidden(text))
         ]
         if problems:
-            found.append((str(task.get("id")), "; ".join(problems)))
+            found.append((task.id, "; ".join(problems)))
     return found
 
 

@@ -6,17 +6,21 @@ It goes through kairosd: it applies the consolidation gates and runs the detache
 time waited on stderr (:mod:`kairos.progress`).
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every verb module on
-every call); the client and helpers load inside the handlers. Must not import pydantic, asyncio
-or any kairosd module that does I/O.
+every call); the client and helpers load inside the handlers. Must not import asyncio or any kairosd
+module that does I/O; pydantic only inside the handler, which reads kairosd's answers as their models
+(:mod:`kairos.answers`) and with ``--json`` prints them as they came.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos.commands.common import add_quiet_flag, make_parser, seconds, user_path
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from kairosd.core.wire.board import ConsolidationRunDoc
 
 AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "opencode", "generic")
 DEFAULT_WAIT_S = 300.0
@@ -92,61 +96,62 @@ def build_consolidate_request(args: argparse.Namespace, environ: dict[str, str] 
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.client import Client
     from kairos.output import error, print_json
     from kairosd.core.errors import UsageError
+    from kairosd.core.wire.board import ConsolidateDecisionDoc, ConsolidationRunDoc
 
     if args.timeout is not None and args.timeout < 0:
         raise UsageError("--timeout must be 0 or more seconds")
-    decision = Client().call("POST", route_path("consolidate"), build_consolidate_request(args))
-    status = decision.get("status")
-    run = decision.get("run") or {}
-    if not args.wait or status not in ("started", "coalesced"):
+    answer = Client().call("POST", route_path("consolidate"), build_consolidate_request(args))
+    decision = read(ConsolidateDecisionDoc, answer, "POST /v1/consolidate")
+    run = decision.run if decision.status in ("started", "coalesced") else None  # a run to wait for
+    if run is None or not args.wait:
         if args.json:
-            print_json(decision)
-        elif status in ("started", "coalesced"):
-            verb = "started" if status == "started" else "coalesced into the running"
-            print(f"{verb} consolidation {run.get('id', '?')} of {decision.get('project')}")
+            print_json(answer)
+        elif run is not None:
+            verb = "started" if decision.status == "started" else "coalesced into the running"
+            print(f"{verb} consolidation {run.id} of {decision.project}")
         else:
-            error(f"not consolidated ({decision.get('gate') or status}): {decision.get('reason')}")
-        return 0 if status in ("started", "coalesced") else 1
+            error(f"not consolidated ({decision.gate or decision.status}): {decision.reason}")
+        return 0 if run is not None else 1
     from kairos.commands.jobs import wait_for
     from kairos.progress import on_stderr
 
     # The worker reports no phase while it runs (kairosd.consolidation.runs): the line shows the run's
     # state and the time waited, and names the project.
-    joined = "" if status == "started" else "the running "
+    joined = "" if decision.status == "started" else "the running "
     with on_stderr(args.quiet) as progress:
-        what = f"waiting for {joined}consolidation {run['id']} of {decision.get('project')}"
-        doc = wait_for(str(run["id"]), args.timeout, None, progress, what)
-    task = doc.get("task") or {}
-    info = Client().call("GET", route_path("consolidation_run", id=str(run["id"])))
-    info["decision"] = decision
-    info["timed_out"] = bool(doc.get("timed_out"))
+        what = f"waiting for {joined}consolidation {run.id} of {decision.project}"
+        _, settled = wait_for(run.id, args.timeout, None, progress, what)
+    path = route_path("consolidation_run", id=run.id)
+    got = Client().call("GET", path)
+    info = read(ConsolidationRunDoc, got, "GET /v1/consolidation/runs/ID")
     if args.json:
-        print_json(info)
+        print_json({**got, "decision": answer, "timed_out": settled.timed_out})
     else:
-        _print_run(info)
-    return 0 if not doc.get("timed_out") and task.get("status") == "completed" else 1
+        _print_run(info, settled.timed_out)
+    return 0 if not settled.timed_out and settled.task.status == "completed" else 1
 
 
-def _print_run(info: dict[str, Any]) -> None:
+def _print_run(info: ConsolidationRunDoc, timed_out: bool) -> None:
     from kairos.output import error
 
-    task = info.get("task") or {}
-    result = info.get("result") or {}
-    if info.get("timed_out"):
-        error(f"consolidation {task.get('id', '?')} is still {task.get('status', '?')} (timed out waiting)")
+    task, result = info.task, info.result
+    if timed_out:
+        error(f"consolidation {task.id} is still {task.status} (timed out waiting)")
         return
-    if task.get("status") != "completed":
-        error(f"consolidation {task.get('id', '?')} {task.get('status', '?')}: {task.get('error') or '-'}")
+    if task.status != "completed":
+        error(f"consolidation {task.id} {task.status}: {task.error or '-'}")
         return
-    merge = result.get("merge") or {}
-    print(f"{task.get('id')} completed: {task.get('response')}; the board has {result.get('board_size', '?')} entries")
-    for entry in merge.get("added", []):
-        print(f"  + {entry.get('id')} [{entry.get('kind')}] {entry.get('text')}")
-    for entry in merge.get("pruned", []):
-        print(f"  - {entry.get('id')} [{entry.get('kind')}] {entry.get('text')}")
-    stats = result.get("transcript") or {}
-    if stats.get("malformed"):
-        print(f"  ({stats['malformed']} malformed transcript line(s) skipped)")
+    size = "?" if result is None or result.board_size is None else result.board_size
+    print(f"{task.id} completed: {task.response}; the board has {size} entries")
+    merge = result.merge if result is not None else None
+    for entry in merge.added if merge is not None else []:
+        print(f"  + {entry.id} [{entry.kind}] {entry.text}")
+    for entry in merge.pruned if merge is not None else []:
+        print(f"  - {entry.id} [{entry.kind}] {entry.text}")
+    stats = result.transcript if result is not None else None
+    if stats is not None and stats.malformed:
+        print(f"  ({stats.malformed} malformed transcript line(s) skipped)")

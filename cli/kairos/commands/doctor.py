@@ -9,6 +9,9 @@ the daemon's config, agents or store (the ``cli-public-face`` contract).
 Exit code: 0 when the config is sound (and no hook is unsafe), 1 otherwise. A
 missing agent CLI is a note, not a failure: the inbox needs none.
 
+Either report is read as its model (:mod:`kairos.answers`, ``DoctorDoc``) and printed from it;
+``--json`` prints it as it came, with the ``note``.
+
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call).
 """
@@ -16,10 +19,13 @@ verb module on every call).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos.commands.common import make_parser
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from kairosd.core.wire.daemon import DoctorDoc
 
 # The daemon probes every agent's --version in parallel (each bounded by a few seconds).
 DOCTOR_TIMEOUT_S = 30.0
@@ -41,8 +47,10 @@ def register(subparsers: Any) -> None:
 
 
 def fetch_report() -> tuple[dict[str, Any], str | None]:
-    """The daemon's report, or a local one and the reason it is local."""
+    """The daemon's report (as it came), or a local one and the reason it is local."""
+    from kairos.answers import read
     from kairos.client import ApiError, Client, DaemonNotRunning
+    from kairosd.core.wire.daemon import DoctorAnswer
 
     try:
         doc = Client(timeout=DOCTOR_TIMEOUT_S).call("GET", route_path("doctor"))
@@ -53,10 +61,9 @@ def fetch_report() -> tuple[dict[str, Any], str | None]:
             raise
         note = "this kairosd has no doctor endpoint (restart it after upgrading): checked from this shell"
     else:
-        report = doc.get("doctor") if isinstance(doc, dict) else None
-        if isinstance(report, dict):
-            return report, None
-        note = "kairosd answered without a report: checked from this shell"
+        read(DoctorAnswer, doc, "GET /v1/doctor")
+        report: dict[str, Any] = doc["doctor"]
+        return report, None
     return local_report(), note
 
 
@@ -86,67 +93,65 @@ def local_report() -> dict[str, Any]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.output import print_json
+    from kairosd.core.wire.daemon import DoctorDoc
 
-    report, note = fetch_report()
+    answer, note = fetch_report()
     if note:
-        report["note"] = note
+        answer["note"] = note
+    report = read(DoctorDoc, answer, "GET /v1/doctor" if note is None else "python -m kairosd.app.doctor")
     if args.json:
-        print_json(report)
+        print_json(answer)
     else:
         print_report(report)
-    return 0 if report.get("ok") else 1
+    return 0 if report.ok else 1
 
 
-def print_report(report: dict[str, Any]) -> None:
-    who = "kairosd" if report.get("checked_by") == "kairosd" else "this shell"
-    print(f"kairos {report.get('kairos_version', '?')} doctor (checked by {who}, pid {report.get('pid', '?')})")
-    if report.get("note"):
-        print(f"note: {report['note']}")
-    config = report.get("config") or {}
-    if not config.get("ok", True):
-        state = f"BROKEN: {config.get('error')}"
-    elif config.get("exists"):
+def print_report(report: DoctorDoc) -> None:
+    who = "kairosd" if report.checked_by == "kairosd" else "this shell"
+    print(f"kairos {report.kairos_version} doctor (checked by {who}, pid {report.pid})")
+    if report.note:
+        print(f"note: {report.note}")
+    config = report.config
+    if not config.ok:
+        state = f"BROKEN: {config.error}"
+    elif config.exists:
         state = "ok"
     else:
         state = "not present (defaults)"
-    print(f"config:  {config.get('path')}  {state}")
+    print(f"config:  {config.path}  {state}")
     print("agents:")
-    agents = report.get("agents") or []
-    width = max((len(str(a.get("name", ""))) for a in agents), default=6)
-    for agent in agents:
-        if agent.get("usable"):
-            status, detail = "ok", f"{agent.get('path')}  {agent.get('version') or ''}".rstrip()
-        elif not agent.get("enabled", True):
-            status, detail = "off", str(agent.get("reason") or "")
-        elif agent.get("found"):
-            status, detail = "broken", str(agent.get("reason") or "")
+    width = max((len(a.name) for a in report.agents), default=6)
+    for agent in report.agents:
+        if agent.usable:
+            status, detail = "ok", f"{agent.path}  {agent.version or ''}".rstrip()
+        elif not agent.enabled:
+            status, detail = "off", agent.reason or ""
+        elif agent.found:
+            status, detail = "broken", agent.reason or ""
         else:
-            status, detail = "missing", str(agent.get("reason") or "")
-        print(f"  {agent.get('name', '?'):<{width}}  {status:<7}  {detail}")
-        if agent.get("note"):
-            print(f"  {'':<{width}}  note:    {agent['note']}")
-    paths = report.get("paths") or {}
-    print(f"socket:  {paths.get('socket')}")
-    print(f"store:   {paths.get('store')}")
-    quarantine = report.get("quarantine") or {}
-    if quarantine.get("count"):
-        print(f"set aside: {quarantine['count']} task(s) in {quarantine.get('path')} (kairos list --problems)")
-    settings = report.get("settings") or {"limits": report.get("limits") or {}}  # an older kairosd: limits only
+            status, detail = "missing", agent.reason or ""
+        print(f"  {agent.name:<{width}}  {status:<7}  {detail}")
+        if agent.note:
+            print(f"  {'':<{width}}  note:    {agent.note}")
+    print(f"socket:  {report.paths.get('socket')}")
+    print(f"store:   {report.paths.get('store')}")
+    quarantine = report.quarantine
+    if quarantine.count:
+        print(f"set aside: {quarantine.count} task(s) in {quarantine.path} (kairos list --problems)")
     print("settings (in effect; durations in seconds; --json lists every one):")
     for section in ("limits", "consolidation", "webhook"):
-        values = settings.get(section) or {}
+        values = report.settings.get(section) or {}
         if values:
             print(f"  {section + ':':<15}{', '.join(f'{key} {_setting(value)}' for key, value in values.items())}")
-    systemd = report.get("systemd") or {}
-    if systemd:
-        # Unknown is said with its reason (no loginctl, no session), as `kairos systemd install` says it.
-        value = systemd.get("linger")
-        linger = "yes" if value is True else "no" if value is False else "unknown"
-        print(f"linger:  {linger} ({systemd.get('detail')})")
-    for note in report.get("notes") or []:
+    # Unknown is said with its reason (no loginctl, no session), as `kairos systemd install` says it.
+    value = report.systemd.linger
+    linger = "yes" if value is True else "no" if value is False else "unknown"
+    print(f"linger:  {linger} ({report.systemd.detail})")
+    for note in report.notes:
         print(f"note:    {note}")
-    for problem in report.get("problems") or []:
+    for problem in report.problems:
         print(f"problem: {problem}")
 
 

@@ -7,8 +7,9 @@ job does differently) and every refusal (what cannot be expressed) on stderr.
 Exit 1 when any task was refused. At a terminal, stderr shows how long the
 export has waited, then the files written (:mod:`kairos.progress`).
 
-Only argparse and typing are imported at the top; the client loads in the handler.
-Must not import pydantic, asyncio or any kairosd module that does I/O.
+Only argparse and typing are imported at the top; the client loads in the handler, which reads
+kairosd's answer as its model (:mod:`kairos.answers`). Must not import asyncio or any kairosd module
+that does I/O.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
     from kairos.progress import Progress, Silent
+    from kairosd.core.wire.daemon import ExportedTask
 
 ENGINES = ("systemd", "kubernetes", "github-actions")
 EXPORT_MODE = 0o644
@@ -66,9 +68,11 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.commands.common import client
     from kairos.output import error, print_json
     from kairosd.core.errors import EXIT_FAILURE, UsageError
+    from kairosd.core.wire.daemon import ExportDoc
 
     if args.ids and args.all:
         raise UsageError("give task ids or --all, not both")
@@ -86,40 +90,41 @@ def cmd_export(args: argparse.Namespace) -> int:
         # One request renders every task (kairosd.export.api): the line can say only how long it has taken.
         which = "every task" if args.all else f"{len(args.ids)} task{'' if len(args.ids) == 1 else 's'}"
         progress.update(f"exporting {which} to {args.to}", "waiting for kairosd")
-        doc = client().call("POST", route_path("export"), body)
-        exports, refused = doc.get("exports") or [], doc.get("refused") or []
+        answer = client().call("POST", route_path("export"), body)
+        doc = read(ExportDoc, answer, "POST /v1/export")
+        exports, refused = doc.exports, doc.refused
         written = _write(args.out, exports, progress) if args.out else []
     if args.json:
-        print_json({**doc, "written": written} if args.out else doc)
+        print_json({**answer, "written": written} if args.out else answer)
     elif not args.out:
         _print(exports, "---" if args.to == "kubernetes" else "")
     for path in written if not args.json else []:
         print(f"wrote {path}")
     for item in exports:
-        for warning in item.get("warnings") or []:
-            error(f"warning: task {item.get('task_id')}: {warning}")
-    for item in refused:
-        error(f"refused: {item.get('reason')}")
+        for warning in item.warnings:
+            error(f"warning: task {item.task_id}: {warning}")
+    for refusal in refused:
+        error(f"refused: {refusal.reason}")
     if not exports and not refused:
         error("no tasks to export")
     return EXIT_FAILURE if refused else 0
 
 
-def _print(exports: list[dict[str, Any]], separator: str) -> None:
+def _print(exports: list[ExportedTask], separator: str) -> None:
     from kairos.output import write_lines
 
     lines: list[str] = []
     for item in exports:
-        for file in item.get("files") or []:
+        for file in item.files:
             if lines:
                 lines.append(separator)  # kubernetes: "---" between documents, for kubectl apply -f -
             # A comment in all three formats (unit files and YAML), so the output can be piped on as it is.
-            lines.append(f"# ==> {file['name']} <==")
-            lines.extend(str(file["text"]).rstrip("\n").split("\n"))
+            lines.append(f"# ==> {file.name} <==")
+            lines.extend(file.text.rstrip("\n").split("\n"))
     write_lines(lines)
 
 
-def _write(out: str, exports: list[dict[str, Any]], progress: Progress | Silent | None = None) -> list[str]:
+def _write(out: str, exports: list[ExportedTask], progress: Progress | Silent | None = None) -> list[str]:
     """Write each file into ``out`` (created if needed) by an atomic replace.
 
     ``out`` may be a folder others can write to (a shared repository checkout), so the temp file
@@ -134,18 +139,18 @@ def _write(out: str, exports: list[dict[str, Any]], progress: Progress | Silent 
 
     os.makedirs(out, exist_ok=True)
     written: list[str] = []
-    total = sum(len(item.get("files") or []) for item in exports)
+    total = sum(len(item.files) for item in exports)
     for item in exports:
-        for file in item.get("files") or []:
+        for file in item.files:
             if progress is not None:
                 progress.update(f"writing {len(written):,}/{total:,} files to {out}")
-            name = str(file["name"])
+            name = file.name
             if os.sep in name or name.startswith("."):
                 raise KairosError(f"kairosd sent a bad file name {name!r}")
             path = os.path.join(out, name)
             try:
                 # Unit files and workflows are read by other programs (systemd, git), not secrets.
-                write_atomic(Path(path), str(file["text"]).encode("utf-8"), mode=EXPORT_MODE)
+                write_atomic(Path(path), file.text.encode("utf-8"), mode=EXPORT_MODE)
             except OSError as exc:
                 raise KairosError(f"cannot write {path}: {exc.strerror or exc}") from exc
             written.append(path)

@@ -12,8 +12,9 @@ enforces the depth limit. Waits are long-polls of at most
 
 Only argparse and typing are imported at the top (``kairos.app`` imports every
 verb module on every call); the client and helpers load inside the handlers.
-Must not import asyncio or any kairosd module that does I/O; pydantic only inside ``task list`` and
-``task show``, which read kairosd's answers as their models (:mod:`kairos.answers`).
+Must not import asyncio or any kairosd module that does I/O; pydantic only inside the handlers, which
+read kairosd's answers as their models (:mod:`kairos.answers`); with ``--json`` they print each answer
+as it came.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ from kairos.commands.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kairos.client import Client
     from kairos.progress import Progress, Silent
-    from kairosd.core.wire.registry import BackgroundTask
+    from kairosd.core.wire.registry import BackgroundTask, FullBackgroundTask, PermissionsView, SettledDoc
 
 STATUSES = ("running", "idle", "completed", "failed", "cancelled", "interrupted")
 PERMISSION_MODES = ("plan", "default", "acceptEdits", "bypassPermissions")
@@ -300,8 +303,8 @@ def wait_for(
     since_turn: int | None,
     progress: Progress | Silent | None = None,
     what: str | None = None,
-) -> dict[str, Any]:
-    """Long-poll until the task settles or ``timeout`` passes; the last answer ({"task", "timed_out"}).
+) -> tuple[Any, SettledDoc]:
+    """Long-poll until the task settles or ``timeout`` passes; the last answer, as it came and as its model.
 
     From inside a task, the wait names that task as the waiter: the daemon lends a waiting
     parent's concurrency slot to the descendant it waits on (or both could wait forever).
@@ -315,9 +318,11 @@ def wait_for(
     import os
     import time
 
+    from kairos.answers import read
     from kairos.progress import Progress
     from kairosd.core.errors import UsageError
     from kairosd.core.protocol import REGISTRY_MAX_WAIT_S
+    from kairosd.core.wire.registry import SettledDoc
 
     if timeout is not None and timeout < 0:
         raise UsageError("--timeout must be 0 or more seconds")
@@ -338,67 +343,67 @@ def wait_for(
             query["since_turn"] = str(since_turn)
         if waiter:
             query["waiter"] = waiter
-        doc: dict[str, Any] = api.call("GET", _path(task_id, "wait"), query=query)
-        if not doc.get("timed_out") or (deadline is not None and time.monotonic() >= deadline):
-            return doc
+        answer = api.call("GET", _path(task_id, "wait"), query=query)
+        doc = read(SettledDoc, answer, "GET /v1/registry/ID/wait")
+        if not doc.timed_out or (deadline is not None and time.monotonic() >= deadline):
+            return answer, doc
         if progress is not None:
-            progress.update(label, *task_state(doc.get("task") or {}))
+            progress.update(label, *task_state(doc.task))
         bound = step
 
 
-def task_state(task: dict[str, Any]) -> list[str]:
+def task_state(task: BackgroundTask) -> list[str]:
     """What a progress line says of a task still being waited for: its status, and what it is doing."""
-    state = [str(task.get("status") or "?")]
-    if task.get("queued"):
+    state = [task.status]
+    if task.queued:
         state.append("queued for a slot")
-    calls = (task.get("progress") or {}).get("tool_calls")
-    if isinstance(calls, int) and calls > 0:
+    calls = task.progress.tool_calls
+    if calls > 0:
         state.append(f"{calls} tool call{'' if calls == 1 else 's'}")
     return state
 
 
-def _print_settled(doc: dict[str, Any], as_json: bool) -> int:
-    """Print a wait's last answer (JSON, or the status line and the response); the exit code:
-    0 if the task settled idle or completed, 1 otherwise (also when the wait timed out)."""
+def _print_settled(answer: Any, doc: SettledDoc, as_json: bool) -> int:
+    """Print a wait's last answer (as it came with ``--json``, else the status line and the response); the
+    exit code: 0 if the task settled idle or completed, 1 otherwise (also when the wait timed out)."""
     from kairos.output import error, print_json
 
-    task = doc.get("task") or {}
-    code = 0 if not doc.get("timed_out") and task.get("status") in OK_STATUSES else 1
+    task = doc.task
+    code = 0 if not doc.timed_out and task.status in OK_STATUSES else 1
     if as_json:
-        print_json(doc)
+        print_json(answer)
         return code
-    status = task.get("status", "?")
-    if doc.get("timed_out"):
-        error(f"task {task.get('id', '?')} is still {status} (timed out waiting)")
+    if doc.timed_out:
+        error(f"task {task.id} is still {task.status} (timed out waiting)")
         return code
-    line = f"{task.get('id', '?')} {status} after turn {task.get('turns_done', 0)}"
-    if task.get("error"):
-        line += f": {task['error']}"
+    line = f"{task.id} {task.status} after turn {task.turns_done}"
+    if task.error:
+        line += f": {task.error}"
     print(line)
-    if task.get("response"):
-        print(str(task["response"]).rstrip("\n"))
+    if task.response:
+        print(task.response.rstrip("\n"))
     return code
 
 
-def _started(args: argparse.Namespace, task: dict[str, Any], line: str) -> int:
-    """What start and send print: the task (or ``line``), or with --wait the turn once it settles."""
+def _started(args: argparse.Namespace, answer: Any, what: str, line: Callable[[FullBackgroundTask], str]) -> int:
+    """What start and send print, given kairosd's answer to ``what``: the answer with ``--json`` (or
+    ``line(task)``), or with --wait the turn once it settles."""
+    from kairos.answers import read
     from kairos.output import print_json
+    from kairosd.core.wire.registry import BackgroundTaskDoc
 
+    task = read(BackgroundTaskDoc, answer, what).task
     if args.wait:
         from kairos.progress import on_stderr
 
         with on_stderr(args.quiet) as progress:
-            doc = wait_for(task["id"], None, None, progress)
-        return _print_settled(doc, args.json)
+            settled = wait_for(task.id, None, None, progress)
+        return _print_settled(*settled, args.json)
     if args.json:
-        print_json({"task": task})
+        print_json(answer)
     else:
-        print(line)
+        print(line(task))
     return 0
-
-
-def _what(task: dict[str, Any]) -> str:
-    return what_text(task.get("kind"), task.get("agent"), task.get("argv"))
 
 
 def what_text(kind: str | None, agent: str | None, argv: list[str] | None) -> str:
@@ -416,8 +421,13 @@ def what_text(kind: str | None, agent: str | None, argv: list[str] | None) -> st
 def cmd_start(args: argparse.Namespace) -> int:
     from kairosd.core.protocol import route_path
 
-    task = _client().call("POST", route_path("registry"), build_start_request(args))["task"]
-    return _started(args, task, f"started {task['id']} ({_what(task)}, depth {task.get('depth', 0)})")
+    answer = _client().call("POST", route_path("registry"), build_start_request(args))
+    return _started(
+        args,
+        answer,
+        "POST /v1/registry",
+        lambda t: f"started {t.id} ({what_text(t.kind, t.agent, t.argv)}, depth {t.depth})",
+    )
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -492,12 +502,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _permissions_text(perms: dict[str, Any]) -> str:
-    text = str(perms.get("mode", "default"))
-    if perms.get("allowed_tools") is not None:
-        text += f"; allowed: {', '.join(perms['allowed_tools']) or 'none'}"
-    if perms.get("denied_tools"):
-        text += f"; denied: {', '.join(perms['denied_tools'])}"
+def _permissions_text(perms: PermissionsView) -> str:
+    text = perms.mode
+    if perms.allowed_tools is not None:
+        text += f"; allowed: {', '.join(perms.allowed_tools) or 'none'}"
+    if perms.denied_tools:
+        text += f"; denied: {', '.join(perms.denied_tools)}"
     return text
 
 
@@ -505,24 +515,27 @@ def cmd_wait(args: argparse.Namespace) -> int:
     from kairos.progress import on_stderr
 
     with on_stderr(args.quiet) as progress:
-        doc = wait_for(args.id, args.timeout, args.since_turn, progress)
-    return _print_settled(doc, args.json)
+        settled = wait_for(args.id, args.timeout, args.since_turn, progress)
+    return _print_settled(*settled, args.json)
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
     import sys
 
+    from kairos.answers import read
     from kairos.commands.common import print_each
     from kairos.output import print_json
+    from kairosd.core.wire.registry import LogChunkDoc, LogLine
 
     if args.follow:
 
-        def show(item: dict[str, Any]) -> None:
+        def show(item: Any) -> None:
+            line = read(LogLine, item, "GET /v1/registry/ID/logs?follow=1")
             if args.json:
                 print_json(item)
-            elif "line" in item:
-                print(item["line"])
-            elif item.get("lost"):
+            elif line.line is not None:
+                print(line.line)
+            elif line.lost:
                 print("kairos: some lines were skipped (the follower fell behind)", file=sys.stderr)
 
         print_each(_client().stream(_path(args.id, "logs"), query={"follow": "1"}), show)
@@ -530,48 +543,58 @@ def cmd_logs(args: argparse.Namespace) -> int:
     api = _client()
     offset, chunks = 0, []
     while True:
-        doc = api.call("GET", _path(args.id, "logs"), query={"offset": str(offset)})
-        chunks.append(doc.get("text") or "")
+        chunk = read(LogChunkDoc, api.call("GET", _path(args.id, "logs"), query={"offset": str(offset)}),
+                     "GET /v1/registry/ID/logs")  # fmt: skip
+        chunks.append(chunk.text)
         if not args.json:
-            sys.stdout.write(doc.get("text") or "")
-        if doc.get("next_offset", offset) <= offset or doc.get("next_offset", 0) >= doc.get("size", 0):
+            sys.stdout.write(chunk.text)
+        if chunk.next_offset <= offset or chunk.next_offset >= chunk.size:
             break
-        offset = int(doc["next_offset"])
+        offset = chunk.next_offset
     if args.json:
-        print_json({"text": "".join(chunks), "status": doc.get("status")})
+        print_json({"text": "".join(chunks), "status": chunk.status})
     return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.client import Client
     from kairosd.core.defaults import MAX_KILL_GRACE_S
+    from kairosd.core.wire.registry import CancelledDoc
 
     # The answer comes once every process is gone: after the kill grace, if one ignores SIGTERM.
-    doc = Client(timeout=MAX_KILL_GRACE_S + POLL_MARGIN_S).call("POST", _path(args.id, "cancel"))
-    if printed_json(args, doc):
+    answer = Client(timeout=MAX_KILL_GRACE_S + POLL_MARGIN_S).call("POST", _path(args.id, "cancel"))
+    doc = read(CancelledDoc, answer, "POST /v1/registry/ID/cancel")
+    if printed_json(args, answer):
         return 0
-    task_id = doc["task"]["id"]  # the whole id, when a prefix was given
-    if doc.get("unchanged"):
+    task_id = doc.task.id  # the whole id, when a prefix was given
+    if doc.unchanged:
         print(f"{task_id} was already cancelled: nothing to do")
         return 0
-    others = [t for t in doc.get("cancelled") or [] if t != task_id]
+    others = [t for t in doc.cancelled if t != task_id]
     print(f"cancelled {task_id}" + (f" and {len(others)} descendant(s): {', '.join(others)}" if others else ""))
-    killed = doc.get("killed") or []
-    if killed:
-        grace = doc.get("kill_grace_s")
-        after = f" after the {grace:g}s grace" if isinstance(grace, int | float) else ""
-        print(f"{', '.join(killed)} ignored SIGTERM: killed with SIGKILL{after}")
+    if doc.killed:
+        print(f"{', '.join(doc.killed)} ignored SIGTERM: killed with SIGKILL after the {doc.kill_grace_s:g}s grace")
     return 0
 
 
 def cmd_send(args: argparse.Namespace) -> int:
     message = _text(args.message, "a message", required=True)
-    task = _client().call("POST", _path(args.id, "send"), {"message": message})["task"]
-    return _started(args, task, f"sent turn {(task.get('turns') or [{}])[-1].get('number', '?')} to {task['id']}")
+    answer = _client().call("POST", _path(args.id, "send"), {"message": message})
+    return _started(
+        args,
+        answer,
+        "POST /v1/registry/ID/send",
+        lambda t: f"sent turn {t.turns[-1].number if t.turns else '?'} to {t.id}",
+    )
 
 
 def cmd_close(args: argparse.Namespace) -> int:
-    doc = _client().call("POST", _path(args.id, "close"))
-    if not printed_json(args, doc):
-        print(f"closed {doc['task']['id']} ({doc['task'].get('status', '?')})")
+    from kairos.answers import read
+    from kairosd.core.wire.registry import BackgroundTaskDoc
+
+    answer = _client().call("POST", _path(args.id, "close"))
+    task = read(BackgroundTaskDoc, answer, "POST /v1/registry/ID/close").task
+    if not printed_json(args, answer):
+        print(f"closed {task.id} ({task.status})")
     return 0

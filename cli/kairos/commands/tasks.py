@@ -245,22 +245,24 @@ def _safe(text: Any) -> str:
 
 
 def cmd_problems(args: argparse.Namespace) -> int:
+    from kairos.answers import read
     from kairos.output import cut_width, one_line, terminal_columns
     from kairosd.core.protocol import route_path
+    from kairosd.core.wire.tasks import ProblemsDoc, SetAside
 
-    doc = client().call("GET", route_path("quarantine"))
-    if printed_json(args, doc):
+    answer = client().call("GET", route_path("quarantine"))
+    doc = read(ProblemsDoc, answer, "GET /v1/quarantine")
+    if printed_json(args, answer):
         return 0
-    entries = doc.get("entries") or []
     width = cut_width(max(terminal_columns() - 40, 30))
 
-    def row(e: dict[str, Any], zone: str) -> list[str]:
-        reason = one_line(_safe(e.get("reason") or "-"), width)
-        return [_safe(e.get("id") or "-")[:20], fmt_time(e.get("quarantined_at"), zone), reason]
+    def row(e: SetAside, zone: str) -> list[str]:
+        reason = one_line(_safe(e.reason or "-"), width)
+        return [_safe(e.id or "-")[:20], fmt_time(e.quarantined_at, zone), reason]
 
-    if not print_records(entries, "no tasks set aside", ["ID", "SET ASIDE", "REASON"], row):
+    if not print_records(doc.entries, "no tasks set aside", ["ID", "SET ASIDE", "REASON"], row):
         return 0
-    print(f"{len(entries)} task(s) set aside in {doc.get('path')}")
+    print(f"{len(doc.entries)} task(s) set aside in {doc.path}")
     print("to restore one: fix the record there and re-create it (kairos add, or move it into the store; see README)")
     return 0
 
@@ -421,7 +423,7 @@ def _print_task(task: TaskView) -> None:
         ("status", status),
         ("schedule", schedule),
         ("meaning", describe(task)),
-        ("target", _target_detail(task.target)),
+        ("target", _target_detail(task.target.model_dump())),
         ("jitter", _jitter_text(task)),
         ("catch-up", task.catch_up),
         ("overlap", task.overlap),

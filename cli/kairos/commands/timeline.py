@@ -8,8 +8,12 @@ The verb is in ``kairos.app.RAW_VERBS`` (its colour codes must reach the termina
 every text that comes from a task (names) itself, with :func:`kairos.timeline.document.cleaned` (as
 ``kairos ui``'s Timeline view, which draws the same chart, does).
 
+The chart's answer is checked against its model (:mod:`kairos.answers`, ``TimelineDoc``) before it is
+laid out: an answer of another shape is one clear error, not a chart of holes. The layout then reads the
+document itself, as ``kairos ui`` gives it. ``--json`` passes kairosd's answer on as it came.
+
 Only argparse and typing at the top (``kairos.app`` imports every verb module for ``--help``).
-Must not import pydantic, asyncio or any kairosd module that does I/O.
+Must not import asyncio or any kairosd module that does I/O; pydantic only in the handler's chart path.
 """
 
 from __future__ import annotations
@@ -153,7 +157,12 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
     path = args.svg or args.html
     width = args.width or (FILE_WIDTH if path else terminal_columns())
-    doc = cleaned(client().call("GET", route_path("timeline"), query=chart_query(width, query)))
+    from kairos.answers import read
+    from kairosd.core.wire.daemon import TimelineDoc
+
+    doc = client().call("GET", route_path("timeline"), query=chart_query(width, query))
+    read(TimelineDoc, doc, "GET /v1/timeline")
+    doc = cleaned(doc)
     if path:
         from pathlib import Path
 

@@ -16,9 +16,12 @@ Every failure comes back as an MCP tool error with a one-line reason (for a stop
 with ``kairos daemon start``); bad arguments fail the call, never the server, and a call whose
 arguments are not text (a lone surrogate) is answered with an error too.
 
+Each tool reads kairosd's answer as its model (:mod:`kairosd.core.wire`, through :mod:`kairos.answers`):
+an answer of another shape is a tool error naming the key, not a result of "?".
+
 With :mod:`kairos.integrations.mcpwire` (its stdio wire), the only module that imports ``mcp``;
 ``kairos.commands.mcpserver`` imports it when the verb runs.
-Must not import pydantic models of kairosd, asyncio internals of kairosd, or the daemon.
+Must not import asyncio internals of kairosd, or the daemon; of kairosd's models, only the wire's.
 """
 
 from __future__ import annotations
@@ -27,18 +30,21 @@ import functools
 import math
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
+from kairos.answers import read
 from kairos.client import Client
 from kairosd import __version__
 from kairosd.core.defaults import MAX_KILL_GRACE_S
 from kairosd.core.errors import KairosError
-from kairosd.core.protocol import REGISTRY_MAX_WAIT_S, route_path
+from kairosd.core.protocol import PREFIX, REGISTRY_MAX_WAIT_S, route_path
+from kairosd.core.wire.registry import BackgroundTask, BackgroundTaskDoc, CancelledDoc, SettledDoc
+from kairosd.core.wire.tasks import AckDoc, AddDoc, InboxDoc, ListDoc, RemovedDoc, TaskView
 
 WAKEUP_MIN_S = 60
 WAKEUP_MAX_S = 3600
@@ -46,6 +52,8 @@ PROMPT_SHOWN = 80  # characters of a prompt in a listing, as Claude Code's CronL
 MAX_RESULT_WAIT_S = 600.0
 LIST_LIMIT = 200
 POLL_MARGIN_S = 15.0
+
+_M = TypeVar("_M", bound=BaseModel)
 
 INSTRUCTIONS = """\
 kairos is the user's durable scheduler. Jobs created with these tools are kept by the kairosd daemon,
@@ -117,43 +125,43 @@ class _Tools:
         }
         if permanent:
             body["permanent"] = True
-        task = (await self._call("POST", route_path("tasks"), body))["task"]
+        task = (await self._call(AddDoc, "POST", route_path("tasks"), body)).task
         kind = "recurring" if recurring else "one-shot"
-        lines = [f"Scheduled {kind} job {task['id']} ({_human(task)})."]
+        lines = [f"Scheduled {kind} job {task.id} ({_human(task)})."]
         lines.append(
             "Persisted by kairosd in its durable store: it survives the end of this session, restarts and reboots."
         )
-        fires = [f["planned_for"] for f in task.get("next_fires") or []]
+        fires = [f.planned_for for f in task.next_fires]
         if fires:
             lines.append("Next fire(s): " + ", ".join(fires))
         if durable is False:  # asked for explicitly, not merely left out
             lines.append(
                 "You asked for a session-only job (durable: false). kairos has no session-only jobs, so this one is "
-                f"durable too; delete it with cron_delete {task['id']} when it is no longer wanted."
+                f"durable too; delete it with cron_delete {task.id} when it is no longer wanted."
             )
         if not recurring:
             lines.append("It will fire once, then it is removed.")
         else:
-            lines.append(_expiry(task) + f" Use cron_delete {task['id']} to cancel it sooner.")
+            lines.append(_expiry(task) + f" Use cron_delete {task.id} to cancel it sooner.")
         return "\n".join(lines)
 
     async def cron_list(self) -> str:
-        tasks = (await self._call("GET", route_path("tasks")))["tasks"]
+        tasks = (await self._call(ListDoc, "GET", route_path("tasks"))).tasks
         if not tasks:
             return "No scheduled jobs."
         lines = []
         for task in tasks[:LIST_LIMIT]:
-            kind = "recurring" if task.get("recurring", True) else "one-shot"
-            status = "" if task.get("status") == "scheduled" else f" [{task.get('status')}]"
-            prompt = _clip(task.get("name") or task.get("prompt") or "", PROMPT_SHOWN)
-            nxt = f", next {task['planned_for']}" if task.get("planned_for") else ""
-            lines.append(f"{task['id']} — {_human(task)} ({kind}{nxt}){status}: {prompt}")
+            kind = "recurring" if task.recurring else "one-shot"
+            status = "" if task.status == "scheduled" else f" [{task.status}]"
+            prompt = _clip(task.name or task.prompt, PROMPT_SHOWN)
+            nxt = f", next {task.planned_for}" if task.planned_for else ""
+            lines.append(f"{task.id} — {_human(task)} ({kind}{nxt}){status}: {prompt}")
         if len(tasks) > LIST_LIMIT:
             lines.append(f"... and {len(tasks) - LIST_LIMIT} more (kairos list shows them all)")
         return "\n".join(lines)
 
     async def cron_delete(self, id: Annotated[str, Field(description="The job id, 8 hex characters")]) -> str:
-        removed = (await self._call("DELETE", route_path("task", id=id)))["removed"]
+        removed = (await self._call(RemovedDoc, "DELETE", route_path("task", id=id))).removed
         return f"Deleted job {', '.join(removed)}."
 
     async def schedule_wakeup(
@@ -177,9 +185,8 @@ class _Tools:
         }
         if reason.strip():
             body["name"] = _clip(reason.strip(), PROMPT_SHOWN)
-        task = (await self._call("POST", route_path("tasks"), body))["task"]
-        when = task.get("planned_for") or "?"
-        lines = [f"Wake-up {task['id']} scheduled for {when} (in {delay}s)."]
+        task = (await self._call(AddDoc, "POST", route_path("tasks"), body)).task
+        lines = [f"Wake-up {task.id} scheduled for {task.planned_for or '?'} (in {delay}s)."]
         if delay != wanted:
             lines.append(
                 f"Note: delay_seconds={delay_seconds:g} was clamped to {delay} (the allowed range is "
@@ -198,15 +205,15 @@ class _Tools:
         query = {"all": "1"} if include_acknowledged else {}
         if session:
             query["session"] = session
-        items = (await self._call("GET", route_path("inbox"), query=query))["items"]
+        items = (await self._call(InboxDoc, "GET", route_path("inbox"), query=query)).items
         if not items:
             return "The inbox is empty." if not include_acknowledged else "No inbox items."
         lines = []
         for item in items[:LIST_LIMIT]:
-            acked = " (acknowledged)" if item.get("acked_at") else ""
+            acked = " (acknowledged)" if item.acked_at else ""
             lines.append(
-                f"{item['id']} [session {item.get('session')}] from job {item.get('task_id')}, delivered "
-                f"{item.get('delivered_at')}{acked}: {item.get('prompt', '')}"
+                f"{item.id} [session {item.session}] from job {item.task_id}, delivered "
+                f"{item.delivered_at}{acked}: {item.prompt}"
             )
         if len(items) > LIST_LIMIT:
             lines.append(f"... and {len(items) - LIST_LIMIT} more (kairos inbox shows them all)")
@@ -223,7 +230,7 @@ class _Tools:
         body: dict[str, Any] = {"all": True} if all else {"ids": ids}
         if session:
             body["session"] = session
-        acked = (await self._call("POST", route_path("inbox_ack"), body))["acked"]
+        acked = (await self._call(AckDoc, "POST", route_path("inbox_ack"), body)).acked
         return f"Acknowledged {len(acked)} item(s)" + (f": {', '.join(acked)}." if acked else ".")
 
     # ---- background jobs --------------------------------------------------
@@ -256,14 +263,14 @@ class _Tools:
         depth = self.env.get("KAIROS_TASK_DEPTH", "").strip()
         if depth.isascii() and depth.isdigit():  # isdigit() alone takes "٣", which int() reads as 3
             body["parent_depth"] = int(depth)
-        task = (await self._call("POST", route_path("registry"), body))["task"]
+        task = (await self._call(BackgroundTaskDoc, "POST", route_path("registry"), body)).task
         return (
-            f"Started background job {task['id']} ({_what(task)}, depth {task.get('depth', 0)}). "
-            f"Follow it with task_status {task['id']}; get its answer with task_result {task['id']}."
+            f"Started background job {task.id} ({_what(task)}, depth {task.depth}). "
+            f"Follow it with task_status {task.id}; get its answer with task_result {task.id}."
         )
 
     async def task_status(self, id: Annotated[str, Field(description="The task id (t + 10 hex digits)")]) -> str:
-        task = (await self._call("GET", _registry(id)))["task"]
+        task = (await self._call(BackgroundTaskDoc, "GET", _registry(id))).task
         return _status_text(task)
 
     async def task_result(
@@ -277,44 +284,47 @@ class _Tools:
         if wait > 0:
             task = await self._wait(id, wait)
         else:
-            task = (await self._call("GET", _registry(id)))["task"]
-        status = task.get("status")
-        if status == "running":
-            head = f"Task {task['id']} is still running" + (" (queued for a slot)" if task.get("queued") else "")
+            task = (await self._call(BackgroundTaskDoc, "GET", _registry(id))).task
+        if task.status == "running":
+            head = f"Task {task.id} is still running" + (" (queued for a slot)" if task.queued else "")
             return head + ". Call task_result again later (or with wait_seconds)."
-        lines = [f"Task {task['id']} is {status} after turn {task.get('turns_done', 0)}."]
-        if task.get("error"):
-            lines.append(f"Error: {task['error']}")
-        lines.append(str(task["response"]) if task.get("response") else "(no response text)")
+        lines = [f"Task {task.id} is {task.status} after turn {task.turns_done}."]
+        if task.error:
+            lines.append(f"Error: {task.error}")
+        lines.append(task.response or "(no response text)")
         return "\n".join(lines)
 
     async def task_cancel(self, id: Annotated[str, Field(description="The task id (t + 10 hex digits)")]) -> str:
         # The answer comes once every process is gone: after the kill grace, if one ignores SIGTERM.
-        doc = await self._call("POST", _registry(id, "cancel"), wait_s=MAX_KILL_GRACE_S + POLL_MARGIN_S)
-        id = str((doc.get("task") or {}).get("id") or id)  # the whole id, when a prefix was given
-        if doc.get("unchanged"):
+        doc = await self._call(CancelledDoc, "POST", _registry(id, "cancel"), wait_s=MAX_KILL_GRACE_S + POLL_MARGIN_S)
+        id = doc.task.id  # the whole id, when a prefix was given
+        if doc.unchanged:
             return f"Task {id} was already cancelled: nothing to do."
-        cancelled = doc.get("cancelled") or []
-        others = [c for c in cancelled if c != id]
+        others = [c for c in doc.cancelled if c != id]
         text = f"Cancelled task {id}" + (
             f" and {len(others)} task(s) it started: {', '.join(others)}." if others else "."
         )
-        killed = doc.get("killed") or []
-        if killed:
-            text += f" {', '.join(killed)} ignored SIGTERM and were killed with SIGKILL."
+        if doc.killed:
+            text += f" {', '.join(doc.killed)} ignored SIGTERM and were killed with SIGKILL."
         return text
 
     # ---- helpers -------------------------------------------------------------
 
     async def _call(
-        self, method: str, path: str, body: Any = None, query: Mapping[str, str] | None = None, wait_s: float = 10.0
-    ) -> dict[str, Any]:
-        """One API request, off the event loop (the client blocks), with every failure as a ToolError."""
-        call = functools.partial(_blocking_call, method, path, body, query, wait_s)
-        result: dict[str, Any] = await anyio.to_thread.run_sync(call)
-        return result
+        self,
+        model: type[_M],
+        method: str,
+        path: str,
+        body: Any = None,
+        query: Mapping[str, str] | None = None,
+        wait_s: float = 10.0,
+    ) -> _M:
+        """One API request, off the event loop (the client blocks), its answer read as ``model``; every
+        failure (an answer of another shape too) as a ToolError."""
+        call = functools.partial(_blocking_call, model, method, path, body, query, wait_s)
+        return await anyio.to_thread.run_sync(call)
 
-    async def _wait(self, task_id: str, wait_s: float) -> dict[str, Any]:
+    async def _wait(self, task_id: str, wait_s: float) -> BackgroundTask:
         deadline = anyio.current_time() + wait_s
         while True:
             left = max(0.0, deadline - anyio.current_time())
@@ -323,11 +333,10 @@ class _Tools:
                 # A task waiting on its own child lends it its slot meanwhile (see kairosd.jobs).
                 query["waiter"] = self.env["KAIROS_TASK_ID"].strip()
             doc = await self._call(
-                "GET", _registry(task_id, "wait"), query=query, wait_s=REGISTRY_MAX_WAIT_S + POLL_MARGIN_S
+                SettledDoc, "GET", _registry(task_id, "wait"), query=query, wait_s=REGISTRY_MAX_WAIT_S + POLL_MARGIN_S
             )
-            if not doc.get("timed_out") or anyio.current_time() >= deadline:
-                task: dict[str, Any] = doc["task"]
-                return task
+            if not doc.timed_out or anyio.current_time() >= deadline:
+                return doc.task
 
     def _zone(self) -> str:
         from kairosd.core.clock import local_zone_name
@@ -348,16 +357,13 @@ class _Tools:
 
 
 def _blocking_call(
-    method: str, path: str, body: Any, query: Mapping[str, str] | None, timeout: float
-) -> dict[str, Any]:
+    model: type[_M], method: str, path: str, body: Any, query: Mapping[str, str] | None, timeout: float
+) -> _M:
     try:
-        doc = Client(timeout=timeout).call(method, path, body, query)
+        return read(model, Client(timeout=timeout).call(method, path, body, query), f"{method} {PREFIX}{path}")
     except KairosError as exc:
         # DaemonNotRunning already says to run `kairos daemon start`; API errors carry kairosd's own words.
         raise ToolError(exc.message) from None
-    if not isinstance(doc, dict):
-        raise ToolError(f"kairosd sent an unexpected answer to {method} {path}")
-    return doc
 
 
 def _registry(task_id: str, action: str = "") -> str:
@@ -365,16 +371,15 @@ def _registry(task_id: str, action: str = "") -> str:
     return route_path(f"registry_{action}" if action else "registry_task", id=task_id)
 
 
-def _human(task: Mapping[str, Any]) -> str:
-    return f"{task.get('explanation') or task.get('schedule') or '?'}, {task.get('tz', 'UTC')}"
+def _human(task: TaskView) -> str:
+    return f"{task.explanation or task.schedule}, {task.tz}"
 
 
-def _expiry(task: Mapping[str, Any]) -> str:
-    if task.get("permanent"):
+def _expiry(task: TaskView) -> str:
+    if task.permanent:
         return "It never expires (permanent)."
-    days = task.get("expires_after_days")
-    if days:
-        return f"Auto-expires after {days} days: it fires a final time, then it is removed."
+    if task.expires_after_days:
+        return f"Auto-expires after {task.expires_after_days} days: it fires a final time, then it is removed."
     return "It does not expire."
 
 
@@ -383,27 +388,27 @@ def _clip(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _what(task: Mapping[str, Any]) -> str:
-    if task.get("kind") == "shell":
+def _what(task: BackgroundTask) -> str:
+    if task.kind == "shell":
         import shlex
 
-        return "command " + shlex.join(str(a) for a in task.get("argv") or [])
-    return f"agent {task.get('agent') or '?'}"
+        return "command " + shlex.join(task.argv or [])
+    return f"agent {task.agent or '?'}"
 
 
-def _status_text(task: Mapping[str, Any]) -> str:
-    progress = task.get("progress") or {}
-    status = str(task.get("status", "?")) + (" (queued for a slot)" if task.get("queued") else "")
+def _status_text(task: BackgroundTask) -> str:
+    progress = task.progress
+    status = task.status + (" (queued for a slot)" if task.queued else "")
     lines = [
-        f"Task {task.get('id')}: {status}, {_what(task)}, turns finished: {task.get('turns_done', 0)}.",
-        f"Progress: {progress.get('tool_calls', 0)} tool call(s)"
-        + (f"; {progress['intent']}" if progress.get("intent") else "")
-        + (f"; last line: {_clip(progress['last_line'], 200)}" if progress.get("last_line") else ""),
+        f"Task {task.id}: {status}, {_what(task)}, turns finished: {task.turns_done}.",
+        f"Progress: {progress.tool_calls} tool call(s)"
+        + (f"; {progress.intent}" if progress.intent else "")
+        + (f"; last line: {_clip(progress.last_line, 200)}" if progress.last_line else ""),
     ]
-    if task.get("error"):
-        lines.append(f"Error: {task['error']}")
-    if task.get("finished_at"):
-        lines.append(f"Finished at {task['finished_at']}.")
+    if task.error:
+        lines.append(f"Error: {task.error}")
+    if task.finished_at:
+        lines.append(f"Finished at {task.finished_at}.")
     return "\n".join(lines)
 
 

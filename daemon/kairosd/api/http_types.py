@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 _T = TypeVar("_T")
 
 
@@ -35,7 +37,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Response:
-    """A complete answer; ``body`` is serialised as JSON."""
+    """A complete answer; ``body`` is serialised as JSON: plain data, or the route's model of its answer
+    (:mod:`kairosd.core.wire`), sent as the keys it was given (see :func:`compact_json`)."""
 
     status: int
     body: Any
@@ -53,13 +56,21 @@ class EncodedJson:
 
 
 def compact_json(body: Any) -> bytes:
-    """``body`` as the server sends JSON: compact, ASCII, anything else JSON lacks as its ``str``."""
+    """``body`` as the server sends JSON: compact, ASCII; a model as its fields by their wire names (a key
+    left out stays out: a model's optional key is absent, not null, unless the route set it), anything
+    else JSON lacks as its ``str``."""
     return _COMPACT.encode(body).encode()
 
 
-# What json.dumps(separators=(",", ":"), default=str) builds on every call: made once, it is
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return str(value)
+
+
+# What json.dumps(separators=(",", ":"), default=...) builds on every call: made once, it is
 # ~1/4 of encoding a small document (a listing of 100,000 tasks encodes 100,000 of them).
-_COMPACT = json.JSONEncoder(separators=(",", ":"), default=str)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), default=_plain)
 
 
 @dataclass(frozen=True)

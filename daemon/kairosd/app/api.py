@@ -15,6 +15,7 @@ from kairosd.api.router import RouteHandler
 from kairosd.api.server import Request, Response
 from kairosd.app.doctor import doctor_report, in_effect
 from kairosd.app.reload import LiveSettings
+from kairosd.core.wire.daemon import DoctorAnswer, ReloadAnswer
 from kairosd.system.paths import Paths
 
 
@@ -36,7 +37,7 @@ def doctor_routes(
     async def get(req: Request, m: re.Match[str]) -> Response:
         # Probing binaries takes seconds; keep the event loop free meanwhile.
         found = await asyncio.to_thread(report)
-        return Response(200, {"doctor": {**found, "checked_by": "kairosd"}})
+        return Response(200, DoctorAnswer.model_validate({"doctor": {**found, "checked_by": "kairosd"}}))
 
     return [("doctor", {"GET": get})]
 
@@ -46,6 +47,6 @@ def reload_routes(reload: Callable[[], dict[str, Any]]) -> list[tuple[str, dict[
 
     async def post(req: Request, m: re.Match[str]) -> Response:
         # Reading and checking the file is blocking I/O; keep the event loop free meanwhile.
-        return Response(200, {"reload": await asyncio.to_thread(reload)})
+        return Response(200, ReloadAnswer.model_validate({"reload": await asyncio.to_thread(reload)}))
 
     return [("reload", {"POST": post})]

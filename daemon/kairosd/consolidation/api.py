@@ -35,6 +35,17 @@ from kairosd.consolidation.request import (
 )
 from kairosd.consolidation.service import COALESCED, STARTED, Consolidation
 from kairosd.core.errors import UsageError
+from kairosd.core.wire.board import (
+    BoardAddDoc,
+    BoardDoc,
+    BoardEntryDoc,
+    BoardHistoryDoc,
+    BoardPruneDoc,
+    BoardRemovedDoc,
+    ConsolidateDecisionDoc,
+    ConsolidationRunDoc,
+    ConsolidationStatusDoc,
+)
 
 MAX_HISTORY = 10_000
 
@@ -60,39 +71,43 @@ class _Routes:
     @typed(ConsolidationRequest)
     async def consolidate(self, req: Request, m: re.Match[str]) -> Response:
         decision = await self.service.request(parse_body(ConsolidationRequest, req.body))
-        return Response(202 if decision["status"] in (STARTED, COALESCED) else 200, decision)
+        status = 202 if decision["status"] in (STARTED, COALESCED) else 200
+        return Response(status, ConsolidateDecisionDoc.model_validate(decision))
 
     async def status(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, self.service.status())
+        return Response(200, ConsolidationStatusDoc.model_validate(self.service.status()))
 
     async def run(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, await self.service.run_info(m["id"]))
+        return Response(200, ConsolidationRunDoc.model_validate(await self.service.run_info(m["id"])))
 
     async def show(self, req: Request, m: re.Match[str]) -> Response:
         every = req.query.get("all", "0")
         if every not in ("0", "1"):
             raise UsageError("all must be 0 or 1")
-        return Response(200, await self.service.board_ops.board(req.query.get("cwd"), every == "1"))
+        board = await self.service.board_ops.board(req.query.get("cwd"), every == "1")
+        return Response(200, BoardDoc.model_validate(board))
 
     @typed(BoardAddRequest)
     async def add(self, req: Request, m: re.Match[str]) -> Response:
         body = parse_body(BoardAddRequest, req.body)
-        return Response(201, await self.service.add_entry(body.cwd, body.text, body.kind))
+        return Response(201, BoardAddDoc.model_validate(await self.service.add_entry(body.cwd, body.text, body.kind)))
 
     async def remove(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, await self.service.remove_entry(req.query.get("cwd"), m["id"]))
+        removed = await self.service.remove_entry(req.query.get("cwd"), m["id"])
+        return Response(200, BoardRemovedDoc.model_validate(removed))
 
     @typed(BoardChangeRequest)
     async def change(self, req: Request, m: re.Match[str]) -> Response:
         change = parse_body(BoardChangeRequest, req.body)
-        return Response(200, await self.service.board_ops.change_entry(m["id"], change))
+        return Response(200, BoardEntryDoc.model_validate(await self.service.board_ops.change_entry(m["id"], change)))
 
     @typed(BoardPruneRequest)
     async def prune(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, await self.service.prune(parse_body(BoardPruneRequest, req.body).cwd))
+        pruned = await self.service.prune(parse_body(BoardPruneRequest, req.body).cwd)
+        return Response(200, BoardPruneDoc.model_validate(pruned))
 
     async def history(self, req: Request, m: re.Match[str]) -> Response:
         raw = req.query.get("limit", "100")
         if not (raw.isascii() and raw.isdigit()) or not 0 <= int(raw) <= MAX_HISTORY:
             raise UsageError(f"limit must be a whole number from 0 to {MAX_HISTORY} (0: all)")
-        return Response(200, await self.service.history(req.query.get("cwd"), int(raw)))
+        return Response(200, BoardHistoryDoc.model_validate(await self.service.history(req.query.get("cwd"), int(raw))))

@@ -29,6 +29,7 @@ from kairosd.api.router import typed
 from kairosd.core.errors import KairosError, NotFoundError, UsageError
 from kairosd.core.ids import resolve_prefix
 from kairosd.core.models import AgentTarget, ShellTarget, Task
+from kairosd.core.wire.daemon import ExportDoc
 from kairosd.export import Job, Options, Refused, render
 from kairosd.export.common import API_KEY_ENV
 from kairosd.export.requests import ExportRequest
@@ -171,6 +172,7 @@ def export_routes(exporter: Exporter) -> list[tuple[str, dict[str, RouteHandler]
 
         request = parse_body(ExportRequest, req.body)
         # In a thread: resolving agent definitions reads the project's and the user's agent folders.
-        return Response(200, await asyncio.to_thread(exporter.export, request, exporter.snapshot()))
+        exported = await asyncio.to_thread(exporter.export, request, exporter.snapshot())
+        return Response(200, ExportDoc.model_validate(exported))
 
     return [("export", {"POST": post})]

@@ -9,8 +9,9 @@
     POST   /v1/registry/{id}/send                body {"message": TEXT}: a follow-up turn
     POST   /v1/registry/{id}/close               end an idle multi-turn task (completed)
 
-Request parsing lives here; every decision is the registry's. ``waiter`` on a wait is
-the asking task's ``KAIROS_TASK_ID``: a task waiting on its own descendant lends it
+Request parsing lives here; every decision is the registry's. Each answer is built once, here, as its
+model of :mod:`kairosd.core.wire.registry` (the log's followed stream excepted: its lines go as they
+come). ``waiter`` on a wait is the asking task's ``KAIROS_TASK_ID``: a task waiting on its own descendant lends it
 its slot meanwhile (see :mod:`kairosd.jobs.registry`). The wait is the one route the
 server may cancel when its client hangs up (:func:`kairosd.api.server.cancel_on_disconnect`):
 it only waits, so cutting it off undoes nothing but the wait and its loan.
@@ -28,6 +29,13 @@ from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, StreamResponse, cancel_on_disconnect
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import REGISTRY_MAX_WAIT_S
+from kairosd.core.wire.registry import (
+    BackgroundListDoc,
+    BackgroundTaskDoc,
+    CancelledDoc,
+    LogChunkDoc,
+    SettledDoc,
+)
 from kairosd.jobs.joblog import read_chunk
 from kairosd.jobs.model import ExecutionMode, JobKind, JobStatus, view
 from kairosd.jobs.registry import Registry, StartSpec
@@ -61,15 +69,16 @@ class _Routes:
         records = self.registry.list_tasks(status)
         if parent is not None:
             records = [r for r in records if r.parent_id == parent]
-        return Response(200, {"tasks": [view(r, turns=False) for r in records], "registry": self.registry.status()})
+        listing = {"tasks": [view(r, turns=False) for r in records], "registry": self.registry.status()}
+        return Response(200, BackgroundListDoc.model_validate(listing))
 
     @typed(StartRequest)
     async def start(self, req: Request, m: re.Match[str]) -> Response:
         record = await self.registry.start(parse_start(req.body))
-        return Response(201, {"task": view(record)})
+        return Response(201, BackgroundTaskDoc.model_validate({"task": view(record)}))
 
     async def show(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"task": view(self.registry.get(m["id"]))})
+        return Response(200, BackgroundTaskDoc.model_validate({"task": view(self.registry.get(m["id"]))}))
 
     async def wait(self, req: Request, m: re.Match[str]) -> Response:
         timeout = _number(req.query.get("timeout"), "timeout", DEFAULT_WAIT_S, 0, REGISTRY_MAX_WAIT_S)
@@ -79,7 +88,7 @@ class _Routes:
         # A wait whose client is gone is cancelled, which also ends the slot loan it made.
         wait = self.registry.wait(self.registry.resolve(m["id"]), timeout, since_turn, waiter=waiter)
         record, timed_out = await cancel_on_disconnect(req, wait)
-        return Response(200, {"task": view(record), "timed_out": timed_out})
+        return Response(200, SettledDoc.model_validate({"task": view(record), "timed_out": timed_out}))
 
     async def logs(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
         record = self.registry.get(m["id"])  # a 404 before any stream starts
@@ -88,7 +97,7 @@ class _Routes:
         offset = int(_number(req.query.get("offset"), "offset", 0, 0, 1 << 50))
         text, next_offset, size = read_chunk(self.registry.log_path(record.id), offset)
         body = {"text": text, "offset": offset, "next_offset": next_offset, "size": size, "status": record.status.value}
-        return Response(200, body)
+        return Response(200, LogChunkDoc.model_validate(body))
 
     async def cancel(self, req: Request, m: re.Match[str]) -> Response:
         task_id = self.registry.resolve(m["id"])
@@ -103,15 +112,17 @@ class _Routes:
             body["task"] = view(report.cancelled[0])
         else:  # already cancelled: a note, not an error (as pausing a paused task)
             body.update(task=view(self.registry.get(task_id)), unchanged=True)
-        return Response(200, body)
+        return Response(200, CancelledDoc.model_validate(body))
 
     @typed(SendRequest)
     async def send(self, req: Request, m: re.Match[str]) -> Response:
         message = parse_body(SendRequest, req.body).message
-        return Response(202, {"task": view(await self.registry.send(self.registry.resolve(m["id"]), message))})
+        record = await self.registry.send(self.registry.resolve(m["id"]), message)
+        return Response(202, BackgroundTaskDoc.model_validate({"task": view(record)}))
 
     async def close(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"task": view(await self.registry.close(self.registry.resolve(m["id"])))})
+        record = await self.registry.close(self.registry.resolve(m["id"]))
+        return Response(200, BackgroundTaskDoc.model_validate({"task": view(record)}))
 
 
 def parse_start(body: Any) -> StartSpec:

@@ -2,8 +2,11 @@
 
 The route table is the protocol's (see :mod:`kairosd.core.protocol`); this module
 turns a parsed :class:`~kairosd.api.server.Request` into a service call and its
-result into a :class:`~kairosd.api.server.Response`. Errors are KairosErrors; the
-server maps them to status codes.
+result into a :class:`~kairosd.api.server.Response`, built once here as the answer's model
+(:mod:`kairosd.core.wire`). Three answers stay plain data, for their size: the listing (``GET /v1/tasks``,
+sent as pre-encoded pieces: 100,000 tasks are ~100 MB), the timeline (50,000 instants for a week of
+1,000 tasks) and an import's (a batch of 5,000 task views); tests/unit/kairos/test_wire_responses.py holds
+them to their models. Errors are KairosErrors; the server maps them to status codes.
 
 Must not import the scheduler internals, the store or the CLI.
 """
@@ -23,6 +26,21 @@ from kairosd.api.server import Request, Response, StreamResponse
 from kairosd.core.bounds import query_int
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import API_VERSION, EVENT_TYPES
+from kairosd.core.wire.daemon import StatusDoc, StoppingDoc
+from kairosd.core.wire.tasks import (
+    AckDoc,
+    AddDoc,
+    ClearedDoc,
+    EditDoc,
+    HistoryDoc,
+    InboxDoc,
+    MissedDoc,
+    PausedDoc,
+    ProblemsDoc,
+    RemovedDoc,
+    RunDoc,
+    TaskDoc,
+)
 from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
 from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
@@ -77,7 +95,7 @@ class Api(Router):
         )
 
     async def status(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"api_version": API_VERSION, **self.service.status()})
+        return Response(200, StatusDoc.model_validate({"api_version": API_VERSION, **self.service.status()}))
 
     async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces:
         """``{"tasks": [...]}``, sent piece by piece as each piece of views is encoded: the bytes
@@ -94,33 +112,36 @@ class Api(Router):
 
     @typed(AddRequest)
     async def add(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(201, {"task": await self.service.add(parse_body(AddRequest, req.body))})
+        return Response(201, AddDoc.model_validate({"task": await self.service.add(parse_body(AddRequest, req.body))}))
 
     async def show(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"task": self.service.get(m["id"])})
+        return Response(200, TaskDoc.model_validate({"task": self.service.get(m["id"])}))
 
     @typed(EditRequest)
     async def edit(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"task": await self.service.edit(m["id"], parse_body(EditRequest, req.body))})
+        edited = await self.service.edit(m["id"], parse_body(EditRequest, req.body))
+        return Response(200, EditDoc.model_validate({"task": edited}))
 
     async def remove(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"removed": await self.service.remove([m["id"]])})
+        return Response(200, RemovedDoc.model_validate({"removed": await self.service.remove([m["id"]])}))
 
     async def pause(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"task": await self.service.set_paused(m["id"], True)})
+        return Response(200, PausedDoc.model_validate({"task": await self.service.set_paused(m["id"], True)}))
 
     async def resume(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"task": await self.service.set_paused(m["id"], False)})
+        return Response(200, PausedDoc.model_validate({"task": await self.service.set_paused(m["id"], False)}))
 
     async def run(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(202, {"run": await self.service.run_now(m["id"])})
+        return Response(202, RunDoc.model_validate({"run": await self.service.run_now(m["id"])}))
 
     async def runs(self, req: Request, m: re.Match[str]) -> Response:
         limit = query_int(req.query.get("limit"), "limit", 50, 1, MAX_LIMIT)
-        return Response(200, {"runs": self.service.history(req.query.get("task") or None, limit)})
+        return Response(
+            200, HistoryDoc.model_validate({"runs": self.service.history(req.query.get("task") or None, limit)})
+        )
 
     async def missed(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"missed": self.service.missed()})
+        return Response(200, MissedDoc.model_validate({"missed": self.service.missed()}))
 
     async def timeline(self, req: Request, m: re.Match[str]) -> Response:
         """``{"from", "to", "now", "tasks": [...], "downtime": [...], ...}``: see :mod:`kairosd.scheduling.timeline`."""
@@ -143,13 +164,13 @@ class Api(Router):
         return Response(200, doc)
 
     async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"cleared": await self.service.clear_missed()})
+        return Response(200, ClearedDoc.model_validate({"cleared": await self.service.clear_missed()}))
 
     async def inbox(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
         session = req.query.get("session") or None
         if _flag(req, "follow"):
             return StreamResponse(self._follow_inbox(session, _flag(req, "all")))
-        return Response(200, {"items": self.service.inbox_items(session, _flag(req, "all"))})
+        return Response(200, InboxDoc.model_validate({"items": self.service.inbox_items(session, _flag(req, "all"))}))
 
     async def _follow_inbox(self, session: str | None, include_acked: bool) -> AsyncIterator[Any]:
         # Subscribe first, then send the backlog, so nothing falls in between;
@@ -170,7 +191,8 @@ class Api(Router):
         body = parse_body(AckRequest, req.body)
         if not body.all and not body.ids:
             raise UsageError('give {"ids": ["..."]} or {"all": true}')
-        return Response(200, {"acked": self.service.ack(body.session, None if body.all else body.ids)})
+        acked = self.service.ack(body.session, None if body.all else body.ids)
+        return Response(200, AckDoc.model_validate({"acked": acked}))
 
     async def events(self, req: Request, m: re.Match[str]) -> StreamResponse:
         types = None
@@ -188,7 +210,7 @@ class Api(Router):
 
     async def shutdown(self, req: Request, m: re.Match[str]) -> Response:
         self.on_shutdown()
-        return Response(202, {"stopping": True})
+        return Response(202, StoppingDoc(stopping=True))
 
 
 def quarantine_routes(quarantine: Quarantine) -> list[tuple[str, dict[str, Any]]]:
@@ -198,6 +220,8 @@ def quarantine_routes(quarantine: Quarantine) -> list[tuple[str, dict[str, Any]]
     """
 
     async def get(req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"path": str(quarantine.path), "entries": quarantine.entries()})
+        return Response(
+            200, ProblemsDoc.model_validate({"path": str(quarantine.path), "entries": quarantine.entries()})
+        )
 
     return [("quarantine", {"GET": get})]

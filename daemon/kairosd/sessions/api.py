@@ -9,6 +9,9 @@
                                             its client hangs up, so it claims nothing for a dead socket)
 
 Request parsing lives here (the bodies are :mod:`kairosd.sessions.requests`); every decision is the hub's.
+Each answer is built here as its model (:mod:`kairosd.core.wire.daemon`), but a hook's and its ack's:
+they are ``kairos hook``'s, which an agent waits for on every prompt (docs/performance.md), and
+tests/unit/kairos/test_wire_responses.py holds them to their models.
 
 Must not import the scheduler, the store or the CLI.
 """
@@ -24,6 +27,7 @@ from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, cancel_on_disconnect
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import SESSION_MAX_WAIT_S
+from kairosd.core.wire.daemon import EndedDoc, NextItemDoc, SessionDoc, SessionsDoc
 from kairosd.sessions.hub import SessionHub, check_session_id
 from kairosd.sessions.requests import ClaimAckRequest, EndRequest, HookRequest, RegisterRequest
 from kairosd.sessions.store import MAX_AGENT_CHARS, MAX_PATH_CHARS
@@ -75,11 +79,12 @@ class _Routes:
         self.hub = hub
 
     async def index(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(200, {"sessions": self.hub.sessions()})
+        return Response(200, SessionsDoc.model_validate({"sessions": self.hub.sessions()}))
 
     @typed(RegisterRequest)
     async def register(self, req: Request, m: re.Match[str]) -> Response:
-        return Response(201, {"session": await self.hub.register(parse_body(RegisterRequest, req.body))})
+        registered = await self.hub.register(parse_body(RegisterRequest, req.body))
+        return Response(201, SessionDoc.model_validate({"session": registered}))
 
     @typed(HookRequest)
     async def hook(self, req: Request, m: re.Match[str]) -> Response:
@@ -95,7 +100,7 @@ class _Routes:
     async def end(self, req: Request, m: re.Match[str]) -> Response:
         session_id = _session_id(m)
         body = parse_body(EndRequest, req.body)
-        return Response(200, await self.hub.end(session_id, body.agent, body.reason))
+        return Response(200, EndedDoc.model_validate(await self.hub.end(session_id, body.agent, body.reason)))
 
     async def next_item(self, req: Request, m: re.Match[str]) -> Response:
         wait = self.hub.next_item(
@@ -107,4 +112,4 @@ class _Routes:
         )
         # Safe to cancel: the waiter claims an item only on its way out, never across an await. A waiter
         # left polling for a client that is gone would claim the next item and leave it stuck for a lease.
-        return Response(200, await cancel_on_disconnect(req, wait))
+        return Response(200, NextItemDoc.model_validate(await cancel_on_disconnect(req, wait)))

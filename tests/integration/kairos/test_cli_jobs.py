@@ -330,7 +330,8 @@ def test_logs_follow_prints_lines_until_the_end_marker(fake, capsys):
 def test_cancel_names_descendants_and_refusal_exits_1(fake, capsys):
     """cancel prints what it cancelled; a terminal task's conflict is exit 1 with the daemon's message."""
     fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = (
-        200, {"task": _task(status="cancelled"), "cancelled": [TASK_ID, "t2222222222"]},
+        200, {"task": _task(status="cancelled"), "cancelled": [TASK_ID, "t2222222222"], "killed": [],
+              "kill_grace_s": 10.0},
     )  # fmt: skip
     assert _run(capsys, "cancel", TASK_ID) == (0, f"cancelled {TASK_ID} and 1 descendant(s): t2222222222\n", "")
     conflict = {"error": {"code": "conflict", "message": f"task {TASK_ID} is already completed; nothing to cancel"}}
@@ -341,7 +342,7 @@ def test_cancel_names_descendants_and_refusal_exits_1(fake, capsys):
 
 def test_send_and_close(fake, capsys, monkeypatch):
     """send posts the message (or stdin for '-'); --wait waits for the turn; close prints the new status."""
-    turns = [{"number": 1}, {"number": 2}]
+    turns = [_turn(), _turn(number=2, prompt="add a test")]
     fake.routes[("POST", f"/v1/registry/{TASK_ID}/send")] = (202, {"task": _task(turns=turns)})
     assert _run(capsys, "send", TASK_ID, "add", "a", "test") == (0, f"sent turn 2 to {TASK_ID}\n", "")
     assert fake.sent("POST", f"/v1/registry/{TASK_ID}/send")[0].body == {"message": "add a test"}
@@ -358,7 +359,7 @@ def test_send_and_close(fake, capsys, monkeypatch):
 
 
 def _add(fake: FakeDaemon, capsys, *argv: str) -> tuple[int, str, dict[str, Any] | None]:
-    task = _task_view(cron=None, tz="UTC", explanation="once", next_fires=[], target={}, note=None)
+    task = _task_view(cron=None, tz="UTC", explanation="once", next_fires=[], note=None)  # what is sent matters
     fake.routes[("POST", "/v1/tasks")] = (201, {"task": task})
     try:
         code = run(["add", *argv])
@@ -532,6 +533,81 @@ def test_task_list_and_the_board_read_their_answers_typed(fake, capsys, argv, ro
     assert len(err.splitlines()) == 1
 
 
+# Each verb's request, an answer of another shape, and the key it names (issue 25: every verb reads its answer
+# typed). A whole answer, but for one key: what a kairosd of another version, or a bug, would send.
+_BROKEN_TASK = {"task": _task(queued=0)}
+_BOARD = {"project": "/src/app"}
+OTHER_SHAPES = [
+    (["task", "start", "--agent", "claude", "hi"], ("POST", "/v1/registry"), _BROKEN_TASK, "task.queued"),
+    (["task", "send", TASK_ID, "more"], ("POST", f"/v1/registry/{TASK_ID}/send"), _BROKEN_TASK, "task.queued"),
+    (["task", "close", TASK_ID], ("POST", f"/v1/registry/{TASK_ID}/close"), _BROKEN_TASK, "task.queued"),
+    (["task", "wait", TASK_ID], ("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}"), {"task": _task()}, "timed_out"),
+    (["task", "cancel", TASK_ID], ("POST", f"/v1/registry/{TASK_ID}/cancel"),
+     {"task": _task(), "cancelled": [TASK_ID], "killed": [], "kill_grace_s": "10"}, "kill_grace_s"),
+    (["task", "logs", TASK_ID], ("GET", f"/v1/registry/{TASK_ID}/logs?{ANY_QUERY}"),
+     {"text": "a line\n", "offset": 0, "next_offset": "7", "size": 7, "status": "idle"}, "next_offset"),
+    (["board", "add", "use pnpm"], ("POST", "/v1/board"),
+     {**_BOARD, "entry": {"id": "b1"}, "pruned": [], "superseded": []}, "entry.text"),
+    (["board", "pin", "b1"], ("POST", "/v1/board/entries/b1"), {**_BOARD, "entry": _task()}, "entry.text"),
+    (["board", "rm", "b1"], ("DELETE", f"/v1/board/entries/b1?{ANY_QUERY}"), {**_BOARD, "removed": ["b1"]}, "entry"),
+    (["board", "prune"], ("POST", "/v1/board/prune"), {**_BOARD, "pruned": [], "prune_to": None}, "prune_to"),
+    (["consolidate", "--session-id", "s1", "--transcript", "t.jsonl"], ("POST", "/v1/consolidate"),
+     {"status": "started", "gate": None, "reason": "ok", "project": None, "run": {"id": TASK_ID}}, "run.kind"),
+    (["export", "--all", "--to", "systemd"], ("POST", "/v1/export"),
+     {"engine": "systemd", "exports": [{"task_id": "a", "files": [], "warnings": None}], "refused": []},
+     "exports.0.warnings"),
+    (["doctor"], ("GET", "/v1/doctor"), {"doctor": {"ok": True}}, "doctor.problems"),
+    (["list", "--problems"], ("GET", "/v1/quarantine"), {"path": "/q", "entries": [{"id": None, "reason": "x"}]},
+     "entries.0.quarantined_at"),
+    (["import", "claude.json"], ("POST", "/v1/import"),
+     {"dry_run": True, "imported": [{"id": "aa11bb22"}], "skipped": [], "rejected": [], "dropped": []},
+     "imported.0.prompt"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "route", "answer", "where"), OTHER_SHAPES, ids=[" ".join(x[0][:2]) for x in OTHER_SHAPES]
+)
+def test_every_verb_reads_its_answer_typed(fake, capsys, argv, route, answer, where):
+    """The background job, board, consolidate, export, doctor, list --problems and import verbs read kairosd's
+    answer as its model
+    (kairosd.core.wire): an answer of another shape is one clear line naming the key, with or without
+    --json, and nothing is printed on stdout."""
+    fake.routes[route] = (200, answer)
+    Path("claude.json").write_text('{"tasks": []}')  # what import reads (its dry run's answer is the broken one)
+    method, path = route[0], route[1].partition("?")[0]
+    for json_flag in ([], ["--json"]):
+        assert run([*argv, *json_flag]) == 1
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert f"kairosd answered {method} " in err
+        assert " in a shape this kairos does not know (" in err
+        assert f"({where}:" in err, err
+        assert len(err.splitlines()) == 1
+    assert fake.sent(method, path), "the verb did not ask kairosd"
+
+
+def test_an_mcp_tool_reads_its_answer_typed(fake):
+    """kairos mcp's tools read kairosd's answers as their models too: another shape is a tool error naming
+    the key (the model sees one line), not a result of "?"."""
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from kairos.integrations.mcptools import _Tools
+
+    tools = _Tools({})
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}")] = (200, {"task": _task()})
+    status = anyio.run(tools.task_status, TASK_ID)
+    assert status.splitlines()[0] == f"Task {TASK_ID}: running, agent claude, turns finished: 0."
+    fake.routes[("GET", f"/v1/registry/{TASK_ID}")] = (200, _BROKEN_TASK)
+    shape = rf"kairosd answered GET /v1/registry/{TASK_ID} in a shape this kairos does not know \(task.queued:"
+    with pytest.raises(ToolError, match=shape):
+        anyio.run(tools.task_status, TASK_ID)
+    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = (200, {"task": _task(), "cancelled": [TASK_ID]})
+    with pytest.raises(ToolError, match=r"\(killed:"):
+        anyio.run(tools.task_cancel, TASK_ID)
+
+
 # ---- the following verbs (one loop: kairos.commands.common.print_each) -----------------------------
 
 
@@ -560,6 +636,15 @@ def test_a_follower_whose_reader_goes_away_exits_0_quietly(fake, argv, route, it
     # task logs -f prints the bare line; watch and inbox --json print the item.
     assert first == b"a line\n" if argv[0] == "task" else json.loads(first)["n"] == 0
     assert (code, err) == (0, b"")
+
+
+def _entry(**over: Any) -> dict[str, Any]:
+    """A board entry as kairosd answers it (kairosd.core.wire.board.BoardEntry)."""
+    entry: dict[str, Any] = {"id": "b1", "kind": "rule", "text": "use pnpm", "author": "user", "hits": 1,
+                             "source_session": None, "source_agent": None, "created_at": "2026-11-20T08:00:00+00:00",
+                             "last_seen_at": "2026-11-20T08:00:00+00:00"}  # fmt: skip
+    entry.update(over)
+    return entry
 
 
 def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
@@ -606,7 +691,7 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
 
 
 def test_a_board_change_prints_the_entry_or_with_json_the_answer(fake, capsys):
-    answer = {"entry": {"id": "b1", "kind": "rule", "text": "use pnpm"}, "before": "use npm"}
+    answer = {"project": "/src/app", "entry": _entry(), "before": "use npm"}
     fake.routes[("POST", "/v1/board/entries/b1")] = (200, answer)
     for argv, line in [
         (["board", "pin", "b1"], "pinned b1 [rule] use pnpm"),

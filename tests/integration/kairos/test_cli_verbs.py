@@ -374,7 +374,9 @@ def test_show_gives_the_jitter_half_the_period_caps(fake, capsys):
 
 def test_show_names_the_folder_of_a_task_stored_without_one(fake, capsys):
     """A task stored without cwd (an old store, an API client) says where it runs: the home folder."""
-    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(target={"kind": "agent", "agent": "claude"})})
+    # As kairosd answers it: a target's every key, cwd null (kairosd.core.wire.tasks.AgentTargetView).
+    target = {"kind": "agent", "agent": "claude", "cwd": None, "model": None, "timeout_s": None}
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(target=target)})
     code, out, _ = _run(capsys, "show", "3f2a9c1d")
     assert code == 0
     assert "target:      agent: claude, in ~ (no folder recorded: the home folder)\n" in out
@@ -1016,10 +1018,12 @@ def test_import(fake, capsys, home):
     (home / "proj" / ".claude" / "scheduled_tasks.json").write_text(text)
     fake.routes[("POST", "/v1/import")] = (
         200,
-        {
+        {  # a whole answer (ImportDoc): the dry run's and the import's alike
+            "dry_run": False,
             "imported": [_task(on_import="")],
             "skipped": [{"id": "aaaabbbb", "reason": "a task with this id already exists"}],
             "rejected": [{"index": 2, "id": None, "reason": "missing 'cron'"}],
+            "dropped": [],
         },
     )
     code, out, _ = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
@@ -1372,7 +1376,8 @@ def test_import_reads_its_answer_typed(fake, capsys, home):
     not a number is one clear line, not a "#?" in the report."""
     (home / "proj" / ".claude").mkdir(parents=True)
     (home / "proj" / ".claude" / "scheduled_tasks.json").write_text('{"tasks": []}')
-    answer = {"imported": [], "skipped": [], "rejected": [{"index": "2", "id": None, "reason": "missing 'cron'"}]}
+    rejected = [{"index": "2", "id": None, "reason": "missing 'cron'"}]
+    answer = {"dry_run": False, "imported": [], "skipped": [], "rejected": rejected, "dropped": []}
     fake.routes[("POST", "/v1/import")] = (200, answer)
     code, out, err = _run(capsys, "import", str(home / "proj"), "--tz", "UTC")
     assert (code, out) == (1, "")

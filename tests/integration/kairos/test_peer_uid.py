@@ -166,9 +166,10 @@ def test_mcp_tools_return_the_refusal_as_their_error(
     from mcp.server.mcpserver.exceptions import ToolError
 
     from kairos.integrations.mcptools import _blocking_call
+    from kairosd.core.wire.tasks import ListDoc
 
     home, received = foreign_home
     monkeypatch.setenv("KAIROS_HOME", str(home))
     with pytest.raises(ToolError, match=f"uid {NOBODY}"):
-        _blocking_call("GET", "/tasks", None, None, 5.0)
+        _blocking_call(ListDoc, "GET", "/tasks", None, None, 5.0)
     assert not received.exists() or received.read_bytes() == b""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_jobs import TASK_ID, _task
+from test_cli_jobs import TASK_ID, _entry, _task
 from test_cli_verbs import ANY_QUERY, FakeDaemon, Recorded, _claude_file
 
 from kairos import progress
@@ -97,12 +97,16 @@ def both(monkeypatch: pytest.MonkeyPatch, fake: FakeDaemon, *argv: str) -> tuple
 # ---- task wait ------------------------------------------------------------------------------
 
 
+def _progress(tool_calls: int) -> dict[str, Any]:
+    return {"tool_calls": tool_calls, "intent": None, "last_line": None}
+
+
 def _wait_route(fake: FakeDaemon) -> None:
     """A task that is queued at the first poll, running at the second, and idle at the third."""
     states = iter(
         [
-            {"task": _task(queued=True, progress={"tool_calls": 0}), "timed_out": True},
-            {"task": _task(progress={"tool_calls": 1}), "timed_out": True},
+            {"task": _task(queued=True, progress=_progress(0)), "timed_out": True},
+            {"task": _task(progress=_progress(1)), "timed_out": True},
             {"task": _task(status="idle", turns_done=1, response="fixed it"), "timed_out": False},
         ]
     )
@@ -175,11 +179,19 @@ def test_task_start_wait_shows_the_line_too(fake, monkeypatch):
 # ---- consolidate --wait ---------------------------------------------------------------------
 
 
+def _merge(**over: Any) -> dict[str, Any]:
+    """What a consolidation run changed on the board (kairosd.core.wire.board.BoardMerge)."""
+    merge: dict[str, Any] = {"added": [], "seen": [], "pruned": [], "superseded": [], "conflicts": [], "closed": [],
+                             "notes": []}  # fmt: skip
+    return {**merge, **over}
+
+
 def _consolidation(fake: FakeDaemon) -> None:
     fake.routes[("POST", "/v1/consolidate")] = (
         202,
-        {"status": "started", "project": "/src/app", "run": {"id": TASK_ID}},
-    )
+        {"status": "started", "gate": None, "reason": "started", "project": "/src/app",
+         "run": _task(kind="consolidation", turns=None)},
+    )  # fmt: skip
     states = iter([_task(kind="consolidation"), _task(kind="consolidation", status="completed")])
 
     def answer(req: Recorded) -> tuple[int, dict[str, Any]]:
@@ -191,7 +203,7 @@ def _consolidation(fake: FakeDaemon) -> None:
         200,
         {
             "task": _task(kind="consolidation", status="completed", response="2 added"),
-            "result": {"board_size": 2, "merge": {"added": [{"id": "b000001", "kind": "rule", "text": "use uv"}]}},
+            "result": {"ok": True, "board_size": 2, "merge": _merge(added=[_entry(id="b000001", text="use uv")])},
         },
     )
 
@@ -222,7 +234,8 @@ def test_consolidate_wait_names_the_run_and_its_project(fake, monkeypatch, tmp_p
 
 def test_import_of_many_tasks_counts_them_batch_by_batch(fake, monkeypatch, home):
     path, tasks = _claude_file(home, 12_000)
-    fake.routes[("POST", "/v1/import")] = (200, {"imported": [], "skipped": [], "rejected": []})
+    nothing = {"dry_run": False, "imported": [], "skipped": [], "rejected": [], "dropped": []}  # a whole answer
+    fake.routes[("POST", "/v1/import")] = (200, nothing)
     shown, _ = both(monkeypatch, fake, "import", str(path), "--tz", "UTC")
     sent = len(fake.sent("POST", "/v1/import")) // 2  # two runs, each a dry run for hidden text, then the import
     batches = sent // 2
@@ -254,7 +267,8 @@ def test_import_json_of_one_batch_says_how_many_tasks(fake, monkeypatch, home):
 
 def _export(fake: FakeDaemon) -> None:
     files = [{"name": f"kairos-{n}.timer", "text": "[Timer]\n"} for n in ("a", "b")]
-    fake.routes[("POST", "/v1/export")] = (200, {"exports": [{"task_id": "a", "files": files}], "refused": []})
+    answer = {"engine": "systemd", "exports": [{"task_id": "a", "files": files, "warnings": []}], "refused": []}
+    fake.routes[("POST", "/v1/export")] = (200, answer)
 
 
 @pytest.mark.parametrize("as_json", [False, True])
@@ -282,7 +296,8 @@ def test_export_printed_to_stdout_is_the_same_at_a_terminal(fake, monkeypatch):
 def test_batch_lines_printed_to_the_same_terminal_are_not_drawn_over(fake, monkeypatch, home):
     """stdout and stderr on one terminal: each batch line is printed on a line the progress line left clean."""
     path, _ = _claude_file(home, 12_000)
-    fake.routes[("POST", "/v1/import")] = (200, {"imported": [], "skipped": [], "rejected": []})
+    nothing = {"dry_run": False, "imported": [], "skipped": [], "rejected": [], "dropped": []}  # a whole answer
+    fake.routes[("POST", "/v1/import")] = (200, nothing)
     term = Terminal()
     with monkeypatch.context() as patch:
         patch.setattr(sys, "stdout", term)

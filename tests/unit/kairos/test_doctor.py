@@ -15,6 +15,7 @@ import pytest
 from fake_agents import write_fake_agents
 
 from kairos.app import run
+from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request
 from kairosd.app.api import doctor_routes
 from kairosd.app.doctor import doctor_report, local_report
@@ -194,7 +195,7 @@ def test_the_api_route_reports_from_the_daemon(bin_dir, home, monkeypatch):
     request = Request(method="GET", path="/v1/doctor", query={}, body=None, peer_uid=os.getuid())
     response = asyncio.run(methods["GET"](request, re.fullmatch("x", "x")))  # type: ignore[arg-type]
     assert response.status == 200
-    report = response.body["doctor"]
+    report = json.loads(compact_json(response.body))["doctor"]
     assert report["checked_by"] == "kairosd"
     assert by_name(report)["claude"]["usable"]
 
@@ -214,19 +215,25 @@ def test_the_cli_falls_back_to_a_local_check(bin_dir, home, monkeypatch, capsys)
     assert re.search(r"opencode\s+broken\s+", out)
 
 
-def test_the_cli_shows_the_daemons_report(home, monkeypatch, capsys):
+LINGER_OFF = "enable with: loginctl enable-linger me"
+
+
+def test_the_cli_shows_the_daemons_report(home, monkeypatch, capsys, tmp_path):
     from kairos import client
 
+    # A whole report as kairosd answers it (kairosd.core.wire.daemon.DoctorDoc), with what this test shows.
+    monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI to probe
     canned = {
+        **local_report(),
         "ok": False,
         "problems": ["config: ..."],
+        "notes": [],
         "checked_by": "kairosd",
         "pid": 4242,
         "kairos_version": "0.1.0",
         "config": {"path": "/c/config.toml", "exists": True, "ok": True, "error": None},
-        "agents": [{"name": "claude", "enabled": True, "found": False, "usable": False, "reason": "not on PATH"}],
         "paths": {"socket": "/r/kairosd.sock", "store": "/s/scheduled_tasks.json"},
-        "systemd": {"loginctl": True, "linger": False, "detail": "enable with: loginctl enable-linger me"},
+        "systemd": {"loginctl": True, "linger": False, "state": "off", "detail": LINGER_OFF},
     }
     calls = []
 

@@ -76,7 +76,8 @@ def _task(**over: Any) -> dict[str, Any]:
     task = {
         "id": "t0a1b2c3d4e", "kind": "agent", "parent_id": None, "depth": 0, "agent": "fake", "cli": "fake",
         "argv": None, "prompt": "p", "cwd": "/", "session": None, "model": None, "mode": "background",
-        "multi_turn": True, "status": "running", "queued": False, "permissions": {}, "timeout_s": 3600.0,
+        "multi_turn": True, "status": "running", "queued": False, "timeout_s": 3600.0,
+        "permissions": {"mode": "default", "allowed_tools": None, "denied_tools": []},
         "agent_session_id": None, "turns": [turn], "progress": {"tool_calls": 0, "intent": None, "last_line": None},
         "exit_code": None, "error": None, "log_path": "/l", "log_lines": 0, "pid": None, "pid_started": None,
         "detached": False, "scheduled_task_id": None, "run_id": None, "created_at": "t", "updated_at": "t",

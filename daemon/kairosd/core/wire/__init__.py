@@ -14,11 +14,12 @@ request-side constants). Requests are parsed by each capability's own models
     verbs     DOCUMENTS: each ``kairos VERB`` to the model of its ``--json`` output, and :func:`check`
 
 The models are strict (no coercion: ``0`` is not ``false``) and a document forbids keys it does not
-name, so a new key is added here first. Tests hold the daemon to them (every route's answer for a
-representative request, ``tests/unit/kairos/test_wire_responses.py``) and the CLI (every verb's ``--json``,
-``tests/unit/kairos/test_json_documents*.py``). The daemon does not validate per request: ``GET /v1/tasks``
-streams pre-encoded JSON for speed (docs/performance.md), and a check per answer would cost what
-the encoding saved.
+name, so a new key is added here first. Both sides use them: each of kairosd's handlers builds its
+answer as its model (but those ``routes.PLAIN`` names, for size or speed), and every verb that reads an
+answer reads it as its model (``kairos.answers``; with ``--json`` it prints the answer as it came, so
+keys a newer kairosd adds pass through), as do the tools of ``kairos mcp``. Tests hold the daemon to
+them (every route's answer for a representative request, ``tests/unit/kairos/test_wire_responses.py``)
+and the CLI (every verb's ``--json``, ``tests/unit/kairos/test_json_documents*.py``).
 
 Pydantic is imported by every module here, so nothing on the CLI's hot paths (``kairos list``,
 ``kairos hook``) imports this package; they print or parse the bytes as they come
@@ -26,13 +27,27 @@ Pydantic is imported by every module here, so nothing on the CLI's hot paths (``
 
 Free-form on purpose (``dict[str, Any]`` or ``Any``), and only here:
     TaskView.meta                        a task's meta belongs to whoever added the task
-    TaskView.target, RunView.target,     a target's fields depend on its kind (inbox, session, shell,
-    TaskSummary.target                   agent, webhook: kairosd.core.models), and a summary keeps one
-    BackgroundTask.permissions           the agent's permission spec, as the config names it
+    RunView.target                       the target as the run's ledger line recorded it at fire time, by
+                                         this kairosd or an older one (a task's own target is typed)
     SetAside.record                      a stored record the store could not read, as it was
-    DoctorDoc.config                     the config file's sections, as written
-    ConsolidateRunDoc.result,            the consolidation worker's own report (kairosd.consolidation.worker)
-    ConsolidationRunDoc.result
+    DoctorDoc.settings, DoctorDoc.limits the whole config in effect, and its [limits] section: their shape is
+                                         kairosd.config's models (outside kairosd.core), shown as they dump
+A record (not a document) may also carry keys it does not name: a later kairosd adds them, and the
+consolidation worker's result adds what its mode did (its agent's chunks, a fallback's reason).
+
+Outside this package, ``dict[str, Any]`` stays where the data is not an answer, or not read as one:
+    request bodies the CLI builds        kairosd parses them with its request models (kairosd.*.requests),
+                                         which the CLI may not import (the cli-public-face contract)
+    ``--json`` output                    printed as kairosd sent it (validated first, by the verb)
+    ``kairos list``, ``kairos hook``     their answers as parsed JSON: pydantic costs more than their budget
+    what the services return             dicts, which each route builds into its model once (one place
+                                         per answer; a service's callers and tests read them as they are)
+    the answers of routes.PLAIN          the services' dicts, sent as they are (the listing pre-encoded)
+    streamed lines (routes.STREAMS)      sent as they come; the verb that shows one reads it as its model
+    ``kairos ui``, the timeline layout   pure functions of the answers as parsed (the chart's answer is
+                                         checked against TimelineDoc before ``kairos timeline`` draws it)
+    the events stream (``watch``)        events of many kinds, one JSON line each (routes.UNTYPED)
+    local documents (systemd, integrate) built by the CLI itself, described by :mod:`.local`
 
 Imports: the standard library, pydantic and :mod:`kairosd.core` only; nothing else of kairosd
 (the CLI imports these models, see the ``cli-public-face`` contract in pyproject.toml).

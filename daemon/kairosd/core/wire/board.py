@@ -6,8 +6,6 @@ An entry is a board entry as ``kairosd.consolidation`` writes it; a consolidatio
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from kairosd.core.wire.base import Document, Record
@@ -108,11 +106,53 @@ class ConsolidateDecisionDoc(Document):
     run: BackgroundTask | None = None
 
 
+class TranscriptStats(Record):
+    """What the worker read of the transcript (``kairosd.consolidation.transcripts.model.ReadStats``)."""
+
+    format: str
+    lines: int
+    malformed: int
+    human_turns: int
+    messages: int
+    first_at: str | None
+    last_at: str | None
+    truncated: bool
+    notes: list[str]
+
+
+class BoardMerge(Record):
+    """What a run changed on the board (``kairosd.consolidation.board.model.Merge``): ``seen`` are ids."""
+
+    added: list[BoardEntry]
+    seen: list[str]
+    pruned: list[BoardEntry]
+    superseded: list[BoardEntry]
+    conflicts: list[BoardEntry]
+    closed: list[BoardEntry]
+    notes: list[str]
+
+
+class ConsolidationResult(Record):
+    """The worker's report of one run (``kairosd.consolidation.worker``), as its result file holds it.
+
+    ``ok`` and, on a failure, ``error`` are always there; ``transcript`` once the transcript was read,
+    ``merge`` and ``board_size`` once the board was written. The worker adds what its mode did (the
+    agent's chunks, a fallback, the extraction's counts) as further keys, which a reader may show as they
+    are.
+    """
+
+    ok: bool
+    error: str | None = None
+    transcript: TranscriptStats | None = None
+    merge: BoardMerge | None = None
+    board_size: int | None = None
+
+
 class ConsolidateRunDoc(Document):
     """``consolidate --wait`` once the run settled (or the wait ran out): the run, its result, the decision."""
 
     task: FullBackgroundTask
-    result: dict[str, Any] | None
+    result: ConsolidationResult | None
     decision: ConsolidateDecisionDoc
     timed_out: bool
 
@@ -149,4 +189,4 @@ class ConsolidationRunDoc(Document):
     """``GET /v1/consolidation/runs/ID``: the run's task record and the worker's result (None until it wrote one)."""
 
     task: FullBackgroundTask
-    result: dict[str, Any] | None
+    result: ConsolidationResult | None  # None until the worker wrote one

@@ -6,8 +6,6 @@ Must not import any kairosd module outside :mod:`kairosd.core`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kairosd.core.wire.base import Document, Record
 
 
@@ -31,6 +29,14 @@ class Progress(Record):
     last_line: str | None
 
 
+class PermissionsView(Record):
+    """The job's effective permissions (its parent's narrowed): ``allowed_tools`` None allows what the agent does."""
+
+    mode: str
+    allowed_tools: list[str] | None
+    denied_tools: list[str]
+
+
 class BackgroundTask(Record):
     """One background job; in ``task list`` without ``turns``."""
 
@@ -49,7 +55,7 @@ class BackgroundTask(Record):
     multi_turn: bool
     status: str
     queued: bool
-    permissions: dict[str, Any]
+    permissions: PermissionsView
     timeout_s: float
     agent_session_id: str | None
     turns: list[Turn] | None = None

@@ -6,6 +6,10 @@ them. A route that answers a stream of JSON lines names the model of one line in
 instead; :data:`UNTYPED` lists the answers not described yet, with why (a test keeps the three
 tables covering every route the daemon serves).
 
+Each handler builds its answer as that model, once (``kairosd.api.http_types.compact_json`` sends a
+model as its keys); :data:`PLAIN` names the handlers that answer plain data instead, and why. The same
+test holds their answers to the model over the socket.
+
 Must not import any kairosd module outside :mod:`kairosd.core`.
 """
 
@@ -75,6 +79,16 @@ STREAMS: dict[tuple[str, str], type[BaseModel]] = {
 UNTYPED: dict[tuple[str, str], str] = {
     ("openapi", "GET"): "the OpenAPI document itself",
     ("events", "GET"): "a stream of events of many kinds (kairosd.core.events), one JSON line each",
+}
+
+
+# Handlers that answer plain data (the service's dicts) rather than build the model, and why.
+PLAIN: dict[tuple[str, str], str] = {
+    ("tasks", "GET"): "sent as pre-encoded pieces, cached per task (100,000 tasks are ~100 MB; issue 28)",
+    ("timeline", "GET"): "a week of 1,000 tasks is 50,000 instants; kairos timeline --json pipes the bytes on",
+    ("import", "POST"): "a batch is up to 5,000 task views, each validated again by the CLI that reads it",
+    ("session_hook", "POST"): "kairos hook's answer, on every prompt of every agent: the hot path stays as measured",
+    ("session_ack", "POST"): "kairos hook's acknowledgement, on the same hot path",
 }
 
 

@@ -8,11 +8,71 @@ outside :mod:`kairosd.core`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from kairosd.core.wire.base import Document, Record
 
 # ---- tasks ---------------------------------------------------------------------------------------
+
+
+class InboxTargetView(Record):
+    kind: Literal["inbox"]
+    session: str
+
+
+class ShellTargetView(Record):
+    kind: Literal["shell"]
+    argv: list[str]
+    cwd: str | None
+    timeout_s: float
+
+
+class AgentTargetView(Record):
+    kind: Literal["agent"]
+    agent: str
+    cwd: str | None
+    model: str | None
+    timeout_s: float | None  # None: the registry's default turn timeout
+
+
+class WebhookTargetView(Record):
+    kind: Literal["webhook"]
+    url: str
+    timeout_s: float | None  # None: the [webhook] timeout of the config
+
+
+class SessionTargetView(Record):
+    """A live session target: one scope (``session_id``, ``project`` or ``user``), narrowed to ``agent``."""
+
+    kind: Literal["session"]
+    session_id: str | None
+    project: str | None
+    user: bool
+    agent: str | None
+    fallback: str  # inbox, headless or drop
+
+
+# A task's target as kairosd.core.models defines it, told apart by its kind.
+TargetView = Annotated[
+    InboxTargetView | ShellTargetView | AgentTargetView | WebhookTargetView | SessionTargetView,
+    Field(discriminator="kind"),
+]
+
+
+class TargetSummary(Record):
+    """A target in a summary listing: its kind and what a table names (inbox: ``session``; shell: ``argv``
+    cut to the command; agent: ``agent``; webhook: ``url``; session: its scope and ``agent``)."""
+
+    kind: str
+    session: str | None = None
+    argv: list[str] | None = None
+    agent: str | None = None
+    url: str | None = None
+    session_id: str | None = None
+    project: str | None = None
+    user: bool | None = None
 
 
 class PlannedFire(Record):
@@ -27,7 +87,7 @@ class TaskView(Record):
     at: str | None
     recurring: bool
     tz: str
-    target: dict[str, Any]
+    target: TargetView
     name: str | None
     created_at: str
     created_by: str
@@ -121,7 +181,7 @@ class TaskSummary(Record):
     at: str | None
     recurring: bool
     tz: str
-    target: dict[str, Any]
+    target: TargetSummary
     status: str
     paused_reason: str | None
     planned_for: str | None

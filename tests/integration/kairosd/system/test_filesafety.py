@@ -131,6 +131,7 @@ def test_export_never_writes_through_a_planted_link(tmp_path):
     """Another user who can write to --out plants links at the old predictable temp name and at
     the target: the files they point to stay as they were, and the export lands in --out."""
     from kairos.commands.export import _write
+    from kairosd.core.wire.daemon import ExportedTask
 
     out = tmp_path / "units"
     out.mkdir()
@@ -141,10 +142,8 @@ def test_export_never_writes_through_a_planted_link(tmp_path):
     os.symlink(victim, out / f"{name}.tmp-{os.getpid()}")
     os.symlink(victim, out / "kairos-abc.service")
 
-    written = _write(
-        str(out),
-        [{"files": [{"name": name, "text": "[Timer]\n"}, {"name": "kairos-abc.service", "text": "[Service]\n"}]}],
-    )
+    files = [{"name": name, "text": "[Timer]\n"}, {"name": "kairos-abc.service", "text": "[Service]\n"}]
+    written = _write(str(out), [ExportedTask.model_validate({"task_id": "abc", "warnings": [], "files": files})])
 
     assert written == [str(out / name), str(out / "kairos-abc.service")]
     assert victim.read_text() == "precious\n"

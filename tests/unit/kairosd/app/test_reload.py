@@ -5,6 +5,7 @@ settings in effect differ."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import pytest
 from paths_support import REPO
 from test_scheduler import T0
 
+from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request
 from kairosd.app.api import doctor_routes
 from kairosd.app.wiring import App, build_app
@@ -68,7 +70,7 @@ def _doctor(app: App) -> dict:
     ((_, methods),) = doctor_routes(app.live, app.paths, app.environ)
     request = Request(method="GET", path="/v1/doctor", query={}, body=None, peer_uid=os.getuid())
     response = asyncio.run(methods["GET"](request, re.fullmatch("x", "x")))  # type: ignore[arg-type]
-    return response.body["doctor"]
+    return json.loads(compact_json(response.body))["doctor"]
 
 
 def test_reload_applies_live_settings_and_names_the_rest(home: Path) -> None:

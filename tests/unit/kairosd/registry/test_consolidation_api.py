@@ -15,6 +15,7 @@ from registry_support import run
 from test_consolidation_service import Harness
 
 from kairos.app import run as kairos
+from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request, Response, UnixHttpServer
 from kairosd.consolidation.api import consolidation_routes
 from kairosd.core.errors import NotFoundError, UsageError
@@ -34,7 +35,7 @@ def _api(h: Harness) -> Api:
 async def _call(api: Api, method: str, path: str, body: Any = None, **query: str) -> tuple[int, Any]:
     result = await api.handle(Request(method, f"/v1{path}", query, body, 0))
     assert isinstance(result, Response)
-    return result.status, result.body
+    return result.status, json.loads(compact_json(result.body))  # as a client reads it
 
 
 def test_consolidate_route_answers_the_decision(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from cli_support import kairos_in_thread
 from registry_support import FakeAdapter, fake_agent, make_registry, run
 
+from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
 from kairosd.core.errors import ConflictError, NotFoundError, UsageError
 from kairosd.jobs.api import registry_routes
@@ -28,7 +29,7 @@ def _api(reg: Registry) -> Api:
 async def _call(api: Api, method: str, path: str, body: Any = None, **query: str) -> Any:
     result = await api.handle(Request(method, f"/v1{path}", query, body, 0))
     assert isinstance(result, Response)
-    return result.status, result.body
+    return result.status, json.loads(compact_json(result.body))  # as a client reads it
 
 
 @pytest.fixture

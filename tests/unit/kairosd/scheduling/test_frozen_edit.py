@@ -17,7 +17,7 @@ from typing import Any
 
 from test_scheduler import T0, task
 
-from kairosd.api.http_types import JsonPieces
+from kairosd.api.http_types import JsonPieces, compact_json
 from kairosd.api.server import Request, Response
 from kairosd.core.events import EventBus
 from kairosd.scheduling.api import Api
@@ -36,7 +36,7 @@ async def _call(api: Api, method: str, path: str, body: Any = None) -> Any:
         return json.loads(b"".join(answer.pieces))
     assert isinstance(answer, Response), answer
     assert answer.status == 200, answer.body
-    return answer.body
+    return json.loads(compact_json(answer.body))  # as a client reads it
 
 
 def test_an_edit_through_the_api_is_a_new_object_and_every_cache_shows_it(tmp_path: Path) -> None:
