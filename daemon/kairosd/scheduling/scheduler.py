@@ -148,6 +148,9 @@ class Scheduler:
         # (see _earliest): a pass over 10,000 tasks takes seconds, and status() is asked meanwhile.
         self._popped: list[tuple[str, Fire]] = []
         self._undecided = 0
+        # Set once a tick has run: the start's deferred catch-up (see start) is decided by then. Work that
+        # can wait (the daemon's encode-ahead) waits for it rather than take CPU from the catch-up.
+        self.ticked = asyncio.Event()
 
     # ---- planning -------------------------------------------------------
 
@@ -301,10 +304,13 @@ class Scheduler:
             self.events.publish("clock_jump", drift_s=round(drift, 3))
             if drift > 0:
                 missed_reason = clock_jump_reason(drift)
-        if self.disabled_reason is None:
-            await self._pass(now, missed_reason=missed_reason)
-        else:
-            await self._pass_disabled(now)
+        try:
+            if self.disabled_reason is None:
+                await self._pass(now, missed_reason=missed_reason)
+            else:
+                await self._pass_disabled(now)
+        finally:
+            self.ticked.set()
         if self.book.error is not None:
             self._anchors.persist()  # try the store again (at most every store_retry_s, see _sleep_for)
         return self._sleep_for(self.clock.now())
@@ -601,7 +607,7 @@ class Scheduler:
             "enabled": self.disabled_reason is None,
             "disabled_reason": self.disabled_reason,
             "tasks": len(self.book),
-            "paused": sum(1 for t in self.book if t.paused),
+            "paused": self.book.paused,
             # Not "running": `kairos daemon status --json` says {"running": true} (a boolean) for kairosd itself.
             "deliveries_running": len(self._running),
             "queued": self._dispatch.queued(),
