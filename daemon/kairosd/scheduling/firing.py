@@ -45,7 +45,7 @@ from zoneinfo import ZoneInfo
 
 from kairosd.core.models import CatchUp, Overlap, Task, moved
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Outcome, Run, trusted
+from kairosd.core.records import MissedRecord, Outcome, Prototype, Run
 from kairosd.core.schedule.counting import count_fires, last_fires
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.fires import next_fire
@@ -108,6 +108,10 @@ class Decision:
     # Each target's JSON, by the target object: tasks share their target objects (the store loads one
     # per inbox session), so do their runs' (read only, as copies of a run already share it).
     targets: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+    # The prototypes of its records (see records.Prototype), by what their records share: the fires (shared
+    # by tasks with the same schedule and anchor), ``now``, the target, the counts and reasons. Objects are
+    # keyed by id() and kept in the value, so no other object can take their id meanwhile.
+    prototypes: dict[tuple[Any, ...], tuple[Any, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     def target_json(self, task: Task) -> dict[str, Any]:
         target = task.target
@@ -336,13 +340,12 @@ def _record_missed(
     """
     task = item.task
     first = item.first if item.first is not None else latest
-    decision.missed.append(
-        trusted(
+    key = (id(first), id(latest), id(now), id(task.target), count, reason, action)
+    known = decision.prototypes.get(key)
+    if known is None:
+        # What the records of the tasks with the same fires, target and reason share: made once.
+        missed = Prototype(
             MissedRecord,
-            task_id=task.id,
-            task_name=task.name,
-            prompt=task.prompt,
-            schedule=task.cron or (task.at.isoformat() if task.at else ""),
             scheduled_for=_utc(latest.scheduled_for),
             first_scheduled_for=_utc(first.scheduled_for) if count > 1 else None,
             count=count,
@@ -350,12 +353,8 @@ def _record_missed(
             reason=reason,
             action=action,
         )
-    )
-    decision.runs.append(
-        trusted(
+        run = Prototype(
             Run,
-            task_id=task.id,
-            task_name=task.name,
             scheduled_for=_utc(latest.scheduled_for),
             planned_for=_utc(latest.planned_for),
             finished_at=_utc(now),
@@ -364,13 +363,16 @@ def _record_missed(
             target=decision.target_json(task),
             late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
         )
-    )
+        known = decision.prototypes[key] = ((first, latest, now, task.target), missed, run)
+    schedule = task.cron or (task.at.isoformat() if task.at else "")
+    decision.missed.append(known[1].make(task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule))
+    decision.runs.append(known[2].make(task_id=task.id, task_name=task.name))
     decision.advances.append(Advance(task, latest, now, False))
 
 
 def _utc(when: datetime) -> datetime:
     """``when`` as the records' validators keep it (UTC). Records made here are built without validation
-    (:func:`~kairosd.core.records.trusted`: every value comes from a validated task, a fire or ``now``)."""
+    (:class:`~kairosd.core.records.Prototype`: every value comes from a validated task, a fire or ``now``)."""
     return when if when.tzinfo is UTC else when.astimezone(UTC)
 
 
@@ -386,18 +388,21 @@ def _fire(
     serial: bool = False,
     manual: bool = False,
 ) -> Run:
-    run = trusted(
-        Run,
-        task_id=task.id,
-        task_name=task.name,
-        scheduled_for=_utc(fire.scheduled_for),
-        planned_for=_utc(fire.planned_for),
-        dispatched_at=_utc(now),
-        target=decision.target_json(task),
-        late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
-        catch_up=catch_up,
-        manual=manual,
-    )
+    key = (id(fire), id(now), id(task.target), catch_up, manual)
+    known = decision.prototypes.get(key)
+    if known is None:
+        prototype = Prototype(
+            Run,
+            scheduled_for=_utc(fire.scheduled_for),
+            planned_for=_utc(fire.planned_for),
+            dispatched_at=_utc(now),
+            target=decision.target_json(task),
+            late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
+            catch_up=catch_up,
+            manual=manual,
+        )
+        known = decision.prototypes[key] = ((fire, now, task.target), prototype)
+    run: Run = known[1].make(task_id=task.id, task_name=task.name)
     if not manual:
         decision.advances.append(Advance(task, fire, now, True))
     busy = task.id in in_flight.running or serial or task.id in decision.started

@@ -544,3 +544,33 @@ def test_the_runs_of_tasks_that_share_a_target_share_its_json():
     assert main_targets[0] == shared.model_dump(mode="json")
     assert by_task[tasks[2].id][0] == tasks[2].target.model_dump(mode="json")
     assert by_task[tasks[2].id][0] is not main_targets[0]
+
+
+def test_tasks_decided_together_get_the_records_each_gets_alone():
+    """A pass lays out what the records of tasks with the same fires, target and reason share once (their
+    prototype): each task's records are still its own (its id, name, prompt, schedule), and equal, but
+    for their ids, to the records of the same task decided alone."""
+    from kairosd.core.models import InboxTarget
+
+    shared = InboxTarget(session="main")
+    tasks = [
+        hourly(catch_up, target=shared, name=f"n{i}", prompt=f"p{i} \u2603")
+        for i, catch_up in enumerate([CatchUp.ONCE, CatchUp.SKIP, CatchUp.ONCE, CatchUp.ALL])
+    ]
+    tasks.append(task("30 * * * *", catch_up=CatchUp.ONCE, target=shared, name="other schedule"))
+    tasks.append(hourly(CatchUp.ONCE, name="own target"))
+    items = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
+    together = decide(items, NOW, NOT_RUNNING, LIMITS, InFlight())
+
+    def without_ids(records: list[Any], task_id: str) -> list[dict[str, Any]]:
+        return [r.model_dump(exclude={"id", "run_id"}) for r in records if r.task_id == task_id]
+
+    for t, item in zip(tasks, items, strict=True):
+        alone = decide([item], NOW, NOT_RUNNING, LIMITS, InFlight())
+        assert without_ids(together.runs, t.id) == without_ids(alone.runs, t.id) != []
+        assert without_ids(together.missed, t.id) == without_ids(alone.missed, t.id)
+        assert {(r.task_name, r.prompt, r.schedule) for r in together.missed if r.task_id == t.id} <= {
+            (t.name, t.prompt, t.cron)
+        }
+    assert len({r.run_id for r in together.runs}) == len(together.runs)
+    assert len({r.id for r in together.missed}) == len(together.missed) == len(tasks)

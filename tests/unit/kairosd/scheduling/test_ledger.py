@@ -358,6 +358,34 @@ def test_a_trusted_record_is_the_record_validation_makes_and_its_line_the_same_b
         trusted(Run, task_id="t1", scheduled_for=T0)
 
 
+def test_records_from_a_prototype_are_the_records_trusted_makes() -> None:
+    """A ``Prototype`` (what many of the scheduler's records share, laid out once) makes what ``trusted``
+    makes of the same values: equal, the fields in their order, a fresh id each, the same JSON line; the
+    records share no dict of their own values; it refuses unknown and missing fields as trusted does."""
+    from kairosd.core.records import Prototype, json_line, trusted
+
+    shared: dict[str, Any] = {"scheduled_for": T0, "planned_for": T0, "target": {"kind": "inbox"}, "late_by_s": 2.5}
+    prototype = Prototype(Run, **shared)
+    one, two = prototype.make(task_id="t1", task_name="caf\u00e9"), prototype.make(task_id="t2")
+    expected = trusted(Run, **shared, task_id="t1", task_name="caf\u00e9")
+    assert one == expected.model_copy(update={"run_id": one.run_id})
+    assert list(one.__dict__) == list(Run.model_fields)
+    assert json_line(one) == json_line(expected).replace(expected.run_id.encode(), one.run_id.encode())
+    assert one.run_id != two.run_id
+    assert (two.task_id, two.task_name) == ("t2", None)
+    assert one.__dict__ is not two.__dict__
+    fixed = Prototype(MissedRecord, scheduled_for=T0, detected_at=T0, reason="r", action="recorded", count=3)
+    missed = fixed.make(id="m1", task_id="t1", prompt="p", schedule="* * * * *")
+    assert missed == MissedRecord(id="m1", task_id="t1", prompt="p", schedule="* * * * *", scheduled_for=T0,
+                                  detected_at=T0, reason="r", action="recorded", count=3)  # fmt: skip
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        Prototype(Run, nope=1)
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        prototype.make(task_id="t1", nope=1)
+    with pytest.raises(TypeError, match="'task_id' is required"):
+        prototype.make(task_name="n")
+
+
 def test_runs_handed_over_are_kept_as_they_are_and_others_are_copied(tmp_path: Path, clock: FakeClock) -> None:
     """The scheduler hands its runs over (it never changes them after): the ledger keeps those objects,
     not a copy each (30,000 copies in a catch-up of 10,000 tasks). A caller that did not hand its run
