@@ -45,7 +45,7 @@ from zoneinfo import ZoneInfo
 
 from kairosd.core.models import CatchUp, Overlap, Task, moved
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Outcome, Prototype, Run
+from kairosd.core.records import MissedRecord, Outcome, Prototype, Run, json_line
 from kairosd.core.schedule.counting import count_fires, last_fires
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.fires import next_fire
@@ -112,6 +112,14 @@ class Decision:
     # by tasks with the same schedule and anchor), ``now``, the target, the counts and reasons. Objects are
     # keyed by id() and kept in the value, so no other object can take their id meanwhile.
     prototypes: dict[tuple[Any, ...], tuple[Any, ...]] = field(default_factory=dict, repr=False, compare=False)
+    # The JSON lines its prototypes made of its records, by the record's id() (records are kept in runs and
+    # missed): see line().
+    lines: dict[int, bytes] = field(default_factory=dict, repr=False, compare=False)
+
+    def line(self, record: Run | MissedRecord) -> bytes:
+        """``record``'s line for its ledger (:func:`~kairosd.core.records.json_line`'s bytes): the one its
+        prototype made, else encoded now. Its records are handed over: nothing changes them after."""
+        return self.lines.get(id(record)) or json_line(record)
 
     def target_json(self, task: Task) -> dict[str, Any]:
         target = task.target
@@ -340,12 +348,27 @@ def _record_missed(
     """
     task = item.task
     first = item.first if item.first is not None else latest
+    missed_like, run_like = _missed_prototypes(first, latest, count, now, reason, action, task, decision)
+    schedule = task.cron or (task.at.isoformat() if task.at else "")
+    missed = missed_like.make(task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule)
+    run = run_like.make(task_id=task.id, task_name=task.name)
+    decision.lines[id(missed)], decision.lines[id(run)] = missed_like.line(missed), run_like.line(run)
+    decision.missed.append(missed)
+    decision.runs.append(run)
+    decision.advances.append(Advance(task, latest, now, False))
+
+
+def _missed_prototypes(
+    first: Fire, latest: Fire, count: int, now: datetime, reason: str, action: str, task: Task, decision: Decision
+) -> tuple[Prototype[MissedRecord], Prototype[Run]]:
+    """What the missed record and the missed run of ``task`` share with those of the tasks with the same
+    fires, count, target and reason: made once per decision."""
     key = (id(first), id(latest), id(now), id(task.target), count, reason, action)
     known = decision.prototypes.get(key)
     if known is None:
-        # What the records of the tasks with the same fires, target and reason share: made once.
         missed = Prototype(
             MissedRecord,
+            ("task_id", "task_name", "prompt", "schedule"),
             scheduled_for=_utc(latest.scheduled_for),
             first_scheduled_for=_utc(first.scheduled_for) if count > 1 else None,
             count=count,
@@ -355,6 +378,7 @@ def _record_missed(
         )
         run = Prototype(
             Run,
+            ("task_id", "task_name"),
             scheduled_for=_utc(latest.scheduled_for),
             planned_for=_utc(latest.planned_for),
             finished_at=_utc(now),
@@ -364,10 +388,7 @@ def _record_missed(
             late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
         )
         known = decision.prototypes[key] = ((first, latest, now, task.target), missed, run)
-    schedule = task.cron or (task.at.isoformat() if task.at else "")
-    decision.missed.append(known[1].make(task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule))
-    decision.runs.append(known[2].make(task_id=task.id, task_name=task.name))
-    decision.advances.append(Advance(task, latest, now, False))
+    return known[1], known[2]
 
 
 def _utc(when: datetime) -> datetime:
@@ -393,6 +414,7 @@ def _fire(
     if known is None:
         prototype = Prototype(
             Run,
+            ("task_id", "task_name"),
             scheduled_for=_utc(fire.scheduled_for),
             planned_for=_utc(fire.planned_for),
             dispatched_at=_utc(now),
@@ -426,6 +448,7 @@ def _fire(
         decision.queue.append((task, run))
         decision.queued[task.id] += 1
         return run
+    decision.lines[id(run)] = known[1].line(run)
     decision.runs.append(run)
     decision.start.append((task, run))
     decision.started.add(task.id)

@@ -49,7 +49,7 @@ import contextlib
 import heapq
 import itertools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -60,7 +60,7 @@ from kairosd.core.errors import StoreError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import Target, Task
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Run
+from kairosd.core.records import MissedRecord, Run, json_line
 from kairosd.delivery.base import Delivery
 from kairosd.scheduling import broken
 from kairosd.scheduling.anchors import Anchors
@@ -480,7 +480,7 @@ class Scheduler:
         thread (None: no runs to write). On a loaded machine each trip waits its turn for a CPU."""
         if not decision.runs:
             return None
-        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed))
+        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed, decision.line))
 
     async def _commit(self, decision: Decision, writing: asyncio.Future[None] | None = None) -> bool:
         """Record the decision's runs (the commit point), apply its anchors, start its deliveries.
@@ -503,7 +503,7 @@ class Scheduler:
                 log.warning("the run ledger is writable again; firing resumes")
                 self.write_error = None
         elif decision.missed:
-            await asyncio.to_thread(self._add_missed, decision.missed)
+            await asyncio.to_thread(self._add_missed, decision.missed, decision.line)
         # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
         # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
         self._tell_missed(decision.missed)
@@ -514,21 +514,24 @@ class Scheduler:
             self._dispatch.start(task, run)
         return True
 
-    def _write(self, runs: list[Run], missed: list[MissedRecord] | None = None) -> None:
-        """Append runs the scheduler made and hands over, then ``missed`` (see :meth:`_add_missed`).
+    def _write(
+        self, runs: list[Run], missed: list[MissedRecord] | None = None, encode: Callable[[Any], bytes] = json_line
+    ) -> None:
+        """Append runs the scheduler made and hands over, then ``missed`` (see :meth:`_add_missed`);
+        ``encode`` gives each record's line (a decision knows most of them already: :meth:`Decision.line`).
 
         After this the scheduler reads the runs (to deliver, to queue), never changes them (a later
         state is a copy), so the ledger keeps them rather than copies. An OSError from the run ledger
         is raised, and then nothing was added to the missed ledger either.
         """
-        self.ledger.record_many(runs, handed_over=True)
+        self.ledger.record_many(runs, handed_over=True, encode=encode)
         if missed:
-            self._add_missed(missed)
+            self._add_missed(missed, encode)
 
-    def _add_missed(self, records: list[MissedRecord]) -> None:
+    def _add_missed(self, records: list[MissedRecord], encode: Callable[[Any], bytes] = json_line) -> None:
         """Add ``records`` to the missed ledger (once their runs are recorded); a failure is logged."""
         try:
-            self.missed.add(records, handed_over=True)
+            self.missed.add(records, handed_over=True, encode=encode)
         except OSError as exc:
             # The run ledger has the misses too (as missed runs); this ledger is the summary.
             log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
