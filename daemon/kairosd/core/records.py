@@ -96,9 +96,20 @@ class Prototype(Generic[_Record]):
         strings or None; anything else is encoded by json_line.
         """
         data = record.__dict__
-        template = self._template if self._template is not None else self._split()
-        if not template or record.__pydantic_extra__ or not all(map(is_, self._shared_of(data), self._shared)):
+        if record.__pydantic_extra__ or not all(map(is_, self._shared_of(data), self._shared)):
             return json_line(record)
+        return self._own_line(data) or json_line(record)
+
+    def made(self, **values: Any) -> tuple[_Record, bytes]:
+        """:meth:`make` and the new record's :meth:`line`, which nothing can have changed yet."""
+        record = self.make(**values)
+        return record, self._own_line(record.__dict__) or json_line(record)
+
+    def _own_line(self, data: dict[str, Any]) -> bytes | None:
+        """The line of a record with the shared values and ``data``'s own ones (None: not possible)."""
+        template = self._template if self._template is not None else self._split()
+        if not template:
+            return None
         own = []
         for value in self._own_of(data):
             if value.__class__ is str:
@@ -106,11 +117,11 @@ class Prototype(Generic[_Record]):
             elif value is None:
                 own.append("null")
             else:
-                return json_line(record)
+                return None
         text = template % tuple(own)
         # pydantic leaves DEL as it is where json escapes it: such a line (or one that merely looks like
         # it, with an escaped backslash before "u007f") is encoded whole.
-        return json_line(record) if "\\u007f" in text else text.encode("ascii")
+        return None if "\\u007f" in text else text.encode("ascii")
 
     def _split(self) -> str:
         """The JSON line of a record whose own values are markers, with a ``%s`` for each of them (empty:

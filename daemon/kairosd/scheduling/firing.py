@@ -36,7 +36,7 @@ Must not import the scheduler, the store, the ledgers, the event bus or delivery
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -129,7 +129,7 @@ class Decision:
         return known[1]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Due:
     """What of ``task`` is due now, summarised: never a list as long as the absence.
 
@@ -137,12 +137,15 @@ class Due:
     oldest first (enough for the catch-up policy: see :func:`keep_for`). ``behind``
     says the task's last handled slot is older than the catch-up window, so its
     fires follow the catch-up policy even when the loop was not late.
+
+    Not changed once made (it is not frozen: a frozen dataclass's ``__init__`` cost a microsecond a
+    task); ``newest`` is shared by the tasks with the same schedule and last slot.
     """
 
     task: Task
     count: int
     first: Fire | None
-    newest: list[Fire]
+    newest: Sequence[Fire]
     behind: bool = False
 
     @classmethod
@@ -189,7 +192,7 @@ def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta, cat
     if jitter.kind == "none":
         # Planned is scheduled: everything due depends on the schedule alone (and is shared, see _due_before).
         count, first, shared = _due_before(task.cron, task.tz, anchor, now, keep)
-        return Due(task, count, first, list(shared), behind)
+        return Due(task, count, first, shared, behind)
     # A recurring fire's jitter is less than its period (at most a tenth, or a half: see planned_time),
     # so of the slots up to now only the newest can still be held back by it; the others are due.
     count, first, shared = _due_before(task.cron, task.tz, anchor, now, keep + 1)
@@ -350,9 +353,9 @@ def _record_missed(
     first = item.first if item.first is not None else latest
     missed_like, run_like = _missed_prototypes(first, latest, count, now, reason, action, task, decision)
     schedule = task.cron or (task.at.isoformat() if task.at else "")
-    missed = missed_like.make(task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule)
-    run = run_like.make(task_id=task.id, task_name=task.name)
-    decision.lines[id(missed)], decision.lines[id(run)] = missed_like.line(missed), run_like.line(run)
+    missed, missed_line = missed_like.made(task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule)
+    run, run_line = run_like.made(task_id=task.id, task_name=task.name)
+    decision.lines[id(missed)], decision.lines[id(run)] = missed_line, run_line
     decision.missed.append(missed)
     decision.runs.append(run)
     decision.advances.append(Advance(task, latest, now, False))
@@ -388,7 +391,8 @@ def _missed_prototypes(
             late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
         )
         known = decision.prototypes[key] = ((first, latest, now, task.target), missed, run)
-    return known[1], known[2]
+    made: tuple[Prototype[MissedRecord], Prototype[Run]] = known[1:]
+    return made
 
 
 def _utc(when: datetime) -> datetime:
@@ -409,6 +413,44 @@ def _fire(
     serial: bool = False,
     manual: bool = False,
 ) -> Run:
+    prototype = _run_prototype(task, fire, now, catch_up, manual, decision)
+    if not manual:
+        decision.advances.append(Advance(task, fire, now, True))
+    busy = task.id in in_flight.running or serial or task.id in decision.started
+    if not busy:
+        run, line = prototype.made(task_id=task.id, task_name=task.name)
+        decision.lines[id(run)] = line
+        decision.runs.append(run)
+        decision.start.append((task, run))
+        decision.started.add(task.id)
+        return run
+    run = prototype.make(task_id=task.id, task_name=task.name)
+    if not serial and task.overlap is Overlap.SKIP:
+        run.outcome = Outcome.SKIPPED
+        run.finished_at = now
+        run.reason = f"the previous run ({in_flight.running.get(task.id, 'starting')}) was still going (overlap=skip)"
+        decision.runs.append(run)
+        return run
+    pending = in_flight.queued.get(task.id, 0) + decision.queued[task.id]
+    if pending >= limits.queue_limit:
+        run.outcome = Outcome.SKIPPED
+        run.finished_at = now
+        run.reason = f"{pending} runs already queued behind the running one"
+        decision.runs.append(run)
+        return run
+    run.outcome = Outcome.QUEUED
+    run.reason = "waiting for the previous run of this task"
+    decision.runs.append(run)
+    decision.queue.append((task, run))
+    decision.queued[task.id] += 1
+    return run
+
+
+def _run_prototype(
+    task: Task, fire: Fire, now: datetime, catch_up: bool, manual: bool, decision: Decision
+) -> Prototype[Run]:
+    """What the run of ``task`` for ``fire`` shares with the runs of the tasks with the same fire and
+    target: made once per decision."""
     key = (id(fire), id(now), id(task.target), catch_up, manual)
     known = decision.prototypes.get(key)
     if known is None:
@@ -424,35 +466,8 @@ def _fire(
             manual=manual,
         )
         known = decision.prototypes[key] = ((fire, now, task.target), prototype)
-    run: Run = known[1].make(task_id=task.id, task_name=task.name)
-    if not manual:
-        decision.advances.append(Advance(task, fire, now, True))
-    busy = task.id in in_flight.running or serial or task.id in decision.started
-    if busy and not serial and task.overlap is Overlap.SKIP:
-        run.outcome = Outcome.SKIPPED
-        run.finished_at = now
-        run.reason = f"the previous run ({in_flight.running.get(task.id, 'starting')}) was still going (overlap=skip)"
-        decision.runs.append(run)
-        return run
-    if busy:
-        pending = in_flight.queued.get(task.id, 0) + decision.queued[task.id]
-        if pending >= limits.queue_limit:
-            run.outcome = Outcome.SKIPPED
-            run.finished_at = now
-            run.reason = f"{pending} runs already queued behind the running one"
-            decision.runs.append(run)
-            return run
-        run.outcome = Outcome.QUEUED
-        run.reason = "waiting for the previous run of this task"
-        decision.runs.append(run)
-        decision.queue.append((task, run))
-        decision.queued[task.id] += 1
-        return run
-    decision.lines[id(run)] = known[1].line(run)
-    decision.runs.append(run)
-    decision.start.append((task, run))
-    decision.started.add(task.id)
-    return run
+    made: Prototype[Run] = known[1]
+    return made
 
 
 def stopped_unstarted(waiting: Iterable[tuple[Task | None, Run]], now: datetime) -> Decision:

@@ -396,8 +396,9 @@ def test_records_from_a_prototype_are_the_records_trusted_makes() -> None:
 )  # fmt: skip
 def test_a_prototype_writes_the_line_json_line_writes(text: str) -> None:
     """A prototype's line (the JSON of what its records share, encoded once, around each record's own
-    strings) is the bytes json_line writes, whatever the strings hold; a record whose shared values
-    changed, or that holds an unknown field or an own value that is not a string, is encoded whole."""
+    strings), for a record or as it makes one, is the bytes json_line writes, whatever the strings hold;
+    a record whose shared values changed, or that holds an unknown field or an own value that is not a
+    string, is encoded whole."""
     from kairosd.core.records import Prototype, json_line
 
     shared: dict[str, Any] = {"scheduled_for": T0, "planned_for": T0, "target": {"kind": "inbox", "s": text}}
@@ -407,6 +408,8 @@ def test_a_prototype_writes_the_line_json_line_writes(text: str) -> None:
         for values in ({"task_id": "t1"}, {"task_id": text, "task_name": text}, {"task_id": "t1", "run_id": text}):
             run = prototype.make(**values)
             assert prototype.line(run) == json_line(run)
+            made, line = prototype.made(**values)  # the record and its line at once
+            assert line == json_line(made)
         run = prototype.make(task_id="t1", task_name=text)
         run.outcome = Outcome.SKIPPED  # no longer what the prototype shares
         assert prototype.line(run) == json_line(run)
