@@ -55,34 +55,33 @@ class Prototype(Generic[_Record]):
     the record's own values, and :meth:`line` its JSON line from the shared JSON, encoded once.
 
     A catch-up pass makes one missed record and one run per task whose every time, reason and target
-    is that of thousands of other tasks: built from their prototype, a record costs a dict copy.
+    is that of thousands of other tasks: built from their prototype, a record costs a dict copy. The
+    layout and the JSON are made at the second record: a prototype of one record (a task whose target
+    no other task shares) costs what trusted() and json_line do.
     """
 
     __slots__ = (
-        "_base", "_cls", "_factories", "_fields_set", "_own", "_own_of", "_own_set", "_required", "_shared",
-        "_shared_of", "_template",
+        "_base", "_cls", "_factories", "_fields_set", "_lines", "_own", "_own_names", "_required", "_shared", "_uses",
     )  # fmt: skip
 
     def __init__(self, cls: type[_Record], own: tuple[str, ...], **shared: Any) -> None:
-        template, factories, every, required, shared_set = _LAYOUTS.get(cls) or _layout(cls)
-        _check_fields(cls, shared.keys() | set(own), every, required)
-        made = {name for name, _ in factories if name not in shared}
-        self._cls = cls
-        self._base = {**template, **shared}  # the fields' order: the order their JSON has
-        self._factories = tuple((name, factory) for name, factory in factories if name in made)
-        self._own_set, self._required, self._fields_set = frozenset(own) | made, required & set(own), shared_set
-        # For line(): each record's own fields in order (those made by a factory too), the others' values.
-        self._own = tuple(name for name in self._base if name in own or name in made)
-        shared_names = tuple(name for name in self._base if name not in self._own)
-        self._shared = tuple(self._base[name] for name in shared_names)
-        self._own_of, self._shared_of = _values_of(self._own), _values_of(shared_names)
-        self._template: str | None = None  # the JSON of its records, with a %s for each own value (see _split)
+        # Nothing checked or laid out yet: the first record is made (and checked) by trusted().
+        self._cls, self._own_names, self._shared = cls, own, shared
+        self._base: dict[str, Any] | None = None  # the layout, made at the second record (see _lay_out)
+        self._lines: _Lines | None = None
+        self._uses = 0  # records made before the layout (one at most)
 
     def make(self, **values: Any) -> _Record:
         """A ``cls`` record of the shared values and ``values``, its own (the same rules as :func:`trusted`)."""
-        if not values.keys() <= self._own_set or not self._required <= values.keys():
-            _check_fields(self._cls, values.keys(), self._own_set, self._required, "own field")
-        data = self._base.copy()
+        base = self._base
+        if base is None:
+            if not self._uses:
+                self._uses = 1
+                return trusted(self._cls, **self._shared, **values)
+            base = self._lay_out()
+        if not values.keys() <= self._own or not self._required <= values.keys():
+            _check_fields(self._cls, values.keys(), self._own, self._required, "own field")
+        data = base.copy()
         data.update(values)
         for name, factory in self._factories:
             if name not in values:
@@ -96,55 +95,82 @@ class Prototype(Generic[_Record]):
         Only when the record still has the shared values, no unknown fields, and its own values are
         strings or None; anything else is encoded by json_line.
         """
-        data = record.__dict__
-        if record.__pydantic_extra__ or not all(map(is_, self._shared_of(data), self._shared)):
+        lines, data = self._lines, record.__dict__
+        if lines is None or record.__pydantic_extra__ or not all(map(is_, lines.shared_of(data), lines.shared)):
             return json_line(record)
-        return self._own_line(data) or json_line(record)
+        return lines.fill(data) or json_line(record)
 
     def made(self, **values: Any) -> tuple[_Record, bytes]:
         """:meth:`make` and the new record's :meth:`line`, which nothing can have changed yet."""
         record = self.make(**values)
-        return record, self._own_line(record.__dict__) or json_line(record)
+        lines = self._lines
+        return record, (lines.fill(record.__dict__) if lines is not None else None) or json_line(record)
 
-    def _own_line(self, data: dict[str, Any]) -> bytes | None:
+    def _lay_out(self) -> dict[str, Any]:
+        cls, shared = self._cls, self._shared
+        template, factories, every, required, shared_set = _LAYOUTS.get(cls) or _layout(cls)
+        names = shared.keys() | set(self._own_names)
+        if not names <= every or not required <= names:
+            _check_fields(cls, names, every, required)
+        self._factories = tuple((name, factory) for name, factory in factories if name not in shared)
+        self._own = frozenset(self._own_names).union(name for name, _ in self._factories)
+        self._required, self._fields_set = required & self._own, shared_set
+        base = self._base = {**template, **shared}  # the fields' order: the order their JSON has
+        self._lines = _Lines(self, base)
+        return base
+
+
+class _Lines:
+    """The JSON line of a prototype's records with a ``%s`` for each own value (empty: not possible), and
+    the shared values it holds (see :meth:`Prototype.line`)."""
+
+    __slots__ = ("own_of", "shared", "shared_of", "text")
+
+    def __init__(self, prototype: Prototype[Any], base: dict[str, Any]) -> None:
+        own = tuple(name for name in base if name in prototype._own)  # in the fields' order
+        shared = tuple(name for name in base if name not in prototype._own)
+        self.own_of, self.shared_of = _values_of(own), _values_of(shared)
+        self.shared = tuple(base[name] for name in shared)
+        self.text = _template(prototype, own)
+
+    def fill(self, data: dict[str, Any]) -> bytes | None:
         """The line of a record with the shared values and ``data``'s own ones (None: not possible)."""
-        template = self._template if self._template is not None else self._split()
-        if not template:
+        if not self.text:
             return None
         own = []
-        for value in self._own_of(data):
+        for value in self.own_of(data):
             if value.__class__ is str:
                 own.append(_ascii_string(value))
             elif value is None:
                 own.append("null")
             else:
                 return None
-        text = template % tuple(own)
+        text = self.text % tuple(own)
         # pydantic leaves DEL as it is where json escapes it: such a line (or one that merely looks like
         # it, with an escaped backslash before "u007f") is encoded whole.
         return None if "\\u007f" in text else text.encode("ascii")
 
-    def _split(self) -> str:
-        """The JSON line of a record whose own values are markers, with a ``%s`` for each of them (empty:
-        not possible), for :meth:`line`."""
-        self._template = ""  # until split: a shared value json_line encodes its own way (a lone surrogate), say
-        markers = {name: f"\x00{index}\x01" for index, name in enumerate(self._own)}
-        try:
-            # Without the warnings of an own field that is not text (it then never gets a marker's value).
-            line = self._cls.__pydantic_serializer__.to_json(self.make(**markers), ensure_ascii=True, warnings=False)
-        except PydanticSerializationError:
-            return self._template
-        rest = line.decode("ascii").replace("%", "%%")
-        parts: list[str] = []
-        for name in self._own:
-            encoded = _ascii_string(markers[name])
-            before, found, rest = rest.partition(encoded)
-            if not found or encoded in rest or encoded in before:
-                return self._template  # a shared value holds a marker: every record goes through json_line
-            parts.append(before)
-        parts.append(rest)
-        self._template = "%s".join(parts)
-        return self._template
+
+def _template(prototype: Prototype[Any], own: tuple[str, ...]) -> str:
+    """The JSON line of a record of ``prototype`` whose ``own`` values are markers, with a ``%s`` in place
+    of each marker; empty when a shared value is encoded its own way (a lone surrogate) or holds a marker."""
+    markers = {name: f"\x00{index}\x01" for index, name in enumerate(own)}
+    try:
+        # Without the warnings of an own field that is not text (it then never gets a marker's value).
+        record = prototype.make(**markers)
+        line = record.__pydantic_serializer__.to_json(record, ensure_ascii=True, warnings=False)
+    except PydanticSerializationError:
+        return ""
+    rest = line.decode("ascii").replace("%", "%%")
+    parts: list[str] = []
+    for name in own:
+        encoded = _ascii_string(markers[name])
+        before, found, rest = rest.partition(encoded)
+        if not found or encoded in rest or encoded in before:
+            return ""
+        parts.append(before)
+    parts.append(rest)
+    return "%s".join(parts)
 
 
 def _values_of(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:

@@ -108,6 +108,8 @@ class Decision:
     # Each target's JSON, by the target object: tasks share their target objects (the store loads one
     # per inbox session), so do their runs' (read only, as copies of a run already share it).
     targets: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+    # That JSON by its text: tasks added since the start each have a target object of their own.
+    equal_targets: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
     # The prototypes of its records (see records.Prototype), by what their records share: the fires (shared
     # by tasks with the same schedule and anchor), ``now``, the target, the counts and reasons. Objects are
     # keyed by id() and kept in the value, so no other object can take their id meanwhile.
@@ -122,10 +124,15 @@ class Decision:
         return self.lines.get(id(record)) or json_line(record)
 
     def target_json(self, task: Task) -> dict[str, Any]:
+        """``task``'s target as JSON: one dict for every equal target (read only), so that the tasks of equal
+        targets, not only of one target object, share their records' prototypes."""
         target = task.target
         known = self.targets.get(id(target))
         if known is None or known[0] is not target:
-            known = self.targets[id(target)] = (target, target.model_dump(mode="json"))
+            dumped = target.model_dump(mode="json")
+            # repr: the same text for the same JSON in the same order (a target's fields have theirs).
+            equal = self.equal_targets.setdefault(repr(dumped), dumped)
+            known = self.targets[id(target)] = (target, equal)
         return known[1]
 
 
@@ -366,7 +373,8 @@ def _missed_prototypes(
 ) -> tuple[Prototype[MissedRecord], Prototype[Run]]:
     """What the missed record and the missed run of ``task`` share with those of the tasks with the same
     fires, count, target and reason: made once per decision."""
-    key = (id(first), id(latest), id(now), id(task.target), count, reason, action)
+    target = decision.target_json(task)
+    key = (id(first), id(latest), id(now), id(target), count, reason, action)
     known = decision.prototypes.get(key)
     if known is None:
         missed = Prototype(
@@ -387,10 +395,10 @@ def _missed_prototypes(
             finished_at=_utc(now),
             outcome=Outcome.MISSED,
             reason=f"{reason} ({count:,} fire{'s' if count != 1 else ''} {action})",
-            target=decision.target_json(task),
+            target=target,
             late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
         )
-        known = decision.prototypes[key] = ((first, latest, now, task.target), missed, run)
+        known = decision.prototypes[key] = ((first, latest, now, target), missed, run)
     made: tuple[Prototype[MissedRecord], Prototype[Run]] = known[1:]
     return made
 
@@ -451,7 +459,8 @@ def _run_prototype(
 ) -> Prototype[Run]:
     """What the run of ``task`` for ``fire`` shares with the runs of the tasks with the same fire and
     target: made once per decision."""
-    key = (id(fire), id(now), id(task.target), catch_up, manual)
+    target = decision.target_json(task)
+    key = (id(fire), id(now), id(target), catch_up, manual)
     known = decision.prototypes.get(key)
     if known is None:
         prototype = Prototype(
@@ -460,12 +469,12 @@ def _run_prototype(
             scheduled_for=_utc(fire.scheduled_for),
             planned_for=_utc(fire.planned_for),
             dispatched_at=_utc(now),
-            target=decision.target_json(task),
+            target=target,
             late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
             catch_up=catch_up,
             manual=manual,
         )
-        known = decision.prototypes[key] = ((fire, now, task.target), prototype)
+        known = decision.prototypes[key] = ((fire, now, target), prototype)
     made: Prototype[Run] = known[1]
     return made
 
