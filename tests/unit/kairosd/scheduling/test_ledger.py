@@ -395,7 +395,7 @@ def test_records_from_a_prototype_are_the_records_trusted_makes() -> None:
 @pytest.mark.parametrize(
     "text",
     ["plain", "caf\u00e9 \u2603 \U0001f600", 'quote " back \\ slash /', "line\nbreak\ttab\x00\x1f", "del \x7f",
-     "lone \ud800", "\u2028\u2029 \ufeff \U000e0041", "\x00" + "0\x01 a marker's text"],
+     "lone \ud800", "\u2028\u2029 \ufeff \U000e0041", "\x00" + "0\x01 a marker's text", "100% %s %d %%"],
 )  # fmt: skip
 def test_a_prototype_writes_the_line_json_line_writes(text: str) -> None:
     """A prototype's line (the JSON of what its records share, encoded once, around each record's own
