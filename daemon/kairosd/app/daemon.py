@@ -49,6 +49,8 @@ log = logging.getLogger("kairosd")
 # How long after the first answer kairosd starts encoding each task's JSON (TaskBook.encode_ahead): the
 # clients waiting on a start (`kairos daemon start`, a status poll) are answered first, and RSS when ready
 # stays what the start itself holds (bench/bench_startup.py). A listing sooner encodes what it needs.
+# It also waits for the scheduler loop's first tick, which decides what was missed while kairosd was
+# down: encoding 10,000 tasks meanwhile only made that catch-up later (bench/bench_absence.py).
 ENCODE_AHEAD_AFTER_S = 1.0
 
 # The scheduler ticks at least every max_sleep_s (30 s); a tick counter that has not moved for this
@@ -175,9 +177,11 @@ async def run(
 
 
 async def _encode_ahead(app: App, settled: asyncio.Event | None, after_s: float = ENCODE_AHEAD_AFTER_S) -> None:
-    """Each task's JSON, once the start's first clients were served; then ``settled`` is set (also if cancelled)."""
+    """Each task's JSON, once the start's first clients were served and the missed fires decided; then
+    ``settled`` is set (also if cancelled)."""
     try:
         await asyncio.sleep(after_s)
+        await app.scheduler.ticked.wait()
         await app.book.encode_ahead()
     finally:
         if settled is not None:

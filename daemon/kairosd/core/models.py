@@ -379,6 +379,10 @@ class Task(BaseModel):
         return self.recurring and not self.permanent and self.expires_after_days is not None
 
 
+# Read once: Task.model_fields is a pydantic property, a microsecond each time (10,000 times in a catch-up pass).
+_TASK_FIELDS = frozenset(Task.model_fields)
+
+
 def moved(task: Task, **changes: Any) -> Task:
     """``task.model_copy(update=changes)``, for changes already valid, at a third of its cost.
 
@@ -388,13 +392,11 @@ def moved(task: Task, **changes: Any) -> Task:
     dict (pydantic adds names to the set and, with ``validate_assignment``, replaces that dict on an
     assignment rather than changing it). Nothing is validated: only for values of the fields' types.
     """
-    unknown = changes.keys() - Task.model_fields.keys()
-    if unknown:
-        raise TypeError(f"Task has no field {sorted(unknown)[0]!r}")
+    if not changes.keys() <= _TASK_FIELDS:
+        raise TypeError(f"Task has no field {sorted(changes.keys() - _TASK_FIELDS)[0]!r}")
     copy = Task.__new__(Task)
     fields = copy.__dict__  # empty, on the class's shared keys
-    for name, value in task.__dict__.items():
-        fields[name] = value
+    fields.update(task.__dict__)  # one by one, in the same order: the keys stay shared
     fields.update(changes)
     kept = task.__pydantic_fields_set__
     extra = task.__pydantic_extra__

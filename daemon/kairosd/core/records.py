@@ -9,11 +9,15 @@ Must not import the store, the server or anything with I/O.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, TypeVar, cast
+from json.encoder import encode_basestring_ascii as _ascii_string
+from operator import is_, itemgetter
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticSerializationError
@@ -35,18 +39,167 @@ def trusted(cls: type[_Record], **values: Any) -> _Record:
     """
     template, factories, every, required, shared_set = _LAYOUTS.get(cls) or _layout(cls)
     if not values.keys() <= every or not required <= values.keys():
-        unknown, missing = sorted(values.keys() - every), sorted(required - values.keys())
-        raise TypeError(
-            f"{cls.__name__}: " + (f"no field {unknown[0]!r}" if unknown else f"{missing[0]!r} is required")
-        )
+        _check_fields(cls, values.keys(), every, required)
     data = template.copy()  # every field, in the fields' order (the order their JSON has)
     data.update(values)
     for name, factory in factories:
         if name not in values:
             data[name] = factory()
+    return _record(cls, data, shared_set)
+
+
+class Prototype(Generic[_Record]):
+    """Many :func:`trusted` records of ``cls`` that differ only in their ``own`` fields (and in the fields
+    a default factory makes, such as their ids): every other field is ``shared`` or keeps its default.
+    What they share is checked and laid out once; each :meth:`make` is then a copy of that layout with
+    the record's own values, and :meth:`line` its JSON line from the shared JSON, encoded once.
+
+    A catch-up pass makes one missed record and one run per task whose every time, reason and target
+    is that of thousands of other tasks: built from their prototype, a record costs a dict copy. The
+    layout and the JSON are made at the second record: a prototype of one record (a task whose target
+    no other task shares) costs what trusted() and json_line do.
+    """
+
+    __slots__ = (
+        "_base", "_cls", "_factories", "_fields_set", "_lines", "_own", "_own_names", "_required", "_shared", "_uses",
+    )  # fmt: skip
+
+    def __init__(self, cls: type[_Record], own: tuple[str, ...], **shared: Any) -> None:
+        # Nothing checked or laid out yet: the first record is made (and checked) by trusted().
+        self._cls, self._own_names, self._shared = cls, own, shared
+        self._base: dict[str, Any] | None = None  # the layout, made at the second record (see _lay_out)
+        self._lines: _Lines | None = None
+        self._uses = 0  # records made before the layout (one at most)
+
+    def make(self, **values: Any) -> _Record:
+        """A ``cls`` record of the shared values and ``values``, its own (the same rules as :func:`trusted`)."""
+        base = self._base
+        if base is None:
+            if not self._uses:
+                self._uses = 1
+                return trusted(self._cls, **self._shared, **values)
+            base = self._lay_out()
+        if not values.keys() <= self._own or not self._required <= values.keys():
+            _check_fields(self._cls, values.keys(), self._own, self._required, "own field")
+        data = base.copy()
+        data.update(values)
+        for name, factory in self._factories:
+            if name not in values:
+                data[name] = factory()
+        return _record(self._cls, data, self._fields_set)
+
+    def line(self, record: _Record) -> bytes:
+        """:func:`json_line` of a record this prototype made, from the JSON of what its records share
+        (encoded once) and the record's own strings: 2-3 µs rather than 4-6.
+
+        Only when the record still has the shared values, no unknown fields, and its own values are
+        strings or None; anything else is encoded by json_line.
+        """
+        lines, data = self._lines, record.__dict__
+        if lines is None or record.__pydantic_extra__ or not all(map(is_, lines.shared_of(data), lines.shared)):
+            return json_line(record)
+        return lines.fill(data) or json_line(record)
+
+    def made(self, **values: Any) -> tuple[_Record, bytes]:
+        """:meth:`make` and the new record's :meth:`line`, which nothing can have changed yet."""
+        record = self.make(**values)
+        lines = self._lines
+        return record, (lines.fill(record.__dict__) if lines is not None else None) or json_line(record)
+
+    def _lay_out(self) -> dict[str, Any]:
+        cls, shared = self._cls, self._shared
+        template, factories, every, required, shared_set = _LAYOUTS.get(cls) or _layout(cls)
+        names = shared.keys() | set(self._own_names)
+        if not names <= every or not required <= names:
+            _check_fields(cls, names, every, required)
+        self._factories = tuple((name, factory) for name, factory in factories if name not in shared)
+        self._own = frozenset(self._own_names).union(name for name, _ in self._factories)
+        self._required, self._fields_set = required & self._own, shared_set
+        base = self._base = {**template, **shared}  # the fields' order: the order their JSON has
+        self._lines = _Lines(self, base)
+        return base
+
+
+class _Lines:
+    """The JSON line of a prototype's records with a ``%s`` for each own value (empty: not possible), and
+    the shared values it holds (see :meth:`Prototype.line`)."""
+
+    __slots__ = ("own_of", "shared", "shared_of", "text")
+
+    def __init__(self, prototype: Prototype[Any], base: dict[str, Any]) -> None:
+        own = tuple(name for name in base if name in prototype._own)  # in the fields' order
+        shared = tuple(name for name in base if name not in prototype._own)
+        self.own_of, self.shared_of = _values_of(own), _values_of(shared)
+        self.shared = tuple(base[name] for name in shared)
+        self.text = _template(prototype, own)
+
+    def fill(self, data: dict[str, Any]) -> bytes | None:
+        """The line of a record with the shared values and ``data``'s own ones (None: not possible)."""
+        if not self.text:
+            return None
+        own = []
+        for value in self.own_of(data):
+            if value.__class__ is str:
+                own.append(_ascii_string(value))
+            elif value is None:
+                own.append("null")
+            else:
+                return None
+        text = self.text % tuple(own)
+        # pydantic leaves DEL as it is where json escapes it: such a line (or one that merely looks like
+        # it, with an escaped backslash before "u007f") is encoded whole.
+        return None if "\\u007f" in text else text.encode("ascii")
+
+
+def _template(prototype: Prototype[Any], own: tuple[str, ...]) -> str:
+    """The JSON line of a record of ``prototype`` whose ``own`` values are markers, with a ``%s`` in place
+    of each marker; empty when a shared value is encoded its own way (a lone surrogate) or holds a marker."""
+    markers = {name: f"\x00{index}\x01" for index, name in enumerate(own)}
+    try:
+        # Without the warnings of an own field that is not text (it then never gets a marker's value).
+        record = prototype.make(**markers)
+        line = record.__pydantic_serializer__.to_json(record, ensure_ascii=True, warnings=False)
+    except PydanticSerializationError:
+        return ""
+    rest = line.decode("ascii").replace("%", "%%")
+    parts: list[str] = []
+    for name in own:
+        encoded = _ascii_string(markers[name])
+        before, found, rest = rest.partition(encoded)
+        if not found or encoded in rest or encoded in before:
+            return ""
+        parts.append(before)
+    parts.append(rest)
+    return "%s".join(parts)
+
+
+def _values_of(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A function giving the values of ``names`` in a dict, as a tuple (``itemgetter`` gives one name's
+    value alone)."""
+    if len(names) == 1:
+        name = names[0]
+        return lambda data: (data[name],)
+    return itemgetter(*names) if names else lambda data: ()
+
+
+def _check_fields(
+    cls: type[BaseModel],
+    given: AbstractSet[str],
+    every: AbstractSet[str],
+    required: AbstractSet[str],
+    noun: str = "field",
+) -> None:
+    unknown, missing = sorted(given - every), sorted(required - given)
+    if unknown or missing:
+        raise TypeError(
+            f"{cls.__name__}: " + (f"no {noun} {unknown[0]!r}" if unknown else f"{missing[0]!r} is required")
+        )
+
+
+def _record(cls: type[_Record], data: dict[str, Any], fields_set: set[str]) -> _Record:
     record = cls.__new__(cls)
     object.__setattr__(record, "__dict__", data)
-    object.__setattr__(record, "__pydantic_fields_set__", shared_set)
+    object.__setattr__(record, "__pydantic_fields_set__", fields_set)
     object.__setattr__(record, "__pydantic_extra__", {})
     object.__setattr__(record, "__pydantic_private__", None)
     return record
@@ -89,8 +242,28 @@ class Outcome(StrEnum):
     MISSED = "missed"  # its time passed while kairos could not fire it
 
 
+# Random 12-hex-digit ids, drawn from the OS 256 at a time: a catch-up pass gives ids to 30,000 records, and
+# one draw each (secrets.token_hex) was a microsecond a record. Each id is popped once (atomic under the GIL);
+# a forked child starts with none, so it never reuses its parent's.
+_HEX_IDS: list[str] = []
+os.register_at_fork(after_in_child=_HEX_IDS.clear)
+
+
+def _random_hex12() -> str:
+    try:
+        return _HEX_IDS.pop()
+    except IndexError:
+        block = secrets.token_hex(6 * 256)
+        _HEX_IDS.extend([block[i : i + 12] for i in range(0, len(block), 12)])
+        return _random_hex12()
+
+
 def new_run_id() -> str:
-    return "r" + secrets.token_hex(6)
+    return "r" + _random_hex12()
+
+
+def new_missed_id() -> str:
+    return "m" + _random_hex12()
 
 
 class Run(BaseModel):
@@ -133,7 +306,7 @@ class MissedRecord(BaseModel):
     # defer_build: built at the first record read or written, not while kairosd starts (see core.models).
     model_config = ConfigDict(extra="allow", defer_build=True)
 
-    id: str = Field(default_factory=lambda: "m" + secrets.token_hex(6))
+    id: str = Field(default_factory=new_missed_id)
     task_id: str
     task_name: str | None = None
     prompt: str

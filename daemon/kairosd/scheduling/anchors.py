@@ -107,7 +107,8 @@ class Anchors:
                 continue
             if seen.fire.scheduled_for > item.fire.scheduled_for:
                 item, seen = seen, item
-            newest[item.task.id] = item._replace(fired=item.fired or seen.fired)
+            # The catch-up fire after a task's misses is the newer, and fired: it stays as it is.
+            newest[item.task.id] = item if item.fired or not seen.fired else item._replace(fired=True)
         moved = False
         for task, fire, when, fired in newest.values():
             known = self._handled.get(task.id)

@@ -128,4 +128,5 @@ def decide_each(due: list[Due], decide: Callable[[list[Due]], Decision], on_erro
         merged.start += one.start
         merged.queue += one.queue
         merged.advances += one.advances
+        merged.lines.update(one.lines)
     return merged

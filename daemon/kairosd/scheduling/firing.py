@@ -36,7 +36,7 @@ Must not import the scheduler, the store, the ledgers, the event bus or delivery
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -45,7 +45,7 @@ from zoneinfo import ZoneInfo
 
 from kairosd.core.models import CatchUp, Overlap, Task, moved
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Outcome, Run, trusted
+from kairosd.core.records import MissedRecord, Outcome, Prototype, Run, json_line
 from kairosd.core.schedule.counting import count_fires, last_fires
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.fires import next_fire
@@ -108,16 +108,35 @@ class Decision:
     # Each target's JSON, by the target object: tasks share their target objects (the store loads one
     # per inbox session), so do their runs' (read only, as copies of a run already share it).
     targets: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+    # That JSON by its text: tasks added since the start each have a target object of their own.
+    equal_targets: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
+    # The prototypes of its records (see records.Prototype), by what their records share: the fires (shared
+    # by tasks with the same schedule and anchor), ``now``, the target, the counts and reasons. Objects are
+    # keyed by id() and kept in the value, so no other object can take their id meanwhile.
+    prototypes: dict[tuple[Any, ...], tuple[Any, ...]] = field(default_factory=dict, repr=False, compare=False)
+    # The JSON lines its prototypes made of its records, by the record's id() (records are kept in runs and
+    # missed): see line().
+    lines: dict[int, bytes] = field(default_factory=dict, repr=False, compare=False)
+
+    def line(self, record: Run | MissedRecord) -> bytes:
+        """``record``'s line for its ledger (:func:`~kairosd.core.records.json_line`'s bytes): the one its
+        prototype made, else encoded now. Its records are handed over: nothing changes them after."""
+        return self.lines.get(id(record)) or json_line(record)
 
     def target_json(self, task: Task) -> dict[str, Any]:
+        """``task``'s target as JSON: one dict for every equal target (read only), so that the tasks of equal
+        targets, not only of one target object, share their records' prototypes."""
         target = task.target
         known = self.targets.get(id(target))
         if known is None or known[0] is not target:
-            known = self.targets[id(target)] = (target, target.model_dump(mode="json"))
+            dumped = target.model_dump(mode="json")
+            # repr: the same text for the same JSON in the same order (a target's fields have theirs).
+            equal = self.equal_targets.setdefault(repr(dumped), dumped)
+            known = self.targets[id(target)] = (target, equal)
         return known[1]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Due:
     """What of ``task`` is due now, summarised: never a list as long as the absence.
 
@@ -125,12 +144,15 @@ class Due:
     oldest first (enough for the catch-up policy: see :func:`keep_for`). ``behind``
     says the task's last handled slot is older than the catch-up window, so its
     fires follow the catch-up policy even when the loop was not late.
+
+    Not changed once made (it is not frozen: a frozen dataclass's ``__init__`` cost a microsecond a
+    task); ``newest`` is shared by the tasks with the same schedule and last slot.
     """
 
     task: Task
     count: int
     first: Fire | None
-    newest: list[Fire]
+    newest: Sequence[Fire]
     behind: bool = False
 
     @classmethod
@@ -177,7 +199,7 @@ def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta, cat
     if jitter.kind == "none":
         # Planned is scheduled: everything due depends on the schedule alone (and is shared, see _due_before).
         count, first, shared = _due_before(task.cron, task.tz, anchor, now, keep)
-        return Due(task, count, first, list(shared), behind)
+        return Due(task, count, first, shared, behind)
     # A recurring fire's jitter is less than its period (at most a tenth, or a half: see planned_time),
     # so of the slots up to now only the newest can still be held back by it; the others are due.
     count, first, shared = _due_before(task.cron, task.tz, anchor, now, keep + 1)
@@ -336,13 +358,28 @@ def _record_missed(
     """
     task = item.task
     first = item.first if item.first is not None else latest
-    decision.missed.append(
-        trusted(
+    missed_like, run_like = _missed_prototypes(first, latest, count, now, reason, action, task, decision)
+    schedule = task.cron or (task.at.isoformat() if task.at else "")
+    missed, missed_line = missed_like.made(task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule)
+    run, run_line = run_like.made(task_id=task.id, task_name=task.name)
+    decision.lines[id(missed)], decision.lines[id(run)] = missed_line, run_line
+    decision.missed.append(missed)
+    decision.runs.append(run)
+    decision.advances.append(Advance(task, latest, now, False))
+
+
+def _missed_prototypes(
+    first: Fire, latest: Fire, count: int, now: datetime, reason: str, action: str, task: Task, decision: Decision
+) -> tuple[Prototype[MissedRecord], Prototype[Run]]:
+    """What the missed record and the missed run of ``task`` share with those of the tasks with the same
+    fires, count, target and reason: made once per decision."""
+    target = decision.target_json(task)
+    key = (id(first), id(latest), id(now), id(target), count, reason, action)
+    known = decision.prototypes.get(key)
+    if known is None:
+        missed = Prototype(
             MissedRecord,
-            task_id=task.id,
-            task_name=task.name,
-            prompt=task.prompt,
-            schedule=task.cron or (task.at.isoformat() if task.at else ""),
+            ("task_id", "task_name", "prompt", "schedule"),
             scheduled_for=_utc(latest.scheduled_for),
             first_scheduled_for=_utc(first.scheduled_for) if count > 1 else None,
             count=count,
@@ -350,27 +387,25 @@ def _record_missed(
             reason=reason,
             action=action,
         )
-    )
-    decision.runs.append(
-        trusted(
+        run = Prototype(
             Run,
-            task_id=task.id,
-            task_name=task.name,
+            ("task_id", "task_name"),
             scheduled_for=_utc(latest.scheduled_for),
             planned_for=_utc(latest.planned_for),
             finished_at=_utc(now),
             outcome=Outcome.MISSED,
             reason=f"{reason} ({count:,} fire{'s' if count != 1 else ''} {action})",
-            target=decision.target_json(task),
+            target=target,
             late_by_s=max(0.0, (now - latest.planned_for).total_seconds()),
         )
-    )
-    decision.advances.append(Advance(task, latest, now, False))
+        known = decision.prototypes[key] = ((first, latest, now, target), missed, run)
+    made: tuple[Prototype[MissedRecord], Prototype[Run]] = known[1:]
+    return made
 
 
 def _utc(when: datetime) -> datetime:
     """``when`` as the records' validators keep it (UTC). Records made here are built without validation
-    (:func:`~kairosd.core.records.trusted`: every value comes from a validated task, a fire or ``now``)."""
+    (:class:`~kairosd.core.records.Prototype`: every value comes from a validated task, a fire or ``now``)."""
     return when if when.tzinfo is UTC else when.astimezone(UTC)
 
 
@@ -386,45 +421,62 @@ def _fire(
     serial: bool = False,
     manual: bool = False,
 ) -> Run:
-    run = trusted(
-        Run,
-        task_id=task.id,
-        task_name=task.name,
-        scheduled_for=_utc(fire.scheduled_for),
-        planned_for=_utc(fire.planned_for),
-        dispatched_at=_utc(now),
-        target=decision.target_json(task),
-        late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
-        catch_up=catch_up,
-        manual=manual,
-    )
+    prototype = _run_prototype(task, fire, now, catch_up, manual, decision)
     if not manual:
         decision.advances.append(Advance(task, fire, now, True))
     busy = task.id in in_flight.running or serial or task.id in decision.started
-    if busy and not serial and task.overlap is Overlap.SKIP:
+    if not busy:
+        run, line = prototype.made(task_id=task.id, task_name=task.name)
+        decision.lines[id(run)] = line
+        decision.runs.append(run)
+        decision.start.append((task, run))
+        decision.started.add(task.id)
+        return run
+    run = prototype.make(task_id=task.id, task_name=task.name)
+    if not serial and task.overlap is Overlap.SKIP:
         run.outcome = Outcome.SKIPPED
         run.finished_at = now
         run.reason = f"the previous run ({in_flight.running.get(task.id, 'starting')}) was still going (overlap=skip)"
         decision.runs.append(run)
         return run
-    if busy:
-        pending = in_flight.queued.get(task.id, 0) + decision.queued[task.id]
-        if pending >= limits.queue_limit:
-            run.outcome = Outcome.SKIPPED
-            run.finished_at = now
-            run.reason = f"{pending} runs already queued behind the running one"
-            decision.runs.append(run)
-            return run
-        run.outcome = Outcome.QUEUED
-        run.reason = "waiting for the previous run of this task"
+    pending = in_flight.queued.get(task.id, 0) + decision.queued[task.id]
+    if pending >= limits.queue_limit:
+        run.outcome = Outcome.SKIPPED
+        run.finished_at = now
+        run.reason = f"{pending} runs already queued behind the running one"
         decision.runs.append(run)
-        decision.queue.append((task, run))
-        decision.queued[task.id] += 1
         return run
+    run.outcome = Outcome.QUEUED
+    run.reason = "waiting for the previous run of this task"
     decision.runs.append(run)
-    decision.start.append((task, run))
-    decision.started.add(task.id)
+    decision.queue.append((task, run))
+    decision.queued[task.id] += 1
     return run
+
+
+def _run_prototype(
+    task: Task, fire: Fire, now: datetime, catch_up: bool, manual: bool, decision: Decision
+) -> Prototype[Run]:
+    """What the run of ``task`` for ``fire`` shares with the runs of the tasks with the same fire and
+    target: made once per decision."""
+    target = decision.target_json(task)
+    key = (id(fire), id(now), id(target), catch_up, manual)
+    known = decision.prototypes.get(key)
+    if known is None:
+        prototype = Prototype(
+            Run,
+            ("task_id", "task_name"),
+            scheduled_for=_utc(fire.scheduled_for),
+            planned_for=_utc(fire.planned_for),
+            dispatched_at=_utc(now),
+            target=target,
+            late_by_s=round(max(0.0, (now - fire.planned_for).total_seconds()), 3),
+            catch_up=catch_up,
+            manual=manual,
+        )
+        known = decision.prototypes[key] = ((fire, now, target), prototype)
+    made: Prototype[Run] = known[1]
+    return made
 
 
 def stopped_unstarted(waiting: Iterable[tuple[Task | None, Run]], now: datetime) -> Decision:

@@ -49,7 +49,7 @@ import contextlib
 import heapq
 import itertools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -60,7 +60,7 @@ from kairosd.core.errors import StoreError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import Target, Task
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Run
+from kairosd.core.records import MissedRecord, Run, json_line
 from kairosd.delivery.base import Delivery
 from kairosd.scheduling import broken
 from kairosd.scheduling.anchors import Anchors
@@ -148,6 +148,9 @@ class Scheduler:
         # (see _earliest): a pass over 10,000 tasks takes seconds, and status() is asked meanwhile.
         self._popped: list[tuple[str, Fire]] = []
         self._undecided = 0
+        # Set once a tick has run: the start's deferred catch-up (see start) is decided by then. Work that
+        # can wait (the daemon's encode-ahead) waits for it rather than take CPU from the catch-up.
+        self.ticked = asyncio.Event()
 
     # ---- planning -------------------------------------------------------
 
@@ -301,10 +304,13 @@ class Scheduler:
             self.events.publish("clock_jump", drift_s=round(drift, 3))
             if drift > 0:
                 missed_reason = clock_jump_reason(drift)
-        if self.disabled_reason is None:
-            await self._pass(now, missed_reason=missed_reason)
-        else:
-            await self._pass_disabled(now)
+        try:
+            if self.disabled_reason is None:
+                await self._pass(now, missed_reason=missed_reason)
+            else:
+                await self._pass_disabled(now)
+        finally:
+            self.ticked.set()
         if self.book.error is not None:
             self._anchors.persist()  # try the store again (at most every store_retry_s, see _sleep_for)
         return self._sleep_for(self.clock.now())
@@ -474,7 +480,7 @@ class Scheduler:
         thread (None: no runs to write). On a loaded machine each trip waits its turn for a CPU."""
         if not decision.runs:
             return None
-        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed))
+        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed, decision.line))
 
     async def _commit(self, decision: Decision, writing: asyncio.Future[None] | None = None) -> bool:
         """Record the decision's runs (the commit point), apply its anchors, start its deliveries.
@@ -497,7 +503,7 @@ class Scheduler:
                 log.warning("the run ledger is writable again; firing resumes")
                 self.write_error = None
         elif decision.missed:
-            await asyncio.to_thread(self._add_missed, decision.missed)
+            await asyncio.to_thread(self._add_missed, decision.missed, decision.line)
         # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
         # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
         self._tell_missed(decision.missed)
@@ -508,21 +514,24 @@ class Scheduler:
             self._dispatch.start(task, run)
         return True
 
-    def _write(self, runs: list[Run], missed: list[MissedRecord] | None = None) -> None:
-        """Append runs the scheduler made and hands over, then ``missed`` (see :meth:`_add_missed`).
+    def _write(
+        self, runs: list[Run], missed: list[MissedRecord] | None = None, encode: Callable[[Any], bytes] = json_line
+    ) -> None:
+        """Append runs the scheduler made and hands over, then ``missed`` (see :meth:`_add_missed`);
+        ``encode`` gives each record's line (a decision knows most of them already: :meth:`Decision.line`).
 
         After this the scheduler reads the runs (to deliver, to queue), never changes them (a later
         state is a copy), so the ledger keeps them rather than copies. An OSError from the run ledger
         is raised, and then nothing was added to the missed ledger either.
         """
-        self.ledger.record_many(runs, handed_over=True)
+        self.ledger.record_many(runs, handed_over=True, encode=encode)
         if missed:
-            self._add_missed(missed)
+            self._add_missed(missed, encode)
 
-    def _add_missed(self, records: list[MissedRecord]) -> None:
+    def _add_missed(self, records: list[MissedRecord], encode: Callable[[Any], bytes] = json_line) -> None:
         """Add ``records`` to the missed ledger (once their runs are recorded); a failure is logged."""
         try:
-            self.missed.add(records, handed_over=True)
+            self.missed.add(records, handed_over=True, encode=encode)
         except OSError as exc:
             # The run ledger has the misses too (as missed runs); this ledger is the summary.
             log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)
@@ -601,7 +610,7 @@ class Scheduler:
             "enabled": self.disabled_reason is None,
             "disabled_reason": self.disabled_reason,
             "tasks": len(self.book),
-            "paused": sum(1 for t in self.book if t.paused),
+            "paused": self.book.paused,
             # Not "running": `kairos daemon status --json` says {"running": true} (a boolean) for kairosd itself.
             "deliveries_running": len(self._running),
             "queued": self._dispatch.queued(),

@@ -529,18 +529,50 @@ def test_the_records_of_a_pass_are_the_ones_validation_makes_in_any_zone():
 
 def test_the_runs_of_tasks_that_share_a_target_share_its_json():
     """Tasks loaded from the store share their target objects; the runs of a pass share the target's
-    JSON (one dict, read only) rather than a dump each: 20,000 dicts in a catch-up of 10,000 tasks."""
+    JSON (one dict, read only) rather than a dump each: 20,000 dicts in a catch-up of 10,000 tasks.
+    Tasks with equal targets of their own (added since the start) share it too."""
     from kairosd.core.models import InboxTarget, ShellTarget
 
     shared = InboxTarget(session="main")
     tasks = [hourly(CatchUp.ONCE, target=shared), hourly(CatchUp.ONCE, target=shared)]
     tasks.append(hourly(CatchUp.ONCE, target=ShellTarget(argv=["true"])))
+    tasks.append(hourly(CatchUp.ONCE, target=InboxTarget(session="main")))  # equal, not the same object
     items = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
     d = decide(items, NOW, NOT_RUNNING, LIMITS, InFlight())
     by_task = {t.id: [r.target for r in d.runs if r.task_id == t.id] for t in tasks}
     assert all(len(targets) == 2 for targets in by_task.values())
-    main_targets = by_task[tasks[0].id] + by_task[tasks[1].id]
+    main_targets = by_task[tasks[0].id] + by_task[tasks[1].id] + by_task[tasks[3].id]
     assert all(target is main_targets[0] for target in main_targets)
     assert main_targets[0] == shared.model_dump(mode="json")
     assert by_task[tasks[2].id][0] == tasks[2].target.model_dump(mode="json")
     assert by_task[tasks[2].id][0] is not main_targets[0]
+
+
+def test_tasks_decided_together_get_the_records_each_gets_alone():
+    """A pass lays out what the records of tasks with the same fires, target and reason share once (their
+    prototype): each task's records are still its own (its id, name, prompt, schedule), and equal, but
+    for their ids, to the records of the same task decided alone."""
+    from kairosd.core.models import InboxTarget
+
+    shared = InboxTarget(session="main")
+    tasks = [
+        hourly(catch_up, target=shared, name=f"n{i}", prompt=f"p{i} \u2603")
+        for i, catch_up in enumerate([CatchUp.ONCE, CatchUp.SKIP, CatchUp.ONCE, CatchUp.ALL])
+    ]
+    tasks.append(task("30 * * * *", catch_up=CatchUp.ONCE, target=shared, name="other schedule"))
+    tasks.append(hourly(CatchUp.ONCE, name="own target"))
+    items = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
+    together = decide(items, NOW, NOT_RUNNING, LIMITS, InFlight())
+
+    def without_ids(records: list[Any], task_id: str) -> list[dict[str, Any]]:
+        return [r.model_dump(exclude={"id", "run_id"}) for r in records if r.task_id == task_id]
+
+    for t, item in zip(tasks, items, strict=True):
+        alone = decide([item], NOW, NOT_RUNNING, LIMITS, InFlight())
+        assert without_ids(together.runs, t.id) == without_ids(alone.runs, t.id) != []
+        assert without_ids(together.missed, t.id) == without_ids(alone.missed, t.id)
+        assert {(r.task_name, r.prompt, r.schedule) for r in together.missed if r.task_id == t.id} <= {
+            (t.name, t.prompt, t.cron)
+        }
+    assert len({r.run_id for r in together.runs}) == len(together.runs)
+    assert len({r.id for r in together.missed}) == len(together.missed) == len(tasks)

@@ -183,3 +183,46 @@ def test_jitter_does_not_make_the_work_grow_with_its_reach(tmp_path, work, jitte
         assert record.first_scheduled_for == SLOT - timedelta(minutes=MISSED - 1)
 
     asyncio.run(main())
+
+
+def test_the_ledgers_hold_what_the_pass_made_byte_for_byte(tmp_path):
+    """The lines a catch-up pass writes come from its records' prototypes (shared JSON encoded once): each
+    is the line json_line makes of the record kept in memory, for tasks sharing a target and fires or
+    not, with names and prompts that need escaping; read back, the ledgers hold the same records."""
+    import json
+
+    from kairosd.core.models import InboxTarget
+    from kairosd.core.records import json_line
+    from kairosd.scheduling.ledger import MissedLedger, RunLedger
+
+    anchor = SLOT - timedelta(days=3)
+    shared = InboxTarget(session="main")
+    tasks = [
+        minutely(catch_up, anchor).model_copy(
+            update={"name": f"t{i} \u2603 \x7f", "prompt": f'say "hi" \\ {i}\n\U0001f600', "target": shared}
+        )
+        for i, catch_up in enumerate([CatchUp.ONCE, CatchUp.SKIP, CatchUp.ONCE, CatchUp.ALL, CatchUp.SKIP])
+    ]
+    tasks.append(minutely(CatchUp.ONCE, anchor - timedelta(hours=1)))  # its own fires and target
+
+    async def main() -> SchedHarness:
+        h = SchedHarness(tmp_path, FlakyStore(StoreState(schema_version=SCHEMA_VERSION, tasks=tasks)), FakeClock(NOW))
+        await h.start()
+        return h
+
+    h = asyncio.run(main())
+    runs = {r.run_id: r for r in h.ledger.list(limit=1000)}
+    missed = {m.id: m for m in h.missed.list()}
+    assert len(missed) == len(tasks)
+    written = {}
+    for name in ("runs.jsonl", "missed.jsonl"):
+        for line in (tmp_path / name).read_bytes().splitlines():
+            record = json.loads(line)
+            written.setdefault(record.get("run_id") or record["id"], []).append(line)
+    for record_id, record in [*runs.items(), *missed.items()]:
+        assert json_line(record) in written[record_id]
+    again = RunLedger(tmp_path / "runs.jsonl", h.clock)
+    again.load()
+    assert {r.run_id: r for r in again.list(limit=1000)} == runs
+    reread = MissedLedger(tmp_path / "missed.jsonl", h.clock)
+    assert {m.id: m for m in reread.load()} == missed

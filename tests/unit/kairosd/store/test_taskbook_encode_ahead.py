@@ -114,7 +114,13 @@ def test_the_daemon_settles_once_the_json_is_made_or_the_work_is_cancelled():
     async def main(hold: bool) -> tuple[bool, bool]:
         settled = asyncio.Event()
         book = Book(hold)
-        work = asyncio.ensure_future(daemon._encode_ahead(SimpleNamespace(book=book), settled, 0))  # type: ignore[arg-type]
+        ticked = asyncio.Event()
+        app = SimpleNamespace(book=book, scheduler=SimpleNamespace(ticked=ticked))
+        work = asyncio.ensure_future(daemon._encode_ahead(app, settled, 0))  # type: ignore[arg-type]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not book.done  # not before the scheduler's first tick (the start's catch-up)
+        ticked.set()
         await asyncio.sleep(0)
         if hold:
             assert not settled.is_set()
