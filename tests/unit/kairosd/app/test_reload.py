@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from paths_support import REPO
-from test_scheduler import T0
+from scheduler_support import T0
 
 from kairosd.api.server import Request
 from kairosd.app.api import doctor_routes
