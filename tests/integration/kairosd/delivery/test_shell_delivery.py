@@ -3,29 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import stat
 import sys
 import time
-from collections.abc import Callable, Coroutine
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import psutil
+from shell_support import (
+    T0,
+    TASK_ID,
+    await_pid,
+    delivery,
+    gone,
+    handoff,
+    kill_leftover,
+    run,
+    script,
+    wait_until,
+)
 
-from kairosd.core.models import InboxTarget, ShellTarget
+from kairosd.core.models import InboxTarget
 from kairosd.delivery.base import Handoff, Result
-from kairosd.delivery.shell import ShellDelivery
-from kairosd.testing import FakeClock
-
-T0 = datetime(2026, 11, 21, 23, 15, 2, tzinfo=UTC)
-TASK_ID = "a1b2c3d4"
-WAIT_S = 20.0  # upper bound for anything the tests wait on; passing runs take far less
-T = TypeVar("T")
 
 ECHO = f"""#!{sys.executable}
 import json, os, sys
@@ -42,78 +43,6 @@ SPAWNER = """#!/bin/sh
 echo $! > "$1"
 exec sleep 60
 """
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(WAIT_S * 2):
-            return await coro
-
-    return asyncio.run(bounded())
-
-
-def script(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    path.chmod(0o755)
-    return path
-
-
-def handoff(argv: list[str], run_id: str = "r000000000001", prompt: str = "hello kairos", **target: Any) -> Handoff:
-    return Handoff(
-        run_id=run_id,
-        task_id=TASK_ID,
-        task_name="demo",
-        prompt=prompt,
-        target=ShellTarget(argv=argv, **target),
-        scheduled_for=T0,
-        planned_for=T0 + timedelta(seconds=3),
-        late_by_s=4.25,
-        catch_up=True,
-    )
-
-
-def delivery(tmp_path: Path, **kwargs: Any) -> ShellDelivery:
-    return ShellDelivery(tmp_path / "runs", FakeClock(T0), **kwargs)
-
-
-def gone(pid: int) -> bool:
-    """True once ``pid`` has exited (a zombie waiting for a reaper that is not us counts as gone)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def wait_until(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def pid_in(path: Path) -> int | None:
-    text = path.read_text().strip() if path.exists() else ""
-    return int(text) if text else None
-
-
-async def await_pid(path: Path) -> int:
-    """The pid a test script wrote to ``path``, once it is there (bounded wait)."""
-    deadline = time.monotonic() + WAIT_S
-    while (pid := pid_in(path)) is None:
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        await asyncio.sleep(0.02)
-    return pid
-
-
-def kill_leftover(pid_file: Path) -> None:
-    # Only matters if a test failed half-way: do not leave a 60 s sleeper behind.
-    pid = pid_in(pid_file)
-    if pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_success_passes_prompt_on_stdin_and_env(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_shell_delivery import gone, run, wait_until
+from shell_support import gone, run, wait_until
 
 from kairosd.core.models import ShellTarget
 from kairosd.delivery import shell as shell_module
