@@ -26,6 +26,11 @@ from kairosd.testing import FakeClock
 
 T0 = datetime(2026, 11, 21, 23, 15, 2, tzinfo=UTC)
 TASK_ID = "a1b2c3d4"
+# kairosd stops what a run left behind outside its group by the run's id (KAIROS_RUN_ID, found in
+# /proc by procgroup.find_strays), for every process of this user. A run id fixed for the whole suite
+# let one xdist worker's run stop another worker's commands (and another checkout's, on a shared
+# machine): each test process gets its own, as each kairosd run has its own.
+RUN_ID = f"r{os.getpid():012x}"
 WAIT_S = 20.0  # upper bound for anything the tests wait on; passing runs take far less
 T = TypeVar("T")
 
@@ -45,7 +50,7 @@ def script(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def handoff(argv: list[str], run_id: str = "r000000000001", prompt: str = "hello kairos", **target: Any) -> Handoff:
+def handoff(argv: list[str], run_id: str = RUN_ID, prompt: str = "hello kairos", **target: Any) -> Handoff:
     return Handoff(
         run_id=run_id,
         task_id=TASK_ID,

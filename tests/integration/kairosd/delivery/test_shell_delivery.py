@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from shell_support import (
+    RUN_ID,
     T0,
     TASK_ID,
     await_pid,
@@ -54,7 +55,7 @@ def test_success_passes_prompt_on_stdin_and_env(tmp_path: Path) -> None:
 
     result = run(shell.deliver(handoff([str(echo)], prompt="héllo\nkairos", cwd=str(work), session="s1")))
 
-    log = tmp_path / "runs" / TASK_ID / "r000000000001.log"
+    log = tmp_path / "runs" / TASK_ID / f"{RUN_ID}.log"
     assert result == Result("delivered", T0, T0, output_path=str(log), exit_code=0)
     text = log.read_text(encoding="utf-8")
     assert "to stderr\n" in text
@@ -65,7 +66,7 @@ def test_success_passes_prompt_on_stdin_and_env(tmp_path: Path) -> None:
         "EXTRA_VAR": "kept",
         "KAIROS_PROMPT": "héllo\nkairos",
         "KAIROS_TASK_ID": TASK_ID,
-        "KAIROS_RUN_ID": "r000000000001",
+        "KAIROS_RUN_ID": RUN_ID,
         "KAIROS_SESSION": "s1",
         "KAIROS_SCHEDULED_FOR": "2026-11-21T23:15:02+00:00",
         "KAIROS_CATCH_UP": "1",
@@ -128,7 +129,7 @@ def test_missing_cwd_is_failed_with_reason(tmp_path: Path) -> None:
 
     assert result.outcome == "failed"
     assert result.reason == f"working directory does not exist: {missing}"
-    assert not (tmp_path / "runs" / TASK_ID / "r000000000001.log").exists()
+    assert not (tmp_path / "runs" / TASK_ID / f"{RUN_ID}.log").exists()
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -283,6 +284,6 @@ def test_a_target_without_a_folder_runs_in_home_not_in_kairosds_folder(tmp_path:
     result = run(shell.deliver(handoff([str(echo)])))
 
     assert result.outcome == "delivered"
-    text = (tmp_path / "runs" / TASK_ID / "r000000000001.log").read_text(encoding="utf-8")
+    text = (tmp_path / "runs" / TASK_ID / f"{RUN_ID}.log").read_text(encoding="utf-8")
     seen = json.loads(next(line for line in text.splitlines() if line.startswith("{")))
     assert seen["cwd"] == str(home)
