@@ -899,7 +899,7 @@ def test_import_missing_file(fake, capsys, home):
     ],
 )
 def test_no_daemon_exit_3(home, capsys, argv):
-    """Without a daemon every verb but the read-only views (tests/test_cli_offline_views.py) exits 3
+    """Without a daemon every verb but the read-only views (tests/integration/kairos/test_cli_offline_views.py) exits 3
     with one line that says how to start it."""
     code, out, err = _run(capsys, *argv)
     assert code == 3

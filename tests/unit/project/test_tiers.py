@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from types import ModuleType
 
@@ -65,3 +66,45 @@ def test_test_file_names_are_unique_across_the_tiers() -> None:
     """pytest imports each test file under its bare name: two of one name would collide."""
     names = [p.name for p in TESTS.rglob("test_*.py") if "compat" not in p.relative_to(TESTS).parts[:1]]
     assert sorted(names) == sorted(set(names))
+
+
+IMPORTS_A_TEST_MODULE = re.compile(r"^\s*(?:from|import)\s+test_\w+", re.M)
+# A flat path to a test file, as docstrings wrote them before the tiers (the corpus' transcripts and
+# tiers.py's own description of the flat layout quote such paths on purpose).
+FLAT_PATH = re.compile(r"\btests/(?:reliability/)?test_\w+\.py\b")
+PROSE = ("daemon", "cli", "docs", "scripts", "tests", ".ci")
+QUOTED = {
+    "scripts/tiers.py",
+    "tests/unit/project/test_tiers.py",
+    "tests/unit/kairosd/consolidation/test_consolidation_cues.py",
+}
+
+
+def test_no_test_file_imports_another() -> None:
+    """Shared helpers live in tests/*_support.py. A test file imported by another ties the two files (and
+    their tiers) together, and nothing finds it any more: the tiers put test files in folders that are
+    not on the path, and conftest has no finder for them."""
+    offenders = [
+        str(path.relative_to(TESTS))
+        for path in TESTS.rglob("*.py")
+        if "compat" not in path.relative_to(TESTS).parts[:1] and IMPORTS_A_TEST_MODULE.search(path.read_text())
+    ]
+    assert offenders == [], "move the shared helpers into a tests/*_support.py module"
+
+
+def test_no_docstring_names_a_flat_test_path() -> None:
+    """A path like tests/test_x.py names a file the tiers moved: say where it is now."""
+    found = []
+    for top in PROSE:
+        for path in (REPO / top).rglob("*"):
+            rel = path.relative_to(REPO).as_posix()
+            if not path.is_file() or path.suffix not in (".py", ".md", "") or rel in QUOTED:
+                continue
+            if "consolidation_corpus" in rel or "__pycache__" in rel:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            found += [f"{rel}: {m.group(0)}" for m in FLAT_PATH.finditer(text)]
+    assert found == []

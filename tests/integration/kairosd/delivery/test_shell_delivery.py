@@ -263,7 +263,7 @@ def test_same_run_is_never_started_twice(tmp_path: Path) -> None:
 
 def test_invalid_target_is_failed(tmp_path: Path) -> None:
     """A target of another kind is a failed result, not an exception (an unusable argv cannot reach
-    a delivery: the task's target is parsed when the task is made, tests/test_models.py)."""
+    a delivery: the task's target is parsed when the task is made, tests/unit/kairosd/core/test_models.py)."""
     bad = Handoff("r1", TASK_ID, None, "p", InboxTarget(), T0, T0)
 
     result = run(delivery(tmp_path).deliver(bad))
