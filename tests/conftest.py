@@ -21,8 +21,8 @@ pytest_plugins = ["reliability_fixtures"]
 
 TESTS = Path(__file__).resolve().parent
 # The tiers, each a folder of tests/ (scripts/tiers.py puts each test file in one) and a marker of
-# the same name: scripts/check's default gate selects "not stress and not compat".
-TIERS = ("unit", "integration", "stress", "compat")
+# the same name: scripts/check's default gate selects unit and integration (.ci/run runs the others).
+TIERS = ("unit", "integration", "stress", "packaging", "compat")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -28,6 +28,7 @@ tiers = _tiers()
     ("text", "tier"),
     [
         ("import pytest\npytestmark = [pytest.mark.slow, pytest.mark.stress]\nimport subprocess\n", "stress"),
+        ("import subprocess\n\nimport pytest\n\npytestmark = pytest.mark.packaging\n", "packaging"),
         ("import subprocess\n\ndef test_x():\n    subprocess.run(['kairos'])\n", "integration"),
         ("from reliability_support import Home, wait_for\n", "integration"),
         ("done = await asyncio.create_subprocess_exec('x')\n", "integration"),
@@ -66,6 +67,24 @@ def test_test_file_names_are_unique_across_the_tiers() -> None:
     """pytest imports each test file under its bare name: two of one name would collide."""
     names = [p.name for p in TESTS.rglob("test_*.py") if "compat" not in p.relative_to(TESTS).parts[:1]]
     assert sorted(names) == sorted(set(names))
+
+
+GATE = ("unit", "integration")
+
+
+def test_the_default_gate_is_unit_and_integration_and_ci_runs_every_other_tier() -> None:
+    """scripts/check leaves out exactly the tiers outside the gate, and .ci/run runs each of them (a
+    tier added to tiers.py and the gate's exclusions but not to .ci/run would go untested in CI)."""
+    check = (REPO / "scripts" / "check").read_text()
+    (default,) = re.findall(r'^\s*"unit and integration"\) tiers="([^"]+)"', check, re.M)
+    assert set(re.findall(r"not (\w+)", default)) == set(tiers.TIERS) - set(GATE)
+    ci = (REPO / ".ci" / "run").read_text()
+    assert re.search(r"^export KAIROS_TEST_SIZE=full$", ci, re.M)
+    assert re.search(r"^bash scripts/check$", ci, re.M), "the gate, with lint and types"
+    for tier in set(tiers.TIERS) - set(GATE) - {"compat"}:
+        assert re.search(rf"^KAIROS_TIERS={tier} bash scripts/check --no-lint$", ci, re.M), tier
+    assert re.search(r"^bash scripts/compat$", ci, re.M)
+    assert "pytest tests/compat -m compat" in (REPO / "scripts" / "compat").read_text()
 
 
 IMPORTS_A_TEST_MODULE = re.compile(r"^\s*(?:from|import)\s+test_\w+", re.M)
