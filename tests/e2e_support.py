@@ -53,7 +53,10 @@ class Env(KairosCli):
         log_path.rename(self.home / f"kairosd-{proc.pid}.log")
         self.daemons.append(proc)
         if wait:
-            wait_for(lambda: self.kairos("status", check=False).returncode == 0 or proc.poll() is not None,
+            # The socket first: a `kairos status` probe is a whole process, and one sent before kairosd
+            # binds only says "not running" (and takes CPU from the start it waits for).
+            wait_for(lambda: (self.socket.exists() and self.kairos("status", check=False).returncode == 0)
+                     or proc.poll() is not None,
                      what="kairosd to answer")  # fmt: skip
             assert proc.poll() is None, self.log(proc)
         return proc
