@@ -3,6 +3,8 @@
 
 The tier follows from what the file does, by these rules, first match wins:
 
+- ``packaging``: the file says ``pytest.mark.packaging`` (builds the wheel, installs it into fresh
+  venvs with pip, pipx or uv);
 - ``stress``: the file says ``pytest.mark.stress`` (crash storm, fuzzers, red team, large property
   runs; their sizes come from tests/sizes_support.py);
 - ``integration``: it starts another process or a real kairosd (``subprocess``, ``Popen``,
@@ -33,11 +35,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
-TIERS = ("unit", "integration", "stress", "compat")
+TIERS = ("unit", "integration", "stress", "packaging", "compat")
 # Folders whose test files are not placed yet (the flat layout before tiers).
 LOOSE = (TESTS, TESTS / "reliability")
 PACKAGE_ROOTS = {"kairosd": REPO / "daemon" / "kairosd", "kairos": REPO / "cli" / "kairos"}
 
+PACKAGING = re.compile(r"pytest\.mark\.packaging\b")
 STRESS = re.compile(r"pytest\.mark\.stress\b")
 INTEGRATION = re.compile(
     r"\bsubprocess\b|\bPopen\b|\bsys\.executable\b|\bos\.fork\b|\bpexpect\b|create_subprocess_exec"
@@ -51,6 +54,8 @@ GENERIC = {"kairosd/core"}
 
 
 def tier_of(text: str) -> str:
+    if PACKAGING.search(text):
+        return "packaging"
     if STRESS.search(text):
         return "stress"
     if INTEGRATION.search(text):

@@ -6,15 +6,10 @@ import time, before any test module reads them; see :mod:`environment_support`.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import shutil
-import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from environment_support import clean_environment
@@ -26,31 +21,8 @@ pytest_plugins = ["reliability_fixtures"]
 
 TESTS = Path(__file__).resolve().parent
 # The tiers, each a folder of tests/ (scripts/tiers.py puts each test file in one) and a marker of
-# the same name: scripts/check's default gate selects "not stress and not compat".
-TIERS = ("unit", "integration", "stress", "compat")
-
-
-class _TestModuleFinder(importlib.abc.MetaPathFinder):
-    """Finds ``test_x`` (a test module another one imports helpers from) in whichever tier folder holds it.
-
-    pytest imports each test file under its bare name (tests/ has no ``__init__.py``), and the flat
-    suite let one test file reuse another's helpers (``from test_scheduler import Harness``). The
-    tiers put those files in different folders; this keeps the imports working, one module per file.
-    New shared helpers belong in a ``*_support.py`` module instead.
-    """
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if path is not None or not fullname.startswith("test_"):
-            return None
-        for tier in TIERS:
-            for found in (TESTS / tier).rglob(f"{fullname}.py"):
-                return importlib.util.spec_from_file_location(fullname, found)
-        return None
-
-
-sys.meta_path.append(_TestModuleFinder())
+# the same name: scripts/check's default gate selects unit and integration (.ci/run runs the others).
+TIERS = ("unit", "integration", "stress", "packaging", "compat")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

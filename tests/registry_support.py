@@ -25,9 +25,11 @@ from typing import Any, TypeVar
 from kairosd.agents.base import Command, Progress, TurnOutcome, TurnRequest
 from kairosd.core.errors import UsageError
 from kairosd.core.events import EventBus
+from kairosd.jobs.api import registry_routes
 from kairosd.jobs.limits import RegistryLimits
 from kairosd.jobs.persist import RecordStore
 from kairosd.jobs.registry import Registry
+from kairosd.scheduling.api import Api
 from kairosd.testing import FakeClock
 
 WAIT_S = 20.0  # upper bound for anything a test waits on; passing runs take far less
@@ -196,3 +198,10 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def registry_api(reg: Registry) -> Api:
+    """The registry's routes, for a test's own socket server (kairosd serves them the same way)."""
+    api = Api(None, lambda: None)  # type: ignore[arg-type]  # the registry routes never touch the service
+    api.add_routes(registry_routes(reg))
+    return api

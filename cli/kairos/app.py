@@ -7,7 +7,7 @@ line on stderr and its exit code (0 ok, 1 failure, 2 usage, 3 no daemon).
 ``kairos list`` and ``kairos list --json`` (or ``ls``, or ``--json`` before the verb)
 with nothing else on the line are handed to their handler without a parser:
 building one imports argparse and looks up its messages' translations (docs/performance.md;
-``tests/test_import_budget.py`` checks argparse stays out). Any other line, ``--help``
+``tests/integration/kairos/test_import_budget.py`` checks argparse stays out). Any other line, ``--help``
 included, goes through the parser.
 """
 

@@ -16,7 +16,7 @@ Must not import pydantic, h11, asyncio or httpx, nor any kairosd module other
 than ``protocol``, ``errors`` and ``paths``; it uses the C module ``_socket``,
 not ``socket`` (its enums and selectors), nor contextlib or typing, and JSON through
 :mod:`kairos.cjson`, not the json package: docs/performance.md says why, and
-``tests/test_import_budget.py`` keeps it so.
+``tests/integration/kairos/test_import_budget.py`` keeps it so.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ ticker thread redraws the elapsed time. The clock is injected, so tests drive th
 line with a fake clock and a fake terminal and call :meth:`Progress.refresh` themselves.
 
 Imported only by the verbs that wait, inside their handlers: never by ``kairos list``
-or a hook (tests/test_import_budget.py). Imports the standard library and
+or a hook (tests/integration/kairos/test_import_budget.py). Imports the standard library and
 :mod:`kairos.output` only.
 """
 

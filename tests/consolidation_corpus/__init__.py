@@ -19,6 +19,6 @@ v1 (the corpus the offline extractor was tuned on; kept working, not a quality f
     formats    one writer per v1 format (Claude Code, Codex 0.169, Copilot, Gemini 0.61)
     legacy     run the offline consolidator over it; precision and recall of kept turns
 
-Used by tests/test_consolidation_corpus.py (v2), tests/test_consolidation_corpus_legacy.py (v1)
-and bench/bench_board_quality.py.
+Used by tests/unit/kairosd/consolidation/test_consolidation_corpus.py (v2),
+tests/unit/kairosd/consolidation/test_consolidation_corpus_legacy.py (v1) and bench/bench_board_quality.py.
 """

@@ -43,7 +43,7 @@ The hot path: ``kairos.__main__`` dispatches here before argparse or any verb
 module is imported. Must import only the standard library's os/sys/time,
 :mod:`kairos.cjson` and ``kairos.client`` (with what it brings: kairosd.core.protocol,
 errors, paths): not typing or contextlib, nor the json package (docs/performance.md;
-``tests/test_import_budget.py`` checks the hook path's imports).
+``tests/integration/kairos/test_import_budget.py`` checks the hook path's imports).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from kairosd.api.requests import Body, Short
 from kairosd.core import bounds
 
 MAX_SECRET_ENV = 20
-# kairosd.export.ENGINES, spelled out for the schema (tests/test_export_api.py checks they agree).
+# kairosd.export.ENGINES, spelled out for the schema
+# (tests/integration/kairosd/export/test_export_api.py checks they agree).
 Engine = Literal["systemd", "kubernetes", "github-actions"]
 
 

@@ -9,7 +9,7 @@ piece once and forgets them with it. Nothing is kept per task between listings (
 per-task view cache this replaces was a quarter of RSS after a listing of 10,000 tasks, and filling
 it was most of the first listing after a start).
 
-The text is what ``compact_json`` gives for the same fields (tests/test_cli_list_json.py compares).
+The text is what ``compact_json`` gives for the same fields (tests/unit/kairos/test_cli_list_json.py compares).
 Pure: must not import the store, the server or the CLI.
 """
 

@@ -1,4 +1,4 @@
-"""`kairos task ...` and `kairos add --agent` against a fake kairosd (the stub server of test_cli_verbs):
+"""`kairos task ...` and `kairos add --agent` against a fake kairosd (tests/fake_daemon_support.py):
 what each verb sends, what it prints, and its exit code. Also every listing verb and every follower, which
 share one printer and one loop with `task list` and `task logs -f`."""
 
@@ -13,12 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_verbs import ANY_QUERY, FakeDaemon, Recorded, Stream
-from test_cli_verbs import _task as _task_view
+from fake_daemon_support import (
+    ANY_QUERY,
+    JOB_ID,
+    FakeDaemon,
+    Recorded,
+    Stream,
+    board_entry,
+    job_turn,
+    job_view,
+    task_view,
+)
 
 from kairos.app import run
-
-TASK_ID = "t0a1b2c3d4e"
 
 
 @pytest.fixture
@@ -47,63 +54,12 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def _turn(**over: Any) -> dict[str, Any]:
-    turn: dict[str, Any] = {"number": 1, "prompt": "fix the build", "queued_at": "2026-11-20T08:00:00+00:00",
-                            "started_at": "2026-11-20T08:00:00+00:00", "finished_at": None, "ok": None,
-                            "response": None, "error": None, "exit_code": None, "session_id": None,
-                            "tool_calls": 2}  # fmt: skip
-    turn.update(over)
-    return turn
-
-
 # The registry's section of GET /v1/registry (kairosd.core.wire.registry.RegistryInfo).
 REGISTRY = {"tasks": {"running": 1}, "slots": {"limit": 4, "in_use": 1, "waiting": 0, "lent": 0}, "max_depth": 3}
 
 
-def _task(**over: Any) -> dict[str, Any]:
-    """A background job as kairosd answers it (kairosd.core.wire.registry: task list and show read it typed)."""
-    task: dict[str, Any] = {
-        "id": TASK_ID,
-        "kind": "agent",
-        "agent": "claude",
-        "cli": "claude",
-        "argv": None,
-        "prompt": "fix the build",
-        "status": "running",
-        "queued": False,
-        "depth": 0,
-        "parent_id": None,
-        "cwd": "/src/app",
-        "session": None,
-        "model": None,
-        "mode": "background",
-        "multi_turn": True,
-        "permissions": {"mode": "default", "allowed_tools": None, "denied_tools": []},
-        "progress": {"tool_calls": 2, "intent": "reading the logs", "last_line": "looking at CI"},
-        "turns": [_turn()],
-        "turns_done": 0,
-        "response": None,
-        "error": None,
-        "exit_code": None,
-        "log_path": "/data/tasks/t0a1b2c3d4e.log",
-        "log_lines": 3,
-        "created_at": "2026-11-20T08:00:00+00:00",
-        "updated_at": "2026-11-20T08:00:01+00:00",
-        "finished_at": None,
-        "timeout_s": 3600.0,
-        "agent_session_id": None,
-        "pid": 4242,
-        "pid_started": 1790000000.5,
-        "detached": False,
-        "scheduled_task_id": None,
-        "run_id": None,
-    }
-    task.update(over)
-    return task
-
-
 def _settled(**over: Any) -> tuple[int, dict[str, Any]]:
-    return 200, {"task": _task(status="idle", turns_done=1, response="fixed it", **over), "timed_out": False}
+    return 200, {"task": job_view(status="idle", turns_done=1, response="fixed it", **over), "timed_out": False}
 
 
 # ---- start ---------------------------------------------------------------------
@@ -111,14 +67,14 @@ def _settled(**over: Any) -> tuple[int, dict[str, Any]]:
 
 def test_start_agent_sends_prompt_cwd_and_options(fake, capsys, home):
     """--agent NAME PROMPT... sends kind agent, the joined prompt, an absolute cwd and every option."""
-    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task()})
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": job_view()})
     code, out, err = _run(
         capsys, "start", "fix", "--agent", "claude", "the", "build", "--cwd", "sub", "--model", "opus",
         "--session", "work", "--timeout", "600", "--permission-mode", "plan", "--deny-tool", "Bash",
         "--allow-tool", "Read", "--allow-tool", "Grep",
     )  # fmt: skip
     assert (code, err) == (0, "")
-    assert out == f"started {TASK_ID} (agent: claude, depth 0)\n"
+    assert out == f"started {JOB_ID} (agent: claude, depth 0)\n"
     (req,) = fake.sent("POST", "/v1/registry")
     assert req.body == {
         "kind": "agent",
@@ -135,10 +91,10 @@ def test_start_agent_sends_prompt_cwd_and_options(fake, capsys, home):
 
 def test_start_shell_takes_the_command_after_dashes(fake, capsys, home):
     """--shell: everything after -- is the argv (its options untouched); words before it are stdin."""
-    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task(kind="shell", agent=None, argv=["wc", "-c"])})
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": job_view(kind="shell", agent=None, argv=["wc", "-c"])})
     code, out, _ = _run(capsys, "start", "--shell", "some", "input", "--", "wc", "-c", "--json-x")
     assert code == 0
-    assert out == f"started {TASK_ID} (shell: wc -c, depth 0)\n"
+    assert out == f"started {JOB_ID} (shell: wc -c, depth 0)\n"
     (req,) = fake.sent("POST", "/v1/registry")
     assert req.body == {
         "kind": "shell",
@@ -151,18 +107,18 @@ def test_start_shell_takes_the_command_after_dashes(fake, capsys, home):
 
 def test_start_inside_a_task_sends_its_parent(fake, capsys, monkeypatch):
     """KAIROS_TASK_ID and KAIROS_TASK_DEPTH in the environment make the new task a child."""
-    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task(parent_id="t9999999999", depth=3)})
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": job_view(parent_id="t9999999999", depth=3)})
     monkeypatch.setenv("KAIROS_TASK_ID", "t9999999999")
     monkeypatch.setenv("KAIROS_TASK_DEPTH", "2")
     code, out, _ = _run(capsys, "start", "--agent", "codex", "sub-task")
-    assert (code, out) == (0, f"started {TASK_ID} (agent: claude, depth 3)\n")
+    assert (code, out) == (0, f"started {JOB_ID} (agent: claude, depth 3)\n")
     (req,) = fake.sent("POST", "/v1/registry")
     assert (req.body["parent_id"], req.body["parent_depth"]) == ("t9999999999", 2)
 
 
 def test_a_depth_in_other_digits_is_not_sent(fake, capsys, monkeypatch):
     """Issue 27, finding 6: KAIROS_TASK_DEPTH="٣" was sent as depth 3 (isdigit and int read it)."""
-    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task(parent_id="t9999999999", depth=1)})
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": job_view(parent_id="t9999999999", depth=1)})
     monkeypatch.setenv("KAIROS_TASK_ID", "t9999999999")
     monkeypatch.setenv("KAIROS_TASK_DEPTH", "\u0663")
     assert _run(capsys, "start", "--agent", "codex", "sub-task")[0] == 0
@@ -172,14 +128,14 @@ def test_a_depth_in_other_digits_is_not_sent(fake, capsys, monkeypatch):
 
 def test_start_wait_long_polls_until_the_turn_ends(fake, capsys):
     """--wait sends mode sync, then long-polls /wait until it is not timed out; prints the response."""
-    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task()})
-    answers = iter([(200, {"task": _task(), "timed_out": True}), _settled()])
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=60.000")] = lambda req: next(answers)
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": job_view()})
+    answers = iter([(200, {"task": job_view(), "timed_out": True}), _settled()])
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?timeout=60.000")] = lambda req: next(answers)
     code, out, err = _run(capsys, "start", "--agent", "claude", "--wait", "go")
     assert (code, err) == (0, "")
-    assert out == f"{TASK_ID} idle after turn 1\nfixed it\n"
+    assert out == f"{JOB_ID} idle after turn 1\nfixed it\n"
     assert fake.sent("POST", "/v1/registry")[0].body["mode"] == "sync"
-    polls = fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")
+    polls = fake.sent("GET", f"/v1/registry/{JOB_ID}/wait")
     assert [p.query for p in polls] == [{"timeout": "60.000"}] * 2
 
 
@@ -191,8 +147,8 @@ def test_start_wait_long_polls_until_the_turn_ends(fake, capsys):
         (["start", "--shell", "input"], "--shell needs the command after --"),
         (["start", "--agent", "claude", "hi", "--", "ls"], "a command after -- goes with --shell"),
         (["start", "--agent", "claude", "hi", "--timeout", "0"], "--timeout must be more than 0"),
-        (["wait", TASK_ID, "--timeout", "-1"], "durations must be positive"),
-        (["wait", TASK_ID, "--timeout", "soon"], "argument --timeout: 'soon' is not a duration"),
+        (["wait", JOB_ID, "--timeout", "-1"], "durations must be positive"),
+        (["wait", JOB_ID, "--timeout", "soon"], "argument --timeout: 'soon' is not a duration"),
         (["list", "--status", "sleeping"], "invalid choice: 'sleeping'"),
     ],
 )
@@ -225,8 +181,8 @@ def test_bare_task_prints_help_and_exits_2(home, capsys):
 def test_list_table_and_status_filter(fake, capsys):
     """list prints a table newest first and passes --status; --json prints the document."""
     tasks = [
-        _task(status="running", queued=True),
-        _task(id="t1111111111", kind="shell", agent=None, argv=["make", "test"], status="failed", turns_done=1),
+        job_view(status="running", queued=True),
+        job_view(id="t1111111111", kind="shell", agent=None, argv=["make", "test"], status="failed", turns_done=1),
     ]
     fake.routes[("GET", "/v1/registry?status=running")] = (200, {"tasks": tasks, "registry": REGISTRY})
     fake.routes[("GET", "/v1/registry")] = (200, {"tasks": tasks, "registry": REGISTRY})
@@ -234,7 +190,7 @@ def test_list_table_and_status_filter(fake, capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split() == ["ID", "STATUS", "WHAT", "TURNS", "CREATED", "PROMPT"]
-    assert lines[1].startswith(f"{TASK_ID}  running (queued)  agent: claude")
+    assert lines[1].startswith(f"{JOB_ID}  running (queued)  agent: claude")
     assert "shell: make test" in lines[2]
     assert fake.requests[0].query == {"status": "running"}
     code, out, _ = _run(capsys, "ls", "--json")
@@ -250,19 +206,19 @@ def test_list_empty(fake, capsys):
 
 def test_show_prints_fields_turns_and_response(fake, capsys):
     """show: status, what, parent and depth, permissions, progress, each turn, the response."""
-    task = _task(
+    task = job_view(
         status="idle",
         parent_id="t9999999999",
         depth=1,
         permissions={"mode": "plan", "allowed_tools": ["Read"], "denied_tools": ["Bash"]},
-        turns=[_turn(finished_at="2026-11-20T08:05:00+00:00", ok=True)],
+        turns=[job_turn(finished_at="2026-11-20T08:05:00+00:00", ok=True)],
         response="fixed it\nin two places",
         agent_session_id="0cb916db-26aa-40f2-86b5-1ba81b225fd2",
     )
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}")] = (200, {"task": task})
-    code, out, _ = _run(capsys, "show", TASK_ID)
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}")] = (200, {"task": task})
+    code, out, _ = _run(capsys, "show", JOB_ID)
     assert code == 0
-    assert f"id:          {TASK_ID}" in out
+    assert f"id:          {JOB_ID}" in out
     assert "session id:  0cb916db-26aa-40f2-86b5-1ba81b225fd2" in out
     assert "parent:      t9999999999 (depth 1)" in out
     assert "permissions: plan; allowed: Read; denied: Bash" in out
@@ -277,31 +233,31 @@ def test_show_prints_fields_turns_and_response(fake, capsys):
 def test_wait_exit_codes(fake, capsys):
     """wait exits 0 when the task ended idle or completed, 1 when it failed; --since-turn is passed on."""
     # What is left of --timeout 5 when the poll is sent is a little under 5 s: any query here, checked below.
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}")] = _settled()
-    code, out, _ = _run(capsys, "wait", TASK_ID, "--since-turn", "0", "--timeout", "5")
-    assert (code, out) == (0, f"{TASK_ID} idle after turn 1\nfixed it\n")
-    (req,) = fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?{ANY_QUERY}")] = _settled()
+    code, out, _ = _run(capsys, "wait", JOB_ID, "--since-turn", "0", "--timeout", "5")
+    assert (code, out) == (0, f"{JOB_ID} idle after turn 1\nfixed it\n")
+    (req,) = fake.sent("GET", f"/v1/registry/{JOB_ID}/wait")
     assert sorted(name for name, _ in req.pairs) == ["since_turn", "timeout"]
     assert req.query["since_turn"] == "0"
     assert 4 < float(req.query["timeout"]) <= 5
     fake.requests.clear()
     # Issue 24, item 11: every other duration in kairos takes "5m"; --timeout said "invalid float value".
-    assert _run(capsys, "wait", TASK_ID, "--timeout", "0.5m")[0] == 0
-    (req,) = fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")
+    assert _run(capsys, "wait", JOB_ID, "--timeout", "0.5m")[0] == 0
+    (req,) = fake.sent("GET", f"/v1/registry/{JOB_ID}/wait")
     assert 29 < float(req.query["timeout"]) <= 30
-    failed = {"task": _task(status="failed", turns_done=1, error="exit code 2"), "timed_out": False}
-    del fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}")]
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=60.000")] = (200, failed)
-    assert _run(capsys, "wait", TASK_ID) == (1, f"{TASK_ID} failed after turn 1: exit code 2\n", "")
+    failed = {"task": job_view(status="failed", turns_done=1, error="exit code 2"), "timed_out": False}
+    del fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?{ANY_QUERY}")]
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?timeout=60.000")] = (200, failed)
+    assert _run(capsys, "wait", JOB_ID) == (1, f"{JOB_ID} failed after turn 1: exit code 2\n", "")
 
 
 def test_wait_timeout_is_one_poll_and_exit_1(fake, capsys):
     """--timeout 0 polls once with timeout 0 and reports the task still running."""
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=0.000")] = (200, {"task": _task(), "timed_out": True})
-    code, out, err = _run(capsys, "wait", TASK_ID, "--timeout", "0")
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?timeout=0.000")] = (200, {"task": job_view(), "timed_out": True})
+    code, out, err = _run(capsys, "wait", JOB_ID, "--timeout", "0")
     assert (code, out) == (1, "")
-    assert err == f"kairos: task {TASK_ID} is still running (timed out waiting)\n"
-    assert [r.target for r in fake.requests] == [f"/v1/registry/{TASK_ID}/wait?timeout=0.000"]
+    assert err == f"kairos: task {JOB_ID} is still running (timed out waiting)\n"
+    assert [r.target for r in fake.requests] == [f"/v1/registry/{JOB_ID}/wait?timeout=0.000"]
 
 
 def test_logs_reads_every_chunk(fake, capsys):
@@ -312,54 +268,54 @@ def test_logs_reads_every_chunk(fake, capsys):
         text = "first line\n" if offset == 0 else "second line\n"
         return 200, {"text": text, "offset": offset, "next_offset": offset + len(text), "size": 23, "status": "idle"}
 
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/logs?{ANY_QUERY}")] = chunk
-    assert _run(capsys, "logs", TASK_ID) == (0, "first line\nsecond line\n", "")
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/logs?{ANY_QUERY}")] = chunk
+    assert _run(capsys, "logs", JOB_ID) == (0, "first line\nsecond line\n", "")
     assert [r.query for r in fake.requests] == [{"offset": "0"}, {"offset": "11"}]
 
 
 def test_logs_follow_prints_lines_until_the_end_marker(fake, capsys):
     """-f streams the lines; the end marker prints nothing; --json prints each item."""
     items = [{"seq": 0, "line": "a"}, {"seq": 1, "line": "b"}, {"end": True, "status": "completed"}]
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/logs?follow=1")] = Stream(items)
-    assert _run(capsys, "logs", "-f", TASK_ID) == (0, "a\nb\n", "")
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/logs?follow=1")] = Stream(items)
+    assert _run(capsys, "logs", "-f", JOB_ID) == (0, "a\nb\n", "")
     assert fake.requests[0].query == {"follow": "1"}
-    _, out, _ = _run(capsys, "logs", "-f", "--json", TASK_ID)
+    _, out, _ = _run(capsys, "logs", "-f", "--json", JOB_ID)
     assert [json.loads(line) for line in out.splitlines()] == items
 
 
 def test_cancel_names_descendants_and_refusal_exits_1(fake, capsys):
     """cancel prints what it cancelled; a terminal task's conflict is exit 1 with the daemon's message."""
-    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = (
-        200, {"task": _task(status="cancelled"), "cancelled": [TASK_ID, "t2222222222"], "killed": [],
+    fake.routes[("POST", f"/v1/registry/{JOB_ID}/cancel")] = (
+        200, {"task": job_view(status="cancelled"), "cancelled": [JOB_ID, "t2222222222"], "killed": [],
               "kill_grace_s": 10.0},
     )  # fmt: skip
-    assert _run(capsys, "cancel", TASK_ID) == (0, f"cancelled {TASK_ID} and 1 descendant(s): t2222222222\n", "")
-    conflict = {"error": {"code": "conflict", "message": f"task {TASK_ID} is already completed; nothing to cancel"}}
-    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = (409, conflict)
-    code, _, err = _run(capsys, "cancel", TASK_ID)
-    assert (code, err) == (1, f"kairos: task {TASK_ID} is already completed; nothing to cancel\n")
+    assert _run(capsys, "cancel", JOB_ID) == (0, f"cancelled {JOB_ID} and 1 descendant(s): t2222222222\n", "")
+    conflict = {"error": {"code": "conflict", "message": f"task {JOB_ID} is already completed; nothing to cancel"}}
+    fake.routes[("POST", f"/v1/registry/{JOB_ID}/cancel")] = (409, conflict)
+    code, _, err = _run(capsys, "cancel", JOB_ID)
+    assert (code, err) == (1, f"kairos: task {JOB_ID} is already completed; nothing to cancel\n")
 
 
 def test_send_and_close(fake, capsys, monkeypatch):
     """send posts the message (or stdin for '-'); --wait waits for the turn; close prints the new status."""
-    turns = [_turn(), _turn(number=2, prompt="add a test")]
-    fake.routes[("POST", f"/v1/registry/{TASK_ID}/send")] = (202, {"task": _task(turns=turns)})
-    assert _run(capsys, "send", TASK_ID, "add", "a", "test") == (0, f"sent turn 2 to {TASK_ID}\n", "")
-    assert fake.sent("POST", f"/v1/registry/{TASK_ID}/send")[0].body == {"message": "add a test"}
+    turns = [job_turn(), job_turn(number=2, prompt="add a test")]
+    fake.routes[("POST", f"/v1/registry/{JOB_ID}/send")] = (202, {"task": job_view(turns=turns)})
+    assert _run(capsys, "send", JOB_ID, "add", "a", "test") == (0, f"sent turn 2 to {JOB_ID}\n", "")
+    assert fake.sent("POST", f"/v1/registry/{JOB_ID}/send")[0].body == {"message": "add a test"}
     monkeypatch.setattr(sys, "stdin", io.StringIO("from stdin\n"))
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=60.000")] = _settled()
-    code, out, _ = _run(capsys, "send", "--wait", TASK_ID, "-")
-    assert (code, out) == (0, f"{TASK_ID} idle after turn 1\nfixed it\n")
-    assert fake.sent("POST", f"/v1/registry/{TASK_ID}/send")[1].body == {"message": "from stdin\n"}
-    fake.routes[("POST", f"/v1/registry/{TASK_ID}/close")] = (200, {"task": _task(status="completed")})
-    assert _run(capsys, "close", TASK_ID) == (0, f"closed {TASK_ID} (completed)\n", "")
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?timeout=60.000")] = _settled()
+    code, out, _ = _run(capsys, "send", "--wait", JOB_ID, "-")
+    assert (code, out) == (0, f"{JOB_ID} idle after turn 1\nfixed it\n")
+    assert fake.sent("POST", f"/v1/registry/{JOB_ID}/send")[1].body == {"message": "from stdin\n"}
+    fake.routes[("POST", f"/v1/registry/{JOB_ID}/close")] = (200, {"task": job_view(status="completed")})
+    assert _run(capsys, "close", JOB_ID) == (0, f"closed {JOB_ID} (completed)\n", "")
 
 
 # ---- kairos add --agent ----------------------------------------------------------------------
 
 
 def _add(fake: FakeDaemon, capsys, *argv: str) -> tuple[int, str, dict[str, Any] | None]:
-    task = _task_view(cron=None, tz="UTC", explanation="once", next_fires=[], note=None)  # what is sent matters
+    task = task_view(cron=None, tz="UTC", explanation="once", next_fires=[], note=None)  # what is sent matters
     fake.routes[("POST", "/v1/tasks")] = (201, {"task": task})
     try:
         code = run(["add", *argv])
@@ -416,10 +372,10 @@ LISTINGS = [
         ["task", "list"],
         "/v1/registry",
         "tasks",
-        _task(queued=True, turns_done=2, created_at="2026-11-23T09:00:00+00:00", prompt="check the build"),
+        job_view(queued=True, turns_done=2, created_at="2026-11-23T09:00:00+00:00", prompt="check the build"),
         [
             "ID           STATUS            WHAT           TURNS  CREATED                    PROMPT",
-            f"{TASK_ID}  running (queued)  agent: claude  2      2026-11-23 09:00:00+00:00  check the build",
+            f"{JOB_ID}  running (queued)  agent: claude  2      2026-11-23 09:00:00+00:00  check the build",
         ],
         "no background jobs",
     ),
@@ -535,24 +491,24 @@ def test_task_list_and_the_board_read_their_answers_typed(fake, capsys, argv, ro
 
 # Each verb's request, an answer of another shape, and the key it names (issue 25: every verb reads its answer
 # typed). A whole answer, but for one key: what a kairosd of another version, or a bug, would send.
-_BROKEN_TASK = {"task": _task(queued=0)}
+_BROKEN_TASK = {"task": job_view(queued=0)}
 _BOARD = {"project": "/src/app"}
 OTHER_SHAPES = [
     (["task", "start", "--agent", "claude", "hi"], ("POST", "/v1/registry"), _BROKEN_TASK, "task.queued"),
-    (["task", "send", TASK_ID, "more"], ("POST", f"/v1/registry/{TASK_ID}/send"), _BROKEN_TASK, "task.queued"),
-    (["task", "close", TASK_ID], ("POST", f"/v1/registry/{TASK_ID}/close"), _BROKEN_TASK, "task.queued"),
-    (["task", "wait", TASK_ID], ("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}"), {"task": _task()}, "timed_out"),
-    (["task", "cancel", TASK_ID], ("POST", f"/v1/registry/{TASK_ID}/cancel"),
-     {"task": _task(), "cancelled": [TASK_ID], "killed": [], "kill_grace_s": "10"}, "kill_grace_s"),
-    (["task", "logs", TASK_ID], ("GET", f"/v1/registry/{TASK_ID}/logs?{ANY_QUERY}"),
+    (["task", "send", JOB_ID, "more"], ("POST", f"/v1/registry/{JOB_ID}/send"), _BROKEN_TASK, "task.queued"),
+    (["task", "close", JOB_ID], ("POST", f"/v1/registry/{JOB_ID}/close"), _BROKEN_TASK, "task.queued"),
+    (["task", "wait", JOB_ID], ("GET", f"/v1/registry/{JOB_ID}/wait?{ANY_QUERY}"), {"task": job_view()}, "timed_out"),
+    (["task", "cancel", JOB_ID], ("POST", f"/v1/registry/{JOB_ID}/cancel"),
+     {"task": job_view(), "cancelled": [JOB_ID], "killed": [], "kill_grace_s": "10"}, "kill_grace_s"),
+    (["task", "logs", JOB_ID], ("GET", f"/v1/registry/{JOB_ID}/logs?{ANY_QUERY}"),
      {"text": "a line\n", "offset": 0, "next_offset": "7", "size": 7, "status": "idle"}, "next_offset"),
     (["board", "add", "use pnpm"], ("POST", "/v1/board"),
      {**_BOARD, "entry": {"id": "b1"}, "pruned": [], "superseded": []}, "entry.text"),
-    (["board", "pin", "b1"], ("POST", "/v1/board/entries/b1"), {**_BOARD, "entry": _task()}, "entry.text"),
+    (["board", "pin", "b1"], ("POST", "/v1/board/entries/b1"), {**_BOARD, "entry": job_view()}, "entry.text"),
     (["board", "rm", "b1"], ("DELETE", f"/v1/board/entries/b1?{ANY_QUERY}"), {**_BOARD, "removed": ["b1"]}, "entry"),
     (["board", "prune"], ("POST", "/v1/board/prune"), {**_BOARD, "pruned": [], "prune_to": None}, "prune_to"),
     (["consolidate", "--session-id", "s1", "--transcript", "t.jsonl"], ("POST", "/v1/consolidate"),
-     {"status": "started", "gate": None, "reason": "ok", "project": None, "run": {"id": TASK_ID}}, "run.kind"),
+     {"status": "started", "gate": None, "reason": "ok", "project": None, "run": {"id": JOB_ID}}, "run.kind"),
     (["export", "--all", "--to", "systemd"], ("POST", "/v1/export"),
      {"engine": "systemd", "exports": [{"task_id": "a", "files": [], "warnings": None}], "refused": []},
      "exports.0.warnings"),
@@ -596,16 +552,16 @@ def test_an_mcp_tool_reads_its_answer_typed(fake):
     from kairos.integrations.mcptools import _Tools
 
     tools = _Tools({})
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}")] = (200, {"task": _task()})
-    status = anyio.run(tools.task_status, TASK_ID)
-    assert status.splitlines()[0] == f"Task {TASK_ID}: running, agent claude, turns finished: 0."
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}")] = (200, _BROKEN_TASK)
-    shape = rf"kairosd answered GET /v1/registry/{TASK_ID} in a shape this kairos does not know \(task.queued:"
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}")] = (200, {"task": job_view()})
+    status = anyio.run(tools.task_status, JOB_ID)
+    assert status.splitlines()[0] == f"Task {JOB_ID}: running, agent claude, turns finished: 0."
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}")] = (200, _BROKEN_TASK)
+    shape = rf"kairosd answered GET /v1/registry/{JOB_ID} in a shape this kairos does not know \(task.queued:"
     with pytest.raises(ToolError, match=shape):
-        anyio.run(tools.task_status, TASK_ID)
-    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = (200, {"task": _task(), "cancelled": [TASK_ID]})
+        anyio.run(tools.task_status, JOB_ID)
+    fake.routes[("POST", f"/v1/registry/{JOB_ID}/cancel")] = (200, {"task": job_view(), "cancelled": [JOB_ID]})
     with pytest.raises(ToolError, match=r"\(killed:"):
-        anyio.run(tools.task_cancel, TASK_ID)
+        anyio.run(tools.task_cancel, JOB_ID)
 
 
 # ---- the following verbs (one loop: kairos.commands.common.print_each) -----------------------------
@@ -616,7 +572,7 @@ def test_an_mcp_tool_reads_its_answer_typed(fake):
     [
         (["watch"], "/v1/events", {"type": "run_started", "run_id": "r1"}),
         (["inbox", "--follow", "--json"], "/v1/inbox?follow=1", {"session": "main", "prompt": "p"}),
-        (["task", "logs", "-f", TASK_ID], f"/v1/registry/{TASK_ID}/logs?follow=1", {"seq": 0, "line": "a line"}),
+        (["task", "logs", "-f", JOB_ID], f"/v1/registry/{JOB_ID}/logs?follow=1", {"seq": 0, "line": "a line"}),
     ],
     ids=["watch", "inbox --follow", "task logs -f"],
 )
@@ -636,15 +592,6 @@ def test_a_follower_whose_reader_goes_away_exits_0_quietly(fake, argv, route, it
     # task logs -f prints the bare line; watch and inbox --json print the item.
     assert first == b"a line\n" if argv[0] == "task" else json.loads(first)["n"] == 0
     assert (code, err) == (0, b"")
-
-
-def _entry(**over: Any) -> dict[str, Any]:
-    """A board entry as kairosd answers it (kairosd.core.wire.board.BoardEntry)."""
-    entry: dict[str, Any] = {"id": "b1", "kind": "rule", "text": "use pnpm", "author": "user", "hits": 1,
-                             "source_session": None, "source_agent": None, "created_at": "2026-11-20T08:00:00+00:00",
-                             "last_seen_at": "2026-11-20T08:00:00+00:00"}  # fmt: skip
-    entry.update(over)
-    return entry
 
 
 def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
@@ -691,7 +638,7 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
 
 
 def test_a_board_change_prints_the_entry_or_with_json_the_answer(fake, capsys):
-    answer = {"project": "/src/app", "entry": _entry(), "before": "use npm"}
+    answer = {"project": "/src/app", "entry": board_entry(), "before": "use npm"}
     fake.routes[("POST", "/v1/board/entries/b1")] = (200, answer)
     for argv, line in [
         (["board", "pin", "b1"], "pinned b1 [rule] use pnpm"),
@@ -725,10 +672,10 @@ def test_cancel_waits_out_the_kill_grace_and_says_what_was_killed(fake, capsys, 
 
     def slow(_req: Any) -> tuple[int, dict[str, Any]]:
         time.sleep(0.6)  # the kill grace, as the daemon sits it out
-        body = {"task": _task(status="cancelled"), "cancelled": [TASK_ID], "killed": [TASK_ID], "kill_grace_s": 10.0}
+        body = {"task": job_view(status="cancelled"), "cancelled": [JOB_ID], "killed": [JOB_ID], "kill_grace_s": 10.0}
         return 200, body
 
-    fake.routes[("POST", f"/v1/registry/{TASK_ID}/cancel")] = slow
-    code, out, err = _run(capsys, "cancel", TASK_ID)
+    fake.routes[("POST", f"/v1/registry/{JOB_ID}/cancel")] = slow
+    code, out, err = _run(capsys, "cancel", JOB_ID)
     assert (code, err) == (0, "")
-    assert out == f"cancelled {TASK_ID}\n{TASK_ID} ignored SIGTERM: killed with SIGKILL after the 10s grace\n"
+    assert out == f"cancelled {JOB_ID}\n{JOB_ID} ignored SIGTERM: killed with SIGKILL after the 10s grace\n"

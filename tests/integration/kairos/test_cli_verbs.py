@@ -1,15 +1,8 @@
 """The daemon-facing CLI verbs, run in-process through kairos.app.run against a fake kairosd.
 
-The fake is a tiny threaded HTTP server on a Unix socket under a short temp dir
-($KAIROS_HOME/run/kairosd.sock): it answers canned JSON per route and records
-every request, so each test checks both what the CLI sent and what it printed.
-
-A route is a method and a request target, and the target's query is part of it:
-``("GET", "/v1/tasks?view=summary")`` answers only that query (its pairs in any
-order), ``("GET", "/v1/tasks")`` only a request without one. A request that sends a
-filter the test did not name gets a 404 and the CLI fails, so a wrong filter cannot
-pass. A route whose query is ``*`` (``"/v1/registry/ID/wait?*"``) takes any query,
-for a callable route that checks the query it is given.
+The fake (tests/fake_daemon_support.py) is a tiny threaded HTTP server on a Unix socket under a
+short temp dir ($KAIROS_HOME/run/kairosd.sock): it answers canned JSON per route, a route's query
+included, and records every request, so each test checks both what the CLI sent and what it printed.
 """
 
 from __future__ import annotations
@@ -18,146 +11,19 @@ import io
 import json
 import os
 import shutil
-import socketserver
 import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+from fake_daemon_support import ZONE, Answer, FakeDaemon, Recorded, Stream, claude_file, fire, task_view
 
 from kairos.app import run
 from kairos.commands import daemon as daemon_cmd
-
-ZONE = "Europe/Berlin"
-
-
-@dataclass
-class Stream:
-    """A JSON-lines answer: the lines, then the server closes the connection."""
-
-    lines: list[Any]
-
-
-@dataclass
-class Recorded:
-    method: str
-    target: str  # the request target as sent: path and query, still percent-encoded
-    body: Any
-
-    @property
-    def path(self) -> str:
-        return urlsplit(self.target).path
-
-    @property
-    def pairs(self) -> list[tuple[str, str]]:
-        """The query's name=value pairs, decoded, in the order sent (a repeated name stays repeated)."""
-        return parse_qsl(urlsplit(self.target).query, keep_blank_values=True)
-
-    @property
-    def query(self) -> dict[str, str]:
-        """The query as kairosd reads it: a repeated name keeps its last value (route matching sees every pair)."""
-        return dict(self.pairs)
-
-
-ANY_QUERY = "*"
-
-
-def _matches(route_target: str, req: Recorded) -> bool:
-    path, _, query = route_target.partition("?")
-    if path != req.path:
-        return False
-    return query == ANY_QUERY or sorted(parse_qsl(query, keep_blank_values=True)) == sorted(req.pairs)
-
-
-Answer = tuple[int, Any] | Stream
-Route = Answer | Callable[[Recorded], Answer]
-
-
-class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    fake: FakeDaemon
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # AF_UNIX has no client address to log
-        pass
-
-    def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        req = Recorded(self.command, self.path, json.loads(raw) if raw else None)
-        fake = self.server.fake
-        fake.requests.append(req)
-        route = fake.route_for(req)
-        if route is None:
-            # kairosd's own answer for a path it does not know; a test's route with another query says so.
-            known = any(m == req.method and t.partition("?")[0] == req.path for m, t in fake.routes)
-            message = f"no route with this query: {req.target}" if known else f"no such endpoint: {req.path}"
-            answer: Answer = (404, {"error": {"code": "not_found", "message": message}})
-        else:
-            answer = route(req) if callable(route) else route
-        if isinstance(answer, Stream):
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-ndjson")
-            self.end_headers()
-            for line in answer.lines:
-                self.wfile.write(json.dumps(line).encode() + b"\n")
-            return  # HTTP/1.0 without a length: the body ends when the connection closes
-        status, body = answer
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    do_GET = do_POST = do_DELETE = do_PATCH = _handle
-
-
-@dataclass
-class FakeDaemon:
-    home: Path
-    routes: dict[tuple[str, str], Route] = field(default_factory=dict)
-    requests: list[Recorded] = field(default_factory=list)
-
-    @property
-    def socket(self) -> Path:
-        return self.home / "run" / "kairosd.sock"
-
-    def start(self) -> None:
-        self.socket.parent.mkdir(parents=True, exist_ok=True)
-        self.server = _Server(str(self.socket), _Handler)
-        self.server.fake = self
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        if self.thread.is_alive():
-            # Unlink first, so a client never sees the file of a closed socket (as kairosd does).
-            self.socket.unlink(missing_ok=True)
-            self.server.shutdown()
-            self.server.server_close()
-            self.thread.join(timeout=5)
-
-    def route_for(self, req: Recorded) -> Route | None:
-        """The route whose method, path and query all match ``req`` (a query-less route matches no query)."""
-        for (method, target), route in self.routes.items():
-            if method == req.method and _matches(target, req):
-                return route
-        return None
-
-    def sent(self, method: str, path: str) -> list[Recorded]:
-        """The requests of ``method`` to ``path``, whatever their query."""
-        return [r for r in self.requests if r.method == method and r.path == path]
 
 
 @pytest.fixture
@@ -186,50 +52,8 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def _fire(planned: str, scheduled: str | None = None) -> dict[str, str]:
-    return {"scheduled_for": scheduled or planned, "planned_for": planned}
-
-
-def _task(**over: Any) -> dict[str, Any]:
-    """A task view as GET /v1/tasks/{id} returns it."""
-    task: dict[str, Any] = {
-        "id": "3f2a9c1d",
-        "prompt": "summarise open PRs",
-        "cron": "0 9 * * 1-5",
-        "at": None,
-        "recurring": True,
-        "tz": ZONE,
-        "target": {"kind": "inbox", "session": "default"},
-        "name": None,
-        "created_at": "2026-11-20T08:00:00Z",
-        "created_by": "cli",
-        "last_fired_at": None,
-        "last_scheduled_for": None,
-        "paused": False,
-        "paused_reason": None,
-        "expires_after_days": None,
-        "permanent": False,
-        "catch_up": "once",
-        "jitter": "none",
-        "overlap": "skip",
-        "meta": {},
-        "status": "scheduled",
-        "schedule": "0 9 * * 1-5",
-        "explanation": "At 09:00 on Monday to Friday",
-        "next_fires": [
-            _fire("2026-11-23T09:00:00+01:00"),
-            _fire("2026-11-24T09:00:00+01:00"),
-            _fire("2026-11-25T09:00:00+01:00"),
-        ],
-        "planned_for": "2026-11-23T09:00:00+01:00",
-        "running": False,
-    }
-    task.update(over)
-    return task
-
-
 def _added(fake: FakeDaemon, **over: Any) -> None:
-    fake.routes[("POST", "/v1/tasks")] = (201, {"task": {**_task(**over), "note": over.get("note")}})
+    fake.routes[("POST", "/v1/tasks")] = (201, {"task": {**task_view(**over), "note": over.get("note")}})
 
 
 def _add_body(fake: FakeDaemon, capsys, *argv: str) -> dict[str, Any]:
@@ -361,14 +185,14 @@ def test_add_help_names_the_default_folder(capsys):
 
 def test_show_gives_the_jitter_half_the_period_caps(fake, capsys):
     """Issue 24, item 4: `show` said max:1h for a */5 task whose fires move at most 2m30s."""
-    fires = [_fire(f"2026-11-23T09:{m:02d}:00+01:00") for m in (0, 5, 10, 15, 20)]
+    fires = [fire(f"2026-11-23T09:{m:02d}:00+01:00") for m in (0, 5, 10, 15, 20)]
     fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (
-        200, {"task": _task(cron="*/5 * * * *", jitter="max:1h", next_fires=fires)}
+        200, {"task": task_view(cron="*/5 * * * *", jitter="max:1h", next_fires=fires)}
     )  # fmt: skip
     code, out, _ = _run(capsys, "show", "3f2a9c1d")
     assert code == 0
     assert "jitter:      max:1h, capped at 2m30s for this task (half the 5m between its fires)\n" in out
-    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(jitter="max:1h")})  # days apart: as asked
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": task_view(jitter="max:1h")})  # days apart: as asked
     assert "jitter:      max:1h\n" in _run(capsys, "show", "3f2a9c1d")[1]
 
 
@@ -376,7 +200,7 @@ def test_show_names_the_folder_of_a_task_stored_without_one(fake, capsys):
     """A task stored without cwd (an old store, an API client) says where it runs: the home folder."""
     # As kairosd answers it: a target's every key, cwd null (kairosd.core.wire.tasks.AgentTargetView).
     target = {"kind": "agent", "agent": "claude", "cwd": None, "model": None, "timeout_s": None}
-    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": _task(target=target)})
+    fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": task_view(target=target)})
     code, out, _ = _run(capsys, "show", "3f2a9c1d")
     assert code == 0
     assert "target:      agent: claude, in ~ (no folder recorded: the home folder)\n" in out
@@ -439,7 +263,7 @@ def test_add_shows_jitter_and_note(fake, capsys):
         name="tick",
         cron="*/6 * * * *",
         explanation="Every sixth minute of every hour",
-        next_fires=[_fire("2026-11-22T00:42:27+01:00", "2026-11-22T00:42:00+01:00")],
+        next_fires=[fire("2026-11-22T00:42:27+01:00", "2026-11-22T00:42:00+01:00")],
         note="cron cannot repeat every 7m evenly; using every 6m (*/6 * * * *)",
     )
     code, out, _ = _run(capsys, "add", "--every", "7m", "check")
@@ -472,10 +296,10 @@ def _route_four_tasks(fake: FakeDaemon) -> None:
         200,
         {
             "tasks": [
-                _task(),
-                _task(id="0b1c2d3e", name="tick", cron="*/5 * * * *", tz="UTC", planned_for="2026-11-23T08:05:00Z"),
-                _task(id="aaaabbbb", status="paused", planned_for=None, prompt="a\nvery long prompt " * 20),
-                _task(
+                task_view(),
+                task_view(id="0b1c2d3e", name="tick", cron="*/5 * * * *", tz="UTC", planned_for="2026-11-23T08:05:00Z"),
+                task_view(id="aaaabbbb", status="paused", planned_for=None, prompt="a\nvery long prompt " * 20),
+                task_view(
                     id="ccccdddd",
                     cron=None,
                     at="2026-11-22T22:59:00Z",
@@ -542,7 +366,7 @@ def test_show(fake, capsys):
     """`show ID` prints every field, the next fires and the prompt."""
     fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (
         200,
-        {"task": _task(target={"kind": "shell", "argv": ["echo", "a b"], "cwd": "/tmp", "timeout_s": 300})},
+        {"task": task_view(target={"kind": "shell", "argv": ["echo", "a b"], "cwd": "/tmp", "timeout_s": 300})},
     )
     code, out, _ = _run(capsys, "show", "3f2a9c1d")
     assert code == 0
@@ -557,7 +381,7 @@ def test_show(fake, capsys):
 def test_show_prints_a_one_shots_time_as_every_other_time(fake, capsys):
     """A one-shot's time (an ISO text with microseconds, from --in) is shown to the second, as created and next."""
     at = "2026-11-23T09:30:00.123456+01:00"
-    one_shot = _task(cron=None, at="2026-11-23T08:30:00.123456Z", recurring=False, schedule=at,
+    one_shot = task_view(cron=None, at="2026-11-23T08:30:00.123456Z", recurring=False, schedule=at,
                      explanation="once, at the exact time",
                      next_fires=[{"scheduled_for": at, "planned_for": at}])  # fmt: skip
     fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": one_shot})
@@ -572,7 +396,7 @@ def test_show_prints_a_one_shots_time_as_every_other_time(fake, capsys):
 def test_a_task_kairos_paused_says_why_in_list_and_show(fake, capsys):
     """Issue #13: a task paused because it broke shows the reason (control characters escaped)."""
     reason = "kairos could not expire this task (OverflowError: date value out of range\x1b[31m); it was paused"
-    paused = _task(status="paused", paused=True, planned_for=None, next_fires=[], paused_reason=reason)
+    paused = task_view(status="paused", paused=True, planned_for=None, next_fires=[], paused_reason=reason)
     fake.routes[("GET", "/v1/tasks?view=summary")] = (200, {"tasks": [paused]})
     fake.routes[("GET", "/v1/tasks/3f2a9c1d")] = (200, {"task": paused})
     code, out, _ = _run(capsys, "list")
@@ -634,8 +458,8 @@ def test_rm_prints_the_full_id_not_the_prefix_typed(fake, capsys):
 
 
 def test_pause_resume_run_show_take_many_ids_and_go_on_past_a_bad_one(fake, capsys):
-    fake.routes[("POST", "/v1/tasks/aaaaaaaa/pause")] = (200, {"task": _task(id="aaaaaaaa")})
-    fake.routes[("POST", "/v1/tasks/bbbbbbbb/pause")] = (200, {"task": _task(id="bbbbbbbb", unchanged=True)})
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/pause")] = (200, {"task": task_view(id="aaaaaaaa")})
+    fake.routes[("POST", "/v1/tasks/bbbbbbbb/pause")] = (200, {"task": task_view(id="bbbbbbbb", unchanged=True)})
     code, out, err = _run(capsys, "pause", "aaaaaaaa", "deadbeef", "bbbbbbbb")
     assert code == 1
     assert out == "paused aaaaaaaa\nbbbbbbbb was already paused: nothing to do\n"
@@ -651,12 +475,12 @@ def test_pause_resume_run_show_take_many_ids_and_go_on_past_a_bad_one(fake, caps
 def test_resume_says_what_the_catch_up_policy_did_with_a_one_shot(fake, capsys):
     caught = {"action": "fired", "scheduled_for": "2026-11-23T08:00:00Z", "run_id": "r1", "outcome": None,
               "reason": None}  # fmt: skip
-    fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": _task(id="aaaaaaaa", caught_up=caught)})
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": task_view(id="aaaaaaaa", caught_up=caught)})
     code, out, _ = _run(capsys, "resume", "aaaaaaaa")
     assert code == 0
     assert "fired now, late (run r1, caught up)" in out
     caught = dict(caught, action="missed", reason="the task was paused when it was due (1 fire surfaced)")
-    fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": _task(id="aaaaaaaa", caught_up=caught)})
+    fake.routes[("POST", "/v1/tasks/aaaaaaaa/resume")] = (200, {"task": task_view(id="aaaaaaaa", caught_up=caught)})
     code, out, _ = _run(capsys, "resume", "aaaaaaaa")
     assert code == 0
     assert "recorded as missed (the task was paused when it was due (1 fire surfaced))" in out
@@ -672,8 +496,8 @@ def test_rm_json(fake, capsys):
 
 def test_pause_resume_run(fake, capsys):
     """pause/resume/run POST to the task's action and print what happened."""
-    fake.routes[("POST", "/v1/tasks/3f2a9c1d/pause")] = (200, {"task": _task(paused=True, status="paused")})
-    fake.routes[("POST", "/v1/tasks/3f2a9c1d/resume")] = (200, {"task": _task()})
+    fake.routes[("POST", "/v1/tasks/3f2a9c1d/pause")] = (200, {"task": task_view(paused=True, status="paused")})
+    fake.routes[("POST", "/v1/tasks/3f2a9c1d/resume")] = (200, {"task": task_view()})
     fake.routes[("POST", "/v1/tasks/3f2a9c1d/run")] = (
         202,
         {"run": _run_record(outcome=None, started_at=None, finished_at=None)},
@@ -1020,7 +844,7 @@ def test_import(fake, capsys, home):
         200,
         {  # a whole answer (ImportDoc): the dry run's and the import's alike
             "dry_run": False,
-            "imported": [_task(on_import="")],
+            "imported": [task_view(on_import="")],
             "skipped": [{"id": "aaaabbbb", "reason": "a task with this id already exists"}],
             "rejected": [{"index": 2, "id": None, "reason": "missing 'cron'"}],
             "dropped": [],
@@ -1047,7 +871,7 @@ def test_import_dry_run_shows_dropped_keys_and_rejects_by_id(fake, capsys, home)
         200,
         {
             "dry_run": True,
-            "imported": [_task() | {"on_import": "1 missed fire(s) surfaced, not delivered"}],
+            "imported": [task_view() | {"on_import": "1 missed fire(s) surfaced, not delivered"}],
             "skipped": [],
             "rejected": [{"index": 1, "id": "aa11bb22\\n", "reason": "id: 'aa11bb22\\n' is not a Claude Code task id"}],
             "dropped": [{"id": "3f2a9c1d", "keys": ["target"]}],
@@ -1091,7 +915,7 @@ def test_import_missing_file(fake, capsys, home):
     ],
 )
 def test_no_daemon_exit_3(home, capsys, argv):
-    """Without a daemon every verb but the read-only views (tests/test_cli_offline_views.py) exits 3
+    """Without a daemon every verb but the read-only views (tests/integration/kairos/test_cli_offline_views.py) exits 3
     with one line that says how to start it."""
     code, out, err = _run(capsys, *argv)
     assert code == 3
@@ -1232,8 +1056,8 @@ def test_daemon_start_then_stop(home, capsys, monkeypatch):
 
 
 def test_cli_edit_sends_only_what_changes(fake, capsys) -> None:
-    view = _task(cron="30 8 * * 1-5", tz="UTC", explanation="At 08:30", next_fires=[], changed=["jitter", "schedule"],
-                 note=None)  # fmt: skip
+    view = task_view(cron="30 8 * * 1-5", tz="UTC", explanation="At 08:30", next_fires=[],
+                     changed=["jitter", "schedule"], note=None)  # fmt: skip
     fake.routes[("PATCH", "/v1/tasks/3f2a")] = (200, {"task": view})
     code = run(["edit", "3f2a", "--cron", "30 8 * * 1-5", "--jitter", "claude"])
     out, err = capsys.readouterr()
@@ -1268,22 +1092,12 @@ def test_every_timeout_option_takes_a_duration():
     assert {"kairos add", "kairos task start", "kairos task wait", "kairos consolidate"} <= set(found)
 
 
-def _claude_file(home: Path, n: int) -> tuple[Path, list[dict[str, Any]]]:
-    tasks = [
-        {"id": f"{i:08x}", "cron": "0 9 * * 1-5", "prompt": f"check the build of branch {i} ✓", "createdAt": 1.7e12}
-        for i in range(n)
-    ]
-    path = home / "big.json"
-    path.write_text(json.dumps({"tasks": tasks}))
-    return path, tasks
-
-
 def test_import_of_more_than_one_request_carries_goes_in_batches(fake, capsys, home):
     """Issue 28: one request (1 MiB) held ~7,000 tasks. A larger file goes in batches, each one request within
     the limit and imported atomically; every task is sent once, in order; rejected items keep their file index."""
     from kairosd.core.protocol import MAX_BODY_BYTES
 
-    path, tasks = _claude_file(home, 12_000)
+    path, tasks = claude_file(home, 12_000)
 
     def answer(req: Any) -> tuple[int, dict[str, Any]]:
         rejected = [{"index": 0, "id": None, "reason": "first of its batch"}]
@@ -1307,7 +1121,7 @@ def test_import_of_more_than_one_request_carries_goes_in_batches(fake, capsys, h
 
 
 def test_a_failed_batch_says_which_and_what_was_imported(fake, capsys, home):
-    path, _ = _claude_file(home, 12_000)
+    path, _ = claude_file(home, 12_000)
     calls = []
 
     def answer(req: Any) -> tuple[int, dict[str, Any]]:

@@ -50,7 +50,7 @@ def test_every_shell_block_is_marked():
     unmarked = [line for line, kind, _text in blocks() if kind is None]
     assert unmarked == [], (
         f"README.md shell blocks at lines {unmarked} have no '<!-- readme-test: run -->' or "
-        "'<!-- readme-test: skip REASON -->' line before them (see tests/test_readme.py)"
+        "'<!-- readme-test: skip REASON -->' line before them (see tests/integration/project/test_readme.py)"
     )
 
 

@@ -1,4 +1,5 @@
-"""The progress line of the verbs that wait (issue 26, item 3), against the fake kairosd of test_cli_verbs.
+"""The progress line of the verbs that wait (issue 26, item 3), against the fake kairosd of
+tests/fake_daemon_support.py.
 
 Each verb runs twice in-process, once with stderr a terminal and once a pipe (stdout a pipe both
 times: print_json indents for a terminal stdout, which is not what is compared here). At the
@@ -18,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_jobs import TASK_ID, _entry, _task
-from test_cli_verbs import ANY_QUERY, FakeDaemon, Recorded, _claude_file
+from fake_daemon_support import ANY_QUERY, JOB_ID, FakeDaemon, Recorded, board_entry, claude_file, job_view
 
 from kairos import progress
 from kairos.app import run
@@ -105,9 +105,9 @@ def _wait_route(fake: FakeDaemon) -> None:
     """A task that is queued at the first poll, running at the second, and idle at the third."""
     states = iter(
         [
-            {"task": _task(queued=True, progress=_progress(0)), "timed_out": True},
-            {"task": _task(progress=_progress(1)), "timed_out": True},
-            {"task": _task(status="idle", turns_done=1, response="fixed it"), "timed_out": False},
+            {"task": job_view(queued=True, progress=_progress(0)), "timed_out": True},
+            {"task": job_view(progress=_progress(1)), "timed_out": True},
+            {"task": job_view(status="idle", turns_done=1, response="fixed it"), "timed_out": False},
         ]
     )
 
@@ -115,25 +115,25 @@ def _wait_route(fake: FakeDaemon) -> None:
         try:
             return 200, next(states)
         except StopIteration:
-            return 200, {"task": _task(status="idle", turns_done=1, response="fixed it"), "timed_out": False}
+            return 200, {"task": job_view(status="idle", turns_done=1, response="fixed it"), "timed_out": False}
 
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}")] = answer
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?{ANY_QUERY}")] = answer
 
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_task_wait_shows_the_state_at_a_terminal_only(fake, monkeypatch, as_json):
     _wait_route(fake)
-    shown = kairos(monkeypatch, "task", "wait", TASK_ID, *(["--json"] if as_json else []), terminal=True)
-    at_terminal = [r.query["timeout"] for r in fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")]
+    shown = kairos(monkeypatch, "task", "wait", JOB_ID, *(["--json"] if as_json else []), terminal=True)
+    at_terminal = [r.query["timeout"] for r in fake.sent("GET", f"/v1/registry/{JOB_ID}/wait")]
     fake.requests.clear()
     _wait_route(fake)
-    piped = kairos(monkeypatch, "task", "wait", TASK_ID, *(["--json"] if as_json else []), terminal=False)
-    in_pipe = [r.query["timeout"] for r in fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")]
+    piped = kairos(monkeypatch, "task", "wait", JOB_ID, *(["--json"] if as_json else []), terminal=False)
+    in_pipe = [r.query["timeout"] for r in fake.sent("GET", f"/v1/registry/{JOB_ID}/wait")]
 
     assert shown.drawn == [
-        f"waiting for task {TASK_ID} (0 s)",
-        f"waiting for task {TASK_ID} (running, queued for a slot, 0 s)",
-        f"waiting for task {TASK_ID} (running, 1 tool call, 0 s)",
+        f"waiting for task {JOB_ID} (0 s)",
+        f"waiting for task {JOB_ID} (running, queued for a slot, 0 s)",
+        f"waiting for task {JOB_ID} (running, 1 tool call, 0 s)",
     ]
     assert shown.lines[-1].replace(" ", "") == "\r\r"
     # The line's state is fresh: the first poll answers at once, the next within 5 s. A pipe polls as before.
@@ -144,7 +144,7 @@ def test_task_wait_shows_the_state_at_a_terminal_only(fake, monkeypatch, as_json
     if as_json:
         assert json.loads(shown.out)["task"]["status"] == "idle"
     else:
-        assert shown.out == f"{TASK_ID} idle after turn 1\nfixed it\n"
+        assert shown.out == f"{JOB_ID} idle after turn 1\nfixed it\n"
 
 
 @pytest.mark.parametrize(
@@ -152,28 +152,28 @@ def test_task_wait_shows_the_state_at_a_terminal_only(fake, monkeypatch, as_json
 )
 def test_task_wait_draws_nothing_with_quiet_or_on_a_dumb_terminal(fake, monkeypatch, flags, term):
     monkeypatch.setenv("TERM", term)
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?timeout=60.000")] = (
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?timeout=60.000")] = (
         200,
-        {"task": _task(status="idle", turns_done=1, response="fixed it"), "timed_out": False},
+        {"task": job_view(status="idle", turns_done=1, response="fixed it"), "timed_out": False},
     )
-    ran = kairos(monkeypatch, "task", "wait", TASK_ID, *flags, terminal=True)
-    assert (ran.code, ran.out, ran.err) == (0, f"{TASK_ID} idle after turn 1\nfixed it\n", "")
+    ran = kairos(monkeypatch, "task", "wait", JOB_ID, *flags, terminal=True)
+    assert (ran.code, ran.out, ran.err) == (0, f"{JOB_ID} idle after turn 1\nfixed it\n", "")
 
 
 def test_a_wait_from_inside_a_task_keeps_its_long_polls(fake, monkeypatch):
     """Each poll of a waiter lends its slot anew (kairosd.jobs.slots): no shorter polls for the line."""
     monkeypatch.setenv("KAIROS_TASK_ID", "t9a9b9c9d9e")
     _wait_route(fake)
-    ran = kairos(monkeypatch, "task", "wait", TASK_ID, terminal=True)
-    assert ran.drawn[0] == f"waiting for task {TASK_ID} (0 s)"
-    assert [r.query["timeout"] for r in fake.sent("GET", f"/v1/registry/{TASK_ID}/wait")] == ["60.000"] * 3
+    ran = kairos(monkeypatch, "task", "wait", JOB_ID, terminal=True)
+    assert ran.drawn[0] == f"waiting for task {JOB_ID} (0 s)"
+    assert [r.query["timeout"] for r in fake.sent("GET", f"/v1/registry/{JOB_ID}/wait")] == ["60.000"] * 3
 
 
 def test_task_start_wait_shows_the_line_too(fake, monkeypatch):
-    fake.routes[("POST", "/v1/registry")] = (201, {"task": _task()})
+    fake.routes[("POST", "/v1/registry")] = (201, {"task": job_view()})
     _wait_route(fake)
     shown, _ = both(monkeypatch, fake, "task", "start", "--agent", "claude", "--wait", "fix the build")
-    assert shown.drawn[0] == f"waiting for task {TASK_ID} (0 s)"
+    assert shown.drawn[0] == f"waiting for task {JOB_ID} (0 s)"
 
 
 # ---- consolidate --wait ---------------------------------------------------------------------
@@ -190,20 +190,20 @@ def _consolidation(fake: FakeDaemon) -> None:
     fake.routes[("POST", "/v1/consolidate")] = (
         202,
         {"status": "started", "gate": None, "reason": "started", "project": "/src/app",
-         "run": _task(kind="consolidation", turns=None)},
+         "run": job_view(kind="consolidation", turns=None)},
     )  # fmt: skip
-    states = iter([_task(kind="consolidation"), _task(kind="consolidation", status="completed")])
+    states = iter([job_view(kind="consolidation"), job_view(kind="consolidation", status="completed")])
 
     def answer(req: Recorded) -> tuple[int, dict[str, Any]]:
-        task = next(states, None) or _task(kind="consolidation", status="completed")
+        task = next(states, None) or job_view(kind="consolidation", status="completed")
         return 200, {"task": task, "timed_out": task["status"] == "running"}
 
-    fake.routes[("GET", f"/v1/registry/{TASK_ID}/wait?{ANY_QUERY}")] = answer
-    fake.routes[("GET", f"/v1/consolidation/runs/{TASK_ID}")] = (
+    fake.routes[("GET", f"/v1/registry/{JOB_ID}/wait?{ANY_QUERY}")] = answer
+    fake.routes[("GET", f"/v1/consolidation/runs/{JOB_ID}")] = (
         200,
         {
-            "task": _task(kind="consolidation", status="completed", response="2 added"),
-            "result": {"ok": True, "board_size": 2, "merge": _merge(added=[_entry(id="b000001", text="use uv")])},
+            "task": job_view(kind="consolidation", status="completed", response="2 added"),
+            "result": {"ok": True, "board_size": 2, "merge": _merge(added=[board_entry(id="b000001", text="use uv")])},
         },
     )
 
@@ -218,22 +218,22 @@ def test_consolidate_wait_names_the_run_and_its_project(fake, monkeypatch, tmp_p
     _consolidation(fake)
     piped = kairos(monkeypatch, *argv, *(["--json"] if as_json else []), terminal=False)
     assert shown.drawn == [
-        f"waiting for consolidation {TASK_ID} of /src/app (0 s)",
-        f"waiting for consolidation {TASK_ID} of /src/app (running, 2 tool calls, 0 s)",
+        f"waiting for consolidation {JOB_ID} of /src/app (0 s)",
+        f"waiting for consolidation {JOB_ID} of /src/app (running, 2 tool calls, 0 s)",
     ]
     assert (shown.code, shown.out, shown.rest) == (0, piped.out, piped.err)
     assert "\r" not in piped.err
     if as_json:
         assert json.loads(shown.out)["task"]["status"] == "completed"
     else:
-        assert shown.out == f"{TASK_ID} completed: 2 added; the board has 2 entries\n  + b000001 [rule] use uv\n"
+        assert shown.out == f"{JOB_ID} completed: 2 added; the board has 2 entries\n  + b000001 [rule] use uv\n"
 
 
 # ---- import ---------------------------------------------------------------------------------
 
 
 def test_import_of_many_tasks_counts_them_batch_by_batch(fake, monkeypatch, home):
-    path, tasks = _claude_file(home, 12_000)
+    path, tasks = claude_file(home, 12_000)
     nothing = {"dry_run": False, "imported": [], "skipped": [], "rejected": [], "dropped": []}  # a whole answer
     fake.routes[("POST", "/v1/import")] = (200, nothing)
     shown, _ = both(monkeypatch, fake, "import", str(path), "--tz", "UTC")
@@ -255,7 +255,7 @@ def test_import_of_many_tasks_counts_them_batch_by_batch(fake, monkeypatch, home
 
 
 def test_import_json_of_one_batch_says_how_many_tasks(fake, monkeypatch, home):
-    path, _ = _claude_file(home, 3)
+    path, _ = claude_file(home, 3)
     fake.routes[("POST", "/v1/import")] = (200, {"imported": [], "skipped": [], "rejected": [], "dry_run": True})
     shown, _ = both(monkeypatch, fake, "import", str(path), "--tz", "UTC", "--dry-run", "--json")
     assert shown.drawn == [f"reading {path} (0 s)", "dry run: 3 tasks (0 s)"]
@@ -295,7 +295,7 @@ def test_export_printed_to_stdout_is_the_same_at_a_terminal(fake, monkeypatch):
 
 def test_batch_lines_printed_to_the_same_terminal_are_not_drawn_over(fake, monkeypatch, home):
     """stdout and stderr on one terminal: each batch line is printed on a line the progress line left clean."""
-    path, _ = _claude_file(home, 12_000)
+    path, _ = claude_file(home, 12_000)
     nothing = {"dry_run": False, "imported": [], "skipped": [], "rejected": [], "dropped": []}  # a whole answer
     fake.routes[("POST", "/v1/import")] = (200, nothing)
     term = Terminal()

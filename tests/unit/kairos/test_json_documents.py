@@ -33,7 +33,7 @@ NOT_CHECKED_YET = {
     "daemon run": "execs kairosd in the foreground; prints no document",
     "completion": "prints a shell script, not JSON",
     "mcp": "a stdio MCP server, not a document",
-    "ui": "a full-screen terminal view, not a document: its --json is a usage error (tests/test_ui.py)",
+    "ui": "a full-screen terminal view, not a document: its --json is a usage error (test_ui.py)",
 }  # fmt: skip
 
 

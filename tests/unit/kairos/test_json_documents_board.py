@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from consolidation_service_support import Harness, consolidation_api
 from consolidation_support import write_transcript
 from registry_support import run
-from test_consolidation_api import _api, home
-from test_consolidation_service import Harness
 
 from kairos.app import run as kairos
 from kairosd.api.server import UnixHttpServer
 from kairosd.consolidation.board.entries import Candidate
 from kairosd.core.wire import verbs as documents
 
-__all__ = ["home"]  # the fixture, used below
+
+@pytest.fixture
+def home(kairos_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("COLUMNS", "200")
+    return kairos_home
 
 
 def test_board_and_consolidate_print_their_documents(home, capsys, monkeypatch):
@@ -29,7 +33,7 @@ def test_board_and_consolidate_print_their_documents(home, capsys, monkeypatch):
 
     async def main() -> None:
         h = await Harness(home).start()
-        server = UnixHttpServer(home / "run" / "kairosd.sock", _api(h).handle)
+        server = UnixHttpServer(home / "run" / "kairosd.sock", consolidation_api(h).handle)
         await server.start()
 
         async def check(verb: str, *argv: str, code: int = 0) -> Any:

@@ -1,7 +1,8 @@
 """``kairos systemd status|uninstall --json`` against :mod:`kairosd.core.wire.verbs` (issue 15, item 2).
 
-Real ``kairos`` processes in test_systemd's sandbox: fake ``systemctl`` and ``journalctl``
-first on PATH (they record their argv and print what the test sets), so no user manager is needed.
+Real ``kairos`` processes in the systemd tests' sandbox (tests/systemd_support.py): fake ``systemctl``
+and ``journalctl`` first on PATH (they record their argv and print what the test sets), so no user
+manager is needed.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_systemd import SHOW_RUNNING, box
+from systemd_support import SHOW_RUNNING, box
 
 from kairos.commands import systemd as sd
 from kairosd.core.wire import verbs as documents

@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from registry_support import FakeAdapter, fake_agent, make_registry, run
-from test_registry_api import _api, home
+from registry_support import FakeAdapter, fake_agent, make_registry, registry_api, run
 
 from kairos.app import run as kairos
 from kairosd.api.server import UnixHttpServer
 from kairosd.core.wire import verbs as documents
 
-__all__ = ["home"]  # the fixture, used below
+
+@pytest.fixture
+def home(kairos_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    return kairos_home
 
 
 def test_task_verbs_print_their_documents(home, tmp_path, capsys):
@@ -27,7 +32,7 @@ def test_task_verbs_print_their_documents(home, tmp_path, capsys):
 
     async def main() -> None:
         reg = make_registry(home, adapter, kill_grace_s=0.2)
-        server = UnixHttpServer(home / "run" / "kairosd.sock", _api(reg).handle)
+        server = UnixHttpServer(home / "run" / "kairosd.sock", registry_api(reg).handle)
         await server.start()
 
         async def cli(verb: str, *argv: str, code: int = 0) -> str:

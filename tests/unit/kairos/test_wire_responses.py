@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from consolidation_service_support import Harness, consolidation_api
 from consolidation_support import write_transcript
 from pydantic import BaseModel, ValidationError
 from registry_support import FakeAdapter, fake_agent, run
 from session_support import Kairosd, hook_home
-from test_consolidation_api import _api as _consolidation_api
-from test_consolidation_service import Harness
 
 from kairos.client import Client
 from kairosd.api import server
@@ -172,7 +171,7 @@ def test_a_consolidation_run_answers_its_model(tmp_path):
 
     async def main() -> None:
         h = await Harness(tmp_path).start()
-        api = _consolidation_api(h)
+        api = consolidation_api(h)
         transcript = write_transcript(tmp_path / "t", "claude", str(h.project))
         body = {"agent": "claude", "session_id": "s1", "transcript_path": str(transcript), "cwd": str(h.project)}
         started = await api.handle(Request("POST", "/v1/consolidate", {}, body, 0))

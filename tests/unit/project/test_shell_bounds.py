@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_shell_delivery import delivery, gone, handoff, kill_leftover, pid_in, run, script, wait_until
+from shell_support import delivery, gone, handoff, kill_leftover, pid_in, run, script, wait_until
 
 CAP = 64 << 10
 

@@ -3,7 +3,7 @@ FakeClock (tests/session_support.py), and the pure rows of :mod:`kairos.ui.views
 
 ``docs/ui.svg`` is what :func:`test_the_committed_screenshot_is_what_the_app_draws` draws from a fixed
 store and clock; after a deliberate change of the picture, regenerate it with
-``UPDATE_SCREENSHOTS=1 pytest tests/test_ui.py -k screenshot``.
+``UPDATE_SCREENSHOTS=1 pytest tests/integration/kairos/ui/test_ui.py -k screenshot``.
 """
 
 from __future__ import annotations

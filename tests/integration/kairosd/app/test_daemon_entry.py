@@ -139,3 +139,18 @@ def test_asyncio_tls_works_in_the_daemon_process(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "b'fired\\n'"
+
+
+def test_a_start_builds_no_answer_model() -> None:
+    """The answers' models (kairosd.core.wire) describe the API in GET /v1/openapi.json and serve the
+    tests that validate answers; the daemon never validates an answer against them (docs/performance.md),
+    so a start, which every test with a real kairosd pays for, does not build them."""
+    probe = textwrap.dedent(
+        """
+        import sys
+        import kairosd.app.daemon
+        print(sorted(m for m in sys.modules if m.startswith("kairosd.core.wire")))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import stat
 import sys
 import time
-from collections.abc import Callable, Coroutine
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import psutil
+from shell_support import (
+    RUN_ID,
+    T0,
+    TASK_ID,
+    await_pid,
+    delivery,
+    gone,
+    handoff,
+    kill_leftover,
+    run,
+    script,
+    wait_until,
+)
 
-from kairosd.core.models import InboxTarget, ShellTarget
+from kairosd.core.models import InboxTarget
 from kairosd.delivery.base import Handoff, Result
-from kairosd.delivery.shell import ShellDelivery
-from kairosd.testing import FakeClock
-
-T0 = datetime(2026, 11, 21, 23, 15, 2, tzinfo=UTC)
-TASK_ID = "a1b2c3d4"
-WAIT_S = 20.0  # upper bound for anything the tests wait on; passing runs take far less
-T = TypeVar("T")
 
 ECHO = f"""#!{sys.executable}
 import json, os, sys
@@ -44,78 +46,6 @@ exec sleep 60
 """
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(WAIT_S * 2):
-            return await coro
-
-    return asyncio.run(bounded())
-
-
-def script(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    path.chmod(0o755)
-    return path
-
-
-def handoff(argv: list[str], run_id: str = "r000000000001", prompt: str = "hello kairos", **target: Any) -> Handoff:
-    return Handoff(
-        run_id=run_id,
-        task_id=TASK_ID,
-        task_name="demo",
-        prompt=prompt,
-        target=ShellTarget(argv=argv, **target),
-        scheduled_for=T0,
-        planned_for=T0 + timedelta(seconds=3),
-        late_by_s=4.25,
-        catch_up=True,
-    )
-
-
-def delivery(tmp_path: Path, **kwargs: Any) -> ShellDelivery:
-    return ShellDelivery(tmp_path / "runs", FakeClock(T0), **kwargs)
-
-
-def gone(pid: int) -> bool:
-    """True once ``pid`` has exited (a zombie waiting for a reaper that is not us counts as gone)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def wait_until(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def pid_in(path: Path) -> int | None:
-    text = path.read_text().strip() if path.exists() else ""
-    return int(text) if text else None
-
-
-async def await_pid(path: Path) -> int:
-    """The pid a test script wrote to ``path``, once it is there (bounded wait)."""
-    deadline = time.monotonic() + WAIT_S
-    while (pid := pid_in(path)) is None:
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        await asyncio.sleep(0.02)
-    return pid
-
-
-def kill_leftover(pid_file: Path) -> None:
-    # Only matters if a test failed half-way: do not leave a 60 s sleeper behind.
-    pid = pid_in(pid_file)
-    if pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
 def test_success_passes_prompt_on_stdin_and_env(tmp_path: Path) -> None:
     """Exit 0 is delivered; the log has stdout and stderr, the prompt on stdin and every KAIROS_ var."""
     echo = script(tmp_path, "echo.py", ECHO)
@@ -125,7 +55,7 @@ def test_success_passes_prompt_on_stdin_and_env(tmp_path: Path) -> None:
 
     result = run(shell.deliver(handoff([str(echo)], prompt="héllo\nkairos", cwd=str(work), session="s1")))
 
-    log = tmp_path / "runs" / TASK_ID / "r000000000001.log"
+    log = tmp_path / "runs" / TASK_ID / f"{RUN_ID}.log"
     assert result == Result("delivered", T0, T0, output_path=str(log), exit_code=0)
     text = log.read_text(encoding="utf-8")
     assert "to stderr\n" in text
@@ -136,7 +66,7 @@ def test_success_passes_prompt_on_stdin_and_env(tmp_path: Path) -> None:
         "EXTRA_VAR": "kept",
         "KAIROS_PROMPT": "héllo\nkairos",
         "KAIROS_TASK_ID": TASK_ID,
-        "KAIROS_RUN_ID": "r000000000001",
+        "KAIROS_RUN_ID": RUN_ID,
         "KAIROS_SESSION": "s1",
         "KAIROS_SCHEDULED_FOR": "2026-11-21T23:15:02+00:00",
         "KAIROS_CATCH_UP": "1",
@@ -199,7 +129,7 @@ def test_missing_cwd_is_failed_with_reason(tmp_path: Path) -> None:
 
     assert result.outcome == "failed"
     assert result.reason == f"working directory does not exist: {missing}"
-    assert not (tmp_path / "runs" / TASK_ID / "r000000000001.log").exists()
+    assert not (tmp_path / "runs" / TASK_ID / f"{RUN_ID}.log").exists()
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -333,7 +263,7 @@ def test_same_run_is_never_started_twice(tmp_path: Path) -> None:
 
 def test_invalid_target_is_failed(tmp_path: Path) -> None:
     """A target of another kind is a failed result, not an exception (an unusable argv cannot reach
-    a delivery: the task's target is parsed when the task is made, tests/test_models.py)."""
+    a delivery: the task's target is parsed when the task is made, tests/unit/kairosd/core/test_models.py)."""
     bad = Handoff("r1", TASK_ID, None, "p", InboxTarget(), T0, T0)
 
     result = run(delivery(tmp_path).deliver(bad))
@@ -354,6 +284,6 @@ def test_a_target_without_a_folder_runs_in_home_not_in_kairosds_folder(tmp_path:
     result = run(shell.deliver(handoff([str(echo)])))
 
     assert result.outcome == "delivered"
-    text = (tmp_path / "runs" / TASK_ID / "r000000000001.log").read_text(encoding="utf-8")
+    text = (tmp_path / "runs" / TASK_ID / f"{RUN_ID}.log").read_text(encoding="utf-8")
     seen = json.loads(next(line for line in text.splitlines() if line.startswith("{")))
     assert seen["cwd"] == str(home)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from test_systemd import need, verify
+from systemd_support import need, verify
 
 from kairosd.core.models import AgentTarget, CatchUp, InboxTarget, Overlap, ShellTarget, Task, new_task
 from kairosd.core.schedule.cron import parse_cron

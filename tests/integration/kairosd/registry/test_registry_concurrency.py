@@ -30,7 +30,13 @@ def bump(delta):
         peak = int(open(peak_path).read() or 0) if os.path.exists(peak_path) else 0
         open(peak_path, "w").write(str(max(peak, now)))
 bump(1)
-time.sleep(0.2)  # stay running a while: tasks started over the cap would overlap here (what is tested)
+# Hold until the test has seen the queue (a loaded machine may take longer than any fixed time to start
+# all twelve: the first copies must not finish first), then stay a while: tasks started over the cap
+# would overlap here (what is tested).
+deadline = time.monotonic() + 60
+while not os.path.exists(os.path.join(folder, "release")) and time.monotonic() < deadline:
+    time.sleep(0.01)
+time.sleep(0.2)
 bump(-1)
 """
 
@@ -58,6 +64,7 @@ def test_never_more_than_the_cap_running(tmp_path: Path):
         ]
         await until(lambda: reg.slots.waiting == TASKS - CAP, "the tasks beyond the cap to queue")
         assert sum(reg.get(r.id).queued for r in records) >= TASKS - CAP
+        (tmp_path / "release").touch()
         for record in records:
             done, timed_out = await reg.wait(record.id, 20)
             assert (timed_out, done.status) == (False, JobStatus.COMPLETED), done.error

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from paths_support import REPO
-from test_scheduler import T0
+from scheduler_support import T0
 
 from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request

@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from consolidation_service_support import Harness
 from registry_support import run
-from test_consolidation_service import Harness
 
 from kairos.app import run as kairos
 from kairosd.consolidation import service as service_module

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from consolidation_service_support import Harness
 from consolidation_support import HUMAN, fake_calls, fake_claude, write_config, write_lines
 from registry_support import run
-from test_consolidation_service import Harness
 
 from kairosd.consolidation import worker
 from kairosd.consolidation.board.entries import Candidate
@@ -340,9 +340,9 @@ def test_auto_mode_runs_the_rem_agent_through_the_cli_whose_session_ended(tmp_pa
     """The fake CLIs parse the real flags strictly: each accepts the read-only run kairos builds (a
     tool list where the CLI has one; codex's read-only sandbox and gemini's plan mode where not),
     with the cheap model, and the answer lands on the board."""
+    from consolidation_service_support import clean_environ
     from consolidation_support import write_transcript
     from fake_agents import write_fake_agents
-    from test_consolidation_service import clean_environ
 
     from kairosd.consolidation.remagent.modes import DEFAULT_MODELS
 

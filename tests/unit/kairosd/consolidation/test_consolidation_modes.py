@@ -26,7 +26,8 @@ def test_integrated_means_kairos_session_end_hook_is_in_the_clis_hooks_file(tmp_
     assert modes.integrated("codex", {**env, "CODEX_HOME": str(codex_home)})[0] is True
     assert modes.integrated("codex", env)[0] is False
     assert modes.integrated("aider", env) == (False, "kairos integrate does not set up 'aider'")
-    # opencode: kairos' plugin, which runs `kairos hook opencode SessionEnd` (tests/test_integrate_opencode.py)
+    # opencode: kairos' plugin, which runs `kairos hook opencode SessionEnd`
+    # (tests/integration/kairos/agents/test_integrate_opencode.py)
     assert modes.integrated("opencode", env)[1].startswith("opencode is not integrated (no ")
 
 

@@ -195,7 +195,8 @@ def test_what_is_not_a_regular_file_or_not_a_session_is_refused(tmp_path: Path, 
 
 def test_a_session_end_naming_the_database_and_the_session_consolidates_that_session(tmp_path: Path):
     """The plugin's hand-over: the gate counts that session's typed turns, the run learns only from them."""
-    from test_consolidation_service import Harness, run
+    from consolidation_service_support import Harness
+    from registry_support import run
 
     from kairosd.consolidation.request import ConsolidationRequest
 
@@ -228,7 +229,8 @@ def test_a_session_end_naming_the_database_and_the_session_consolidates_that_ses
 
 def test_a_resumed_session_with_new_turns_in_the_wal_is_consolidated_again(tmp_path: Path):
     """opencode writes new turns into opencode.db-wal: the main file alone would look unchanged."""
-    from test_consolidation_service import Harness, run
+    from consolidation_service_support import Harness
+    from registry_support import run
 
     from kairosd.consolidation.request import ConsolidationRequest
 
@@ -260,9 +262,9 @@ def test_a_resumed_session_with_new_turns_in_the_wal_is_consolidated_again(tmp_p
 
 def test_a_second_session_of_the_same_database_ending_during_a_run_follows_it(tmp_path: Path):
     """Every opencode session is in one database: a second session's end is not the same transcript again."""
+    from consolidation_service_support import Harness
     from consolidation_support import fake_claude, write_config
-    from registry_support import until
-    from test_consolidation_service import Harness, run
+    from registry_support import run, until
 
     from kairosd.consolidation.request import ConsolidationRequest
     from kairosd.jobs.model import JobStatus
@@ -305,8 +307,9 @@ def test_a_second_session_of_the_same_database_ending_during_a_run_follows_it(tm
 def test_auto_mode_runs_the_rem_agent_through_opencode_once_the_plugin_is_installed(tmp_path: Path):
     """``kairos integrate opencode``'s plugin is what auto mode looks for; the rem-agent then runs as
     ``opencode run`` (the fake one parses its real flags) with the prompt on stdin, and its answer lands."""
+    from consolidation_service_support import Harness, clean_environ
     from fake_agents import write_fake_agents
-    from test_consolidation_service import Harness, clean_environ, run
+    from registry_support import run
 
     from kairos.integrations.settings import opencode
     from kairos.integrations.settings.agents import Context

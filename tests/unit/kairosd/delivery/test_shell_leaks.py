@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_shell_delivery import gone, run, wait_until
+from shell_support import RUN_ID, gone, run, wait_until
 
 from kairosd.core.models import ShellTarget
 from kairosd.delivery import shell as shell_module
@@ -38,7 +38,7 @@ exec sleep 60
 
 def handoff(argv: list[str], prompt: str, timeout_s: float) -> Handoff:
     return Handoff(
-        run_id="r000000000001",
+        run_id=RUN_ID,
         task_id="a1b2c3d4",
         task_name="leak",
         prompt=prompt,

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
 import pytest
-from test_webhook import run
+from registry_support import run
 
 from kairosd.core.clock import SystemClock
 from kairosd.core.models import WebhookTarget

@@ -10,26 +10,17 @@ from typing import Any
 
 import pytest
 from cli_support import kairos_in_thread
+from consolidation_service_support import Harness, consolidation_api
 from consolidation_support import short_transcript, write_transcript
 from registry_support import run
-from test_consolidation_service import Harness
 
 from kairos.app import run as kairos
 from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request, Response, UnixHttpServer
-from kairosd.consolidation.api import consolidation_routes
 from kairosd.core.errors import NotFoundError, UsageError
-from kairosd.jobs.api import registry_routes
 from kairosd.jobs.model import JobKind
 from kairosd.jobs.registry import StartSpec
 from kairosd.scheduling.api import Api
-
-
-def _api(h: Harness) -> Api:
-    api = Api(None, lambda: None)  # type: ignore[arg-type]  # these routes never touch the service
-    api.add_routes(registry_routes(h.registry))
-    api.add_routes(consolidation_routes(h.service))
-    return api
 
 
 async def _call(api: Api, method: str, path: str, body: Any = None, **query: str) -> tuple[int, Any]:
@@ -43,7 +34,7 @@ def test_consolidate_route_answers_the_decision(tmp_path):
 
     async def main() -> None:
         h = await Harness(tmp_path).start()
-        api = _api(h)
+        api = consolidation_api(h)
         transcript = write_transcript(tmp_path / "t", "claude", str(h.project))
         body = {"agent": "claude", "session_id": "s1", "transcript_path": str(transcript), "cwd": str(h.project)}
         status, doc = await _call(api, "POST", "/consolidate", body)
@@ -81,7 +72,7 @@ def test_bad_consolidate_bodies_are_usage_errors(tmp_path, body, message):
     async def main() -> None:
         h = await Harness(tmp_path).start()
         with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            await _call(_api(h), "POST", "/consolidate", body)
+            await _call(consolidation_api(h), "POST", "/consolidate", body)
         assert h.service.decisions.read() == []
         await h.stop()
 
@@ -93,7 +84,7 @@ def test_run_info_is_only_for_consolidation_runs(tmp_path):
 
     async def main() -> None:
         h = await Harness(tmp_path).start()
-        api = _api(h)
+        api = consolidation_api(h)
         with pytest.raises(NotFoundError):
             await _call(api, "GET", "/consolidation/runs/t0000000000")
         shell = await h.registry.start(StartSpec(kind=JobKind.SHELL, argv=["true"]))
@@ -110,7 +101,7 @@ def test_board_routes(tmp_path):
 
     async def main() -> None:
         h = await Harness(tmp_path).start()
-        api = _api(h)
+        api = consolidation_api(h)
         cwd = str(h.project / "src")
         status, doc = await _call(api, "GET", "/board", cwd=cwd)
         assert (status, doc["project"], doc["entries"], doc["limit"]) == (200, str(h.project.resolve()), [], 25)
@@ -174,7 +165,7 @@ def test_cli_consolidate_and_board(home, capsys, monkeypatch):
 
     async def main() -> None:
         h = await Harness(home).start()
-        server = UnixHttpServer(home / "run" / "kairosd.sock", _api(h).handle)
+        server = UnixHttpServer(home / "run" / "kairosd.sock", consolidation_api(h).handle)
         await server.start()
 
         cli = functools.partial(kairos_in_thread, capsys)
@@ -254,7 +245,7 @@ def test_cli_board_replacements_edit_pin_restore(home, capsys, monkeypatch):
 
     async def main() -> None:
         h = await Harness(home).start()
-        server = UnixHttpServer(home / "run" / "kairosd.sock", _api(h).handle)
+        server = UnixHttpServer(home / "run" / "kairosd.sock", consolidation_api(h).handle)
         await server.start()
 
         async def cli(*argv: str) -> tuple[int, str, str]:

@@ -10,20 +10,12 @@ from typing import Any
 
 import pytest
 from cli_support import kairos_in_thread
-from registry_support import FakeAdapter, fake_agent, make_registry, run
+from registry_support import FakeAdapter, fake_agent, make_registry, registry_api, run
 
 from kairosd.api.http_types import compact_json
 from kairosd.api.server import Request, Response, StreamResponse, UnixHttpServer
 from kairosd.core.errors import ConflictError, NotFoundError, UsageError
-from kairosd.jobs.api import registry_routes
-from kairosd.jobs.registry import Registry
 from kairosd.scheduling.api import Api
-
-
-def _api(reg: Registry) -> Api:
-    api = Api(None, lambda: None)  # type: ignore[arg-type]  # the registry routes never touch the service
-    api.add_routes(registry_routes(reg))
-    return api
 
 
 async def _call(api: Api, method: str, path: str, body: Any = None, **query: str) -> Any:
@@ -42,7 +34,7 @@ def test_start_show_wait_send_close_through_the_routes(tmp_path, adapter):
 
     async def main() -> None:
         reg = make_registry(tmp_path, adapter)
-        api = _api(reg)
+        api = registry_api(reg)
         body = {"agent": "fake", "prompt": "hi", "cwd": str(tmp_path), "session": "s", "model": "m", "mode": "sync"}
         status, doc = await _call(api, "POST", "/registry", body)
         assert status == 201
@@ -97,7 +89,7 @@ def test_bad_requests_are_clean_errors(tmp_path, adapter, method, path, body, qu
     """Malformed bodies and queries are KairosErrors with a clear message (the server maps them to 4xx)."""
 
     async def main() -> None:
-        api = _api(make_registry(tmp_path, adapter))
+        api = registry_api(make_registry(tmp_path, adapter))
         with pytest.raises(error, match=message.replace("(", r"\(").replace("{", r"\{")):
             await _call(api, method, path, body, **query)
 
@@ -109,7 +101,7 @@ def test_logs_in_chunks_and_follow_stream(tmp_path, adapter):
 
     async def main() -> None:
         reg = make_registry(tmp_path, adapter)
-        api = _api(reg)
+        api = registry_api(reg)
         shell = {"kind": "shell", "argv": ["sh", "-c", "read x; echo $x; echo 2"], "prompt": "one\n"}
         _, doc = await _call(api, "POST", "/registry", shell)
         task_id = doc["task"]["id"]
@@ -145,7 +137,7 @@ def test_cli_against_the_real_server(home, tmp_path, adapter, capsys, monkeypatc
 
     async def main() -> None:
         reg = make_registry(home, adapter, kill_grace_s=0.2)
-        server = UnixHttpServer(home / "run" / "kairosd.sock", _api(reg).handle)
+        server = UnixHttpServer(home / "run" / "kairosd.sock", registry_api(reg).handle)
         await server.start()
 
         cli = functools.partial(kairos_in_thread, capsys)
@@ -233,7 +225,7 @@ def test_build_registry_wires_routes_the_agent_target_and_hooks(tmp_path, adapte
         assert parts.registry.limits.kill_grace_s == 1.5
         assert set(parts.deliveries) == {"agent"}
         await parts.start()
-        api = _api(parts.registry)
+        api = registry_api(parts.registry)
         _, doc = await _call(api, "POST", "/registry", {"agent": "fake", "prompt": "wired"})
         task_id = doc["task"]["id"]
         await parts.registry.wait(task_id, 10)

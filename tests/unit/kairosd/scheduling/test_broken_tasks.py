@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from test_scheduler import T0, Harness, task
+from scheduler_support import T0, Harness, task
 
 from kairosd.core.records import Outcome
 from kairosd.scheduling import scheduler as scheduler_module

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_scheduler import T0, Harness, task
+from scheduler_support import T0, Harness, task
 
 from kairosd.core.errors import UsageError
 from kairosd.core.records import Outcome

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from test_scheduler import T0, task
+from scheduler_support import T0, task
 
 from kairosd.api.http_types import JsonPieces, compact_json
 from kairosd.api.server import Request, Response

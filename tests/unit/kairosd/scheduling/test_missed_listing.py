@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_scheduler import T0, Harness, task
+from scheduler_support import T0, Harness, task
 
 from kairosd.core.errors import UsageError
 from kairosd.core.models import CatchUp

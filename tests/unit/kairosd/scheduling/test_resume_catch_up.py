@@ -11,7 +11,7 @@ import asyncio
 from datetime import timedelta
 from pathlib import Path
 
-from test_scheduler import T0, Harness, task
+from scheduler_support import T0, Harness, task
 
 from kairosd.core.models import CatchUp
 from kairosd.core.records import Outcome

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from test_scheduler import T0, Harness, task
+from scheduler_support import T0, Harness, task
 
 from kairosd.scheduling.service import Service
 from kairosd.store.inbox import InboxStore

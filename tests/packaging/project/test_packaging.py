@@ -1,9 +1,12 @@
-"""Packaging: the wheel carries the systemd units and the examples, installs give working scripts, completion.
+"""Packaging: the wheel carries the systemd units and the examples, and installs give working scripts.
 
-Building the wheel and making venvs take seconds, so those tests are marked slow. The wheel
-is installed without its dependencies (no network needed): ``--version`` and ``systemd install``
-must work without them, and ``completion`` with shtab alone. pipx and uv are exercised only where they are
-installed; ``.ci/run`` installs both and checks ``pipx install .`` and ``uv tool install .``.
+The packaging tier (tests/packaging): building the wheel and making venvs cost seconds of pip on
+every run and test nothing a change to kairos' code touches, so the default gate leaves them to
+``.ci/run``, which runs this tier. The wheel is installed without its dependencies (no network
+needed): ``--version`` and ``systemd install`` must work without them, and ``completion`` with shtab
+alone. pipx and uv are exercised only where they are installed; ``.ci/run`` also installs both and
+checks ``pipx install .`` and ``uv tool install .``. What ``kairos completion`` prints:
+tests/integration/kairos/test_completion_verb.py.
 """
 
 from __future__ import annotations
@@ -23,8 +26,7 @@ import pytest
 import shtab
 from paths_support import REPO
 
-from kairos.app import VERBS, build_parser
-from kairos.commands.completion import SHELLS, generate
+pytestmark = pytest.mark.packaging
 
 TIMEOUT_S = 300
 
@@ -131,45 +133,3 @@ def test_tool_install_gives_working_scripts_and_a_stable_exec_start(tool, tmp_pa
     doc = json.loads(_run([str(bin_dir / "kairos"), "systemd", "install", "--dry-run", "--json"], env).stdout)
     # The link survives `pipx upgrade` / `uv tool upgrade`, unlike a path inside the tool's venv.
     assert doc["exec_start"] == str(bin_dir / "kairosd")
-
-
-# ---- completion -----------------------------------------------------------------------------------------
-
-
-def test_completion_rejects_an_unknown_shell():
-    """`kairos completion tcsh` is a usage error (exit 2).
-
-    What each script completes: tests/integration/kairos/test_completion.py."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "kairos", "completion", "tcsh"], capture_output=True, text=True, timeout=60
-    )
-    assert proc.returncode == 2
-    assert "invalid choice" in proc.stderr
-
-
-@pytest.mark.parametrize("shell", SHELLS)
-def test_kairos_completion_prints_the_script_for_the_shell(shell):
-    """The verb prints what `generate` makes from the full parser, every verb in it."""
-    script = _script(shell)
-    assert script == generate(shell, build_parser())
-    assert all(verb in script for verb in VERBS)
-
-
-def _script(shell: str) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "kairos", "completion", shell], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
-
-
-def test_completion_json_wraps_the_same_script():
-    """`kairos completion bash --json` prints the shell and the very script the plain form prints."""
-    doc = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "kairos", "completion", "bash", "--json"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
-    )
-    assert doc == {"shell": "bash", "script": _script("bash")}

@@ -6,9 +6,11 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from test_e2e import Env, env  # noqa: F401 - env is the fixture
+from e2e_support import Env, env
 
 from kairosd.core.models import new_task
+
+__all__ = ["env"]  # the fixture, used below
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +22,7 @@ def _record(task_id: str, **fields: object) -> dict[str, object]:
     ) | {"id": task_id, **fields}
 
 
-def test_bad_records_are_set_aside_and_shown(env: Env) -> None:  # noqa: F811
+def test_bad_records_are_set_aside_and_shown(env: Env) -> None:
     store = env.home / "state" / "scheduled_tasks.json"
     store.parent.mkdir(parents=True, mode=0o700)
     bad_cron = _record("bad0bad0", cron="61 * * * *")
