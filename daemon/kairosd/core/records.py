@@ -8,12 +8,13 @@ Must not import the store, the server or anything with I/O.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from json.encoder import encode_basestring_ascii as _ascii_string
 from operator import is_, itemgetter
@@ -264,6 +265,14 @@ def new_run_id() -> str:
 
 def new_missed_id() -> str:
     return "m" + _random_hex12()
+
+
+def missed_id(task_id: str, first_missed: datetime) -> str:
+    """The id of the missed record of ``task_id``'s misses since ``first_missed``: the same whenever the
+    same misses are decided again (after a kill between the pass's writes, or a refused run ledger), so
+    the missed ledger replaces the record instead of holding it twice."""
+    key = f"{task_id}\0{first_missed.astimezone(UTC).isoformat()}".encode()
+    return "m" + hashlib.blake2b(key, digest_size=6).hexdigest()
 
 
 class Run(BaseModel):

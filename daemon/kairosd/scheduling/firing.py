@@ -45,7 +45,7 @@ from zoneinfo import ZoneInfo
 
 from kairosd.core.models import CatchUp, Overlap, Task, moved
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Outcome, Prototype, Run, json_line
+from kairosd.core.records import MissedRecord, Outcome, Prototype, Run, json_line, missed_id
 from kairosd.core.schedule.counting import count_fires, last_fires
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.fires import next_fire
@@ -360,7 +360,10 @@ def _record_missed(
     first = item.first if item.first is not None else latest
     missed_like, run_like = _missed_prototypes(first, latest, count, now, reason, action, task, decision)
     schedule = task.cron or (task.at.isoformat() if task.at else "")
-    missed, missed_line = missed_like.made(task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule)
+    missed, missed_line = missed_like.made(
+        id=missed_id(task.id, first.scheduled_for), task_id=task.id, task_name=task.name, prompt=task.prompt,
+        schedule=schedule,
+    )  # fmt: skip
     run, run_line = run_like.made(task_id=task.id, task_name=task.name)
     decision.lines[id(missed)], decision.lines[id(run)] = missed_line, run_line
     decision.missed.append(missed)
@@ -379,7 +382,7 @@ def _missed_prototypes(
     if known is None:
         missed = Prototype(
             MissedRecord,
-            ("task_id", "task_name", "prompt", "schedule"),
+            ("id", "task_id", "task_name", "prompt", "schedule"),
             scheduled_for=_utc(latest.scheduled_for),
             first_scheduled_for=_utc(first.scheduled_for) if count > 1 else None,
             count=count,
@@ -498,6 +501,7 @@ def stopped_unstarted(waiting: Iterable[tuple[Task | None, Run]], now: datetime)
         slots = sorted(run.scheduled_for for run in runs)
         decision.missed.append(
             MissedRecord(
+                id=missed_id(task.id, slots[0]),
                 task_id=task.id,
                 task_name=task.name,
                 prompt=task.prompt,

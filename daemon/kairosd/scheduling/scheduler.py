@@ -476,7 +476,7 @@ class Scheduler:
     # ---- recording and delivering --------------------------------------
 
     def _record(self, decision: Decision) -> asyncio.Future[None] | None:
-        """Start writing the decision's runs to the run ledger, then its missed records, in one trip to a
+        """Start writing the decision's missed records, then its runs to the run ledger, in one trip to a
         thread (None: no runs to write). On a loaded machine each trip waits its turn for a CPU."""
         if not decision.runs:
             return None
@@ -517,19 +517,25 @@ class Scheduler:
     def _write(
         self, runs: list[Run], missed: list[MissedRecord] | None = None, encode: Callable[[Any], bytes] = json_line
     ) -> None:
-        """Append runs the scheduler made and hands over, then ``missed`` (see :meth:`_add_missed`);
+        """Append ``missed`` (see :meth:`_add_missed`), then the runs the scheduler made and hands over;
         ``encode`` gives each record's line (a decision knows most of them already: :meth:`Decision.line`).
 
+        Missed records first: the runs are the commit point (they move the anchors at the next start), so
+        a kill between the two appends must leave the runs unwritten, never the summaries. The pass is
+        then decided again, and its missed records, whose ids come from the task and its first missed
+        slot (:func:`~kairosd.core.records.missed_id`), replace the ones written. An OSError from the
+        run ledger is raised (the pass is retried; its missed records are already listed, and will be
+        replaced the same way).
+
         After this the scheduler reads the runs (to deliver, to queue), never changes them (a later
-        state is a copy), so the ledger keeps them rather than copies. An OSError from the run ledger
-        is raised, and then nothing was added to the missed ledger either.
+        state is a copy), so the ledger keeps them rather than copies.
         """
-        self.ledger.record_many(runs, handed_over=True, encode=encode)
         if missed:
             self._add_missed(missed, encode)
+        self.ledger.record_many(runs, handed_over=True, encode=encode)
 
     def _add_missed(self, records: list[MissedRecord], encode: Callable[[Any], bytes] = json_line) -> None:
-        """Add ``records`` to the missed ledger (once their runs are recorded); a failure is logged."""
+        """Add ``records`` to the missed ledger (before their runs are recorded); a failure is logged."""
         try:
             self.missed.add(records, handed_over=True, encode=encode)
         except OSError as exc:
