@@ -4,7 +4,8 @@ Both are append-only :class:`kairosd.store.jsonlog.JsonLog` files read once at s
 and mirrored in memory. A record is appended (and fsynced) before memory
 changes, so what a client is told is on disk. Both stay bounded: memory keeps
 only the newest records, and the file is rewritten with just those once it
-holds more than twice as many lines (plus slack, so compaction is rare).
+holds more than twice as many lines (plus slack, so compaction is rare); the
+scheduler holds that off while a herd is written (:meth:`RunLedger.hold_compaction`).
 
 A run is recorded several times as it progresses (dispatched, then finished);
 the last record for a ``run_id`` wins. A run still without an ``outcome`` when
@@ -122,10 +123,35 @@ class RunLedger:
         self._loaded = False
         # The daemon may record from the event loop and from worker threads alike.
         self._lock = threading.RLock()
+        self._compaction_holds = 0  # hold_compaction() calls not yet released: appends do not compact
 
     @property
     def path(self) -> Path:
         return self._log.path
+
+    def hold_compaction(self) -> None:
+        """Let appends not compact the file until :meth:`release_compaction`.
+
+        A compaction rewrites every record kept (50 runs a task: 500,000 at 10,000
+        tasks, seconds of work), and it came inside whichever append crossed the
+        line: one herd in every 25 or so waited for it. The scheduler holds it for
+        a herd, and compacts once the herd's outcomes are durable. Holds nest.
+        """
+        with self._lock:
+            self._compaction_holds += 1
+
+    def release_compaction(self, compact: bool = True) -> None:
+        """End one :meth:`hold_compaction`; the last one compacts now if the file is due (blocking: run
+        it in a thread), unless ``compact`` is False (then the next append does)."""
+        with self._lock:
+            self._compaction_holds = max(0, self._compaction_holds - 1)
+            if compact and not self._compaction_holds and self._loaded:
+                self._maybe_compact()
+
+    @property
+    def compaction_due(self) -> bool:
+        """Whether the file holds enough superseded lines to be rewritten (see :meth:`release_compaction`)."""
+        return _needs_compaction(self._log.lines, len(self._runs))
 
     def load(self) -> builtins.list[Run]:
         """Read the ledger; finalise and return the runs a previous daemon left without an outcome.
@@ -268,7 +294,8 @@ class RunLedger:
         for run in runs:
             self._put(run if handed_over else _detached(run))
         self._trim({run.task_id for run in runs})
-        self._maybe_compact()
+        if not self._compaction_holds:
+            self._maybe_compact()
 
     def _parse(self, record: dict[str, Any]) -> Run | None:
         # Run.run_id has a default; a record without one would otherwise become a new, random run.

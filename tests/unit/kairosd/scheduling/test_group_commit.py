@@ -40,11 +40,13 @@ MINUTE = T0.replace(second=0) + timedelta(minutes=1)
 class Daemon:
     """The scheduler's side of kairosd, with the inbox as the only target, state under ``folder``."""
 
-    def __init__(self, folder: Path, tasks: list[Task], clock: FakeClock, **config: Any) -> None:
+    def __init__(
+        self, folder: Path, tasks: list[Task], clock: FakeClock, runs_per_task: int = 50, **config: Any
+    ) -> None:
         self.clock = clock
         self.store = InMemoryStore(StoreState(schema_version=2, tasks=tasks))
         self.book = TaskBook(self.store, self.store.load())
-        self.ledger = RunLedger(folder / "runs.jsonl", clock)
+        self.ledger = RunLedger(folder / "runs.jsonl", clock, keep_per_task=runs_per_task)
         self.interrupted = self.ledger.load()
         self.missed = MissedLedger(folder / "missed.jsonl", clock)
         self.missed.load()
@@ -397,5 +399,40 @@ def test_a_chunk_the_run_ledger_refuses_leaves_it_and_the_rest_to_the_next_tick(
         assert await d.sched.drain(10)
         _one_per_slot(d, tasks, [MINUTE])
         assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("chunk", [1000, 100])
+def test_the_run_ledger_compacts_after_a_herd_not_inside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """A compaction rewrites every run kept (seconds at 10,000 tasks); it used to come inside whichever
+    herd's append crossed the line, with the herd's runs still in flight. Now it comes once the herd's
+    outcomes are durable, and the file is compacted by the time the scheduler has drained."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", chunk)
+    tasks = herd(350)
+    in_flight_at_rewrite: list[int] = []
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0), runs_per_task=1)  # 350 runs kept: due past 1,700 lines
+        await d.sched.start()
+        rewrite = JsonLog.rewrite
+
+        def rewriting(log: JsonLog, records: Any) -> None:
+            if log.path == d.ledger.path:
+                in_flight_at_rewrite.append(len(d.ledger.running()))
+            rewrite(log, records)
+
+        monkeypatch.setattr(JsonLog, "rewrite", rewriting)
+        # 700 lines a herd (fired, then delivered): the third herd's fires cross the line.
+        slots = [MINUTE + timedelta(minutes=k) for k in range(4)]
+        for slot in slots:
+            await d.at(slot)
+        assert in_flight_at_rewrite  # it compacted
+        assert set(in_flight_at_rewrite) == {0}  # with no run in flight
+        assert len(d.ledger.path.read_bytes().splitlines()) < 1700
+        assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+        assert len(d.inbox.list()) == 350 * len(slots)  # one item per task and slot, none lost
 
     asyncio.run(main())

@@ -152,6 +152,30 @@ def test_file_is_compacted_when_it_outgrows_the_kept_runs(tmp_path: Path, clock:
     assert [r.run_id for r in _ledger(tmp_path, clock, keep=5).list()] == [f"s{i}" for i in range(599, 594, -1)]
 
 
+def test_a_held_compaction_waits_for_its_release(tmp_path: Path, clock: FakeClock) -> None:
+    """While held, appends past the line do not rewrite the file; the last release does, and the file
+    reads back the same; a release told not to compact leaves it to the next append."""
+    path = tmp_path / "runs.jsonl"
+    ledger = _ledger(tmp_path, clock, keep=5)
+    ledger.hold_compaction()
+    ledger.hold_compaction()  # holds nest
+    ledger.record_many([_done(f"r{i}", minute=i) for i in range(1100)])
+    assert ledger.compaction_due
+    assert len(path.read_bytes().splitlines()) == 1100
+    ledger.release_compaction()
+    assert len(path.read_bytes().splitlines()) == 1100  # one hold is left
+    ledger.release_compaction(compact=False)
+    assert len(path.read_bytes().splitlines()) == 1100
+    ledger.record(_done("s0", minute=1100))  # no hold left: this append compacts
+    assert not ledger.compaction_due
+    assert len(path.read_bytes().splitlines()) == 5
+    ledger.hold_compaction()
+    ledger.record_many([_done(f"t{i}", minute=1101 + i) for i in range(1100)])
+    ledger.release_compaction()
+    assert len(path.read_bytes().splitlines()) == 5
+    assert [r.run_id for r in _ledger(tmp_path, clock, keep=5).list()] == [f"t{i}" for i in range(1099, 1094, -1)]
+
+
 def test_compaction_keeps_the_latest_state_of_each_run(tmp_path: Path, clock: FakeClock) -> None:
     """A compacted file holds each kept run once, in its last recorded state."""
     path = tmp_path / "runs.jsonl"
