@@ -141,6 +141,17 @@ def spin(cpu_s: float) -> float:
     return time.perf_counter() - t0
 
 
+def yardstick() -> float:
+    """CPU seconds this thread takes for a fixed piece of work now: on a shared machine the same work
+    costs more CPU time when the other core is busy (shared caches, a sibling hyperthread), and a
+    herd's CPU time swung 0.6-1.1 s for the same herd. A herd's CPU over this, against the first
+    herd's, is its growth with the machine's part taken out."""
+    t0 = time.thread_time()
+    for _ in range(20_000):
+        sum(range(1000))
+    return time.thread_time() - t0
+
+
 def kairos_herds(n: int, herds: int, runs_per_task: int = 50) -> list[dict[str, Any]]:
     """``herds`` minute herds of ``n`` inbox tasks in a row: per herd, the seconds and CPU seconds from
     its tick to its last outcome durable, where the loop thread's seconds went, the wall seconds one
@@ -204,7 +215,7 @@ def kairos_herds(n: int, herds: int, runs_per_task: int = 50) -> list[dict[str, 
             assert await sched.drain(600)
             results.append({
                 "last_s": elapsed, "cpu_s": cpu, "boundary": boundary.isoformat(), "spin_s": spin(cpu),
-                "loop_cpu_s": run1 - run0, "loop_queued_s": queued1 - queued0,
+                "yard_s": yardstick(), "loop_cpu_s": run1 - run0, "loop_queued_s": queued1 - queued0,
             })  # fmt: skip
         return results
 
@@ -270,6 +281,9 @@ def run(args: argparse.Namespace) -> list[Row]:
             later = sorted(h["last_s"] for h in herds[1:])
             rows.append(Row(bench, f"median of herds 2-{len(herds)}", statistics.median(later), "s", "the first herd",
                             first["last_s"]))  # fmt: skip
+            yard = statistics.median(h["cpu_s"] / h["yard_s"] for h in herds[1:])
+            rows.append(Row(bench, f"median of herds 2-{len(herds)}, CPU / yardstick", yard, "x",
+                            "the first herd, CPU / yardstick", first["cpu_s"] / first["yard_s"]))  # fmt: skip
             cpus = sorted(h["cpu_s"] for h in herds[1:])
             rows.append(Row(bench, f"median CPU of herds 2-{len(herds)}", statistics.median(cpus), "s",
                             "the first herd's CPU", first["cpu_s"]))  # fmt: skip
@@ -282,7 +296,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                 print(
                     f"  herd {k}: {h['last_s']:.2f} s wall, {h['cpu_s']:.2f} s CPU; loop thread on a CPU "
                     f"{h['loop_cpu_s']:.2f} s, in the run queue {h['loop_queued_s']:.2f} s, blocked {blocked:.2f} s; "
-                    f"spinning {h['cpu_s']:.2f} s of CPU took {h['spin_s']:.2f} s",
+                    f"spinning {h['cpu_s']:.2f} s of CPU took {h['spin_s']:.2f} s; yardstick {h['yard_s']:.3f} s CPU",
                     file=sys.stderr,
                 )
             each = ", ".join(f"{h['last_s']:.2f}" for h in herds)
