@@ -153,11 +153,28 @@ class Dispatcher:
             self._track(handle)
 
     async def batches_settled(self) -> None:
-        """Wait for the batches started so far, this event-loop turn's included: their items written and
-        their outcomes recorded (or failed)."""
+        """Wait for the runs of batching targets started so far to be delivered and recorded (or failed):
+        the batches in flight, this event-loop turn's, and those waiting in the backlog for a slot.
+
+        A 10k herd is 20 batches, ``max_concurrent`` at a time: waiting for the first few only let the
+        store's write, the collector and the run ledger's compaction (see the scheduler) start with
+        three quarters of the herd still to write.
+        """
         await asyncio.sleep(0)  # this turn's batches go in flight first (_flush was called soon before this)
-        if self._batching:
-            await asyncio.wait(set(self._batching))  # not later ones: the next herd's would make this wait on
+        while True:
+            if self._batching:
+                await asyncio.wait(set(self._batching))
+            elif self._batches:
+                await asyncio.sleep(0)  # gathered this turn: in flight on the next
+            elif self.inflight and self._backlog and self._batchable_waiting():
+                # Each waits for a slot that an unbatched delivery holds.
+                await asyncio.wait(set(self.inflight), return_when=asyncio.FIRST_COMPLETED)
+            else:
+                return  # nothing of a batching target left to deliver (or held: see hold)
+
+    def _batchable_waiting(self) -> bool:
+        """Whether a run in the backlog goes to a batching target (a herd's are all, or none, mostly)."""
+        return any(hasattr(self.deliveries.get(task.target.kind), "deliver_many") for task, _ in self._backlog)
 
     def _track(self, handle: asyncio.Task[None]) -> None:
         self.inflight.add(handle)

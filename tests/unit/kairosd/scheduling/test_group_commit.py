@@ -23,6 +23,7 @@ from kairosd.core.events import EventBus
 from kairosd.core.models import InboxTarget, Overlap, Task, new_task
 from kairosd.core.records import InboxItem, Outcome
 from kairosd.delivery.inbox import InboxDelivery
+from kairosd.scheduling import dispatch as dispatch_module
 from kairosd.scheduling import scheduler as scheduler_module
 from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedger
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
@@ -40,11 +41,13 @@ MINUTE = T0.replace(second=0) + timedelta(minutes=1)
 class Daemon:
     """The scheduler's side of kairosd, with the inbox as the only target, state under ``folder``."""
 
-    def __init__(self, folder: Path, tasks: list[Task], clock: FakeClock, **config: Any) -> None:
+    def __init__(
+        self, folder: Path, tasks: list[Task], clock: FakeClock, runs_per_task: int = 50, **config: Any
+    ) -> None:
         self.clock = clock
         self.store = InMemoryStore(StoreState(schema_version=2, tasks=tasks))
         self.book = TaskBook(self.store, self.store.load())
-        self.ledger = RunLedger(folder / "runs.jsonl", clock)
+        self.ledger = RunLedger(folder / "runs.jsonl", clock, keep_per_task=runs_per_task)
         self.interrupted = self.ledger.load()
         self.missed = MissedLedger(folder / "missed.jsonl", clock)
         self.missed.load()
@@ -243,18 +246,23 @@ def test_a_stop_does_not_wait_for_queued_deliveries(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
-def test_a_big_pass_writes_the_store_after_its_group_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pass of several chunks (a herd) holds the store's write until its batch is written and its
+@pytest.mark.parametrize("batch", [500, 5])
+def test_a_big_pass_writes_the_store_after_its_group_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """A pass of several chunks (a herd) holds the store's write until its batches are written and their
     outcomes recorded: a write of the whole store in the middle only made the herd's last outcome later.
     The store does follow (drain waits for it), with every task's new anchor. The cycle collector is
-    held off as long, and is on again after."""
+    held off as long, and is on again after. With more batches than delivery slots (a 10k herd is 20
+    batches, 4 at a time), that is after the last batch, not after the first few."""
     monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 10)
+    monkeypatch.setattr(dispatch_module, "BATCH_MAX", batch)
     tasks = herd(30)
     saved = threading.Event()
     order: list[str] = []
 
     async def main() -> None:
-        d = Daemon(tmp_path, tasks, FakeClock(T0), persist_delay_s=0.0)
+        d = Daemon(tmp_path, tasks, FakeClock(T0), persist_delay_s=0.0, max_concurrent=2)
         await d.sched.start()
         assert await d.sched.drain(10)
         save, put_many, record_many = d.store.save, d.inbox.put_many, d.ledger.record_many
@@ -280,7 +288,10 @@ def test_a_big_pass_writes_the_store_after_its_group_commit(tmp_path: Path, monk
         await d.at(MINUTE)
         assert await d.sched.drain(10)
         # The cycle collector was off for the pass and its group commit (kairosd.system.gcpause), and is on again.
-        assert order == ["fired"] * 3 + ["inbox", "outcomes", "store"]
+        batches = -(-len(tasks) // batch)
+        assert order[:3] == ["fired"] * 3
+        assert sorted(order[3:-1]) == sorted(["inbox", "outcomes"] * batches)  # two batches at a time
+        assert order[-1] == "store"
         assert gc.isenabled()
         assert {t.last_scheduled_for for t in d.store.load().tasks} == {MINUTE}
         _one_per_slot(d, tasks, [MINUTE])
@@ -397,5 +408,42 @@ def test_a_chunk_the_run_ledger_refuses_leaves_it_and_the_rest_to_the_next_tick(
         assert await d.sched.drain(10)
         _one_per_slot(d, tasks, [MINUTE])
         assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(("chunk", "batch"), [(1000, 500), (100, 500), (100, 50)])
+def test_the_run_ledger_compacts_after_a_herd_not_inside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, batch: int
+) -> None:
+    """A compaction rewrites every run kept (seconds at 10,000 tasks); it used to come inside whichever
+    herd's append crossed the line, with the herd's runs still in flight. Now it comes once the herd's
+    outcomes are durable, and the file is compacted by the time the scheduler has drained."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", chunk)
+    monkeypatch.setattr(dispatch_module, "BATCH_MAX", batch)  # 50: seven batches, two at a time
+    tasks = herd(350)
+    in_flight_at_rewrite: list[int] = []
+
+    async def main() -> None:
+        # One run kept a task: 350 runs, so the ledger is due for compaction past 1,700 lines.
+        d = Daemon(tmp_path, tasks, FakeClock(T0), runs_per_task=1, max_concurrent=2)
+        await d.sched.start()
+        rewrite = JsonLog.rewrite
+
+        def rewriting(log: JsonLog, records: Any) -> None:
+            if log.path == d.ledger.path:
+                in_flight_at_rewrite.append(len(d.ledger.running()))
+            rewrite(log, records)
+
+        monkeypatch.setattr(JsonLog, "rewrite", rewriting)
+        # 700 lines a herd (fired, then delivered): the third herd's fires cross the line.
+        slots = [MINUTE + timedelta(minutes=k) for k in range(4)]
+        for slot in slots:
+            await d.at(slot)
+        assert in_flight_at_rewrite  # it compacted
+        assert set(in_flight_at_rewrite) == {0}  # with no run in flight
+        assert len(d.ledger.path.read_bytes().splitlines()) < 1700
+        assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+        assert len(d.inbox.list()) == 350 * len(slots)  # one item per task and slot, none lost
 
     asyncio.run(main())
