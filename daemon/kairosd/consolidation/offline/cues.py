@@ -55,7 +55,7 @@ _LEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|nah|actually|furthermore|moreover|additionally|in\s+addition|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
     r"reminder(?=\s*[:,!-])|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
-    r"for\s+the\s+record|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
+    r"for\s+the\s+record|for\s+your\s+(?:awareness|information|info|reference)|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
     r"(?:small|quick|tiny)\s+(?:update|change)|update(?:\s+(?:to|on|about)\s+[^:,.]{1,40}(?=:))?|"
     r"i\s+(?:checked|looked|asked|confirmed)|(?:my|our|the)\s+(?:lead|mentor|manager|boss|team\s+lead|tl|cto|team)\s+"
     r"(?:said|says|wants|told\s+me)(?:\s+that)?)\b[,:!.-]*\s+)+",
@@ -446,13 +446,15 @@ _FRAGMENT = re.compile(
 )
 _CLAUSES = re.compile(r"[,;]\s+")
 _AND = re.compile(r"^(?:and|also|plus)\s+", _I)
+# What "here" is in "in this repo we use ...": the project, or the part of it the session works in.
+_HERE = r"(?:repo|repository|project|codebase|team|service|app|module|package|crate|library|monorepo|workspace)"
 # A statement of how things are done here, not of what is: "we use pnpm, not npm", "every tool comes
 # from a pinned archive", "new deps go in MODULE.bazel", "new rule from the review: ..." (a rule).
 _NORM = re.compile(
-    r"^(?:(?:in|for)\s+(?:this|the|our)\s+(?:repo|project|codebase|team)[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,?\s+)?"
+    r"^(?:(?:in|for)\s+(?:this|the|our)\s+" + _HERE + r"[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,?\s+)?"
     r"(?:we|i)\s+(?:only\s+)?use\s+\S(?=.*(?:\bnot\b|\bnever\b|\bno\s+\w|\binstead\b|\brather\b|\bonly\b|\bhere\b|"
     r"\bthis\s+(?:repo|project)\b|\beverywhere\b|\beverything\b|\bfor\s+\w+ing\b))"
-    r"|^(?:(?:in|for)\s+(?:this|the|our)\s+(?:repo|project|codebase|team)[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,\s+)"
+    r"|^(?:(?:in|for)\s+(?:this|the|our)\s+" + _HERE + r"[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,\s+)"
     r"(?:we|i)\s+(?:only\s+)?use\s+\S"
     r"|^(?:all|every|each)\s+(?:[\w.-]+\s+){1,3}?(?:goes|go|comes?|gets?|uses?|lands?|needs?)\b"
     r"|^new\s+[\w.-]+(?:\s+[\w.-]+)?\s+(?:go|goes|use|uses|get|gets|land|lands)\b"

@@ -8,10 +8,13 @@ says less than the turn did ("No UPDATE accounts SET balance anywhere.", "Not 3.
 board gives every later session each fragment as an instruction of its own. So the orders of one
 typed line (rules, preferences, corrections) become one entry, with the statements between them
 and the plain statements right after them that say why or how ("..., the dashboards read it"); an
-order about "it" takes the sentence before, which says what "it" is.
+order about "it", or one too short to say what it is about ("Never float."), takes the sentence
+before, which says what it is. Likewise a to-do that asks to note "it" ("It is not urgent; please add
+it to the list") takes the sentence before it, and a fact goes on with the next sentence when that one
+is about what the fact named ("... the tax-rates service. That service is at tax-rates.internal:8080.").
 
-What is left apart: facts, decisions and to-dos (each is one thing, and a turn that states a port
-and a rule is two entries), items of a list (each line is its own), a question or an order to do
+What is left apart otherwise: facts, decisions and to-dos (each is one thing, and a turn that states
+a port and a rule is two entries), items of a list (each line is its own), a question or an order to do
 something now that follows a rule (it is the task at hand, not part of the rule), and anything
 that would make the entry longer than a board entry may be.
 
@@ -44,9 +47,24 @@ _POINTS_BACK = re.compile(
 )
 
 
+# A to-do about "it": "It is not urgent; please add it to the list.", "Record it as a follow-up item.".
+_TODO_POINTS_BACK = re.compile(
+    r"\b(?:add|put|record|note|keep|log|file|track|stick|park|write)\s+(?:it|that|this|them|those)\s+"
+    r"(?:on|to|in|as|down|for)\b"
+    # what is left once "Please note" is read as an opener: "it as a follow-up item"
+    r"|^(?:it|that|this|them|those)\s+(?:as|on|to|in|down\s+(?:as|for))\s+(?:a\s+|the\s+|my\s+|our\s+)?"
+    r"(?:follow[\s-]*up|to-?do|list|backlog|later|next)",
+    re.IGNORECASE,
+)
+_VALUE = re.compile(r"\d|[\w-]+\.[\w-]+")  # a number, a version, a host or a file: what a fact gives
+_LEFT_OVER = re.compile(r"^(?:it|that|this|them|those)\s", re.IGNORECASE)
+SHORT_ORDER = 4  # words: an order this short ("Never float.") says what it is about in the sentence before
+
+
 def joined(lined: list[tuple[int, str]], found: list[Signal], at: list[tuple[int, int]]) -> tuple[Signal, ...]:
     """``found`` (read from the sentences ``lined``, each signal from the sentences ``at`` gives),
     the orders of each typed line joined into one entry (see the module docstring)."""
+    found, at = _facts_about_it(lined, *_todos_about_it(lined, found, at))
     orders = [i for i, s in enumerate(found) if s.action == "add" and s.kind in _ORDERS]
     if not orders:
         return tuple(found)
@@ -88,7 +106,12 @@ def joined(lined: list[tuple[int, str]], found: list[Signal], at: list[tuple[int
             # fact before it, and says it with it
             parts[back] = out.pop().text
             size += len(parts[back]) + 1
-        elif _POINTS_BACK.match(found[group[0]].text) and back >= 0 and lined[back][0] == line and back not in covered:
+        elif (
+            (_POINTS_BACK.match(found[group[0]].text) or len(found[group[0]].text.split()) <= SHORT_ORDER)
+            and back >= 0
+            and lined[back][0] == line
+            and back not in covered
+        ):
             # "Don't bump it in a feature branch.": what "it" is, is the sentence before (skipping a
             # "whatever." in between)
             if len(lined[back][1].split()) < 3 and back > 0 and lined[back - 1][0] == line and back - 1 not in covered:
@@ -127,3 +150,78 @@ def joined(lined: list[tuple[int, str]], found: list[Signal], at: list[tuple[int
 def _ended(sentence: str) -> str:
     """A sentence that goes on with another ends as one ("hot restart only" then "via ...")."""
     return sentence if sentence[-1:] in ".!?…:;" else f"{sentence}."
+
+
+def _todos_about_it(
+    lined: list[tuple[int, str]], found: list[Signal], at: list[tuple[int, int]]
+) -> tuple[list[Signal], list[tuple[int, int]]]:
+    """A to-do that asks to note "it" takes the sentence before it on its line, which says what "it" is
+    ("we should add a dead-letter queue ... It is not urgent; please add it to the list")."""
+    covered = {n for first, last in at for n in range(first, last + 1)}
+    out = list(found)
+    for i, signal in enumerate(found):
+        back = at[i][0] - 1
+        if (
+            signal.kind == "todo"
+            and signal.action == "add"
+            and _TODO_POINTS_BACK.search(signal.text)
+            and back >= 0
+            and len(lined[back][1].split()) >= 3  # says what "it" is ("ok." does not)
+            and lined[back][0] == lined[at[i][0]][0]
+            and back not in covered
+            and len(lined[back][1]) + len(signal.text) + 1 <= MAX_TEXT
+        ):
+            before = lined[back][1].strip()
+            # "it as a follow-up item" (its "Please note" read as an opener) adds nothing to what "it" is
+            out[i] = Signal("todo", before if _LEFT_OVER.match(signal.text) else f"{_ended(before)} {signal.text}")
+    return out, at
+
+
+# A fact that goes on about the thing the fact before it named: "That service is at tax-rates.internal:8080."
+_FACT_POINTS_BACK = re.compile(
+    r"^(?:that|this|it|the\s+same)\s+(?:[\w-]+\s+)?(?:is|are|lives|runs|listens|sits)\b", re.IGNORECASE
+)
+
+
+def _facts_about_it(
+    lined: list[tuple[int, str]], found: list[Signal], at: list[tuple[int, int]]
+) -> tuple[list[Signal], list[tuple[int, int]]]:
+    """Two facts of one line, the second about what the first named, are one entry ("Tax rates come
+    from the tax-rates service. That service is at tax-rates.internal:8080.")."""
+    out: list[Signal] = []
+    spans: list[tuple[int, int]] = []
+    for signal, span in zip(found, at, strict=True):
+        if (
+            out
+            and signal.kind == "fact"
+            and signal.action == "add"
+            and out[-1].kind == "fact"
+            and out[-1].action == "add"
+            and spans[-1][1] == span[0] - 1
+            and lined[spans[-1][1]][0] == lined[span[0]][0]
+            and _FACT_POINTS_BACK.match(signal.text)
+            and len(out[-1].text) + len(signal.text) + 1 <= MAX_TEXT
+        ):
+            out[-1] = Signal("fact", f"{_ended(out[-1].text)} {signal.text}")
+            spans[-1] = (spans[-1][0], span[1])
+            continue
+        out.append(signal)
+        spans.append(span)
+    covered = {n for first, last in spans for n in range(first, last + 1)}
+    for i, (signal, (first, last)) in enumerate(zip(out, spans, strict=True)):
+        after = last + 1
+        if (
+            signal.kind == "fact"
+            and signal.action == "add"
+            and after < len(lined)
+            and after not in covered
+            and lined[after][0] == lined[last][0]
+            and _FACT_POINTS_BACK.match(lined[after][1].strip())
+            and _VALUE.search(lined[after][1])
+            and len(signal.text) + len(lined[after][1]) + 1 <= MAX_TEXT
+        ):
+            # the second read as no entry of its own ("That server is at docs.internal:8081."): it still
+            # says where the thing the fact named is
+            out[i] = Signal("fact", f"{_ended(signal.text)} {lined[after][1].strip()}")
+            spans[i] = (first, after)
+    return out, spans

@@ -45,7 +45,9 @@ _HYPOTHETICAL = re.compile(
     _OPENER + r"(?:suppose|supposing|hypothetically|imagine|what\s+if|let'?s\s+say|say\s+we|in\s+theory|"
     r"in\s+case|assuming|were\s+we\s+to|should\s+we\s+ever)\b"
     r"|\bif\s+(?:we|you|i|they|it)\s+(?:ever|one\s+day|someday|eventually)\b"
-    r"|" + _OPENER + r"if\b[^.;]*\b(?:would|could|might|'d)\b",
+    r"|" + _OPENER + r"if\b[^.;]*\b(?:would|could|might|'d)\b"
+    # "In Java I would use BigDecimal": what they would do elsewhere, not what is done here
+    r"|" + _OPENER + r"(?:in|with)\s+[\w#+.-]+\s+(?:i|we)\s+(?:would|'d)\s+(?!prefer|like|rather|love|want)",
     _I,
 )
 _SOURCE = (
@@ -166,7 +168,10 @@ _TRANSIENT = re.compile(
     r"|\b(?:on|in)\s+my\s+(?:machine|laptop|box|computer|setup|env|environment|terminal|shell|branch)\b"
     r"|\b(?:is|are)\s+(?:now\s+|still\s+|all\s+)?(?:green|red|passing|failing|broken|flaky|slow|stuck|at\s+\d+\s*%)\b"
     # "the file is in src/test/x.xml": the one at hand (a named one, "the config file is in ...", is kept)
-    r"|^(?:the|this|that)\s+(?:file|files|example|sample|screenshot|attachment|snippet|fixture)\s+(?:is|are)\b",
+    r"|^(?:the|this|that)\s+(?:file|files|example|sample|screenshot|attachment|snippet|fixture)\s+(?:is|are)\b"
+    # "The host name is correct.": a confirmation of what was said, nothing new
+    r"|^(?:the|this|that|it|everything\s+else|the\s+rest)\s+(?:[\w-]+\s+){0,2}(?:is|are|was|looks?|seems?)\s+"
+    r"(?:still\s+)?(?:correct|right|fine|ok(?:ay)?|good|accurate|unchanged)[.!]*$",
     _I,
 )
 _EMPTY_TODO = frozenset(

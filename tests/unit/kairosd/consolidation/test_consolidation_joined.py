@@ -189,3 +189,52 @@ def test_an_order_for_now_after_a_rule_stays_out_of_it() -> None:
     assert _kinds("Never cache the tariffs in redis. Do it in memory for now.") == [
         ("rule", "Never cache the tariffs in redis.")
     ]
+
+
+# ---- the third round (issue 22): what strangers' talk showed, checked on other words -----------------
+
+
+def test_an_order_too_short_to_say_what_it_is_about_takes_the_sentence_before() -> None:
+    assert _kinds("Timestamps are UTC everywhere. Never naive.") == [
+        ("rule", "Timestamps are UTC everywhere. Never naive.")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("typed", "todo"),
+    [
+        (
+            "Before I forget: we need a retention job for old exports. It can wait; please add it to the backlog.",
+            "Before I forget: we need a retention job for old exports.",
+        ),
+        (
+            "I'd like us to log every admin login, but that is out of scope for now. "
+            "Please note it as a follow-up item.",
+            "I'd like us to log every admin login, but that is out of scope for now.",
+        ),
+    ],
+)
+def test_a_todo_that_asks_to_note_it_takes_what_it_is(typed: str, todo: str) -> None:
+    assert _kinds(typed) == [("todo", todo)]
+
+
+def test_a_confirmation_and_what_one_would_do_elsewhere_are_not_entries() -> None:
+    assert _kinds("I misspoke, the broker listens on 5673, not 5672. The hostname is correct.") == [
+        ("fact", "The broker listens on 5673, not 5672.")
+    ]
+    assert _kinds("In Go I would use errgroup for this. What's the Rust way?") == []
+
+
+def test_for_your_information_opens_a_decision_and_in_this_service_we_use_is_a_rule() -> None:
+    assert _kinds("For your information: the team agreed that releases go out on Thursdays.") == [
+        ("decision", "The team agreed that releases go out on Thursdays.")
+    ]
+    assert _kinds("in this service we use structlog, not the stdlib logging") == [
+        ("rule", "In this service we use structlog, not the stdlib logging")
+    ]
+
+
+def test_a_fact_about_the_thing_the_fact_before_named_goes_with_it() -> None:
+    assert _kinds("The wiki lives on the docs server, not in the repo. That server is at docs.internal:8081.") == [
+        ("fact", "The wiki lives on the docs server, not in the repo. That server is at docs.internal:8081.")
+    ]
