@@ -8,7 +8,7 @@ The verb is in ``kairos.app.RAW_VERBS`` (its colour codes must reach the termina
 every text that comes from a task (names) itself, with :func:`kairos.timeline.document.cleaned` (as
 ``kairos ui``'s Timeline view, which draws the same chart, does).
 
-The chart's answer is laid out as parsed JSON, not validated into its model first (that cost about 45% of
+The chart's answer is laid out as parsed JSON, not validated into its model first (that was about half of
 the command with 1,000 tasks: :mod:`kairos.timeline.document` has the figures); an answer the layout cannot
 read is one clear error naming the key, which the model (``TimelineDoc``) tells only then. ``--json`` passes
 kairosd's answer on as it came.

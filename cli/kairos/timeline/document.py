@@ -5,8 +5,9 @@ The chart writes colour codes of its own, so nothing a task wrote (a name) may r
 :func:`cleaned` passes every such text through :func:`kairos.output.clean`, as ``kairos list`` does.
 
 The answer stays the parsed JSON (``dict[str, Any]``), not its model (``kairosd.core.wire.daemon.TimelineDoc``):
-validating a week of 1,000 tasks' chart answer cost about 230 ms of a 500 ms ``kairos timeline --days 7``
-(importing pydantic and the models, building TimelineDoc, validating 22,500 bins; docs/performance.md). The
+validating a week of 1,000 tasks' chart answer first made ``kairos timeline --days 7`` take a median 604 ms
+instead of 312 ms (21 whole processes each, in turn, on the same store): importing pydantic and the models and
+building TimelineDoc are most of it, validating the 22,500 bins 9-35 ms (docs/performance.md). The
 model is still what names the key of an answer the layout cannot read: :func:`cleaned` and :func:`chart`
 validate against it only then (:func:`unexpected`), so a bad answer is one line naming the key, at no cost
 to a good one.
