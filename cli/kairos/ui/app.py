@@ -26,7 +26,6 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, Log, Static, TabbedContent, TabPane
 
-from kairos.answers import read
 from kairos.client import Client
 from kairos.output import clean
 from kairos.ui import views
@@ -35,7 +34,6 @@ from kairos.ui.rows import Rows
 from kairosd.core.clock import Clock, SystemClock
 from kairosd.core.errors import KairosError
 from kairosd.core.protocol import route_path
-from kairosd.core.wire.registry import LogLine
 
 RECONNECT_S = 1.0
 HINT = "1-8 or a click: views · ↑↓: pick a row · the keys below act on it"
@@ -456,6 +454,9 @@ class KairosUI(App[None]):
         threading.Thread(target=self._stream_log, args=(job,), name="kairos-ui-log", daemon=True).start()
 
     def _stream_log(self, job: str) -> None:
+        from kairos.answers import read
+        from kairosd.core.wire.registry import LogLine
+
         try:
             stream = self.client.stream(route_path("registry_logs", id=job), {"follow": "1"})
             for item in stream:

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from kairos.answers import read
 from kairos.output import fmt_seconds, fmt_time, one_line
 from kairos.timeline.document import chart, chart_query, cleaned
 from kairos.timeline.layout import render_text
 from kairosd.core.protocol import PREFIX, route_path
-from kairosd.core.wire.board import BoardChange, BoardDoc, BoardEntry, BoardHistoryDoc
-from kairosd.core.wire.daemon import SessionsDoc
-from kairosd.core.wire.registry import BackgroundListDoc
-from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc, SummaryListDoc, TargetSummary, TaskSummary
+
+if TYPE_CHECKING:  # imported by answer_models, when a view is first fetched (see there)
+    from pydantic import BaseModel
+
+    from kairosd.core.wire.board import BoardChange, BoardDoc, BoardEntry, BoardHistoryDoc
+    from kairosd.core.wire.daemon import SessionsDoc
+    from kairosd.core.wire.registry import BackgroundListDoc
+    from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc, SummaryListDoc, TargetSummary, TaskSummary
 
 # Lines of a job's log kept on screen.
 LOG_LINES = 500
@@ -147,27 +148,48 @@ def requests(name: str, projects: list[str], width: int = 80) -> list[tuple[str,
     raise KeyError(name)
 
 
-# The model of each view's answers, in the order of its requests (the boards: a pair per project). The
-# timeline has none here: its answer stays parsed JSON (kairos.timeline.document says why).
-ANSWERS: dict[str, tuple[type[BaseModel], ...]] = {
-    "tasks": (SummaryListDoc,),
-    "history": (HistoryDoc,),
-    "missed": (MissedDoc,),
-    "jobs": (BackgroundListDoc,),
-    "inbox": (InboxDoc,),
-    "sessions": (SessionsDoc,),
-    "boards": (BoardDoc, BoardHistoryDoc),
-}
+def answer_models(name: str) -> tuple[type[BaseModel], ...]:
+    """The model of each of view ``name``'s answers, in the order of its requests (the boards: a pair per
+    project); none for the timeline, whose answer stays parsed JSON (:mod:`kairos.timeline.document` says why).
+
+    Imported here, in the worker that first fetches the view: pydantic and the models of the first view shown
+    are about a fifth of the ui's start with 1,000 tasks, the other views' need not add to it (docs/performance.md).
+    """
+    if name == "tasks":
+        from kairosd.core.wire.tasks import SummaryListDoc
+
+        return (SummaryListDoc,)
+    if name in ("history", "missed", "inbox"):
+        from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc
+
+        return (HistoryDoc if name == "history" else MissedDoc if name == "missed" else InboxDoc,)
+    if name == "jobs":
+        from kairosd.core.wire.registry import BackgroundListDoc
+
+        return (BackgroundListDoc,)
+    if name == "sessions":
+        from kairosd.core.wire.daemon import SessionsDoc
+
+        return (SessionsDoc,)
+    if name == "boards":
+        from kairosd.core.wire.board import BoardDoc, BoardHistoryDoc
+
+        return (BoardDoc, BoardHistoryDoc)
+    if name == "timeline":
+        return ()
+    raise KeyError(name)
 
 
 def read_answers(name: str, asked: list[tuple[str, str, dict[str, str] | None]], answers: list[Any]) -> list[Any]:
     """kairosd's ``answers`` to view ``name``'s requests (``asked``, from :func:`requests`), each as its model
-    (:data:`ANSWERS`); the timeline's as parsed and :func:`~kairos.timeline.document.cleaned`.
+    (:func:`answer_models`); the timeline's as parsed and :func:`~kairos.timeline.document.cleaned`.
 
     :class:`kairos.answers.UnexpectedAnswer`, naming the route and the key, for an answer of another shape."""
     if name == "timeline":
         return [cleaned(answers[0])]
-    models = ANSWERS[name]
+    from kairos.answers import read
+
+    models = answer_models(name)
     return [
         read(models[i % len(models)], answer, f"{method} {PREFIX}{path}")
         for i, ((method, path, _), answer) in enumerate(zip(asked, answers, strict=True))

@@ -18,7 +18,7 @@ name, so a new key is added here first. Both sides use them: each of kairosd's h
 answer as its model (but those ``routes.PLAIN`` names, for size or speed), and every verb that reads an
 answer reads it as its model (``kairos.answers``; with ``--json`` it prints the answer as it came, so
 keys a newer kairosd adds pass through), as do the tools of ``kairos mcp`` and the views of ``kairos ui``
-(``kairos.ui.views.ANSWERS``). Tests hold the daemon to
+(``kairos.ui.views.answer_models``). Tests hold the daemon to
 them (every route's answer for a representative request, ``tests/unit/kairos/test_wire_responses.py``)
 and the CLI (every verb's ``--json``, ``tests/unit/kairos/test_json_documents*.py``).
 
