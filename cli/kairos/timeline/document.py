@@ -12,8 +12,8 @@ model is still what names the key of an answer the layout cannot read: :func:`cl
 validate against it only then (:func:`unexpected`), so a bad answer is one line naming the key, at no cost
 to a good one.
 
-May import :mod:`kairos.output` and :mod:`.layout`, and :mod:`kairos.answers` and the wire's models lazily
-(on a bad answer only); no client, no argparse.
+May import :mod:`kairos.output`, :mod:`kairos.shape` and :mod:`.layout`, and the wire's models lazily (on a
+bad answer only); no client, no argparse.
 """
 
 from __future__ import annotations
@@ -21,15 +21,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from kairos import shape
 from kairos.output import clean
+from kairos.shape import SHAPE_ERRORS
 from kairos.timeline.layout import Chart, columns_for, layout
 
 if TYPE_CHECKING:
     from kairos.answers import UnexpectedAnswer
+    from kairosd.core.wire.daemon import TimelineDoc
 
 WHAT = "GET /v1/timeline"
-# What reading a key of an answer of another shape raises (a missing key, a list for a dict, a bad time).
-SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
 def chart_query(width: int, query: dict[str, str] | None = None) -> dict[str, str]:
@@ -70,18 +71,12 @@ def chart(doc: dict[str, Any], width: int, zone: str = "UTC", now: datetime | No
         raise unexpected(doc, exc) from None
 
 
-def unexpected(doc: Any, exc: Exception) -> UnexpectedAnswer:
-    """The error for an answer the layout could not read: what its model says of it (the key and why), or,
-    if the model takes it, what the layout met (a time that is not ISO 8601, say)."""
-    from kairos.answers import UnexpectedAnswer, read
+def _model() -> type[TimelineDoc]:
     from kairosd.core.wire.daemon import TimelineDoc
 
-    try:
-        read(TimelineDoc, doc, WHAT)
-    except UnexpectedAnswer as error:
-        return error
-    said = f"no key {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else str(exc)
-    return UnexpectedAnswer(
-        f"kairosd answered {WHAT} in a shape this kairos does not know ({said[:200]}); "
-        "if kairos was upgraded, restart kairosd (kairos daemon stop, then start)"
-    )
+    return TimelineDoc
+
+
+def unexpected(doc: Any, exc: Exception) -> UnexpectedAnswer:
+    """The error for a chart answer the layout could not read (see :func:`kairos.shape.unexpected`)."""
+    return shape.unexpected(_model, doc, WHAT, exc)

@@ -226,7 +226,7 @@ class KairosUI(App[None]):
         state = self.query_one("#state", Static)
         if self.connected:
             doc = self.docs.get("tasks")
-            tasks = len(doc.tasks) if doc else 0
+            tasks = len(doc["tasks"]) if doc else 0
             state.update(f"kairosd is up · {tasks} task(s) · live (kairos watch's events)")
             state.remove_class("down")
         else:
@@ -336,11 +336,11 @@ class KairosUI(App[None]):
             self._timeline_minute = minute
             self._render("timeline")
         doc = self.docs.get("tasks")
-        if not doc or not doc.tasks:
+        if not doc or not doc["tasks"]:
             return
         table = self.table("tasks")
-        for task in doc.tasks:
-            key, text = task.id, views.task_next_in(task, now)
+        for task in doc["tasks"]:
+            key, text = str(task["id"]), views.task_next_in(task, now)
             if self._countdowns.get(key) != text:
                 self._countdowns[key] = text
                 table.update_cell(key, 1, text)

@@ -1,23 +1,27 @@
 """What each view of ``kairos ui`` shows: the request it makes, the model of each answer, its columns and its
 rows, and which events make it stale. Pure functions of kairosd's answers, read as their models
 (:mod:`kairosd.core.wire`, :func:`read_answers`), and a time (no Textual, no I/O), so the rows are tested
-without a terminal and the app (:mod:`kairos.ui.app`) only lays them out. An answer of another shape is
-:class:`kairos.answers.UnexpectedAnswer`, which the app shows on its message line.
+without a terminal and the app (:mod:`kairos.ui.app`) only lays them out. Two answers stay parsed JSON, for
+the time their model costs (:func:`answer_models` has the figures): the Tasks view's, read as ``kairos list``
+reads the same answer, and the Timeline's, ``kairos timeline``'s own chart (:mod:`kairos.timeline`). Either
+way an answer of another shape is :class:`kairos.answers.UnexpectedAnswer` naming the key
+(:mod:`kairos.shape`), which the app shows on its message line.
 
 Every request names a route of :mod:`kairosd.core.protocol`, the ones the CLI's verbs call, and the
 actions (:data:`ACTIONS`) are the CLI's requests too: ``p`` is ``kairos pause``'s
-``POST /v1/tasks/{id}/pause``. The timeline is ``kairos timeline``'s own chart (:mod:`kairos.timeline`),
-of the answer as parsed JSON, as that verb reads it (:mod:`kairos.timeline.document` says why).
-May import :mod:`kairos.output`, :mod:`kairos.answers`, :mod:`kairos.timeline` and ``kairosd.core`` only.
+``POST /v1/tasks/{id}/pause``.
+May import :mod:`kairos.output`, :mod:`kairos.shape`, :mod:`kairos.answers` (lazily), :mod:`kairos.timeline`
+and ``kairosd.core`` only; pydantic and the models are imported when a view that reads them is first fetched.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kairos.output import fmt_seconds, fmt_time, one_line
+from kairos.shape import SHAPE_ERRORS, unexpected
 from kairos.timeline.document import chart, chart_query, cleaned
 from kairos.timeline.layout import render_text
 from kairosd.core.protocol import PREFIX, route_path
@@ -28,7 +32,7 @@ if TYPE_CHECKING:  # imported by answer_models, when a view is first fetched (se
     from kairosd.core.wire.board import BoardChange, BoardDoc, BoardEntry, BoardHistoryDoc
     from kairosd.core.wire.daemon import SessionsDoc
     from kairosd.core.wire.registry import BackgroundListDoc
-    from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc, SummaryListDoc, TargetSummary, TaskSummary
+    from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc
 
 # Lines of a job's log kept on screen.
 LOG_LINES = 500
@@ -150,15 +154,10 @@ def requests(name: str, projects: list[str], width: int = 80) -> list[tuple[str,
 
 def answer_models(name: str) -> tuple[type[BaseModel], ...]:
     """The model of each of view ``name``'s answers, in the order of its requests (the boards: a pair per
-    project); none for the timeline, whose answer stays parsed JSON (:mod:`kairos.timeline.document` says why).
-
-    Imported here, in the worker that first fetches the view: pydantic and the models of the first view shown
-    are about a fifth of the ui's start with 1,000 tasks, the other views' need not add to it (docs/performance.md).
-    """
-    if name == "tasks":
-        from kairosd.core.wire.tasks import SummaryListDoc
-
-        return (SummaryListDoc,)
+    project), imported here, in the worker that first fetches the view. None for two views, whose answers
+    stay parsed JSON: the timeline's (:mod:`kairos.timeline.document` says why) and the tasks' (the view of
+    the first draw: importing pydantic and building SummaryListDoc for 1,000 tasks made ``kairos ui``'s start
+    to its first draw take about 1,020 ms instead of 710-770, ``bench/bench_ui.py``; docs/performance.md)."""
     if name in ("history", "missed", "inbox"):
         from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc
 
@@ -175,18 +174,32 @@ def answer_models(name: str) -> tuple[type[BaseModel], ...]:
         from kairosd.core.wire.board import BoardDoc, BoardHistoryDoc
 
         return (BoardDoc, BoardHistoryDoc)
-    if name == "timeline":
+    if name in ("tasks", "timeline"):
         return ()
     raise KeyError(name)
 
 
+def _summary_model() -> type[BaseModel]:
+    from kairosd.core.wire.tasks import SummaryListDoc
+
+    return SummaryListDoc
+
+
 def read_answers(name: str, asked: list[tuple[str, str, dict[str, str] | None]], answers: list[Any]) -> list[Any]:
     """kairosd's ``answers`` to view ``name``'s requests (``asked``, from :func:`requests`), each as its model
-    (:func:`answer_models`); the timeline's as parsed and :func:`~kairos.timeline.document.cleaned`.
+    (:func:`answer_models`); the tasks' as parsed, and the timeline's as parsed and
+    :func:`~kairos.timeline.document.cleaned`.
 
     :class:`kairos.answers.UnexpectedAnswer`, naming the route and the key, for an answer of another shape."""
     if name == "timeline":
         return [cleaned(answers[0])]
+    if name == "tasks":
+        # Read as the view reads it, once here in the worker: a key it cannot read is named by the model.
+        try:
+            task_rows(answers[0], datetime(2000, 1, 1, tzinfo=UTC), "UTC")  # any time: only the keys matter
+        except SHAPE_ERRORS as exc:
+            raise unexpected(_summary_model, answers[0], f"GET {PREFIX}{asked[0][1]}", exc) from None
+        return answers
     from kairos.answers import read
 
     models = answer_models(name)
@@ -238,27 +251,29 @@ def countdown(planned: str | None, now: datetime) -> str:
     return f"in {minutes}m{seconds:02d}s"
 
 
-def task_next_in(task: TaskSummary, now: datetime) -> str:
-    if task.running:
+def task_next_in(task: dict[str, Any], now: datetime) -> str:
+    if task["running"]:
         return "running"
-    if task.status in ("paused", "done") or not task.planned_for:
-        return task.status or "done"
-    return countdown(task.planned_for, now)
+    if task["status"] in ("paused", "done") or not task["planned_for"]:
+        return str(task["status"] or "done")
+    return countdown(task["planned_for"], now)
 
 
-def task_rows(doc: SummaryListDoc | None, now: datetime, zone: str) -> list[tuple[str, list[str]]]:
+def task_rows(doc: dict[str, Any] | None, now: datetime, zone: str) -> list[tuple[str, list[str]]]:
+    """The Tasks view of ``GET /v1/tasks?view=summary``'s answer as parsed JSON (``kairos list``'s own answer,
+    read as ``kairos list`` reads it: see :func:`read_answers`), each key its model requires taken as required."""
     rows = []
-    for t in doc.tasks if doc else []:
+    for t in doc["tasks"] if doc else []:
         rows.append(
             (
-                t.id,
+                str(t["id"]),
                 [
-                    t.id,
+                    str(t["id"]),
                     task_next_in(t, now),
-                    short_time(t.planned_for, zone) if t.status not in ("paused", "done") else "-",
-                    t.cron or "once",
-                    target_text(t.target),
-                    one_line(t.name or t.prompt, TEXT_WIDTH),
+                    short_time(t["planned_for"], zone) if t["status"] not in ("paused", "done") else "-",
+                    str(t["cron"] or "once"),
+                    target_text(t["target"]),
+                    one_line(t["name"] or t["prompt"], TEXT_WIDTH),
                 ],
             )
         )
@@ -390,21 +405,21 @@ def _change_text(change: BoardChange) -> str:
     return f"{when} {change.action} {change.id or ''} by {change.by}: {change.text or ''}".strip()
 
 
-def target_text(target: TargetSummary) -> str:
+def target_text(target: dict[str, Any]) -> str:
     """The TARGET column of ``kairos list`` (kairos.commands.tasks.target_text, not imported: no cycle)."""
-    kind = target.kind
+    kind = target["kind"]
     if kind == "inbox":
-        return f"inbox:{target.session or 'default'}"
+        return f"inbox:{target.get('session') or 'default'}"
     if kind == "shell":
-        argv = target.argv or ["?"]
-        return f"shell:{argv[0].rsplit('/', 1)[-1]}"
+        argv = target.get("argv") or ["?"]
+        return f"shell:{str(argv[0]).rsplit('/', 1)[-1]}"
     if kind == "agent":
-        return f"agent:{target.agent or '?'}"
+        return f"agent:{target.get('agent') or '?'}"
     if kind == "webhook":
         return "webhook"
     if kind == "session":
         return "session"
-    return kind or "?"
+    return str(kind or "?")
 
 
 def short_time(text: str | None, zone: str) -> str:
