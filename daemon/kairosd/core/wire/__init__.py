@@ -18,7 +18,7 @@ name, so a new key is added here first. Both sides use them: each of kairosd's h
 answer as its model (but those ``routes.PLAIN`` names, for size or speed), and every verb that reads an
 answer reads it as its model (``kairos.answers``; with ``--json`` it prints the answer as it came, so
 keys a newer kairosd adds pass through), as do the tools of ``kairos mcp`` and the views of ``kairos ui``
-(``kairos.ui.views.answer_models``). Tests hold the daemon to
+(``kairos.ui.views.answer_models``) but two, named below. Tests hold the daemon to
 them (every route's answer for a representative request, ``tests/unit/kairos/test_wire_responses.py``)
 and the CLI (every verb's ``--json``, ``tests/unit/kairos/test_json_documents*.py``).
 
@@ -50,6 +50,10 @@ Outside this package, ``dict[str, Any]`` stays where the data is not an answer, 
                                          tasks' answer first was about half of ``kairos timeline --days 7``
                                          (604 ms against 312, mostly importing pydantic and building TimelineDoc);
                                          TimelineDoc names the key of an answer the layout cannot read, then only
+    ``kairos ui``'s Tasks view           ``kairos list``'s answer, read as that verb reads it: validating it made
+                                         the ui's first draw of 1,000 tasks ~1,020 ms instead of 710-770 (its
+                                         goal is 1 s; bench/bench_ui.py)
+        (both: a key the reader cannot read is named by the model, validated then only; kairos.shape)
     the events stream (``watch``, ui)    events of many kinds, one JSON line each (routes.UNTYPED)
     local documents (systemd, integrate) built by the CLI itself, described by :mod:`.local`
 
