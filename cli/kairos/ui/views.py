@@ -263,7 +263,7 @@ def task_rows(doc: dict[str, Any] | None, now: datetime, zone: str) -> list[tupl
     """The Tasks view of ``GET /v1/tasks?view=summary``'s answer as parsed JSON (``kairos list``'s own answer,
     read as ``kairos list`` reads it: see :func:`read_answers`), each key its model requires taken as required."""
     rows = []
-    for t in doc["tasks"] if doc else []:
+    for t in doc["tasks"] if doc is not None else []:
         rows.append(
             (
                 str(t["id"]),

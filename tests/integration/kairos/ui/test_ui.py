@@ -316,6 +316,7 @@ BOARD = {"project": "/p", "path": "/p/.kairos/board.json", "limit": 40, "prune_t
     ("name", "answers", "said"),
     [
         ("tasks", [{"tasks": [{"id": 5}]}], "GET /v1/tasks in a shape this kairos does not know (tasks.0.id:"),
+        ("tasks", [{}], "GET /v1/tasks in a shape this kairos does not know (tasks: Field required"),
         (
             "history",
             [{"runs": [{"run_id": "r1"}]}],
