@@ -28,7 +28,6 @@ from textual.widgets import Footer, Label, Log, Static, TabbedContent, TabPane
 
 from kairos.client import Client
 from kairos.output import clean
-from kairos.timeline.document import cleaned
 from kairos.ui import views
 from kairos.ui.chart import ChartLines
 from kairos.ui.rows import Rows
@@ -226,7 +225,8 @@ class KairosUI(App[None]):
     def _show_state(self) -> None:
         state = self.query_one("#state", Static)
         if self.connected:
-            tasks = len(views._items(self.docs.get("tasks"), "tasks"))
+            doc = self.docs.get("tasks")
+            tasks = len(doc["tasks"]) if doc else 0
             state.update(f"kairosd is up · {tasks} task(s) · live (kairos watch's events)")
             state.remove_class("down")
         else:
@@ -257,9 +257,12 @@ class KairosUI(App[None]):
 
     def _fetch(self, name: str, connection: int, projects: list[str], width: int) -> None:
         try:
-            answers = [self.client.call(m, p, None, q) for m, p, q in views.requests(name, projects, width)]
+            asked = views.requests(name, projects, width)
+            # Each as its model (the timeline's cleaned: the chart writes colour codes, no raw name may reach it);
+            # an answer of another shape is a KairosError too, said on the message line.
+            answers = views.read_answers(name, asked, [self.client.call(m, p, None, q) for m, p, q in asked])
             if name == "timeline":
-                answers = [cleaned(answers[0]), width]  # the chart writes colour codes: no raw name reaches it
+                answers.append(width)
         except KairosError as exc:
             self._from_thread(self._fetched, name, connection, projects, None, exc.message)
             return
@@ -283,9 +286,9 @@ class KairosUI(App[None]):
         else:
             self.docs[name] = answers[0]
             if name == "sessions":
-                for s in views._items(answers[0], "sessions"):
-                    if s.get("cwd") and s["cwd"] not in self.projects:
-                        self.projects.append(str(s["cwd"]))
+                for s in answers[0].sessions:
+                    if s.cwd and s.cwd not in self.projects:
+                        self.projects.append(s.cwd)
         self._render(name)
         if name in self.stale:  # an event came while we fetched
             self._refresh(name)
@@ -310,7 +313,12 @@ class KairosUI(App[None]):
         if name == "timeline":
             # Laid out in the columns it was asked for (the daemon counted the fires in that many cells).
             doc, width = self.docs.get(name), self._timeline_width
-            self.chart.set_lines(views.timeline_lines(doc, width, self.clock.now(), self.zone))
+            try:
+                lines = views.timeline_lines(doc, width, self.clock.now(), self.zone)
+            except KairosError as exc:  # an answer the layout cannot read: said, and no chart
+                self.say(exc.message)
+                lines = []
+            self.chart.set_lines(lines)
             return
         rows = self._rows(name)
         # The countdown changes length as it ticks: its column has room for the longest it shows in an hour.
@@ -327,11 +335,11 @@ class KairosUI(App[None]):
         if self.current == "timeline" and "timeline" in self.docs and minute != self._timeline_minute:
             self._timeline_minute = minute
             self._render("timeline")
-        tasks = views._items(self.docs.get("tasks"), "tasks")
-        if not tasks:
+        doc = self.docs.get("tasks")
+        if not doc or not doc["tasks"]:
             return
         table = self.table("tasks")
-        for task in tasks:
+        for task in doc["tasks"]:
             key, text = str(task["id"]), views.task_next_in(task, now)
             if self._countdowns.get(key) != text:
                 self._countdowns[key] = text
@@ -411,10 +419,10 @@ class KairosUI(App[None]):
             return
         row, project = target
         pinned = any(
-            e.get("id") == row and e.get("pinned")
+            e.id == row and bool(e.pinned)
             for p, board, _ in self.docs.get("boards") or []
             if p == project
-            for e in views._items(board, "entries")
+            for e in board.entries
         )
         self._send(views.pin_request(row, project, pinned), f"{'unpinned' if pinned else 'pinned'}: {row}")
 
@@ -446,10 +454,14 @@ class KairosUI(App[None]):
         threading.Thread(target=self._stream_log, args=(job,), name="kairos-ui-log", daemon=True).start()
 
     def _stream_log(self, job: str) -> None:
+        from kairos.answers import read
+        from kairosd.core.wire.registry import LogLine
+
         try:
             stream = self.client.stream(route_path("registry_logs", id=job), {"follow": "1"})
             for item in stream:
-                line = item.get("line") if isinstance(item, dict) else None
+                # Each line as its model (routes.STREAMS); one of another shape ends the follow with the error.
+                line = read(LogLine, item, "GET /v1/registry/ID/logs?follow=1").line
                 if self._log_job != job or (line is not None and not self._from_thread(self._log_line, job, str(line))):
                     stream.close()
                     return

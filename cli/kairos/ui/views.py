@@ -1,23 +1,38 @@
-"""What each view of ``kairos ui`` shows: the request it makes, its columns and its rows, and which
-events make it stale. Pure functions of kairosd's answers and a time (no Textual, no I/O), so the
-rows are tested without a terminal and the app (:mod:`kairos.ui.app`) only lays them out.
+"""What each view of ``kairos ui`` shows: the request it makes, the model of each answer, its columns and its
+rows, and which events make it stale. Pure functions of kairosd's answers, read as their models
+(:mod:`kairosd.core.wire`, :func:`read_answers`), and a time (no Textual, no I/O), so the rows are tested
+without a terminal and the app (:mod:`kairos.ui.app`) only lays them out. Two answers stay parsed JSON, for
+the time their model costs (:func:`answer_models` has the figures): the Tasks view's, read as ``kairos list``
+reads the same answer, and the Timeline's, ``kairos timeline``'s own chart (:mod:`kairos.timeline`). Either
+way an answer of another shape is :class:`kairos.answers.UnexpectedAnswer` naming the key
+(:mod:`kairos.shape`), which the app shows on its message line.
 
 Every request names a route of :mod:`kairosd.core.protocol`, the ones the CLI's verbs call, and the
 actions (:data:`ACTIONS`) are the CLI's requests too: ``p`` is ``kairos pause``'s
-``POST /v1/tasks/{id}/pause``. The timeline is ``kairos timeline``'s own chart (:mod:`kairos.timeline`).
-May import :mod:`kairos.output`, :mod:`kairos.timeline` and ``kairosd.core`` only.
+``POST /v1/tasks/{id}/pause``.
+May import :mod:`kairos.output`, :mod:`kairos.shape`, :mod:`kairos.answers` (lazily), :mod:`kairos.timeline`
+and ``kairosd.core`` only; pydantic and the models are imported when a view that reads them is first fetched.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from kairos.output import fmt_seconds, fmt_time, one_line
-from kairos.timeline.document import chart_query
-from kairos.timeline.layout import layout, render_text
-from kairosd.core.protocol import route_path
+from kairos.shape import SHAPE_ERRORS, unexpected
+from kairos.timeline.document import chart, chart_query, cleaned
+from kairos.timeline.layout import render_text
+from kairosd.core.protocol import PREFIX, route_path
+
+if TYPE_CHECKING:  # imported by answer_models, when a view is first fetched (see there)
+    from pydantic import BaseModel
+
+    from kairosd.core.wire.board import BoardChange, BoardDoc, BoardEntry, BoardHistoryDoc
+    from kairosd.core.wire.daemon import SessionsDoc
+    from kairosd.core.wire.registry import BackgroundListDoc
+    from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc
 
 # Lines of a job's log kept on screen.
 LOG_LINES = 500
@@ -137,6 +152,63 @@ def requests(name: str, projects: list[str], width: int = 80) -> list[tuple[str,
     raise KeyError(name)
 
 
+def answer_models(name: str) -> tuple[type[BaseModel], ...]:
+    """The model of each of view ``name``'s answers, in the order of its requests (the boards: a pair per
+    project), imported here, in the worker that first fetches the view. None for two views, whose answers
+    stay parsed JSON: the timeline's (:mod:`kairos.timeline.document` says why) and the tasks' (the view of
+    the first draw: importing pydantic and building SummaryListDoc for 1,000 tasks made ``kairos ui``'s start
+    to its first draw take about 1,020 ms instead of 710-770, ``bench/bench_ui.py``; docs/performance.md)."""
+    if name in ("history", "missed", "inbox"):
+        from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc
+
+        return (HistoryDoc if name == "history" else MissedDoc if name == "missed" else InboxDoc,)
+    if name == "jobs":
+        from kairosd.core.wire.registry import BackgroundListDoc
+
+        return (BackgroundListDoc,)
+    if name == "sessions":
+        from kairosd.core.wire.daemon import SessionsDoc
+
+        return (SessionsDoc,)
+    if name == "boards":
+        from kairosd.core.wire.board import BoardDoc, BoardHistoryDoc
+
+        return (BoardDoc, BoardHistoryDoc)
+    if name in ("tasks", "timeline"):
+        return ()
+    raise KeyError(name)
+
+
+def _summary_model() -> type[BaseModel]:
+    from kairosd.core.wire.tasks import SummaryListDoc
+
+    return SummaryListDoc
+
+
+def read_answers(name: str, asked: list[tuple[str, str, dict[str, str] | None]], answers: list[Any]) -> list[Any]:
+    """kairosd's ``answers`` to view ``name``'s requests (``asked``, from :func:`requests`), each as its model
+    (:func:`answer_models`); the tasks' as parsed, and the timeline's as parsed and
+    :func:`~kairos.timeline.document.cleaned`.
+
+    :class:`kairos.answers.UnexpectedAnswer`, naming the route and the key, for an answer of another shape."""
+    if name == "timeline":
+        return [cleaned(answers[0])]
+    if name == "tasks":
+        # Read as the view reads it, once here in the worker: a key it cannot read is named by the model.
+        try:
+            task_rows(answers[0], datetime(2000, 1, 1, tzinfo=UTC), "UTC")  # any time: only the keys matter
+        except SHAPE_ERRORS as exc:
+            raise unexpected(_summary_model, answers[0], f"GET {PREFIX}{asked[0][1]}", exc) from None
+        return answers
+    from kairos.answers import read
+
+    models = answer_models(name)
+    return [
+        read(models[i % len(models)], answer, f"{method} {PREFIX}{path}")
+        for i, ((method, path, _), answer) in enumerate(zip(asked, answers, strict=True))
+    ]
+
+
 def action_request(view: str, key: str, row: str, project: str = "") -> tuple[str, str, Any, dict[str, str] | None]:
     """The request (method, path, body, query) that key ``key`` sends for row ``row`` of ``view``: the CLI's."""
     if view == "tasks":
@@ -161,7 +233,7 @@ def pin_request(row: str, project: str, pinned: bool) -> tuple[str, str, Any, di
 # ---- rows ------------------------------------------------------------------------------------------
 
 
-def countdown(planned: Any, now: datetime) -> str:
+def countdown(planned: str | None, now: datetime) -> str:
     """``in 4m05s``, ``in 3h12m``, ``in 2d04h``; ``due`` once the time has come."""
     when = _parse(planned)
     if when is None:
@@ -180,62 +252,61 @@ def countdown(planned: Any, now: datetime) -> str:
 
 
 def task_next_in(task: dict[str, Any], now: datetime) -> str:
-    if task.get("running"):
+    if task["running"]:
         return "running"
-    if task.get("status") in ("paused", "done") or not task.get("planned_for"):
-        return str(task.get("status") or "done")
+    if task["status"] in ("paused", "done") or not task["planned_for"]:
+        return str(task["status"] or "done")
     return countdown(task["planned_for"], now)
 
 
-def task_rows(doc: Any, now: datetime, zone: str) -> list[tuple[str, list[str]]]:
+def task_rows(doc: dict[str, Any] | None, now: datetime, zone: str) -> list[tuple[str, list[str]]]:
+    """The Tasks view of ``GET /v1/tasks?view=summary``'s answer as parsed JSON (``kairos list``'s own answer,
+    read as ``kairos list`` reads it: see :func:`read_answers`), each key its model requires taken as required."""
     rows = []
-    for t in _items(doc, "tasks"):
-        schedule = str(t["cron"]) if t.get("cron") else "once"
+    for t in doc["tasks"] if doc is not None else []:
         rows.append(
             (
                 str(t["id"]),
                 [
                     str(t["id"]),
                     task_next_in(t, now),
-                    short_time(t.get("planned_for"), zone) if t.get("status") not in ("paused", "done") else "-",
-                    schedule,
-                    target_text(t.get("target")),
-                    one_line(t.get("name") or t.get("prompt") or "", TEXT_WIDTH),
+                    short_time(t["planned_for"], zone) if t["status"] not in ("paused", "done") else "-",
+                    str(t["cron"] or "once"),
+                    target_text(t["target"]),
+                    one_line(t["name"] or t["prompt"], TEXT_WIDTH),
                 ],
             )
         )
     return rows
 
 
-def timeline_lines(doc: Any, width: int, now: datetime, zone: str) -> list[str]:
+def timeline_lines(doc: dict[str, Any] | None, width: int, now: datetime, zone: str) -> list[str]:
     """``kairos timeline``'s chart of ``doc`` (a ``GET /v1/timeline`` answer asked with
     :func:`kairos.timeline.document.chart_query` of this ``width``, and :func:`~kairos.timeline.document.cleaned`),
     with colour, in ``zone``: the same layout and text as the CLI's. ``now`` (the ui's clock) moves the now
-    mark until the next answer comes."""
-    if not isinstance(doc, dict) or "tasks" not in doc:
+    mark until the next answer comes. The answer is the parsed JSON, as the layout takes it (see
+    :mod:`kairos.timeline.layout`); one of another shape raises :class:`kairos.answers.UnexpectedAnswer`."""
+    if doc is None:
         return []
-    start, end = datetime.fromisoformat(doc["from"]), datetime.fromisoformat(doc["to"])
-    if start <= now <= end and now > datetime.fromisoformat(doc["now"]):
-        doc = {**doc, "now": now.isoformat()}
-    return render_text(layout(doc, width, zone), True)
+    return render_text(chart(doc, width, zone, now), True)
 
 
-def history_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:
+def history_rows(doc: HistoryDoc | None, zone: str) -> list[tuple[str, list[str]]]:
     rows = []
-    for r in _items(doc, "runs"):
-        outcome = str(r.get("outcome") or ("running" if not r.get("finished_at") else "?"))
-        if r.get("catch_up"):
+    for r in doc.runs if doc else []:
+        outcome = r.outcome or ("running" if not r.finished_at else "?")
+        if r.catch_up:
             outcome += " (catch-up)"
-        reason = r.get("reason") or (f"exit {r['exit_code']}" if r.get("exit_code") is not None else "")
+        reason = r.reason or (f"exit {r.exit_code}" if r.exit_code is not None else "")
         rows.append(
             (
-                str(r.get("run_id", "?")),
+                r.run_id,
                 [
-                    str(r.get("run_id", "?")),
-                    str(r.get("task_id", "?")),
-                    short_time(r.get("scheduled_for"), zone),
+                    r.run_id,
+                    r.task_id,
+                    short_time(r.scheduled_for, zone),
                     outcome,
-                    fmt_seconds(r.get("late_by_s")),
+                    fmt_seconds(r.late_by_s),
                     one_line(reason, TEXT_WIDTH),
                 ],
             )
@@ -243,116 +314,107 @@ def history_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:
     return rows
 
 
-def missed_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:
+def missed_rows(doc: MissedDoc | None, zone: str) -> list[tuple[str, list[str]]]:
     return [
         (
-            f"{m.get('task_id', '?')}:{i}",
+            f"{m.task_id}:{i}",
             [
-                str(m.get("task_id", "?")),
-                short_time(m.get("scheduled_for"), zone),
-                str(m.get("count", 1)),
-                one_line(m.get("reason", "-"), 40),
-                str(m.get("action", "-")),
-                one_line(m.get("task_name") or m.get("prompt") or "", TEXT_WIDTH),
+                m.task_id,
+                short_time(m.scheduled_for, zone),
+                str(m.count),
+                one_line(m.reason, 40),
+                m.action,
+                one_line(m.task_name or m.prompt, TEXT_WIDTH),
             ],
         )
-        for i, m in enumerate(_items(doc, "missed"))
+        for i, m in enumerate(doc.missed if doc else [])
     ]
 
 
-def job_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:
+def job_rows(doc: BackgroundListDoc | None, zone: str) -> list[tuple[str, list[str]]]:
     return [
         (
-            str(j.get("id", "?")),
+            j.id,
             [
-                str(j.get("id", "?")),
-                str(j.get("status", "?")),
-                str(j.get("agent") or j.get("kind") or "?"),
-                short_time(j.get("started_at") or j.get("created_at"), zone),
-                one_line(j.get("prompt") or " ".join(str(a) for a in j.get("argv") or []), TEXT_WIDTH),
+                j.id,
+                j.status,
+                j.agent or j.kind,
+                short_time(j.created_at, zone),
+                one_line(j.prompt or " ".join(j.argv or []), TEXT_WIDTH),
             ],
         )
-        for j in _items(doc, "tasks")
+        for j in (doc.tasks if doc else [])
     ]
 
 
-def inbox_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:
+def inbox_rows(doc: InboxDoc | None, zone: str) -> list[tuple[str, list[str]]]:
     return [
         (
-            str(item.get("id", "?")),
+            item.id,
             [
-                str(item.get("id", "?")),
-                str(item.get("task_name") or item.get("task_id", "?")),
-                short_time(item.get("delivered_at") or item.get("scheduled_for"), zone),
-                fmt_seconds(item.get("late_by_s")),
-                one_line(item.get("prompt", ""), TEXT_WIDTH),
+                item.id,
+                item.task_name or item.task_id,
+                short_time(item.delivered_at, zone),
+                fmt_seconds(item.late_by_s),
+                one_line(item.prompt, TEXT_WIDTH),
             ],
         )
-        for item in _items(doc, "items")
+        for item in (doc.items if doc else [])
     ]
 
 
-def session_rows(doc: Any, zone: str) -> list[tuple[str, list[str]]]:
+def session_rows(doc: SessionsDoc | None, zone: str) -> list[tuple[str, list[str]]]:
     """``kairos sessions``: each live agent session, whether it is in a turn, and what waits for it."""
-    rows = []
-    for s in _items(doc, "sessions"):
-        sid = str(s.get("session_id") or "?")
-        rows.append(
-            (
-                f"{s.get('agent', '?')}:{sid}",
-                [
-                    sid,
-                    str(s.get("agent", "?")),
-                    "in a turn" if s.get("in_turn") else "idle",
-                    str(s.get("pending", 0)),
-                    short_time(s.get("last_active"), zone),
-                    str(s.get("cwd") or "-"),
-                ],
-            )
+    return [
+        (
+            f"{s.agent}:{s.session_id}",
+            [
+                s.session_id,
+                s.agent,
+                "in a turn" if s.in_turn else "idle",
+                str(s.pending),
+                short_time(s.last_active, zone),
+                s.cwd or "-",
+            ],
         )
-    return rows
+        for s in (doc.sessions if doc else [])
+    ]
 
 
-def board_rows(boards: list[tuple[str, Any, Any]]) -> list[tuple[str, list[str]]]:
+def board_rows(boards: list[tuple[str, BoardDoc, BoardHistoryDoc]]) -> list[tuple[str, list[str]]]:
     """Each project's entries under a line naming it, then what changed last (``board history``)."""
     rows: list[tuple[str, list[str]]] = []
     for project, board, history in boards:
-        entries = _items(board, "entries")
-        rows.append((f"project:{project}", ["", "", "", f"▸ {project}: {len(entries)} entries"]))
-        for e in entries:
-            by = ("you" if e.get("author") == "user" else "kairos") + (", pinned" if e.get("pinned") else "")
-            rows.append((f"entry:{project}:{e.get('id')}", [str(e.get("id")), str(e.get("kind")), by, _text(e)]))
-        for change in _items(history, "history"):
+        rows.append((f"project:{project}", ["", "", "", f"▸ {project}: {len(board.entries)} entries"]))
+        for e in board.entries:
+            by = ("you" if e.author == "user" else "kairos") + (", pinned" if e.pinned else "")
+            rows.append((f"entry:{project}:{e.id}", [e.id, e.kind, by, _text(e)]))
+        for change in history.history:
             rows.append((f"change:{project}:{len(rows)}", ["", "changed", "", one_line(_change_text(change), 70)]))
     return rows
 
 
-def _text(entry: dict[str, Any]) -> str:
-    text = one_line(entry.get("text", ""), 70)
-    return text + (f"  (conflicts with {entry['conflicts_with']})" if entry.get("conflicts_with") else "")
+def _text(entry: BoardEntry) -> str:
+    text = one_line(entry.text, 70)
+    return text + (f"  (conflicts with {entry.conflicts_with})" if entry.conflicts_with else "")
 
 
-def _change_text(change: Any) -> str:
+def _change_text(change: BoardChange) -> str:
     """One line of ``board history``: ``10-31 09:00 add b06b564 by user: use uv, not pip``."""
-    if not isinstance(change, dict):
-        return str(change)
-    when = str(change.get("at") or "")[5:16].replace("T", " ")
-    what = f"{change.get('action', '?')} {change.get('id', '')} by {change.get('by') or change.get('author') or '?'}"
-    return f"{when} {what}: {change.get('text', '')}".strip()
+    when = change.at[5:16].replace("T", " ")
+    return f"{when} {change.action} {change.id or ''} by {change.by}: {change.text or ''}".strip()
 
 
-def target_text(target: Any) -> str:
+def target_text(target: dict[str, Any]) -> str:
     """The TARGET column of ``kairos list`` (kairos.commands.tasks.target_text, not imported: no cycle)."""
-    if not isinstance(target, dict):
-        return "?"
-    kind = target.get("kind")
+    kind = target["kind"]
     if kind == "inbox":
-        return f"inbox:{target.get('session', 'default')}"
+        return f"inbox:{target.get('session') or 'default'}"
     if kind == "shell":
         argv = target.get("argv") or ["?"]
         return f"shell:{str(argv[0]).rsplit('/', 1)[-1]}"
     if kind == "agent":
-        return f"agent:{target.get('agent', '?')}"
+        return f"agent:{target.get('agent') or '?'}"
     if kind == "webhook":
         return "webhook"
     if kind == "session":
@@ -360,21 +422,16 @@ def target_text(target: Any) -> str:
     return str(kind or "?")
 
 
-def short_time(text: Any, zone: str) -> str:
+def short_time(text: str | None, zone: str) -> str:
     """``10-31 09:30`` in ``zone``: what 80 columns have room for (``kairos list`` prints it whole)."""
     shown = fmt_time(text, zone)
     return shown[5:16] if _parse(text) is not None and len(shown) >= 16 else shown
 
 
-def _items(doc: Any, key: str) -> list[dict[str, Any]]:
-    items = doc.get(key) if isinstance(doc, dict) else None
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
-
-
-def _parse(text: Any) -> datetime | None:
+def _parse(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(str(text))
+        return datetime.fromisoformat(text)
     except ValueError:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from paths_support import REPO
@@ -16,6 +17,7 @@ from session_support import Kairosd, remove_home, short_home
 from timeline_support import NOW, fill
 
 from kairos.app import run
+from kairos.client import Client
 from kairosd.core.wire import verbs as documents
 from kairosd.testing import FakeClock
 
@@ -117,3 +119,30 @@ def test_the_readme_picture_is_what_the_code_draws(kd, capsys, tmp_path):
         PICTURE.parent.mkdir(exist_ok=True)
         PICTURE.write_text(drawn.read_text())
     assert PICTURE.read_text() == drawn.read_text(), "docs/timeline.svg is stale: REGENERATE_PICTURES=1 rewrites it"
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda doc: doc["tasks"][0].pop("missed"), "tasks.0.missed"),
+        (lambda doc: doc.pop("downtime"), "downtime"),
+        (lambda doc: doc["tasks"][0].update(tz=["UTC"]), "tasks.0.tz"),
+    ],
+)
+def test_an_answer_of_another_shape_is_one_stderr_line_naming_the_key(kd, capsys, monkeypatch, change, where):
+    """The chart is laid out from the parsed answer (its model costs half the command): one the layout cannot
+    read is still one line naming the key, as the verbs that read their answer typed say it (issue 25)."""
+    fill(kd)
+    real = Client.call
+
+    def call(self: Client, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        answer = real(self, method, path, *args, **kwargs)
+        if path == "/timeline":
+            change(answer)
+        return answer
+
+    monkeypatch.setattr(Client, "call", call)
+    code, out, err = _kairos(capsys, "timeline", "--width", "100")
+    assert (code, out) == (1, "")
+    assert f"kairosd answered GET /v1/timeline in a shape this kairos does not know ({where}:" in err
+    assert len(err.splitlines()) == 1

@@ -17,7 +17,8 @@ The models are strict (no coercion: ``0`` is not ``false``) and a document forbi
 name, so a new key is added here first. Both sides use them: each of kairosd's handlers builds its
 answer as its model (but those ``routes.PLAIN`` names, for size or speed), and every verb that reads an
 answer reads it as its model (``kairos.answers``; with ``--json`` it prints the answer as it came, so
-keys a newer kairosd adds pass through), as do the tools of ``kairos mcp``. Tests hold the daemon to
+keys a newer kairosd adds pass through), as do the tools of ``kairos mcp`` and the views of ``kairos ui``
+(``kairos.ui.views.answer_models``) but two, named below. Tests hold the daemon to
 them (every route's answer for a representative request, ``tests/unit/kairos/test_wire_responses.py``)
 and the CLI (every verb's ``--json``, ``tests/unit/kairos/test_json_documents*.py``).
 
@@ -44,9 +45,16 @@ Outside this package, ``dict[str, Any]`` stays where the data is not an answer, 
                                          per answer; a service's callers and tests read them as they are)
     the answers of routes.PLAIN          the services' dicts, sent as they are (the listing pre-encoded)
     streamed lines (routes.STREAMS)      sent as they come; the verb that shows one reads it as its model
-    ``kairos ui``, the timeline layout   pure functions of the answers as parsed (the chart's answer is
-                                         checked against TimelineDoc before ``kairos timeline`` draws it)
-    the events stream (``watch``)        events of many kinds, one JSON line each (routes.UNTYPED)
+    the timeline's chart answer          ``kairos timeline`` and ``kairos ui``'s Timeline tab lay it out as
+                                         parsed (``kairos.timeline.document``): validating a week of 1,000
+                                         tasks' answer first was about half of ``kairos timeline --days 7``
+                                         (604 ms against 312, mostly importing pydantic and building TimelineDoc);
+                                         TimelineDoc names the key of an answer the layout cannot read, then only
+    ``kairos ui``'s Tasks view           ``kairos list``'s answer, read as that verb reads it: validating it made
+                                         the ui's first draw of 1,000 tasks ~1,020 ms instead of 710-770 (its
+                                         goal is 1 s; bench/bench_ui.py)
+        (both: a key the reader cannot read is named by the model, validated then only; kairos.shape)
+    the events stream (``watch``, ui)    events of many kinds, one JSON line each (routes.UNTYPED)
     local documents (systemd, integrate) built by the CLI itself, described by :mod:`.local`
 
 Imports: the standard library, pydantic and :mod:`kairosd.core` only; nothing else of kairosd

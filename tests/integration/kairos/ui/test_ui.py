@@ -24,6 +24,7 @@ from paths_support import REPO
 from session_support import T0, Kairosd, call_hook, fixture, remove_home, short_home
 from textual.app import App
 
+from kairos.answers import UnexpectedAnswer
 from kairos.client import Client
 from kairos.commands.ui import JSON_HINT
 from kairos.timeline.document import chart_query, cleaned
@@ -295,6 +296,8 @@ def test_timeline_lines_are_the_cli_chart_with_now_from_the_clock_inside_the_win
         "now": (T0 + timedelta(hours=1)).isoformat(),
         "bins": 60,
         "tasks": [{"id": "ab12cd34", "name": "t", "tz": "UTC", "planned_bins": [[30, 2]], "runs": [], "missed": []}],
+        "dst": {},
+        "downtime": [],
     }
     later = T0 + timedelta(hours=4)
     moved = {**doc, "now": later.isoformat()}
@@ -303,6 +306,43 @@ def test_timeline_lines_are_the_cli_chart_with_now_from_the_clock_inside_the_win
     for clock in (T0 + timedelta(hours=11), T0):
         assert views.timeline_lines(doc, 80, clock, "UTC") == render_text(layout(doc, 80), True)
     assert views.timeline_lines(None, 80, later, "UTC") == []
+
+
+BOARD = {"project": "/p", "path": "/p/.kairos/board.json", "limit": 40, "prune_to": 30, "entries": [],
+         "updated_at": None}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "answers", "said"),
+    [
+        ("tasks", [{"tasks": [{"id": 5}]}], "GET /v1/tasks in a shape this kairos does not know (tasks.0.id:"),
+        ("tasks", [{}], "GET /v1/tasks in a shape this kairos does not know (tasks: Field required"),
+        (
+            "history",
+            [{"runs": [{"run_id": "r1"}]}],
+            "GET /v1/runs in a shape this kairos does not know (runs.0.task_id:",
+        ),
+        ("missed", [{"missed": "none"}], "GET /v1/missed in a shape this kairos does not know (missed:"),
+        ("jobs", [{"tasks": []}], "GET /v1/registry in a shape this kairos does not know (registry:"),
+        ("inbox", [{"items": [{"id": "i1"}]}], "GET /v1/inbox in a shape this kairos does not know (items.0.session:"),
+        ("sessions", [{"sessions": [{"agent": "claude", "session_id": "s1"}]}], "(sessions.0.cwd:"),
+        ("boards", [BOARD, {"project": "/p", "history": [{"at": "x"}]}], "GET /v1/board/history in a shape"),
+        ("timeline", [{"from": T0.isoformat(), "tasks": [{"name": "t"}]}], "GET /v1/timeline in a shape"),
+    ],
+)
+def test_an_answer_of_another_shape_is_one_error_naming_the_route_and_the_key(name, answers, said):
+    """Each view reads its answers as their models (kairosd.core.wire): a wrong key is one error the app
+    says on its message line, not a row of "?" or a traceback (issue 25)."""
+    with pytest.raises(UnexpectedAnswer) as raised:
+        views.read_answers(name, views.requests(name, ["/p"]), answers)
+    assert said in raised.value.message
+
+
+def test_each_view_reads_its_answers_as_their_models():
+    assert [type(doc).__name__ for doc in views.read_answers("boards", views.requests("boards", ["/p"]), [
+        BOARD, {"project": "/p", "history": [{"at": "2026-10-31T09:00:00Z", "action": "add", "by": "user"}]}
+    ])] == ["BoardDoc", "BoardHistoryDoc"]  # fmt: skip
+    assert [name for name in views.VIEWS if not views.answer_models(name)] == ["tasks", "timeline"]  # as parsed
 
 
 def test_every_action_is_a_route_the_cli_uses():
@@ -547,3 +587,36 @@ async def test_the_timeline_is_asked_again_for_a_new_width(kd):
         await pilot.resize_terminal(80, 24)
         await until(pilot, lambda: app._timeline_width == before - 20, "the chart for 80 columns")
         assert max(len(line) for line in app.chart.plain[:2]) <= app._timeline_width
+
+
+class Garbling(Client):
+    """kairosd's answers, with ``change`` made to those of the paths it names (a kairosd of another version)."""
+
+    def __init__(self, socket: Path, change: dict[str, Callable[[Any], Any]]) -> None:
+        super().__init__(socket)
+        self.change = change
+
+    def call(self, method: str, path: str, body: Any = None, query: Any = None) -> Any:
+        answer = super().call(method, path, body, query)
+        return self.change[path](answer) if method == "GET" and path in self.change else answer
+
+
+@synchronous
+async def test_an_answer_of_another_shape_is_said_on_the_message_line(kd):
+    kd.add("often", INBOX, cron="*/10 * * * *", name="every-ten")
+    change = {"/runs": lambda doc: {"runs": [{"run_id": 5}]}, "/timeline": lambda doc: {**doc, "downtime": None}}
+    app = KairosUI(Garbling(kd.paths.socket, change), clock=kd.clock, zone="UTC")
+    message = lambda: str(app.query_one("#message").render())  # noqa: E731
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.table("tasks").row_count == 1, "the task row")
+        await pilot.press("2")
+        await until(pilot, lambda: "GET /v1/timeline in a shape this kairos does not know (downtime:" in message(),
+                    "the timeline's answer named on the message line")  # fmt: skip
+        assert app.chart.lines == []
+        await pilot.press("3")
+        await until(pilot, lambda: "GET /v1/runs in a shape this kairos does not know (runs.0.run_id:" in message(),
+                    "the runs' answer named on the message line")  # fmt: skip
+        assert app.table("history").row_count == 0
+        await pilot.press("1")  # the app goes on: the other views still show
+        await until(pilot, lambda: shown(app, "every-ten"), "the tasks view")
+        assert app.is_running
