@@ -267,7 +267,7 @@ def build_app(
         disabled_reason=settings.firing_disabled,
         max_concurrent=settings.limits.max_concurrent,
     )
-    scheduler = Scheduler(book, ledger, missed, targets, clock, events, scheduler_config)
+    scheduler = Scheduler(book, ledger, missed, targets, clock, events, scheduler_config, compacting=[inbox])
     extra_status = {
         "background": background.registry.status,
         "sessions": sessions.status,

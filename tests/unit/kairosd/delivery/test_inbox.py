@@ -211,6 +211,39 @@ def test_old_acked_items_are_compacted_away(tmp_path: Path, clock: FakeClock, st
     assert _ids(again.list()) == ["unread"]
 
 
+def test_a_held_inbox_compaction_waits_for_its_release(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """While held (a pass's deliveries), puts and acks past the line leave the logs as they are; the last
+    release compacts each session that is due, and one told not to compact leaves it to the next append."""
+    folder = tmp_path / "inbox"
+    for session in ("main", "other"):
+        store.put_many([_item(f"{session}{i}", session) for i in range(120)])
+        store.ack(session, None)  # 240 lines for 120 records: not due
+    clock.advance(ACKED_RETENTION.total_seconds() + 1)  # the acks expire: due at the next append
+    store.hold_compaction()
+    store.hold_compaction()  # holds nest
+    store.put_many([_item("new", "main"), _item("late", "other")])
+    assert store.compaction_due
+    assert store.compactions == 0
+    assert [len((folder / f"{s}.jsonl").read_bytes().splitlines()) for s in ("main", "other")] == [241, 241]
+    store.release_compaction()
+    assert store.compactions == 0  # one hold is left
+    store.release_compaction()
+    assert store.compactions == 2
+    assert not store.compaction_due
+    assert [r["id"] for r in JsonLog(folder / "main.jsonl").read()] == ["new"]  # the expired acked items dropped
+    assert [r["id"] for r in JsonLog(folder / "other.jsonl").read()] == ["late"]
+    assert sorted(_ids(InboxStore(folder, clock).list(include_acked=True))) == ["late", "new"]
+    store.hold_compaction()
+    store.put_many([_item(f"n{i}", "main") for i in range(200)])
+    store.ack("main", [f"n{i}" for i in range(200)])
+    clock.advance(ACKED_RETENTION.total_seconds() + 1)
+    store.release_compaction(compact=False)
+    assert store.compactions == 2
+    store.put(_item("next", "main"))  # no hold left: this put compacts
+    assert store.compactions == 3
+    assert [r["id"] for r in JsonLog(folder / "main.jsonl").read()] == ["new", "next"]
+
+
 def test_sessions_ignores_foreign_files(tmp_path: Path, clock: FakeClock) -> None:
     """Temp files and files not written by the store are not sessions."""
     folder = tmp_path / "inbox"

@@ -314,6 +314,31 @@ def test_missed_file_is_compacted(tmp_path: Path, clock: FakeClock) -> None:
     assert len(path.read_bytes().splitlines()) == 10
 
 
+def test_a_held_missed_compaction_waits_for_its_release(tmp_path: Path, clock: FakeClock) -> None:
+    """As the run ledger's: while held, adds past the line leave the file as it is; the last release
+    compacts it to the kept records, and one told not to compact leaves it to the next add."""
+    path = tmp_path / "missed.jsonl"
+    ledger = _missed_ledger(tmp_path, clock, keep=10)
+    ledger.hold_compaction()
+    ledger.hold_compaction()  # holds nest
+    for first in range(0, 3300, 1100):  # a pass's chunks: each would have compacted on its own
+        ledger.add([_missed(i, minute=i) for i in range(first, first + 1100)])
+    assert ledger.compaction_due
+    assert len(path.read_bytes().splitlines()) == 3300
+    ledger.release_compaction()
+    assert len(path.read_bytes().splitlines()) == 3300  # one hold is left
+    ledger.release_compaction()
+    assert not ledger.compaction_due
+    assert len(path.read_bytes().splitlines()) == 10
+    assert [m.id for m in _missed_ledger(tmp_path, clock, keep=10).list()] == [f"m{i}" for i in range(3299, 3289, -1)]
+    ledger.hold_compaction()
+    ledger.add([_missed(i, minute=i) for i in range(3300, 4400)])
+    ledger.release_compaction(compact=False)
+    assert len(path.read_bytes().splitlines()) == 1110
+    ledger.add([_missed(4400, minute=4400)])  # no hold left: this add compacts
+    assert len(path.read_bytes().splitlines()) == 10
+
+
 def test_clear_empties_the_missed_ledger(tmp_path: Path, clock: FakeClock) -> None:
     """clear returns how many records it removed and leaves an empty file."""
     ledger = _missed_ledger(tmp_path, clock)
