@@ -49,6 +49,27 @@ def trusted(cls: type[_Record], **values: Any) -> _Record:
     return _record(cls, data, shared_set)
 
 
+def revised(record: _Record, **changes: Any) -> _Record:
+    """What ``record.model_copy(update=changes)`` gives (``changes`` of its own fields, already what
+    validation would make of them), in a third of its time: its values and unknown fields copied, the
+    changed fields counted as set.
+
+    For the later states of runs the dispatcher records by the thousand (a herd's outcomes: 10,000
+    after a long stop), each a copy of the run with its outcome.
+    """
+    cls = record.__class__
+    every = (_LAYOUTS.get(cls) or _layout(cls))[2]
+    if not changes.keys() <= every:
+        _check_fields(cls, changes.keys(), every, frozenset())
+    data = record.__dict__.copy()
+    data.update(changes)
+    copy = _record(cls, data, record.__pydantic_fields_set__ | changes.keys())
+    extra = record.__pydantic_extra__
+    if extra:
+        object.__setattr__(copy, "__pydantic_extra__", dict(extra))
+    return copy
+
+
 class Prototype(Generic[_Record]):
     """Many :func:`trusted` records of ``cls`` that differ only in their ``own`` fields (and in the fields
     a default factory makes, such as their ids): every other field is ``shared`` or keeps its default.

@@ -529,3 +529,30 @@ def test_runs_handed_over_are_kept_as_they_are_and_others_are_copied(tmp_path: P
     reloaded = RunLedger(tmp_path / "runs.jsonl", clock)
     reloaded.load()
     assert {r.run_id: r.reason for r in reloaded.list()} == {"r1": None, "r2": None}
+
+
+def test_a_revised_record_is_what_model_copy_makes() -> None:
+    """``revised`` (a run's later state, as the dispatcher records a herd's outcomes) gives what
+    ``model_copy(update=...)`` gives: the same values, fields set and unknown fields, the same JSON;
+    the original is unchanged and shares no dict with its copy; an unknown field is refused."""
+    from kairosd.core.records import json_line, revised
+
+    loaded = Run.model_validate(
+        {"run_id": "r1", "task_id": "t1", "scheduled_for": T0.isoformat(), "planned_for": T0.isoformat(), "x": [1]}
+    )
+    made = Run(task_id="t2", scheduled_for=T0, planned_for=T0, target={"kind": "inbox"})
+    changes: dict[str, Any] = {"started_at": T0, "finished_at": T0, "outcome": Outcome.DELIVERED, "reason": None}
+    for run in (loaded, made):
+        before = run.model_dump()
+        copy, expected = revised(run, **changes), run.model_copy(update=changes)
+        assert copy == expected
+        assert copy.model_fields_set == expected.model_fields_set
+        assert copy.model_extra == expected.model_extra
+        assert json_line(copy) == json_line(expected)
+        assert run.model_dump() == before
+        assert copy.__dict__ is not run.__dict__
+        assert copy.model_fields_set is not run.model_fields_set
+    copy = revised(loaded, outcome=Outcome.FAILED)
+    assert copy.model_extra is not loaded.model_extra
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        revised(loaded, nope=1)
