@@ -234,7 +234,8 @@ def build_app(
     stop_event = asyncio.Event()
 
     def on_item(item: InboxItem) -> None:
-        events.publish("inbox_item", session=item.session, item=item.model_dump(mode="json"))
+        if events.subscribers:  # else nobody to tell: the dump was 10,000 for nothing after a long stop
+            events.publish("inbox_item", session=item.session, item=item.model_dump(mode="json"))
 
     background = build_registry(
         paths,
