@@ -417,18 +417,20 @@ class Scheduler:
         """End the pass's hold on compaction once ``settled`` is done (at most RELEASE_WAIT_S later)."""
 
         async def release() -> None:
+            held = list(self._compacting)  # each released exactly once, whatever happens
             try:
                 with contextlib.suppress(Exception):  # what it waits for reports its own failures; a timeout
                     await asyncio.wait_for(asyncio.shield(settled), RELEASE_WAIT_S)
+                while held:
+                    log_ = held.pop(0)
+                    if log_.compaction_due:
+                        await asyncio.to_thread(log_.release_compaction)  # a rewrite of the whole file
+                    else:
+                        log_.release_compaction()
             except asyncio.CancelledError:
-                for log_ in self._compacting:
+                for log_ in held:
                     log_.release_compaction(compact=False)  # stopping: the next append compacts
                 raise
-            for log_ in self._compacting:
-                if log_.compaction_due:
-                    await asyncio.to_thread(log_.release_compaction)  # a rewrite of the whole file
-                else:
-                    log_.release_compaction()
 
         handle = asyncio.ensure_future(release())
         self._background.add(handle)

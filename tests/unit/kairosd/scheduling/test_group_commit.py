@@ -499,3 +499,59 @@ def test_the_missed_ledger_and_the_inbox_compact_after_a_pass_not_inside_it(
 
 def _old_item(i: int, at: datetime) -> InboxItem:
     return InboxItem(id=f"old{i}", session="main", task_id="gone", prompt="old", scheduled_for=at, delivered_at=at)
+
+
+class _HeldLog:
+    """A log whose compaction the scheduler holds; its release may block (``gate``) as a rewrite does."""
+
+    def __init__(self, due: bool, gate: threading.Event | None = None) -> None:
+        self.due, self.gate, self.holds = due, gate, 0
+        self.releases: list[bool] = []
+        self.entered = threading.Event()
+
+    def hold_compaction(self) -> None:
+        self.holds += 1
+
+    def release_compaction(self, compact: bool = True) -> None:
+        self.entered.set()
+        if self.gate is not None and compact:
+            self.gate.wait(10)
+        self.holds -= 1
+        self.releases.append(compact)
+
+    @property
+    def compaction_due(self) -> bool:
+        return self.due
+
+
+def test_a_stop_while_one_log_compacts_still_releases_the_others(tmp_path: Path) -> None:
+    """After a pass the held logs are released one after another, a due one in a thread. Stopping while
+    one compacts (its rewrite finishes in its thread) releases every other, without compacting: each
+    hold is released exactly once, and none is left held."""
+    gate = threading.Event()
+    slow, after = _HeldLog(due=True, gate=gate), _HeldLog(due=True)
+
+    async def main() -> None:
+        d = Daemon(tmp_path, herd(3), FakeClock(T0))
+        sched = Scheduler(
+            d.book, d.ledger, d.missed, {"inbox": d.delivery}, d.clock, EventBus(d.clock.now), SchedulerConfig(),
+            compacting=[slow, after],
+        )  # fmt: skip
+        await sched.start()
+        d.clock.advance((MINUTE - d.clock.now()).total_seconds())
+        await sched.tick()
+        assert (slow.holds, after.holds) == (1, 1)
+        await until(slow.entered.is_set, "the first due log to compact", timeout=10)
+        releasing = list(sched._background)
+        for handle in releasing:
+            handle.cancel()
+        await asyncio.gather(*releasing, return_exceptions=True)
+        assert after.releases == [False]
+        assert after.holds == 0
+        gate.set()
+        await until(lambda: slow.releases == [True], "the compaction under way to finish", timeout=10)
+        assert slow.holds == 0
+        assert d.ledger._compaction_holds == 0
+        assert d.missed._compaction_holds == 0
+
+    asyncio.run(main())
