@@ -234,7 +234,8 @@ def build_app(
     stop_event = asyncio.Event()
 
     def on_item(item: InboxItem) -> None:
-        events.publish("inbox_item", session=item.session, item=item.model_dump(mode="json"))
+        if events.subscribers:  # else nobody to tell: the dump was 10,000 for nothing after a long stop
+            events.publish("inbox_item", session=item.session, item=item.model_dump(mode="json"))
 
     background = build_registry(
         paths,
@@ -267,7 +268,7 @@ def build_app(
         disabled_reason=settings.firing_disabled,
         max_concurrent=settings.limits.max_concurrent,
     )
-    scheduler = Scheduler(book, ledger, missed, targets, clock, events, scheduler_config)
+    scheduler = Scheduler(book, ledger, missed, targets, clock, events, scheduler_config, compacting=[inbox])
     extra_status = {
         "background": background.registry.status,
         "sessions": sessions.status,

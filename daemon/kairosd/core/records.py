@@ -8,6 +8,7 @@ Must not import the store, the server or anything with I/O.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -47,6 +48,27 @@ def trusted(cls: type[_Record], **values: Any) -> _Record:
         if name not in values:
             data[name] = factory()
     return _record(cls, data, shared_set)
+
+
+def revised(record: _Record, **changes: Any) -> _Record:
+    """What ``record.model_copy(update=changes)`` gives (``changes`` of its own fields, already what
+    validation would make of them), in a third of its time: its values and unknown fields copied, the
+    changed fields counted as set.
+
+    For the later states of runs the dispatcher records by the thousand (a herd's outcomes: 10,000
+    after a long stop), each a copy of the run with its outcome.
+    """
+    cls = record.__class__
+    every = (_LAYOUTS.get(cls) or _layout(cls))[2]
+    if not changes.keys() <= every:
+        _check_fields(cls, changes.keys(), every, frozenset())
+    data = record.__dict__.copy()
+    data.update(changes)
+    copy = _record(cls, data, record.__pydantic_fields_set__ | changes.keys())
+    extra = record.__pydantic_extra__
+    if extra:
+        object.__setattr__(copy, "__pydantic_extra__", dict(extra))
+    return copy
 
 
 class Prototype(Generic[_Record]):
@@ -271,8 +293,15 @@ def missed_id(task_id: str, first_missed: datetime) -> str:
     """The id of the missed record of ``task_id``'s misses since ``first_missed``: the same whenever the
     same misses are decided again (after a kill between the pass's writes, or a refused run ledger), so
     the missed ledger replaces the record instead of holding it twice."""
-    key = f"{task_id}\0{first_missed.astimezone(UTC).isoformat()}".encode()
+    key = f"{task_id}\0{_utc_text(first_missed)}".encode()
     return "m" + hashlib.blake2b(key, digest_size=6).hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _utc_text(when: datetime) -> str:
+    # Equal instants give one text, whatever their zone. The tasks of one schedule share their first missed
+    # slot: after a long stop 10,000 missed ids asked for the same few times, at 2 us each (most of an id).
+    return when.astimezone(UTC).isoformat()
 
 
 class Run(BaseModel):

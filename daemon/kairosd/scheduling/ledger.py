@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -36,7 +36,7 @@ from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.core.records import MissedRecord, Outcome, Run, json_line
 from kairosd.store.jsonlog import JsonLog
 
-__all__ = ["INTERRUPTED_REASON", "MissedLedger", "RunLedger"]
+__all__ = ["INTERRUPTED_REASON", "Compacting", "MissedLedger", "RunLedger"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,17 @@ def _problem(exc: ValidationError) -> str:
     first = exc.errors()[0]
     loc = ".".join(str(part) for part in first["loc"])
     return f"{loc}: {first['msg']}" if loc else str(first["msg"])
+
+
+class Compacting(Protocol):
+    """A log whose compaction can wait (the ledgers here, the inbox): the scheduler holds it for a pass."""
+
+    def hold_compaction(self) -> None: ...
+
+    def release_compaction(self, compact: bool = True) -> None: ...
+
+    @property
+    def compaction_due(self) -> bool: ...
 
 
 class RunLedger:
@@ -399,6 +410,30 @@ class MissedLedger:
         self._records: dict[str, MissedRecord] = {}
         self._loaded = False
         self._lock = threading.RLock()
+        self._compaction_holds = 0  # as RunLedger's: appends do not compact while held
+
+    def hold_compaction(self) -> None:
+        """Let appends not compact the file until :meth:`release_compaction` (holds nest).
+
+        Only the newest ``keep`` records stay, so a pass that adds one a task (10,000 after a long
+        stop) made the file due three times on the way and rewrote ``keep`` records each time,
+        inside the pass's writes. The scheduler holds it for a pass, as the run ledger's.
+        """
+        with self._lock:
+            self._compaction_holds += 1
+
+    def release_compaction(self, compact: bool = True) -> None:
+        """End one :meth:`hold_compaction`; the last one compacts now if the file is due (blocking: run
+        it in a thread), unless ``compact`` is False (then the next append does)."""
+        with self._lock:
+            self._compaction_holds = max(0, self._compaction_holds - 1)
+            if compact and not self._compaction_holds and self._loaded:
+                self._maybe_compact()
+
+    @property
+    def compaction_due(self) -> bool:
+        """Whether the file holds enough superseded lines to be rewritten (see :meth:`release_compaction`)."""
+        return _needs_compaction(self._log.lines, len(self._records))
 
     @property
     def path(self) -> Path:
@@ -446,7 +481,8 @@ class MissedLedger:
             for record in records[max(kept, 0) :]:
                 self._put(record if handed_over else _detached(record))
             self._trim()
-            self._maybe_compact()
+            if not self._compaction_holds:
+                self._maybe_compact()
 
     def list(self) -> builtins.list[MissedRecord]:
         """Newest first (by detection time, then by the order added)."""

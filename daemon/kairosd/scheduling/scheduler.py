@@ -49,7 +49,7 @@ import contextlib
 import heapq
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -77,7 +77,7 @@ from kairosd.scheduling.firing import (
     fire_now,
     stopped_unstarted,
 )
-from kairosd.scheduling.ledger import MissedLedger, RunLedger
+from kairosd.scheduling.ledger import Compacting, MissedLedger, RunLedger
 from kairosd.scheduling.taskbook import TaskBook
 from kairosd.system import gcpause
 
@@ -115,10 +115,14 @@ class Scheduler:
         clock: Clock,
         events: EventBus,
         config: SchedulerConfig | None = None,
+        compacting: Sequence[Compacting] = (),
     ) -> None:
         self.book = book
         self.ledger = ledger
         self.missed = missed
+        # Logs whose compaction waits for the end of a pass (see _pass): the ledgers, and ``compacting``
+        # (the inbox, which a herd's deliveries write to).
+        self._compacting: tuple[Compacting, ...] = (ledger, missed, *compacting)
         self.deliveries = dict(deliveries)
         self.clock = clock
         self.events = events
@@ -400,8 +404,10 @@ class Scheduler:
             await self._pass_some(now, missed_reason, tasks)
             return
         # The run ledger compacts once the pass's outcomes are durable, not inside one of its appends
-        # (a rewrite of every run kept: seconds at 10,000 tasks, in one herd of every 25 or so).
-        self.ledger.hold_compaction()
+        # (a rewrite of every run kept: seconds at 10,000 tasks, in one herd of every 25 or so); the
+        # missed ledger and the inbox too (a 10k pass made the missed ledger due three times over).
+        for log_ in self._compacting:
+            log_.hold_compaction()
         try:
             await self._pass_held(now, missed_reason, tasks)
         finally:
@@ -411,16 +417,20 @@ class Scheduler:
         """End the pass's hold on compaction once ``settled`` is done (at most RELEASE_WAIT_S later)."""
 
         async def release() -> None:
+            held = list(self._compacting)  # each released exactly once, whatever happens
             try:
                 with contextlib.suppress(Exception):  # what it waits for reports its own failures; a timeout
                     await asyncio.wait_for(asyncio.shield(settled), RELEASE_WAIT_S)
+                while held:
+                    log_ = held.pop(0)
+                    if log_.compaction_due:
+                        await asyncio.to_thread(log_.release_compaction)  # a rewrite of the whole file
+                    else:
+                        log_.release_compaction()
             except asyncio.CancelledError:
-                self.ledger.release_compaction(compact=False)  # stopping: the next append compacts
+                for log_ in held:
+                    log_.release_compaction(compact=False)  # stopping: the next append compacts
                 raise
-            if self.ledger.compaction_due:
-                await asyncio.to_thread(self.ledger.release_compaction)  # a rewrite of the whole file
-            else:
-                self.ledger.release_compaction()
 
         handle = asyncio.ensure_future(release())
         self._background.add(handle)

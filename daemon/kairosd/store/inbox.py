@@ -39,7 +39,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -128,6 +128,7 @@ class InboxStore:
         # put runs in worker threads (one per delivery); reads come from the event loop.
         self._lock = threading.RLock()
         self.compactions = 0  # how many log rewrites so far (for tests and benchmarks)
+        self._compaction_holds = 0  # hold_compaction() calls not yet released: puts and acks do not compact
 
     @property
     def folder(self) -> Path:
@@ -138,6 +139,40 @@ class InboxStore:
         """How many sessions are held in memory now."""
         with self._lock:
             return len(self._sessions)
+
+    def hold_compaction(self) -> None:
+        """Let puts and acks not compact a session's log until :meth:`release_compaction` (holds nest).
+
+        A compaction reads the whole log back and rewrites it: the scheduler holds it while a pass's
+        deliveries (a herd's batches) are written, as it holds the run ledger's, and compacts after.
+        """
+        with self._lock:
+            self._compaction_holds += 1
+
+    def release_compaction(self, compact: bool = True) -> None:
+        """End one :meth:`hold_compaction`; the last one compacts every cached session that is due now
+        (blocking: run it in a thread), unless ``compact`` is False (then each one's next append does;
+        a session dropped from the cache meanwhile is compacted when it is next loaded)."""
+        with self._lock:
+            self._compaction_holds = max(0, self._compaction_holds - 1)
+            if compact and not self._compaction_holds:
+                for session in builtins.list(self._sessions.values()):
+                    self._maybe_compact(session)
+
+    @property
+    def compaction_due(self) -> bool:
+        """Whether a cached session's log may be rewritten now (see :meth:`release_compaction`): it is
+        due, or would be once its expired acks are dropped."""
+        with self._lock:
+            cutoff = self._clock.now() - ACKED_RETENTION
+            return any(
+                self._due(session) or (session.log.lines > COMPACT_SLACK and self._oldest_ack(session) < cutoff)
+                for session in self._sessions.values()
+            )
+
+    @staticmethod
+    def _oldest_ack(session: _Session) -> datetime:
+        return next(iter(session.acked.values()), datetime.max.replace(tzinfo=UTC))
 
     def put(self, item: InboxItem) -> bool:
         """Add ``item`` to its session's inbox; False if that id is already there (a retry).
@@ -174,7 +209,8 @@ class InboxStore:
                 for item in new_items:
                     # A shallow copy is a full one: every field of an item is immutable (text, times, numbers).
                     session.items[item.id] = item if handed_over else item.model_copy()
-                self._maybe_compact(session)
+                if not self._compaction_holds:
+                    self._maybe_compact(session)
             return answers
 
     def has(self, session: str, item_id: str) -> bool:
@@ -244,7 +280,8 @@ class InboxStore:
                     del s.items[item_id]  # on disk only from now on
                     s.acked[item_id] = now
                 acked.extend(item_ids)
-                self._maybe_compact(s)
+                if not self._compaction_holds:
+                    self._maybe_compact(s)
             return acked
 
     def sessions(self) -> builtins.list[str]:
@@ -347,16 +384,11 @@ class InboxStore:
         # The first record of an id wins, as put does: a repeat is a duplicate, never a change.
         items.setdefault(item.id, item)
 
-    def _maybe_compact(self, session: _Session) -> None:
-        """Compact ``session``'s log once its dead lines outnumber the kept records (plus slack).
-
-        Constant work unless it compacts: the decision reads two counters, and
-        expired acks leave the front of ``acked`` (oldest first) one by one, each
-        once. The rewrite reads the log back (the acknowledged items are on disk
-        only); it comes after at least as many appends as it rewrites records.
-        """
+    def _expire(self, session: _Session) -> builtins.list[str]:
+        """Forget the acks older than :data:`ACKED_RETENTION` (oldest first, so each is looked at once);
+        their ids. Only for a log worth compacting: a small one keeps them until it grows."""
         if session.log.lines <= COMPACT_SLACK:
-            return  # small logs are never worth a rewrite
+            return []
         cutoff = self._clock.now() - ACKED_RETENTION
         expired: builtins.list[str] = []
         for item_id, at in session.acked.items():
@@ -365,7 +397,23 @@ class InboxStore:
             expired.append(item_id)
         for item_id in expired:
             del session.acked[item_id]
-        if session.log.lines <= 2 * session.kept() + COMPACT_SLACK:
+        return expired
+
+    @staticmethod
+    def _due(session: _Session) -> bool:
+        # Small logs are never worth a rewrite.
+        return session.log.lines > COMPACT_SLACK and session.log.lines > 2 * session.kept() + COMPACT_SLACK
+
+    def _maybe_compact(self, session: _Session) -> None:
+        """Compact ``session``'s log once its dead lines outnumber the kept records (plus slack).
+
+        Constant work unless it compacts: the decision reads two counters, and
+        expired acks leave the front of ``acked`` (oldest first) one by one, each
+        once. The rewrite reads the log back (the acknowledged items are on disk
+        only); it comes after at least as many appends as it rewrites records.
+        """
+        expired = self._expire(session)
+        if not self._due(session):
             return
         self.compactions += 1
         try:

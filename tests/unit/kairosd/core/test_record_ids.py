@@ -33,3 +33,22 @@ def test_a_forked_child_never_takes_its_parents_next_ids() -> None:
     parent = [new_run_id() for _ in range(5)]
     assert len(child) == 5
     assert not set(child) & set(parent)
+
+
+def test_a_missed_id_depends_on_its_task_and_first_missed_instant_only() -> None:
+    """The id a kill between the pass's two appends relies on: the same for the same task and first
+    missed slot (in any zone, however often asked: the slot's text is cached), another for another."""
+    import hashlib
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from kairosd.core.records import missed_id
+
+    slot = datetime(2026, 3, 2, 10, 5, tzinfo=UTC)
+    expected = "m" + hashlib.blake2b(b"t1\x002026-03-02T10:05:00+00:00", digest_size=6).hexdigest()
+    assert missed_id("t1", slot) == expected
+    assert missed_id("t1", slot.astimezone(timezone(timedelta(hours=-5)))) == expected
+    assert missed_id("t1", slot) == expected  # cached
+    assert missed_id("t2", slot) != expected
+    assert missed_id("t1", slot + timedelta(minutes=5)) != expected
+    assert len({missed_id("t1", slot + timedelta(minutes=5 * i)) for i in range(1000)}) == 1000  # past the cache
+    assert missed_id("t1", slot) == expected

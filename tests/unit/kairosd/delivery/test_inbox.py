@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,39 @@ def test_old_acked_items_are_compacted_away(tmp_path: Path, clock: FakeClock, st
     assert _ids(again.list()) == ["unread"]
 
 
+def test_a_held_inbox_compaction_waits_for_its_release(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """While held (a pass's deliveries), puts and acks past the line leave the logs as they are; the last
+    release compacts each session that is due, and one told not to compact leaves it to the next append."""
+    folder = tmp_path / "inbox"
+    for session in ("main", "other"):
+        store.put_many([_item(f"{session}{i}", session) for i in range(120)])
+        store.ack(session, None)  # 240 lines for 120 records: not due
+    clock.advance(ACKED_RETENTION.total_seconds() + 1)  # the acks expire: due at the next append
+    store.hold_compaction()
+    store.hold_compaction()  # holds nest
+    store.put_many([_item("new", "main"), _item("late", "other")])
+    assert store.compaction_due
+    assert store.compactions == 0
+    assert [len((folder / f"{s}.jsonl").read_bytes().splitlines()) for s in ("main", "other")] == [241, 241]
+    store.release_compaction()
+    assert store.compactions == 0  # one hold is left
+    store.release_compaction()
+    assert store.compactions == 2
+    assert not store.compaction_due
+    assert [r["id"] for r in JsonLog(folder / "main.jsonl").read()] == ["new"]  # the expired acked items dropped
+    assert [r["id"] for r in JsonLog(folder / "other.jsonl").read()] == ["late"]
+    assert sorted(_ids(InboxStore(folder, clock).list(include_acked=True))) == ["late", "new"]
+    store.hold_compaction()
+    store.put_many([_item(f"n{i}", "main") for i in range(200)])
+    store.ack("main", [f"n{i}" for i in range(200)])
+    clock.advance(ACKED_RETENTION.total_seconds() + 1)
+    store.release_compaction(compact=False)
+    assert store.compactions == 2
+    store.put(_item("next", "main"))  # no hold left: this put compacts
+    assert store.compactions == 3
+    assert [r["id"] for r in JsonLog(folder / "main.jsonl").read()] == ["new", "next"]
+
+
 def test_sessions_ignores_foreign_files(tmp_path: Path, clock: FakeClock) -> None:
     """Temp files and files not written by the store are not sessions."""
     folder = tmp_path / "inbox"
@@ -266,6 +300,61 @@ def test_delivery_puts_an_item_and_notifies_once(store: InboxStore, clock: FakeC
     assert items[0].task_name == "build"
     assert items[0].late_by_s == 1.5
     assert _ids(seen) == ["r1"]
+
+
+def test_delivery_builds_items_of_valid_handoffs_without_validating_them(
+    store: InboxStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dispatcher's handoffs hold validated values: their items are made without validation (a
+    herd's 10,000 on the event loop after a long stop), and are what validation would make. A handoff
+    whose values are not (a time in another zone, a whole number of seconds) is validated, and a bad
+    one still fails on its own."""
+    validated: list[dict[str, Any]] = []
+    init = InboxItem.__init__
+
+    def counting(self: InboxItem, **data: Any) -> None:
+        validated.append(data)
+        init(self, **data)
+
+    monkeypatch.setattr(InboxItem, "__init__", counting)
+    delivery = InboxDelivery(store, clock)
+    elsewhere = T0.astimezone(timezone(timedelta(hours=2)))
+    jobs = [
+        _job("r1"),
+        _job("r2", InboxTarget(session="other")),
+        replace(_job("r3"), task_name=None),
+        replace(_job("r4"), scheduled_for=elsewhere, late_by_s=2),  # type: ignore[arg-type]
+        replace(_job("r5"), scheduled_for=T0.replace(tzinfo=None)),
+    ]
+    results = asyncio.run(delivery.deliver_many(jobs))
+    assert [r.outcome for r in results] == ["delivered"] * 4 + ["failed"]
+    assert [d["id"] for d in validated] == ["r4", "r5"]
+    items = {item.id: item for item in store.list()}
+    assert set(items) == {"r1", "r2", "r3", "r4"}
+    for job in jobs[:4]:
+        session = job.target.session if isinstance(job.target, InboxTarget) else "default"
+        expected = init_item(job, session, clock.now())
+        assert items[job.run_id].model_dump() == expected.model_dump()
+        assert items[job.run_id].scheduled_for.tzinfo is UTC
+    assert isinstance(items["r4"].late_by_s, float)
+    again = {item.id: item for item in InboxStore(store.folder, clock).list()}
+    assert {k: v.model_dump() for k, v in again.items()} == {k: v.model_dump() for k, v in items.items()}
+
+
+def init_item(job: Handoff, session: str, at: datetime) -> InboxItem:
+    return InboxItem.model_validate(
+        {
+            "id": job.run_id,
+            "session": session,
+            "task_id": job.task_id,
+            "task_name": job.task_name,
+            "prompt": job.prompt,
+            "scheduled_for": job.scheduled_for,
+            "delivered_at": at,
+            "late_by_s": job.late_by_s,
+            "catch_up": job.catch_up,
+        }
+    )
 
 
 def test_delivery_defaults_to_the_default_session(store: InboxStore, clock: FakeClock) -> None:

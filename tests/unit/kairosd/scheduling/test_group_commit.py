@@ -29,7 +29,7 @@ from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedge
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.settle import settle_written_items
 from kairosd.scheduling.taskbook import TaskBook
-from kairosd.store.inbox import InboxStore
+from kairosd.store.inbox import ACKED_RETENTION, InboxStore
 from kairosd.store.jsonlog import JsonLog
 from kairosd.store.store import StoreState
 from kairosd.testing import FakeClock, InMemoryStore
@@ -42,20 +42,26 @@ class Daemon:
     """The scheduler's side of kairosd, with the inbox as the only target, state under ``folder``."""
 
     def __init__(
-        self, folder: Path, tasks: list[Task], clock: FakeClock, runs_per_task: int = 50, **config: Any
+        self,
+        folder: Path,
+        tasks: list[Task],
+        clock: FakeClock,
+        runs_per_task: int = 50,
+        missed_kept: int = 1000,
+        **config: Any,
     ) -> None:
         self.clock = clock
         self.store = InMemoryStore(StoreState(schema_version=2, tasks=tasks))
         self.book = TaskBook(self.store, self.store.load())
         self.ledger = RunLedger(folder / "runs.jsonl", clock, keep_per_task=runs_per_task)
         self.interrupted = self.ledger.load()
-        self.missed = MissedLedger(folder / "missed.jsonl", clock)
+        self.missed = MissedLedger(folder / "missed.jsonl", clock, keep=missed_kept)
         self.missed.load()
         self.inbox = InboxStore(folder / "inbox", clock)
         self.delivery = InboxDelivery(self.inbox, clock)
         self.sched = Scheduler(
             self.book, self.ledger, self.missed, {"inbox": self.delivery}, clock, EventBus(clock.now),
-            SchedulerConfig(**config),
+            SchedulerConfig(**config), compacting=[self.inbox],
         )  # fmt: skip
 
     async def at(self, when: datetime) -> None:
@@ -445,5 +451,107 @@ def test_the_run_ledger_compacts_after_a_herd_not_inside_it(
         assert len(d.ledger.path.read_bytes().splitlines()) < 1700
         assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
         assert len(d.inbox.list()) == 350 * len(slots)  # one item per task and slot, none lost
+
+    asyncio.run(main())
+
+
+def test_the_missed_ledger_and_the_inbox_compact_after_a_pass_not_inside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass adds a missed record a task in chunks: past the missed ledger's line (10 kept: 1,020 lines)
+    it was rewritten inside the pass, several times in a bigger one; the inbox likewise inside a
+    delivery. Both now wait, as the run ledger does, until the pass's runs are delivered and recorded,
+    and then compact once; nothing is lost."""
+    monkeypatch.setattr(scheduler_module, "PASS_CHUNK", 300)
+    monkeypatch.setattr(dispatch_module, "BATCH_MAX", 300)
+    tasks = herd(1100)
+    folder = tmp_path / "inbox"
+    # 700 items of "main" acked just under ACKED_RETENTION ago: kept when loaded, expired by the pass.
+    acked_at = T0 - ACKED_RETENTION + timedelta(seconds=10)
+    old = [_old_item(i, acked_at) for i in range(700)]
+    JsonLog(folder / "main.jsonl").append(
+        [item.model_dump(mode="json") for item in old] + [{"ack": i.id, "at": acked_at.isoformat()} for i in old]
+    )
+    rewrites: list[tuple[str, int]] = []  # (file, runs in flight then)
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0), missed_kept=10, max_concurrent=2)
+        await d.sched.start()
+        assert len(d.inbox.list("main", include_acked=True)) == 700  # loaded (and cached): not due yet
+        rewrite = JsonLog.rewrite
+
+        def rewriting(log: JsonLog, records: Any) -> None:
+            rewrites.append((log.path.name, len(d.ledger.running())))
+            rewrite(log, records)
+
+        monkeypatch.setattr(JsonLog, "rewrite", rewriting)
+        await d.at(MINUTE + timedelta(minutes=2, seconds=30))  # 10:01 and 10:02 missed, 10:03 due
+        assert sorted(rewrites) == [("main.jsonl", 0), ("missed.jsonl", 0)]  # once each, after the pass
+        assert len(d.missed.path.read_bytes().splitlines()) == 10
+        assert len(d.missed.list()) == 10
+        delivered = d.inbox.list("main")
+        assert len(delivered) == 1100  # one item a task, none lost
+        assert len(JsonLog(folder / "main.jsonl").read()) == 1100  # the expired acked items dropped
+        assert {r.outcome for r in d.ledger.list(limit=5000) if r.outcome is not Outcome.MISSED} == {Outcome.DELIVERED}
+
+    asyncio.run(main())
+
+
+def _old_item(i: int, at: datetime) -> InboxItem:
+    return InboxItem(id=f"old{i}", session="main", task_id="gone", prompt="old", scheduled_for=at, delivered_at=at)
+
+
+class _HeldLog:
+    """A log whose compaction the scheduler holds; its release may block (``gate``) as a rewrite does."""
+
+    def __init__(self, due: bool, gate: threading.Event | None = None) -> None:
+        self.due, self.gate, self.holds = due, gate, 0
+        self.releases: list[bool] = []
+        self.entered = threading.Event()
+
+    def hold_compaction(self) -> None:
+        self.holds += 1
+
+    def release_compaction(self, compact: bool = True) -> None:
+        self.entered.set()
+        if self.gate is not None and compact:
+            self.gate.wait(10)
+        self.holds -= 1
+        self.releases.append(compact)
+
+    @property
+    def compaction_due(self) -> bool:
+        return self.due
+
+
+def test_a_stop_while_one_log_compacts_still_releases_the_others(tmp_path: Path) -> None:
+    """After a pass the held logs are released one after another, a due one in a thread. Stopping while
+    one compacts (its rewrite finishes in its thread) releases every other, without compacting: each
+    hold is released exactly once, and none is left held."""
+    gate = threading.Event()
+    slow, after = _HeldLog(due=True, gate=gate), _HeldLog(due=True)
+
+    async def main() -> None:
+        d = Daemon(tmp_path, herd(3), FakeClock(T0))
+        sched = Scheduler(
+            d.book, d.ledger, d.missed, {"inbox": d.delivery}, d.clock, EventBus(d.clock.now), SchedulerConfig(),
+            compacting=[slow, after],
+        )  # fmt: skip
+        await sched.start()
+        d.clock.advance((MINUTE - d.clock.now()).total_seconds())
+        await sched.tick()
+        assert (slow.holds, after.holds) == (1, 1)
+        await until(slow.entered.is_set, "the first due log to compact", timeout=10)
+        releasing = list(sched._background)
+        for handle in releasing:
+            handle.cancel()
+        await asyncio.gather(*releasing, return_exceptions=True)
+        assert after.releases == [False]
+        assert after.holds == 0
+        gate.set()
+        await until(lambda: slow.releases == [True], "the compaction under way to finish", timeout=10)
+        assert slow.holds == 0
+        assert d.ledger._compaction_holds == 0
+        assert d.missed._compaction_holds == 0
 
     asyncio.run(main())

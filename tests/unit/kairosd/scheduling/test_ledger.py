@@ -314,6 +314,31 @@ def test_missed_file_is_compacted(tmp_path: Path, clock: FakeClock) -> None:
     assert len(path.read_bytes().splitlines()) == 10
 
 
+def test_a_held_missed_compaction_waits_for_its_release(tmp_path: Path, clock: FakeClock) -> None:
+    """As the run ledger's: while held, adds past the line leave the file as it is; the last release
+    compacts it to the kept records, and one told not to compact leaves it to the next add."""
+    path = tmp_path / "missed.jsonl"
+    ledger = _missed_ledger(tmp_path, clock, keep=10)
+    ledger.hold_compaction()
+    ledger.hold_compaction()  # holds nest
+    for first in range(0, 3300, 1100):  # a pass's chunks: each would have compacted on its own
+        ledger.add([_missed(i, minute=i) for i in range(first, first + 1100)])
+    assert ledger.compaction_due
+    assert len(path.read_bytes().splitlines()) == 3300
+    ledger.release_compaction()
+    assert len(path.read_bytes().splitlines()) == 3300  # one hold is left
+    ledger.release_compaction()
+    assert not ledger.compaction_due
+    assert len(path.read_bytes().splitlines()) == 10
+    assert [m.id for m in _missed_ledger(tmp_path, clock, keep=10).list()] == [f"m{i}" for i in range(3299, 3289, -1)]
+    ledger.hold_compaction()
+    ledger.add([_missed(i, minute=i) for i in range(3300, 4400)])
+    ledger.release_compaction(compact=False)
+    assert len(path.read_bytes().splitlines()) == 1110
+    ledger.add([_missed(4400, minute=4400)])  # no hold left: this add compacts
+    assert len(path.read_bytes().splitlines()) == 10
+
+
 def test_clear_empties_the_missed_ledger(tmp_path: Path, clock: FakeClock) -> None:
     """clear returns how many records it removed and leaves an empty file."""
     ledger = _missed_ledger(tmp_path, clock)
@@ -504,3 +529,30 @@ def test_runs_handed_over_are_kept_as_they_are_and_others_are_copied(tmp_path: P
     reloaded = RunLedger(tmp_path / "runs.jsonl", clock)
     reloaded.load()
     assert {r.run_id: r.reason for r in reloaded.list()} == {"r1": None, "r2": None}
+
+
+def test_a_revised_record_is_what_model_copy_makes() -> None:
+    """``revised`` (a run's later state, as the dispatcher records a herd's outcomes) gives what
+    ``model_copy(update=...)`` gives: the same values, fields set and unknown fields, the same JSON;
+    the original is unchanged and shares no dict with its copy; an unknown field is refused."""
+    from kairosd.core.records import json_line, revised
+
+    loaded = Run.model_validate(
+        {"run_id": "r1", "task_id": "t1", "scheduled_for": T0.isoformat(), "planned_for": T0.isoformat(), "x": [1]}
+    )
+    made = Run(task_id="t2", scheduled_for=T0, planned_for=T0, target={"kind": "inbox"})
+    changes: dict[str, Any] = {"started_at": T0, "finished_at": T0, "outcome": Outcome.DELIVERED, "reason": None}
+    for run in (loaded, made):
+        before = run.model_dump()
+        copy, expected = revised(run, **changes), run.model_copy(update=changes)
+        assert copy == expected
+        assert copy.model_fields_set == expected.model_fields_set
+        assert copy.model_extra == expected.model_extra
+        assert json_line(copy) == json_line(expected)
+        assert run.model_dump() == before
+        assert copy.__dict__ is not run.__dict__
+        assert copy.model_fields_set is not run.model_fields_set
+    copy = revised(loaded, outcome=Outcome.FAILED)
+    assert copy.model_extra is not loaded.model_extra
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        revised(loaded, nope=1)
