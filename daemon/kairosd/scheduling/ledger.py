@@ -100,7 +100,44 @@ class Compacting(Protocol):
     def compaction_due(self) -> bool: ...
 
 
-class RunLedger:
+class _HeldLog:
+    """What both ledgers share of :class:`Compacting`: a count of holds, and the release that compacts.
+
+    A subclass sets ``_log``, ``_lock``, ``_loaded`` and ``_compaction_holds`` and gives ``_kept`` (the
+    records its file would keep) and ``_maybe_compact``; its appends skip compaction while a hold stands.
+    """
+
+    _log: JsonLog
+    _lock: threading.RLock
+    _loaded: bool
+    _compaction_holds: int
+
+    def hold_compaction(self) -> None:
+        """Let appends not compact the file until :meth:`release_compaction` (holds nest)."""
+        with self._lock:
+            self._compaction_holds += 1
+
+    def release_compaction(self, compact: bool = True) -> None:
+        """End one :meth:`hold_compaction`; the last one compacts now if the file is due (blocking: run
+        it in a thread), unless ``compact`` is False (then the next append does)."""
+        with self._lock:
+            self._compaction_holds = max(0, self._compaction_holds - 1)
+            if compact and not self._compaction_holds and self._loaded:
+                self._maybe_compact()
+
+    @property
+    def compaction_due(self) -> bool:
+        """Whether the file holds enough superseded lines to be rewritten (see :meth:`release_compaction`)."""
+        return _needs_compaction(self._log.lines, self._kept())
+
+    def _kept(self) -> int:
+        raise NotImplementedError
+
+    def _maybe_compact(self) -> None:
+        raise NotImplementedError
+
+
+class RunLedger(_HeldLog):
     """Runs by id, the newest ``keep_per_task`` per task.
 
     A run still in flight (no outcome, or queued and held by a target) is never
@@ -144,29 +181,11 @@ class RunLedger:
     def path(self) -> Path:
         return self._log.path
 
-    def hold_compaction(self) -> None:
-        """Let appends not compact the file until :meth:`release_compaction`.
-
-        A compaction rewrites every record kept (50 runs a task: 500,000 at 10,000
-        tasks, seconds of work), and it came inside whichever append crossed the
-        line: one herd in every 25 or so waited for it. The scheduler holds it for
-        a herd, and compacts once the herd's outcomes are durable. Holds nest.
-        """
-        with self._lock:
-            self._compaction_holds += 1
-
-    def release_compaction(self, compact: bool = True) -> None:
-        """End one :meth:`hold_compaction`; the last one compacts now if the file is due (blocking: run
-        it in a thread), unless ``compact`` is False (then the next append does)."""
-        with self._lock:
-            self._compaction_holds = max(0, self._compaction_holds - 1)
-            if compact and not self._compaction_holds and self._loaded:
-                self._maybe_compact()
-
-    @property
-    def compaction_due(self) -> bool:
-        """Whether the file holds enough superseded lines to be rewritten (see :meth:`release_compaction`)."""
-        return _needs_compaction(self._log.lines, len(self._runs))
+    # Held for a herd (_HeldLog): a compaction rewrites every record kept (50 runs a task: 500,000 at
+    # 10,000 tasks, seconds of work), and it came inside whichever append crossed the line: one herd in
+    # every 25 or so waited for it. The scheduler compacts once the herd's outcomes are durable.
+    def _kept(self) -> int:
+        return len(self._runs)
 
     def load(self) -> builtins.list[Run]:
         """Read the ledger; finalise and return the runs a previous daemon left without an outcome.
@@ -397,7 +416,7 @@ class RunLedger:
             raise RuntimeError("RunLedger.load() must be called before the ledger is used")
 
 
-class MissedLedger:
+class MissedLedger(_HeldLog):
     """Missed fires, the last ``keep`` added. Re-adding a record with the same id replaces it."""
 
     def __init__(self, path: Path, clock: Clock, keep: int = 1000) -> None:
@@ -412,28 +431,11 @@ class MissedLedger:
         self._lock = threading.RLock()
         self._compaction_holds = 0  # as RunLedger's: appends do not compact while held
 
-    def hold_compaction(self) -> None:
-        """Let appends not compact the file until :meth:`release_compaction` (holds nest).
-
-        Only the newest ``keep`` records stay, so a pass that adds one a task (10,000 after a long
-        stop) made the file due three times on the way and rewrote ``keep`` records each time,
-        inside the pass's writes. The scheduler holds it for a pass, as the run ledger's.
-        """
-        with self._lock:
-            self._compaction_holds += 1
-
-    def release_compaction(self, compact: bool = True) -> None:
-        """End one :meth:`hold_compaction`; the last one compacts now if the file is due (blocking: run
-        it in a thread), unless ``compact`` is False (then the next append does)."""
-        with self._lock:
-            self._compaction_holds = max(0, self._compaction_holds - 1)
-            if compact and not self._compaction_holds and self._loaded:
-                self._maybe_compact()
-
-    @property
-    def compaction_due(self) -> bool:
-        """Whether the file holds enough superseded lines to be rewritten (see :meth:`release_compaction`)."""
-        return _needs_compaction(self._log.lines, len(self._records))
+    # Held for a pass (_HeldLog): only the newest ``keep`` records stay, so a pass that adds one a task
+    # (10,000 after a long stop) made the file due three times on the way and rewrote ``keep`` records
+    # each time, inside the pass's writes.
+    def _kept(self) -> int:
+        return len(self._records)
 
     @property
     def path(self) -> Path:
