@@ -390,6 +390,7 @@ def _catch_up_planned(
     policy = task.catch_up
     if (
         not task.recurring
+        or task.cron is None
         or (policy is not CatchUp.ONCE and policy is not CatchUp.SKIP)
         or task.id in in_flight.running
         or task.id in decision.started
@@ -406,7 +407,7 @@ def _catch_up_planned(
     if plan.missed is not None and plan.missed_run is not None and plan.latest is not None:
         assert plan.first is not None  # set with latest
         prompt = own_text(task.prompt)
-        schedule = task.cron or ""  # recurring: a cron task
+        schedule = task.cron
         schedule_text = own_text(schedule)
         if prompt is None or schedule_text is None:
             return False
