@@ -17,6 +17,9 @@ Figures, median of ``--repeats`` starts each:
   are planned, just before the first answer. The bench asks for it every 0.25 s only (the time
   is kairosd's own, not the poll's): polling ``next_fire`` every 10 ms, as it did until round 4,
   took CPU from the daemon it measured (a connection and a status answer each time, on 2 cores);
+* kairosd's CPU seconds (all threads) from spawn to caught up, from ``/proc/PID/stat`` sampled every
+  10 ms by the bench (the daemon is not asked): on a loaded machine the wall times above stretch
+  with the load, and this much less;
 * RSS when caught up (psutil, at the poll that saw it) and the peak RSS of the whole run up
   to then (``VmHWM``).
 
@@ -30,7 +33,9 @@ nothing-missed start, measured in the same run, and at most 100 MB.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -112,22 +117,60 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+class CpuSamples:
+    """kairosd's CPU seconds (all threads, ``/proc/PID/stat``) every 10 ms from its spawn, read from /proc
+    by a thread of the bench (no request to the daemon); :meth:`at` gives them at a wall-clock time."""
+
+    def __init__(self, d: Any) -> None:
+        self._d, self._stop = d, threading.Event()
+        self.samples: list[tuple[float, float]] = []
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            proc = self._d.proc
+            if proc is not None:
+                try:
+                    fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    return
+                self.samples.append((time.time(), (int(fields[11]) + int(fields[12])) / self._tick))
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def at(self, when: float) -> float:
+        """The CPU seconds of the last sample taken at or before ``when`` (the clock ticks 100 times a second)."""
+        before = [cpu for t, cpu in self.samples if t <= when]
+        return before[-1] if before else float("nan")
+
+
 def start_once(n_tasks: int, away: timedelta, policy: str, method: str = "stamp") -> dict[str, float]:
-    """One start: seconds to first answer and to caught up, RSS then and peak RSS (MB). ``method``:
-    ``stamp`` (kairosd's own caught_up_at, asked every POLL_S) or ``poll`` (next_fire every 10 ms)."""
+    """One start: seconds to first answer and to caught up, kairosd's CPU seconds to caught up, RSS then and
+    peak RSS (MB). ``method``: ``stamp`` (kairosd's own caught_up_at, asked every POLL_S) or ``poll``
+    (next_fire every 10 ms)."""
     wait_for_a_quiet_slot()
     with daemon("kba") as d:
         write_absent_store(d.home, n_tasks, away, policy)
-        first = d.start(timeout=600)
-        client = d.client()
-        check, poll = (caught_up_at, POLL_S) if method == "stamp" else (next_fire_ahead, 0.01)
-        when = wait_for(lambda: check(client.call("GET", "/v1/status")), 600, "kairosd to catch up", poll)
+        cpu = CpuSamples(d)
+        try:
+            first = d.start(timeout=600)
+            client = d.client()
+            check, poll = (caught_up_at, POLL_S) if method == "stamp" else (next_fire_ahead, 0.01)
+            when = wait_for(lambda: check(client.call("GET", "/v1/status")), 600, "kairosd to catch up", poll)
+        finally:
+            cpu.stop()
         done = when - d.spawned_at
         assert d.proc is not None
         pid = d.proc.pid
         return {
             "first": first,
             "done": done,
+            "cpu": cpu.at(when),
             "rss": psutil.Process(pid).memory_info().rss / 2**20,
             "peak": peak_rss_mb(pid),
         }
@@ -166,6 +209,8 @@ def run(args: argparse.Namespace) -> list[Row]:
                 "nothing missed, spawn to first answer", median_of(base, "first") * 1e3),
             Row(bench, "spawn to caught up", done * 1e3, "ms", "nothing missed, spawn to caught up",
                 base_done * 1e3, "<= 2x the baseline", done <= 2 * base_done),
+            Row(bench, "kairosd CPU to caught up", median_of(res, "cpu") * 1e3, "ms",
+                "nothing missed, CPU to caught up", median_of(base, "cpu") * 1e3),
             Row(bench, "RSS when caught up", median_of(res, "rss"), "MB", "nothing missed, RSS then",
                 median_of(base, "rss")),
             Row(bench, "peak RSS (VmHWM)", peak, "MB", "nothing missed, peak RSS", base_peak,
