@@ -93,10 +93,10 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, poll: float = 0.01) -> Any:
     from kairosd import testing
 
-    return testing.wait_for(condition, what, timeout)
+    return testing.wait_for(condition, what, timeout, poll=poll)
 
 
 def far_future_cron(i: int) -> str:
@@ -138,6 +138,9 @@ class Daemon:
             self.env.pop(var, None)
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_s = 0.0
+        # The wall-clock time of the last spawn (seconds since the epoch): times kairosd stamps itself
+        # (datetime.now, the same clock) are measured from it.
+        self.spawned_at = 0.0
 
     @property
     def socket(self) -> Path:
@@ -154,7 +157,7 @@ class Daemon:
         from kairos.client import Client
 
         log = open(self.home / "kairosd.log", "ab")  # noqa: SIM115 - the child owns it
-        t0 = time.perf_counter()
+        t0, self.spawned_at = time.perf_counter(), time.time()
         self.proc = subprocess.Popen(list(argv), env=self.env, stdout=log, stderr=log)
         log.close()
         client = Client(self.socket, timeout=5.0)

@@ -400,10 +400,18 @@ def moved(task: Task, **changes: Any) -> Task:
     fields.update(changes)
     kept = task.__pydantic_fields_set__
     extra = task.__pydantic_extra__
-    object.__setattr__(copy, "__pydantic_fields_set__", kept if changes.keys() <= kept else kept | changes.keys())
-    object.__setattr__(copy, "__pydantic_extra__", dict(extra) if extra else extra)
-    object.__setattr__(copy, "__pydantic_private__", None)
+    _SET_FIELDS_SET(copy, kept if changes.keys() <= kept else kept | changes.keys())
+    _SET_EXTRA(copy, dict(extra) if extra else extra)
+    _SET_PRIVATE(copy, None)
     return copy
+
+
+# BaseModel's slot setters, called directly (what object.__setattr__ finds and calls, in half its time; the
+# model is frozen, and these bypass its __setattr__ as object.__setattr__ does).
+_SET_FIELDS_SET, _SET_EXTRA, _SET_PRIVATE = (
+    BaseModel.__dict__[name].__set__
+    for name in ("__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+)
 
 
 def default_catch_up(recurring: bool) -> CatchUp:

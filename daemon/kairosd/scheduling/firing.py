@@ -45,7 +45,7 @@ from zoneinfo import ZoneInfo
 
 from kairosd.core.models import CatchUp, Overlap, Task, moved
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Outcome, Prototype, Run, json_line, missed_id
+from kairosd.core.records import MissedRecord, Outcome, Prototype, Run, json_line, missed_id, new_run_id, own_text
 from kairosd.core.schedule.counting import count_fires, last_fires
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.fires import next_fire
@@ -262,13 +262,15 @@ def decide(
     with nothing due are left alone.
     """
     decision = Decision()
+    plans: dict[tuple[Any, ...], _Plan] = {}
     for item in due:
         task = item.task
         if task.paused or not item.count:
             continue
         reason = missed_reason or (pending or {}).get(task.id)
         if reason is not None or item.behind:
-            _catch_up(item, now, reason or BEHIND, limits, in_flight, decision)
+            if not _catch_up_planned(item, now, reason or BEHIND, limits, in_flight, decision, plans):
+                _catch_up(item, now, reason or BEHIND, limits, in_flight, decision)
         else:
             latest = item.newest[-1]
             if item.count > 1:
@@ -345,6 +347,108 @@ def _catch_up(
     for index, fire in enumerate(to_fire):
         # Catch-up fires of one task go one after another, never as a burst.
         _fire(task, fire, now, limits, in_flight, decision, catch_up=True, serial=index > 0)
+
+
+class _Plan(NamedTuple):
+    """The catch-up of the recurring tasks with the same due fires (``newest``, the same tuple), policy,
+    target and reason (see :func:`_catch_up_planned`): what :func:`_catch_up` would make of each, worked
+    out once. ``missed`` and ``missed_run``: the prototypes of the missed record and run, ``latest`` the
+    newest missed fire and ``first`` the oldest (None: nothing missed); ``fired`` the prototype of the run
+    that catches up and ``fire`` its fire (None: nothing fires)."""
+
+    newest: Sequence[Fire]
+    missed: Prototype[MissedRecord] | None
+    missed_run: Prototype[Run] | None
+    latest: Fire | None
+    first: Fire | None
+    fired: Prototype[Run] | None
+    fire: Fire | None
+
+
+# The own fields of the records a plan makes, in the fields' order (their lines' order: see made_as).
+_MISSED_OWN = ("id", "task_id", "task_name", "prompt", "schedule")
+_RUN_OWN = ("run_id", "task_id", "task_name")
+
+
+def _catch_up_planned(
+    item: Due,
+    now: datetime,
+    reason: str,
+    limits: FireBounds,
+    in_flight: InFlight,
+    decision: Decision,
+    plans: dict[tuple[Any, ...], _Plan],
+) -> bool:
+    """:func:`_catch_up` of a recurring task with catch-up ``once`` or ``skip`` and nothing of it running
+    (every task after a long stop, most of them sharing their due fires), from a plan its group shares:
+    per task only its records are made, each line one ``%`` of the task's own texts. False (nothing done):
+    any other task, or one whose texts a line cannot hold as they are; :func:`_catch_up` decides it.
+
+    Makes the same records, lines, starts and anchor moves as :func:`_catch_up`, in the same order.
+    """
+    task = item.task
+    policy = task.catch_up
+    if (
+        not task.recurring
+        or task.cron is None
+        or (policy is not CatchUp.ONCE and policy is not CatchUp.SKIP)
+        or task.id in in_flight.running
+        or task.id in decision.started
+    ):
+        return False
+    task_id, name = own_text(task.id), own_text(task.name)
+    if task_id is None or name is None:
+        return False
+    target = decision.target_json(task)
+    key = (id(item.newest), id(item.first), item.count, policy, reason, id(target))
+    plan = plans.get(key)
+    if plan is None or plan.newest is not item.newest:
+        plan = plans[key] = _plan_catch_up(item, now, reason, limits, decision)
+    if plan.missed is not None and plan.missed_run is not None and plan.latest is not None:
+        assert plan.first is not None  # set with latest
+        prompt = own_text(task.prompt)
+        schedule = task.cron
+        schedule_text = own_text(schedule)
+        if prompt is None or schedule_text is None:
+            return False
+        record_id = missed_id(task.id, plan.first.scheduled_for)
+        missed, missed_line = plan.missed.made_as(
+            _MISSED_OWN, (f'"{record_id}"', task_id, name, prompt, schedule_text),
+            id=record_id, task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule,
+        )  # fmt: skip
+        run_id = new_run_id()
+        run, run_line = plan.missed_run.made_as(
+            _RUN_OWN, (f'"{run_id}"', task_id, name), run_id=run_id, task_id=task.id, task_name=task.name
+        )
+        decision.lines[id(missed)], decision.lines[id(run)] = missed_line, run_line
+        decision.missed.append(missed)
+        decision.runs.append(run)
+        decision.advances.append(Advance(task, plan.latest, now, False))
+    if plan.fired is not None and plan.fire is not None:
+        run_id = new_run_id()
+        run, line = plan.fired.made_as(
+            _RUN_OWN, (f'"{run_id}"', task_id, name), run_id=run_id, task_id=task.id, task_name=task.name
+        )
+        decision.advances.append(Advance(task, plan.fire, now, True))
+        decision.lines[id(run)] = line
+        decision.runs.append(run)
+        decision.start.append((task, run))
+        decision.started.add(task.id)
+    return True
+
+
+def _plan_catch_up(item: Due, now: datetime, reason: str, limits: FireBounds, decision: Decision) -> _Plan:
+    """What :func:`_catch_up` decides for ``item``'s task (recurring, ``once`` or ``skip``), as a plan."""
+    task, newest = item.task, item.newest
+    fire = newest[-1] if task.catch_up is CatchUp.ONCE and newest[-1].planned_for >= now - limits.grace else None
+    count = item.count - (fire is not None)
+    missed = missed_run = latest = first = None
+    if count:
+        latest = item.before(fire) if fire is not None else newest[-1]
+        first = item.first if item.first is not None else latest
+        missed, missed_run = _missed_prototypes(first, latest, count, now, reason, "recorded", task, decision)
+    fired = None if fire is None else _run_prototype(task, fire, now, True, False, decision)
+    return _Plan(newest, missed, missed_run, latest, first, fired, fire)
 
 
 def _record_missed(

@@ -155,6 +155,9 @@ class Scheduler:
         # Set once a tick has run: the start's deferred catch-up (see start) is decided by then. Work that
         # can wait (the daemon's encode-ahead) waits for it rather than take CPU from the catch-up.
         self.ticked = asyncio.Event()
+        # When the loop had first decided every fire due before it started (a long absence's catch-up), by
+        # the clock; None until then (status says so: a client learns it without polling next_fire).
+        self.caught_up_at: datetime | None = None
         # Work that follows a pass once its deliveries' writes are done (see _compact_after); drain waits for it.
         self._background: set[asyncio.Task[None]] = set()
 
@@ -243,11 +246,13 @@ class Scheduler:
         tick (:meth:`run`): the daemon tells systemd it is ready first, so no
         absence, however long, delays READY=1.
         """
-        self._last = (self.clock.now(), self.clock.monotonic())
+        begun = self.clock.now()
+        self._last = (begun, self.clock.monotonic())
         self._anchors.recover()
         await self.admit(self.book, NOT_RUNNING, defer=defer_catch_up)
         await self._anchors.persist_now()
         self._started = True
+        self._note_caught_up(begun)  # nothing was due (or it was decided above); else the first tick
 
     async def admit(self, tasks: Iterable[Task], missed_reason: str, defer: bool = False) -> None:
         """Plan tasks new to the loop: every task at start, or tasks just imported.
@@ -315,11 +320,20 @@ class Scheduler:
                 await self._pass(now, missed_reason=missed_reason)
             else:
                 await self._pass_disabled(now)
+            if self.caught_up_at is None:
+                self._note_caught_up(now)
         finally:
             self.ticked.set()
         if self.book.error is not None:
             self._anchors.persist()  # try the store again (at most every store_retry_s, see _sleep_for)
         return self._sleep_for(self.clock.now())
+
+    def _note_caught_up(self, now: datetime) -> None:
+        """Set :attr:`caught_up_at` if no fire planned at or before ``now`` (the tick's) waits any more: the
+        ones due then were decided and recorded (a refused run ledger leaves them due: not caught up)."""
+        earliest = self._earliest()
+        if earliest is None or earliest[1].planned_for > now:
+            self.caught_up_at = self.clock.now()
 
     def _sleep_for(self, now: datetime) -> float:
         cap = self.config.max_sleep_s
@@ -668,6 +682,7 @@ class Scheduler:
             else {"task_id": upcoming[0], "planned_for": upcoming[1].planned_for.isoformat()},
             "last_clock_jump": self.last_jump,
             "wakeups": self.wakeups,
+            "caught_up_at": None if self.caught_up_at is None else self.caught_up_at.isoformat(),
             "store_error": self.store_problem(),
         }
 

@@ -62,6 +62,9 @@ class StatusDoc(Document):
     store: str
     last_clock_jump: ClockJump | None
     wakeups: int
+    # When the loop had decided every fire missed before it started (the catch-up after an absence is
+    # over); None while it still decides them. Absent from an older kairosd's answer.
+    caught_up_at: str | None = None
     overlap_default: str
     background: RegistryInfo
     sessions: SessionsInfo

@@ -576,3 +576,53 @@ def test_tasks_decided_together_get_the_records_each_gets_alone():
         }
     assert len({r.run_id for r in together.runs}) == len(together.runs)
     assert len({r.id for r in together.missed}) == len(together.missed) == len(tasks)
+
+
+def _as_written(d: Decision) -> list[Any]:
+    """What a decision writes and does, in order, with each run's random id replaced by its place: the
+    records, their lines (as the ledgers get them), the runs started and the anchor moves."""
+    import json
+
+    ids = {run.run_id: f"run-{i}" for i, run in enumerate(d.runs)}
+    lines = [json.loads(d.line(r)) for r in [*d.missed, *d.runs]]
+    for line in lines:
+        line["run_id"] = ids.get(line.get("run_id"), line.get("run_id"))
+    runs = [{**r.model_dump(), "run_id": ids[r.run_id]} for r in d.runs]
+    return [
+        [m.model_dump() for m in d.missed], runs, lines,
+        [(t.id, ids[r.run_id]) for t, r in d.start], [(t.id, ids[r.run_id]) for t, r in d.queue],
+        [(a.task.id, a.fire, a.when, a.fired) for a in d.advances], sorted(d.started),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("reason", [NOT_RUNNING, None])
+def test_a_planned_catch_up_decides_what_the_task_by_task_one_decides(monkeypatch, reason):
+    """The catch-up of many tasks that share their due fires (every task after a long stop) is planned
+    once per group and made per task from the plan (``_catch_up_planned``): the records, their lines, the
+    starts and the anchor moves are those the task-by-task catch-up (``_catch_up``) makes, for every
+    policy, texts a line cannot hold as they are (a DEL), a task already running, a jittered task, a
+    task behind the catch-up window and one whose newest fire is older than it."""
+    texts = ["plain", "caf\u00e9 \u2603", 'quote " back \\ slash', "del \x7f", "100% %s", "line\nbreak"]
+    tasks = []
+    for i, policy in enumerate([CatchUp.ONCE, CatchUp.SKIP, CatchUp.ALL] * 4):
+        text = texts[i % len(texts)]
+        name = text if i % 2 else None
+        tasks.append(hourly(policy, task_id=f"{0x10000000 + i:08x}", prompt=f"{text} {i}", name=name))
+    tasks.append(hourly(CatchUp.ONCE, task_id="20000000", jitter="max:5m"))
+    tasks.append(task("*/30 * * * *", catch_up=CatchUp.ONCE, task_id="20000001").model_copy(
+        update={"last_scheduled_for": NOW - timedelta(days=30)}))  # fmt: skip
+    tasks.append(task("0 9 1 1 *", catch_up=CatchUp.ONCE, task_id="20000002").model_copy(
+        update={"last_scheduled_for": datetime(2025, 1, 1, 9, tzinfo=UTC)}))  # fmt: skip
+    running = InFlight(running={tasks[0].id: "r-running"})
+    limits = FireBounds(grace=timedelta(days=7), catch_up_max=3, queue_limit=10)
+
+    def decided() -> Decision:
+        due = [due_slots(t, t.last_scheduled_for or t.created_at, NOW, limits.grace, 3) for t in tasks]
+        return decide(due, NOW, reason, limits, running)
+
+    planned = decided()
+    monkeypatch.setattr(firing, "_catch_up_planned", lambda *args: False)
+    one_by_one = decided()
+    assert _as_written(planned) == _as_written(one_by_one)
+    assert len(planned.start) >= 5  # the cases above did catch up
+    assert len(planned.missed) >= 10

@@ -508,6 +508,46 @@ def test_a_prototype_writes_the_line_json_line_writes(text: str) -> None:
     assert summary.line(record) == json_line(record)
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "caf\u00e9 \u2603 \U0001f600", 'quote " back \\ slash /', "line\nbreak\ttab\x00\x1f", "del \x7f",
+     "\u2028\u2029 \ufeff \U000e0041", "\x00" + "0\x01 a marker's text", "100% %s %d %%", "back \\u007f"],
+)  # fmt: skip
+def test_a_record_made_from_its_own_texts_is_the_record_and_line_made_from_its_values(text: str) -> None:
+    """``made_as`` (each own value's JSON text given, as a catch-up pass gives a task's once for its three
+    records) makes the record ``made`` makes and the line json_line writes; ``own_text`` refuses a text a
+    line cannot hold as it is (a DEL); own fields other than the prototype's (or in another order) are
+    made by ``made``; a missing own value is refused."""
+    from kairosd.core.records import Prototype, json_line, own_text, trusted
+
+    shared: dict[str, Any] = {"scheduled_for": T0, "planned_for": T0, "target": {"kind": "inbox", "s": text}}
+    own = ("run_id", "task_id", "task_name")
+    prototype = Prototype(Run, ("task_id", "task_name"), **shared)
+    for name in (None, text, "n"):
+        values = {"run_id": "r0123456789ab", "task_id": f"t {text}", "task_name": name}
+        texts = tuple(own_text(values[field]) for field in own)
+        if None in texts:
+            assert "\x7f" in text or "\\u007f" in text  # a DEL, or text that looks like one once escaped
+            continue
+        run, line = prototype.made_as(own, texts, **values)  # type: ignore[arg-type]
+        assert run == trusted(Run, **shared, **values)
+        assert line == json_line(run)
+    summary = Prototype(MissedRecord, ("id", "task_id", "task_name", "prompt", "schedule"), scheduled_for=T0,
+                        detected_at=T0, reason=text, action="recorded", count=2)  # fmt: skip
+    values = {"id": "m1", "task_id": "t1", "task_name": None, "prompt": "p", "schedule": "*/5 * * * *"}
+    names = tuple(values)
+    for _ in range(3):  # the first record is made before the prototype's layout
+        missed, line = summary.made_as(names, tuple(own_text(v) or "" for v in values.values()), **values)
+        assert line == json_line(missed)
+        assert missed == trusted(MissedRecord, **values, scheduled_for=T0, detected_at=T0, reason=text,
+                                 action="recorded", count=2)  # fmt: skip
+    swapped = ("task_id", "id", "task_name", "prompt", "schedule")
+    missed, line = summary.made_as(swapped, ("x",) * 5, **values)
+    assert line == json_line(missed)
+    with pytest.raises(TypeError, match="'prompt' is required"):
+        summary.made_as(names, ("x",) * 5, id="m2", task_id="t1", task_name=None, schedule="s")
+
+
 def test_runs_handed_over_are_kept_as_they_are_and_others_are_copied(tmp_path: Path, clock: FakeClock) -> None:
     """The scheduler hands its runs over (it never changes them after): the ledger keeps those objects,
     not a copy each (30,000 copies in a catch-up of 10,000 tasks). A caller that did not hand its run

@@ -757,3 +757,50 @@ def test_run_started_is_told_to_a_listener_only(tmp_path):
         assert {r.outcome for r in fired} == {Outcome.DELIVERED}
 
     run(main())
+
+
+def test_status_says_when_the_loop_caught_up_with_the_fires_missed_before_it_started(tmp_path):
+    """``caught_up_at`` is None while the fires missed before the start wait for the loop's first tick,
+    and the clock's time once that tick has decided and recorded them (a client such as the absence
+    benchmark learns it without polling next_fire); a start with nothing missed is caught up at once."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.ONCE)
+        fresh = task("0 * * * *", task_id="f0000001", created_at=clock.now())
+        h = Harness(tmp_path, [t, fresh], clock)
+        await h.sched.start(defer_catch_up=True)
+        assert h.sched.status()["caught_up_at"] is None
+        clock.advance(2)
+        await h.sched.tick()
+        assert h.sched.status()["caught_up_at"] == clock.now().isoformat()
+        assert h.sched.status()["next_fire"]["planned_for"] > clock.now().isoformat()
+        clock.advance(3600)
+        await h.sched.tick()
+        assert h.sched.status()["caught_up_at"] == (clock.now() - timedelta(seconds=3600)).isoformat()
+
+        later = task("0 * * * *", task_id="f0000002", created_at=clock.now())
+        nothing_missed = Harness(tmp_path / "second", [later], FakeClock(clock.now()))
+        await nothing_missed.sched.start(defer_catch_up=True)
+        assert nothing_missed.sched.status()["caught_up_at"] == clock.now().isoformat()
+
+    (tmp_path / "second").mkdir()
+    run(main())
+
+
+def test_the_loop_is_not_caught_up_while_the_run_ledger_refuses_the_missed_fires(tmp_path, monkeypatch):
+    """A pass the run ledger refuses leaves its fires due: ``caught_up_at`` stays None until they are
+    recorded."""
+
+    async def main():
+        t, clock = _down_for_three_days(CatchUp.SKIP)
+        h = Harness(tmp_path, [t], clock, store_retry_s=5.0)
+        heal = _refuse_run_ledger(h, monkeypatch)
+        await h.sched.start(defer_catch_up=True)
+        for _ in range(2):
+            await h.at(h.clock.now() + timedelta(seconds=5))
+        assert h.sched.status()["caught_up_at"] is None
+        heal()
+        await h.at(h.clock.now() + timedelta(seconds=5))
+        assert h.sched.status()["caught_up_at"] == h.clock.now().isoformat()
+
+    run(main())
