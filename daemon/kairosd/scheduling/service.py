@@ -29,12 +29,9 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import InvalidTimeError, NotFoundError, StoreError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import (
-    AgentTarget,
     Overlap,
     SessionTarget,
-    ShellTarget,
     Task,
-    WebhookTarget,
     default_catch_up,
     new_task,
     new_task_id,
@@ -50,6 +47,7 @@ from kairosd.scheduling import timeline
 from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
 from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
+from kairosd.scheduling.summaries import Summaries, summary_document
 from kairosd.scheduling.viewtails import ViewTails
 from kairosd.scheduling.viewtails import rfc3339 as _rfc3339
 from kairosd.store.inbox import InboxStore
@@ -165,7 +163,7 @@ class Service:
 
     def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
         """The listed views as documents (``GET /tasks`` sends :meth:`listed_json` instead)."""
-        make = self._summary if summary else (lambda t, f, r: self._view(t, [] if f is None else [f], r))
+        make = summary_document if summary else (lambda t, f, r: self._view(t, [] if f is None else [f], r))
         return [make(task, fire, running) for _, task, fire, running in self.listing(summary)]
 
     def listed_json(self, task: Task, fire: Fire | None, running: bool, summary: bool) -> bytes:
@@ -184,7 +182,8 @@ class Service:
         ``kairos list --json``.
         """
         if summary:
-            return b",".join([compact_json(self._summary(task, fire, running)) for _, task, fire, running in rows])
+            summarise = Summaries().text  # summary_document's JSON, written out (kairosd.scheduling.summaries)
+            return ",".join([summarise(task, fire, running) for _, task, fire, running in rows]).encode()
         tail = ViewTails(explain).tail
         encoded = self.book.encoded
         out = []
@@ -358,22 +357,6 @@ class Service:
             task_id = self.new_id()
             if task_id not in self.book:
                 return task_id
-
-    def _summary(self, task: Task, planned: Fire | None, running: bool) -> dict[str, Any]:
-        return {
-            "id": task.id,
-            "name": task.name,
-            "prompt": task.prompt[:200],
-            "cron": task.cron,
-            "at": task.at.isoformat() if task.at else None,
-            "recurring": task.recurring,
-            "tz": task.tz,
-            "target": _summary_target(task),
-            "status": "paused" if task.paused else ("scheduled" if planned else "done"),
-            "paused_reason": task.paused_reason,
-            "planned_for": planned.planned_for.isoformat() if planned else None,
-            "running": running,
-        }
 
     def get(self, task_id: str) -> dict[str, Any]:
         return self.view(self.book.get(self.book.resolve(task_id)), 5)
@@ -610,16 +593,3 @@ def check_catch_up(policy: Any, recurring: bool) -> None:
             "--catch-up surface is for one-shots (record the missed fire and drop the task); "
             "a recurring task takes skip, once (the default) or all"
         )
-
-
-def _summary_target(task: Task) -> dict[str, Any]:
-    target = task.target
-    if isinstance(target, ShellTarget):
-        return {"kind": "shell", "argv": target.argv[:1]}
-    if isinstance(target, AgentTarget):
-        return {"kind": "agent", "agent": target.agent}
-    if isinstance(target, WebhookTarget):
-        return {"kind": "webhook", "url": target.url}
-    if isinstance(target, SessionTarget):
-        return target.model_dump(mode="json", include={"kind", "session_id", "project", "user", "agent"})
-    return {"kind": target.kind, "session": getattr(target, "session", None)}
