@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from kairosd.api.http_types import JsonPieces
+from kairosd.api.http_types import EncodedJson, JsonPieces
 from kairosd.api.requests import parse_body
 from kairosd.api.router import Router, typed
 from kairosd.api.server import Request, Response, StreamResponse
@@ -43,6 +43,7 @@ from kairosd.core.wire.tasks import (
 )
 from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
+from kairosd.scheduling.summaries import KeptListing
 from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
 from kairosd.store.quarantine import Quarantine
 
@@ -75,6 +76,7 @@ class Api(Router):
         super().__init__()
         self.service = service
         self.on_shutdown = on_shutdown
+        self._kept = KeptListing()  # the last `kairos list`'s answer (kairosd.scheduling.summaries)
         self.add_routes(
             [
                 ("status", {"GET": self.status}),
@@ -97,12 +99,21 @@ class Api(Router):
     async def status(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, StatusDoc.model_validate({"api_version": API_VERSION, **self.service.status()}))
 
-    async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces:
+    async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces | Response:
         """``{"tasks": [...]}``, sent piece by piece as each piece of views is encoded: the bytes
         ``compact_json`` would give for the whole document, which ``kairos list --json`` prints unchanged
-        (``bench/bench_cli.py``), never the whole document in memory (issue 28)."""
-        summary = req.query.get("view") == "summary"
-        return JsonPieces(self._listed(self.service.listing(summary), summary))
+        (``bench/bench_cli.py``), never the whole document in memory (issue 28). The one exception is
+        the summary listing of ``kairos list``, kept for the next while it is small and nothing in it
+        changed (:class:`~kairosd.scheduling.summaries.KeptListing`)."""
+        if req.query.get("view") != "summary":
+            return JsonPieces(self._listed(self.service.listing(False), False))
+        # `kairos list`: the last summary listing, if nothing it shows changed (KeptListing), in one write.
+        state = self.service.summary_state()
+        kept = self._kept.get(state)
+        if kept is not None:
+            return Response(200, EncodedJson(kept))
+        pieces = self._listed(self.service.listing(True), True)
+        return JsonPieces(pieces if state is None else self._kept.keeping(pieces, state))
 
     def _listed(self, rows: list[tuple[Any, ...]], summary: bool) -> Iterator[bytes]:
         yield b'{"tasks":['

@@ -47,7 +47,7 @@ from kairosd.scheduling import timeline
 from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
 from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
-from kairosd.scheduling.summaries import Summaries, summary_document
+from kairosd.scheduling.summaries import KEEP_TASKS, Summaries, summary_document
 from kairosd.scheduling.viewtails import ViewTails
 from kairosd.scheduling.viewtails import rfc3339 as _rfc3339
 from kairosd.store.inbox import InboxStore
@@ -160,6 +160,20 @@ class Service:
                 gc.enable()
         rows.sort(key=operator.itemgetter(0))
         return rows
+
+    def summary_state(self) -> list[object] | None:
+        """What a summary listing shows, flat in the book's order: each task, its planned fire and whether
+        it runs (:class:`KeptListing`); None past ``KEEP_TASKS`` tasks, whose listings are never kept."""
+        if len(self.book) > KEEP_TASKS:
+            return None
+        planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
+        state: list[object] = []
+        add = state.append
+        for task in self.book:
+            add(task)
+            add(planned_of(task.id))
+            add(running_of(task.id))
+        return state
 
     def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
         """The listed views as documents (``GET /tasks`` sends :meth:`listed_json` instead)."""
