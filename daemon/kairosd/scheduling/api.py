@@ -41,9 +41,9 @@ from kairosd.core.wire.tasks import (
     RunDoc,
     TaskDoc,
 )
+from kairosd.scheduling.kept import KeptListing
 from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
-from kairosd.scheduling.summaries import KeptListing
 from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
 from kairosd.store.quarantine import Quarantine
 
@@ -76,7 +76,8 @@ class Api(Router):
         super().__init__()
         self.service = service
         self.on_shutdown = on_shutdown
-        self._kept = KeptListing()  # the last `kairos list`'s answer (kairosd.scheduling.summaries)
+        # The last listing of each kind (False: full views, True: summaries), for the next (kairosd.scheduling.kept).
+        self._kept = {False: KeptListing(), True: KeptListing()}
         self.add_routes(
             [
                 ("status", {"GET": self.status}),
@@ -102,18 +103,19 @@ class Api(Router):
     async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces | Response:
         """``{"tasks": [...]}``, sent piece by piece as each piece of views is encoded: the bytes
         ``compact_json`` would give for the whole document, which ``kairos list --json`` prints unchanged
-        (``bench/bench_cli.py``), never the whole document in memory (issue 28). The one exception is
-        the summary listing of ``kairos list``, kept for the next while it is small and nothing in it
-        changed (:class:`~kairosd.scheduling.summaries.KeptListing`)."""
-        if req.query.get("view") != "summary":
-            return JsonPieces(self._listed(self.service.listing(False), False))
-        # `kairos list`: the last summary listing, if nothing it shows changed (KeptListing), in one write.
-        state = self.service.summary_state()
-        kept = self._kept.get(state)
-        if kept is not None:
-            return Response(200, EncodedJson(kept))
-        pieces = self._listed(self.service.listing(True), True)
-        return JsonPieces(pieces if state is None else self._kept.keeping(pieces, state))
+        (``bench/bench_cli.py``), never the whole document in memory (issue 28), except the last listing
+        of each kind while it is small, kept for the next while nothing in it changed
+        (:mod:`kairosd.scheduling.kept`)."""
+        summary = req.query.get("view") == "summary"
+        # The last listing of this kind, if nothing it shows changed (kairosd.scheduling.kept), in one write.
+        now = self.service.clock.now()  # one instant for the state and the listing
+        state = self.service.listing_state(summary, now)
+        kept = self._kept[summary]
+        body = kept.get(state)
+        if body is not None:
+            return Response(200, EncodedJson(body))
+        pieces = self._listed(self.service.listing(summary, now), summary)
+        return JsonPieces(pieces if state is None else kept.keeping(pieces, state))
 
     def _listed(self, rows: list[tuple[Any, ...]], summary: bool) -> Iterator[bytes]:
         yield b'{"tasks":['

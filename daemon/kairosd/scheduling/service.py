@@ -45,9 +45,10 @@ from kairosd.core.schedule.jitter import capped_jitter_note
 from kairosd.delivery.base import SKIP_LATER_CHECKS
 from kairosd.scheduling import timeline
 from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
+from kairosd.scheduling.kept import KEEP_TASKS
 from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
-from kairosd.scheduling.summaries import KEEP_TASKS, Summaries, summary_document
+from kairosd.scheduling.summaries import Summaries, summary_document
 from kairosd.scheduling.viewtails import ViewTails
 from kairosd.scheduling.viewtails import rfc3339 as _rfc3339
 from kairosd.store.inbox import InboxStore
@@ -132,14 +133,14 @@ class Service:
     def _dump(self, task: Task) -> dict[str, Any]:
         return task.model_dump(mode="json")
 
-    def listing(self, summary: bool = False) -> list[tuple[Any, Task, Fire | None, bool]]:
+    def listing(self, summary: bool = False, now: datetime | None = None) -> list[tuple[Any, Task, Fire | None, bool]]:
         """What ``GET /tasks`` lists, in its order: (sort key, task, the fire it shows, whether it runs).
 
         Sorted by the instant of that fire (not by ISO text: the same instant in other offsets sorts
         differently as text), tasks with none last. A full view of a task whose planned fire is due
         (or unknown) asks the clock for its next one, as :meth:`view` does; a summary shows the plan.
         """
-        now = self.clock.now()  # one instant for the whole list
+        now = self.clock.now() if now is None else now  # one instant for the whole list
         planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
         rows = []
         # A row per task, and no cycles among them: the collector would walk the rows made so far each
@@ -161,17 +162,21 @@ class Service:
         rows.sort(key=operator.itemgetter(0))
         return rows
 
-    def summary_state(self) -> list[object] | None:
-        """What a summary listing shows, flat in the book's order: each task, its planned fire and whether
-        it runs (:class:`KeptListing`); None past ``KEEP_TASKS`` tasks, whose listings are never kept."""
+    def listing_state(self, summary: bool, now: datetime) -> list[object] | None:
+        """What :meth:`listing` at ``now`` shows, flat in the book's order: each task, the fire it shows and
+        whether it runs (:mod:`kairosd.scheduling.kept`). None when the listing is not to be kept: past
+        ``KEEP_TASKS`` tasks, or when a full view would ask the clock for a due task's next fire."""
         if len(self.book) > KEEP_TASKS:
             return None
         planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
         state: list[object] = []
         add = state.append
         for task in self.book:
+            fire = planned_of(task.id)
+            if not summary and not task.paused and (fire is None or fire.planned_for <= now):
+                return None  # as listing() does: its view shows a fire made afresh
             add(task)
-            add(planned_of(task.id))
+            add(fire)
             add(running_of(task.id))
         return state
 

@@ -6,17 +6,14 @@ made by :class:`Summaries`, which is what ``compact_json`` gives for the documen
 (``tests/unit/kairosd/scheduling/test_summaries.py`` compares, for every kind of target): the strings go
 through json's C escaper and the rest is written out. Building the dict and running the encoder on it,
 once per task on every listing, was 7 of the 8 ms kairosd took to answer ``kairos list`` with 1,000
-tasks, which took the whole call past 3x a bare interpreter (``bench/bench_cli.py``). And the same
-listing is asked for again and again with nothing in it changed: :class:`KeptListing` keeps the last one
-(a small one) for that.
+tasks, which took the whole call past 3x a bare interpreter (``bench/bench_cli.py``). (And a listing
+asked for again with nothing in it changed is the last one's text: :mod:`kairosd.scheduling.kept`.)
 
 Pure: must not import the store, the server or the CLI.
 """
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _escape
 from typing import Any
 
@@ -24,8 +21,6 @@ from kairosd.core.models import AgentTarget, InboxTarget, SessionTarget, ShellTa
 from kairosd.core.plan import Fire
 
 PROMPT_CHARS = 200  # of the prompt in a summary: a table cuts it anyway
-KEEP_TASKS = 4_000  # a summary listing of more tasks is never kept (see KeptListing)
-KEEP_BYTES = 1 << 20  # nor one whose JSON is longer: 1,000 tasks of short prompts are ~0.26 MB
 
 
 def summary_document(task: Task, fire: Fire | None, running: bool) -> dict[str, Any]:
@@ -113,45 +108,3 @@ def _target_text(target: Target) -> str:
             f'"user":{"true" if target.user else "false"},"agent":{_null_or(target.agent)}}}'
         )
     return f'{{"kind":{_escape(target.kind)},"session":{_null_or(getattr(target, "session", None))}}}'
-
-
-class KeptListing:
-    """The last summary listing's JSON, given again while nothing it shows changed.
-
-    ``kairos list`` asks for the same listing again and again, and most of the time nothing in it
-    has changed. What it shows depends on each task, the fire it shows and whether it runs, so a
-    listing is kept with its *state*: those three per task, in the book's order. A task is frozen
-    and a change is a new object (issue 25), and the scheduler makes a new Fire for each new plan, so
-    the same objects (compared by identity, never by ``==``: a fire 02:30 before and after the clocks
-    go back compares equal but reads otherwise) list the same text.
-
-    Bounded: only listings of up to KEEP_TASKS tasks and KEEP_BYTES of JSON are kept, one at a time
-    (issue 28 dropped the per-task caches for what they held at 100,000 tasks).
-    """
-
-    def __init__(self) -> None:
-        self._state: list[object] | None = None
-        self._body = b""
-
-    def get(self, state: list[object] | None) -> bytes | None:
-        """The kept JSON if it was made for ``state``, else None."""
-        kept = self._state
-        if state is None or kept is None or len(kept) != len(state) or not all(map(operator.is_, kept, state)):
-            return None
-        return self._body
-
-    def keeping(self, pieces: Iterable[bytes], state: list[object]) -> Iterator[bytes]:
-        """``pieces`` (a listing of ``state``, ending with a newline) passed on as they come, then kept
-        if they were read to the end and are not too long."""
-        sent: list[bytes] | None = []
-        size = 0
-        for piece in pieces:
-            size += len(piece)
-            if sent is not None:
-                sent.append(piece)
-                if size > KEEP_BYTES + 1:
-                    sent = None  # it will not be kept: no need to hold it
-            yield piece
-        if sent is not None:
-            # The server ends an answer's JSON with a newline: what is kept is the JSON.
-            self._state, self._body = state, b"".join(sent).removesuffix(b"\n")

@@ -258,7 +258,7 @@ def test_print_json_writes_what_json_dump_wrote(capsys, monkeypatch, tty):
 def test_listed_body_is_the_whole_document_encoded_at_once(kd, query, monkeypatch):
     """GET /tasks sends each view's cached JSON piece by piece; joined, the bytes must be what encoding the
     document in one go gives, also after a task changes (a stale piece would show the old state) or goes away.
-    A summary listing may be the last one's bytes, kept (KeptListing): those too."""
+    A listing may be the last one's bytes, kept (kairosd.scheduling.kept): those too."""
     import kairosd.scheduling.api
     from kairosd.api.http_types import EncodedJson, JsonPieces, Request, Response, compact_json
 
@@ -268,8 +268,7 @@ def test_listed_body_is_the_whole_document_encoded_at_once(kd, query, monkeypatc
         async def both() -> tuple[bytes, bytes]:
             request = Request("GET", "/v1/tasks", dict(query), None, 0)
             answer = await kd.api.handle(request)
-            if isinstance(answer, Response):  # a summary listing kept from the last
-                assert query
+            if isinstance(answer, Response):  # the last listing, kept (kairosd.scheduling.kept)
                 assert isinstance(answer.body, EncodedJson)
                 pieces = [answer.body.data, b"\n"]  # the server ends the JSON with a newline
             else:
