@@ -167,11 +167,25 @@ def cut_width(width: int) -> int:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Left-aligned columns, no colour; at a terminal the last column is cut to fit it (:func:`fits_terminal`)."""
-    table = [headers, *([cell(value) for value in row[:-1]] + [row[-1]] for row in rows)]
-    widths = [max(map(len, column)) for column in zip(*table, strict=True)]
-    room = cut_width(max(terminal_columns() - sum(widths[:-1]) - 2 * (len(headers) - 1), MIN_LAST_COLUMN))
-    write_lines("  ".join([*map(str.ljust, row[:-1], widths), one_line(row[-1], room)]).rstrip() for row in table)
+    """Left-aligned columns, no colour; at a terminal the last column is cut to fit it (:func:`fits_terminal`).
+
+    Every cell but the last of a row is shown as :func:`cell` shows it, the last as :func:`one_line`.
+    Made column by column: a whole column of plain ASCII (most are) is checked at once, not cell by
+    cell, which was a third of printing ``kairos list``'s 1,000 rows (docs/performance.md)."""
+    *columns, last = zip(headers, *rows, strict=True)
+    shown = [[column[0], *_cells(column[1:])] for column in columns]
+    widths = [max(map(len, column)) for column in shown]
+    room = cut_width(max(terminal_columns() - sum(widths) - 2 * (len(headers) - 1), MIN_LAST_COLUMN))
+    padded = [[text.ljust(width) for text in column] for column, width in zip(shown, widths, strict=True)]
+    ends = [one_line(text, room) for text in last]
+    sys.stdout.write("".join(["  ".join(parts).rstrip() + "\n" for parts in zip(*padded, ends, strict=True)]))
+
+
+def _cells(column: Sequence[Any]) -> list[str]:
+    """A column's values as :func:`cell` shows each: as they are when the whole column is printable ASCII."""
+    texts = list(map(str, column))
+    joined = "".join(texts)
+    return texts if joined.isascii() and joined.isprintable() else list(map(cell, texts))
 
 
 def print_fields(fields: Iterable[tuple[str, Any]], width: int) -> None:
@@ -207,6 +221,10 @@ def fmt_time(text: Any, zone: str | None = None) -> str:
 
 
 def _fmt_time(text: str, zone: str | None) -> str:
+    if zone in (None, "UTC"):
+        shown = _utc_text(text)
+        if shown is not None:
+            return shown
     from datetime import datetime
 
     try:
@@ -216,6 +234,30 @@ def _fmt_time(text: str, zone: str | None) -> str:
     except (ValueError, KeyError):
         return text  # show what the daemon sent rather than fail on display
     return when.isoformat(sep=" ", timespec="seconds")
+
+
+_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _utc_text(text: str) -> str | None:
+    """What :func:`_fmt_time` shows in UTC for ``text`` of exactly the form ``2026-11-23T09:00:00+00:00``
+    (kairosd's for a UTC task's fire), without importing datetime; None for any other text.
+
+    ``kairos list`` in a UTC shell would otherwise import datetime for this alone (docs/performance.md).
+    The checks are those of ``datetime.fromisoformat``, which would refuse the text (and the time would
+    then be shown as it came): a real date, hours, minutes and seconds in range."""
+    if len(text) != 25 or text[4::3] != "--T::+:" or not text.endswith("+00:00"):
+        return None
+    digits = text[:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16] + text[17:19]
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
+    leap = month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not (year and 1 <= month <= 12 and 1 <= day <= _DAYS[month - 1] + leap):
+        return None
+    if int(text[11:13]) > 23 or int(text[14:16]) > 59 or int(text[17:19]) > 59:
+        return None
+    return text[:10] + " " + text[11:]
 
 
 def _tzinfo(zone: str) -> Any:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import UTC, datetime
 
-# The CLI imports this module for local_zone_name(), and does not import typing (docs/performance.md).
-# Clock is a Protocol for mypy; at run time it is a plain class nobody instantiates.
+# The CLI imports this module for local_zone_name(), and imports neither typing nor datetime for it
+# (docs/performance.md). Clock is a Protocol for mypy; at run time it is a plain class nobody instantiates.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from datetime import datetime
     from os import PathLike
     from typing import Protocol
 
@@ -40,8 +40,13 @@ class Clock(Protocol):
 
 
 class SystemClock:
+    def __init__(self) -> None:
+        from datetime import UTC, datetime  # here, not at the top: see the imports
+
+        self._datetime, self._utc = datetime, UTC
+
     def now(self) -> datetime:
-        return datetime.now(UTC)
+        return self._datetime.now(self._utc)
 
     def monotonic(self) -> float:
         return time.monotonic()

@@ -10,6 +10,8 @@
     broken         one task that cannot be planned is paused with the reason; the rest go on
     claude_import  Claude Code's scheduled_tasks.json into kairos tasks, idempotently
     service        the use-cases behind the task routes (add, list, pause, run now, ...)
+    summaries      a listed task's summary (kairos list), as a document and as JSON text
+    kept           the last listing of each kind, sent again while nothing it shows changed
     requests       typed request bodies of the task routes
     api            the task routes, plus status and shutdown, on the router
 

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from kairosd.api.http_types import JsonPieces
+from kairosd.api.http_types import EncodedJson, JsonPieces
 from kairosd.api.requests import parse_body
 from kairosd.api.router import Router, typed
 from kairosd.api.server import Request, Response, StreamResponse
@@ -41,6 +41,7 @@ from kairosd.core.wire.tasks import (
     RunDoc,
     TaskDoc,
 )
+from kairosd.scheduling.kept import KeptListing
 from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
 from kairosd.scheduling.timeline import DEFAULT_CAP, DEFAULT_SPAN, MAX_CAP, MAX_WINDOW
@@ -75,6 +76,8 @@ class Api(Router):
         super().__init__()
         self.service = service
         self.on_shutdown = on_shutdown
+        # The last listing of each kind (False: full views, True: summaries), for the next (kairosd.scheduling.kept).
+        self._kept = {False: KeptListing(), True: KeptListing()}
         self.add_routes(
             [
                 ("status", {"GET": self.status}),
@@ -97,12 +100,22 @@ class Api(Router):
     async def status(self, req: Request, m: re.Match[str]) -> Response:
         return Response(200, StatusDoc.model_validate({"api_version": API_VERSION, **self.service.status()}))
 
-    async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces:
+    async def list_tasks(self, req: Request, m: re.Match[str]) -> JsonPieces | Response:
         """``{"tasks": [...]}``, sent piece by piece as each piece of views is encoded: the bytes
         ``compact_json`` would give for the whole document, which ``kairos list --json`` prints unchanged
-        (``bench/bench_cli.py``), never the whole document in memory (issue 28)."""
+        (``bench/bench_cli.py``), never the whole document in memory (issue 28), except the last listing
+        of each kind while it is small, kept for the next while nothing in it changed
+        (:mod:`kairosd.scheduling.kept`)."""
         summary = req.query.get("view") == "summary"
-        return JsonPieces(self._listed(self.service.listing(summary), summary))
+        # The last listing of this kind, if nothing it shows changed (kairosd.scheduling.kept), in one write.
+        now = self.service.clock.now()  # one instant for the state and the listing
+        state = self.service.listing_state(summary, now)
+        kept = self._kept[summary]
+        body = kept.get(state)
+        if body is not None:
+            return Response(200, EncodedJson(body))
+        pieces = self._listed(self.service.listing(summary, now), summary)
+        return JsonPieces(pieces if state is None else kept.keeping(pieces, state))
 
     def _listed(self, rows: list[tuple[Any, ...]], summary: bool) -> Iterator[bytes]:
         yield b'{"tasks":['

@@ -29,12 +29,9 @@ from kairosd.core.clock import Clock
 from kairosd.core.errors import InvalidTimeError, NotFoundError, StoreError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import (
-    AgentTarget,
     Overlap,
     SessionTarget,
-    ShellTarget,
     Task,
-    WebhookTarget,
     default_catch_up,
     new_task,
     new_task_id,
@@ -48,8 +45,10 @@ from kairosd.core.schedule.jitter import capped_jitter_note
 from kairosd.delivery.base import SKIP_LATER_CHECKS
 from kairosd.scheduling import timeline
 from kairosd.scheduling.firing import PAUSED_WHEN_DUE, FireBounds
+from kairosd.scheduling.kept import KEEP_TASKS
 from kairosd.scheduling.requests import AddRequest, EditRequest
 from kairosd.scheduling.scheduler import Scheduler
+from kairosd.scheduling.summaries import Summaries, summary_document
 from kairosd.scheduling.viewtails import ViewTails
 from kairosd.scheduling.viewtails import rfc3339 as _rfc3339
 from kairosd.store.inbox import InboxStore
@@ -134,14 +133,14 @@ class Service:
     def _dump(self, task: Task) -> dict[str, Any]:
         return task.model_dump(mode="json")
 
-    def listing(self, summary: bool = False) -> list[tuple[Any, Task, Fire | None, bool]]:
+    def listing(self, summary: bool = False, now: datetime | None = None) -> list[tuple[Any, Task, Fire | None, bool]]:
         """What ``GET /tasks`` lists, in its order: (sort key, task, the fire it shows, whether it runs).
 
         Sorted by the instant of that fire (not by ISO text: the same instant in other offsets sorts
         differently as text), tasks with none last. A full view of a task whose planned fire is due
         (or unknown) asks the clock for its next one, as :meth:`view` does; a summary shows the plan.
         """
-        now = self.clock.now()  # one instant for the whole list
+        now = self.clock.now() if now is None else now  # one instant for the whole list
         planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
         rows = []
         # A row per task, and no cycles among them: the collector would walk the rows made so far each
@@ -163,9 +162,27 @@ class Service:
         rows.sort(key=operator.itemgetter(0))
         return rows
 
+    def listing_state(self, summary: bool, now: datetime) -> list[object] | None:
+        """What :meth:`listing` at ``now`` shows, flat in the book's order: each task, the fire it shows and
+        whether it runs (:mod:`kairosd.scheduling.kept`). None when the listing is not to be kept: past
+        ``KEEP_TASKS`` tasks, or when a full view would ask the clock for a due task's next fire."""
+        if len(self.book) > KEEP_TASKS:
+            return None
+        planned_of, running_of = self.scheduler.planned, self.scheduler.is_running
+        state: list[object] = []
+        add = state.append
+        for task in self.book:
+            fire = planned_of(task.id)
+            if not summary and not task.paused and (fire is None or fire.planned_for <= now):
+                return None  # as listing() does: its view shows a fire made afresh
+            add(task)
+            add(fire)
+            add(running_of(task.id))
+        return state
+
     def list_tasks(self, summary: bool = False) -> list[dict[str, Any]]:
         """The listed views as documents (``GET /tasks`` sends :meth:`listed_json` instead)."""
-        make = self._summary if summary else (lambda t, f, r: self._view(t, [] if f is None else [f], r))
+        make = summary_document if summary else (lambda t, f, r: self._view(t, [] if f is None else [f], r))
         return [make(task, fire, running) for _, task, fire, running in self.listing(summary)]
 
     def listed_json(self, task: Task, fire: Fire | None, running: bool, summary: bool) -> bytes:
@@ -184,7 +201,8 @@ class Service:
         ``kairos list --json``.
         """
         if summary:
-            return b",".join([compact_json(self._summary(task, fire, running)) for _, task, fire, running in rows])
+            summarise = Summaries().text  # summary_document's JSON, written out (kairosd.scheduling.summaries)
+            return ",".join([summarise(task, fire, running) for _, task, fire, running in rows]).encode()
         tail = ViewTails(explain).tail
         encoded = self.book.encoded
         out = []
@@ -358,22 +376,6 @@ class Service:
             task_id = self.new_id()
             if task_id not in self.book:
                 return task_id
-
-    def _summary(self, task: Task, planned: Fire | None, running: bool) -> dict[str, Any]:
-        return {
-            "id": task.id,
-            "name": task.name,
-            "prompt": task.prompt[:200],
-            "cron": task.cron,
-            "at": task.at.isoformat() if task.at else None,
-            "recurring": task.recurring,
-            "tz": task.tz,
-            "target": _summary_target(task),
-            "status": "paused" if task.paused else ("scheduled" if planned else "done"),
-            "paused_reason": task.paused_reason,
-            "planned_for": planned.planned_for.isoformat() if planned else None,
-            "running": running,
-        }
 
     def get(self, task_id: str) -> dict[str, Any]:
         return self.view(self.book.get(self.book.resolve(task_id)), 5)
@@ -610,16 +612,3 @@ def check_catch_up(policy: Any, recurring: bool) -> None:
             "--catch-up surface is for one-shots (record the missed fire and drop the task); "
             "a recurring task takes skip, once (the default) or all"
         )
-
-
-def _summary_target(task: Task) -> dict[str, Any]:
-    target = task.target
-    if isinstance(target, ShellTarget):
-        return {"kind": "shell", "argv": target.argv[:1]}
-    if isinstance(target, AgentTarget):
-        return {"kind": "agent", "agent": target.agent}
-    if isinstance(target, WebhookTarget):
-        return {"kind": "webhook", "url": target.url}
-    if isinstance(target, SessionTarget):
-        return target.model_dump(mode="json", include={"kind", "session_id", "project", "user", "agent"})
-    return {"kind": target.kind, "session": getattr(target, "session", None)}

@@ -28,6 +28,7 @@ HEAVY = (
     "email",
     "typing",
     "zoneinfo",
+    "datetime",  # in a UTC shell: kairos list shows kairosd's UTC times without it (kairos.output._utc_text)
     "kairosd.store",
     "kairosd.config",
     "kairosd.api",
