@@ -13,7 +13,9 @@ types are in :mod:`.model`). ``author`` is ``kairos`` (consolidation wrote it) o
 of adding a duplicate.
 
 Later words win (:mod:`.supersede`): a new entry that updates or contradicts a current one about
-the same subject replaces it, within a session and across sessions. The replaced entry moves to
+the same subject replaces it, within a session and across sessions. A sentence that only says
+something changed (an ``update`` candidate) is kept only if it updates one entry's slot
+(:mod:`.slots`), in that entry's place and with its kind. The replaced entry moves to
 the board's ``superseded`` list (the newest :data:`SUPERSEDED_KEEP`, with what replaced it and
 when) and the history records it, so ``kairos board show --all`` and ``kairos board restore`` can
 undo a wrong replacement. A user's own or a pinned entry is never replaced: the new one is added
@@ -66,6 +68,7 @@ from kairosd.consolidation.board.model import (
     score,
     to_prune,
 )
+from kairosd.consolidation.board.slots import updated as updated_by_text
 from kairosd.consolidation.board.supersede import closed as closed_by_text
 from kairosd.consolidation.board.supersede import superseded as superseded_by_text
 from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
@@ -237,9 +240,15 @@ class BoardStore:
             for candidate in candidates:
                 if candidate.action == "close":
                     closed = len(result.closed)
-                    self._close(board, candidate, result)
+                    if not self._close(board, candidate, result) and candidate.supersedes is None:
+                        said = f"{candidate.text!r} says something is done"
+                        result.notes.append(f"{said}; no single to-do matched, none closed")
                     for done in result.closed[closed:]:
                         index.pop(normal_key(done.text), None)
+                    continue
+                if candidate.action == "update":
+                    if candidate.infer:  # offline only: the rem-agent names what it replaces
+                        self._update(board, candidate, now, (session, agent), index, touched, result)
                     continue
                 text = clean(candidate.text)
                 key = normal_key(text)
@@ -299,27 +308,56 @@ class BoardStore:
         return [named]
 
     @staticmethod
-    def _close(board: Board, candidate: Candidate, result: MergeResult) -> None:
+    def _close(board: Board, candidate: Candidate, result: MergeResult) -> bool:
         """A to-do is done: the one the answer named, else the one ``candidate.text`` is about (by its
         words: :func:`.supersede.closed`). It leaves the board; the
-        history records it. A user's own or a pinned to-do stays (they remove it), with a note."""
+        history records it. A user's own or a pinned to-do stays (they remove it), with a note.
+        False when no to-do is about it (by its words)."""
         if candidate.supersedes is not None:
             todo = board.find(candidate.supersedes)
             if todo is None or todo.kind != "todo":
                 result.notes.append(f"no current to-do {candidate.supersedes} to close")
-                return
+                return False
         else:
             matches = [e for e in closed_by_text(candidate.text, board.entries) if isinstance(e, Entry)]
             if not matches:
-                result.notes.append(f"{candidate.text!r} says something is done; no single to-do matched, none closed")
-                return
+                return False
             todo = matches[0]
         if todo.protected:
             why = "it is the user's own or pinned: left on the board"
             result.notes.append(f"to-do {todo.id} is done, but {why} (kairos board rm {todo.id})")
-            return
+            return True
         board.entries.remove(todo)
         result.closed.append(todo)
+        return True
+
+    def _update(
+        self,
+        board: Board,
+        candidate: Candidate,
+        now: datetime,
+        source: tuple[str | None, str | None],
+        index: dict[str, Entry],
+        touched: set[str],
+        result: MergeResult,
+    ) -> None:
+        """A sentence that says something changed: kept only
+        if it gives one entry's slot a new value (:func:`.slots.updated`), in that entry's place and
+        with its kind; otherwise nothing is added (it is no instruction of its own)."""
+        text = clean(candidate.text)
+        key = normal_key(text)
+        targets = [e for e in updated_by_text(text, board.entries) if isinstance(e, Entry)]
+        if not key or unsafe(text) or not targets or key in index:
+            return
+        entry = Entry(_new_id(board), text, targets[0].kind, "kairos", now, now, 1, *source)
+        before = len(result.superseded)
+        self._replace(board, entry, targets, now, result)
+        for gone in result.superseded[before:]:
+            index.pop(normal_key(gone.text), None)
+        board.entries.append(entry)
+        index[key] = entry
+        touched.add(entry.id)
+        result.added.append(entry)
 
     def _replace(self, board: Board, entry: Entry, targets: list[Entry], now: datetime, result: MergeResult) -> None:
         """``entry`` replaces ``targets``: kairos' own become history; beside a protected one it is a conflict."""

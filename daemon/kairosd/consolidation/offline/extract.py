@@ -8,6 +8,9 @@ What it looks for, in what the person typed (human user turns only: an agent's e
 - :mod:`.cues` reads each sentence for a clear cue, precision first (a board entry is given to
   every later session as an instruction; a missed one is only missing): rule, preference,
   correction, decision, todo, fact, or a to-do said done (a ``close`` candidate);
+- :mod:`.changes` reads a sentence that says something changed and makes no entry of its own ("stg
+  api moved, its api-stg2.tipjar.dev:8443 now") as an ``update`` candidate: the board keeps it
+  only in the place of the entry whose slot it gives a new value;
 - the items of a context list the person typed ("ctx:" then "- msrv 1.70") are facts, unless
   one asks, orders or hedges (:func:`.cues.context_item`);
 - a turn that opens as a user story ("User story: ...", "As a guest I want ...") asks for a
@@ -60,6 +63,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from kairosd.consolidation.board.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
+from kairosd.consolidation.offline.changes import update
 from kairosd.consolidation.offline.clauses import MAX_LINE, context_items, lined_sentences, sentences
 from kairosd.consolidation.offline.cues import (
     MIN_TEXT,
@@ -160,6 +164,7 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     lined = _headed(lined_sentences(text))
     typed = [sentence for _, sentence in lined]
     story = bool(typed) and _STORY.match(typed[0]) is not None
+    changes: list[Signal | None] = []
     for index, sentence in enumerate(typed):
         if previous is not None and len(sentence) < 30 and _STRESS.match(sentence):
             # "Code review SLA is 24 hours. No exceptions.": the sentence before is a rule
@@ -206,8 +211,16 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
         if signal is not None:
             found.append(signal)
             at.append((start, index))
+        if signal is None or signal.action == "close":
+            # "the restic version pin is now 0.17.1" reads as something done; if no to-do is about
+            # it, it may still give an entry a new value
+            changes.append(update(sentence, previous))
         previous, previous_signal = sentence, signal
-    return joined(lined, found, at)
+    out = joined(lined, found, at)
+    # A change no entry holds ("stg api moved, its api-stg2.tipjar.dev:8443 now"): the board keeps it
+    # only if it gives an entry a new value (:mod:`.changes`)
+    held = [s.text for s in out if s.action != "close"]
+    return out + tuple(c for c in changes if c is not None and not any(c.text in h or h in c.text for h in held))
 
 
 def _headed(said: list[tuple[int, str]]) -> list[tuple[int, str]]:
