@@ -26,6 +26,11 @@ Not by :func:`.supersede.supersedes`' looser words (which a plain new entry also
 measured on the tuned splits, they let "eu is going back to envoy 1.30" take back the rule "we
 never reload envoy by restarting the pod" ("back to" and "envoy"), and made no right update more.
 
+A new entry of its own (a fact, rule or decision the cues read) that says something changed and
+that :mod:`.supersede` finds nothing for is matched the same way: "The cache moved with the
+cluster migration: grpcs://cache2.build.internal:9092 now" names the slot ("cache") in another
+clause than its value, where :mod:`.supersede` looks.
+
 The sentence said that something changed, so one shared name suffices here where a plain entry
 needs more (:mod:`.supersede`); but only one entry may be updated: when two fit equally, neither is
 (a wrong replacement removes a good entry from every later session). To-dos are never updated (a
@@ -39,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kairosd.consolidation.board.supersede import (
+    _CHANGE,
     _CLAUSE,
     _SLOT_GENERIC,
     _STOP,
@@ -56,7 +62,12 @@ from kairosd.consolidation.board.supersede import (
     words,
 )
 
-__all__ = ["updated"]
+__all__ = ["says_changed", "updated"]
+
+
+def says_changed(text: str) -> bool:
+    """Whether ``text`` says that something changed ("now", "moved", "switched", "no longer", ...)."""
+    return _CHANGE.search(text) is not None
 
 
 # Words that name no slot, though they are no stop words elsewhere ("the old one", "their lead").
@@ -108,7 +119,11 @@ def _new_value(new_text: str, old_text: str) -> int:
 def _asked_out(new_text: str, old_text: str) -> int:
     """How many words ``new_text`` rules out that ``old_text`` asks for (by their roots)."""
     asked_new, asked_old = words(new_text) - ruled_out(new_text), words(old_text) - ruled_out(old_text)
+    said = [_root(w) for w in _WORD.findall(new_text.lower())]
+    # a word said again outside what is ruled out still holds ("the icons are exported from
+    # src/index.ts now, the icons folder is gone": the folder is gone, not the icons)
     out = {w for w in ruled_out(new_text) - asked_new if len(w) >= 3 and w not in _SLOT_GENERIC}
+    out = {w for w in out if said.count(_root(w)) < 2}
     if not out:
         return 0
     by_root = {_root(w) for w in out} & {_root(w) for w in asked_old} - {_root(w) for w in asked_new}

@@ -68,6 +68,7 @@ from kairosd.consolidation.board.model import (
     score,
     to_prune,
 )
+from kairosd.consolidation.board.slots import says_changed
 from kairosd.consolidation.board.slots import updated as updated_by_text
 from kairosd.consolidation.board.supersede import closed as closed_by_text
 from kairosd.consolidation.board.supersede import superseded as superseded_by_text
@@ -300,7 +301,10 @@ class BoardStore:
         if candidate.supersedes is None:
             if not candidate.infer:
                 return []  # the rem-agent decided: an ADD replaces nothing it did not name
-            return [e for e in superseded_by_text(candidate.kind, text, board.entries) if isinstance(e, Entry)]
+            found = superseded_by_text(candidate.kind, text, board.entries)
+            if not found and candidate.kind != "todo" and says_changed(text):
+                found = updated_by_text(text, board.entries)  # "we're on Node 22 now": a slot's new value
+            return [e for e in found if isinstance(e, Entry)]
         named = board.find(candidate.supersedes)
         if named is None:
             result.notes.append(f"no current entry {candidate.supersedes} to supersede; {text!r} added alone")

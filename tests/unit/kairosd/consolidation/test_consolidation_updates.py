@@ -156,7 +156,7 @@ def test_an_update_candidate_alone_is_not_an_entry(tmp_path: Path) -> None:
             "Change: the sync runs on Fridays now, not Mondays.",
             None,
             "Change: the sync runs on Fridays now, not Mondays.",
-        ),  # noqa: E501
+        ),
     ],
 )
 def test_what_reads_as_an_update(sentence: str, previous: str | None, said: str) -> None:
@@ -176,3 +176,25 @@ def test_what_reads_as_an_update(sentence: str, previous: str | None, said: str)
 )
 def test_what_is_no_update(sentence: str) -> None:
     assert update(sentence, None) is None
+
+
+def test_a_new_entry_that_says_a_slot_changed_replaces_the_entry_of_that_slot(tmp_path: Path) -> None:
+    """An entry of its own ("... moved ...: X now") that gives a slot a new value replaces the old
+    value's entry, though it names the slot in another clause than its value."""
+    board = _board(
+        tmp_path,
+        [
+            ["The artifact store endpoint is https://art-1.corp.net:8443."],
+            [
+                "The artifact store moved with the cluster last night: https://art-2.corp.net:8443 now, the old host is read-only."
+            ],  # noqa: E501
+        ],
+    )
+    assert "art-1.corp.net:8443." not in _texts(board), board
+    assert "art-2" in _texts(board), board
+
+
+def test_a_word_said_again_is_not_what_is_ruled_out() -> None:
+    rule = Item("a", "rule", "Every widget needs an aria label.")
+    assert updated("The widgets are exported from src/index.ts now, the widgets folder is gone.", [rule]) == []
+    assert updated("The widgets are gone now, we use the design system's cards from 2.0 on.", [rule]) == [rule]
