@@ -1,4 +1,5 @@
-"""Which entry a sentence that says something changed gives a new value: the slot it updates.
+"""Which entry a sentence that says something changed gives a new value (the slot it updates), or
+which open to-do a sentence that says something happened says is done.
 
 An entry that states a value is about a **slot**: the thing the value belongs to (the port of the
 tax api, the day the prune job runs, the version restic is pinned to, the rule for unknown
@@ -36,11 +37,19 @@ needs more (:mod:`.supersede`); but only one entry may be updated: when two fit 
 (a wrong replacement removes a good entry from every later session). To-dos are never updated (a
 sentence that says one is done closes it: :func:`.supersede.closed`).
 
+An update first closes the one open to-do it names (:func:`done_by`): two of the to-do's own
+words, not counting the verbs that say what happened nor the words that only ask for a to-do
+("remind me", "next wk"), and no word that says it was not done or only begun ("not", "still",
+"looked at", "tried"). :func:`.supersede.closed` is stricter (its sentence carries a word for
+"done" already); this one reads what the cues leave: "ssh key rotated btw", "the march backfill
+ran overnight".
+
 Pure: must not import the store or anything that does I/O.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from kairosd.consolidation.board.supersede import (
@@ -49,11 +58,13 @@ from kairosd.consolidation.board.supersede import (
     _SLOT_GENERIC,
     _STOP,
     _SUFFIX,
+    _TODO_HEAD,
     _WORD,
     FAMILY,
     Item,
     _named,
     _own_before,
+    _roots,
     _said_to_be_old,
     _same_shape,
     _stem,
@@ -62,7 +73,7 @@ from kairosd.consolidation.board.supersede import (
     words,
 )
 
-__all__ = ["says_changed", "updated"]
+__all__ = ["done_by", "says_changed", "updated"]
 
 
 def says_changed(text: str) -> bool:
@@ -149,4 +160,45 @@ def updated(text: str, current: Iterable[Item]) -> list[Item]:
         return []
     top = max(s for s, _ in scored)
     best = [old for s, old in scored if s == top]
+    return best if len(best) == 1 else []
+
+
+# Words that name no to-do: when it is due, and how a person asks for one.
+_WHEN_TEXT = """monday tuesday wednesday thursday friday saturday sunday week wk month today tomorrow later
+    someday soon next point time morning night"""
+_WHEN = frozenset(_WHEN_TEXT.split())
+# Words that say it was not done, or only begun: "I looked at the fuzzing setup" closes nothing.
+_NOT_DONE = re.compile(
+    r"\b(?:not|isn'?t|aren'?t|wasn'?t|weren'?t|didn'?t|haven'?t|hasn'?t|never|yet|still|almost|nearly|once|when|if|"
+    r"until|tried|trying|started|starting|began|looked|looking|wondered|planned|planning|need|needs|needed|want|wanted|"
+    r"failed|failing|broke|broken|stuck|blocked|should|will|going\s+to|maybe|probably)\b",
+    re.IGNORECASE,
+)
+_ASK_WORDS = _roots(" ".join(_TODO_HEAD)) | _roots(" ".join(_WHEN))
+_IRREGULAR_PAST = frozenset(["built", "sent", "ran", "made", "wrote", "done", "set", "did"])
+MIN_SHARED = 2  # names a to-do: two of its own words at least ("ssh key", "allergen badges")
+
+
+def done_by(text: str, current: Iterable[Item]) -> list[Item]:
+    """The one open to-do ``text`` (a sentence that says something happened, with no word for
+    "done" the cues read: "ssh key rotated btw", "the march backfill ran overnight, all good")
+    says is done: the to-do that shares the most of its own words with it, at least
+    :data:`MIN_SHARED` besides the verbs that say what happened ("renewed the staging cert" does
+    not name "renew the wildcard cert"), if only one does; none if the sentence says it was not
+    done, or only begun."""
+    if _NOT_DONE.search(text) or text.rstrip().endswith("?"):
+        return []
+    # the words that say it happened ("renewed the staging cert") do not name the to-do: its object does
+    past = _roots(" ".join(w for w in _WORD.findall(text.lower()) if w.endswith("ed") or w in _IRREGULAR_PAST))
+    said = _roots(text) - _ASK_WORDS - past
+    best: list[Item] = []
+    most = MIN_SHARED - 1
+    for old in current:
+        if old.kind != "todo":
+            continue
+        shared = len(said & (_roots(old.text) - _ASK_WORDS))
+        if shared > most:
+            best, most = [old], shared
+        elif shared == most and best:
+            best.append(old)
     return best if len(best) == 1 else []

@@ -68,7 +68,7 @@ from kairosd.consolidation.board.model import (
     score,
     to_prune,
 )
-from kairosd.consolidation.board.slots import says_changed
+from kairosd.consolidation.board.slots import done_by, says_changed
 from kairosd.consolidation.board.slots import updated as updated_by_text
 from kairosd.consolidation.board.supersede import closed as closed_by_text
 from kairosd.consolidation.board.supersede import superseded as superseded_by_text
@@ -345,11 +345,20 @@ class BoardStore:
         touched: set[str],
         result: MergeResult,
     ) -> None:
-        """A sentence that says something changed: kept only
+        """A sentence that says something changed or happened: it closes the one open to-do it names
+        (:func:`.slots.done_by`); if none, and it said a change (not kind ``todo``), it is kept only
         if it gives one entry's slot a new value (:func:`.slots.updated`), in that entry's place and
         with its kind; otherwise nothing is added (it is no instruction of its own)."""
         text = clean(candidate.text)
         key = normal_key(text)
+        done = [e for e in done_by(text, board.entries) if isinstance(e, Entry)]
+        if done and not done[0].protected:  # "ssh key rotated btw": the to-do it names is done
+            board.entries.remove(done[0])
+            index.pop(normal_key(done[0].text), None)
+            result.closed.append(done[0])
+            return
+        if candidate.kind == "todo":
+            return  # it said only that something happened: it may close a to-do, never update an entry
         targets = [e for e in updated_by_text(text, board.entries) if isinstance(e, Entry)]
         if not key or unsafe(text) or not targets or key in index:
             return

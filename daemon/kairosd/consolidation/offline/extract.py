@@ -144,7 +144,11 @@ _CD_PREFIX = re.compile(r"^\s*cd\s+\S+\s*(?:&&|;)\s*")
 
 @dataclass
 class Extraction:
-    candidates: list[Candidate] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)  # entries to add, to-dos said done
+    # What the board merges: ``candidates`` and, in the order said, the ``update`` candidates (a
+    # sentence that says something changed or happened: the board keeps one only if it updates an
+    # entry or closes a to-do, :mod:`.changes`)
+    to_merge: list[Candidate] = field(default_factory=list)
     dropped_secrets: int = 0
     dropped_injections: int = 0
     human_turns: int = 0
@@ -153,9 +157,14 @@ class Extraction:
         return dict(Counter(c.kind for c in self.candidates))
 
 
-@functools.lru_cache(maxsize=4096)  # people repeat themselves ("continue", "run the tests again")
 def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     """What one human turn says for the board, sentence by sentence, before dates are made absolute."""
+    return turn(text, after_agent)[0]
+
+
+@functools.lru_cache(maxsize=4096)  # people repeat themselves ("continue", "run the tests again")
+def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal, ...]]:
+    """:func:`signals`, and the turn's ``update`` signals (:mod:`.changes`)."""
     found: list[Signal] = []
     at: list[tuple[int, int]] = []  # the first and last sentence each signal in ``found`` was read from
     previous: str | None = None
@@ -214,13 +223,13 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
         if signal is None or signal.action == "close":
             # "the restic version pin is now 0.17.1" reads as something done; if no to-do is about
             # it, it may still give an entry a new value
-            changes.append(update(sentence, previous))
+            changes.append(update(sentence, previous, done=signal is not None))
         previous, previous_signal = sentence, signal
     out = joined(lined, found, at)
     # A change no entry holds ("stg api moved, its api-stg2.tipjar.dev:8443 now"): the board keeps it
     # only if it gives an entry a new value (:mod:`.changes`)
     held = [s.text for s in out if s.action != "close"]
-    return out + tuple(c for c in changes if c is not None and not any(c.text in h or h in c.text for h in held))
+    return out, tuple(c for c in changes if c is not None and not any(c.text in h or h in c.text for h in held))
 
 
 def _headed(said: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -282,7 +291,7 @@ def extract(messages: Iterable[Message], *, project: str | None, anchor: datetim
         if message.human:
             result.human_turns += 1
             when = message.at or latest
-            for signal in signals(message.text, last_role == "assistant"):
+            for signal in (signal for group in turn(message.text, last_role == "assistant") for signal in group):
                 text = clean(absolutize(signal.text, when, zone))
                 _keep(said, result, Candidate(signal.kind, text, when, action=signal.action))
         for tool in message.tools:
@@ -310,7 +319,8 @@ def extract(messages: Iterable[Message], *, project: str | None, anchor: datetim
         facts.append(Candidate("fact", clean(f"Often edited file: {path}"), latest))
     for fact in facts:
         _keep(said, result, fact)
-    result.candidates = _capped(list(said.values()))
+    result.to_merge = _capped(list(said.values()))
+    result.candidates = [c for c in result.to_merge if c.action != "update"]
     return result
 
 

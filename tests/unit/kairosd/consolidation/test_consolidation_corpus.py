@@ -344,7 +344,7 @@ def test_offline_entries_are_scored_against_their_own_turn(monkeypatch: pytest.M
         typed = [m for m in messages if m.human]
         found = Extraction()
         if len(typed) == 3:  # the first session: the rule from its own turn, the to-do from the wrong one
-            found.candidates = [
+            found.candidates = found.to_merge = [
                 Candidate("rule", "We use uv, not poetry", at=typed[0].at),
                 Candidate("todo", "The retry cleanup", at=typed[2].at),
                 Candidate("fact", "make check is the check command"),  # no turn: a tool call's

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from kairosd.consolidation.board.entries import Candidate
-from kairosd.consolidation.board.slots import updated
+from kairosd.consolidation.board.slots import done_by, updated
 from kairosd.consolidation.board.store import BoardStore
 from kairosd.consolidation.offline.changes import update
 from kairosd.consolidation.offline.extract import extract
@@ -42,7 +42,7 @@ def _board(tmp_path: Path, sessions: list[list[str]]) -> list[tuple[str, str]]:
             at = start + timedelta(minutes=2 * t)
             messages += [Message("user", text, human=True, at=at), Message("assistant", "Done.", at=at)]
         clock.set(start + timedelta(hours=1))
-        found = extract(messages, project="/p", anchor=clock.now(), zone=ZoneInfo("UTC")).candidates
+        found = extract(messages, project="/p", anchor=clock.now(), zone=ZoneInfo("UTC")).to_merge
         store.merge("/p", found, session=f"s{s}")
     return [(e.kind, e.text) for e in store.load("/p").entries]
 
@@ -169,7 +169,7 @@ def test_what_reads_as_an_update(sentence: str, previous: str | None, said: str)
     "sentence",
     [
         "is the api on api-2.corp.net:443 now?",  # a question
-        "thanks, that works now",  # no value, nothing ruled out
+        "thanks, that did not work",  # nothing changed, nothing happened
         "the build is green on 3.12",  # no word of change
         "if we moved to 3.13 the wheels would break",  # a hypothetical
     ],
@@ -186,8 +186,9 @@ def test_a_new_entry_that_says_a_slot_changed_replaces_the_entry_of_that_slot(tm
         [
             ["The artifact store endpoint is https://art-1.corp.net:8443."],
             [
-                "The artifact store moved with the cluster last night: https://art-2.corp.net:8443 now, the old host is read-only."
-            ],  # noqa: E501
+                "The artifact store moved with the cluster last night: https://art-2.corp.net:8443 now, "
+                "the old host is read-only."
+            ],
         ],
     )
     assert "art-1.corp.net:8443." not in _texts(board), board
@@ -198,3 +199,39 @@ def test_a_word_said_again_is_not_what_is_ruled_out() -> None:
     rule = Item("a", "rule", "Every widget needs an aria label.")
     assert updated("The widgets are exported from src/index.ts now, the widgets folder is gone.", [rule]) == []
     assert updated("The widgets are gone now, we use the design system's cards from 2.0 on.", [rule]) == [rule]
+
+
+# ---- a to-do said done in words the cues do not read as "done" -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("todo", "said"),
+    [
+        ("Remind me to renew the wildcard cert next wk", "wildcard cert renewed btw"),
+        ("Todo: backfill the invoices table for june", "the june invoices backfill ran overnight, all good"),
+        ("We gotta do keyboard shortcuts at some point, put it on the list", "keyboard shortcuts shipped \u2705 yay"),
+    ],
+)
+def test_a_todo_said_done_in_other_words_is_closed(tmp_path: Path, todo: str, said: str) -> None:
+    board = _board(tmp_path, [[todo, "Write the changelog entry later."], [said]])
+    assert [text for _, text in board] == ["Write the changelog entry later."], board
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I looked at the wildcard cert renewal, it's tricky",  # only begun
+        "the wildcard cert was not renewed, the job failed",  # not done
+        "renewed the staging cert",  # one word of the to-do's own: another thing
+    ],
+)
+def test_what_closes_no_todo(said: str) -> None:
+    todo = Item("a", "todo", "Remind me to renew the wildcard cert next wk")
+    assert done_by(said, [todo]) == []
+
+
+def test_when_two_todos_fit_equally_neither_is_closed() -> None:
+    one = Item("a", "todo", "Add retries to the billing client")
+    other = Item("b", "todo", "Add metrics to the billing client")
+    assert done_by("the billing client rewrite landed", [one, other]) == []
+    assert done_by("billing client retries shipped", [one, other]) == [one]
