@@ -19,6 +19,9 @@ What it looks for, in what the person typed (human user turns only: an agent's e
   is said between them and the reason said after them, one entry: read sentence by sentence, "the
   invariant: a balance is never updated in place. Every change is an append to postings." is two
   fragments, each given to every later session as an instruction of its own;
+- a correction keeps what it names as corrected ("correction on the alloc rule: ...", and "... That
+  supersedes what I said about i128." after an entry): "(corrects what was said about alloc)"
+  lets the board replace that entry though the new words do not name it (:func:`.cues.retracting`);
 - here, two sentences read together: "put that on the list" is a to-do about the sentence before,
   "so that's done" closes what the sentence before named, and "could you not use X? Use Y." is
   one rule;
@@ -74,6 +77,7 @@ from kairosd.consolidation.offline.cues import (
     is_fact,
     read,
     refers_back,
+    retracting,
 )
 from kairosd.consolidation.offline.dates import absolutize
 from kairosd.consolidation.offline.joined import joined
@@ -122,6 +126,13 @@ _STRESS = re.compile(
 # A turn that opens as a user story asks for a feature: its "should" and "must" are what to build.
 _STORY = re.compile(
     r"^(?:user\s+story\b|as\s+an?\s+[\w-]+(?:\s+[\w-]+)?,?\s+i\s+(?:want|need|would\s+like)\b)", re.IGNORECASE
+)
+# A sentence that only takes back what was said before ("That supersedes what I said about i128."):
+# the entry of the sentence before replaces it.
+_RETRACTION = re.compile(
+    r"^(?:(?:so|and|ok(?:ay)?)[,\s]+)?(?:(?:that|this|which|it)\s+)?(?:supersedes|replaces|overrides|corrects)\s+what\s+i\s+"
+    r"(?:said|told\s+you|wrote)(?:\s+(?:earlier|before|yesterday|last\s+time))?\s+(?:about|re|on)\s+(?P<about>[^.!?]{1,40}?)[.!]*$",
+    re.IGNORECASE,
 )
 _ORDERS = frozenset({"rule", "preference", "correction"})
 _FOR_GOOD = re.compile(r"\b(?:from\s+now\s+on|going\s+forward|always|never|every\s+time|whenever)\b", re.IGNORECASE)
@@ -186,6 +197,19 @@ def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal
                 at.append((index - 1, index))
                 previous_signal = found[-1]
             previous = said
+            continue
+        retracted = _RETRACTION.match(sentence)
+        if (
+            retracted is not None
+            and previous_signal is not None
+            and previous_signal.action == "add"
+            and previous_signal.kind != "todo"
+        ):
+            # "We're going with i64 minor units. That supersedes what I said about i128.": the entry
+            # before replaces what was said about i128
+            found[-1] = previous_signal = retracting(previous_signal, retracted["about"]) or previous_signal
+            at[-1] = (at[-1][0], index)
+            previous = sentence
             continue
         signal = read(sentence, after_agent=after_agent, first=index == 0)
         start = index

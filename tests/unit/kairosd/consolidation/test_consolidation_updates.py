@@ -235,3 +235,27 @@ def test_when_two_todos_fit_equally_neither_is_closed() -> None:
     other = Item("b", "todo", "Add metrics to the billing client")
     assert done_by("the billing client rewrite landed", [one, other]) == []
     assert done_by("billing client retries shipped", [one, other]) == [one]
+
+
+# ---- a correction that names what it corrects ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "gone", "new"),
+    [
+        # the sentence after the new entry takes back what was said about the old one
+        ("Decision: ids are uuid4 strings everywhere.",
+         "We're going with ulid strings, sortable. That supersedes what I said about uuid4.", "uuid4 strings", "ulid"),
+        # "correction on the X rule:" names what it corrects, though the new words name it only inside
+        # another word ("k_malloc" is not "alloc")
+        ("Rules for this repo: no heap alloc in interrupt handlers.",
+         "correction on the alloc rule: k_malloc is fine inside deferred work items, not in the ISR itself",
+         "no heap alloc", "k_malloc"),
+    ],
+)  # fmt: skip
+def test_a_correction_that_names_what_it_corrects_replaces_it(
+    tmp_path: Path, first: str, then: str, gone: str, new: str
+) -> None:
+    board = _board(tmp_path, [[first], [then]])
+    assert gone not in _texts(board), board
+    assert new in _texts(board), board
