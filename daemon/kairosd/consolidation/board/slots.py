@@ -55,6 +55,7 @@ from collections.abc import Iterable
 from kairosd.consolidation.board.supersede import (
     _CHANGE,
     _CLAUSE,
+    _PLANNED,
     _SLOT_GENERIC,
     _STOP,
     _SUFFIX,
@@ -147,6 +148,8 @@ def updated(text: str, current: Iterable[Item]) -> list[Item]:
 
     The most specific evidence wins: a new value of the same slot, then a word ruled out that the
     entry asks for; each by how many names it shares."""
+    if _PLANNED.search(text):
+        return []  # "moving to Java 21 next quarter": what holds now holds until then
     scored: list[tuple[tuple[int, int], Item]] = []
     for old in current:
         if FAMILY.get(old.kind) not in ("rule", "fact"):

@@ -28,6 +28,10 @@ decisions are one family; facts another; to-dos a third) when
   to the mobile-signing entry"; a file of the same name in another folder is the same file), or
   **takes back** what one ruled out ("use GraphQL after all" after "GraphQL is off the table").
 
+Nothing is replaced by a change planned for later ("move to Kotlin 2.0 next quarter": what holds
+now holds until then), and a word ruled out only somewhere ("we don't use unsafe outside
+src/ffi.rs", "not helm, for the internal apps") is not ruled out.
+
 Words that could name anything never suffice alone: a topic is matched by a named object (the
 ruled-out word, what moved, the retracted subject, a value's slot), never by a count of shared
 words, because a wrong replacement removes a good entry from every later session.
@@ -161,12 +165,20 @@ def ruled_out(text: str) -> set[str]:
     for match in _OUT.finditer(text):
         # the thing ruled out: the first word that carries meaning ("not make test" -> "test"),
         # and any version, flag or name right after it ("not draining with --delete-emptydir-data")
+        if _SCOPED.match(text, match.start(1) + len(match[1].split()[0])) or _SCOPED.match(text, match.end(1)):
+            continue  # "we don't use unsafe outside src/ffi.rs": ruled out only somewhere, not in general
         named = [w.strip("`'\"#").lstrip("-").rstrip(".:/-,") for w in match[1].lower().split()]
         content = [w for w in named if w and w not in _STOP]
         if content:
             found.add(content[0])
             found.update(w for w in content[1:] if _DISTINCT.search(w))
     return found
+
+
+_SCOPED = re.compile(
+    r"[`'\"]*\s*,?\s*(?:outside|except|besides|unless|apart\s+from|other\s+than|for\s+the|in\s+the|inside|within)\b",
+    re.IGNORECASE,
+)
 
 
 _PART = re.compile(r"[:/@]")
@@ -429,8 +441,21 @@ def _taken_back(new_text: str, old: Item) -> bool:
     )
 
 
+# A change planned for later ("move to Kotlin 2.0 next quarter", "moving deploys to runners in
+# November 2026"): what holds now still holds until then ("we moved to ASGI in September" is done).
+_PLANNED = re.compile(
+    r"\b(?:next|coming)\s+(?:week|month|quarter|sprint|year|release|cycle)\b|\b(?:moving|migrating|switching)\b.*\bin\s+"
+    r"(?:q[1-4]|(?:january|february|march|april|may|june|july|august|september|october|november|december)"
+    r"(?:\s+\d{4})?)\b|\bover\s+(?:christmas|the\s+holidays|"
+    r"the\s+summer)\b|\b(?:will|plan(?:ning)?\s+to|going\s+to)\s+(?:move|migrate|switch|drop|replace)\b",
+    re.IGNORECASE,
+)
+
+
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
+    if _PLANNED.search(new_text):
+        return False
     out = ruled_out(new_text)
     compatible = FAMILY.get(new_kind) in ("rule", "fact") and FAMILY.get(old.kind) in ("rule", "fact")
     if compatible and (_moved(new_text, old) or _taken_back(new_text, old) or _file_moved(new_text, old)):

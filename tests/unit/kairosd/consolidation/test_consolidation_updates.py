@@ -259,3 +259,33 @@ def test_a_correction_that_names_what_it_corrects_replaces_it(
     board = _board(tmp_path, [[first], [then]])
     assert gone not in _texts(board), board
     assert new in _texts(board), board
+
+
+# ---- what replaces nothing ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a change planned for later: what holds now holds until then
+        ("Java 17 on Quarkus 3.8, built with Maven.", "We agreed in the review to move to Java 21 next quarter."),
+        ("The build host is build-1.int.corp.net", "We're moving builds from build-1 to hosted runners in March 2027"),
+        # ruled out only somewhere: not in general
+        ("Every `any` needs a comment saying why.", "We don't use any outside src/legacy/ and src/ffi/."),
+        ("Python 3 only, never python 2", "We use conda envs, not python venvs, for the notebooks"),
+    ],
+)
+def test_a_planned_or_scoped_change_replaces_nothing(tmp_path: Path, old: str, new: str) -> None:
+    from kairosd.consolidation.board.supersede import supersedes
+
+    entry = Item("a", "fact", old)
+    assert not supersedes("decision", new, entry)
+    assert not supersedes("rule", new, entry)
+    assert updated(new, [entry]) == []
+
+
+def test_a_change_made_in_a_past_month_still_replaces() -> None:
+    from kairosd.consolidation.board.supersede import supersedes
+
+    entry = Item("a", "fact", "The api runs on waitress behind nginx")
+    assert supersedes("fact", "It's hypercorn not waitress, we moved to ASGI in September 2026", entry)
