@@ -22,7 +22,7 @@ decisions are one family; facts another; to-dos a third) when
   common are of one kind; the old value may be named again as what was wrong ("5 MB, the 1 MB
   limit was too strict");
 - it **rules out by change** what an older fact names: "we moved off vercel to fly.io", "the
-  github actions workflows are deleted", "1.28 gone", "no more expo", "X is superseded by Y", or
+  github actions workflows are deleted", "black is deprecated here", "1.28 gone", "no more expo", "X is superseded by Y", or
   retracts it: "(corrects what was said about cert-manager)", "forget the TaskFlow rule";
 - it **moves** what a fact or decision places ("move the build cache to GCS", "the signing key moved
   to the mobile-signing entry"; a file of the same name in another folder is the same file), or
@@ -86,7 +86,7 @@ _CHANGE = re.compile(
 # "the github workflows are deleted", "1.28 gone", "the 8081 was the old one": what is gone.
 _GONE = re.compile(
     r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
-    r"retired|decommissioned|dropped|(?:the\s+)?(?:old|previous|former|wrong)(?:\s+(?:one|value|port|host|version|"
+    r"retired|decommissioned|dropped|deprecated|(?:the\s+)?(?:old|previous|former|wrong)(?:\s+(?:one|value|port|host|version|"
     r"address|url|path|name|endpoint))?(?=\s*(?:[,.;!]|$)))"
     r"\b|(?:^|[,;]\s+)([\w.#/-]*\d[\w.#/-]*\s+)(?:gone|removed|dropped|deleted)\b",
     re.IGNORECASE,
@@ -328,7 +328,10 @@ def _same_shape(new_value: str, old_value: str) -> bool:
     return "/" in common.replace("://", "")  # a folder in common ("runs/2026/" and "runs/v2/")
 
 
-_WAS = re.compile(r"\b(?:was|were|used\s+to|not|instead\s+of|rather\s+than|no\s+longer|too)\b")
+_WAS = re.compile(
+    r"\b(?:was|were|used\s+to|not|instead\s+of|rather\s+than|no\s+longer|too|deprecated|eol|end[\s-]of[\s-]life|"
+    r"unsupported|out\s+of\s+(?:maintenance|support))\b"
+)
 
 
 def _said_to_be_old(value: str, text: str) -> bool:

@@ -289,3 +289,16 @@ def test_a_change_made_in_a_past_month_still_replaces() -> None:
 
     entry = Item("a", "fact", "The api runs on waitress behind nginx")
     assert supersedes("fact", "It's hypercorn not waitress, we moved to ASGI in September 2026", entry)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("We use tox for test envs", "Tox is deprecated here, use nox instead"),
+        ("The services target Go 1.21 and Node 20.", "The services target Go 1.23 now, 1.21 is out of support for us."),
+    ],
+)
+def test_what_is_said_deprecated_or_out_of_support_is_replaced(old: str, new: str) -> None:
+    from kairosd.consolidation.board.supersede import supersedes
+
+    assert supersedes("rule", new, Item("a", "rule", old))
