@@ -39,10 +39,12 @@ sentence that says one is done closes it: :func:`.supersede.closed`).
 
 An update first closes the one open to-do it names (:func:`done_by`): two of the to-do's own
 words, not counting the verbs that say what happened nor the words that only ask for a to-do
-("remind me", "next wk"), and no word that says it was not done or only begun ("not", "still",
-"looked at", "tried"). :func:`.supersede.closed` is stricter (its sentence carries a word for
-"done" already); this one reads what the cues leave: "ssh key rotated btw", "the march backfill
-ran overnight".
+("remind me", "next wk"), no word that says it was not done or only begun ("not", "still",
+"looked at", "tried"), and a word that says it is finished ("built", "is up", "works", "... now")
+or the to-do's own verb ("ssh key rotated" for "rotate the ops ssh key"): "the billing client
+crashed again" closes no "add retries to the billing client". :func:`.supersede.closed` is
+stricter (its sentence carries a word for "done" already); this one reads what the cues leave:
+"ssh key rotated btw", "the march backfill ran overnight".
 
 Pure: must not import the store or anything that does I/O.
 """
@@ -179,6 +181,13 @@ _NOT_DONE = re.compile(
 )
 _ASK_WORDS = _roots(" ".join(_TODO_HEAD)) | _roots(" ".join(_WHEN))
 _IRREGULAR_PAST = frozenset(["built", "sent", "ran", "made", "wrote", "done", "set", "did"])
+# What says a thing is finished whatever it was ("built", "is up", "works now"); else the to-do's
+# own verb must say it ("ssh key rotated" for "rotate the ssh key").
+_FINISHED_TEXT = """done finished built set up live works working shipped ran tested automated merged landed deployed
+    released fixed sorted complete completed sent answered handled installed configured enabled added created wrote
+    written in place"""
+_FINISHED = frozenset(_FINISHED_TEXT.split()) - {"in", "place", "set"}  # alone, these say nothing
+_NOW_AT_END = re.compile(r"\bnow\W*$")
 MIN_SHARED = 2  # names a to-do: two of its own words at least ("ssh key", "allergen badges")
 
 
@@ -192,13 +201,17 @@ def done_by(text: str, current: Iterable[Item]) -> list[Item]:
     if _NOT_DONE.search(text) or text.rstrip().endswith("?"):
         return []
     # the words that say it happened ("renewed the staging cert") do not name the to-do: its object does
-    past = _roots(" ".join(w for w in _WORD.findall(text.lower()) if w.endswith("ed") or w in _IRREGULAR_PAST))
+    lower = text.lower()
+    past = _roots(" ".join(w for w in _WORD.findall(lower) if w.endswith("ed") or w in _IRREGULAR_PAST))
     said = _roots(text) - _ASK_WORDS - past
+    finished = bool(set(_WORD.findall(lower)) & _FINISHED) or "\u2705" in text or _NOW_AT_END.search(lower) is not None
     best: list[Item] = []
     most = MIN_SHARED - 1
     for old in current:
         if old.kind != "todo":
             continue
+        if not finished and not past & _roots(old.text):
+            continue  # "the billing client crashed again": something happened to it, not what it asked
         shared = len(said & (_roots(old.text) - _ASK_WORDS))
         if shared > most:
             best, most = [old], shared

@@ -22,8 +22,8 @@ decisions are one family; facts another; to-dos a third) when
   common are of one kind; the old value may be named again as what was wrong ("5 MB, the 1 MB
   limit was too strict");
 - it **rules out by change** what an older fact names: "we moved off vercel to fly.io", "the
-  github actions workflows are deleted", "black is deprecated here", "1.28 gone", "no more expo", "X is superseded by Y", or
-  retracts it: "(corrects what was said about cert-manager)", "forget the TaskFlow rule";
+  github actions workflows are deleted", "black is deprecated here", "1.28 gone", "no more expo",
+  "X is superseded by Y", or retracts it: "(corrects what was said about cert-manager)", "forget the TaskFlow rule";
 - it **moves** what a fact or decision places ("move the build cache to GCS", "the signing key moved
   to the mobile-signing entry"; a file of the same name in another folder is the same file), or
   **takes back** what one ruled out ("use GraphQL after all" after "GraphQL is off the table").

@@ -108,7 +108,7 @@ REPEATED_COMMAND = 3
 # A close that names nothing ("so that's done") beyond words like these refers to what came before.
 _NAMES = re.compile(
     r"\b(?!(?:so|that'?s|that|this|it'?s|it|is|are|was|all|now|done|fixed|sorted|finished|closed|too|also|ok|okay|"
-    r"btw|then|well|yep|yes|and)\b)[a-z][a-z0-9_-]{2,}",
+    r"btw|then|well|yep|yes|and|item|one|thing|point|part|bit|task)\b)[a-z][a-z0-9_-]{2,}",
     re.IGNORECASE,
 )
 # A sentence that only heads the next one ("New decision. We're moving ...", "Correction on the SLA.

@@ -223,6 +223,8 @@ def test_a_todo_said_done_in_other_words_is_closed(tmp_path: Path, todo: str, sa
         "I looked at the wildcard cert renewal, it's tricky",  # only begun
         "the wildcard cert was not renewed, the job failed",  # not done
         "renewed the staging cert",  # one word of the to-do's own: another thing
+        "the wildcard cert expired again",  # something happened to it, not what the to-do asked
+        "I reviewed the wildcard cert setup",  # nor this
     ],
 )
 def test_what_closes_no_todo(said: str) -> None:
@@ -302,3 +304,18 @@ def test_what_is_said_deprecated_or_out_of_support_is_replaced(old: str, new: st
     from kairosd.consolidation.board.supersede import supersedes
 
     assert supersedes("rule", new, Item("a", "rule", old))
+
+
+def test_so_that_item_is_done_closes_what_the_sentence_before_named(tmp_path: Path) -> None:
+    todo = "Remind me Monday to ask Priya about the SAML setup for the portal."
+    said = "Priya answered. SAML is Azure AD, the portal app is registered as portal-prod. So that item is done."
+    board = _board(tmp_path, [[todo, "Write the changelog entry later."], [said]])
+    assert [text for _, text in board] == ["Write the changelog entry later."], board
+
+
+def test_that_item_names_nothing_so_the_close_reads_the_sentence_before() -> None:
+    from kairosd.consolidation.offline.extract import signals
+
+    said = signals("SAML is Azure AD, the portal app is registered as portal-prod. So that item is done.", True)
+    closes = [s.text for s in said if s.action == "close"]
+    assert closes == ["SAML is Azure AD, the portal app is registered as portal-prod. So that item is done."]
