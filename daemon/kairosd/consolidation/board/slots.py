@@ -185,7 +185,8 @@ _IRREGULAR_PAST = frozenset(["built", "sent", "ran", "made", "wrote", "done", "s
 # own verb must say it ("ssh key rotated" for "rotate the ssh key").
 _FINISHED_TEXT = """done finished built set up live works working shipped ran tested automated merged landed deployed
     released fixed sorted complete completed sent answered handled installed configured enabled added created wrote
-    written in place"""
+    written signed approved accepted confirmed received delivered paid submitted resolved closed published finalized
+    in place"""
 _FINISHED = frozenset(_FINISHED_TEXT.split()) - {"in", "place", "set"}  # alone, these say nothing
 _NOW_AT_END = re.compile(r"\bnow\W*$")
 MIN_SHARED = 2  # names a to-do: two of its own words at least ("ssh key", "allergen badges")

@@ -210,6 +210,8 @@ def test_a_word_said_again_is_not_what_is_ruled_out() -> None:
         ("Remind me to renew the wildcard cert next wk", "wildcard cert renewed btw"),
         ("Todo: backfill the invoices table for june", "the june invoices backfill ran overnight, all good"),
         ("We gotta do keyboard shortcuts at some point, put it on the list", "keyboard shortcuts shipped \u2705 yay"),
+        # a word for finished that is not the to-do's verb ("ping legal"): the DPA is signed
+        ("remind me to ping legal about the DPA next week", "legal signed off on the DPA"),
     ],
 )
 def test_a_todo_said_done_in_other_words_is_closed(tmp_path: Path, todo: str, said: str) -> None:
