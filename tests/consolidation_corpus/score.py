@@ -178,7 +178,7 @@ def _project(
         ]
         _link(items, mine, session, s)
         if mode == "offline":
-            candidates = extract(messages, project=cwd, anchor=clock[0], zone=ZoneInfo("UTC")).candidates
+            candidates = extract(messages, project=cwd, anchor=clock[0], zone=ZoneInfo("UTC")).to_merge
             merged = [store.merge(cwd, candidates, session=sid, agent=READER[fmt], run=f"r{s}")]
         else:
             candidates, merged = _agent_chunks(

@@ -136,7 +136,7 @@ def score_project(project: dict[str, Any], where: str, extractor: Extractor = ex
                     origin[normal_key(candidate.text)] = (s, turn_at[candidate.at])
             # in the order said, as the worker merges them (a to-do said and done in one session is
             # closed), one at a time so that each close is known by its turn
-            for candidate in found.candidates:
+            for candidate in found.to_merge:
                 result = store.merge(project["name"], [candidate])
                 for gone in result.closed:
                     if candidate.at in turn_at:

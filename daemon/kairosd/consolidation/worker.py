@@ -75,7 +75,7 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
             f"read {stats.lines} line(s) of {stats.format or 'unknown'} transcript ({stats.malformed} malformed "
             f"skipped), {stats.human_turns} human turn(s); offline found {len(extraction.candidates)} candidate(s)",
         )
-        candidates = extraction.candidates
+        candidates = extraction.to_merge
         merged = MergeResult()
         result["mode"] = "offline"
         if wants_agent:
@@ -92,7 +92,7 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
             elif applied:
                 # Its first chunks were applied; offline mode takes the turns it did not reach.
                 try:
-                    candidates = _offline(request, ReadStats(), None, skip_turns=rest).candidates
+                    candidates = _offline(request, ReadStats(), None, skip_turns=rest).to_merge
                 except OSError as exc:
                     candidates = []
                     result["fallback"] += f"; the transcript cannot be read again: {exc.strerror or exc}"

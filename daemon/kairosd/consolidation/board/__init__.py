@@ -4,6 +4,7 @@
                read by the offline extractor and the rem-agent protocol)
     model      the board's types and priorities (pure)
     supersede  when a later entry replaces an earlier one (pure)
+    slots      which entry a sentence that says something changed updates (pure)
     store      the board's store: entries, caps, pruning, history, superseded entries, the lock
     edits      edit, pin, restore; the project's last session start
     render     the board as a starting session sees it (pure)

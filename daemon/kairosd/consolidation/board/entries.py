@@ -41,7 +41,9 @@ class Candidate:
     at: datetime | None = None
     supersedes: str | None = None  # the id of the entry it replaces (or closes), when the answer named one
     # "add": a new entry (or one seen again), replacing ``supersedes`` or what its words replace;
-    # "close": the to-do ``supersedes`` names (agent mode), or the one ``text`` says is done, is done.
+    # "close": the to-do ``supersedes`` names (agent mode), or the one ``text`` says is done, is done;
+    # "update": ``text`` says something changed; kept only if it updates one entry, in its place
+    # (offline mode: :mod:`kairosd.consolidation.board.slots`), else dropped.
     action: str = "add"
     # Whether the board may infer from its words which entries it replaces (offline mode). False for the
     # rem-agent's lines: its answer says what it replaces (REPLACE ID), and an ADD replaces nothing.

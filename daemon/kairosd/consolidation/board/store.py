@@ -13,7 +13,9 @@ types are in :mod:`.model`). ``author`` is ``kairos`` (consolidation wrote it) o
 of adding a duplicate.
 
 Later words win (:mod:`.supersede`): a new entry that updates or contradicts a current one about
-the same subject replaces it, within a session and across sessions. The replaced entry moves to
+the same subject replaces it, within a session and across sessions. A sentence that only says
+something changed (an ``update`` candidate) is kept only if it updates one entry's slot
+(:mod:`.slots`), in that entry's place and with its kind. The replaced entry moves to
 the board's ``superseded`` list (the newest :data:`SUPERSEDED_KEEP`, with what replaced it and
 when) and the history records it, so ``kairos board show --all`` and ``kairos board restore`` can
 undo a wrong replacement. A user's own or a pinned entry is never replaced: the new one is added
@@ -66,6 +68,8 @@ from kairosd.consolidation.board.model import (
     score,
     to_prune,
 )
+from kairosd.consolidation.board.slots import done_by, says_changed
+from kairosd.consolidation.board.slots import updated as updated_by_text
 from kairosd.consolidation.board.supersede import closed as closed_by_text
 from kairosd.consolidation.board.supersede import superseded as superseded_by_text
 from kairosd.core.errors import ConflictError, KairosError, NotFoundError, UsageError
@@ -237,9 +241,15 @@ class BoardStore:
             for candidate in candidates:
                 if candidate.action == "close":
                     closed = len(result.closed)
-                    self._close(board, candidate, result)
+                    if not self._close(board, candidate, result) and candidate.supersedes is None:
+                        said = f"{candidate.text!r} says something is done"
+                        result.notes.append(f"{said}; no single to-do matched, none closed")
                     for done in result.closed[closed:]:
                         index.pop(normal_key(done.text), None)
+                    continue
+                if candidate.action == "update":
+                    if candidate.infer:  # offline only: the rem-agent names what it replaces
+                        self._update(board, candidate, now, (session, agent), index, touched, result)
                     continue
                 text = clean(candidate.text)
                 key = normal_key(text)
@@ -291,7 +301,10 @@ class BoardStore:
         if candidate.supersedes is None:
             if not candidate.infer:
                 return []  # the rem-agent decided: an ADD replaces nothing it did not name
-            return [e for e in superseded_by_text(candidate.kind, text, board.entries) if isinstance(e, Entry)]
+            found = superseded_by_text(candidate.kind, text, board.entries)
+            if not found and candidate.kind != "todo" and says_changed(text):
+                found = updated_by_text(text, board.entries)  # "we're on Node 22 now": a slot's new value
+            return [e for e in found if isinstance(e, Entry)]
         named = board.find(candidate.supersedes)
         if named is None:
             result.notes.append(f"no current entry {candidate.supersedes} to supersede; {text!r} added alone")
@@ -299,27 +312,65 @@ class BoardStore:
         return [named]
 
     @staticmethod
-    def _close(board: Board, candidate: Candidate, result: MergeResult) -> None:
+    def _close(board: Board, candidate: Candidate, result: MergeResult) -> bool:
         """A to-do is done: the one the answer named, else the one ``candidate.text`` is about (by its
         words: :func:`.supersede.closed`). It leaves the board; the
-        history records it. A user's own or a pinned to-do stays (they remove it), with a note."""
+        history records it. A user's own or a pinned to-do stays (they remove it), with a note.
+        False when no to-do is about it (by its words)."""
         if candidate.supersedes is not None:
             todo = board.find(candidate.supersedes)
             if todo is None or todo.kind != "todo":
                 result.notes.append(f"no current to-do {candidate.supersedes} to close")
-                return
+                return False
         else:
             matches = [e for e in closed_by_text(candidate.text, board.entries) if isinstance(e, Entry)]
             if not matches:
-                result.notes.append(f"{candidate.text!r} says something is done; no single to-do matched, none closed")
-                return
+                return False
             todo = matches[0]
         if todo.protected:
             why = "it is the user's own or pinned: left on the board"
             result.notes.append(f"to-do {todo.id} is done, but {why} (kairos board rm {todo.id})")
-            return
+            return True
         board.entries.remove(todo)
         result.closed.append(todo)
+        return True
+
+    def _update(
+        self,
+        board: Board,
+        candidate: Candidate,
+        now: datetime,
+        source: tuple[str | None, str | None],
+        index: dict[str, Entry],
+        touched: set[str],
+        result: MergeResult,
+    ) -> None:
+        """A sentence that says something changed or happened: it closes the one open to-do it names
+        (:func:`.slots.done_by`); if none, and it said a change (not kind ``todo``), it is kept only
+        if it gives one entry's slot a new value (:func:`.slots.updated`), in that entry's place and
+        with its kind; otherwise nothing is added (it is no instruction of its own)."""
+        text = clean(candidate.text)
+        key = normal_key(text)
+        done = [e for e in done_by(text, board.entries) if isinstance(e, Entry)]
+        if done and not done[0].protected:  # "ssh key rotated btw": the to-do it names is done
+            board.entries.remove(done[0])
+            index.pop(normal_key(done[0].text), None)
+            result.closed.append(done[0])
+            return
+        if candidate.kind == "todo":
+            return  # it said only that something happened: it may close a to-do, never update an entry
+        targets = [e for e in updated_by_text(text, board.entries) if isinstance(e, Entry)]
+        if not key or unsafe(text) or not targets or key in index:
+            return
+        entry = Entry(_new_id(board), text, targets[0].kind, "kairos", now, now, 1, *source)
+        before = len(result.superseded)
+        self._replace(board, entry, targets, now, result)
+        for gone in result.superseded[before:]:
+            index.pop(normal_key(gone.text), None)
+        board.entries.append(entry)
+        index[key] = entry
+        touched.add(entry.id)
+        result.added.append(entry)
 
     def _replace(self, board: Board, entry: Entry, targets: list[Entry], now: datetime, result: MergeResult) -> None:
         """``entry`` replaces ``targets``: kairos' own become history; beside a protected one it is a conflict."""

@@ -22,11 +22,15 @@ decisions are one family; facts another; to-dos a third) when
   common are of one kind; the old value may be named again as what was wrong ("5 MB, the 1 MB
   limit was too strict");
 - it **rules out by change** what an older fact names: "we moved off vercel to fly.io", "the
-  github actions workflows are deleted", "1.28 gone", "no more expo", "X is superseded by Y", or
-  retracts it: "(corrects what was said about cert-manager)", "forget the TaskFlow rule";
+  github actions workflows are deleted", "black is deprecated here", "1.28 gone", "no more expo",
+  "X is superseded by Y", or retracts it: "(corrects what was said about cert-manager)", "forget the TaskFlow rule";
 - it **moves** what a fact or decision places ("move the build cache to GCS", "the signing key moved
   to the mobile-signing entry"; a file of the same name in another folder is the same file), or
   **takes back** what one ruled out ("use GraphQL after all" after "GraphQL is off the table").
+
+Nothing is replaced by a change planned for later ("move to Kotlin 2.0 next quarter": what holds
+now holds until then), and a word ruled out only somewhere ("we don't use unsafe outside
+src/ffi.rs", "not helm, for the internal apps") is not ruled out.
 
 Words that could name anything never suffice alone: a topic is matched by a named object (the
 ruled-out word, what moved, the retracted subject, a value's slot), never by a count of shared
@@ -82,7 +86,7 @@ _CHANGE = re.compile(
 # "the github workflows are deleted", "1.28 gone", "the 8081 was the old one": what is gone.
 _GONE = re.compile(
     r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
-    r"retired|decommissioned|dropped|(?:the\s+)?(?:old|previous|former|wrong)(?:\s+(?:one|value|port|host|version|"
+    r"retired|decommissioned|dropped|deprecated|(?:the\s+)?(?:old|previous|former|wrong)(?:\s+(?:one|value|port|host|version|"
     r"address|url|path|name|endpoint))?(?=\s*(?:[,.;!]|$)))"
     r"\b|(?:^|[,;]\s+)([\w.#/-]*\d[\w.#/-]*\s+)(?:gone|removed|dropped|deleted)\b",
     re.IGNORECASE,
@@ -161,12 +165,20 @@ def ruled_out(text: str) -> set[str]:
     for match in _OUT.finditer(text):
         # the thing ruled out: the first word that carries meaning ("not make test" -> "test"),
         # and any version, flag or name right after it ("not draining with --delete-emptydir-data")
+        if _SCOPED.match(text, match.start(1) + len(match[1].split()[0])) or _SCOPED.match(text, match.end(1)):
+            continue  # "we don't use unsafe outside src/ffi.rs": ruled out only somewhere, not in general
         named = [w.strip("`'\"#").lstrip("-").rstrip(".:/-,") for w in match[1].lower().split()]
         content = [w for w in named if w and w not in _STOP]
         if content:
             found.add(content[0])
             found.update(w for w in content[1:] if _DISTINCT.search(w))
     return found
+
+
+_SCOPED = re.compile(
+    r"[`'\"]*\s*,?\s*(?:outside|except|besides|unless|apart\s+from|other\s+than|for\s+the|in\s+the|inside|within)\b",
+    re.IGNORECASE,
+)
 
 
 _PART = re.compile(r"[:/@]")
@@ -316,7 +328,10 @@ def _same_shape(new_value: str, old_value: str) -> bool:
     return "/" in common.replace("://", "")  # a folder in common ("runs/2026/" and "runs/v2/")
 
 
-_WAS = re.compile(r"\b(?:was|were|used\s+to|not|instead\s+of|rather\s+than|no\s+longer|too)\b")
+_WAS = re.compile(
+    r"\b(?:was|were|used\s+to|not|instead\s+of|rather\s+than|no\s+longer|too|deprecated|eol|end[\s-]of[\s-]life|"
+    r"unsupported|out\s+of\s+(?:maintenance|support))\b"
+)
 
 
 def _said_to_be_old(value: str, text: str) -> bool:
@@ -429,8 +444,21 @@ def _taken_back(new_text: str, old: Item) -> bool:
     )
 
 
+# A change planned for later ("move to Kotlin 2.0 next quarter", "moving deploys to runners in
+# November 2026"): what holds now still holds until then ("we moved to ASGI in September" is done).
+_PLANNED = re.compile(
+    r"\b(?:next|coming)\s+(?:week|month|quarter|sprint|year|release|cycle)\b|\b(?:moving|migrating|switching)\b.*\bin\s+"
+    r"(?:q[1-4]|(?:january|february|march|april|may|june|july|august|september|october|november|december)"
+    r"(?:\s+\d{4})?)\b|\bover\s+(?:christmas|the\s+holidays|"
+    r"the\s+summer)\b|\b(?:will|plan(?:ning)?\s+to|going\s+to)\s+(?:move|migrate|switch|drop|replace)\b",
+    re.IGNORECASE,
+)
+
+
 def supersedes(new_kind: str, new_text: str, old: Item) -> bool:
     """Whether a new entry (``new_kind``, ``new_text``) replaces ``old`` (see the module docstring)."""
+    if _PLANNED.search(new_text):
+        return False
     out = ruled_out(new_text)
     compatible = FAMILY.get(new_kind) in ("rule", "fact") and FAMILY.get(old.kind) in ("rule", "fact")
     if compatible and (_moved(new_text, old) or _taken_back(new_text, old) or _file_moved(new_text, old)):

@@ -5,6 +5,7 @@
     cues     a sentence's kind (rule, preference, correction, decision, to-do, fact)
     noise    cue words that are no instruction: hypotheticals, others' words, one-offs
     joined   one instruction said over several sentences of a line is one entry
+    changes  a sentence that says something changed: an update the board keeps only if it updates an entry
     dates    relative dates to absolute ones
 
 It runs in the detached worker (and is the rem-agent's fallback); the daemon never loads it.

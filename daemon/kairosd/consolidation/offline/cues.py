@@ -605,6 +605,30 @@ def _durable(rest: str) -> bool:
     )
 
 
+# What a named correction is about, without the word that only says what kind of thing it was
+# ("correction on the alloc rule" corrects what was said about "alloc").
+_KIND_OF_SAYING = re.compile(r"\s+(?:rule|thing|part|bit|idea|stuff|one|decision|plan)s?$", _I)
+
+
+_NAMES_NOTHING = re.compile(
+    r"(?:(?:what|i|you|we|said|told|wrote|meant|it|that|this|earlier|before|yesterday|last|time|there|here)\b\s*)+", _I
+)
+
+
+def retracting(said: Signal | None, about: str | None) -> Signal | None:
+    """A correction that names what it corrects ("correction on the alloc rule: k_malloc is ok in
+    SYS_INIT hooks") keeps it named, so the board replaces what was said about it, even where the
+    new words do not name it again."""
+    if said is None or not about:
+        return said
+    about = _KIND_OF_SAYING.sub("", re.sub(r"^(?:the|my|our|that)\s+", "", about.strip(), flags=_I)).strip()
+    if not about or _NAMES_NOTHING.fullmatch(about):
+        return said
+    if re.search(rf"(?<![\w-]){re.escape(about)}(?![\w-])", said.text, _I):
+        return said  # it names it again ("k_malloc" does not name "alloc")
+    return Signal(said.kind, f"{said.text.rstrip('.!')} (corrects what was said about {about})", said.action)
+
+
 def _tidy(text: str) -> str:
     text = re.sub(r"^(?:please|pls)[,\s]+", "", text.strip(), flags=_I).strip()
     return text[:1].upper() + text[1:]
@@ -689,7 +713,8 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
             # "Correction on the SLA: 48 hours for ..." says "the SLA is 48 hours for ..."
             return Signal("correction", _tidy(f"{named.strip()} is {rest.strip()}"))
         scratched = strong.group("scratched") or strong.group("dropped") or strong.group("that") or strong.group("told")
-        return _correction(rest, about_what, scratched=scratched, strong=True)
+        said = _correction(rest, about_what, scratched=scratched, strong=True)
+        return said if scratched else retracting(said, named or strong.group("about"))
     if first and after_agent:
         weak = _WEAK_CORRECTION.match(sentence)
         if weak is not None:

@@ -8,6 +8,9 @@ What it looks for, in what the person typed (human user turns only: an agent's e
 - :mod:`.cues` reads each sentence for a clear cue, precision first (a board entry is given to
   every later session as an instruction; a missed one is only missing): rule, preference,
   correction, decision, todo, fact, or a to-do said done (a ``close`` candidate);
+- :mod:`.changes` reads a sentence that says something changed and makes no entry of its own ("stg
+  api moved, its api-stg2.tipjar.dev:8443 now") as an ``update`` candidate: the board keeps it
+  only in the place of the entry whose slot it gives a new value;
 - the items of a context list the person typed ("ctx:" then "- msrv 1.70") are facts, unless
   one asks, orders or hedges (:func:`.cues.context_item`);
 - a turn that opens as a user story ("User story: ...", "As a guest I want ...") asks for a
@@ -16,6 +19,9 @@ What it looks for, in what the person typed (human user turns only: an agent's e
   is said between them and the reason said after them, one entry: read sentence by sentence, "the
   invariant: a balance is never updated in place. Every change is an append to postings." is two
   fragments, each given to every later session as an instruction of its own;
+- a correction keeps what it names as corrected ("correction on the alloc rule: ...", and "... That
+  supersedes what I said about i128." after an entry): "(corrects what was said about alloc)"
+  lets the board replace that entry though the new words do not name it (:func:`.cues.retracting`);
 - here, two sentences read together: "put that on the list" is a to-do about the sentence before,
   "so that's done" closes what the sentence before named, and "could you not use X? Use Y." is
   one rule;
@@ -60,6 +66,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from kairosd.consolidation.board.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
+from kairosd.consolidation.offline.changes import update
 from kairosd.consolidation.offline.clauses import MAX_LINE, context_items, lined_sentences, sentences
 from kairosd.consolidation.offline.cues import (
     MIN_TEXT,
@@ -70,6 +77,7 @@ from kairosd.consolidation.offline.cues import (
     is_fact,
     read,
     refers_back,
+    retracting,
 )
 from kairosd.consolidation.offline.dates import absolutize
 from kairosd.consolidation.offline.joined import joined
@@ -100,7 +108,7 @@ REPEATED_COMMAND = 3
 # A close that names nothing ("so that's done") beyond words like these refers to what came before.
 _NAMES = re.compile(
     r"\b(?!(?:so|that'?s|that|this|it'?s|it|is|are|was|all|now|done|fixed|sorted|finished|closed|too|also|ok|okay|"
-    r"btw|then|well|yep|yes|and)\b)[a-z][a-z0-9_-]{2,}",
+    r"btw|then|well|yep|yes|and|item|one|thing|point|part|bit|task)\b)[a-z][a-z0-9_-]{2,}",
     re.IGNORECASE,
 )
 # A sentence that only heads the next one ("New decision. We're moving ...", "Correction on the SLA.
@@ -118,6 +126,13 @@ _STRESS = re.compile(
 # A turn that opens as a user story asks for a feature: its "should" and "must" are what to build.
 _STORY = re.compile(
     r"^(?:user\s+story\b|as\s+an?\s+[\w-]+(?:\s+[\w-]+)?,?\s+i\s+(?:want|need|would\s+like)\b)", re.IGNORECASE
+)
+# A sentence that only takes back what was said before ("That supersedes what I said about i128."):
+# the entry of the sentence before replaces it.
+_RETRACTION = re.compile(
+    r"^(?:(?:so|and|ok(?:ay)?)[,\s]+)?(?:(?:that|this|which|it)\s+)?(?:supersedes|replaces|overrides|corrects)\s+what\s+i\s+"
+    r"(?:said|told\s+you|wrote)(?:\s+(?:earlier|before|yesterday|last\s+time))?\s+(?:about|re|on)\s+(?P<about>[^.!?]{1,40}?)[.!]*$",
+    re.IGNORECASE,
 )
 _ORDERS = frozenset({"rule", "preference", "correction"})
 _FOR_GOOD = re.compile(r"\b(?:from\s+now\s+on|going\s+forward|always|never|every\s+time|whenever)\b", re.IGNORECASE)
@@ -140,7 +155,11 @@ _CD_PREFIX = re.compile(r"^\s*cd\s+\S+\s*(?:&&|;)\s*")
 
 @dataclass
 class Extraction:
-    candidates: list[Candidate] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)  # entries to add, to-dos said done
+    # What the board merges: ``candidates`` and, in the order said, the ``update`` candidates (a
+    # sentence that says something changed or happened: the board keeps one only if it updates an
+    # entry or closes a to-do, :mod:`.changes`)
+    to_merge: list[Candidate] = field(default_factory=list)
     dropped_secrets: int = 0
     dropped_injections: int = 0
     human_turns: int = 0
@@ -149,9 +168,14 @@ class Extraction:
         return dict(Counter(c.kind for c in self.candidates))
 
 
-@functools.lru_cache(maxsize=4096)  # people repeat themselves ("continue", "run the tests again")
 def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     """What one human turn says for the board, sentence by sentence, before dates are made absolute."""
+    return turn(text, after_agent)[0]
+
+
+@functools.lru_cache(maxsize=4096)  # people repeat themselves ("continue", "run the tests again")
+def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal, ...]]:
+    """:func:`signals`, and the turn's ``update`` signals (:mod:`.changes`)."""
     found: list[Signal] = []
     at: list[tuple[int, int]] = []  # the first and last sentence each signal in ``found`` was read from
     previous: str | None = None
@@ -160,6 +184,7 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
     lined = _headed(lined_sentences(text))
     typed = [sentence for _, sentence in lined]
     story = bool(typed) and _STORY.match(typed[0]) is not None
+    changes: list[Signal | None] = []
     for index, sentence in enumerate(typed):
         if previous is not None and len(sentence) < 30 and _STRESS.match(sentence):
             # "Code review SLA is 24 hours. No exceptions.": the sentence before is a rule
@@ -172,6 +197,19 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
                 at.append((index - 1, index))
                 previous_signal = found[-1]
             previous = said
+            continue
+        retracted = _RETRACTION.match(sentence)
+        if (
+            retracted is not None
+            and previous_signal is not None
+            and previous_signal.action == "add"
+            and previous_signal.kind != "todo"
+        ):
+            # "We're going with i64 minor units. That supersedes what I said about i128.": the entry
+            # before replaces what was said about i128
+            found[-1] = previous_signal = retracting(previous_signal, retracted["about"]) or previous_signal
+            at[-1] = (at[-1][0], index)
+            previous = sentence
             continue
         signal = read(sentence, after_agent=after_agent, first=index == 0)
         start = index
@@ -206,8 +244,16 @@ def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
         if signal is not None:
             found.append(signal)
             at.append((start, index))
+        if signal is None or signal.action == "close":
+            # "the restic version pin is now 0.17.1" reads as something done; if no to-do is about
+            # it, it may still give an entry a new value
+            changes.append(update(sentence, previous, done=signal is not None))
         previous, previous_signal = sentence, signal
-    return joined(lined, found, at)
+    out = joined(lined, found, at)
+    # A change no entry holds ("stg api moved, its api-stg2.tipjar.dev:8443 now"): the board keeps it
+    # only if it gives an entry a new value (:mod:`.changes`)
+    held = [s.text for s in out if s.action != "close"]
+    return out, tuple(c for c in changes if c is not None and not any(c.text in h or h in c.text for h in held))
 
 
 def _headed(said: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -269,7 +315,7 @@ def extract(messages: Iterable[Message], *, project: str | None, anchor: datetim
         if message.human:
             result.human_turns += 1
             when = message.at or latest
-            for signal in signals(message.text, last_role == "assistant"):
+            for signal in (signal for group in turn(message.text, last_role == "assistant") for signal in group):
                 text = clean(absolutize(signal.text, when, zone))
                 _keep(said, result, Candidate(signal.kind, text, when, action=signal.action))
         for tool in message.tools:
@@ -297,7 +343,8 @@ def extract(messages: Iterable[Message], *, project: str | None, anchor: datetim
         facts.append(Candidate("fact", clean(f"Often edited file: {path}"), latest))
     for fact in facts:
         _keep(said, result, fact)
-    result.candidates = _capped(list(said.values()))
+    result.to_merge = _capped(list(said.values()))
+    result.candidates = [c for c in result.to_merge if c.action != "update"]
     return result
 
 

@@ -43,10 +43,13 @@ from kairosd.consolidation.transcripts.read import ReadStats, read_file
 OFFLINE_GOALS = {"precision": 0.95, "recall": 0.70, "replacements": 0.90}
 # What the offline extractor scored when measured once after its last change (2026-11-26, after the
 # precision work on fresh and fresh2: joined instructions, kinds, clauses, closes; heldout measured
-# with the plain report only): floors.
+# with the plain report only): floors. Raised after the replacement work of issue 22 (updates: a
+# sentence that says a slot changed replaces that slot's entry, one that says something happened
+# closes the to-do it names; board/slots.py): heldout replacements 3/9 -> 4/9 (plain report),
+# fresh (tuned on since then) replacements 5/10 -> 10/10, closes 5/7 -> 7/7, recall 58 -> 63 of 80.
 OFFLINE_FLOORS = {
-    "heldout": {"precision": 82 / 89, "recall": 83 / 107, "replacements": 3 / 9, "closes": 9 / 9},
-    "fresh": {"precision": 58 / 59, "recall": 58 / 80, "replacements": 5 / 10, "closes": 5 / 7},
+    "heldout": {"precision": 82 / 89, "recall": 83 / 107, "replacements": 4 / 9, "closes": 9 / 9},
+    "fresh": {"precision": 63 / 64, "recall": 63 / 80, "replacements": 10 / 10, "closes": 7 / 7},
 }
 
 
@@ -345,7 +348,7 @@ def test_offline_entries_are_scored_against_their_own_turn(monkeypatch: pytest.M
         typed = [m for m in messages if m.human]
         found = Extraction()
         if len(typed) == 3:  # the first session: the rule from its own turn, the to-do from the wrong one
-            found.candidates = [
+            found.candidates = found.to_merge = [
                 Candidate("rule", "We use uv, not poetry", at=typed[0].at),
                 Candidate("todo", "The retry cleanup", at=typed[2].at),
                 Candidate("fact", "make check is the check command"),  # no turn: a tool call's

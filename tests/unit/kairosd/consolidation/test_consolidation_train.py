@@ -64,17 +64,21 @@ def test_the_tuned_figures_hold(figures: Figures) -> None:
     assert figures.recall >= 0.84, figures.missed
     # 0.84 (85/101) today: the blind writers w-train-25..29 and 50..84 brought replacements supersede.py does not
     # apply yet (w-train-62's "it's qa2.shop.test now"), left in for whoever works on replacements
-    # 0.90 (141/156) with both branches merged
-    assert figures.replacements >= 0.88, figures.not_replaced
+    # 0.90 (141/156) with both branches merged; 0.91 (143/157) with updates (a sentence that says a
+    # slot changed replaces the entry of that slot: board/slots.py)
+    assert figures.replacements >= 0.90, figures.not_replaced
     # 0.86 (75/87) today, with the blind writers' "Admin UI has the CSP header now", "I learned
     # flask-migrate yesterday" left in
-    # 0.91 (116/128) with both branches merged
-    assert figures.closes >= 0.89, figures.not_replaced
+    # 0.91 (116/128) with both branches merged; 0.98 (127/129) once a sentence that says something
+    # happened closes the one to-do it names (board/slots.py: done_by)
+    assert figures.closes >= 0.97, figures.not_replaced
     assert figures.wrong_closes == 0
     # an entry about another subject is never replaced: today 3 of 79 replaced entries carry no
     # label, and each is arguable (see the commits that list them); the fourth came with the blind
     # writer w-train-71 ("We don't use unsafe outside src/arena.rs" replaces the SAFETY-comment rule),
     # the fifth with w-train-82 ("we agreed ... to move to Kotlin 2.0 next quarter" replaces "Kotlin
     # 1.9 on Spring Boot 3.2" before the move): supersede.py matters, left for whoever works on them
-    # the sixth came with both branches merged (w-train-3: "Helm 2 is deprecated, use helm 3 only")
-    assert figures.wrong_replacements <= 6, figures.not_replaced
+    # the sixth came with both branches merged (w-train-3: "Helm 2 is deprecated, use helm 3 only").
+    # The fourth, fifth and sixth are gone: a change planned for later, or a word ruled out only
+    # somewhere ("outside src/arena.rs", "not helm, for the internal apps"), replaces nothing
+    assert figures.wrong_replacements <= 2, figures.not_replaced
