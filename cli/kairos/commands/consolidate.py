@@ -148,10 +148,19 @@ def _print_run(info: ConsolidationRunDoc, timed_out: bool) -> None:
     size = "?" if result is None or result.board_size is None else result.board_size
     print(f"{task.id} completed: {task.response}; the board has {size} entries")
     merge = result.merge if result is not None else None
-    for entry in merge.added if merge is not None else []:
-        print(f"  + {entry.id} [{entry.kind}] {entry.text}")
-    for entry in merge.pruned if merge is not None else []:
-        print(f"  - {entry.id} [{entry.kind}] {entry.text}")
+    if merge is not None:
+        # What a later session will and will not be told: added, replaced (by which), done, dropped.
+        for entry in merge.added:
+            beside = (
+                f" (beside {entry.conflicts_with}: the next session asks which holds)" if entry.conflicts_with else ""
+            )
+            print(f"  + {entry.id} [{entry.kind}] {entry.text}{beside}")
+        for replaced in merge.superseded:
+            print(f"  ~ {replaced.id} [{replaced.kind}] {replaced.text} (replaced by {replaced.superseded_by})")
+        for done in merge.closed:
+            print(f"  x {done.id} [{done.kind}] {done.text} (said done)")
+        for entry in merge.pruned:
+            print(f"  - {entry.id} [{entry.kind}] {entry.text} (pruned to make room)")
     stats = result.transcript if result is not None else None
     if stats is not None and stats.malformed:
         print(f"  ({stats.malformed} malformed transcript line(s) skipped)")

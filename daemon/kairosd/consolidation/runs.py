@@ -183,6 +183,7 @@ class RunTracker:
         merge = result.get("merge") or {}
         summary = (
             f"{len(merge.get('added', []))} added, {len(merge.get('seen', []))} seen again, "
+            f"{len(merge.get('superseded', []))} replaced, {len(merge.get('closed', []))} closed, "
             f"{len(merge.get('pruned', []))} pruned ({result.get('mode', '?')} mode"
             + (f"; agent mode failed: {result['fallback']}" if result.get("fallback") else "")
             + ")"
@@ -202,8 +203,10 @@ class RunTracker:
             added=len(merge.get("added", [])),
             seen=len(merge.get("seen", [])),
             pruned=len(merge.get("pruned", [])),
+            replaced=len(merge.get("superseded", [])),
+            closed=len(merge.get("closed", [])),
         )
-        if ok and (merge.get("added") or merge.get("pruned") or merge.get("seen")):
+        if ok and any(merge.get(key) for key in ("added", "pruned", "seen", "superseded", "closed")):
             self.deps.events.publish("board_changed", project=project, run=task_id, by="kairos")
         await self.on_settled(project)
 

@@ -126,7 +126,7 @@ class BoardMerge(Record):
     added: list[BoardEntry]
     seen: list[str]
     pruned: list[BoardEntry]
-    superseded: list[BoardEntry]
+    superseded: list[ReplacedEntry]
     conflicts: list[BoardEntry]
     closed: list[BoardEntry]
     notes: list[str]

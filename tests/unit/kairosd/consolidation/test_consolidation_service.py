@@ -349,7 +349,7 @@ def test_a_run_records_its_result_log_and_events(tmp_path):
         assert (record.kind.value, record.detached, record.cwd, record.session) == (
             "consolidation", True, str(h.project.resolve()), "s1",
         )  # fmt: skip
-        assert record.response.startswith("8 added, 0 seen again, 0 pruned (offline mode")
+        assert record.response.startswith("8 added, 0 seen again, 0 replaced, 0 closed, 0 pruned (offline mode")
         info = await h.service.run_info(record.id)
         assert info["result"]["transcript"]["malformed"] == 4
         assert info["result"]["transcript"]["human_turns"] == 3

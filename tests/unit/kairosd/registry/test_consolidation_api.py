@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from cli_support import kairos_in_thread
 from consolidation_service_support import Harness, consolidation_api
-from consolidation_support import short_transcript, write_transcript
+from consolidation_support import short_transcript, ts, write_lines, write_transcript
 from registry_support import run
 
 from kairos.app import run as kairos
@@ -178,7 +178,8 @@ def test_cli_consolidate_and_board(home, capsys, monkeypatch):
             assert (code, err) == (0, "")
             lines = out.splitlines()
             assert lines[0].endswith(
-                "completed: 8 added, 0 seen again, 0 pruned (offline mode); the board has 8 entries"
+                "completed: 8 added, 0 seen again, 0 replaced, 0 closed, 0 pruned (offline mode); "
+                "the board has 8 entries"
             )
             assert "  + " in lines[1]
             assert lines[-1] == "  (4 malformed transcript line(s) skipped)"
@@ -222,6 +223,61 @@ def test_cli_consolidate_and_board(home, capsys, monkeypatch):
             assert [r.split()[2] for r in rows[1:]] == ["remove", "add", "add"]  # newest first (issue 24)
             code, out, _ = await cli("board", "history", "--json")
             assert len(json.loads(out)["history"]) == 10
+        finally:
+            await server.close(grace_s=1.0)
+            await h.stop()
+
+    run(main())
+
+
+def _talk(path: Path, turns: list[str]) -> Path:
+    objects: list[dict[str, Any]] = []
+    for i, text in enumerate(turns):
+        objects += [{"role": "user", "content": text, "timestamp": ts(i)}, {"role": "assistant", "content": "OK."}]
+    return write_lines(path, objects, malformed=[])
+
+
+def test_cli_consolidate_wait_says_what_a_later_session_replaced_and_closed(home, capsys, monkeypatch):
+    """--wait shows what the next session will no longer be told, not only what was added: the replaced
+    entry with the one that replaced it, and the to-do said done (the summary counts both)."""
+
+    async def main() -> None:
+        h = await Harness(home).start()
+        server = UnixHttpServer(home / "run" / "kairosd.sock", consolidation_api(h).handle)
+        await server.start()
+        cli = functools.partial(kairos_in_thread, capsys)
+        first = [
+            "let's look at the deploy script",
+            "we deploy on tuesdays, always after the standup",
+            "remind me to rotate the ssh keys next week",
+            "ok thanks",
+        ]
+        later = [
+            "morning",
+            "change of plan: deploys are on thursdays now, not tuesdays",
+            "rotated the ssh keys, done",
+            "cool",
+        ]
+        try:
+            monkeypatch.chdir(h.project)
+            for session, turns in (("s1", first), ("s2", later)):
+                transcript = _talk(home / f"{session}.jsonl", turns)
+                code, out, err = await cli(
+                    "consolidate", "--agent", "generic", "--session", session, "--transcript", str(transcript),
+                    "--wait", "--force",
+                )  # fmt: skip
+                assert (code, err) == (0, ""), out
+            lines = out.splitlines()
+            assert "1 added, 0 seen again, 1 replaced, 1 closed, 0 pruned (offline mode)" in lines[0]
+            added = next(line.split()[1] for line in lines if line.startswith("  + "))
+            replaced = [line for line in lines if line.startswith("  ~ ")]
+            assert len(replaced) == 1, lines
+            assert "tuesdays" in replaced[0]
+            assert replaced[0].endswith(f"(replaced by {added})")
+            closed = [line for line in lines if line.startswith("  x ")]
+            assert len(closed) == 1, lines
+            assert "[todo]" in closed[0]
+            assert closed[0].endswith("(said done)")
         finally:
             await server.close(grace_s=1.0)
             await h.stop()
