@@ -32,7 +32,7 @@ from functools import partial
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
 from kairosd.core.models import Task
-from kairosd.core.records import Outcome, Run, revised
+from kairosd.core.records import Outcome, Run, Settled, revised
 from kairosd.delivery.base import Delivery, Handoff, Result
 from kairosd.scheduling.firing import InFlight
 from kairosd.scheduling.ledger import RunLedger
@@ -78,6 +78,9 @@ class Dispatcher:
         # Runs for batching targets, by kind, gathered until the end of this event-loop turn (see _spawn).
         self._batches: dict[str, list[tuple[Task, Run, Handoff]]] = {}
         self._batching: set[asyncio.Task[None]] = set()  # batches in flight (see batches_settled)
+        # Per run id, the run started and its line in the run ledger, when the caller knew it: its outcome's
+        # line is that line with the outcome spliced in (see records.Settled), not encoded again.
+        self._lines: dict[str, tuple[Run, bytes]] = {}
 
     def in_flight(self) -> InFlight:
         """What runs and waits now, for the overlap rule."""
@@ -90,14 +93,16 @@ class Dispatcher:
         """Hold ``run`` (recorded as queued) until the task's running one is done."""
         self.queues.setdefault(task.id, deque()).append(run)
 
-    def start(self, task: Task, run: Run) -> None:
-        """Deliver ``run`` (already recorded as dispatched) in the background.
+    def start(self, task: Task, run: Run, line: bytes | None = None) -> None:
+        """Deliver ``run`` (already recorded as dispatched, as ``line`` when given) in the background.
 
         At most ``max_concurrent`` deliveries exist at once; the rest wait in
         order as plain data, not as coroutines: after a long stop 10,000
         catch-up fires come at once, and as many waiting tasks cost tens of MB.
         """
         self.running[task.id] = run.run_id
+        if line is not None:
+            self._lines[run.run_id] = (run, line)
         if self.events.subscribers:  # else nobody to tell: 10,000 events for nothing after a long stop
             self.events.publish(
                 "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
@@ -209,6 +214,7 @@ class Dispatcher:
             waiting.extend((task, run) for run in queue)
         self.queues.clear()
         for _, run in waiting:
+            self._lines.pop(run.run_id, None)
             if self.running.get(run.task_id) == run.run_id:
                 del self.running[run.task_id]
         return waiting
@@ -278,8 +284,18 @@ class Dispatcher:
                     awaiting=str(run.target.get("kind")) if pending else None,
                 )
             )
+        settled, lines = Settled(), self._lines
+        encoded: list[bytes] = []
+        for (_, run, _), outcome in zip(finished, done, strict=True):
+            started = lines.pop(run.run_id, None)
+            line = started[1] if started is not None and started[0] is run else None  # that run's own line
+            encoded.append(settled.line(run, line, outcome))
         try:
-            await asyncio.to_thread(partial(self.ledger.record_many, done, handed_over=True))  # new records
+            # New records, and their lines: each line is used for the record it was made for.
+            lines_of = dict(zip(map(id, done), encoded, strict=True))
+            await asyncio.to_thread(
+                partial(self.ledger.record_many, done, handed_over=True, encode=lambda run: lines_of[id(run)])
+            )
         except OSError as exc:
             # The runs stay in flight in the ledger; after a restart they read as interrupted, never delivered.
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
