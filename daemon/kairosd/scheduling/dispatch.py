@@ -27,7 +27,9 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
+from datetime import datetime
 from functools import partial
+from typing import Any
 
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
@@ -46,6 +48,25 @@ STOPPED_REASON = "kairosd stopped before the target confirmed delivery"
 # Runs one batch takes at most. After a long stop 10,000 catch-up fires start at once: as one batch
 # their items, outcomes and JSON were all in memory together (tens of MB at the peak of the start).
 BATCH_MAX = 500
+
+
+def _settled(run: Run, result: Result, now: datetime) -> dict[str, Any]:
+    """The fields of ``run`` that ``result`` settles, and their values."""
+    # "pending": the target holds the prompt durably and settles the run itself later (a live
+    # session's hook confirms it). The run is recorded queued and, like a finished one, frees
+    # its concurrency slot and the task's overlap mark: a session may take hours to reach its
+    # next turn, and holding either that long would stall other tasks and this task's own fires.
+    # The target applies the task's overlap policy to the runs it holds (Handoff.overlap).
+    pending = result.outcome == "pending"
+    return {
+        "started_at": result.started_at or run.dispatched_at,
+        "finished_at": None if pending else (result.finished_at or now),
+        "outcome": Outcome.QUEUED if pending else Outcome(result.outcome),
+        "reason": result.reason,
+        "output_path": result.output_path,
+        "exit_code": result.exit_code,
+        "awaiting": str(run.target.get("kind")) if pending else None,
+    }
 
 
 class Dispatcher:
@@ -122,7 +143,7 @@ class Dispatcher:
             self._spawn(*self._backlog.popleft())
 
     def _spawn(self, task: Task, run: Run) -> None:
-        handoff = Handoff(
+        handoff = Handoff.of(
             run_id=run.run_id,
             task_id=task.id,
             task_name=task.name,
@@ -263,27 +284,18 @@ class Dispatcher:
         then start what was queued behind them."""
         now = self.clock.now()
         done: list[Run] = []
+        # The changes of a result that settles every run alike (a batch shares one: see InboxDelivery), made once.
+        shared: tuple[Result, dict[str, Any]] | None = None
         for _, run, result in finished:
-            # "pending": the target holds the prompt durably and settles the run itself later (a live
-            # session's hook confirms it). The run is recorded queued and, like a finished one, frees
-            # its concurrency slot and the task's overlap mark: a session may take hours to reach its
-            # next turn, and holding either that long would stall other tasks and this task's own fires.
-            # The target applies the task's overlap policy to the runs it holds (Handoff.overlap).
-            pending = result.outcome == "pending"
+            if shared is not None and shared[0] is result:
+                changes = shared[1]
+            else:
+                changes = _settled(run, result, now)
+                if result.started_at is not None and result.outcome != "pending":
+                    shared = (result, changes)  # nothing of the run in them
             # As model_copy(update=...) would make it, in a third of the time (a herd's 10,000 outcomes
             # are copied on the event loop while the start's first clients wait: see records.revised).
-            done.append(
-                revised(
-                    run,
-                    started_at=result.started_at or run.dispatched_at,
-                    finished_at=None if pending else (result.finished_at or now),
-                    outcome=Outcome.QUEUED if pending else Outcome(result.outcome),
-                    reason=result.reason,
-                    output_path=result.output_path,
-                    exit_code=result.exit_code,
-                    awaiting=str(run.target.get("kind")) if pending else None,
-                )
-            )
+            done.append(revised(run, **changes))
         settled, lines = Settled(), self._lines
         encoded: list[bytes] = []
         for (_, run, _), outcome in zip(finished, done, strict=True):

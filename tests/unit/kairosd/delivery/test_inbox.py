@@ -577,3 +577,22 @@ def test_handed_over_items_are_kept_without_a_copy(tmp_path: Path, clock: FakeCl
     assert held["b"] is not theirs
     assert held["b"] == theirs
     assert InboxStore(tmp_path / "inbox", clock).list() == [mine, theirs]
+
+
+def test_a_handoff_made_by_of_is_the_handoff_init_makes() -> None:
+    """``Handoff.of`` (the dispatcher's, without the frozen dataclass's ``__init__``) gives the object
+    ``Handoff(...)`` gives: equal, the fields in their order, frozen, ``replace`` works on it."""
+    import dataclasses
+
+    values: dict[str, Any] = {
+        "run_id": "r1", "task_id": "t1", "task_name": "build", "prompt": "p", "target": InboxTarget(session="main"),
+        "scheduled_for": T0, "planned_for": T0, "late_by_s": 1.5, "catch_up": True, "meta": {"k": "v"},
+        "overlap": "queue",
+    }  # fmt: skip
+    made, expected = Handoff.of(**values), Handoff(**values)
+    assert made == expected
+    assert list(vars(made)) == [f.name for f in dataclasses.fields(Handoff)]
+    assert dataclasses.asdict(made) == dataclasses.asdict(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.prompt = "changed"  # type: ignore[misc]
+    assert replace(made, prompt="q").prompt == "q"

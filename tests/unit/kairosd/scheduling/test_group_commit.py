@@ -30,7 +30,7 @@ from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedge
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.settle import settle_written_items
 from kairosd.scheduling.taskbook import TaskBook
-from kairosd.store.inbox import ACKED_RETENTION, InboxStore
+from kairosd.store.inbox import ACKED_RETENTION, InboxStore, session_file_name
 from kairosd.store.jsonlog import JsonLog
 from kairosd.store.store import StoreState
 from kairosd.testing import FakeClock, InMemoryStore
@@ -164,6 +164,33 @@ def test_a_herds_outcomes_are_spliced_into_their_fired_lines(tmp_path: Path, mon
         assert last == held
         assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
         _one_per_slot(d, tasks, [MINUTE, MINUTE + timedelta(minutes=1)])
+
+    asyncio.run(main())
+
+
+def test_a_batch_with_failed_items_settles_each_run_by_its_own_result(tmp_path: Path) -> None:
+    """One batch of two sessions, one of them an inbox that cannot be written: the other session's runs
+    are delivered (they share one result), the others failed with the reason, each outcome line on disk
+    the one its record encodes to."""
+    bad = "blocked"
+    tasks = herd(40, sessions=("main", bad))
+    (tmp_path / "inbox" / session_file_name(bad)).mkdir(parents=True)  # a folder where its log would be
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0))
+        await d.sched.start()
+        await d.at(MINUTE)
+        runs = d.ledger.list(limit=1000)
+        by_session = {t.id: t.target.session for t in tasks}  # type: ignore[union-attr]
+        settled = {(by_session[r.task_id], r.outcome) for r in runs}
+        assert settled == {("main", Outcome.DELIVERED), (bad, Outcome.FAILED)}
+        assert all(bad in (r.reason or "") for r in runs if r.outcome is Outcome.FAILED)
+        assert all(r.reason is None and r.finished_at == MINUTE for r in runs if r.outcome is Outcome.DELIVERED)
+        last: dict[str, bytes] = {}
+        for line in (tmp_path / "runs.jsonl").read_bytes().splitlines():
+            last[json.loads(line)["run_id"]] = line
+        assert last == {run.run_id: json_line(run) for run in runs}
+        assert len(d.inbox.list()) == 20
 
     asyncio.run(main())
 
