@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticSerializationError
 
-from kairosd.core.models import utc_fields
+from kairosd.core.models import set_extra, set_fields_set, set_private, utc_fields
 
 _Record = TypeVar("_Record", bound=BaseModel)
 
@@ -274,21 +274,17 @@ def _check_fields(
         )
 
 
-# BaseModel's slots, set through their descriptors: object.__setattr__ looks each name up on the class
-# first, and a herd makes 30,000 records (a third of the cost of making one).
-_slots: Mapping[str, Any] = vars(BaseModel)
-_set_fields_set = _slots["__pydantic_fields_set__"].__set__
-_set_extra = _slots["__pydantic_extra__"].__set__
-_set_private = _slots["__pydantic_private__"].__set__
+# BaseModel's slots are set through their descriptors (see models.set_fields_set): a herd makes 30,000
+# records, and object.__setattr__ by name was a third of the cost of making one.
 _new, _setattr = object.__new__, object.__setattr__
 
 
 def _record(cls: type[_Record], data: dict[str, Any], fields_set: set[str]) -> _Record:
     record = _new(cls)
     _setattr(record, "__dict__", data)
-    _set_fields_set(record, fields_set)
-    _set_extra(record, {})
-    _set_private(record, None)
+    set_fields_set(record, fields_set)
+    set_extra(record, {})
+    set_private(record, None)
     return record
 
 
