@@ -59,12 +59,16 @@ def revised(record: _Record, **changes: Any) -> _Record:
     after a long stop), each a copy of the run with its outcome.
     """
     cls = record.__class__
-    every = (_LAYOUTS.get(cls) or _layout(cls))[2]
+    layout = _LAYOUTS.get(cls) or _layout(cls)
+    every = layout[2]
     if not changes.keys() <= every:
         _check_fields(cls, changes.keys(), every, frozenset())
     data = record.__dict__.copy()
     data.update(changes)
-    copy = _record(cls, data, record.__pydantic_fields_set__ | changes.keys())
+    kept = record.__pydantic_fields_set__
+    # A trusted record (the scheduler's) shares its fields set, of every field, with the other trusted
+    # records: so does its copy. Another copy gets its own.
+    copy = _record(cls, data, kept if kept is layout[4] else kept | changes.keys())
     extra = record.__pydantic_extra__
     if extra:
         object.__setattr__(copy, "__pydantic_extra__", dict(extra))

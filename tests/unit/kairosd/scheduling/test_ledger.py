@@ -609,3 +609,38 @@ def test_a_settled_line_is_spliced_not_encoded_again(monkeypatch: pytest.MonkeyP
     lines = [settled.line(run, line, revised(run, **changes)) for run, line in made]
     assert len(encoded) == 1
     assert lines == [json_line(revised(run, **changes)) for run, _ in made]
+
+
+def test_a_revised_trusted_record_shares_the_trusted_fields_set() -> None:
+    """A trusted record's later state (a herd's outcomes) shares the fields set trusted records share (every
+    field), and an assignment to it changes no other record's; any other record's copy has its own set."""
+    from kairosd.core.records import revised, trusted
+
+    one, two = (
+        trusted(Run, task_id="t1", scheduled_for=T0, planned_for=T0),
+        trusted(Run, task_id="t2", scheduled_for=T0, planned_for=T0),
+    )
+    later = revised(one, outcome=Outcome.DELIVERED)
+    assert later.model_fields_set is one.model_fields_set is two.model_fields_set
+    assert later.model_fields_set == set(Run.model_fields)
+    later.reason = "changed"
+    assert two.model_fields_set == set(Run.model_fields)
+    plain = Run(task_id="t3", scheduled_for=T0, planned_for=T0)
+    copy = revised(plain, outcome=Outcome.DELIVERED)
+    assert copy.model_fields_set is not plain.model_fields_set
+    assert "outcome" not in plain.model_fields_set
+
+
+def test_runs_recorded_with_their_lines_are_written_as_those_lines(tmp_path: Path, clock: FakeClock) -> None:
+    """``record_many(lines=...)`` (the dispatcher's outcomes, whose lines it spliced) writes those lines, one a
+    run in order, and keeps the runs; a count that does not match is refused and nothing is written."""
+    from kairosd.core.records import json_line
+
+    ledger = _ledger(tmp_path, clock)
+    runs = [_done("r1"), _done("r2", minute=1)]
+    with pytest.raises(ValueError, match="1 lines for 2 runs"):
+        ledger.record_many(runs, lines=[json_line(runs[0])])
+    assert not (tmp_path / "runs.jsonl").exists() or (tmp_path / "runs.jsonl").read_bytes() == b""
+    ledger.record_many(runs, handed_over=True, lines=[json_line(run) for run in runs])
+    assert (tmp_path / "runs.jsonl").read_bytes() == b"".join(json_line(run) + b"\n" for run in runs)
+    assert ledger.get("r2") == runs[1]
