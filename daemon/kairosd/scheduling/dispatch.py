@@ -27,12 +27,14 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
+from datetime import datetime
 from functools import partial
+from typing import Any
 
 from kairosd.core.clock import Clock
 from kairosd.core.events import EventBus
 from kairosd.core.models import Task
-from kairosd.core.records import Outcome, Run, revised
+from kairosd.core.records import Outcome, Run, Settled, revised
 from kairosd.delivery.base import Delivery, Handoff, Result
 from kairosd.scheduling.firing import InFlight
 from kairosd.scheduling.ledger import RunLedger
@@ -46,6 +48,25 @@ STOPPED_REASON = "kairosd stopped before the target confirmed delivery"
 # Runs one batch takes at most. After a long stop 10,000 catch-up fires start at once: as one batch
 # their items, outcomes and JSON were all in memory together (tens of MB at the peak of the start).
 BATCH_MAX = 500
+
+
+def _settled(run: Run, result: Result, now: datetime) -> dict[str, Any]:
+    """The fields of ``run`` that ``result`` settles, and their values."""
+    # "pending": the target holds the prompt durably and settles the run itself later (a live
+    # session's hook confirms it). The run is recorded queued and, like a finished one, frees
+    # its concurrency slot and the task's overlap mark: a session may take hours to reach its
+    # next turn, and holding either that long would stall other tasks and this task's own fires.
+    # The target applies the task's overlap policy to the runs it holds (Handoff.overlap).
+    pending = result.outcome == "pending"
+    return {
+        "started_at": result.started_at or run.dispatched_at,
+        "finished_at": None if pending else (result.finished_at or now),
+        "outcome": Outcome.QUEUED if pending else Outcome(result.outcome),
+        "reason": result.reason,
+        "output_path": result.output_path,
+        "exit_code": result.exit_code,
+        "awaiting": str(run.target.get("kind")) if pending else None,
+    }
 
 
 class Dispatcher:
@@ -78,6 +99,9 @@ class Dispatcher:
         # Runs for batching targets, by kind, gathered until the end of this event-loop turn (see _spawn).
         self._batches: dict[str, list[tuple[Task, Run, Handoff]]] = {}
         self._batching: set[asyncio.Task[None]] = set()  # batches in flight (see batches_settled)
+        # Per run id, the run started and its line in the run ledger, when the caller knew it: its outcome's
+        # line is that line with the outcome spliced in (see records.Settled), not encoded again.
+        self._lines: dict[str, tuple[Run, bytes]] = {}
 
     def in_flight(self) -> InFlight:
         """What runs and waits now, for the overlap rule."""
@@ -90,14 +114,16 @@ class Dispatcher:
         """Hold ``run`` (recorded as queued) until the task's running one is done."""
         self.queues.setdefault(task.id, deque()).append(run)
 
-    def start(self, task: Task, run: Run) -> None:
-        """Deliver ``run`` (already recorded as dispatched) in the background.
+    def start(self, task: Task, run: Run, line: bytes | None = None) -> None:
+        """Deliver ``run`` (already recorded as dispatched, as ``line`` when given) in the background.
 
         At most ``max_concurrent`` deliveries exist at once; the rest wait in
         order as plain data, not as coroutines: after a long stop 10,000
         catch-up fires come at once, and as many waiting tasks cost tens of MB.
         """
         self.running[task.id] = run.run_id
+        if line is not None:
+            self._lines[run.run_id] = (run, line)
         if self.events.subscribers:  # else nobody to tell: 10,000 events for nothing after a long stop
             self.events.publish(
                 "run_started", run_id=run.run_id, task_id=task.id, catch_up=run.catch_up, late_by_s=run.late_by_s
@@ -117,7 +143,7 @@ class Dispatcher:
             self._spawn(*self._backlog.popleft())
 
     def _spawn(self, task: Task, run: Run) -> None:
-        handoff = Handoff(
+        handoff = Handoff.of(
             run_id=run.run_id,
             task_id=task.id,
             task_name=task.name,
@@ -209,6 +235,7 @@ class Dispatcher:
             waiting.extend((task, run) for run in queue)
         self.queues.clear()
         for _, run in waiting:
+            self._lines.pop(run.run_id, None)
             if self.running.get(run.task_id) == run.run_id:
                 del self.running[run.task_id]
         return waiting
@@ -257,46 +284,45 @@ class Dispatcher:
         then start what was queued behind them."""
         now = self.clock.now()
         done: list[Run] = []
+        encoded: list[bytes] = []  # their lines in the run ledger
+        settled, lines = Settled(), self._lines
+        # The changes of a result that settles every run alike (a batch shares one: see InboxDelivery), made once.
+        shared: tuple[Result, dict[str, Any]] | None = None
         for _, run, result in finished:
-            # "pending": the target holds the prompt durably and settles the run itself later (a live
-            # session's hook confirms it). The run is recorded queued and, like a finished one, frees
-            # its concurrency slot and the task's overlap mark: a session may take hours to reach its
-            # next turn, and holding either that long would stall other tasks and this task's own fires.
-            # The target applies the task's overlap policy to the runs it holds (Handoff.overlap).
-            pending = result.outcome == "pending"
+            if shared is not None and shared[0] is result:
+                changes = shared[1]
+            else:
+                changes = _settled(run, result, now)
+                if result.started_at is not None and result.outcome != "pending":
+                    shared = (result, changes)  # nothing of the run in them
             # As model_copy(update=...) would make it, in a third of the time (a herd's 10,000 outcomes
             # are copied on the event loop while the start's first clients wait: see records.revised).
-            done.append(
-                revised(
-                    run,
-                    started_at=result.started_at or run.dispatched_at,
-                    finished_at=None if pending else (result.finished_at or now),
-                    outcome=Outcome.QUEUED if pending else Outcome(result.outcome),
-                    reason=result.reason,
-                    output_path=result.output_path,
-                    exit_code=result.exit_code,
-                    awaiting=str(run.target.get("kind")) if pending else None,
-                )
-            )
+            outcome = revised(run, **changes)
+            started = lines.pop(run.run_id, None)
+            line = started[1] if started is not None and started[0] is run else None  # that run's own line
+            encoded.append(settled.line(run, line, outcome))
+            done.append(outcome)
         try:
-            await asyncio.to_thread(partial(self.ledger.record_many, done, handed_over=True))  # new records
+            await asyncio.to_thread(partial(self.ledger.record_many, done, handed_over=True, lines=encoded))
         except OSError as exc:
             # The runs stay in flight in the ledger; after a restart they read as interrupted, never delivered.
             error = f"cannot write the run ledger {self.ledger.path}: {exc.strerror or exc}"
             self._write_failed(error)
             log.error("%s; the outcomes of %d run(s) are not recorded", error, len(done))
         finally:
+            running, publish = self.running, self.events.publish if self.events.subscribers else None
             for (task, run, _), outcome in zip(finished, done, strict=True):
-                if self.running.get(task.id) == run.run_id:
-                    del self.running[task.id]
-                self.events.publish(
-                    "run_pending" if outcome.awaiting else "run_finished",
-                    run_id=run.run_id,
-                    task_id=task.id,
-                    outcome=outcome.outcome,
-                    reason=outcome.reason,
-                    exit_code=outcome.exit_code,
-                )
+                if running.get(task.id) == run.run_id:
+                    del running[task.id]
+                if publish is not None:  # else nobody to tell (mostly): 10,000 calls for nothing in a herd
+                    publish(
+                        "run_pending" if outcome.awaiting else "run_finished",
+                        run_id=run.run_id,
+                        task_id=task.id,
+                        outcome=outcome.outcome,
+                        reason=outcome.reason,
+                        exit_code=outcome.exit_code,
+                    )
         await self._start_queued([task for task, _, _ in finished])
 
     async def _start_queued(self, tasks: list[Task]) -> None:

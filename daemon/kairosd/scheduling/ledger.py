@@ -229,7 +229,12 @@ class RunLedger(_HeldLog):
         self.record_many([run])
 
     def record_many(
-        self, runs: builtins.list[Run], *, handed_over: bool = False, encode: Callable[[Run], bytes] = json_line
+        self,
+        runs: builtins.list[Run],
+        *,
+        handed_over: bool = False,
+        encode: Callable[[Run], bytes] = json_line,
+        lines: builtins.list[bytes] | None = None,
     ) -> None:
         """Append several runs with a single fsync.
 
@@ -239,12 +244,15 @@ class RunLedger(_HeldLog):
         they are kept as they are, without a copy each (20,000 a 10k herd).
         ``encode``: each run's line, the bytes :func:`json_line` gives (the
         scheduler has most of its lines already: see ``firing.Decision.line``).
+        ``lines``: instead, the runs' lines themselves, one each in order (the dispatcher's outcomes).
         """
         if not runs:
             return
+        if lines is not None and len(lines) != len(runs):
+            raise ValueError(f"{len(lines)} lines for {len(runs)} runs")
         with self._lock:
             self._require_loaded()
-            self._append(runs, handed_over, encode)
+            self._append(runs, handed_over, encode, lines)
 
     def get(self, run_id: str) -> Run:
         with self._lock:
@@ -328,9 +336,13 @@ class RunLedger(_HeldLog):
             return [self._runs[run_id].model_copy(deep=True) for run_id in ids]
 
     def _append(
-        self, runs: builtins.list[Run], handed_over: bool = False, encode: Callable[[Run], bytes] = json_line
+        self,
+        runs: builtins.list[Run],
+        handed_over: bool = False,
+        encode: Callable[[Run], bytes] = json_line,
+        lines: builtins.list[bytes] | None = None,
     ) -> None:
-        self._log.append_lines([encode(run) for run in runs])
+        self._log.append_lines([encode(run) for run in runs] if lines is None else lines)
         # Copies: a caller that keeps mutating its Run must not change history behind the file's back.
         for run in runs:
             self._put(run if handed_over else _detached(run))

@@ -567,8 +567,9 @@ class Scheduler:
         self._anchors.advance(decision.advances)
         for task, run in decision.queue:
             self._dispatch.enqueue(task, run)
+        lines = decision.lines
         for task, run in decision.start:
-            self._dispatch.start(task, run)
+            self._dispatch.start(task, run, lines.get(id(run)))  # its outcome's line is this one, spliced
         return True
 
     def _write(

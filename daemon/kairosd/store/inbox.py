@@ -181,7 +181,13 @@ class InboxStore:
         """
         return self.put_many([item])[0]
 
-    def put_many(self, items: builtins.list[InboxItem], *, handed_over: bool = False) -> builtins.list[bool]:
+    def put_many(
+        self,
+        items: builtins.list[InboxItem],
+        *,
+        handed_over: bool = False,
+        lines: builtins.list[bytes | None] | None = None,
+    ) -> builtins.list[bool]:
         """Add several items with one write and one fsync per session: a group commit.
 
         Returns, per item, what :meth:`put` would (True: new and durable; False:
@@ -189,24 +195,30 @@ class InboxStore:
         session's write fails, :class:`OSError` is raised and that session's
         memory is unchanged (sessions written before it stay written).
         The store keeps copies; ``handed_over``: the caller made the items for
-        it and will not change them, so they are kept as they are.
+        it and will not change them, so they are kept as they are. ``lines``:
+        the items' lines (:func:`json_line`'s bytes) where the caller has them
+        (None for one it has not), one an item in order.
         """
+        if lines is not None and len(lines) != len(items):
+            raise ValueError(f"{len(lines)} lines for {len(items)} items")
         with self._lock:
-            fresh: dict[str, builtins.list[InboxItem]] = {}  # session -> new items, put order
+            fresh: dict[str, builtins.list[tuple[InboxItem, bytes | None]]] = {}  # session -> new items, put order
             seen: set[tuple[str, str]] = set()
             answers: builtins.list[bool] = []
-            for item in items:
-                session = self._session(item.session)
+            session: _Session | None = None
+            for index, item in enumerate(items):
+                if session is None or session.name != item.session:  # a batch is one session's, mostly
+                    session = self._session(item.session)
                 key = (item.session, item.id)
                 new = item.id not in session.items and item.id not in session.acked and key not in seen
                 answers.append(new)
                 if new:
                     seen.add(key)
-                    fresh.setdefault(item.session, []).append(item)
-            for name, new_items in fresh.items():
+                    fresh.setdefault(item.session, []).append((item, None if lines is None else lines[index]))
+            for name, entries in fresh.items():
                 session = self._session(name)
-                session.log.append_lines([json_line(item) for item in new_items])
-                for item in new_items:
+                session.log.append_lines([line or json_line(item) for item, line in entries])
+                for item, _ in entries:
                     # A shallow copy is a full one: every field of an item is immutable (text, times, numbers).
                     session.items[item.id] = item if handed_over else item.model_copy()
                 if not self._compaction_holds:

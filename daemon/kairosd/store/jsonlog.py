@@ -77,9 +77,9 @@ class JsonLog:
         with one write and one fsync; durable when this returns."""
         if not lines:
             return
-        if any(_NEWLINE in line for line in lines):
-            raise ValueError("a log line must not contain a newline")
         data = _NEWLINE.join(lines) + _NEWLINE
+        if data.count(_NEWLINE) != len(lines):  # one pass in C, not a generator step a line (30,000 a herd)
+            raise ValueError("a log line must not contain a newline")
         fd, created = self._open_for_append()
         try:
             size = os.fstat(fd).st_size

@@ -577,3 +577,84 @@ def test_handed_over_items_are_kept_without_a_copy(tmp_path: Path, clock: FakeCl
     assert held["b"] is not theirs
     assert held["b"] == theirs
     assert InboxStore(tmp_path / "inbox", clock).list() == [mine, theirs]
+
+
+def test_a_handoff_made_by_of_is_the_handoff_init_makes() -> None:
+    """``Handoff.of`` (the dispatcher's, without the frozen dataclass's ``__init__``) gives the object
+    ``Handoff(...)`` gives: equal, the fields in their order, frozen, ``replace`` works on it."""
+    import dataclasses
+
+    values: dict[str, Any] = {
+        "run_id": "r1", "task_id": "t1", "task_name": "build", "prompt": "p", "target": InboxTarget(session="main"),
+        "scheduled_for": T0, "planned_for": T0, "late_by_s": 1.5, "catch_up": True, "meta": {"k": "v"},
+        "overlap": "queue",
+    }  # fmt: skip
+    made, expected = Handoff.of(**values), Handoff(**values)
+    assert made == expected
+    assert list(vars(made)) == [f.name for f in dataclasses.fields(Handoff)]
+    assert dataclasses.asdict(made) == dataclasses.asdict(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.prompt = "changed"  # type: ignore[misc]
+    assert replace(made, prompt="q").prompt == "q"
+
+
+def test_a_batchs_item_lines_come_from_their_prototypes(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The items of a batch that share a session and a fire (its slot, lateness and catch-up, as the runs of
+    one fire do) are written from one prototype's line, not encoded one by one: each line on disk is the
+    one json_line gives its item, whatever the strings hold, across sessions and fires."""
+    from kairosd.core.records import json_line
+
+    encoded: list[str] = []
+
+    class Counting:
+        """InboxItem's serializer, counting the items it encodes."""
+
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def to_json(self, item: Any, **kw: Any) -> bytes:
+            encoded.append(item.id)
+            return bytes(self.real.to_json(item, **kw))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    store = InboxStore(tmp_path / "inbox", clock)
+    later, late = T0 + timedelta(minutes=1), 2.25
+    texts = ["plain", 'quote " back \\ slash', "caf\u00e9 \u2603 \U0001f600", "del \x7f", "100% %s", "line\nbreak"]
+    jobs = [
+        replace(_job(f"r{i}", InboxTarget(session=session)), prompt=text, task_name=text if i % 2 else None,
+                scheduled_for=slot, late_by_s=late, catch_up=slot is later)
+        for i, (session, slot, text) in enumerate(
+            (session, slot, text) for session in ("main", "side") for slot in (T0, later) for text in texts * 5
+        )
+    ]  # fmt: skip
+    InboxItem.model_rebuild()
+    monkeypatch.setattr(InboxItem, "__pydantic_serializer__", Counting(InboxItem.__pydantic_serializer__))
+    results = asyncio.run(InboxDelivery(store, clock).deliver_many(jobs))
+    assert {r.outcome for r in results} == {"delivered"}
+    assert len(encoded) <= 4 * (1 + 1 + 5)  # per session and fire: the template, the first item, the "del" ones
+    monkeypatch.undo()
+    items = {item.id: item for item in store.list()}
+    assert len(items) == len(jobs)
+    for session in ("main", "side"):
+        for line in (tmp_path / "inbox" / session_file_name(session)).read_bytes().splitlines():
+            item = InboxItem.model_validate_json(line)
+            assert line == json_line(items[item.id])
+            assert item.model_dump() == items[item.id].model_dump()
+
+
+def test_put_many_writes_the_lines_it_is_given(tmp_path: Path, clock: FakeClock, store: InboxStore) -> None:
+    """``put_many(lines=...)`` writes a given line for its item and encodes an item whose line is None; a
+    count that does not match the items is refused, and nothing is written."""
+    from kairosd.core.records import json_line
+
+    one, two = _item("r1"), _item("r2", minute=1)
+    with pytest.raises(ValueError, match="1 lines for 2 items"):
+        store.put_many([one, two], lines=[json_line(one)])
+    assert store.list() == []
+    assert store.put_many([one, two], lines=[json_line(one), None]) == [True, True]
+    path = tmp_path / "inbox" / session_file_name("default")
+    assert path.read_bytes() == json_line(one) + b"\n" + json_line(two) + b"\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import shutil
 import threading
 from collections import Counter
@@ -21,7 +22,7 @@ from registry_support import until
 
 from kairosd.core.events import EventBus
 from kairosd.core.models import InboxTarget, Overlap, Task, new_task
-from kairosd.core.records import InboxItem, Outcome
+from kairosd.core.records import InboxItem, Outcome, Run, json_line
 from kairosd.delivery.inbox import InboxDelivery
 from kairosd.scheduling import dispatch as dispatch_module
 from kairosd.scheduling import scheduler as scheduler_module
@@ -29,7 +30,7 @@ from kairosd.scheduling.ledger import INTERRUPTED_REASON, MissedLedger, RunLedge
 from kairosd.scheduling.scheduler import Scheduler, SchedulerConfig
 from kairosd.scheduling.settle import settle_written_items
 from kairosd.scheduling.taskbook import TaskBook
-from kairosd.store.inbox import ACKED_RETENTION, InboxStore
+from kairosd.store.inbox import ACKED_RETENTION, InboxStore, session_file_name
 from kairosd.store.jsonlog import JsonLog
 from kairosd.store.store import StoreState
 from kairosd.testing import FakeClock, InMemoryStore
@@ -124,6 +125,72 @@ def test_a_herd_shares_its_durable_writes(tmp_path: Path, appends: Counter[str])
         await d.at(MINUTE + timedelta(minutes=1))
         assert appends == {"inbox/main.jsonl": 1, "inbox/side.jsonl": 1, "runs.jsonl": 2}
         _one_per_slot(d, tasks, [MINUTE, MINUTE + timedelta(minutes=1)])
+
+    asyncio.run(main())
+
+
+def test_a_herds_outcomes_are_spliced_into_their_fired_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A herd's outcomes are not encoded again one by one: each outcome's line in the run ledger is its
+    fired line with the outcome spliced in (one encoding per batch), and it is the line the outcome's
+    record encodes to, so the ledger reads back what it holds."""
+    tasks = herd(300, sessions=("main", "side"))
+    encoded: Counter[Outcome | None] = Counter()
+
+    class Counting:
+        """Run's serializer, counting the records it encodes by their outcome."""
+
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def to_json(self, record: Any, **kw: Any) -> bytes:
+            encoded[record.outcome] += 1
+            return bytes(self.real.to_json(record, **kw))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0), max_concurrent=4)
+        await d.sched.start()
+        Run.model_rebuild()  # built now (deferred), then counted
+        monkeypatch.setattr(Run, "__pydantic_serializer__", Counting(Run.__pydantic_serializer__))
+        await d.at(MINUTE)
+        await d.at(MINUTE + timedelta(minutes=1))
+        assert encoded[Outcome.DELIVERED] <= 4  # one per batch and minute at most, not 600
+        held = {run.run_id: json_line(run) for run in d.ledger.list(limit=1000)}
+        last: dict[str, bytes] = {}
+        for line in (tmp_path / "runs.jsonl").read_bytes().splitlines():
+            last[json.loads(line)["run_id"]] = line
+        assert last == held
+        assert {r.outcome for r in d.ledger.list(limit=1000)} == {Outcome.DELIVERED}
+        _one_per_slot(d, tasks, [MINUTE, MINUTE + timedelta(minutes=1)])
+
+    asyncio.run(main())
+
+
+def test_a_batch_with_failed_items_settles_each_run_by_its_own_result(tmp_path: Path) -> None:
+    """One batch of two sessions, one of them an inbox that cannot be written: the other session's runs
+    are delivered (they share one result), the others failed with the reason, each outcome line on disk
+    the one its record encodes to."""
+    bad = "blocked"
+    tasks = herd(40, sessions=("main", bad))
+    (tmp_path / "inbox" / session_file_name(bad)).mkdir(parents=True)  # a folder where its log would be
+
+    async def main() -> None:
+        d = Daemon(tmp_path, tasks, FakeClock(T0))
+        await d.sched.start()
+        await d.at(MINUTE)
+        runs = d.ledger.list(limit=1000)
+        by_session = {t.id: t.target.session for t in tasks}  # type: ignore[union-attr]
+        settled = {(by_session[r.task_id], r.outcome) for r in runs}
+        assert settled == {("main", Outcome.DELIVERED), (bad, Outcome.FAILED)}
+        assert all(bad in (r.reason or "") for r in runs if r.outcome is Outcome.FAILED)
+        assert all(r.reason is None and r.finished_at == MINUTE for r in runs if r.outcome is Outcome.DELIVERED)
+        last: dict[str, bytes] = {}
+        for line in (tmp_path / "runs.jsonl").read_bytes().splitlines():
+            last[json.loads(line)["run_id"]] = line
+        assert last == {run.run_id: json_line(run) for run in runs}
+        assert len(d.inbox.list()) == 20
 
     asyncio.run(main())
 

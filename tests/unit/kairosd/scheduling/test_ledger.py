@@ -596,3 +596,91 @@ def test_a_revised_record_is_what_model_copy_makes() -> None:
     assert copy.model_extra is not loaded.model_extra
     with pytest.raises(TypeError, match="no field 'nope'"):
         revised(loaded, nope=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [None, "plain", 'quote " back \\ slash', ',"started_at":null,"finished_at":null,"outcome":null,"reason":null,',
+     "caf\u00e9 \u2603 \U0001f600", "del \x7f", "lone \ud800", "100% %s"],
+)  # fmt: skip
+def test_a_settled_line_is_the_line_json_line_writes(text: str | None) -> None:
+    """The line of a run's settled state, spliced from its in-flight line (``Settled``: how the dispatcher
+    records a herd's outcomes), is the bytes json_line writes, whatever the run's strings hold and whatever
+    the outcome, reason and times; a run with an unknown field, a value that does not settle that way (an
+    exit code, a pending run's ``awaiting``) or no known line is encoded whole, the same bytes."""
+    from kairosd.core.records import Prototype, Settled, json_line, revised
+
+    late = T0 + timedelta(seconds=1, microseconds=5)
+    shared: dict[str, Any] = {"scheduled_for": T0, "planned_for": T0, "dispatched_at": T0, "target": {"s": text}}
+    prototype = Prototype(Run, ("task_id", "task_name"), **shared)
+    prototype.make(task_id="first")  # the next ones get their lines from the prototype
+    settled = Settled()
+    outcomes: list[dict[str, Any]] = [
+        {"started_at": T0, "finished_at": late, "outcome": Outcome.DELIVERED, "reason": None},
+        {"started_at": T0, "finished_at": late, "outcome": Outcome.FAILED, "reason": text},
+        {"started_at": late, "finished_at": None, "outcome": Outcome.QUEUED, "reason": None, "awaiting": "session"},
+        {"started_at": T0, "finished_at": late, "outcome": Outcome.FAILED, "reason": "x", "exit_code": 2},
+    ]
+    for changes in outcomes:
+        for _ in range(3):  # the first of a kind is encoded, the others spliced
+            run, line = prototype.made(task_id=text or "t1", task_name=text)
+            assert line == json_line(run)
+            after = revised(run, **changes)
+            assert settled.line(run, line, after) == json_line(after)
+            assert settled.line(run, None, after) == json_line(after)
+    odd = Run.model_validate({"run_id": "r1", "task_id": "t1", "scheduled_for": T0, "planned_for": T0, "x": text})
+    after = revised(odd, **outcomes[0])
+    assert settled.line(odd, json_line(odd), after) == json_line(after)
+    assert b'"x":' in settled.line(odd, json_line(odd), after)
+
+
+def test_a_settled_line_is_spliced_not_encoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs settled with the same values (a batch's times and outcome) are encoded once: the others' lines
+    are their in-flight lines with the settled values' JSON spliced in."""
+    from kairosd.core import records
+    from kairosd.core.records import Prototype, Settled, json_line, revised
+
+    prototype = Prototype(Run, ("task_id", "task_name"), scheduled_for=T0, planned_for=T0, dispatched_at=T0)
+    prototype.make(task_id="first")
+    made = [prototype.made(task_id=f"t{i}") for i in range(50)]
+    encoded: list[Run] = []
+    monkeypatch.setattr(records, "json_line", lambda record: encoded.append(record) or json_line(record))
+    settled, changes = Settled(), {"started_at": T0, "finished_at": T0, "outcome": Outcome.DELIVERED}
+    lines = [settled.line(run, line, revised(run, **changes)) for run, line in made]
+    assert len(encoded) == 1
+    assert lines == [json_line(revised(run, **changes)) for run, _ in made]
+
+
+def test_a_revised_trusted_record_shares_the_trusted_fields_set() -> None:
+    """A trusted record's later state (a herd's outcomes) shares the fields set trusted records share (every
+    field), and an assignment to it changes no other record's; any other record's copy has its own set."""
+    from kairosd.core.records import revised, trusted
+
+    one, two = (
+        trusted(Run, task_id="t1", scheduled_for=T0, planned_for=T0),
+        trusted(Run, task_id="t2", scheduled_for=T0, planned_for=T0),
+    )
+    later = revised(one, outcome=Outcome.DELIVERED)
+    assert later.model_fields_set is one.model_fields_set is two.model_fields_set
+    assert later.model_fields_set == set(Run.model_fields)
+    later.reason = "changed"
+    assert two.model_fields_set == set(Run.model_fields)
+    plain = Run(task_id="t3", scheduled_for=T0, planned_for=T0)
+    copy = revised(plain, outcome=Outcome.DELIVERED)
+    assert copy.model_fields_set is not plain.model_fields_set
+    assert "outcome" not in plain.model_fields_set
+
+
+def test_runs_recorded_with_their_lines_are_written_as_those_lines(tmp_path: Path, clock: FakeClock) -> None:
+    """``record_many(lines=...)`` (the dispatcher's outcomes, whose lines it spliced) writes those lines, one a
+    run in order, and keeps the runs; a count that does not match is refused and nothing is written."""
+    from kairosd.core.records import json_line
+
+    ledger = _ledger(tmp_path, clock)
+    runs = [_done("r1"), _done("r2", minute=1)]
+    with pytest.raises(ValueError, match="1 lines for 2 runs"):
+        ledger.record_many(runs, lines=[json_line(runs[0])])
+    assert not (tmp_path / "runs.jsonl").exists() or (tmp_path / "runs.jsonl").read_bytes() == b""
+    ledger.record_many(runs, handed_over=True, lines=[json_line(run) for run in runs])
+    assert (tmp_path / "runs.jsonl").read_bytes() == b"".join(json_line(run) + b"\n" for run in runs)
+    assert ledger.get("r2") == runs[1]
