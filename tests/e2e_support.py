@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import KairosCli
+from cli_support import KairosCli, kairosd_answers
 
 from kairosd import testing
 
@@ -53,11 +53,7 @@ class Env(KairosCli):
         log_path.rename(self.home / f"kairosd-{proc.pid}.log")
         self.daemons.append(proc)
         if wait:
-            # The socket first: a `kairos status` probe is a whole process, and one sent before kairosd
-            # binds only says "not running" (and takes CPU from the start it waits for).
-            wait_for(lambda: (self.socket.exists() and self.kairos("status", check=False).returncode == 0)
-                     or proc.poll() is not None,
-                     what="kairosd to answer")  # fmt: skip
+            wait_for(lambda: kairosd_answers(self.env) or proc.poll() is not None, what="kairosd to answer")
             assert proc.poll() is None, self.log(proc)
         return proc
 

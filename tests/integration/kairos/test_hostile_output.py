@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import kairosd_answers
 
 from kairosd import testing
 
@@ -91,7 +92,7 @@ class Home:
     def start(self) -> None:
         with open(self.path / "kairosd.log", "ab") as log:
             self.daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=self.env, stderr=log)
-        wait_for(lambda: self.kairos("status").returncode == 0 or self.daemon.poll() is not None, "kairosd")
+        wait_for(lambda: kairosd_answers(self.env) or self.daemon.poll() is not None, "kairosd")
         assert self.daemon.poll() is None, (self.path / "kairosd.log").read_text()
 
     def stop(self) -> None:

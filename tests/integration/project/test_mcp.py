@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import anyio
 import pytest
+from cli_support import kairosd_answers
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -55,12 +56,8 @@ class Home:
             self.daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=self.env, stderr=log)
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
-            # The socket first: a `kairos status` probe is a whole process, and one sent before kairosd
-            # binds only says "not running" (and takes CPU from the start it waits for).
-            if (self.path / "run" / "kairosd.sock").exists():
-                probe = subprocess.run([sys.executable, "-m", "kairos", "status"], env=self.env, capture_output=True)
-                if probe.returncode == 0:
-                    return
+            if kairosd_answers(self.env):
+                return
             assert self.daemon.poll() is None, (self.path / "kairosd.log").read_text()
             time.sleep(0.05)
         raise AssertionError("kairosd did not answer in time")
