@@ -1,5 +1,5 @@
 """The kairos CLI as a separate process, for the end-to-end suites (each with a KAIROS_HOME of its own),
-and :func:`kairosd_answers`, their wait for a kairosd they started."""
+and :func:`kairosd_answers` and :func:`kairosd_get`, what they poll while they wait for a kairosd."""
 
 from __future__ import annotations
 
@@ -31,6 +31,13 @@ def kairosd_answers(environ: Mapping[str, str]) -> bool:
     except (DaemonNotRunning, ApiError):
         return False
     return True
+
+
+def kairosd_get(environ: Mapping[str, str], route: str, query: Mapping[str, str] | None = None, **params: str) -> Any:
+    """GET route ``route`` (kairosd.core.protocol.ROUTES) from the kairosd of ``environ``, in this process:
+    what a test polls while it waits for kairosd to do something. A ``kairos`` process per poll costs
+    ~0.2 s of CPU each, back to back for as long as the wait lasts; the test then reads the CLI once."""
+    return Client(socket_path(environ), timeout=10.0).call("GET", route_path(route, **params), query=query)
 
 
 class KairosCli:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import KairosCli, kairosd_answers
+from cli_support import KairosCli, kairosd_answers, kairosd_get
 
 from kairosd import testing
 
@@ -42,6 +42,10 @@ class Env(KairosCli):
 
     def log(self, proc: subprocess.Popen[str]) -> str:
         return (self.home / f"kairosd-{proc.pid}.log").read_text()
+
+    def api(self, route: str, **params: str) -> Any:
+        """GET ``route`` in this process: what a poll reads (see :func:`cli_support.kairosd_get`)."""
+        return kairosd_get(self.env, route, **params)
 
     def start_daemon(self, wait: bool = True) -> subprocess.Popen[str]:
         # A file, not a pipe: a chatty daemon must never block on a full pipe.
