@@ -1,7 +1,8 @@
 """What every test shares: an environment that does not depend on the caller's shell, and a short folder.
 
 The caller's ``KAIROS_*`` variables (and the others kairos reads) are removed at
-import time, before any test module reads them; see :mod:`environment_support`.
+import time, before any test module reads them, and ``PYTHONDONTWRITEBYTECODE`` becomes a
+bytecode cache in the venv; see :mod:`environment_support`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from environment_support import clean_environment
+from environment_support import bytecode_into_the_venv, clean_environment
 
 clean_environment()
+bytecode_into_the_venv()
 
 # The reliability tests' fixtures (home, daemon, compiled), wherever their tier put them.
 pytest_plugins = ["reliability_fixtures"]
