@@ -16,13 +16,16 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pytest
 from cli_support import kairosd_answers
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+
+if TYPE_CHECKING:
+    # Imported where a session starts: the mcp package takes ~2 s of CPU to import, and every xdist
+    # worker imports this module to collect it, not only the one that runs its tests.
+    from mcp import ClientSession
 
 pytestmark = pytest.mark.slow
 
@@ -84,6 +87,9 @@ def home() -> Iterator[Home]:
 
 def with_session(home: Home, body: Callable[[ClientSession], Awaitable[T]]) -> T:
     """Start `kairos mcp` as an agent CLI would (stdio), initialise a session, run ``body`` in it."""
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def main() -> T:
         params = StdioServerParameters(command=sys.executable, args=["-m", "kairos", "mcp"], env=home.env)
