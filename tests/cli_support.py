@@ -1,16 +1,43 @@
-"""The kairos CLI as a separate process, for the end-to-end suites (each with a KAIROS_HOME of its own)."""
+"""The kairos CLI as a separate process, for the end-to-end suites (each with a KAIROS_HOME of its own),
+and :func:`kairosd_answers` and :func:`kairosd_get`, what they poll while they wait for a kairosd."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from kairos.app import run
+from kairos.client import ApiError, Client, DaemonNotRunning
+from kairosd.core.protocol import route_path
+from kairosd.system.paths import socket_path
+
+
+def kairosd_answers(environ: Mapping[str, str]) -> bool:
+    """Whether the kairosd of ``environ`` (its KAIROS_HOME) answers ``GET /status``, as ``kairos status``
+    asks, but from this process: a test polls this while kairosd starts, and a ``kairos status``
+    process per poll (~0.2 s of CPU each, back to back) took the CPU from the start it waited for."""
+    socket = socket_path(environ)
+    if not os.path.exists(socket):  # not bound yet
+        return False
+    try:
+        Client(socket, timeout=5.0).call("GET", route_path("status"))
+    except (DaemonNotRunning, ApiError):
+        return False
+    return True
+
+
+def kairosd_get(environ: Mapping[str, str], route: str, query: Mapping[str, str] | None = None, **params: str) -> Any:
+    """GET route ``route`` (kairosd.core.protocol.ROUTES) from the kairosd of ``environ``, in this process:
+    what a test polls while it waits for kairosd to do something. A ``kairos`` process per poll costs
+    ~0.2 s of CPU each, back to back for as long as the wait lasts; the test then reads the CLI once."""
+    return Client(socket_path(environ), timeout=10.0).call("GET", route_path(route, **params), query=query)
 
 
 class KairosCli:

@@ -1,7 +1,8 @@
 """What every test shares: an environment that does not depend on the caller's shell, and a short folder.
 
 The caller's ``KAIROS_*`` variables (and the others kairos reads) are removed at
-import time, before any test module reads them; see :mod:`environment_support`.
+import time, before any test module reads them, and ``PYTHONDONTWRITEBYTECODE`` becomes a
+bytecode cache in the venv; see :mod:`environment_support`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from environment_support import clean_environment
+from environment_support import bytecode_into_the_venv, clean_environment
 
 clean_environment()
+bytecode_into_the_venv()
 
 # The reliability tests' fixtures (home, daemon, compiled), wherever their tier put them.
 pytest_plugins = ["reliability_fixtures"]
@@ -27,11 +29,14 @@ TIERS = ("unit", "integration", "stress", "packaging", "compat")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its folder's tier, so ``-m`` selects by tier whatever the file says."""
+    tiers: dict[Path, str | None] = {}  # per file: resolve() is a few syscalls, and ~4,000 tests share ~300 files
     for item in items:
-        try:
-            tier = item.path.resolve().relative_to(TESTS).parts[0]
-        except ValueError:  # a test outside tests/ (given on the command line)
-            continue
+        if item.path not in tiers:
+            try:
+                tiers[item.path] = item.path.resolve().relative_to(TESTS).parts[0]
+            except ValueError:  # a test outside tests/ (given on the command line)
+                tiers[item.path] = None
+        tier = tiers[item.path]
         if tier in TIERS:
             item.add_marker(getattr(pytest.mark, tier))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import KairosCli
+from cli_support import KairosCli, kairosd_answers, kairosd_get
 
 from kairosd import testing
 
@@ -43,6 +43,10 @@ class Env(KairosCli):
     def log(self, proc: subprocess.Popen[str]) -> str:
         return (self.home / f"kairosd-{proc.pid}.log").read_text()
 
+    def api(self, route: str, **params: str) -> Any:
+        """GET ``route`` in this process: what a poll reads (see :func:`cli_support.kairosd_get`)."""
+        return kairosd_get(self.env, route, **params)
+
     def start_daemon(self, wait: bool = True) -> subprocess.Popen[str]:
         # A file, not a pipe: a chatty daemon must never block on a full pipe.
         log_path = self.home / f"kairosd-{len(self.daemons)}.tmp"
@@ -53,11 +57,7 @@ class Env(KairosCli):
         log_path.rename(self.home / f"kairosd-{proc.pid}.log")
         self.daemons.append(proc)
         if wait:
-            # The socket first: a `kairos status` probe is a whole process, and one sent before kairosd
-            # binds only says "not running" (and takes CPU from the start it waits for).
-            wait_for(lambda: (self.socket.exists() and self.kairos("status", check=False).returncode == 0)
-                     or proc.poll() is not None,
-                     what="kairosd to answer")  # fmt: skip
+            wait_for(lambda: kairosd_answers(self.env) or proc.poll() is not None, what="kairosd to answer")
             assert proc.poll() is None, self.log(proc)
         return proc
 

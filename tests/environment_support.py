@@ -16,6 +16,7 @@ impossible to switch on (issue 23).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 # Read by kairos besides its own KAIROS_* names.
@@ -49,6 +50,22 @@ def clean_environment() -> None:
         value = os.environ.pop(name)
         if name in SUITE_SETTINGS:
             _kept[name] = value
+
+
+def bytecode_into_the_venv() -> None:
+    """With ``PYTHONDONTWRITEBYTECODE`` set, write bytecode into the venv's ``pycache`` folder instead
+    (``PYTHONPYCACHEPREFIX``), as ``scripts/check`` does for a plain ``pytest`` too: else every xdist
+    worker rewrites and compiles each test module from source (~10 s of CPU per worker) and every kairos
+    or kairosd process a test starts compiles what it imports. The caller's tree still gets no
+    ``__pycache__``. Outside a venv, or with a prefix already chosen, nothing changes."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or sys.pycache_prefix or sys.prefix == sys.base_prefix:
+        return
+    prefix = os.path.join(sys.prefix, "pycache")
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    # This process too: the test modules are imported (and rewritten by pytest) after the conftest.
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
 
 
 def suite_setting(name: str) -> str | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import kairosd_answers
 from session_support import fixture, hook_home, hook_kd, session_of, wait_for
 
 from kairos.app import build_parser, run
@@ -258,7 +259,7 @@ def test_a_real_kairosd_delivers_into_a_session_end_to_end(home, tmp_path):
     with open(home / "kairosd.log", "w") as log:
         daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=env, stdout=log, stderr=log)
     try:
-        wait_for(lambda: kairos("status", check=False).returncode == 0 or daemon.poll() is not None, "kairosd")
+        wait_for(lambda: kairosd_answers(env) or daemon.poll() is not None, "kairosd")
         assert daemon.poll() is None, (home / "kairosd.log").read_text()
         start = fixture("claude", "SessionStart", cwd=str(tmp_path))
         assert kairos("hook", "claude", "SessionStart", stdin=json.dumps(start)).stdout == ""

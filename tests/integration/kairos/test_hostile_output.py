@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import kairosd_answers, kairosd_get
 
 from kairosd import testing
 
@@ -91,7 +92,7 @@ class Home:
     def start(self) -> None:
         with open(self.path / "kairosd.log", "ab") as log:
             self.daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=self.env, stderr=log)
-        wait_for(lambda: self.kairos("status").returncode == 0 or self.daemon.poll() is not None, "kairosd")
+        wait_for(lambda: kairosd_answers(self.env) or self.daemon.poll() is not None, "kairosd")
         assert self.daemon.poll() is None, (self.path / "kairosd.log").read_text()
 
     def stop(self) -> None:
@@ -119,21 +120,23 @@ def hostile() -> Iterator[tuple[Home, dict[str, str]]]:
         ids["shell"] = added["task"]["id"]
         bad_cwd.rmdir()  # the missing folder's name ends up in the run's reason
         home.ok("run", ids["shell"])
-        wait_for(lambda: "failed" in home.ok("history", ids["shell"]), "the shell run to fail")
+        shell_runs = lambda: kairosd_get(home.env, "runs", {"task": ids["shell"]})["runs"]  # noqa: E731
+        wait_for(lambda: any(run["outcome"] == "failed" for run in shell_runs()), "the shell run to fail")
         home.ok("board", "add", HOSTILE)
         session_cwd = home.path / HOSTILE
         session_cwd.mkdir()
         start = {"session_id": "s-hostile", "cwd": str(session_cwd), "transcript_path": f"/tmp/{HOSTILE}"}
         home.ok("hook", "claude", "SessionStart", stdin=json.dumps(start))
         ids["bg"] = home.json("task", "start", "--shell", HOSTILE, "--", "cat")["task"]["id"]
-        wait_for(lambda: home.json("task", "show", ids["bg"])["task"]["status"] != "running", "the task to end")
+        bg_status = lambda: kairosd_get(home.env, "registry_task", id=ids["bg"])["task"]["status"]  # noqa: E731
+        wait_for(lambda: bg_status() != "running", "the task to end")
         # A fire missed while kairosd was down, surfaced at the next start.
         home.ok("add", "--in", "1s", "--catch-up", "surface", "--name", HOSTILE, HOSTILE)
         home.stop()
         deadline = time.monotonic() + 2.5
         wait_for(lambda: time.monotonic() > deadline, "the one-shot's time to pass")
         home.start()
-        wait_for(lambda: home.json("missed")["missed"], "the missed fire")
+        wait_for(lambda: kairosd_get(home.env, "missed")["missed"], "the missed fire")
         yield home, ids
     finally:
         home.stop()

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_support import kairosd_answers
 from session_support import fixture, remove_home, short_home, wait_for
 
 # What neither path may import: the daemon's and the wire's heavy machinery.
@@ -78,12 +79,7 @@ def daemon_home() -> Iterator[dict[str, str]]:
     log = (home / "kairosd.log").open("w")
     daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=env, stdout=log, stderr=log)
     try:
-
-        def answers() -> bool:
-            status = subprocess.run([sys.executable, "-m", "kairos", "status"], env=env, capture_output=True)
-            return status.returncode == 0 or daemon.poll() is not None
-
-        wait_for(answers, "kairosd")
+        wait_for(lambda: kairosd_answers(env) or daemon.poll() is not None, "kairosd")
         assert daemon.poll() is None, (home / "kairosd.log").read_text()
         added = subprocess.run(
             [sys.executable, "-m", "kairos", "add", "0 4 * * *", "look at CI"], env=env, capture_output=True

@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import socket
 import time
+from typing import Any
 
 import pytest
 from e2e_support import env, wait_for
@@ -25,11 +26,14 @@ def test_one_shot_reaches_the_inbox_and_history_says_delivered(env):
     task_id = added["task"]["id"] if "task" in added else added["id"]
     assert env.json("list")["tasks"][0]["id"] == task_id
 
-    items = wait_for(lambda: env.json("inbox")["items"], what="the inbox item")
+    wait_for(lambda: env.api("inbox")["items"], what="the inbox item")
+    items = env.json("inbox")["items"]
     assert items[0]["prompt"] == "look at the deploy"
     assert items[0]["task_id"] == task_id
-    wait_for(lambda: env.json("list")["tasks"] == [], what="the one-shot to leave the list")
-    runs = wait_for(lambda: env.json("history")["runs"], what="a run")
+    wait_for(lambda: env.api("tasks")["tasks"] == [], what="the one-shot to leave the list")
+    assert env.json("list")["tasks"] == []
+    wait_for(lambda: env.api("runs")["runs"], what="a run")
+    runs = env.json("history")["runs"]
     assert runs[0]["outcome"] == "delivered"
     assert runs[0]["task_id"] == task_id
 
@@ -65,7 +69,8 @@ def test_config_reload_by_command_and_by_sighup(env):
     assert "needs a restart to take effect: limits.max_sessions" in out
     config.write_text("[limits]\nmax_depth = 2\n")
     daemon.send_signal(signal.SIGHUP)
-    wait_for(lambda: env.json("status")["background"]["max_depth"] == 2, what="SIGHUP to reload the config")
+    wait_for(lambda: env.api("status")["background"]["max_depth"] == 2, what="SIGHUP to reload the config")
+    assert env.json("status")["background"]["max_depth"] == 2
     assert daemon.poll() is None
 
 
@@ -86,10 +91,12 @@ def test_failing_shell_target_is_recorded_as_failed_with_its_exit_code(env, tmp_
     env.start_daemon()
     added = env.json("add", "--in", "1s", "--target", "shell", "--cmd", "sh -c 'exit 3'", "run a failing command")
     task = added.get("task", added)
-    run = wait_for(
-        lambda: [r for r in env.json("history")["runs"] if r["outcome"] is not None and r["task_id"] == task["id"]],
-        what="the shell run to finish",
-    )[0]
+
+    def finished(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in runs if r["outcome"] is not None and r["task_id"] == task["id"]]
+
+    wait_for(lambda: finished(env.api("runs")["runs"]), what="the shell run to finish")
+    (run,) = finished(env.json("history")["runs"])
     assert run["outcome"] == "failed"
     assert run["exit_code"] == 3
     assert "exit code 3" in run["reason"]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import KairosCli
+from cli_support import KairosCli, kairosd_answers
 
 from kairosd import testing
 from kairosd.system.paths import STORE_NAME
@@ -54,7 +54,7 @@ class World(KairosCli):
             self.daemon = subprocess.Popen(
                 [sys.executable, "-m", "kairosd"], env=self.env, stdout=subprocess.DEVNULL, stderr=log, text=True
             )
-        wait_for(lambda: self.kairos("status", check=False).returncode == 0, "kairosd to answer")
+        wait_for(lambda: kairosd_answers(self.env), "kairosd to answer")
 
     def start_ui(self) -> None:
         script = self.home / "ui.sh"

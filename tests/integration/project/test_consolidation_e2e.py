@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import KairosCli
+from cli_support import KairosCli, kairosd_get
 from consolidation_support import MiniDaemon, fake_claude, wait_until, write_config, write_transcript
 
 pytestmark = pytest.mark.slow
@@ -36,6 +36,10 @@ class Env(KairosCli):
 
     def board_texts(self) -> list[str]:
         return [e["text"] for e in self.json("board", "show", "--cwd", str(self.project))["entries"]]
+
+    def board_texts_now(self) -> list[str]:
+        """What ``board_texts`` reads, asked from this process: what a wait polls (see ``kairosd_get``)."""
+        return [e["text"] for e in kairosd_get(self.env, "board", {"cwd": str(self.project)})["entries"]]
 
 
 @pytest.fixture
@@ -110,7 +114,8 @@ def test_session_end_hook_to_next_session_start(env):
     assert (proc.returncode, proc.stdout) == (0, "")
     assert time.monotonic() - t0 < 10  # the hook only notifies (its own budget is 1 s; start-up is extra)
 
-    wait_until(lambda: ENTRY in env.board_texts(), "the consolidated entry on the board")
+    wait_until(lambda: ENTRY in env.board_texts_now(), "the consolidated entry on the board")
+    assert ENTRY in env.board_texts()
     runs = [t for t in env.json("task", "list")["tasks"] if t["kind"] == "consolidation"]
     assert [r["session"] for r in runs] == [end["session_id"]]
 

@@ -16,12 +16,16 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pytest
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from cli_support import kairosd_answers
+
+if TYPE_CHECKING:
+    # Imported where a session starts: the mcp package takes ~2 s of CPU to import, and every xdist
+    # worker imports this module to collect it, not only the one that runs its tests.
+    from mcp import ClientSession
 
 pytestmark = pytest.mark.slow
 
@@ -55,12 +59,8 @@ class Home:
             self.daemon = subprocess.Popen([sys.executable, "-m", "kairosd"], env=self.env, stderr=log)
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
-            # The socket first: a `kairos status` probe is a whole process, and one sent before kairosd
-            # binds only says "not running" (and takes CPU from the start it waits for).
-            if (self.path / "run" / "kairosd.sock").exists():
-                probe = subprocess.run([sys.executable, "-m", "kairos", "status"], env=self.env, capture_output=True)
-                if probe.returncode == 0:
-                    return
+            if kairosd_answers(self.env):
+                return
             assert self.daemon.poll() is None, (self.path / "kairosd.log").read_text()
             time.sleep(0.05)
         raise AssertionError("kairosd did not answer in time")
@@ -87,6 +87,9 @@ def home() -> Iterator[Home]:
 
 def with_session(home: Home, body: Callable[[ClientSession], Awaitable[T]]) -> T:
     """Start `kairos mcp` as an agent CLI would (stdio), initialise a session, run ``body`` in it."""
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def main() -> T:
         params = StdioServerParameters(command=sys.executable, args=["-m", "kairos", "mcp"], env=home.env)

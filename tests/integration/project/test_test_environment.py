@@ -88,3 +88,26 @@ def test_the_compat_settings_are_kept_but_taken_out_of_the_environment(monkeypat
     assert environment_support.suite_setting("KAIROS_COMPAT_LONG") == "1"
     with pytest.raises(KeyError):
         environment_support.suite_setting("KAIROS_HOME")
+
+
+@pytest.mark.parametrize(("venv", "changed"), [(True, True), (False, False)], ids=["in a venv", "outside a venv"])
+def test_no_bytecode_asked_for_becomes_bytecode_in_the_venv(monkeypatch, venv, changed):
+    """PYTHONDONTWRITEBYTECODE becomes a cache in the venv, for this process and the ones it starts, as
+    scripts/check makes it: else each xdist worker rewrites every test module from source."""
+    from environment_support import bytecode_into_the_venv
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(sys, "prefix", "/venv")
+    monkeypatch.setattr(sys, "base_prefix", "/usr" if venv else "/venv")
+    bytecode_into_the_venv()
+    if changed:
+        assert "PYTHONDONTWRITEBYTECODE" not in os.environ
+        assert os.environ["PYTHONPYCACHEPREFIX"] == sys.pycache_prefix == "/venv/pycache"
+        assert sys.dont_write_bytecode is False
+    else:
+        assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
+        assert "PYTHONPYCACHEPREFIX" not in os.environ
+        assert (sys.dont_write_bytecode, sys.pycache_prefix) == (True, None)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+from cli_support import kairosd_answers
 
 from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import TurnRequest
@@ -195,7 +196,7 @@ def env() -> Iterator[dict[str, str]]:
     )
     try:
         deadline = time.monotonic() + 15
-        while kairos(environ, "status").returncode != 0:
+        while not kairosd_answers(environ):
             assert proc.poll() is None, "kairosd exited"
             assert time.monotonic() < deadline, "kairosd did not answer"
             time.sleep(0.05)
