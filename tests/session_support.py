@@ -156,6 +156,9 @@ class Kairosd:
             publish(kind, **data)
 
         events.publish = capture  # type: ignore[method-assign]
+        # The capture listens as a `kairos watch` client would: code that builds no event when nobody
+        # listens (a herd's run_pending/run_finished) must see a listener here too.
+        self._listening = events.subscribe()
 
     def _record_handovers(self, service: Consolidation) -> None:
         """The real ``POST /v1/consolidate`` route parses the body and asks ``service``: record it first."""
