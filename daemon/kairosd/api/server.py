@@ -232,8 +232,14 @@ class UnixHttpServer:
         pause = ACCEPT_PAUSE_MIN_S
         starved = False
         while True:
+            # accept() itself runs here, in this task's own step, and only readiness is awaited:
+            # loop.sock_accept accepts in a callback, and a close() that cancelled this task between that
+            # accept and the task's next step dropped the accepted socket unclosed.
             try:
-                conn, _ = await loop.sock_accept(sock)
+                conn, _ = sock.accept()
+            except (BlockingIOError, InterruptedError):
+                await _readable(loop, sock)
+                continue
             except OSError as exc:
                 if exc.errno in _STARVED_ERRNOS:
                     starved = True
@@ -262,6 +268,9 @@ class UnixHttpServer:
             task = asyncio.create_task(self._connection(conn))
             self._connections.add(task)  # counted at once, not when the task first runs
             task.add_done_callback(self._connections.discard)
+            # Cancelled before its first step (the loop torn down under it), the task never ran the code
+            # that closes ``conn``; one that ran ends normally, whatever happened (see _on_connection).
+            task.add_done_callback(lambda done: conn.close() if done.cancelled() else None)
             return
         now = asyncio.get_running_loop().time()
         self._refused_log.hit(now, "refusing clients: %d connections open, the limit", self._max_connections)
@@ -656,3 +665,20 @@ async def _close_writer(writer: asyncio.StreamWriter) -> None:
     except asyncio.CancelledError:
         writer.transport.abort()
         raise
+
+
+async def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+    """Until ``sock`` is readable (a client waits in its backlog). Cancelling this loses nothing: the
+    client is still in the backlog, accepted by the next call or refused when the socket closes."""
+    ready: asyncio.Future[None] = loop.create_future()
+    fd = sock.fileno()
+
+    def wake() -> None:
+        if not ready.done():  # readable again before this task ran
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)

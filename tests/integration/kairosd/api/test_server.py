@@ -822,3 +822,36 @@ def test_the_wire_table_agrees_with_every_error_class() -> None:
     assert {UnsafePathError, Refused, MethodNotAllowed, ConfigError} <= set(ours)
     said = {cls.code: cls.http_status for cls in ours}
     assert {code: protocol.ERROR_STATUS.get(code) for code in said} == said
+
+
+def test_a_client_accepted_as_close_begins_is_not_left_unclosed(tmp_path: Path) -> None:
+    """close() cancels the accept loop; a client the kernel had handed over just before (asyncio's
+    sock_accept accepts in a callback, then wakes the task) must not be dropped as an unclosed socket."""
+    import gc
+    import warnings
+
+    async def handler(request: Request) -> Response:
+        return Response(200, {"ok": True})
+
+    async def once(path: Path) -> None:
+        server = UnixHttpServer(path, handler)
+        await server.start()
+        await asyncio.sleep(0)  # the accept loop waits for a client
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            client.connect(str(path))  # in the backlog at once
+            # One loop pass lets the readiness callback run (it accepted there, before the fix), the
+            # next runs this task before the accept loop's own step: close() cancels it in between.
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            await server.close(grace_s=1.0)
+        finally:
+            client.close()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(20):
+            asyncio.run(once(tmp_path / f"s{n}.sock"))
+        gc.collect()
+    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert unclosed == []
