@@ -271,14 +271,8 @@ class BoardStore:
                     result.seen.append(existing)
                     continue
                 entry = Entry(_new_id(board), text, candidate.kind, "kairos", now, now, 1, session, agent)
-                before = len(result.superseded)
-                self._replace(board, entry, self._targets(board, candidate, text, result), now, result)
-                for gone in result.superseded[before:]:
-                    index.pop(normal_key(gone.text), None)
-                board.entries.append(entry)
-                index[key] = entry
-                touched.add(entry.id)
-                result.added.append(entry)
+                targets = self._targets(board, candidate, text, result)
+                self._add(board, entry, targets, now, (key, index, touched), result)
             if len(board.entries) > LIMIT:
                 result.pruned = to_prune(board.entries, now)
                 board.entries = [e for e in board.entries if e not in result.pruned]
@@ -363,6 +357,20 @@ class BoardStore:
         if not key or unsafe(text) or not targets or key in index:
             return
         entry = Entry(_new_id(board), text, targets[0].kind, "kairos", now, now, 1, *source)
+        self._add(board, entry, targets, now, (key, index, touched), result)
+
+    def _add(
+        self,
+        board: Board,
+        entry: Entry,
+        targets: list[Entry],
+        now: datetime,
+        run: tuple[str, dict[str, Entry], set[str]],
+        result: MergeResult,
+    ) -> None:
+        """Put a new ``entry`` on ``board`` in place of ``targets`` (those it replaces), and keep this
+        merge's ``run`` state (its text key, the index of entries by key, the ids touched) in step."""
+        key, index, touched = run
         before = len(result.superseded)
         self._replace(board, entry, targets, now, result)
         for gone in result.superseded[before:]:
