@@ -23,7 +23,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from kairosd.config import Config, ConsolidationConfig, Limits, with_environment
 from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.consolidation.service import Consolidation
 from kairosd.core.events import EventBus
+from kairosd.core.models import Task
 from kairosd.core.records import Run
 from kairosd.jobs.registry import AgentPolicy, Registry
 from kairosd.store.store import StoreState
@@ -93,6 +94,17 @@ class Kairosd:
         return self.run(wrapper())
 
     # -- lifecycle ------------------------------------------------------------------------------
+
+    def load_tasks(self, tasks: Iterable[Task]) -> None:
+        """Put ``tasks`` in the store as kairosd would have them at a start, scheduled, and commit."""
+
+        def load() -> None:
+            for task in tasks:
+                self.book.put(task)
+                self.scheduler.schedule(task)
+
+        self.call(load)
+        self.run(self.book.commit())
 
     def start(self, *, agents: Sequence[FakeAdapter] = ()) -> Kairosd:
         """Build (with an in-memory store, the FakeClock, no config file), load, start and serve.

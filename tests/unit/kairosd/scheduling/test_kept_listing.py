@@ -50,13 +50,7 @@ def _kd(tmp_path: Path) -> Iterator[Kairosd]:
             for i in range(N)
         ]
 
-        def load() -> None:
-            for task in tasks:
-                kd.book.put(task)
-                kd.scheduler.schedule(task)
-
-        kd.call(load)
-        kd.run(kd.book.commit())
+        kd.load_tasks(tasks)
         yield kd
     finally:
         kd.stop()
