@@ -24,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from kairosd import testing
+from kairosd.consolidation.board.model import Entry
+from kairosd.consolidation.board.store import BoardStore
+from kairosd.consolidation.offline.extract import extract
+from kairosd.consolidation.transcripts.read import Message
 
 WAIT_S = 20.0
 BASE = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)  # a Friday
@@ -516,3 +520,24 @@ class MiniDaemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def board_after(tmp_path: Path, sessions: list[list[str]]) -> list[Entry]:
+    """The board's entries once each session (the turns a person typed, each answered by the agent) is
+    consolidated offline in order, a day apart, merged as the worker merges them (``to_merge``: the
+    entries and the updates)."""
+    from zoneinfo import ZoneInfo
+
+    start0 = datetime(2026, 11, 20, 9, tzinfo=UTC)
+    clock = testing.FakeClock(start0)
+    store = BoardStore(tmp_path / "boards", clock.now)
+    for s, turns in enumerate(sessions):
+        start = start0 + timedelta(days=s)
+        messages = []
+        for t, text in enumerate(turns):
+            at = start + timedelta(minutes=2 * t)
+            messages += [Message("user", text, human=True, at=at), Message("assistant", "Done.", at=at)]
+        clock.set(start + timedelta(hours=1))
+        found = extract(messages, project="/p", anchor=clock.now(), zone=ZoneInfo("UTC")).to_merge
+        store.merge("/p", found, session=f"s{s}")
+    return store.load("/p").entries

@@ -192,6 +192,25 @@ _NOW_AT_END = re.compile(r"\bnow\W*$")
 MIN_SHARED = 2  # names a to-do: two of its own words at least ("ssh key", "allergen badges")
 
 
+# The words before a to-do's verb ("remind me to PING legal", "we gotta DO keyboard shortcuts"), and
+# words that name nothing ("some point", "about the DPA").
+_LEAD_TEXT = """todo fixme remind me to put please pls we i i'd id gotta need needs should must have let's lets
+    can you could note self remember don't dont forget we'll will also"""
+_LEAD = frozenset(_LEAD_TEXT.split())
+_FILLER_TEXT = "about some every all gotta like thing things stuff action item"
+_FILLER = frozenset(_FILLER_TEXT.split())
+_MAKING = frozenset(["added", "created", "wrote", "written"])
+_DATE = re.compile(r"\d{4}(?:-\d\d){0,2}$")  # a due date made absolute names no to-do
+
+
+def _verb(todo: str) -> str | None:
+    """The root of a to-do's verb: its first word after the ones that only ask ("add", "ping")."""
+    for word in _WORD.findall(todo.lower().replace("\u2019", "'")):
+        if word not in _LEAD and word not in _STOP:
+            return next(iter(_roots(word)), None)
+    return None
+
+
 def done_by(text: str, current: Iterable[Item]) -> list[Item]:
     """The one open to-do ``text`` (a sentence that says something happened, with no word for
     "done" the cues read: "ssh key rotated btw", "the march backfill ran overnight, all good")
@@ -205,15 +224,32 @@ def done_by(text: str, current: Iterable[Item]) -> list[Item]:
     lower = text.lower()
     past = _roots(" ".join(w for w in _WORD.findall(lower) if w.endswith("ed") or w in _IRREGULAR_PAST))
     said = _roots(text) - _ASK_WORDS - past
-    finished = bool(set(_WORD.findall(lower)) & _FINISHED) or "\u2705" in text or _NOW_AT_END.search(lower) is not None
+    finishing = set(_WORD.findall(lower)) & _FINISHED
+    said_finished = bool(finishing) or "\u2705" in text
+    # "added", "wrote": a thing now exists, and it need not be the to-do's ("I added a test for the
+    # parser" for "add fuzz tests for the parser"); like "... now", such a sentence must name all of it
+    strict = not (finishing - _MAKING) and "\u2705" not in text
+    finished = said_finished or _NOW_AT_END.search(lower) is not None
     best: list[Item] = []
     most = MIN_SHARED - 1
     for old in current:
         if old.kind != "todo":
             continue
-        if not finished and not past & _roots(old.text):
+        own = {w for w in _roots(old.text) - _ASK_WORDS - _FILLER if not _DATE.match(w)}  # "the week of 2026-11-23"
+        if not finished and not past & own:
             continue  # "the billing client crashed again": something happened to it, not what it asked
-        shared = len(said & (_roots(old.text) - _ASK_WORDS))
+        shared = len(said & own)  # what it names: "renewed the staging cert" names no "renew the wildcard cert"
+        if shared < MIN_SHARED:
+            continue
+        # It must name the to-do, not another thing with two words in common ("I added a test for the
+        # parser" is not "add fuzz tests for the parser"): all of its words, or all but one of four or
+        # more. A word for finished, or its verb in the past, stands in for its verb ("legal signed off
+        # on the DPA" for "ping legal about the DPA"); "... now" alone says what is so, verb and all.
+        verb, hit = _verb(old.text), said | past
+        if strict and (finishing or verb not in past):  # its own verb in the past says it ("specs quarantined")
+            named = own - {verb} if said_finished else own
+            if not any(len(hit & words) >= len(words) - (len(words) >= 4) for words in (own, named)):
+                continue
         if shared > most:
             best, most = [old], shared
         elif shared == most and best:

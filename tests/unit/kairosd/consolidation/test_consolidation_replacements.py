@@ -4,16 +4,11 @@ and a to-do said done in the words people use ("done with X", "shipped X", "took
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
-
-from kairosd.consolidation.board.store import BoardStore
-from kairosd.consolidation.offline.extract import extract
-from kairosd.consolidation.transcripts.read import Message
-from kairosd.testing import FakeClock
+from consolidation_support import board_after
 
 NOW = datetime(2026, 11, 20, 9, tzinfo=UTC)
 
@@ -21,18 +16,7 @@ NOW = datetime(2026, 11, 20, 9, tzinfo=UTC)
 def _board(tmp_path: Path, sessions: list[list[str]]) -> list[str]:
     """The texts on the board once each session (the turns a person typed, each answered by the
     agent) is consolidated in order, a day apart."""
-    clock = FakeClock(NOW)
-    store = BoardStore(tmp_path / "boards", clock.now)
-    for s, turns in enumerate(sessions):
-        start = NOW + timedelta(days=s)
-        messages = []
-        for t, text in enumerate(turns):
-            at = start + timedelta(minutes=2 * t)
-            messages += [Message("user", text, human=True, at=at), Message("assistant", "Done.", at=at)]
-        clock.set(start + timedelta(hours=1))
-        found = extract(messages, project="/p", anchor=clock.now(), zone=ZoneInfo("UTC")).candidates
-        store.merge("/p", found, session=f"s{s}")
-    return [e.text for e in store.load("/p").entries]
+    return [e.text for e in board_after(tmp_path, sessions)]
 
 
 def _has(board: list[str], word: str) -> bool:

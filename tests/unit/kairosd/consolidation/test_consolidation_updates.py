@@ -7,18 +7,16 @@ belongs to; an ``update`` candidate the board keeps only when it updates one), n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
+from consolidation_support import board_after
 
 from kairosd.consolidation.board.entries import Candidate
 from kairosd.consolidation.board.slots import done_by, updated
 from kairosd.consolidation.board.store import BoardStore
 from kairosd.consolidation.offline.changes import update
-from kairosd.consolidation.offline.extract import extract
-from kairosd.consolidation.transcripts.read import Message
 from kairosd.testing import FakeClock
 
 NOW = datetime(2026, 11, 20, 9, tzinfo=UTC)
@@ -33,18 +31,7 @@ class Item:
 
 def _board(tmp_path: Path, sessions: list[list[str]]) -> list[tuple[str, str]]:
     """The (kind, text) of the board's entries once each session is consolidated in order, a day apart."""
-    clock = FakeClock(NOW)
-    store = BoardStore(tmp_path / "boards", clock.now)
-    for s, turns in enumerate(sessions):
-        start = NOW + timedelta(days=s)
-        messages = []
-        for t, text in enumerate(turns):
-            at = start + timedelta(minutes=2 * t)
-            messages += [Message("user", text, human=True, at=at), Message("assistant", "Done.", at=at)]
-        clock.set(start + timedelta(hours=1))
-        found = extract(messages, project="/p", anchor=clock.now(), zone=ZoneInfo("UTC")).to_merge
-        store.merge("/p", found, session=f"s{s}")
-    return [(e.kind, e.text) for e in store.load("/p").entries]
+    return [(e.kind, e.text) for e in board_after(tmp_path, sessions)]
 
 
 def _texts(board: list[tuple[str, str]]) -> str:
