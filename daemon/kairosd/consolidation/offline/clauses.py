@@ -55,7 +55,9 @@ _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+")
 # A sentence ends at . ! ? (or …) followed by a space, whatever case comes next; not after a
 # short abbreviation ("e.g.", "i.e.", "etc.", "vs.").
 _SPLIT = re.compile(r"(?<=[.!?…])\s+")
-_ABBREVIATION = re.compile(r"(?:\b(?:etc|e\.g|i\.e|vs|approx|incl|cf|ca)|\b[A-Za-z]\.[A-Za-z])\.$", re.IGNORECASE)
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:etc|e\.g|i\.e|vs|approx|incl|cf|ca|dr|mr|mrs|ms|prof)|\b[A-Za-z]\.[A-Za-z])\.$", re.IGNORECASE
+)
 _ONLY_THEN_NO = re.compile(r"\bonly[.!]?$", re.IGNORECASE)
 _NO_NEXT = re.compile(r"^no\s+\w", re.IGNORECASE)
 

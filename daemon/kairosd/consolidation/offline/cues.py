@@ -53,7 +53,7 @@ _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
 _LEAD = re.compile(
     r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|nah|actually|furthermore|moreover|additionally|in\s+addition|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
-    r"reminder(?=\s*[:,!-])|"
+    r"reminder(?=\s*[:,!-])|(?:nit|nitpick)(?=\s*:)|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
     r"for\s+the\s+record|for\s+your\s+(?:awareness|information|info|reference)|just\s+so\s+you\s+know|(?:let'?s\s+)?note\s+that|ps|p\.s\.|for\s+context|as\s+context|"
     r"(?:small|quick|tiny)\s+(?:update|change)|update(?:\s+(?:to|on|about)\s+[^:,.]{1,40}(?=:))?|"
@@ -201,10 +201,10 @@ _DONE = re.compile(
     r"|,\s*(?:all\s+)?(?:sorted|done|fixed|finished|shipped|merged|landed)(?:\s+(?:it|that|them))?"
     r"(?:\s+(?:this\s+morning|yesterday|today|last\s+night))?[.!]*$|\b(?:is|are)\s+in(?:\s*[,.!;]|$)"
     r"|\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:shipped|released|landed|merged|out)\s+in\s+v?\d"
-    r"|\bthat'?s\s+(?:done|sorted|fixed|finished|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
+    r"|\bthat'?s\s+(?:done|sorted|fixed|finished|settled|off\s+(?:my|the|our)\s+(?:plate|list))\b|\bcross\s+(?:that|it|this)\s+off\b"
     # "take it off the list", "strike it", "so that one's done", "that's the bootstrap item done"
     r"|\b(?:take|strike|cross|drop|remove|scratch)\s+(?:it|that|this|them)\s+(?:off|out|from)\s+(?:the|my|our)\s+"
-    r"(?:list|board|to-?do(?:\s+list)?|backlog)\b|\bstrike\s+(?:it|that)(?:\s+off)?[.!]*$"
+    r"(?:list|board|to-?do(?:\s+list)?|backlog)\b|\bstrike\s+(?:it|that)(?:\s+off)?[.!]*$|\b(?:strike|cross)\s+(?:it|that|this)\s+one\s+off\b"
     r"|\bthat\s+one'?s\s+(?:done|sorted|fixed)\b|\bthat'?s\s+the\s+[\w\s'-]{1,40}?\s+(?:item|one|thing|part|bit)\s+done\b"
     r"|\bclosing\s+(?:that|it|this)\s+out\b|^(?:the\s+)?(?:[\w-]+\s+){1,4}(?:is\s+|are\s+)?(?:now\s+)?in\s+place[.!]*$|\b(?:is|are)\s+(?:now\s+)?(?:documented\s+)?in\s+the\s+(?:wiki|docs|readme)\b"
     r"|\b(?:is|are)\s+(?:now\s+)?live\s+(?:in|on)\s+(?:production|prod)\b"
@@ -253,7 +253,8 @@ _NOT_DONE = re.compile(
 
 # ---- polite questions ----------------------------------------------------------------------
 _POLITE_RULE = re.compile(
-    r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?(?:always|never|stop|not|no\s+longer|avoid)\b",
+    r"^(?:could|would)\s+(?:you|u)\s+(?:(?:please|pls|kindly|also|just)\s+)*(?:be\s+so\s+kind\s+as\s+to\s+)?(?:mind\s+)?"
+    r"(?:always|never|stop|not|no\s+longer|avoid)\b",
     _I,
 )
 _POLITE_CLOSE = re.compile(
@@ -285,7 +286,7 @@ _DECISION = re.compile(
     r"|\bwe\s+(?:stay|stick)\s+with\b|^plans?\s+(?:have\s+|has\s+)?changed\b|\b(?:we'?re|we\s+are)\s+(?:dropping|ditching|retiring|replacing|killing)\b|\b(?:we'?re|we\s+are)\s+(?:gonna|going\s+to)\s+(?:use|go\s+with|switch\s+to)\b"
     r"|\b(?:we'?re|we\s+are)\s+moving\s+(?:away\s+)?from\b"
     r"|\b(?:we'?re|we\s+are)\s+(?:moving|bumping|raising|upgrading)\s+(?:the\s+|our\s+)?[\w.-]+\s+to\s+v?\d|\band\s+(?:decided|agreed)\s+"
-    r"(?:to|on|that)\b|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
+    r"(?:to|on|that)\b|\band\s+(?:we|the\s+team)\s+(?:decided|agreed)\b|^(?:decided|change)\s*:\s*\S|,\s+(?:the\s+team|we\s+all)\s+agreed\b|\b(?:the\s+team|we\s+all|we)\s+voted\b",
     _I,
 )
 # "we moved the alerts from #ops-alerts to #sre-pager", "switched db from neon to supabase yesterday": a
@@ -315,7 +316,7 @@ _TODO = re.compile(
 _TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
 _TODO_VAGUE = re.compile(
     # "later" as when, not as what a thing became ("the export got later")
-    r"\b(?:(?<!got\s)(?<!gets\s)(?<!is\s)(?<!was\s)(?<!much\s)(?<!bit\s)(?<!even\s)later|next\s+time|follow[\s-]?up|"
+    r"\b(?:(?<!got\s)(?<!gets\s)(?<!is\s)(?<!was\s)(?<!much\s)(?<!bit\s)(?<!even\s)(?<!not\s)later(?!\s+(?:versions?|releases?|builds?|ones|models|editions)\b)|next\s+time|follow[\s-]?up|"
     r"at\s+some\s+point|someday|some\s+day|eventually)\b",
     _I,
 )
@@ -328,8 +329,12 @@ _RULE = re.compile(
 # Rules with no rule word: the shapes people use for standing instructions.
 _RULE_PLAIN = re.compile(
     r"^(?:we|i)\s+(?:only\s+)?use\s+[^,.;]{1,40}?,?\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
+    r"|^(?:we'?re|we\s+are)\s+using\s+[^,.;]{1,40}?,?\s+(?:not|instead\s+of|rather\s+than)\s+\S"
+    r"|^(?:we|i)\s+(?:build|test|deploy|format|lint|write|ship|package|host|run)\s+(?:\w+\s+)?with\s+[^,.;]{1,40}?,?\s+"
+    r"(?:not|never|instead\s+of|rather\s+than)\s+\S"
+    r"|^(?:(?:the|our|all)\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+use\s+[^,.;]{1,40}?,\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
     r"|^(?:(?:for|in)\s+(?:the\s+|our\s+)?[\w-]+(?:\s+[\w-]+)?,\s+)?(?:new|all|every|each)\s+(?:\S+\s+){0,5}?"
-    r"(?:should|must|shall|needs?|has\s+to|have\s+to|gets?)\b"
+    r"(?:should|must|shall|needs?|has\s+to|have\s+to|gets?|stays?)\b"
     r"|\bmake\s+it\s+a\s+rule\b|\bas\s+a\s+rule\b|\bhouse\s+rule\b"
     r"|^no\s+.{3,60}[.;,]\s+\S+(?:\s+\S+){0,3}\s+only[.!]*$"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
@@ -347,7 +352,7 @@ _RULE_PLAIN = re.compile(
     r"|[,;]\s+(?:but\s+|and\s+|so\s+)?(?:please\s+)?(?:don'?t|dont|do\s+not|never|always|make\s+sure)\s+\w"
     r"|^no\s+(?!(?:worries|problem|idea|luck|clue|rush|way|thanks|need|matter|biggie|wonder|one|not|no|wait)\b)[\w-]+"
     r"(?:\s+[\w-]+){0,2}[,;]\s+(?:just\s+)?(?:use|pass|keep|put|go|write|do)\b"
-    r"|^(?:(?:a|one|our|the)\s+)?(?:(?:team|general|project|repo|standing)\s+)?(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?|"
+    r"|^(?:(?:a|one|our|the|some|a\s+few|two|three)\s+)?(?:(?:team|general|project|repo|standing|house)\s+)?(?:conventions?|rules?|guidelines?|house\s+rules?|style\s+guide|rule\s+of\s+thumb|ground\s+rules?|"
     r"(?:security\s+)?polic(?:y|ies))"
     r"(?:\s+(?:for|in)\s+(?:this|the|our)\s+\w+)?(?:,?\s+(?:for\s+good|going\s+forward|from\s+now\s+on))?\s*:\s*\S"
     r"|\b(?:is|are)\s+(?:now\s+)?deprecated\b"
@@ -373,7 +378,12 @@ _PREFERENCE = re.compile(
     _I,
 )
 
-_I_PREFER = re.compile(r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b", _I)
+_ID_LIKE = re.compile(r"^(?:(?:going\s+forward|from\s+now\s+on|in\s+future)[,:]?\s+)?i'?d\s+(?:like|love|prefer)\b", _I)
+_I_PREFER = re.compile(
+    r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b"
+    r"|^(?:one\s+(?:last|more|other)\s+|another\s+|a\s+)?preference\s*:\s*\S",
+    _I,
+)
 
 # ---- facts ---------------------------------------------------------------------------------
 _FACT = re.compile(
@@ -428,6 +438,12 @@ _IMPERATIVE = re.compile(
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
 )
+# "For PLR0912 split the handler into its own function": an order about one thing, not a statement.
+_ORDER_FOR = re.compile(
+    r"^(?:for|in|on)\s+[\w./-]+(?:\s+[\w./-]+)?,?\s+(?:split|move|rename|add|make|put|change|extract|pull|fix|remove|"
+    r"drop|inline|wrap|bump|pin|replace|rewrite|refactor)\b",
+    _I,
+)
 # "msrv -> 1.75 now": a name given a new version, arrow-style.
 _ARROW = re.compile(
     r"^(?:[\w./-]+\s+){0,5}[\w./-]+\s*(?:->|\u2192|=)\s*v?\d+(?:\.\d+)*(?:\s*[a-z]+/[a-z]+|\.\d+)?\b", _I
@@ -459,6 +475,14 @@ _NORM = re.compile(
     r"|^(?:all|every|each)\s+(?:[\w.-]+\s+){1,3}?(?:goes|go|comes?|gets?|uses?|lands?|needs?)\b"
     r"|^new\s+[\w.-]+(?:\s+[\w.-]+)?\s+(?:go|goes|use|uses|get|gets|land|lands)\b"
     r"|^(?:a\s+)?(?:new|general|house|team)\s+rule\b[^:]{0,30}:\s*\S",
+    _I,
+)
+# A statement of what is that also says what must not be done ("calls go through the breaker; no
+# hand-written retry loops", "... never run migrations against it"): an instruction, so a rule.
+_PRESCRIBES = re.compile(
+    r"(?:[;:]\s*|,\s+(?:and\s+|but\s+)?|\.\s+)no\s+(?!(?:worries|problem|idea|one|longer|more|need|matter)\b)[\w-]+"
+    r"|\bnever\b|\bno\s+longer\s+use\b|\bone\s+[\w-]+\s+per\s+[\w-]+\b|(?<!\()\b(?:don'?t|do\s+not)\s+\w"
+    r"|\b\d+\s*[a-z]*\s+(?:minimum|maximum)\b|\b(?:we|i)\s+use\s+\S[^.;]{0,60},\s+not\s+\w",
     _I,
 )
 _WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
@@ -495,7 +519,7 @@ done fixed finished sorted resolved merged documented migrated complete complete
 took taken care wrapped crossed knocked disregard ignore outcome outcomes strike
 """
 _TRIGGERS = frozenset(_TRIGGER_WORDS.split())
-_DONE_WORDS_TEXT = """strike list board
+_DONE_WORDS_TEXT = """strike list board settled
 done fixed finished sorted resolved merged written documented migrated complete completed shipped
 landed closed gone cross closing wiki docs readme plate in live checked handled approved released out place took taken
 care wrapped crossed knocked created deployed implemented added clarified rolled configured enabled published set
@@ -564,7 +588,7 @@ def _named_value_after(body: str) -> bool:
 
 def is_fact(body: str, notice: bool = False) -> bool:
     """A statement about the project worth a ``fact`` entry (see the module docstring)."""
-    if _hedged(body) or body.endswith("?") or _IMPERATIVE.match(body):
+    if _hedged(body) or body.endswith("?") or _IMPERATIVE.match(body) or _ORDER_FOR.match(body):
         return False
     if _NAMED_VALUE.match(body) or _WE_ARE_ON.search(body) or _named_value_after(body) or _ARROW.match(body):
         return True
@@ -770,13 +794,15 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     if _I_PREFER.search(body):
         return Signal("preference", _tidy(body))
     if _rule(body) and not _one_off(body):
-        return Signal("rule", _tidy(body))
-    if _NEEDS["vague"] & tokens and _TODO_VAGUE.search(body):
+        # "Going forward I'd like review comments with suggestion blocks": a standing wish, a preference
+        return Signal("preference" if _ID_LIKE.search(body) else "rule", _tidy(body))
+    if _NEEDS["vague"] & tokens and _TODO_VAGUE.search(body) and not _PREFERENCE.search(body):
+        # "i prefer plugins, someone else takes it over eventually": the "eventually" is not a to-do
         return Signal("todo", _tidy(body))
     if _NEEDS["preference"] & tokens and _PREFERENCE.search(body) and not _one_off(body):
         return Signal("preference", _tidy(body))
     if is_fact(body, notice):
-        return Signal("rule" if _NORM.search(body) else "fact", _tidy(body))
+        return Signal("rule" if _NORM.search(body) or _PRESCRIBES.search(body) else "fact", _tidy(body))
     return _done_own_verb(sentence, body)
 
 

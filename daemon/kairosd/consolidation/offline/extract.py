@@ -81,7 +81,7 @@ from kairosd.consolidation.offline.cues import (
 )
 from kairosd.consolidation.offline.dates import absolutize
 from kairosd.consolidation.offline.joined import joined
-from kairosd.consolidation.offline.noise import refused
+from kairosd.consolidation.offline.noise import names_nothing, refused
 from kairosd.consolidation.transcripts.model import Message
 
 __all__ = [
@@ -115,7 +115,7 @@ _NAMES = re.compile(
 # 48 hours ...") is read with it; one that only stresses the one before ("No exceptions.") makes it a rule.
 _HEADER = re.compile(
     r"^(?:(?:a\s+|one\s+)?(?:small\s+|quick\s+|minor\s+)?correction(?:\s+(?:on|to|about|for)\s+[^.:]{1,30})?|new\s+decision|"
-    r"(?:a\s+)?decision|change\s+of\s+plans?|new\s+plan|new\s+rule|house\s+rule|rules?\s+for\s+this\s+\w+|"
+    r"(?:a\s+)?decision|change\s+of\s+plans?(?:\s+(?:on|for|about|re)\s+[^.:]{1,30})?|new\s+plan|new\s+rule|house\s+rule|rules?\s+for\s+this\s+\w+|"
     r"(?:ok(?:ay)?[,\s]+)?(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)\s+(?:about|re)\s+[^.:]{1,30})[.!:]*$",
     re.IGNORECASE,
 )
@@ -249,7 +249,9 @@ def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal
             # it, it may still give an entry a new value
             changes.append(update(sentence, previous, done=signal is not None))
         previous, previous_signal = sentence, signal
-    out = joined(lined, found, at)
+    out = tuple(
+        s for s in joined(lined, found, at) if s.action != "add" or s.kind not in _ORDERS or not names_nothing(s.text)
+    )
     # A change no entry holds ("stg api moved, its api-stg2.tipjar.dev:8443 now"): the board keeps it
     # only if it gives an entry a new value (:mod:`.changes`)
     held = [s.text for s in out if s.action != "close"]

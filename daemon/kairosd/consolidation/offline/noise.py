@@ -81,6 +81,12 @@ _OBSERVATION = re.compile(
 _STANDING_BEFORE = frozenset(
     "is are be been being get gets must should shall will would to have has 've can may".split()  # noqa: SIM905
 )
+# A short order whose only object is a word for what was just said ("Don't bump either without me.",
+# "Only there, never to a cloud.", "Kebab-case, always in that order."): read alone, it names nothing.
+_ONLY_A_PRONOUN = re.compile(r"^(?=(?:\S+\s+){0,6}\S+$)(?=.*\b(?:it|either|them|there|that\s+order|those|these)\b)", _I)
+# What makes a short order name its thing: a digit, a path or a dotted name, or a name written with
+# capitals past the first word (waitForTimeout, Postgres).
+_A_NAME = re.compile(r"[\d/_@:]\w|\w\.\w|(?<=\s)\S*[A-Z]|\b[a-z]+[A-Z]\w*")
 _DEICTIC = re.compile(
     r"^(?:actually\s+|just\s+|then\s+)?(?:use|put|add|make|do|try|keep|call|return|pass|inline|prefer|switch\s+to|"
     r"change|go\s+with|stick\s+with|let'?s\s+use|let'?s\s+go\s+with)\b[^,;.]{0,60}?\bhere\b(?!\s+on\b)"
@@ -115,6 +121,9 @@ _FOR_GOOD = re.compile(
     _I,
 )
 # A review's label opens a comment on a diff: "nit: ...", "suggestion: ...", "+1 to ...", "LGTM but ...".
+_HOUSE_WIDE = re.compile(
+    r"\beverywhere\b|\bin\s+(?:this|the|our)\s+(?:project|repo|codebase)\b|\balways\b.*\bnever\b", _I
+)
 _REVIEW = re.compile(
     r"^(?:(?:nit|nitpick|suggestion|blocking|minor|major|q|question|praise|issue|thought|optional)\s*(?:\([^)]*\))?\s*:"
     r"|\+1\b|lgtm\b|re\s+(?:the|your|this|that|my)\s+(?:comment|review|suggestion|thread|note)\b)",
@@ -141,6 +150,7 @@ _COUNTERFACTUAL = re.compile(
 # About this conversation, not the project: "Rhetorical question, don't answer."
 _THIS_TALK = re.compile(r"\b(?:don'?t|do\s+not|no\s+need\s+to)\s+(?:answer|reply|respond)\b|\brhetorical\b", _I)
 # Until when it holds says it is not standing: "don't commit yet", "I'll use my own token for now".
+_DECIDED_THEN = re.compile(r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:\s*\S", _I)
 _FOR_NOW = re.compile(
     r"\b(?:yet|for\s+now|for\s+the\s+moment|today(?!'s)|tonight|this\s+(?:afternoon|morning|evening)|"
     r"until\s+(?:i|we|you)\s+(?:say|tell|confirm|check|review|approve)\w*|until\s+(?:tomorrow|later|monday|next\s+week))\b"
@@ -195,8 +205,8 @@ def refused(sentence: str, kind: str) -> str | None:
     if kind == "todo":
         named = [w for w in _WORD.findall(sentence.lower()) if w.rstrip(".-") not in _EMPTY_TODO]
         return "says nothing" if not named else None
-    if _REVIEW.match(sentence):
-        return "review"
+    if _REVIEW.match(sentence) and not _HOUSE_WIDE.search(sentence):
+        return "review"  # "nit: we use httpx everywhere in this project, not aiohttp" is a rule all the same
     if _TASK.search(sentence):
         return "task"
     if kind in ("rule", "preference") and _CHORE.match(sentence) and not _FOR_GOOD.search(sentence):
@@ -206,8 +216,8 @@ def refused(sentence: str, kind: str) -> str | None:
     # "owner is required, lifecycle optional for now": a last clause for now qualifies only itself
     # (after a clause of its own: "ok, don't commit yet" is for now)
     head, _, last = sentence.rpartition(", ")
-    if _FOR_NOW.search(head if last and len(head.split()) >= 3 else sentence):
-        return "for now"
+    if _FOR_NOW.search(head if last and len(head.split()) >= 3 else sentence) and not _DECIDED_THEN.match(sentence):
+        return "for now"  # "decided with the client this morning: ..." says when it was decided
     if _THIS_TALK.search(sentence):
         return "one-off"
     picked = _THAT_ONE.search(sentence)
@@ -224,3 +234,11 @@ def refused(sentence: str, kind: str) -> str | None:
     if _DEICTIC.search(sentence) and not _STANDING.search(sentence):
         return "one-off"
     return None
+
+
+def names_nothing(text: str) -> bool:
+    """A short order whose only object is a word for what was just said ("Don't build anything for it.",
+    "Only there, never to a cloud."): given alone to a later session, it says nothing. Read once the
+    sentences of an order are joined (:mod:`.joined`): "Don't fix it with waitForTimeout. Ever." names its
+    thing, and "Errors: thiserror ... Don't mix them." is one entry."""
+    return _ONLY_A_PRONOUN.match(text) is not None and _A_NAME.search(text) is None

@@ -679,3 +679,63 @@ def test_the_outcome_of_a_meeting_is_a_decision_and_todays_stays_a_possessive() 
     said = _kinds("Outcome of today's planning: the standup bot is frozen, no new features this quarter.")
     assert [kind for kind, _ in said] == ["decision"]
     assert said[0][1].startswith(f"Outcome of {ANCHOR.date().isoformat()}'s planning:")
+
+
+# ---- the sixth round (tuned on the fresh4 and fresh5 writers; their sentences are not copied) ----------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # a statement that also forbids something is an instruction
+        ("Outbound calls go through the circuit breaker; no hand-written retry loops.", "rule"),
+        ("Touch targets are 48px minimum on every screen.", "rule"),
+        ("The deploy key is in 1password under ci-bot (don't paste it anywhere)", "fact"),
+        ("For the DI we are using Hilt, it is already everywhere in the code.", "fact"),
+        # "later" that is no time, "eventually" inside a preference
+        ("The driver is pinned to 2.4.1 because of a regression in later releases.", "fact"),
+        ("For this client i prefer plain CSS over a framework, someone else maintains it eventually", "preference"),
+        ("decided with the team: we ship it now, not later", "decision"),
+        # rules without a rule word
+        ("We build with Bazel, not CMake.", "rule"),
+        ("Unit tests use pytest-mock, not unittest.mock.", "rule"),
+        ("we're using httpx for the client btw, not requests.", "rule"),
+        ("Could you also stop adding type: ignore comments?", "rule"),
+        ("Some house rules: every handler must be idempotent.", "rule"),
+        ("Every example stays self-contained.", "rule"),
+        ("One last preference: keep docstrings in Google style.", "preference"),
+        ("Going forward I'd like commit messages in the imperative mood.", "preference"),
+        ("nit: we use ruff everywhere in this project, not flake8.", "rule"),
+        ("nit: rename this variable", None),
+        # decisions said mid-sentence or headed "Decided:"
+        ("I talked to the lead and we decided the API ships as REST, not gRPC.", "decision"),
+        ("Decided: the queue consumer acks after the write.", "decision"),
+        ("Decided with the client this morning: invoices go out in EUR only.", "decision"),
+        # an order about one thing at hand is not a fact
+        ("For E501 split the long line into two.", None),
+    ],
+)
+def test_principles_from_the_fresh4_and_fresh5_writers(sentence: str, kind: str | None) -> None:
+    assert classify(sentence, after_agent=True, first=False) == kind
+
+
+def test_a_short_order_about_it_alone_names_nothing_but_one_that_names_its_thing_is_kept() -> None:
+    assert _kinds("Don't build anything for it.") == []
+    assert _kinds("Only there, never to a bucket.") == []
+    assert _kinds("Don't fix it with waitForTimeout. Ever.") == [("rule", "Don't fix it with waitForTimeout. Ever.")]
+    assert [
+        kind for kind, _ in _kinds("Errors: thiserror in the libraries, anyhow in the binary. Don't mix them.")
+    ] == ["rule"]
+
+
+def test_a_title_before_a_name_does_not_end_the_sentence() -> None:
+    assert sentences("i need to ask dr. patel about the bins. thanks") == [
+        "i need to ask dr. patel about the bins.",
+        "thanks",
+    ]
+
+
+@pytest.mark.parametrize("typed", ["The wiki page is up now, so that's settled.", "we can cross that one off"])
+def test_settled_and_crossed_off_say_done(typed: str) -> None:
+    said = read(typed, after_agent=True, first=False)
+    assert said is not None and said.action == "close"
