@@ -9,9 +9,8 @@ v2 (the labeled data in ``data/<split>/<writer>.json``; ``heldout`` is the quali
                with a scripted model) and score the board against the labels
     report     print the figures: python -m tests.consolidation_corpus.report --split --mode
     data/train the offline tuner's split (one file per invented writer; tuned on, never a quality figure)
-    train_score       the tuner's own scorer over data/train (messages fed directly, no renderers)
-    train_classifier  leave-one-writer-out comparison of a naive Bayes classifier with the cues
-                      (why the offline extractor ships no model)
+    train_classifier  leave-one-split-out comparison of a naive Bayes classifier with the cues,
+                      through the scorer (why the offline extractor ships no model)
 
 v1 (the corpus the offline extractor was tuned on; kept working, not a quality figure):
 
