@@ -220,6 +220,27 @@ class Scheduler:
         else:
             self.schedule(task)
 
+    def _replan_many(self, task_ids: list[str]) -> None:
+        """:meth:`_replan` of each of ``task_ids`` (a pass's chunk, 1,000 tasks), waking the loop once."""
+        find, next_fire, planned, heap, seq = self.book.find, self.next_fire, self._next, self._heap, self._seq
+        for task_id in task_ids:
+            task = find(task_id)
+            if task is None:
+                self.unschedule(task_id)
+                continue
+            try:
+                fire = next_fire(task)
+            except Exception as exc:
+                self._set_aside(task.id, "plan", exc)
+                continue
+            # What _plan does, but for waking the loop.
+            if fire is None:
+                planned.pop(task_id, None)
+            else:
+                planned[task_id] = fire
+                heapq.heappush(heap, (fire.planned_for, next(seq), task_id))
+        self._wake.set()
+
     def unschedule(self, task_id: str) -> None:
         self._next.pop(task_id, None)
         self._unrecorded.pop(task_id, None)
@@ -505,9 +526,14 @@ class Scheduler:
     ) -> bool:
         """Commit ``decision`` (its runs being written by ``writing``, if given) and plan its tasks again."""
         recorded = await self._commit(decision, writing)
-        for item in due:
-            self._keep_reason(item.task.id, missed_reason, recorded)
-            self._replan(item.task.id)
+        pending = self._unrecorded
+        if not recorded:
+            for item in due:
+                self._keep_reason(item.task.id, missed_reason, recorded)
+        elif pending:  # recorded: no reason is kept for them (what _keep_reason does, for every task at once)
+            for item in due:
+                pending.pop(item.task.id, None)
+        self._replan_many([item.task.id for item in due])
         return recorded
 
     def _keep_reason(self, task_id: str, missed_reason: str | None, recorded: bool) -> None:

@@ -493,6 +493,38 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
     run(main())
 
 
+@pytest.mark.parametrize("chunk", [1000, 2])
+def test_a_kept_reason_goes_once_its_fires_are_recorded(tmp_path, monkeypatch, chunk):
+    """The reason kept for fires the run ledger refused is dropped for every task of the pass that records
+    them (chunk by chunk, all tasks of a chunk at once): fires the loop is late for afterwards are late,
+    not missed while kairosd was down. Each task is planned again after its pass."""
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", chunk)
+
+    async def main():
+        one, clock = _down_for_three_days(CatchUp.SKIP)
+        tasks = [one.model_copy(update={"id": f"{0x10000000 + i:08x}"}) for i in range(5)]
+        h = Harness(tmp_path, tasks, clock, store_retry_s=5.0)
+        heal = _refuse_run_ledger(h, monkeypatch)
+        await h.start()
+        await h.at(h.clock.now() + timedelta(seconds=5))
+        assert set(h.sched._unrecorded) == {t.id for t in tasks}  # refused: kept
+        heal()
+        await h.at(h.clock.now() + timedelta(seconds=5))
+        assert h.sched._unrecorded == {}
+        for t in tasks:
+            planned = h.sched.planned(t.id)
+            assert planned is not None
+            assert planned.planned_for > h.clock.now()
+        # The loop late by three slots: too busy, not down (catch_up=skip would record them all).
+        await h.at(planned.planned_for + timedelta(hours=2, minutes=30))
+        for t in tasks:
+            latest = h.runs(t.id)[-2:]  # the two slots missed in one record, the third fired
+            assert [r.outcome for r in latest] == [Outcome.MISSED, Outcome.DELIVERED]
+            assert latest[0].reason == "kairosd was too busy to fire on time (2 fires recorded)"
+
+    run(main())
+
+
 @pytest.mark.parametrize("chunk", [1000, 7])
 def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight(tmp_path, monkeypatch, chunk):
     """After a long stop every task's catch-up fire starts at once: at most max_concurrent deliveries exist
