@@ -239,7 +239,8 @@ class Scheduler:
             else:
                 planned[task_id] = fire
                 heapq.heappush(heap, (fire.planned_for, next(seq), task_id))
-        self._wake.set()
+        if task_ids:  # a pass with nothing due plans nothing: the loop, woken, would tick again at once
+            self._wake.set()
 
     def unschedule(self, task_id: str) -> None:
         self._next.pop(task_id, None)

@@ -493,6 +493,22 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
     run(main())
 
 
+def test_a_tick_with_nothing_due_leaves_the_loop_asleep(tmp_path):
+    """A tick that finds nothing due plans nothing again, so it does not wake the loop: woken, the loop
+    would tick again at once, forever, and never serve a request (a pass's tasks are planned again, and
+    the loop woken, only when it had some)."""
+
+    async def main():
+        t = task("*/5 * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        delay = await h.at(T0 + timedelta(seconds=1))
+        assert delay > 0
+        assert not h.sched._wake.is_set()
+
+    run(main())
+
+
 @pytest.mark.parametrize("chunk", [1000, 2])
 def test_a_kept_reason_goes_once_its_fires_are_recorded(tmp_path, monkeypatch, chunk):
     """The reason kept for fires the run ledger refused is dropped for every task of the pass that records
