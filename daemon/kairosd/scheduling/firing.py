@@ -130,6 +130,15 @@ class Decision:
     # The JSON lines its prototypes made of its records, by the record's id() (records are kept in runs and
     # missed): see line().
     lines: dict[int, bytes] = field(default_factory=dict, repr=False, compare=False)
+    # The catch-up plans of its groups of tasks (see _catch_up_planned), by what the group shares.
+    plans: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def sharing(self) -> Decision:
+        """A new decision for the same ``now`` (the next chunk of a pass) that shares this one's targets,
+        prototypes and plans: they are laid out once per pass, not once per chunk. Its records are its own."""
+        return Decision(
+            targets=self.targets, equal_targets=self.equal_targets, prototypes=self.prototypes, plans=self.plans
+        )
 
     def line(self, record: Run | MissedRecord) -> bytes:
         """``record``'s line for its ledger (:func:`~kairosd.core.records.json_line`'s bytes): the one its
@@ -263,6 +272,7 @@ def decide(
     limits: FireBounds,
     in_flight: InFlight,
     pending: Mapping[str, str] | None = None,
+    shared: Decision | None = None,
 ) -> Decision:
     """Decide one pass over the due fires of several tasks.
 
@@ -272,10 +282,11 @@ def decide(
     task's latest fire goes out. ``pending`` (task id -> reason) keeps such a
     reason for a task whose earlier pass could not be recorded: the same fires
     are decided again, and they were no less missed. Paused tasks and tasks
-    with nothing due are left alone.
+    with nothing due are left alone. ``shared``: a decision of the same pass (the same ``now``) whose
+    targets, prototypes and plans this one shares (see :meth:`Decision.sharing`).
     """
-    decision = Decision()
-    plans: dict[tuple[Any, ...], _Plan] = {}
+    decision = Decision() if shared is None else shared.sharing()
+    plans: dict[tuple[Any, ...], _Plan] = decision.plans
     # Consecutive tasks of one plan, made together (see _Plan.make) before anything else is decided.
     batch: list[_Texts] = []
     batch_plan: _Plan | None = None

@@ -487,10 +487,13 @@ class Scheduler:
         # collection walks them all (15% of the CPU of a pass over 10,000 tasks back after 7 days).
         gcpause.pause()  # until the pass's group commits are done (see kairosd.system.gcpause)
         ahead: tuple[list[Due], Decision, asyncio.Future[None] | None] | None = None
+        decision: Decision | None = None
         try:
             for first in range(0, len(tasks), PASS_CHUNK):
                 due = self._due(tasks[first : first + PASS_CHUNK], now)
-                decision = self._decide(due, now, missed_reason)
+                # Each chunk's groups of tasks (most of them, after a long stop, one group) share the plans and
+                # prototypes of the chunk before: laid out once per pass.
+                decision = self._decide(due, now, missed_reason, decision)
                 if ahead is not None:
                     settling, ahead = ahead, None
                     if not await self._settle(*settling, missed_reason):
@@ -551,11 +554,15 @@ class Scheduler:
         grace, most, anchor = self.config.catch_up_grace, self.config.catch_up_max, self._anchors.anchor
         return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace, most), self._set_aside)
 
-    def _decide(self, due: list[Due], now: datetime, missed_reason: str | None) -> Decision:
-        """One decision for the pass; the tasks whose decision raises are set aside."""
+    def _decide(
+        self, due: list[Due], now: datetime, missed_reason: str | None, shared: Decision | None = None
+    ) -> Decision:
+        """One decision for the pass (``shared``: the pass's previous chunk's, see :func:`decide`); the tasks
+        whose decision raises are set aside."""
         in_flight, pending, limits = self._dispatch.in_flight(), self._unrecorded, self._limits
-        return broken.decide_each(due, lambda items: decide(items, now, missed_reason, limits, in_flight, pending),
-                                  self._set_aside)  # fmt: skip
+        return broken.decide_each(
+            due, lambda items: decide(items, now, missed_reason, limits, in_flight, pending, shared), self._set_aside
+        )
 
     # ---- recording and delivering --------------------------------------
 

@@ -693,3 +693,36 @@ def test_missed_ids_of_a_first_slot_are_missed_id_and_run_ids_drawn_together_are
     ids = new_run_ids(600)
     assert len(ids) == len(set(ids)) == 600
     assert all(re.fullmatch(r"r[0-9a-f]{12}", run_id) for run_id in ids)
+
+
+@pytest.mark.parametrize("policy", [CatchUp.ONCE, CatchUp.SKIP])
+def test_the_chunks_of_a_pass_share_their_plans_and_decide_what_each_decides_alone(monkeypatch, policy):
+    """A pass decides its tasks a chunk at a time; each chunk's decision shares the plans, prototypes and
+    targets of the one before (``shared``): the groups are planned and laid out once per pass. What each
+    chunk writes and does is what it writes and does decided on its own."""
+    from kairosd.core.models import InboxTarget
+
+    target = InboxTarget(session="main")
+    tasks = [
+        hourly(policy, target=target, task_id=f"{0x40000000 + i:08x}", prompt=f"p{i}", name=f"n{i}" if i % 2 else None)
+        for i in range(30)
+    ]
+    tasks[12] = hourly(policy, target=InboxTarget(session="other"), task_id="4000ff12")
+    due = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
+    planned: list[Any] = []
+    plan_catch_up = firing._plan_catch_up
+
+    def counting(*args: Any) -> Any:
+        planned.append(args[0].task.id)
+        return plan_catch_up(*args)
+
+    monkeypatch.setattr(firing, "_plan_catch_up", counting)
+    first = decide(due[:10], NOW, NOT_RUNNING, LIMITS, InFlight())
+    second = decide(due[10:20], NOW, NOT_RUNNING, LIMITS, InFlight(), shared=first)
+    third = decide(due[20:], NOW, NOT_RUNNING, LIMITS, InFlight(), shared=second)
+    assert planned == [tasks[0].id, tasks[12].id]  # one plan per group for the whole pass
+    assert third.plans is first.plans
+    for chunk, decision in [(due[10:20], second), (due[20:], third)]:
+        alone = decide(chunk, NOW, NOT_RUNNING, LIMITS, InFlight())
+        assert _as_written(decision) == _as_written(alone)
+        assert not set(map(id, decision.runs)) & set(map(id, first.runs))
