@@ -91,6 +91,16 @@ _FIRST_AFTER_CACHE = 4096
 PASS_CHUNK = 1000
 
 
+# A tick whose heap holds more entries than this and all of them due sorts them rather than pop each.
+_SORT_DUE_FROM = 64
+
+
+def _popped_while(heap: list[tuple[datetime, int, str]], now: datetime) -> Iterable[tuple[datetime, int, str]]:
+    """The entries of ``heap`` planned at or before ``now``, popped one by one, earliest first."""
+    while heap and heap[0][0] <= now:
+        yield heapq.heappop(heap)
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     max_sleep_s: float = 30.0
@@ -409,12 +419,20 @@ class Scheduler:
         due: list[Task] = []
         seen: set[str] = set()
         popped: list[tuple[str, Fire]] = []
-        while self._heap and self._heap[0][0] <= now:
-            planned, _, task_id = heapq.heappop(self._heap)
-            current = self._next.get(task_id)
+        heap, planned_now, find = self._heap, self._next, self.book.find
+        entries: Iterable[tuple[datetime, int, str]]
+        if len(heap) > _SORT_DUE_FROM and heap[-1][0] <= now and max(heap[len(heap) // 2 :])[0] <= now:
+            # Every entry is due (its latest is among the heap's leaves): after a long stop, every task. One
+            # sort gives them in the order the pops would (the entries are unique: each has its own number).
+            entries = sorted(heap)
+            heap.clear()
+        else:
+            entries = _popped_while(heap, now)
+        for planned, _, task_id in entries:
+            current = planned_now.get(task_id)
             if current is None or current.planned_for != planned or task_id in seen:
                 continue
-            task = self.book.find(task_id)
+            task = find(task_id)
             if task is not None:
                 seen.add(task_id)
                 due.append(task)

@@ -852,3 +852,38 @@ def test_the_loop_is_not_caught_up_while_the_run_ledger_refuses_the_missed_fires
         assert h.sched.status()["caught_up_at"] == h.clock.now().isoformat()
 
     run(main())
+
+
+@pytest.mark.parametrize("all_due", [True, False])
+def test_a_tick_takes_the_due_fires_off_the_heap_earliest_first_whether_it_sorts_or_pops(tmp_path, all_due):
+    """With every one of many heap entries due (after a long stop) the tick sorts them rather than pop each:
+    the tasks it takes, and their order, are those the pops give, stale and repeated entries left out."""
+    import heapq as heapq_
+
+    async def main():
+        tasks = [
+            task(f"{i % 60} * * * *", task_id=f"{0x50000000 + i:08x}", created_at=T0 - timedelta(minutes=1 + i % 7))
+            for i in range(200)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        await h.start()
+        sched = h.sched
+        for t in tasks[::9]:  # replanned: their old entries are stale, some twice over
+            sched.schedule(t)
+            sched._heap.append((T0 - timedelta(minutes=3), 10**6 + len(sched._heap), t.id))
+        heapq_.heapify(sched._heap)
+        now = max(planned for planned, _, _ in sched._heap) if all_due else sorted(sched._heap)[150][0]
+        reference, heap, seen = [], list(sched._heap), set()
+        while heap and heap[0][0] <= now:
+            planned, _, task_id = heapq_.heappop(heap)
+            current = sched._next.get(task_id)
+            if current is not None and current.planned_for == planned and task_id not in seen:
+                seen.add(task_id)
+                reference.append(task_id)
+        due = sched._pop_due(now)
+        assert [t.id for t in due] == reference
+        assert len(reference) > 64
+        assert sorted(sched._heap) == sorted(heap)  # what is not due stays planned
+        assert [task_id for task_id, _ in sched._popped] == reference
+
+    run(main())
