@@ -47,7 +47,7 @@ def trusted(cls: type[_Record], **values: Any) -> _Record:
     for name, factory in factories:
         if name not in values:
             data[name] = factory()
-    return _record(cls, data, shared_set)
+    return record_of(cls, data, shared_set)
 
 
 def revised(record: _Record, **changes: Any) -> _Record:
@@ -68,7 +68,7 @@ def revised(record: _Record, **changes: Any) -> _Record:
     kept = record.__pydantic_fields_set__
     # A trusted record (the scheduler's) shares its fields set, of every field, with the other trusted
     # records: so does its copy. Another copy gets its own.
-    copy = _record(cls, data, kept if kept is layout[4] else kept | changes.keys())
+    copy = record_of(cls, data, kept if kept is layout[4] else kept | changes.keys())
     extra = record.__pydantic_extra__
     if extra:
         object.__setattr__(copy, "__pydantic_extra__", dict(extra))
@@ -113,7 +113,7 @@ class Prototype(Generic[_Record]):
         for name, factory in self._factories:
             if name not in values:
                 data[name] = factory()
-        return _record(self._cls, data, self._fields_set)
+        return record_of(self._cls, data, self._fields_set)
 
     def line(self, record: _Record) -> bytes:
         """:func:`json_line` of a record this prototype made, from the JSON of what its records share
@@ -148,7 +148,22 @@ class Prototype(Generic[_Record]):
             _check_fields(self._cls, values.keys(), self._own, self._own, "own field")
         data = base.copy()
         data.update(values)
-        return _record(self._cls, data, self._fields_set), (lines.text % texts).encode("ascii")
+        return record_of(self._cls, data, self._fields_set), (lines.text % texts).encode("ascii")
+
+    def parts(self, names: tuple[str, ...]) -> tuple[type[_Record], dict[str, Any], set[str], str] | None:
+        """What :meth:`made_as` makes each record of, for a caller that makes many at once in a loop of its
+        own: the record class, the layout (a copy of it, with the own values set, is the record's data:
+        :func:`record_of`), the fields set its records share and the line's ``%`` template (of the own
+        values' texts, in the order of ``names``). None until the prototype is laid out (its second
+        record), or when ``names`` are not every own field in the fields' order (use :meth:`made`).
+
+        A record so made must have exactly the own fields ``names`` set in the copy, and texts that are
+        the :func:`own_text` of its values, as made_as would be given (the caller's to keep in step).
+        """
+        lines, base = self._lines, self._base
+        if lines is None or base is None or not lines.own or lines.own != names:
+            return None
+        return self._cls, base, self._fields_set, lines.text
 
     def _lay_out(self) -> dict[str, Any]:
         cls, shared = self._cls, self._shared
@@ -312,7 +327,9 @@ def _check_fields(
 _SET_DICT = vars(BaseModel)["__dict__"].__set__
 
 
-def _record(cls: type[_Record], data: dict[str, Any], fields_set: set[str]) -> _Record:
+def record_of(cls: type[_Record], data: dict[str, Any], fields_set: set[str]) -> _Record:
+    """A ``cls`` record of ``data`` (every field, in the fields' order), ``fields_set`` its fields set: a
+    copy of :meth:`Prototype.parts`' layout with the record's own values, nothing checked."""
     record = object.__new__(cls)  # BaseModel has no __new__ of its own
     _SET_DICT(record, data)
     set_fields_set(record, fields_set)
@@ -378,6 +395,13 @@ def new_run_id() -> str:
     return "r" + _random_hex12()
 
 
+def new_run_ids(count: int) -> list[str]:
+    """``count`` run ids (what ``count`` calls of :func:`new_run_id` give), from one draw of the OS: a
+    catch-up pass asks for its chunk's at once."""
+    block = secrets.token_hex(6 * count)
+    return ["r" + block[i : i + 12] for i in range(0, 12 * count, 12)]
+
+
 def new_missed_id() -> str:
     return "m" + _random_hex12()
 
@@ -386,8 +410,18 @@ def missed_id(task_id: str, first_missed: datetime) -> str:
     """The id of the missed record of ``task_id``'s misses since ``first_missed``: the same whenever the
     same misses are decided again (after a kill between the pass's writes, or a refused run ledger), so
     the missed ledger replaces the record instead of holding it twice."""
-    key = f"{task_id}\0{_utc_text(first_missed)}".encode()
-    return "m" + hashlib.blake2b(key, digest_size=6).hexdigest()
+    return missed_ids(first_missed)(task_id)
+
+
+def missed_ids(first_missed: datetime) -> Callable[[str], str]:
+    """:func:`missed_id` of ``first_missed`` as a function of the task id alone: the tasks of a catch-up
+    group share their first missed slot, whose part of the key is then encoded once."""
+    suffix, blake2b = f"\0{_utc_text(first_missed)}".encode(), hashlib.blake2b
+
+    def of(task_id: str) -> str:
+        return "m" + blake2b(task_id.encode() + suffix, digest_size=6).hexdigest()
+
+    return of
 
 
 @functools.lru_cache(maxsize=256)

@@ -35,8 +35,9 @@ Must not import the scheduler, the store, the ledgers, the event bus or delivery
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -45,7 +46,19 @@ from zoneinfo import ZoneInfo
 
 from kairosd.core.models import CatchUp, Overlap, Task, moved
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Outcome, Prototype, Run, json_line, missed_id, new_run_id, own_text
+from kairosd.core.records import (
+    MissedRecord,
+    Outcome,
+    Prototype,
+    Run,
+    json_line,
+    missed_id,
+    missed_ids,
+    new_run_id,
+    new_run_ids,
+    own_text,
+    record_of,
+)
 from kairosd.core.schedule.counting import count_fires, last_fires
 from kairosd.core.schedule.cron import parse_cron
 from kairosd.core.schedule.fires import next_fire
@@ -117,6 +130,15 @@ class Decision:
     # The JSON lines its prototypes made of its records, by the record's id() (records are kept in runs and
     # missed): see line().
     lines: dict[int, bytes] = field(default_factory=dict, repr=False, compare=False)
+    # The catch-up plans of its groups of tasks (see _catch_up_planned), by what the group shares.
+    plans: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def sharing(self) -> Decision:
+        """A new decision for the same ``now`` (the next chunk of a pass) that shares this one's targets,
+        prototypes and plans: they are laid out once per pass, not once per chunk. Its records are its own."""
+        return Decision(
+            targets=self.targets, equal_targets=self.equal_targets, prototypes=self.prototypes, plans=self.plans
+        )
 
     def line(self, record: Run | MissedRecord) -> bytes:
         """``record``'s line for its ledger (:func:`~kairosd.core.records.json_line`'s bytes): the one its
@@ -250,6 +272,7 @@ def decide(
     limits: FireBounds,
     in_flight: InFlight,
     pending: Mapping[str, str] | None = None,
+    shared: Decision | None = None,
 ) -> Decision:
     """Decide one pass over the due fires of several tasks.
 
@@ -259,24 +282,53 @@ def decide(
     task's latest fire goes out. ``pending`` (task id -> reason) keeps such a
     reason for a task whose earlier pass could not be recorded: the same fires
     are decided again, and they were no less missed. Paused tasks and tasks
-    with nothing due are left alone.
+    with nothing due are left alone. ``shared``: a decision of the same pass (the same ``now``) whose
+    targets, prototypes and plans this one shares (see :meth:`Decision.sharing`).
     """
-    decision = Decision()
-    plans: dict[tuple[Any, ...], _Plan] = {}
+    decision = Decision() if shared is None else shared.sharing()
+    plans: dict[tuple[Any, ...], _Plan] = decision.plans
+    # Consecutive tasks of one plan, made together (see _Plan.make) before anything else is decided.
+    batch: list[_Texts] = []
+    batch_plan: _Plan | None = None
+    batch_ids: set[str] = set()
     for item in due:
         task = item.task
         if task.paused or not item.count:
             continue
+        if task.id in batch_ids:  # the same task twice: its first fires must be decided (started) first
+            _made(batch_plan, batch, batch_ids, decision)
+            batch_plan = None
         reason = missed_reason or (pending or {}).get(task.id)
         if reason is not None or item.behind:
-            if not _catch_up_planned(item, now, reason or BEHIND, limits, in_flight, decision, plans):
-                _catch_up(item, now, reason or BEHIND, limits, in_flight, decision)
+            planned = _catch_up_planned(item, now, reason or BEHIND, limits, in_flight, decision, plans)
+            if planned:
+                plan, texts = planned
+                if plan is not batch_plan:
+                    _made(batch_plan, batch, batch_ids, decision)
+                    batch_plan = plan
+                batch.append(texts)
+                batch_ids.add(task.id)
+                continue
+            _made(batch_plan, batch, batch_ids, decision)
+            batch_plan = None
+            _catch_up(item, now, reason or BEHIND, limits, in_flight, decision)
         else:
+            _made(batch_plan, batch, batch_ids, decision)
+            batch_plan = None
             latest = item.newest[-1]
             if item.count > 1:
                 _record_missed(item, item.count - 1, item.before(latest), now, TOO_BUSY, "recorded", decision)
             _fire(task, latest, now, limits, in_flight, decision, catch_up=False)
+    _made(batch_plan, batch, batch_ids, decision)
     return decision
+
+
+def _made(plan: _Plan | None, batch: list[_Texts], ids: set[str], decision: Decision) -> None:
+    """Make the records of the tasks gathered for ``plan`` (see decide), and empty ``batch`` and ``ids``."""
+    if plan is not None and batch:
+        plan.make(batch, decision)
+    batch.clear()
+    ids.clear()
 
 
 def fire_now(task: Task, now: datetime, limits: FireBounds, in_flight: InFlight) -> tuple[Decision, Run]:
@@ -349,21 +401,161 @@ def _catch_up(
         _fire(task, fire, now, limits, in_flight, decision, catch_up=True, serial=index > 0)
 
 
-class _Plan(NamedTuple):
+class _Plan:
     """The catch-up of the recurring tasks with the same due fires (``newest``, the same tuple), policy,
     target and reason (see :func:`_catch_up_planned`): what :func:`_catch_up` would make of each, worked
     out once. ``missed`` and ``missed_run``: the prototypes of the missed record and run, ``latest`` the
     newest missed fire and ``first`` the oldest (None: nothing missed); ``fired`` the prototype of the run
-    that catches up and ``fire`` its fire (None: nothing fires)."""
+    that catches up and ``fire`` its fire (None: nothing fires).
 
-    newest: Sequence[Fire]
-    missed: Prototype[MissedRecord] | None
-    missed_run: Prototype[Run] | None
-    latest: Fire | None
-    first: Fire | None
-    fired: Prototype[Run] | None
-    fire: Fire | None
+    :meth:`make` makes the records of a run of its tasks (consecutive in the pass): once its prototypes
+    are laid out (at their second record), in one loop where each record is a copy of its prototype's
+    layout with the task's own values and its line one ``%`` of the task's texts.
+    """
 
+    __slots__ = (
+        "fire", "fired", "first", "latest", "missed", "missed_id", "missed_run", "moved_fired", "moved_missed",
+        "newest", "schedules",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        newest: Sequence[Fire],
+        missed: Prototype[MissedRecord] | None,
+        missed_run: Prototype[Run] | None,
+        latest: Fire | None,
+        first: Fire | None,
+        fired: Prototype[Run] | None,
+        fire: Fire | None,
+        now: datetime,
+    ) -> None:
+        self.newest, self.missed, self.missed_run, self.latest, self.first = newest, missed, missed_run, latest, first
+        self.fired, self.fire = fired, fire
+        self.missed_id = missed_ids(first.scheduled_for) if first is not None else None
+        # An advance is (task, fire, when, fired): the last three shared by the plan's tasks.
+        self.moved_missed = (latest, now, False) if latest is not None and missed is not None else None
+        self.moved_fired = (fire, now, True) if fire is not None and fired is not None else None
+        self.schedules: dict[str, str | None] = {}  # own_text of each cron text its tasks have
+
+    def texts(self, task: Task, task_id: str, name: str) -> _Texts | None:
+        """The texts of ``task``'s own values in its lines (``task_id`` and ``name`` given, the
+        :func:`own_text` of its id and name); None when its prompt or schedule cannot be in a line."""
+        if self.moved_missed is None:
+            return task, task_id, name, "", ""  # a run's line has neither
+        schedule = task.cron
+        assert schedule is not None  # planned tasks are cron tasks
+        schedules = self.schedules
+        schedule_text = (
+            schedules[schedule] if schedule in schedules else schedules.setdefault(schedule, own_text(schedule))
+        )
+        prompt = own_text(task.prompt)
+        if prompt is None or schedule_text is None:
+            return None
+        return task, task_id, name, prompt, schedule_text
+
+    def make(self, batch: list[_Texts], decision: Decision) -> None:
+        """The records, lines, advances and starts of the tasks of ``batch`` (each its :meth:`texts`), as
+        :func:`_catch_up` makes them, task after task."""
+        made = 0
+        while made < len(batch) and not self._laid_out():
+            self._make_one(*batch[made], decision)  # the first records lay the prototypes out
+            made += 1
+        if made < len(batch):
+            self._make_laid_out(batch[made:] if made else batch, decision)
+
+    def _laid_out(self) -> bool:
+        return (
+            self.moved_missed is None
+            or (self._parts(self.missed) is not None and self._parts(self.missed_run) is not None)
+        ) and (self.moved_fired is None or self._parts(self.fired) is not None)
+
+    @staticmethod
+    def _parts(prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], str] | None:
+        assert prototype is not None
+        return prototype.parts(_MISSED_OWN if prototype._cls is MissedRecord else _RUN_OWN)
+
+    @classmethod
+    def _laid(cls, prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], str]:
+        parts = cls._parts(prototype)
+        assert parts is not None  # see _laid_out
+        return parts
+
+    def _make_one(self, task: Task, task_id: str, name: str, prompt: str, schedule: str, decision: Decision) -> None:
+        """One task's records by the prototypes' made_as (before they are laid out)."""
+        if self.moved_missed is not None:
+            assert self.missed is not None
+            assert self.missed_run is not None
+            assert self.missed_id is not None
+            missed_id = self.missed_id(task.id)
+            missed, missed_line = self.missed.made_as(
+                _MISSED_OWN, (f'"{missed_id}"', task_id, name, prompt, schedule),
+                id=missed_id, task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=task.cron,
+            )  # fmt: skip
+            run_id = new_run_id()
+            run, run_line = self.missed_run.made_as(
+                _RUN_OWN, (f'"{run_id}"', task_id, name), run_id=run_id, task_id=task.id, task_name=task.name
+            )
+            decision.lines[id(missed)], decision.lines[id(run)] = missed_line, run_line
+            decision.missed.append(missed)
+            decision.runs.append(run)
+            decision.advances.append(Advance(task, *self.moved_missed))
+        if self.moved_fired is not None:
+            assert self.fired is not None
+            run_id = new_run_id()
+            run, line = self.fired.made_as(
+                _RUN_OWN, (f'"{run_id}"', task_id, name), run_id=run_id, task_id=task.id, task_name=task.name
+            )
+            decision.advances.append(Advance(task, *self.moved_fired))
+            decision.lines[id(run)] = line
+            decision.runs.append(run)
+            decision.start.append((task, run))
+            decision.started.add(task.id)
+
+    def _make_laid_out(self, batch: list[_Texts], decision: Decision) -> None:
+        """:meth:`_make_one` of each task of ``batch``, from the laid-out prototypes' parts, in one loop."""
+        lines, missed_out, runs, advances = decision.lines, decision.missed, decision.runs, decision.advances
+        start, started = decision.start, decision.started
+        moved_missed, moved_fired = self.moved_missed, self.moved_fired
+        ids = iter(new_run_ids(len(batch) * ((moved_missed is not None) + (moved_fired is not None))))
+        if moved_missed is not None:
+            missed_cls, missed_base, missed_set, missed_text = self._laid(self.missed)
+            run_cls, run_base, run_set, run_text = self._laid(self.missed_run)
+            missed_id: Callable[[str], str] = self.missed_id  # type: ignore[assignment]  # set with moved_missed
+        if moved_fired is not None:
+            fired_cls, fired_base, fired_set, fired_text = self._laid(self.fired)
+        for task, task_id, name, prompt, schedule in batch:
+            own_id, own_name = task.id, task.name
+            if moved_missed is not None:
+                record_id = missed_id(own_id)
+                data = missed_base.copy()
+                data["id"], data["task_id"], data["task_name"] = record_id, own_id, own_name
+                data["prompt"], data["schedule"] = task.prompt, task.cron
+                missed = record_of(missed_cls, data, missed_set)
+                lines[id(missed)] = (missed_text % (f'"{record_id}"', task_id, name, prompt, schedule)).encode("ascii")
+                run_id = next(ids)
+                data = run_base.copy()
+                data["run_id"], data["task_id"], data["task_name"] = run_id, own_id, own_name
+                run = record_of(run_cls, data, run_set)
+                lines[id(run)] = (run_text % (f'"{run_id}"', task_id, name)).encode("ascii")
+                missed_out.append(missed)
+                runs.append(run)
+                advances.append(_advance((task, *moved_missed)))
+            if moved_fired is not None:
+                run_id = next(ids)
+                data = fired_base.copy()
+                data["run_id"], data["task_id"], data["task_name"] = run_id, own_id, own_name
+                run = record_of(fired_cls, data, fired_set)
+                advances.append(_advance((task, *moved_fired)))
+                lines[id(run)] = (fired_text % (f'"{run_id}"', task_id, name)).encode("ascii")
+                runs.append(run)
+                start.append((task, run))
+                started.add(own_id)
+
+
+# A planned task and the texts of its own values in its lines: its id's, name's, prompt's and schedule's.
+_Texts = tuple[Task, str, str, str, str]
+# An Advance of a tuple of its four values, without NamedTuple's __new__ (a Python function) per task.
+_advance: Callable[[tuple[Task, Fire, datetime, bool]], Advance] = functools.partial(tuple.__new__, Advance)
 
 # The own fields of the records a plan makes, in the fields' order (their lines' order: see made_as).
 _MISSED_OWN = ("id", "task_id", "task_name", "prompt", "schedule")
@@ -378,13 +570,13 @@ def _catch_up_planned(
     in_flight: InFlight,
     decision: Decision,
     plans: dict[tuple[Any, ...], _Plan],
-) -> bool:
-    """:func:`_catch_up` of a recurring task with catch-up ``once`` or ``skip`` and nothing of it running
-    (every task after a long stop, most of them sharing their due fires), from a plan its group shares:
-    per task only its records are made, each line one ``%`` of the task's own texts. False (nothing done):
-    any other task, or one whose texts a line cannot hold as they are; :func:`_catch_up` decides it.
+) -> tuple[_Plan, _Texts] | None:
+    """The plan of :func:`_catch_up` of a recurring task with catch-up ``once`` or ``skip`` and nothing of
+    it running (every task after a long stop, most of them sharing their due fires), which its group
+    shares, and the task's texts for its lines: :meth:`_Plan.make` makes its records. None: any other
+    task, or one whose texts a line cannot hold as they are; :func:`_catch_up` decides it.
 
-    Makes the same records, lines, starts and anchor moves as :func:`_catch_up`, in the same order.
+    The plan makes the same records, lines, starts and anchor moves as :func:`_catch_up`, in the same order.
     """
     task = item.task
     policy = task.catch_up
@@ -395,46 +587,17 @@ def _catch_up_planned(
         or task.id in in_flight.running
         or task.id in decision.started
     ):
-        return False
+        return None
     task_id, name = own_text(task.id), own_text(task.name)
     if task_id is None or name is None:
-        return False
+        return None
     target = decision.target_json(task)
     key = (id(item.newest), id(item.first), item.count, policy, reason, id(target))
     plan = plans.get(key)
     if plan is None or plan.newest is not item.newest:
         plan = plans[key] = _plan_catch_up(item, now, reason, limits, decision)
-    if plan.missed is not None and plan.missed_run is not None and plan.latest is not None:
-        assert plan.first is not None  # set with latest
-        prompt = own_text(task.prompt)
-        schedule = task.cron
-        schedule_text = own_text(schedule)
-        if prompt is None or schedule_text is None:
-            return False
-        record_id = missed_id(task.id, plan.first.scheduled_for)
-        missed, missed_line = plan.missed.made_as(
-            _MISSED_OWN, (f'"{record_id}"', task_id, name, prompt, schedule_text),
-            id=record_id, task_id=task.id, task_name=task.name, prompt=task.prompt, schedule=schedule,
-        )  # fmt: skip
-        run_id = new_run_id()
-        run, run_line = plan.missed_run.made_as(
-            _RUN_OWN, (f'"{run_id}"', task_id, name), run_id=run_id, task_id=task.id, task_name=task.name
-        )
-        decision.lines[id(missed)], decision.lines[id(run)] = missed_line, run_line
-        decision.missed.append(missed)
-        decision.runs.append(run)
-        decision.advances.append(Advance(task, plan.latest, now, False))
-    if plan.fired is not None and plan.fire is not None:
-        run_id = new_run_id()
-        run, line = plan.fired.made_as(
-            _RUN_OWN, (f'"{run_id}"', task_id, name), run_id=run_id, task_id=task.id, task_name=task.name
-        )
-        decision.advances.append(Advance(task, plan.fire, now, True))
-        decision.lines[id(run)] = line
-        decision.runs.append(run)
-        decision.start.append((task, run))
-        decision.started.add(task.id)
-    return True
+    texts = plan.texts(task, task_id, name)
+    return None if texts is None else (plan, texts)
 
 
 def _plan_catch_up(item: Due, now: datetime, reason: str, limits: FireBounds, decision: Decision) -> _Plan:
@@ -448,7 +611,7 @@ def _plan_catch_up(item: Due, now: datetime, reason: str, limits: FireBounds, de
         first = item.first if item.first is not None else latest
         missed, missed_run = _missed_prototypes(first, latest, count, now, reason, "recorded", task, decision)
     fired = None if fire is None else _run_prototype(task, fire, now, True, False, decision)
-    return _Plan(newest, missed, missed_run, latest, first, fired, fire)
+    return _Plan(newest, missed, missed_run, latest, first, fired, fire, now)
 
 
 def _record_missed(

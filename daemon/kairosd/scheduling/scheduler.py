@@ -91,6 +91,16 @@ _FIRST_AFTER_CACHE = 4096
 PASS_CHUNK = 1000
 
 
+# A tick whose heap holds more entries than this and all of them due sorts them rather than pop each.
+_SORT_DUE_FROM = 64
+
+
+def _popped_while(heap: list[tuple[datetime, int, str]], now: datetime) -> Iterable[tuple[datetime, int, str]]:
+    """The entries of ``heap`` planned at or before ``now``, popped one by one, earliest first."""
+    while heap and heap[0][0] <= now:
+        yield heapq.heappop(heap)
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     max_sleep_s: float = 30.0
@@ -219,6 +229,28 @@ class Scheduler:
             self.unschedule(task_id)
         else:
             self.schedule(task)
+
+    def _replan_many(self, task_ids: list[str]) -> None:
+        """:meth:`_replan` of each of ``task_ids`` (a pass's chunk, 1,000 tasks), waking the loop once."""
+        find, next_fire, planned, heap, seq = self.book.find, self.next_fire, self._next, self._heap, self._seq
+        for task_id in task_ids:
+            task = find(task_id)
+            if task is None:
+                self.unschedule(task_id)
+                continue
+            try:
+                fire = next_fire(task)
+            except Exception as exc:
+                self._set_aside(task.id, "plan", exc)
+                continue
+            # What _plan does, but for waking the loop.
+            if fire is None:
+                planned.pop(task_id, None)
+            else:
+                planned[task_id] = fire
+                heapq.heappush(heap, (fire.planned_for, next(seq), task_id))
+        if task_ids:  # a pass with nothing due plans nothing: the loop, woken, would tick again at once
+            self._wake.set()
 
     def unschedule(self, task_id: str) -> None:
         self._next.pop(task_id, None)
@@ -387,12 +419,20 @@ class Scheduler:
         due: list[Task] = []
         seen: set[str] = set()
         popped: list[tuple[str, Fire]] = []
-        while self._heap and self._heap[0][0] <= now:
-            planned, _, task_id = heapq.heappop(self._heap)
-            current = self._next.get(task_id)
+        heap, planned_now, find = self._heap, self._next, self.book.find
+        entries: Iterable[tuple[datetime, int, str]]
+        if len(heap) > _SORT_DUE_FROM and heap[-1][0] <= now and max(heap[len(heap) // 2 :])[0] <= now:
+            # Every entry is due (its latest is among the heap's leaves): after a long stop, every task. One
+            # sort gives them in the order the pops would (the entries are unique: each has its own number).
+            entries = sorted(heap)
+            heap.clear()
+        else:
+            entries = _popped_while(heap, now)
+        for planned, _, task_id in entries:
+            current = planned_now.get(task_id)
             if current is None or current.planned_for != planned or task_id in seen:
                 continue
-            task = self.book.find(task_id)
+            task = find(task_id)
             if task is not None:
                 seen.add(task_id)
                 due.append(task)
@@ -465,10 +505,13 @@ class Scheduler:
         # collection walks them all (15% of the CPU of a pass over 10,000 tasks back after 7 days).
         gcpause.pause()  # until the pass's group commits are done (see kairosd.system.gcpause)
         ahead: tuple[list[Due], Decision, asyncio.Future[None] | None] | None = None
+        decision: Decision | None = None
         try:
             for first in range(0, len(tasks), PASS_CHUNK):
                 due = self._due(tasks[first : first + PASS_CHUNK], now)
-                decision = self._decide(due, now, missed_reason)
+                # Each chunk's groups of tasks (most of them, after a long stop, one group) share the plans and
+                # prototypes of the chunk before: laid out once per pass.
+                decision = self._decide(due, now, missed_reason, decision)
                 if ahead is not None:
                     settling, ahead = ahead, None
                     if not await self._settle(*settling, missed_reason):
@@ -505,9 +548,14 @@ class Scheduler:
     ) -> bool:
         """Commit ``decision`` (its runs being written by ``writing``, if given) and plan its tasks again."""
         recorded = await self._commit(decision, writing)
-        for item in due:
-            self._keep_reason(item.task.id, missed_reason, recorded)
-            self._replan(item.task.id)
+        pending = self._unrecorded
+        if not recorded:
+            for item in due:
+                self._keep_reason(item.task.id, missed_reason, recorded)
+        elif pending:  # recorded: no reason is kept for them (what _keep_reason does, for every task at once)
+            for item in due:
+                pending.pop(item.task.id, None)
+        self._replan_many([item.task.id for item in due])
         return recorded
 
     def _keep_reason(self, task_id: str, missed_reason: str | None, recorded: bool) -> None:
@@ -524,11 +572,15 @@ class Scheduler:
         grace, most, anchor = self.config.catch_up_grace, self.config.catch_up_max, self._anchors.anchor
         return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace, most), self._set_aside)
 
-    def _decide(self, due: list[Due], now: datetime, missed_reason: str | None) -> Decision:
-        """One decision for the pass; the tasks whose decision raises are set aside."""
+    def _decide(
+        self, due: list[Due], now: datetime, missed_reason: str | None, shared: Decision | None = None
+    ) -> Decision:
+        """One decision for the pass (``shared``: the pass's previous chunk's, see :func:`decide`); the tasks
+        whose decision raises are set aside."""
         in_flight, pending, limits = self._dispatch.in_flight(), self._unrecorded, self._limits
-        return broken.decide_each(due, lambda items: decide(items, now, missed_reason, limits, in_flight, pending),
-                                  self._set_aside)  # fmt: skip
+        return broken.decide_each(
+            due, lambda items: decide(items, now, missed_reason, limits, in_flight, pending, shared), self._set_aside
+        )
 
     # ---- recording and delivering --------------------------------------
 

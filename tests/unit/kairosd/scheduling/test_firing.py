@@ -626,3 +626,103 @@ def test_a_planned_catch_up_decides_what_the_task_by_task_one_decides(monkeypatc
     assert _as_written(planned) == _as_written(one_by_one)
     assert len(planned.start) >= 5  # the cases above did catch up
     assert len(planned.missed) >= 10
+
+
+@pytest.mark.parametrize("policy", [CatchUp.ONCE, CatchUp.SKIP])
+def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monkeypatch, policy):
+    """Consecutive tasks of one plan (every task of a 10k pass) are gathered and their records made in one
+    loop from the prototypes' laid-out parts (``_Plan.make``). What they write and do, in order, is what the
+    task-by-task catch-up writes and does, field by field and line by line: with tasks of that plan cut by
+    one whose prompt a line cannot hold (a DEL: decided by _catch_up between two runs of the plan), one of
+    another target, one running, the same task twice in the pass, and escaped names and prompts."""
+    from kairosd.core.models import InboxTarget
+
+    shared, other = InboxTarget(session="main"), InboxTarget(session="other")
+    texts = ["plain", "caf\u00e9 \u2603", 'quote " back \\ slash', "100% %s", "line\nbreak", "tab\there"]
+    tasks = [
+        hourly(policy, target=shared, task_id=f"{0x30000000 + i:08x}", prompt=f"{texts[i % 6]} {i}",
+               name=None if i % 3 else texts[i % 6])
+        for i in range(40)
+    ]  # fmt: skip
+    tasks[17] = hourly(policy, target=shared, task_id="3000ff17", prompt="del \x7f")
+    tasks[25] = hourly(policy, target=other, task_id="3000ff25")
+    tasks.append(tasks[5])  # the same task again, later in the same pass
+    running = InFlight(running={tasks[30].id: "r-running"})
+
+    def decided() -> Decision:
+        due = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
+        return decide(due, NOW, NOT_RUNNING, LIMITS, running)
+
+    made: list[int] = []
+    laid_out = firing._Plan._make_laid_out
+
+    def counting(plan: Any, batch: list[Any], decision: Decision) -> None:
+        made.append(len(batch))
+        laid_out(plan, batch, decision)
+
+    monkeypatch.setattr(firing._Plan, "_make_laid_out", counting)
+    planned = decided()
+    assert max(made) >= 10  # runs of tasks were made in one loop
+    monkeypatch.setattr(firing, "_catch_up_planned", lambda *args: None)
+    one_by_one = decided()
+    assert _as_written(planned) == _as_written(one_by_one)
+    assert len(planned.missed) == len(tasks)
+    if policy is CatchUp.ONCE:
+        assert sum(1 for _, run in planned.start) == len(tasks) - 2  # the running task and the repeat do not start
+    for record in planned.missed:
+        assert record.model_dump() == type(record).model_validate_json(planned.line(record)).model_dump()
+    for run in planned.runs:
+        assert run.model_dump() == type(run).model_validate_json(planned.line(run)).model_dump()
+
+
+def test_missed_ids_of_a_first_slot_are_missed_id_and_run_ids_drawn_together_are_run_ids():
+    """A plan encodes its first missed slot once (``missed_ids``) and draws its runs' ids at once
+    (``new_run_ids``): the ids missed records have always had (a record written by an older kairosd is
+    replaced when its pass is decided again), and run ids of new_run_id's form, all distinct."""
+    import hashlib
+    import re
+    from zoneinfo import ZoneInfo
+
+    from kairosd.core.records import missed_id, missed_ids, new_run_ids
+
+    first = datetime(2026, 3, 2, 11, tzinfo=UTC)
+    of = missed_ids(first.astimezone(ZoneInfo("Europe/Paris")))
+    for task_id in ["10000000", "caf\u00e9", "a\0b"]:
+        key = f"{task_id}\0{first.isoformat()}".encode()
+        assert of(task_id) == missed_id(task_id, first) == "m" + hashlib.blake2b(key, digest_size=6).hexdigest()
+    ids = new_run_ids(600)
+    assert len(ids) == len(set(ids)) == 600
+    assert all(re.fullmatch(r"r[0-9a-f]{12}", run_id) for run_id in ids)
+
+
+@pytest.mark.parametrize("policy", [CatchUp.ONCE, CatchUp.SKIP])
+def test_the_chunks_of_a_pass_share_their_plans_and_decide_what_each_decides_alone(monkeypatch, policy):
+    """A pass decides its tasks a chunk at a time; each chunk's decision shares the plans, prototypes and
+    targets of the one before (``shared``): the groups are planned and laid out once per pass. What each
+    chunk writes and does is what it writes and does decided on its own."""
+    from kairosd.core.models import InboxTarget
+
+    target = InboxTarget(session="main")
+    tasks = [
+        hourly(policy, target=target, task_id=f"{0x40000000 + i:08x}", prompt=f"p{i}", name=f"n{i}" if i % 2 else None)
+        for i in range(30)
+    ]
+    tasks[12] = hourly(policy, target=InboxTarget(session="other"), task_id="4000ff12")
+    due = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
+    planned: list[Any] = []
+    plan_catch_up = firing._plan_catch_up
+
+    def counting(*args: Any) -> Any:
+        planned.append(args[0].task.id)
+        return plan_catch_up(*args)
+
+    monkeypatch.setattr(firing, "_plan_catch_up", counting)
+    first = decide(due[:10], NOW, NOT_RUNNING, LIMITS, InFlight())
+    second = decide(due[10:20], NOW, NOT_RUNNING, LIMITS, InFlight(), shared=first)
+    third = decide(due[20:], NOW, NOT_RUNNING, LIMITS, InFlight(), shared=second)
+    assert planned == [tasks[0].id, tasks[12].id]  # one plan per group for the whole pass
+    assert third.plans is first.plans
+    for chunk, decision in [(due[10:20], second), (due[20:], third)]:
+        alone = decide(chunk, NOW, NOT_RUNNING, LIMITS, InFlight())
+        assert _as_written(decision) == _as_written(alone)
+        assert not set(map(id, decision.runs)) & set(map(id, first.runs))

@@ -493,6 +493,54 @@ def test_fires_missed_while_down_keep_their_reason_when_the_ledger_refuses_the_f
     run(main())
 
 
+def test_a_tick_with_nothing_due_leaves_the_loop_asleep(tmp_path):
+    """A tick that finds nothing due plans nothing again, so it does not wake the loop: woken, the loop
+    would tick again at once, forever, and never serve a request (a pass's tasks are planned again, and
+    the loop woken, only when it had some)."""
+
+    async def main():
+        t = task("*/5 * * * *")
+        h = Harness(tmp_path, [t], FakeClock(T0))
+        await h.start()
+        delay = await h.at(T0 + timedelta(seconds=1))
+        assert delay > 0
+        assert not h.sched._wake.is_set()
+
+    run(main())
+
+
+@pytest.mark.parametrize("chunk", [1000, 2])
+def test_a_kept_reason_goes_once_its_fires_are_recorded(tmp_path, monkeypatch, chunk):
+    """The reason kept for fires the run ledger refused is dropped for every task of the pass that records
+    them (chunk by chunk, all tasks of a chunk at once): fires the loop is late for afterwards are late,
+    not missed while kairosd was down. Each task is planned again after its pass."""
+    monkeypatch.setattr(scheduler, "PASS_CHUNK", chunk)
+
+    async def main():
+        one, clock = _down_for_three_days(CatchUp.SKIP)
+        tasks = [one.model_copy(update={"id": f"{0x10000000 + i:08x}"}) for i in range(5)]
+        h = Harness(tmp_path, tasks, clock, store_retry_s=5.0)
+        heal = _refuse_run_ledger(h, monkeypatch)
+        await h.start()
+        await h.at(h.clock.now() + timedelta(seconds=5))
+        assert set(h.sched._unrecorded) == {t.id for t in tasks}  # refused: kept
+        heal()
+        await h.at(h.clock.now() + timedelta(seconds=5))
+        assert h.sched._unrecorded == {}
+        for t in tasks:
+            planned = h.sched.planned(t.id)
+            assert planned is not None
+            assert planned.planned_for > h.clock.now()
+        # The loop late by three slots: too busy, not down (catch_up=skip would record them all).
+        await h.at(planned.planned_for + timedelta(hours=2, minutes=30))
+        for t in tasks:
+            latest = h.runs(t.id)[-2:]  # the two slots missed in one record, the third fired
+            assert [r.outcome for r in latest] == [Outcome.MISSED, Outcome.DELIVERED]
+            assert latest[0].reason == "kairosd was too busy to fire on time (2 fires recorded)"
+
+    run(main())
+
+
 @pytest.mark.parametrize("chunk", [1000, 7])
 def test_a_catch_up_of_many_tasks_keeps_only_max_concurrent_deliveries_in_flight(tmp_path, monkeypatch, chunk):
     """After a long stop every task's catch-up fire starts at once: at most max_concurrent deliveries exist
@@ -802,5 +850,40 @@ def test_the_loop_is_not_caught_up_while_the_run_ledger_refuses_the_missed_fires
         heal()
         await h.at(h.clock.now() + timedelta(seconds=5))
         assert h.sched.status()["caught_up_at"] == h.clock.now().isoformat()
+
+    run(main())
+
+
+@pytest.mark.parametrize("all_due", [True, False])
+def test_a_tick_takes_the_due_fires_off_the_heap_earliest_first_whether_it_sorts_or_pops(tmp_path, all_due):
+    """With every one of many heap entries due (after a long stop) the tick sorts them rather than pop each:
+    the tasks it takes, and their order, are those the pops give, stale and repeated entries left out."""
+    import heapq as heapq_
+
+    async def main():
+        tasks = [
+            task(f"{i % 60} * * * *", task_id=f"{0x50000000 + i:08x}", created_at=T0 - timedelta(minutes=1 + i % 7))
+            for i in range(200)
+        ]
+        h = Harness(tmp_path, tasks, FakeClock(T0))
+        await h.start()
+        sched = h.sched
+        for t in tasks[::9]:  # replanned: their old entries are stale, some twice over
+            sched.schedule(t)
+            sched._heap.append((T0 - timedelta(minutes=3), 10**6 + len(sched._heap), t.id))
+        heapq_.heapify(sched._heap)
+        now = max(planned for planned, _, _ in sched._heap) if all_due else sorted(sched._heap)[150][0]
+        reference, heap, seen = [], list(sched._heap), set()
+        while heap and heap[0][0] <= now:
+            planned, _, task_id = heapq_.heappop(heap)
+            current = sched._next.get(task_id)
+            if current is not None and current.planned_for == planned and task_id not in seen:
+                seen.add(task_id)
+                reference.append(task_id)
+        due = sched._pop_due(now)
+        assert [t.id for t in due] == reference
+        assert len(reference) > 64
+        assert sorted(sched._heap) == sorted(heap)  # what is not due stays planned
+        assert [task_id for task_id, _ in sched._popped] == reference
 
     run(main())
