@@ -738,4 +738,5 @@ def test_a_title_before_a_name_does_not_end_the_sentence() -> None:
 @pytest.mark.parametrize("typed", ["The wiki page is up now, so that's settled.", "we can cross that one off"])
 def test_settled_and_crossed_off_say_done(typed: str) -> None:
     said = read(typed, after_agent=True, first=False)
-    assert said is not None and said.action == "close"
+    assert said is not None
+    assert said.action == "close"
