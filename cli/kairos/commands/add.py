@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 NEXT_SHOWN = 3  # fire times printed after `add`
-SCHEDULE_KINDS = ("every", "in_", "at")
+SCHEDULE_KINDS = ("cron", "every", "in_", "at")
 CATCH_UP = ("skip", "once", "all", "surface")
 OVERLAP = ("skip", "queue")
 TARGET_KINDS = ("inbox", "shell", "agent", "session")
@@ -44,8 +44,9 @@ def register(subparsers: Any) -> None:
         "add",
         "schedule a prompt",
         "Schedule a prompt. The schedule is exactly one of: a cron expression (the first "
-        "argument, its 5 fields quoted as ONE argument, or an @macro), --every, --in or --at. "
-        "With --every/--in/--at every argument is the prompt. A prompt of '-' is read from stdin.",
+        "argument, its 5 fields quoted as ONE argument, or an @macro, or given as --cron EXPR), --every, "
+        "--in or --at. With --cron/--every/--in/--at every argument is the prompt. A prompt of '-' is read "
+        "from stdin.",
         """
         kairos add '0 9 * * mon-fri' 'summarise open PRs'
         kairos add @daily --name digest 'write the daily digest'
@@ -64,6 +65,7 @@ def register(subparsers: Any) -> None:
     )
     add.add_argument("words", nargs="*", metavar="[CRON] PROMPT", help="cron expression (quoted) and prompt")
     when = add.add_argument_group("schedule (default: the first argument is a cron expression)")
+    when.add_argument("--cron", metavar="EXPR", help="the cron expression as an option (the same as giving it first)")
     when.add_argument("--every", metavar="INTERVAL", help="repeat: 90s, 5m, 2h, 1d (rounded to what cron can do)")
     when.add_argument("--in", dest="in_", metavar="DURATION", help="once, this long from now: 90s, 20m, 1h30m")
     when.add_argument("--at", metavar="TIME", help="once, at HH:MM[:SS] (next such time) or ISO 8601")
@@ -174,7 +176,7 @@ def _allow_intermixed(parser: argparse.ArgumentParser) -> None:
     setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010
 
 
-VALUE_OPTIONS = ("--in", "--every", "--at", "--expires", "--jitter", "--timeout")
+VALUE_OPTIONS = ("--cron", "--in", "--every", "--at", "--expires", "--jitter", "--timeout")
 
 
 def _glue_values(args: Any) -> Any:
@@ -249,7 +251,7 @@ def _read_prompt(words: list[str]) -> str:
     return check_text(text.strip(), "the prompt", MAX_PROMPT_CHARS)
 
 
-def _check_cron(words: list[str]) -> str:
+def _check_cron(words: list[str], option: bool = False) -> str:
     """The cron expression in ``words[0]``, validated here for a fast, clear error."""
     from kairosd.core.errors import CronSyntaxError, UsageError
     from kairosd.core.schedule.cron import parse_cron
@@ -264,9 +266,11 @@ def _check_cron(words: list[str]) -> str:
             # `kairos add 0 9 * * * prompt`: the shell split (and maybe globbed) the fields.
             joined = " ".join(words[:5])
             raise UsageError(f"quote the cron expression as one argument: kairos add '{joined}' PROMPT...") from None
+        if option:
+            raise UsageError(f"--cron {text!r} is not a cron expression ({exc.message})") from None
         raise UsageError(
             f"{text!r} is not a cron expression ({exc.message}); the first argument is the schedule "
-            "unless --every, --in or --at is given"
+            "unless --cron, --every, --in or --at is given"
         ) from None
     return text
 
@@ -424,9 +428,13 @@ def build_add_request(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"give only one schedule, not {flags}")
     body: dict[str, Any] = {}
     words = list(args.words)
-    if not given:
-        body["cron"] = _check_cron(words)
-        words = words[1:]
+    if given in ([], ["cron"]):
+        if given:  # `kairos add --cron '0 9 * * *' PROMPT`: what people coming from other schedulers type
+            _refuse_cron_with("--cron", words)
+            body["cron"] = _check_cron([args.cron], option=True)
+        else:
+            body["cron"] = _check_cron(words)
+            words = words[1:]
         if args.once:
             body["once"] = True
     else:

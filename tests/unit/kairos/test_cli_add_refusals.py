@@ -92,3 +92,33 @@ def test_export_says_what_is_missing(capsys, argv, message):
     """Issue 24, item 14: `export` with no ids said "give task ids or --all (not both)"."""
     assert run(argv) == 2
     assert capsys.readouterr().err == message
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["add", "--cron", "0 9 * * *", "--every", "1h", "y"], "give only one schedule, not --cron, --every"),
+        (["add", "--cron", "0 9 * * *", "0 8 * * *", "y"], "'0 8 * * *' is a cron expression and --cron is another"),
+        (["add", "--cron", "nonsense", "y"], "--cron 'nonsense' is not a cron expression"),
+        (["add", "--cron", "0 9 * * *"], "a task needs a non-empty prompt"),
+    ],
+)
+def test_the_cron_option_is_one_schedule_like_the_others(capsys, argv, message):
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_the_cron_option_sends_what_the_first_argument_sends():
+    """`kairos add --cron EXPR PROMPT` (the form other schedulers use) is `kairos add EXPR PROMPT`."""
+    from kairos.app import build_parser
+    from kairos.commands.add import build_add_request
+
+    parser = build_parser()
+    as_option = build_add_request(parser.parse_args(["add", "--cron", "0 9 * * 1-5", "--once", "stand-up", "notes"]))
+    as_first = build_add_request(parser.parse_args(["add", "0 9 * * 1-5", "--once", "stand-up", "notes"]))
+    assert as_option == as_first
+    assert as_option["cron"] == "0 9 * * 1-5"
+    assert as_option["prompt"] == "stand-up notes"
+    assert as_option["once"] is True
