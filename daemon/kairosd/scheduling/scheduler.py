@@ -198,14 +198,14 @@ class Scheduler:
             return plain
         return fire_for(task, plain.scheduled_for)
 
-    def schedule(self, task: Task) -> None:
-        """(Re)plan ``task`` and wake the loop; call after any change to it."""
+    def schedule(self, task: Task, wake: bool = True) -> None:
+        """(Re)plan ``task`` and wake the loop (unless ``wake`` is false); call after any change to it."""
         try:
             fire = self.next_fire(task)
         except Exception as exc:
             self._set_aside(task.id, "plan", exc)
             return
-        self._plan(task, fire)
+        self._plan(task, fire, wake)
 
     def _set_aside(self, task_id: str, stage: str, exc: BaseException, slot: datetime | None = None) -> None:
         """Pause one task whose planning, firing or expiry raised (see :mod:`.broken`); the rest go on."""
@@ -214,41 +214,27 @@ class Scheduler:
         self._unrecorded.pop(task_id, None)
         self._anchors.persist()
 
-    def _plan(self, task: Task, fire: Fire | None) -> None:
+    def _plan(self, task: Task, fire: Fire | None, wake: bool = True) -> None:
         if fire is None:
             self._next.pop(task.id, None)
         else:
             self._next[task.id] = fire
             heapq.heappush(self._heap, (fire.planned_for, next(self._seq), task.id))
-        self._wake.set()
+        if wake:
+            self._wake.set()
 
-    def _replan(self, task_id: str) -> None:
+    def _replan(self, task_id: str, wake: bool = True) -> None:
         """Plan ``task_id`` as the book holds it now (after a pass, or a rolled-back store write)."""
         task = self.book.find(task_id)
         if task is None:
             self.unschedule(task_id)
         else:
-            self.schedule(task)
+            self.schedule(task, wake)
 
     def _replan_many(self, task_ids: list[str]) -> None:
         """:meth:`_replan` of each of ``task_ids`` (a pass's chunk, 1,000 tasks), waking the loop once."""
-        find, next_fire, planned, heap, seq = self.book.find, self.next_fire, self._next, self._heap, self._seq
         for task_id in task_ids:
-            task = find(task_id)
-            if task is None:
-                self.unschedule(task_id)
-                continue
-            try:
-                fire = next_fire(task)
-            except Exception as exc:
-                self._set_aside(task.id, "plan", exc)
-                continue
-            # What _plan does, but for waking the loop.
-            if fire is None:
-                planned.pop(task_id, None)
-            else:
-                planned[task_id] = fire
-                heapq.heappush(heap, (fire.planned_for, next(seq), task_id))
+            self._replan(task_id, wake=False)
         if task_ids:  # a pass with nothing due plans nothing: the loop, woken, would tick again at once
             self._wake.set()
 
@@ -548,13 +534,9 @@ class Scheduler:
     ) -> bool:
         """Commit ``decision`` (its runs being written by ``writing``, if given) and plan its tasks again."""
         recorded = await self._commit(decision, writing)
-        pending = self._unrecorded
-        if not recorded:
+        if not recorded or self._unrecorded:  # recorded, with no reason kept for any task: nothing to drop
             for item in due:
                 self._keep_reason(item.task.id, missed_reason, recorded)
-        elif pending:  # recorded: no reason is kept for them (what _keep_reason does, for every task at once)
-            for item in due:
-                pending.pop(item.task.id, None)
         self._replan_many([item.task.id for item in due])
         return recorded
 
