@@ -512,7 +512,7 @@ def paused_line(task: ChangedTask, action: str) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kairos.answers import read
-    from kairosd.core.wire.tasks import RunDoc
+    from kairosd.core.wire.runs import RunDoc
 
     api = client()
 

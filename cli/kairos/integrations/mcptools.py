@@ -43,8 +43,9 @@ from kairosd import __version__
 from kairosd.core.defaults import MAX_KILL_GRACE_S
 from kairosd.core.errors import KairosError
 from kairosd.core.protocol import PREFIX, REGISTRY_MAX_WAIT_S, route_path
+from kairosd.core.wire.inbox import AckDoc, InboxDoc
 from kairosd.core.wire.registry import BackgroundTask, BackgroundTaskDoc, CancelledDoc, SettledDoc
-from kairosd.core.wire.tasks import AckDoc, AddDoc, InboxDoc, ListDoc, RemovedDoc, TaskView
+from kairosd.core.wire.tasks import AddDoc, ListDoc, RemovedDoc, TaskView
 
 WAKEUP_MIN_S = 60
 WAKEUP_MAX_S = 3600

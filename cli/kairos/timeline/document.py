@@ -28,7 +28,7 @@ from kairos.timeline.layout import Chart, columns_for, layout
 
 if TYPE_CHECKING:
     from kairos.answers import UnexpectedAnswer
-    from kairosd.core.wire.daemon import TimelineDoc
+    from kairosd.core.wire.timeline import TimelineDoc
 
 WHAT = "GET /v1/timeline"
 
@@ -72,7 +72,7 @@ def chart(doc: dict[str, Any], width: int, zone: str = "UTC", now: datetime | No
 
 
 def _model() -> type[TimelineDoc]:
-    from kairosd.core.wire.daemon import TimelineDoc
+    from kairosd.core.wire.timeline import TimelineDoc
 
     return TimelineDoc
 

@@ -5,8 +5,17 @@ request-side constants). Requests are parsed by each capability's own models
 (``kairosd.scheduling.requests``, ...); responses are described here, once, for both sides:
 
     base      Document (a top-level answer: strict, no unnamed keys) and Record (an object inside one)
-    tasks     task views (list, show, add, edit, pause, resume), runs, missed fires, the inbox, import
-    daemon    status, live sessions, the doctor, the timeline, export, reload
+    tasks     task views (list, show, add, edit, pause, resume), removals, import
+    runs      runs and missed fires (``run``, ``history``, ``missed``)
+    inbox     the inbox and its acknowledgements
+    status    GET /v1/status
+    sections  what one feature says of itself inside others' answers (the registry's slots, consolidation's
+              state, the set-aside tasks)
+    sessions  live agent sessions, a hook's answer
+    doctor    the doctor's report
+    timeline  the timeline's chart
+    export    export
+    daemon    reload and shutdown
     registry  background jobs (``kairos task ...``)
     board     the context board and consolidation
     local     what the CLI prints without kairosd (``--version``, ``cron``, ``systemd``, ``integrate``)
@@ -24,7 +33,11 @@ and the CLI (every verb's ``--json``, ``tests/unit/kairos/test_json_documents*.p
 
 Pydantic is imported by every module here, so nothing on the CLI's hot paths (``kairos list``,
 ``kairos hook``) imports this package; they print or parse the bytes as they come
-(docs/performance.md, tests/integration/kairos/test_import_budget.py).
+(docs/performance.md, tests/integration/kairos/test_import_budget.py). Every other verb imports the
+module of its own answer, and building a model costs about as much as validating with it, so a module
+does not import another family's (but :mod:`.sections`, :mod:`.base`, and what its models embed):
+``kairos status`` builds its 11 models, not the 60 the daemon's answers had (issue 25). ``tasks`` and
+``daemon`` also name, for kairosd's handlers that import them from there, the models that moved out of them.
 
 Free-form on purpose (``dict[str, Any]`` or ``Any``), and only here:
     TaskView.meta                        a task's meta belongs to whoever added the task

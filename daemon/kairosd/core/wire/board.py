@@ -10,6 +10,7 @@ from pydantic import Field
 
 from kairosd.core.wire.base import Document, Record
 from kairosd.core.wire.registry import BackgroundTask, FullBackgroundTask
+from kairosd.core.wire.sections import ConsolidationStatusDoc as ConsolidationStatusDoc
 
 
 class BoardEntry(Record):
@@ -155,34 +156,6 @@ class ConsolidateRunDoc(Document):
     result: ConsolidationResult | None
     decision: ConsolidateDecisionDoc
     timed_out: bool
-
-
-class Decision(Record):
-    """One consolidation request's decision, as ``GET /v1/consolidation`` lists the recent ones."""
-
-    at: str
-    outcome: str  # started, coalesced, skipped or failed
-    gate: str | None
-    reason: str
-    agent: str
-    session_id: str
-    project: str | None
-    transcript_path: str | None
-    end_reason: str | None
-    run: str | None
-
-
-class ConsolidationStatusDoc(Document):
-    """``GET /v1/consolidation``: the switch, the gates' settings, each project's running and pending run
-    (a run's id, a waiting session's id) and the latest decisions, oldest first."""
-
-    enabled: bool
-    mode: str
-    min_interval_minutes: float
-    min_user_turns: int
-    running: dict[str, str]
-    pending: dict[str, str]
-    recent: list[Decision]
 
 
 class ConsolidationRunDoc(Document):

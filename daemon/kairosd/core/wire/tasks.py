@@ -1,5 +1,7 @@
-"""Responses about scheduled tasks: task views (list, show, add, edit, pause, resume), runs, missed fires,
-the inbox, removals and imports, as kairosd answers them and ``kairos VERB --json`` prints them.
+"""Responses about scheduled tasks: task views (list, show, add, edit, pause, resume), removals and imports,
+as kairosd answers them and ``kairos VERB --json`` prints them. Runs and missed fires (:mod:`.runs`) and the
+inbox (:mod:`.inbox`) have their own modules, so that ``history`` or ``inbox`` builds its own models only
+(issue 25); they are named here too for kairosd's handlers, which import them from here.
 
 A key named here always has the type named here; see :mod:`kairosd.core.wire` for the rules every model
 follows and the places where an object of any shape is allowed. Must not import any kairosd module
@@ -13,6 +15,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from kairosd.core.wire.base import Document, Record
+from kairosd.core.wire.inbox import AckDoc as AckDoc
+from kairosd.core.wire.inbox import InboxDoc as InboxDoc
+from kairosd.core.wire.runs import ClearedDoc as ClearedDoc
+from kairosd.core.wire.runs import HistoryDoc as HistoryDoc
+from kairosd.core.wire.runs import IdError
+from kairosd.core.wire.runs import MissedDoc as MissedDoc
+from kairosd.core.wire.runs import RunDoc as RunDoc
 
 # ---- tasks ---------------------------------------------------------------------------------------
 
@@ -143,12 +152,6 @@ class PausedDoc(Document):
     task: ChangedTask
 
 
-class IdError(Record):
-    id: str
-    code: str
-    message: str
-
-
 class ManyTasksDoc(Document):
     """``show``, ``pause``, ``resume`` with several ids: each task, and each id that failed."""
 
@@ -210,85 +213,6 @@ class ProblemsDoc(Document):
 
 class RemovedDoc(Document):
     removed: list[str]
-
-
-# ---- runs, misses, inbox ----------------------------------------------------------------------
-
-
-class RunView(Record):
-    run_id: str
-    task_id: str
-    task_name: str | None
-    scheduled_for: str
-    planned_for: str
-    dispatched_at: str | None  # None: never dispatched (a missed fire recorded as a run)
-    started_at: str | None
-    finished_at: str | None
-    outcome: str | None
-    reason: str | None
-    target: dict[str, Any]
-    output_path: str | None
-    exit_code: int | None
-    late_by_s: float
-    catch_up: bool
-    manual: bool
-
-
-class RunDoc(Document):
-    run: RunView
-
-
-class ManyRunsDoc(Document):
-    """``run`` with several ids: each run dispatched, and each id that failed."""
-
-    runs: list[RunView]
-    errors: list[IdError]
-
-
-class HistoryDoc(Document):
-    runs: list[RunView]
-
-
-class MissedView(Record):
-    task_id: str
-    task_name: str | None
-    prompt: str
-    schedule: str
-    scheduled_for: str
-    first_scheduled_for: str | None
-    count: int
-    detected_at: str
-    reason: str
-    action: str
-
-
-class MissedDoc(Document):
-    missed: list[MissedView]
-
-
-class ClearedDoc(Document):
-    cleared: int
-
-
-class InboxItem(Record):
-    id: str
-    session: str
-    task_id: str
-    task_name: str | None
-    prompt: str
-    scheduled_for: str
-    delivered_at: str
-    late_by_s: float
-    catch_up: bool
-    acked_at: str | None
-
-
-class InboxDoc(Document):
-    items: list[InboxItem]
-
-
-class AckDoc(Document):
-    acked: list[str]
 
 
 # ---- import -------------------------------------------------------------------------------------

@@ -22,7 +22,10 @@ from kairosd.core.wire.board import (
     ConsolidateDecisionDoc,
     ConsolidateRunDoc,
 )
-from kairosd.core.wire.daemon import DoctorDoc, ExportDoc, ReloadDoc, SessionsDoc, StatusDoc, TimelineDoc
+from kairosd.core.wire.daemon import ReloadDoc
+from kairosd.core.wire.doctor import DoctorDoc
+from kairosd.core.wire.export import ExportDoc
+from kairosd.core.wire.inbox import AckDoc, InboxDoc, InboxItem
 from kairosd.core.wire.local import (
     CronEveryDoc,
     CronExplainDoc,
@@ -45,25 +48,21 @@ from kairosd.core.wire.registry import (
     LogsDoc,
     SettledDoc,
 )
+from kairosd.core.wire.runs import ClearedDoc, HistoryDoc, ManyRunsDoc, MissedDoc, RunDoc
+from kairosd.core.wire.sessions import SessionsDoc
+from kairosd.core.wire.status import StatusDoc
 from kairosd.core.wire.tasks import (
-    AckDoc,
     AddDoc,
-    ClearedDoc,
     EditDoc,
-    HistoryDoc,
     ImportDoc,
-    InboxDoc,
-    InboxItem,
     ListDoc,
-    ManyRunsDoc,
     ManyTasksDoc,
-    MissedDoc,
     PausedDoc,
     ProblemsDoc,
     RemovedDoc,
-    RunDoc,
     TaskDoc,
 )
+from kairosd.core.wire.timeline import TimelineDoc
 
 Models = type[BaseModel] | tuple[type[BaseModel], ...]
 
