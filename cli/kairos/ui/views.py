@@ -29,10 +29,11 @@ from kairosd.core.protocol import PREFIX, route_path
 if TYPE_CHECKING:  # imported by answer_models, when a view is first fetched (see there)
     from pydantic import BaseModel
 
-    from kairosd.core.wire.board import BoardChange, BoardDoc, BoardEntry, BoardHistoryDoc
+    from kairosd.core.wire.board import BoardChange, BoardDoc, BoardHistoryDoc
     from kairosd.core.wire.inbox import InboxDoc
     from kairosd.core.wire.registry import BackgroundListDoc
     from kairosd.core.wire.runs import HistoryDoc, MissedDoc
+    from kairosd.core.wire.sections import BoardEntry
     from kairosd.core.wire.sessions import SessionsDoc
 
 # Lines of a job's log kept on screen.
@@ -182,7 +183,7 @@ def answer_models(name: str) -> tuple[type[BaseModel], ...]:
 
 
 def _summary_model() -> type[BaseModel]:
-    from kairosd.core.wire.tasks import SummaryListDoc
+    from kairosd.core.wire.listing import SummaryListDoc
 
     return SummaryListDoc
 

@@ -5,19 +5,22 @@ request-side constants). Requests are parsed by each capability's own models
 (``kairosd.scheduling.requests``, ...); responses are described here, once, for both sides:
 
     base      Document (a top-level answer: strict, no unnamed keys) and Record (an object inside one)
-    tasks     task views (list, show, add, edit, pause, resume), removals, import
+    tasks     task views (list, show, add, edit, pause, resume), removals
+    listing   the listing's summary view and ``list --problems``
+    imports   ``kairos import``
     runs      runs and missed fires (``run``, ``history``, ``missed``)
     inbox     the inbox and its acknowledgements
     status    GET /v1/status
-    sections  what one feature says of itself inside others' answers (the registry's slots, consolidation's
-              state, the set-aside tasks)
+    sections  records that answers of several families carry (the registry's slots, consolidation's state,
+              the set-aside tasks: sections of GET /v1/status too; an id a many-ids verb could not act on)
     sessions  live agent sessions, a hook's answer
     doctor    the doctor's report
     timeline  the timeline's chart
     export    export
     daemon    reload and shutdown
     registry  background jobs (``kairos task ...``)
-    board     the context board and consolidation
+    board     the context board
+    consolidation  consolidation's decision and runs
     local     what the CLI prints without kairosd (``--version``, ``cron``, ``systemd``, ``integrate``)
     routes    RESPONSES: each (route, method) to the model of its answer; ``openapi.json`` shows them
     verbs     DOCUMENTS: each ``kairos VERB`` to the model of its ``--json`` output, and :func:`check`
@@ -36,8 +39,9 @@ Pydantic is imported by every module here, so nothing on the CLI's hot paths (``
 (docs/performance.md, tests/integration/kairos/test_import_budget.py). Every other verb imports the
 module of its own answer, and building a model costs about as much as validating with it, so a module
 does not import another family's (but :mod:`.sections`, :mod:`.base`, and what its models embed):
-``kairos status`` builds its 11 models, not the 60 the daemon's answers had (issue 25). ``tasks`` and
-``daemon`` also name, for kairosd's handlers that import them from there, the models that moved out of them.
+``kairos status`` builds 12 models, not the 64 it did (issue 25). ``tasks``, ``daemon`` and ``board`` still
+name, for kairosd's handlers that import them from there, the models that moved out of them, imported when
+asked (:func:`.base.moved`).
 
 Free-form on purpose (``dict[str, Any]`` or ``Any``), and only here:
     TaskView.meta                        a task's meta belongs to whoever added the task

@@ -1,5 +1,5 @@
-"""Runs and missed fires: ``run``, ``history`` and ``missed`` (and ``IdError``, each id a many-ids verb
-could not act on), as kairosd answers them and ``kairos VERB --json`` prints them.
+"""Runs and missed fires: ``run``, ``history`` and ``missed``, as kairosd answers them and ``kairos VERB --json``
+prints them.
 
 Must not import any kairosd module outside :mod:`kairosd.core`.
 """
@@ -9,12 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kairosd.core.wire.base import Document, Record
-
-
-class IdError(Record):
-    id: str
-    code: str
-    message: str
+from kairosd.core.wire.sections import IdError
 
 
 class RunView(Record):

@@ -19,13 +19,14 @@ from kairosd.core.wire.board import (
     BoardHistoryDoc,
     BoardPruneDoc,
     BoardRemovedDoc,
-    ConsolidateDecisionDoc,
-    ConsolidateRunDoc,
 )
+from kairosd.core.wire.consolidation import ConsolidateDecisionDoc, ConsolidateRunDoc
 from kairosd.core.wire.daemon import ReloadDoc
 from kairosd.core.wire.doctor import DoctorDoc
 from kairosd.core.wire.export import ExportDoc
+from kairosd.core.wire.imports import ImportDoc
 from kairosd.core.wire.inbox import AckDoc, InboxDoc, InboxItem
+from kairosd.core.wire.listing import ProblemsDoc
 from kairosd.core.wire.local import (
     CronEveryDoc,
     CronExplainDoc,
@@ -54,11 +55,9 @@ from kairosd.core.wire.status import StatusDoc
 from kairosd.core.wire.tasks import (
     AddDoc,
     EditDoc,
-    ImportDoc,
     ListDoc,
     ManyTasksDoc,
     PausedDoc,
-    ProblemsDoc,
     RemovedDoc,
     TaskDoc,
 )
