@@ -184,3 +184,12 @@ def test_a_verb_that_reads_one_answer_imports_that_answers_models_only(
     assert {m for m in modules if m.startswith("kairos.commands.")} == commands
     assert {m.removeprefix("kairosd.core.wire.") for m in modules if m.startswith("kairosd.core.wire.")} == wire
     assert over_budget(modules, NOT_FOR_ONE_ANSWER) == []
+
+
+def test_kairos_mcp_starts_without_the_models_of_its_tools_answers(daemon_home: dict[str, str], tmp_path: Path) -> None:
+    """Every agent session starts ``kairos mcp`` and most call none of its tools: a tool imports the wire's
+    models of its answers when called (the start is the mcp SDK's)."""
+    modules = imported(daemon_home, tmp_path, ["mcp"])
+    assert "kairos.integrations.mcpwire" in modules  # the snapshot is of a server that ran (and met EOF)
+    assert "kairos.answers" in modules
+    assert sorted(m for m in modules if m.startswith("kairosd.core.wire.")) == []
