@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # imported by answer_models, when a view is first fetched (se
 
     from kairosd.core.wire.board import BoardChange, BoardDoc, BoardHistoryDoc
     from kairosd.core.wire.inbox import InboxDoc
+    from kairosd.core.wire.records import BoardEntry
     from kairosd.core.wire.registry import BackgroundListDoc
     from kairosd.core.wire.runs import HistoryDoc, MissedDoc
-    from kairosd.core.wire.sections import BoardEntry
     from kairosd.core.wire.sessions import SessionsDoc
 
 # Lines of a job's log kept on screen.

@@ -167,7 +167,7 @@ OWN_MODULES = [
     (
         ["add", "0 5 * * *", "another"],
         {"kairos.commands.add", "kairos.commands.common", "kairos.commands.tasks"},
-        {"base", "sections", "tasks"},
+        {"base", "records", "tasks"},
     ),
 ]
 

@@ -1,4 +1,4 @@
-"""Responses of the context board (``kairos board ...``): an entry (:mod:`.sections`, as a consolidation run's
+"""Responses of the context board (``kairos board ...``): an entry (:mod:`.records`, as a consolidation run's
 result shows them too) is a board entry as ``kairosd.consolidation`` writes it.
 
 Consolidation's answers (``kairos consolidate``) are in :mod:`.consolidation`, and GET /v1/consolidation's in
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from kairosd.core.wire.base import Document, Record, moved
-from kairosd.core.wire.sections import BoardEntry, ReplacedEntry
+from kairosd.core.wire.records import BoardEntry, ReplacedEntry
 
 if TYPE_CHECKING:
     from kairosd.core.wire.consolidation import ConsolidateDecisionDoc as ConsolidateDecisionDoc

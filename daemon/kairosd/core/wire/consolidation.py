@@ -8,8 +8,8 @@ Must not import any kairosd module outside :mod:`kairosd.core`.
 from __future__ import annotations
 
 from kairosd.core.wire.base import Document, Record
+from kairosd.core.wire.records import BoardEntry, ReplacedEntry
 from kairosd.core.wire.registry import BackgroundTask, FullBackgroundTask
-from kairosd.core.wire.sections import BoardEntry, ReplacedEntry
 
 
 class ConsolidateDecisionDoc(Document):

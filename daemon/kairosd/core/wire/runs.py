@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kairosd.core.wire.base import Document, Record
-from kairosd.core.wire.sections import IdError
+from kairosd.core.wire.records import IdError
 
 
 class RunView(Record):

@@ -1,12 +1,10 @@
-"""Records that answers of more than one family carry: the sections one feature gives of itself inside another's
-answer (the registry's slots: ``GET /v1/status`` and ``task list``; consolidation's state: ``GET /v1/status`` and
-``GET /v1/consolidation``; the set-aside tasks: ``GET /v1/status`` and the doctor's report), each id a many-ids
-verb could not act on (``show``, ``pause``, ``resume``, ``run``), and a board entry (the board's answers and what a
-consolidation run changed).
+"""The sections one feature gives of itself inside another's answer: the registry's slots (``GET /v1/status``
+and ``task list``), consolidation's state (``GET /v1/status`` and ``GET /v1/consolidation``) and the set-aside
+tasks (``GET /v1/status`` and the doctor's report).
 
-Apart from the families whose answers carry them (:mod:`.registry`, :mod:`.board`, :mod:`.status`, :mod:`.doctor`,
-:mod:`.tasks`, :mod:`.runs`, :mod:`.consolidation`), so that a verb that reads one of those answers
-builds these few models, not the other families' (issue 25: a verb imports only the models of its own answer).
+Apart from the families whose answers carry them (:mod:`.status`, :mod:`.registry`, :mod:`.board`,
+:mod:`.doctor`), so that a verb that reads one of those answers builds these few models, not the other
+families' (issue 25: a verb imports only the models of its own answer).
 
 Must not import any kairosd module outside :mod:`kairosd.core`.
 """
@@ -60,30 +58,3 @@ class ConsolidationStatusDoc(Document):
 class QuarantineInfo(Record):
     count: int
     path: str
-
-
-class IdError(Record):
-    id: str
-    code: str
-    message: str
-
-
-class BoardEntry(Record):
-    id: str
-    text: str
-    kind: str
-    author: str
-    source_session: str | None
-    source_agent: str | None
-    created_at: str
-    last_seen_at: str
-    hits: int
-    pinned: bool | None = None  # present (true) only on a pinned entry
-    conflicts_with: str | None = None  # present only beside a person's entry it contradicts (that entry's id)
-
-
-class ReplacedEntry(BoardEntry):
-    """An entry a later one replaced (``board show --all``, and what ``board add`` replaced)."""
-
-    superseded_by: str
-    superseded_at: str

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field
 
 from kairosd.core.wire.base import Document, Record, moved
-from kairosd.core.wire.sections import IdError
+from kairosd.core.wire.records import IdError
 
 if TYPE_CHECKING:
     from kairosd.core.wire.inbox import AckDoc as AckDoc
