@@ -256,7 +256,7 @@ def job_view(**over: Any) -> dict[str, Any]:
 
 
 def board_entry(**over: Any) -> dict[str, Any]:
-    """A board entry as kairosd answers it (kairosd.core.wire.board.BoardEntry)."""
+    """A board entry as kairosd answers it (kairosd.core.wire.records.BoardEntry)."""
     entry: dict[str, Any] = {"id": "b1", "kind": "rule", "text": "use pnpm", "author": "user", "hits": 1,
                              "source_session": None, "source_agent": None, "created_at": "2026-11-20T08:00:00+00:00",
                              "last_seen_at": "2026-11-20T08:00:00+00:00"}  # fmt: skip

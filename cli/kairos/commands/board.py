@@ -20,7 +20,8 @@ from kairosd.core.protocol import route_path
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kairosd.core.wire.board import BoardChange, BoardEntry, BoardEntryDoc
+    from kairosd.core.wire.board import BoardChange, BoardEntryDoc
+    from kairosd.core.wire.records import BoardEntry
 
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
 BOARD_ID_HELP = "entry id: b and 6 hex digits, e.g. b3f2a1c (kairos board show lists them)"

@@ -227,7 +227,7 @@ def _print_import(answer: dict[str, Any], path: Any, batches: int | None = None)
     from kairos.answers import read
     from kairos.commands.tasks import describe
     from kairosd.core.invisible import describe_hidden
-    from kairosd.core.wire.tasks import ImportDoc
+    from kairosd.core.wire.imports import ImportDoc
 
     doc = read(ImportDoc, answer, "POST /v1/import")
     imported, skipped, rejected = doc.imported, doc.skipped, doc.rejected
@@ -262,7 +262,7 @@ def _hidden_tasks(answer: Any) -> list[tuple[str, str]]:
     """(id, what is hidden where) of each task in an import answer whose prompt or name holds unsafe characters."""
     from kairos.answers import read
     from kairosd.core.invisible import describe_hidden
-    from kairosd.core.wire.tasks import ImportDoc
+    from kairosd.core.wire.imports import ImportDoc
 
     found = []
     for task in read(ImportDoc, answer, "POST /v1/import").imported:

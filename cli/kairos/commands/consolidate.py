@@ -20,7 +20,7 @@ from kairos.commands.common import add_quiet_flag, make_parser, seconds, user_pa
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
-    from kairosd.core.wire.board import ConsolidationRunDoc
+    from kairosd.core.wire.consolidation import ConsolidationRunDoc
 
 AGENTS = ("auto", "claude", "copilot", "codex", "gemini", "opencode", "generic")
 DEFAULT_WAIT_S = 300.0
@@ -100,7 +100,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     from kairos.client import Client
     from kairos.output import error, print_json
     from kairosd.core.errors import UsageError
-    from kairosd.core.wire.board import ConsolidateDecisionDoc, ConsolidationRunDoc
+    from kairosd.core.wire.consolidation import ConsolidateDecisionDoc, ConsolidationRunDoc
 
     if args.timeout is not None and args.timeout < 0:
         raise UsageError("--timeout must be 0 or more seconds")

@@ -378,7 +378,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from kairos.output import error, print_json
     from kairosd.core.errors import EXIT_NO_DAEMON
     from kairosd.core.protocol import route_path
-    from kairosd.core.wire.daemon import StatusDoc
+    from kairosd.core.wire.status import StatusDoc
 
     client = _client()
     try:

@@ -25,7 +25,7 @@ from kairos.commands.common import make_parser
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
-    from kairosd.core.wire.daemon import DoctorDoc
+    from kairosd.core.wire.doctor import DoctorDoc
 
 # The daemon probes every agent's --version in parallel (each bounded by a few seconds).
 DOCTOR_TIMEOUT_S = 30.0
@@ -50,7 +50,7 @@ def fetch_report() -> tuple[dict[str, Any], str | None]:
     """The daemon's report (as it came), or a local one and the reason it is local."""
     from kairos.answers import read
     from kairos.client import ApiError, Client, DaemonNotRunning
-    from kairosd.core.wire.daemon import DoctorAnswer
+    from kairosd.core.wire.doctor import DoctorAnswer
 
     try:
         doc = Client(timeout=DOCTOR_TIMEOUT_S).call("GET", route_path("doctor"))
@@ -95,7 +95,7 @@ def local_report() -> dict[str, Any]:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from kairos.answers import read
     from kairos.output import print_json
-    from kairosd.core.wire.daemon import DoctorDoc
+    from kairosd.core.wire.doctor import DoctorDoc
 
     answer, note = fetch_report()
     if note:

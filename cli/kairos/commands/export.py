@@ -22,7 +22,7 @@ from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
     from kairos.progress import Progress, Silent
-    from kairosd.core.wire.daemon import ExportedTask
+    from kairosd.core.wire.export import ExportedTask
 
 ENGINES = ("systemd", "kubernetes", "github-actions")
 EXPORT_MODE = 0o644
@@ -72,7 +72,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from kairos.commands.common import client
     from kairos.output import error, print_json
     from kairosd.core.errors import EXIT_FAILURE, UsageError
-    from kairosd.core.wire.daemon import ExportDoc
+    from kairosd.core.wire.export import ExportDoc
 
     if args.ids and args.all:
         raise UsageError("give task ids or --all, not both")

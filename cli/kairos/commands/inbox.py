@@ -19,7 +19,7 @@ from kairos.commands.common import make_parser
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
-    from kairosd.core.wire.tasks import InboxItem
+    from kairosd.core.wire.inbox import InboxItem
 
 RECONNECT_S = 60.0  # how long `inbox --follow` waits for kairosd to come back after it closed the stream
 RECONNECT_POLL_S = 0.5
@@ -97,7 +97,7 @@ def _emit_lines(lines: Iterable[Any], as_json: bool, zone: str, closed: int | No
             sys.stdout.write(json_line(item) + "\n")
         else:  # only the inbox's stream is shown as text (watch is JSON lines)
             from kairos.answers import read
-            from kairosd.core.wire.tasks import InboxItem
+            from kairosd.core.wire.inbox import InboxItem
 
             _print_item(read(InboxItem, item, "GET /v1/inbox?follow=1"), zone)
 
@@ -170,7 +170,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     from kairos.commands.common import client, local_zone
     from kairos.output import print_json
     from kairosd.core.errors import UsageError
-    from kairosd.core.wire.tasks import InboxDoc
+    from kairosd.core.wire.inbox import InboxDoc
 
     api = client()
     if args.ack or args.ack_all:

@@ -17,7 +17,7 @@ from kairos.commands.common import add_wide_flag, make_parser, whole_number
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
-    from kairosd.core.wire.tasks import MissedView, RunView
+    from kairosd.core.wire.runs import MissedView, RunView
 
 MAX_HISTORY = 10_000
 MIN_REASON = 20  # the narrowest REASON column of `kairos missed`
@@ -85,7 +85,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from kairos.answers import read
     from kairos.commands.common import ReadClient, print_records, printed_json
     from kairosd.core.errors import UsageError
-    from kairosd.core.wire.tasks import HistoryDoc
+    from kairosd.core.wire.runs import HistoryDoc
 
     if not 1 <= args.n <= MAX_HISTORY:
         raise UsageError(f"-n must be between 1 and {MAX_HISTORY}")
@@ -111,7 +111,7 @@ def cmd_missed(args: argparse.Namespace) -> int:
     from kairos.answers import read
     from kairos.commands.common import ReadClient, client, print_records, printed_json
     from kairos.output import cut_width, fmt_time, one_line, print_json, terminal_columns
-    from kairosd.core.wire.tasks import MissedDoc
+    from kairosd.core.wire.runs import MissedDoc
 
     # REASON can be 100 characters (a clock jump, a long stop): at a terminal, cut it to a share of it, so
     # that ACTION and NAME/PROMPT stay on the line; piped, with --wide or --json it is whole.

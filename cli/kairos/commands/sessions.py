@@ -19,7 +19,7 @@ from kairos.commands.common import add_wide_flag, make_parser
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
-    from kairosd.core.wire.daemon import SessionView
+    from kairosd.core.wire.sessions import SessionView
 
 
 def register(subparsers: Any) -> None:
@@ -77,7 +77,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from kairos.answers import read
     from kairos.commands.common import client, print_records, printed_json
     from kairos.output import fmt_time
-    from kairosd.core.wire.daemon import SessionsDoc
+    from kairosd.core.wire.sessions import SessionsDoc
 
     def row(s: SessionView, zone: str) -> list[str]:
         # last_active as the daemon wrote it, not in the user's zone

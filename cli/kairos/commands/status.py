@@ -17,7 +17,7 @@ from kairos.commands.common import make_parser
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
-    from kairosd.core.wire.daemon import StatusDoc
+    from kairosd.core.wire.status import StatusDoc
 
 
 def register(subparsers: Any) -> None:
@@ -74,7 +74,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from kairos.answers import read
     from kairos.commands.common import client
     from kairos.output import print_json
-    from kairosd.core.wire.daemon import StatusDoc
+    from kairosd.core.wire.status import StatusDoc
 
     doc = client().call("GET", route_path("status"))
     status = read(StatusDoc, doc, "GET /v1/status")

@@ -248,7 +248,7 @@ def cmd_problems(args: argparse.Namespace) -> int:
     from kairos.answers import read
     from kairos.output import cut_width, one_line, terminal_columns
     from kairosd.core.protocol import route_path
-    from kairosd.core.wire.tasks import ProblemsDoc, SetAside
+    from kairosd.core.wire.listing import ProblemsDoc, SetAside
 
     answer = client().call("GET", route_path("quarantine"))
     doc = read(ProblemsDoc, answer, "GET /v1/quarantine")
@@ -512,7 +512,7 @@ def paused_line(task: ChangedTask, action: str) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kairos.answers import read
-    from kairosd.core.wire.tasks import RunDoc
+    from kairosd.core.wire.runs import RunDoc
 
     api = client()
 

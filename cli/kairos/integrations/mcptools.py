@@ -17,7 +17,9 @@ with ``kairos daemon start``); bad arguments fail the call, never the server, an
 arguments are not text (a lone surrogate) is answered with an error too.
 
 Each tool reads kairosd's answer as its model (:mod:`kairosd.core.wire`, through :mod:`kairos.answers`):
-an answer of another shape is a tool error naming the key, not a result of "?".
+an answer of another shape is a tool error naming the key, not a result of "?". A tool imports its models
+when it is called, not when the server starts: every agent session starts ``kairos mcp``, and most call
+none of its tools (the server's start is the mcp SDK's import, ~1 s of CPU, and then ours; issue 25).
 
 With :mod:`kairos.integrations.mcpwire` (its stdio wire), the only module that imports ``mcp``;
 ``kairos.commands.mcpserver`` imports it when the verb runs.
@@ -30,7 +32,7 @@ import functools
 import math
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -43,8 +45,10 @@ from kairosd import __version__
 from kairosd.core.defaults import MAX_KILL_GRACE_S
 from kairosd.core.errors import KairosError
 from kairosd.core.protocol import PREFIX, REGISTRY_MAX_WAIT_S, route_path
-from kairosd.core.wire.registry import BackgroundTask, BackgroundTaskDoc, CancelledDoc, SettledDoc
-from kairosd.core.wire.tasks import AckDoc, AddDoc, InboxDoc, ListDoc, RemovedDoc, TaskView
+
+if TYPE_CHECKING:
+    from kairosd.core.wire.registry import BackgroundTask
+    from kairosd.core.wire.tasks import TaskView
 
 WAKEUP_MIN_S = 60
 WAKEUP_MAX_S = 3600
@@ -114,6 +118,8 @@ class _Tools:
             bool, Field(description="Never expire (recurring jobs otherwise expire in 7 days)")
         ] = False,
     ) -> str:
+        from kairosd.core.wire.tasks import AddDoc
+
         body: dict[str, Any] = {
             "cron": cron,
             "prompt": prompt,
@@ -146,6 +152,8 @@ class _Tools:
         return "\n".join(lines)
 
     async def cron_list(self) -> str:
+        from kairosd.core.wire.tasks import ListDoc
+
         tasks = (await self._call(ListDoc, "GET", route_path("tasks"))).tasks
         if not tasks:
             return "No scheduled jobs."
@@ -161,6 +169,8 @@ class _Tools:
         return "\n".join(lines)
 
     async def cron_delete(self, id: Annotated[str, Field(description="The job id, 8 hex characters")]) -> str:
+        from kairosd.core.wire.tasks import RemovedDoc
+
         removed = (await self._call(RemovedDoc, "DELETE", route_path("task", id=id))).removed
         return f"Deleted job {', '.join(removed)}."
 
@@ -170,6 +180,8 @@ class _Tools:
         prompt: Annotated[str, Field(description="The prompt to deliver when it fires")],
         reason: Annotated[str, Field(description="Why (shown as the job's name)")] = "",
     ) -> str:
+        from kairosd.core.wire.tasks import AddDoc
+
         if not math.isfinite(delay_seconds):
             raise ToolError("delay_seconds must be a finite number of seconds")
         wanted = round(delay_seconds)
@@ -202,6 +214,8 @@ class _Tools:
         session: Annotated[str | None, Field(description="Only this inbox session (default: all)")] = None,
         include_acknowledged: bool = False,
     ) -> str:
+        from kairosd.core.wire.inbox import InboxDoc
+
         query = {"all": "1"} if include_acknowledged else {}
         if session:
             query["session"] = session
@@ -225,6 +239,8 @@ class _Tools:
         all: Annotated[bool, Field(description="Acknowledge every unacknowledged item")] = False,
         session: Annotated[str | None, Field(description="Only in this inbox session")] = None,
     ) -> str:
+        from kairosd.core.wire.inbox import AckDoc
+
         if all == bool(ids):
             raise ToolError("give ids (a list of item ids) or all=true, not both and not neither")
         body: dict[str, Any] = {"all": True} if all else {"ids": ids}
@@ -246,6 +262,8 @@ class _Tools:
         model: Annotated[str | None, Field(description="The agent's model")] = None,
         timeout_s: Annotated[float | None, Field(description="Kill a turn after this many seconds", gt=0)] = None,
     ) -> str:
+        from kairosd.core.wire.registry import BackgroundTaskDoc
+
         if (agent is None) == (argv is None):
             raise ToolError("give agent (claude, codex, ...) or argv (a command), not both and not neither")
         body: dict[str, Any] = {"prompt": prompt, "cwd": self._cwd(cwd)}
@@ -270,6 +288,8 @@ class _Tools:
         )
 
     async def task_status(self, id: Annotated[str, Field(description="The task id (t + 10 hex digits)")]) -> str:
+        from kairosd.core.wire.registry import BackgroundTaskDoc
+
         task = (await self._call(BackgroundTaskDoc, "GET", _registry(id))).task
         return _status_text(task)
 
@@ -280,6 +300,8 @@ class _Tools:
             float, Field(description=f"Wait up to this long for the turn to end (at most {MAX_RESULT_WAIT_S:g})", ge=0)
         ] = 0,
     ) -> str:
+        from kairosd.core.wire.registry import BackgroundTaskDoc
+
         wait = min(wait_seconds, MAX_RESULT_WAIT_S)
         if wait > 0:
             task = await self._wait(id, wait)
@@ -296,6 +318,8 @@ class _Tools:
 
     async def task_cancel(self, id: Annotated[str, Field(description="The task id (t + 10 hex digits)")]) -> str:
         # The answer comes once every process is gone: after the kill grace, if one ignores SIGTERM.
+        from kairosd.core.wire.registry import CancelledDoc
+
         doc = await self._call(CancelledDoc, "POST", _registry(id, "cancel"), wait_s=MAX_KILL_GRACE_S + POLL_MARGIN_S)
         id = doc.task.id  # the whole id, when a prefix was given
         if doc.unchanged:
@@ -325,6 +349,8 @@ class _Tools:
         return await anyio.to_thread.run_sync(call)
 
     async def _wait(self, task_id: str, wait_s: float) -> BackgroundTask:
+        from kairosd.core.wire.registry import SettledDoc
+
         deadline = anyio.current_time() + wait_s
         while True:
             left = max(0.0, deadline - anyio.current_time())

@@ -4,7 +4,7 @@ chart's bins, cleaned, and laid out, with one clear error for an answer of anoth
 The chart writes colour codes of its own, so nothing a task wrote (a name) may reach the terminal raw:
 :func:`cleaned` passes every such text through :func:`kairos.output.clean`, as ``kairos list`` does.
 
-The answer stays the parsed JSON (``dict[str, Any]``), not its model (``kairosd.core.wire.daemon.TimelineDoc``):
+The answer stays the parsed JSON (``dict[str, Any]``), not its model (``kairosd.core.wire.timeline.TimelineDoc``):
 validating a week of 1,000 tasks' chart answer first made ``kairos timeline --days 7`` take a median 604 ms
 instead of 312 ms (21 whole processes each, in turn, on the same store): importing pydantic and the models and
 building TimelineDoc are most of it, validating the 22,500 bins 9-35 ms (docs/performance.md). The
@@ -28,7 +28,7 @@ from kairos.timeline.layout import Chart, columns_for, layout
 
 if TYPE_CHECKING:
     from kairos.answers import UnexpectedAnswer
-    from kairosd.core.wire.daemon import TimelineDoc
+    from kairosd.core.wire.timeline import TimelineDoc
 
 WHAT = "GET /v1/timeline"
 
@@ -72,7 +72,7 @@ def chart(doc: dict[str, Any], width: int, zone: str = "UTC", now: datetime | No
 
 
 def _model() -> type[TimelineDoc]:
-    from kairosd.core.wire.daemon import TimelineDoc
+    from kairosd.core.wire.timeline import TimelineDoc
 
     return TimelineDoc
 

@@ -29,10 +29,12 @@ from kairosd.core.protocol import PREFIX, route_path
 if TYPE_CHECKING:  # imported by answer_models, when a view is first fetched (see there)
     from pydantic import BaseModel
 
-    from kairosd.core.wire.board import BoardChange, BoardDoc, BoardEntry, BoardHistoryDoc
-    from kairosd.core.wire.daemon import SessionsDoc
+    from kairosd.core.wire.board import BoardChange, BoardDoc, BoardHistoryDoc
+    from kairosd.core.wire.inbox import InboxDoc
+    from kairosd.core.wire.records import BoardEntry
     from kairosd.core.wire.registry import BackgroundListDoc
-    from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc
+    from kairosd.core.wire.runs import HistoryDoc, MissedDoc
+    from kairosd.core.wire.sessions import SessionsDoc
 
 # Lines of a job's log kept on screen.
 LOG_LINES = 500
@@ -159,7 +161,8 @@ def answer_models(name: str) -> tuple[type[BaseModel], ...]:
     the first draw: importing pydantic and building SummaryListDoc for 1,000 tasks made ``kairos ui``'s start
     to its first draw take about 1,020 ms instead of 710-770, ``bench/bench_ui.py``; docs/performance.md)."""
     if name in ("history", "missed", "inbox"):
-        from kairosd.core.wire.tasks import HistoryDoc, InboxDoc, MissedDoc
+        from kairosd.core.wire.inbox import InboxDoc
+        from kairosd.core.wire.runs import HistoryDoc, MissedDoc
 
         return (HistoryDoc if name == "history" else MissedDoc if name == "missed" else InboxDoc,)
     if name == "jobs":
@@ -167,7 +170,7 @@ def answer_models(name: str) -> tuple[type[BaseModel], ...]:
 
         return (BackgroundListDoc,)
     if name == "sessions":
-        from kairosd.core.wire.daemon import SessionsDoc
+        from kairosd.core.wire.sessions import SessionsDoc
 
         return (SessionsDoc,)
     if name == "boards":
@@ -180,7 +183,7 @@ def answer_models(name: str) -> tuple[type[BaseModel], ...]:
 
 
 def _summary_model() -> type[BaseModel]:
-    from kairosd.core.wire.tasks import SummaryListDoc
+    from kairosd.core.wire.listing import SummaryListDoc
 
     return SummaryListDoc
 

@@ -516,7 +516,7 @@ def test_pause_resume_run(fake, capsys):
 
 
 def _run_record(**over: Any) -> dict[str, Any]:
-    """A run as GET /v1/runs lists it (kairosd.core.wire.tasks.RunView: history reads it typed)."""
+    """A run as GET /v1/runs lists it (kairosd.core.wire.runs.RunView: history reads it typed)."""
     record: dict[str, Any] = {
         "run_id": "r0123456789ab",
         "task_id": "3f2a9c1d",
@@ -589,7 +589,7 @@ def test_history_empty_and_bad_n(fake, capsys):
 
 
 def _missed_record(**over: Any) -> dict[str, Any]:
-    """A missed record as GET /v1/missed lists it (kairosd.core.wire.tasks.MissedView: missed reads it typed)."""
+    """A missed record as GET /v1/missed lists it (kairosd.core.wire.runs.MissedView: missed reads it typed)."""
     record: dict[str, Any] = {
         "id": "m1",
         "task_id": "3f2a9c1d",

@@ -1,4 +1,5 @@
-"""The import budget of the CLI's hot paths: a hook call, ``kairos list`` and a TAB on an id.
+"""The import budget of the CLI's hot paths: a hook call, ``kairos list`` and a TAB on an id; and of two verbs
+off them, ``kairos status`` and ``kairos add``, which read one answer each as its model.
 
 Each runs against a real kairosd. The child records ``sys.modules`` as the call ends, and the test
 fails if a heavy module got in: these are the imports that made the hot paths slow before
@@ -107,8 +108,29 @@ def imported(env: dict[str, str], tmp_path: Path, argv: list[str], stdin: str = 
     return set(out.read_text().split("\n"))
 
 
-def over_budget(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if any(m == heavy or m.startswith(heavy + ".") for heavy in HEAVY))
+# What a verb that reads one answer as its model (kairos.answers) needs none of: the daemon's machinery, the
+# other front ends, and pydantic's plugin scan (kairos.answers.skip_plugin_scan).
+NOT_FOR_ONE_ANSWER = (
+    "asyncio",
+    "httpx",
+    "anyio",
+    "importlib.metadata",
+    "kairosd.store",
+    "kairosd.config",
+    "kairosd.api",
+    "kairosd.scheduling",
+    "kairosd.app",
+    "kairos.integrations",
+    "kairos.ui",
+    "kairos.timeline",
+    "mcp",
+    "textual",
+    "shtab",
+)
+
+
+def over_budget(modules: set[str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    return sorted(m for m in modules if any(m == name or m.startswith(name + ".") for name in heavy))
 
 
 @pytest.mark.parametrize("argv", [["list"], ["list", "--json"]])
@@ -136,3 +158,38 @@ def test_the_budget_catches_a_heavy_import(daemon_home: dict[str, str], tmp_path
     """The check can fail: ``kairos add``, off the hot paths, builds the full parser, and that is caught."""
     modules = imported(daemon_home, tmp_path, ["add", "0 5 * * *", "another"])
     assert "argparse" in over_budget(modules)
+
+
+# Each verb's own modules: its command module (and what it prints with) and the wire's modules of its answer
+# (issue 25: ``status`` built 64 models to read an answer of 11, ``add`` 41 to read one of 24).
+OWN_MODULES = [
+    (["status"], {"kairos.commands.status", "kairos.commands.common"}, {"base", "sections", "status"}),
+    (
+        ["add", "0 5 * * *", "another"],
+        {"kairos.commands.add", "kairos.commands.common", "kairos.commands.tasks"},
+        {"base", "records", "tasks"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "commands", "wire"), OWN_MODULES, ids=["status", "add"])
+def test_a_verb_that_reads_one_answer_imports_that_answers_models_only(
+    daemon_home: dict[str, str], tmp_path: Path, argv: list[str], commands: set[str], wire: set[str]
+) -> None:
+    """``kairos status`` and ``kairos add`` (off the hot paths: argparse and pydantic are theirs) import the
+    wire's modules of their own answer and nothing of the daemon's; a module one of them, or one of those
+    models' modules, imports at the top shows here by its name."""
+    modules = imported(daemon_home, tmp_path, argv)
+    assert "kairos.answers" in modules  # the snapshot is of a verb that read its answer as its model
+    assert {m for m in modules if m.startswith("kairos.commands.")} == commands
+    assert {m.removeprefix("kairosd.core.wire.") for m in modules if m.startswith("kairosd.core.wire.")} == wire
+    assert over_budget(modules, NOT_FOR_ONE_ANSWER) == []
+
+
+def test_kairos_mcp_starts_without_the_models_of_its_tools_answers(daemon_home: dict[str, str], tmp_path: Path) -> None:
+    """Every agent session starts ``kairos mcp`` and most call none of its tools: a tool imports the wire's
+    models of its answers when called (the start is the mcp SDK's)."""
+    modules = imported(daemon_home, tmp_path, ["mcp"])
+    assert "kairos.integrations.mcpwire" in modules  # the snapshot is of a server that ran (and met EOF)
+    assert "kairos.answers" in modules
+    assert sorted(m for m in modules if m.startswith("kairosd.core.wire.")) == []

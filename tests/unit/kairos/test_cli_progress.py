@@ -180,7 +180,7 @@ def test_task_start_wait_shows_the_line_too(fake, monkeypatch):
 
 
 def _merge(**over: Any) -> dict[str, Any]:
-    """What a consolidation run changed on the board (kairosd.core.wire.board.BoardMerge)."""
+    """What a consolidation run changed on the board (kairosd.core.wire.consolidation.BoardMerge)."""
     merge: dict[str, Any] = {"added": [], "seen": [], "pruned": [], "superseded": [], "conflicts": [], "closed": [],
                              "notes": []}  # fmt: skip
     return {**merge, **over}

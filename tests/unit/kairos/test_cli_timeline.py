@@ -72,7 +72,7 @@ def test_filters_json_and_an_unknown_id(kd, capsys):
     code, out, _ = _kairos(capsys, "timeline", "--name", "WATCH", "--days", "2", "--json")
     doc = json.loads(out)
     assert code == 0
-    documents.check("timeline", doc)  # the --json contract (kairosd.core.wire.daemon.TimelineDoc)
+    documents.check("timeline", doc)  # the --json contract (kairosd.core.wire.timeline.TimelineDoc)
     # To a pipe, kairosd's bytes are passed on: the compact document print_json writes, every instant listed.
     assert out == json.dumps(doc, separators=(",", ":")) + "\n"
     assert doc["bins"] is None

@@ -221,7 +221,7 @@ LINGER_OFF = "enable with: loginctl enable-linger me"
 def test_the_cli_shows_the_daemons_report(home, monkeypatch, capsys, tmp_path):
     from kairos import client
 
-    # A whole report as kairosd answers it (kairosd.core.wire.daemon.DoctorDoc), with what this test shows.
+    # A whole report as kairosd answers it (kairosd.core.wire.doctor.DoctorDoc), with what this test shows.
     monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI to probe
     canned = {
         **local_report(),

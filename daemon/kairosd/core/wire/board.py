@@ -1,36 +1,38 @@
-"""Responses of the context board and consolidation (``kairos board ...``, ``kairos consolidate``).
+"""Responses of the context board (``kairos board ...``): an entry (:mod:`.records`, as a consolidation run's
+result shows them too) is a board entry as ``kairosd.consolidation`` writes it.
 
-An entry is a board entry as ``kairosd.consolidation`` writes it; a consolidation run is a background job
-(:mod:`kairosd.core.wire.registry`). Must not import any kairosd module outside :mod:`kairosd.core`.
+Consolidation's answers (``kairos consolidate``) are in :mod:`.consolidation`, and GET /v1/consolidation's in
+:mod:`.sections` (a section of GET /v1/status too), so that a board verb builds the board's models only
+(issue 25); kairosd's handler imports them from here, which names them, imported when asked
+(:func:`.base.moved`).
+
+Must not import any kairosd module outside :mod:`kairosd.core`.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 
-from kairosd.core.wire.base import Document, Record
-from kairosd.core.wire.registry import BackgroundTask, FullBackgroundTask
+from kairosd.core.wire.base import Document, Record, moved
+from kairosd.core.wire.records import BoardEntry, ReplacedEntry
 
+if TYPE_CHECKING:
+    from kairosd.core.wire.consolidation import ConsolidateDecisionDoc as ConsolidateDecisionDoc
+    from kairosd.core.wire.consolidation import ConsolidateRunDoc as ConsolidateRunDoc
+    from kairosd.core.wire.consolidation import ConsolidationRunDoc as ConsolidationRunDoc
+    from kairosd.core.wire.sections import ConsolidationStatusDoc as ConsolidationStatusDoc
 
-class BoardEntry(Record):
-    id: str
-    text: str
-    kind: str
-    author: str
-    source_session: str | None
-    source_agent: str | None
-    created_at: str
-    last_seen_at: str
-    hits: int
-    pinned: bool | None = None  # present (true) only on a pinned entry
-    conflicts_with: str | None = None  # present only beside a person's entry it contradicts (that entry's id)
-
-
-class ReplacedEntry(BoardEntry):
-    """An entry a later one replaced (``board show --all``, and what ``board add`` replaced)."""
-
-    superseded_by: str
-    superseded_at: str
+__getattr__ = moved(
+    __name__,
+    {
+        "ConsolidateDecisionDoc": "consolidation",
+        "ConsolidateRunDoc": "consolidation",
+        "ConsolidationRunDoc": "consolidation",
+        "ConsolidationStatusDoc": "sections",
+    },
+)
 
 
 class BoardDoc(Document):
@@ -94,99 +96,3 @@ class BoardEntryDoc(Document):
     entry: BoardEntry
     before: str | None = None
     restored: bool | None = None
-
-
-class ConsolidateDecisionDoc(Document):
-    """``consolidate`` without ``--wait``, or when it did not start: whether it started, and why not."""
-
-    status: str
-    gate: str | None
-    reason: str
-    project: str | None
-    run: BackgroundTask | None = None
-
-
-class TranscriptStats(Record):
-    """What the worker read of the transcript (``kairosd.consolidation.transcripts.model.ReadStats``)."""
-
-    format: str
-    lines: int
-    malformed: int
-    human_turns: int
-    messages: int
-    first_at: str | None
-    last_at: str | None
-    truncated: bool
-    notes: list[str]
-
-
-class BoardMerge(Record):
-    """What a run changed on the board (``kairosd.consolidation.board.model.Merge``): ``seen`` are ids."""
-
-    added: list[BoardEntry]
-    seen: list[str]
-    pruned: list[BoardEntry]
-    superseded: list[ReplacedEntry]
-    conflicts: list[BoardEntry]
-    closed: list[BoardEntry]
-    notes: list[str]
-
-
-class ConsolidationResult(Record):
-    """The worker's report of one run (``kairosd.consolidation.worker``), as its result file holds it.
-
-    ``ok`` and, on a failure, ``error`` are always there; ``transcript`` once the transcript was read,
-    ``merge`` and ``board_size`` once the board was written. The worker adds what its mode did (the
-    agent's chunks, a fallback, the extraction's counts) as further keys, which a reader may show as they
-    are.
-    """
-
-    ok: bool
-    error: str | None = None
-    transcript: TranscriptStats | None = None
-    merge: BoardMerge | None = None
-    board_size: int | None = None
-
-
-class ConsolidateRunDoc(Document):
-    """``consolidate --wait`` once the run settled (or the wait ran out): the run, its result, the decision."""
-
-    task: FullBackgroundTask
-    result: ConsolidationResult | None
-    decision: ConsolidateDecisionDoc
-    timed_out: bool
-
-
-class Decision(Record):
-    """One consolidation request's decision, as ``GET /v1/consolidation`` lists the recent ones."""
-
-    at: str
-    outcome: str  # started, coalesced, skipped or failed
-    gate: str | None
-    reason: str
-    agent: str
-    session_id: str
-    project: str | None
-    transcript_path: str | None
-    end_reason: str | None
-    run: str | None
-
-
-class ConsolidationStatusDoc(Document):
-    """``GET /v1/consolidation``: the switch, the gates' settings, each project's running and pending run
-    (a run's id, a waiting session's id) and the latest decisions, oldest first."""
-
-    enabled: bool
-    mode: str
-    min_interval_minutes: float
-    min_user_turns: int
-    running: dict[str, str]
-    pending: dict[str, str]
-    recent: list[Decision]
-
-
-class ConsolidationRunDoc(Document):
-    """``GET /v1/consolidation/runs/ID``: the run's task record and the worker's result (None until it wrote one)."""
-
-    task: FullBackgroundTask
-    result: ConsolidationResult | None  # None until the worker wrote one

@@ -8,7 +8,7 @@ document is described in one place. Must not import any kairosd module outside :
 from __future__ import annotations
 
 from kairosd.core.wire.base import Document, Record
-from kairosd.core.wire.daemon import StatusDoc
+from kairosd.core.wire.status import StatusDoc
 
 
 class SystemdUninstallDoc(Document):

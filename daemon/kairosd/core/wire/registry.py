@@ -7,6 +7,7 @@ Must not import any kairosd module outside :mod:`kairosd.core`.
 from __future__ import annotations
 
 from kairosd.core.wire.base import Document, Record
+from kairosd.core.wire.sections import RegistryInfo
 
 
 class Turn(Record):
@@ -101,19 +102,6 @@ class CancelledDoc(Document):
     killed: list[str]  # of those, the ones that ignored SIGTERM and were killed with SIGKILL after the grace
     kill_grace_s: float
     unchanged: bool | None = None  # cancelled already: nothing was done (exit 0)
-
-
-class Slots(Record):
-    limit: int
-    in_use: int
-    waiting: int
-    lent: int
-
-
-class RegistryInfo(Record):
-    tasks: dict[str, int]
-    slots: Slots
-    max_depth: int
 
 
 class BackgroundListDoc(Document):

@@ -17,39 +17,55 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from kairosd.core.wire import board, daemon, registry, tasks
+from kairosd.core.wire import (
+    board,
+    consolidation,
+    daemon,
+    doctor,
+    export,
+    imports,
+    inbox,
+    listing,
+    registry,
+    runs,
+    sections,
+    sessions,
+    status,
+    tasks,
+    timeline,
+)
 
 # A route whose answer has more than one shape (chosen by the query) names each, the default first.
 Answer = type[BaseModel] | tuple[type[BaseModel], ...]
 
 RESPONSES: dict[tuple[str, str], Answer] = {
-    ("status", "GET"): daemon.StatusDoc,
+    ("status", "GET"): status.StatusDoc,
     ("shutdown", "POST"): daemon.StoppingDoc,
-    ("doctor", "GET"): daemon.DoctorAnswer,
+    ("doctor", "GET"): doctor.DoctorAnswer,
     ("reload", "POST"): daemon.ReloadAnswer,
-    ("tasks", "GET"): (tasks.ListDoc, tasks.SummaryListDoc),  # view=summary: the second
+    ("tasks", "GET"): (tasks.ListDoc, listing.SummaryListDoc),  # view=summary: the second
     ("tasks", "POST"): tasks.AddDoc,
     ("task", "GET"): tasks.TaskDoc,
     ("task", "PATCH"): tasks.EditDoc,
     ("task", "DELETE"): tasks.RemovedDoc,
     ("task_pause", "POST"): tasks.PausedDoc,
     ("task_resume", "POST"): tasks.PausedDoc,
-    ("task_run", "POST"): tasks.RunDoc,
-    ("runs", "GET"): tasks.HistoryDoc,
-    ("missed", "GET"): tasks.MissedDoc,
-    ("missed", "DELETE"): tasks.ClearedDoc,
-    ("timeline", "GET"): daemon.TimelineDoc,
-    ("inbox", "GET"): tasks.InboxDoc,
-    ("inbox_ack", "POST"): tasks.AckDoc,
-    ("import", "POST"): tasks.ImportDoc,
-    ("quarantine", "GET"): tasks.ProblemsDoc,
-    ("export", "POST"): daemon.ExportDoc,
-    ("sessions", "GET"): daemon.SessionsDoc,
-    ("sessions", "POST"): daemon.SessionDoc,
-    ("session_hook", "POST"): (daemon.HookAnswer, daemon.EndedDoc),  # event "end": the second
-    ("session_ack", "POST"): tasks.AckDoc,
-    ("session_end", "POST"): daemon.EndedDoc,
-    ("session_next", "GET"): daemon.NextItemDoc,
+    ("task_run", "POST"): runs.RunDoc,
+    ("runs", "GET"): runs.HistoryDoc,
+    ("missed", "GET"): runs.MissedDoc,
+    ("missed", "DELETE"): runs.ClearedDoc,
+    ("timeline", "GET"): timeline.TimelineDoc,
+    ("inbox", "GET"): inbox.InboxDoc,
+    ("inbox_ack", "POST"): inbox.AckDoc,
+    ("import", "POST"): imports.ImportDoc,
+    ("quarantine", "GET"): listing.ProblemsDoc,
+    ("export", "POST"): export.ExportDoc,
+    ("sessions", "GET"): sessions.SessionsDoc,
+    ("sessions", "POST"): sessions.SessionDoc,
+    ("session_hook", "POST"): (sessions.HookAnswer, sessions.EndedDoc),  # event "end": the second
+    ("session_ack", "POST"): inbox.AckDoc,
+    ("session_end", "POST"): sessions.EndedDoc,
+    ("session_next", "GET"): sessions.NextItemDoc,
     ("registry", "GET"): registry.BackgroundListDoc,
     ("registry", "POST"): registry.BackgroundTaskDoc,
     ("registry_task", "GET"): registry.BackgroundTaskDoc,
@@ -58,9 +74,9 @@ RESPONSES: dict[tuple[str, str], Answer] = {
     ("registry_cancel", "POST"): registry.CancelledDoc,
     ("registry_send", "POST"): registry.BackgroundTaskDoc,
     ("registry_close", "POST"): registry.BackgroundTaskDoc,
-    ("consolidate", "POST"): board.ConsolidateDecisionDoc,
-    ("consolidation", "GET"): board.ConsolidationStatusDoc,
-    ("consolidation_run", "GET"): board.ConsolidationRunDoc,
+    ("consolidate", "POST"): consolidation.ConsolidateDecisionDoc,
+    ("consolidation", "GET"): sections.ConsolidationStatusDoc,
+    ("consolidation_run", "GET"): consolidation.ConsolidationRunDoc,
     ("board", "GET"): board.BoardDoc,
     ("board", "POST"): board.BoardAddDoc,
     ("board_prune", "POST"): board.BoardPruneDoc,
@@ -71,7 +87,7 @@ RESPONSES: dict[tuple[str, str], Answer] = {
 
 # Answers that are JSON lines: the model of one line (the route's plain answer, if any, is in RESPONSES).
 STREAMS: dict[tuple[str, str], type[BaseModel]] = {
-    ("inbox", "GET"): tasks.InboxItem,  # with follow=1
+    ("inbox", "GET"): inbox.InboxItem,  # with follow=1
     ("registry_logs", "GET"): registry.LogLine,  # with follow=1
 }
 

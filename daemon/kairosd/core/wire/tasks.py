@@ -1,18 +1,45 @@
-"""Responses about scheduled tasks: task views (list, show, add, edit, pause, resume), runs, missed fires,
-the inbox, removals and imports, as kairosd answers them and ``kairos VERB --json`` prints them.
+"""Task views, and the answers made of them: ``show``, ``add``, ``edit``, ``pause``, ``resume``, ``rm`` and the
+full listing, as kairosd answers them and ``kairos VERB --json`` prints them.
 
 A key named here always has the type named here; see :mod:`kairosd.core.wire` for the rules every model
-follows and the places where an object of any shape is allowed. Must not import any kairosd module
-outside :mod:`kairosd.core`.
+follows and the places where an object of any shape is allowed. Runs and missed fires (:mod:`.runs`), the
+inbox (:mod:`.inbox`) and the listing's other answers (:mod:`.listing`) have their own modules, so that
+``kairos add`` or ``kairos history`` builds its own answer's models only (issue 25). kairosd's handlers
+import some of those from here: this module names them, imported when asked (:func:`.base.moved`).
+
+Must not import any kairosd module outside :mod:`kairosd.core`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from kairosd.core.wire.base import Document, Record
+from kairosd.core.wire.base import Document, Record, moved
+from kairosd.core.wire.records import IdError
+
+if TYPE_CHECKING:
+    from kairosd.core.wire.inbox import AckDoc as AckDoc
+    from kairosd.core.wire.inbox import InboxDoc as InboxDoc
+    from kairosd.core.wire.listing import ProblemsDoc as ProblemsDoc
+    from kairosd.core.wire.runs import ClearedDoc as ClearedDoc
+    from kairosd.core.wire.runs import HistoryDoc as HistoryDoc
+    from kairosd.core.wire.runs import MissedDoc as MissedDoc
+    from kairosd.core.wire.runs import RunDoc as RunDoc
+
+__getattr__ = moved(
+    __name__,
+    {
+        "AckDoc": "inbox",
+        "InboxDoc": "inbox",
+        "ProblemsDoc": "listing",
+        "ClearedDoc": "runs",
+        "HistoryDoc": "runs",
+        "MissedDoc": "runs",
+        "RunDoc": "runs",
+    },
+)
 
 # ---- tasks ---------------------------------------------------------------------------------------
 
@@ -59,20 +86,6 @@ TargetView = Annotated[
     InboxTargetView | ShellTargetView | AgentTargetView | WebhookTargetView | SessionTargetView,
     Field(discriminator="kind"),
 ]
-
-
-class TargetSummary(Record):
-    """A target in a summary listing: its kind and what a table names (inbox: ``session``; shell: ``argv``
-    cut to the command; agent: ``agent``; webhook: ``url``; session: its scope and ``agent``)."""
-
-    kind: str
-    session: str | None = None
-    argv: list[str] | None = None
-    agent: str | None = None
-    url: str | None = None
-    session_id: str | None = None
-    project: str | None = None
-    user: bool | None = None
 
 
 class PlannedFire(Record):
@@ -143,12 +156,6 @@ class PausedDoc(Document):
     task: ChangedTask
 
 
-class IdError(Record):
-    id: str
-    code: str
-    message: str
-
-
 class ManyTasksDoc(Document):
     """``show``, ``pause``, ``resume`` with several ids: each task, and each id that failed."""
 
@@ -168,157 +175,5 @@ class ListDoc(Document):
     tasks: list[TaskView]
 
 
-class TaskSummary(Record):
-    """A task in ``GET /v1/tasks?view=summary``: only what a table shows (``kairos list`` without ``--json``).
-
-    ``target`` is its kind and the one field a table names (a shell's argv[0], an agent, a URL, a session).
-    """
-
-    id: str
-    name: str | None
-    prompt: str  # the first 200 characters
-    cron: str | None
-    at: str | None
-    recurring: bool
-    tz: str
-    target: TargetSummary
-    status: str
-    paused_reason: str | None
-    planned_for: str | None
-    running: bool
-
-
-class SummaryListDoc(Document):
-    tasks: list[TaskSummary]
-
-
-class SetAside(Record):
-    """A record the store could not use: its id (None if it had no string id), why, and the record as it was."""
-
-    id: str | None
-    reason: str
-    quarantined_at: str
-    record: Any
-
-
-class ProblemsDoc(Document):
-    """``kairos list --problems --json``: the records set aside at load, from the quarantine file at ``path``."""
-
-    path: str
-    entries: list[SetAside]
-
-
 class RemovedDoc(Document):
     removed: list[str]
-
-
-# ---- runs, misses, inbox ----------------------------------------------------------------------
-
-
-class RunView(Record):
-    run_id: str
-    task_id: str
-    task_name: str | None
-    scheduled_for: str
-    planned_for: str
-    dispatched_at: str | None  # None: never dispatched (a missed fire recorded as a run)
-    started_at: str | None
-    finished_at: str | None
-    outcome: str | None
-    reason: str | None
-    target: dict[str, Any]
-    output_path: str | None
-    exit_code: int | None
-    late_by_s: float
-    catch_up: bool
-    manual: bool
-
-
-class RunDoc(Document):
-    run: RunView
-
-
-class ManyRunsDoc(Document):
-    """``run`` with several ids: each run dispatched, and each id that failed."""
-
-    runs: list[RunView]
-    errors: list[IdError]
-
-
-class HistoryDoc(Document):
-    runs: list[RunView]
-
-
-class MissedView(Record):
-    task_id: str
-    task_name: str | None
-    prompt: str
-    schedule: str
-    scheduled_for: str
-    first_scheduled_for: str | None
-    count: int
-    detected_at: str
-    reason: str
-    action: str
-
-
-class MissedDoc(Document):
-    missed: list[MissedView]
-
-
-class ClearedDoc(Document):
-    cleared: int
-
-
-class InboxItem(Record):
-    id: str
-    session: str
-    task_id: str
-    task_name: str | None
-    prompt: str
-    scheduled_for: str
-    delivered_at: str
-    late_by_s: float
-    catch_up: bool
-    acked_at: str | None
-
-
-class InboxDoc(Document):
-    items: list[InboxItem]
-
-
-class AckDoc(Document):
-    acked: list[str]
-
-
-# ---- import -------------------------------------------------------------------------------------
-
-
-class ImportedTask(TaskView):
-    on_import: str
-
-
-class SkippedImport(Record):
-    id: str
-    reason: str
-
-
-class RejectedImport(Record):
-    index: int
-    id: str | None
-    reason: str
-
-
-class DroppedKeys(Record):
-    id: str
-    keys: list[str]
-
-
-class ImportDoc(Document):
-    """``kairos import --json``: what was (with ``dry_run``, would be) imported, skipped, rejected."""
-
-    dry_run: bool
-    imported: list[ImportedTask]
-    skipped: list[SkippedImport]
-    rejected: list[RejectedImport]
-    dropped: list[DroppedKeys]

@@ -19,10 +19,14 @@ from kairosd.core.wire.board import (
     BoardHistoryDoc,
     BoardPruneDoc,
     BoardRemovedDoc,
-    ConsolidateDecisionDoc,
-    ConsolidateRunDoc,
 )
-from kairosd.core.wire.daemon import DoctorDoc, ExportDoc, ReloadDoc, SessionsDoc, StatusDoc, TimelineDoc
+from kairosd.core.wire.consolidation import ConsolidateDecisionDoc, ConsolidateRunDoc
+from kairosd.core.wire.daemon import ReloadDoc
+from kairosd.core.wire.doctor import DoctorDoc
+from kairosd.core.wire.export import ExportDoc
+from kairosd.core.wire.imports import ImportDoc
+from kairosd.core.wire.inbox import AckDoc, InboxDoc, InboxItem
+from kairosd.core.wire.listing import ProblemsDoc
 from kairosd.core.wire.local import (
     CronEveryDoc,
     CronExplainDoc,
@@ -45,25 +49,19 @@ from kairosd.core.wire.registry import (
     LogsDoc,
     SettledDoc,
 )
+from kairosd.core.wire.runs import ClearedDoc, HistoryDoc, ManyRunsDoc, MissedDoc, RunDoc
+from kairosd.core.wire.sessions import SessionsDoc
+from kairosd.core.wire.status import StatusDoc
 from kairosd.core.wire.tasks import (
-    AckDoc,
     AddDoc,
-    ClearedDoc,
     EditDoc,
-    HistoryDoc,
-    ImportDoc,
-    InboxDoc,
-    InboxItem,
     ListDoc,
-    ManyRunsDoc,
     ManyTasksDoc,
-    MissedDoc,
     PausedDoc,
-    ProblemsDoc,
     RemovedDoc,
-    RunDoc,
     TaskDoc,
 )
+from kairosd.core.wire.timeline import TimelineDoc
 
 Models = type[BaseModel] | tuple[type[BaseModel], ...]
 

@@ -131,7 +131,7 @@ def test_export_never_writes_through_a_planted_link(tmp_path):
     """Another user who can write to --out plants links at the old predictable temp name and at
     the target: the files they point to stay as they were, and the export lands in --out."""
     from kairos.commands.export import _write
-    from kairosd.core.wire.daemon import ExportedTask
+    from kairosd.core.wire.export import ExportedTask
 
     out = tmp_path / "units"
     out.mkdir()

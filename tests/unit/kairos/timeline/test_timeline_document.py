@@ -15,7 +15,7 @@ from kairos import answers
 from kairos.answers import UnexpectedAnswer
 from kairos.timeline.document import chart, cleaned
 from kairos.timeline.layout import render_text
-from kairosd.core.wire.daemon import TimelineDoc
+from kairosd.core.wire.timeline import TimelineDoc
 
 START = datetime(2026, 10, 24, 0, 0, tzinfo=UTC)
 
