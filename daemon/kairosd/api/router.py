@@ -142,8 +142,8 @@ class Router:
 
 def _unavailable(req: Request, exc: ImportError) -> HandlerUnavailable:
     """The error a route answers when a module its handler imports at first use cannot be imported."""
-    log.error("%s %s: cannot import %s", req.method, req.path, exc.name or "a module it needs", exc_info=exc)
     what = exc.name or "a module it needs"
+    log.error("%s %s: cannot import %s", req.method, req.path, what, exc_info=exc)
     return HandlerUnavailable(
         f"{req.method} {req.path} is unavailable: kairosd cannot import {what} ({type(exc).__name__}: {exc}); "
         "see the kairosd log, and reinstall kairos if it persists"
