@@ -94,7 +94,6 @@ import logging
 import os
 import re
 import stat
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -506,6 +505,8 @@ def _read(path: Path) -> dict[str, Any] | None:
         for folder in sorted(folders):
             _check_safe(folder, os.stat(folder), folder=True)
         raw = file.read()
+    import tomllib  # only when there is a file: its parser compiles its patterns at import
+
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -31,7 +31,6 @@ import os
 import secrets
 import socket
 import struct
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -62,6 +61,8 @@ def codex_home(environ: Mapping[str, str]) -> Path | None:
 
 def unload_delay(home: Path) -> object:
     """``thread_unload_delay_secs`` in ``home/config.toml`` (None when unset); raises OSError/ValueError."""
+    import tomllib  # when asked: kairosd builds this at start, and the parser compiles its patterns at import
+
     text = read_capped(home / "config.toml", _CONFIG_MAX_BYTES).decode()
     return tomllib.loads(text).get(UNLOAD_KEY)
 

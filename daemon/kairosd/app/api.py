@@ -1,6 +1,7 @@
 """The routes the composition root serves itself: ``GET /v1/doctor`` and ``POST /v1/reload``.
 
-As in every other package, routes are built only in its api module (a test checks that).
+As in every other package, routes are built only in its api module (a test checks that). The doctor's
+module is imported at the first ``GET /v1/doctor``: a start does not need it (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 
 from kairosd.api.router import RouteHandler
 from kairosd.api.server import Request, Response
-from kairosd.app.doctor import doctor_report, in_effect
 from kairosd.app.reload import LiveSettings
 from kairosd.core.wire.daemon import DoctorAnswer, ReloadAnswer
 from kairosd.system.paths import Paths
@@ -31,6 +31,8 @@ def doctor_routes(
     where = paths or Paths.from_env(dict(env))
 
     def report() -> dict[str, Any]:
+        from kairosd.app.doctor import doctor_report, in_effect
+
         found = doctor_report(live.current, env)
         return {**found, **in_effect(live, found, where, env)}
 

@@ -30,6 +30,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kairosd.api.router import Routes, on_first_request
 from kairosd.app.api import doctor_routes, reload_routes
 from kairosd.app.reload import LiveSettings
 from kairosd.app.reload import reload as reload_config
@@ -42,7 +43,6 @@ from kairosd.delivery.base import Delivery
 from kairosd.delivery.inbox import InboxDelivery
 from kairosd.delivery.shell import ShellDelivery
 from kairosd.delivery.webhook import WebhookDelivery
-from kairosd.export.api import Exporter, export_routes
 from kairosd.jobs.registry import AdapterFor, AgentPolicy, PolicyFor
 from kairosd.jobs.wiring import RegistryParts, build_registry
 from kairosd.scheduling.api import Api, quarantine_routes
@@ -294,15 +294,15 @@ def build_app(
     api.add_routes(doctor_routes(live, paths, environ))
     if json_store is not None:
         api.add_routes(quarantine_routes(json_store.quarantine))
-    exporter = Exporter(
-        lambda: book,
-        adapter_for,
-        policy_for,
-        background.registry.limits.turn_timeout_s,
-        clock.now,
-        environ,
-    )
-    api.add_routes(export_routes(exporter))
+    turn_timeout_s = background.registry.limits.turn_timeout_s
+
+    def exporting() -> Routes:
+        # Loaded at the first POST /v1/export: the renderers are not needed to start (docs/performance.md).
+        from kairosd.export.api import Exporter, export_routes
+
+        return export_routes(Exporter(lambda: book, adapter_for, policy_for, turn_timeout_s, clock.now, environ))
+
+    api.add_routes(on_first_request({"export": ["POST"]}, exporting))
     live.appliers.extend(_appliers(background, consolidation, targets))
     app = App(
         settings, paths, socket_path, environ, store, book, ledger, missed, events, inbox, targets, background,

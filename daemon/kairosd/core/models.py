@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from kairosd.core import bounds
 from kairosd.core.errors import InvalidTimeError
@@ -258,6 +258,24 @@ def utc_fields(*names: str) -> Any:
     return field_validator(*names)(classmethod(lambda cls, value: utc_or_none(value)))
 
 
+def _stored_time(value: datetime, info: ValidationInfo) -> datetime:
+    """A task's time in UTC and in the range kairos can plan (ValueError naming the field otherwise)."""
+    return bounds.check_stored_time(_aware_utc(value), str(info.field_name))
+
+
+def _task_text(value: str) -> str:
+    problem = bounds.unicode_problem(value)  # NUL is harmless on stdin, in JSON and in a file
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+# A task's checked times and texts. Annotated on the type, not a field validator, so that an empty field
+# (``None``, as three of a task's four times and most names are) is not checked: a field validator is
+# called for None too, and loading 10,000 tasks made 40,000 such calls (the same errors either way).
+StoredTime = Annotated[datetime, AfterValidator(_stored_time)]
+
+
 def _no_meta() -> dict[str, Any]:
     return read_only({})
 
@@ -274,19 +292,19 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False, defer_build=True)
 
     id: str
-    prompt: str = Field(max_length=bounds.MAX_PROMPT_CHARS)
+    prompt: Annotated[str, Field(max_length=bounds.MAX_PROMPT_CHARS), AfterValidator(_task_text)]
     cron: str | None = None
-    at: datetime | None = None
+    at: StoredTime | None = None
     recurring: bool = True
     tz: str = "UTC"
     target: Target = Field(default_factory=InboxTarget)
-    name: str | None = Field(default=None, max_length=bounds.MAX_NAME_CHARS)
-    created_at: datetime
+    name: Annotated[str, Field(max_length=bounds.MAX_NAME_CHARS), AfterValidator(_task_text)] | None = None
+    created_at: StoredTime
     created_by: CreatedBy = CreatedBy.CLI
-    last_fired_at: datetime | None = None
+    last_fired_at: StoredTime | None = None
     # The last scheduled slot kairos handled (fired, skipped or recorded missed).
     # Nominal, never jittered: the next fire is computed after it.
-    last_scheduled_for: datetime | None = None
+    last_scheduled_for: StoredTime | None = None
     paused: bool = False
     # Why kairos itself paused the task (it could not plan, fire or expire it); None when the user did.
     paused_reason: str | None = None
@@ -302,21 +320,6 @@ class Task(BaseModel):
     def _check_id(cls, value: str) -> str:
         if not TASK_ID_RE.match(value):
             raise ValueError("id must be 8 lowercase hex characters")
-        return value
-
-    @field_validator("created_at", "last_fired_at", "last_scheduled_for", "at")
-    @classmethod
-    def _check_aware(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
-        value = utc_or_none(value)
-        return None if value is None else bounds.check_stored_time(value, str(info.field_name))
-
-    @field_validator("prompt", "name")
-    @classmethod
-    def _check_text(cls, value: str | None) -> str | None:
-        if value is not None:
-            problem = bounds.unicode_problem(value)  # NUL is harmless on stdin, in JSON and in a file
-            if problem:
-                raise ValueError(problem)
         return value
 
     @field_validator("meta")

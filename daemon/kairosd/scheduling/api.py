@@ -6,7 +6,9 @@ result into a :class:`~kairosd.api.server.Response`, built once here as the answ
 (:mod:`kairosd.core.wire`). Three answers stay plain data, for their size: the listing (``GET /v1/tasks``,
 sent as pre-encoded pieces: 100,000 tasks are ~100 MB), the timeline (50,000 instants for a week of
 1,000 tasks) and an import's (a batch of 5,000 task views); tests/unit/kairos/test_wire_responses.py holds
-them to their models. Errors are KairosErrors; the server maps them to status codes.
+them to their models. The task answers' models (:mod:`kairosd.core.wire.tasks`, 39 classes) are imported by
+the handlers that build them, at their first request: a start does not need them (docs/performance.md).
+Errors are KairosErrors; the server maps them to status codes.
 
 Must not import the scheduler internals, the store or the CLI.
 """
@@ -27,20 +29,6 @@ from kairosd.core.bounds import query_int
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import API_VERSION, EVENT_TYPES
 from kairosd.core.wire.daemon import StatusDoc, StoppingDoc
-from kairosd.core.wire.tasks import (
-    AckDoc,
-    AddDoc,
-    ClearedDoc,
-    EditDoc,
-    HistoryDoc,
-    InboxDoc,
-    MissedDoc,
-    PausedDoc,
-    ProblemsDoc,
-    RemovedDoc,
-    RunDoc,
-    TaskDoc,
-)
 from kairosd.scheduling.kept import KeptListing
 from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
@@ -125,35 +113,53 @@ class Api(Router):
 
     @typed(AddRequest)
     async def add(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import AddDoc
+
         return Response(201, AddDoc.model_validate({"task": await self.service.add(parse_body(AddRequest, req.body))}))
 
     async def show(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import TaskDoc
+
         return Response(200, TaskDoc.model_validate({"task": self.service.get(m["id"])}))
 
     @typed(EditRequest)
     async def edit(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import EditDoc
+
         edited = await self.service.edit(m["id"], parse_body(EditRequest, req.body))
         return Response(200, EditDoc.model_validate({"task": edited}))
 
     async def remove(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import RemovedDoc
+
         return Response(200, RemovedDoc.model_validate({"removed": await self.service.remove([m["id"]])}))
 
     async def pause(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import PausedDoc
+
         return Response(200, PausedDoc.model_validate({"task": await self.service.set_paused(m["id"], True)}))
 
     async def resume(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import PausedDoc
+
         return Response(200, PausedDoc.model_validate({"task": await self.service.set_paused(m["id"], False)}))
 
     async def run(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import RunDoc
+
         return Response(202, RunDoc.model_validate({"run": await self.service.run_now(m["id"])}))
 
     async def runs(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import HistoryDoc
+
         limit = query_int(req.query.get("limit"), "limit", 50, 1, MAX_LIMIT)
         return Response(
             200, HistoryDoc.model_validate({"runs": self.service.history(req.query.get("task") or None, limit)})
         )
 
     async def missed(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import MissedDoc
+
         return Response(200, MissedDoc.model_validate({"missed": self.service.missed()}))
 
     async def timeline(self, req: Request, m: re.Match[str]) -> Response:
@@ -177,9 +183,13 @@ class Api(Router):
         return Response(200, doc)
 
     async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import ClearedDoc
+
         return Response(200, ClearedDoc.model_validate({"cleared": await self.service.clear_missed()}))
 
     async def inbox(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
+        from kairosd.core.wire.tasks import InboxDoc
+
         session = req.query.get("session") or None
         if _flag(req, "follow"):
             return StreamResponse(self._follow_inbox(session, _flag(req, "all")))
@@ -201,6 +211,8 @@ class Api(Router):
 
     @typed(AckRequest)
     async def ack(self, req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import AckDoc
+
         body = parse_body(AckRequest, req.body)
         if not body.all and not body.ids:
             raise UsageError('give {"ids": ["..."]} or {"all": true}')
@@ -233,6 +245,8 @@ def quarantine_routes(quarantine: Quarantine) -> list[tuple[str, dict[str, Any]]
     """
 
     async def get(req: Request, m: re.Match[str]) -> Response:
+        from kairosd.core.wire.tasks import ProblemsDoc
+
         return Response(
             200, ProblemsDoc.model_validate({"path": str(quarantine.path), "entries": quarantine.entries()})
         )

@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kairosd.store.claude_compat import claude_task_to_v2
-
 SCHEMA_VERSION = 2
 CLAUDE_VERSION = 1  # the implicit version of a document with no schema_version key
 
@@ -38,6 +36,9 @@ def schema_version_of(raw: dict[str, Any]) -> int:
 
 
 def _v1_to_v2(raw: dict[str, Any], local_zone: str, rejected: list[tuple[Any, str]] | None) -> dict[str, Any]:
+    # Only a Claude store copied in needs the converter: a start with kairos' own store does not import it.
+    from kairosd.store.claude_compat import claude_task_to_v2
+
     tasks = raw.get("tasks", [])
     if not isinstance(tasks, list):
         raise ValueError(f"tasks: expected a list, got {type(tasks).__name__}")

@@ -317,3 +317,40 @@ def test_a_read_only_meta_still_copies_dumps_and_pickles_as_a_dict():
     assert task.model_dump()["meta"] == {"k": [1]}
     assert '"meta":{"k":[1]}' in task.model_dump_json()
     assert json.dumps(task.meta) == '{"k": [1]}'
+
+
+@pytest.mark.parametrize(
+    ("changes", "loc", "message"),
+    [
+        ({"created_at": "2026-01-01T00:00:00"}, "created_at", "Value error, timestamps must carry a UTC offset"),
+        ({"last_fired_at": "2026-01-01T00:00:00"}, "last_fired_at", "Value error, timestamps must carry a UTC offset"),
+        (
+            {"last_scheduled_for": "0001-01-02T00:00:00Z"},
+            "last_scheduled_for",
+            "Value error, last_scheduled_for 0001-01-02T00:00:00+00:00 is outside the supported range",
+        ),
+        ({"cron": None, "recurring": False, "at": "2026-07-01T09:00:00"}, "at", "Value error, timestamps must carry"),
+        ({"name": "x" * 201}, "name", "String should have at most 200 characters"),
+    ],
+)
+def test_a_tasks_times_and_texts_are_checked_by_field(changes: dict[str, Any], loc: str, message: str) -> None:
+    """Each time (UTC offset, supported range) and the name's length are refused under their own name, from
+    JSON (as the store reads a task) and from Python values; an empty one is valid."""
+    fields = {**BASE, "cron": "0 9 * * *", **changes}
+    for given in (json.dumps(fields, default=str), fields):
+        with pytest.raises(ValidationError) as info:
+            Task.model_validate_json(given) if isinstance(given, str) else Task.model_validate(given)
+        error = info.value.errors(include_url=False)[0]
+        assert error["loc"] == (loc,)
+        assert error["msg"].startswith(message)
+    empty = {"name": None, "last_fired_at": None, "last_scheduled_for": None}
+    assert Task.model_validate({**BASE, "cron": "0 9 * * *", **empty}).name is None
+
+
+def test_a_tasks_times_are_kept_in_utc() -> None:
+    paris = timezone(timedelta(hours=2))
+    task = Task.model_validate({**BASE, "cron": "0 9 * * *", "last_fired_at": datetime(2026, 6, 1, 10, tzinfo=paris)})
+    assert task.last_fired_at == datetime(2026, 6, 1, 8, tzinfo=UTC)
+    assert task.last_fired_at is not None
+    assert task.last_fired_at.tzinfo is UTC
+    assert task.created_at.tzinfo is UTC
