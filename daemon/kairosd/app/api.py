@@ -15,7 +15,7 @@ from typing import Any
 from kairosd.api.router import RouteHandler
 from kairosd.api.server import Request, Response
 from kairosd.app.reload import LiveSettings
-from kairosd.core.wire.daemon import DoctorAnswer, ReloadAnswer
+from kairosd.core.wire.daemon import ReloadAnswer
 from kairosd.system.paths import Paths
 
 
@@ -39,6 +39,8 @@ def doctor_routes(
     async def get(req: Request, m: re.Match[str]) -> Response:
         # Probing binaries takes seconds; keep the event loop free meanwhile.
         found = await asyncio.to_thread(report)
+        from kairosd.core.wire.doctor import DoctorAnswer  # with the doctor: at its first request
+
         return Response(200, DoctorAnswer.model_validate({"doctor": {**found, "checked_by": "kairosd"}}))
 
     return [("doctor", {"GET": get})]

@@ -49,7 +49,9 @@ _PINNED = """
     kairosd.core.redact kairosd.core.reminder kairosd.core.schedule kairosd.core.schedule.counting
     kairosd.core.schedule.cron kairosd.core.schedule.durations kairosd.core.schedule.exact
     kairosd.core.schedule.explain kairosd.core.schedule.fires kairosd.core.schedule.jitter kairosd.core.wire
-    kairosd.core.wire.base kairosd.core.wire.board kairosd.core.wire.daemon kairosd.core.wire.registry
+    kairosd.core.wire.base kairosd.core.wire.board kairosd.core.wire.consolidation kairosd.core.wire.daemon
+    kairosd.core.wire.records kairosd.core.wire.registry kairosd.core.wire.sections kairosd.core.wire.sessions
+    kairosd.core.wire.status
     kairosd.delivery kairosd.delivery.base kairosd.delivery.inbox kairosd.delivery.shell
     kairosd.delivery.webhook
     kairosd.jobs kairosd.jobs.api kairosd.jobs.book kairosd.jobs.cancel kairosd.jobs.delivery
@@ -85,6 +87,7 @@ NOT_AT_START = (
     "kairosd.api.openapi",  # GET /v1/openapi.json
     "kairosd.app.doctor",  # GET /v1/doctor
     "kairosd.consolidation.board",  # the first board command or consolidation
+    "kairosd.core.wire.doctor",  # the doctor's answer, with the doctor
     "kairosd.core.wire.tasks",  # the task answers, at the first request that makes one
     "kairosd.export",  # POST /v1/export
     "kairosd.store.claude_compat",  # a Claude store copied in
