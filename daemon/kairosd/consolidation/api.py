@@ -42,10 +42,9 @@ from kairosd.core.wire.board import (
     BoardHistoryDoc,
     BoardPruneDoc,
     BoardRemovedDoc,
-    ConsolidateDecisionDoc,
-    ConsolidationRunDoc,
-    ConsolidationStatusDoc,
 )
+from kairosd.core.wire.consolidation import ConsolidateDecisionDoc, ConsolidationRunDoc
+from kairosd.core.wire.sections import ConsolidationStatusDoc
 
 MAX_HISTORY = 10_000
 

@@ -29,7 +29,7 @@ from kairosd.api.router import typed
 from kairosd.core.errors import KairosError, NotFoundError, UsageError
 from kairosd.core.ids import resolve_prefix
 from kairosd.core.models import AgentTarget, ShellTarget, Task
-from kairosd.core.wire.daemon import ExportDoc
+from kairosd.core.wire.export import ExportDoc
 from kairosd.export import Job, Options, Refused, render
 from kairosd.export.common import API_KEY_ENV
 from kairosd.export.requests import ExportRequest

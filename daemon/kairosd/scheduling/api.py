@@ -28,7 +28,8 @@ from kairosd.api.server import Request, Response, StreamResponse
 from kairosd.core.bounds import query_int
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import API_VERSION, EVENT_TYPES
-from kairosd.core.wire.daemon import StatusDoc, StoppingDoc
+from kairosd.core.wire.daemon import StoppingDoc
+from kairosd.core.wire.status import StatusDoc
 from kairosd.scheduling.kept import KeptListing
 from kairosd.scheduling.requests import AckRequest, AddRequest, EditRequest, ImportRequest
 from kairosd.scheduling.service import Service
@@ -145,12 +146,12 @@ class Api(Router):
         return Response(200, PausedDoc.model_validate({"task": await self.service.set_paused(m["id"], False)}))
 
     async def run(self, req: Request, m: re.Match[str]) -> Response:
-        from kairosd.core.wire.tasks import RunDoc
+        from kairosd.core.wire.runs import RunDoc
 
         return Response(202, RunDoc.model_validate({"run": await self.service.run_now(m["id"])}))
 
     async def runs(self, req: Request, m: re.Match[str]) -> Response:
-        from kairosd.core.wire.tasks import HistoryDoc
+        from kairosd.core.wire.runs import HistoryDoc
 
         limit = query_int(req.query.get("limit"), "limit", 50, 1, MAX_LIMIT)
         return Response(
@@ -158,7 +159,7 @@ class Api(Router):
         )
 
     async def missed(self, req: Request, m: re.Match[str]) -> Response:
-        from kairosd.core.wire.tasks import MissedDoc
+        from kairosd.core.wire.runs import MissedDoc
 
         return Response(200, MissedDoc.model_validate({"missed": self.service.missed()}))
 
@@ -183,12 +184,12 @@ class Api(Router):
         return Response(200, doc)
 
     async def clear_missed(self, req: Request, m: re.Match[str]) -> Response:
-        from kairosd.core.wire.tasks import ClearedDoc
+        from kairosd.core.wire.runs import ClearedDoc
 
         return Response(200, ClearedDoc.model_validate({"cleared": await self.service.clear_missed()}))
 
     async def inbox(self, req: Request, m: re.Match[str]) -> Response | StreamResponse:
-        from kairosd.core.wire.tasks import InboxDoc
+        from kairosd.core.wire.inbox import InboxDoc
 
         session = req.query.get("session") or None
         if _flag(req, "follow"):
@@ -211,7 +212,7 @@ class Api(Router):
 
     @typed(AckRequest)
     async def ack(self, req: Request, m: re.Match[str]) -> Response:
-        from kairosd.core.wire.tasks import AckDoc
+        from kairosd.core.wire.inbox import AckDoc
 
         body = parse_body(AckRequest, req.body)
         if not body.all and not body.ids:
@@ -245,7 +246,7 @@ def quarantine_routes(quarantine: Quarantine) -> list[tuple[str, dict[str, Any]]
     """
 
     async def get(req: Request, m: re.Match[str]) -> Response:
-        from kairosd.core.wire.tasks import ProblemsDoc
+        from kairosd.core.wire.listing import ProblemsDoc
 
         return Response(
             200, ProblemsDoc.model_validate({"path": str(quarantine.path), "entries": quarantine.entries()})

@@ -27,7 +27,7 @@ from kairosd.api.router import RouteHandler, typed
 from kairosd.api.server import Request, Response, cancel_on_disconnect
 from kairosd.core.errors import UsageError
 from kairosd.core.protocol import SESSION_MAX_WAIT_S
-from kairosd.core.wire.daemon import EndedDoc, NextItemDoc, SessionDoc, SessionsDoc
+from kairosd.core.wire.sessions import EndedDoc, NextItemDoc, SessionDoc, SessionsDoc
 from kairosd.sessions.hub import SessionHub, check_session_id
 from kairosd.sessions.requests import ClaimAckRequest, EndRequest, HookRequest, RegisterRequest
 from kairosd.sessions.store import MAX_AGENT_CHARS, MAX_PATH_CHARS

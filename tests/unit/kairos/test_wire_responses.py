@@ -269,20 +269,3 @@ def test_each_free_form_field_is_named_in_the_wire_docstring():
     assert free, "the walk found no field at all"
     named = set(re.findall(r"\b([A-Z]\w+\.\w+)\b", kairosd.core.wire.__doc__ or ""))
     assert free == named
-
-
-def test_the_old_modules_still_name_what_moved_out_of_them():
-    """kairosd's handlers import some answers from the module they were in (kairosd.core.wire.base.moved): the
-    same classes as their modules', and a name never there is still an error."""
-    from kairosd.core.wire import board, consolidation, daemon, doctor, inbox, listing, runs, sections, status
-    from kairosd.core.wire import tasks as tasks_module
-
-    assert tasks_module.RunDoc is runs.RunDoc
-    assert tasks_module.AckDoc is inbox.AckDoc
-    assert tasks_module.ProblemsDoc is listing.ProblemsDoc
-    assert daemon.StatusDoc is status.StatusDoc
-    assert daemon.DoctorAnswer is doctor.DoctorAnswer
-    assert board.ConsolidateDecisionDoc is consolidation.ConsolidateDecisionDoc
-    assert board.ConsolidationStatusDoc is sections.ConsolidationStatusDoc
-    with pytest.raises(AttributeError, match="has no attribute 'Missing'"):
-        getattr(tasks_module, "Missing")  # noqa: B009 - the attribute is looked up by its name on purpose

@@ -41,8 +41,7 @@ tests/integration/kairos/test_import_budget.py). Every other verb imports the mo
 module imports no other family's but what its models embed (:mod:`.base`, :mod:`.sections`, :mod:`.records`; a
 consolidation run is a background job): after pydantic itself, each model class built is what a verb pays
 (~0.5 ms, against ~0.02 ms to validate an answer), so ``kairos status`` builds the 11 models of its answer,
-not the 64 it did (issue 25). ``tasks``, ``daemon`` and ``board`` still name, for kairosd's handlers that
-import them from there, the models that moved out of them, imported when asked (:func:`.base.moved`).
+not the 64 it did (issue 25). kairosd's handlers import each answer from its own module too.
 
 Free-form on purpose (``dict[str, Any]`` or ``Any``), and only here:
     TaskView.meta                        a task's meta belongs to whoever added the task

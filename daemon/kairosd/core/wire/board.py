@@ -3,36 +3,17 @@ result shows them too) is a board entry as ``kairosd.consolidation`` writes it.
 
 Consolidation's answers (``kairos consolidate``) are in :mod:`.consolidation`, and GET /v1/consolidation's in
 :mod:`.sections` (a section of GET /v1/status too), so that a board verb builds the board's models only
-(issue 25); kairosd's handler imports them from here, which names them, imported when asked
-(:func:`.base.moved`).
+(issue 25).
 
 Must not import any kairosd module outside :mod:`kairosd.core`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import Field
 
-from kairosd.core.wire.base import Document, Record, moved
+from kairosd.core.wire.base import Document, Record
 from kairosd.core.wire.records import BoardEntry, ReplacedEntry
-
-if TYPE_CHECKING:
-    from kairosd.core.wire.consolidation import ConsolidateDecisionDoc as ConsolidateDecisionDoc
-    from kairosd.core.wire.consolidation import ConsolidateRunDoc as ConsolidateRunDoc
-    from kairosd.core.wire.consolidation import ConsolidationRunDoc as ConsolidationRunDoc
-    from kairosd.core.wire.sections import ConsolidationStatusDoc as ConsolidationStatusDoc
-
-__getattr__ = moved(
-    __name__,
-    {
-        "ConsolidateDecisionDoc": "consolidation",
-        "ConsolidateRunDoc": "consolidation",
-        "ConsolidationRunDoc": "consolidation",
-        "ConsolidationStatusDoc": "sections",
-    },
-)
 
 
 class BoardDoc(Document):

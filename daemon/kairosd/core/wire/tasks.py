@@ -4,42 +4,19 @@ full listing, as kairosd answers them and ``kairos VERB --json`` prints them.
 A key named here always has the type named here; see :mod:`kairosd.core.wire` for the rules every model
 follows and the places where an object of any shape is allowed. Runs and missed fires (:mod:`.runs`), the
 inbox (:mod:`.inbox`) and the listing's other answers (:mod:`.listing`) have their own modules, so that
-``kairos add`` or ``kairos history`` builds its own answer's models only (issue 25). kairosd's handlers
-import some of those from here: this module names them, imported when asked (:func:`.base.moved`).
+``kairos add`` or ``kairos history`` builds its own answer's models only (issue 25).
 
 Must not import any kairosd module outside :mod:`kairosd.core`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from kairosd.core.wire.base import Document, Record, moved
+from kairosd.core.wire.base import Document, Record
 from kairosd.core.wire.records import IdError
-
-if TYPE_CHECKING:
-    from kairosd.core.wire.inbox import AckDoc as AckDoc
-    from kairosd.core.wire.inbox import InboxDoc as InboxDoc
-    from kairosd.core.wire.listing import ProblemsDoc as ProblemsDoc
-    from kairosd.core.wire.runs import ClearedDoc as ClearedDoc
-    from kairosd.core.wire.runs import HistoryDoc as HistoryDoc
-    from kairosd.core.wire.runs import MissedDoc as MissedDoc
-    from kairosd.core.wire.runs import RunDoc as RunDoc
-
-__getattr__ = moved(
-    __name__,
-    {
-        "AckDoc": "inbox",
-        "InboxDoc": "inbox",
-        "ProblemsDoc": "listing",
-        "ClearedDoc": "runs",
-        "HistoryDoc": "runs",
-        "MissedDoc": "runs",
-        "RunDoc": "runs",
-    },
-)
 
 # ---- tasks ---------------------------------------------------------------------------------------
 
