@@ -262,6 +262,9 @@ def _check_cron(words: list[str], option: bool = False) -> str:
     try:
         parse_cron(text)
     except CronSyntaxError as exc:
+        hint = None if option else _schedule_in_words(words)
+        if hint:
+            raise UsageError(f"{text!r} is not a cron expression; did you mean: {hint}") from None
         if len(words) >= 5 and " " not in text.strip() and not text.startswith("@"):
             # `kairos add 0 9 * * * prompt`: the shell split (and maybe globbed) the fields.
             joined = " ".join(words[:5])
@@ -273,6 +276,22 @@ def _check_cron(words: list[str], option: bool = False) -> str:
             "unless --cron, --every, --in or --at is given"
         ) from None
     return text
+
+
+def _schedule_in_words(words: list[str]) -> str | None:
+    """The command a stranger meant by ``kairos add 'in 20m' PROMPT`` (or ``in 20m PROMPT``, ``every 2h``,
+    ``at 17:00``): the schedule's words as its option, or None when the words do not read so."""
+    import shlex
+
+    head = words[0].split(None, 1)
+    rest = words[1:]
+    if len(head) == 1 and rest:  # the shell split `in 20m`: the value is the next word
+        head, rest = [head[0], rest[0]], rest[1:]
+    if len(head) != 2 or head[0].lower() not in ("in", "every", "at") or not rest:
+        return None
+    if not any(c in "0123456789" for c in head[1]):  # "every morning": no duration or time to pass on
+        return None
+    return f"kairos add --{head[0].lower()} {shlex.quote(head[1])} {shlex.quote(' '.join(rest))}"
 
 
 def _target(args: argparse.Namespace) -> dict[str, Any]:

@@ -122,3 +122,31 @@ def test_the_cron_option_sends_what_the_first_argument_sends():
     assert as_option["cron"] == "0 9 * * 1-5"
     assert as_option["prompt"] == "stand-up notes"
     assert as_option["once"] is True
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["add", "in 20m", "look at the deploy"], "did you mean: kairos add --in 20m 'look at the deploy'"),
+        (["add", "in", "20m", "look", "at", "PR", "12"], "did you mean: kairos add --in 20m 'look at PR 12'"),
+        (["add", "Every 2h", "check CI"], "did you mean: kairos add --every 2h 'check CI'"),
+        (["add", "at 17:30", "stand-up"], "did you mean: kairos add --at 17:30 stand-up"),
+    ],
+)
+def test_a_schedule_in_words_is_answered_with_the_command_meant(capsys, argv, hint):
+    """A first try as a stranger types it (the README's own example is `--in 20m`): one line that can be
+    pasted, and the schedule is not guessed: the task is not added."""
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert hint in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv", [["add", "in 20m"], ["add", "inside job", "x"], ["add", "at", "x"], ["add", "every morning", "x"]]
+)
+def test_words_that_do_not_read_as_a_schedule_get_the_plain_refusal(capsys, argv):
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert "did you mean" not in err
+    assert err.count("\n") == 1
