@@ -44,7 +44,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
-from kairosd.core.models import CatchUp, Overlap, Task, moved
+from kairosd.core.models import CatchUp, Overlap, Task, moved_with
 from kairosd.core.plan import Fire, fire_for, scheduled_after
 from kairosd.core.records import (
     MissedRecord,
@@ -347,7 +347,7 @@ def advanced(task: Task, fire: Fire, when: datetime, fired: bool) -> tuple[Task,
     updates: dict[str, Any] = {"last_scheduled_for": fire.scheduled_for}
     if fired:
         updates["last_fired_at"] = when
-    updated = moved(task, **updates)
+    updated = moved_with(task, updates)  # two of Task's fields: nothing to check
     expired = fired and updated.expires and when >= updated.created_at + timedelta(days=updated.expires_after_days or 0)
     if expired:
         return updated, "expired"
@@ -470,15 +470,17 @@ class _Plan:
         ) and (self.moved_fired is None or self._parts(self.fired) is not None)
 
     @staticmethod
-    def _parts(prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], str] | None:
+    def _parts(prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], tuple[str, ...]] | None:
         assert prototype is not None
         return prototype.parts(_MISSED_OWN if prototype._cls is MissedRecord else _RUN_OWN)
 
     @classmethod
-    def _laid(cls, prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], str]:
+    def _laid(cls, prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], tuple[str, ...]]:
         parts = cls._parts(prototype)
         assert parts is not None  # see _laid_out
-        return parts
+        head, after_id, *rest = parts[3]
+        # The record's id is first, a string of hex digits: its text is the id in quotes, here put around it.
+        return parts[0], parts[1], parts[2], (f'{head}"', f'"{after_id}', *rest)
 
     def _make_one(self, task: Task, task_id: str, name: str, prompt: str, schedule: str, decision: Decision) -> None:
         """One task's records by the prototypes' made_as (before they are laid out)."""
@@ -514,15 +516,16 @@ class _Plan:
     def _make_laid_out(self, batch: list[_Texts], decision: Decision) -> None:
         """:meth:`_make_one` of each task of ``batch``, from the laid-out prototypes' parts, in one loop."""
         lines, missed_out, runs, advances = decision.lines, decision.missed, decision.runs, decision.advances
-        start, started = decision.start, decision.started
+        start, started, join = decision.start, decision.started, "".join
         moved_missed, moved_fired = self.moved_missed, self.moved_fired
         ids = iter(new_run_ids(len(batch) * ((moved_missed is not None) + (moved_fired is not None))))
         if moved_missed is not None:
-            missed_cls, missed_base, missed_set, missed_text = self._laid(self.missed)
-            run_cls, run_base, run_set, run_text = self._laid(self.missed_run)
+            missed_cls, missed_base, missed_set, (m0, m1, m2, m3, m4, m5) = self._laid(self.missed)
+            run_cls, run_base, run_set, (r0, r1, r2, r3) = self._laid(self.missed_run)
             missed_id: Callable[[str], str] = self.missed_id  # type: ignore[assignment]  # set with moved_missed
         if moved_fired is not None:
-            fired_cls, fired_base, fired_set, fired_text = self._laid(self.fired)
+            fired_cls, fired_base, fired_set, (f0, f1, f2, f3) = self._laid(self.fired)
+        # Each line is its prototype's pieces joined with the task's texts (see Prototype.parts).
         for task, task_id, name, prompt, schedule in batch:
             own_id, own_name = task.id, task.name
             if moved_missed is not None:
@@ -531,12 +534,14 @@ class _Plan:
                 data["id"], data["task_id"], data["task_name"] = record_id, own_id, own_name
                 data["prompt"], data["schedule"] = task.prompt, task.cron
                 missed = record_of(missed_cls, data, missed_set)
-                lines[id(missed)] = (missed_text % (f'"{record_id}"', task_id, name, prompt, schedule)).encode("ascii")
+                lines[id(missed)] = join((m0, record_id, m1, task_id, m2, name, m3, prompt, m4, schedule, m5)).encode(
+                    "ascii"
+                )
                 run_id = next(ids)
                 data = run_base.copy()
                 data["run_id"], data["task_id"], data["task_name"] = run_id, own_id, own_name
                 run = record_of(run_cls, data, run_set)
-                lines[id(run)] = (run_text % (f'"{run_id}"', task_id, name)).encode("ascii")
+                lines[id(run)] = join((r0, run_id, r1, task_id, r2, name, r3)).encode("ascii")
                 missed_out.append(missed)
                 runs.append(run)
                 advances.append(_advance((task, *moved_missed)))
@@ -546,7 +551,7 @@ class _Plan:
                 data["run_id"], data["task_id"], data["task_name"] = run_id, own_id, own_name
                 run = record_of(fired_cls, data, fired_set)
                 advances.append(_advance((task, *moved_fired)))
-                lines[id(run)] = (fired_text % (f'"{run_id}"', task_id, name)).encode("ascii")
+                lines[id(run)] = join((f0, run_id, f1, task_id, f2, name, f3)).encode("ascii")
                 runs.append(run)
                 start.append((task, run))
                 started.add(own_id)

@@ -628,13 +628,15 @@ def test_a_planned_catch_up_decides_what_the_task_by_task_one_decides(monkeypatc
     assert len(planned.missed) >= 10
 
 
+@pytest.mark.parametrize("reason", [NOT_RUNNING, "50% %s %% %d of it"])
 @pytest.mark.parametrize("policy", [CatchUp.ONCE, CatchUp.SKIP])
-def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monkeypatch, policy):
+def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monkeypatch, policy, reason):
     """Consecutive tasks of one plan (every task of a 10k pass) are gathered and their records made in one
     loop from the prototypes' laid-out parts (``_Plan.make``). What they write and do, in order, is what the
     task-by-task catch-up writes and does, field by field and line by line: with tasks of that plan cut by
     one whose prompt a line cannot hold (a DEL: decided by _catch_up between two runs of the plan), one of
-    another target, one running, the same task twice in the pass, and escaped names and prompts."""
+    another target, one running, the same task twice in the pass, and escaped names and prompts; and a
+    reason with ``%`` in it (the lines are the prototypes' pieces joined, no ``%``-template)."""
     from kairosd.core.models import InboxTarget
 
     shared, other = InboxTarget(session="main"), InboxTarget(session="other")
@@ -651,7 +653,7 @@ def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monke
 
     def decided() -> Decision:
         due = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
-        return decide(due, NOW, NOT_RUNNING, LIMITS, running)
+        return decide(due, NOW, reason, LIMITS, running)
 
     made: list[int] = []
     laid_out = firing._Plan._make_laid_out
