@@ -74,6 +74,7 @@ from kairosd.scheduling.firing import (
     decide,
     decide_disabled,
     due_slots,
+    due_slots_at,
     fire_now,
     stopped_unstarted,
 )
@@ -551,8 +552,8 @@ class Scheduler:
 
     def _due(self, tasks: list[Task], now: datetime) -> list[Due]:
         """The due fires of each task; a task whose fires cannot be computed is set aside."""
-        grace, most, anchor = self.config.catch_up_grace, self.config.catch_up_max, self._anchors.anchor
-        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace, most), self._set_aside)
+        due_of, anchor = due_slots_at(now, self.config.catch_up_grace, self.config.catch_up_max), self._anchors.anchor
+        return broken.each_due(tasks, lambda task: due_of(task, anchor(task)), self._set_aside)
 
     def _decide(
         self, due: list[Due], now: datetime, missed_reason: str | None, shared: Decision | None = None

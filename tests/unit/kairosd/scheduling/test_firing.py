@@ -28,6 +28,7 @@ from kairosd.scheduling.firing import (
     clock_jump_reason,
     decide,
     due_slots,
+    due_slots_at,
     fire_now,
 )
 
@@ -74,6 +75,40 @@ def test_due_slots_count_the_fires_after_the_anchor_and_keep_the_first_and_the_n
     assert due.behind is False
     everything = due_slots(hourly(CatchUp.ALL), THREE_DAYS_AGO, NOW, LIMITS.grace, catch_up_max=4)
     assert hours(everything.newest) == [(5, h) for h in range(6, 11)]  # catch_up=all: catch_up_max + 1
+
+
+def test_due_slots_at_one_now_are_due_slots_and_shared_by_tasks_of_one_schedule_anchor_and_policy():
+    """A pass asks for the due fires of every task at one ``now`` (``due_slots_at``): each answer is what
+    ``due_slots`` gives, field by field; recurring cron tasks without jitter with the same schedule, zone,
+    anchor and catch-up policy share theirs (one answer of a few for 10,000 tasks), and no other task does:
+    another anchor, zone, schedule or policy (catch_up=all keeps more fires), a jittered task, a one-shot."""
+    long_ago = NOW - timedelta(days=30)
+    tasks = [
+        hourly(CatchUp.ONCE),
+        hourly(CatchUp.SKIP),
+        hourly(CatchUp.ONCE),
+        hourly(CatchUp.ALL),
+        hourly(CatchUp.ONCE, tz="Europe/Paris"),
+        hourly(CatchUp.ONCE, jitter="max:5m"),
+        task("30 * * * *", catch_up=CatchUp.ONCE).model_copy(update={"last_scheduled_for": THREE_DAYS_AGO}),
+        hourly(CatchUp.ONCE).model_copy(update={"last_scheduled_for": long_ago}),
+        task(at=NOW - timedelta(hours=1), recurring=False),
+    ]
+    of = due_slots_at(NOW, LIMITS.grace, 3)
+    fields = ("task", "count", "first", "newest", "behind")
+    items = []
+    for t in tasks:
+        anchor = t.last_scheduled_for or t.created_at
+        item, alone = of(t, anchor), due_slots(t, anchor, NOW, LIMITS.grace, 3)
+        assert [getattr(item, name) for name in fields] == [getattr(alone, name) for name in fields]
+        items.append(item)
+    assert items[2].newest is items[0].newest
+    assert items[2].first is items[0].first
+    assert items[1].newest is items[0].newest  # once and skip keep the same newest fires
+    others = [items[0], *items[3:]]
+    assert len({id(item.newest) for item in others}) == len(others)
+    assert items[7].behind
+    assert items[7].count == 30 * 24
 
 
 def test_due_slots_say_when_the_anchor_is_older_than_the_window_and_still_count_every_fire():
