@@ -535,9 +535,13 @@ class Scheduler:
     ) -> bool:
         """Commit ``decision`` (its runs being written by ``writing``, if given) and plan its tasks again."""
         recorded = await self._commit(decision, writing)
-        if not recorded or self._unrecorded:  # recorded, with no reason kept for any task: nothing to drop
+        pending = self._unrecorded
+        if not recorded:
             for item in due:
                 self._keep_reason(item.task.id, missed_reason, recorded)
+        elif pending:  # recorded: no reason is kept for these tasks any more (see _keep_reason)
+            for item in due:
+                pending.pop(item.task.id, None)
         self._replan_many([item.task.id for item in due])
         return recorded
 
@@ -602,9 +606,7 @@ class Scheduler:
         self._anchors.advance(decision.advances)
         for task, run in decision.queue:
             self._dispatch.enqueue(task, run)
-        lines = decision.lines
-        for task, run in decision.start:
-            self._dispatch.start(task, run, lines.get(id(run)))  # its outcome's line is this one, spliced
+        self._dispatch.start_many(decision.start, decision.lines)  # each outcome's line is its run's, spliced
         return True
 
     def _write(
