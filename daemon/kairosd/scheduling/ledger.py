@@ -485,14 +485,17 @@ class MissedLedger(_HeldLog):
         *,
         handed_over: bool = False,
         encode: Callable[[MissedRecord], bytes] = json_line,
+        lines: builtins.list[bytes] | None = None,
     ) -> None:
-        """Append ``records`` with a single fsync; durable when this returns. ``handed_over`` and
-        ``encode``: as for :meth:`RunLedger.record_many` (kept as they are, not copied)."""
+        """Append ``records`` with a single fsync; durable when this returns. ``handed_over``, ``encode`` and
+        ``lines``: as for :meth:`RunLedger.record_many` (kept as they are, not copied)."""
         if not records:
             return
+        if lines is not None and len(lines) != len(records):
+            raise ValueError(f"{len(lines)} lines for {len(records)} records")
         with self._lock:
             self._require_loaded()
-            self._log.append_lines([encode(record) for record in records])
+            self._log.append_lines([encode(record) for record in records] if lines is None else lines)
             # Only the newest ``keep`` stay in memory: the older ones of a big batch (one per task after a
             # long stop) would be trimmed at once, so they only replace what they update.
             kept = len(records) - self._keep

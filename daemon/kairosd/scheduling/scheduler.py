@@ -60,7 +60,7 @@ from kairosd.core.errors import StoreError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import Target, Task
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Run, json_line
+from kairosd.core.records import MissedRecord, Run
 from kairosd.delivery.base import Delivery
 from kairosd.scheduling import broken
 from kairosd.scheduling.anchors import RELEASE_WAIT_S, Anchors
@@ -76,6 +76,7 @@ from kairosd.scheduling.firing import (
     due_slots,
     due_slots_at,
     fire_now,
+    records_lines,
     stopped_unstarted,
 )
 from kairosd.scheduling.ledger import Compacting, MissedLedger, RunLedger
@@ -90,6 +91,10 @@ _FIRST_AFTER_CACHE = 4096
 # long stop every task is due at once: one decision for 10,000 tasks held 20,000 records, and their JSON,
 # in memory together.
 PASS_CHUNK = 1000
+
+
+# The lines of a list of records, one each in order (see Decision.lines_of).
+_LinesOf = Callable[[list[Any]], list[bytes]]
 
 
 # A tick whose heap holds more entries than this and all of them due sorts them rather than pop each.
@@ -576,7 +581,7 @@ class Scheduler:
         thread (None: no runs to write). On a loaded machine each trip waits its turn for a CPU."""
         if not decision.runs:
             return None
-        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed, decision.line))
+        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed, decision.lines_of))
 
     async def _commit(self, decision: Decision, writing: asyncio.Future[None] | None = None) -> bool:
         """Record the decision's runs (the commit point), apply its anchors, start its deliveries.
@@ -599,7 +604,7 @@ class Scheduler:
                 log.warning("the run ledger is writable again; firing resumes")
                 self.write_error = None
         elif decision.missed:
-            await asyncio.to_thread(self._add_missed, decision.missed, decision.line)
+            await asyncio.to_thread(self._add_missed, decision.missed, decision.lines_of)
         # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
         # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
         self._tell_missed(decision.missed)
@@ -610,10 +615,11 @@ class Scheduler:
         return True
 
     def _write(
-        self, runs: list[Run], missed: list[MissedRecord] | None = None, encode: Callable[[Any], bytes] = json_line
+        self, runs: list[Run], missed: list[MissedRecord] | None = None, lines_of: _LinesOf = records_lines
     ) -> None:
         """Append ``missed`` (see :meth:`_add_missed`), then the runs the scheduler made and hands over;
-        ``encode`` gives each record's line (a decision knows most of them already: :meth:`Decision.line`).
+        ``lines_of`` gives the lines of a list of records (a decision knows most of them already:
+        :meth:`Decision.lines_of`).
 
         Missed records first: the runs are the commit point (they move the anchors at the next start), so
         a kill between the two appends must leave the runs unwritten, never the summaries. The pass is
@@ -626,13 +632,13 @@ class Scheduler:
         state is a copy), so the ledger keeps them rather than copies.
         """
         if missed:
-            self._add_missed(missed, encode)
-        self.ledger.record_many(runs, handed_over=True, encode=encode)
+            self._add_missed(missed, lines_of)
+        self.ledger.record_many(runs, handed_over=True, lines=lines_of(runs))
 
-    def _add_missed(self, records: list[MissedRecord], encode: Callable[[Any], bytes] = json_line) -> None:
+    def _add_missed(self, records: list[MissedRecord], lines_of: _LinesOf = records_lines) -> None:
         """Add ``records`` to the missed ledger (before their runs are recorded); a failure is logged."""
         try:
-            self.missed.add(records, handed_over=True, encode=encode)
+            self.missed.add(records, handed_over=True, lines=lines_of(records))
         except OSError as exc:
             # The run ledger has the misses too (as missed runs); this ledger is the summary.
             log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)

@@ -7,6 +7,7 @@ fires are recorded as missed and why, where each anchor moves.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -710,6 +711,24 @@ def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monke
         assert record.model_dump() == type(record).model_validate_json(planned.line(record)).model_dump()
     for run in planned.runs:
         assert run.model_dump() == type(run).model_validate_json(planned.line(run)).model_dump()
+
+
+def test_a_decisions_lines_of_its_records_are_their_lines_in_order_and_json_line_of_any_other(monkeypatch):
+    """The ledgers get a chunk's lines in one list (``Decision.lines_of``): each record's line, the one its
+    prototype made (nothing encoded again), in the records' order; a record the decision did not make is
+    encoded as ``json_line`` encodes it."""
+    from kairosd.core.records import json_line
+
+    tasks = [hourly(policy, task_id=f"{0x40000000 + i:08x}") for i, policy in enumerate([CatchUp.ONCE] * 5)]
+    d = decide([due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks], NOW, NOT_RUNNING, LIMITS, InFlight())
+    stranger = one_pass(hourly(CatchUp.SKIP, task_id="4000ffff")).runs[0]
+    expected = [d.line(r) for r in d.runs] + [json_line(stranger)]
+    encoded: list[Any] = []
+    monkeypatch.setattr(firing, "json_line", lambda record: encoded.append(record) or json_line(record))
+    assert d.lines_of([*d.runs, stranger]) == expected
+    assert encoded == [stranger]
+    assert [json.loads(line)["run_id"] for line in d.lines_of(d.runs)] == [r.run_id for r in d.runs]
+    assert d.lines_of(d.missed) == [d.line(m) for m in d.missed]
 
 
 def test_missed_ids_of_a_first_slot_are_missed_id_and_run_ids_drawn_together_are_run_ids():
