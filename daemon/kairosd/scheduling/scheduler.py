@@ -206,12 +206,26 @@ class Scheduler:
 
     def schedule(self, task: Task, wake: bool = True) -> None:
         """(Re)plan ``task`` and wake the loop (unless ``wake`` is false); call after any change to it."""
-        try:
-            fire = self.next_fire(task)
-        except Exception as exc:
-            self._set_aside(task.id, "plan", exc)
-            return
-        self._plan(task, fire, wake)
+        if self._schedule_each((task,)) and wake:
+            self._wake.set()
+
+    def _schedule_each(self, tasks: Iterable[Task]) -> int:
+        """Plan each of ``tasks`` (a pass's chunk: 1,000, in one loop) without waking the loop; how many were
+        planned (or found to have no next fire) rather than set aside."""
+        next_fire, planned, heap, seq, done = self.next_fire, self._next, self._heap, self._seq, 0
+        for task in tasks:
+            try:
+                fire = next_fire(task)
+            except Exception as exc:
+                self._set_aside(task.id, "plan", exc)
+                continue
+            if fire is None:
+                planned.pop(task.id, None)
+            else:
+                planned[task.id] = fire
+                heapq.heappush(heap, (fire.planned_for, next(seq), task.id))
+            done += 1
+        return done
 
     def _set_aside(self, task_id: str, stage: str, exc: BaseException, slot: datetime | None = None) -> None:
         """Pause one task whose planning, firing or expiry raised (see :mod:`.broken`); the rest go on."""
@@ -219,15 +233,6 @@ class Scheduler:
         self._next.pop(task_id, None)
         self._unrecorded.pop(task_id, None)
         self._anchors.persist()
-
-    def _plan(self, task: Task, fire: Fire | None, wake: bool = True) -> None:
-        if fire is None:
-            self._next.pop(task.id, None)
-        else:
-            self._next[task.id] = fire
-            heapq.heappush(self._heap, (fire.planned_for, next(self._seq), task.id))
-        if wake:
-            self._wake.set()
 
     def _replan(self, task_id: str, wake: bool = True) -> None:
         """Plan ``task_id`` as the book holds it now (after a pass, or a rolled-back store write)."""
@@ -239,8 +244,14 @@ class Scheduler:
 
     def _replan_many(self, task_ids: list[str]) -> None:
         """:meth:`_replan` of each of ``task_ids`` (a pass's chunk, 1,000 tasks), waking the loop once."""
+        find, tasks = self.book.find, []
         for task_id in task_ids:
-            self._replan(task_id, wake=False)
+            task = find(task_id)
+            if task is None:
+                self.unschedule(task_id)
+            else:
+                tasks.append(task)
+        self._schedule_each(tasks)
         if task_ids:  # a pass with nothing due plans nothing: the loop, woken, would tick again at once
             self._wake.set()
 
