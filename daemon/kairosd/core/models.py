@@ -390,17 +390,26 @@ def moved(task: Task, **changes: Any) -> Task:
     """``task.model_copy(update=changes)``, for changes already valid, at a third of its cost.
 
     A catch-up pass moves the anchor of every task (10,000 copies after a long stop). The copy's
-    dict shares its keys with the other tasks' (as a loaded task's does, see
-    :func:`kairosd.store.store.slim`), and it shares ``task``'s fields set and empty unknown-fields
-    dict (pydantic adds names to the set and, with ``validate_assignment``, replaces that dict on an
-    assignment rather than changing it). Nothing is validated: only for values of the fields' types.
+    dict is a copy of ``task``'s: a loaded task's shares its keys with the other tasks' (see
+    :func:`kairosd.store.store.slim`), and so does the copy's. It shares ``task``'s fields set and
+    empty unknown-fields dict (pydantic adds names to the set and, with ``validate_assignment``,
+    replaces that dict on an assignment rather than changing it). Nothing is validated: only for
+    values of the fields' types.
     """
     if not changes.keys() <= _TASK_FIELDS:
         raise TypeError(f"Task has no field {sorted(changes.keys() - _TASK_FIELDS)[0]!r}")
+    return moved_with(task, changes)
+
+
+def moved_with(task: Task, changes: dict[str, Any]) -> Task:
+    """:func:`moved` of ``changes`` given as a dict whose names are Task's fields (not checked: the caller
+    checked them once for many tasks, or built them from field names)."""
     copy = Task.__new__(Task)
-    fields = copy.__dict__  # empty, on the class's shared keys
-    fields.update(task.__dict__)  # one by one, in the same order: the keys stay shared
+    # A copy of a dict on shared keys is on them too, and copying it is a fifth of the cost of setting
+    # each field into a new one (0.13 against 0.94 us, 10,000 times in a catch-up pass).
+    fields = task.__dict__.copy()
     fields.update(changes)
+    set_dict(copy, fields)
     kept = task.__pydantic_fields_set__
     extra = task.__pydantic_extra__
     set_fields_set(copy, kept if changes.keys() <= kept else kept | changes.keys())
@@ -415,6 +424,7 @@ _slots: Mapping[str, Any] = vars(BaseModel)
 set_fields_set = _slots["__pydantic_fields_set__"].__set__
 set_extra = _slots["__pydantic_extra__"].__set__
 set_private = _slots["__pydantic_private__"].__set__
+set_dict = _slots["__dict__"].__set__
 
 
 def default_catch_up(recurring: bool) -> CatchUp:

@@ -100,23 +100,22 @@ class Anchors:
         # One move per task: a pass moves a task past its misses, then past the fire that catches up;
         # the newest slot is where it ends, fired if any of them was. Each move copies the task.
         newest: dict[str, Advance] = {}
+        first = newest.setdefault
         for item in advances:
-            seen = newest.get(item.task.id)
-            if seen is None:
-                newest[item.task.id] = item  # most tasks move once: no copy of the tuple for them
-                continue
+            seen = first(item.task.id, item)
+            if seen is item:
+                continue  # most tasks move once: no copy of the tuple for them
             if seen.fire.scheduled_for > item.fire.scheduled_for:
                 item, seen = seen, item
             # The catch-up fire after a task's misses is the newer, and fired: it stays as it is.
             newest[item.task.id] = item if item.fired or not seen.fired else item._replace(fired=True)
-        moved = False
+        handled, apply = self._handled, self._apply
         for task, fire, when, fired in newest.values():
-            known = self._handled.get(task.id)
+            known = handled.get(task.id)
             if known is None or known[0].scheduled_for < fire.scheduled_for:
-                self._handled[task.id] = (fire, when, fired)
-            self._apply(task, fire, when, fired)
-            moved = True
-        if moved:
+                handled[task.id] = (fire, when, fired)
+            apply(task, fire, when, fired)
+        if newest:
             self.persist()
 
     def _apply(self, task: Task, fire: Fire, now: datetime, fired: bool) -> None:

@@ -44,7 +44,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
-from kairosd.core.models import CatchUp, Overlap, Task, moved
+from kairosd.core.models import CatchUp, Overlap, Task, moved_with
 from kairosd.core.plan import Fire, fire_for, scheduled_after
 from kairosd.core.records import (
     MissedRecord,
@@ -132,6 +132,9 @@ class Decision:
     lines: dict[int, bytes] = field(default_factory=dict, repr=False, compare=False)
     # The catch-up plans of its groups of tasks (see _catch_up_planned), by what the group shares.
     plans: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
+    # The last plan _catch_up_planned gave, and what its task had that the plan's key is made of (the objects
+    # themselves): the next task with the same has the same plan.
+    last_plan: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     def sharing(self) -> Decision:
         """A new decision for the same ``now`` (the next chunk of a pass) that shares this one's targets,
@@ -145,6 +148,11 @@ class Decision:
         prototype made, else encoded now. Its records are handed over: nothing changes them after."""
         return self.lines.get(id(record)) or json_line(record)
 
+    def lines_of(self, records: Sequence[Run | MissedRecord]) -> list[bytes]:
+        """:meth:`line` of each of ``records``, in one loop (a pass hands its ledgers 1,000-2,000 a chunk)."""
+        known = self.lines.get
+        return [known(id(record)) or json_line(record) for record in records]
+
     def target_json(self, task: Task) -> dict[str, Any]:
         """``task``'s target as JSON: one dict for every equal target (read only), so that the tasks of equal
         targets, not only of one target object, share their records' prototypes."""
@@ -156,6 +164,11 @@ class Decision:
             equal = self.equal_targets.setdefault(repr(dumped), dumped)
             known = self.targets[id(target)] = (target, equal)
         return known[1]
+
+
+def records_lines(records: Sequence[Run | MissedRecord]) -> list[bytes]:
+    """:func:`~kairosd.core.records.json_line` of each of ``records`` (records no decision made)."""
+    return [json_line(record) for record in records]
 
 
 @dataclass(slots=True)
@@ -233,6 +246,27 @@ def due_slots(task: Task, anchor: datetime, now: datetime, grace: timedelta, cat
     if first is not None and first.scheduled_for >= reach:
         first = fire_for(task, first.scheduled_for)
     return Due(task, count, first if count else None, newest[-keep:], behind)
+
+
+def due_slots_at(now: datetime, grace: timedelta, catch_up_max: int = 10) -> Callable[[Task, datetime], Due]:
+    """:func:`due_slots` at ``now`` as a function of a task and its anchor, for the many tasks of a pass: a
+    recurring cron task without jitter has what every such task of its schedule, zone, anchor and catch-up
+    policy has, worked out once (10,000 tasks of a few schedules back from a long stop)."""
+    known: dict[tuple[str, str, datetime, bool], tuple[int, Fire | None, Sequence[Fire], bool]] = {}
+
+    def of(task: Task, anchor: datetime) -> Due:
+        cron = task.cron
+        if task.jitter != "none" or cron is None or not task.recurring:
+            return due_slots(task, anchor, now, grace, catch_up_max)
+        key = (cron, task.tz, anchor, task.catch_up is CatchUp.ALL)  # all due_slots reads of such a task
+        shared = known.get(key)
+        if shared is None:
+            item = due_slots(task, anchor, now, grace, catch_up_max)
+            known[key] = (item.count, item.first, item.newest, item.behind)
+            return item
+        return Due(task, *shared)
+
+    return of
 
 
 @lru_cache(maxsize=256)
@@ -347,7 +381,7 @@ def advanced(task: Task, fire: Fire, when: datetime, fired: bool) -> tuple[Task,
     updates: dict[str, Any] = {"last_scheduled_for": fire.scheduled_for}
     if fired:
         updates["last_fired_at"] = when
-    updated = moved(task, **updates)
+    updated = moved_with(task, updates)  # two of Task's fields: nothing to check
     expired = fired and updated.expires and when >= updated.created_at + timedelta(days=updated.expires_after_days or 0)
     if expired:
         return updated, "expired"
@@ -470,15 +504,17 @@ class _Plan:
         ) and (self.moved_fired is None or self._parts(self.fired) is not None)
 
     @staticmethod
-    def _parts(prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], str] | None:
+    def _parts(prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], tuple[str, ...]] | None:
         assert prototype is not None
         return prototype.parts(_MISSED_OWN if prototype._cls is MissedRecord else _RUN_OWN)
 
     @classmethod
-    def _laid(cls, prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], str]:
+    def _laid(cls, prototype: Prototype[Any] | None) -> tuple[type[Any], dict[str, Any], set[str], tuple[str, ...]]:
         parts = cls._parts(prototype)
         assert parts is not None  # see _laid_out
-        return parts
+        head, after_id, *rest = parts[3]
+        # The record's id is first, a string of hex digits: its text is the id in quotes, here put around it.
+        return parts[0], parts[1], parts[2], (f'{head}"', f'"{after_id}', *rest)
 
     def _make_one(self, task: Task, task_id: str, name: str, prompt: str, schedule: str, decision: Decision) -> None:
         """One task's records by the prototypes' made_as (before they are laid out)."""
@@ -514,15 +550,16 @@ class _Plan:
     def _make_laid_out(self, batch: list[_Texts], decision: Decision) -> None:
         """:meth:`_make_one` of each task of ``batch``, from the laid-out prototypes' parts, in one loop."""
         lines, missed_out, runs, advances = decision.lines, decision.missed, decision.runs, decision.advances
-        start, started = decision.start, decision.started
+        start, started, join = decision.start, decision.started, "".join
         moved_missed, moved_fired = self.moved_missed, self.moved_fired
         ids = iter(new_run_ids(len(batch) * ((moved_missed is not None) + (moved_fired is not None))))
         if moved_missed is not None:
-            missed_cls, missed_base, missed_set, missed_text = self._laid(self.missed)
-            run_cls, run_base, run_set, run_text = self._laid(self.missed_run)
+            missed_cls, missed_base, missed_set, (m0, m1, m2, m3, m4, m5) = self._laid(self.missed)
+            run_cls, run_base, run_set, (r0, r1, r2, r3) = self._laid(self.missed_run)
             missed_id: Callable[[str], str] = self.missed_id  # type: ignore[assignment]  # set with moved_missed
         if moved_fired is not None:
-            fired_cls, fired_base, fired_set, fired_text = self._laid(self.fired)
+            fired_cls, fired_base, fired_set, (f0, f1, f2, f3) = self._laid(self.fired)
+        # Each line is its prototype's pieces joined with the task's texts (see Prototype.parts).
         for task, task_id, name, prompt, schedule in batch:
             own_id, own_name = task.id, task.name
             if moved_missed is not None:
@@ -531,12 +568,14 @@ class _Plan:
                 data["id"], data["task_id"], data["task_name"] = record_id, own_id, own_name
                 data["prompt"], data["schedule"] = task.prompt, task.cron
                 missed = record_of(missed_cls, data, missed_set)
-                lines[id(missed)] = (missed_text % (f'"{record_id}"', task_id, name, prompt, schedule)).encode("ascii")
+                lines[id(missed)] = join((m0, record_id, m1, task_id, m2, name, m3, prompt, m4, schedule, m5)).encode(
+                    "ascii"
+                )
                 run_id = next(ids)
                 data = run_base.copy()
                 data["run_id"], data["task_id"], data["task_name"] = run_id, own_id, own_name
                 run = record_of(run_cls, data, run_set)
-                lines[id(run)] = (run_text % (f'"{run_id}"', task_id, name)).encode("ascii")
+                lines[id(run)] = join((r0, run_id, r1, task_id, r2, name, r3)).encode("ascii")
                 missed_out.append(missed)
                 runs.append(run)
                 advances.append(_advance((task, *moved_missed)))
@@ -546,7 +585,7 @@ class _Plan:
                 data["run_id"], data["task_id"], data["task_name"] = run_id, own_id, own_name
                 run = record_of(fired_cls, data, fired_set)
                 advances.append(_advance((task, *moved_fired)))
-                lines[id(run)] = (fired_text % (f'"{run_id}"', task_id, name)).encode("ascii")
+                lines[id(run)] = join((f0, run_id, f1, task_id, f2, name, f3)).encode("ascii")
                 runs.append(run)
                 start.append((task, run))
                 started.add(own_id)
@@ -591,11 +630,25 @@ def _catch_up_planned(
     task_id, name = own_text(task.id), own_text(task.name)
     if task_id is None or name is None:
         return None
-    target = decision.target_json(task)
-    key = (id(item.newest), id(item.first), item.count, policy, reason, id(target))
-    plan = plans.get(key)
-    if plan is None or plan.newest is not item.newest:
-        plan = plans[key] = _plan_catch_up(item, now, reason, limits, decision)
+    newest, first, count, target = item.newest, item.first, item.count, task.target
+    last = decision.last_plan
+    if (
+        last is not None
+        and last[0] is newest
+        and last[1] is first
+        and last[2] == count
+        and last[3] is policy
+        and last[4] is target
+        and last[5] == reason
+    ):
+        plan: _Plan = last[6]  # the plan of the task before (most of a pass): no key made or looked up
+    else:
+        key = (id(newest), id(first), count, policy, reason, id(decision.target_json(task)))
+        known = plans.get(key)
+        if known is None or known.newest is not newest:
+            known = plans[key] = _plan_catch_up(item, now, reason, limits, decision)
+        plan = known
+        decision.last_plan = (newest, first, count, policy, target, reason, plan)
     texts = plan.texts(task, task_id, name)
     return None if texts is None else (plan, texts)
 

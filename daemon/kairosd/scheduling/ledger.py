@@ -199,10 +199,7 @@ class RunLedger(_HeldLog):
             self._by_task.clear()
             self._seq.clear()
             self._ages.clear()
-            for record in self._log.read():
-                run = self._parse(record)
-                if run is not None:
-                    self._put(run)
+            self._put_many(run for run in map(self._parse, self._log.read()) if run is not None)
             self._trim(builtins.list(self._by_task))
             self._loaded = True
             now = self._clock.now()
@@ -344,8 +341,7 @@ class RunLedger(_HeldLog):
     ) -> None:
         self._log.append_lines([encode(run) for run in runs] if lines is None else lines)
         # Copies: a caller that keeps mutating its Run must not change history behind the file's back.
-        for run in runs:
-            self._put(run if handed_over else _detached(run))
+        self._put_many(runs if handed_over else [_detached(run) for run in runs])
         self._trim({run.task_id for run in runs})
         if not self._compaction_holds:
             self._maybe_compact()
@@ -361,17 +357,27 @@ class RunLedger(_HeldLog):
             log.warning("%s: skipping invalid run %s (%s)", self._log.path, record["run_id"], _problem(exc))
             return None
 
-    def _put(self, run: Run) -> None:
-        old = self._runs.get(run.run_id)
-        if old is not None and old.task_id != run.task_id:
-            self._by_task[old.task_id].discard(run.run_id)
-        self._runs[run.run_id] = run
-        self._by_task.setdefault(run.task_id, set()).add(run.run_id)
-        seq = self._seq.get(run.run_id)
-        if seq is None:
-            seq = self._seq[run.run_id] = self._next_seq
-            self._next_seq += 1
-        self._ages[run.run_id] = (run.dispatched_at or run.planned_for, seq)
+    def _put_many(self, runs: Iterable[Run]) -> None:
+        """Keep each of ``runs`` (a later state of a run replaces the one kept), in one loop: a catch-up pass
+        hands over 10,000-20,000 at once."""
+        by_id, by_task, seqs, ages = self._runs, self._by_task, self._seq, self._ages
+        seq = self._next_seq
+        for run in runs:
+            run_id, task_id = run.run_id, run.task_id
+            old = by_id.get(run_id)
+            if old is not None and old.task_id != task_id:
+                by_task[old.task_id].discard(run_id)
+            by_id[run_id] = run
+            ids = by_task.get(task_id)
+            if ids is None:
+                ids = by_task[task_id] = set()
+            ids.add(run_id)
+            number = seqs.get(run_id)
+            if number is None:
+                number = seqs[run_id] = seq
+                seq += 1
+            ages[run_id] = (run.dispatched_at or run.planned_for, number)
+        self._next_seq = seq
 
     def knows(self, run_id: str) -> bool:
         """Whether the history still has the run ``run_id``."""
@@ -479,14 +485,17 @@ class MissedLedger(_HeldLog):
         *,
         handed_over: bool = False,
         encode: Callable[[MissedRecord], bytes] = json_line,
+        lines: builtins.list[bytes] | None = None,
     ) -> None:
-        """Append ``records`` with a single fsync; durable when this returns. ``handed_over`` and
-        ``encode``: as for :meth:`RunLedger.record_many` (kept as they are, not copied)."""
+        """Append ``records`` with a single fsync; durable when this returns. ``handed_over``, ``encode`` and
+        ``lines``: as for :meth:`RunLedger.record_many` (kept as they are, not copied)."""
         if not records:
             return
+        if lines is not None and len(lines) != len(records):
+            raise ValueError(f"{len(lines)} lines for {len(records)} records")
         with self._lock:
             self._require_loaded()
-            self._log.append_lines([encode(record) for record in records])
+            self._log.append_lines([encode(record) for record in records] if lines is None else lines)
             # Only the newest ``keep`` stay in memory: the older ones of a big batch (one per task after a
             # long stop) would be trimmed at once, so they only replace what they update.
             kept = len(records) - self._keep

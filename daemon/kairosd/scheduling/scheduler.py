@@ -60,7 +60,7 @@ from kairosd.core.errors import StoreError, UsageError
 from kairosd.core.events import EventBus
 from kairosd.core.models import Target, Task
 from kairosd.core.plan import Fire, fire_for, scheduled_after
-from kairosd.core.records import MissedRecord, Run, json_line
+from kairosd.core.records import MissedRecord, Run
 from kairosd.delivery.base import Delivery
 from kairosd.scheduling import broken
 from kairosd.scheduling.anchors import RELEASE_WAIT_S, Anchors
@@ -74,7 +74,9 @@ from kairosd.scheduling.firing import (
     decide,
     decide_disabled,
     due_slots,
+    due_slots_at,
     fire_now,
+    records_lines,
     stopped_unstarted,
 )
 from kairosd.scheduling.ledger import Compacting, MissedLedger, RunLedger
@@ -89,6 +91,10 @@ _FIRST_AFTER_CACHE = 4096
 # long stop every task is due at once: one decision for 10,000 tasks held 20,000 records, and their JSON,
 # in memory together.
 PASS_CHUNK = 1000
+
+
+# The lines of a list of records, one each in order (see Decision.lines_of).
+_LinesOf = Callable[[list[Any]], list[bytes]]
 
 
 # A tick whose heap holds more entries than this and all of them due sorts them rather than pop each.
@@ -200,12 +206,26 @@ class Scheduler:
 
     def schedule(self, task: Task, wake: bool = True) -> None:
         """(Re)plan ``task`` and wake the loop (unless ``wake`` is false); call after any change to it."""
-        try:
-            fire = self.next_fire(task)
-        except Exception as exc:
-            self._set_aside(task.id, "plan", exc)
-            return
-        self._plan(task, fire, wake)
+        if self._schedule_each((task,)) and wake:
+            self._wake.set()
+
+    def _schedule_each(self, tasks: Iterable[Task]) -> int:
+        """Plan each of ``tasks`` (a pass's chunk: 1,000, in one loop) without waking the loop; how many were
+        planned (or found to have no next fire) rather than set aside."""
+        next_fire, planned, heap, seq, done = self.next_fire, self._next, self._heap, self._seq, 0
+        for task in tasks:
+            try:
+                fire = next_fire(task)
+            except Exception as exc:
+                self._set_aside(task.id, "plan", exc)
+                continue
+            if fire is None:
+                planned.pop(task.id, None)
+            else:
+                planned[task.id] = fire
+                heapq.heappush(heap, (fire.planned_for, next(seq), task.id))
+            done += 1
+        return done
 
     def _set_aside(self, task_id: str, stage: str, exc: BaseException, slot: datetime | None = None) -> None:
         """Pause one task whose planning, firing or expiry raised (see :mod:`.broken`); the rest go on."""
@@ -213,15 +233,6 @@ class Scheduler:
         self._next.pop(task_id, None)
         self._unrecorded.pop(task_id, None)
         self._anchors.persist()
-
-    def _plan(self, task: Task, fire: Fire | None, wake: bool = True) -> None:
-        if fire is None:
-            self._next.pop(task.id, None)
-        else:
-            self._next[task.id] = fire
-            heapq.heappush(self._heap, (fire.planned_for, next(self._seq), task.id))
-        if wake:
-            self._wake.set()
 
     def _replan(self, task_id: str, wake: bool = True) -> None:
         """Plan ``task_id`` as the book holds it now (after a pass, or a rolled-back store write)."""
@@ -233,8 +244,14 @@ class Scheduler:
 
     def _replan_many(self, task_ids: list[str]) -> None:
         """:meth:`_replan` of each of ``task_ids`` (a pass's chunk, 1,000 tasks), waking the loop once."""
+        find, tasks = self.book.find, []
         for task_id in task_ids:
-            self._replan(task_id, wake=False)
+            task = find(task_id)
+            if task is None:
+                self.unschedule(task_id)
+            else:
+                tasks.append(task)
+        self._schedule_each(tasks)
         if task_ids:  # a pass with nothing due plans nothing: the loop, woken, would tick again at once
             self._wake.set()
 
@@ -534,9 +551,13 @@ class Scheduler:
     ) -> bool:
         """Commit ``decision`` (its runs being written by ``writing``, if given) and plan its tasks again."""
         recorded = await self._commit(decision, writing)
-        if not recorded or self._unrecorded:  # recorded, with no reason kept for any task: nothing to drop
+        pending = self._unrecorded
+        if not recorded:
             for item in due:
                 self._keep_reason(item.task.id, missed_reason, recorded)
+        elif pending:  # recorded: no reason is kept for these tasks any more (see _keep_reason)
+            for item in due:
+                pending.pop(item.task.id, None)
         self._replan_many([item.task.id for item in due])
         return recorded
 
@@ -551,8 +572,8 @@ class Scheduler:
 
     def _due(self, tasks: list[Task], now: datetime) -> list[Due]:
         """The due fires of each task; a task whose fires cannot be computed is set aside."""
-        grace, most, anchor = self.config.catch_up_grace, self.config.catch_up_max, self._anchors.anchor
-        return broken.each_due(tasks, lambda task: due_slots(task, anchor(task), now, grace, most), self._set_aside)
+        due_of, anchor = due_slots_at(now, self.config.catch_up_grace, self.config.catch_up_max), self._anchors.anchor
+        return broken.each_due(tasks, lambda task: due_of(task, anchor(task)), self._set_aside)
 
     def _decide(
         self, due: list[Due], now: datetime, missed_reason: str | None, shared: Decision | None = None
@@ -571,7 +592,7 @@ class Scheduler:
         thread (None: no runs to write). On a loaded machine each trip waits its turn for a CPU."""
         if not decision.runs:
             return None
-        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed, decision.line))
+        return asyncio.ensure_future(asyncio.to_thread(self._write, decision.runs, decision.missed, decision.lines_of))
 
     async def _commit(self, decision: Decision, writing: asyncio.Future[None] | None = None) -> bool:
         """Record the decision's runs (the commit point), apply its anchors, start its deliveries.
@@ -594,23 +615,22 @@ class Scheduler:
                 log.warning("the run ledger is writable again; firing resumes")
                 self.write_error = None
         elif decision.missed:
-            await asyncio.to_thread(self._add_missed, decision.missed, decision.line)
+            await asyncio.to_thread(self._add_missed, decision.missed, decision.lines_of)
         # Told only once recorded: a pass the run ledger refuses is decided again next tick, and
         # telling it then as well would run the scheduled_task_missed hooks once per refused tick.
         self._tell_missed(decision.missed)
         self._anchors.advance(decision.advances)
         for task, run in decision.queue:
             self._dispatch.enqueue(task, run)
-        lines = decision.lines
-        for task, run in decision.start:
-            self._dispatch.start(task, run, lines.get(id(run)))  # its outcome's line is this one, spliced
+        self._dispatch.start_many(decision.start, decision.lines)  # each outcome's line is its run's, spliced
         return True
 
     def _write(
-        self, runs: list[Run], missed: list[MissedRecord] | None = None, encode: Callable[[Any], bytes] = json_line
+        self, runs: list[Run], missed: list[MissedRecord] | None = None, lines_of: _LinesOf = records_lines
     ) -> None:
         """Append ``missed`` (see :meth:`_add_missed`), then the runs the scheduler made and hands over;
-        ``encode`` gives each record's line (a decision knows most of them already: :meth:`Decision.line`).
+        ``lines_of`` gives the lines of a list of records (a decision knows most of them already:
+        :meth:`Decision.lines_of`).
 
         Missed records first: the runs are the commit point (they move the anchors at the next start), so
         a kill between the two appends must leave the runs unwritten, never the summaries. The pass is
@@ -623,13 +643,13 @@ class Scheduler:
         state is a copy), so the ledger keeps them rather than copies.
         """
         if missed:
-            self._add_missed(missed, encode)
-        self.ledger.record_many(runs, handed_over=True, encode=encode)
+            self._add_missed(missed, lines_of)
+        self.ledger.record_many(runs, handed_over=True, lines=lines_of(runs))
 
-    def _add_missed(self, records: list[MissedRecord], encode: Callable[[Any], bytes] = json_line) -> None:
+    def _add_missed(self, records: list[MissedRecord], lines_of: _LinesOf = records_lines) -> None:
         """Add ``records`` to the missed ledger (before their runs are recorded); a failure is logged."""
         try:
-            self.missed.add(records, handed_over=True, encode=encode)
+            self.missed.add(records, handed_over=True, lines=lines_of(records))
         except OSError as exc:
             # The run ledger has the misses too (as missed runs); this ledger is the summary.
             log.warning("cannot write the missed ledger %s: %s", self.missed.path, exc.strerror or exc)

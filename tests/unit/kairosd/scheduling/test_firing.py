@@ -7,6 +7,7 @@ fires are recorded as missed and why, where each anchor moves.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,6 +29,7 @@ from kairosd.scheduling.firing import (
     clock_jump_reason,
     decide,
     due_slots,
+    due_slots_at,
     fire_now,
 )
 
@@ -74,6 +76,40 @@ def test_due_slots_count_the_fires_after_the_anchor_and_keep_the_first_and_the_n
     assert due.behind is False
     everything = due_slots(hourly(CatchUp.ALL), THREE_DAYS_AGO, NOW, LIMITS.grace, catch_up_max=4)
     assert hours(everything.newest) == [(5, h) for h in range(6, 11)]  # catch_up=all: catch_up_max + 1
+
+
+def test_due_slots_at_one_now_are_due_slots_and_shared_by_tasks_of_one_schedule_anchor_and_policy():
+    """A pass asks for the due fires of every task at one ``now`` (``due_slots_at``): each answer is what
+    ``due_slots`` gives, field by field; recurring cron tasks without jitter with the same schedule, zone,
+    anchor and catch-up policy share theirs (one answer of a few for 10,000 tasks), and no other task does:
+    another anchor, zone, schedule or policy (catch_up=all keeps more fires), a jittered task, a one-shot."""
+    long_ago = NOW - timedelta(days=30)
+    tasks = [
+        hourly(CatchUp.ONCE),
+        hourly(CatchUp.SKIP),
+        hourly(CatchUp.ONCE),
+        hourly(CatchUp.ALL),
+        hourly(CatchUp.ONCE, tz="Europe/Paris"),
+        hourly(CatchUp.ONCE, jitter="max:5m"),
+        task("30 * * * *", catch_up=CatchUp.ONCE).model_copy(update={"last_scheduled_for": THREE_DAYS_AGO}),
+        hourly(CatchUp.ONCE).model_copy(update={"last_scheduled_for": long_ago}),
+        task(at=NOW - timedelta(hours=1), recurring=False),
+    ]
+    of = due_slots_at(NOW, LIMITS.grace, 3)
+    fields = ("task", "count", "first", "newest", "behind")
+    items = []
+    for t in tasks:
+        anchor = t.last_scheduled_for or t.created_at
+        item, alone = of(t, anchor), due_slots(t, anchor, NOW, LIMITS.grace, 3)
+        assert [getattr(item, name) for name in fields] == [getattr(alone, name) for name in fields]
+        items.append(item)
+    assert items[2].newest is items[0].newest
+    assert items[2].first is items[0].first
+    assert items[1].newest is items[0].newest  # once and skip keep the same newest fires
+    others = [items[0], *items[3:]]
+    assert len({id(item.newest) for item in others}) == len(others)
+    assert items[7].behind
+    assert items[7].count == 30 * 24
 
 
 def test_due_slots_say_when_the_anchor_is_older_than_the_window_and_still_count_every_fire():
@@ -628,13 +664,15 @@ def test_a_planned_catch_up_decides_what_the_task_by_task_one_decides(monkeypatc
     assert len(planned.missed) >= 10
 
 
+@pytest.mark.parametrize("reason", [NOT_RUNNING, "50% %s %% %d of it"])
 @pytest.mark.parametrize("policy", [CatchUp.ONCE, CatchUp.SKIP])
-def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monkeypatch, policy):
+def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monkeypatch, policy, reason):
     """Consecutive tasks of one plan (every task of a 10k pass) are gathered and their records made in one
     loop from the prototypes' laid-out parts (``_Plan.make``). What they write and do, in order, is what the
     task-by-task catch-up writes and does, field by field and line by line: with tasks of that plan cut by
     one whose prompt a line cannot hold (a DEL: decided by _catch_up between two runs of the plan), one of
-    another target, one running, the same task twice in the pass, and escaped names and prompts."""
+    another target, one running, the same task twice in the pass, and escaped names and prompts; and a
+    reason with ``%`` in it (the lines are the prototypes' pieces joined, no ``%``-template)."""
     from kairosd.core.models import InboxTarget
 
     shared, other = InboxTarget(session="main"), InboxTarget(session="other")
@@ -651,7 +689,7 @@ def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monke
 
     def decided() -> Decision:
         due = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
-        return decide(due, NOW, NOT_RUNNING, LIMITS, running)
+        return decide(due, NOW, reason, LIMITS, running)
 
     made: list[int] = []
     laid_out = firing._Plan._make_laid_out
@@ -673,6 +711,24 @@ def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monke
         assert record.model_dump() == type(record).model_validate_json(planned.line(record)).model_dump()
     for run in planned.runs:
         assert run.model_dump() == type(run).model_validate_json(planned.line(run)).model_dump()
+
+
+def test_a_decisions_lines_of_its_records_are_their_lines_in_order_and_json_line_of_any_other(monkeypatch):
+    """The ledgers get a chunk's lines in one list (``Decision.lines_of``): each record's line, the one its
+    prototype made (nothing encoded again), in the records' order; a record the decision did not make is
+    encoded as ``json_line`` encodes it."""
+    from kairosd.core.records import json_line
+
+    tasks = [hourly(policy, task_id=f"{0x40000000 + i:08x}") for i, policy in enumerate([CatchUp.ONCE] * 5)]
+    d = decide([due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks], NOW, NOT_RUNNING, LIMITS, InFlight())
+    stranger = one_pass(hourly(CatchUp.SKIP, task_id="4000ffff")).runs[0]
+    expected = [d.line(r) for r in d.runs] + [json_line(stranger)]
+    encoded: list[Any] = []
+    monkeypatch.setattr(firing, "json_line", lambda record: encoded.append(record) or json_line(record))
+    assert d.lines_of([*d.runs, stranger]) == expected
+    assert encoded == [stranger]
+    assert [json.loads(line)["run_id"] for line in d.lines_of(d.runs)] == [r.run_id for r in d.runs]
+    assert d.lines_of(d.missed) == [d.line(m) for m in d.missed]
 
 
 def test_missed_ids_of_a_first_slot_are_missed_id_and_run_ids_drawn_together_are_run_ids():

@@ -61,6 +61,28 @@ def test_last_record_of_a_run_wins(tmp_path: Path, clock: FakeClock) -> None:
     assert reloaded.get("r1").reason == "exit 1"
 
 
+def test_a_batch_handed_over_keeps_each_runs_last_state_under_its_own_task(tmp_path: Path, clock: FakeClock) -> None:
+    """Runs handed over in one batch (a catch-up pass's 10,000) are kept as one ``record`` each would keep
+    them: the same run twice is one run in its last state, a later state of a kept run replaces it (under
+    the task it names now), and each task lists its runs newest first, in memory and after a reload."""
+    ledger = _ledger(tmp_path, clock)
+    ledger.record(_done("r0", task_id="t1"))
+    batch = [
+        _run("r1", task_id="t1", minute=1, dispatched_at=T0),
+        _done("r2", task_id="t2", minute=2),
+        _done("r1", task_id="t1", minute=1),  # r1 again, settled: one run
+        _done("r0", task_id="t3", minute=3),  # a later state of r0 that names another task
+    ]
+    ledger.record_many(batch, handed_over=True)
+    for view in (ledger, _ledger(tmp_path, clock)):
+        assert [r.run_id for r in view.list("t1")] == ["r1"]
+        assert view.get("r1").outcome is Outcome.DELIVERED
+        assert [r.run_id for r in view.list("t2")] == ["r2"]
+        assert [r.run_id for r in view.list("t3")] == ["r0"]
+        assert [r.run_id for r in view.list()] == ["r0", "r2", "r1"]
+        assert view.running() == []
+
+
 def test_interrupted_runs_are_finalised_on_load(tmp_path: Path, clock: FakeClock) -> None:
     """A run without an outcome at load is failed as interrupted at now, returned, and written back."""
     ledger = _ledger(tmp_path, clock)
