@@ -279,19 +279,39 @@ def _check_cron(words: list[str], option: bool = False) -> str:
 
 
 def _schedule_in_words(words: list[str]) -> str | None:
-    """The command a stranger meant by ``kairos add 'in 20m' PROMPT`` (or ``in 20m PROMPT``, ``every 2h``,
-    ``at 17:00``): the schedule's words as its option, or None when the words do not read so."""
+    """The command a stranger meant by ``kairos add 'in 20m' PROMPT`` (or ``in 20 minutes PROMPT`` unquoted,
+    ``'every 2h'``, ``'at 17:30'``): the schedule's words as its option, or None when no reading of the
+    words gives a value the option takes ("every weekday at 9" and "every morning" are no duration)."""
     import shlex
 
     head = words[0].split(None, 1)
-    rest = words[1:]
-    if len(head) == 1 and rest:  # the shell split `in 20m`: the value is the next word
-        head, rest = [head[0], rest[0]], rest[1:]
-    if len(head) != 2 or head[0].lower() not in ("in", "every", "at") or not rest:
+    flag = head[0].lower() if head else ""
+    if flag not in ("in", "every", "at"):
         return None
-    if not any(c in "0123456789" for c in head[1]):  # "every morning": no duration or time to pass on
-        return None
-    return f"kairos add --{head[0].lower()} {shlex.quote(head[1])} {shlex.quote(' '.join(rest))}"
+    if len(head) == 2:  # 'in 20m' quoted: the value is the rest of the first argument
+        readings = [(head[1].strip(), words[1:])]
+    else:  # the shell split it: the value is the next word, or the next two ("20 minutes")
+        readings = [(" ".join(words[1:3]), words[3:]), (" ".join(words[1:2]), words[2:])]
+    for value, rest in readings:
+        if rest and _takes(flag, value):
+            return f"kairos add --{flag} {shlex.quote(value)} {shlex.quote(' '.join(rest))}"
+    return None
+
+
+def _takes(flag: str, value: str) -> bool:
+    """Whether ``--FLAG VALUE`` would be taken (--at's value is checked by kairosd: one word with a digit)."""
+    from kairosd.core.errors import KairosError
+    from kairosd.core.schedule.durations import every_to_cron, parse_duration
+
+    if not any(c in "0123456789" for c in value):
+        return False
+    if flag == "at":
+        return len(value.split()) == 1
+    try:
+        parse_duration(value) if flag == "in" else every_to_cron(value)
+    except KairosError:
+        return False
+    return True
 
 
 def _target(args: argparse.Namespace) -> dict[str, Any]:

@@ -131,6 +131,9 @@ def test_the_cron_option_sends_what_the_first_argument_sends():
         (["add", "in", "20m", "look", "at", "PR", "12"], "did you mean: kairos add --in 20m 'look at PR 12'"),
         (["add", "Every 2h", "check CI"], "did you mean: kairos add --every 2h 'check CI'"),
         (["add", "at 17:30", "stand-up"], "did you mean: kairos add --at 17:30 stand-up"),
+        (["add", "in 20 minutes", "look"], "did you mean: kairos add --in '20 minutes' look"),
+        (["add", "in", "20", "minutes", "look", "at", "it"], "did you mean: kairos add --in '20 minutes' 'look at it'"),
+        (["add", "every", "2h", "check", "CI"], "did you mean: kairos add --every 2h 'check CI'"),
     ],
 )
 def test_a_schedule_in_words_is_answered_with_the_command_meant(capsys, argv, hint):
@@ -143,7 +146,16 @@ def test_a_schedule_in_words_is_answered_with_the_command_meant(capsys, argv, hi
 
 
 @pytest.mark.parametrize(
-    "argv", [["add", "in 20m"], ["add", "inside job", "x"], ["add", "at", "x"], ["add", "every morning", "x"]]
+    "argv",
+    [
+        ["add", "in 20m"],
+        ["add", "inside job", "x"],
+        ["add", "at", "x"],
+        ["add", "every morning", "x"],
+        ["add", "every weekday at 9", "check PRs"],
+        ["add", "in 20 parsecs", "x"],
+        ["add", "every 7q", "x"],
+    ],
 )
 def test_words_that_do_not_read_as_a_schedule_get_the_plain_refusal(capsys, argv):
     assert run(argv) == 2
