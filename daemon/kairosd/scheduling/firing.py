@@ -146,7 +146,7 @@ class Decision:
     def line(self, record: Run | MissedRecord) -> bytes:
         """``record``'s line for its ledger (:func:`~kairosd.core.records.json_line`'s bytes): the one its
         prototype made, else encoded now. Its records are handed over: nothing changes them after."""
-        return self.lines.get(id(record)) or json_line(record)
+        return self.lines_of((record,))[0]
 
     def lines_of(self, records: Sequence[Run | MissedRecord]) -> list[bytes]:
         """:meth:`line` of each of ``records``, in one loop (a pass hands its ledgers 1,000-2,000 a chunk)."""

@@ -230,7 +230,6 @@ class RunLedger(_HeldLog):
         runs: builtins.list[Run],
         *,
         handed_over: bool = False,
-        encode: Callable[[Run], bytes] = json_line,
         lines: builtins.list[bytes] | None = None,
     ) -> None:
         """Append several runs with a single fsync.
@@ -239,9 +238,8 @@ class RunLedger(_HeldLog):
         change history. ``handed_over``: the caller made these records for the
         ledger and will not change them (a later state of a run is a new record):
         they are kept as they are, without a copy each (20,000 a 10k herd).
-        ``encode``: each run's line, the bytes :func:`json_line` gives (the
-        scheduler has most of its lines already: see ``firing.Decision.line``).
-        ``lines``: instead, the runs' lines themselves, one each in order (the dispatcher's outcomes).
+        ``lines``: the runs' lines, one each in order, the bytes :func:`json_line` gives (the scheduler
+        and the dispatcher have them already: see ``firing.Decision.lines_of``); else each run is encoded.
         """
         if not runs:
             return
@@ -249,7 +247,7 @@ class RunLedger(_HeldLog):
             raise ValueError(f"{len(lines)} lines for {len(runs)} runs")
         with self._lock:
             self._require_loaded()
-            self._append(runs, handed_over, encode, lines)
+            self._append(runs, handed_over, lines)
 
     def get(self, run_id: str) -> Run:
         with self._lock:
@@ -336,10 +334,9 @@ class RunLedger(_HeldLog):
         self,
         runs: builtins.list[Run],
         handed_over: bool = False,
-        encode: Callable[[Run], bytes] = json_line,
         lines: builtins.list[bytes] | None = None,
     ) -> None:
-        self._log.append_lines([encode(run) for run in runs] if lines is None else lines)
+        self._log.append_lines([json_line(run) for run in runs] if lines is None else lines)
         # Copies: a caller that keeps mutating its Run must not change history behind the file's back.
         self._put_many(runs if handed_over else [_detached(run) for run in runs])
         self._trim({run.task_id for run in runs})
@@ -484,18 +481,17 @@ class MissedLedger(_HeldLog):
         records: builtins.list[MissedRecord],
         *,
         handed_over: bool = False,
-        encode: Callable[[MissedRecord], bytes] = json_line,
         lines: builtins.list[bytes] | None = None,
     ) -> None:
-        """Append ``records`` with a single fsync; durable when this returns. ``handed_over``, ``encode`` and
-        ``lines``: as for :meth:`RunLedger.record_many` (kept as they are, not copied)."""
+        """Append ``records`` with a single fsync; durable when this returns. ``handed_over`` and ``lines``:
+        as for :meth:`RunLedger.record_many` (kept as they are, not copied)."""
         if not records:
             return
         if lines is not None and len(lines) != len(records):
             raise ValueError(f"{len(lines)} lines for {len(records)} records")
         with self._lock:
             self._require_loaded()
-            self._log.append_lines([encode(record) for record in records] if lines is None else lines)
+            self._log.append_lines([json_line(record) for record in records] if lines is None else lines)
             # Only the newest ``keep`` stay in memory: the older ones of a big batch (one per task after a
             # long stop) would be trimmed at once, so they only replace what they update.
             kept = len(records) - self._keep
