@@ -83,7 +83,7 @@ def test_the_heldout_split_is_big_and_varied(heldout: list[Writer]) -> None:
         ("fresh4", 40, 12, 10),
         ("fresh5", 42, 15, 12),
         ("fresh6", 42, 15, 12),
-        ("fresh7", 42, 19, 12),
+        ("fresh7", 42, 21, 12),
     ],
 )
 def test_each_later_fresh_split_is_big_and_varied(
