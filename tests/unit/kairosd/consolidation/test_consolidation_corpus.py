@@ -19,7 +19,8 @@ regression, and only ``heldout`` (never opened) and ``fresh3`` (six other writer
 that work merged; only its size and variety are pinned) measure quality. ``fresh4`` (six more writers,
 written blind while the extractor was being tuned again) is pinned the same way: size and variety only,
 and so is ``fresh5`` (six more writers, written blind during the next round of tuning; never tuned on),
-and ``fresh6`` (six more voices, written blind while the offline extractor was tuned once more).
+and ``fresh6`` (six more voices, written blind while the offline extractor was tuned once more), and
+``fresh7`` (six more voices, written blind during the following round of tuning; not tuned on).
 """
 
 from __future__ import annotations
@@ -82,12 +83,13 @@ def test_the_heldout_split_is_big_and_varied(heldout: list[Writer]) -> None:
         ("fresh4", 40, 12, 10),
         ("fresh5", 42, 15, 12),
         ("fresh6", 42, 15, 12),
+        ("fresh7", 42, 21, 12),
     ],
 )
 def test_each_later_fresh_split_is_big_and_varied(
     split: str, min_turns_each: int, min_replaces: int, min_closes: int
 ) -> None:
-    """``data/fresh2`` to ``fresh6``: six writers each, who wrote without seeing the extractor
+    """``data/fresh2`` to ``fresh7``: six writers each, who wrote without seeing the extractor
     (nor the other parts), each a different voice, to measure it after a round of tuning."""
     writers = load(split)
     sessions = [s for w in writers for p in w.projects for s in p.sessions]
