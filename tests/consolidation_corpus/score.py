@@ -388,8 +388,9 @@ def ideal_answer(prompt: str, script: Script) -> str:
 
 
 def narrowed(text: str, item: Expect) -> str:
-    """The shortest run of ``text``'s comma-separated clauses that holds all of ``item``'s key words."""
-    clauses = [c.strip() for c in text.split(",") if c.strip()]
+    """The shortest run of ``text``'s clauses (split at commas, semicolons, dashes and "and") that
+    holds all of ``item``'s key words."""
+    clauses = [c.strip() for c in re.split(r",|;| [—–-] | and ", text) if c.strip()]
     runs = [clauses[i:j] for i in range(len(clauses)) for j in range(i + 1, len(clauses) + 1)]
     whole = [r for r in runs if all(word in ", ".join(r).lower() for word in item.key)]
     return ", ".join(min(whole, key=len)) if whole else text

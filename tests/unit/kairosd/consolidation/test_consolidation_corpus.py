@@ -392,7 +392,7 @@ def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_out
     assert all(t.recall.value == 1.0 for t in outcome.by_shape.values())
 
 
-@pytest.mark.parametrize("split", ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "train"])
+@pytest.mark.parametrize("split", ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "train"])
 def test_agent_mode_loses_nothing_on_the_fresh_splits_either(split: str) -> None:
     """Written after the last change, by writers who never saw the code: the same as held-out (and on
     the train split's 84 writers)."""
