@@ -1,0 +1,58 @@
+"""An entry must carry a thing to act on, whatever cue made it (issue 22, item 2: precision on new writers).
+
+The sentences here are not from any corpus split: each fragment (a piece of an instruction said over
+several sentences, or a to-do that names nothing) is next to a near neighbour that says what it is
+about, and stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from kairosd.consolidation.offline.extract import signals
+from kairosd.consolidation.offline.substance import content_words, fragment
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Never float.",  # the rule's thing (money is Decimal) was said in the sentence before
+        "Stop using any",
+        "Always squash.",
+        "Never `any`.",  # a name, but too short to say where or why
+        "Not 3.6.2.",  # what is 3.6.3 was said before
+        "don't ask",
+        "always kebab-case",
+        "for next time.",  # to-dos that name nothing to do
+        "todo for next time",
+        "Later, not now.",
+        "Remind me later",
+        "add to backlog: later",
+    ],
+)
+def test_a_fragment_makes_no_entry(sentence: str) -> None:
+    assert signals(sentence, True) == ()
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("Never use float for money.", "rule"),
+        ("never log request bodies", "rule"),
+        ("No tailwind, we use vanilla-extract", "rule"),
+        ("We use uv not poetry", "rule"),
+        ("Put the retry cleanup on the list", "todo"),
+        ("remind me to add shell completions", "todo"),
+    ],
+)
+def test_its_neighbour_that_names_its_thing_stays(sentence: str, kind: str) -> None:
+    assert [s.kind for s in signals(sentence, True)] == [kind]
+
+
+def test_the_gate_reads_words() -> None:
+    assert fragment("rule", "Never float.")
+    assert fragment("correction", "Not 3.6.2.")
+    assert not fragment("rule", "Always run the linter.")
+    assert not fragment("fact", "Msrv 1.70")  # facts are the cues' to judge
+    assert fragment("todo", "Put it on the list for later")
+    assert not fragment("todo", "Put the icon audit on the backlog")
+    assert content_words("Put the haptics cleanup on the list") == ["haptics", "cleanup"]
