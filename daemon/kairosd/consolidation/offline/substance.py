@@ -13,6 +13,11 @@ So, whatever cue made it, an entry is kept only if it carries a thing to act on:
 - an order (rule, preference, correction, decision) of fewer than :data:`MIN_ORDER_WORDS` words is a
   fragment: "Never float.", "Not 3.6.2.", "Stop using any", "Dont ask" (a rule says what to do or
   not do, and to what: "never log request bodies", "No tailwind, we use vanilla-extract");
+- an order that holds a question ("Is the index refresh holding the lock? Look. Don't touch.") is no
+  instruction as a whole: the cues drop questions, and one joined into an order is still one;
+- an order that is a bare infinitive ("To add reloader so config changes don't need a restart", what
+  is left when "note to ..." loses its opener) has lost its head: it is a to-do or a reason, not a
+  rule, unless a standing word says it holds for good ("pls to use the bulk api always");
 - a to-do must name at least :data:`MIN_TODO_WORDS` content words beyond the words that only say it
   is a to-do ("later", "next time", "the list"): "Put the retry cleanup on the list" names what to do,
   "Later not now" does not.
@@ -44,6 +49,12 @@ _EMPTY = frozenset(
 )
 
 
+# A question inside the entry: a word, maybe a closing quote, then "?" ending a sentence ("use ? and" is code).
+_QUESTION = re.compile(r"\w[\"')]?\?(?:\s|$)")
+_INFINITIVE = re.compile(r"^to\s+[a-z]", re.IGNORECASE)
+_FOR_GOOD = re.compile(r"\b(?:always|never|ever|every|from\s+now\s+on|going\s+forward)\b", re.IGNORECASE)
+
+
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that carry content: three letters or more, not in :data:`_EMPTY`."""
     return [w for w in _WORD.findall(text) if len(w) >= 3 and w.lower().strip(".'-:") not in _EMPTY]
@@ -52,7 +63,11 @@ def content_words(text: str) -> list[str]:
 def fragment(kind: str, text: str) -> bool:
     """Whether an entry of ``kind`` with ``text`` cannot stand alone on the board (module docstring)."""
     if kind in ORDERS:
-        return len(_WORD.findall(text)) < MIN_ORDER_WORDS
+        return (
+            len(_WORD.findall(text)) < MIN_ORDER_WORDS
+            or _QUESTION.search(text) is not None
+            or (_INFINITIVE.match(text) is not None and _FOR_GOOD.search(text) is None)
+        )
     if kind == "todo":
         return len(content_words(text)) < MIN_TODO_WORDS
     return False
