@@ -82,7 +82,7 @@ from kairosd.consolidation.offline.cues import (
 from kairosd.consolidation.offline.dates import absolutize
 from kairosd.consolidation.offline.joined import joined
 from kairosd.consolidation.offline.noise import names_nothing, refused
-from kairosd.consolidation.offline.substance import fragment
+from kairosd.consolidation.offline.substance import fragment, kind_by_mood
 from kairosd.consolidation.transcripts.model import Message
 
 __all__ = [
@@ -251,7 +251,7 @@ def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal
             changes.append(update(sentence, previous, done=signal is not None))
         previous, previous_signal = sentence, signal
     out = tuple(
-        s
+        Signal(kind_by_mood(s.kind, s.text), s.text, s.action)
         for s in joined(lined, found, at)
         if s.action != "add" or ((s.kind not in _ORDERS or not names_nothing(s.text)) and not fragment(s.kind, s.text))
     )

@@ -22,6 +22,11 @@ So, whatever cue made it, an entry is kept only if it carries a thing to act on:
   is a to-do ("later", "next time", "the list"): "Put the retry cleanup on the list" names what to do,
   "Later not now" does not.
 
+And an entry's kind follows its mood: a rule that only reports a change in the past tense ("Argocd
+moved to argocd.internal:8443, not 443 anymore", "The raw events moved to `landing.events`") and
+orders nothing (no modal, no "always"/"never", no imperative) says what is so now: it is a fact
+(:func:`kind_by_mood`). Its "not 443 anymore" is the old value, not something forbidden.
+
 Facts are left to the cues (a short fact with a value, "Metrics are on :9090", is the common good case).
 
 Pure: no I/O; imports nothing of the extractor.
@@ -71,3 +76,21 @@ def fragment(kind: str, text: str) -> bool:
     if kind == "todo":
         return len(content_words(text)) < MIN_TODO_WORDS
     return False
+
+
+# A change reported in the past tense ...
+_CHANGED = re.compile(r"\b(?:moved|migrated|switched|renamed)\b", re.IGNORECASE)
+# ... that orders nothing: no modal or standing word, no imperative opening it or one of its clauses.
+_ORDERING = re.compile(
+    r"\b(?:should|must|shall|needs?\s+to|has\s+to|have\s+to|always|never|please|pls|make\s+sure|from\s+now\s+on|"
+    r"going\s+forward)\b"
+    r"|(?:^|[,;:.]\s*)(?:don'?t|dont|do\s+not|never|always|use|avoid|keep|stop|prefer)\b",
+    re.IGNORECASE,
+)
+
+
+def kind_by_mood(kind: str, text: str) -> str:
+    """``kind``, or "fact" for a rule that only reports a change (module docstring)."""
+    if kind == "rule" and _CHANGED.search(text) and not _ORDERING.search(text):
+        return "fact"
+    return kind

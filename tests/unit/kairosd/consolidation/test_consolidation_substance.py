@@ -65,3 +65,18 @@ def test_the_gate_reads_words() -> None:
     assert fragment("todo", "Put it on the list for later")
     assert not fragment("todo", "Put the icon audit on the backlog")
     assert content_words("Put the haptics cleanup on the list") == ["haptics", "cleanup"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # a change reported in the past, ordering nothing: what is so now ("not 9090 anymore" is the old value)
+        ("The metrics endpoint moved to metrics.ops.internal:9100, not 9090 anymore", "fact"),
+        ("The audit logs moved to `audit.events`, the old table is deprecated", "fact"),
+        # a change with an order in it stays a rule
+        ("We moved to pnpm, so never use npm here", "rule"),
+        ("Deploys moved to Thursday, don't deploy on Tuesdays anymore", "rule"),
+    ],
+)
+def test_a_rule_that_only_reports_a_change_is_a_fact(sentence: str, kind: str) -> None:
+    assert [s.kind for s in signals(sentence, True)] == [kind]
