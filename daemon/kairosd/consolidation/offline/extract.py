@@ -80,7 +80,7 @@ from kairosd.consolidation.offline.cues import (
     retracting,
 )
 from kairosd.consolidation.offline.dates import absolutize
-from kairosd.consolidation.offline.joined import joined
+from kairosd.consolidation.offline.joined import asks_to_note_it, joined
 from kairosd.consolidation.offline.noise import names_nothing, refused
 from kairosd.consolidation.offline.substance import fragment, kind_by_mood
 from kairosd.consolidation.transcripts.model import Message
@@ -218,6 +218,22 @@ def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal
             signal = context_item(sentence, listed[sentence])  # "ctx:\n- msrv 1.70": a fact the person listed
             if signal is not None and refused(sentence, signal.kind) is not None:
                 signal = None  # "ctx:\n- the bug is in src/x.ts": the work at hand, even in a list
+        if (
+            signal is not None
+            and signal.kind == "todo"
+            and signal.action == "add"
+            and fragment("todo", signal.text)
+            and not asks_to_note_it(signal.text)
+            and previous is not None
+            and previous_signal is None
+            and lined[index - 1][0] == lined[index][0]
+            and not fragment("todo", previous)
+        ):
+            # "need a redis conn errors alert too. later not now": a to-do that names nothing is the
+            # sentence before, if that one said something and made no entry of its own
+            said = f"{previous.rstrip('.!')}: {sentence}"
+            signal = Signal("todo", said[:1].upper() + said[1:])
+            start = index - 1
         if signal is None and previous is not None and refers_back(sentence):
             # "write the runbook. put that on the list": the to-do is the sentence before
             if previous_signal is None or previous_signal.kind != "todo":

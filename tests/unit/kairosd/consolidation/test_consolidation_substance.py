@@ -80,3 +80,23 @@ def test_the_gate_reads_words() -> None:
 )
 def test_a_rule_that_only_reports_a_change_is_a_fact(sentence: str, kind: str) -> None:
     assert [s.kind for s in signals(sentence, True)] == [kind]
+
+
+@pytest.mark.parametrize(
+    ("turn", "said"),
+    [
+        # a to-do that names nothing is the sentence before it, when that one made no entry
+        (
+            "need a disk pressure alert for the queue too. later not now",
+            [("todo", "Need a disk pressure alert for the queue too: later not now")],
+        ),
+        # ... never a sentence that made an entry of its own, nor one that says nothing
+        (
+            "grafana is grafana.ops.internal:3000. fyi for next time",
+            [("fact", "Grafana is grafana.ops.internal:3000.")],
+        ),
+        ("ok. later not now", []),
+    ],
+)
+def test_a_to_do_that_names_nothing_takes_the_sentence_before(turn: str, said: list[tuple[str, str]]) -> None:
+    assert [(s.kind, s.text) for s in signals(turn, True)] == said
