@@ -52,6 +52,9 @@ OFFLINE_GOALS = {"precision": 0.95, "recall": 0.70, "replacements": 0.90}
 OFFLINE_FLOORS = {
     "heldout": {"precision": 82 / 89, "recall": 83 / 107, "replacements": 4 / 9, "closes": 9 / 9},
     "fresh": {"precision": 63 / 64, "recall": 63 / 80, "replacements": 10 / 10, "closes": 7 / 7},
+    # tuned on since issue 22's seventh round (general gates: an entry must stand alone, a rule that only
+    # reports a change is a fact): blind 0.77 (54/70), after the gates, before its entries were read, 0.82
+    "fresh6": {"precision": 57 / 64, "recall": 57 / 106, "replacements": 3 / 12, "closes": 7 / 8},
 }
 
 
