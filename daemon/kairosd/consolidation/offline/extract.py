@@ -31,7 +31,11 @@ What it looks for, in what the person typed (human user turns only: an agent's e
 
 - :mod:`.noise` refuses what carries a cue's words and is no standing instruction: hypotheticals,
   other people's and tools' words, observations, one-offs about the code at hand, task orders,
-  review comments, a pick among the agent's options, the state of the work at hand.
+  review comments, a pick among the agent's options, the state of the work at hand;
+- last, whatever cue made an entry, :mod:`.substance` keeps it only if it stands alone (an order of
+  four words or more, with no question in it, not a bare infinitive; a to-do that names what to
+  do) and gives a rule that only reports a change ("X moved to Y") the kind "fact". These are shapes,
+  not phrases: they carried to writers the cues were not tuned on, where phrases did not.
 
 Why patterns and not a trained classifier (tests/consolidation_corpus/train_classifier.py, 54
 train writers): leave-one-writer-out, a naive Bayes classifier alone has precision 0.86 and recall
