@@ -4,6 +4,7 @@
     clauses  typed vs pasted text, sentences
     cues     a sentence's kind (rule, preference, correction, decision, to-do, fact)
     noise    cue words that are no instruction: hypotheticals, others' words, one-offs
+    substance what an entry must carry to stand alone: no fragment of an order, no to-do that names nothing
     joined   one instruction said over several sentences of a line is one entry
     changes  a sentence that says something changed: an update the board keeps only if it updates an entry
     dates    relative dates to absolute ones

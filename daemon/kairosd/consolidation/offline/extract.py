@@ -31,7 +31,11 @@ What it looks for, in what the person typed (human user turns only: an agent's e
 
 - :mod:`.noise` refuses what carries a cue's words and is no standing instruction: hypotheticals,
   other people's and tools' words, observations, one-offs about the code at hand, task orders,
-  review comments, a pick among the agent's options, the state of the work at hand.
+  review comments, a pick among the agent's options, the state of the work at hand;
+- last, whatever cue made an entry, :mod:`.substance` keeps it only if it stands alone (an order of
+  four words or more, with no question in it, not a bare infinitive; a to-do that names what to
+  do) and gives a rule that only reports a change ("X moved to Y") the kind "fact". These are shapes,
+  not phrases: they carried to writers the cues were not tuned on, where phrases did not.
 
 Why patterns and not a trained classifier (tests/consolidation_corpus/train_classifier.py, 54
 train writers): leave-one-writer-out, a naive Bayes classifier alone has precision 0.86 and recall
@@ -80,8 +84,9 @@ from kairosd.consolidation.offline.cues import (
     retracting,
 )
 from kairosd.consolidation.offline.dates import absolutize
-from kairosd.consolidation.offline.joined import joined
+from kairosd.consolidation.offline.joined import asks_to_note_it, joined
 from kairosd.consolidation.offline.noise import names_nothing, refused
+from kairosd.consolidation.offline.substance import fragment, kind_by_mood
 from kairosd.consolidation.transcripts.model import Message
 
 __all__ = [
@@ -217,6 +222,22 @@ def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal
             signal = context_item(sentence, listed[sentence])  # "ctx:\n- msrv 1.70": a fact the person listed
             if signal is not None and refused(sentence, signal.kind) is not None:
                 signal = None  # "ctx:\n- the bug is in src/x.ts": the work at hand, even in a list
+        if (
+            signal is not None
+            and signal.kind == "todo"
+            and signal.action == "add"
+            and fragment("todo", signal.text)
+            and not asks_to_note_it(signal.text)
+            and previous is not None
+            and previous_signal is None
+            and lined[index - 1][0] == lined[index][0]
+            and not fragment("todo", previous)
+        ):
+            # "need a redis conn errors alert too. later not now": a to-do that names nothing is the
+            # sentence before, if that one said something and made no entry of its own
+            said = f"{previous.rstrip('.!')}: {sentence}"
+            signal = Signal("todo", said[:1].upper() + said[1:])
+            start = index - 1
         if signal is None and previous is not None and refers_back(sentence):
             # "write the runbook. put that on the list": the to-do is the sentence before
             if previous_signal is None or previous_signal.kind != "todo":
@@ -250,7 +271,9 @@ def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal
             changes.append(update(sentence, previous, done=signal is not None))
         previous, previous_signal = sentence, signal
     out = tuple(
-        s for s in joined(lined, found, at) if s.action != "add" or s.kind not in _ORDERS or not names_nothing(s.text)
+        Signal(kind_by_mood(s.kind, s.text), s.text, s.action)
+        for s in joined(lined, found, at)
+        if s.action != "add" or ((s.kind not in _ORDERS or not names_nothing(s.text)) and not fragment(s.kind, s.text))
     )
     # A change no entry holds ("stg api moved, its api-stg2.tipjar.dev:8443 now"): the board keeps it
     # only if it gives an entry a new value (:mod:`.changes`)

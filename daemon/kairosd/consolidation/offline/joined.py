@@ -56,6 +56,13 @@ _TODO_POINTS_BACK = re.compile(
     r"(?:follow[\s-]*up|to-?do|list|backlog|later|next)",
     re.IGNORECASE,
 )
+
+
+def asks_to_note_it(todo: str) -> bool:
+    """Whether a to-do asks to note "it" ("please add it to the list"): :func:`joined` gives it the sentence before."""
+    return _TODO_POINTS_BACK.search(todo) is not None
+
+
 _VALUE = re.compile(r"\d|[\w-]+\.[\w-]+")  # a number, a version, a host or a file: what a fact gives
 _LEFT_OVER = re.compile(r"^(?:it|that|this|them|those)\s", re.IGNORECASE)
 SHORT_ORDER = 4  # words: an order this short ("Never float.") says what it is about in the sentence before

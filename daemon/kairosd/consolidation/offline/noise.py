@@ -10,7 +10,8 @@ cue they carry (precision first; a missed entry is only missing):
   merge", says what to do and is kept);
 - **reported opinions and tool output**: "the docs say always call close() first", "someone on
   slack said never deploy on fridays", "my colleague thinks we should use poetry", "according to
-  the linter ...": someone else's words, not the person's (a lead's or a named teammate's
+  the linter ...", "A colleague, Mr. X, thinks we should ..." (an opinion in the third person,
+  whoever holds it): someone else's words, not the person's (a lead's or a named teammate's
   statement relayed as the team's, "Dana says we're on React 19", is read by the cues);
 - **observations**: "we always forget this step", "you always do this", "the old team always used
   jenkins", "thanks, always helpful": "always"/"never" about what happens or happened, not what
@@ -65,6 +66,8 @@ _REPORTED = re.compile(
     r"recommend(?:s|ed)?|claims?|claimed|told\s+(?:me|us)|mentioned|commented|proposed|argued|insists?|"
     r"complains?|complained)\b"
     r"|^according\s+to\b"
+    # an opinion said in the third person, whoever holds it ("A colleague, Mr. Patel, thinks we should ...")
+    r"|\b(?:thinks|believes|feels|reckons|suggests|suggested|argues|argued)\s+(?:that\s+)?(?:we|you|i)\b"
     r"|^(?:[\w-]+\s+){1,3}(?:thinks?|suggest(?:s|ed)?|proposed|wonders?|wondered|argued)\s+(?:that\s+)?"
     r"(?:we|you|i)\s+(?:should|could|might|must|need)\b",
     _I,

@@ -19,8 +19,9 @@ regression, and only ``heldout`` (never opened) and ``fresh3`` (six other writer
 that work merged; only its size and variety are pinned) measure quality. ``fresh4`` (six more writers,
 written blind while the extractor was being tuned again) is pinned the same way: size and variety only,
 and so is ``fresh5`` (six more writers, written blind during the next round of tuning; never tuned on),
-and ``fresh6`` (six more voices, written blind while the offline extractor was tuned once more), and
-``fresh7`` (six more voices, written blind during the following round of tuning; not tuned on).
+and ``fresh6`` (six more voices, written blind while the offline extractor was tuned once more; its
+wrong entries were read in the seventh round, so it is tuned on since, and has floors), and
+``fresh7`` (six more voices, written blind during the seventh round; not tuned on).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ OFFLINE_GOALS = {"precision": 0.95, "recall": 0.70, "replacements": 0.90}
 OFFLINE_FLOORS = {
     "heldout": {"precision": 82 / 89, "recall": 83 / 107, "replacements": 4 / 9, "closes": 9 / 9},
     "fresh": {"precision": 63 / 64, "recall": 63 / 80, "replacements": 10 / 10, "closes": 7 / 7},
+    # tuned on since issue 22's seventh round (general gates: an entry must stand alone, a rule that only
+    # reports a change is a fact): blind 0.77 (54/70), after the gates, before its entries were read, 0.82
+    "fresh6": {"precision": 57 / 64, "recall": 57 / 106, "replacements": 3 / 12, "closes": 7 / 8},
 }
 
 
