@@ -96,6 +96,8 @@ def test_a_detached_run_outlives_the_cli_and_kairosd(env):
     log = env.kairos("task", "logs", run_id).stdout
     assert f"kairos consolidation {run_id} ok" in log
     assert env.board_texts() == [ENTRY]
+    [entry] = env.json("board", "show", "--cwd", str(env.project))["entries"]
+    assert "guessed" not in entry  # the rem-agent's answer is no guess
 
 
 def test_session_end_hook_to_next_session_start(env):
@@ -132,8 +134,13 @@ def test_session_end_hook_to_next_session_start(env):
     output = json.loads(proc.stdout)
     context = output["hookSpecificOutput"]["additionalContext"]
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert f"- [rule] {ENTRY}" in context
+    assert f"- [rule] {ENTRY} (seen 1x, last " in context
     assert "not instructions" in context
+    # offline mode wrote it (no agent is set up): the session is told it is an unconfirmed guess
+    assert 'notes marked "guessed offline" were picked' in context, context
+    [line] = [line for line in context.splitlines() if ENTRY in line]
+    assert line.endswith("; guessed offline)"), line
+    assert "kairos, guessed" in env.kairos("board", "show", "--cwd", str(env.project)).stdout
 
 
 def test_a_session_kairos_spawned_is_not_consolidated_end_to_end(env):

@@ -40,6 +40,7 @@ def edit(store: BoardStore, project: str, entry_id: str, text: str | None, kind:
         entry.text = text if text is not None else entry.text
         entry.kind = kind or entry.kind
         entry.author = "user"
+        entry.guessed = False  # the person wrote or checked it
         if entry.conflicts_with:  # the person has decided: neither side is in conflict any more
             other = board.find(entry.conflicts_with)
             if other is not None and other.conflicts_with == entry.id:
@@ -55,8 +56,10 @@ def pin(store: BoardStore, project: str, entry_id: str, pinned: bool = True) -> 
     """Pin (or unpin) an entry: a pinned entry is never pruned and never replaced silently."""
     with store.locked(project) as board:
         entry = _current(board.find(board.resolve(entry_id, project)), entry_id, project)
-        if entry.pinned != pinned:
+        if entry.pinned != pinned or (pinned and entry.guessed):
             entry.pinned = pinned
+            if pinned:
+                entry.guessed = False  # pinning it is the person's word that it holds
             store.save(board)
             action = "pin" if pinned else "unpin"
             store.record(project, [{"action": action, "id": entry.id, "kind": entry.kind, "text": entry.text,
@@ -82,6 +85,7 @@ def restore(store: BoardStore, project: str, entry_id: str) -> Entry:
         board.superseded.remove(entry)
         entry.superseded_by = entry.superseded_at = None
         entry.pinned = True  # the person chose it over the later words: kairos must not replace it again
+        entry.guessed = False
         rival = _current_successor(board, replaced_by)
         entry.conflicts_with = rival.id if rival is not None else None
         if rival is not None:

@@ -37,6 +37,10 @@ class Entry:
     conflicts_with: str | None = None  # a user's or pinned entry this one would have replaced
     superseded_by: str | None = None  # set once a later entry replaced it (it is then history)
     superseded_at: datetime | None = None
+    # Made by offline mode's pattern reader and confirmed by nobody since (no rem-agent answer said the
+    # same, the user neither edited nor pinned it): on unseen talk about a third of such entries are
+    # wrong (README, "How good it is"), so a session is told which notes are guesses.
+    guessed: bool = False
 
     @property
     def protected(self) -> bool:
@@ -45,6 +49,8 @@ class Entry:
 
     def to_json(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"pinned": self.pinned} if self.pinned else {}
+        if self.guessed:
+            extra["guessed"] = True
         if self.conflicts_with:
             extra["conflicts_with"] = self.conflicts_with
         if self.superseded_by:
@@ -89,6 +95,7 @@ class Entry:
             conflicts_with=data.get("conflicts_with") if isinstance(data.get("conflicts_with"), str) else None,
             superseded_by=data.get("superseded_by") if isinstance(data.get("superseded_by"), str) else None,
             superseded_at=parse_time(data["superseded_at"]) if isinstance(data.get("superseded_at"), str) else None,
+            guessed=data.get("guessed") is True,
         )
 
 

@@ -6,9 +6,10 @@ cwd itself), symlinks resolved, so sessions in sub-folders and through links sha
 Next to it: ``.history.jsonl`` (every change, appended) and ``.lock`` (one writer at a time).
 
 An entry is ``{id, text, kind, author, source_session, source_agent, created_at, last_seen_at,
-hits}``, with ``pinned``, ``conflicts_with``, ``superseded_by`` and ``superseded_at`` when set (the
-types are in :mod:`.model`). ``author`` is ``kairos`` (consolidation wrote it) or ``user``
-(``kairos board add`` or ``edit``). Seeing the same text again (compared by
+hits}``, with ``pinned``, ``conflicts_with``, ``superseded_by``, ``superseded_at`` and ``guessed`` when set
+(the types are in :mod:`.model`). ``author`` is ``kairos`` (consolidation wrote it) or ``user``
+(``kairos board add`` or ``edit``). ``guessed``: offline mode made it and nobody has confirmed it since (a
+rem-agent answer with the same words, an edit or a pin confirms it). Seeing the same text again (compared by
 :func:`~kairosd.consolidation.board.entries.normal_key`) counts a hit and moves ``last_seen_at`` instead
 of adding a duplicate.
 
@@ -263,6 +264,8 @@ class BoardStore:
                     if named is not None and named is not existing:
                         self._replace(board, existing, [named], now, result)
                         index.pop(normal_key(named.text), None)
+                    if not candidate.infer:
+                        existing.guessed = False  # a model read the session and said the same
                     if existing.id in touched:
                         continue  # one hit per run, however often the session said it
                     touched.add(existing.id)
@@ -271,6 +274,7 @@ class BoardStore:
                     result.seen.append(existing)
                     continue
                 entry = Entry(_new_id(board), text, candidate.kind, "kairos", now, now, 1, session, agent)
+                entry.guessed = candidate.infer  # offline mode's reading; the rem-agent's answer is not a guess
                 targets = self._targets(board, candidate, text, result)
                 self._add(board, entry, targets, now, (key, index, touched), result)
             if len(board.entries) > LIMIT:
@@ -356,7 +360,7 @@ class BoardStore:
         targets = [e for e in updated_by_text(text, board.entries) if isinstance(e, Entry)]
         if not key or unsafe(text) or not targets or key in index:
             return
-        entry = Entry(_new_id(board), text, targets[0].kind, "kairos", now, now, 1, *source)
+        entry = Entry(_new_id(board), text, targets[0].kind, "kairos", now, now, 1, *source, guessed=True)
         self._add(board, entry, targets, now, (key, index, touched), result)
 
     def _add(

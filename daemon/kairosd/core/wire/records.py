@@ -31,6 +31,7 @@ class BoardEntry(Record):
     hits: int
     pinned: bool | None = None  # present (true) only on a pinned entry
     conflicts_with: str | None = None  # present only beside a person's entry it contradicts (that entry's id)
+    guessed: bool | None = None  # present (true) only on an entry offline mode made that nobody confirmed
 
 
 class ReplacedEntry(BoardEntry):

@@ -264,7 +264,7 @@ def test_what_changed_since_the_last_session(store: BoardStore, clock: FakeClock
     line = text.splitlines()[1]
     assert line.startswith(f"Changed since this project's last session (2026-11-20 12:00 UTC): 2 new ({new_ids}), ")
     assert f'1 replaced: "{PNPM}" replaced by {board.entries[1].id}' in line
-    assert "(seen 1x, last 2026-11-20; new)" in text
+    assert "(seen 1x, last 2026-11-20; new; guessed offline)" in text
     assert render_context(board, clock.now(), clock.now()) is not None
     assert "Changed since" not in (render_context(board, clock.now(), clock.now()) or "")
 
