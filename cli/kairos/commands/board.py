@@ -174,7 +174,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             e.kind,
             str(e.hits),
             e.last_seen_at[:10],
-            ("you" if e.author == "user" else "kairos") + (", pinned" if e.pinned else "")
+            ("you" if e.author == "user" else "kairos")
+            + (", pinned" if e.pinned else "")
             + (", guessed" if e.guessed else ""),
             e.text + (f"  (conflicts with {e.conflicts_with})" if e.conflicts_with else ""),
         ]

@@ -83,7 +83,9 @@ def test_the_person_editing_pinning_or_restoring_confirms_it(tmp_path: Path) -> 
 
 def test_the_session_is_told_which_notes_are_guesses() -> None:
     def board(*guessed: bool) -> Board:
-        return Board("/p", [Entry(f"b{i}", f"note {i}", "rule", "kairos", NOW, NOW, guessed=g) for i, g in enumerate(guessed)])
+        return Board(
+            "/p", [Entry(f"b{i}", f"note {i}", "rule", "kairos", NOW, NOW, guessed=g) for i, g in enumerate(guessed)]
+        )
 
     none = render_context(board(False, False), NOW) or ""
     assert "guessed offline" not in none
