@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pytest
-from cli_support import kairosd_answers
+from cli_support import kairosd_answers, kairosd_get
 
 if TYPE_CHECKING:
     # Imported where a session starts: the mcp package takes ~2 s of CPU to import, and every xdist
@@ -152,6 +152,12 @@ class Served:
     def run(self, body: Callable[[ClientSession], Awaitable[T]]) -> T:
         return self.session.run(body)
 
+    def before(self, route: str) -> list[dict[str, Any]]:
+        """The tasks (or jobs) of ``route`` before a test's calls, asked from this process (not a kairos
+        process: what is under test is what `kairos list` shows after them)."""
+        tasks: list[dict[str, Any]] = kairosd_get(self.home.env, route)["tasks"]
+        return tasks
+
     def made(self, before: list[dict[str, Any]], *args: str) -> list[dict[str, Any]]:
         """The items of ``kairos ARGS --json`` ("tasks") that are not in ``before``: what a test made."""
         ids = {item["id"] for item in before}
@@ -196,7 +202,7 @@ async def call(session: ClientSession, tool: str, **args: Any) -> tuple[bool, st
 
 def test_tools_are_listed_and_cron_create_shows_up_in_kairos_list(served):
     """The client lists every tool; cron_create persists a created_by=mcp task that `kairos list` shows."""
-    before = served.home.kairos("list")["tasks"]
+    before = served.before("tasks")
 
     async def body(session: ClientSession) -> tuple[set[str], tuple[bool, str]]:
         tools = await session.list_tools()
@@ -220,7 +226,7 @@ def test_tools_are_listed_and_cron_create_shows_up_in_kairos_list(served):
 
 def test_one_shots_permanent_jobs_and_deleting(served):
     """recurring=false is a one-shot; permanent=true never expires; cron_list shows both; cron_delete removes."""
-    before = served.home.kairos("list")["tasks"]
+    before = served.before("tasks")
 
     async def body(session: ClientSession) -> list[tuple[bool, str]]:
         return [
@@ -256,7 +262,7 @@ def test_one_shots_permanent_jobs_and_deleting(served):
 
 def test_schedule_wakeup_is_clamped_and_says_so(served):
     """A 5 s wake-up becomes 60 s and the result says it was clamped; 90 s is kept as asked."""
-    before = served.home.kairos("list")["tasks"]
+    before = served.before("tasks")
 
     async def body(session: ClientSession) -> list[tuple[bool, str]]:
         return [
@@ -309,7 +315,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(home):
 
 def test_background_task_tools_use_the_registry(served):
     """task_start runs a command in the registry; task_result waits for its answer; task_status describes it."""
-    before = served.home.kairos("task", "list")["tasks"]
+    before = served.before("registry")
 
     async def body(session: ClientSession) -> list[tuple[bool, str]]:
         started = await call(session, "task_start", prompt="hello from mcp", argv=["cat"])
@@ -409,7 +415,7 @@ class RawWire:
 def test_a_lone_surrogate_in_a_call_is_answered_and_the_server_keeps_serving(served):
     """Issue 27: a tool call holding "\\ud800" was dropped unanswered by the transport; the client waited forever.
     So were a malformed request and a line that is not JSON."""
-    before = served.home.kairos("list")["tasks"]
+    before = served.before("tasks")
     wire = RawWire(served.home)
     try:
         hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
