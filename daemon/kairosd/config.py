@@ -112,10 +112,10 @@ from pydantic import (
 
 from kairosd.core import bounds, defaults
 from kairosd.core.agentspec import OUTPUTS, Permissions, template_errors
+from kairosd.core.defaults import HOOK_EVENTS
 from kairosd.core.errors import ConfigError, InvalidTimeError
 from kairosd.core.schedule.durations import parse_duration
 from kairosd.system import filesafety
-from kairosd.system.lifecycle import HOOK_EVENTS
 from kairosd.system.paths import Paths
 
 log = logging.getLogger(__name__)
