@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> None:
     # tenth of the start-up with 10,000 tasks). serve_forever turns it back on
     # once the socket answers (or when the start fails).
     gc.disable()
+    from kairosd.system.pydanticplugins import skip_plugin_scan
+
+    skip_plugin_scan()  # before the first validator is built (the store's, at its import)
     from kairosd.app.daemon import configure_logging, serve_forever
     from kairosd.core.errors import KairosError
 

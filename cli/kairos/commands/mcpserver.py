@@ -41,7 +41,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
         # A person typing at an MCP server would only see JSON-RPC errors; say what it is for instead.
         error("kairos mcp speaks MCP on stdin/stdout for an agent CLI; register it with: kairos integrate AGENT")
-    from kairos.answers import skip_plugin_scan
+    from kairosd.system.pydanticplugins import skip_plugin_scan
 
     skip_plugin_scan()  # before the mcp SDK builds its first validator (it would look for plugins then)
     from kairos.integrations.mcptools import run

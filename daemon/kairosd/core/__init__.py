@@ -19,6 +19,7 @@
     readonly    the read-only dict a frozen task's meta is (pure)
     invisible   the characters a person cannot see, escaped in every human view (pure)
     clock       the Clock interface and the only module that reads the real time
+    lazyre      regular expressions compiled at their first use (pure)
 
 Imports: the standard library, pydantic, tzdata/zoneinfo and cronsim only; nothing else of
 kairosd. The CLI may import this package (see the ``cli-public-face`` contract in pyproject.toml).

@@ -11,6 +11,7 @@
     linger      whether the user lingers (on, off or unknown, and why)
     sdnotify    tell systemd we are ready, alive or stopping
     gcpause     hold the cycle collector off while a herd's pass runs
+    pydanticplugins  pydantic without its plugin scan (kairosd's start, the CLI's answers)
 
 Imports: :mod:`kairosd.core` only. The CLI may import this package.
 """

@@ -51,13 +51,7 @@ from kairosd.system.runner import ProcessRun, ProcessSpec
 
 log = logging.getLogger(__name__)
 
-HOOK_EVENTS = (
-    "task_created",
-    "task_completed",
-    "scheduled_task_fired",
-    "scheduled_task_missed",
-    "scheduled_task_expired",
-)
+HOOK_EVENTS = defaults.HOOK_EVENTS
 _RENAMED = {
     "task_started": "task_created",
     "run_started": "scheduled_task_fired",

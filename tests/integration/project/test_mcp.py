@@ -1,11 +1,17 @@
 """``kairos mcp`` driven by the mcp package's own stdio client, against a real kairosd.
 
-Each test gets a short KAIROS_HOME under /tmp (AF_UNIX paths are limited to ~107 bytes). Waits are
+Each KAIROS_HOME is a short folder under /tmp (AF_UNIX paths are limited to ~107 bytes). Waits are
 bounded polls on a condition, never blind sleeps.
+
+A ``kairos mcp`` start is ~1 s of CPU (the mcp SDK's import) and a kairosd's ~0.5 s, so the tests of tools
+that do not depend on each other share one kairosd and one session (:func:`served`): each looks only at
+the tasks and jobs it made (what ``kairos list`` holds after its calls, less what it held before).
+The tests of a fresh start, an empty store or an empty inbox get their own home (:func:`home`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -13,14 +19,16 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pytest
-from cli_support import kairosd_answers
+from cli_support import kairosd_answers, kairosd_get
 
 if TYPE_CHECKING:
     # Imported where a session starts: the mcp package takes ~2 s of CPU to import, and every xdist
@@ -85,6 +93,91 @@ def home() -> Iterator[Home]:
         h.close()
 
 
+class SharedSession:
+    """One `kairos mcp` session, started as an agent CLI would (stdio) and initialised, that several
+    tests' bodies run in: its event loop runs in a thread of its own for as long as the session lasts."""
+
+    def __init__(self, home: Home) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="mcp-session", daemon=True)
+        self.thread.start()
+        opened: Future[ClientSession] = Future()
+        self.stop: asyncio.Event | None = None
+        self.held = asyncio.run_coroutine_threadsafe(self._hold(home, opened), self.loop)
+        try:
+            self.session = opened.result(WAIT_S * 2)
+        except BaseException:
+            self.close()
+            raise
+
+    async def _hold(self, home: Home, opened: Future[ClientSession]) -> None:
+        """Open the session, hand it over, and keep it open (in this one task, as anyio wants) until closed."""
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        self.stop = asyncio.Event()
+        params = StdioServerParameters(command=sys.executable, args=["-m", "kairos", "mcp"], env=home.env)
+        try:
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                opened.set_result(session)
+                await self.stop.wait()
+        except BaseException as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            raise
+
+    def run(self, body: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """Run ``body`` in the session (on its loop) and return what it returns, within a bound."""
+        return asyncio.run_coroutine_threadsafe(body(self.session), self.loop).result(WAIT_S * 2)
+
+    def close(self) -> None:
+        if self.stop is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)
+        try:
+            self.held.result(WAIT_S)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(WAIT_S)
+            self.loop.close()
+
+
+class Served:
+    """A kairosd and one `kairos mcp` session on it, shared by a module's tests (:func:`served`)."""
+
+    def __init__(self, home: Home, session: SharedSession) -> None:
+        self.home = home
+        self.session = session
+
+    def run(self, body: Callable[[ClientSession], Awaitable[T]]) -> T:
+        return self.session.run(body)
+
+    def before(self, route: str) -> list[dict[str, Any]]:
+        """The tasks (or jobs) of ``route`` before a test's calls, asked from this process (not a kairos
+        process: what is under test is what `kairos list` shows after them)."""
+        tasks: list[dict[str, Any]] = kairosd_get(self.home.env, route)["tasks"]
+        return tasks
+
+    def made(self, before: list[dict[str, Any]], *args: str) -> list[dict[str, Any]]:
+        """The items of ``kairos ARGS --json`` ("tasks") that are not in ``before``: what a test made."""
+        ids = {item["id"] for item in before}
+        return [item for item in self.home.kairos(*args)["tasks"] if item["id"] not in ids]
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    h = Home()
+    try:
+        h.start_daemon()
+        session = SharedSession(h)
+        try:
+            yield Served(h, session)
+        finally:
+            session.close()
+    finally:
+        h.close()
+
+
 def with_session(home: Home, body: Callable[[ClientSession], Awaitable[T]]) -> T:
     """Start `kairos mcp` as an agent CLI would (stdio), initialise a session, run ``body`` in it."""
 
@@ -107,18 +200,18 @@ async def call(session: ClientSession, tool: str, **args: Any) -> tuple[bool, st
     return bool(result.is_error), text
 
 
-def test_tools_are_listed_and_cron_create_shows_up_in_kairos_list(home):
+def test_tools_are_listed_and_cron_create_shows_up_in_kairos_list(served):
     """The client lists every tool; cron_create persists a created_by=mcp task that `kairos list` shows."""
-    home.start_daemon()
+    before = served.before("tasks")
 
     async def body(session: ClientSession) -> tuple[set[str], tuple[bool, str]]:
         tools = await session.list_tools()
         return {t.name for t in tools.tools}, await call(session, "cron_create", cron="57 8 * * 1-5", prompt="stand-up")
 
-    names, (error, text) = with_session(home, body)
+    names, (error, text) = served.run(body)
     assert names == TOOLS
     assert not error, text
-    [task] = home.kairos("list")["tasks"]
+    [task] = served.made(before, "list")
     assert task["prompt"] == "stand-up"
     assert task["cron"] == "57 8 * * 1-5"
     assert task["tz"] == "Europe/Berlin"  # the agent's local zone
@@ -131,9 +224,9 @@ def test_tools_are_listed_and_cron_create_shows_up_in_kairos_list(home):
     assert "Auto-expires after 7 days" in text
 
 
-def test_one_shots_permanent_jobs_and_deleting(home):
+def test_one_shots_permanent_jobs_and_deleting(served):
     """recurring=false is a one-shot; permanent=true never expires; cron_list shows both; cron_delete removes."""
-    home.start_daemon()
+    before = served.before("tasks")
 
     async def body(session: ClientSession) -> list[tuple[bool, str]]:
         return [
@@ -142,7 +235,7 @@ def test_one_shots_permanent_jobs_and_deleting(home):
             await call(session, "cron_list"),
         ]
 
-    (e1, once), (e2, daily), (e3, listing) = with_session(home, body)
+    (e1, once), (e2, daily), (e3, listing) = served.run(body)
     assert not e1
     assert not e2
     assert not e3
@@ -150,7 +243,9 @@ def test_one_shots_permanent_jobs_and_deleting(home):
     assert "fire once" in once
     assert "durable: false" not in once
     assert "never expires (permanent)" in daily
-    tasks = {t["prompt"]: t for t in home.kairos("list")["tasks"]}
+    made = served.made(before, "list")
+    tasks = {t["prompt"]: t for t in made}
+    assert len(made) == len(tasks) == 2
     assert tasks["new year"]["recurring"] is False
     assert tasks["digest"]["permanent"] is True
     assert tasks["new year"]["id"] in listing
@@ -159,15 +254,15 @@ def test_one_shots_permanent_jobs_and_deleting(home):
     async def delete(session: ClientSession) -> tuple[bool, str]:
         return await call(session, "cron_delete", id=tasks["digest"]["id"])
 
-    error, text = with_session(home, delete)
+    error, text = served.run(delete)
     assert not error
     assert "Deleted job" in text
-    assert [t["prompt"] for t in home.kairos("list")["tasks"]] == ["new year"]
+    assert [t["prompt"] for t in served.made(before, "list")] == ["new year"]
 
 
-def test_schedule_wakeup_is_clamped_and_says_so(home):
+def test_schedule_wakeup_is_clamped_and_says_so(served):
     """A 5 s wake-up becomes 60 s and the result says it was clamped; 90 s is kept as asked."""
-    home.start_daemon()
+    before = served.before("tasks")
 
     async def body(session: ClientSession) -> list[tuple[bool, str]]:
         return [
@@ -176,12 +271,14 @@ def test_schedule_wakeup_is_clamped_and_says_so(home):
             await call(session, "schedule_wakeup", delay_seconds=86400, prompt="tomorrow"),
         ]
 
-    (_, short), (_, exact), (_, long) = with_session(home, body)
+    (_, short), (_, exact), (_, long) = served.run(body)
     assert "clamped to 60" in short
     assert "clamped" not in exact
     assert "(in 90s)" in exact
     assert "clamped to 3600" in long
-    tasks = {t["prompt"]: t for t in home.kairos("list")["tasks"]}
+    made = served.made(before, "list")
+    tasks = {t["prompt"]: t for t in made}
+    assert len(made) == len(tasks) == 3
     assert tasks["poll"]["name"] == "deploy check"
     assert tasks["poll"]["created_by"] == "mcp"
     assert tasks["poll"]["recurring"] is False
@@ -216,9 +313,9 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(home):
     assert home.daemon.poll() is None
 
 
-def test_background_task_tools_use_the_registry(home):
+def test_background_task_tools_use_the_registry(served):
     """task_start runs a command in the registry; task_result waits for its answer; task_status describes it."""
-    home.start_daemon()
+    before = served.before("registry")
 
     async def body(session: ClientSession) -> list[tuple[bool, str]]:
         started = await call(session, "task_start", prompt="hello from mcp", argv=["cat"])
@@ -230,14 +327,14 @@ def test_background_task_tools_use_the_registry(home):
             await call(session, "task_cancel", id=task_id),
         ]
 
-    (e1, started), (e2, result), (e3, status), (cancel_error, _cancelled) = with_session(home, body)
+    (e1, started), (e2, result), (e3, status), (cancel_error, _cancelled) = served.run(body)
     assert [e1, e2, e3] == [False, False, False], (started, result, status)
     assert "Started background job t" in started
     assert "is completed" in result
     assert "completed" in status
     assert "command cat" in status
     assert cancel_error  # a completed task cannot be cancelled: said as a tool error
-    [task] = home.kairos("task", "list")["tasks"]
+    [task] = served.made(before, "task", "list")
     assert task["status"] == "completed"
 
 
@@ -315,11 +412,11 @@ class RawWire:
             self.proc.stdout.close()
 
 
-def test_a_lone_surrogate_in_a_call_is_answered_and_the_server_keeps_serving(home):
+def test_a_lone_surrogate_in_a_call_is_answered_and_the_server_keeps_serving(served):
     """Issue 27: a tool call holding "\\ud800" was dropped unanswered by the transport; the client waited forever.
     So were a malformed request and a line that is not JSON."""
-    home.start_daemon()
-    wire = RawWire(home)
+    before = served.before("tasks")
+    wire = RawWire(served.home)
     try:
         hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
         wire.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
@@ -353,4 +450,4 @@ def test_a_lone_surrogate_in_a_call_is_answered_and_the_server_keeps_serving(hom
     assert garbage["error"]["code"] == -32700
     assert good["id"] == 4
     assert not good["result"].get("isError"), good
-    assert [task["prompt"] for task in home.kairos("list")["tasks"]] == ["ok \U0001f600"]
+    assert [task["prompt"] for task in served.made(before, "list")] == ["ok \U0001f600"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -41,6 +43,26 @@ def test_no_file_means_the_defaults(paths):
         assert config.timeout_s(name) == 3600.0
         assert config.ceiling(name) == Permissions("default")
     assert all(config.hooks.for_event(event) == [] for event in HOOK_EVENTS)
+
+
+def test_the_defaults_are_constructed_without_building_a_validator_and_are_valid(tmp_path):
+    """Without a file the defaults are constructed, not validated (a validator built is CPU every kairosd
+    start pays), so they must equal what validating nothing gives, section by section, and every value
+    of theirs must pass its own field's checks."""
+    script = (
+        "import sys\n"
+        "from kairosd.config import Config, load_config\n"
+        "from kairosd.system.paths import Paths\n"
+        "config = load_config(Paths.from_env({'KAIROS_HOME': sys.argv[1]}), {})\n"
+        "print(Config.__pydantic_complete__)\n"
+        "assert config == Config.model_validate({})\n"
+        "assert config == Config.model_validate(config.model_dump())\n"
+        "for name in ('agents', 'limits', 'hooks', 'webhook', 'consolidation'):\n"
+        "    assert getattr(config, name) == type(getattr(config, name)).model_validate({}), name\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
 
 
 def test_every_section(paths):

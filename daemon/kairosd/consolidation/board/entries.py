@@ -14,18 +14,20 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kairosd.core import lazyre
+
 KINDS = ("rule", "preference", "correction", "decision", "todo", "fact")
 MAX_TEXT = 300
 
 # Never stored: a secret in a board would be shown to every future session.
-_SECRETS = re.compile(
+_SECRETS = lazyre.compile(
     r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
     r"|\bAKIA[0-9A-Z]{16}\b|\bxox[abposr]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----"
     r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.|\bAIza[0-9A-Za-z_-]{30,}"
     r"|(?i:\b(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)\b\s*(?:is\s+|[:=]\s*)\S{6,})",
 )
 # Text aimed at a future agent's instructions rather than at the project: dropped.
-_INJECTION = re.compile(
+_INJECTION = lazyre.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:previous|prior|above|earlier|all|system|your)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules|guidelines)\b|\bsystem\s+prompt\b|\byou\s+are\s+now\b"
     r"|</?(?:system|assistant|instructions?)>",

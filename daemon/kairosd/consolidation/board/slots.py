@@ -75,6 +75,7 @@ from kairosd.consolidation.board.supersede import (
     ruled_out,
     words,
 )
+from kairosd.core import lazyre
 
 __all__ = ["done_by", "says_changed", "updated"]
 
@@ -173,7 +174,7 @@ _WHEN_TEXT = """monday tuesday wednesday thursday friday saturday sunday week wk
     someday soon next point time morning night"""
 _WHEN = frozenset(_WHEN_TEXT.split())
 # Words that say it was not done, or only begun: "I looked at the fuzzing setup" closes nothing.
-_NOT_DONE = re.compile(
+_NOT_DONE = lazyre.compile(
     r"\b(?:not|isn'?t|aren'?t|wasn'?t|weren'?t|didn'?t|haven'?t|hasn'?t|never|yet|still|almost|nearly|once|when|if|"
     r"until|tried|trying|started|starting|began|looked|looking|wondered|planned|planning|need|needs|needed|want|wanted|"
     r"failed|failing|broke|broken|stuck|blocked|should|will|going\s+to|maybe|probably)\b",
@@ -188,7 +189,7 @@ _FINISHED_TEXT = """done finished built set up live works working shipped ran te
     written signed approved accepted confirmed received delivered paid submitted resolved closed published finalized
     in place"""
 _FINISHED = frozenset(_FINISHED_TEXT.split()) - {"in", "place", "set"}  # alone, these say nothing
-_NOW_AT_END = re.compile(r"\bnow\W*$")
+_NOW_AT_END = lazyre.compile(r"\bnow\W*$")
 MIN_SHARED = 2  # names a to-do: two of its own words at least ("ssh key", "allergen badges")
 
 
@@ -200,7 +201,7 @@ _LEAD = frozenset(_LEAD_TEXT.split())
 _FILLER_TEXT = "about some every all gotta like thing things stuff action item"
 _FILLER = frozenset(_FILLER_TEXT.split())
 _MAKING = frozenset(["added", "created", "wrote", "written"])
-_DATE = re.compile(r"\d{4}(?:-\d\d){0,2}$")  # a due date made absolute names no to-do
+_DATE = lazyre.compile(r"\d{4}(?:-\d\d){0,2}$")  # a due date made absolute names no to-do
 
 
 def _verb(todo: str) -> str | None:

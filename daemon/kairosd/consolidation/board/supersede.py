@@ -52,6 +52,8 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
+from kairosd.core import lazyre
+
 FAMILY = {
     "rule": "rule",
     "preference": "rule",
@@ -61,13 +63,13 @@ FAMILY = {
     "todo": "todo",
 }
 
-_WORD = re.compile(r"_*[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]_*|[a-z0-9]")  # "__tests__", "checkout_v2" are one
+_WORD = lazyre.compile(r"_*[a-z0-9][a-z0-9._/:@*+-]*[a-z0-9*]_*|[a-z0-9]")  # "__tests__", "checkout_v2" are one
 _STOP_WORDS = """a an the this that these those it its is are be been was were to of in on at for from by with and
 or but so we i you our my your us me please pls also just now here there then always never don't dont do not no use
 using used make sure should must will would can let's lets go going with repo project codebase actually scratch
 instead rather than over anymore longer stop drop ok okay yes only re ve ll s t m d"""
 _STOP = frozenset(_STOP_WORDS.split())
-_OUT = re.compile(
+_OUT = lazyre.compile(
     r"\b(?:not|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|stop\s+using|don'?t\s+use|never\s+use|"
     r"drop|dropping|dropped|ditching|ditched|killing|over|away\s+from|no\s+more|(?:moving|switching|migrating|moved|switched|migrated)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?"
     r"(?:from|off(?:\s+of)?)|replaces?|(?<!don't\s)(?<!dont\s)(?<!not\s)forget(?:\s+about)?(?:\s+what\s+i\s+said\s+about)?|"
@@ -77,14 +79,14 @@ _OUT = re.compile(
 )
 # Words that make "not X" a change of what was so ("we went with postmark, not resend"), not a
 # standing contrast ("use the staging db, not prod").
-_CHANGE = re.compile(
+_CHANGE = lazyre.compile(
     r"\b(?:went\s+with|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|replac(?:ed|ing)|instead|now|change\s+of\s+plans?|"
     r"no\s+more|no\s+longer|anymore|dropp(?:ed|ing)|ditch(?:ed|ing)|retir(?:ed|ing)|kill(?:ed|ing))\b",
     re.IGNORECASE,
 )
 # "the github actions workflows are deleted", "criterion is gone": what is gone is ruled out too.
 # "the github workflows are deleted", "1.28 gone", "the 8081 was the old one": what is gone.
-_GONE = re.compile(
+_GONE = lazyre.compile(
     r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:deleted|removed|gone|"
     r"retired|decommissioned|dropped|deprecated|(?:the\s+)?(?:old|previous|former|wrong)(?:\s+(?:one|value|port|host|version|"
     r"address|url|path|name|endpoint))?(?=\s*(?:[,.;!]|$)))"
@@ -92,14 +94,14 @@ _GONE = re.compile(
     re.IGNORECASE,
 )
 # "the Vault path secret/prod/ is superseded by kv/prod/": what is superseded is ruled out.
-_SUPERSEDED = re.compile(
+_SUPERSEDED = lazyre.compile(
     r"\b((?:[\w.#/-]+\s+){1,3})(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\b",
     re.IGNORECASE,
 )
 # "(corrects what was said about cert-manager)": an explicit retraction of what was said about X.
-_RETRACTS = re.compile(r"\(corrects what was said about ([^)]+)\)")
-_POLARITY = re.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
-_FACT_SPLIT = re.compile(
+_RETRACTS = lazyre.compile(r"\(corrects what was said about ([^)]+)\)")
+_POLARITY = lazyre.compile(r"\b(?:always|never|don'?t|do\s+not|must\s+not|must|no\s+longer|not)\b", re.IGNORECASE)
+_FACT_SPLIT = lazyre.compile(
     r"\b(?:is|are)\s+(?:called|named)\b|\b(?:runs?|lives?|sits?|(?:is|are)\s+(?:hosted|deployed|stored|kept|"
     r"managed|built|published|configured|defined))\s+(?:on|in|at|under|with|by)\b|\bgo(?:es)?\s+(?:out\s+)?(?:to|from)\b"
     r"|\b(?:is|are)\s+(?:owned|maintained)\s+by\b|\b(?:owns?|maintains?|uses)\b"
@@ -108,8 +110,8 @@ _FACT_SPLIT = re.compile(
     r"|\b(?:binds?|listens?)\s+(?:to|on)\b|\bon\s+port\b|\bchanged\s+to\b",
     re.IGNORECASE,
 )
-_IS = re.compile(r"\b(?:is|are)\b", re.IGNORECASE)
-_DISTINCT = re.compile(r"[0-9_./:@-]")  # a version, a host, a flag, a path: one thing, whatever its kind
+_IS = lazyre.compile(r"\b(?:is|are)\b", re.IGNORECASE)
+_DISTINCT = lazyre.compile(r"[0-9_./:@-]")  # a version, a host, a flag, a path: one thing, whatever its kind
 # Words that name no subject: what a value slot's name must not be (verbs of place and change,
 # and names every value has).
 _SLOT_GENERIC_TEXT = """version release port number id value new old default latest current runs run lives live sits
@@ -118,15 +120,15 @@ _SLOT_GENERIC_TEXT = """version release port number id value new old default lat
     written called named renamed changed change is are was were now today agreed plan under into onto via has have
     had behind inside after before within per than keep keeps take takes need needs retain retains wait waits"""
 _SLOT_GENERIC = frozenset(_SLOT_GENERIC_TEXT.split())
-_CLAUSE = re.compile(r"[,;:()]\s|\s[-\u2013\u2014]\s|\.\s")
+_CLAUSE = lazyre.compile(r"[,;:()]\s|\s[-\u2013\u2014]\s|\.\s")
 # A name right before a bare number makes it a version or setting: capitalised ("React 18", "Postgres
 # 15"), camelCase or snake_case ("minSdk is 26", "max_conns = 50"), or an acronym ("SLA of 24").
-_PROPER_BEFORE = re.compile(
+_PROPER_BEFORE = lazyre.compile(
     r"(?:\b[A-Z][a-z][\w.+-]*|\b[a-z]+[A-Z]\w*|\b[a-z]+_\w+|\b[A-Z]{2,}[a-z]?)"
     r"(?:\s+(?:is|are|goes\s+to|go\s+to|to|at|now|=|->|of|v))*\s*$"
 )
-_SHAPE_RUN = re.compile(r"[a-z0-9]+")
-_UNIT = re.compile(
+_SHAPE_RUN = lazyre.compile(r"[a-z0-9]+")
+_UNIT = lazyre.compile(
     r"\s*(ms|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|[kmgt]b|[kmgt]ib|%|percent|rps|qps|"
     r"req/s|req/min|req/h|requests?/(?:s|sec|min|minute|h|hour)|connections?|workers?|replicas?|threads?)(?![\w/])"
 )
@@ -175,13 +177,13 @@ def ruled_out(text: str) -> set[str]:
     return found
 
 
-_SCOPED = re.compile(
+_SCOPED = lazyre.compile(
     r"[`'\"]*\s*,?\s*(?:outside|except|besides|unless|apart\s+from|other\s+than|for\s+the|in\s+the|inside|within)\b",
     re.IGNORECASE,
 )
 
 
-_PART = re.compile(r"[:/@]")
+_PART = lazyre.compile(r"[:/@]")
 
 
 def _named(out: set[str], asked: set[str]) -> set[str]:
@@ -268,11 +270,11 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
-_OF_WHAT = re.compile(r"\s+(?:of|for)\s+(?:the\s+)?([a-z][\w-]*)")
+_OF_WHAT = lazyre.compile(r"\s+(?:of|for)\s+(?:the\s+)?([a-z][\w-]*)")
 
 
-_WEEKDAY = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?")
-_NEGATED = re.compile(r"\b(?:not|never|no|don'?t|do\s+not|no\s+longer)\b")
+_WEEKDAY = lazyre.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?")
+_NEGATED = lazyre.compile(r"\b(?:not|never|no|don'?t|do\s+not|no\s+longer)\b")
 
 
 def _values(text: str) -> list[tuple[str, list[str]]]:
@@ -328,7 +330,7 @@ def _same_shape(new_value: str, old_value: str) -> bool:
     return "/" in common.replace("://", "")  # a folder in common ("runs/2026/" and "runs/v2/")
 
 
-_WAS = re.compile(
+_WAS = lazyre.compile(
     r"\b(?:was|were|used\s+to|not|instead\s+of|rather\s+than|no\s+longer|too|deprecated|eol|end[\s-]of[\s-]life|"
     r"unsupported|out\s+of\s+(?:maintenance|support))\b"
 )
@@ -373,24 +375,24 @@ def _verb_class(verb: str) -> str:
 
 
 # "we moved the build cache to GCS": what moved (at most three words) and where to.
-_MOVED = re.compile(
+_MOVED = lazyre.compile(
     r"\b(?:mov(?:e|ed|ing)|migrat(?:e|ed|ing)|switch(?:ed|ing)?|shift(?:ed|ing)?|port(?:ed|ing)?)\s+"
     r"(?:the\s+|our\s+|all\s+)?((?:[\w.#/-]+\s+){0,2}?[\w.#/-]+)\s+(?:from\s+\S+\s+)?(?:to|onto|over\s+to|into|->|\u2192)\s+"
     r"([\w.#/:@-]+)",
     re.IGNORECASE,
 )
 # "the signing key moved to the mobile-signing vault entry": the same, said of the subject.
-_WAS_MOVED = re.compile(
+_WAS_MOVED = lazyre.compile(
     r"^(?:the\s+|our\s+)?((?:[\w.#/-]+\s+){0,2}?[\w.#/-]+)\s+(?:(?:was|were|has\s+been|have\s+been|got|is|are)\s+)?"
     r"(?:moved|migrated|switched)\s+(?:over\s+)?(?:to|onto|into)\s+(?:the\s+)?([\w.#/:@-]+)",
     re.IGNORECASE,
 )
 # Where an old entry says the thing is or what it is: a place, a value.
-_PLACED = re.compile(
+_PLACED = lazyre.compile(
     r"\b(?:is|are|lives?|sits?|runs?|goes|go)\s+(?:in|on|at|under|to)\b|[\d/:@]|\b[a-z0-9]+[-_.][a-z0-9]", re.IGNORECASE
 )
-_AGAIN = re.compile(r"\bafter\s+all\b|\bback\s+(?:to|on)\b|\b(?:is|are)\s+back\b", re.IGNORECASE)
-_RULED_OUT_HERE = re.compile(
+_AGAIN = lazyre.compile(r"\bafter\s+all\b|\bback\s+(?:to|on)\b|\b(?:is|are)\s+back\b", re.IGNORECASE)
+_RULED_OUT_HERE = lazyre.compile(
     r"\b(?:not|no|never|don'?t|no\s+longer|off\s+the\s+table|out\s+of\s+scope|dropped|rejected|ruled\s+out)\b",
     re.IGNORECASE,
 )
@@ -417,7 +419,7 @@ def _moved(new_text: str, old: Item) -> bool:
     return False
 
 
-_FILE = re.compile(r"(?:[\w.~-]+/)+([\w-]+\.[a-z0-9]{1,5})\b")
+_FILE = lazyre.compile(r"(?:[\w.~-]+/)+([\w-]+\.[a-z0-9]{1,5})\b")
 
 
 def _file_moved(new_text: str, old: Item) -> bool:
@@ -446,7 +448,7 @@ def _taken_back(new_text: str, old: Item) -> bool:
 
 # A change planned for later ("move to Kotlin 2.0 next quarter", "moving deploys to runners in
 # November 2026"): what holds now still holds until then ("we moved to ASGI in September" is done).
-_PLANNED = re.compile(
+_PLANNED = lazyre.compile(
     r"\b(?:next|coming)\s+(?:week|month|quarter|sprint|year|release|cycle)\b|\b(?:moving|migrating|switching)\b.*\bin\s+"
     r"(?:q[1-4]|(?:january|february|march|april|may|june|july|august|september|october|november|december)"
     r"(?:\s+\d{4})?)\b|\bover\s+(?:christmas|the\s+holidays|"
@@ -524,8 +526,8 @@ _DONE_WORDS_TEXT = """done fixed finished sorted closed closing close resolved m
 _DONE_WORDS = frozenset(_DONE_WORDS_TEXT.split())
 
 
-_SUFFIX = re.compile(r"(?:ing|ed|es|e|s)$")
-_PARTS = re.compile(r"[-/_.]")
+_SUFFIX = lazyre.compile(r"(?:ing|ed|es|e|s)$")
+_PARTS = lazyre.compile(r"[-/_.]")
 
 
 def _roots(text: str) -> set[str]:
@@ -542,13 +544,13 @@ def _roots(text: str) -> set[str]:
 # quarantined now"), opening the sentence ("compared bpe vs unigram"), or after what it names
 # ("SFTP credentials rotated this morning").
 _DONE_BY = (
-    re.compile(
+    lazyre.compile(
         r"\b(?:is|are|got|has\s+been|have\s+been)\s+(?:now\s+|all\s+|finally\s+)?([a-z]{3,}ed|split|built|rebuilt|rewritten)\b"
     ),
-    re.compile(
+    lazyre.compile(
         r"^(?:(?:i|we)\s+(?:just\s+|finally\s+|already\s+)?)?([a-z]{3,}ed|wrote|rewrote|built|rebuilt|made|sent|ran|did)\b"
     ),
-    re.compile(
+    lazyre.compile(
         r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}([a-z]{3,}ed)\b(?:\s+(?:up|out|off|away))?"
         r"(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?\s*(?:[,.!;]|$)"
     ),
@@ -559,7 +561,7 @@ _KNOWN_DONE_TEXT = """done fixed finished sorted closed resolved merged written 
     shipped landed crossed deployed created implemented added clarified checked handled approved gone live released
     configured enabled published"""
 _KNOWN_DONE = frozenset(_KNOWN_DONE_TEXT.split())
-_SAID_DONE = re.compile(
+_SAID_DONE = lazyre.compile(
     r"\boff\s+(?:my|the|our)\s+(?:plate|list)\b|\bcross(?:ed)?\s+(?:that|it|this)\s+off\b|\bin\s+place\b|\b(?:is|are)\s+in\b"
 )  # the words for "done" (what the cues read as such)
 
@@ -587,7 +589,7 @@ def _asks_to(verb: str, todo: str) -> bool:
 _TODO_HEAD_TEXT = """todo fixme remind me put add list backlog note self need needs remember forget don't make sure
     later someday park reminder please pls should must have to"""
 _TODO_HEAD = frozenset(_TODO_HEAD_TEXT.split())  # the words that only make a sentence a to-do
-_NOW_AT_END = re.compile(r"\bnow[.!]*$")
+_NOW_AT_END = lazyre.compile(r"\bnow[.!]*$")
 
 
 def _restated(text: str) -> bool:

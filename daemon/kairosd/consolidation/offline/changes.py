@@ -30,34 +30,35 @@ import re
 
 from kairosd.consolidation.offline.cues import Signal
 from kairosd.consolidation.offline.noise import refused
+from kairosd.core import lazyre
 
 _I = re.IGNORECASE
-_CHANGE = re.compile(
+_CHANGE = lazyre.compile(
     r"\b(?:now|moved|moving|changed|change|switch(?:ed|ing)?|migrated|going\s+back|back\s+to|no\s+longer|anymore|"
     r"instead|removed|retired|decommissioned|deleted|renamed|bumped|upgraded|downgraded|reverse|reversed|"
     r"correction|corrected|i\s+was\s+wrong|misspoke|i\s+mixed\s+up|supersedes?|replaced)\b",
     _I,
 )
-_VALUE = re.compile(
+_VALUE = lazyre.compile(
     r"\b[\w-]*\d[\w.:/@-]*|\b[a-z][\w-]*[._:/@][\w][\w.:/@-]*|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
     r"|\bnot\s+[a-z]\w{2,}|\b(?:removed|retired|decommissioned|deleted)\b",
     _I,
 )
 # Something that happened ("ssh key rotated btw", "the march backfill ran overnight"): it may say an
 # open to-do is done.
-_HAPPENED = re.compile(
+_HAPPENED = lazyre.compile(
     r"\b(?:[a-z]{3,}ed|done|sent|built|set\s+up|(?:is|are)\s+up|ran|made|wrote|works|working|live|answered|sorted)\b"
     r"|\u2705",
     _I,
 )
 # What says it did not happen, or should have: "you should never have deleted that file".
-_UNDONE = re.compile(r"\b(?:should|must|never|not|no|\w+n'?t|will|would|could|if|when|once|until|yet|still)\b", _I)
-_NOT_A_CHANGE = re.compile(
+_UNDONE = lazyre.compile(r"\b(?:should|must|never|not|no|\w+n'?t|will|would|could|if|when|once|until|yet|still)\b", _I)
+_NOT_A_CHANGE = lazyre.compile(
     r"^(?:if|when|once|what\s+if|should|could|would|do|does|did|can|is|are)\b|\b(?:maybe|might|probably|i\s+think|"
     r"not\s+sure|wondering|planning\s+to|will\s+be|next\s+(?:week|month|quarter|sprint))\b",
     _I,
 )
-_LEAD = re.compile(r"^(?:(?:ok(?:ay)?|also|and|so|oh|ah|btw|fyi|update|change|heads\s+up)\b[,:!.-]*\s+)+", _I)
+_LEAD = lazyre.compile(r"^(?:(?:ok(?:ay)?|also|and|so|oh|ah|btw|fyi|update|change|heads\s+up)\b[,:!.-]*\s+)+", _I)
 _SHORT = 4  # words: a sentence shorter than this names no subject of its own
 
 

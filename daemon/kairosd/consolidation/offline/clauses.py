@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import re
 
+from kairosd.core import lazyre
+
 MAX_LINE = 600  # a longer "line" is pasted text, not something a person typed
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = lazyre.compile(r"^\s*(```|~~~)")
 # A line that a program printed, not a person: each alternative is a shape tools print in.
 # A line that a program printed, not a person: each alternative is a shape tools print in. Most
 # are anchored at the line's start (tried there only, with ``match``); a few may come anywhere.
-_LOG_START = re.compile(
+_LOG_START = lazyre.compile(
     r"\s*(?:\[\d{1,2}:\d\d(?::\d\d)?(?:\s*[AaPp][Mm])?\]\s"  # a chat log's "[10:42] Priya: ..."
     r"|File \"|at \S+\(|\$ |>>> |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d\b|[WEIF]\d{4} \d\d:\d\d"
     r"|(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE)\b[:\]\s-]"
@@ -37,33 +39,33 @@ _LOG_START = re.compile(
     r"|(?:fatal|ok|changed|failed|skipping):\s*\[|\w+(?:Warning|Error|Exception):\s"
     r"|(?:npm|yarn|pnpm) (?:WARN|ERR)|Error: |warning\s+\S+:\s|[-=*#]{4,}\s*$)",
 )
-_LOG_ANYWHERE = re.compile(r"Traceback \(most recent call last\)|\blevel=\w+|\bts=\d|^[\w.-]+@[\w.-]+:.*\$ ")
+_LOG_ANYWHERE = lazyre.compile(r"Traceback \(most recent call last\)|\blevel=\w+|\bts=\d|^[\w.-]+@[\w.-]+:.*\$ ")
 _LOG_CHARS = frozenset(":[(=$|│┃>#")
-_LOG_WORD = re.compile(
+_LOG_WORD = lazyre.compile(
     r"WARN|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE|NOTICE|FAILED|PASSED|XFAIL|SKIPPED|E  |npm |yarn |pnpm |[-*]{4}"
 )
-_TICKET_FIELD = re.compile(
+_TICKET_FIELD = lazyre.compile(
     r"^\s*(?:summary|description|priority|severity|status|assignee|reporter|labels?|components?|repro|"
     r"steps\s+to\s+reproduce|expected(?:\s+result)?|actual(?:\s+result)?|environment|resolution|fix\s+versions?)\s*:\s",
     re.IGNORECASE,
 )
 # A markdown heading ("## Follow-up") titles what follows; it says nothing for the board itself.
-_HEADING = re.compile(r"^#{1,6}\s+\S")
+_HEADING = lazyre.compile(r"^#{1,6}\s+\S")
 # A diff's or a source file's line: "- retries = 3  # always 3", "+ x = never_retry()  // ...".
-_CODE_LINE = re.compile(r"^\s*[+-]\s*[\w.\[\]]+\s*[+*/-]?=\s*\S.*\s(?:#|//)\s|^\s*(?:#|//)\s*(?:TODO|FIXME|XXX)\b")
-_BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+")
+_CODE_LINE = lazyre.compile(r"^\s*[+-]\s*[\w.\[\]]+\s*[+*/-]?=\s*\S.*\s(?:#|//)\s|^\s*(?:#|//)\s*(?:TODO|FIXME|XXX)\b")
+_BULLET = lazyre.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+")
 # A sentence ends at . ! ? (or …) followed by a space, whatever case comes next; not after a
 # short abbreviation ("e.g.", "i.e.", "etc.", "vs.").
-_SPLIT = re.compile(r"(?<=[.!?…])\s+")
-_ABBREVIATION = re.compile(
+_SPLIT = lazyre.compile(r"(?<=[.!?…])\s+")
+_ABBREVIATION = lazyre.compile(
     r"(?:\b(?:etc|e\.g|i\.e|vs|approx|incl|cf|ca|dr|mr|mrs|ms|prof)|\b[A-Za-z]\.[A-Za-z])\.$", re.IGNORECASE
 )
-_ONLY_THEN_NO = re.compile(r"\bonly[.!]?$", re.IGNORECASE)
-_NO_NEXT = re.compile(r"^no\s+\w", re.IGNORECASE)
+_ONLY_THEN_NO = lazyre.compile(r"\bonly[.!]?$", re.IGNORECASE)
+_NO_NEXT = lazyre.compile(r"^no\s+\w", re.IGNORECASE)
 
 
 # A linter's code opens the line: "E501 line too long", "W0611: Unused import" ("E501 is off" is typed).
-_LINT_CODE = re.compile(r"[A-Z]{1,3}\d{3,4}:?\s+(?!(?:is|are|was|were|has|and|or|in|on|for)\b)[A-Za-z]")
+_LINT_CODE = lazyre.compile(r"[A-Z]{1,3}\d{3,4}:?\s+(?!(?:is|are|was|were|has|and|or|in|on|for)\b)[A-Za-z]")
 
 
 def is_log_line(line: str) -> bool:
@@ -75,14 +77,14 @@ def is_log_line(line: str) -> bool:
     return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
 
 
-_CONTEXT_HEAD = re.compile(
+_CONTEXT_HEAD = lazyre.compile(
     r"^(?:(?:some|quick|a\s+bit\s+of|more)\s+)?(?:ctx|context|background|setup|stack|the\s+stack|facts|"
     r"for\s+context|project\s+context)(?:\s+for\s+(?:you|today|this\s+session|the\s+\w+))?\s*:\s*$",
     re.IGNORECASE,
 )
 
 
-_SPEC_HEAD = re.compile(
+_SPEC_HEAD = lazyre.compile(
     r"^(?:the\s+)?(?:spec|specs|requirements?|acceptance\s+criteria|constraints|rules)(?:\s+for\s+[^:]{1,50})?\s*:\s*$",
     re.IGNORECASE,
 )

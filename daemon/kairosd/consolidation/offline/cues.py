@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 
 from kairosd.consolidation.offline.noise import refused
+from kairosd.core import lazyre
 
 MIN_TEXT = 8
 
@@ -51,7 +52,7 @@ class Signal:
 
 _I = re.IGNORECASE
 # Words that open a sentence without changing what it says; the second group marks a notice.
-_LEAD = re.compile(
+_LEAD = lazyre.compile(
     r"^(?:(?:ok(?:ay)?|also|and|but|so|plus|nah|actually|furthermore|moreover|additionally|in\s+addition|oh|ah|oops|whoops|ugh|urgh|argh|hmm+|alright|right|hey|hi|pls|please|then|next(?=\s*[:,])|important|"
     r"reminder(?=\s*[:,!-])|(?:nit|nitpick)(?=\s*:)|"
     r"one\s+more\s+thing|fyi|f\.y\.i\.?|heads[\s-]*up|btw|by\s+the\s+way|note(?!\s+that)|quick\s+context|context|"
@@ -63,21 +64,21 @@ _LEAD = re.compile(
 )
 # "Dana says we're on React 19 now", "Dana also wants every PR to have screenshots": someone's
 # words relayed; what they say is read (a capitalised name, so "it says" is not one).
-_RELAYED = re.compile(
+_RELAYED = lazyre.compile(
     r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
     r"(?:said|says|told\s+(?:me|us)|confirmed|mentioned)(?:\s+that|\s*:)?\s+(?:(?:yes|yeah|yep)[,!.]*\s+)?(?=\w)"
 )
-_WANTS = re.compile(
+_WANTS = lazyre.compile(
     r"^(?:[A-Z][a-z]+|(?:my|our)\s+(?:senior|lead|manager|boss|mentor|cto|ceo|pm|po|architect))(?:\s+also)?\s+"
     r"(?:wants|expects|requires|asks\s+for)\s+((?:every|all|each|any)\s+(?:new\s+)?\S+(?:\s+\S+)?)\s+to\s+(?=\w)"
 )
 _RELAYING = frozenset(["said", "says", "told", "confirmed", "mentioned", "wants", "expects", "requires", "asks"])
-_NOTICE = re.compile(
+_NOTICE = lazyre.compile(
     r"^(?:\S+\s+){0,2}(?:fyi|f\.y\.i|heads[\s-]*up|btw|by\s+the\s+way|note|quick\s+context|context|for\s+the\s+record|"
     r"just\s+so\s+you\s+know|let'?s\s+note|for\s+context|as\s+context)\b",
     _I,
 )
-_NOT_A_SUBJECT = re.compile(
+_NOT_A_SUBJECT = lazyre.compile(
     r"^(?:i|i'?m|i'?ve|i'?d|you|you'?re|it|it'?s|its|this|that|that'?s|these|those|there|there'?s|here|here'?s|he|she|they|"
     r"they'?re|what|what'?s|why|how|when|"
     r"where|who|which|can|could|should|would|will|do|does|did|is|are|was|were|let'?s|lets|pls|please|maybe|"
@@ -85,34 +86,38 @@ _NOT_A_SUBJECT = re.compile(
     r"sure|cool|great|nice|looks?|seems?|sounds?|not|any|some|one|idk|eh|ugh|huh|wow|anyway|still)\b",
     _I,
 )
-_HEDGE = re.compile(
+_HEDGE = lazyre.compile(
     r"\b(?:i\s+think|i\s+guess|i\s+believe|i\s+wonder|maybe|probably|perhaps|seems?|might|apparently|not\s+sure|"
     r"idk|i\s+forget|failed|broke|again|yesterday|right\s+now|last\s+time|earlier\s+today)\b",
     _I,
 )
 # "envoy bumped to 1.30 yesterday": a time word says when a change was made, not that it is unsure.
-_TIME_WORD = re.compile(r"^(?:yesterday|right\s+now|last\s+time|earlier\s+today|again)$", _I)
-_SINCE = re.compile(r"\b(?:we'?re|we\s+are|it'?s|is|are)\s+(?:now\s+)?on\s+\S+(?:\s+\S+)?\s+since\s+yesterday\b", _I)
-_UPGRADED = re.compile(
+_TIME_WORD = lazyre.compile(r"^(?:yesterday|right\s+now|last\s+time|earlier\s+today|again)$", _I)
+_SINCE = lazyre.compile(
+    r"\b(?:we'?re|we\s+are|it'?s|is|are)\s+(?:now\s+)?on\s+\S+(?:\s+\S+)?\s+since\s+yesterday\b", _I
+)
+_UPGRADED = lazyre.compile(
     r"^(?:we|i)(?:'ve|\s+have)?\s+(?:upgraded|bumped|moved|switched|migrated)\s+(?:[\w.-]+\s+){0,3}?to\s+[a-z][\w.-]*"
     r"(?:\s+[a-z][\w.-]*)?\s+v?\d",
     _I,
 )
-_SUPERSEDED_BY = re.compile(
+_SUPERSEDED_BY = lazyre.compile(
     r"\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\s+\S", _I
 )
 # "since yesterday": when a change happened (a time word then says when, not that it is unsure).
-_SINCE_WHEN = re.compile(r"\bsince\s+(yesterday|last\s+time|earlier\s+today)\b", _I)
-_CHANGED_TO = re.compile(
+_SINCE_WHEN = lazyre.compile(r"\bsince\s+(yesterday|last\s+time|earlier\s+today)\b", _I)
+_CHANGED_TO = lazyre.compile(
     r"\b(?:bumped|upgraded|updated|downgraded|moved|migrated|switched|renamed|merged\s+the\s+upgrade|"
     r"the\s+(?:upgrade|migration|switch)\s+(?:went|is|was)\b)\b",
     _I,
 )
-_DECIDED = re.compile(r"\b(?:decided|agreed|voted)\b", _I)
-_WE_CHANGED = re.compile(r"^we(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:moved|switched|migrated)\b", _I)
-_UNSURE = re.compile(r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I)
-_PAST = re.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
-_CHATTER = re.compile(
+_DECIDED = lazyre.compile(r"\b(?:decided|agreed|voted)\b", _I)
+_WE_CHANGED = lazyre.compile(r"^we(?:'ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:moved|switched|migrated)\b", _I)
+_UNSURE = lazyre.compile(
+    r"\b(?:i\s+think|i\s+guess|maybe|probably|perhaps|might|not\s+sure|hopefully|should\s+be)\b", _I
+)
+_PAST = lazyre.compile(r"\b(?:was|were)\b(?!\s+(?:renamed|moved|migrated|replaced|split|merged\s+into))", _I)
+_CHATTER = lazyre.compile(
     r"\b(?:don'?t|do\s+not|never)\s+(?:worry|bother|mind|care|know|think|understand|see\s+why)\b"
     r"|^(?:i\s+)?(?:never|always)\s+(?:seen|heard|had|been|liked|understood|thought|fun|nice|great|happy|good|"
     r"a\s+pleasure|would\s+have|could\s+have)\b|\b(?:see|talk|catch)\s+(?:you|ya)\s+later\b|^later[!.]*$"
@@ -120,30 +125,30 @@ _CHATTER = re.compile(
     _I,
 )
 # A one-off: about this spot, this once ("use a dict there", "make it horizontal").
-_ONE_OFF = re.compile(
+_ONE_OFF = lazyre.compile(
     r"\b(?:there|this\s+one|that\s+one|just\s+this\s+once|this\s+once|for\s+now|this\s+time|"
     r"in\s+this\s+(?:file|function|one|commit|pr|test|line|cell)|just\s+for\s+this|"
     r"(?:make|put|rename|move|set|change|turn|call|do)\s+(?:it|that|this|them)\b)",
     _I,
 )
-_STANDING = re.compile(
+_STANDING = lazyre.compile(
     r"\b(?:always|never|from\s+now\s+on|from\s+here\s+on|going\s+forward|make\s+it\s+a\s+rule|every\s+time|whenever|in\s+this\s+(?:repo|project|codebase))\b",
     _I,
 )
-_CONTRAST = re.compile(
+_CONTRAST = lazyre.compile(
     r"\bnot\s+(?!(?:like|that|this|it|what|quite|sure|really|so|too|yet|now|a\s+big|the\s+way|bad|great)\b)"
     r"[\w`'\"./:@-]+|\binstead\s+of\b|\brather\s+than\b|\bno\s+longer\b|\bpin(?:ned)?\s+(?:it\s+)?(?:to|at)\b",
     _I,
 )
-_RESTRICTION = re.compile(r"\b\w+\s+only\b|\beverything\s+else\b", _I)  # "for hero assets only"
-_MODAL = re.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
+_RESTRICTION = lazyre.compile(r"\b\w+\s+only\b|\beverything\s+else\b", _I)  # "for hero assets only"
+_MODAL = lazyre.compile(r"\b(?:should|must|needs?\s+to|has\s+to|have\s+to|always|never)\b", _I)
 
 # ---- corrections ---------------------------------------------------------------------------
 _FILLER = (
     r"(?:(?:ugh|urgh|oh+|och|oops|argh|hmm+|ah+|uh+|um+|eh|damn|ok|okay|and|so|also|whoops|wait|hold\s+on|sorry)"
     r"[,.!]*\s+){0,2}"
 )
-_STRONG_CORRECTION = re.compile(
+_STRONG_CORRECTION = lazyre.compile(
     _FILLER + r"(?:"
     r"(?:wait|hold\s+on|oops|whoops|ugh|argh)[,.!]*\s+(?:actually[,.!]*\s+)?(?:no+|nope)\b"
     r"|no+[,.!]*\s+wait\b"
@@ -162,31 +167,31 @@ _STRONG_CORRECTION = re.compile(
     r")[\s,.:;!-]*",
     _I,
 )
-_WEAK_CORRECTION = re.compile(
+_WEAK_CORRECTION = lazyre.compile(
     r"^(?:(?:ugh|urgh|argh|oh|hmm+|ah)[,.!]*\s+)?(?:(?:no+[\s,.!]+)*no+(?=\s*[,.!:;-])|no+\s+no+\b|nope\b|wrong\b|incorrect\b|not\s+quite\b|actually\b|that'?s\s+(?:not|wrong|incorrect)\b"
     r"|that\s+is\s+(?:not|wrong|incorrect)\b|you\s+(?:forgot|missed|misunderstood)\b"
     r"|i\s+(?:said|meant|told\s+you)\b)[\s,.!:;-]*(?:what\s+i\s+meant[\s,.!:;-]*)?",
     _I,
 )
-_RE_ABOUT = re.compile(
+_RE_ABOUT = lazyre.compile(
     r"^(?:re|regarding|about|as\s+for)[:\s]\s*(?P<about>(?:the\s+)?[^:,;]{1,40}):\s*(?:it'?s|it\s+is|they'?re|they\s+are)\s+",
     _I,
 )
 # A quoted sentence (three words or more) after a speech verb or a colon is someone else's words:
 # 'the designer said: "always use the primary color"' (a quoted title, 'add "X" to the backlog', is kept).
-_QUOTED = re.compile(
+_QUOTED = lazyre.compile(
     r"((?:\b(?:said|says|wrote|writes|commented|replied|asked|told\s+(?:me|us))\s*:?|:)\s*)"
     r"[\"\u201c][^\"\u201d\n]*?\s[^\"\u201d\n]*?\s[^\"\u201d\n]*?[\"\u201d]",
     _I,
 )
-_FINE = re.compile(r"^(?:it'?s|its|that'?s|this\s+is)\s+(?:fine|ok|okay|good|great|alright|not\s+needed)\b", _I)
-_STATED_VALUE = re.compile(
+_FINE = lazyre.compile(r"^(?:it'?s|its|that'?s|this\s+is)\s+(?:fine|ok|okay|good|great|alright|not\s+needed)\b", _I)
+_STATED_VALUE = lazyre.compile(
     r"^(?:the\s+|our\s+)?(?:[\w./-]+\s+){0,5}(?:is|are)\s+(?:now\s+)?(?:[a-z]+\s+){0,3}?[\w-]*(?:\d|\w[./:@]\w)", _I
 )
-_IT_IS = re.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
+_IT_IS = lazyre.compile(r"^(?:it'?s|it\s+is|they'?re|they\s+are)\s+", _I)
 
 # ---- to-dos said done -----------------------------------------------------------------------
-_DONE = re.compile(
+_DONE = lazyre.compile(
     r"\b(?:is|are|'s|was|were|got|has\s+been|have\s+been)\s+(?:all\s+|now\s+|finally\s+|already\s+)?(?:done|fixed|"
     r"finished|sorted|resolved|merged|written|documented|updated|migrated|complete|completed|shipped|landed|closed|gone|live|"
     r"rotated|renewed|cleaned\s+up|removed|archived|"
@@ -212,7 +217,7 @@ _DONE = re.compile(
     r"(?:the\s+)?(?:wiki|docs|readme|runbook|confluence|notion)\b)",
     _I,
 )
-_PASSIVE_DONE = re.compile(
+_PASSIVE_DONE = lazyre.compile(
     r"^(?:the\s+)?(?:[\w'-]+\s+){1,4}(?:(?:is|are|got|has\s+been|have\s+been)\s+)?(?:now\s+|all\s+|finally\s+)?(?:[a-z]{3,}ed|split|rebuilt|built|"
     r"rewritten)\b"
     r"(?:\s+(?:up|out|off|away))?(?:\s+(?:now|today|yesterday|this\s+morning|last\s+night|last\s+week|finally|at\s+last))?"
@@ -222,19 +227,21 @@ _PASSIVE_DONE = re.compile(
     _I,
 )
 _IRREGULAR_PAST = frozenset(["wrote", "rewrote", "built", "rebuilt", "made", "sent", "set", "ran", "did"])
-_RESTATED = re.compile(r"^(?:the\s+|our\s+)?(?:[\w-]+\s+){1,4}(?:[a-z]{3,}s|has|is|are)\s+\S.{2,80}?\s+now[.!]*$", _I)
-_CHANGED_VALUE = re.compile(r"\b(?:changed|switched|moved|migrated|renamed)\s+to\b", _I)
-_EMOJI = re.compile(r"[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f]+(?<!\u2705)")
+_RESTATED = lazyre.compile(
+    r"^(?:the\s+|our\s+)?(?:[\w-]+\s+){1,4}(?:[a-z]{3,}s|has|is|are)\s+\S.{2,80}?\s+now[.!]*$", _I
+)
+_CHANGED_VALUE = lazyre.compile(r"\b(?:changed|switched|moved|migrated|renamed)\s+to\b", _I)
+_EMOJI = lazyre.compile(r"[\U0001f300-\U0001faff\u2600-\u27bf\ufe0f]+(?<!\u2705)")
 # "done with the retry cleanup", "shipped the migration", "took care of the flaky test": the person did
 # it (read once the opening words are set aside).
-_DONE_LEAD = re.compile(
+_DONE_LEAD = lazyre.compile(
     r"^(?:(?:i|we)(?:'ve|'m|'re|\s+have|\s+am|\s+are)?\s+)?(?:just\s+|finally\s+|already\s+|now\s+)?(?:done\s+with|"
     r"finished(?:\s+up)?|shipped|completed|wrapped\s+up|took\s+care\s+of|sorted\s+out|crossed\s+off|knocked\s+out|"
     r"closed\s+out)\s+(?:the|that|our|my)\s+\w",
     _I,
 )
 # A to-do dropped is closed as well: "let's not bother with the screenshots", "forget about that reminder".
-_DROPPED = re.compile(
+_DROPPED = lazyre.compile(
     r"(?:^|[,;]\s+)(?:(?:actually|ok(?:ay)?|so|oh|and|you\s+know\s+what)[,.!\s]+)*(?:let'?s\s+not\s+bother\s+with|"
     r"(?:we\s+can\s+|you\s+can\s+)?forget\s+about|never\s*mind|no\s+need\s+for|(?:we|i)\s+no\s+longer\s+need)\s+"
     r"(?:the|that|this|those)\s+\w"
@@ -246,24 +253,24 @@ _MAY_CORRECT_WORDS = """wait hold no nope sorry wrong mistaken misspoke mistake 
     incorrect forget ignore disregard scrap drop ditch"""
 _MAY_CORRECT = frozenset(_MAY_CORRECT_WORDS.split())
 _MAY_DROP = frozenset(["bother", "forget", "mind", "nevermind", "need"])  # what _DROPPED needs, tried first
-_NOT_DONE = re.compile(
+_NOT_DONE = lazyre.compile(
     r"\b(?:(?:fixed|locked|closed)\s+(?:to|at|on)|not|isn'?t|aren'?t|wasn'?t|never|yet|still|almost|nearly|once|when|if|until)\b",
     _I,
 )
 
 # ---- polite questions ----------------------------------------------------------------------
-_POLITE_RULE = re.compile(
+_POLITE_RULE = lazyre.compile(
     r"^(?:could|would)\s+(?:you|u)\s+(?:(?:please|pls|kindly|also|just)\s+)*(?:be\s+so\s+kind\s+as\s+to\s+)?(?:mind\s+)?"
     r"(?:always|never|stop|not|no\s+longer|avoid)\b",
     _I,
 )
-_POLITE_CLOSE = re.compile(
+_POLITE_CLOSE = lazyre.compile(
     r"\b(?:could|can|would)\s+(?:you|u)\s+(?:please\s+)?(?:take|strike|cross|drop|remove)\s+(?:it|that|this|them)\s+"
     r"(?:off|out\s+of|from)\s+(?:the|my|our)\s+(?:list|board|to-?do(?:\s+list)?|backlog)\b",
     _I,
 )
-_POLITE_HEAD = re.compile(r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?", _I)
-_POLITE_TODO = re.compile(
+_POLITE_HEAD = lazyre.compile(r"^(?:could|would)\s+(?:you|u)\s+(?:please\s+|pls\s+|kindly\s+)?(?:mind\s+)?", _I)
+_POLITE_TODO = lazyre.compile(
     r"^(?:would\s+it\s+be\s+possible\s+to|could\s+(?:you|we)|can\s+(?:you|we))\b.*"
     r"\b(?:at\s+some\s+point|eventually|later|next\s+(?:week|sprint|time))\b"
     # "could you put on the list that we should add analytics events?": a to-do asked for politely
@@ -273,7 +280,7 @@ _POLITE_TODO = re.compile(
 )
 
 # ---- decisions, to-dos, rules, preferences ---------------------------------------------------
-_DECISION = re.compile(
+_DECISION = lazyre.compile(
     r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:|^(?:the\s+)?outcomes?\s+of\b[^:]{0,40}:|^(?:we|i|the\s+team)(?:'ve|\s+have)?\s+(?:all\s+)?"
     r"(?:decided|agreed)\b|^(?:new\s+)?decision\b[^:]{0,50}:"
     r"|^no\s+more\s+[\w.-]+(?:\s+[\w.-]+)?[,;]\s+(?:now\s+)?we(?:'ve|\s+have|\s+did)?\s+\w"
@@ -291,13 +298,13 @@ _DECISION = re.compile(
 )
 # "we moved the alerts from #ops-alerts to #sre-pager", "switched db from neon to supabase yesterday": a
 # change made, a decision whatever time word comes with it.
-_CHANGED_FROM = re.compile(
+_CHANGED_FROM = lazyre.compile(
     r"^(?:we(?:'ve|\s+have)?\s+|(?:we'?re|we\s+are)\s+|(?:the\s+)?[\w#.-]+(?:\s+[\w#.-]+)?\s+"
     r"(?:(?:was|were|got|have\s+been|has\s+been)\s+)?)?(?:moved|switched|migrated|moving|switching|migrating)\s+(?:(?:the\s+)?[\w#.-]+\s+){0,3}?(?:from|off(?:\s+of)?)\s+(?:\S+\s+){1,4}?(?:to|onto|->|\u2192)\s+\S",
     _I,
 )
 _CHANGING = frozenset(["moved", "switched", "migrated", "moving", "switching", "migrating"])
-_TODO = re.compile(
+_TODO = lazyre.compile(
     r"^(?:todo|fixme)\b(?:\([^)]{0,20}\))?[:\s]|\b(?:(?:don'?t|do\s+not)\s+forget\s+(?:to|that\s+we|we|about)|(?:remind|ping|nudge)\s+me\s+(?:to|about|next|tomorrow|on|in|later|this|(?:mon|tues|wednes|thurs|fri)day)|"
     r"still\s+need\s+to)\b|^note\s+to\s+self\b|^reminder\s+for\s+(?:next|later|tomorrow|the\s+next|monday|friday)\b"
     r"|^.{12,}?[,;]\s*(?:park|put|stick|throw|add)\s+(?:it|that|this)\s+(?:in|on|to)\s+the\s+(?:backlog|list|to-?do\s+list)\b"
@@ -313,21 +320,21 @@ _TODO = re.compile(
     r"|add\s+(?:a\s+|an?\s+item\s+to\s+the\s+)?to-?do)\s*(?::|that\b)\s*\S",
     _I,
 )
-_TODO_THAT = re.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
-_TODO_VAGUE = re.compile(
+_TODO_THAT = lazyre.compile(r"\bput\s+(?:that|this|it)\s+on\s+the\s+(?:list|backlog|to-?do\s+list|board)\b", _I)
+_TODO_VAGUE = lazyre.compile(
     # "later" as when, not as what a thing became ("the export got later")
     r"\b(?:(?<!got\s)(?<!gets\s)(?<!is\s)(?<!was\s)(?<!much\s)(?<!bit\s)(?<!even\s)(?<!not\s)later(?!\s+(?:versions?|releases?|builds?|ones|models|editions)\b)|next\s+time|follow[\s-]?up|"
     r"at\s+some\s+point|someday|some\s+day|eventually)\b",
     _I,
 )
-_RULE = re.compile(
+_RULE = lazyre.compile(
     r"^(?:(?:in|for)\s+this\s+(?:project|repo|repository|codebase)[,:]?\s+|in\s+general[,:]?\s+)?(?:(?:you|we)\s+(?:should\s+|must\s+)?)?"
     r"(?:always|never|don'?t|dont|do\s+not|must(?:\s+not)?|make\s+sure|from\s+now\s+on|going\s+forward|avoid)\b"
     r"|^(?:remember|keep\s+in\s+mind|note\s+for\s+the\s+future)\b",
     _I,
 )
 # Rules with no rule word: the shapes people use for standing instructions.
-_RULE_PLAIN = re.compile(
+_RULE_PLAIN = lazyre.compile(
     r"^(?:we|i)\s+(?:only\s+)?use\s+[^,.;]{1,40}?,?\s+(?:not|never|instead\s+of|rather\s+than)\s+\S"
     r"|^(?:we'?re|we\s+are)\s+using\s+[^,.;]{1,40}?,?\s+(?:not|instead\s+of|rather\s+than)\s+\S"
     r"|^(?:we|i)\s+(?:build|test|deploy|format|lint|write|ship|package|host|run)\s+(?:\w+\s+)?with\s+[^,.;]{1,40}?,?\s+"
@@ -366,27 +373,31 @@ _RULE_PLAIN = re.compile(
     _I,
 )
 # "jobs must finish in 15 minutes", "Random seed is always 42": a subject, then the rule word.
-_RULE_MID = re.compile(
+_RULE_MID = lazyre.compile(
     r"^(?:\S+\s+){1,5}?(?:should|must|shall)(?:\s+not|n'?t)?\s+(?:always\s+|never\s+|only\s+)?(?:be|use|go|run|do|have|"
     r"finish|stay|live|take|get|pass|land|come|point)\b|^(?:\S+\s+){1,10}?(?:always|never)\b",
     _I,
 )
-_OBSERVED = re.compile(r"\b(?:fail(?:s|ed|ing)?|break(?:s|ing)?|crash(?:es|ed)?|happens?|flak\w*|times?\s+out)\b", _I)
-_PREFERENCE = re.compile(
+_OBSERVED = lazyre.compile(
+    r"\b(?:fail(?:s|ed|ing)?|break(?:s|ing)?|crash(?:es|ed)?|happens?|flak\w*|times?\s+out)\b", _I
+)
+_PREFERENCE = lazyre.compile(
     r"(?:^|\b(?:i|we)(?:\s+would\s+|'d\s+|\s+))prefer\b|\bi'?d\s+rather\b|\b(?:i|we)\s+like\s+to\s+use\b"
     r"|\buse\s+\S+(?:\s+\S+)?\s+(?:instead\s+of|rather\s+than|over)\b",
     _I,
 )
 
-_ID_LIKE = re.compile(r"^(?:(?:going\s+forward|from\s+now\s+on|in\s+future)[,:]?\s+)?i'?d\s+(?:like|love|prefer)\b", _I)
-_I_PREFER = re.compile(
+_ID_LIKE = lazyre.compile(
+    r"^(?:(?:going\s+forward|from\s+now\s+on|in\s+future)[,:]?\s+)?i'?d\s+(?:like|love|prefer)\b", _I
+)
+_I_PREFER = lazyre.compile(
     r"^(?:i|we)(?:\s+would|'d|\s+much)?\s+(?:prefer|rather)\b"
     r"|^(?:one\s+(?:last|more|other)\s+|another\s+|a\s+)?preference\s*:\s*\S",
     _I,
 )
 
 # ---- facts ---------------------------------------------------------------------------------
-_FACT = re.compile(
+_FACT = lazyre.compile(
     r"\b(?:is|are)\s+(?:at|on|in)\s+(?:the\s+)?(?!line\b|row\b|step\b|page\b)(?:\w+\s+)?"
     r"(?:https?://\S|[\w.-]*\d[\w.:/-]*|[\w-]+\.[\w.-]+|[\w.-]+/[\w./-]*|:\d{2,5})"
     r"|\b(?:listens?|binds?)\s+(?:on|to)\s+\S|\bport\s+:?\d{2,5}\b|\bbehind\s+(?:the\s+|a\s+)?(?:[\w.-]+\s+){1,2}(?:feature\s+)?(?:flag|toggle)\b"
@@ -422,7 +433,7 @@ _FACT = re.compile(
     _I,
 )
 # "the module path is github.com/acme/billing", "our SDK package on PyPI is acme-sdk": a name's value.
-_NAMED_VALUE = re.compile(
+_NAMED_VALUE = lazyre.compile(
     r"^(?:(?:the|our|my)\s+)?(?:[\w-]+\s+){0,3}(?:name|path|url|host|hostname|port|package|module|repo|bucket|table|"
     r"topic|queue|branch|image|registry|namespace|cluster|db|database|endpoint|version|account|project|service|domain|"
     r"channel|index|region|prefix|org|team|address|email|sender|alias|dsn|uri|toolchain|compiler|runtime|framework|sdk|"
@@ -432,41 +443,41 @@ _NAMED_VALUE = re.compile(
     _I,
 )
 # An imperative is not a statement about the project ("kill the thing on port 8080").
-_IMPERATIVE = re.compile(
+_IMPERATIVE = lazyre.compile(
     r"^(?:kill|run|fix|add|make|use|keep|check|open|close|restart|stop|start|bump|set|change|update|remove|delete|try|look|"
     r"write|create|move|rename|deploy|build|test|show|print|give|put|help|find|grep|print|revert|merge|push|pull|"
     r"install|drop|call|send|ping|curl|ssh|go|get|see)\b",
     _I,
 )
 # "For PLR0912 split the handler into its own function": an order about one thing, not a statement.
-_ORDER_FOR = re.compile(
+_ORDER_FOR = lazyre.compile(
     r"^(?:for|in|on)\s+[\w./-]+(?:\s+[\w./-]+)?,?\s+(?:split|move|rename|add|make|put|change|extract|pull|fix|remove|"
     r"drop|inline|wrap|bump|pin|replace|rewrite|refactor)\b",
     _I,
 )
 # "msrv -> 1.75 now": a name given a new version, arrow-style.
-_ARROW = re.compile(
+_ARROW = lazyre.compile(
     r"^(?:[\w./-]+\s+){0,5}[\w./-]+\s*(?:->|\u2192|=)\s*v?\d+(?:\.\d+)*(?:\s*[a-z]+/[a-z]+|\.\d+)?\b", _I
 )
-_DIGIT = re.compile(r"\d")
+_DIGIT = lazyre.compile(r"\d")
 _FRAGMENT_WORDS = frozenset(["via", "we"])
 _VERSION_WORDS = frozenset(["with", "using"])
-_VERSIONED = re.compile(r"\b(?:with|using)\s+[a-z][\w.-]*\s+v?\d+\.\d", _I)
+_VERSIONED = lazyre.compile(r"\b(?:with|using)\s+[a-z][\w.-]*\s+v?\d+\.\d", _I)
 # Fragments that state what the project is made of: "Postgres 15 on RDS", "tls certs via cert-manager",
 # "for the DI we are using Hilt".
-_FRAGMENT = re.compile(
+_FRAGMENT = lazyre.compile(
     r"^[\w.-]+\s+v?\d+(?:\.\d+)*\s+(?:on|in|at|via|with|behind)\s+\S"
     r"|^(?:[\w.-]+\s+){1,3}via\s+[\w.-]+"
     r"|^(?:for|in)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s*,?\s+we\s+(?:are\s+using|use|run|have)\s+\S",
     _I,
 )
-_CLAUSES = re.compile(r"[,;]\s+")
-_AND = re.compile(r"^(?:and|also|plus)\s+", _I)
+_CLAUSES = lazyre.compile(r"[,;]\s+")
+_AND = lazyre.compile(r"^(?:and|also|plus)\s+", _I)
 # What "here" is in "in this repo we use ...": the project, or the part of it the session works in.
 _HERE = r"(?:repo|repository|project|codebase|team|service|app|module|package|crate|library|monorepo|workspace)"
 # A statement of how things are done here, not of what is: "we use pnpm, not npm", "every tool comes
 # from a pinned archive", "new deps go in MODULE.bazel", "new rule from the review: ..." (a rule).
-_NORM = re.compile(
+_NORM = lazyre.compile(
     r"^(?:(?:in|for)\s+(?:this|the|our)\s+" + _HERE + r"[,:]?\s+|(?:for\s+)?new\s+[\w-]+(?:\s+[\w-]+)?,?\s+)?"
     r"(?:we|i)\s+(?:only\s+)?use\s+\S(?=.*(?:\bnot\b|\bnever\b|\bno\s+\w|\binstead\b|\brather\b|\bonly\b|\bhere\b|"
     r"\bthis\s+(?:repo|project)\b|\beverywhere\b|\beverything\b|\bfor\s+\w+ing\b))"
@@ -479,18 +490,18 @@ _NORM = re.compile(
 )
 # A statement of what is that also says what must not be done ("calls go through the breaker; no
 # hand-written retry loops", "... never run migrations against it"): an instruction, so a rule.
-_PRESCRIBES = re.compile(
+_PRESCRIBES = lazyre.compile(
     r"(?:[;:]\s*|,\s+(?:and\s+|but\s+)?|\.\s+)no\s+(?!(?:worries|problem|idea|one|longer|more|need|matter)\b)[\w-]+"
     r"|\bnever\b|\bno\s+longer\s+use\b|\bone\s+[\w-]+\s+per\s+[\w-]+\b|(?<!\()\b(?:don'?t|do\s+not)\s+\w"
     r"|\b\d+\s*[a-z]*\s+(?:minimum|maximum)\b|\b(?:we|i)\s+use\s+\S[^.;]{0,60},\s+not\s+\w",
     _I,
 )
-_WE_ARE_ON_NAME = re.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
-_WE_ARE_ON = re.compile(
+_WE_ARE_ON_NAME = lazyre.compile(r"^(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|going\s+with)\s+\S", _I)
+_WE_ARE_ON = lazyre.compile(
     r"(?:^|[,;]\s+(?:(?:so|and|but)\s+)?)(?:we'?re|we\s+are)\s+(?:now\s+)?(?:on|using|running)\s+[\w.+-]+\s+v?\d", _I
 )
-_FACT_WE_USE = re.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
-_STATEMENT = re.compile(
+_FACT_WE_USE = lazyre.compile(r"^(?:we|i)\s+use\s+\S+(?:\s+\S+){0,3}?\s+for\s+\S", _I)
+_STATEMENT = lazyre.compile(
     r"\b(?:is|are|will|has|have|changes?|moves?|moving|goes|runs|uses|gets|needs|wants|requires|expects)\b", _I
 )
 
@@ -550,7 +561,7 @@ _NEEDS = {
     "vague": _needs("later next follow followup point someday some eventually"),
     "preference": _needs("prefer rather like instead over"),
 }
-_TOKEN = re.compile(r"[a-z]+")
+_TOKEN = lazyre.compile(r"[a-z]+")
 
 
 def _shaped(sentence: str, tokens: set[str]) -> bool:
@@ -631,10 +642,10 @@ def _durable(rest: str) -> bool:
 
 # What a named correction is about, without the word that only says what kind of thing it was
 # ("correction on the alloc rule" corrects what was said about "alloc").
-_KIND_OF_SAYING = re.compile(r"\s+(?:rule|thing|part|bit|idea|stuff|one|decision|plan)s?$", _I)
+_KIND_OF_SAYING = lazyre.compile(r"\s+(?:rule|thing|part|bit|idea|stuff|one|decision|plan)s?$", _I)
 
 
-_NAMES_NOTHING = re.compile(
+_NAMES_NOTHING = lazyre.compile(
     r"(?:(?:what|i|you|we|said|told|wrote|meant|it|that|this|earlier|before|yesterday|last|time|there|here)\b\s*)+", _I
 )
 
@@ -846,10 +857,10 @@ def refers_back(sentence: str) -> bool:
 
 # A clause after the first that opens with a rule's word: "names aren't unique across regions so
 # never join partners on the name", "the others belong to the analytics team and we don't touch their dags".
-_CLAUSE_SPLIT = re.compile(
+_CLAUSE_SPLIT = lazyre.compile(
     r"(?:[,;:]\s+|\s+(?=(?:so|and|but)\s+(?:we\s+|you\s+|please\s+)?(?:never|always|don'?t|dont)\b))"
 )
-_CLAUSE_OPEN = re.compile(r"^(?:(?:so|and|but|then|also|because|plus|in\s+general)[,\s]+)*", _I)
+_CLAUSE_OPEN = lazyre.compile(r"^(?:(?:so|and|but|then|also|because|plus|in\s+general)[,\s]+)*", _I)
 
 
 def clause_rule(sentence: str) -> Signal | None:

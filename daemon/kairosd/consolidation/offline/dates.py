@@ -26,6 +26,8 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from kairosd.core import lazyre
+
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
@@ -93,7 +95,7 @@ RULES: tuple[Rule, ...] = (
     _rule(r"(?:today|tonight|this\s+(?:morning|afternoon|evening))", _days(0)),
     _rule(r"tomorrow", _days(1)),
     _rule(r"yesterday", _days(-1)),
-    (re.compile(rf"\bin\s+{_N}\s+(?P<unit>days?|weeks?)\b", re.IGNORECASE), _in_n),
+    (lazyre.compile(rf"\bin\s+{_N}\s+(?P<unit>days?|weeks?)\b", re.IGNORECASE), _in_n),
     _rule(rf"{_N}\s+(?P<unit>days?|weeks?)\s+ago", _ago),
     _rule(r"(?P<which>next|last|this)\s+week", _week),
     _rule(r"(?P<which>next|last|this)\s+month", _month),
@@ -102,7 +104,7 @@ RULES: tuple[Rule, ...] = (
 
 
 # A word every expression has: most sentences have none, and then one cheap search settles it.
-_ANY = re.compile(r"\b(?:today|tonight|tomorrow|yesterday|ago|next|last|this|days?|weeks?)\b", re.IGNORECASE)
+_ANY = lazyre.compile(r"\b(?:today|tonight|tomorrow|yesterday|ago|next|last|this|days?|weeks?)\b", re.IGNORECASE)
 
 
 def local_date(when: datetime, zone: ZoneInfo) -> date:

@@ -88,6 +88,7 @@ from kairosd.consolidation.offline.joined import asks_to_note_it, joined
 from kairosd.consolidation.offline.noise import names_nothing, refused
 from kairosd.consolidation.offline.substance import fragment, kind_by_mood
 from kairosd.consolidation.transcripts.model import Message
+from kairosd.core import lazyre
 
 __all__ = [
     "KINDS",
@@ -111,37 +112,37 @@ CAPS = {"rule": 8, "decision": 4, "todo": 4, "command": 3, "file": 3}
 _CAP_GROUP = {"rule": "rule", "preference": "rule", "correction": "rule", "decision": "decision", "todo": "todo"}
 REPEATED_COMMAND = 3
 # A close that names nothing ("so that's done") beyond words like these refers to what came before.
-_NAMES = re.compile(
+_NAMES = lazyre.compile(
     r"\b(?!(?:so|that'?s|that|this|it'?s|it|is|are|was|all|now|done|fixed|sorted|finished|closed|too|also|ok|okay|"
     r"btw|then|well|yep|yes|and|item|one|thing|point|part|bit|task)\b)[a-z][a-z0-9_-]{2,}",
     re.IGNORECASE,
 )
 # A sentence that only heads the next one ("New decision. We're moving ...", "Correction on the SLA.
 # 48 hours ...") is read with it; one that only stresses the one before ("No exceptions.") makes it a rule.
-_HEADER = re.compile(
+_HEADER = lazyre.compile(
     r"^(?:(?:a\s+|one\s+)?(?:small\s+|quick\s+|minor\s+)?correction(?:\s+(?:on|to|about|for)\s+[^.:]{1,30})?|new\s+decision|"
     r"(?:a\s+)?decision|change\s+of\s+plans?(?:\s+(?:on|for|about|re)\s+[^.:]{1,30})?|new\s+plan|new\s+rule|house\s+rule|rules?\s+for\s+this\s+\w+|"
     r"(?:ok(?:ay)?[,\s]+)?(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)\s+(?:about|re)\s+[^.:]{1,30})[.!:]*$",
     re.IGNORECASE,
 )
-_STRESS = re.compile(
+_STRESS = lazyre.compile(
     r"^(?:no\s+exceptions|zero\s+exceptions|period|full\s+stop|non-?negotiable|always|every\s+time|without\s+exception)[.!]*$",
     re.IGNORECASE,
 )
 # A turn that opens as a user story asks for a feature: its "should" and "must" are what to build.
-_STORY = re.compile(
+_STORY = lazyre.compile(
     r"^(?:user\s+story\b|as\s+an?\s+[\w-]+(?:\s+[\w-]+)?,?\s+i\s+(?:want|need|would\s+like)\b)", re.IGNORECASE
 )
 # A sentence that only takes back what was said before ("That supersedes what I said about i128."):
 # the entry of the sentence before replaces it.
-_RETRACTION = re.compile(
+_RETRACTION = lazyre.compile(
     r"^(?:(?:so|and|ok(?:ay)?)[,\s]+)?(?:(?:that|this|which|it)\s+)?(?:supersedes|replaces|overrides|corrects)\s+what\s+i\s+"
     r"(?:said|told\s+you|wrote)(?:\s+(?:earlier|before|yesterday|last\s+time))?\s+(?:about|re|on)\s+(?P<about>[^.!?]{1,40}?)[.!]*$",
     re.IGNORECASE,
 )
 _ORDERS = frozenset({"rule", "preference", "correction"})
-_FOR_GOOD = re.compile(r"\b(?:from\s+now\s+on|going\s+forward|always|never|every\s+time|whenever)\b", re.IGNORECASE)
-_USE_NEXT = re.compile(r"^use\s+\S+(?:\s+\S+){0,5}[.!]?$", re.IGNORECASE)
+_FOR_GOOD = lazyre.compile(r"\b(?:from\s+now\s+on|going\s+forward|always|never|every\s+time|whenever)\b", re.IGNORECASE)
+_USE_NEXT = lazyre.compile(r"^use\s+\S+(?:\s+\S+){0,5}[.!]?$", re.IGNORECASE)
 
 _TRIVIAL_COMMANDS = frozenset(
     {"ls", "cat", "cd", "echo", "pwd", "head", "tail", "grep", "rg", "find", "wc", "sed", "awk", "less", "more",
@@ -149,13 +150,13 @@ _TRIVIAL_COMMANDS = frozenset(
      "date", "whoami", "history", "man", "touch", "mkdir", "cp", "mv", "rm"}
 )  # fmt: skip
 _TRIVIAL_GIT = frozenset({"status", "diff", "log", "show", "branch", "add", "stash", "blame", "remote", "fetch"})
-_IMPORTANT_COMMAND = re.compile(
+_IMPORTANT_COMMAND = lazyre.compile(
     r"(?:^|\s)(?:make|just|pytest|tox|nox|ruff|mypy|pyright|black|flake8|eslint|prettier|tsc|jest|vitest|"
     r"cargo\s+(?:build|test|clippy|fmt|run)|go\s+(?:build|test|vet|run)|npm\s+(?:run|test|ci)|yarn\s+\w+|"
     r"pnpm\s+\w+|bun\s+\w+|gradle\w*|mvn|bazel|cmake|ctest|docker\s+(?:compose|build)|docker-compose|"
     r"kubectl|terraform|helm|alembic|uv\s+run|poetry\s+run|hatch\s+run|pip\s+install|\./scripts?/|scripts/)",
 )
-_CD_PREFIX = re.compile(r"^\s*cd\s+\S+\s*(?:&&|;)\s*")
+_CD_PREFIX = lazyre.compile(r"^\s*cd\s+\S+\s*(?:&&|;)\s*")
 
 
 @dataclass

@@ -28,10 +28,11 @@ import re
 
 from kairosd.consolidation.board.entries import MAX_TEXT
 from kairosd.consolidation.offline.cues import Signal
+from kairosd.core import lazyre
 
 _ORDERS = ("correction", "rule", "preference")  # the kind of a joined entry: the first of these it holds
 # What does not go on with a rule: a question, an order to do something now, a hedge, a thank-you.
-_APART = re.compile(
+_APART = lazyre.compile(
     r"\?$|^(?:(?:ok(?:ay)?|k|so|and|then|now|also|pls|please)[,.!\s]+)*(?:kill|run|fix|add|make|check|open|close|"
     r"restart|start|bump|set|change|update|remove|delete|try|look|write|create|move|rename|deploy|build|test|show|"
     r"print|give|put|help|find|grep|revert|merge|push|pull|install|drop|call|send|ping|curl|ssh|can\s+you|could\s+you|"
@@ -41,14 +42,14 @@ _APART = re.compile(
 )
 
 # An order about "it": "Don't bump it in a feature branch.", "don't fight it, use their component".
-_POINTS_BACK = re.compile(
+_POINTS_BACK = lazyre.compile(
     r"^(?:(?:please|pls|and|so|but|just)\s+)?(?:(?:don'?t|dont|do\s+not|never|always)\s+)?[a-z]+\s+(?:it|them|that|those)\b",
     re.IGNORECASE,
 )
 
 
 # A to-do about "it": "It is not urgent; please add it to the list.", "Record it as a follow-up item.".
-_TODO_POINTS_BACK = re.compile(
+_TODO_POINTS_BACK = lazyre.compile(
     r"\b(?:add|put|record|note|keep|log|file|track|stick|park|write)\s+(?:it|that|this|them|those)\s+"
     r"(?:on|to|in|as|down|for)\b"
     # what is left once "Please note" is read as an opener: "it as a follow-up item"
@@ -63,8 +64,8 @@ def asks_to_note_it(todo: str) -> bool:
     return _TODO_POINTS_BACK.search(todo) is not None
 
 
-_VALUE = re.compile(r"\d|[\w-]+\.[\w-]+")  # a number, a version, a host or a file: what a fact gives
-_LEFT_OVER = re.compile(r"^(?:it|that|this|them|those)\s", re.IGNORECASE)
+_VALUE = lazyre.compile(r"\d|[\w-]+\.[\w-]+")  # a number, a version, a host or a file: what a fact gives
+_LEFT_OVER = lazyre.compile(r"^(?:it|that|this|them|those)\s", re.IGNORECASE)
 SHORT_ORDER = 4  # words: an order this short ("Never float.") says what it is about in the sentence before
 
 
@@ -185,7 +186,7 @@ def _todos_about_it(
 
 
 # A fact that goes on about the thing the fact before it named: "That service is at tax-rates.internal:8080."
-_FACT_POINTS_BACK = re.compile(
+_FACT_POINTS_BACK = lazyre.compile(
     r"^(?:that|this|it|the\s+same)\s+(?:[\w-]+\s+)?(?:is|are|lives|runs|listens|sits)\b", re.IGNORECASE
 )
 

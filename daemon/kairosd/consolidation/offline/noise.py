@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import re
 
+from kairosd.core import lazyre
+
 _I = re.IGNORECASE
 _OPENER = r"^(?:(?:and|but|so|ok(?:ay)?|also|hmm+|well|just|like)[,.!]*\s+)*"
-_HYPOTHETICAL = re.compile(
+_HYPOTHETICAL = lazyre.compile(
     _OPENER + r"(?:suppose|supposing|hypothetically|imagine|what\s+if|let'?s\s+say|say\s+we|in\s+theory|"
     r"in\s+case|assuming|were\s+we\s+to|should\s+we\s+ever)\b"
     r"|\bif\s+(?:we|you|i|they|it)\s+(?:ever|one\s+day|someday|eventually)\b"
@@ -57,7 +59,7 @@ _SOURCE = (
     r"copilot|"
     r"stack\s*overflow|blog(?:\s+post)?|article|tutorial|internet|guy|person|thread|comment)"
 )
-_REPORTED = re.compile(
+_REPORTED = lazyre.compile(
     _OPENER
     + r"(?:(?:the|a|an|this|that|my|our|some|one|another)\s+)?(?:[\w-]+\s+){0,2}?"
     + _SOURCE
@@ -74,7 +76,7 @@ _REPORTED = re.compile(
 )
 # "always"/"never" then what happens or happened: an observation. Not after a word that makes it
 # a standing passive or a modal ("tokens are never logged", "must never be").
-_OBSERVATION = re.compile(
+_OBSERVATION = lazyre.compile(
     r"(?:^|(?P<before>\S+)\s+)(?:always|never)\s+(?:(?:seems?|seemed|to)\s+)?(?:(?P<past>\w*[a-df-z]ed)|had|did|was|were|forget|forgets|"
     r"breaks?|fails?|happens?|works?|gets?\s+(?:confused|stuck|lost|it\s+wrong)|do\s+(?:this|that)|does\s+(?:this|that)|"
     r"helpful|great|nice|fun|good|slow|fast|annoying|painful|flaky|happy|welcome|"
@@ -86,11 +88,13 @@ _STANDING_BEFORE = frozenset(
 )
 # A short order whose only object is a word for what was just said ("Don't bump either without me.",
 # "Only there, never to a cloud.", "Kebab-case, always in that order."): read alone, it names nothing.
-_ONLY_A_PRONOUN = re.compile(r"^(?=(?:\S+\s+){0,6}\S+$)(?=.*\b(?:it|either|them|there|that\s+order|those|these)\b)", _I)
+_ONLY_A_PRONOUN = lazyre.compile(
+    r"^(?=(?:\S+\s+){0,6}\S+$)(?=.*\b(?:it|either|them|there|that\s+order|those|these)\b)", _I
+)
 # What makes a short order name its thing: a digit, a path or a dotted name, or a name written with
 # capitals past the first word (waitForTimeout, Postgres).
-_A_NAME = re.compile(r"[\d/_@:]\w|\w\.\w|(?<=\s)\S*[A-Z]|\b[a-z]+[A-Z]\w*")
-_DEICTIC = re.compile(
+_A_NAME = lazyre.compile(r"[\d/_@:]\w|\w\.\w|(?<=\s)\S*[A-Z]|\b[a-z]+[A-Z]\w*")
+_DEICTIC = lazyre.compile(
     r"^(?:actually\s+|just\s+|then\s+)?(?:use|put|add|make|do|try|keep|call|return|pass|inline|prefer|switch\s+to|"
     r"change|go\s+with|stick\s+with|let'?s\s+use|let'?s\s+go\s+with)\b[^,;.]{0,60}?\bhere\b(?!\s+on\b)"
     r"|\bfor\s+(?:this|that)\s+(?:bug|issue|pr|ticket|fix|task|change|commit|one|case|story|branch|function|method|"
@@ -99,8 +103,8 @@ _DEICTIC = re.compile(
     r"ticket|task|story)\b",
     _I,
 )
-_STANDING = re.compile(r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|every\s+time|whenever)\b", _I)
-_TASK = re.compile(
+_STANDING = lazyre.compile(r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|every\s+time|whenever)\b", _I)
+_TASK = lazyre.compile(
     r"^(?:please\s+)?(?:write|add|create|implement|generate|draft|build|set\s+up)\s+(?:a|an|the|some|one|two|more)\s+"
     r"(?:[\w-]+\s+){0,3}?(?:that|which|to\s+(?:check|make\s+sure|ensure|verify|assert))\b"
     # "refactor the payment module to always use decimals": a change to make, once
@@ -113,21 +117,21 @@ _TASK = re.compile(
 # A chore to do now, whatever reason or restriction follows it ("k, fix cors one only", "delete
 # scripts/x.sh then, nobody should be using it"), unless a word makes it standing or a clause of its
 # own says how we work ("fix it in the loader, we never patch the data").
-_CHORE = re.compile(
+_CHORE = lazyre.compile(
     r"^(?:(?:ok(?:ay)?|k|so|then|yeah|yes|and|also|pls|please)[,.!\s]+)*(?:delete|remove|drop|fix|revert|rename|move|bump|"
     r"kill|restart)\b",
     _I,
 )
-_FOR_GOOD = re.compile(
+_FOR_GOOD = lazyre.compile(
     r"\b(?:always|never|ever|from\s+now\s+on|going\s+forward|every\s+time|whenever|in\s+general)\b"
     r"|\b(?:we|you)\s+(?:don'?t|do\s+not|never|always|only)\b",
     _I,
 )
 # A review's label opens a comment on a diff: "nit: ...", "suggestion: ...", "+1 to ...", "LGTM but ...".
-_HOUSE_WIDE = re.compile(
+_HOUSE_WIDE = lazyre.compile(
     r"\beverywhere\b|\bin\s+(?:this|the|our)\s+(?:project|repo|codebase)\b|\balways\b.*\bnever\b", _I
 )
-_REVIEW = re.compile(
+_REVIEW = lazyre.compile(
     r"^(?:(?:nit|nitpick|suggestion|blocking|minor|major|q|question|praise|issue|thought|optional)\s*(?:\([^)]*\))?\s*:"
     r"|\+1\b|lgtm\b|re\s+(?:the|your|this|that|my)\s+(?:comment|review|suggestion|thread|note)\b)",
     _I,
@@ -135,7 +139,7 @@ _REVIEW = re.compile(
 
 # What the observations above miss: a counterfactual ("you should never have deleted that"), a rule
 # the code breaks ("it should never return None but it does"), a sigh ("always the same story").
-_COUNTERFACTUAL = re.compile(
+_COUNTERFACTUAL = lazyre.compile(
     r"\b(?:should|must|could|would)(?:\s+never|\s+not|n'?t)?\s+have\s+(?:been\s+)?(?:\w+ed|done|gone|made|seen|told|said|"
     r"known|thought|broken|forgotten|written|taken|given)\b"
     r"|\b(?:always|never)\s+(?:told|said|gave|wrote|broke|forgot|ran|saw|went|took|knew|thought|got|made)\b"
@@ -151,29 +155,29 @@ _COUNTERFACTUAL = re.compile(
     _I,
 )
 # About this conversation, not the project: "Rhetorical question, don't answer."
-_THIS_TALK = re.compile(r"\b(?:don'?t|do\s+not|no\s+need\s+to)\s+(?:answer|reply|respond)\b|\brhetorical\b", _I)
+_THIS_TALK = lazyre.compile(r"\b(?:don'?t|do\s+not|no\s+need\s+to)\s+(?:answer|reply|respond)\b|\brhetorical\b", _I)
 # Until when it holds says it is not standing: "don't commit yet", "I'll use my own token for now".
-_DECIDED_THEN = re.compile(r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:\s*\S", _I)
-_FOR_NOW = re.compile(
+_DECIDED_THEN = lazyre.compile(r"^(?:decided|agreed)\s+(?:with|in|at|on)\b[^:]{0,40}:\s*\S", _I)
+_FOR_NOW = lazyre.compile(
     r"\b(?:yet|for\s+now|for\s+the\s+moment|today(?!'s)|tonight|this\s+(?:afternoon|morning|evening)|"
     r"until\s+(?:i|we|you)\s+(?:say|tell|confirm|check|review|approve)\w*|until\s+(?:tomorrow|later|monday|next\s+week))\b"
     r"|^(?:please\s+)?make\s+sure\s+(?:it|this|that|they)\b",
     _I,
 )
 # A choice among what the agent offered: "let's go with your second suggestion", "I prefer the other one".
-_THAT_ONE = re.compile(
+_THAT_ONE = lazyre.compile(
     r"\b(?:use|go\s+with|going\s+with|stick\s+with|switch(?:ing)?\s+to|prefer|take|pick)\s+(?:(?:that|this|it|those|these)"
     # "prefer that you cite ..." opens a clause; "let's use that" / "use that one" points at something
     r"(?=\s*(?:[.!?,;]|$|one\b|approach\b|option\b|version\b|way\b|fix\b|solution\b|idea\b|proposal\b))|"
     r"yours|your\s+\w+|the\s+(?:other|same|second|first|last|previous|latter|former|\w+\s+one)\b|option\s+\w+)",
     _I,
 )
-_NAMES_A_THING = re.compile(
+_NAMES_A_THING = lazyre.compile(
     r"[\d./_`@:]|\b(?:instead\s+of|rather\s+than|not|over|from\s+now\s+on|going\s+forward)\b", _I
 )
 # A fact about the work at hand, not the project: "the bug is in src/x.ts", "the build is green now".
 _NOTICE = r"^(?:(?:so|and|ok(?:ay)?|also|but|fyi|btw|heads[\s-]*up|note\s+that|by\s+the\s+way)[,:.!]*\s+)*"
-_TRANSIENT = re.compile(
+_TRANSIENT = lazyre.compile(
     _NOTICE + r"(?:the|this|that|my|your)\s+(?:[\w-]+\s+)?(?:bug|error|failure|crash|issue|problem|pr|diff|"
     r"stack\s*trace|traceback|laptop|machine|fix|typo|exception|regression|failing\s+[\w-]+|build|test\s+run|output)s?"
     r"\s+(?:is|are|was|were)\b"
@@ -191,7 +195,7 @@ _EMPTY_TODO = frozenset(
     "todo fixme this that these those it them check look fix later the and for into thing things stuff just "  # noqa: SIM905
     "idea ideas maybe something thought some day someday".split()
 )
-_WORD = re.compile(r"[a-z0-9][a-z0-9_.-]{2,}", _I)
+_WORD = lazyre.compile(r"[a-z0-9][a-z0-9_.-]{2,}", _I)
 
 
 def refused(sentence: str, kind: str) -> str | None:

@@ -36,11 +36,13 @@ from __future__ import annotations
 
 import re
 
+from kairosd.core import lazyre
+
 MIN_ORDER_WORDS = 4
 MIN_TODO_WORDS = 2
 ORDERS = frozenset({"rule", "preference", "correction", "decision"})
 
-_WORD = re.compile(r"[A-Za-z0-9][\w'./:@-]*")
+_WORD = lazyre.compile(r"[A-Za-z0-9][\w'./:@-]*")
 # Words that carry no content of their own: function words, and what only says "a to-do" or "later".
 _EMPTY = frozenset(
     """a an the and or but so to of in on at for with by from as is are was were be been being it its it's
@@ -55,9 +57,9 @@ _EMPTY = frozenset(
 
 
 # A question inside the entry: a word, maybe a closing quote, then "?" ending a sentence ("use ? and" is code).
-_QUESTION = re.compile(r"\w[\"')]?\?(?:\s|$)")
-_INFINITIVE = re.compile(r"^to\s+[a-z]", re.IGNORECASE)
-_FOR_GOOD = re.compile(r"\b(?:always|never|ever|every|from\s+now\s+on|going\s+forward)\b", re.IGNORECASE)
+_QUESTION = lazyre.compile(r"\w[\"')]?\?(?:\s|$)")
+_INFINITIVE = lazyre.compile(r"^to\s+[a-z]", re.IGNORECASE)
+_FOR_GOOD = lazyre.compile(r"\b(?:always|never|ever|every|from\s+now\s+on|going\s+forward)\b", re.IGNORECASE)
 
 
 def content_words(text: str) -> list[str]:
@@ -79,9 +81,9 @@ def fragment(kind: str, text: str) -> bool:
 
 
 # A change reported in the past tense ...
-_CHANGED = re.compile(r"\b(?:moved|migrated|switched|renamed)\b", re.IGNORECASE)
+_CHANGED = lazyre.compile(r"\b(?:moved|migrated|switched|renamed)\b", re.IGNORECASE)
 # ... that orders nothing: no modal or standing word, no imperative opening it or one of its clauses.
-_ORDERING = re.compile(
+_ORDERING = lazyre.compile(
     r"\b(?:should|must|shall|needs?\s+to|has\s+to|have\s+to|always|never|please|pls|make\s+sure|from\s+now\s+on|"
     r"going\s+forward)\b"
     r"|(?:^|[,;:.]\s*)(?:don'?t|dont|do\s+not|never|always|use|avoid|keep|stop|prefer)\b",

@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kairosd.agents import catalog
-from kairosd.agents.adapters import adapter_for
 from kairosd.agents.base import Permissions, TurnRequest, narrow
 from kairosd.agents.catalog import AgentDefinition
 from kairosd.config import BUILTIN_AGENTS, Config
@@ -103,6 +102,9 @@ def run_rem_agent(
 ) -> AgentAnswer:
     """One headless turn of ``rem-agent`` in ``project``; never raises for a failed run.
     ``board``: the ids the prompt showed, each with its kind."""
+    # Imported here: a worker whose mode comes out offline (most of them) never loads the adapters.
+    from kairosd.agents.adapters import adapter_for
+
     cli = setup.cli
     try:
         adapter = adapter_for(cli, config)

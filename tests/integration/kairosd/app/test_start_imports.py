@@ -70,7 +70,8 @@ _PINNED = """
     kairosd.store.migrations kairosd.store.quarantine kairosd.store.store
     kairosd.system kairosd.system.atomic kairosd.system.boundedread kairosd.system.fdlimit
     kairosd.system.filesafety kairosd.system.gcpause kairosd.system.lifecycle kairosd.system.outputcap
-    kairosd.system.paths kairosd.system.procgroup kairosd.system.runner kairosd.system.sdnotify
+    kairosd.system.paths kairosd.system.procgroup kairosd.system.pydanticplugins kairosd.system.runner
+    kairosd.system.sdnotify
     kairosd.system.trust
 """
 AT_START = frozenset(_PINNED.split())
@@ -80,6 +81,7 @@ AT_START = frozenset(_PINNED.split())
 NOT_AT_START = (
     "argparse",  # kairosd's arguments are read without it (kairosd/__main__.py)
     "cronsim",  # explain
+    "importlib.metadata",  # pydantic's plugin scan, which kairosd skips (kairosd.system.pydanticplugins)
     "httpx",  # the webhook's first post
     "psutil",  # the lock record reads /proc
     "tomllib",  # only when a config file exists
