@@ -253,18 +253,27 @@ def due_slots_at(now: datetime, grace: timedelta, catch_up_max: int = 10) -> Cal
     recurring cron task without jitter has what every such task of its schedule, zone, anchor and catch-up
     policy has, worked out once (10,000 tasks of a few schedules back from a long stop)."""
     known: dict[tuple[str, str, datetime, bool], tuple[int, Fire | None, Sequence[Fire], bool]] = {}
+    # The last task's key and answer: the next task (most of a pass) has the same schedule and zone (the store
+    # shares their texts) and an equal anchor, and takes the answer without a key made or looked up.
+    last: list[Any] = [None, None, None, None, None]
 
     def of(task: Task, anchor: datetime) -> Due:
         cron = task.cron
         if task.jitter != "none" or cron is None or not task.recurring:
             return due_slots(task, anchor, now, grace, catch_up_max)
-        key = (cron, task.tz, anchor, task.catch_up is CatchUp.ALL)  # all due_slots reads of such a task
+        every = task.catch_up is CatchUp.ALL
+        if last[0] is cron and last[1] is task.tz and last[2] == anchor and last[3] is every:
+            count, first, newest, behind = last[4]
+            return Due(task, count, first, newest, behind)
+        key = (cron, task.tz, anchor, every)  # all due_slots reads of such a task
         shared = known.get(key)
         if shared is None:
             item = due_slots(task, anchor, now, grace, catch_up_max)
-            known[key] = (item.count, item.first, item.newest, item.behind)
-            return item
-        return Due(task, *shared)
+            shared = known[key] = (item.count, item.first, item.newest, item.behind)
+        else:
+            item = Due(task, *shared)
+        last[:] = (cron, task.tz, anchor, every, shared)
+        return item
 
     return of
 
@@ -325,14 +334,42 @@ def decide(
     batch: list[_Texts] = []
     batch_plan: _Plan | None = None
     batch_ids: set[str] = set()
+    reasons = (pending or {}).get
+    running, started = in_flight.running, decision.started
     for item in due:
         task = item.task
         if task.paused or not item.count:
             continue
-        if task.id in batch_ids:  # the same task twice: its first fires must be decided (started) first
+        task_id = task.id
+        if task_id in batch_ids:  # the same task twice: its first fires must be decided (started) first
             _made(batch_plan, batch, batch_ids, decision)
             batch_plan = None
-        reason = missed_reason or (pending or {}).get(task.id)
+        reason = missed_reason or reasons(task_id)
+        last = decision.last_plan
+        if (
+            last is not None
+            and last[0] is item.newest
+            and last[1] is item.first
+            and last[2] == item.count
+            and last[3] is task.catch_up
+            and last[4] is task.target
+            and last[5] == (reason or BEHIND)
+            and (reason is not None or item.behind)
+            and task.recurring
+            and task_id not in running
+            and task_id not in started
+        ):
+            # The group of the task before (most tasks of a pass after a long stop): _catch_up_planned's
+            # answer without its call and checks again (its plan's tasks are recurring cron tasks, once or skip).
+            plan = last[6]
+            texts = _texts_of(plan, task)
+            if texts is not None:
+                if plan is not batch_plan:
+                    _made(batch_plan, batch, batch_ids, decision)
+                    batch_plan = plan
+                batch.append(texts)
+                batch_ids.add(task_id)
+                continue
         if reason is not None or item.behind:
             planned = _catch_up_planned(item, now, reason or BEHIND, limits, in_flight, decision, plans)
             if planned:
@@ -627,9 +664,6 @@ def _catch_up_planned(
         or task.id in decision.started
     ):
         return None
-    task_id, name = own_text(task.id), own_text(task.name)
-    if task_id is None or name is None:
-        return None
     newest, first, count, target = item.newest, item.first, item.count, task.target
     last = decision.last_plan
     if (
@@ -649,8 +683,14 @@ def _catch_up_planned(
             known = plans[key] = _plan_catch_up(item, now, reason, limits, decision)
         plan = known
         decision.last_plan = (newest, first, count, policy, target, reason, plan)
-    texts = plan.texts(task, task_id, name)
+    texts = _texts_of(plan, task)
     return None if texts is None else (plan, texts)
+
+
+def _texts_of(plan: _Plan, task: Task) -> _Texts | None:
+    """``task``'s texts in the lines of ``plan`` (see :meth:`_Plan.texts`); None when a line cannot hold them."""
+    task_id, name = own_text(task.id), own_text(task.name)
+    return None if task_id is None or name is None else plan.texts(task, task_id, name)
 
 
 def _plan_catch_up(item: Due, now: datetime, reason: str, limits: FireBounds, decision: Decision) -> _Plan:
