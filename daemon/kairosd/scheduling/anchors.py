@@ -74,8 +74,9 @@ class Anchors:
 
     def anchor(self, task: Task) -> datetime:
         """The slot ``task`` was last handled for, by the store or (if later) by the run ledger."""
-        anchor = task.last_scheduled_for or task.created_at
-        handled = self._handled.get(task.id)
+        fields = task.__dict__  # one read through pydantic's __getattr__ hook, not three (see Scheduler.next_fire)
+        anchor = fields["last_scheduled_for"] or fields["created_at"]
+        handled = self._handled.get(fields["id"])
         return anchor if handled is None or handled[0].scheduled_for <= anchor else handled[0].scheduled_for
 
     def recover(self) -> None:

@@ -258,21 +258,22 @@ def due_slots_at(now: datetime, grace: timedelta, catch_up_max: int = 10) -> Cal
     last: list[Any] = [None, None, None, None, None]
 
     def of(task: Task, anchor: datetime) -> Due:
-        cron = task.cron
-        if task.jitter != "none" or cron is None or not task.recurring:
+        fields = task.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+        cron, tz = fields["cron"], fields["tz"]
+        if fields["jitter"] != "none" or cron is None or not fields["recurring"]:
             return due_slots(task, anchor, now, grace, catch_up_max)
-        every = task.catch_up is CatchUp.ALL
-        if last[0] is cron and last[1] is task.tz and last[2] == anchor and last[3] is every:
+        every = fields["catch_up"] is CatchUp.ALL
+        if last[0] is cron and last[1] is tz and last[2] == anchor and last[3] is every:
             count, first, newest, behind = last[4]
             return Due(task, count, first, newest, behind)
-        key = (cron, task.tz, anchor, every)  # all due_slots reads of such a task
+        key = (cron, tz, anchor, every)  # all due_slots reads of such a task
         shared = known.get(key)
         if shared is None:
             item = due_slots(task, anchor, now, grace, catch_up_max)
             shared = known[key] = (item.count, item.first, item.newest, item.behind)
         else:
             item = Due(task, *shared)
-        last[:] = (cron, task.tz, anchor, every, shared)
+        last[:] = (cron, tz, anchor, every, shared)
         return item
 
     return of
@@ -338,9 +339,10 @@ def decide(
     running, started = in_flight.running, decision.started
     for item in due:
         task = item.task
-        if task.paused or not item.count:
+        fields = task.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+        if fields["paused"] or not item.count:
             continue
-        task_id = task.id
+        task_id = fields["id"]
         if task_id in batch_ids:  # the same task twice: its first fires must be decided (started) first
             _made(batch_plan, batch, batch_ids, decision)
             batch_plan = None
@@ -351,11 +353,11 @@ def decide(
             and last[0] is item.newest
             and last[1] is item.first
             and last[2] == item.count
-            and last[3] is task.catch_up
-            and last[4] is task.target
+            and last[3] is fields["catch_up"]
+            and last[4] is fields["target"]
             and last[5] == (reason or BEHIND)
             and (reason is not None or item.behind)
-            and task.recurring
+            and fields["recurring"]
             and task_id not in running
             and task_id not in started
         ):
@@ -508,18 +510,19 @@ class _Plan:
         self.moved_fired = (fire, now, True) if fire is not None and fired is not None else None
         self.schedules: dict[str, str | None] = {}  # own_text of each cron text its tasks have
 
-    def texts(self, task: Task, task_id: str, name: str) -> _Texts | None:
+    def texts(self, task: Task, task_id: str, name: str, fields: dict[str, Any]) -> _Texts | None:
         """The texts of ``task``'s own values in its lines (``task_id`` and ``name`` given, the
-        :func:`own_text` of its id and name); None when its prompt or schedule cannot be in a line."""
+        :func:`own_text` of its id and name; ``fields`` its dict); None when its prompt or schedule cannot
+        be in a line."""
         if self.moved_missed is None:
             return task, task_id, name, "", ""  # a run's line has neither
-        schedule = task.cron
+        schedule = fields["cron"]
         assert schedule is not None  # planned tasks are cron tasks
         schedules = self.schedules
         schedule_text = (
             schedules[schedule] if schedule in schedules else schedules.setdefault(schedule, own_text(schedule))
         )
-        prompt = own_text(task.prompt)
+        prompt = own_text(fields["prompt"])
         if prompt is None or schedule_text is None:
             return None
         return task, task_id, name, prompt, schedule_text
@@ -598,12 +601,13 @@ class _Plan:
             fired_cls, fired_base, fired_set, (f0, f1, f2, f3) = self._laid(self.fired)
         # Each line is its prototype's pieces joined with the task's texts (see Prototype.parts).
         for task, task_id, name, prompt, schedule in batch:
-            own_id, own_name = task.id, task.name
+            fields = task.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+            own_id, own_name = fields["id"], fields["name"]
             if moved_missed is not None:
                 record_id = missed_id(own_id)
                 data = missed_base.copy()
                 data["id"], data["task_id"], data["task_name"] = record_id, own_id, own_name
-                data["prompt"], data["schedule"] = task.prompt, task.cron
+                data["prompt"], data["schedule"] = fields["prompt"], fields["cron"]
                 missed = record_of(missed_cls, data, missed_set)
                 lines[id(missed)] = join((m0, record_id, m1, task_id, m2, name, m3, prompt, m4, schedule, m5)).encode(
                     "ascii"
@@ -689,8 +693,9 @@ def _catch_up_planned(
 
 def _texts_of(plan: _Plan, task: Task) -> _Texts | None:
     """``task``'s texts in the lines of ``plan`` (see :meth:`_Plan.texts`); None when a line cannot hold them."""
-    task_id, name = own_text(task.id), own_text(task.name)
-    return None if task_id is None or name is None else plan.texts(task, task_id, name)
+    fields = task.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+    task_id, name = own_text(fields["id"]), own_text(fields["name"])
+    return None if task_id is None or name is None else plan.texts(task, task_id, name, fields)
 
 
 def _plan_catch_up(item: Due, now: datetime, reason: str, limits: FireBounds, decision: Decision) -> _Plan:
