@@ -421,12 +421,21 @@ def missed_id(task_id: str, first_missed: datetime) -> str:
 def missed_ids(first_missed: datetime) -> Callable[[str], str]:
     """:func:`missed_id` of ``first_missed`` as a function of the task id alone: the tasks of a catch-up
     group share their first missed slot, whose part of the key is then encoded once."""
-    suffix, blake2b = f"\0{_utc_text(first_missed)}".encode(), hashlib.blake2b
+    suffix = f"\0{_utc_text(first_missed)}".encode()
+    # Each id's hash starts as a copy of an empty one: blake2b's constructor reads its keyword arguments
+    # at every call (1.1 against 0.7 us an id, 10,000 ids a catch-up pass). The same digest either way.
+    fresh = _EMPTY_BLAKE2B_6.copy
 
     def of(task_id: str) -> str:
-        return "m" + blake2b(task_id.encode() + suffix, digest_size=6).hexdigest()
+        digest = fresh()
+        digest.update(task_id.encode())
+        digest.update(suffix)
+        return "m" + digest.hexdigest()
 
     return of
+
+
+_EMPTY_BLAKE2B_6 = hashlib.blake2b(digest_size=6)
 
 
 @functools.lru_cache(maxsize=256)

@@ -74,8 +74,9 @@ class Anchors:
 
     def anchor(self, task: Task) -> datetime:
         """The slot ``task`` was last handled for, by the store or (if later) by the run ledger."""
-        anchor = task.last_scheduled_for or task.created_at
-        handled = self._handled.get(task.id)
+        fields = task.__dict__  # one read through pydantic's __getattr__ hook, not three (see Scheduler.next_fire)
+        anchor = fields["last_scheduled_for"] or fields["created_at"]
+        handled = self._handled.get(fields["id"])
         return anchor if handled is None or handled[0].scheduled_for <= anchor else handled[0].scheduled_for
 
     def recover(self) -> None:
@@ -110,17 +111,22 @@ class Anchors:
             # The catch-up fire after a task's misses is the newer, and fired: it stays as it is.
             newest[item.task.id] = item if item.fired or not seen.fired else item._replace(fired=True)
         handled, apply = self._handled, self._apply
-        for task, fire, when, fired in newest.values():
-            known = handled.get(task.id)
+        # The task ids are the keys: a task's fields are read through pydantic's __getattr__ hook, several
+        # times slower than a plain attribute (10,000-20,000 moves a catch-up pass).
+        for task_id, (task, fire, when, fired) in newest.items():
+            known = handled.get(task_id)
             if known is None or known[0].scheduled_for < fire.scheduled_for:
-                handled[task.id] = (fire, when, fired)
-            apply(task, fire, when, fired)
+                handled[task_id] = (fire, when, fired)
+            apply(task, fire, when, fired, task_id)
         if newest:
             self.persist()
 
-    def _apply(self, task: Task, fire: Fire, now: datetime, fired: bool) -> None:
-        """Move the task's anchor past ``fire``; remove one-shots and expired tasks."""
-        current = self.book.find(task.id)
+    def _apply(self, task: Task, fire: Fire, now: datetime, fired: bool, task_id: str | None = None) -> None:
+        """Move the task's anchor past ``fire``; remove one-shots and expired tasks. ``task_id``: the task's
+        id, when the caller has it."""
+        if task_id is None:
+            task_id = task.id
+        current = self.book.find(task_id)
         if current is None:
             return
         try:
@@ -128,10 +134,10 @@ class Anchors:
         except Exception as exc:  # one task's values (an expiry past year 9999, say) must not stop the loop
             if self._on_broken is None:
                 raise
-            self._on_broken(task.id, "expire" if fired else "advance", exc, fire.scheduled_for)
+            self._on_broken(task_id, "expire" if fired else "advance", exc, fire.scheduled_for)
             return
         if removal is None:
-            self.book.put(updated)
+            self.book.put_moved(task_id, updated, current)
             return
         self.book.remove(task.id)
         self.events.publish("task_removed", task_id=task.id, reason=removal)

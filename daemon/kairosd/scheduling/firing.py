@@ -253,18 +253,28 @@ def due_slots_at(now: datetime, grace: timedelta, catch_up_max: int = 10) -> Cal
     recurring cron task without jitter has what every such task of its schedule, zone, anchor and catch-up
     policy has, worked out once (10,000 tasks of a few schedules back from a long stop)."""
     known: dict[tuple[str, str, datetime, bool], tuple[int, Fire | None, Sequence[Fire], bool]] = {}
+    # The last task's key and answer: the next task (most of a pass) has the same schedule and zone (the store
+    # shares their texts) and an equal anchor, and takes the answer without a key made or looked up.
+    last: list[Any] = [None, None, None, None, None]
 
     def of(task: Task, anchor: datetime) -> Due:
-        cron = task.cron
-        if task.jitter != "none" or cron is None or not task.recurring:
+        fields = task.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+        cron, tz = fields["cron"], fields["tz"]
+        if fields["jitter"] != "none" or cron is None or not fields["recurring"]:
             return due_slots(task, anchor, now, grace, catch_up_max)
-        key = (cron, task.tz, anchor, task.catch_up is CatchUp.ALL)  # all due_slots reads of such a task
+        every = fields["catch_up"] is CatchUp.ALL
+        if last[0] is cron and last[1] is tz and last[2] == anchor and last[3] is every:
+            count, first, newest, behind = last[4]
+            return Due(task, count, first, newest, behind)
+        key = (cron, tz, anchor, every)  # all due_slots reads of such a task
         shared = known.get(key)
         if shared is None:
             item = due_slots(task, anchor, now, grace, catch_up_max)
-            known[key] = (item.count, item.first, item.newest, item.behind)
-            return item
-        return Due(task, *shared)
+            shared = known[key] = (item.count, item.first, item.newest, item.behind)
+        else:
+            item = Due(task, *shared)
+        last[:] = (cron, tz, anchor, every, shared)
+        return item
 
     return of
 
@@ -325,14 +335,43 @@ def decide(
     batch: list[_Texts] = []
     batch_plan: _Plan | None = None
     batch_ids: set[str] = set()
+    reasons = (pending or {}).get
+    running, started = in_flight.running, decision.started
     for item in due:
         task = item.task
-        if task.paused or not item.count:
+        fields = task.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+        if fields["paused"] or not item.count:
             continue
-        if task.id in batch_ids:  # the same task twice: its first fires must be decided (started) first
+        task_id = fields["id"]
+        if task_id in batch_ids:  # the same task twice: its first fires must be decided (started) first
             _made(batch_plan, batch, batch_ids, decision)
             batch_plan = None
-        reason = missed_reason or (pending or {}).get(task.id)
+        reason = missed_reason or reasons(task_id)
+        last = decision.last_plan
+        if (
+            last is not None
+            and last[0] is item.newest
+            and last[1] is item.first
+            and last[2] == item.count
+            and last[3] is fields["catch_up"]
+            and last[4] is fields["target"]
+            and last[5] == (reason or BEHIND)
+            and (reason is not None or item.behind)
+            and fields["recurring"]
+            and task_id not in running
+            and task_id not in started
+        ):
+            # The group of the task before (most tasks of a pass after a long stop): _catch_up_planned's
+            # answer without its call and checks again (its plan's tasks are recurring cron tasks, once or skip).
+            plan = last[6]
+            texts = _texts_of(plan, task)
+            if texts is not None:
+                if plan is not batch_plan:
+                    _made(batch_plan, batch, batch_ids, decision)
+                    batch_plan = plan
+                batch.append(texts)
+                batch_ids.add(task_id)
+                continue
         if reason is not None or item.behind:
             planned = _catch_up_planned(item, now, reason or BEHIND, limits, in_flight, decision, plans)
             if planned:
@@ -471,18 +510,19 @@ class _Plan:
         self.moved_fired = (fire, now, True) if fire is not None and fired is not None else None
         self.schedules: dict[str, str | None] = {}  # own_text of each cron text its tasks have
 
-    def texts(self, task: Task, task_id: str, name: str) -> _Texts | None:
+    def texts(self, task: Task, task_id: str, name: str, fields: dict[str, Any]) -> _Texts | None:
         """The texts of ``task``'s own values in its lines (``task_id`` and ``name`` given, the
-        :func:`own_text` of its id and name); None when its prompt or schedule cannot be in a line."""
+        :func:`own_text` of its id and name; ``fields`` its dict); None when its prompt or schedule cannot
+        be in a line."""
         if self.moved_missed is None:
             return task, task_id, name, "", ""  # a run's line has neither
-        schedule = task.cron
+        schedule = fields["cron"]
         assert schedule is not None  # planned tasks are cron tasks
         schedules = self.schedules
         schedule_text = (
             schedules[schedule] if schedule in schedules else schedules.setdefault(schedule, own_text(schedule))
         )
-        prompt = own_text(task.prompt)
+        prompt = own_text(fields["prompt"])
         if prompt is None or schedule_text is None:
             return None
         return task, task_id, name, prompt, schedule_text
@@ -561,12 +601,13 @@ class _Plan:
             fired_cls, fired_base, fired_set, (f0, f1, f2, f3) = self._laid(self.fired)
         # Each line is its prototype's pieces joined with the task's texts (see Prototype.parts).
         for task, task_id, name, prompt, schedule in batch:
-            own_id, own_name = task.id, task.name
+            fields = task.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+            own_id, own_name = fields["id"], fields["name"]
             if moved_missed is not None:
                 record_id = missed_id(own_id)
                 data = missed_base.copy()
                 data["id"], data["task_id"], data["task_name"] = record_id, own_id, own_name
-                data["prompt"], data["schedule"] = task.prompt, task.cron
+                data["prompt"], data["schedule"] = fields["prompt"], fields["cron"]
                 missed = record_of(missed_cls, data, missed_set)
                 lines[id(missed)] = join((m0, record_id, m1, task_id, m2, name, m3, prompt, m4, schedule, m5)).encode(
                     "ascii"
@@ -627,9 +668,6 @@ def _catch_up_planned(
         or task.id in decision.started
     ):
         return None
-    task_id, name = own_text(task.id), own_text(task.name)
-    if task_id is None or name is None:
-        return None
     newest, first, count, target = item.newest, item.first, item.count, task.target
     last = decision.last_plan
     if (
@@ -649,8 +687,15 @@ def _catch_up_planned(
             known = plans[key] = _plan_catch_up(item, now, reason, limits, decision)
         plan = known
         decision.last_plan = (newest, first, count, policy, target, reason, plan)
-    texts = plan.texts(task, task_id, name)
+    texts = _texts_of(plan, task)
     return None if texts is None else (plan, texts)
+
+
+def _texts_of(plan: _Plan, task: Task) -> _Texts | None:
+    """``task``'s texts in the lines of ``plan`` (see :meth:`_Plan.texts`); None when a line cannot hold them."""
+    fields = task.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+    task_id, name = own_text(fields["id"]), own_text(fields["name"])
+    return None if task_id is None or name is None else plan.texts(task, task_id, name, fields)
 
 
 def _plan_catch_up(item: Due, now: datetime, reason: str, limits: FireBounds, decision: Decision) -> _Plan:

@@ -360,7 +360,8 @@ class RunLedger(_HeldLog):
         by_id, by_task, seqs, ages = self._runs, self._by_task, self._seq, self._ages
         seq = self._next_seq
         for run in runs:
-            run_id, task_id = run.run_id, run.task_id
+            fields = run.__dict__  # one read through pydantic's __getattr__ hook rather than one a field
+            run_id, task_id = fields["run_id"], fields["task_id"]
             old = by_id.get(run_id)
             if old is not None and old.task_id != task_id:
                 by_task[old.task_id].discard(run_id)
@@ -373,7 +374,7 @@ class RunLedger(_HeldLog):
             if number is None:
                 number = seqs[run_id] = seq
                 seq += 1
-            ages[run_id] = (run.dispatched_at or run.planned_for, number)
+            ages[run_id] = (fields["dispatched_at"] or fields["planned_for"], number)
         self._next_seq = seq
 
     def knows(self, run_id: str) -> bool:

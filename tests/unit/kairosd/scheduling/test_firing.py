@@ -713,6 +713,33 @@ def test_a_run_of_tasks_sharing_a_plan_is_made_in_one_loop_as_task_by_task(monke
         assert run.model_dump() == type(run).model_validate_json(planned.line(run)).model_dump()
 
 
+@pytest.mark.parametrize("policy", [CatchUp.ONCE, CatchUp.SKIP])
+def test_a_task_of_the_group_before_takes_its_plan_without_asking_for_one(monkeypatch, policy):
+    """After a long stop most tasks of a pass share the plan of the task before them: decide takes it for
+    each without a call of ``_catch_up_planned`` (one a group, not one a task: 10,000 calls a pass), and asks
+    again for a task that differs (another target, one running) and for the one after another target. What is written
+    stays what the task-by-task catch-up writes (see the tests above)."""
+    from kairosd.core.models import InboxTarget
+
+    shared, other = InboxTarget(session="main"), InboxTarget(session="other")
+    tasks = [hourly(policy, target=shared, task_id=f"{0x50000000 + i:08x}") for i in range(30)]
+    tasks[10] = hourly(policy, target=other, task_id="5000ff10")
+    running = InFlight(running={tasks[20].id: "r-running"})
+    asked: list[str] = []
+    planned = firing._catch_up_planned
+
+    def counting(item: Any, *args: Any) -> Any:
+        asked.append(item.task.id)
+        return planned(item, *args)
+
+    monkeypatch.setattr(firing, "_catch_up_planned", counting)
+    due = [due_slots(t, THREE_DAYS_AGO, NOW, LIMITS.grace) for t in tasks]
+    d = decide(due, NOW, NOT_RUNNING, LIMITS, running)
+    assert asked == [tasks[i].id for i in (0, 10, 11, 20)]
+    assert len(d.missed) == len(tasks)
+    assert len(d.start) == (len(tasks) - 1 if policy is CatchUp.ONCE else 0)  # the running task does not start
+
+
 def test_a_decisions_lines_of_its_records_are_their_lines_in_order_and_json_line_of_any_other(monkeypatch):
     """The ledgers get a chunk's lines in one list (``Decision.lines_of``): each record's line, the one its
     prototype made (nothing encoded again), in the records' order; a record the decision did not make is

@@ -642,13 +642,18 @@ def test_a_catch_up_moves_each_task_once_to_its_newest_slot(tmp_path):
         t, clock = _down_for_three_days(CatchUp.ONCE)
         h = Harness(tmp_path, [t], clock)
         puts: list[Any] = []
-        put = h.book.put
+        put, put_moved = h.book.put, h.book.put_moved
 
         def counting(task: Task) -> None:
             puts.append(task.last_scheduled_for)
             put(task)
 
+        def counting_moved(task_id: str, task: Task, old: Task) -> None:
+            puts.append(task.last_scheduled_for)
+            put_moved(task_id, task, old)
+
         h.book.put = counting  # type: ignore[method-assign]
+        h.book.put_moved = counting_moved  # type: ignore[method-assign]
         await h.start()
         assert len(h.missed.list()) == 1
         (fired,) = h.delivery.handoffs

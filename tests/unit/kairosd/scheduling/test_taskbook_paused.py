@@ -67,3 +67,28 @@ def test_a_rollback_restores_the_count() -> None:
     with pytest.raises(StoreError):
         asyncio.run(book.commit())
     assert book.paused == _counted(book) == 1
+
+
+def test_a_moved_anchor_is_put_as_put_does_and_a_rollback_undoes_it() -> None:
+    """A catch-up pass puts each task with its anchor moved (``put_moved``: the task's id given, no paused
+    count to change, as a moved anchor pauses nothing): the book holds the moved task and its count stays;
+    a refused write rolls it back to the task as it was, and the count stays right."""
+    from kairosd.core.plan import Fire
+    from kairosd.scheduling.firing import advanced
+
+    store = BrokenStore(StoreState.empty().model_copy(update={"tasks": [_task("aaaaaaa1", True), _task("bbbbbbb2")]}))
+    book = TaskBook(store, store.load())
+    slot = datetime(2026, 3, 3, 9, 0, tzinfo=UTC)
+    for task_id in ("aaaaaaa1", "bbbbbbb2"):
+        current = book.get(task_id)
+        updated, removal = advanced(current, Fire(slot, slot), slot, True)
+        assert removal is None
+        book.put_moved(task_id, updated, current)
+        assert book.get(task_id) is updated
+    assert book.paused == _counted(book) == 1
+    assert book.dirty
+    store.broken = True
+    with pytest.raises(StoreError):
+        asyncio.run(book.commit())
+    assert [book.get(i).last_scheduled_for for i in ("aaaaaaa1", "bbbbbbb2")] == [None, None]
+    assert book.paused == _counted(book) == 1
