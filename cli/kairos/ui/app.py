@@ -330,6 +330,12 @@ class KairosUI(App[None]):
     def _tick(self) -> None:
         """The countdowns: only the lines whose text changed are drawn again. The timeline, when shown,
         is laid out again each minute on the clock (from the answer it has: nothing is asked)."""
+        try:
+            self._draw_the_clock()
+        except NoMatches:  # a tick while the app closes (its screen is gone): nothing left to draw
+            return
+
+    def _draw_the_clock(self) -> None:
         now = self.clock.now()
         minute = now.replace(second=0, microsecond=0)
         if self.current == "timeline" and "timeline" in self.docs and minute != self._timeline_minute:

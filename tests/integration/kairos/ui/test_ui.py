@@ -237,6 +237,18 @@ async def test_every_view_renders_at_80x24_with_the_mouse(kd):
 
 
 @synchronous
+async def test_a_tick_while_the_app_closes_draws_nothing_and_does_not_fail(kd):
+    """The countdowns' one-second timer can fire once more while the app closes, after its screen is
+    gone: under load a gate run saw it fail the app with NoMatches('#table-tasks')."""
+    kd.add("a", INBOX)
+    app = app_for(kd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.table("tasks").row_count == 1, "the task row")
+    assert app.docs["tasks"]["tasks"]  # what a tick would draw is still there; the table is not
+    app._tick()
+
+
+@synchronous
 async def test_the_message_line_promises_only_what_the_view_has(kd):
     """The Timeline has no rows and no keys of its own: its hint does not say "pick a row"."""
     kd.add("a", INBOX)
