@@ -347,24 +347,16 @@ def decide(
             _made(batch_plan, batch, batch_ids, decision)
             batch_plan = None
         reason = missed_reason or reasons(task_id)
-        last = decision.last_plan
         if (
-            last is not None
-            and last[0] is item.newest
-            and last[1] is item.first
-            and last[2] == item.count
-            and last[3] is fields["catch_up"]
-            and last[4] is fields["target"]
-            and last[5] == (reason or BEHIND)
-            and (reason is not None or item.behind)
+            (reason is not None or item.behind)
             and fields["recurring"]
             and task_id not in running
             and task_id not in started
         ):
             # The group of the task before (most tasks of a pass after a long stop): _catch_up_planned's
-            # answer without its call and checks again (its plan's tasks are recurring cron tasks, once or skip).
-            plan = last[6]
-            texts = _texts_of(plan, task)
+            # answer without its other checks (its plan's tasks are recurring cron tasks, once or skip).
+            plan = _plan_before(decision, item, fields["catch_up"], fields["target"], reason or BEHIND)
+            texts = None if plan is None else _texts_of(plan, task)
             if texts is not None:
                 if plan is not batch_plan:
                     _made(batch_plan, batch, batch_ids, decision)
@@ -669,18 +661,8 @@ def _catch_up_planned(
     ):
         return None
     newest, first, count, target = item.newest, item.first, item.count, task.target
-    last = decision.last_plan
-    if (
-        last is not None
-        and last[0] is newest
-        and last[1] is first
-        and last[2] == count
-        and last[3] is policy
-        and last[4] is target
-        and last[5] == reason
-    ):
-        plan: _Plan = last[6]  # the plan of the task before (most of a pass): no key made or looked up
-    else:
+    plan = _plan_before(decision, item, policy, target, reason)  # most of a pass: no key made or looked up
+    if plan is None:
         key = (id(newest), id(first), count, policy, reason, id(decision.target_json(task)))
         known = plans.get(key)
         if known is None or known.newest is not newest:
@@ -689,6 +671,24 @@ def _catch_up_planned(
         decision.last_plan = (newest, first, count, policy, target, reason, plan)
     texts = _texts_of(plan, task)
     return None if texts is None else (plan, texts)
+
+
+def _plan_before(decision: Decision, item: Due, policy: CatchUp, target: Any, reason: str) -> _Plan | None:
+    """The plan of the task decided before ``item``'s when both are of one group (the same due fires and
+    count, catch-up policy, target and reason), else None."""
+    last = decision.last_plan
+    if (
+        last is not None
+        and last[0] is item.newest
+        and last[1] is item.first
+        and last[2] == item.count
+        and last[3] is policy
+        and last[4] is target
+        and last[5] == reason
+    ):
+        plan: _Plan = last[6]
+        return plan
+    return None
 
 
 def _texts_of(plan: _Plan, task: Task) -> _Texts | None:

@@ -107,20 +107,19 @@ class TaskBook:
         return self._tasks.get(task_id)
 
     def put(self, task: Task) -> None:
-        old = self._tasks.get(task.id)
-        if old is not None and task.__pydantic_fields_set__ is not old.__pydantic_fields_set__:
-            slim(task, old)  # a model_copy of it (an edit, say); an anchor moved is already lean (models.moved)
-        self._undo.setdefault(task.id, old)
-        self._ops.append((True, task.id))
-        self._tasks[task.id] = task
+        task_id = task.id
+        old = self._tasks.get(task_id)
+        self._put(task_id, task, old)
         self._paused += task.paused - (old is not None and old.paused)
-        self._version += 1
 
     def put_moved(self, task_id: str, task: Task, old: Task) -> None:
         """:meth:`put` of ``task``, ``old`` (the book's task ``task_id``) with its anchor moved
         (:func:`~kairosd.scheduling.firing.advanced`): paused as ``old`` is, so the paused count stays."""
-        if task.__pydantic_fields_set__ is not old.__pydantic_fields_set__:
-            slim(task, old)
+        self._put(task_id, task, old)
+
+    def _put(self, task_id: str, task: Task, old: Task | None) -> None:
+        if old is not None and task.__pydantic_fields_set__ is not old.__pydantic_fields_set__:
+            slim(task, old)  # a model_copy of it (an edit, say); an anchor moved is already lean (models.moved)
         self._undo.setdefault(task_id, old)
         self._ops.append((True, task_id))
         self._tasks[task_id] = task
