@@ -2,29 +2,22 @@
 exit 1 with a one-line reason, and keep the file exactly as it was.
 
 What kairosd says about each bad file is checked with its own entry, :func:`kairosd.__main__.main`,
-run in this process over the same files (:class:`Here`): the same start, load, refusal, one line on
-stderr, exit code, serving and SIGTERM, without a new interpreter's imports (~0.46 s of CPU each).
+run in this process over the same files (:class:`reliability_support.Here`): the same start, load,
+refusal, one line on stderr, exit code, serving and SIGTERM, without a new interpreter's imports
+(~0.46 s of CPU each).
 Three tests start it as a process, one per kind of start: a store refused, a config refused, a bad
 task set aside while the rest is served (the first two through the process's exit status and stderr).
 """
 
 from __future__ import annotations
 
-import gc
 import json
-import logging
-import os
-import signal
-import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-from reliability_support import Home, wait_for
+from reliability_support import Here, Home
 
-from kairosd import __main__ as kairosd_main
 from kairosd.core.clock import SystemClock
 from kairosd.core.models import new_task
 from kairosd.store.store import SCHEMA_VERSION, JsonStore, StoreState
@@ -39,74 +32,6 @@ def valid_store_bytes(tmp: Path, n: int = 3) -> bytes:
     path = tmp / "scheduled_tasks.json"
     JsonStore(path, SystemClock()).save(StoreState(schema_version=SCHEMA_VERSION, tasks=tasks))
     return path.read_bytes()
-
-
-class Here:
-    """``kairosd`` (its ``main``) in this process, with ``home`` as its KAIROS_HOME: what it prints and
-    logs (stderr and its log records, as the process writes both to stderr) and how it exits.
-
-    :meth:`start` runs it on this (the main) thread, as the process would; while it serves, another
-    thread runs ``while_serving`` and then sends this process SIGTERM, which kairosd's own handler takes
-    to stop it. Afterwards the collector is as it was (kairosd turns it off for its start and freezes
-    what it made once it settled) and SIGTERM has its old handler back.
-    """
-
-    def __init__(self, home: Home, monkeypatch: pytest.MonkeyPatch, capsys: Any, caplog: Any) -> None:
-        self.home, self.capsys, self.caplog = home, capsys, caplog
-        for name, value in home.env.items():
-            if os.environ.get(name) != value:
-                monkeypatch.setenv(name, value)
-        for name in set(os.environ) - set(home.env):
-            monkeypatch.delenv(name)
-        # configure_logging adds a stderr handler only to a root logger without one; pytest's capture
-        # is there, so kairosd's records go to caplog. Any handler added anyway goes with the test.
-        monkeypatch.setattr(logging.getLogger(), "handlers", list(logging.getLogger().handlers))
-        caplog.set_level(logging.INFO)  # kairosd's level without -v (configure_logging)
-
-    def start(self, while_serving: Callable[[], Any] | None = None) -> tuple[int, str, Any]:
-        """Run kairosd until it exits: its exit code, its stderr and log, and what ``while_serving`` returned
-        (called once it answers; it is then stopped with SIGTERM)."""
-        ended = threading.Event()
-        got: list[Any] = []
-
-        def serving() -> None:
-            try:
-                wait_for(lambda: ended.is_set() or self.home.answers(), what="kairosd to answer or exit")
-            except AssertionError as exc:
-                got.append(exc)
-                return
-            if ended.is_set():  # it exited (refused to start)
-                return
-            try:
-                got.append(while_serving() if while_serving else None)
-            except BaseException as exc:
-                got.append(exc)
-            finally:
-                os.kill(os.getpid(), signal.SIGTERM)
-
-        previous_term, thresholds = signal.getsignal(signal.SIGTERM), gc.get_threshold()
-        self.caplog.clear()
-        client = threading.Thread(target=serving, daemon=True)
-        client.start()
-        try:
-            with pytest.raises(SystemExit) as exit_:
-                kairosd_main.main([])
-        finally:
-            ended.set()
-            client.join(60)
-            signal.signal(signal.SIGTERM, previous_term)
-            gc.enable()
-            gc.unfreeze()
-            gc.set_threshold(*thresholds)
-        if got and isinstance(got[0], BaseException):
-            raise got[0]
-        code = exit_.value.code if isinstance(exit_.value.code, int) else 1
-        return code, self.capsys.readouterr().err + self.caplog.text, got[0] if got else None
-
-
-@pytest.fixture
-def here(home: Home, monkeypatch: pytest.MonkeyPatch, capsys: Any, caplog: Any) -> Here:
-    return Here(home, monkeypatch, capsys, caplog)
 
 
 def one_reason(log: str) -> str:
