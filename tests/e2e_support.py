@@ -9,8 +9,6 @@ process runs after its interpreter starts), for a test about the daemon rather t
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -23,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import KairosCli, kairosd_answers, kairosd_get
+from cli_support import KairosCli, kairos_here, kairosd_answers, kairosd_get
 
-from kairos.app import run as kairos_run
 from kairosd import testing
 
 
@@ -58,19 +55,9 @@ class Env(KairosCli):
         """``kairos ARGS`` in this process with ``self.env`` as its environment: its exit code, stdout and
         stderr, as :meth:`kairos` gives them from a process (~0.15 s of CPU each, an interpreter and
         kairos' imports, which is not what these tests are about)."""
-        saved = dict(os.environ)
-        out, err = io.StringIO(), io.StringIO()
-        try:
-            os.environ.clear()
-            os.environ.update(self.env)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = kairos_run(list(args))
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        done = subprocess.CompletedProcess(["kairos", *args], code, out.getvalue(), err.getvalue())
-        if check and code != 0:
-            raise AssertionError(f"kairos {' '.join(args)} exited {code}: {done.stderr}")
+        done = kairos_here(self.env, *args)
+        if check and done.returncode != 0:
+            raise AssertionError(f"kairos {' '.join(args)} exited {done.returncode}: {done.stderr}")
         return done
 
     def json_here(self, *args: str) -> Any:

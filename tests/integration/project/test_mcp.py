@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pytest
-from cli_support import kairosd_answers, kairosd_get
+from cli_support import kairos_here, kairosd_answers, kairosd_get
 
 if TYPE_CHECKING:
     # Imported where a session starts: the mcp package takes ~2 s of CPU to import, and every xdist
@@ -59,11 +59,11 @@ class Home:
         self.daemon: subprocess.Popen[bytes] | None = None
 
     def kairos(self, *args: str) -> Any:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kairos", *args, "--json"], env=self.env, capture_output=True, text=True, timeout=30
-        )
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)
+        """``kairos ARGS --json`` (in this process: what the CLI shows of the tools' work is the point here,
+        not its process; see :func:`cli_support.kairos_here`)."""
+        done = kairos_here(self.env, *args, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
 
     def start_daemon(self) -> None:
         with open(self.path / "kairosd.log", "wb") as log:
