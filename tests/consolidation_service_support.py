@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -148,6 +149,8 @@ def spawn_forked(
         code = 1
         try:
             gc.freeze()  # this process's objects are never collected here (their files are not the child's)
+            with contextlib.suppress(ValueError):
+                signal.set_wakeup_fd(-1)  # an event loop's, if any: its descriptor is closed below
             os.setsid()
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
