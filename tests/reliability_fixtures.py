@@ -11,9 +11,10 @@ import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
-from reliability_support import Home, InProcessDaemon, precompile
+from reliability_support import Here, Home, InProcessDaemon, precompile
 
 from kairosd.testing import FakeClock
 
@@ -32,6 +33,12 @@ def home(compiled: None) -> Iterator[Home]:
         yield h
     finally:
         h.cleanup()
+
+
+@pytest.fixture
+def here(home: Home, monkeypatch: pytest.MonkeyPatch, capsys: Any, caplog: Any) -> Here:
+    """kairosd's own main in this process, with ``home`` as its KAIROS_HOME (:class:`reliability_support.Here`)."""
+    return Here(home, monkeypatch, capsys, caplog)
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ bounded poll on a condition; nothing sleeps blindly.
 from __future__ import annotations
 
 import contextlib
+import gc
+import logging
 import os
 import shutil
 import signal
@@ -20,7 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kairos.client import ApiError, Client, DaemonNotRunning
+from kairosd import __main__ as kairosd_main
 from kairosd import testing
 from kairosd.core.events import EventBus
 from kairosd.scheduling.ledger import MissedLedger, RunLedger
@@ -142,6 +147,73 @@ class Home:
                 proc.kill()
                 proc.wait(WAIT_S)
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+class Here:
+    """``kairosd`` (its ``main``) in this process, with ``home`` as its KAIROS_HOME: what it prints and
+    logs (stderr and its log records, as the process writes both to stderr) and how it exits.
+
+    :meth:`start` runs it on this (the main) thread, as the process would; while it serves, another
+    thread runs ``while_serving`` and then sends this process SIGTERM, which kairosd's own handler takes
+    to stop it. Afterwards the collector is as it was (kairosd turns it off for its start and freezes
+    what it made once it settled) and SIGTERM has its old handler back.
+    """
+
+    def __init__(self, home: Home, monkeypatch: pytest.MonkeyPatch, capsys: Any, caplog: Any) -> None:
+        self.home, self.capsys, self.caplog = home, capsys, caplog
+        for name, value in home.env.items():
+            if os.environ.get(name) != value:
+                monkeypatch.setenv(name, value)
+        for name in set(os.environ) - set(home.env):
+            monkeypatch.delenv(name)
+        # configure_logging adds a stderr handler only to a root logger without one; pytest's capture
+        # is there, so kairosd's records go to caplog. Any handler added anyway goes with the test.
+        monkeypatch.setattr(logging.getLogger(), "handlers", list(logging.getLogger().handlers))
+        caplog.set_level(logging.INFO)  # kairosd's level without -v (configure_logging)
+
+    def log(self) -> str:
+        """What kairosd has logged so far (``while_serving`` may wait on it)."""
+        return str(self.caplog.text)
+
+    def start(self, while_serving: Callable[[], Any] | None = None) -> tuple[int, str, Any]:
+        """Run kairosd until it exits: its exit code, its stderr and log, and what ``while_serving`` returned
+        (called once it answers; it is then stopped with SIGTERM)."""
+        ended = threading.Event()
+        got: list[Any] = []
+
+        def serving() -> None:
+            try:
+                wait_for(lambda: ended.is_set() or self.home.answers(), what="kairosd to answer or exit")
+            except AssertionError as exc:
+                got.append(exc)
+                return
+            if ended.is_set():  # it exited (refused to start)
+                return
+            try:
+                got.append(while_serving() if while_serving else None)
+            except BaseException as exc:
+                got.append(exc)
+            finally:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        previous_term, thresholds = signal.getsignal(signal.SIGTERM), gc.get_threshold()
+        self.caplog.clear()
+        client = threading.Thread(target=serving, daemon=True)
+        client.start()
+        try:
+            with pytest.raises(SystemExit) as exit_:
+                kairosd_main.main([])
+        finally:
+            ended.set()
+            client.join(60)
+            signal.signal(signal.SIGTERM, previous_term)
+            gc.enable()
+            gc.unfreeze()
+            gc.set_threshold(*thresholds)
+        if got and isinstance(got[0], BaseException):
+            raise got[0]
+        code = exit_.value.code if isinstance(exit_.value.code, int) else 1
+        return code, self.capsys.readouterr().err + self.caplog.text, got[0] if got else None
 
 
 # ---- in-process pieces: a store that fails on demand, and a scheduler on a fake clock ------------------

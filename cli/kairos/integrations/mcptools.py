@@ -45,6 +45,7 @@ from kairosd import __version__
 from kairosd.core.defaults import MAX_KILL_GRACE_S
 from kairosd.core.errors import KairosError
 from kairosd.core.protocol import PREFIX, REGISTRY_MAX_WAIT_S, route_path
+from kairosd.system.paths import socket_path
 
 if TYPE_CHECKING:
     from kairosd.core.wire.registry import BackgroundTask
@@ -345,7 +346,8 @@ class _Tools:
     ) -> _M:
         """One API request, off the event loop (the client blocks), its answer read as ``model``; every
         failure (an answer of another shape too) as a ToolError."""
-        call = functools.partial(_blocking_call, model, method, path, body, query, wait_s)
+        # The socket of this server's environment (the agent's: os.environ unless build_server was given one).
+        call = functools.partial(_blocking_call, model, method, path, body, query, wait_s, socket_path(self.env))
         return await anyio.to_thread.run_sync(call)
 
     async def _wait(self, task_id: str, wait_s: float) -> BackgroundTask:
@@ -383,10 +385,17 @@ class _Tools:
 
 
 def _blocking_call(
-    model: type[_M], method: str, path: str, body: Any, query: Mapping[str, str] | None, timeout: float
+    model: type[_M],
+    method: str,
+    path: str,
+    body: Any,
+    query: Mapping[str, str] | None,
+    timeout: float,
+    socket: str | None = None,
 ) -> _M:
     try:
-        return read(model, Client(timeout=timeout).call(method, path, body, query), f"{method} {PREFIX}{path}")
+        answer = Client(socket, timeout=timeout).call(method, path, body, query)
+        return read(model, answer, f"{method} {PREFIX}{path}")
     except KairosError as exc:
         # DaemonNotRunning already says to run `kairos daemon start`; API errors carry kairosd's own words.
         raise ToolError(exc.message) from None

@@ -546,12 +546,14 @@ def test_every_verb_reads_its_answer_typed(fake, capsys, argv, route, answer, wh
 def test_an_mcp_tool_reads_its_answer_typed(fake):
     """kairos mcp's tools read kairosd's answers as their models too: another shape is a tool error naming
     the key (the model sees one line), not a result of "?"."""
+    import os
+
     import anyio
     from mcp.server.mcpserver.exceptions import ToolError
 
     from kairos.integrations.mcptools import _Tools
 
-    tools = _Tools({})
+    tools = _Tools(dict(os.environ))  # as build_server makes them: the fake's socket is in this environment
     fake.routes[("GET", f"/v1/registry/{JOB_ID}")] = (200, {"task": job_view()})
     status = anyio.run(tools.task_status, JOB_ID)
     assert status.splitlines()[0] == f"Task {JOB_ID}: running, agent claude, turns finished: 0."

@@ -2,6 +2,11 @@
 
 Each test gets its own short KAIROS_HOME (AF_UNIX paths are limited to ~107
 bytes). Waits are bounded polls on a condition, never blind sleeps.
+
+kairosd is always a real process. The CLI is one where it is part of what a test is about (a one-shot
+from ``kairos add`` to ``kairos history``, the exit code without a daemon); where a test is about the
+daemon (a restart, a reload, a second start, a shell target, the kill switch, a stream limit) the
+verbs that ask it run in this process (:meth:`e2e_support.Env.here`), against the same real kairosd.
 """
 
 from __future__ import annotations
@@ -41,17 +46,17 @@ def test_one_shot_reaches_the_inbox_and_history_says_delivered(env):
 def test_fire_missed_while_the_daemon_was_down_is_listed_by_missed(env):
     """A one-shot whose time passes while kairosd is stopped shows in 'missed' after restart."""
     daemon = env.start_daemon()
-    added = env.json("add", "--in", "2s", "--name", "while-away", "this one will be missed")
+    added = env.json_here("add", "--in", "2s", "--name", "while-away", "this one will be missed")
     task = added.get("task", added)
-    env.kairos("daemon", "stop")
+    env.here("daemon", "stop")
     daemon.wait(15)
     due = time.time() + 2.5
     wait_for(lambda: time.time() > due, what="the task's time to pass")
     env.start_daemon()
-    missed = env.json("missed")["missed"]
+    missed = env.json_here("missed")["missed"]
     assert [m["task_id"] for m in missed] == [task["id"]]
     assert missed[0]["action"] == "surfaced"
-    assert env.json("inbox")["items"] == []
+    assert env.json_here("inbox")["items"] == []
 
 
 def test_config_reload_by_command_and_by_sighup(env):
@@ -61,16 +66,16 @@ def test_config_reload_by_command_and_by_sighup(env):
     config.write_text("[limits]\nmax_depth = 5\n")
     daemon = env.start_daemon()
     config.write_text("[limits]\nmax_depth = 3\nmax_sessions = 10\n")
-    result = env.json("daemon", "reload")
+    result = env.json_here("daemon", "reload")
     assert (result["applied"], result["needs_restart"]) == (["limits.max_depth"], ["limits.max_sessions"])
-    assert env.json("status")["background"]["max_depth"] == 3
-    out = env.kairos("daemon", "reload").stdout
+    assert env.json_here("status")["background"]["max_depth"] == 3
+    out = env.here("daemon", "reload").stdout
     assert "nothing new to apply" in out
     assert "needs a restart to take effect: limits.max_sessions" in out
     config.write_text("[limits]\nmax_depth = 2\n")
     daemon.send_signal(signal.SIGHUP)
     wait_for(lambda: env.api("status")["background"]["max_depth"] == 2, what="SIGHUP to reload the config")
-    assert env.json("status")["background"]["max_depth"] == 2
+    assert env.json_here("status")["background"]["max_depth"] == 2
     assert daemon.poll() is None
 
 
@@ -83,20 +88,20 @@ def test_second_daemon_refuses_and_kill_9_is_taken_over(env):
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     third = env.start_daemon()
-    assert env.json("status")["pid"] == third.pid
+    assert env.json_here("status")["pid"] == third.pid
 
 
 def test_failing_shell_target_is_recorded_as_failed_with_its_exit_code(env, tmp_path):
     """A shell target that exits 3 shows in history as failed with exit code 3."""
     env.start_daemon()
-    added = env.json("add", "--in", "1s", "--target", "shell", "--cmd", "sh -c 'exit 3'", "run a failing command")
+    added = env.json_here("add", "--in", "1s", "--target", "shell", "--cmd", "sh -c 'exit 3'", "run a failing command")
     task = added.get("task", added)
 
     def finished(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [r for r in runs if r["outcome"] is not None and r["task_id"] == task["id"]]
 
     wait_for(lambda: finished(env.api("runs")["runs"]), what="the shell run to finish")
-    (run,) = finished(env.json("history")["runs"])
+    (run,) = finished(env.json_here("history")["runs"])
     assert run["outcome"] == "failed"
     assert run["exit_code"] == 3
     assert "exit code 3" in run["reason"]
@@ -117,12 +122,12 @@ def test_kill_switch_fires_nothing_and_status_says_why(env):
     """With KAIROS_DISABLE_CRON=1 nothing fires, the API answers, and status names the switch."""
     env.env["KAIROS_DISABLE_CRON"] = "1"
     env.start_daemon()
-    env.json("add", "--in", "1s", "should not fire")
-    status = env.json("status")
+    env.json_here("add", "--in", "1s", "should not fire")
+    status = env.json_here("status")
     assert "KAIROS_DISABLE_CRON" in (status.get("disabled_reason") or "")
     due = time.time() + 2
     wait_for(lambda: time.time() > due, what="the task's time to pass")
-    assert env.json("inbox")["items"] == []
+    assert env.json_here("inbox")["items"] == []
 
 
 def test_a_stream_past_the_configured_limit_is_refused_with_a_clear_line(env):
@@ -137,7 +142,7 @@ def test_a_stream_past_the_configured_limit_is_refused_with_a_clear_line(env):
         first.connect(str(env.socket))
         first.sendall(b"GET /v1/events HTTP/1.1\r\nHost: kairosd\r\n\r\n")
         assert first.recv(4096).startswith(b"HTTP/1.1 200 ")
-        refused = env.kairos("watch", check=False)
+        refused = env.here("watch", check=False)
     assert refused.returncode == 1
     assert "kairosd has 1 streams open, its limit (limits.max_streams in config.toml)" in refused.stderr
-    assert env.kairos("status", check=False).returncode == 0
+    assert env.here("status", check=False).returncode == 0

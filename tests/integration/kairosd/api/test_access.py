@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from reliability_support import Home, InProcessDaemon, parse_response, raw_exchange, wait_for
+from reliability_support import Here, Home, InProcessDaemon, parse_response, raw_exchange, wait_for
 
 from kairosd.api.unixsocket import peer_credentials
 from kairosd.testing import FakeClock
@@ -142,9 +142,10 @@ def _hook_config(home: Home, scripts: dict[str, Path]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", [0o775, 0o757])
-def test_group_or_world_writable_hook_file_is_not_run(home: Home, mode: int) -> None:
-    """A real kairosd: a hook script others can change is refused at each event (and named by the
-    doctor); the same event runs the safe hook; once the mode is fixed, the next event runs it."""
+def test_group_or_world_writable_hook_file_is_not_run(home: Home, here: Here, mode: int) -> None:
+    """kairosd (its main, in this process: the hook's file mode is the point, not kairosd's process): a
+    hook script others can change is refused at each event (and named by the doctor); the same event
+    runs the safe hook; once the mode is fixed, the next event runs it."""
     hooks = home.path / "hooks"
     hooks.mkdir(mode=0o700)
     scripts, markers = {}, {}
@@ -155,21 +156,24 @@ def test_group_or_world_writable_hook_file_is_not_run(home: Home, mode: int) -> 
         scripts[name].chmod(0o755)
     scripts["loose"].chmod(mode)
     _hook_config(home, scripts)
-    proc = home.start()
-    client = home.client()
-    task_id = client.call("POST", "/tasks", {"prompt": "hook check", "cron": "0 9 1 1 *"})["task"]["id"]
 
-    client.call("POST", f"/tasks/{task_id}/run")
-    wait_for(lambda: markers["safe"].exists(), what="the safe hook to run")
-    wait_for(lambda: "was not run" in home.log(proc), what="the refusal in the log")
-    assert not markers["loose"].exists()
-    refusal = next(line for line in home.log(proc).splitlines() if "was not run" in line)
-    assert str(scripts["loose"]) in refusal
-    assert f"chmod go-w {scripts['loose']}" in refusal
-    doctor = client.call("GET", "/doctor")["doctor"]
-    assert any(str(scripts["loose"]) in problem for problem in doctor["problems"]), doctor["problems"]
+    def serving() -> None:
+        client = home.client()
+        task_id = client.call("POST", "/tasks", {"prompt": "hook check", "cron": "0 9 1 1 *"})["task"]["id"]
 
-    scripts["loose"].chmod(0o755)
-    client.call("POST", f"/tasks/{task_id}/run")
-    wait_for(lambda: markers["loose"].exists(), what="the fixed hook to run")
-    assert home.stop(proc) == 0
+        client.call("POST", f"/tasks/{task_id}/run")
+        wait_for(lambda: markers["safe"].exists(), what="the safe hook to run")
+        wait_for(lambda: "was not run" in here.log(), what="the refusal in the log")
+        assert not markers["loose"].exists()
+        refusal = next(line for line in here.log().splitlines() if "was not run" in line)
+        assert str(scripts["loose"]) in refusal
+        assert f"chmod go-w {scripts['loose']}" in refusal
+        doctor = client.call("GET", "/doctor")["doctor"]
+        assert any(str(scripts["loose"]) in problem for problem in doctor["problems"]), doctor["problems"]
+
+        scripts["loose"].chmod(0o755)
+        client.call("POST", f"/tasks/{task_id}/run")
+        wait_for(lambda: markers["loose"].exists(), what="the fixed hook to run")
+
+    code, log, _ = here.start(serving)
+    assert code == 0, log

@@ -1,4 +1,7 @@
-"""A real kairosd with bad records in its store: it starts, and status, doctor and list --problems say so."""
+"""A real kairosd with bad records in its store: it starts, and status, doctor and list --problems say so.
+
+kairosd is a real process; the verbs run in this process against it (:meth:`e2e_support.Env.here`):
+what they print (and escape) is the point, not their interpreter's start."""
 
 from __future__ import annotations
 
@@ -32,26 +35,26 @@ def test_bad_records_are_set_aside_and_shown(env: Env) -> None:
     store.write_text(json.dumps({"schema_version": 2, "tasks": [bad_cron, newline_id, far_anchor, good]}))
     env.start_daemon()
 
-    assert [t["id"] for t in env.json("list")["tasks"]] == ["600d600d"]
-    status = env.json("status")
+    assert [t["id"] for t in env.json_here("list")["tasks"]] == ["600d600d"]
+    status = env.json_here("status")
     quarantine_path = str(env.home / "state" / "scheduled_tasks.quarantine.json")
     assert status["quarantine"] == {"count": 3, "path": quarantine_path}
-    assert f"set aside:  3 task(s) in {quarantine_path}" in env.kairos("status").stdout
+    assert f"set aside:  3 task(s) in {quarantine_path}" in env.here("status").stdout
 
-    problems = env.json("list", "--problems")
+    problems = env.json_here("list", "--problems")
     assert problems["path"] == quarantine_path
     assert [e["record"] for e in problems["entries"]] == [bad_cron, newline_id, far_anchor]
-    text = env.kairos("list", "--problems").stdout
+    text = env.here("list", "--problems").stdout
     assert "bad0bad1\\n" in text  # escaped, on its row
     assert "invalid cron" in text
     assert "last_scheduled_for 9999-12-31T23:59:59+00:00 is outside" in problems["entries"][2]["reason"]
 
-    doctor = json.loads(env.kairos("doctor", "--json", check=False).stdout)
+    doctor = json.loads(env.here("doctor", "--json", check=False).stdout)
     assert doctor["quarantine"]["count"] == 3
     assert any("kairos list --problems" in p for p in doctor["problems"])
-    assert "set aside: 3 task(s)" in env.kairos("doctor", check=False).stdout
+    assert "set aside: 3 task(s)" in env.here("doctor", check=False).stdout
 
     # The next save of the store leaves them out; they stay in the quarantine file.
-    env.kairos("pause", "600d600d")
+    env.here("pause", "600d600d")
     assert [t["id"] for t in json.loads(store.read_text())["tasks"]] == ["600d600d"]
     assert len(json.loads((env.home / "state" / "scheduled_tasks.quarantine.json").read_text())["entries"]) == 3

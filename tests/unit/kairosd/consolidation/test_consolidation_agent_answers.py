@@ -1,6 +1,8 @@
 """Agent mode end to end through the (fake) claude CLI, answering as a capable model would: every
 line kind, a replacement across sessions by id, a closed to-do, malformed lines; a long session in
-chunks with nothing lost; which mode a run takes (auto, offline, agent) and the daily cap."""
+chunks with nothing lost; which mode a run takes (auto, offline, agent) and the daily cap. What a run
+computes is the test here, not how its worker is started: each worker is forked from this process
+(:func:`consolidation_service_support.fork_workers`; test_consolidation_service.py starts real ones)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from consolidation_service_support import Harness
+from consolidation_service_support import Harness, fork_workers
 from consolidation_support import HUMAN, fake_calls, fake_claude, write_config, write_lines
 from registry_support import run
 
@@ -22,6 +24,11 @@ from kairosd.consolidation.transcripts.read import ReadStats
 from kairosd.jobs.model import JobStatus
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork_workers(request, monkeypatch)
 
 
 def agent(h: Harness, *answers: str, config: str = "", exit_code: int = 0) -> Path:

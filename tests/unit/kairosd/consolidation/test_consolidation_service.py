@@ -1,5 +1,8 @@
 """The daemon side: every gate (allowing and refusing), coalescing, detached runs and their results,
-agent mode and its fallback, and kairosd restarts under a running worker. Real worker processes."""
+agent mode and its fallback, and kairosd restarts under a running worker. Real worker processes: forked
+from this one where a test checks what a run computes and records (:func:`consolidation_service_support.
+fork_workers`), a new interpreter started detached as kairosd starts it where the start, the detach, a
+kill, a bound or a restart of kairosd is what the test is about (:func:`real_worker`)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from consolidation_service_support import Harness, clean_environ
+from consolidation_service_support import Harness, clean_environ, fork_workers, real_worker
 from consolidation_support import WAIT_S, fake_claude, short_transcript, write_config, write_transcript
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
@@ -20,6 +23,11 @@ from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.core.events import EventBus
 from kairosd.jobs.model import JobStatus
 from kairosd.jobs.registry import StartSpec
+
+
+@pytest.fixture(autouse=True)
+def _workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork_workers(request, monkeypatch)
 
 
 def held_agent(h: Harness, answer: str = "NONE", *, exit_code: int = 0, release: Path | None = None) -> Path:
@@ -120,6 +128,7 @@ def test_gate_not_spawned_allows_a_users_session(tmp_path):
     run(main())
 
 
+@real_worker
 def test_the_worker_carries_the_marker(tmp_path):
     """The detached worker (and so anything it runs) has KAIROS_SPAWNED=1: it can never trigger itself."""
 
@@ -337,6 +346,7 @@ def test_lock_gate_allows_once_the_run_ended(tmp_path):
 # ---- runs ------------------------------------------------------------------------------------------------
 
 
+@real_worker
 def test_a_run_records_its_result_log_and_events(tmp_path):
     """The run is a consolidation task: detached, logged, its result readable; events tell the story."""
 
@@ -363,6 +373,7 @@ def test_a_run_records_its_result_log_and_events(tmp_path):
     run(main())
 
 
+@real_worker
 def test_a_worker_that_dies_without_a_result_fails_the_run(tmp_path):
     """Killed mid-run (no result file): the record ends failed, saying so."""
 
@@ -445,6 +456,7 @@ def test_agent_mode_falls_back_to_offline(tmp_path, answer, exit_code, timeout, 
 # ---- kairosd restarts ------------------------------------------------------------------------------------
 
 
+@real_worker
 def test_a_restart_re_adopts_a_running_worker(tmp_path):
     """kairosd stops while a run goes on: the worker goes on, the next kairosd waits for it and records it."""
 
@@ -466,6 +478,7 @@ def test_a_restart_re_adopts_a_running_worker(tmp_path):
     run(main())
 
 
+@real_worker
 def test_a_restart_settles_a_run_that_finished_meanwhile(tmp_path):
     """The worker finished while kairosd was down: its result file settles the record at start-up."""
 
@@ -491,6 +504,7 @@ def test_a_restart_settles_a_run_that_finished_meanwhile(tmp_path):
     run(main())
 
 
+@real_worker
 def test_a_restart_fails_a_run_whose_worker_died(tmp_path):
     """Worker gone, no result: the next kairosd records the run failed instead of waiting forever."""
 
@@ -529,6 +543,7 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+@real_worker
 def test_a_run_past_its_bound_is_stopped_with_its_agent(tmp_path, monkeypatch):
     """kairosd's bound on a run: the worker's group gets SIGTERM, and the worker takes rem-agent down with it."""
     from kairosd.consolidation import service
@@ -567,6 +582,7 @@ def _pids_with_cwd_of(folder: Path) -> list[str]:
     return found
 
 
+@real_worker
 def test_a_restart_adopts_a_worker_whose_pid_was_not_recorded(tmp_path):
     """kairosd stopped between starting the worker and recording its pid: the pid file lets the next one adopt it."""
 

@@ -1,5 +1,7 @@
 """Consolidation and board routes through kairosd.scheduling.api.Api, and the CLI (kairos consolidate, kairos board)
-against the real socket server."""
+against the real socket server. The routes' answers are the test here, not how a worker is started:
+each consolidation worker is forked from this process (:func:`consolidation_service_support.fork_workers`;
+test_consolidation_service.py starts real ones)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 
 import pytest
 from cli_support import kairos_in_thread
-from consolidation_service_support import Harness, consolidation_api
+from consolidation_service_support import Harness, consolidation_api, fork_workers
 from consolidation_support import short_transcript, ts, write_lines, write_transcript
 from registry_support import run
 
@@ -21,6 +23,11 @@ from kairosd.core.errors import NotFoundError, UsageError
 from kairosd.jobs.model import JobKind
 from kairosd.jobs.registry import StartSpec
 from kairosd.scheduling.api import Api
+
+
+@pytest.fixture(autouse=True)
+def _workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork_workers(request, monkeypatch)
 
 
 async def _call(api: Api, method: str, path: str, body: Any = None, **query: str) -> tuple[int, Any]:
