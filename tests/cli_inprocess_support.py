@@ -1,0 +1,69 @@
+"""``kairos ARGV`` run in this process, answered as :func:`subprocess.run` answers: :func:`kairos_here`.
+
+For the tests about what the CLI prints, parses and refuses (output format, escaping, errors, exit
+codes), not about the process: a ``kairos`` process costs ~0.15-0.25 s of CPU (the interpreter and
+its imports), the same call here a few milliseconds. It takes the environment and working directory
+a process would get, and stdin, stdout and stderr as pipes would be (not a terminal, each with a
+byte ``buffer`` under the text stream: ``kairos hook`` reads ``sys.stdin.buffer``), and dispatches
+as ``kairos/__main__.py`` does (``hook`` and ``__complete`` before the parser). What a process adds
+(the interpreter's start, its imports, stdio encoding, signals, exit at teardown) stays checked by
+each suite's real-process tests.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+
+
+def kairos_here(
+    *argv: str, env: Mapping[str, str], cwd: str | os.PathLike[str] | None = None, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``kairos ARGV`` with ``env`` as the whole environment, in ``cwd``, ``stdin`` on its stdin: its exit
+    code, stdout and stderr. Not thread-safe (it swaps ``os.environ``, the working directory and stdio)."""
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_stdio = sys.stdin, sys.stdout, sys.stderr
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="")
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO(stdin.encode())), out, err
+        code = _dispatch(list(argv))
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_stdio
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["kairos", *argv], code, _text(out), _text(err))
+
+
+def _dispatch(argv: list[str]) -> int:
+    """What ``kairos/__main__.py`` runs for ``argv``, as an exit code."""
+    try:
+        if argv[:1] == ["hook"]:
+            from kairos.integrations.hook import main as hook_main
+
+            return hook_main(argv[1:])
+        if argv[:1] == ["__complete"]:
+            from kairos.dynamic import main as complete_main
+
+            return complete_main(argv[1:])
+        from kairos.app import run
+
+        return run(argv)
+    except SystemExit as exc:  # argparse's usage errors and --help
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode("utf-8", errors="backslashreplace")
