@@ -2,7 +2,7 @@
 
 For the tests about what the CLI prints, parses and refuses (output format, escaping, errors, exit
 codes), not about the process: a ``kairos`` process costs ~0.15-0.25 s of CPU (the interpreter and
-its imports), the same call here a few milliseconds. It takes the environment and working directory
+its imports), the same call here a few milliseconds. It takes the environment, working directory and argv
 a process would get, and stdin, stdout and stderr as pipes would be (not a terminal, each with a
 byte ``buffer`` under the text stream: ``kairos hook`` reads ``sys.stdin.buffer``), and dispatches
 as ``kairos/__main__.py`` does (``hook`` and ``__complete`` before the parser). What a process adds
@@ -18,6 +18,10 @@ import subprocess
 import sys
 from collections.abc import Mapping
 
+import kairos.__main__
+
+MAIN = kairos.__main__.__file__
+
 
 def kairos_here(
     *argv: str, env: Mapping[str, str], cwd: str | os.PathLike[str] | None = None, stdin: str = ""
@@ -27,6 +31,7 @@ def kairos_here(
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_stdio = sys.stdin, sys.stdout, sys.stderr
+    saved_argv = sys.argv
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="")
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="")
     try:
@@ -34,10 +39,12 @@ def kairos_here(
         os.environ.update(env)
         if cwd is not None:
             os.chdir(cwd)
+        sys.argv = [MAIN, *argv]  # as `python -m kairos` has it (installed_script looks at argv[0])
         sys.stdin, sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO(stdin.encode())), out, err
         code = _dispatch(list(argv))
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved_stdio
+        sys.argv = saved_argv
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
