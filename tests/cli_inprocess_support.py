@@ -17,6 +17,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from typing import Any
+
+import pytest
 
 import kairos.__main__
 
@@ -74,3 +77,43 @@ def _text(stream: io.TextIOWrapper) -> str:
     buffer = stream.buffer
     assert isinstance(buffer, io.BytesIO)
     return buffer.getvalue().decode("utf-8", errors="backslashreplace")
+
+
+OFFLINE_MODULE = "kairosd.app.offline"
+
+
+def offline_here(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Make the CLI's read-only views while kairosd is down (:func:`kairos.commands.common.offline_call`)
+    run ``python -m kairosd.app.offline`` in this process: the same ``main`` on the same arguments, its
+    stdout, stderr and exit code handed back as :func:`subprocess.run` would. A child costs ~0.5 s of
+    CPU (it imports and builds the whole app); keep a real one where the child itself is the test.
+    Every other ``subprocess.run`` is left alone. Returns the list of argv run here (to check it was)."""
+    real_run = subprocess.run
+    ran: list[list[str]] = []
+
+    def run(argv: Any, *args: Any, **kwargs: Any) -> Any:
+        if not (isinstance(argv, list) and argv[1:3] == ["-m", OFFLINE_MODULE]):
+            return real_run(argv, *args, **kwargs)
+        from kairosd.app.offline import main
+
+        ran.append(argv)
+        saved = sys.stdin, sys.stdout, sys.stderr
+        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
+        err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
+        try:
+            sys.stdin, sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO()), out, err
+            try:
+                code = main(argv[3:])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except Exception:  # as the child would end: a traceback on stderr, exit 1
+                import traceback
+
+                traceback.print_exc()
+                code = 1
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = saved
+        return subprocess.CompletedProcess(argv, code, _text(out), _text(err))
+
+    monkeypatch.setattr(subprocess, "run", run)
+    return ran
