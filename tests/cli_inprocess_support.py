@@ -16,7 +16,7 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -79,23 +79,38 @@ def _text(stream: io.TextIOWrapper) -> str:
     return buffer.getvalue().decode("utf-8", errors="backslashreplace")
 
 
-OFFLINE_MODULE = "kairosd.app.offline"
+def _offline_main(argv: list[str]) -> int:
+    from kairosd.app.offline import main
+
+    return main(argv)
 
 
-def offline_here(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Make the CLI's read-only views while kairosd is down (:func:`kairos.commands.common.offline_call`)
-    run ``python -m kairosd.app.offline`` in this process: the same ``main`` on the same arguments, its
-    stdout, stderr and exit code handed back as :func:`subprocess.run` would. A child costs ~0.5 s of
-    CPU (it imports and builds the whole app); keep a real one where the child itself is the test.
-    Every other ``subprocess.run`` is left alone. Returns the list of argv run here (to check it was)."""
+def _doctor_main(argv: list[str]) -> int:
+    from kairosd.app.doctor import main
+
+    return main()
+
+
+# The children the CLI runs as ``python -m MODULE ARGS``, and what their ``if __name__ == "__main__"`` runs.
+CHILD_MAINS: dict[str, Callable[[list[str]], int]] = {
+    "kairosd.app.offline": _offline_main,  # kairos.commands.common.offline_call: the views while kairosd is down
+    "kairosd.app.doctor": _doctor_main,  # kairos.commands.doctor.local_report: doctor from this shell
+}
+
+
+def children_here(monkeypatch: pytest.MonkeyPatch, *modules: str) -> list[list[str]]:
+    """Make the CLI's ``python -m MODULE`` children (``modules``, from :data:`CHILD_MAINS`) run in this
+    process: the same ``main`` on the same arguments and environment, its stdout, stderr and exit code
+    handed back as :func:`subprocess.run` would. Such a child costs ~0.3-0.5 s of CPU (it imports most
+    of kairosd); keep a real one where the child itself is the test. Every other ``subprocess.run``
+    (and one given its own ``env`` or ``cwd``) is left alone. Returns the argv run here, to check it was."""
     real_run = subprocess.run
     ran: list[list[str]] = []
 
     def run(argv: Any, *args: Any, **kwargs: Any) -> Any:
-        if not (isinstance(argv, list) and argv[1:3] == ["-m", OFFLINE_MODULE]):
+        here = isinstance(argv, list) and argv[1:2] == ["-m"] and argv[2:3] and argv[2] in modules
+        if not here or kwargs.get("env") is not None or kwargs.get("cwd") is not None:
             return real_run(argv, *args, **kwargs)
-        from kairosd.app.offline import main
-
         ran.append(argv)
         saved = sys.stdin, sys.stdout, sys.stderr
         out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
@@ -103,7 +118,7 @@ def offline_here(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         try:
             sys.stdin, sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO()), out, err
             try:
-                code = main(argv[3:])
+                code = CHILD_MAINS[argv[2]](argv[3:])
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except Exception:  # as the child would end: a traceback on stderr, exit 1

@@ -3,7 +3,7 @@
 one note on stderr, exit 0, and change nothing on disk.
 
 The first view while kairosd is down runs the CLI's ``python -m kairosd.app.offline`` child for
-real; the others run its ``main`` in this process (tests/cli_inprocess_support.py, offline_here):
+real; the others run its ``main`` in this process (tests/cli_inprocess_support.py, children_here):
 what it answers is the test, and each child costs ~0.5 s of CPU. The corrupt-store tests run the
 child for real too."""
 
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_inprocess_support import offline_here
+from cli_inprocess_support import children_here
 
 from kairos.app import run
 from kairos.client import Client
@@ -112,7 +112,7 @@ def test_views_print_what_kairosd_printed(kairosd, kairos_home, capsys, monkeypa
     ran_here: list[list[str]] = []
     for n, argv in enumerate(views):
         if n == 1:  # the first through a real child process, the rest in this one
-            ran_here = offline_here(monkeypatch)
+            ran_here = children_here(monkeypatch, "kairosd.app.offline")
         code, out, err = _run(capsys, *argv)
         assert code == 0, (argv, err)
         assert out == live[tuple(argv)], argv

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inprocess_support import children_here
 from paths_support import REPO
 from systemd_support import SHOW_RUNNING, box, need, verify
 
@@ -400,8 +401,10 @@ esac
 
 
 @pytest.mark.parametrize(("answer", "state"), [("yes", "on"), ("no", "off"), ("nosession", "unknown")])
-def test_install_dry_run_and_doctor_agree_on_linger(box, answer, state):
-    """Both ask one function: the same on/off/unknown and the same reason, in JSON and in text."""
+def test_install_dry_run_and_doctor_agree_on_linger(box, answer, state, monkeypatch):
+    """Both ask one function: the same on/off/unknown and the same reason, in JSON and in text. (Doctor's
+    ``python -m kairosd.app.doctor`` runs in this process: tests/unit/kairos/test_doctor.py runs it for real.)"""
+    children_here(monkeypatch, "kairosd.app.doctor")
     box._script("loginctl", FAKE_LOGINCTL)
     box.env["FAKE_LINGER"] = answer
     install = box.here_json("systemd", "install", "--dry-run")
