@@ -38,8 +38,7 @@ def kairos_here(
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="")
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="")
     try:
-        os.environ.clear()
-        os.environ.update(env)
+        _set_environ(env)
         if cwd is not None:
             os.chdir(cwd)
         sys.argv = [MAIN, *argv]  # as `python -m kairos` has it (installed_script looks at argv[0])
@@ -49,9 +48,18 @@ def kairos_here(
         sys.stdin, sys.stdout, sys.stderr = saved_stdio
         sys.argv = saved_argv
         os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
+        _set_environ(saved_env)
     return subprocess.CompletedProcess(["kairos", *argv], code, _text(out), _text(err))
+
+
+def _set_environ(env: Mapping[str, str]) -> None:
+    """Make ``os.environ`` exactly ``env``, changing only what differs: a variable both have is never
+    missing meanwhile (a harness kairosd's thread may start a process while a call runs)."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _dispatch(argv: list[str]) -> int:
