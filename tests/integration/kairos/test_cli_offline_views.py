@@ -4,8 +4,8 @@ one note on stderr, exit 0, and change nothing on disk.
 
 The first view while kairosd is down runs the CLI's ``python -m kairosd.app.offline`` child for
 real; the others run its ``main`` in this process (tests/cli_inprocess_support.py, children_here):
-what it answers is the test, and each child costs ~0.5 s of CPU. The corrupt-store tests run the
-child for real too."""
+what it answers is the test, and each child costs ~0.5 s of CPU. An unknown task runs a real child
+that answers an error; a corrupt store, one in this process."""
 
 from __future__ import annotations
 
@@ -131,7 +131,8 @@ def test_unknown_task_while_down_is_not_found(kairos_home, capsys):
 
 
 @pytest.mark.parametrize("text", ['{"schema_version": 1, "tasks": [', '{"schema_version": 1, "tasks": [{"id": 5}]}'])
-def test_corrupt_store_is_one_clear_line(kairos_home, capsys, text):
+def test_corrupt_store_is_one_clear_line(kairos_home, capsys, monkeypatch, text):
+    children_here(monkeypatch, "kairosd.app.offline")  # its error answer; the test above has a real child's
     store = Paths.from_env().store
     store.parent.mkdir(parents=True, exist_ok=True)
     store.write_text(text)
