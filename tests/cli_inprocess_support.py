@@ -111,13 +111,16 @@ def children_here(monkeypatch: pytest.MonkeyPatch, *modules: str) -> list[list[s
     process: the same ``main`` on the same arguments and environment, its stdout, stderr and exit code
     handed back as :func:`subprocess.run` would. Such a child costs ~0.3-0.5 s of CPU (it imports most
     of kairosd); keep a real one where the child itself is the test. Every other ``subprocess.run``
-    (and one given its own ``env`` or ``cwd``) is left alone. Returns the argv run here, to check it was."""
+    (and one given its own ``env`` or ``cwd``, or reading bytes) is left alone. Returns the argv run
+    here, to check it was. (What a child learns of its parent differs: doctor's ``pid`` is then this
+    process's parent's, not the CLI's.)"""
     real_run = subprocess.run
     ran: list[list[str]] = []
 
     def run(argv: Any, *args: Any, **kwargs: Any) -> Any:
         here = isinstance(argv, list) and argv[1:2] == ["-m"] and argv[2:3] and argv[2] in modules
-        if not here or kwargs.get("env") is not None or kwargs.get("cwd") is not None:
+        own = kwargs.get("env") is not None or kwargs.get("cwd") is not None or not kwargs.get("text")
+        if not here or own:
             return real_run(argv, *args, **kwargs)
         ran.append(argv)
         saved = sys.stdin, sys.stdout, sys.stderr
