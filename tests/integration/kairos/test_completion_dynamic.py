@@ -235,6 +235,8 @@ def test_fish_completes_run_with_the_task_ids(kd: Kairosd, tmp_path: Path):
 # script on its fpath gets the keys, and `expect` reads its screen until the text shows (bounded wait).
 # `ask` types a line and TAB, and types them again each 3 s the text has not shown: a TAB gives up on a
 # kairosd slower than 0.8 s (kairos.dynamic.TIMEOUT_S), as it should, and a loaded test machine has one.
+# no_list_ambiguous: the list shows even when the TAB also inserts a common prefix (zsh's default lists only
+# when it inserts nothing: two task ids with the same first digit, one run in 16, never showed the list).
 ZPTY_DRIVER = r"""
 zmodload zsh/zpty
 typeset -F SECONDS
@@ -260,7 +262,8 @@ ask() {
     print -r -- "missing: $2"
 }
 zpty z "zsh -f -i"
-zpty -w z "PS1='%% '; fpath=(${(q)1} \$fpath); autoload -Uz compinit; compinit -u -D; print RE''ADY"
+zpty -w z "PS1='%% '; setopt no_list_ambiguous"
+zpty -w z "fpath=(${(q)1} \$fpath); autoload -Uz compinit; compinit -u -D; print RE''ADY"
 expect READY
 shift
 while (( $# )); do
