@@ -1,4 +1,9 @@
-"""``kairos __complete KIND`` and the completion scripts that call it at TAB time (issue 24, item 18)."""
+"""``kairos __complete KIND`` and the completion scripts that call it at TAB time (issue 24, item 18).
+
+``kairos`` runs in this process (tests/cli_inprocess_support.py) where what it prints is the test; the
+shells' tests call the installed ``kairos`` script as a process at TAB time, as a user's shell does,
+and ``__complete tz`` runs once as ``python -m kairos``.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import zoneinfo
 from pathlib import Path
 
 import pytest
+from cli_inprocess_support import kairos_here
 from session_support import Kairosd, hook_home, hook_kd, wait_for
 
 from kairos.app import build_parser
@@ -27,6 +33,11 @@ def _env() -> dict[str, str]:
 
 
 def _kairos(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``kairos ARGS`` in this process (the harness kairosd serves on its own thread)."""
+    return kairos_here(*args, env=_env(), cwd=cwd)
+
+
+def _process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kairos", *args], env=_env(), capture_output=True, text=True, timeout=60, cwd=cwd
     )
@@ -97,7 +108,7 @@ def test_complete_gives_up_quietly_on_a_daemon_that_never_answers(home: Path):
 
 
 def test_complete_tz_lists_every_zone():
-    proc = _kairos("__complete", "tz")
+    proc = _process("__complete", "tz")  # a real process: __main__ dispatches it before any parser
     assert proc.returncode == 0
     assert proc.stdout.splitlines() == sorted(zoneinfo.available_timezones())
 
@@ -224,6 +235,8 @@ def test_fish_completes_run_with_the_task_ids(kd: Kairosd, tmp_path: Path):
 # script on its fpath gets the keys, and `expect` reads its screen until the text shows (bounded wait).
 # `ask` types a line and TAB, and types them again each 3 s the text has not shown: a TAB gives up on a
 # kairosd slower than 0.8 s (kairos.dynamic.TIMEOUT_S), as it should, and a loaded test machine has one.
+# no_list_ambiguous: the list shows even when the TAB also inserts a common prefix (zsh's default lists only
+# when it inserts nothing: two task ids with the same first digit, one run in 16, never showed the list).
 ZPTY_DRIVER = r"""
 zmodload zsh/zpty
 typeset -F SECONDS
@@ -249,7 +262,8 @@ ask() {
     print -r -- "missing: $2"
 }
 zpty z "zsh -f -i"
-zpty -w z "PS1='%% '; fpath=(${(q)1} \$fpath); autoload -Uz compinit; compinit -u -D; print RE''ADY"
+zpty -w z "PS1='%% '; setopt no_list_ambiguous"
+zpty -w z "fpath=(${(q)1} \$fpath); autoload -Uz compinit; compinit -u -D; print RE''ADY"
 expect READY
 shift
 while (( $# )); do

@@ -7,6 +7,9 @@ variation selectors, a Hangul filler). Every human-readable verb must print
 none of those characters raw, ``watch`` too; ``--json`` keeps the exact text.
 An import whose prompt hides text in tag characters is flagged by
 ``--dry-run`` and refused unless ``--allow-hidden``; ``add`` warns.
+
+The verbs run in this process (tests/cli_inprocess_support.py: what they print is the test); a real
+``kairos`` process prints a human view and an error line (``show``), and ``watch`` runs as one.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inprocess_support import kairos_here
 from cli_support import kairosd_answers, kairosd_get
 
 from kairosd import testing
@@ -69,10 +73,15 @@ class Home:
         self.daemon: subprocess.Popen[bytes] | None = None
 
     def kairos(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        """``kairos ARGS`` in this process (what it prints is the test; a process adds ~0.2 s of CPU)."""
+        return kairos_here(*args, env=self.env, cwd=self.project, stdin=stdin)
+
+    def process(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``kairos ARGS`` as a real process: its stdout and stderr as a terminal's pipe gets them."""
         return subprocess.run(
             [sys.executable, "-m", "kairos", *args],
             env=self.env,
-            input=stdin,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=60,
@@ -179,7 +188,7 @@ def test_human_output_escapes_control_and_bidi_characters(
 
 def test_an_error_line_from_the_daemon_is_escaped(hostile: tuple[Home, dict[str, str]]) -> None:
     home, _ = hostile
-    proc = home.kairos("show", f"zz{HOSTILE}")
+    proc = home.process("show", f"zz{HOSTILE}")  # a real process: its stderr, as a terminal gets it
     assert proc.returncode != 0
     assert proc.stderr.count("\n") == 1
     assert not unsafe(proc.stderr), proc.stderr
@@ -207,7 +216,9 @@ def test_json_keeps_the_exact_text(
 def test_show_marks_every_invisible_character(hostile: tuple[Home, dict[str, str]]) -> None:
     """Issue 27: zero-width, BOM, tags and the rest went through every view as they were: the prompt looked clean."""
     home, ids = hostile
-    shown = home.ok("show", ids["task"])
+    proc = home.process("show", ids["task"])  # a real process: its stdout, as a terminal gets it
+    assert proc.returncode == 0, proc.stderr
+    shown = proc.stdout
     marks = ["\\u200b", "\\ufeff", "\\u2060", "\\xad", "\\U000e0063\\U000e0075", "\\ufe01\\ufe02\\U000e0101", "\\u3164"]
     assert all(mark in shown for mark in marks), shown
     assert not unsafe(shown)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inprocess_support import kairos_here
 from reliability_support import Home, wait_for
 
 from kairos.client import ApiError
@@ -98,9 +99,8 @@ def listed(home: Home) -> set[str]:
 
 
 def kairos_status(home: Home) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kairos", "status"], env=home.env, capture_output=True, text=True, timeout=60
-    )
+    """``kairos status`` in this process (what it prints is the test; the kairosd is a real process)."""
+    return kairos_here("status", env=home.env)
 
 
 def check_refusals(home: Home, ids: list[str], reason: str) -> None:

@@ -1,4 +1,9 @@
-"""``kairos doctor``: agent CLIs found and probed on a PATH of fakes, the config state, the API route."""
+"""``kairos doctor``: agent CLIs found and probed on a PATH of fakes, the config state, the API route.
+
+Without a kairosd, ``kairos doctor`` runs ``python -m kairosd.app.doctor`` from this shell: for real
+once (the local fallback's first call), in this process elsewhere (tests/cli_inprocess_support.py,
+children_here: what it reports is the test, and each child costs ~0.3 s of CPU).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_inprocess_support import children_here
 from fake_agents import write_fake_agents
 
 from kairos.app import run
@@ -138,7 +144,9 @@ def test_no_agent_cli_is_a_note_not_a_problem(home, tmp_path, monkeypatch, capsy
     report = local_report({"PATH": str(tmp_path), "KAIROS_HOME": str(home)})
     assert (report["ok"], report["problems"], report["usable_agents"]) == (True, [], [])
     assert report["notes"][0].startswith("no agent CLI is usable (the inbox, shell and webhook targets do not need")
+    ran_here = children_here(monkeypatch, "kairosd.app.doctor")
     assert run(["doctor"]) == 0
+    assert len(ran_here) == 1
     assert "note:    no agent CLI is usable" in capsys.readouterr().out
 
 
@@ -207,6 +215,7 @@ def test_the_cli_falls_back_to_a_local_check(bin_dir, home, monkeypatch, capsys)
     report = json.loads(capsys.readouterr().out)
     assert report["note"].startswith("kairosd is not running")
     assert report["usable_agents"] == ["claude", "copilot", "codex"]
+    children_here(monkeypatch, "kairosd.app.doctor")  # the first, above, was a real child process
     assert run(["doctor"]) == 0
     out = capsys.readouterr().out
     assert "checked by this shell" in out
@@ -260,6 +269,7 @@ def test_an_old_daemon_without_the_route_falls_back(home, monkeypatch, capsys, t
 
     monkeypatch.setattr(client.Client, "call", not_found)
     monkeypatch.setenv("PATH", str(tmp_path))
+    children_here(monkeypatch, "kairosd.app.doctor")
     assert run(["doctor", "--json"]) == 0  # no agent CLI: a note, not a failure
     assert "no doctor endpoint" in json.loads(capsys.readouterr().out)["note"]
 
@@ -350,6 +360,7 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
     assert settings["agents"]["claude"]["timeout"] == 3600.0
     assert secret not in json.dumps(settings)
 
+    children_here(monkeypatch, "kairosd.app.doctor")
     assert run(["doctor"]) == 0
     out = capsys.readouterr().out
     assert (

@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 import pytest
+from cli_inprocess_support import kairos_here
 from paths_support import TESTS
 from session_support import call_hook, hook_home, hook_kd, wait_for
 
@@ -114,10 +115,8 @@ def test_an_extension_of_that_name_that_is_not_kairos_is_refused_on_install_and_
 def integrate(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k not in ("KAIROS_HOME", "COPILOT_HOME")}
     environ.update(HOME=str(home), PATH="/usr/bin:/bin")
-    return subprocess.run(
-        [sys.executable, "-m", "kairos", "integrate", *args, "--kairos", FAKE],
-        env=environ, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    # In this process (tests/cli_inprocess_support.py): what it prints and writes is the test.
+    return kairos_here("integrate", *args, "--kairos", FAKE, env=environ)
 
 
 @pytest.mark.parametrize(

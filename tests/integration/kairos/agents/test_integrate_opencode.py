@@ -1,14 +1,18 @@
-"""``kairos integrate opencode``: the plugin file and ``mcp.kairos`` in opencode.json, merged, undone."""
+"""``kairos integrate opencode``: the plugin file and ``mcp.kairos`` in opencode.json, merged, undone.
+
+The command runs in this process (tests/cli_inprocess_support.py): what it prints and writes is the test
+(tests/integration/kairosd/consolidation/test_integrate.py runs ``kairos integrate`` as a process).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess_support import kairos_here
 
 from kairos.integrations.settings import opencode
 from kairos.integrations.settings.agents import Context
@@ -28,10 +32,7 @@ def kairos(home: Path, *args: str, env: dict[str, str] | None = None) -> subproc
     drop = ("KAIROS_HOME", "XDG_CONFIG_HOME", "OPENCODE_CONFIG", "OPENCODE_DB")
     environ = {k: v for k, v in os.environ.items() if k not in drop}
     environ.update(HOME=str(home), **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "kairos", "integrate", "opencode", *args],
-        env=environ, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    return kairos_here("integrate", "opencode", *args, env=environ)
 
 
 def tree(root: Path) -> dict[str, bytes]:

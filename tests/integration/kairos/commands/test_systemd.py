@@ -6,6 +6,10 @@ for real under ``systemd-socket-activate``, and ``systemctl``/``journalctl`` are
 PATH that record their argv (the sandbox: tests/systemd_support.py). The tools come from
 Debian's ``systemd`` package, which ``.ci/run`` installs; without them these tests skip, except in
 CI where they fail.
+
+``kairos`` runs in this process (``box.here``, tests/cli_inprocess_support.py) where what it prints,
+writes and runs is the test; as a real process for one install, ``daemon start`` through systemctl and
+socket activation.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inprocess_support import children_here
 from paths_support import REPO
 from systemd_support import SHOW_RUNNING, box, need, verify
 
@@ -75,7 +80,7 @@ def test_install_dry_run_units_pass_verify_and_point_at_this_kairosd(box):
     """The units `install --dry-run` prints verify, and ExecStart is the kairosd next to this interpreter."""
     needs_kairosd()
     box.env.pop("KAIROS_HOME")
-    doc = box.json("systemd", "install", "--socket", "--dry-run")
+    doc = box.here_json("systemd", "install", "--socket", "--dry-run")
     assert doc["exec_start"] == str(KAIROSD)
     assert doc["dry_run"] is True
     assert not box.unit_dir.exists()  # a dry run writes nothing
@@ -98,7 +103,7 @@ def test_install_dry_run_quotes_odd_paths_and_carries_kairos_home(box):
     (odd / "kairosd").symlink_to(KAIROSD)
     home = box.root / "store 100%"
     box.env["KAIROS_HOME"] = str(home)
-    doc = box.json("systemd", "install", "--socket", "--dry-run", "--kairosd", str(odd / "kairosd"))
+    doc = box.here_json("systemd", "install", "--socket", "--dry-run", "--kairosd", str(odd / "kairosd"))
     service, socket_unit = doc["contents"][sd.SERVICE], doc["contents"][sd.SOCKET]
     assert f'ExecStart="{box.root}/my tools %%h/kairosd"' in service
     assert sd.unit_environment(service, "KAIROS_HOME") == str(home)
@@ -190,9 +195,9 @@ def test_install_writes_units_reloads_enables_and_starts(box):
 
 def test_install_twice_reports_unchanged_units_and_only_reloads(box):
     """A second plain install rewrites nothing and only runs daemon-reload."""
-    box.kairos("systemd", "install")
+    box.here("systemd", "install")
     mtime = (box.unit_dir / sd.SERVICE).stat().st_mtime_ns
-    doc = box.json("systemd", "install")
+    doc = box.here_json("systemd", "install")
     assert [u["changed"] for u in doc["units"]] == [False]
     assert (box.unit_dir / sd.SERVICE).stat().st_mtime_ns == mtime
     assert box.calls() == [["--user", "daemon-reload"]] * 2
@@ -202,7 +207,7 @@ def test_install_twice_reports_unchanged_units_and_only_reloads(box):
 def test_install_reports_a_failing_systemctl_and_keeps_the_units(box):
     """If daemon-reload fails (no user manager) install exits 1 with systemctl's reason; the units stay written."""
     box.env["FAKE_SYSTEMCTL_FAIL"] = "daemon-reload"
-    proc = box.kairos("systemd", "install", "--enable", check=False)
+    proc = box.here("systemd", "install", "--enable", check=False)
     assert proc.returncode == 1
     assert "daemon-reload failed: Failed to connect to bus" in proc.stderr
     assert (box.unit_dir / sd.SERVICE).is_file()
@@ -213,7 +218,7 @@ def test_install_without_systemctl_says_so(box):
     """With no systemctl on PATH install fails with a clear message instead of a traceback."""
     (box.bin / "systemctl").unlink()
     box.env["PATH"] = str(box.bin)
-    proc = box.kairos("systemd", "install", check=False)
+    proc = box.here("systemd", "install", check=False)
     assert proc.returncode == 1
     assert "systemctl is not installed" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -222,7 +227,7 @@ def test_install_without_systemctl_says_so(box):
 def test_install_honours_unit_dir(box):
     """--unit-dir overrides the XDG folder."""
     target = box.root / "elsewhere"
-    doc = box.json("systemd", "install", "--unit-dir", str(target))
+    doc = box.here_json("systemd", "install", "--unit-dir", str(target))
     assert doc["unit_dir"] == str(target)
     assert (target / sd.SERVICE).is_file()
     assert not box.unit_dir.exists()
@@ -230,9 +235,9 @@ def test_install_honours_unit_dir(box):
 
 def test_uninstall_stops_disables_removes_and_reloads(box):
     """uninstall stops and disables both units in one call each, removes the files, then reloads."""
-    box.kairos("systemd", "install", "--socket")
+    box.here("systemd", "install", "--socket")
     box.log.write_text("")
-    out = box.kairos("systemd", "uninstall").stdout
+    out = box.here("systemd", "uninstall").stdout
     assert not (box.unit_dir / sd.SERVICE).exists()
     assert not (box.unit_dir / sd.SOCKET).exists()
     assert box.calls() == [
@@ -245,16 +250,16 @@ def test_uninstall_stops_disables_removes_and_reloads(box):
 
 def test_uninstall_with_nothing_installed_does_nothing(box):
     """Without units there is nothing to stop or remove, and systemctl is not called."""
-    out = box.kairos("systemd", "uninstall").stdout
+    out = box.here("systemd", "uninstall").stdout
     assert "nothing to do" in out
     assert box.calls() == []
 
 
 def test_uninstall_still_removes_units_when_stop_fails(box):
     """A unit that will not stop (not loaded) is reported as a warning; the files are removed anyway."""
-    box.kairos("systemd", "install")
+    box.here("systemd", "install")
     box.env["FAKE_SYSTEMCTL_FAIL"] = "stop"
-    proc = box.kairos("systemd", "uninstall")
+    proc = box.here("systemd", "uninstall")
     assert "warning" in proc.stderr
     assert not (box.unit_dir / sd.SERVICE).exists()
 
@@ -262,7 +267,7 @@ def test_uninstall_still_removes_units_when_stop_fails(box):
 def test_status_shows_unit_state_and_journal_lines(box):
     """status prints the service state (pid, enabled, restarts), 'not installed' for the socket, and the journal."""
     box.env["FAKE_SYSTEMCTL_SHOW"] = SHOW_RUNNING
-    out = box.kairos("systemd", "status", "-n", "5").stdout
+    out = box.here("systemd", "status", "-n", "5").stdout
     assert "kairosd.service: active (running), enabled, pid 4242, restarted 1x" in out
     assert "kairosd.socket: not installed" in out
     assert "serving on /run/user/0/kairos/kairosd.sock" in out
@@ -275,7 +280,7 @@ def test_status_shows_unit_state_and_journal_lines(box):
 def test_status_exits_3_when_the_service_is_not_running(box):
     """An installed but stopped service (and no listening socket) exits 3, with JSON saying running: false."""
     box.env["FAKE_SYSTEMCTL_SHOW"] = SHOW_RUNNING.replace("ActiveState=active", "ActiveState=failed")
-    proc = box.kairos("systemd", "status", "--json", check=False)
+    proc = box.here("systemd", "status", "--json", check=False)
     assert proc.returncode == 3
     doc = json.loads(proc.stdout)
     assert doc["running"] is False
@@ -297,7 +302,7 @@ def test_service_for_start_needs_the_unit_a_user_manager_and_the_same_kairos_hom
     monkeypatch.setenv("PATH", box.env["PATH"])
     env = dict(box.env)
     assert sd.service_for_start(env) is None  # nothing installed
-    box.kairos("systemd", "install")
+    box.here("systemd", "install")
     assert sd.service_for_start(env) is None  # no user manager
     box.user_manager()
     assert sd.service_for_start(env) == sd.SERVICE
@@ -375,7 +380,7 @@ def test_install_refuses_while_a_kairosd_outside_systemd_runs(box, flags):
     fake.start()
     try:
         box.env["FAKE_SYSTEMCTL_SHOW"] = "0\n"  # kairosd.service has no main process
-        proc = box.kairos("systemd", "install", *flags, check=False)
+        proc = box.here("systemd", "install", *flags, check=False)
     finally:
         fake.stop()
     assert proc.returncode == 1
@@ -396,20 +401,22 @@ esac
 
 
 @pytest.mark.parametrize(("answer", "state"), [("yes", "on"), ("no", "off"), ("nosession", "unknown")])
-def test_install_dry_run_and_doctor_agree_on_linger(box, answer, state):
-    """Both ask one function: the same on/off/unknown and the same reason, in JSON and in text."""
+def test_install_dry_run_and_doctor_agree_on_linger(box, answer, state, monkeypatch):
+    """Both ask one function: the same on/off/unknown and the same reason, in JSON and in text. (Doctor's
+    ``python -m kairosd.app.doctor`` runs in this process: tests/unit/kairos/test_doctor.py runs it for real.)"""
+    children_here(monkeypatch, "kairosd.app.doctor")
     box._script("loginctl", FAKE_LOGINCTL)
     box.env["FAKE_LINGER"] = answer
-    install = box.json("systemd", "install", "--dry-run")
-    doctor = json.loads(box.kairos("doctor", "--json", check=False).stdout)
+    install = box.here_json("systemd", "install", "--dry-run")
+    doctor = json.loads(box.here("doctor", "--json", check=False).stdout)
     assert install["linger_state"] == doctor["systemd"]["state"] == state
     assert install["linger"] == doctor["systemd"]["linger"] == {"on": True, "off": False}.get(state)
     assert install["linger_detail"] == doctor["systemd"]["detail"]
     if state == "unknown":
         assert "no user session" in install["linger_detail"]
-    text = box.kairos("systemd", "install", "--dry-run").stdout
+    text = box.here("systemd", "install", "--dry-run").stdout
     assert f"linger is {state}" in text
-    doctor_text = box.kairos("doctor", check=False).stdout
+    doctor_text = box.here("doctor", check=False).stdout
     assert f"linger:  {({'on': 'yes', 'off': 'no'}).get(state, 'unknown')} ({install['linger_detail']})" in doctor_text
 
 
@@ -432,9 +439,9 @@ def test_install_dry_run_says_the_real_run_would_refuse_a_kairosd_outside_system
     fake.start()
     try:
         box.env["FAKE_SYSTEMCTL_SHOW"] = "0\n"  # kairosd.service has no main process
-        dry = box.kairos("systemd", "install", "--dry-run", *flags, check=False)
-        doc = json.loads(box.kairos("systemd", "install", "--dry-run", "--json", *flags, check=False).stdout)
-        real = box.kairos("systemd", "install", *flags, check=False) if refuses else None
+        dry = box.here("systemd", "install", "--dry-run", *flags, check=False)
+        doc = json.loads(box.here("systemd", "install", "--dry-run", "--json", *flags, check=False).stdout)
+        real = box.here("systemd", "install", *flags, check=False) if refuses else None
     finally:
         fake.stop()
     assert doc["stray_pid"] == 4242
@@ -458,12 +465,12 @@ def test_install_prints_the_unit_dir_and_exec_start_normalised(box):
     needs_kairosd()
     messy_dir = f"/{box.root}//a/../units/"
     messy_kairosd = f"{KAIROSD.parent}//./../{KAIROSD.parent.name}/kairosd"
-    doc = box.json("systemd", "install", "--dry-run", "--unit-dir", messy_dir, "--kairosd", messy_kairosd)
+    doc = box.here_json("systemd", "install", "--dry-run", "--unit-dir", messy_dir, "--kairosd", messy_kairosd)
     assert doc["unit_dir"] == str(box.root / "units")
     assert doc["units"][0]["path"] == str(box.root / "units" / sd.SERVICE)
     assert doc["exec_start"] == os.path.normpath(KAIROSD)
     assert f"ExecStart={os.path.normpath(KAIROSD)}\n" in doc["contents"][sd.SERVICE]
-    text = box.kairos("systemd", "install", "--dry-run", "--unit-dir", messy_dir).stdout
+    text = box.here("systemd", "install", "--dry-run", "--unit-dir", messy_dir).stdout
     assert f"# would write {box.root / 'units' / sd.SERVICE}\n" in text
     first = text.split("\n", 1)[0]
     assert ".." not in first

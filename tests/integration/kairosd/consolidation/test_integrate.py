@@ -1,4 +1,8 @@
-"""``kairos integrate``: merging into existing agent settings, uninstall, dry-run, backups, refusals, examples."""
+"""``kairos integrate``: merging into existing agent settings, uninstall, dry-run, backups, refusals, examples.
+
+The command runs in this process (tests/cli_inprocess_support.py: what it prints and writes is the
+test), and as a real ``python -m kairos`` process where it finds the kairos script of this installation.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inprocess_support import kairos_here
 from paths_support import REPO
 
 from kairos.integrations.settings import agents, merge
@@ -307,9 +312,19 @@ def test_gemini_settings_keep_the_hooks_switches_and_other_servers(tmp_path):
 # ---- the command, on real files ----------------------------------------------------------------------
 
 
-def kairos(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _environ(home: Path, env: dict[str, str] | None) -> dict[str, str]:
     environ = {k: v for k, v in os.environ.items() if k not in ("KAIROS_HOME", "COPILOT_HOME", "CODEX_HOME")}
     environ.update(HOME=str(home), **(env or {}))
+    return environ
+
+
+def kairos(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``kairos integrate ARGS`` in this process, with HOME=home (and ``env``)."""
+    return kairos_here("integrate", *args, env=_environ(home, env))
+
+
+def kairos_process(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = _environ(home, env)
     return subprocess.run(
         [sys.executable, "-m", "kairos", "integrate", *args], env=environ, capture_output=True, text=True, timeout=60
     )
@@ -379,7 +394,7 @@ def test_a_symlinked_settings_file_stays_a_symlink(tmp_path):
 
 def test_the_default_kairos_is_the_absolute_path_of_this_installation(tmp_path):
     """Without --kairos, the entries run the kairos script next to this interpreter."""
-    doc = json.loads(kairos(tmp_path, "codex", "--dry-run", "--json").stdout)
+    doc = json.loads(kairos_process(tmp_path, "codex", "--dry-run", "--json").stdout)  # a real `python -m kairos`
     config = tomllib.loads(next(c["after"] for c in doc["changes"] if c["path"].endswith("config.toml")))
     command = config["mcp_servers"]["kairos"]["command"]
     assert os.path.isabs(command)

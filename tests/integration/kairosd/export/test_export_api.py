@@ -3,7 +3,9 @@
 The exporter runs with the real config model, agent catalog and adapters (what
 kairosd wires), so an exported agent task carries exactly the argv the adapter
 gives a fire: the configured model and extra arguments, the permission ceiling,
-the prompt on stdin. The end-to-end test runs a real kairosd and the CLI.
+the prompt on stdin. The end-to-end test runs a real kairosd and the CLI: one ``kairos export`` as
+a real process, the other calls in this process (tests/cli_inprocess_support.py; what they print,
+write and refuse is the test).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+from cli_inprocess_support import kairos_here
 from cli_support import kairosd_answers
 
 from kairosd.agents.adapters import adapter_for
@@ -212,6 +215,11 @@ def env() -> Iterator[dict[str, str]]:
 
 
 def kairos(environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``kairos ARGS`` in this process, with ``environ``."""
+    return kairos_here(*args, env=environ)
+
+
+def kairos_process(environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kairos", *args], env=environ, capture_output=True, text=True, timeout=30, check=False
     )
@@ -225,7 +233,7 @@ def test_cli_exports_writes_prints_and_refuses(env, tmp_path):
     inbox_id = json.loads(kairos(env, "add", "0 9 * * *", "stand-up", "--json").stdout)["task"]["id"]
 
     out = tmp_path / "units"
-    proc = kairos(env, "export", task_id, "--to", "systemd", "--out", str(out))
+    proc = kairos_process(env, "export", task_id, "--to", "systemd", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [f"kairos-{task_id}.service", f"kairos-{task_id}.timer"]
     assert "OnCalendar=*-*-* 02:30:00 Europe/Berlin" in (out / f"kairos-{task_id}.timer").read_text()
