@@ -4,8 +4,6 @@ and :func:`kairosd_answers` and :func:`kairosd_get`, what they poll while they w
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -72,21 +70,3 @@ async def kairos_in_thread(capsys: pytest.CaptureFixture[str], *argv: str) -> tu
     code = await asyncio.to_thread(run, list(argv))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def kairos_here(environ: Mapping[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
-    """``kairos ARGV`` in this process (``kairos.app.run``, what the process runs once its interpreter has
-    started) with ``environ`` as its whole environment: its exit code, stdout and stderr, as a
-    ``kairos`` process gives them (which costs ~0.15 s of CPU for the interpreter and kairos' imports).
-    For a test about what a verb prints or asks of kairosd, not about the CLI's process."""
-    saved = dict(os.environ)
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        os.environ.clear()
-        os.environ.update(environ)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = run(list(argv))
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return subprocess.CompletedProcess(["kairos", *argv], code, out.getvalue(), err.getvalue())

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import KairosCli, kairos_here, kairosd_answers, kairosd_get
+from cli_inprocess_support import kairos_here
+from cli_support import KairosCli, kairosd_answers, kairosd_get
 
 from kairosd import testing
 
@@ -55,7 +56,7 @@ class Env(KairosCli):
         """``kairos ARGS`` in this process with ``self.env`` as its environment: its exit code, stdout and
         stderr, as :meth:`kairos` gives them from a process (~0.15 s of CPU each, an interpreter and
         kairos' imports, which is not what these tests are about)."""
-        done = kairos_here(self.env, *args)
+        done = kairos_here(*args, env=self.env)
         if check and done.returncode != 0:
             raise AssertionError(f"kairos {' '.join(args)} exited {done.returncode}: {done.stderr}")
         return done

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pytest
-from cli_support import kairos_here, kairosd_answers, kairosd_get
+from cli_inprocess_support import kairos_here
+from cli_support import kairosd_answers, kairosd_get
 
 if TYPE_CHECKING:
     # Imported where a session starts: the mcp package takes ~2 s of CPU to import, and every xdist
@@ -60,8 +61,8 @@ class Home:
 
     def kairos(self, *args: str) -> Any:
         """``kairos ARGS --json`` (in this process: what the CLI shows of the tools' work is the point here,
-        not its process; see :func:`cli_support.kairos_here`)."""
-        done = kairos_here(self.env, *args, "--json")
+        not its process; see :func:`cli_inprocess_support.kairos_here`)."""
+        done = kairos_here(*args, "--json", env=self.env)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
