@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from paths_support import REPO
@@ -33,7 +33,11 @@ from kairosd.core.errors import EXIT_USAGE
 from kairosd.core.protocol import route_path
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from kairos.ui.app import KairosUI
+
+    AppT = TypeVar("AppT", bound=App[Any])
 
 # Textual (~0.2 s to import) is imported by the tests that run the app, not at module level: every
 # xdist worker collects this module, and only the one that runs these tests needs it.
@@ -82,7 +86,15 @@ def fixed_ids(kd: Kairosd) -> None:
 def new_ui(client: Client, **kw: Any) -> KairosUI:
     from kairos.ui.app import KairosUI
 
-    return KairosUI(client, zone="UTC", **kw)
+    return quiet(KairosUI(client, zone="UTC", **kw))
+
+
+def quiet(app: AppT) -> AppT:
+    """``app`` without Textual's animations (a tab's underline sliding, a smooth scroll): what these tests
+    look at is where things end up, and each animation drew frames at 60 a second for its length (~10% of
+    this module's CPU, more of its wall time)."""
+    app.animation_level = "none"
+    return app
 
 
 def app_for(kd: Kairosd, **kw: Any) -> KairosUI:
@@ -454,7 +466,7 @@ def rows_app() -> Any:
             self.query_one(Rows).set_rows([(f"k{i}", [f"k{i}", f"row number {i}"]) for i in range(100)])
             self.query_one(Rows).focus()
 
-    return RowsApp()
+    return quiet(RowsApp())
 
 
 @synchronous
