@@ -50,8 +50,8 @@ NEAR_CHANGES = [
 
 # Walking a minutely job's fires over up to 40 days (57,600 fires) is most of this module's time: at the
 # small size (tests/sizes_support.py) its spans are cut to at most 3 days, still long enough to cross the
-# offset change they start near (up to 6 hours away); the same cases at full size (KAIROS_TEST_SIZE=full, .ci/run) keep their whole spans,
-# and every other expression keeps its long spans at both sizes.
+# offset change they start near (up to 6 hours away); the same cases at full size (KAIROS_TEST_SIZE=full,
+# .ci/run) keep their whole spans, and every other expression keeps its long spans at both sizes.
 SMALL_MINUTELY_SPAN = timedelta(days=3)
 
 
