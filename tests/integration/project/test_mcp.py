@@ -29,7 +29,6 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
 import pytest
 from cli_inprocess_support import kairos_here
 from cli_support import kairosd_answers, kairosd_get
@@ -185,6 +184,7 @@ def served() -> Iterator[Served]:
 def with_session(home: Home, body: Callable[[ClientSession], Awaitable[T]]) -> T:
     """Start `kairos mcp` as an agent CLI would (stdio), initialise a session, run ``body`` in it."""
 
+    import anyio  # here, as mcp is: every xdist worker collects this module, one runs this
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -17,12 +17,11 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from paths_support import REPO
 from session_support import T0, Kairosd, call_hook, fixture, remove_home, short_home
-from textual.app import App
 
 from kairos.answers import UnexpectedAnswer
 from kairos.client import Client
@@ -30,10 +29,18 @@ from kairos.commands.ui import JSON_HINT
 from kairos.timeline.document import chart_query, cleaned
 from kairos.timeline.layout import layout, render_text
 from kairos.ui import views
-from kairos.ui.app import KairosUI
-from kairos.ui.rows import Rows
 from kairosd.core.errors import EXIT_USAGE
 from kairosd.core.protocol import route_path
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from kairos.ui.app import KairosUI
+
+    AppT = TypeVar("AppT", bound=App[Any])
+
+# Textual (~0.2 s to import) is imported by the tests that run the app, not at module level: every
+# xdist worker collects this module, and only the one that runs these tests needs it.
 
 REPO = REPO
 SCREENSHOT = REPO / "docs" / "ui.svg"
@@ -76,8 +83,22 @@ def fixed_ids(kd: Kairosd) -> None:
     kd.service.new_id = lambda: next(ids)
 
 
+def new_ui(client: Client, **kw: Any) -> KairosUI:
+    from kairos.ui.app import KairosUI
+
+    return quiet(KairosUI(client, zone="UTC", **kw))
+
+
+def quiet(app: AppT) -> AppT:
+    """``app`` without Textual's animations (a tab's underline sliding, a smooth scroll): what these tests
+    look at is where things end up, and each animation drew frames at 60 a second for its length (~10% of
+    this module's CPU, more of its wall time)."""
+    app.animation_level = "none"
+    return app
+
+
 def app_for(kd: Kairosd, **kw: Any) -> KairosUI:
-    return KairosUI(Client(kd.paths.socket), clock=kd.clock, zone="UTC", **kw)
+    return new_ui(Client(kd.paths.socket), clock=kd.clock, **kw)
 
 
 async def until(pilot: Any, condition: Callable[[], Any], what: str) -> Any:
@@ -175,7 +196,7 @@ async def test_run_now_and_acknowledge_in_the_inbox(kd):
 async def test_says_plainly_when_kairosd_is_down_and_reconnects(home):
     first = Kairosd(home).start()
     first.add("survives a restart?", INBOX)
-    app = KairosUI(Client(first.paths.socket), clock=first.clock, zone="UTC")
+    app = new_ui(Client(first.paths.socket), clock=first.clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: "kairosd is up" in state_line(app), "the up line")
         first.stop()
@@ -193,7 +214,7 @@ async def test_says_plainly_when_kairosd_is_down_and_reconnects(home):
 
 @synchronous
 async def test_a_ui_started_with_kairosd_down_says_so(home):
-    app = KairosUI(Client(home / "run" / "kairosd.sock"), zone="UTC")
+    app = new_ui(Client(home / "run" / "kairosd.sock"))
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: "kairosd is DOWN" in state_line(app), "the down line")
         text = await until(pilot, lambda: shown(app, "kairos daemon start"), "the whole reason, wrapped")
@@ -431,18 +452,28 @@ def test_the_block_would_catch_an_import(home):
 # ---- the table widget: only the lines on screen ---------------------------------------------------------
 
 
-class _RowsApp(App[None]):
-    def compose(self) -> Any:
-        yield Rows(("ID", "TEXT"), id="rows")
+def rows_app() -> Any:
+    """An app with only a :class:`Rows` of 100 rows, focused."""
+    from textual.app import App
 
-    def on_mount(self) -> None:
-        self.query_one(Rows).set_rows([(f"k{i}", [f"k{i}", f"row number {i}"]) for i in range(100)])
-        self.query_one(Rows).focus()
+    from kairos.ui.rows import Rows
+
+    class RowsApp(App[None]):
+        def compose(self) -> Any:
+            yield Rows(("ID", "TEXT"), id="rows")
+
+        def on_mount(self) -> None:
+            self.query_one(Rows).set_rows([(f"k{i}", [f"k{i}", f"row number {i}"]) for i in range(100)])
+            self.query_one(Rows).focus()
+
+    return quiet(RowsApp())
 
 
 @synchronous
 async def test_rows_move_with_the_keys_and_the_mouse_and_scroll_to_the_cursor():
-    app = _RowsApp()
+    from kairos.ui.rows import Rows
+
+    app = rows_app()
     async with app.run_test(size=(40, 10)) as pilot:
         rows = app.query_one(Rows)
         assert rows.selected == "k0"
@@ -617,7 +648,7 @@ class Garbling(Client):
 async def test_an_answer_of_another_shape_is_said_on_the_message_line(kd):
     kd.add("often", INBOX, cron="*/10 * * * *", name="every-ten")
     change = {"/runs": lambda doc: {"runs": [{"run_id": 5}]}, "/timeline": lambda doc: {**doc, "downtime": None}}
-    app = KairosUI(Garbling(kd.paths.socket, change), clock=kd.clock, zone="UTC")
+    app = new_ui(Garbling(kd.paths.socket, change), clock=kd.clock)
     message = lambda: str(app.query_one("#message").render())  # noqa: E731
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: app.table("tasks").row_count == 1, "the task row")

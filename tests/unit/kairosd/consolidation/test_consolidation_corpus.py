@@ -27,6 +27,7 @@ wrong entries were read in the seventh round, so it is tuned on since, and has f
 from __future__ import annotations
 
 import copy
+import functools
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -38,6 +39,7 @@ from consolidation_corpus import score as scoring
 from consolidation_corpus.corpus import SHAPES, CorpusError, Writer, load, parse
 from consolidation_corpus.formats import REMINDER
 from consolidation_corpus.shapes import READER, render
+from sizes_support import full_size
 
 from kairosd.consolidation.board.entries import KINDS
 from kairosd.consolidation.transcripts.read import ReadStats, read_file
@@ -379,9 +381,28 @@ def test_offline_entries_are_scored_against_their_own_turn(monkeypatch: pytest.M
 # ---- agent mode with the scripted capable model -----------------------------------------------------
 
 
+# The train split's 74 writers in agent mode: at the small size (tests/sizes_support.py) the gate scores
+# every third from the second (the fixed 25 that test_consolidation_train scores there), .ci/run all of them.
+SMALL_TRAIN_WRITERS = slice(1, None, 3)
+
+
 @pytest.fixture(scope="module")
-def agent_outcome() -> scoring.Outcome:
-    return scoring.score("heldout", "agent")
+def agent_score() -> Callable[[str], scoring.Outcome]:
+    """Each split's agent-mode outcome with the scripted capable model, scored once for this module
+    (several tests read the same outcome; none changes it)."""
+
+    @functools.cache
+    def outcome(split: str) -> scoring.Outcome:
+        if split == "train" and not full_size():
+            return scoring.score(split, "agent", writers=load(split)[SMALL_TRAIN_WRITERS])
+        return scoring.score(split, "agent")
+
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def agent_outcome(agent_score: Callable[[str], scoring.Outcome]) -> scoring.Outcome:
+    return agent_score("heldout")
 
 
 def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_outcome: scoring.Outcome) -> None:
@@ -397,10 +418,12 @@ def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_out
 
 
 @pytest.mark.parametrize("split", ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "train"])
-def test_agent_mode_loses_nothing_on_the_fresh_splits_either(split: str) -> None:
+def test_agent_mode_loses_nothing_on_the_fresh_splits_either(
+    split: str, agent_score: Callable[[str], scoring.Outcome]
+) -> None:
     """Written after the last change, by writers who never saw the code: the same as held-out (and on
-    the train split's 84 writers)."""
-    outcome = scoring.score(split, "agent")
+    the train split's writers: 25 of its 74 at the small size, all in .ci/run)."""
+    outcome = agent_score(split)
     assert outcome.human_read == outcome.turns > 200
     assert outcome.overall.precision.value == 1.0, outcome.false
     assert outcome.overall.recall.value == 1.0, outcome.misses
@@ -469,8 +492,8 @@ def test_offline_recall_meets_its_goal_on_heldout(offline_outcome: tuple[str, sc
         assert outcome.overall.recall.value >= OFFLINE_GOALS["recall"]
 
 
-def test_agent_mode_loses_nothing_on_the_fresh_part() -> None:
-    outcome = scoring.score("fresh", "agent")
+def test_agent_mode_loses_nothing_on_the_fresh_part(agent_score: Callable[[str], scoring.Outcome]) -> None:
+    outcome = agent_score("fresh")
     assert outcome.turns == outcome.human_read >= 150
     assert (outcome.overall.precision.value, outcome.overall.recall.value) == (1.0, 1.0)
     assert (outcome.replacements.value, outcome.closes.value) == (1.0, 1.0)

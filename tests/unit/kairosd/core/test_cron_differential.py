@@ -17,6 +17,12 @@
 
 2. Wildcard jobs fire at exactly the instants whose wall time matches, found by brute force, minute by
    minute in UTC, in windows around real DST transitions.
+
+The gate runs each property small (tests/sizes_support.py; derandomized, so always the same examples):
+60 + 100 random expressions against cronsim, 30 starts near transitions besides the six explicit
+examples (one per documented difference), 40 wildcard windows. That still draws every field kind,
+name and range form, every zone, and the rejected and never-firing expressions; ``.ci/run`` runs the
+full 1000 + 3000, 400 and 500 (``KAIROS_TEST_SIZE=full``).
 """
 
 from __future__ import annotations
@@ -243,7 +249,7 @@ _STARTS = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2040, 
 _EXPRS = st.one_of(valid_grammar_exprs(), valid_grammar_exprs(), never_firing_exprs(), invalid_exprs())
 
 
-@settings(max_examples=sized(1000, 150), deadline=None, derandomize=True)
+@settings(max_examples=sized(1000, 60), deadline=None, derandomize=True)
 @given(expr=_EXPRS, zone=st.sampled_from(ZONES), start=_STARTS, start_in_zone=st.booleans(), data=st.data())
 def test_matches_cronsim(expr, zone, start, start_in_zone, data):
     """The first 12 fires equal cronsim's (in UTC), and both reject the same expressions."""
@@ -272,7 +278,7 @@ def _near_transition(draw) -> tuple[str, datetime]:
 @example(expr="30 2 * * *", at=("Europe/Berlin", datetime(2026, 10, 25, 1, 10, tzinfo=UTC)))
 @example(expr="30 1 * * *", at=("America/New_York", datetime(2023, 11, 5, 6, 15, tzinfo=UTC)))
 @example(expr="0,30 2 * * *", at=("Europe/Berlin", datetime(2026, 3, 28, 12, 0, tzinfo=UTC)))
-@settings(max_examples=sized(400, 60), deadline=None, derandomize=True)
+@settings(max_examples=sized(400, 30), deadline=None, derandomize=True)
 @given(
     expr=st.one_of(valid_grammar_exprs(), st.sampled_from(["0,30 2 * * *", "*/15 * * * *"])),
     at=_near_transition(),
@@ -284,7 +290,7 @@ def test_matches_cronsim_near_transitions(expr, at):
 
 
 @pytest.mark.slow
-@settings(max_examples=sized(3000, 300), deadline=None, derandomize=True)
+@settings(max_examples=sized(3000, 100), deadline=None, derandomize=True)
 @given(expr=valid_grammar_exprs(), zone=st.sampled_from(ZONES), start=_STARTS)
 def test_matches_cronsim_long(expr, zone, start):
     """A longer differential run against cronsim."""
@@ -310,7 +316,7 @@ def wildcard_exprs(draw) -> str:
 BRUTE_ZONES = ["Europe/Berlin", "Australia/Lord_Howe", "Pacific/Chatham", "America/Santiago"]
 
 
-@settings(max_examples=sized(500, 80), deadline=None, derandomize=True)
+@settings(max_examples=sized(500, 40), deadline=None, derandomize=True)
 @given(
     expr=wildcard_exprs(),
     zone_key=st.sampled_from(BRUTE_ZONES),

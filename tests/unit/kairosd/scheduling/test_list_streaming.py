@@ -18,34 +18,39 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_support import Kairosd
+from session_support import T0, Kairosd
 
 import kairosd.scheduling.api as tasks_api
 from kairos.client import Client
 from kairosd.api.http_types import JsonPieces, Request, compact_json
-from kairosd.core.models import new_task
+from kairosd.core.models import Task, new_task
 from kairosd.core.schedule import explain as explain_module
 
 N = 1500
 
 
+@pytest.fixture(name="listed", scope="module")
+def _listed() -> list[Task]:
+    """The N tasks each test's kairosd starts with: built once (a task is frozen, so kairosds can share them)."""
+    created = T0 - timedelta(seconds=1)
+    return [
+        new_task(
+            prompt=f"listed task {i}: summarise the open pull requests of the week",
+            created_at=created,
+            tz="UTC",
+            cron=f"{i % 60} {(i // 60) % 24} 1 7 *",
+            task_id=f"{0x10000000 + i:08x}",
+        )
+        for i in range(N)
+    ]
+
+
 @pytest.fixture(name="kd")
-def _kd(tmp_path: Path) -> Iterator[Kairosd]:
+def _kd(tmp_path: Path, listed: list[Task]) -> Iterator[Kairosd]:
     kd = Kairosd(tmp_path).start()
     try:
-        now = kd.clock.now()
-        tasks = [
-            new_task(
-                prompt=f"listed task {i}: summarise the open pull requests of the week",
-                created_at=now - timedelta(seconds=1),
-                tz="UTC",
-                cron=f"{i % 60} {(i // 60) % 24} 1 7 *",
-                task_id=f"{0x10000000 + i:08x}",
-            )
-            for i in range(N)
-        ]
-
-        kd.load_tasks(tasks)
+        assert kd.clock.now() == T0
+        kd.load_tasks(listed)
         yield kd
     finally:
         kd.stop()

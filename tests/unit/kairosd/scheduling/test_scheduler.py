@@ -63,7 +63,9 @@ def test_idle_with_ten_thousand_tasks_wakes_at_most_twice_a_minute(tmp_path):
     """With 10,000 tasks and nothing due, a simulated minute costs at most 2 ticks."""
 
     async def main():
-        tasks = [task("0 3 * * *", task_id=f"{i:08x}") for i in range(10_000)]
+        # One task validated, then copied under 10,000 ids (a Task is frozen: a copy is as valid as it).
+        model = task("0 3 * * *", task_id=f"{0:08x}")
+        tasks = [model.model_copy(update={"id": f"{i:08x}"}) for i in range(10_000)]
         h = Harness(tmp_path, tasks, FakeClock(T0))
         await h.start()
         ticks, elapsed = 0, 0.0

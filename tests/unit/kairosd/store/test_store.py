@@ -319,6 +319,11 @@ def test_in_memory_store_copies_in_and_out() -> None:
     loaded.tasks.clear()
     assert len(fake.load().tasks) == 1
     assert fake.saves == 1
+    # The (frozen) tasks are shared; what else a state holds is copied, an unknown top-level field too.
+    assert fake.load().tasks[0] is fake.load().tasks[0]
+    fake.save(StoreState(schema_version=SCHEMA_VERSION, tasks=[], future={"kept": [1]}))  # type: ignore[call-arg]
+    fake.load().future["kept"].append(2)  # type: ignore[attr-defined]
+    assert fake.load().future == {"kept": [1]}  # type: ignore[attr-defined]
 
 
 _CRONS = st.sampled_from(["*/5 * * * *", "0 9 * * 1-5", "30 14 22 11 *", "0 0 1 1 *"])
