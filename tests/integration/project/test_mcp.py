@@ -203,6 +203,7 @@ def with_session_here(home: Home, body: Callable[[ClientSession], Awaitable[T]])
     environment) in this process: the mcp client speaks to it over the SDK's in-memory transport, the
     same JSON-RPC messages and initialize handshake as over stdio. For what a tool answers; the stdio
     process itself is what :func:`served` and :class:`RawWire` talk to (a start is ~1 s of CPU)."""
+    import anyio  # here, as mcp is (see with_session)
     from mcp.client.client import Client as McpClient
 
     from kairos.integrations.mcptools import build_server
