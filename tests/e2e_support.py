@@ -9,7 +9,6 @@ process runs after its interpreter starts), for a test about the daemon rather t
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -21,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_inprocess_support import kairos_here
 from cli_support import KairosCli, kairosd_answers, kairosd_get
 
 from kairosd import testing
@@ -51,18 +49,6 @@ class Env(KairosCli):
     def api(self, route: str, **params: str) -> Any:
         """GET ``route`` in this process: what a poll reads (see :func:`cli_support.kairosd_get`)."""
         return kairosd_get(self.env, route, **params)
-
-    def here(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """``kairos ARGS`` in this process with ``self.env`` as its environment: its exit code, stdout and
-        stderr, as :meth:`kairos` gives them from a process (~0.15 s of CPU each, an interpreter and
-        kairos' imports, which is not what these tests are about)."""
-        done = kairos_here(*args, env=self.env)
-        if check and done.returncode != 0:
-            raise AssertionError(f"kairos {' '.join(args)} exited {done.returncode}: {done.stderr}")
-        return done
-
-    def json_here(self, *args: str) -> Any:
-        return json.loads(self.here(*args, "--json").stdout)
 
     def start_daemon(self, wait: bool = True) -> subprocess.Popen[str]:
         # A file, not a pipe: a chatty daemon must never block on a full pipe.

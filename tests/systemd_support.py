@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_inprocess_support import kairos_here
 from cli_support import KairosCli
 
 
@@ -88,17 +87,6 @@ class Sandbox(KairosCli):
             }
         )
         self.pids: list[int] = []
-
-    def here(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """``kairos ARGS`` as :meth:`kairos` runs it, but in this process (tests/cli_inprocess_support.py):
-        for what it prints, writes and runs (systemctl, journalctl), not for the process."""
-        proc = kairos_here(*args, env=self.env)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kairos {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
-        return proc
-
-    def here_json(self, *args: str) -> Any:
-        return json.loads(self.here(*args, "--json").stdout)
 
     def _script(self, name: str, text: str) -> None:
         path = self.bin / name

@@ -80,7 +80,7 @@ def test_install_dry_run_units_pass_verify_and_point_at_this_kairosd(box):
     """The units `install --dry-run` prints verify, and ExecStart is the kairosd next to this interpreter."""
     needs_kairosd()
     box.env.pop("KAIROS_HOME")
-    doc = box.here_json("systemd", "install", "--socket", "--dry-run")
+    doc = box.json_here("systemd", "install", "--socket", "--dry-run")
     assert doc["exec_start"] == str(KAIROSD)
     assert doc["dry_run"] is True
     assert not box.unit_dir.exists()  # a dry run writes nothing
@@ -103,7 +103,7 @@ def test_install_dry_run_quotes_odd_paths_and_carries_kairos_home(box):
     (odd / "kairosd").symlink_to(KAIROSD)
     home = box.root / "store 100%"
     box.env["KAIROS_HOME"] = str(home)
-    doc = box.here_json("systemd", "install", "--socket", "--dry-run", "--kairosd", str(odd / "kairosd"))
+    doc = box.json_here("systemd", "install", "--socket", "--dry-run", "--kairosd", str(odd / "kairosd"))
     service, socket_unit = doc["contents"][sd.SERVICE], doc["contents"][sd.SOCKET]
     assert f'ExecStart="{box.root}/my tools %%h/kairosd"' in service
     assert sd.unit_environment(service, "KAIROS_HOME") == str(home)
@@ -197,7 +197,7 @@ def test_install_twice_reports_unchanged_units_and_only_reloads(box):
     """A second plain install rewrites nothing and only runs daemon-reload."""
     box.here("systemd", "install")
     mtime = (box.unit_dir / sd.SERVICE).stat().st_mtime_ns
-    doc = box.here_json("systemd", "install")
+    doc = box.json_here("systemd", "install")
     assert [u["changed"] for u in doc["units"]] == [False]
     assert (box.unit_dir / sd.SERVICE).stat().st_mtime_ns == mtime
     assert box.calls() == [["--user", "daemon-reload"]] * 2
@@ -227,7 +227,7 @@ def test_install_without_systemctl_says_so(box):
 def test_install_honours_unit_dir(box):
     """--unit-dir overrides the XDG folder."""
     target = box.root / "elsewhere"
-    doc = box.here_json("systemd", "install", "--unit-dir", str(target))
+    doc = box.json_here("systemd", "install", "--unit-dir", str(target))
     assert doc["unit_dir"] == str(target)
     assert (target / sd.SERVICE).is_file()
     assert not box.unit_dir.exists()
@@ -407,7 +407,7 @@ def test_install_dry_run_and_doctor_agree_on_linger(box, answer, state, monkeypa
     children_here(monkeypatch, "kairosd.app.doctor")
     box._script("loginctl", FAKE_LOGINCTL)
     box.env["FAKE_LINGER"] = answer
-    install = box.here_json("systemd", "install", "--dry-run")
+    install = box.json_here("systemd", "install", "--dry-run")
     doctor = json.loads(box.here("doctor", "--json", check=False).stdout)
     assert install["linger_state"] == doctor["systemd"]["state"] == state
     assert install["linger"] == doctor["systemd"]["linger"] == {"on": True, "off": False}.get(state)
@@ -465,7 +465,7 @@ def test_install_prints_the_unit_dir_and_exec_start_normalised(box):
     needs_kairosd()
     messy_dir = f"/{box.root}//a/../units/"
     messy_kairosd = f"{KAIROSD.parent}//./../{KAIROSD.parent.name}/kairosd"
-    doc = box.here_json("systemd", "install", "--dry-run", "--unit-dir", messy_dir, "--kairosd", messy_kairosd)
+    doc = box.json_here("systemd", "install", "--dry-run", "--unit-dir", messy_dir, "--kairosd", messy_kairosd)
     assert doc["unit_dir"] == str(box.root / "units")
     assert doc["units"][0]["path"] == str(box.root / "units" / sd.SERVICE)
     assert doc["exec_start"] == os.path.normpath(KAIROSD)
