@@ -11,9 +11,11 @@ Must not import the daemon, the registry, the scheduler or the server's internal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import Callable
+import shlex
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +23,7 @@ from kairosd.consolidation.board import edits
 from kairosd.consolidation.board.render import render_context
 from kairosd.consolidation.board.store import LIMIT, PRUNE_TO, BoardStore, project_root
 from kairosd.consolidation.request import BoardChangeRequest
-from kairosd.core.errors import UsageError
+from kairosd.core.errors import KairosError, NotFoundError, UsageError
 from kairosd.core.events import EventBus
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,8 @@ class BoardOperations:
 
     async def remove_entry(self, cwd: str | None, entry_id: str) -> dict[str, Any]:
         project = self.project_for(cwd)
-        entry = await asyncio.to_thread(self.boards.remove, project, entry_id)
+        async with self._or_elsewhere(project, entry_id):
+            entry = await asyncio.to_thread(self.boards.remove, project, entry_id)
         self.events.publish("board_changed", project=project, by="user", removed=entry.id)
         # "removed" lists ids, as in kairos rm and systemd uninstall; the entry is under "entry", as in pin.
         return {"project": project, "entry": entry.to_json(), "removed": [entry.id]}
@@ -76,21 +79,51 @@ class BoardOperations:
         text, kind, pinned, restore = change.text, change.kind, change.pinned, change.restore
         if restore and (text is not None or kind is not None or pinned is not None):
             raise UsageError("restore takes no other change")
+        if not restore and pinned is None and text is None and kind is None:
+            raise UsageError("give text, kind, pinned or restore")
         answer: dict[str, Any] = {"project": project}
-        if restore:
-            entry = await asyncio.to_thread(edits.restore, self.boards, project, entry_id)
-            answer["restored"] = True
-        else:
-            if pinned is None and text is None and kind is None:
-                raise UsageError("give text, kind, pinned or restore")
-            if text is not None or kind is not None:
-                entry, before = await asyncio.to_thread(edits.edit, self.boards, project, entry_id, text, kind)
-                answer["before"] = before
-            if pinned is not None:
-                entry = await asyncio.to_thread(edits.pin, self.boards, project, entry_id, pinned)
+        async with self._or_elsewhere(project, entry_id):
+            if restore:
+                entry = await asyncio.to_thread(edits.restore, self.boards, project, entry_id)
+                answer["restored"] = True
+            else:
+                if text is not None or kind is not None:
+                    entry, before = await asyncio.to_thread(edits.edit, self.boards, project, entry_id, text, kind)
+                    answer["before"] = before
+                if pinned is not None:
+                    entry = await asyncio.to_thread(edits.pin, self.boards, project, entry_id, pinned)
         answer["entry"] = entry.to_json()
         self.events.publish("board_changed", project=project, by="user", changed=entry.id)
         return answer
+
+    @contextlib.asynccontextmanager
+    async def _or_elsewhere(self, project: str, entry_id: str) -> AsyncIterator[None]:
+        """An id not on ``project``'s board, but on exactly one other project's (current or replaced),
+        is refused naming that project and the ``--cwd`` that reaches it: ``kairos board pin ID`` run
+        outside the project whose board ``show --cwd DIR`` listed only said the id was not there."""
+        try:
+            yield
+        except NotFoundError as missing:
+            holders = await asyncio.to_thread(self._holders, project, entry_id)
+            if len(holders) != 1:
+                raise
+            raise NotFoundError(
+                f"no entry {entry_id!r} on the board of {project}; it is on the board of {holders[0]}: "
+                f"add --cwd {shlex.quote(holders[0])}"
+            ) from missing
+
+    def _holders(self, project: str, entry_id: str) -> list[str]:
+        """The other projects whose board has an entry (current or replaced) that ``entry_id`` names."""
+        want = entry_id.lower()
+        holders = []
+        for other in self.boards.projects():
+            if other == project:
+                continue
+            with contextlib.suppress(KairosError, OSError, ValueError):  # a board it cannot read holds nothing
+                board = self.boards.load(other)
+                if any(e.id.lower().startswith(want) for e in (*board.entries, *board.superseded)):
+                    holders.append(other)
+        return holders
 
     async def prune(self, cwd: str | None) -> dict[str, Any]:
         project = self.project_for(cwd)

@@ -140,6 +140,38 @@ def test_board_routes(tmp_path):
     run(main())
 
 
+def test_an_id_on_another_projects_board_is_refused_naming_that_project(tmp_path):
+    """`kairos board pin|rm|edit|restore ID` from outside the project that has the entry: a 404 that
+    names the project whose board holds it and the --cwd that reaches it; nothing changes on either board.
+    An id no other board has (or several have) keeps the plain answer."""
+
+    async def main() -> None:
+        h = await Harness(tmp_path).start()
+        api = consolidation_api(h)
+        other = tmp_path / "other project"
+        other.mkdir()
+        project = str(h.project.resolve())
+        _, doc = await _call(api, "POST", "/board", {"cwd": project, "text": "Use pnpm, not npm"})
+        entry_id = doc["entry"]["id"]
+        hint = f"on the board of {other}; it is on the board of {project}: add --cwd {project}"
+        for method, body in [("DELETE", None), ("POST", {"cwd": str(other), "pinned": True}),
+                             ("POST", {"cwd": str(other), "text": "Use yarn"})]:  # fmt: skip
+            with pytest.raises(NotFoundError, match=hint.replace("(", r"\(")):
+                await _call(api, method, f"/board/entries/{entry_id.upper()[:5]}", body, cwd=str(other))
+        with pytest.raises(NotFoundError, match="add --cwd"):
+            await _call(api, "POST", f"/board/entries/{entry_id}", {"cwd": str(other), "restore": True})
+        with pytest.raises(NotFoundError) as plain:
+            await _call(api, "DELETE", "/board/entries/b000000", cwd=str(other))
+        assert "add --cwd" not in plain.value.message
+        _, doc = await _call(api, "GET", "/board", cwd=project)
+        assert [(e["id"], e.get("pinned", False)) for e in doc["entries"]] == [(entry_id, False)]
+        _, doc = await _call(api, "GET", "/board", cwd=str(other))
+        assert doc["entries"] == []
+        await h.stop()
+
+    run(main())
+
+
 def test_board_context_for_a_starting_session(tmp_path):
     """The SessionStart hook point: the board of the session's project, rendered; None when empty."""
 
