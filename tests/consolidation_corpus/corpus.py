@@ -20,7 +20,7 @@ from typing import Any
 from kairosd.consolidation.board.entries import KINDS
 
 DATA = Path(__file__).parent / "data"
-SPLITS = ("train", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
+SPLITS = ("train", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8")
 SHAPES = ("claude", "codex", "codex-0.169", "gemini", "gemini-jsonl", "copilot")
 
 Key = tuple[str, ...]
