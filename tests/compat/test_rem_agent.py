@@ -4,7 +4,9 @@ model that answers the ADD / REPLACE / CLOSE / NONE format as a capable model wo
 
 Two sessions: the first adds a rule and a to-do; the second replaces the rule by its id, closes
 the to-do by its id, adds a fact, and says one line kairos must reject. The scripted model reads
-the board's ids from the prompt it is sent, as a real one would.
+the board's ids from the prompt it is sent, as a real one would. Then a session whose answer is
+unusable, so offline mode stands in and leaves guesses, and a last one in which the model keeps one
+guess and drops the other by their ids.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from compat.conftest import World
 from compat.fakemodel import Recorded, Reply, last_user_text
 
 _ENTRY = re.compile(r"^(b[0-9a-f]{6}) (\w+): (.+)$", re.M)
+_GUESS = re.compile(r"^(b[0-9a-f]{6}) (\w+) \(guessed\): (.+)$", re.M)
 
 
 def capable(original: Any) -> Any:
@@ -31,6 +34,11 @@ def capable(original: Any) -> Any:
         if "Consolidate the context board" not in text:
             return original(rec)
         board = {m[3]: m[1] for m in _ENTRY.finditer(text)}
+        guesses = {m[3]: m[1] for m in _GUESS.finditer(text)}
+        if guesses:  # the last session: judge what offline mode guessed
+            return Reply(text="\n".join(f"{'KEEP' if 'helm' in g else 'DROP'} {i}" for g, i in guesses.items()))
+        if "helm" in text:  # the third session: an answer kairos cannot use
+            return Reply(text="I am not sure what the board should hold.")
         if "not pnpm" not in text:  # the first session
             return Reply(text="ADD rule: Always use pnpm for installs.\nADD todo: Fix the IAM role of the deploy bot.")
         pnpm = board["Always use pnpm for installs."]
@@ -89,7 +97,9 @@ def test_agent_consolidation_through_the_real_cli(cli, world_factory):
     assert (first["mode"], first["agent"], first["model"]) == ("agent", "claude", "haiku"), first
     second = consolidate(world, "s2", ["no, use yarn, not pnpm", "the iam thing is fixed", "staging db is read only"])
     assert second["mode"] == "agent", second
-    assert [r.split(":")[0] for r in second["agent_rejected"]] == ["not a decision line (ADD, REPLACE, CLOSE or NONE)"]
+    assert [r.split(":")[0] for r in second["agent_rejected"]] == [
+        "not a decision line (ADD, REPLACE, CLOSE, KEEP, DROP or NONE)"
+    ]
     board = world.kairos_json("board", "show")["entries"]
     assert sorted(e["text"] for e in board) == [
         "The staging database is read-only.",
@@ -100,3 +110,20 @@ def test_agent_consolidation_through_the_real_cli(cli, world_factory):
     assert len(asked) == 2
     assert "no, use yarn, not pnpm" in json.dumps(asked[1].body)
     assert "You are rem-agent" in json.dumps(asked[1].body)  # the definition, as the system prompt
+
+    third = consolidate(
+        world, "s3", ["From now on, always deploy with helm.", "Always run the smoke tests first.", "ok"]
+    )
+    assert third["mode"] == "offline", third
+    assert "without any ADD" in third["fallback"]
+    guessed = {e["text"]: e["id"] for e in world.kairos_json("board", "show")["entries"] if e.get("guessed")}
+    helm = next(i for t, i in guessed.items() if "helm" in t)
+    smoke = next(i for t, i in guessed.items() if "smoke" in t)
+    last = consolidate(world, "s4", ["morning", "looks fine, thanks", "that is all for today"])
+    assert last["mode"] == "agent", last
+    assert last["merge"]["confirmed"] == [helm]
+    assert [e["id"] for e in last["merge"]["dropped"]] == [smoke]
+    board = {e["id"]: e for e in world.kairos_json("board", "show")["entries"]}
+    assert helm in board
+    assert "guessed" not in board[helm]
+    assert smoke not in board

@@ -194,7 +194,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         zone = local_zone()
         rows = [
             # superseded_at as every time in a human view: to the second
-            [e.id, e.kind, fmt_time(e.superseded_at, zone), e.superseded_by, e.text]
+            [e.id, e.kind, fmt_time(e.superseded_at, zone), e.superseded_by or f"(dropped by {e.dropped_by})", e.text]
             for e in old
         ]
         _table_or(["ID", "KIND", "REPLACED AT", "BY ENTRY", "TEXT"], rows, "(none)")

@@ -161,6 +161,10 @@ def _print_run(info: ConsolidationRunDoc, timed_out: bool) -> None:
             print(f"  x {done.id} [{done.kind}] {done.text} (said done)")
         for entry in merge.pruned:
             print(f"  - {entry.id} [{entry.kind}] {entry.text} (pruned to make room)")
+        for entry in merge.dropped:
+            print(f"  - {entry.id} [{entry.kind}] {entry.text} (an offline guess the rem-agent dropped)")
+        if merge.confirmed:
+            print(f"  = confirmed offline guesses: {', '.join(merge.confirmed)}")
     stats = result.transcript if result is not None else None
     if stats is not None and stats.malformed:
         print(f"  ({stats.malformed} malformed transcript line(s) skipped)")

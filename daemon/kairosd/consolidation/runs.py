@@ -184,7 +184,7 @@ class RunTracker:
         summary = (
             f"{len(merge.get('added', []))} added, {len(merge.get('seen', []))} seen again, "
             f"{len(merge.get('superseded', []))} replaced, {len(merge.get('closed', []))} closed, "
-            f"{len(merge.get('pruned', []))} pruned ({result.get('mode', '?')} mode"
+            f"{len(merge.get('pruned', []))} pruned{_judged(merge)} ({result.get('mode', '?')} mode"
             + (f"; agent mode failed: {result['fallback']}" if result.get("fallback") else "")
             + ")"
         )
@@ -281,3 +281,11 @@ class RunTracker:
                 if path.name.split(".", 1)[0] not in known:
                     with contextlib.suppress(OSError):
                         path.unlink()
+
+
+def _judged(merge: dict[str, Any]) -> str:
+    """What a rem-agent said of offline mode's guesses, when it judged any (KEEP and DROP)."""
+    confirmed, dropped = len(merge.get("confirmed", [])), len(merge.get("dropped", []))
+    if not (confirmed or dropped):
+        return ""
+    return f", {confirmed} offline guess{'es' if confirmed != 1 else ''} confirmed, {dropped} dropped"

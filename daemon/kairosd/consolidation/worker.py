@@ -104,7 +104,8 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
         result["ok"] = True
         _say(
             f"board of {project}: {len(merged.added)} added, {len(merged.seen)} seen again, "
-            f"{len(merged.closed)} closed, {len(merged.superseded)} replaced, {len(merged.pruned)} pruned; "
+            f"{len(merged.closed)} closed, {len(merged.superseded)} replaced, {len(merged.pruned)} pruned, "
+            f"{len(merged.confirmed)} offline guess(es) confirmed, {len(merged.dropped)} dropped; "
             f"{result['board_size']} entr(y/ies) now",
         )
     return _done(result, clock, started)
@@ -199,6 +200,7 @@ def _agent(
             timeout_s=deadline - time.monotonic(),
             environ=environ,
             board={e.id: e.kind for e in board.entries},
+            guesses={e.id for e in board.entries if e.guessed},
         )
         if answer.rejected:
             result["agent_rejected"] += answer.rejected
@@ -222,7 +224,7 @@ def _fallback(result: dict[str, Any], why: str) -> int:
 
 
 def _add(total: MergeResult, part: MergeResult) -> None:
-    for name in ("added", "seen", "pruned", "superseded", "conflicts", "closed", "notes"):
+    for name in ("added", "seen", "pruned", "superseded", "conflicts", "closed", "confirmed", "dropped", "notes"):
         getattr(total, name).extend(getattr(part, name))
 
 

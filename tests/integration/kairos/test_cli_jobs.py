@@ -617,16 +617,20 @@ def test_board_show_prints_each_table_or_its_placeholder(fake, capsys):
     board = {"project": "/src/app", "path": "/data/boards/app.json", "limit": 25, "prune_to": 18,
              "updated_at": "2026-11-23T09:00:00+00:00"}  # fmt: skip
     route = ("GET", f"/v1/board?cwd={Path.cwd()}&all=1")
-    fake.routes[route] = (200, {**board, "entries": [entry], "superseded": [old]})
+    # an offline guess a rem-agent dropped: no entry replaced it
+    dropped = {k: v for k, v in old.items() if k != "superseded_by"} | {"id": "b9", "dropped_by": "rem-agent",
+                                                                         "text": "kindly look at it"}  # fmt: skip
+    fake.routes[route] = (200, {**board, "entries": [entry], "superseded": [old, dropped]})
     assert run(["board", "show", "--all"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "context board of /src/app: 1 of 25 entries",
         "ID  KIND  HITS  LAST SEEN   BY           TEXT",
         "b1  rule  2     2026-11-23  you, pinned  use pnpm (conflicts with b2)",  # the last column on one line
         "",
-        "replaced entries (1, newest first; kairos board restore ID puts one back):",
-        "ID  KIND  REPLACED AT                BY ENTRY  TEXT",
-        "b0  rule  2026-11-22 08:30:00+00:00  b1        use npm",  # to the second with its offset, as every time
+        "replaced entries (2, newest first; kairos board restore ID puts one back):",
+        "ID  KIND  REPLACED AT                BY ENTRY                TEXT",
+        "b0  rule  2026-11-22 08:30:00+00:00  b1                      use npm",  # to the second, with its offset
+        "b9  rule  2026-11-22 08:30:00+00:00  (dropped by rem-agent)  kindly look at it",
     ]
     fake.routes[route] = (200, {**board, "entries": [], "superseded": []})
     assert run(["board", "show", "--all"]) == 0

@@ -83,7 +83,7 @@ def restore(store: BoardStore, project: str, entry_id: str) -> Entry:
             raise ConflictError(f"the board holds {LIMIT} entries; remove one first (kairos board rm ID)")
         replaced_by = entry.superseded_by
         board.superseded.remove(entry)
-        entry.superseded_by = entry.superseded_at = None
+        entry.superseded_by = entry.superseded_at = entry.dropped_by = None
         entry.pinned = True  # the person chose it over the later words: kairos must not replace it again
         entry.guessed = False
         rival = _current_successor(board, replaced_by)

@@ -41,6 +41,9 @@ class Entry:
     # same, the user neither edited nor pinned it): on unseen talk about a third of such entries are
     # wrong (README, "How good it is"), so a session is told which notes are guesses.
     guessed: bool = False
+    # Set when a rem-agent judged this offline guess no note for later sessions (``DROP ID``): the entry
+    # left the board as a replaced one does (``superseded_at`` says when), so ``board restore`` undoes it.
+    dropped_by: str | None = None
 
     @property
     def protected(self) -> bool:
@@ -55,6 +58,9 @@ class Entry:
             extra["conflicts_with"] = self.conflicts_with
         if self.superseded_by:
             extra["superseded_by"] = self.superseded_by
+            extra["superseded_at"] = self.superseded_at.isoformat() if self.superseded_at else None
+        if self.dropped_by:
+            extra["dropped_by"] = self.dropped_by
             extra["superseded_at"] = self.superseded_at.isoformat() if self.superseded_at else None
         return {
             "id": self.id,
@@ -96,6 +102,7 @@ class Entry:
             superseded_by=data.get("superseded_by") if isinstance(data.get("superseded_by"), str) else None,
             superseded_at=parse_time(data["superseded_at"]) if isinstance(data.get("superseded_at"), str) else None,
             guessed=data.get("guessed") is True,
+            dropped_by=data.get("dropped_by") if isinstance(data.get("dropped_by"), str) else None,
         )
 
 
@@ -113,7 +120,7 @@ class Board:
     project: str
     entries: list[Entry] = field(default_factory=list)  # what is current: what a session receives
     updated_at: datetime | None = None
-    superseded: list[Entry] = field(default_factory=list)  # replaced entries, oldest first (history)
+    superseded: list[Entry] = field(default_factory=list)  # replaced entries and dropped guesses, oldest first
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +154,8 @@ class MergeResult:
     superseded: list[Entry] = field(default_factory=list)  # each has superseded_by: the entry that replaced it
     conflicts: list[Entry] = field(default_factory=list)  # added beside a user's or pinned entry (conflicts_with)
     closed: list[Entry] = field(default_factory=list)  # to-dos a later word said are done (off the board)
+    confirmed: list[Entry] = field(default_factory=list)  # offline guesses a rem-agent said hold (KEEP ID)
+    dropped: list[Entry] = field(default_factory=list)  # offline guesses a rem-agent judged wrong (DROP ID)
     notes: list[str] = field(default_factory=list)  # what could not be applied (an unknown id to supersede)
 
     def as_dict(self) -> dict[str, Any]:
@@ -157,6 +166,8 @@ class MergeResult:
             "superseded": [e.to_json() for e in self.superseded],
             "conflicts": [e.to_json() for e in self.conflicts],
             "closed": [e.to_json() for e in self.closed],
+            "confirmed": [e.id for e in self.confirmed],
+            "dropped": [e.to_json() for e in self.dropped],
             "notes": list(self.notes),
         }
 

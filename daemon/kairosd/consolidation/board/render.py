@@ -20,8 +20,10 @@ def changes_line(board: Board, since: datetime | None) -> str | None:
     if since is None:
         return None
     new = [e for e in board.entries if e.created_at > since]
-    replaced = [e for e in board.superseded if e.superseded_at is not None and e.superseded_at > since]
-    if not (new or replaced):
+    gone = [e for e in board.superseded if e.superseded_at is not None and e.superseded_at > since]
+    replaced = [e for e in gone if not e.dropped_by]
+    dropped = [e for e in gone if e.dropped_by]
+    if not (new or gone):
         return None
     parts = []
     if new:
@@ -30,6 +32,14 @@ def changes_line(board: Board, since: datetime | None) -> str | None:
         shown = [f'"{_short(e.text)}" replaced by {e.superseded_by}' for e in replaced[-MAX_REPLACED_SHOWN:]]
         more = len(replaced) - len(shown)
         parts.append(f"{len(replaced)} replaced: " + "; ".join(shown) + (f"; {more} more" if more > 0 else ""))
+    if dropped:
+        shown = [f'"{_short(e.text)}"' for e in dropped[-MAX_REPLACED_SHOWN:]]
+        more = len(dropped) - len(shown)
+        parts.append(
+            f"{len(dropped)} offline guess{'es' if len(dropped) != 1 else ''} the rem-agent judged wrong and dropped: "
+            + "; ".join(shown)
+            + (f"; {more} more" if more > 0 else "")
+        )
     when = since.strftime("%Y-%m-%d %H:%M UTC")
     return (
         f"Changed since this project's last session ({when}): {', '.join(parts)}. "

@@ -6,10 +6,12 @@ cwd itself), symlinks resolved, so sessions in sub-folders and through links sha
 Next to it: ``.history.jsonl`` (every change, appended) and ``.lock`` (one writer at a time).
 
 An entry is ``{id, text, kind, author, source_session, source_agent, created_at, last_seen_at,
-hits}``, with ``pinned``, ``conflicts_with``, ``superseded_by``, ``superseded_at`` and ``guessed`` when set
-(the types are in :mod:`.model`). ``author`` is ``kairos`` (consolidation wrote it) or ``user``
-(``kairos board add`` or ``edit``). ``guessed``: offline mode made it and nobody has confirmed it since (a
-rem-agent answer with the same words, an edit or a pin confirms it). Seeing the same text again (compared by
+hits}``, with ``pinned``, ``conflicts_with``, ``superseded_by``, ``superseded_at``, ``guessed`` and
+``dropped_by`` when set (the types are in :mod:`.model`). ``author`` is ``kairos`` (consolidation wrote it)
+or ``user`` (``kairos board add`` or ``edit``). ``guessed``: offline mode made it and nobody has confirmed
+it since (a rem-agent answer with the same words or ``KEEP ID``, an edit or a pin confirms it; a
+rem-agent's ``DROP ID`` moves it to the replaced entries with ``dropped_by``, where ``kairos board
+restore`` finds it). Seeing the same text again (compared by
 :func:`~kairosd.consolidation.board.entries.normal_key`) counts a hit and moves ``last_seen_at`` instead
 of adding a duplicate.
 
@@ -248,6 +250,9 @@ class BoardStore:
                     for done in result.closed[closed:]:
                         index.pop(normal_key(done.text), None)
                     continue
+                if candidate.action in ("keep", "drop"):
+                    self._judge(board, candidate, now, index, result)
+                    continue
                 if candidate.action == "update":
                     if candidate.infer:  # offline only: the rem-agent names what it replaces
                         self._update(board, candidate, now, (session, agent), index, touched, result)
@@ -280,7 +285,8 @@ class BoardStore:
             if len(board.entries) > LIMIT:
                 result.pruned = to_prune(board.entries, now)
                 board.entries = [e for e in board.entries if e not in result.pruned]
-            if not (result.added or result.seen or result.pruned or result.superseded or result.closed):
+            changed = (result.added, result.seen, result.pruned, result.superseded, result.closed)
+            if not any((*changed, result.confirmed, result.dropped)):
                 return result
             self.save(board)
             base = {"by": "kairos", "session": session, "agent": agent, "run": run}
@@ -289,6 +295,8 @@ class BoardStore:
             records += [_supersede_record(e, base) for e in result.superseded]
             records += [{"action": "conflict", **_brief(e), "with": e.conflicts_with, **base} for e in result.conflicts]
             records += [{"action": "close", **_brief(e), **base} for e in result.closed]
+            records += [{"action": "confirm", **_brief(e), **base} for e in result.confirmed]
+            records += [{"action": "drop", **_brief(e), **base} for e in result.dropped]
             records += [{"action": "prune", **_brief(e), **base} for e in result.pruned]
             self.record(project, records)
         return result
@@ -332,6 +340,26 @@ class BoardStore:
         board.entries.remove(todo)
         result.closed.append(todo)
         return True
+
+    @staticmethod
+    def _judge(board: Board, candidate: Candidate, now: datetime, index: dict[str, Entry], result: MergeResult) -> None:
+        """A rem-agent's word on an offline guess: ``keep`` confirms it, ``drop`` takes it off the board
+        into the replaced entries (so ``kairos board restore`` undoes it). Only a guess still on the
+        board, and never a user's or pinned entry, is judged."""
+        entry = board.find(candidate.supersedes or "")
+        if entry is None or not entry.guessed or entry.protected:
+            result.notes.append(f"no offline guess {candidate.supersedes} on the board to {candidate.action}")
+            return
+        if candidate.action == "keep":
+            entry.guessed = False
+            result.confirmed.append(entry)
+            return
+        board.entries.remove(entry)
+        index.pop(normal_key(entry.text), None)
+        entry.superseded_at, entry.dropped_by = now, "rem-agent"
+        board.superseded.append(entry)
+        del board.superseded[:-SUPERSEDED_KEEP]
+        result.dropped.append(entry)
 
     def _update(
         self,

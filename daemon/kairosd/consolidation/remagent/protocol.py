@@ -11,12 +11,20 @@ The answer has one decision per line, the same format the definition (``rem-agen
     ADD <KIND>: <text>
     REPLACE <ID> <KIND>: <text>
     CLOSE <ID>
+    KEEP <ID>
+    DROP <ID>
     NONE
+
+``KEEP`` and ``DROP`` judge an entry the board marks ``(guessed)``: offline mode picked it out of an
+earlier session's words without a model. ``KEEP`` confirms it; ``DROP`` takes it off the board (as a
+replaced entry, so ``kairos board restore`` undoes it). So the first rem-agent run after offline mode
+stood in checks its guesses, without reading that session again.
 
 Read tolerantly (a bullet or number in front, any case, extra spaces, ``[kind]`` in brackets, a
 code fence around the list) and strictly: any other non-empty line is rejected with its reason,
 as is a line whose id is not on the board the prompt showed, whose kind is unknown, whose text is
-empty or unsafe, a CLOSE of an entry that is not a to-do, and a second decision on the same id.
+empty or unsafe, a CLOSE of an entry that is not a to-do, a KEEP or DROP of one that is not a guess, and a second
+decision on the same id.
 Each valid line is a :class:`~.entries.Candidate` and is applied; rejected ones change nothing.
 
 Must not import anything that does I/O.
@@ -25,7 +33,7 @@ Must not import anything that does I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -39,6 +47,7 @@ _ID = r"(?P<id>[^\s:]+)"
 _ADD = re.compile(rf"^ADD\s+{_KIND}\s*:\s*(?P<text>.*)$", re.I)
 _REPLACE = re.compile(rf"^REPLACE\s+{_ID}\s+{_KIND}\s*:\s*(?P<text>.*)$", re.I)
 _CLOSE = re.compile(rf"^CLOSE\s+{_ID}\s*(?:[:.\u2014-].*)?$", re.I)
+_JUDGE = re.compile(rf"^(?P<verb>KEEP|DROP)\s+{_ID}\s*(?:[:.\u2014-].*)?$", re.I)
 _NONE = re.compile(r"^NONE\.?$", re.I)
 _ALIASES = {"to-do": "todo", "to_do": "todo", "pref": "preference"}
 
@@ -57,8 +66,9 @@ class Parsed:
         return bool(self.candidates) or self.none
 
 
-def read_answer(text: str | None, board: Mapping[str, str]) -> Parsed:
-    """The decisions of an answer. ``board``: the ids the prompt showed, each with its kind."""
+def read_answer(text: str | None, board: Mapping[str, str], guesses: Collection[str] = ()) -> Parsed:
+    """The decisions of an answer. ``board``: the ids the prompt showed, each with its kind;
+    ``guesses``: those it marked as offline mode's guesses (the only ones KEEP and DROP may name)."""
     parsed = Parsed()
     decided: set[str] = set()
     for raw in (text or "").splitlines():
@@ -69,7 +79,7 @@ def read_answer(text: str | None, board: Mapping[str, str]) -> Parsed:
         if _NONE.match(line):
             parsed.none = True
             continue
-        candidate, why = _decision(line, board)
+        candidate, why = _decision(line, board, guesses)
         target = candidate.supersedes if candidate is not None else None
         if target is not None:
             if target in decided:
@@ -85,7 +95,15 @@ def read_answer(text: str | None, board: Mapping[str, str]) -> Parsed:
     return parsed
 
 
-def _decision(line: str, board: Mapping[str, str]) -> tuple[Candidate | None, str]:
+def _decision(line: str, board: Mapping[str, str], guesses: Collection[str]) -> tuple[Candidate | None, str]:
+    judged = _JUDGE.match(line)
+    if judged:
+        target, verb = judged["id"].lower(), judged["verb"].upper()
+        if target not in board:
+            return None, f"no entry {target} on the board"
+        if target not in guesses:
+            return None, f"{target} is not marked guessed ({verb} is for offline mode's guesses)"
+        return Candidate(board[target], "", supersedes=target, action=verb.lower(), infer=False), ""
     close = _CLOSE.match(line)
     if close:
         target = close["id"].lower()
@@ -96,7 +114,7 @@ def _decision(line: str, board: Mapping[str, str]) -> tuple[Candidate | None, st
         return Candidate("todo", "", supersedes=target, action="close", infer=False), ""
     match = _REPLACE.match(line) or _ADD.match(line)
     if match is None:
-        return None, "not a decision line (ADD, REPLACE, CLOSE or NONE)"
+        return None, "not a decision line (ADD, REPLACE, CLOSE, KEEP, DROP or NONE)"
     kind = match["kind"].lower()
     kind = _ALIASES.get(kind, kind)
     target = match["id"].lower() if "id" in match.groupdict() else None
@@ -181,8 +199,11 @@ def typed(text: str) -> str:
 
 
 def board_lines(board: Board, now: datetime) -> list[str]:
-    """The board as the prompt shows it: ``ID KIND: text``, most important first."""
-    return [f"{e.id} {e.kind}: {clean(e.text)}" for e in by_priority(board.entries, now)]
+    """The board as the prompt shows it: ``ID KIND: text``, most important first; an offline guess as
+    ``ID KIND (guessed): text``."""
+    return [
+        f"{e.id} {e.kind}{' (guessed)' if e.guessed else ''}: {clean(e.text)}" for e in by_priority(board.entries, now)
+    ]
 
 
 def prompt_for(
@@ -218,10 +239,15 @@ def prompt_for(
         "ADD <KIND>: <one sentence>\n"
         "REPLACE <ID> <KIND>: <one sentence>\n"
         "CLOSE <ID>\n"
+        "KEEP <ID>\n"
+        "DROP <ID>\n"
         "NONE\n"
         f"KIND is one of {', '.join(KINDS)}. ADD: a new entry. REPLACE: the sentence takes the place of "
         "entry ID, which this session updated or contradicted. CLOSE: the to-do ID is done (a to-do these "
-        "turns open and also say is done is not added). NONE: no change. "
+        "turns open and also say is done is not added). KEEP and DROP are for an entry marked (guessed): "
+        "kairos picked it out of an earlier session's words without a model, and such a guess is often a "
+        "one-off request, a question, a fragment or pasted text rather than a note. KEEP it if every later "
+        "session should know or follow it; DROP it if not; REPLACE it to reword it. NONE: no change. "
         f"Use only the ids above; at most {MAX_ANSWER_LINES} lines."
     )
 

@@ -4,7 +4,7 @@ agent CLI's adapter (the registry's adapters). :mod:`.modes` decides whether a r
 The run is bounded: read-only (Read, Grep, Glob on the CLIs that enforce a tool list; the
 read-only sandbox or plan mode on codex and gemini, which cannot; a definition that asks for more
 is narrowed), a timeout after which its process group is killed, and an answer read by
-:mod:`.protocol` (one ``ADD``, ``REPLACE``, ``CLOSE`` or ``NONE`` line per decision). Anything
+:mod:`.protocol` (one ``ADD``, ``REPLACE``, ``CLOSE``, ``KEEP``, ``DROP`` or ``NONE`` line per decision). Anything
 else (no such CLI, a refusal, a failed or timed-out run, an answer with no usable line) is a
 failure the worker answers with offline mode, and the run's result says why.
 
@@ -18,7 +18,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from kairosd.agents import catalog
@@ -99,9 +99,10 @@ def run_rem_agent(
     timeout_s: float,
     environ: Mapping[str, str],
     board: Mapping[str, str],
+    guesses: Collection[str] = (),
 ) -> AgentAnswer:
     """One headless turn of ``rem-agent`` in ``project``; never raises for a failed run.
-    ``board``: the ids the prompt showed, each with its kind."""
+    ``board``: the ids the prompt showed, each with its kind; ``guesses``: those it marked guessed."""
     # Imported here: a worker whose mode comes out offline (most of them) never loads the adapters.
     from kairosd.agents.adapters import adapter_for
 
@@ -149,9 +150,9 @@ def run_rem_agent(
     outcome = adapter.result(stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"), proc.returncode)
     if not outcome.ok:
         return AgentAnswer(error=f"{AGENT_NAME} failed: {outcome.error or 'no answer'}", agent=cli)
-    parsed = read_answer(outcome.final_text, board)
+    parsed = read_answer(outcome.final_text, board, guesses)
     if not parsed.usable:
-        error = f"{AGENT_NAME} answered without any ADD, REPLACE, CLOSE or NONE line"
+        error = f"{AGENT_NAME} answered without any ADD, REPLACE, CLOSE, KEEP, DROP or NONE line"
         return AgentAnswer(error=error, agent=cli, rejected=parsed.rejected)
     return AgentAnswer(candidates=parsed.candidates, agent=cli, rejected=parsed.rejected)
 

@@ -7,6 +7,8 @@ Must not import any kairosd module outside :mod:`kairosd.core`.
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from kairosd.core.wire.base import Document, Record
 from kairosd.core.wire.records import BoardEntry, ReplacedEntry
 from kairosd.core.wire.registry import BackgroundTask, FullBackgroundTask
@@ -46,6 +48,9 @@ class BoardMerge(Record):
     conflicts: list[BoardEntry]
     closed: list[BoardEntry]
     notes: list[str]
+    # offline guesses a rem-agent judged (KEEP ID: their ids; DROP ID: the entries); absent from older results
+    confirmed: list[str] = Field(default_factory=list)
+    dropped: list[ReplacedEntry] = Field(default_factory=list)
 
 
 class ConsolidationResult(Record):

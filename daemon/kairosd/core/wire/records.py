@@ -35,7 +35,9 @@ class BoardEntry(Record):
 
 
 class ReplacedEntry(BoardEntry):
-    """An entry a later one replaced (``board show --all``, and what ``board add`` replaced)."""
+    """An entry a later one replaced (``board show --all``, and what ``board add`` replaced), or an offline
+    guess a rem-agent dropped (``dropped_by`` names it, and no entry replaced it)."""
 
-    superseded_by: str
+    superseded_by: str | None = None
     superseded_at: str
+    dropped_by: str | None = None

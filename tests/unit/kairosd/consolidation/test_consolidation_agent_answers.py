@@ -98,7 +98,7 @@ def test_a_capable_answer_applies_every_line_kind(tmp_path: Path) -> None:
         assert texts(h) == ["Always run make check before you commit.", "The api runs on port 8443.",
                             "The api runs on port 9443.", "Use yarn, not pnpm."]  # fmt: skip
         assert [r.split(":")[0] for r in result["agent_rejected"]] == [
-            "not a decision line (ADD, REPLACE, CLOSE or NONE)",
+            "not a decision line (ADD, REPLACE, CLOSE, KEEP, DROP or NONE)",
             "no entry bdeadbe on the board",
             "unknown kind 'wish'",
             f"a second decision on {iam}",
@@ -112,8 +112,55 @@ def test_a_capable_answer_applies_every_line_kind(tmp_path: Path) -> None:
         [call] = fake_calls(folder)
         for turn in HUMAN:
             assert turn in call["stdin"]
-        assert f"{pnpm} rule: From now on, use pnpm instead of npm." in call["stdin"]
-        assert f"{iam} todo: Fix the IAM role of the deploy bot." in call["stdin"]
+        # offline mode put these two there: the prompt marks them as its guesses
+        assert f"{pnpm} rule (guessed): From now on, use pnpm instead of npm." in call["stdin"]
+        assert f"{iam} todo (guessed): Fix the IAM role of the deploy bot." in call["stdin"]
+        await h.stop()
+
+    run(main())
+
+
+def test_the_rem_agent_judges_the_guesses_offline_mode_left(tmp_path: Path) -> None:
+    """An earlier run offline mode stood in for left guesses; the next rem-agent run sees them marked,
+    keeps what holds and drops what does not, and may judge nothing else."""
+
+    async def main() -> None:
+        h = Harness(tmp_path, mode="agent")
+        project = str(h.project.resolve())
+        h.service.boards.merge(project, [Candidate("rule", "From now on, use pnpm instead of npm."),
+                                         Candidate("rule", "Kindly go through the SettlementBatchJob class."),
+                                         Candidate("todo", "Fix the IAM role of the deploy bot.")])  # fmt: skip
+        h.service.boards.add_user(project, "The api runs on port 8443.", "fact")
+        ids = {e.text: e.id for e in h.service.boards.load(project).entries}
+        pnpm, junk = (
+            ids["From now on, use pnpm instead of npm."],
+            ids["Kindly go through the SettlementBatchJob class."],
+        )
+        iam, mine = ids["Fix the IAM role of the deploy bot."], ids["The api runs on port 8443."]
+        answer = "\n".join(
+            [f"KEEP {pnpm}", f"DROP {junk}", f"DROP {mine}", f"KEEP {pnpm}", "ADD rule: Run make check."]
+        )
+        folder = agent(h, answer)
+        await h.start()
+        record = await h.settled((await h.ask(session="s1"))["run"]["id"])
+        summary = "1 added, 0 seen again, 0 replaced, 0 closed, 0 pruned, 1 offline guess confirmed, 1 dropped"
+        assert record.response == f"{summary} (agent mode)"
+        result = dict((await h.service.run_info(record.id))["result"])
+        assert result["mode"] == "agent"
+        assert result["merge"]["confirmed"] == [pnpm]
+        [dropped] = result["merge"]["dropped"]
+        assert (dropped["id"], dropped["dropped_by"]) == (junk, "rem-agent")
+        assert [r.split(":")[0] for r in result["agent_rejected"]] == [
+            f"{mine} is not marked guessed (DROP is for offline mode's guesses)",
+            f"a second decision on {pnpm}",
+        ]
+        board = {e["text"]: e.get("guessed", False) for e in h.board()}
+        assert board == {"From now on, use pnpm instead of npm.": False, "Fix the IAM role of the deploy bot.": True,
+                         "The api runs on port 8443.": False, "Run make check.": False}  # fmt: skip
+        [call] = fake_calls(folder)
+        assert f"{junk} rule (guessed): Kindly go through the SettlementBatchJob class." in call["stdin"]
+        assert f"{iam} todo (guessed): Fix the IAM role of the deploy bot." in call["stdin"]
+        assert f"{mine} fact: The api runs on port 8443." in call["stdin"]
         await h.stop()
 
     run(main())

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kairosd.consolidation.board import edits as board_edits
-from kairosd.consolidation.board.render import render_context
+from kairosd.consolidation.board.render import changes_line, render_context
 from kairosd.consolidation.board.store import Board, BoardStore, Entry
 from kairosd.consolidation.offline.extract import Candidate
 from kairosd.consolidation.remagent.protocol import read_answer
@@ -104,3 +104,50 @@ def test_a_board_written_before_the_mark_loads_with_no_guesses() -> None:
     assert Entry.from_json(data).guessed is False
     assert Entry.from_json({**data, "guessed": "yes"}).guessed is False  # only a JSON true marks it
     assert Entry.from_json({**data, "guessed": True}).to_json()["guessed"] is True
+
+
+def test_a_rem_agents_keep_confirms_a_guess_and_its_drop_takes_one_off_restorably(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.merge("/p", [Candidate("rule", "We use uv, not poetry."), Candidate("rule", "Kindly go through the job.")])
+    ids = {e.text: e.id for e in store.load("/p").entries}
+    good, junk = ids["We use uv, not poetry."], ids["Kindly go through the job."]
+    guesses = set(ids.values())
+    parsed = read_answer(f"KEEP {good}\nDROP {junk}", {i: "rule" for i in guesses}, guesses)
+    result = store.merge("/p", parsed.candidates, run="r1")
+    assert ([e.id for e in result.confirmed], [e.id for e in result.dropped]) == ([good], [junk])
+    board = store.load("/p")
+    assert [(e.id, e.guessed) for e in board.entries] == [(good, False)]
+    [dropped] = board.superseded
+    assert (dropped.id, dropped.dropped_by, dropped.superseded_by, dropped.superseded_at) == (
+        junk,
+        "rem-agent",
+        None,
+        NOW,
+    )
+    assert [(r["action"], r["id"]) for r in store.history("/p")][-2:] == [("confirm", good), ("drop", junk)]
+    # undone as a wrong replacement is: back, pinned (the person's word), no longer a guess, nothing in conflict
+    back = board_edits.restore(store, "/p", junk)
+    assert (back.pinned, back.guessed, back.dropped_by, back.conflicts_with) == (True, False, None, None)
+    raw = json.loads(store.path_of("/p").read_text())
+    assert [e.get("dropped_by") for e in raw["entries"]] == [None, None]
+
+
+def test_only_a_guess_still_on_the_board_is_judged(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.merge("/p", [Candidate("rule", "We use uv, not poetry.")])
+    [entry] = store.load("/p").entries
+    board_edits.pin(store, "/p", entry.id)  # the person's word: no longer a guess, and never dropped by kairos
+    result = store.merge("/p", [Candidate("rule", "", supersedes=entry.id, action="drop", infer=False)])
+    assert result.dropped == []
+    assert result.notes == [f"no offline guess {entry.id} on the board to drop"]
+    assert [e.id for e in store.load("/p").entries] == [entry.id]
+
+
+def test_the_session_is_told_a_dropped_guess_left_the_board(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.merge("/p", [Candidate("rule", "Kindly go through the job.")])
+    [junk] = store.load("/p").entries
+    store.merge("/p", [Candidate("rule", "", supersedes=junk.id, action="drop", infer=False)])
+    line = changes_line(store.load("/p"), datetime(2026, 11, 19, tzinfo=UTC)) or ""
+    assert '1 offline guess the rem-agent judged wrong and dropped: "Kindly go through the job."' in line
+    assert "replaced" not in line.split("`kairos board history`")[0]

@@ -419,7 +419,7 @@ def test_agent_mode_uses_rem_agent_read_only(tmp_path):
         assert "--model" in called["argv"]  # no model configured: the cheap default
         assert called["argv"][called["argv"].index("--model") + 1] == "haiku"
         assert info["result"]["agent_rejected"] == [
-            "not a decision line (ADD, REPLACE, CLOSE or NONE): 'some chatter'",
+            "not a decision line (ADD, REPLACE, CLOSE, KEEP, DROP or NONE): 'some chatter'",
             "unknown kind 'bogus': 'ADD bogus: x'",
         ]
         assert called["cwd"] == str(h.project.resolve())
@@ -432,7 +432,7 @@ def test_agent_mode_uses_rem_agent_read_only(tmp_path):
     ("answer", "exit_code", "timeout", "why"),
     [
         ("whatever", 1, 60, "rem-agent failed"),
-        ("I think the user likes tabs.", 0, 60, "without any ADD, REPLACE, CLOSE or NONE line"),
+        ("I think the user likes tabs.", 0, 60, "without any ADD, REPLACE, CLOSE, KEEP, DROP or NONE line"),
         ("NONE", 0, 1, "timed out after 1s"),
     ],
 )
