@@ -35,7 +35,7 @@ CHEAP_MODELS: dict[str, str | None] = {
 }
 # What a rem-agent prompt holds besides the typed turns: the definition, the task's text and a board
 # of about 15 entries (kairosd.consolidation.remagent.protocol; a test keeps this within 10% of it).
-PROMPT_OVERHEAD_CHARS = 4600
+PROMPT_OVERHEAD_CHARS = 6200
 TYPICAL_TURNS = 30
 TYPICAL_TURN_CHARS = 250  # what a person types in a turn, on average (a pasted log is much more)
 CHARS_PER_TOKEN = 4
@@ -212,7 +212,7 @@ def consolidation_line(
     tokens = round(estimate_tokens() / 1000, 1)
     return (
         f"consolidation: when a {agent} session ends, kairos asks {agent} itself (headless, read-only, model "
-        f"{model}) what the project's board should add, replace or close: about {tokens:g}k input tokens for a "
+        f"{model}) what the project's board should add, replace, close or drop: about {tokens:g}k input tokens for a "
         f"typical session of {TYPICAL_TURNS} turns (more when you paste long logs; {agent} adds its own system "
         f"prompt on top), at most {runs} runs a day; if that fails, kairos falls back to offline mode. "
         f'Opt out with [consolidation] mode = "offline" in {config_path}; choose the model with '
