@@ -21,7 +21,8 @@ written blind while the extractor was being tuned again) is pinned the same way:
 and so is ``fresh5`` (six more writers, written blind during the next round of tuning; never tuned on),
 and ``fresh6`` (six more voices, written blind while the offline extractor was tuned once more; its
 wrong entries were read in the seventh round, so it is tuned on since, and has floors), and
-``fresh7`` (six more voices, written blind during the seventh round; not tuned on).
+``fresh7`` (six more voices, written blind during the seventh round; its wrong entries and misses
+were read in the eighth round, so it is tuned on since).
 """
 
 from __future__ import annotations
