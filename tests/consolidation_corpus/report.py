@@ -1,6 +1,7 @@
 """Print the consolidation figures of a corpus split: overall, per transcript shape, per kind, per writer.
 
     python -m tests.consolidation_corpus.report [--split heldout] [--mode offline|agent] [--shape S] [--misses]
+        [--matching standing|strict]
     (from the repository's root; or ``python -m consolidation_corpus.report`` from tests/)
 
 Agent mode answers with the scripted capable model (:func:`.score.ideal_answer`): it checks that
@@ -20,7 +21,7 @@ if __package__ in (None, "", "tests.consolidation_corpus"):  # run from the root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from consolidation_corpus.corpus import SHAPES, SPLITS, CorpusError
-from consolidation_corpus.score import MODES, Outcome, Tally, score
+from consolidation_corpus.score import MATCHINGS, MODES, Outcome, Tally, score
 
 # The splits whose misses the offline extractor was tuned on (fresh and fresh2 since issue 22's third
 # round, fresh3 since its fourth, fresh4 and fresh5 since its sixth, fresh6 since its seventh, which
@@ -36,7 +37,7 @@ def table(outcome: Outcome) -> str:
     """The figures as Markdown tables."""
     rows = [
         f"split {outcome.split}, mode {outcome.mode}: {outcome.turns} typed turns "
-        f"({outcome.human_read} read back as typed)",
+        f"({outcome.human_read} read back as typed); kinds matched {outcome.matching}",
         "",
         "(a kind's precision is that of the entries made with that kind; its recall, that of the items labeled so)",
         "",
@@ -69,9 +70,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mode", choices=MODES, default="offline")
     parser.add_argument("--shape", choices=SHAPES, help="render every session in this shape instead of its own")
     parser.add_argument("--misses", action="store_true", help="also list what was missed, kept wrongly or lost")
+    parser.add_argument(
+        "--matching",
+        choices=MATCHINGS,
+        default="standing",
+        help="standing (default): a standing kind fits a label of any standing kind; strict: the label's kinds "
+        "only (the figures before issue 22's eighth round)",
+    )
     args = parser.parse_args(argv)
     try:
-        outcome = score(args.split, args.mode, shape=args.shape)
+        outcome = score(args.split, args.mode, shape=args.shape, matching=args.matching)
     except CorpusError as exc:
         print(f"consolidation corpus: {exc}", file=sys.stderr)
         return 2

@@ -379,6 +379,45 @@ def test_offline_entries_are_scored_against_their_own_turn(monkeypatch: pytest.M
     assert len(outcome.untimed) == 1
 
 
+@pytest.mark.parametrize(
+    ("matching", "precision", "recall"),
+    [("standing", (2, 4), (2, 3)), ("strict", (0, 4), (0, 3))],
+)
+def test_a_standing_kind_fits_a_standing_label_and_a_todo_only_a_todo(
+    monkeypatch: pytest.MonkeyPatch, matching: str, precision: tuple[int, int], recall: tuple[int, int]
+) -> None:
+    """Under ``standing`` matching the rule labeled "rule" may be a fact and the decision a rule (a session
+    reads the words); a to-do made of a rule's words, or a rule of a to-do's, never fits; the key words
+    must be there whatever the matching."""
+    from kairosd.consolidation.board.entries import Candidate
+    from kairosd.consolidation.offline.extract import Extraction
+
+    def fake_extract(messages: Any, **_: Any) -> Extraction:
+        typed = [m for m in messages if m.human]
+        found = Extraction()
+        if len(typed) == 3:
+            found.candidates = found.to_merge = [
+                Candidate("fact", "We use uv, not poetry", at=typed[0].at),  # labeled "rule"
+                Candidate("rule", "Put the retry cleanup on the list", at=typed[1].at),  # labeled "todo"
+            ]
+        else:
+            found.candidates = found.to_merge = [
+                Candidate("fact", "We use pdm now", at=typed[0].at),  # labeled decision or rule
+                Candidate("fact", "We use hatch now", at=typed[0].at),  # the key word is not there
+            ]
+        return found
+
+    monkeypatch.setattr(scoring, "extract", fake_extract)
+    writer = parse(VALID, "heldout", Path("w-test.json"))
+    outcome = scoring.score("heldout", "offline", writers=[writer], matching=matching)
+    assert (outcome.overall.precision.hit, outcome.overall.precision.of) == precision
+    assert (outcome.overall.recall.hit, outcome.overall.recall.of) == recall
+    assert any("retry cleanup" in line for line in outcome.false)  # a rule is no to-do under either
+    assert any("hatch" in line for line in outcome.false)
+    with pytest.raises(ValueError, match="matching"):
+        scoring.score("heldout", "offline", writers=[writer], matching="loose")
+
+
 # ---- agent mode with the scripted capable model -----------------------------------------------------
 
 
