@@ -1,14 +1,13 @@
 """What a sentence is worth depends on what its turn asks (issue 22, eighth round: precision on new writers).
 
 The turns here are not from any corpus split: each statement beside a request for work now is next to
-a neighbour that keeps its entry (a marked note, a rule, a turn that asks nothing), and each report of a
-thing done next to a pin that only reads like one."""
+a neighbour that keeps its entry (a marked note, a rule, a turn that asks nothing)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kairosd.consolidation.offline.at_hand import asks_for_work, done_news
+from kairosd.consolidation.offline.at_hand import asks_for_work
 from kairosd.consolidation.offline.extract import signals
 
 
@@ -47,32 +46,6 @@ def test_a_statement_beside_a_request_for_work_now_is_no_fact(turn: str) -> None
 )
 def test_a_statement_or_an_order_that_stands_is_kept(turn: str, kind: str) -> None:
     assert kind in [k for k, _ in _adds(turn)]
-
-
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "good news: the flaky login thing is sorted, we moved to the new SDK and it merged this morning.",
-        "the export bug, I actually ended up fixing that myself on the weekend, it batches writes now.",
-        "The vendor signed off on the new format and I wrote the parser myself, so we can strike that one off.",
-    ],
-)
-def test_a_thing_reported_done_is_a_close_not_an_entry(sentence: str) -> None:
-    said = signals(sentence, True)
-    assert done_news(sentence)
-    assert [s.action for s in said] in ([], ["close"])
-
-
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "The client version is fixed to 8.12.1, not 8.11.0.",
-        "The Go version is fixed at 1.22 until the build servers are upgraded.",
-        "Bumped the theme pin to 0.128.0 now that upstream fixed it.",
-    ],
-)
-def test_a_pin_is_no_news_of_a_thing_done(sentence: str) -> None:
-    assert not done_news(sentence)
 
 
 def test_what_asks_for_work_now() -> None:
