@@ -10,7 +10,14 @@ as :mod:`kairosd.consolidation.worker` does.
 Figures (see the corpus format notes):
 
 - **precision**: board entries matching an expected item of their turn (kind allowed, every key
-  word in the text) / board entries. An entry's turn is the one whose timestamp its candidate
+  word in the text) / board entries. "Kind allowed" (:func:`fits`): by default (matching
+  ``strict``, the definition every reported figure uses) the entry's kind must be one the label
+  lists. Matching ``standing`` (issue 22's eighth round; a second view, never the reported figure)
+  lets any of the five standing kinds (rule, preference, correction, decision, fact) match a label of
+  standing kinds when it carries the label's key words, while a to-do still matches only a to-do: a
+  session reads an entry's words, and "[fact] migration files are named V<yyyyMMddHHmm>__x.sql, our
+  convention" tells it much what "[rule] ..." does, but a session does treat a rule and a fact
+  differently, so the goals are judged strictly. An entry's turn is the one whose timestamp its candidate
   carries; agent mode's entries carry none, so they may match any item of their session. Entries
   made of no turn at all (from tool calls) are counted apart (``untimed``) and reported.
 - **recall**: expected items matched / expected items. An item that a later item *of the same
@@ -46,6 +53,17 @@ from kairosd.consolidation.transcripts.read import ReadStats, read_file
 
 BASE = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
 MODES = ("offline", "agent")
+MATCHINGS = ("strict", "standing")  # how an entry's kind must fit its label's kinds (see :func:`fits`)
+STANDING = frozenset({"rule", "preference", "correction", "decision", "fact"})  # every board kind but "todo"
+
+
+def fits(expect: Expect, kind: str, text: str, matching: str = "strict") -> bool:
+    """Whether an entry (``kind``, ``text``) is the item ``expect``: every key word in the text, and a
+    kind the label allows (``strict``), or, ``standing``, any standing kind for a label of standing
+    kinds only (a to-do, made or labeled, must match exactly)."""
+    if matching == "strict" or kind not in STANDING or not STANDING.issuperset(expect.kinds):
+        return expect.matches(kind, text)
+    return expect.matches(expect.kinds[0], text)
 
 
 @dataclass(frozen=True)
@@ -88,6 +106,7 @@ class Tally:
 class Outcome:
     split: str
     mode: str
+    matching: str = "strict"
     turns: int = 0
     human_read: int = 0  # typed turns the readers found (must equal ``turns``)
     overall: Tally = field(default_factory=Tally)
@@ -130,12 +149,16 @@ def score(
     shape: str | None = None,
     data: Path = DATA,
     writers: list[Writer] | None = None,
+    matching: str = "strict",
 ) -> Outcome:
     """The figures for ``split`` in ``mode`` (agent mode answers with ``answer_for``, by default
-    :func:`ideal_answer`); ``shape``: render every session in that shape instead of its own."""
+    :func:`ideal_answer`); ``shape``: render every session in that shape instead of its own;
+    ``matching``: how an entry's kind must fit its label (:func:`fits`)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    outcome = Outcome(split, mode)
+    if matching not in MATCHINGS:
+        raise ValueError(f"matching must be one of {MATCHINGS}, not {matching!r}")
+    outcome = Outcome(split, mode, matching)
     with tempfile.TemporaryDirectory(prefix="kairos-corpus-") as folder:
         for writer in writers if writers is not None else load(split, data):
             for project in writer.projects:
@@ -191,7 +214,7 @@ def _project(
         entries = [e for m in merged for e in (*m.added, *m.seen)]
         # Agent mode knows no turn of an entry, and "6432, not 5432" fits two items: entries and items are
         # paired as a whole (a maximum matching, the latest item first), not each to the first that fits.
-        paired = _pairs(entries, mine) if mode != "offline" else {}
+        paired = _pairs(entries, mine, outcome.matching) if mode != "offline" else {}
         for entry in entries:
             when = by_key.get(normal_key(entry.text))
             where = f"{writer.writer}/{project.name} s{s}/{fmt}"
@@ -199,8 +222,10 @@ def _project(
                 outcome.untimed.append(f"[{where}] {entry.kind}: {entry.text!r}")
                 continue
             turn = turn_of[when] if mode == "offline" and when is not None else None
-            fits = [i for i in mine if turn in (None, i.turn) and i.expect.matches(entry.kind, entry.text)]
-            match = paired.get(id(entry)) or (fits[0] if fits else None)
+            fitting = [
+                i for i in mine if turn in (None, i.turn) and fits(i.expect, entry.kind, entry.text, outcome.matching)
+            ]
+            match = paired.get(id(entry)) or (fitting[0] if fitting else None)
             if match is not None and match.entry is None:
                 match.entry = entry.id
             produced.append((entry, fmt, match, f"[{where}" + (f" t{turn}]" if turn is not None else "]")))
@@ -208,18 +233,20 @@ def _project(
     _tally(store.load(cwd), items, produced, outcome)
 
 
-def _pairs(entries: list[Entry], mine: list[_Item]) -> dict[int, _Item]:
+def _pairs(entries: list[Entry], mine: list[_Item], matching: str) -> dict[int, _Item]:
     """Each entry's item in a maximum matching of entries to the items they fit (Kuhn's augmenting paths;
     an entry tries the latest item first: later words win)."""
-    fits = {
-        id(e): sorted((i for i in mine if i.entry is None and i.expect.matches(e.kind, e.text)), key=lambda i: -i.turn)
+    options = {
+        id(e): sorted(
+            (i for i in mine if i.entry is None and fits(i.expect, e.kind, e.text, matching)), key=lambda i: -i.turn
+        )
         for e in entries
     }
     owner: dict[int, int] = {}  # id(item) -> id(entry)
     item_of: dict[int, _Item] = {}
 
     def augment(entry: int, visited: set[int]) -> bool:
-        for item in fits[entry]:
+        for item in options[entry]:
             if id(item) in visited:
                 continue
             visited.add(id(item))

@@ -5,6 +5,7 @@
     cues     a sentence's kind (rule, preference, correction, decision, to-do, fact)
     noise    cue words that are no instruction: hypotheticals, others' words, one-offs
     substance what an entry must carry to stand alone: no fragment of an order, no to-do that names nothing
+    at_hand  what the whole turn asks: a fact beside a request for work now is that work's context
     joined   one instruction said over several sentences of a line is one entry
     changes  a sentence that says something changed: an update the board keeps only if it updates an entry
     dates    relative dates to absolute ones

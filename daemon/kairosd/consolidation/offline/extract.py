@@ -32,6 +32,8 @@ What it looks for, in what the person typed (human user turns only: an agent's e
 - :mod:`.noise` refuses what carries a cue's words and is no standing instruction: hypotheticals,
   other people's and tools' words, observations, one-offs about the code at hand, task orders,
   review comments, a pick among the agent's options, the state of the work at hand;
+- :mod:`.at_hand` reads the whole turn: a fact said beside a request for work now ("The config comes
+  from the ansible role. Please explain the transport map.") is that work's context, not the project's;
 - last, whatever cue made an entry, :mod:`.substance` keeps it only if it stands alone (an order of
   four words or more, with no question in it, not a bare infinitive; a to-do that names what to
   do) and gives a rule that only reports a change ("X moved to Y") the kind "fact". These are shapes,
@@ -70,6 +72,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from kairosd.consolidation.board.entries import KINDS, MAX_TEXT, Candidate, clean, normal_key, unsafe
+from kairosd.consolidation.offline.at_hand import context_of_request
 from kairosd.consolidation.offline.changes import update
 from kairosd.consolidation.offline.clauses import MAX_LINE, context_items, lined_sentences, sentences
 from kairosd.consolidation.offline.cues import (
@@ -276,6 +279,8 @@ def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal
         for s in joined(lined, found, at)
         if s.action != "add" or ((s.kind not in _ORDERS or not names_nothing(s.text)) and not fragment(s.kind, s.text))
     )
+    # A fact beside a request for work now is that work's context (:mod:`.at_hand`)
+    out = tuple(s for s in out if s.action != "add" or not context_of_request(s.kind, s.text, typed))
     # A change no entry holds ("stg api moved, its api-stg2.tipjar.dev:8443 now"): the board keeps it
     # only if it gives an entry a new value (:mod:`.changes`)
     held = [s.text for s in out if s.action != "close"]
