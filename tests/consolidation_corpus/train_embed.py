@@ -36,6 +36,8 @@ Run from the repository root:
 - ``python -m tests.consolidation_corpus.train_embed --test heldout`` (or a newer blind part such as
   ``fresh8``): trained on all of :data:`POOL`, each mode at its :data:`CHOSEN` threshold, once. Never
   use those figures to choose anything.
+- ``--classifier bayes``: the control, :mod:`.train_classifier`'s naive Bayes over n-grams in the same
+  modes on the same left-out splits (is it the embeddings, or any second opinion?).
 """
 
 from __future__ import annotations
@@ -57,9 +59,9 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from consolidation_corpus import score as scoring
-from consolidation_corpus.corpus import load
+from consolidation_corpus.corpus import CorpusError, load
 from consolidation_corpus.report import TUNED
-from consolidation_corpus.train_classifier import NONE, examples
+from consolidation_corpus.train_classifier import NONE, Bayes, examples
 from kairosd.consolidation.offline import cues
 from kairosd.consolidation.offline import extract as extract_module
 from kairosd.consolidation.offline.noise import refused
@@ -73,7 +75,8 @@ NEEDS = {
     "tokenizers": "tokenizers",
     "sklearn": "scikit-learn",
 }
-POOL = (*TUNED, "fresh7")  # every split the cues were tuned on, and fresh7 (read after it was scored)
+# every split the cues were tuned on, and fresh7 (read after it was scored); once, should TUNED come to hold it
+POOL = tuple(dict.fromkeys((*TUNED, "fresh7")))
 LEFT_OUT = ("fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
 MODES = ("cues", "gate", "union", "alone", "agree")
 GRID = {
@@ -125,7 +128,7 @@ class MiniLM:
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
         return x @ self.w[f"{name}.weight"] + self.w[f"{name}.bias"]  # weights stored transposed
 
-    def embed(self, texts: list[str], batch: int = 32) -> np.ndarray:
+    def embed(self, texts: list[str], batch: int = 8) -> np.ndarray:
         np = self.np
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # like lengths pad little
         out = np.zeros((len(texts), 384), dtype=np.float32)
@@ -252,7 +255,23 @@ class Classifier:
         return self.seen[sentence]
 
 
-def reader(mode: str, classifier: Classifier, t: float) -> Callable[..., cues.Signal | None]:
+class Ngrams:
+    """The control: :mod:`.train_classifier`'s naive Bayes over n-grams, in the same modes and splits."""
+
+    def __init__(self, splits: Iterable[str]) -> None:
+        data = [pair for split in splits for pair in examples(load(split))]
+        self.bayes = Bayes(data)
+        self.size = len(data)
+        self.c = None
+        self.seen: dict[str, dict[str, float]] = {}
+
+    def posterior(self, sentence: str) -> dict[str, float]:
+        if sentence not in self.seen:
+            self.seen[sentence] = self.bayes.posterior(sentence)
+        return self.seen[sentence]
+
+
+def reader(mode: str, classifier: Classifier | Ngrams, t: float) -> Callable[..., cues.Signal | None]:
     def read(sentence: str, *, after_agent: bool, first: bool) -> cues.Signal | None:
         signal = cues.read(sentence, after_agent=after_agent, first=first)
         if mode == "cues" or (signal is not None and signal.action != "add"):
@@ -286,7 +305,7 @@ def read_by_pipeline(split: str) -> list[str]:
     return said
 
 
-def run(split: str, mode: str, classifier: Classifier, t: float) -> scoring.Outcome:
+def run(split: str, mode: str, classifier: Classifier | Ngrams, t: float) -> scoring.Outcome:
     return _score(split, reader(mode, classifier, t))
 
 
@@ -328,8 +347,16 @@ def missing() -> list[str]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--test", default=",".join(LEFT_OUT), help="splits to score, one at a time")
+    parser.add_argument(
+        "--classifier",
+        choices=("embed", "bayes"),
+        default="embed",
+        help="bayes: the n-gram control (tuned splits only)",
+    )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "kairos-train-embed.npz")
     args = parser.parse_args(argv)
+    if args.classifier == "bayes" and any(s not in POOL for s in args.test.split(",")):
+        parser.error("the n-gram control is for the left-out tuned splits: blind splits are scored once, with embed")
     lacking = missing()
     if lacking:
         print(
@@ -337,6 +364,12 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    for split in args.test.split(","):
+        try:
+            load(split)
+        except CorpusError as exc:
+            print(f"train_embed: {exc}", file=sys.stderr)
+            return 2
     spec = importlib.util.find_spec("all_minilm_l6_v2")  # not imported: its __init__ prints
     assert spec is not None
     assert spec.submodule_search_locations
@@ -352,7 +385,8 @@ def main(argv: list[str]) -> int:
         for split in args.test.split(","):
             blind = split not in POOL
             embeddings.of(read_by_pipeline(split))
-            classifier = Classifier(embeddings, [s for s in POOL if s != split])
+            pool = [s for s in POOL if s != split]
+            classifier = Classifier(embeddings, pool) if args.classifier == "embed" else Ngrams(pool)
             print(f"<!-- {split}: trained on {classifier.size} sentences, C={classifier.c} -->", flush=True)
             for mode in MODES:
                 for t in (CHOSEN[mode],) if blind else GRID[mode]:
