@@ -11,6 +11,8 @@ v2 (the labeled data in ``data/<split>/<writer>.json``; ``heldout`` is the quali
     data/train the offline tuner's split (one file per invented writer; tuned on, never a quality figure)
     train_classifier  leave-one-split-out comparison of a naive Bayes classifier with the cues,
                       through the scorer (why the offline extractor ships no model)
+    train_embed       the same with a packaged sentence-embedding model (all-MiniLM-L6-v2 run in numpy) and
+                      a logistic regression; needs packages CI never installs, so nothing imports it
 
 v1 (the corpus the offline extractor was tuned on; kept working, not a quality figure):
 
