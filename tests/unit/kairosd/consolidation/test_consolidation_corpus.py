@@ -63,6 +63,9 @@ OFFLINE_FLOORS = {
     # tuned on since issue 22's eighth round (a fact beside a request for work now is that work's context):
     # blind 0.67 (42/63); after the round 0.70 (42/60), the floor below (the default, strict matching)
     "fresh7": {"precision": 42 / 60, "recall": 43 / 114, "replacements": 3 / 11, "closes": 5 / 6},
+    # written blind during issue 22's eighth round, scored once after it (the plain report): the same
+    # figures as on the code before the round
+    "fresh8": {"precision": 48 / 59, "recall": 48 / 102, "replacements": 8 / 11, "closes": 7 / 9},
 }
 
 
@@ -462,7 +465,9 @@ def test_agent_mode_loses_nothing_between_the_transcript_and_the_board(agent_out
     assert all(t.recall.value == 1.0 for t in outcome.by_shape.values())
 
 
-@pytest.mark.parametrize("split", ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "train"])
+@pytest.mark.parametrize(
+    "split", ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "train"]
+)
 def test_agent_mode_loses_nothing_on_the_fresh_splits_either(
     split: str, agent_score: Callable[[str], scoring.Outcome]
 ) -> None:
