@@ -28,6 +28,7 @@ FEATURES = (
     "session-start context",
     "idle wake",
     "consolidation",
+    "rem-agent",
     "MCP",
 )
 CLIS = ("claude", "codex", "gemini", "copilot", "opencode")

@@ -72,7 +72,7 @@ def consolidate(world: World, name: str, turns: list[str]) -> dict[str, Any]:
     return dict(doc["result"])
 
 
-@pytest.mark.feature("agent consolidation")
+@pytest.mark.feature("rem-agent")
 @pytest.mark.parametrize("cli", ["claude"])
 def test_agent_consolidation_through_the_real_cli(cli, world_factory):
     world = world_factory(cli)
@@ -153,7 +153,7 @@ def judging(original: Any) -> Any:
     return decide
 
 
-@pytest.mark.feature("agent consolidation")
+@pytest.mark.feature("rem-agent")
 @pytest.mark.parametrize("cli", ["codex", "gemini", "copilot", "opencode"])
 def test_a_sessions_end_is_consolidated_by_the_rem_agent_through_the_same_cli(cli, world_factory):
     """An earlier session offline mode read left two guesses. A real session of ``cli`` ends; kairos
