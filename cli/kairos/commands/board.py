@@ -342,4 +342,6 @@ def _why(record: BoardChange) -> str:
         return f" (was: {record.before})"
     if record.replaced_by:
         return f" (back; {record.replaced_by} had replaced it)"
+    if record.action in ("drop", "confirm"):  # a rem-agent's word on an offline guess (KEEP / DROP)
+        return f" (an offline guess the rem-agent {'dropped' if record.action == 'drop' else 'confirmed'})"
     return ""

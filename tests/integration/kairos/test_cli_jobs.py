@@ -455,6 +455,22 @@ def test_a_listing_prints_a_table_a_message_when_empty_and_the_document_with_jso
     assert capsys.readouterr().out == empty + "\n"
 
 
+def test_board_history_says_what_a_rem_agent_did_with_an_offline_guess(fake, capsys):
+    """A guess the rem-agent dropped (DROP ID) or confirmed (KEEP ID) says so beside its entry."""
+    made = {"at": "2026-11-23T09:00:00+00:00", "by": "kairos", "kind": "rule", "project": "/src/app"}
+    history = [{"action": "drop", "id": "b1", "text": "kindly look", **made},
+               {"action": "confirm", "id": "b2", "text": "use uv", **made}]  # fmt: skip
+    fake.routes[("GET", f"/v1/board/history?cwd={Path.cwd()}&limit=50")] = (
+        200,
+        {"history": history, "project": "/src/app"},
+    )
+    assert run(["board", "history"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "2026-11-23 09:00:00+00:00  drop     kairos  b1  [rule] kindly look (an offline guess the rem-agent dropped)",
+        "2026-11-23 09:00:00+00:00  confirm  kairos  b2  [rule] use uv (an offline guess the rem-agent confirmed)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("argv", "route", "answer", "where"),
     [
