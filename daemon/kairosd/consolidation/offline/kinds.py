@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from importlib import resources
 
-__all__ = ["DATA", "FORMAT", "NONE", "Kinds", "Unavailable", "agrees", "features", "group", "load"]
+__all__ = ["DATA", "FORMAT", "NONE", "Kinds", "Unavailable", "agrees", "features", "from_bytes", "group", "load"]
 
 DATA = "kinds.json.gz"  # in the package's data/ folder
 FORMAT = 1
@@ -119,7 +119,15 @@ def load() -> Kinds:
     """The shipped model, read once per process; :class:`Unavailable` says why it cannot be used."""
     try:
         raw = resources.files(__package__).joinpath("data", DATA).read_bytes()
-        document = json.loads(gzip.decompress(raw))
-    except (OSError, EOFError, ValueError) as exc:  # missing, cut short, not gzip, not JSON (UnicodeError too)
+    except OSError as exc:
         raise Unavailable(f"the kinds model ({DATA}) cannot be read: {exc}") from exc
+    return from_bytes(raw)
+
+
+def from_bytes(raw: bytes) -> Kinds:
+    """The model out of the data file's bytes (gzipped JSON); :class:`Unavailable` if they are not one."""
+    try:
+        document = json.loads(gzip.decompress(raw))
+    except (OSError, EOFError, ValueError) as exc:  # cut short, not gzip, not JSON (UnicodeError too)
+        raise Unavailable(f"the kinds model ({DATA}) is damaged: {exc}") from exc
     return Kinds.from_document(document)
