@@ -65,8 +65,8 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
                                     # offline; offline (no LLM) opts out; agent forces the rem-agent
     agent_timeout = "5m"            # agent mode: the bound of all its turns; offline is the fallback
     offline = "broad"               # offline mode's reading: broad (the cues); cautious keeps only the
-                                    # entries a small model of the corpus reads as the same kind: fewer
-                                    # wrong entries, about half as many right ones (for mode = "offline")
+                                    # entries a small model of the corpus reads as the same kind: far
+                                    # fewer wrong entries, and fewer right ones (for mode = "offline")
     max_agent_runs_per_day = 20     # agent runs a day (all projects); past it, offline (0: never agent)
     prompt_budget = 60000           # bytes (UTF-8) of typed turns per rem-agent turn; more: several turns
     max_chunks = 10                 # a session needing more turns than this is consolidated offline
