@@ -37,7 +37,9 @@ Run from the repository root:
   ``fresh8``): trained on all of :data:`POOL`, each mode at its :data:`CHOSEN` threshold, once. Never
   use those figures to choose anything.
 - ``--classifier bayes``: the control, :mod:`.train_classifier`'s naive Bayes over n-grams in the same
-  modes on the same left-out splits (is it the embeddings, or any second opinion?).
+  modes on the same left-out splits (is it the embeddings, or any second opinion?); it needs none of the
+  embedding's packages. ``--min-count N``: the shipped model's variant instead (the cautious offline
+  reading's, :mod:`.train_kinds`: features seen fewer than N times left out); ``--modes``: only those.
 """
 
 from __future__ import annotations
