@@ -16,6 +16,12 @@ Measured, each in a fresh process (so imports and peak RSS are the run's own), b
 - **consolidation**: ``python -m kairosd.consolidation.worker`` on the transcript, the real
   thing: read, extract, normalise, merge into a board (atomic write and history), write the result.
 
+- **cautious reading**: the same worker with ``offline = "cautious"`` (a cue's entry kept only where the
+  kinds model agrees, :mod:`kairosd.consolidation.offline.kinds`), against the broad reading (the
+  consolidation above) measured in the same run; and in this process, the model's load (read, gunzip,
+  parse, tables) against one broad reading of the transcript's typed turns, and its cost per sentence
+  (:func:`kinds.top`) against the cues' (:func:`cues.read`) on the same sentences.
+
 Time is wall time of the whole process (interpreter start-up included, for both); memory is the
 process' peak RSS (``VmHWM``, which each process reports for itself as it ends: not ``ru_maxrss``,
 because Linux carries a forking parent's high-water mark into the child across exec, so a child
@@ -258,9 +264,9 @@ def _timed(argv: list[str]) -> tuple[float, float]:
     return elapsed, int(peak_kb) / 1024
 
 
-def _request(folder: Path, transcript: Path, n: int) -> Path:
+def _request(folder: Path, transcript: Path, n: int, offline: str = "broad") -> Path:
     project = folder / "app"
-    project.mkdir(exist_ok=True)  # each run merges into the same board, as sessions of one project do
+    project.mkdir(parents=True, exist_ok=True)  # each run merges into the same board, as sessions of one project do
     request = {
         "version": 1,
         "run": f"t{n:010x}",
@@ -270,17 +276,18 @@ def _request(folder: Path, transcript: Path, n: int) -> Path:
         "session_id": "bench",
         "mode": "offline",
         "agent_timeout_s": 60,
+        "offline": offline,
         "zone": "UTC",
         "requested_at": datetime(2026, 11, 20, 18, tzinfo=UTC).isoformat(),
         "boards_dir": str(folder / "boards"),
-        "result_path": str(folder / f"result-{n}.json"),
+        "result_path": str(folder / f"result-{offline}-{n}.json"),
         "pid_path": str(folder / f"pid-{n}"),
         "config_dir": str(folder / "config"),
         "state_dir": str(folder / "state"),
         "data_dir": str(folder / "data"),
         "runtime_dir": str(folder / "run"),
     }
-    path = folder / f"request-{n}.json"
+    path = folder / f"request-{offline}-{n}.json"
     path.write_text(json.dumps(request))
     return path
 
@@ -288,18 +295,37 @@ def _request(folder: Path, transcript: Path, n: int) -> Path:
 def _measure(folder: Path, name: str, transcript: Path, args: argparse.Namespace) -> list[Row]:
     mb = transcript.stat().st_size / 1e6
     scans = [_timed([sys.executable, "-c", SCAN, str(transcript)]) for _ in range(args.repeats)]
-    runs = []
-    for n in range(args.repeats):
+    runs, cautious = [], []
+    for n in range(args.repeats):  # interleaved: both readings see the same state of the machine
         request = _request(folder / name, transcript, n)
         runs.append(_timed([sys.executable, "-m", "kairosd.consolidation.worker", str(request)]))
-    result = json.loads((folder / name / "result-0.json").read_text())
+        request = _request(folder / name / "cautious", transcript, n, "cautious")
+        cautious.append(_timed([sys.executable, "-m", "kairosd.consolidation.worker", str(request)]))
+    result = json.loads((folder / name / "result-broad-0.json").read_text())
     assert result["ok"], result
+    careful = json.loads((folder / name / "cautious" / "result-cautious-0.json").read_text())
+    assert careful["ok"], careful
+    assert careful["offline_reading"] == "cautious", careful
     if args.verbose:
         print(name, json.dumps({k: result[k] for k in ("transcript", "extracted", "board_size")}), file=sys.stderr)
+        print(f"{name}, cautious: {json.dumps({k: careful[k] for k in ('extracted', 'board_size')})}", file=sys.stderr)
     seconds, base_s = min(r[0] for r in runs), min(s[0] for s in scans)
     rss, base_rss = max(r[1] for r in runs), max(s[1] for s in scans)
+    careful_s, careful_rss = min(r[0] for r in cautious), max(r[1] for r in cautious)
     bench = f"offline consolidation, {mb:.0f} MB {name}"
+    reading = f"cautious reading, {mb:.0f} MB {name}"
     return [
+        Row(
+            reading,
+            "wall time (process)",
+            careful_s * 1e3,
+            "ms",
+            "broad reading",
+            seconds * 1e3,
+            "<= 2000 ms",
+            careful_s <= 2,
+        ),
+        Row(reading, "peak RSS", careful_rss, "MB", "broad reading", rss, "<= 100 MB", careful_rss <= 100),
         Row(
             bench,
             "wall time (process)",
@@ -311,6 +337,48 @@ def _measure(folder: Path, name: str, transcript: Path, args: argparse.Namespace
             seconds <= 2,
         ),
         Row(bench, "peak RSS", rss, "MB", "json line scan", base_rss, "<= 100 MB", rss <= 100),
+    ]
+
+
+def _model(transcript: Path, repeats: int) -> list[Row]:
+    """In this process: the kinds model's load and its cost per sentence, against the broad reading's."""
+    from kairosd.consolidation.offline import cues, kinds
+    from kairosd.consolidation.offline import extract as extraction
+    from kairosd.consolidation.offline.clauses import sentences
+    from kairosd.consolidation.transcripts.read import ReadStats, read_file
+
+    typed = [m.text for m in read_file(str(transcript), "claude", ReadStats()) if m.human]
+    raw = (Path(kinds.__file__).parent / "data" / kinds.DATA).read_bytes()
+    loads, reads = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        model = kinds.from_bytes(raw)
+        loads.append(time.perf_counter() - t0)
+        extraction.turn.cache_clear()
+        t0 = time.perf_counter()
+        for text in typed:
+            extraction.signals(text, True)
+        reads.append(time.perf_counter() - t0)
+    said = [s for text in dict.fromkeys(typed) for s in sentences(text)] * 20
+    t0 = time.perf_counter()
+    for sentence in said:
+        cues.read(sentence, after_agent=True, first=False)
+    per_cue = (time.perf_counter() - t0) / len(said)
+    t0 = time.perf_counter()
+    for sentence in said:
+        model.top(sentence)
+    per_top = (time.perf_counter() - t0) / len(said)
+    bench = f"cautious reading: the kinds model ({len(raw) / 1000:.0f} KB gzipped)"
+    return [
+        Row(
+            bench,
+            "load (read once per run)",
+            min(loads) * 1e3,
+            "ms",
+            f"broad reading of {len(typed)} turns",
+            min(reads) * 1e3,
+        ),
+        Row(bench, "per sentence (kinds.top)", per_top * 1e6, "us", "the cues (cues.read)", per_cue * 1e6),
     ]
 
 
@@ -326,6 +394,7 @@ def run(args: argparse.Namespace) -> list[Row]:
             if args.verbose:
                 print(f"{name}: {transcript.stat().st_size / 1e6:.1f} MB, {lines:,} lines", file=sys.stderr)
             rows += _measure(folder, name, transcript, args)
+        rows += _model(folder / "claude" / "transcript.jsonl", args.repeats)
     return rows
 
 

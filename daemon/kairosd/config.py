@@ -64,6 +64,9 @@ the fix (``chmod go-w FILE``), and ``kairos doctor`` lists it as a problem.
                                     # ended, if `kairos integrate` set that CLI up and it is found, else
                                     # offline; offline (no LLM) opts out; agent forces the rem-agent
     agent_timeout = "5m"            # agent mode: the bound of all its turns; offline is the fallback
+    offline = "broad"               # offline mode's reading: broad (the cues); cautious keeps only the
+                                    # entries a small model of the corpus reads as the same kind: far
+                                    # fewer wrong entries, and fewer right ones (for mode = "offline")
     max_agent_runs_per_day = 20     # agent runs a day (all projects); past it, offline (0: never agent)
     prompt_budget = 60000           # bytes (UTF-8) of typed turns per rem-agent turn; more: several turns
     max_chunks = 10                 # a session needing more turns than this is consolidated offline
@@ -331,6 +334,9 @@ class ConsolidationConfig(_Section):
     min_user_turns: int = Field(default=3, ge=0, le=1000)
     mode: Literal["auto", "offline", "agent"] = "auto"
     agent_timeout: Seconds = Field(default=300.0, gt=0, le=3600)
+    # How offline mode reads a transcript (also agent mode's fallback): "broad", the cues alone; "cautious",
+    # a cue's entry kept only if kairosd.consolidation.offline.kinds reads the sentence as the same kind.
+    offline: Literal["broad", "cautious"] = "broad"
     max_agent_runs_per_day: int = Field(default=20, ge=0, le=10_000)
     # Bytes (UTF-8) of typed turns per rem-agent turn. At most 80k: CLIs that take the prompt as one
     # command-line argument refuse more than about 100 KB.

@@ -10,7 +10,9 @@ v2 (the labeled data in ``data/<split>/<writer>.json``; ``heldout`` is the quali
     report     print the figures: python -m tests.consolidation_corpus.report --split --mode
     data/train the offline tuner's split (one file per invented writer; tuned on, never a quality figure)
     train_classifier  leave-one-split-out comparison of a naive Bayes classifier with the cues,
-                      through the scorer (why the offline extractor ships no model)
+                      through the scorer (why the broad offline reading ships no model)
+    train_kinds       writes the cautious offline reading's model (offline/data/kinds.json.gz): that naive
+                      Bayes, trained on the tuned splits; a unit test checks the shipped file is current
     train_embed       the same with a packaged sentence-embedding model (all-MiniLM-L6-v2 run in numpy) and
                       a logistic regression; needs packages CI never installs, so nothing imports it
 

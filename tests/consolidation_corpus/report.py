@@ -1,7 +1,7 @@
 """Print the consolidation figures of a corpus split: overall, per transcript shape, per kind, per writer.
 
     python -m tests.consolidation_corpus.report [--split heldout] [--mode offline|agent] [--shape S] [--misses]
-        [--matching strict|standing]
+        [--matching strict|standing] [--offline broad|cautious]
     (from the repository's root; or ``python -m consolidation_corpus.report`` from tests/)
 
 Agent mode answers with the scripted capable model (:func:`.score.ideal_answer`): it checks that
@@ -21,7 +21,7 @@ if __package__ in (None, "", "tests.consolidation_corpus"):  # run from the root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from consolidation_corpus.corpus import SHAPES, SPLITS, CorpusError
-from consolidation_corpus.score import MATCHINGS, MODES, Outcome, Tally, score
+from consolidation_corpus.score import MATCHINGS, MODES, OFFLINE_READINGS, Outcome, Tally, score
 
 # The splits whose misses the offline extractor was tuned on (fresh and fresh2 since issue 22's third
 # round, fresh3 since its fourth, fresh4 and fresh5 since its sixth, fresh6 since its seventh, which
@@ -35,8 +35,9 @@ GOALS = "offline goals (issue 22), held-out text: precision >= 0.95, recall >= 0
 
 def table(outcome: Outcome) -> str:
     """The figures as Markdown tables."""
+    reading = f" ({outcome.offline} reading)" if outcome.mode == "offline" else ""
     rows = [
-        f"split {outcome.split}, mode {outcome.mode}: {outcome.turns} typed turns "
+        f"split {outcome.split}, mode {outcome.mode}{reading}: {outcome.turns} typed turns "
         f"({outcome.human_read} read back as typed); kinds matched {outcome.matching}",
         "",
         "(a kind's precision is that of the entries made with that kind; its recall, that of the items labeled so)",
@@ -77,9 +78,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="strict (default, every reported figure): the entry's kind must be one its label lists; standing: "
         "any standing kind (not a to-do) fits a label of standing kinds (a second view, issue 22's eighth round)",
     )
+    parser.add_argument(
+        "--offline",
+        choices=OFFLINE_READINGS,
+        default="broad",
+        help="offline mode's reading ([consolidation] offline): broad (default, the cues) or cautious (a cue's "
+        "entry kept only where the shipped kinds model reads the same kind)",
+    )
     args = parser.parse_args(argv)
     try:
-        outcome = score(args.split, args.mode, shape=args.shape, matching=args.matching)
+        outcome = score(args.split, args.mode, shape=args.shape, matching=args.matching, offline=args.offline)
     except CorpusError as exc:
         print(f"consolidation corpus: {exc}", file=sys.stderr)
         return 2

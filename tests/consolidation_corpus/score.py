@@ -48,11 +48,14 @@ from consolidation_corpus.shapes import READER, render
 from kairosd.consolidation.board.entries import Candidate, clean, normal_key
 from kairosd.consolidation.board.store import Board, BoardStore, Entry, MergeResult
 from kairosd.consolidation.offline.extract import extract
+from kairosd.consolidation.offline.kinds import Kinds
+from kairosd.consolidation.offline.kinds import load as load_kinds
 from kairosd.consolidation.remagent import protocol as rem_protocol
 from kairosd.consolidation.transcripts.read import ReadStats, read_file
 
 BASE = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
 MODES = ("offline", "agent")
+OFFLINE_READINGS = ("broad", "cautious")  # [consolidation] offline
 MATCHINGS = ("strict", "standing")  # how an entry's kind must fit its label's kinds (see :func:`fits`)
 STANDING = frozenset({"rule", "preference", "correction", "decision", "fact"})  # every board kind but "todo"
 
@@ -107,6 +110,7 @@ class Outcome:
     split: str
     mode: str
     matching: str = "strict"
+    offline: str = "broad"  # offline mode's reading
     turns: int = 0
     human_read: int = 0  # typed turns the readers found (must equal ``turns``)
     overall: Tally = field(default_factory=Tally)
@@ -150,19 +154,24 @@ def score(
     data: Path = DATA,
     writers: list[Writer] | None = None,
     matching: str = "strict",
+    offline: str = "broad",
 ) -> Outcome:
     """The figures for ``split`` in ``mode`` (agent mode answers with ``answer_for``, by default
     :func:`ideal_answer`); ``shape``: render every session in that shape instead of its own;
-    ``matching``: how an entry's kind must fit its label (:func:`fits`)."""
+    ``matching``: how an entry's kind must fit its label (:func:`fits`); ``offline``: offline mode's
+    reading, ``broad`` (the cues) or ``cautious`` (the cues where the shipped kinds model agrees)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if offline not in OFFLINE_READINGS:
+        raise ValueError(f"offline must be one of {OFFLINE_READINGS}, not {offline!r}")
+    kinds = load_kinds() if offline == "cautious" else None  # a missing model fails the scoring, loudly
     if matching not in MATCHINGS:
         raise ValueError(f"matching must be one of {MATCHINGS}, not {matching!r}")
-    outcome = Outcome(split, mode, matching)
+    outcome = Outcome(split, mode, matching, offline)
     with tempfile.TemporaryDirectory(prefix="kairos-corpus-") as folder:
         for writer in writers if writers is not None else load(split, data):
             for project in writer.projects:
-                _project(Path(folder), writer, project, mode, answer_for or ideal_answer, shape, outcome)
+                _project(Path(folder), writer, project, mode, answer_for or ideal_answer, shape, outcome, kinds)
     return outcome
 
 
@@ -174,6 +183,7 @@ def _project(
     answer_for: AnswerFor,
     shape: str | None,
     outcome: Outcome,
+    kinds: Kinds | None = None,
 ) -> None:
     cwd = f"/home/{writer.writer}/{project.name}"
     clock = [BASE]
@@ -201,7 +211,7 @@ def _project(
         ]
         _link(items, mine, session, s)
         if mode == "offline":
-            candidates = extract(messages, project=cwd, anchor=clock[0], zone=ZoneInfo("UTC")).to_merge
+            candidates = extract(messages, project=cwd, anchor=clock[0], zone=ZoneInfo("UTC"), kinds=kinds).to_merge
             merged = [store.merge(cwd, candidates, session=sid, agent=READER[fmt], run=f"r{s}")]
         else:
             candidates, merged = _agent_chunks(

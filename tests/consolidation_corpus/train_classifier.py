@@ -24,9 +24,7 @@ Never give it ``heldout`` or the newest blind part: their figures are the qualit
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
-import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -40,18 +38,10 @@ from consolidation_corpus.report import TUNED
 from kairosd.consolidation.offline import cues
 from kairosd.consolidation.offline import extract as extract_module
 from kairosd.consolidation.offline.clauses import sentences
+from kairosd.consolidation.offline.kinds import features  # the shipped model's, so the two cannot drift
 
 NONE = "none"
 MODES = ("cues", "gate", "union")
-
-
-def features(sentence: str) -> list[str]:
-    words = re.findall(r"[a-z0-9_'.:/-]+", sentence.lower())
-    grams = [f"w:{w}" for w in words] + [f"b:{a} {b}" for a, b in itertools.pairwise(words)]
-    for word in words:
-        padded = f" {word} "
-        grams += [f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2)]
-    return grams
 
 
 def examples(writers: Iterable[Writer]) -> Iterator[tuple[str, str]]:

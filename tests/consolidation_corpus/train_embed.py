@@ -37,7 +37,9 @@ Run from the repository root:
   ``fresh8``): trained on all of :data:`POOL`, each mode at its :data:`CHOSEN` threshold, once. Never
   use those figures to choose anything.
 - ``--classifier bayes``: the control, :mod:`.train_classifier`'s naive Bayes over n-grams in the same
-  modes on the same left-out splits (is it the embeddings, or any second opinion?).
+  modes on the same left-out splits (is it the embeddings, or any second opinion?); it needs none of the
+  embedding's packages. ``--min-count N``: the shipped model's variant instead (the cautious offline
+  reading's, :mod:`.train_kinds`: features seen fewer than N times left out); ``--modes``: only those.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from consolidation_corpus.report import TUNED
 from consolidation_corpus.train_classifier import NONE, Bayes, examples
 from kairosd.consolidation.offline import cues
 from kairosd.consolidation.offline import extract as extract_module
+from kairosd.consolidation.offline.kinds import Kinds
 from kairosd.consolidation.offline.noise import refused
 
 if TYPE_CHECKING:
@@ -256,11 +259,13 @@ class Classifier:
 
 
 class Ngrams:
-    """The control: :mod:`.train_classifier`'s naive Bayes over n-grams, in the same modes and splits."""
+    """The control: :mod:`.train_classifier`'s naive Bayes over n-grams, in the same modes and splits;
+    with ``min_count``, the shipped model's (:mod:`kairosd.consolidation.offline.kinds`), its features
+    seen fewer than that many times in the training data left out (:func:`.train_kinds.tables`)."""
 
-    def __init__(self, splits: Iterable[str]) -> None:
+    def __init__(self, splits: Iterable[str], min_count: int | None = None) -> None:
         data = [pair for split in splits for pair in examples(load(split))]
-        self.bayes = Bayes(data)
+        self.bayes: Bayes | Kinds = Bayes(data) if min_count is None else pruned(data, min_count)
         self.size = len(data)
         self.c = None
         self.seen: dict[str, dict[str, float]] = {}
@@ -269,6 +274,13 @@ class Ngrams:
         if sentence not in self.seen:
             self.seen[sentence] = self.bayes.posterior(sentence)
         return self.seen[sentence]
+
+
+def pruned(data: list[tuple[str, str]], min_count: int) -> Kinds:
+    from consolidation_corpus.train_kinds import tables
+
+    document = tables(data, min_count)
+    return Kinds(document["prior"], document["counts"])  # type: ignore[arg-type]
 
 
 def reader(mode: str, classifier: Classifier | Ngrams, t: float) -> Callable[..., cues.Signal | None]:
@@ -354,9 +366,17 @@ def main(argv: list[str]) -> int:
         help="bayes: the n-gram control (tuned splits only)",
     )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "kairos-train-embed.npz")
+    parser.add_argument(
+        "--min-count",
+        type=int,
+        help="bayes only: the shipped model's features, those seen fewer than this many times left out",
+    )
+    parser.add_argument("--modes", default=",".join(MODES), help="bayes only: the modes to score")
     args = parser.parse_args(argv)
     if args.classifier == "bayes" and any(s not in POOL for s in args.test.split(",")):
         parser.error("the n-gram control is for the left-out tuned splits: blind splits are scored once, with embed")
+    if args.classifier == "bayes":
+        return _bayes(args.test.split(","), args.min_count, tuple(args.modes.split(",")))
     lacking = missing()
     if lacking:
         print(
@@ -405,6 +425,27 @@ def main(argv: list[str]) -> int:
         print(f"\nthe rule (best mean precision at mean recall >= cues' - {RECALL_SLACK}), over {args.test}:")
         for mode, (t, p, r) in choose(figures).items():
             print(f"  {mode:6} threshold {t:.2f}: mean precision {p:.3f}, mean recall {r:.3f}")
+    return 0
+
+
+def _bayes(splits: list[str], min_count: int | None, modes: tuple[str, ...]) -> int:
+    """The n-gram control over left-out tuned splits: needs none of the embedding's packages."""
+    figures: dict[tuple[str, float], list[tuple[float, float]]] = {}
+    print("| split | mode | threshold | precision | recall | replacements |\n|---|---|---|---|---|---|", flush=True)
+    for split in splits:
+        classifier = Ngrams([s for s in POOL if s != split], min_count)
+        print(f"<!-- {split}: trained on {classifier.size} sentences, min_count={min_count} -->", flush=True)
+        for mode in modes:
+            for t in GRID[mode]:
+                outcome = run(split, mode, classifier, t)
+                figures.setdefault((mode, t), []).append(
+                    (outcome.overall.precision.value, outcome.overall.recall.value)
+                )
+                print(line(split, mode, t, outcome), flush=True)
+    print(f"\nmeans over {','.join(splits)}:")
+    for (mode, t), values in figures.items():
+        p, r = (sum(v[i] for v in values) / len(values) for i in (0, 1))
+        print(f"  {mode:6} threshold {t:.2f}: mean precision {p:.3f}, mean recall {r:.3f}")
     return 0
 
 

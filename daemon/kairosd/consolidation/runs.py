@@ -185,7 +185,9 @@ class RunTracker:
             f"{len(merge.get('added', []))} added, {len(merge.get('seen', []))} seen again, "
             f"{len(merge.get('superseded', []))} replaced, {len(merge.get('closed', []))} closed, "
             f"{len(merge.get('pruned', []))} pruned{_judged(merge)} ({result.get('mode', '?')} mode"
+            + (", cautious reading" if result.get("offline_reading") == "cautious" else "")
             + (f"; agent mode failed: {result['fallback']}" if result.get("fallback") else "")
+            + (f"; {result['offline_reading_note']}" if result.get("offline_reading_note") else "")
             + ")"
         )
         run = self.running.get(project)
@@ -244,6 +246,7 @@ class RunTracker:
             "session_id": req.session_id,
             "mode": self.deps.config.mode,
             "agent_timeout_s": self.deps.config.agent_timeout,
+            "offline": self.deps.config.offline,
             "zone": self.deps.zone,
             "requested_at": record.created_at.isoformat(),
             "boards_dir": str(self.boards_dir),

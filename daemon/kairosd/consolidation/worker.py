@@ -5,7 +5,9 @@ kairosd starts it in a new session (its own process group, stdio to the task log
 
 1. takes the project's run lock (``<board>.run.lock``, held until it exits: one run per project
    even across kairosd restarts);
-2. reads the transcript and extracts candidates offline (always: it is also agent mode's fallback);
+2. reads the transcript and extracts candidates offline (always: it is also agent mode's fallback), in
+   the reading the request names (``offline``: broad, or cautious, which falls back to broad, saying why
+   in the result, if its model cannot be loaded);
 3. in agent mode (:mod:`.remagent.modes` decides), asks ``rem-agent`` once per chunk of typed turns, merging
    each answer before the next chunk is asked; any failure falls back to offline mode (for the
    turns the agent did not reach), and the result says why;
@@ -16,8 +18,9 @@ kairosd notices the exit (a pidfd, or after a restart the recorded pid and start
 the result file; a worker that died without one is recorded as failed.
 
 The request (JSON, written by :mod:`.runs`): ``run, project, transcript, agent, session_id,
-mode (auto, agent or offline), agent_timeout_s, zone, requested_at, boards_dir, result_path, pid_path, config_dir,
-state_dir, data_dir, runtime_dir``. With ``--detach`` (how kairosd starts it) it forks first: the
+mode (auto, agent or offline), agent_timeout_s, offline (broad or cautious: offline mode's reading; broad
+if absent), zone, requested_at, boards_dir, result_path, pid_path, config_dir, state_dir, data_dir,
+runtime_dir``. With ``--detach`` (how kairosd starts it) it forks first: the
 parent writes the worker's pid to ``pid_path`` and exits, the worker leads a new session.
 
 Must not import the daemon, the server or the registry's state.
@@ -39,6 +42,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from kairosd.consolidation.board.store import BoardStore, MergeResult
+from kairosd.consolidation.offline import kinds as kinds_model
 from kairosd.consolidation.offline.extract import Extraction, extract
 from kairosd.consolidation.transcripts.read import Message, ReadStats, read_file
 from kairosd.core.clock import Clock, SystemClock
@@ -61,9 +65,10 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
         stats = ReadStats()
         turns: list[str] = []
         wants_agent = request.get("mode", "offline") in ("auto", "agent")
+        kinds = _reading(request, result)
         try:
             # An offline run keeps no copy of the typed turns (only agent mode's prompt needs them).
-            extraction = _offline(request, stats, turns if wants_agent else None)
+            extraction = _offline(request, stats, turns if wants_agent else None, kinds=kinds)
         except OSError as exc:
             result["error"] = f"cannot read the transcript {request.get('transcript')}: {exc.strerror or exc}"
             result["transcript"] = stats.as_dict()
@@ -92,7 +97,7 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
             elif applied:
                 # Its first chunks were applied; offline mode takes the turns it did not reach.
                 try:
-                    candidates = _offline(request, ReadStats(), None, skip_turns=rest).to_merge
+                    candidates = _offline(request, ReadStats(), None, skip_turns=rest, kinds=kinds).to_merge
                 except OSError as exc:
                     candidates = []
                     result["fallback"] += f"; the transcript cannot be read again: {exc.strerror or exc}"
@@ -111,10 +116,39 @@ def consolidate(request: dict[str, Any], clock: Clock, environ: dict[str, str]) 
     return _done(result, clock, started)
 
 
-def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str] | None, skip_turns: int = 0) -> Extraction:
+def _reading(request: dict[str, Any], result: dict[str, Any]) -> kinds_model.Kinds | None:
+    """The cautious reading's model, or None for the broad reading; the result says which was used,
+    and why not the one asked for (the model's data missing or unreadable: never a reason to fail a run)."""
+    asked = request.get("offline", "broad")
+    result["offline_reading"] = "broad"
+    if asked == "broad":
+        return None
+    if asked != "cautious":
+        why = f"no such offline reading: {asked!r}"
+    else:
+        try:
+            kinds = kinds_model.load()
+        except kinds_model.Unavailable as exc:
+            why = str(exc)
+        else:
+            result["offline_reading"] = "cautious"
+            return kinds
+    result["offline_reading_note"] = f"cautious reading not used ({why}); broad reading"
+    _say(f"offline reading: {result['offline_reading_note']}")
+    return None
+
+
+def _offline(
+    request: dict[str, Any],
+    stats: ReadStats,
+    turns: list[str] | None,
+    skip_turns: int = 0,
+    kinds: kinds_model.Kinds | None = None,
+) -> Extraction:
     """Offline mode's candidates; ``turns`` gets what the person typed (all of it: agent mode's
     prompt carries every turn, and the transcript's read cap bounds them). ``skip_turns``: leave out
-    the messages before that typed turn (the ones agent mode already consolidated)."""
+    the messages before that typed turn (the ones agent mode already consolidated); ``kinds``: the
+    cautious reading's model (None: the broad reading)."""
     zone = _zone(request.get("zone"))
     anchor = datetime.fromisoformat(request["requested_at"])
 
@@ -130,7 +164,7 @@ def _offline(request: dict[str, Any], stats: ReadStats, turns: list[str] | None,
 
     transcript = read_file(request["transcript"], request.get("agent"), stats, session_id=request.get("session_id"))
     messages = typed(transcript)
-    return extract(messages, project=str(request["project"]), anchor=anchor, zone=zone)
+    return extract(messages, project=str(request["project"]), anchor=anchor, zone=zone, kinds=kinds)
 
 
 def _agent(

@@ -83,6 +83,20 @@ def test_wheel_contains_the_units_and_the_examples(wheel):
     assert {"kairos/__main__.py", "kairosd/__main__.py"} <= names
 
 
+def test_wheel_contains_the_kinds_model_of_the_cautious_offline_reading(wheel):
+    """The package data kinds.load() reads (importlib.resources), byte for byte."""
+    shipped = REPO / "daemon" / "kairosd" / "consolidation" / "offline" / "data" / "kinds.json.gz"
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("kairosd/consolidation/offline/data/kinds.json.gz") == shipped.read_bytes()
+
+
+@pytest.mark.slow
+def test_installed_wheel_reads_its_kinds_model(installed):
+    """Installed, no checkout around it: the cautious reading's model loads from the package."""
+    probe = "from kairosd.consolidation.offline import kinds; print(kinds.load().top('Never push directly to main.'))"
+    assert _run([str(installed / "python"), "-c", probe], _clean_env()).stdout.strip() == "rule"
+
+
 @pytest.mark.slow
 def test_installed_wheel_has_version_flags_completion_and_finds_its_units(installed, tmp_path):
     """A plain wheel install: both --version flags, completion, and install --dry-run from the packaged units."""

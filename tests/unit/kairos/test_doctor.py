@@ -163,6 +163,16 @@ def test_a_broken_config_is_a_problem(home, tmp_path):
     assert report["notes"][0].startswith("no agent CLI is usable")
 
 
+def test_an_offline_reading_kairos_does_not_have_is_a_config_problem(home, tmp_path):
+    (home / "config").mkdir(mode=0o700)
+    (home / "config" / "config.toml").write_text('[consolidation]\noffline = "strict"\n')
+    (home / "config" / "config.toml").chmod(0o600)
+    report = local_report({"PATH": str(tmp_path), "KAIROS_HOME": str(home)})
+    assert report["config"]["ok"] is False
+    assert "consolidation.offline: Input should be 'broad' or 'cautious'" in report["config"]["error"]
+    assert [p.split(":")[0] for p in report["problems"]] == ["config"]
+
+
 @pytest.mark.slow
 def test_a_tz_kairos_cannot_use_is_a_note_naming_the_zone_it_uses(home, tmp_path):
     """Issue 27, finding 6: a POSIX TZ string fell back silently; doctor now says which zone kairos uses."""
@@ -335,7 +345,7 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
     (home / "config").mkdir(mode=0o700)
     config = home / "config" / "config.toml"
     config.write_text(
-        f'[limits]\nmax_concurrent = 3\nkill_grace = "2m"\n[consolidation]\nmode = "agent"\n'
+        f'[limits]\nmax_concurrent = 3\nkill_grace = "2m"\n[consolidation]\nmode = "agent"\noffline = "cautious"\n'
         f'[webhook]\nsecret = "{secret}"\nmax_attempts = 2\n'
     )
     config.chmod(0o600)
@@ -355,7 +365,12 @@ def test_doctor_shows_the_settings_in_effect(home, tmp_path, monkeypatch, capsys
         "session_ttl": 86400.0,
         "max_output": 1 << 20,
     }
-    assert settings["consolidation"] == {**settings["consolidation"], "mode": "agent", "min_user_turns": 3}
+    assert settings["consolidation"] == {
+        **settings["consolidation"],
+        "mode": "agent",
+        "offline": "cautious",
+        "min_user_turns": 3,
+    }
     assert settings["webhook"] == {**settings["webhook"], "secret": "**********", "max_attempts": 2, "timeout": 30.0}
     assert settings["agents"]["claude"]["timeout"] == 3600.0
     assert secret not in json.dumps(settings)

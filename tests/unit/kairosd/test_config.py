@@ -202,6 +202,8 @@ def test_unknown_keys_are_errors_naming_the_key(paths, text, message):
         ("[custom.mine]\nargv = ['x', '{prompt}']\nbinary = 'y'", "do not apply to a custom agent"),
         ("[custom.claude]\nargv = ['x', '{prompt}']", "'claude' is a built-in agent"),
         ("[custom.'-bad']\nargv = ['x', '{prompt}']", "custom.-bad: not a valid agent name"),
+        ("[consolidation]\noffline = 'careful'", "consolidation.offline: Input should be 'broad' or 'cautious'"),
+        ("[consolidation]\noffline = true", "consolidation.offline: Input should be 'broad' or 'cautious'"),
     ],
 )
 def test_bad_values_are_errors_naming_the_key(paths, text, message):
@@ -402,3 +404,10 @@ def test_the_output_cap_defaults_to_one_mib_everywhere():
     from kairosd.jobs.limits import RegistryLimits
 
     assert Limits().max_output == RegistryLimits().max_output == 1 << 20
+
+
+def test_offline_mode_reads_broadly_unless_the_cautious_reading_is_asked_for(paths):
+    """[consolidation] offline: "broad" (the cues alone, today's behaviour) by default; "cautious" opts in."""
+    assert load_config(paths, {}).consolidation.offline == "broad"
+    write(paths, '[consolidation]\nmode = "offline"\noffline = "cautious"\n')
+    assert load_config(paths, {}).consolidation.offline == "cautious"

@@ -34,6 +34,11 @@ What it looks for, in what the person typed (human user turns only: an agent's e
   review comments, a pick among the agent's options, the state of the work at hand;
 - :mod:`.at_hand` reads the whole turn: a fact said beside a request for work now ("The config comes
   from the ansible role. Please explain the transport map.") is that work's context, not the project's;
+- in the cautious reading (``[consolidation] offline = "cautious"``), :mod:`.kinds` is asked too: a cue's
+  entry is kept only when a small naive Bayes model trained on the corpus reads the sentence as the same
+  kind (rule, preference and correction count as one); a to-do said done always passes, and nothing the
+  broad reading would not make is kept. Blind (fresh8), precision 0.97 where the cues alone have 0.81,
+  recall 0.32 where they have 0.47;
 - last, whatever cue made an entry, :mod:`.substance` keeps it only if it stands alone (an order of
   four words or more, with no question in it, not a bare infinitive; a to-do that names what to
   do) and gives a rule that only reports a change ("X moved to Y") the kind "fact". These are shapes,
@@ -88,6 +93,7 @@ from kairosd.consolidation.offline.cues import (
 )
 from kairosd.consolidation.offline.dates import absolutize
 from kairosd.consolidation.offline.joined import asks_to_note_it, joined
+from kairosd.consolidation.offline.kinds import Kinds, agrees
 from kairosd.consolidation.offline.noise import names_nothing, refused
 from kairosd.consolidation.offline.substance import fragment, kind_by_mood
 from kairosd.consolidation.transcripts.model import Message
@@ -177,13 +183,14 @@ class Extraction:
         return dict(Counter(c.kind for c in self.candidates))
 
 
-def signals(text: str, after_agent: bool) -> tuple[Signal, ...]:
-    """What one human turn says for the board, sentence by sentence, before dates are made absolute."""
-    return turn(text, after_agent)[0]
+def signals(text: str, after_agent: bool, kinds: Kinds | None = None) -> tuple[Signal, ...]:
+    """What one human turn says for the board, sentence by sentence, before dates are made absolute
+    (``kinds``: the cautious reading's model, :func:`extract`)."""
+    return turn(text, after_agent, kinds)[0]
 
 
 @functools.lru_cache(maxsize=4096)  # people repeat themselves ("continue", "run the tests again")
-def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal, ...]]:
+def turn(text: str, after_agent: bool, kinds: Kinds | None = None) -> tuple[tuple[Signal, ...], tuple[Signal, ...]]:
     """:func:`signals`, and the turn's ``update`` signals (:mod:`.changes`)."""
     found: list[Signal] = []
     at: list[tuple[int, int]] = []  # the first and last sentence each signal in ``found`` was read from
@@ -221,6 +228,13 @@ def turn(text: str, after_agent: bool) -> tuple[tuple[Signal, ...], tuple[Signal
             previous = sentence
             continue
         signal = read(sentence, after_agent=after_agent, first=index == 0)
+        if (
+            kinds is not None
+            and signal is not None
+            and signal.action == "add"
+            and not agrees(kinds, sentence, signal.kind)
+        ):
+            signal = None  # the cautious reading: the model reads this sentence as another kind, or none
         start = index
         if sentence in listed and (signal is None or (listed[sentence] == "rule" and signal.kind == "fact")):
             signal = context_item(sentence, listed[sentence])  # "ctx:\n- msrv 1.70": a fact the person listed
@@ -327,12 +341,38 @@ def project_relative(path: str, project: str | None) -> str | None:
     return os.path.relpath(absolute, root)
 
 
-def extract(messages: Iterable[Message], *, project: str | None, anchor: datetime, zone: ZoneInfo) -> Extraction:
+def extract(
+    messages: Iterable[Message],
+    *,
+    project: str | None,
+    anchor: datetime,
+    zone: ZoneInfo,
+    kinds: Kinds | None = None,
+) -> Extraction:
     """Candidates for the board out of a transcript's messages (see the module docstring).
 
     ``anchor`` is the time to resolve relative dates against when a message has none (the latest
-    time seen so far is used first); ``zone`` the user's zone.
+    time seen so far is used first); ``zone`` the user's zone; ``kinds``: the cautious reading, a
+    cue's entry kept only if this model agrees on its kind (None: the broad reading, the cues alone).
     """
+    if kinds is None:
+        return _extract(messages, project, anchor, zone, None)
+    # The cautious reading only removes. A cue's entry dropped where it is read changes how the sentences
+    # around it are read (8 of the corpus' 4,663 turns: "X is pinned. do NOT bump it" is one rule when
+    # both are read, a fact when the second is dropped; "put it on the list" makes a to-do of the sentence
+    # before when that one made none), and a group's cap then keeps an older entry: what the broad reading
+    # would not make is left out too.
+    said = list(messages)
+    broad = set(_extract(said, project, anchor, zone, None).to_merge)
+    result = _extract(said, project, anchor, zone, kinds)
+    result.to_merge = [c for c in result.to_merge if c in broad]
+    result.candidates = [c for c in result.to_merge if c.action != "update"]
+    return result
+
+
+def _extract(
+    messages: Iterable[Message], project: str | None, anchor: datetime, zone: ZoneInfo, kinds: Kinds | None
+) -> Extraction:
     result = Extraction()
     said: dict[str, Candidate] = {}  # normal key -> candidate; a repeat moves it to the end (newer)
     commands: Counter[str] = Counter()
@@ -346,7 +386,7 @@ def extract(messages: Iterable[Message], *, project: str | None, anchor: datetim
         if message.human:
             result.human_turns += 1
             when = message.at or latest
-            for signal in (signal for group in turn(message.text, last_role == "assistant") for signal in group):
+            for signal in (s for group in turn(message.text, last_role == "assistant", kinds) for s in group):
                 text = clean(absolutize(signal.text, when, zone))
                 _keep(said, result, Candidate(signal.kind, text, when, action=signal.action))
         for tool in message.tools:

@@ -16,9 +16,18 @@ from typing import Any
 
 import pytest
 from consolidation_service_support import Harness, clean_environ, fork_workers, real_worker
-from consolidation_support import WAIT_S, fake_claude, short_transcript, write_config, write_transcript
+from consolidation_support import (
+    WAIT_S,
+    fake_claude,
+    short_transcript,
+    ts,
+    write_config,
+    write_lines,
+    write_transcript,
+)
 from registry_support import FakeAdapter, fake_agent, make_registry, run, until
 
+from kairosd.consolidation.offline import kinds as kinds_model
 from kairosd.consolidation.request import ConsolidationRequest
 from kairosd.core.events import EventBus
 from kairosd.jobs.model import JobStatus
@@ -388,6 +397,76 @@ def test_a_worker_that_dies_without_a_result_fails_the_run(tmp_path):
         await h.stop()
 
     run(main())
+
+
+# ---- offline mode's reading ([consolidation] offline) -----------------------------------------------------
+
+# The cues read both as rules; the shipped kinds model reads the first as a rule and the second as a to-do.
+AGREED, DISAGREED = "Never push directly to main.", "Remember to bump the version before tagging."
+
+
+def two_rules(h: Harness) -> Path:
+    said = [AGREED, DISAGREED, "Thanks, that is all for today."]
+    objects: list[dict[str, Any]] = []
+    for i, text in enumerate(said):
+        objects += [
+            {"role": "user", "content": text, "timestamp": ts(i)},
+            {"role": "assistant", "content": "OK.", "timestamp": ts(i + 0.5)},
+        ]
+    return write_lines(h.root / "transcripts" / "two-rules.jsonl", objects, malformed=[])
+
+
+@pytest.mark.parametrize(
+    ("offline", "board", "summary"),
+    [
+        ("broad", {AGREED, DISAGREED}, "2 added, 0 seen again, 0 replaced, 0 closed, 0 pruned (offline mode)"),
+        (
+            "cautious",
+            {AGREED},
+            "1 added, 0 seen again, 0 replaced, 0 closed, 0 pruned (offline mode, cautious reading)",
+        ),
+    ],
+)
+def test_offline_mode_reads_as_the_config_says(tmp_path, offline, board, summary):
+    """The cautious reading drops the cue's entry the kinds model reads otherwise and keeps the one it agrees with."""
+
+    async def main() -> None:
+        h = Harness(tmp_path, mode="offline", offline=offline)
+        await h.start()
+        record = await h.settled((await h.ask(transcript=two_rules(h)))["run"]["id"])
+        assert record.status is JobStatus.COMPLETED
+        info = await h.service.run_info(record.id)
+        assert info["result"]["offline_reading"] == offline
+        assert "offline_reading_note" not in info["result"]
+        assert {e["text"] for e in h.board()} == board
+        assert record.response == summary
+        await h.stop()
+
+    run(main())
+
+
+def test_the_cautious_reading_without_its_model_reads_broadly_and_says_why(tmp_path, monkeypatch):
+    """A missing (or damaged) model file never costs the run: the broad reading, and the result says so."""
+    monkeypatch.setattr(kinds_model, "DATA", "gone.json.gz")  # the forked worker inherits it
+    kinds_model.load.cache_clear()
+
+    async def main() -> None:
+        h = Harness(tmp_path, mode="offline", offline="cautious")
+        await h.start()
+        record = await h.settled((await h.ask(transcript=two_rules(h)))["run"]["id"])
+        assert record.status is JobStatus.COMPLETED
+        result = (await h.service.run_info(record.id))["result"]
+        assert result["offline_reading"] == "broad"
+        assert result["offline_reading_note"].startswith("cautious reading not used (the kinds model (gone.json.gz)")
+        assert {e["text"] for e in h.board()} == {AGREED, DISAGREED}
+        assert "cautious reading not used" in record.response
+        assert "offline reading: cautious reading not used" in _read(Path(record.log_path))
+        await h.stop()
+
+    try:
+        run(main())
+    finally:
+        kinds_model.load.cache_clear()
 
 
 # ---- agent mode ------------------------------------------------------------------------------------------
