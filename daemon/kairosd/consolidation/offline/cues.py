@@ -562,6 +562,14 @@ _NEEDS = {
     "preference": _needs("prefer rather like instead over"),
 }
 _TOKEN = lazyre.compile(r"[a-z]+")
+# A word each of _TODO's alternatives needs, a whole run of letters wherever it matches ("to-?dos?"
+# may run into "that": "add to the todothat ..."; its exact word is the "add"/"put"/... it opens with).
+# The body _TODO reads is the sentence less a lead (_LEAD, _RELAYED) that ends in a space: its words are
+# the sentence's. Only for an ASCII sentence (IGNORECASE matches "\u017f" to "s"; ``lower()`` does not).
+_TODO_NEEDS = _needs(
+    "todo fixme forget remind ping nudge still note reminder backlog list next but before remember jot board "
+    "action me add put stick throw"
+)
 
 
 def _shaped(sentence: str, tokens: set[str]) -> bool:
@@ -790,7 +798,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         body = _RELAYED.sub("", body)
     if len(body) < MIN_TEXT:
         return None
-    if _TODO.search(body):
+    if (not sentence.isascii() or not _TODO_NEEDS.isdisjoint(tokens)) and _TODO.search(body):
         return Signal("todo", _tidy(body))
     if _CHANGING & tokens and _CHANGED_FROM.match(body) and not _UNSURE.search(body):
         return Signal("decision", _tidy(body))
