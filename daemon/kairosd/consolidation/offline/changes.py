@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 
 from kairosd.consolidation.offline.cues import Signal
+from kairosd.consolidation.offline.letters import letter_runs
 from kairosd.consolidation.offline.noise import refused
 from kairosd.core import lazyre
 
@@ -61,11 +62,7 @@ _NOT_A_CHANGE = lazyre.compile(
 _LEAD = lazyre.compile(r"^(?:(?:ok(?:ay)?|also|and|so|oh|ah|btw|fyi|update|change|heads\s+up)\b[,:!.-]*\s+)+", _I)
 _SHORT = 4  # words: a sentence shorter than this names no subject of its own
 
-# Exact prefilters: a word each pattern above needs, as a whole run of letters of the lower-cased
-# sentence (a word a pattern matches between ``\b`` and ``\b``, or before ``\s``, is one). Most
-# sentences have none, and a set test costs far less than the search. Only for ASCII sentences:
-# IGNORECASE matches some other letters to ASCII ones ("\u017f" to "s") that ``lower()`` leaves.
-_TOKEN = lazyre.compile(r"[a-z]+")
+# Exact prefilters (:mod:`.letters`): a word each pattern above needs.
 _NOT_A_CHANGE_WORDS = frozenset(
     "if when once what should could would do does did can is are maybe might probably think sure wondering "  # noqa: SIM905
     "planning will next".split()
@@ -86,7 +83,7 @@ def update(sentence: str, previous: str | None, *, done: bool = False) -> Signal
     if not said or said.endswith("?"):
         return None
     low = said.lower() if said.isascii() else None
-    words = frozenset(_TOKEN.findall(low)) if low is not None else frozenset()
+    words = letter_runs(said) if low is not None else frozenset()
     # _LEAD only strips whole words and the spaces after them: what is left has no word said lacks
     if (low is None or not _NOT_A_CHANGE_WORDS.isdisjoint(words)) and _NOT_A_CHANGE.search(_LEAD.sub("", said)):
         return None

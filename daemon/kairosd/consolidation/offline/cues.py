@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kairosd.consolidation.offline.letters import letter_runs
 from kairosd.consolidation.offline.noise import refused
 from kairosd.core import lazyre
 
@@ -561,7 +562,6 @@ _NEEDS = {
     "vague": _needs("later next follow followup point someday some eventually"),
     "preference": _needs("prefer rather like instead over"),
 }
-_TOKEN = lazyre.compile(r"[a-z]+")
 # A word each of _TODO's alternatives needs, a whole run of letters wherever it matches ("to-?dos?"
 # may run into "that": "add to the todothat ..."; its exact word is the "add"/"put"/... it opens with).
 # The body _TODO reads is the sentence less a lead (_LEAD, _RELAYED) that ends in a space: its words are
@@ -742,7 +742,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     about = _RE_ABOUT.match(sentence)
     if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
-    tokens = set(_TOKEN.findall(sentence.lower()))
+    tokens = set(letter_runs(sentence))
     if _MAY_DROP & tokens and _DROPPED.search(sentence) and not sentence.endswith("?"):
         return Signal("todo", sentence, "close")
     strong = _STRONG_CORRECTION.match(sentence) if _MAY_CORRECT & tokens else None

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 
+from kairosd.consolidation.offline.letters import letter_runs
 from kairosd.core import lazyre
 
 _I = re.IGNORECASE
@@ -198,11 +199,7 @@ _EMPTY_TODO = frozenset(
 _WORD = lazyre.compile(r"[a-z0-9][a-z0-9_.-]{2,}", _I)
 
 
-# Exact prefilters: a word each alternative of the pattern needs, a whole run of letters of the
-# lower-cased sentence wherever it matches (between "\b"s, spaces, "^" or "'"). Most sentences have
-# none, and a set test costs far less than the search. Only for ASCII sentences: IGNORECASE matches
-# some other letters to ASCII ones ("\u017f" to "s") that ``lower()`` leaves as they are.
-_TOKEN = lazyre.compile(r"[a-z]+")
+# Exact prefilters (:mod:`.letters`): a word each alternative of the pattern needs.
 _HYPOTHETICAL_NEEDS = frozenset(
     "suppose supposing hypothetically imagine if say theory case assuming were ever would d".split()  # noqa: SIM905
 )
@@ -217,7 +214,7 @@ _COUNTERFACTUAL_NEEDS = frozenset(["have", "always", "never", "but"])
 def refused(sentence: str, kind: str) -> str | None:
     """Why ``sentence``, read by the cues as ``kind``, is not for the board (see the module
     docstring), or None. To-dos and facts are only refused as hypotheticals or reported words."""
-    words = frozenset(_TOKEN.findall(sentence.lower())) if sentence.isascii() else None
+    words = letter_runs(sentence) if sentence.isascii() else None
     if (words is None or not _HYPOTHETICAL_NEEDS.isdisjoint(words)) and _HYPOTHETICAL.search(sentence):
         return "hypothetical"
     if (words is None or not _REPORTED_NEEDS.isdisjoint(words)) and _REPORTED.search(sentence):
