@@ -1,0 +1,78 @@
+"""The offline extractor's word prefilters are exact: wherever a pattern matches an ASCII sentence, the
+sentence has a word its prefilter needs (else the prefilter would drop a match, and change the output).
+
+Checked on every sentence of the corpus (every split), and on sentences made to match each
+alternative, including the ones whose word runs into the next ("add to the todothat ...").
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from consolidation_corpus.corpus import SPLITS, load
+
+from kairosd.consolidation.offline import changes, cues, extract, noise
+from kairosd.consolidation.offline.clauses import sentences
+from kairosd.consolidation.offline.letters import letter_runs
+
+# (name, pattern, the words it needs, what the pattern reads of the sentence)
+PREFILTERS = [
+    ("todo", cues._TODO, cues._TODO_NEEDS, str),
+    ("hypothetical", noise._HYPOTHETICAL, noise._HYPOTHETICAL_NEEDS, str),
+    ("reported", noise._REPORTED, noise._REPORTED_NEEDS, str),
+    ("counterfactual", noise._COUNTERFACTUAL, noise._COUNTERFACTUAL_NEEDS, str),
+    ("change", changes._CHANGE, changes._CHANGE_WORDS, str),
+    ("not a change", changes._NOT_A_CHANGE, changes._NOT_A_CHANGE_WORDS, lambda s: changes._LEAD.sub("", s)),
+    ("retraction", extract._RETRACTION, extract._RETRACTING, str),
+]
+
+MADE = [
+    "TODO: write the runbook", "fixme(ops) rotate keys", "don't forget to bump it", "remind me tomorrow to check",
+    "we still need to port it", "note to self: buy milk", "reminder for next week: demo",
+    "it's a long one, park it on the backlog",
+    "we should clean up the flags next sprint", "I need to fix the build first but not today",
+    "we must migrate before the freeze", "I have to remember to ship it", "jot this down: x", "for the list: y",
+    "put the cron fix on the board", "Action items: rotate keys", "add the flaky test to our list", "todo for me: x",
+    "add to the todothat it works", "add a todo: fix it", "Suppose we drop it", "what if we used redis",
+    "let's say we ship", "if we ever move, do it", "in Java I'd use BigDecimal", "and if it breaks we would roll back",
+    "The linter says use tabs", "according to the docs it is fine", "my colleague thinks we should use go",
+    "you should never have deleted that", "it always ends up broken", "but it does not work",
+    "the api moved to 8443", "no longer on envoy", "I was wrong about the port", "I mixed up the hosts",
+    "If we switch, tell me", "okay, maybe later", "That supersedes what I said about i128.",
+    "So replaces what I told you about the port.",
+]  # fmt: skip
+
+
+def _corpus_sentences() -> list[str]:
+    said = {
+        s for split in SPLITS for writer in load(split) for project in writer.projects
+        for session in project.sessions for turn in session.turns for s in sentences(turn.text)
+    }  # fmt: skip
+    return sorted(said)
+
+
+@pytest.mark.parametrize(("name", "pattern", "needs", "read"), PREFILTERS, ids=[p[0] for p in PREFILTERS])
+def test_a_match_has_a_word_its_prefilter_needs(
+    name: str, pattern: re.Pattern[str], needs: frozenset[str], read: object
+) -> None:
+    matched = 0
+    for sentence in [*_corpus_sentences(), *MADE]:
+        said = read(sentence)  # type: ignore[operator]
+        if sentence.isascii() and pattern.search(said):
+            matched += 1
+            assert not needs.isdisjoint(letter_runs(sentence)), (name, sentence)
+    assert matched > 0, name  # the check saw the pattern match
+
+
+def test_a_word_run_into_the_next_is_no_word_of_its_own() -> None:
+    # why _TODO_NEEDS has "add" and not "todo" alone: "to-?dos?" may run into "that"
+    assert cues._TODO.search("add to the todothat it works")
+    assert "todo" not in letter_runs("add to the todothat it works")
+
+
+def test_non_ascii_sentences_are_searched_whatever_their_words() -> None:
+    # IGNORECASE matches "\u017f" (long s) to "s", which lower() leaves: no prefilter for such a sentence
+    assert changes._CHANGE.search("the api \u017fwitched to 8443")
+    assert "switched" not in letter_runs("the api \u017fwitched to 8443")
+    assert changes.update("the api \u017fwitched to 8443", None) is not None
