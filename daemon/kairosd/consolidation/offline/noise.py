@@ -209,6 +209,10 @@ _REPORTED_NEEDS = frozenset(
     "according believes feels reckons argues wonder wonders wondered".split()
 )
 _COUNTERFACTUAL_NEEDS = frozenset(["have", "always", "never", "but"])
+# _FOR_NOW reads the sentence or its part before the last ", ": a part's words are the sentence's.
+_FOR_NOW_NEEDS = frozenset("yet now moment today tonight afternoon morning evening until make".split())  # noqa: SIM905
+_THIS_TALK_NEEDS = frozenset(["answer", "reply", "respond", "rhetorical"])
+_THAT_ONE_NEEDS = frozenset(["use", "with", "switch", "switching", "prefer", "take", "pick"])
 
 
 def refused(sentence: str, kind: str) -> str | None:
@@ -237,11 +241,15 @@ def refused(sentence: str, kind: str) -> str | None:
     # "owner is required, lifecycle optional for now": a last clause for now qualifies only itself
     # (after a clause of its own: "ok, don't commit yet" is for now)
     head, _, last = sentence.rpartition(", ")
-    if _FOR_NOW.search(head if last and len(head.split()) >= 3 else sentence) and not _DECIDED_THEN.match(sentence):
+    if (
+        (words is None or not _FOR_NOW_NEEDS.isdisjoint(words))
+        and _FOR_NOW.search(head if last and len(head.split()) >= 3 else sentence)
+        and not _DECIDED_THEN.match(sentence)
+    ):
         return "for now"  # "decided with the client this morning: ..." says when it was decided
-    if _THIS_TALK.search(sentence):
+    if (words is None or not _THIS_TALK_NEEDS.isdisjoint(words)) and _THIS_TALK.search(sentence):
         return "one-off"
-    picked = _THAT_ONE.search(sentence)
+    picked = _THAT_ONE.search(sentence) if words is None or not _THAT_ONE_NEEDS.isdisjoint(words) else None
     rest = (sentence[: picked.start()] + sentence[picked.end() :]).rstrip(".!?") if picked is not None else ""
     if picked is not None and not _NAMES_A_THING.search(rest):
         return "one-off"

@@ -22,6 +22,9 @@ PREFILTERS = [
     ("hypothetical", noise._HYPOTHETICAL, noise._HYPOTHETICAL_NEEDS, str),
     ("reported", noise._REPORTED, noise._REPORTED_NEEDS, str),
     ("counterfactual", noise._COUNTERFACTUAL, noise._COUNTERFACTUAL_NEEDS, str),
+    ("for now", noise._FOR_NOW, noise._FOR_NOW_NEEDS, str),
+    ("this talk", noise._THIS_TALK, noise._THIS_TALK_NEEDS, str),
+    ("that one", noise._THAT_ONE, noise._THAT_ONE_NEEDS, str),
     ("change", changes._CHANGE, changes._CHANGE_WORDS, str),
     ("not a change", changes._NOT_A_CHANGE, changes._NOT_A_CHANGE_WORDS, lambda s: changes._LEAD.sub("", s)),
     ("retraction", extract._RETRACTION, extract._RETRACTING, str),
@@ -40,7 +43,10 @@ MADE = [
     "you should never have deleted that", "it always ends up broken", "but it does not work",
     "the api moved to 8443", "no longer on envoy", "I was wrong about the port", "I mixed up the hosts",
     "If we switch, tell me", "okay, maybe later", "That supersedes what I said about i128.",
-    "So replaces what I told you about the port.",
+    "So replaces what I told you about the port.", "don't push yet", "use mocks for now", "for the moment skip it",
+    "ship it today", "this morning only", "until we review it", "until next week", "please make sure it builds",
+    "rhetorical question", "do not answer that", "let's go with yours", "switching to the second option",
+    "use that one", "I prefer the other one", "pick option b",
 ]  # fmt: skip
 
 
