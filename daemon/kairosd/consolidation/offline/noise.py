@@ -213,6 +213,10 @@ _COUNTERFACTUAL_NEEDS = frozenset(["have", "always", "never", "but"])
 _FOR_NOW_NEEDS = frozenset("yet now moment today tonight afternoon morning evening until make".split())  # noqa: SIM905
 _THIS_TALK_NEEDS = frozenset(["answer", "reply", "respond", "rhetorical"])
 _THAT_ONE_NEEDS = frozenset(["use", "with", "switch", "switching", "prefer", "take", "pick"])
+_DEICTIC_NEEDS = frozenset(["here", "this", "that"])
+_TASK_NEEDS = frozenset(
+    "write add create implement generate draft build set always never fix change correct".split()  # noqa: SIM905
+)
 
 
 def refused(sentence: str, kind: str) -> str | None:
@@ -223,8 +227,9 @@ def refused(sentence: str, kind: str) -> str | None:
         return "hypothetical"
     if (words is None or not _REPORTED_NEEDS.isdisjoint(words)) and _REPORTED.search(sentence):
         return "reported"
+    deictic = words is None or not _DEICTIC_NEEDS.isdisjoint(words)
     if kind == "fact":
-        if _DEICTIC.search(sentence):
+        if deictic and _DEICTIC.search(sentence):
             return "one-off"  # "in this cell use a log scale": an order about the code at hand
         return "transient" if _TRANSIENT.search(sentence) else None
     if kind == "todo":
@@ -232,7 +237,7 @@ def refused(sentence: str, kind: str) -> str | None:
         return "says nothing" if not named else None
     if _REVIEW.match(sentence) and not _HOUSE_WIDE.search(sentence):
         return "review"  # "nit: we use httpx everywhere in this project, not aiohttp" is a rule all the same
-    if _TASK.search(sentence):
+    if (words is None or not _TASK_NEEDS.isdisjoint(words)) and _TASK.search(sentence):
         return "task"
     if kind in ("rule", "preference") and _CHORE.match(sentence) and not _FOR_GOOD.search(sentence):
         return "task"  # "delete scripts/x.sh then, nobody should be using it": a chore, its reason after it
@@ -260,7 +265,7 @@ def refused(sentence: str, kind: str) -> str | None:
         before = said.lower().strip(",.;:!")
         if before not in _STANDING_BEFORE and not before.endswith("'ve"):
             return "observation"
-    if _DEICTIC.search(sentence) and not _STANDING.search(sentence):
+    if deictic and _DEICTIC.search(sentence) and not _STANDING.search(sentence):
         return "one-off"
     return None
 

@@ -25,6 +25,8 @@ PREFILTERS = [
     ("for now", noise._FOR_NOW, noise._FOR_NOW_NEEDS, str),
     ("this talk", noise._THIS_TALK, noise._THIS_TALK_NEEDS, str),
     ("that one", noise._THAT_ONE, noise._THAT_ONE_NEEDS, str),
+    ("deictic", noise._DEICTIC, noise._DEICTIC_NEEDS, str),
+    ("task", noise._TASK, noise._TASK_NEEDS, str),
     ("change", changes._CHANGE, changes._CHANGE_WORDS, str),
     ("not a change", changes._NOT_A_CHANGE, changes._NOT_A_CHANGE_WORDS, lambda s: changes._LEAD.sub("", s)),
     ("retraction", extract._RETRACTION, extract._RETRACTING, str),
@@ -46,7 +48,9 @@ MADE = [
     "So replaces what I told you about the port.", "don't push yet", "use mocks for now", "for the moment skip it",
     "ship it today", "this morning only", "until we review it", "until next week", "please make sure it builds",
     "rhetorical question", "do not answer that", "let's go with yours", "switching to the second option",
-    "use that one", "I prefer the other one", "pick option b",
+    "use that one", "I prefer the other one", "pick option b", "just use a map here", "for this bug skip it",
+    "in that function return early", "please write a test that checks it", "set up a job to verify it",
+    "refactor the parser to always use bytes", "it should return a list, so please fix it", "ok; correct that",
 ]  # fmt: skip
 
 
