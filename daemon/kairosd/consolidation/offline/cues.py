@@ -105,6 +105,7 @@ _UPGRADED = lazyre.compile(
 _SUPERSEDED_BY = lazyre.compile(
     r"\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\s+\S", _I
 )
+_SUPERSEDED_NEEDS = frozenset(["superseded", "replaced"])  # an exact prefilter (:mod:`.letters`)
 # "since yesterday": when a change happened (a time word then says when, not that it is unsure).
 _SINCE_WHEN = lazyre.compile(r"\bsince\s+(yesterday|last\s+time|earlier\s+today)\b", _I)
 _CHANGED_TO = lazyre.compile(
@@ -178,6 +179,9 @@ _RE_ABOUT = lazyre.compile(
     r"^(?:re|regarding|about|as\s+for)[:\s]\s*(?P<about>(?:the\s+)?[^:,;]{1,40}):\s*(?:it'?s|it\s+is|they'?re|they\s+are)\s+",
     _I,
 )
+# How a match of _RE_ABOUT opens ("re", "regarding", "about", "as for"), lower-cased: an exact prefilter
+# for an ASCII sentence (IGNORECASE matches "\u017f" to "s", which ``lower()`` leaves).
+_ABOUT_OPENS = frozenset(["re", "ab", "as"])
 # A quoted sentence (three words or more) after a speech verb or a colon is someone else's words:
 # 'the designer said: "always use the primary color"' (a quoted title, 'add "X" to the backlog', is kept).
 _QUOTED = lazyre.compile(
@@ -739,7 +743,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     sentence = sentence.strip()
     if '"' in sentence or "\u201c" in sentence:
         sentence = _QUOTED.sub(r"\1", sentence).strip()
-    about = _RE_ABOUT.match(sentence)
+    about = _RE_ABOUT.match(sentence) if not sentence.isascii() or sentence[:2].lower() in _ABOUT_OPENS else None
     if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
     tokens = set(letter_runs(sentence))
@@ -806,7 +810,11 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return None  # chit-chat, or not sure: when unsure, keep nothing
     if _UPGRADED.match(body) and not _UNSURE.search(body):
         return Signal("fact", _tidy(body))  # "we have upgraded to Spring Boot 3.3": what the project is on now
-    if _SUPERSEDED_BY.search(body) and not _hedged(body):
+    if (
+        (not sentence.isascii() or not _SUPERSEDED_NEEDS.isdisjoint(tokens))
+        and _SUPERSEDED_BY.search(body)
+        and not _hedged(body)
+    ):
         return Signal("fact", _tidy(body))  # "the Vault path secret/prod/ is superseded by kv/prod/": what holds now
     if _NEEDS["decision"] & tokens and _DECISION.search(body):
         return Signal("decision", _tidy(body))

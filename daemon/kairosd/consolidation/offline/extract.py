@@ -135,6 +135,8 @@ _HEADER = lazyre.compile(
     r"(?:ok(?:ay)?[,\s]+)?(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)\s+(?:about|re)\s+[^.:]{1,30})[.!:]*$",
     re.IGNORECASE,
 )
+# A word every alternative of _HEADER needs (an exact prefilter, :mod:`.letters`).
+_HEADER_NEEDS = frozenset(["correction", "decision", "plan", "plans", "rule", "rules", "what"])
 _STRESS = lazyre.compile(
     r"^(?:no\s+exceptions|zero\s+exceptions|period|full\s+stop|non-?negotiable|always|every\s+time|without\s+exception)[.!]*$",
     re.IGNORECASE,
@@ -310,11 +312,15 @@ def _headed(said: list[tuple[int, str]]) -> list[tuple[int, str]]:
     moving ..." is one)."""
     out: list[tuple[int, str]] = []
     for line, sentence in said:
-        if out and len(out[-1][1]) < 60 and _HEADER.match(out[-1][1]):
+        if out and len(out[-1][1]) < 60 and _may_head(out[-1][1]) and _HEADER.match(out[-1][1]):
             out[-1] = (out[-1][0], f"{out[-1][1].rstrip('.!:')}: {sentence}")
         else:
             out.append((line, sentence))
     return out
+
+
+def _may_head(sentence: str) -> bool:
+    return not sentence.isascii() or not _HEADER_NEEDS.isdisjoint(letter_runs(sentence))
 
 
 @functools.lru_cache(maxsize=4096)  # sessions run the same few commands again and again

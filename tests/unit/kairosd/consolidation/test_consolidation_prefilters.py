@@ -27,6 +27,8 @@ PREFILTERS = [
     ("that one", noise._THAT_ONE, noise._THAT_ONE_NEEDS, str),
     ("deictic", noise._DEICTIC, noise._DEICTIC_NEEDS, str),
     ("task", noise._TASK, noise._TASK_NEEDS, str),
+    ("superseded by", cues._SUPERSEDED_BY, cues._SUPERSEDED_NEEDS, str),
+    ("header", extract._HEADER, extract._HEADER_NEEDS, str),
     ("change", changes._CHANGE, changes._CHANGE_WORDS, str),
     ("not a change", changes._NOT_A_CHANGE, changes._NOT_A_CHANGE_WORDS, lambda s: changes._LEAD.sub("", s)),
     ("retraction", extract._RETRACTION, extract._RETRACTING, str),
@@ -50,7 +52,10 @@ MADE = [
     "rhetorical question", "do not answer that", "let's go with yours", "switching to the second option",
     "use that one", "I prefer the other one", "pick option b", "just use a map here", "for this bug skip it",
     "in that function return early", "please write a test that checks it", "set up a job to verify it",
-    "refactor the parser to always use bytes", "it should return a list, so please fix it", "ok; correct that",
+    "the v1 api was superseded by v2", "it has been now replaced by kv/prod", "Correction.", "a quick correction on x:",
+    "New decision.", "Change of plans for the api.", "new plan", "House rule:", "rules for this repo:",
+    "ok, forget what I said about the port.", "refactor the parser to always use bytes",
+    "it should return a list, so please fix it", "ok; correct that",
 ]  # fmt: skip
 
 
@@ -73,6 +78,15 @@ def test_a_match_has_a_word_its_prefilter_needs(
             matched += 1
             assert not needs.isdisjoint(letter_runs(sentence)), (name, sentence)
     assert matched > 0, name  # the check saw the pattern match
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["re the limiter: it's 200 rps", "Regarding CI: it is slow", "About the db: they are slow", "as for x: it's done"],
+)
+def test_an_about_opening_is_one_the_prefilter_knows(sentence: str) -> None:
+    assert cues._RE_ABOUT.match(sentence)
+    assert sentence[:2].lower() in cues._ABOUT_OPENS
 
 
 def test_a_word_run_into_the_next_is_no_word_of_its_own() -> None:
