@@ -571,9 +571,17 @@ _NEEDS = {
 # The body _TODO reads is the sentence less a lead (_LEAD, _RELAYED) that ends in a space: its words are
 # the sentence's. Only for an ASCII sentence (IGNORECASE matches "\u017f" to "s"; ``lower()`` does not).
 _TODO_NEEDS = _needs(
-    "todo fixme forget remind ping nudge still note reminder backlog list next but before remember jot board "
-    "action me add put stick throw"
+    "todo fixme forget remind ping nudge still note reminder backlog list remember jot board action me add put "
+    "stick throw"
 )
+# "next", "but" and "before" count only with "we" or "i": the alternatives that need them open with one.
+_TODO_WE_NEEDS = _needs("next but before")
+
+
+def _may_be_todo(sentence: str, tokens: set[str]) -> bool:
+    if not sentence.isascii() or not _TODO_NEEDS.isdisjoint(tokens):
+        return True
+    return not _TODO_WE_NEEDS.isdisjoint(tokens) and ("we" in tokens or "i" in tokens)
 
 
 def _shaped(sentence: str, tokens: set[str]) -> bool:
@@ -802,7 +810,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         body = _RELAYED.sub("", body)
     if len(body) < MIN_TEXT:
         return None
-    if (not sentence.isascii() or not _TODO_NEEDS.isdisjoint(tokens)) and _TODO.search(body):
+    if _may_be_todo(sentence, tokens) and _TODO.search(body):
         return Signal("todo", _tidy(body))
     if _CHANGING & tokens and _CHANGED_FROM.match(body) and not _UNSURE.search(body):
         return Signal("decision", _tidy(body))

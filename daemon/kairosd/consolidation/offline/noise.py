@@ -208,7 +208,14 @@ _REPORTED_NEEDS = frozenset(
     "claim claims claimed told mentioned commented proposed argued insist insists complain complains complained "
     "according believes feels reckons argues wonder wonders wondered".split()
 )
-_COUNTERFACTUAL_NEEDS = frozenset(["have", "always", "never", "but"])
+# _COUNTERFACTUAL: "have" or "but", or "always"/"never" with a word the alternative holding it needs
+_COUNTERFACTUAL_NEEDS = frozenset(["have", "but"])
+_ALWAYS_NEVER = frozenset(["always", "never"])
+_ALWAYS_NEVER_WITH = frozenset(
+    "told said gave wrote broke forgot ran saw went took knew thought got made "  # noqa: SIM905  (what they did)
+    "same something this up it that your "  # "always the same", "never ends up", "it never works"
+    "weird strange odd annoying reason why wtf lol somehow".split()  # a thing does, to the person's surprise
+)
 # _FOR_NOW reads the sentence or its part before the last ", ": a part's words are the sentence's.
 _FOR_NOW_NEEDS = frozenset("yet now moment today tonight afternoon morning evening until make".split())  # noqa: SIM905
 _THIS_TALK_NEEDS = frozenset(["answer", "reply", "respond", "rhetorical"])
@@ -241,7 +248,7 @@ def refused(sentence: str, kind: str) -> str | None:
         return "task"
     if kind in ("rule", "preference") and _CHORE.match(sentence) and not _FOR_GOOD.search(sentence):
         return "task"  # "delete scripts/x.sh then, nobody should be using it": a chore, its reason after it
-    if (words is None or not _COUNTERFACTUAL_NEEDS.isdisjoint(words)) and _COUNTERFACTUAL.search(sentence):
+    if _may_be_counterfactual(words) and _COUNTERFACTUAL.search(sentence):
         return "observation"
     # "owner is required, lifecycle optional for now": a last clause for now qualifies only itself
     # (after a clause of its own: "ok, don't commit yet" is for now)
@@ -268,6 +275,12 @@ def refused(sentence: str, kind: str) -> str | None:
     if deictic and _DEICTIC.search(sentence) and not _STANDING.search(sentence):
         return "one-off"
     return None
+
+
+def _may_be_counterfactual(words: frozenset[str] | None) -> bool:
+    if words is None or not _COUNTERFACTUAL_NEEDS.isdisjoint(words):
+        return True
+    return not _ALWAYS_NEVER.isdisjoint(words) and not _ALWAYS_NEVER_WITH.isdisjoint(words)
 
 
 def names_nothing(text: str) -> bool:

@@ -18,10 +18,10 @@ from kairosd.consolidation.offline.letters import letter_runs
 
 # (name, pattern, the words it needs, what the pattern reads of the sentence)
 PREFILTERS = [
-    ("todo", cues._TODO, cues._TODO_NEEDS, str),
+    ("todo", cues._TODO, cues._TODO_NEEDS | cues._TODO_WE_NEEDS, str),
     ("hypothetical", noise._HYPOTHETICAL, noise._HYPOTHETICAL_NEEDS, str),
     ("reported", noise._REPORTED, noise._REPORTED_NEEDS, str),
-    ("counterfactual", noise._COUNTERFACTUAL, noise._COUNTERFACTUAL_NEEDS, str),
+    ("counterfactual", noise._COUNTERFACTUAL, noise._COUNTERFACTUAL_NEEDS | noise._ALWAYS_NEVER, str),
     ("for now", noise._FOR_NOW, noise._FOR_NOW_NEEDS, str),
     ("this talk", noise._THIS_TALK, noise._THIS_TALK_NEEDS, str),
     ("that one", noise._THAT_ONE, noise._THAT_ONE_NEEDS, str),
@@ -55,7 +55,10 @@ MADE = [
     "the v1 api was superseded by v2", "it has been now replaced by kv/prod", "Correction.", "a quick correction on x:",
     "New decision.", "Change of plans for the api.", "new plan", "House rule:", "rules for this repo:",
     "ok, forget what I said about the port.", "refactor the parser to always use bytes",
-    "it should return a list, so please fix it", "ok; correct that",
+    "it should return a list, so please fix it", "ok; correct that", "we should drop it next sprint",
+    "i have to ship it before the release", "we gotta fix the cache but not yet", "it never works",
+    "always the same story", "never something new", "always like this", "it always ends up red",
+    "the cron never fires on sundays, weird", "your change always sends two", "I never told you that",
 ]  # fmt: skip
 
 
@@ -87,6 +90,18 @@ def test_a_match_has_a_word_its_prefilter_needs(
 def test_an_about_opening_is_one_the_prefilter_knows(sentence: str) -> None:
     assert cues._RE_ABOUT.match(sentence)
     assert sentence[:2].lower() in cues._ABOUT_OPENS
+
+
+def test_the_two_word_prefilters_hold_where_the_patterns_match() -> None:
+    # the sharper tests: a to-do's "next"/"but"/"before" comes with "we" or "i"; "always"/"never" with a word
+    for sentence in [*_corpus_sentences(), *MADE]:
+        if not sentence.isascii():
+            continue
+        words = letter_runs(sentence)
+        if cues._TODO.search(sentence):
+            assert cues._may_be_todo(sentence, set(words)), sentence
+        if noise._COUNTERFACTUAL.search(sentence):
+            assert noise._may_be_counterfactual(words), sentence
 
 
 def test_a_word_run_into_the_next_is_no_word_of_its_own() -> None:
