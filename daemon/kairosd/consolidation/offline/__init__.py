@@ -10,6 +10,7 @@
     changes  a sentence that says something changed: an update the board keeps only if it updates an entry
     kinds    the cautious reading's second opinion: a naive Bayes model of a sentence's kind, shipped as data
     dates    relative dates to absolute ones
+    letters  a sentence's words as runs of letters, for the patterns' exact prefilters
 
 It runs in the detached worker (and is the rem-agent's fallback); the daemon never loads it.
 Imports: core, :mod:`kairosd.consolidation.board.entries` (what an entry may be) and

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 
 from kairosd.consolidation.offline.cues import Signal
+from kairosd.consolidation.offline.letters import letter_runs
 from kairosd.consolidation.offline.noise import refused
 from kairosd.core import lazyre
 
@@ -61,17 +62,42 @@ _NOT_A_CHANGE = lazyre.compile(
 _LEAD = lazyre.compile(r"^(?:(?:ok(?:ay)?|also|and|so|oh|ah|btw|fyi|update|change|heads\s+up)\b[,:!.-]*\s+)+", _I)
 _SHORT = 4  # words: a sentence shorter than this names no subject of its own
 
+# Exact prefilters (:mod:`.letters`): a word each pattern above needs.
+_NOT_A_CHANGE_WORDS = frozenset(
+    "if when once what should could would do does did can is are maybe might probably think sure wondering "  # noqa: SIM905
+    "planning will next".split()
+)
+_CHANGE_WORDS = frozenset(
+    "now moved moving changed change switch switched switching migrated back longer anymore instead removed "  # noqa: SIM905
+    "retired decommissioned deleted renamed bumped upgraded downgraded reverse reversed correction corrected "
+    "wrong misspoke mixed supersede supersedes replaced".split()
+)
+# "[a-z]{3,}ed", "answered" and "sorted" hold "ed"; "set up", "is up" and "are up" the word "up".
+_HAPPENED_WORDS = frozenset("done sent built up ran made wrote works working live".split())  # noqa: SIM905
+
 
 def update(sentence: str, previous: str | None, *, done: bool = False) -> Signal | None:
     """An ``update`` signal when ``sentence`` says something changed (see the module docstring);
     ``done``: the cues read it as a to-do said done (which the board closes only if it names one)."""
     said = sentence.strip()
-    if not said or said.endswith("?") or _NOT_A_CHANGE.search(_LEAD.sub("", said)):
+    if not said or said.endswith("?"):
         return None
-    changed = _CHANGE.search(said) is not None and _VALUE.search(said) is not None
+    low = said.lower() if said.isascii() else None
+    words = letter_runs(said) if low is not None else frozenset()
+    # _LEAD only strips whole words and the spaces after them: what is left has no word said lacks
+    if (low is None or not _NOT_A_CHANGE_WORDS.isdisjoint(words)) and _NOT_A_CHANGE.search(_LEAD.sub("", said)):
+        return None
+    changed = (
+        (low is None or not _CHANGE_WORDS.isdisjoint(words))
+        and _CHANGE.search(said) is not None
+        and _VALUE.search(said) is not None
+    )
     if changed and any(refused(said, k) for k in ("fact", "rule")):
         changed = False  # one that is no standing fact ("you should never have deleted that file")
-    happened = not changed and (done or (_HAPPENED.search(said) is not None and not _UNDONE.search(said)))
+    may_have_happened = low is None or "ed" in low or not _HAPPENED_WORDS.isdisjoint(words)
+    happened = not changed and (
+        done or (may_have_happened and _HAPPENED.search(said) is not None and not _UNDONE.search(said))
+    )
     if not (changed or happened) or refused(said, "fact") is not None:
         return None
     if len(said.split()) < _SHORT and previous is not None and not previous.rstrip().endswith("?"):

@@ -61,6 +61,10 @@ _ABBREVIATION = lazyre.compile(
     r"(?:\b(?:etc|e\.g|i\.e|vs|approx|incl|cf|ca|dr|mr|mrs|ms|prof)|\b[A-Za-z]\.[A-Za-z])\.$", re.IGNORECASE
 )
 _ONLY_THEN_NO = lazyre.compile(r"\bonly[.!]?$", re.IGNORECASE)
+# Both end at the end ("$": or before a last newline) and match at most 8 characters ("approx.\n"),
+# so a search from this far before the end finds what a search of the whole text finds (and is exact:
+# a search from a position still sees the character before it for "\b"). Long lines: no scan of all.
+_TAIL = 16
 _NO_NEXT = lazyre.compile(r"^no\s+\w", re.IGNORECASE)
 
 
@@ -155,7 +159,7 @@ def lined_sentences(text: str) -> list[tuple[int, str]]:
     for number, line in enumerate(typed_lines(text)):
         pieces: list[str] = []
         for piece in _SPLIT.split(line):
-            if pieces and _ABBREVIATION.search(pieces[-1]):
+            if pieces and _ABBREVIATION.search(pieces[-1], max(0, len(pieces[-1]) - _TAIL)):
                 pieces[-1] = f"{pieces[-1]} {piece}"  # "e.g. this" goes on
             else:
                 pieces.append(piece)
@@ -166,8 +170,8 @@ def lined_sentences(text: str) -> list[tuple[int, str]]:
             # "CSS modules only. No tailwind." (or "no malloc after boot. static buffers only") is one
             # rule said in two sentences
             if out and (
-                (_ONLY_THEN_NO.search(out[-1][1]) and _NO_NEXT.match(sentence))
-                or (_NO_NEXT.match(out[-1][1]) and _ONLY_THEN_NO.search(sentence))
+                (_ONLY_THEN_NO.search(out[-1][1], max(0, len(out[-1][1]) - _TAIL)) and _NO_NEXT.match(sentence))
+                or (_NO_NEXT.match(out[-1][1]) and _ONLY_THEN_NO.search(sentence, max(0, len(sentence) - _TAIL)))
             ):
                 out[-1] = (out[-1][0], f"{out[-1][1]} {sentence}")
                 continue

@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kairosd.consolidation.offline.letters import letter_runs
 from kairosd.consolidation.offline.noise import refused
 from kairosd.core import lazyre
 
@@ -104,6 +105,7 @@ _UPGRADED = lazyre.compile(
 _SUPERSEDED_BY = lazyre.compile(
     r"\b(?:is|are|was|were|got|has\s+been|have\s+been)\s+(?:now\s+)?(?:superseded|replaced)\s+by\s+\S", _I
 )
+_SUPERSEDED_NEEDS = frozenset(["superseded", "replaced"])  # an exact prefilter (:mod:`.letters`)
 # "since yesterday": when a change happened (a time word then says when, not that it is unsure).
 _SINCE_WHEN = lazyre.compile(r"\bsince\s+(yesterday|last\s+time|earlier\s+today)\b", _I)
 _CHANGED_TO = lazyre.compile(
@@ -177,6 +179,9 @@ _RE_ABOUT = lazyre.compile(
     r"^(?:re|regarding|about|as\s+for)[:\s]\s*(?P<about>(?:the\s+)?[^:,;]{1,40}):\s*(?:it'?s|it\s+is|they'?re|they\s+are)\s+",
     _I,
 )
+# How a match of _RE_ABOUT opens ("re", "regarding", "about", "as for"), lower-cased: an exact prefilter
+# for an ASCII sentence (IGNORECASE matches "\u017f" to "s", which ``lower()`` leaves).
+_ABOUT_OPENS = frozenset(["re", "ab", "as"])
 # A quoted sentence (three words or more) after a speech verb or a colon is someone else's words:
 # 'the designer said: "always use the primary color"' (a quoted title, 'add "X" to the backlog', is kept).
 _QUOTED = lazyre.compile(
@@ -561,7 +566,22 @@ _NEEDS = {
     "vague": _needs("later next follow followup point someday some eventually"),
     "preference": _needs("prefer rather like instead over"),
 }
-_TOKEN = lazyre.compile(r"[a-z]+")
+# A word each of _TODO's alternatives needs, a whole run of letters wherever it matches ("to-?dos?"
+# may run into "that": "add to the todothat ..."; its exact word is the "add"/"put"/... it opens with).
+# The body _TODO reads is the sentence less a lead (_LEAD, _RELAYED) that ends in a space: its words are
+# the sentence's. Only for an ASCII sentence (IGNORECASE matches "\u017f" to "s"; ``lower()`` does not).
+_TODO_NEEDS = _needs(
+    "todo fixme forget remind ping nudge still note reminder backlog list remember jot board action me add put "
+    "stick throw"
+)
+# "next", "but" and "before" count only with "we" or "i": the alternatives that need them open with one.
+_TODO_WE_NEEDS = _needs("next but before")
+
+
+def _may_be_todo(sentence: str, tokens: set[str]) -> bool:
+    if not sentence.isascii() or not _TODO_NEEDS.isdisjoint(tokens):
+        return True
+    return not _TODO_WE_NEEDS.isdisjoint(tokens) and ("we" in tokens or "i" in tokens)
 
 
 def _shaped(sentence: str, tokens: set[str]) -> bool:
@@ -731,10 +751,10 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
     sentence = sentence.strip()
     if '"' in sentence or "\u201c" in sentence:
         sentence = _QUOTED.sub(r"\1", sentence).strip()
-    about = _RE_ABOUT.match(sentence)
+    about = _RE_ABOUT.match(sentence) if not sentence.isascii() or sentence[:2].lower() in _ABOUT_OPENS else None
     if about is not None:  # "re the limiter: it's 200 rps now" says "the limiter is 200 rps now"
         sentence = f"{about.group('about').strip()} is {sentence[about.end() :]}"
-    tokens = set(_TOKEN.findall(sentence.lower()))
+    tokens = set(letter_runs(sentence))
     if _MAY_DROP & tokens and _DROPPED.search(sentence) and not sentence.endswith("?"):
         return Signal("todo", sentence, "close")
     strong = _STRONG_CORRECTION.match(sentence) if _MAY_CORRECT & tokens else None
@@ -790,7 +810,7 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         body = _RELAYED.sub("", body)
     if len(body) < MIN_TEXT:
         return None
-    if _TODO.search(body):
+    if _may_be_todo(sentence, tokens) and _TODO.search(body):
         return Signal("todo", _tidy(body))
     if _CHANGING & tokens and _CHANGED_FROM.match(body) and not _UNSURE.search(body):
         return Signal("decision", _tidy(body))
@@ -798,7 +818,11 @@ def _read(sentence: str, *, after_agent: bool, first: bool) -> Signal | None:
         return None  # chit-chat, or not sure: when unsure, keep nothing
     if _UPGRADED.match(body) and not _UNSURE.search(body):
         return Signal("fact", _tidy(body))  # "we have upgraded to Spring Boot 3.3": what the project is on now
-    if _SUPERSEDED_BY.search(body) and not _hedged(body):
+    if (
+        (not sentence.isascii() or not _SUPERSEDED_NEEDS.isdisjoint(tokens))
+        and _SUPERSEDED_BY.search(body)
+        and not _hedged(body)
+    ):
         return Signal("fact", _tidy(body))  # "the Vault path secret/prod/ is superseded by kv/prod/": what holds now
     if _NEEDS["decision"] & tokens and _DECISION.search(body):
         return Signal("decision", _tidy(body))

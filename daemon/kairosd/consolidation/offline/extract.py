@@ -94,6 +94,7 @@ from kairosd.consolidation.offline.cues import (
 from kairosd.consolidation.offline.dates import absolutize
 from kairosd.consolidation.offline.joined import asks_to_note_it, joined
 from kairosd.consolidation.offline.kinds import Kinds, agrees
+from kairosd.consolidation.offline.letters import letter_runs
 from kairosd.consolidation.offline.noise import names_nothing, refused
 from kairosd.consolidation.offline.substance import fragment, kind_by_mood
 from kairosd.consolidation.transcripts.model import Message
@@ -134,6 +135,8 @@ _HEADER = lazyre.compile(
     r"(?:ok(?:ay)?[,\s]+)?(?:scratch|forget|ignore|disregard)\s+what\s+i\s+(?:said|told\s+you)\s+(?:about|re)\s+[^.:]{1,30})[.!:]*$",
     re.IGNORECASE,
 )
+# A word every alternative of _HEADER needs (an exact prefilter, :mod:`.letters`).
+_HEADER_NEEDS = frozenset(["correction", "decision", "plan", "plans", "rule", "rules", "what"])
 _STRESS = lazyre.compile(
     r"^(?:no\s+exceptions|zero\s+exceptions|period|full\s+stop|non-?negotiable|always|every\s+time|without\s+exception)[.!]*$",
     re.IGNORECASE,
@@ -149,6 +152,8 @@ _RETRACTION = lazyre.compile(
     r"(?:said|told\s+you|wrote)(?:\s+(?:earlier|before|yesterday|last\s+time))?\s+(?:about|re|on)\s+(?P<about>[^.!?]{1,40}?)[.!]*$",
     re.IGNORECASE,
 )
+# What _RETRACTION needs (an exact prefilter, :mod:`.letters`): one of its verbs, after a space or the start.
+_RETRACTING = frozenset(["supersedes", "replaces", "overrides", "corrects"])
 _ORDERS = frozenset({"rule", "preference", "correction"})
 _FOR_GOOD = lazyre.compile(r"\b(?:from\s+now\s+on|going\s+forward|always|never|every\s+time|whenever)\b", re.IGNORECASE)
 _USE_NEXT = lazyre.compile(r"^use\s+\S+(?:\s+\S+){0,5}[.!]?$", re.IGNORECASE)
@@ -214,7 +219,8 @@ def turn(text: str, after_agent: bool, kinds: Kinds | None = None) -> tuple[tupl
                 previous_signal = found[-1]
             previous = said
             continue
-        retracted = _RETRACTION.match(sentence)
+        may_retract = not sentence.isascii() or not _RETRACTING.isdisjoint(letter_runs(sentence))
+        retracted = _RETRACTION.match(sentence) if may_retract else None
         if (
             retracted is not None
             and previous_signal is not None
@@ -306,11 +312,15 @@ def _headed(said: list[tuple[int, str]]) -> list[tuple[int, str]]:
     moving ..." is one)."""
     out: list[tuple[int, str]] = []
     for line, sentence in said:
-        if out and len(out[-1][1]) < 60 and _HEADER.match(out[-1][1]):
+        if out and len(out[-1][1]) < 60 and _may_head(out[-1][1]) and _HEADER.match(out[-1][1]):
             out[-1] = (out[-1][0], f"{out[-1][1].rstrip('.!:')}: {sentence}")
         else:
             out.append((line, sentence))
     return out
+
+
+def _may_head(sentence: str) -> bool:
+    return not sentence.isascii() or not _HEADER_NEEDS.isdisjoint(letter_runs(sentence))
 
 
 @functools.lru_cache(maxsize=4096)  # sessions run the same few commands again and again

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 
+from kairosd.consolidation.offline.letters import letter_runs
 from kairosd.core import lazyre
 
 _I = re.IGNORECASE
@@ -198,15 +199,44 @@ _EMPTY_TODO = frozenset(
 _WORD = lazyre.compile(r"[a-z0-9][a-z0-9_.-]{2,}", _I)
 
 
+# Exact prefilters (:mod:`.letters`): a word each alternative of the pattern needs.
+_HYPOTHETICAL_NEEDS = frozenset(
+    "suppose supposing hypothetically imagine if say theory case assuming were ever would d".split()  # noqa: SIM905
+)
+_REPORTED_NEEDS = frozenset(
+    "said says say wrote writes write think thinks suggest suggests suggested recommend recommends recommended "  # noqa: SIM905
+    "claim claims claimed told mentioned commented proposed argued insist insists complain complains complained "
+    "according believes feels reckons argues wonder wonders wondered".split()
+)
+# _COUNTERFACTUAL: "have" or "but", or "always"/"never" with a word the alternative holding it needs
+_COUNTERFACTUAL_NEEDS = frozenset(["have", "but"])
+_ALWAYS_NEVER = frozenset(["always", "never"])
+_ALWAYS_NEVER_WITH = frozenset(
+    "told said gave wrote broke forgot ran saw went took knew thought got made "  # noqa: SIM905  (what they did)
+    "same something this up it that your "  # "always the same", "never ends up", "it never works"
+    "weird strange odd annoying reason why wtf lol somehow".split()  # a thing does, to the person's surprise
+)
+# _FOR_NOW reads the sentence or its part before the last ", ": a part's words are the sentence's.
+_FOR_NOW_NEEDS = frozenset("yet now moment today tonight afternoon morning evening until make".split())  # noqa: SIM905
+_THIS_TALK_NEEDS = frozenset(["answer", "reply", "respond", "rhetorical"])
+_THAT_ONE_NEEDS = frozenset(["use", "with", "switch", "switching", "prefer", "take", "pick"])
+_DEICTIC_NEEDS = frozenset(["here", "this", "that"])
+_TASK_NEEDS = frozenset(
+    "write add create implement generate draft build set always never fix change correct".split()  # noqa: SIM905
+)
+
+
 def refused(sentence: str, kind: str) -> str | None:
     """Why ``sentence``, read by the cues as ``kind``, is not for the board (see the module
     docstring), or None. To-dos and facts are only refused as hypotheticals or reported words."""
-    if _HYPOTHETICAL.search(sentence):
+    words = letter_runs(sentence) if sentence.isascii() else None
+    if (words is None or not _HYPOTHETICAL_NEEDS.isdisjoint(words)) and _HYPOTHETICAL.search(sentence):
         return "hypothetical"
-    if _REPORTED.search(sentence):
+    if (words is None or not _REPORTED_NEEDS.isdisjoint(words)) and _REPORTED.search(sentence):
         return "reported"
+    deictic = words is None or not _DEICTIC_NEEDS.isdisjoint(words)
     if kind == "fact":
-        if _DEICTIC.search(sentence):
+        if deictic and _DEICTIC.search(sentence):
             return "one-off"  # "in this cell use a log scale": an order about the code at hand
         return "transient" if _TRANSIENT.search(sentence) else None
     if kind == "todo":
@@ -214,20 +244,24 @@ def refused(sentence: str, kind: str) -> str | None:
         return "says nothing" if not named else None
     if _REVIEW.match(sentence) and not _HOUSE_WIDE.search(sentence):
         return "review"  # "nit: we use httpx everywhere in this project, not aiohttp" is a rule all the same
-    if _TASK.search(sentence):
+    if (words is None or not _TASK_NEEDS.isdisjoint(words)) and _TASK.search(sentence):
         return "task"
     if kind in ("rule", "preference") and _CHORE.match(sentence) and not _FOR_GOOD.search(sentence):
         return "task"  # "delete scripts/x.sh then, nobody should be using it": a chore, its reason after it
-    if _COUNTERFACTUAL.search(sentence):
+    if _may_be_counterfactual(words) and _COUNTERFACTUAL.search(sentence):
         return "observation"
     # "owner is required, lifecycle optional for now": a last clause for now qualifies only itself
     # (after a clause of its own: "ok, don't commit yet" is for now)
     head, _, last = sentence.rpartition(", ")
-    if _FOR_NOW.search(head if last and len(head.split()) >= 3 else sentence) and not _DECIDED_THEN.match(sentence):
+    if (
+        (words is None or not _FOR_NOW_NEEDS.isdisjoint(words))
+        and _FOR_NOW.search(head if last and len(head.split()) >= 3 else sentence)
+        and not _DECIDED_THEN.match(sentence)
+    ):
         return "for now"  # "decided with the client this morning: ..." says when it was decided
-    if _THIS_TALK.search(sentence):
+    if (words is None or not _THIS_TALK_NEEDS.isdisjoint(words)) and _THIS_TALK.search(sentence):
         return "one-off"
-    picked = _THAT_ONE.search(sentence)
+    picked = _THAT_ONE.search(sentence) if words is None or not _THAT_ONE_NEEDS.isdisjoint(words) else None
     rest = (sentence[: picked.start()] + sentence[picked.end() :]).rstrip(".!?") if picked is not None else ""
     if picked is not None and not _NAMES_A_THING.search(rest):
         return "one-off"
@@ -238,9 +272,15 @@ def refused(sentence: str, kind: str) -> str | None:
         before = said.lower().strip(",.;:!")
         if before not in _STANDING_BEFORE and not before.endswith("'ve"):
             return "observation"
-    if _DEICTIC.search(sentence) and not _STANDING.search(sentence):
+    if deictic and _DEICTIC.search(sentence) and not _STANDING.search(sentence):
         return "one-off"
     return None
+
+
+def _may_be_counterfactual(words: frozenset[str] | None) -> bool:
+    if words is None or not _COUNTERFACTUAL_NEEDS.isdisjoint(words):
+        return True
+    return not _ALWAYS_NEVER.isdisjoint(words) and not _ALWAYS_NEVER_WITH.isdisjoint(words)
 
 
 def names_nothing(text: str) -> bool:
