@@ -235,6 +235,7 @@ def _agent(
             environ=environ,
             board={e.id: e.kind for e in board.entries},
             guesses={e.id for e in board.entries if e.guessed},
+            bound_s=float(request["agent_timeout_s"]),
         )
         if answer.rejected:
             result["agent_rejected"] += answer.rejected

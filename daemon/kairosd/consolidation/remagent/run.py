@@ -100,9 +100,12 @@ def run_rem_agent(
     environ: Mapping[str, str],
     board: Mapping[str, str],
     guesses: Collection[str] = (),
+    bound_s: float | None = None,
 ) -> AgentAnswer:
     """One headless turn of ``rem-agent`` in ``project``; never raises for a failed run.
-    ``board``: the ids the prompt showed, each with its kind; ``guesses``: those it marked guessed."""
+    ``board``: the ids the prompt showed, each with its kind; ``guesses``: those it marked guessed;
+    ``timeout_s``: what is left of ``bound_s``, the run's whole bound (``agent_timeout``), which a
+    timeout names (what is left is a hair under it: "0.999s" would read as another setting)."""
     # Imported here: a worker whose mode comes out offline (most of them) never loads the adapters.
     from kairosd.agents.adapters import adapter_for
 
@@ -143,7 +146,8 @@ def run_rem_agent(
         )
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return AgentAnswer(error=f"{AGENT_NAME} timed out after {timeout_s:.3g}s (process group killed)", agent=cli)
+        bound = f"agent_timeout, {bound_s:g}s" if bound_s is not None else f"{timeout_s:.3g}s"
+        return AgentAnswer(error=f"{AGENT_NAME} timed out ({bound}; process group killed)", agent=cli)
     except BaseException:
         _kill_group(proc, grace_s=0)  # the worker is being cancelled: the agent must not outlive it
         raise

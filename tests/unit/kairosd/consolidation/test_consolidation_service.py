@@ -512,7 +512,7 @@ def test_agent_mode_uses_rem_agent_read_only(tmp_path):
     [
         ("whatever", 1, 60, "rem-agent failed"),
         ("I think the user likes tabs.", 0, 60, "without any ADD, REPLACE, CLOSE, KEEP, DROP or NONE line"),
-        ("NONE", 0, 1, "timed out after 1s"),
+        ("NONE", 0, 1, "timed out (agent_timeout, 1s; process group killed)"),
     ],
 )
 def test_agent_mode_falls_back_to_offline(tmp_path, answer, exit_code, timeout, why):
