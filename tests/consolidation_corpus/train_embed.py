@@ -66,7 +66,7 @@ from consolidation_corpus.report import TUNED
 from consolidation_corpus.train_classifier import NONE, Bayes, examples
 from kairosd.consolidation.offline import cues
 from kairosd.consolidation.offline import extract as extract_module
-from kairosd.consolidation.offline.kinds import Kinds
+from kairosd.consolidation.offline.kinds import Kinds, group  # the shipped check's groups
 from kairosd.consolidation.offline.noise import refused
 
 if TYPE_CHECKING:
@@ -92,12 +92,7 @@ GRID = {
 # The rule's choice on fresh3..fresh7 (see the module docstring): the thresholds a blind split is scored at.
 CHOSEN = {"cues": 0.0, "gate": 0.9, "union": 0.95, "alone": 0.5, "agree": 0.0}
 RECALL_SLACK = 0.05
-ORDERS = {"rule", "preference", "correction"}
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
-
-
-def group(kind: str) -> str:
-    return "orders" if kind in ORDERS else kind
 
 
 class MiniLM:

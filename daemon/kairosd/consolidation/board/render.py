@@ -7,6 +7,7 @@ Pure: must not import anything that does I/O (the time of the last session is th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 
 from kairosd.consolidation.board.entries import clean
@@ -29,17 +30,11 @@ def changes_line(board: Board, since: datetime | None) -> str | None:
     if new:
         parts.append(f"{len(new)} new ({', '.join(e.id for e in new)})")
     if replaced:
-        shown = [f'"{_short(e.text)}" replaced by {e.superseded_by}' for e in replaced[-MAX_REPLACED_SHOWN:]]
-        more = len(replaced) - len(shown)
-        parts.append(f"{len(replaced)} replaced: " + "; ".join(shown) + (f"; {more} more" if more > 0 else ""))
+        shown = _newest(replaced, lambda e: f'"{_short(e.text)}" replaced by {e.superseded_by}')
+        parts.append(f"{len(replaced)} replaced: {shown}")
     if dropped:
-        shown = [f'"{_short(e.text)}"' for e in dropped[-MAX_REPLACED_SHOWN:]]
-        more = len(dropped) - len(shown)
-        parts.append(
-            f"{len(dropped)} offline guess{'es' if len(dropped) != 1 else ''} the rem-agent judged wrong and dropped: "
-            + "; ".join(shown)
-            + (f"; {more} more" if more > 0 else "")
-        )
+        guesses = "offline guess" + ("es" if len(dropped) != 1 else "")
+        parts.append(f"{len(dropped)} {guesses} the rem-agent judged wrong and dropped: " + _newest(dropped, _quoted))
     when = since.strftime("%Y-%m-%d %H:%M UTC")
     return (
         f"Changed since this project's last session ({when}): {', '.join(parts)}. "
@@ -104,6 +99,17 @@ def _note(board: Board, entry: Entry, since: datetime | None) -> str:
     if entry.guessed:
         notes.append("guessed offline")
     return "; ".join(notes)
+
+
+def _newest(entries: list[Entry], said: Callable[[Entry], str]) -> str:
+    """The newest :data:`MAX_REPLACED_SHOWN` of ``entries`` as ``said`` words each, and how many more."""
+    shown = [said(e) for e in entries[-MAX_REPLACED_SHOWN:]]
+    more = len(entries) - len(shown)
+    return "; ".join(shown) + (f"; {more} more" if more > 0 else "")
+
+
+def _quoted(entry: Entry) -> str:
+    return f'"{_short(entry.text)}"'
 
 
 def _short(text: str, limit: int = 60) -> str:

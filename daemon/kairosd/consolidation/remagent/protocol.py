@@ -46,8 +46,9 @@ _KIND = r"\[?(?P<kind>[A-Za-z][A-Za-z_-]*)\]?"
 _ID = r"(?P<id>[^\s:]+)"
 _ADD = re.compile(rf"^ADD\s+{_KIND}\s*:\s*(?P<text>.*)$", re.I)
 _REPLACE = re.compile(rf"^REPLACE\s+{_ID}\s+{_KIND}\s*:\s*(?P<text>.*)$", re.I)
-_CLOSE = re.compile(rf"^CLOSE\s+{_ID}\s*(?:[:.\u2014-].*)?$", re.I)
-_JUDGE = re.compile(rf"^(?P<verb>KEEP|DROP)\s+{_ID}\s*(?:[:.\u2014-].*)?$", re.I)
+_REMARK = r"\s*(?:[:.\u2014-].*)?$"  # "CLOSE b1: done in the last session": a remark after the id is ignored
+_CLOSE = re.compile(rf"^CLOSE\s+{_ID}{_REMARK}", re.I)
+_JUDGE = re.compile(rf"^(?P<verb>KEEP|DROP)\s+{_ID}{_REMARK}", re.I)
 _NONE = re.compile(r"^NONE\.?$", re.I)
 _ALIASES = {"to-do": "todo", "to_do": "todo", "pref": "preference"}
 
